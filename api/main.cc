@@ -1,0 +1,52 @@
+// clickatron-api: the increment and query front end.
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "clickatron/daemon.h"
+#include "clickatron/http_client.h"
+#include "clickatron/http_server.h"
+#include "read_path.h"
+#include "write_path.h"
+
+using namespace clickatron;
+
+int main(int argc, char** argv) {
+  auto ctx = StartDaemon(argc, argv, "clickatron-api", MemberRole::kApi);
+  if (!ctx.ok()) {
+    std::fprintf(stderr, "%s\n", ctx.status().ToString().c_str());
+    return 2;
+  }
+  auto server = HttpServer::Create(ctx->http);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.status().ToString());
+    return 1;
+  }
+  // Many connections per realtime shard: batches are sent in parallel while a
+  // slow fsync on one shard does not stall the others.
+  auto client = HttpClient::Create((*server)->base(), HttpClient::Options{16});
+  auto write = api::WritePath::Create(*ctx, **server, *client);
+  if (!write.ok()) {
+    spdlog::critical("write path: {}", write.status().ToString());
+    return 1;
+  }
+  auto read = api::ReadPath::Create(*ctx, **server, *client);
+  if (!read.ok()) {
+    spdlog::critical("read path: {}", read.status().ToString());
+    return 1;
+  }
+  (*server)->SetStatsProvider(
+      [&] {
+        nlohmann::json j = (*write)->StatsJson();
+        j.update((*read)->StatsJson());
+        return j;
+      },
+      [&] { return (*write)->StatsPrometheus() + (*read)->StatsPrometheus(); });
+  Status st = (*server)->Run();
+  if (!st.ok()) {
+    spdlog::critical("{}", st.ToString());
+    return 1;
+  }
+  spdlog::info("stopped");
+  return 0;
+}

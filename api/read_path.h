@@ -1,0 +1,25 @@
+// The query side of the API node (issue 6): /clicks, /breakdown, /lookup and
+// the static dashboard page at /. Reads the archive replicas and the realtime
+// ring of the key's shard and merges them, counting each hour once.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/daemon.h"
+#include "clickatron/http_client.h"
+#include "clickatron/http_server.h"
+#include "clickatron/status.h"
+
+namespace clickatron::api {
+
+class ReadPath {
+ public:
+  static Result<std::unique_ptr<ReadPath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client);
+  virtual ~ReadPath() = default;
+  virtual nlohmann::json StatsJson() const = 0;
+  virtual std::string StatsPrometheus() const = 0;
+};
+
+}  // namespace clickatron::api

@@ -1,0 +1,28 @@
+// The increment side of the API node (issue 5): /incr (single and batch),
+// validation, expansion into records, per-shard combining, the oplog, sending
+// to realtime shards with exactly-once sequence numbers, late data.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/daemon.h"
+#include "clickatron/http_client.h"
+#include "clickatron/http_server.h"
+#include "clickatron/status.h"
+
+namespace clickatron::api {
+
+class WritePath {
+ public:
+  // Opens the oplog under ctx.member.data_dir, recovers (re-sends what shards
+  // have not acknowledged) and registers its routes on `server`.
+  static Result<std::unique_ptr<WritePath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client);
+  virtual ~WritePath() = default;
+  // Figures for /stats (merged into data) and /metrics.
+  virtual nlohmann::json StatsJson() const = 0;
+  virtual std::string StatsPrometheus() const = 0;
+};
+
+}  // namespace clickatron::api

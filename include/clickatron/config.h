@@ -1,0 +1,115 @@
+// The cluster file (DESIGN §3): one TOML file describes every member; a daemon
+// is started as `BINARY --config FILE --member NAME` and finds its part here.
+//
+// Parsed once into typed structs (never looked up by string at run time).
+// Every field has a default, documented in conf/local.toml. Load() reports a
+// bad file with the line and the field at fault.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clickatron/status.h"
+
+namespace clickatron {
+
+enum class MemberRole { kApi, kRealtime, kArchive, kRebuild };
+const char* MemberRoleName(MemberRole role);
+
+struct HostPort {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  std::string ToString() const;  // "127.0.0.1:8080"
+};
+Result<HostPort> ParseHostPort(std::string_view text);
+
+// Limits every HTTP server applies ([http] table).
+struct HttpLimits {
+  size_t max_body_bytes = 64u << 20;     // larger bodies: 413 BODY_TOO_LARGE
+  size_t max_header_bytes = 16u << 10;   // request line + headers
+  int timeout_seconds = 30;              // idle / slow client timeout
+  size_t max_query_args = 1024;          // query-string parameters per request
+};
+
+struct MemberConfig {
+  std::string name;
+  MemberRole role = MemberRole::kApi;
+  HostPort listen;
+  std::string data_dir;
+  int shard = -1;         // realtime and archive members
+  std::string file;       // archive: the sorted file it serves
+};
+
+// [api]
+struct ApiConfig {
+  int flush_window_ms = 2;              // combining window per shard
+  std::string oplog_sync = "always";    // always | interval | none
+  int oplog_sync_interval_ms = 100;     // for "interval"
+  uint64_t oplog_segment_bytes = 64u << 20;
+  int oplog_retention_hours = 48;       // keep acknowledged segments this long
+  uint64_t max_queued_increments = 2'000'000;  // per shard, beyond it 503 OVERLOADED
+  int future_margin_hours = 48;         // increments later than now+margin are refused
+  int request_timeout_ms = 5000;        // to realtime / archive peers
+  int retry_backoff_min_ms = 50;
+  int retry_backoff_max_ms = 5000;
+  int max_query_hours = 24 * 366 * 5;   // widest window a query may span
+};
+
+// [realtime]
+struct RealtimeConfig {
+  int write_buffer_mb = 64;
+  int block_cache_mb = 128;
+  bool sync_wal = false;  // the API's oplog is the durability of record
+};
+
+// [archive]
+struct ArchiveConfig {
+  bool mlock = false;
+  bool warmup = false;
+  bool verify_sorted_on_load = false;
+  std::string madvise = "random";  // random | sequential | normal | willneed
+  // One byte ending a line's key (sortdb's --field-separator). Archive files
+  // written by the rebuild always use ',', so change it only to serve other
+  // sorted key/value files.
+  std::string field_separator = ",";
+};
+
+// [rebuild]
+struct RebuildConfig {
+  std::string work_dir = "var/rebuild";
+  std::string backup_dir = "var/backup";
+  uint64_t memory_mb = 512;            // external sort bound
+  int threads = 2;
+  double max_bad_line_ratio = 0.001;   // a load with more bad lines fails
+  std::vector<std::string> oplog_dirs; // late-data sources (default: every API data_dir)
+};
+
+struct ClusterConfig {
+  std::string path;             // the file it came from
+  int realtime_shards = 1;
+  int archive_shards = 1;
+  std::string clock = "system"; // system | manual
+  std::string admin_token;      // empty: admin endpoints are open
+  std::string log_level = "info";
+  HttpLimits http;
+  ApiConfig api;
+  RealtimeConfig realtime;
+  ArchiveConfig archive;
+  RebuildConfig rebuild;
+  std::vector<MemberConfig> members;
+
+  static Result<ClusterConfig> Load(const std::string& path);
+  static Result<ClusterConfig> Parse(std::string_view toml_text, const std::string& source_name);
+
+  const MemberConfig* FindMember(std::string_view name) const;
+  std::vector<const MemberConfig*> MembersWithRole(MemberRole role) const;
+  // The realtime member serving `shard` (exactly one per shard).
+  const MemberConfig* RealtimeMember(int shard) const;
+  // Every archive replica serving `shard`, in file order.
+  std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
+  bool manual_clock() const { return clock == "manual"; }
+};
+
+}  // namespace clickatron

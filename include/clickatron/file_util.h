@@ -1,0 +1,45 @@
+// Small file helpers with the durability steps spelled out once:
+// write to a temp file, fsync it, rename over the target, fsync the directory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "clickatron/status.h"
+
+namespace clickatron {
+
+Status MakeDirs(const std::string& path);
+Status FsyncDir(const std::string& dir);
+Status FsyncFile(const std::string& path);
+// Crash-safe replace: readers see the old contents or the new, never a mix.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+Result<std::string> ReadFileToString(const std::string& path);
+Status RenameDurably(const std::string& from, const std::string& to);
+bool FileExists(const std::string& path);
+std::string DirName(const std::string& path);
+
+// A read-only mapping of a whole file (RAII). An empty file maps to size 0.
+class MappedFile {
+ public:
+  static Result<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view data() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+  // madvise with "random" | "sequential" | "normal" | "willneed".
+  Status Advise(std::string_view how);
+  Status Lock();       // mlock the whole mapping
+  uint64_t Touch();    // read one byte a page; returns a checksum so it is not optimised away
+
+ private:
+  MappedFile() = default;
+  std::string path_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace clickatron

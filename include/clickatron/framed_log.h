@@ -1,0 +1,53 @@
+// Framed append-only log files: the API's oplog segments and late-data files.
+//
+// A file is a sequence of frames, little-endian:
+//   magic   u32  0x4C4F4B43 ("CKOL")
+//   length  u32  payload bytes
+//   crc32   u32  zlib crc32 of the payload
+//   payload length bytes
+// A crash can leave a torn last frame: the reader reports it as a truncated
+// tail (and where the good data ends) so the writer can cut it off before
+// appending. A bad frame followed by more data is CORRUPTION, never skipped.
+// Files ending in ".gz" are read through zlib (closed, compressed segments).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "clickatron/status.h"
+
+namespace clickatron {
+
+inline constexpr uint32_t kFrameMagic = 0x4C4F4B43;
+inline constexpr size_t kFrameHeaderBytes = 12;
+inline constexpr uint32_t kMaxFramePayload = 256u << 20;
+
+class FramedLogWriter {
+ public:
+  // Opens for append (creating it). If the file ends in a torn frame, the tail
+  // is cut first (and reported in the log).
+  static Result<std::unique_ptr<FramedLogWriter>> Open(const std::string& path);
+  virtual ~FramedLogWriter() = default;
+  virtual Status Append(std::string_view payload) = 0;  // buffered write, no fsync
+  virtual Status Sync() = 0;                             // fdatasync
+  virtual Status Close() = 0;
+  virtual uint64_t size() const = 0;                     // bytes in the file
+  virtual const std::string& path() const = 0;
+};
+
+class FramedLogReader {
+ public:
+  static Result<std::unique_ptr<FramedLogReader>> Open(const std::string& path);
+  virtual ~FramedLogReader() = default;
+  // The next payload; nullopt at the end (clean, or a torn tail: see below).
+  virtual Result<std::optional<std::string>> Next() = 0;
+  // After Next() returned nullopt: true if the file ended inside a frame.
+  virtual bool truncated_tail() const = 0;
+  // Byte offset just past the last whole frame read.
+  virtual uint64_t good_bytes() const = 0;
+};
+
+}  // namespace clickatron

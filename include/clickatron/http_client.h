@@ -1,0 +1,74 @@
+// HttpClient: asynchronous HTTP/1.1 requests to cluster peers over a pool of
+// keep-alive connections per peer, with per-request timeouts. Used by the API
+// (to realtime and archive daemons) on its event loop.
+//
+// BlockingHttpClient: the same for tools, the rebuild and tests, which have no
+// loop of their own; it can stream a large answer into a sink chunk by chunk.
+//
+// Thread-safety: an HttpClient belongs to the thread running its event_base.
+// A BlockingHttpClient belongs to one thread at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/status.h"
+
+struct event_base;
+
+namespace clickatron {
+
+struct HttpResponse {
+  // ok() false: no HTTP answer at all (refused, reset, timed out); then
+  // status_code is 0. An HTTP error answer (4xx/5xx) is ok() with its code.
+  Status transport;
+  int status_code = 0;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool ok() const { return transport.ok(); }
+  // The first header of that name (case-insensitive), "" when absent.
+  std::string Header(std::string_view name) const;
+};
+using HttpResponseCallback = std::function<void(HttpResponse)>;
+
+struct HttpRequestSpec {
+  std::string method = "GET";  // GET | POST
+  std::string target;          // path and query: "/get?key=u%7Cjehiah"
+  std::string body;
+  std::string bearer_token;    // sent as Authorization: Bearer … when set
+  int timeout_ms = 5000;
+};
+
+class HttpClient {
+ public:
+  struct Options {
+    int connections_per_peer = 4;
+  };
+  static std::unique_ptr<HttpClient> Create(event_base* base, Options options);
+  static std::unique_ptr<HttpClient> Create(event_base* base) { return Create(base, Options{}); }
+  virtual ~HttpClient() = default;
+  // `done` runs on the loop thread exactly once.
+  virtual void Send(const HostPort& peer, HttpRequestSpec request, HttpResponseCallback done) = 0;
+};
+
+class BlockingHttpClient {
+ public:
+  BlockingHttpClient();
+  ~BlockingHttpClient();
+  HttpResponse Fetch(const HostPort& peer, HttpRequestSpec request);
+  // Streams the body into `sink` as it arrives (nothing buffered whole). The
+  // returned body is empty. A sink error aborts the transfer.
+  HttpResponse FetchStreaming(const HostPort& peer, HttpRequestSpec request,
+                              std::function<Status(std::string_view chunk)> sink);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clickatron

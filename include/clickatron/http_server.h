@@ -1,0 +1,119 @@
+// HttpServer: the one HTTP core every daemon shares (simplehttp's idea).
+//
+// libevent evhttp underneath, HTTP/1.1 keep-alive, one event loop thread.
+// Built in: /ping, /stats (JSON), /metrics (Prometheus text), per-endpoint
+// counts and latency percentiles, limits on headers/body/idle time, bearer
+// token on admin routes, SIGINT/SIGTERM stop, signals delivered as ordinary
+// loop callbacks (never work inside a signal handler).
+//
+// Thread-safety: everything runs on the loop thread except RunInLoop() and
+// Stop(), which any thread may call. An HttpExchange must be answered on the
+// loop thread; work done elsewhere posts its answer back with RunInLoop().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/http_stats.h"
+#include "clickatron/query_string.h"
+#include "clickatron/status.h"
+
+struct event_base;
+
+namespace clickatron {
+
+class HttpServer;
+
+// The JSON envelope every answer uses:
+// {"status_code": 200, "status_txt": "OK", "data": …}.
+nlohmann::json Envelope(int status_code, std::string_view status_txt, nlohmann::json data);
+
+// One request and its (single) answer. Held by shared_ptr so an async handler
+// can answer later; if the client went away meanwhile, alive() is false and
+// answering does nothing. An exchange dropped unanswered gets a 500.
+class HttpExchange {
+ public:
+  virtual ~HttpExchange() = default;
+
+  virtual const std::string& method() const = 0;  // "GET", "POST", …
+  virtual const std::string& path() const = 0;    // without the query
+  virtual const QueryArgs& args() const = 0;      // the query string's parameters
+  virtual const std::string& body() const = 0;
+  virtual std::string header(std::string_view name) const = 0;  // "" when absent
+  virtual bool alive() const = 0;
+  virtual bool answered() const = 0;
+  // Adds a response header; call before Reply/StartStream.
+  virtual void AddHeader(std::string_view name, std::string_view value) = 0;
+
+  // A plain answer. Errors (>= 400) count as errors in /stats.
+  virtual void Reply(int status, std::string_view body, std::string_view content_type = "text/plain") = 0;
+  // 200 with the envelope around `data`.
+  void ReplyJson(nlohmann::json data);
+  // The envelope with data null, status_txt = reason, and a "message" for people.
+  void ReplyError(int status, std::string_view reason, std::string_view message);
+  void ReplyError(const Status& status);
+
+  // Streaming (chunked) answers for large bodies. SendChunk's `on_sent` runs
+  // when the chunk has left the buffer: produce the next one then, so memory
+  // stays bounded whatever the client's speed. It never runs if the client
+  // has gone (check alive()).
+  virtual void StartStream(int status, std::string_view content_type) = 0;
+  virtual void SendChunk(std::string_view data, std::function<void()> on_sent = nullptr) = 0;
+  virtual void EndStream() = 0;
+};
+using HttpExchangePtr = std::shared_ptr<HttpExchange>;
+using HttpHandler = std::function<void(const HttpExchangePtr&)>;
+
+enum HttpMethods : unsigned { kGet = 1, kPost = 2, kGetOrPost = 3 };
+
+struct HttpServerOptions {
+  std::string daemon;    // "clickatron-archive": names the process in /stats and /metrics
+  std::string member;    // the cluster member name
+  HostPort listen;       // port 0: pick a free port (see port())
+  HttpLimits limits;
+  std::string admin_token;  // empty: admin routes are open
+};
+
+class HttpServer {
+ public:
+  // Binds the socket (fails here, not later, if the address is taken).
+  static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options);
+  virtual ~HttpServer() = default;
+
+  // Exact-path routes. A request with another method gets 405.
+  virtual void Route(std::string path, HttpHandler handler, unsigned methods = kGetOrPost) = 0;
+  // Routes that change state outside the counting path (DESIGN §9): when an
+  // admin token is configured they need "Authorization: Bearer TOKEN" (401).
+  virtual void AdminRoute(std::string path, HttpHandler handler, unsigned methods = kPost) = 0;
+
+  // Daemon-specific figures: merged into /stats data and appended to /metrics.
+  virtual void SetStatsProvider(std::function<nlohmann::json()> json,
+                                std::function<std::string()> prometheus) = 0;
+  // Runs `fn` on the loop thread when `signo` arrives (SIGHUP reloads).
+  virtual void OnSignal(int signo, std::function<void()> fn) = 0;
+  // Runs `fn` on the loop thread just before Run() returns (flush, close).
+  virtual void OnStop(std::function<void()> fn) = 0;
+  // Runs `fn` on the loop thread every `period`, first after one period.
+  virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
+  // Runs `fn` once on the loop thread after `delay`.
+  virtual void After(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+
+  // Serves until Stop() or SIGINT/SIGTERM.
+  virtual Status Run() = 0;
+  virtual void Stop() = 0;                                // any thread
+  virtual void RunInLoop(std::function<void()> fn) = 0;   // any thread
+
+  virtual event_base* base() = 0;
+  virtual uint16_t port() const = 0;  // the bound port
+  virtual HttpStats& stats() = 0;
+  virtual const HttpServerOptions& options() const = 0;
+};
+
+}  // namespace clickatron

@@ -1,0 +1,50 @@
+// The manifest beside every archive file (DESIGN §6): written by the rebuild,
+// checked by the archive server before it serves a file, read by the API to
+// know which days the archive already holds.
+//
+// On disk: FILE + ".manifest", one JSON object (format 1):
+//   {"format":1, "generation":7, "shard":0, "shard_count":2,
+//    "records":12345, "bytes":678901, "crc32":305419896,
+//    "first_key":"c.u|a.c3p0", "last_key":"u|zz", "last_day":"2012-03-25",
+//    "created":"2012-03-26T02:10:00Z", "late_inputs":["…"]}
+// crc32 is zlib's crc32 of the whole file; records is its line count.
+// last_day "" means the file holds no day yet (an empty generation).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/status.h"
+
+namespace clickatron {
+
+struct Manifest {
+  int format = 1;
+  uint64_t generation = 0;
+  int shard = 0;
+  int shard_count = 1;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  std::string first_key;
+  std::string last_key;
+  std::string last_day;  // YYYY-MM-DD, "" when none
+  std::string created;
+  std::vector<std::string> late_inputs;  // late-data segments folded into this generation
+
+  nlohmann::json ToJson() const;
+  static Result<Manifest> FromJson(const nlohmann::json& json);
+};
+
+std::string ManifestPathFor(const std::string& archive_file);
+Result<Manifest> ReadManifest(const std::string& manifest_path);
+Status WriteManifestAtomically(const std::string& manifest_path, const Manifest& manifest);
+
+// Scans `data` (a whole archive file) and fills records, bytes, crc32,
+// first_key and last_key.
+void DescribeArchiveData(std::string_view data, Manifest* manifest);
+
+}  // namespace clickatron

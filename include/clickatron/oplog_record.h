@@ -1,0 +1,69 @@
+// Payloads of the API node's oplog frames and late-data frames, and the names
+// of their files (docs/protocols.md, "Oplog and late data"). Shared by the API
+// (writes and replays them), the `clickatron oplog` tool and the rebuild
+// (reads late data). Do not change existing forms: they are on disk.
+//
+// A frame payload is one header line, then realtime lines:
+//   batch       "# source=api-0 shard=1 seq=42\n" + "key,delta\n"… + "l|HASH,value\n"…
+//   checkpoint  "# checkpoint source=api-0 last_seq=0:41,1:42\n"   (no lines)
+// A batch is what the API sent (or will send) to realtime shard `shard` as
+// POST /incr?source=SOURCE&seq=SEQ. Late-data frames use the batch form; their
+// lines are the ones a shard refused with DAY_NOT_OPEN. A checkpoint opens
+// every oplog segment, so the newest segment alone tells the next seq even
+// after older segments were deleted. Header fields are space-separated
+// name=value pairs; unknown names are ignored (room to grow).
+//
+// Files: oplog segments "oplog-<id, 16 digits>.log" (".log.gz" once closed and
+// compressed); late data "late-<unix seconds>.open" / ".sealed".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clickatron/status.h"
+
+namespace clickatron {
+
+struct OplogHeader {
+  enum class Kind { kBatch, kCheckpoint };
+  Kind kind = Kind::kBatch;
+  std::string source;
+  int shard = -1;     // batch
+  uint64_t seq = 0;   // batch
+  std::vector<std::pair<int, uint64_t>> last_seq;  // checkpoint: shard -> last seq written so far
+};
+
+struct OplogPayload {
+  OplogHeader header;
+  std::string_view lines;  // everything after the header line ("" for a checkpoint)
+};
+
+std::string FormatBatchHeader(std::string_view source, int shard, uint64_t seq);  // ends in '\n'
+std::string FormatCheckpointHeader(std::string_view source, const std::vector<std::pair<int, uint64_t>>& last_seq);
+// Parses the header line; CORRUPTION when it is missing or malformed (a frame
+// passed its checksum, so a bad header is a bug or foreign data, not a torn write).
+Result<OplogPayload> ParseOplogPayload(std::string_view payload);
+
+// Calls fn(line) for each non-empty line of `lines` (each ends in '\n').
+template <typename Fn>
+void ForEachPayloadLine(std::string_view lines, Fn&& fn) {
+  size_t pos = 0;
+  while (pos < lines.size()) {
+    size_t nl = lines.find('\n', pos);
+    if (nl == std::string_view::npos) nl = lines.size();
+    if (nl > pos) fn(lines.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+}
+
+std::string OplogSegmentName(uint64_t id, bool compressed);  // "oplog-0000000000000007.log[.gz]"
+// True for a segment name; sets *id and *compressed.
+bool ParseOplogSegmentName(std::string_view name, uint64_t* id, bool* compressed);
+
+std::string LateFileName(int64_t created_unix, bool sealed);  // "late-1333249200.open|.sealed"
+bool ParseLateFileName(std::string_view name, int64_t* created_unix, bool* sealed);
+
+}  // namespace clickatron

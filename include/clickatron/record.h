@@ -1,0 +1,96 @@
+// The three record types in their realtime and archive formats (DESIGN §1).
+//
+// Realtime (one hour, one value; a RocksDB key and an int64 counter):
+//   total     ns|tkey.YMDH,value            u|jehiah.c41l,5
+//   subtotal  sns.ns|tkey.skey.YMDH,value   c.u|jehiah.US.c41l,4
+//   lookup    l|HASH,full value             (a put, not a counter)
+// Archive (multi-column; one line per key):
+//   total     ns|tkey,YMDH:v YMDH:v …       u|jehiah,c413:2 c41l:5   (columns by YMDH)
+//   subtotal  sns.ns|tkey.YMDH,skey:v …     c.u|jehiah.c41l,JP:1 US:4 (columns by skey)
+//   lookup    l|HASH,full value
+//
+// tkey/skey here are always the *stored* forms (hashed when needed), so they
+// never contain '.', '|', ',', ':' or space. A line's key ends at its first
+// comma; a lookup's value may itself contain commas.
+//
+// Sort order: files are sorted as whole lines, bytewise (LC_ALL=C sort). For
+// distinct keys that is the order of key+"," (CompareArchiveKeys), which is
+// what binary search and merges use. Realtime keys never prefix one another,
+// so RocksDB's bytewise key order equals whole-line order for them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickatron/status.h"
+
+namespace clickatron {
+
+enum class RecordType { kTotal, kSubtotal, kLookup };
+
+// The parts of a realtime key.
+struct RealtimeKey {
+  RecordType type = RecordType::kTotal;
+  std::string sns;   // subtotal only
+  std::string ns;    // total, subtotal
+  std::string tkey;  // total, subtotal (stored form); lookup: the HASH
+  std::string skey;  // subtotal only (stored form)
+  std::string ymdh;  // total, subtotal
+};
+
+std::string FormatRealtimeKey(const RealtimeKey& key);
+// Parses and validates every part (namespaces, YMDH, no reserved characters).
+Result<RealtimeKey> ParseRealtimeKey(std::string_view key);
+
+// "key,value" with value a decimal int64 (total/subtotal) or the full value (lookup).
+struct RealtimeLine {
+  RealtimeKey key;
+  int64_t count = 0;        // total, subtotal
+  std::string lookup_value; // lookup
+};
+Result<RealtimeLine> ParseRealtimeLine(std::string_view line);
+std::string FormatRealtimeLine(const RealtimeLine& line);
+
+// One column of an archive value: "YMDH:v" (total) or "skey:v" (subtotal).
+struct ArchiveColumn {
+  std::string name;
+  int64_t count = 0;
+  friend bool operator==(const ArchiveColumn&, const ArchiveColumn&) = default;
+};
+
+struct ArchiveRecord {
+  RecordType type = RecordType::kTotal;
+  std::string key;                    // everything before the first comma
+  std::vector<ArchiveColumn> columns; // total, subtotal: sorted by name, names unique
+  std::string lookup_value;           // lookup
+};
+// Parses and validates: key shape by type, columns well formed, sorted and unique.
+Result<ArchiveRecord> ParseArchiveLine(std::string_view line);
+std::string FormatArchiveLine(const ArchiveRecord& record);
+
+// The parts of an archive key, validated like ParseRealtimeKey: a total has no
+// ymdh, and skey is always empty (in the archive it is a column name).
+Result<RealtimeKey> ParseArchiveKey(std::string_view key);
+
+// A counter value: decimal int64, optional leading '-', no '+', no spaces, no
+// overflow. Negative values are valid stored data (decrements).
+Result<int64_t> ParseCount(std::string_view text);
+// *sum += delta, or OUT_OF_RANGE (sum untouched) if the result overflows int64.
+Status AddCount(int64_t* sum, int64_t delta);
+
+// Record type from a key's namespace part, without full validation.
+RecordType RecordTypeOfKey(std::string_view key);
+// key+"," order (see above). <0, 0, >0.
+int CompareArchiveKeys(std::string_view a, std::string_view b);
+// The key of a line (up to the first comma; the whole line if none).
+std::string_view LineKey(std::string_view line);
+
+// Key builders, from stored parts.
+std::string TotalArchiveKey(std::string_view ns, std::string_view tkey);                 // ns|tkey
+std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns,
+                               std::string_view tkey, std::string_view ymdh);            // sns.ns|tkey.YMDH
+std::string LookupKey(std::string_view hash);                                            // l|HASH
+
+}  // namespace clickatron

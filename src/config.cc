@@ -1,0 +1,329 @@
+// Cluster file loading. toml++ throws on syntax errors; that is caught here,
+// at load time, and turned into a Status naming the line (exceptions never
+// reach a daemon's event loop).
+#include "clickatron/config.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace clickatron {
+namespace {
+
+Status FieldError(const toml::node& node, std::string_view table, std::string_view field,
+                  std::string_view what) {
+  return Status::InvalidArgument(fmt::format("line {}: [{}] {}: {}", node.source().begin.line,
+                                             table, field, what),
+                                 "BAD_CONFIG");
+}
+
+// Reads the optional field `name` of `table` into *out, checking type and bounds.
+class TableReader {
+ public:
+  TableReader(const toml::table* table, std::string table_name)
+      : table_(table), name_(std::move(table_name)) {}
+
+  Status Int(std::string_view field, int64_t lo, int64_t hi, auto* out) {
+    if (!table_) return Status::Ok();
+    const toml::node* node = table_->get(field);
+    if (!node) return Status::Ok();
+    auto v = node->value<int64_t>();
+    if (!node->is_integer() || !v) return FieldError(*node, name_, field, "expected an integer");
+    if (*v < lo || *v > hi) {
+      return FieldError(*node, name_, field, fmt::format("{} is outside {}..{}", *v, lo, hi));
+    }
+    *out = static_cast<std::remove_pointer_t<decltype(out)>>(*v);
+    return Status::Ok();
+  }
+  Status Double(std::string_view field, double lo, double hi, double* out) {
+    if (!table_) return Status::Ok();
+    const toml::node* node = table_->get(field);
+    if (!node) return Status::Ok();
+    auto v = node->value<double>();
+    if (!v) return FieldError(*node, name_, field, "expected a number");
+    if (*v < lo || *v > hi) return FieldError(*node, name_, field, fmt::format("{} is outside {}..{}", *v, lo, hi));
+    *out = *v;
+    return Status::Ok();
+  }
+  Status Bool(std::string_view field, bool* out) {
+    if (!table_) return Status::Ok();
+    const toml::node* node = table_->get(field);
+    if (!node) return Status::Ok();
+    if (!node->is_boolean()) return FieldError(*node, name_, field, "expected true or false");
+    *out = *node->value<bool>();
+    return Status::Ok();
+  }
+  Status String(std::string_view field, std::string* out,
+                std::initializer_list<std::string_view> allowed = {}) {
+    if (!table_) return Status::Ok();
+    const toml::node* node = table_->get(field);
+    if (!node) return Status::Ok();
+    if (!node->is_string()) return FieldError(*node, name_, field, "expected a string");
+    std::string v = *node->value<std::string>();
+    if (allowed.size() > 0) {
+      bool found = false;
+      std::string list;
+      for (auto a : allowed) {
+        found |= (a == v);
+        list += (list.empty() ? "" : ", ") + std::string(a);
+      }
+      if (!found) return FieldError(*node, name_, field, fmt::format("\"{}\" is not one of {}", v, list));
+    }
+    *out = std::move(v);
+    return Status::Ok();
+  }
+  Status StringList(std::string_view field, std::vector<std::string>* out) {
+    if (!table_) return Status::Ok();
+    const toml::node* node = table_->get(field);
+    if (!node) return Status::Ok();
+    const toml::array* arr = node->as_array();
+    if (!arr) return FieldError(*node, name_, field, "expected an array of strings");
+    out->clear();
+    for (const auto& item : *arr) {
+      if (!item.is_string()) return FieldError(item, name_, field, "expected an array of strings");
+      out->push_back(*item.value<std::string>());
+    }
+    return Status::Ok();
+  }
+  // Unknown keys are errors: a misspelt option silently ignored is worse.
+  Status NoUnknownKeys(std::initializer_list<std::string_view> known) {
+    if (!table_) return Status::Ok();
+    for (const auto& [key, node] : *table_) {
+      bool ok = false;
+      for (auto k : known) ok |= (k == key.str());
+      if (!ok) return FieldError(node, name_, key.str(), "unknown field");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const toml::table* table_;
+  std::string name_;
+};
+
+const toml::table* SubTable(const toml::table& root, std::string_view name) {
+  const toml::node* n = root.get(name);
+  return n ? n->as_table() : nullptr;
+}
+
+Status ParseSections(const toml::table& root, ClusterConfig* c) {
+  {
+    TableReader r(SubTable(root, "cluster"), "cluster");
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "archive_shards", "clock", "admin_token", "log_level"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("realtime_shards", 1, 4096, &c->realtime_shards));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("archive_shards", 1, 4096, &c->archive_shards));
+    CLICKATRON_RETURN_IF_ERROR(r.String("clock", &c->clock, {"system", "manual"}));
+    CLICKATRON_RETURN_IF_ERROR(r.String("admin_token", &c->admin_token));
+    CLICKATRON_RETURN_IF_ERROR(r.String("log_level", &c->log_level, {"trace", "debug", "info", "warn", "error"}));
+  }
+  {
+    TableReader r(SubTable(root, "http"), "http");
+    HttpLimits& h = c->http;
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"max_body_bytes", "max_header_bytes", "timeout_seconds", "max_query_args"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_body_bytes", 1024, int64_t{1} << 32, &h.max_body_bytes));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_header_bytes", 1024, 1 << 20, &h.max_header_bytes));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("timeout_seconds", 1, 3600, &h.timeout_seconds));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_args", 1, 1 << 20, &h.max_query_args));
+  }
+  {
+    TableReader r(SubTable(root, "api"), "api");
+    ApiConfig& a = c->api;
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"flush_window_ms", "oplog_sync", "oplog_sync_interval_ms",
+        "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "future_margin_hours",
+        "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_sync_interval_ms", 1, 60000, &a.oplog_sync_interval_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_segment_bytes", 4096, int64_t{1} << 40, &a.oplog_segment_bytes));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_retention_hours", 0, 24 * 365, &a.oplog_retention_hours));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_queued_increments", 1, int64_t{1} << 40, &a.max_queued_increments));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("future_margin_hours", 0, 24 * 365, &a.future_margin_hours));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("request_timeout_ms", 1, 600000, &a.request_timeout_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_min_ms", 1, 600000, &a.retry_backoff_min_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_hours", 1, 24 * 366 * 100, &a.max_query_hours));
+  }
+  {
+    TableReader r(SubTable(root, "realtime"), "realtime");
+    RealtimeConfig& rt = c->realtime;
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"write_buffer_mb", "block_cache_mb", "sync_wal"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("write_buffer_mb", 1, 65536, &rt.write_buffer_mb));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("block_cache_mb", 1, 1 << 20, &rt.block_cache_mb));
+    CLICKATRON_RETURN_IF_ERROR(r.Bool("sync_wal", &rt.sync_wal));
+  }
+  {
+    TableReader r(SubTable(root, "archive"), "archive");
+    ArchiveConfig& ar = c->archive;
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"mlock", "warmup", "verify_sorted_on_load", "madvise", "field_separator"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Bool("mlock", &ar.mlock));
+    CLICKATRON_RETURN_IF_ERROR(r.Bool("warmup", &ar.warmup));
+    CLICKATRON_RETURN_IF_ERROR(r.Bool("verify_sorted_on_load", &ar.verify_sorted_on_load));
+    CLICKATRON_RETURN_IF_ERROR(r.String("madvise", &ar.madvise, {"random", "sequential", "normal", "willneed"}));
+    CLICKATRON_RETURN_IF_ERROR(r.String("field_separator", &ar.field_separator));
+    if (ar.field_separator.size() != 1 || ar.field_separator[0] == '\n') {
+      return Status::InvalidArgument("[archive] field_separator: must be exactly one byte, not a newline", "BAD_CONFIG");
+    }
+  }
+  {
+    TableReader r(SubTable(root, "rebuild"), "rebuild");
+    RebuildConfig& rb = c->rebuild;
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "memory_mb", "threads", "max_bad_line_ratio", "oplog_dirs"}));
+    CLICKATRON_RETURN_IF_ERROR(r.String("work_dir", &rb.work_dir));
+    CLICKATRON_RETURN_IF_ERROR(r.String("backup_dir", &rb.backup_dir));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("memory_mb", 1, 1 << 20, &rb.memory_mb));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("threads", 1, 256, &rb.threads));
+    CLICKATRON_RETURN_IF_ERROR(r.Double("max_bad_line_ratio", 0.0, 1.0, &rb.max_bad_line_ratio));
+    CLICKATRON_RETURN_IF_ERROR(r.StringList("oplog_dirs", &rb.oplog_dirs));
+  }
+  for (const auto& [key, node] : root) {
+    static const std::set<std::string_view> known = {"cluster", "http", "api", "realtime", "archive", "rebuild", "member"};
+    if (!known.count(key.str())) return FieldError(node, "", key.str(), "unknown table");
+  }
+  return Status::Ok();
+}
+
+Status ParseMembers(const toml::table& root, ClusterConfig* c) {
+  const toml::node* node = root.get("member");
+  if (!node) return Status::InvalidArgument("no [[member]] tables: a cluster needs members", "BAD_CONFIG");
+  const toml::array* arr = node->as_array();
+  if (!arr) return FieldError(*node, "member", "", "use [[member]] (an array of tables)");
+  std::set<std::string> names;
+  std::set<std::string> addresses;
+  for (const auto& item : *arr) {
+    const toml::table* t = item.as_table();
+    if (!t) return FieldError(item, "member", "", "expected a table");
+    TableReader r(t, "member");
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"name", "role", "listen", "data_dir", "shard", "file"}));
+    MemberConfig m;
+    std::string role, listen;
+    CLICKATRON_RETURN_IF_ERROR(r.String("name", &m.name));
+    CLICKATRON_RETURN_IF_ERROR(r.String("role", &role, {"api", "realtime", "archive", "rebuild"}));
+    CLICKATRON_RETURN_IF_ERROR(r.String("listen", &listen));
+    CLICKATRON_RETURN_IF_ERROR(r.String("data_dir", &m.data_dir));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("shard", 0, 4095, &m.shard));
+    CLICKATRON_RETURN_IF_ERROR(r.String("file", &m.file));
+    if (m.name.empty()) return FieldError(item, "member", "name", "missing");
+    if (!names.insert(m.name).second) return FieldError(item, "member", "name", fmt::format("duplicate member \"{}\"", m.name));
+    if (role.empty()) return FieldError(item, "member", "role", fmt::format("member \"{}\" has no role", m.name));
+    m.role = role == "api" ? MemberRole::kApi
+           : role == "realtime" ? MemberRole::kRealtime
+           : role == "archive" ? MemberRole::kArchive : MemberRole::kRebuild;
+    if (m.role != MemberRole::kRebuild) {
+      if (listen.empty()) return FieldError(item, "member", "listen", fmt::format("member \"{}\" has no listen address", m.name));
+      auto hp = ParseHostPort(listen);
+      if (!hp.ok()) return FieldError(item, "member", "listen", hp.status().message());
+      m.listen = *hp;
+      if (!addresses.insert(m.listen.ToString()).second) {
+        return FieldError(item, "member", "listen", fmt::format("address {} used twice", listen));
+      }
+    }
+    if (m.data_dir.empty()) m.data_dir = "var/" + m.name;
+    if (m.role == MemberRole::kRealtime || m.role == MemberRole::kArchive) {
+      int count = m.role == MemberRole::kRealtime ? c->realtime_shards : c->archive_shards;
+      if (m.shard < 0) return FieldError(item, "member", "shard", fmt::format("member \"{}\" needs a shard", m.name));
+      if (m.shard >= count) {
+        return FieldError(item, "member", "shard", fmt::format("shard {} but the cluster has {} {} shards", m.shard, count, role));
+      }
+    }
+    if (m.role == MemberRole::kArchive && m.file.empty()) {
+      m.file = fmt::format("var/archive/shard-{}.csv", m.shard);
+    }
+    c->members.push_back(std::move(m));
+  }
+  for (int s = 0; s < c->realtime_shards; ++s) {
+    int n = 0;
+    for (const auto& m : c->members) n += (m.role == MemberRole::kRealtime && m.shard == s);
+    if (n != 1) {
+      return Status::InvalidArgument(fmt::format("realtime shard {} has {} members; it needs exactly one", s, n), "BAD_CONFIG");
+    }
+  }
+  for (int s = 0; s < c->archive_shards; ++s) {
+    if (c->ArchiveReplicas(s).empty()) {
+      return Status::InvalidArgument(fmt::format("archive shard {} has no replica", s), "BAD_CONFIG");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* MemberRoleName(MemberRole role) {
+  switch (role) {
+    case MemberRole::kApi: return "api";
+    case MemberRole::kRealtime: return "realtime";
+    case MemberRole::kArchive: return "archive";
+    case MemberRole::kRebuild: return "rebuild";
+  }
+  return "?";
+}
+
+std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }
+
+Result<HostPort> ParseHostPort(std::string_view text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return Status::InvalidArgument(fmt::format("\"{}\" is not HOST:PORT", text));
+  }
+  HostPort hp;
+  hp.host = std::string(text.substr(0, colon));
+  std::string_view port = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535) {
+    return Status::InvalidArgument(fmt::format("\"{}\" has no valid port (1-65535)", text));
+  }
+  hp.port = static_cast<uint16_t>(value);
+  return hp;
+}
+
+Result<ClusterConfig> ClusterConfig::Parse(std::string_view toml_text, const std::string& source_name) {
+  ClusterConfig c;
+  c.path = source_name;
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}: line {}: {}", source_name, e.source().begin.line, e.description()),
+                                   "BAD_CONFIG");
+  }
+  Status st = ParseSections(root, &c);
+  if (st.ok()) st = ParseMembers(root, &c);
+  if (!st.ok()) return st.WithContext(source_name);
+  return c;
+}
+
+Result<ClusterConfig> ClusterConfig::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot open cluster file {}", path));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return Parse(buf.str(), path);
+}
+
+const MemberConfig* ClusterConfig::FindMember(std::string_view name) const {
+  for (const auto& m : members) if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::vector<const MemberConfig*> ClusterConfig::MembersWithRole(MemberRole role) const {
+  std::vector<const MemberConfig*> out;
+  for (const auto& m : members) if (m.role == role) out.push_back(&m);
+  return out;
+}
+
+const MemberConfig* ClusterConfig::RealtimeMember(int shard) const {
+  for (const auto& m : members) if (m.role == MemberRole::kRealtime && m.shard == shard) return &m;
+  return nullptr;
+}
+
+std::vector<const MemberConfig*> ClusterConfig::ArchiveReplicas(int shard) const {
+  std::vector<const MemberConfig*> out;
+  for (const auto& m : members) if (m.role == MemberRole::kArchive && m.shard == shard) out.push_back(&m);
+  return out;
+}
+
+}  // namespace clickatron

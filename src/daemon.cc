@@ -1,0 +1,56 @@
+#include "clickatron/daemon.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "clickatron/logging.h"
+
+namespace clickatron {
+
+Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daemon, MemberRole role) {
+  std::string config_path, member_name;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](std::string_view flag) -> const char* {
+      if (arg == flag && i + 1 < argc) return argv[++i];
+      if (arg.size() > flag.size() + 1 && arg.substr(0, flag.size()) == flag && arg[flag.size()] == '=') {
+        return argv[i] + flag.size() + 1;
+      }
+      return nullptr;
+    };
+    if (const char* v = value("--config")) {
+      config_path = v;
+    } else if (const char* v2 = value("--member")) {
+      member_name = v2;
+    } else if (arg == "--help" || arg == "-h") {
+      return Status::InvalidArgument(fmt::format("usage: {} --config FILE --member NAME", daemon), "USAGE");
+    } else {
+      return Status::InvalidArgument(
+          fmt::format("unknown argument \"{}\"; usage: {} --config FILE --member NAME", arg, daemon), "USAGE");
+    }
+  }
+  if (config_path.empty() || member_name.empty()) {
+    return Status::InvalidArgument(fmt::format("usage: {} --config FILE --member NAME", daemon), "USAGE");
+  }
+  auto cluster = ClusterConfig::Load(config_path);
+  if (!cluster.ok()) return cluster.status();
+  const MemberConfig* member = cluster->FindMember(member_name);
+  if (!member) return Status::InvalidArgument(fmt::format("{}: no member named \"{}\"", config_path, member_name), "BAD_CONFIG");
+  if (member->role != role) {
+    return Status::InvalidArgument(fmt::format("{}: member \"{}\" has role {}, not {}", config_path, member_name,
+                                               MemberRoleName(member->role), MemberRoleName(role)),
+                                   "BAD_CONFIG");
+  }
+  DaemonContext ctx{std::move(cluster).value(), *member, {}};
+  InitLogging(daemon, member_name, ctx.cluster.log_level);
+  ctx.http.daemon = daemon;
+  ctx.http.member = member_name;
+  ctx.http.listen = ctx.member.listen;
+  ctx.http.limits = ctx.cluster.http;
+  ctx.http.admin_token = ctx.cluster.admin_token;
+  return ctx;
+}
+
+}  // namespace clickatron

@@ -1,0 +1,166 @@
+#include "clickatron/file_util.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <memory>
+
+namespace clickatron {
+namespace {
+
+Status Errno(std::string_view what, const std::string& path) {
+  return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+}  // namespace
+
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status::IoError(fmt::format("mkdir -p {}: {}", path, ec.message()));
+  return Status::Ok();
+}
+
+std::string DirName(const std::string& path) {
+  auto parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return Errno("open dir", dir);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Errno("fsync dir", dir);
+  return Status::Ok();
+}
+
+Status FsyncFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Errno("open", path);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Errno("fsync", path);
+  return Status::Ok();
+}
+
+Status RenameDurably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return Errno("rename to " + to + " from", from);
+  return FsyncDir(DirName(to));
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("create", tmp);
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status st = Errno("write", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return st;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status st = Errno("fsync", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  ::close(fd);
+  return RenameDurably(tmp, path);
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
+    return Errno("open", path);
+  }
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status st = Errno("read", path);
+      ::close(fd);
+      return st;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
+    return Errno("open", path);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = Errno("stat", path);
+    ::close(fd);
+    return s;
+  }
+  std::unique_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->size_ = static_cast<size_t>(st.st_size);
+  if (f->size_ > 0) {
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      Status s = Errno("mmap", path);
+      ::close(fd);
+      return s;
+    }
+    f->data_ = static_cast<const char*>(p);
+  }
+  ::close(fd);  // the mapping keeps the file alive, even after a rename over it
+  return f;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+}
+
+Status MappedFile::Advise(std::string_view how) {
+  if (size_ == 0) return Status::Ok();
+  int advice = how == "random" ? MADV_RANDOM
+             : how == "sequential" ? MADV_SEQUENTIAL
+             : how == "willneed" ? MADV_WILLNEED : MADV_NORMAL;
+  if (::madvise(const_cast<char*>(data_), size_, advice) != 0) return Errno("madvise", path_);
+  return Status::Ok();
+}
+
+Status MappedFile::Lock() {
+  if (size_ == 0) return Status::Ok();
+  if (::mlock(data_, size_) != 0) return Errno("mlock", path_);
+  return Status::Ok();
+}
+
+uint64_t MappedFile::Touch() {
+  uint64_t sum = 0;
+  long page = ::sysconf(_SC_PAGESIZE);
+  for (size_t off = 0; off < size_; off += static_cast<size_t>(page)) sum += static_cast<unsigned char>(data_[off]);
+  return sum;
+}
+
+}  // namespace clickatron

@@ -1,0 +1,479 @@
+#include "clickatron/http_server.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "libevent_ptr.h"
+
+namespace clickatron {
+
+void EnableLibeventThreads() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    evthread_use_pthreads();
+    std::signal(SIGPIPE, SIG_IGN);
+  });
+}
+
+nlohmann::json Envelope(int status_code, std::string_view status_txt, nlohmann::json data) {
+  nlohmann::json out = nlohmann::json::object();
+  out["status_code"] = status_code;
+  out["status_txt"] = status_txt;
+  out["data"] = std::move(data);
+  return out;
+}
+
+void HttpExchange::ReplyJson(nlohmann::json data) {
+  Reply(200, Envelope(200, "OK", std::move(data)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+        "application/json");
+}
+
+void HttpExchange::ReplyError(int status, std::string_view reason, std::string_view message) {
+  nlohmann::json env = Envelope(status, reason, nullptr);
+  env["message"] = message;
+  Reply(status, env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
+}
+
+void HttpExchange::ReplyError(const Status& status) {
+  ReplyError(status.HttpStatus(), status.reason().empty() ? "ERROR" : status.reason(), status.message());
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class HttpServerImpl;
+
+// State shared between an exchange and the connection close callback, so an
+// answer for a client that has gone is dropped instead of touching freed memory.
+class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<ExchangeImpl> {
+ public:
+  ExchangeImpl(HttpServerImpl* server, evhttp_request* req, std::string endpoint)
+      : server_(server), req_(req), endpoint_(std::move(endpoint)), start_(Clock::now()) {}
+  ~ExchangeImpl() override;
+
+  Status Parse(size_t max_args);
+  const std::string& method() const override { return method_; }
+  const std::string& path() const override { return path_; }
+  const QueryArgs& args() const override { return args_; }
+  const std::string& body() const override { return body_; }
+  std::string header(std::string_view name) const override;
+  bool alive() const override { return req_ != nullptr; }
+  bool answered() const override { return answered_; }
+  void AddHeader(std::string_view name, std::string_view value) override {
+    if (req_ && !answered_ && !streaming_) {
+      evhttp_add_header(evhttp_request_get_output_headers(req_), std::string(name).c_str(), std::string(value).c_str());
+    }
+  }
+
+  void Reply(int status, std::string_view body, std::string_view content_type) override;
+  void StartStream(int status, std::string_view content_type) override;
+  void SendChunk(std::string_view data, std::function<void()> on_sent) override;
+  void EndStream() override;
+
+  void ConnectionClosed();
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  static void ChunkSent(evhttp_connection*, void* arg);
+  void Finish(int status);
+
+  HttpServerImpl* server_;
+  evhttp_request* req_;
+  std::string endpoint_;
+  Clock::time_point start_;
+  std::string method_;
+  std::string path_;
+  QueryArgs args_;
+  std::string body_;
+  bool answered_ = false;
+  bool streaming_ = false;
+  int stream_status_ = 0;
+  std::function<void()> on_sent_;
+  std::shared_ptr<ExchangeImpl> self_while_streaming_;
+};
+
+struct RouteEntry {
+  HttpHandler handler;
+  unsigned methods;
+  bool admin;
+};
+
+class HttpServerImpl : public HttpServer {
+ public:
+  explicit HttpServerImpl(HttpServerOptions options) : options_(std::move(options)) {}
+  ~HttpServerImpl() override {
+    for (auto& e : events_) e.reset();
+    http_.reset();
+    base_.reset();
+  }
+
+  Status Init();
+  void Route(std::string path, HttpHandler handler, unsigned methods) override {
+    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, false};
+  }
+  void AdminRoute(std::string path, HttpHandler handler, unsigned methods) override {
+    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, true};
+  }
+  void SetStatsProvider(std::function<nlohmann::json()> json, std::function<std::string()> prom) override {
+    stats_json_ = std::move(json);
+    stats_prom_ = std::move(prom);
+  }
+  void OnSignal(int signo, std::function<void()> fn) override;
+  void OnStop(std::function<void()> fn) override { stop_hooks_.push_back(std::move(fn)); }
+  void Every(std::chrono::milliseconds period, std::function<void()> fn) override { AddTimer(period, std::move(fn), true); }
+  void After(std::chrono::milliseconds delay, std::function<void()> fn) override { AddTimer(delay, std::move(fn), false); }
+  Status Run() override;
+  void Stop() override;
+  void RunInLoop(std::function<void()> fn) override;
+  event_base* base() override { return base_.get(); }
+  uint16_t port() const override { return port_; }
+  HttpStats& stats() override { return stats_; }
+  const HttpServerOptions& options() const override { return options_; }
+
+  // Called by exchanges.
+  void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex) { open_[conn] = ex; }
+  void Untrack(evhttp_connection* conn) { open_.erase(conn); }
+
+ private:
+  struct Timer {
+    HttpServerImpl* server;
+    std::function<void()> fn;
+    bool repeat;
+    EventPtr ev;
+  };
+  static void OnRequest(evhttp_request* req, void* arg);
+  static void OnConnectionClose(evhttp_connection* conn, void* arg);
+  static void OnWake(evutil_socket_t, short, void* arg);
+  static void OnSignalEvent(evutil_socket_t signo, short, void* arg);
+  static void OnTimer(evutil_socket_t, short, void* arg);
+  void AddTimer(std::chrono::milliseconds period, std::function<void()> fn, bool repeat);
+  void Dispatch(evhttp_request* req);
+  void Builtin(const HttpExchangePtr& ex);
+  void RunStopHooks();
+
+  HttpServerOptions options_;
+  EventBasePtr base_;
+  EvhttpPtr http_;
+  uint16_t port_ = 0;
+  std::map<std::string, RouteEntry, std::less<>> routes_;
+  HttpStats stats_;
+  std::function<nlohmann::json()> stats_json_;
+  std::function<std::string()> stats_prom_;
+  std::vector<std::function<void()>> stop_hooks_;
+  std::map<int, std::function<void()>> signal_handlers_;
+  std::vector<EventPtr> events_;
+  std::vector<std::unique_ptr<Timer>> timers_;
+  std::unordered_map<evhttp_connection*, std::weak_ptr<ExchangeImpl>> open_;
+  EventPtr wake_;
+  std::mutex posted_mu_;
+  std::vector<std::function<void()>> posted_;  // GUARDED_BY(posted_mu_)
+  Clock::time_point started_ = Clock::now();
+  bool stopping_ = false;
+};
+
+ExchangeImpl::~ExchangeImpl() {
+  if (!answered_ && req_ != nullptr) {
+    // A handler dropped the request without answering: a bug, but the client
+    // still deserves an answer rather than a hang.
+    spdlog::error("{} {}: handler returned no answer", method_, path_);
+    Reply(500, "{\"status_code\":500,\"status_txt\":\"INTERNAL_ERROR\",\"data\":null}\n", "application/json");
+  }
+}
+
+void ExchangeImpl::ConnectionClosed() {
+  req_ = nullptr;
+  on_sent_ = nullptr;
+  if (self_while_streaming_) {
+    // The stream's producer waits for an on_sent that will never come: let go.
+    auto keep = std::move(self_while_streaming_);
+    server_->RunInLoop([keep] {});
+  }
+}
+
+Status ExchangeImpl::Parse(size_t max_args) {
+  switch (evhttp_request_get_command(req_)) {
+    case EVHTTP_REQ_GET: method_ = "GET"; break;
+    case EVHTTP_REQ_POST: method_ = "POST"; break;
+    case EVHTTP_REQ_HEAD: method_ = "HEAD"; break;
+    case EVHTTP_REQ_PUT: method_ = "PUT"; break;
+    case EVHTTP_REQ_DELETE: method_ = "DELETE"; break;
+    default: method_ = "OTHER"; break;
+  }
+  std::string_view uri = evhttp_request_get_uri(req_);
+  size_t q = uri.find('?');
+  path_ = std::string(uri.substr(0, q));
+  evbuffer* in = evhttp_request_get_input_buffer(req_);
+  size_t len = evbuffer_get_length(in);
+  if (len > 0) {
+    body_.resize(len);
+    evbuffer_remove(in, body_.data(), len);
+  }
+  if (q != std::string_view::npos) return ParseQueryString(uri.substr(q + 1), &args_, max_args);
+  return Status::Ok();
+}
+
+std::string ExchangeImpl::header(std::string_view name) const {
+  if (!req_) return {};
+  const char* v = evhttp_find_header(evhttp_request_get_input_headers(req_), std::string(name).c_str());
+  return v ? std::string(v) : std::string();
+}
+
+void ExchangeImpl::Finish(int status) {
+  answered_ = true;
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+  server_->stats().Record(endpoint_, static_cast<uint64_t>(us), status >= 400);
+}
+
+void ExchangeImpl::Reply(int status, std::string_view body, std::string_view content_type) {
+  if (answered_ || streaming_) return;
+  Finish(status);
+  if (!req_) return;
+  evhttp_add_header(evhttp_request_get_output_headers(req_), "Content-Type", std::string(content_type).c_str());
+  EvbufferPtr buf(evbuffer_new());
+  evbuffer_add(buf.get(), body.data(), body.size());
+  server_->Untrack(evhttp_request_get_connection(req_));
+  evhttp_send_reply(req_, status, nullptr, buf.get());
+  req_ = nullptr;  // libevent owns and frees it from here
+}
+
+void ExchangeImpl::StartStream(int status, std::string_view content_type) {
+  if (answered_ || streaming_ || !req_) return;
+  streaming_ = true;
+  stream_status_ = status;
+  self_while_streaming_ = shared_from_this();
+  evhttp_add_header(evhttp_request_get_output_headers(req_), "Content-Type", std::string(content_type).c_str());
+  evhttp_send_reply_start(req_, status, nullptr);
+}
+
+void ExchangeImpl::ChunkSent(evhttp_connection*, void* arg) {
+  auto* self = static_cast<ExchangeImpl*>(arg);
+  auto fn = std::move(self->on_sent_);
+  self->on_sent_ = nullptr;
+  if (fn && self->req_) fn();
+}
+
+void ExchangeImpl::SendChunk(std::string_view data, std::function<void()> on_sent) {
+  if (!streaming_ || answered_ || !req_) return;
+  EvbufferPtr buf(evbuffer_new());
+  evbuffer_add(buf.get(), data.data(), data.size());
+  on_sent_ = std::move(on_sent);
+  evhttp_send_reply_chunk_with_cb(req_, buf.get(), on_sent_ ? &ExchangeImpl::ChunkSent : nullptr, this);
+}
+
+void ExchangeImpl::EndStream() {
+  if (!streaming_ || answered_) return;
+  Finish(stream_status_);
+  if (req_) {
+    server_->Untrack(evhttp_request_get_connection(req_));
+    evhttp_send_reply_end(req_);
+    req_ = nullptr;
+  }
+  // Keep *this alive until the loop is done with this call stack.
+  auto keep = std::move(self_while_streaming_);
+  server_->RunInLoop([keep] {});
+}
+
+Status HttpServerImpl::Init() {
+  EnableLibeventThreads();
+  base_.reset(event_base_new());
+  if (!base_) return Status::Internal("event_base_new failed");
+  http_.reset(evhttp_new(base_.get()));
+  if (!http_) return Status::Internal("evhttp_new failed");
+  const HttpLimits& l = options_.limits;
+  evhttp_set_max_headers_size(http_.get(), static_cast<ev_ssize_t>(l.max_header_bytes));
+  evhttp_set_max_body_size(http_.get(), static_cast<ev_ssize_t>(l.max_body_bytes));
+  evhttp_set_timeout(http_.get(), l.timeout_seconds);
+  // Read and discard an oversized body before answering 413, so the client
+  // sees the answer instead of a reset connection.
+  evhttp_set_flags(http_.get(), EVHTTP_SERVER_LINGERING_CLOSE);
+  evhttp_set_allowed_methods(http_.get(), EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_DELETE);
+  evhttp_set_gencb(http_.get(), &HttpServerImpl::OnRequest, this);
+  evhttp_bound_socket* sock =
+      evhttp_bind_socket_with_handle(http_.get(), options_.listen.host.c_str(), options_.listen.port);
+  if (!sock) {
+    return Status::IoError(fmt::format("cannot listen on {}: {}", options_.listen.ToString(),
+                                       evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())));
+  }
+  sockaddr_storage ss{};
+  ev_socklen_t len = sizeof(ss);
+  getsockname(evhttp_bound_socket_get_fd(sock), reinterpret_cast<sockaddr*>(&ss), &len);
+  port_ = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+
+  wake_.reset(event_new(base_.get(), -1, EV_PERSIST, &HttpServerImpl::OnWake, this));
+  event_add(wake_.get(), nullptr);
+  for (int signo : {SIGINT, SIGTERM}) {
+    signal_handlers_[signo] = [this, signo] {
+      spdlog::info("signal {}: stopping", signo);
+      Stop();
+    };
+  }
+  return Status::Ok();
+}
+
+void HttpServerImpl::OnSignal(int signo, std::function<void()> fn) { signal_handlers_[signo] = std::move(fn); }
+
+void HttpServerImpl::OnSignalEvent(evutil_socket_t signo, short, void* arg) {
+  auto* self = static_cast<HttpServerImpl*>(arg);
+  auto it = self->signal_handlers_.find(static_cast<int>(signo));
+  if (it != self->signal_handlers_.end()) it->second();
+}
+
+void HttpServerImpl::AddTimer(std::chrono::milliseconds period, std::function<void()> fn, bool repeat) {
+  auto t = std::make_unique<Timer>();
+  t->server = this;
+  t->fn = std::move(fn);
+  t->repeat = repeat;
+  t->ev.reset(event_new(base_.get(), -1, repeat ? EV_PERSIST : 0, &HttpServerImpl::OnTimer, t.get()));
+  timeval tv{static_cast<time_t>(period.count() / 1000), static_cast<suseconds_t>((period.count() % 1000) * 1000)};
+  event_add(t->ev.get(), &tv);
+  timers_.push_back(std::move(t));
+}
+
+void HttpServerImpl::OnTimer(evutil_socket_t, short, void* arg) {
+  auto* t = static_cast<Timer*>(arg);
+  HttpServerImpl* self = t->server;
+  t->fn();
+  if (!t->repeat) {
+    for (auto it = self->timers_.begin(); it != self->timers_.end(); ++it) {
+      if (it->get() == t) {
+        self->timers_.erase(it);
+        break;
+      }
+    }
+  }
+}
+
+Status HttpServerImpl::Run() {
+  for (auto& [signo, fn] : signal_handlers_) {
+    EventPtr ev(evsignal_new(base_.get(), signo, &HttpServerImpl::OnSignalEvent, this));
+    event_add(ev.get(), nullptr);
+    events_.push_back(std::move(ev));
+  }
+  spdlog::info("{} {} listening on {}:{}", options_.daemon, options_.member, options_.listen.host, port_);
+  int rc = event_base_dispatch(base_.get());
+  if (!stopping_) RunStopHooks();
+  if (rc < 0) return Status::Internal("event loop failed");
+  return Status::Ok();
+}
+
+void HttpServerImpl::RunStopHooks() {
+  stopping_ = true;
+  for (auto& fn : stop_hooks_) fn();
+}
+
+void HttpServerImpl::Stop() {
+  RunInLoop([this] {
+    if (stopping_) return;
+    RunStopHooks();
+    event_base_loopexit(base_.get(), nullptr);
+  });
+}
+
+void HttpServerImpl::RunInLoop(std::function<void()> fn) {
+  {
+    std::lock_guard lock(posted_mu_);
+    posted_.push_back(std::move(fn));
+  }
+  event_active(wake_.get(), EV_READ, 0);
+}
+
+void HttpServerImpl::OnWake(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<HttpServerImpl*>(arg);
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard lock(self->posted_mu_);
+    work.swap(self->posted_);
+  }
+  for (auto& fn : work) fn();
+}
+
+void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
+  auto* self = static_cast<HttpServerImpl*>(arg);
+  auto it = self->open_.find(conn);
+  if (it == self->open_.end()) return;
+  if (auto ex = it->second.lock()) ex->ConnectionClosed();
+  self->open_.erase(it);
+}
+
+void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) { static_cast<HttpServerImpl*>(arg)->Dispatch(req); }
+
+void HttpServerImpl::Dispatch(evhttp_request* req) {
+  std::string_view uri = evhttp_request_get_uri(req);
+  std::string_view path = uri.substr(0, uri.find('?'));
+  auto route = routes_.find(path);
+  bool builtin = path == "/ping" || path == "/stats" || path == "/metrics";
+  std::string endpoint = (route != routes_.end() || builtin) ? std::string(path) : std::string("(unknown)");
+  auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
+  evhttp_connection* conn = evhttp_request_get_connection(req);
+  Track(conn, ex);
+  evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
+  if (Status st = ex->Parse(options_.limits.max_query_args); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  if (builtin && route == routes_.end()) {
+    Builtin(ex);
+    return;
+  }
+  if (route == routes_.end()) {
+    ex->ReplyError(404, "NOT_FOUND", fmt::format("no endpoint {}", path));
+    return;
+  }
+  const RouteEntry& entry = route->second;
+  unsigned m = ex->method() == "GET" || ex->method() == "HEAD" ? unsigned{kGet} : ex->method() == "POST" ? unsigned{kPost} : 0u;
+  if ((entry.methods & m) == 0) {
+    ex->ReplyError(405, "METHOD_NOT_ALLOWED", fmt::format("{} does not take {}", path, ex->method()));
+    return;
+  }
+  if (entry.admin && !options_.admin_token.empty() &&
+      ex->header("Authorization") != "Bearer " + options_.admin_token) {
+    ex->ReplyError(401, "UNAUTHORIZED", fmt::format("{} is an admin endpoint: send Authorization: Bearer <admin_token>", path));
+    return;
+  }
+  entry.handler(ex);
+}
+
+void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
+  if (ex->path() == "/ping") {
+    ex->Reply(200, "OK\n");
+    return;
+  }
+  auto uptime = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count();
+  if (ex->path() == "/stats") {
+    nlohmann::json data = {{"daemon", options_.daemon}, {"member", options_.member}, {"uptime_s", uptime},
+                           {"endpoints", stats_.ToJson()}};
+    if (stats_json_) {
+      nlohmann::json extra = stats_json_();
+      if (extra.is_object()) data.update(extra);
+    }
+    ex->ReplyJson(std::move(data));
+    return;
+  }
+  std::string text = stats_.ToPrometheus(options_.daemon);
+  text += "# HELP clickatron_uptime_seconds Seconds since the daemon started.\n# TYPE clickatron_uptime_seconds gauge\n";
+  text += fmt::format("clickatron_uptime_seconds{{daemon=\"{}\"}} {}\n", options_.daemon, uptime);
+  if (stats_prom_) text += stats_prom_();
+  ex->Reply(200, text, "text/plain; version=0.0.4");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options) {
+  auto server = std::make_unique<HttpServerImpl>(std::move(options));
+  CLICKATRON_RETURN_IF_ERROR(server->Init());
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace clickatron

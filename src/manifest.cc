@@ -1,0 +1,81 @@
+#include "clickatron/manifest.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "clickatron/file_util.h"
+#include "clickatron/record.h"
+#include "clickatron/shard.h"
+
+namespace clickatron {
+
+nlohmann::json Manifest::ToJson() const {
+  return {{"format", format},       {"generation", generation}, {"shard", shard},
+          {"shard_count", shard_count}, {"records", records},   {"bytes", bytes},
+          {"crc32", crc32},         {"first_key", first_key},   {"last_key", last_key},
+          {"last_day", last_day},   {"created", created},       {"late_inputs", late_inputs}};
+}
+
+Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
+  Manifest m;
+  try {
+    m.format = j.at("format").get<int>();
+    if (m.format != 1) return Status::Corruption(fmt::format("manifest format {} is not supported", m.format));
+    m.generation = j.at("generation").get<uint64_t>();
+    m.shard = j.at("shard").get<int>();
+    m.shard_count = j.at("shard_count").get<int>();
+    m.records = j.at("records").get<uint64_t>();
+    m.bytes = j.at("bytes").get<uint64_t>();
+    m.crc32 = j.at("crc32").get<uint32_t>();
+    m.first_key = j.value("first_key", "");
+    m.last_key = j.value("last_key", "");
+    m.last_day = j.value("last_day", "");
+    m.created = j.value("created", "");
+    if (j.contains("late_inputs")) m.late_inputs = j.at("late_inputs").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(fmt::format("manifest: {}", e.what()));
+  }
+  return m;
+}
+
+std::string ManifestPathFor(const std::string& archive_file) { return archive_file + ".manifest"; }
+
+Result<Manifest> ReadManifest(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(fmt::format("{}: not valid JSON", path));
+  auto m = Manifest::FromJson(j);
+  if (!m.ok()) return m.status().WithContext(path);
+  return m;
+}
+
+Status WriteManifestAtomically(const std::string& path, const Manifest& manifest) {
+  return WriteFileAtomically(path, manifest.ToJson().dump(2) + "\n");
+}
+
+void DescribeArchiveData(std::string_view data, Manifest* m) {
+  m->bytes = data.size();
+  m->crc32 = Crc32(data);
+  uint64_t lines = 0;
+  const char* p = data.data();
+  const char* end = p + data.size();
+  while (p < end) {
+    const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+    ++lines;
+    if (!nl) break;
+    p = static_cast<const char*>(nl) + 1;
+  }
+  m->records = lines;
+  m->first_key.clear();
+  m->last_key.clear();
+  if (data.empty()) return;
+  m->first_key = std::string(LineKey(data.substr(0, data.find('\n'))));
+  std::string_view body = data;
+  if (body.back() == '\n') body.remove_suffix(1);
+  size_t last_nl = body.rfind('\n');
+  m->last_key = std::string(LineKey(last_nl == std::string_view::npos ? body : body.substr(last_nl + 1)));
+}
+
+}  // namespace clickatron

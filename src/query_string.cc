@@ -1,0 +1,97 @@
+#include "clickatron/query_string.h"
+
+#include <fmt/format.h>
+
+namespace clickatron {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+const std::string* QueryArgs::Get(std::string_view name) const {
+  for (const auto& [k, v] : items_) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+std::vector<const std::string*> QueryArgs::GetAll(std::string_view name) const {
+  std::vector<const std::string*> out;
+  for (const auto& [k, v] : items_) {
+    if (k == name) out.push_back(&v);
+  }
+  return out;
+}
+
+bool PercentDecode(std::string_view in, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c != '%') {
+      out->push_back(c);
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    int hi = HexValue(in[i + 1]);
+    int lo = HexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+std::string PercentEncode(std::string_view in) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size() * 3);
+  for (unsigned char c : in) {
+    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+Status ParseQueryString(std::string_view query, QueryArgs* out, size_t max_args) {
+  size_t pos = 0;
+  size_t count = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string_view::npos) amp = query.size();
+    std::string_view part = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (part.empty()) {
+      if (amp == query.size()) break;
+      continue;
+    }
+    if (++count > max_args) {
+      return Status::InvalidArgument(fmt::format("more than {} query parameters", max_args), "TOO_MANY_ARGS");
+    }
+    size_t eq = part.find('=');
+    std::string_view raw_name = part.substr(0, eq);
+    std::string_view raw_value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    std::string name, value;
+    if (!PercentDecode(raw_name, &name) || !PercentDecode(raw_value, &value)) {
+      return Status::InvalidArgument(fmt::format("malformed %-escape in \"{}\"", part.substr(0, 64)), "BAD_QUERY");
+    }
+    out->Add(std::move(name), std::move(value));
+    if (amp == query.size()) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace clickatron

@@ -1,0 +1,322 @@
+// Parsing and formatting of realtime and archive records (see record.h).
+//
+// Parsers validate everything, because they are what stands between the
+// stores and bad bytes: a realtime shard parses each incoming line, and the
+// rebuild parses every line it reads back from a file.
+#include "clickatron/record.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron {
+namespace {
+
+enum class KeyFormat { kRealtime, kArchive };
+
+const char* FormatName(KeyFormat format) {
+  return format == KeyFormat::kRealtime ? "realtime" : "archive";
+}
+
+// Splits `text` on '.' into exactly `want` parts; false if the count differs.
+bool SplitDots(std::string_view text, size_t want, std::array<std::string_view, 3>* parts) {
+  size_t n = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = text.find('.', start);
+    if (n == want) return false;
+    (*parts)[n++] = text.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return n == want;
+}
+
+Status ValidateLookup(std::string_view hash, std::string_view value) {
+  CLICKATRON_RETURN_IF_ERROR(ValidateKeyPart(value, "lookup value"));
+  // A lookup under the wrong hash would expand a key into someone else's value
+  // at query time; catching it here keeps bad data out of the stores.
+  if (const std::string actual = Hash12(value); actual != hash) {
+    return Status::InvalidArgument(fmt::format(
+        "lookup value {} hashes to {}, not {}", QuoteForMessage(value), actual, hash));
+  }
+  return Status::Ok();
+}
+
+// The one key parser behind ParseRealtimeKey and ParseArchiveKey; the formats
+// differ only in how many '.'-separated parts follow the '|'.
+Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
+  const size_t bar = key.find('|');
+  if (bar == std::string_view::npos) return Status::InvalidArgument("no '|' after the namespace");
+  if (key.find('|', bar + 1) != std::string_view::npos) {
+    return Status::InvalidArgument("more than one '|'");
+  }
+  const std::string_view prefix = key.substr(0, bar);
+  const std::string_view suffix = key.substr(bar + 1);
+  if (prefix == kLookupNamespace) {
+    if (!LooksLikeHash(suffix)) {
+      return Status::InvalidArgument(fmt::format(
+          "lookup hash {} is not 12 base64 characters ending in '='", QuoteForMessage(suffix)));
+    }
+    out->type = RecordType::kLookup;
+    out->tkey = std::string(suffix);
+    return Status::Ok();
+  }
+  const bool realtime = format == KeyFormat::kRealtime;
+  std::array<std::string_view, 3> parts;
+  std::string_view ymdh;
+  if (const size_t dot = prefix.find('.'); dot == std::string_view::npos) {
+    CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(prefix, "ns"));
+    if (!SplitDots(suffix, realtime ? 2 : 1, &parts)) {
+      return Status::InvalidArgument(realtime ? "a total key is ns|tkey.YMDH"
+                                              : "an archive total key is ns|tkey");
+    }
+    CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[0], "tkey"));
+    out->type = RecordType::kTotal;
+    out->ns = std::string(prefix);
+    out->tkey = std::string(parts[0]);
+    if (realtime) ymdh = parts[1];
+  } else {
+    const std::string_view sns = prefix.substr(0, dot);
+    const std::string_view ns = prefix.substr(dot + 1);
+    CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(sns, "sns"));
+    CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(ns, "ns"));
+    if (!SplitDots(suffix, realtime ? 3 : 2, &parts)) {
+      return Status::InvalidArgument(realtime ? "a subtotal key is sns.ns|tkey.skey.YMDH"
+                                              : "an archive subtotal key is sns.ns|tkey.YMDH");
+    }
+    CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[0], "tkey"));
+    if (realtime) CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[1], "skey"));
+    out->type = RecordType::kSubtotal;
+    out->sns = std::string(sns);
+    out->ns = std::string(ns);
+    out->tkey = std::string(parts[0]);
+    if (realtime) out->skey = std::string(parts[1]);
+    ymdh = parts[realtime ? 2 : 1];
+  }
+  if (out->type == RecordType::kSubtotal || realtime) {
+    if (Result<int64_t> t = UnixFromYmdh(ymdh); !t.ok()) return t.status();
+    out->ymdh = std::string(ymdh);
+  }
+  return Status::Ok();
+}
+
+Result<RealtimeKey> ParseKey(std::string_view key, KeyFormat format) {
+  RealtimeKey out;
+  if (Status st = ParseKeyParts(key, format, &out); !st.ok()) {
+    return st.WithContext(fmt::format("{} key {}", FormatName(format), QuoteForMessage(key)));
+  }
+  return out;
+}
+
+// Column k (1-based) of an archive value; name rules depend on the type.
+Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColumn* out) {
+  if (text.empty()) {
+    return Status::InvalidArgument(fmt::format("column {} is empty (doubled or trailing space)", k));
+  }
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    return Status::InvalidArgument(
+        fmt::format("column {} {} is not name:count", k, QuoteForMessage(text)));
+  }
+  const std::string_view name = text.substr(0, colon);
+  if (type == RecordType::kTotal) {
+    if (Result<int64_t> t = UnixFromYmdh(name); !t.ok()) {
+      return t.status().WithContext(fmt::format("column {}", k));
+    }
+  } else {
+    CLICKATRON_RETURN_IF_ERROR(
+        ValidateStoredKeyPart(name, "skey").WithContext(fmt::format("column {}", k)));
+  }
+  Result<int64_t> count = ParseCount(text.substr(colon + 1));
+  if (!count.ok()) return count.status().WithContext(fmt::format("column {}", k));
+  out->name = std::string(name);
+  out->count = *count;
+  return Status::Ok();
+}
+
+Status ParseColumns(std::string_view value, RecordType type, std::vector<ArchiveColumn>* out) {
+  if (value.empty()) return Status::InvalidArgument("no columns");
+  size_t start = 0;
+  for (size_t k = 1;; ++k) {
+    const size_t space = value.find(' ', start);
+    const std::string_view text =
+        value.substr(start, space == std::string_view::npos ? space : space - start);
+    ArchiveColumn column;
+    CLICKATRON_RETURN_IF_ERROR(ParseColumn(text, k, type, &column));
+    // Sorted, unique columns are what lets readers and merges work in one pass.
+    if (!out->empty() && !(out->back().name < column.name)) {
+      return Status::InvalidArgument(
+          out->back().name == column.name
+              ? fmt::format("column {} repeats the name \"{}\"", k, column.name)
+              : fmt::format("column {} \"{}\" is out of order after \"{}\"", k, column.name,
+                            out->back().name));
+    }
+    out->push_back(std::move(column));
+    if (space == std::string_view::npos) break;
+    start = space + 1;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string FormatRealtimeKey(const RealtimeKey& key) {
+  switch (key.type) {
+    case RecordType::kTotal:
+      return fmt::format("{}|{}.{}", key.ns, key.tkey, key.ymdh);
+    case RecordType::kSubtotal:
+      return fmt::format("{}.{}|{}.{}.{}", key.sns, key.ns, key.tkey, key.skey, key.ymdh);
+    case RecordType::kLookup:
+      return LookupKey(key.tkey);
+  }
+  return {};
+}
+
+Result<RealtimeKey> ParseRealtimeKey(std::string_view key) {
+  return ParseKey(key, KeyFormat::kRealtime);
+}
+
+Result<RealtimeKey> ParseArchiveKey(std::string_view key) {
+  return ParseKey(key, KeyFormat::kArchive);
+}
+
+Result<RealtimeLine> ParseRealtimeLine(std::string_view line) {
+  const size_t comma = line.find(',');
+  if (comma == std::string_view::npos) {
+    return Status::InvalidArgument(
+        fmt::format("realtime line {} has no ',' before its value", QuoteForMessage(line)));
+  }
+  Result<RealtimeKey> key = ParseRealtimeKey(line.substr(0, comma));
+  if (!key.ok()) return key.status();
+  RealtimeLine out;
+  out.key = std::move(key).value();
+  const std::string_view value = line.substr(comma + 1);
+  if (out.key.type == RecordType::kLookup) {
+    if (Status st = ValidateLookup(out.key.tkey, value); !st.ok()) {
+      return st.WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
+    }
+    out.lookup_value = std::string(value);
+    return out;
+  }
+  Result<int64_t> count = ParseCount(value);
+  if (!count.ok()) {
+    return count.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
+  }
+  out.count = *count;
+  return out;
+}
+
+std::string FormatRealtimeLine(const RealtimeLine& line) {
+  if (line.key.type == RecordType::kLookup) {
+    return fmt::format("{},{}", FormatRealtimeKey(line.key), line.lookup_value);
+  }
+  return fmt::format("{},{}", FormatRealtimeKey(line.key), line.count);
+}
+
+Result<ArchiveRecord> ParseArchiveLine(std::string_view line) {
+  const size_t comma = line.find(',');
+  if (comma == std::string_view::npos) {
+    return Status::InvalidArgument(
+        fmt::format("archive line {} has no ',' before its value", QuoteForMessage(line)));
+  }
+  const std::string_view key = line.substr(0, comma);
+  Result<RealtimeKey> parts = ParseArchiveKey(key);
+  if (!parts.ok()) return parts.status();
+  ArchiveRecord out;
+  out.type = parts->type;
+  out.key = std::string(key);
+  const std::string_view value = line.substr(comma + 1);
+  Status st = out.type == RecordType::kLookup ? ValidateLookup(parts->tkey, value)
+                                              : ParseColumns(value, out.type, &out.columns);
+  if (!st.ok()) return st.WithContext(fmt::format("archive line {}", QuoteForMessage(line)));
+  if (out.type == RecordType::kLookup) out.lookup_value = std::string(value);
+  return out;
+}
+
+std::string FormatArchiveLine(const ArchiveRecord& record) {
+  std::string out = record.key;
+  out += ',';
+  if (record.type == RecordType::kLookup) {
+    out += record.lookup_value;
+    return out;
+  }
+  // Columns are normally sorted already (parsed or combined); sort a copy only
+  // when a caller built them by hand, so the written line is always valid.
+  const auto by_name = [](const ArchiveColumn& a, const ArchiveColumn& b) { return a.name < b.name; };
+  std::vector<ArchiveColumn> sorted;
+  const std::vector<ArchiveColumn>* columns = &record.columns;
+  if (!std::is_sorted(columns->begin(), columns->end(), by_name)) {
+    sorted = record.columns;
+    std::stable_sort(sorted.begin(), sorted.end(), by_name);
+    columns = &sorted;
+  }
+  for (size_t i = 0; i < columns->size(); ++i) {
+    if (i > 0) out += ' ';
+    fmt::format_to(std::back_inserter(out), "{}:{}", (*columns)[i].name, (*columns)[i].count);
+  }
+  return out;
+}
+
+Result<int64_t> ParseCount(std::string_view text) {
+  if (text.empty()) return Status::InvalidArgument("count is empty");
+  int64_t value = 0;
+  // from_chars takes exactly [-]digits: no '+', no spaces, no hex.
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    return Status::OutOfRange(fmt::format("count {} overflows int64", QuoteForMessage(text)));
+  }
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    return Status::InvalidArgument(
+        fmt::format("count {} is not a decimal integer", QuoteForMessage(text)));
+  }
+  return value;
+}
+
+Status AddCount(int64_t* sum, int64_t delta) {
+  int64_t result = 0;
+  if (__builtin_add_overflow(*sum, delta, &result)) {
+    return Status::OutOfRange(fmt::format("{} + {} overflows int64", *sum, delta));
+  }
+  *sum = result;
+  return Status::Ok();
+}
+
+RecordType RecordTypeOfKey(std::string_view key) {
+  const std::string_view prefix = key.substr(0, key.find('|'));
+  if (prefix == kLookupNamespace) return RecordType::kLookup;
+  return prefix.find('.') == std::string_view::npos ? RecordType::kTotal : RecordType::kSubtotal;
+}
+
+int CompareArchiveKeys(std::string_view a, std::string_view b) {
+  // Compare a+"," with b+"," without building either string.
+  const size_t n = std::min(a.size(), b.size());
+  if (const int c = a.substr(0, n).compare(b.substr(0, n)); c != 0) return c < 0 ? -1 : 1;
+  if (a.size() == b.size()) return 0;
+  // One key is a proper prefix of the other: the shorter one continues with ','.
+  const bool a_shorter = a.size() < b.size();
+  const auto next = static_cast<unsigned char>(a_shorter ? b[n] : a[n]);
+  const int shorter_first = static_cast<unsigned char>(',') <= next ? -1 : 1;
+  // ',' == next: "k," vs "k,…" — the shorter is a prefix of the longer, so first.
+  return a_shorter ? shorter_first : -shorter_first;
+}
+
+std::string_view LineKey(std::string_view line) { return line.substr(0, line.find(',')); }
+
+std::string TotalArchiveKey(std::string_view ns, std::string_view tkey) {
+  return fmt::format("{}|{}", ns, tkey);
+}
+
+std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns, std::string_view tkey,
+                               std::string_view ymdh) {
+  return fmt::format("{}.{}|{}.{}", sns, ns, tkey, ymdh);
+}
+
+std::string LookupKey(std::string_view hash) { return fmt::format("l|{}", hash); }
+
+}  // namespace clickatron

@@ -1,0 +1,211 @@
+// The HTTP core over a real loopback socket: routing, limits, stats, admin
+// token, async answers and streaming.
+#include "clickatron/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "clickatron/http_client.h"
+#include "testutil/testutil.h"
+
+namespace clickatron {
+namespace {
+
+using testing::Loopback;
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions options;
+    options.daemon = "test-daemon";
+    options.member = "t-0";
+    options.listen = HostPort{"127.0.0.1", 0};
+    options.limits.max_body_bytes = 4096;
+    options.limits.max_query_args = 8;
+    options.admin_token = "sekrit";
+    auto created = HttpServer::Create(options);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    server_ = std::move(created).value();
+    server_->Route("/echo", [](const HttpExchangePtr& ex) {
+      const std::string* key = ex->args().Get("key");
+      ex->AddHeader("X-Echo", "yes");
+      ex->Reply(200, (key ? *key : std::string("<none>")) + "|" + ex->body());
+    });
+    server_->Route("/json", [](const HttpExchangePtr& ex) { ex->ReplyJson({{"n", 42}}); }, kGet);
+    server_->Route("/fail", [](const HttpExchangePtr& ex) {
+      ex->ReplyError(Status::InvalidArgument("key is required", "MISSING_ARG_KEY"));
+    });
+    server_->Route("/async", [this](const HttpExchangePtr& ex) {
+      // Answer from another thread through RunInLoop, as the oplog does.
+      std::thread([this, ex] { server_->RunInLoop([ex] { ex->Reply(200, "later"); }); }).detach();
+    });
+    server_->Route("/stream", [](const HttpExchangePtr& ex) {
+      ex->StartStream(200, "text/plain");
+      auto remaining = std::make_shared<int>(50);
+      auto next = std::make_shared<std::function<void()>>();
+      *next = [ex, remaining, next] {
+        if ((*remaining)-- == 0) {
+          ex->EndStream();
+          *next = nullptr;  // break the cycle
+          return;
+        }
+        ex->SendChunk(std::string(1000, static_cast<char>('a' + *remaining % 26)) + "\n", *next);
+      };
+      (*next)();
+    });
+    server_->AdminRoute("/admin", [](const HttpExchangePtr& ex) { ex->Reply(200, "done"); });
+    port_ = server_->port();
+    ASSERT_NE(port_, 0);
+    thread_ = std::thread([this] { ASSERT_TRUE(server_->Run().ok()); });
+  }
+  void TearDown() override {
+    server_->Stop();
+    thread_.join();
+  }
+  HttpResponse Get(const std::string& target) { return testing::HttpGet(Loopback(port_), target); }
+
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(HttpServerTest, RoutesAndParsesRawPipesInQueries) {
+  auto r = Get("/echo?key=u|jehiah.c3hh");
+  ASSERT_TRUE(r.ok()) << r.transport.ToString();
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_EQ(r.body, "u|jehiah.c3hh|");
+  EXPECT_EQ(r.Header("x-echo"), "yes");
+}
+
+TEST_F(HttpServerTest, DecodesPercentEscapesButKeepsPlus) {
+  auto r = Get("/echo?key=a%20b+c%7Cd");
+  EXPECT_EQ(r.body, "a b+c|d|");
+}
+
+TEST_F(HttpServerTest, BadEscapeIs400WithReason) {
+  auto r = Get("/echo?key=%zz");
+  EXPECT_EQ(r.status_code, 400);
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["status_txt"], "BAD_QUERY");
+  EXPECT_TRUE(j["data"].is_null());
+}
+
+TEST_F(HttpServerTest, TooManyArgsIs400) {
+  std::string target = "/echo?";
+  for (int i = 0; i < 9; ++i) target += "a=" + std::to_string(i) + "&";
+  auto r = Get(target);
+  EXPECT_EQ(r.status_code, 400);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["status_txt"], "TOO_MANY_ARGS");
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405) {
+  EXPECT_EQ(Get("/nope").status_code, 404);
+  auto r = testing::HttpPost(Loopback(port_), "/json", "x");
+  EXPECT_EQ(r.status_code, 405);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["status_txt"], "METHOD_NOT_ALLOWED");
+}
+
+TEST_F(HttpServerTest, JsonEnvelope) {
+  auto j = nlohmann::json::parse(Get("/json").body);
+  EXPECT_EQ(j["status_code"], 200);
+  EXPECT_EQ(j["status_txt"], "OK");
+  EXPECT_EQ(j["data"]["n"], 42);
+}
+
+TEST_F(HttpServerTest, ErrorEnvelopeCarriesReasonAndStatus) {
+  auto r = Get("/fail");
+  EXPECT_EQ(r.status_code, 400);
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["status_code"], 400);
+  EXPECT_EQ(j["status_txt"], "MISSING_ARG_KEY");
+  EXPECT_TRUE(j["data"].is_null());
+}
+
+TEST_F(HttpServerTest, BodyWithinLimitIsDeliveredAndOversizedIs413) {
+  auto ok = testing::HttpPost(Loopback(port_), "/echo", std::string(4000, 'x'));
+  EXPECT_EQ(ok.status_code, 200);
+  EXPECT_EQ(ok.body.size(), std::string("<none>|").size() + 4000);
+  auto big = testing::HttpPost(Loopback(port_), "/echo", std::string(10000, 'x'));
+  EXPECT_EQ(big.status_code, 413);
+  // The server keeps serving after refusing.
+  EXPECT_EQ(Get("/ping").status_code, 200);
+}
+
+TEST_F(HttpServerTest, AdminRouteNeedsBearerToken) {
+  EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "").status_code, 401);
+  EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "", 5000, "wrong").status_code, 401);
+  EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "", 5000, "sekrit").status_code, 200);
+}
+
+TEST_F(HttpServerTest, AsyncAnswerFromAnotherThread) {
+  auto r = Get("/async");
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_EQ(r.body, "later");
+}
+
+TEST_F(HttpServerTest, StreamsChunkedBodyInOrder) {
+  auto r = Get("/stream");
+  ASSERT_EQ(r.status_code, 200);
+  ASSERT_EQ(r.body.size(), 50u * 1001);
+  for (int i = 0; i < 50; ++i) {
+    char expected = static_cast<char>('a' + (49 - i) % 26);
+    EXPECT_EQ(r.body[static_cast<size_t>(i) * 1001], expected) << "chunk " << i;
+  }
+}
+
+TEST_F(HttpServerTest, StatsCountRequestsAndErrorsPerEndpoint) {
+  for (int i = 0; i < 3; ++i) Get("/json");
+  Get("/fail");
+  auto j = nlohmann::json::parse(Get("/stats").body);
+  EXPECT_EQ(j["data"]["daemon"], "test-daemon");
+  EXPECT_EQ(j["data"]["endpoints"]["/json"]["requests"], 3);
+  EXPECT_EQ(j["data"]["endpoints"]["/json"]["errors"], 0);
+  EXPECT_EQ(j["data"]["endpoints"]["/fail"]["errors"], 1);
+  EXPECT_GE(j["data"]["endpoints"]["/json"]["p99_us"].get<uint64_t>(),
+            j["data"]["endpoints"]["/json"]["p50_us"].get<uint64_t>());
+}
+
+TEST_F(HttpServerTest, MetricsArePrometheusText) {
+  Get("/json");
+  auto r = Get("/metrics");
+  EXPECT_EQ(r.status_code, 200);
+  EXPECT_NE(r.body.find("# TYPE clickatron_http_requests_total counter"), std::string::npos);
+  EXPECT_NE(r.body.find("clickatron_http_requests_total{daemon=\"test-daemon\",endpoint=\"/json\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(HttpServerTest, KeepAliveServesManyRequestsOnOneClient) {
+  BlockingHttpClient client;
+  for (int i = 0; i < 200; ++i) {
+    HttpRequestSpec spec;
+    spec.target = "/echo?key=" + std::to_string(i);
+    auto r = client.Fetch(Loopback(port_), spec);
+    ASSERT_EQ(r.status_code, 200);
+    ASSERT_EQ(r.body, std::to_string(i) + "|");
+  }
+}
+
+TEST(HttpServerCreate, TakenAddressFailsAtCreate) {
+  HttpServerOptions options;
+  options.listen = HostPort{"127.0.0.1", 0};
+  auto first = HttpServer::Create(options);
+  ASSERT_TRUE(first.ok());
+  options.listen.port = (*first)->port();
+  auto second = HttpServer::Create(options);
+  EXPECT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kIoError);
+}
+
+TEST(HttpClientTest, RefusedConnectionIsTransportError) {
+  BlockingHttpClient client;
+  HttpRequestSpec spec;
+  spec.target = "/ping";
+  spec.timeout_ms = 2000;
+  auto r = client.Fetch(Loopback(testing::FreePort()), spec);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status_code, 0);
+}
+
+}  // namespace
+}  // namespace clickatron

@@ -1,0 +1,206 @@
+// YMDH codes and calendar helpers.
+//
+// Known answers (unix seconds, day numbers, weekdays) were computed outside
+// this code with python3: calendar.timegm((2012,3,25,1,0,0)) == 1332637200,
+// (date(2000,3,1) - date(1970,1,1)).days == 11017, and so on.
+#include "clickatron/ymdh.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace clickatron {
+namespace {
+
+std::string Encode(int64_t s) {
+  Result<std::string> r = YmdhFromUnix(s);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : "";
+}
+
+TEST(Ymdh, SeedExample) {
+  EXPECT_EQ(Encode(1332637200), "c3p1");  // 2012-03-25 01:00 UTC, from the seed
+  Result<int64_t> back = UnixFromYmdh("c3p1");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, 1332637200);
+}
+
+TEST(Ymdh, FloorsToTheHour) {
+  EXPECT_EQ(Encode(1332637200 + 3599), "c3p1");
+  EXPECT_EQ(Encode(1332637200 + 3600), "c3p2");
+  EXPECT_EQ(Encode(1332637200 - 1), "c3p0");
+}
+
+TEST(Ymdh, RangeEdges) {
+  EXPECT_EQ(Encode(946684800), "0110");          // 2000-01-01T00:00:00Z
+  EXPECT_EQ(Encode(1956524400), "vcvn");         // 2031-12-31T23:00:00Z
+  EXPECT_EQ(Encode(1956524400 + 3599), "vcvn");  // last representable second
+  for (int64_t s : {int64_t{946684799}, int64_t{1956528000}, int64_t{0}, int64_t{-1},
+                    INT64_MIN, INT64_MAX, int64_t{4102444800} /* 2100: year%100 would alias */}) {
+    Result<std::string> r = YmdhFromUnix(s);
+    ASSERT_FALSE(r.ok()) << s << " -> " << *r;
+    EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange) << s;
+  }
+}
+
+TEST(Ymdh, DecodeRejectsInvalidCodes) {
+  for (const char* bad : {"", "c3p", "c3p10", "C3P1", "c3P1", "c3pw", "c3p-", "c3p ",
+                          "c0p1",   // month 0
+                          "cdp1",   // month 13
+                          "c300",   // day 0
+                          "c2u0",   // 2012-02-30
+                          "d2t0",   // 2013-02-29
+                          "c4v0",   // 2012-04-31
+                          "c3po",   // hour 24
+                          "c3pv"})  // hour 31
+  {
+    Result<int64_t> r = UnixFromYmdh(bad);
+    EXPECT_FALSE(r.ok()) << "accepted " << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+  EXPECT_TRUE(UnixFromYmdh("c4u0").ok());  // 2012-04-30
+  EXPECT_TRUE(UnixFromYmdh("c2t0").ok());  // 2012-02-29, leap year
+  EXPECT_TRUE(UnixFromYmdh("02t0").ok());  // 2000-02-29, leap (divisible by 400)
+  EXPECT_TRUE(UnixFromYmdh("c3pn").ok());  // hour 23
+}
+
+TEST(Ymdh, DecodeErrorNamesTheCode) {
+  Result<int64_t> r = UnixFromYmdh("c2u0");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("c2u0"), std::string::npos) << r.status().message();
+}
+
+TEST(Ymdh, LooksLikeYmdh) {
+  EXPECT_TRUE(LooksLikeYmdh("c3p1"));
+  EXPECT_TRUE(LooksLikeYmdh("vvvv"));  // syntactic only
+  EXPECT_FALSE(LooksLikeYmdh("c3pw"));
+  EXPECT_FALSE(LooksLikeYmdh("c3p"));
+  EXPECT_FALSE(LooksLikeYmdh("C3P1"));
+}
+
+TEST(Civil, KnownDays) {
+  EXPECT_EQ(DaysFromCivil({1970, 1, 1}), 0);
+  EXPECT_EQ(DaysFromCivil({1969, 12, 31}), -1);
+  EXPECT_EQ(DaysFromCivil({2000, 3, 1}), 11017);
+  EXPECT_EQ(DaysFromCivil({2012, 3, 25}), 15424);
+  EXPECT_EQ(DaysFromCivil({1600, 2, 29}), -135081);
+  EXPECT_EQ(DaysFromCivil({2400, 12, 31}), 157419);
+  EXPECT_EQ(CivilFromDays(15424), (CivilDate{2012, 3, 25}));
+  EXPECT_EQ(CivilFromDays(-135081), (CivilDate{1600, 2, 29}));
+}
+
+TEST(Civil, Weekdays) {
+  EXPECT_EQ(WeekdayFromDays(0), 4);       // Thursday
+  EXPECT_EQ(WeekdayFromDays(-1), 3);      // Wednesday
+  EXPECT_EQ(WeekdayFromDays(15424), 0);   // 2012-03-25, a Sunday
+  EXPECT_EQ(WeekdayFromDays(11017), 3);   // 2000-03-01, a Wednesday
+  EXPECT_EQ(WeekdayFromDays(-135081), 2); // 1600-02-29, a Tuesday
+}
+
+TEST(Civil, DaysInMonth) {
+  EXPECT_EQ(DaysInMonth(2012, 2), 29);
+  EXPECT_EQ(DaysInMonth(2013, 2), 28);
+  EXPECT_EQ(DaysInMonth(2000, 2), 29);
+  EXPECT_EQ(DaysInMonth(1900, 2), 28);
+  EXPECT_EQ(DaysInMonth(2012, 4), 30);
+  EXPECT_EQ(DaysInMonth(2012, 12), 31);
+  EXPECT_EQ(DaysInMonth(2012, 13), 0);
+}
+
+TEST(Civil, RoundTripOverFourCenturies) {
+  // Walking day by day checks the two functions against each other and
+  // against the calendar's own successor rule.
+  CivilDate expect{1800, 1, 1};
+  for (int64_t d = DaysFromCivil(expect); expect.year < 2200; ++d) {
+    ASSERT_EQ(CivilFromDays(d), expect) << d;
+    ASSERT_EQ(DaysFromCivil(expect), d);
+    if (++expect.day > DaysInMonth(expect.year, expect.month)) {
+      expect.day = 1;
+      if (++expect.month > 12) {
+        expect.month = 1;
+        ++expect.year;
+      }
+    }
+  }
+}
+
+TEST(Dates, ParseAndFormat) {
+  Result<int64_t> d = ParseDate("2012-03-25");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, 15424);
+  EXPECT_EQ(FormatDate(15424), "2012-03-25");
+  EXPECT_EQ(FormatDate(0), "1970-01-01");
+  for (const char* bad : {"2012-3-25", "2012-02-30", "2012-13-01", "2012-00-10", "2012/03/25",
+                          "2012-03-25 ", "", "20120325", "2012-03-2x", "-012-03-25"}) {
+    EXPECT_FALSE(ParseDate(bad).ok()) << bad;
+  }
+}
+
+TEST(Timestamps, Parse) {
+  const auto parse = [](std::string_view text) -> int64_t {
+    Result<int64_t> r = ParseTimestamp(text);
+    EXPECT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    return r.ok() ? *r : -999;
+  };
+  EXPECT_EQ(parse("2012-03-25T01:00:00Z"), 1332637200);
+  EXPECT_EQ(parse("2012-03-25T01:00:00+00:00"), 1332637200);
+  EXPECT_EQ(parse("2012-03-24T20:00:00-05:00"), 1332637200);
+  EXPECT_EQ(parse("2012-03-25T06:30:00+05:30"), 1332637200);
+  EXPECT_EQ(parse("1332637200"), 1332637200);
+  EXPECT_EQ(parse("0"), 0);
+  EXPECT_EQ(parse("-3600"), -3600);
+  for (const char* bad : {"", "+1332637200", "1332637200.5", "99999999999999999999", "-",
+                          "2012-03-25T01:00:00", "2012-03-25T01:00:00.000Z", "2012-03-25 01:00:00Z",
+                          "2012-03-25T24:00:00Z", "2012-03-25T01:60:00Z", "2012-03-25T01:00:60Z",
+                          "2012-02-30T01:00:00Z", "2012-03-25T01:00:00+5:00", "2012-03-25T01:00:00z",
+                          "12 ", " 12", "0x10"}) {
+    EXPECT_FALSE(ParseTimestamp(bad).ok()) << bad;
+  }
+}
+
+TEST(Timestamps, Format) {
+  EXPECT_EQ(FormatIsoTime(1332637200), "2012-03-25T01:00:00Z");
+  EXPECT_EQ(FormatIsoTime(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatIsoTime(-1), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(FormatIsoTime(1332637200 + 3723), "2012-03-25T02:02:03Z");
+}
+
+TEST(YmdhProperty, EveryHourOfRandomDaysRoundTripsInOrder) {
+  std::mt19937 rng(20120325);
+  const int64_t first_day = DaysFromCivil({kMinYmdhYear, 1, 1});
+  const int64_t last_day = DaysFromCivil({kMaxYmdhYear, 12, 31});
+  std::uniform_int_distribution<int64_t> pick_day(first_day, last_day);
+  std::vector<int64_t> days = {first_day, last_day};
+  for (int i = 0; i < 500; ++i) days.push_back(pick_day(rng));
+  for (int64_t day : days) {
+    const CivilDate date = CivilFromDays(day);
+    std::string previous;
+    for (int hour = 0; hour < 24; ++hour) {
+      const int64_t start = day * kSecondsPerDay + hour * kSecondsPerHour;
+      Result<std::string> code = YmdhFromUnix(start + (hour * 37) % 3600);
+      ASSERT_TRUE(code.ok()) << start;
+      // Each digit is the calendar field itself, read straight off the date.
+      const char* digits = "0123456789abcdefghijklmnopqrstuv";
+      ASSERT_EQ(*code, std::string({digits[date.year - 2000], digits[date.month], digits[date.day],
+                                    digits[hour]}));
+      Result<int64_t> back = UnixFromYmdh(*code);
+      ASSERT_TRUE(back.ok()) << *code;
+      ASSERT_EQ(*back, start) << *code;
+      ASSERT_LT(previous, *code);  // bytewise order is time order
+      previous = *code;
+    }
+  }
+  // Across random pairs, too.
+  std::uniform_int_distribution<int64_t> pick_second(first_day * kSecondsPerDay,
+                                                     (last_day + 1) * kSecondsPerDay - 1);
+  for (int i = 0; i < 5000; ++i) {
+    const int64_t a = pick_second(rng), b = pick_second(rng);
+    const std::string ca = *YmdhFromUnix(a), cb = *YmdhFromUnix(b);
+    ASSERT_EQ(ca < cb, FloorDiv(a, 3600) < FloorDiv(b, 3600)) << a << " " << b;
+  }
+}
+
+}  // namespace
+}  // namespace clickatron

@@ -1,0 +1,199 @@
+#include "testutil/testutil.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace clickatron::testing {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/clickatron-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  char* p = ::mkdtemp(buf.data());
+  path_ = p ? p : "";
+}
+
+TempDir::~TempDir() {
+  if (!path_.empty() && std::getenv("CLICKATRON_KEEP_TEST_DIRS") == nullptr) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  uint16_t port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // poll interval, not synchronisation
+  }
+}
+
+std::string BinaryPath(const std::string& name) { return std::string(CLICKATRON_BIN_DIR) + "/" + name; }
+
+HostPort Loopback(uint16_t port) { return HostPort{"127.0.0.1", port}; }
+
+DaemonProcess::~DaemonProcess() { Kill(); }
+
+bool DaemonProcess::Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
+                          const HostPort& ping, std::string* error) {
+  log_path_ = log_path;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(binary.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    std::fprintf(stderr, "exec %s: %s\n", binary.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  pid_ = pid;
+  if (ping.port == 0) return true;
+  bool up = WaitFor([&] {
+    int status;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return true;  // exited: stop waiting
+    }
+    return HttpGet(ping, "/ping", 1000).status_code == 200;
+  });
+  if (!up || pid_ < 0) {
+    if (error) *error = "daemon did not come up: " + LogTail();
+    Kill();
+    return false;
+  }
+  return true;
+}
+
+bool DaemonProcess::StartMember(const std::string& binary, const std::string& config_path, const MemberConfig& member,
+                                const std::string& log_dir, std::string* error) {
+  return Start(binary, {"--config", config_path, "--member", member.name}, log_dir + "/" + member.name + ".log",
+               member.listen, error);
+}
+
+int DaemonProcess::Stop(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  bool exited = WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout);
+  if (!exited) {
+    Kill();
+    return -1;
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void DaemonProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string DaemonProcess::LogTail(size_t bytes) const {
+  std::ifstream in(log_path_, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data) {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe(in_pipe) != 0 || ::pipe(out_pipe) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in_pipe[0], 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(out_pipe[1], 2);
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  std::thread writer([&] {
+    size_t done = 0;
+    while (done < stdin_data.size()) {
+      ssize_t n = ::write(in_pipe[1], stdin_data.data() + done, stdin_data.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::close(in_pipe[1]);
+  });
+  std::string out;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(out_pipe[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(out_pipe[0]);
+  writer.join();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (output) *output = std::move(out);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms) {
+  BlockingHttpClient client;
+  HttpRequestSpec spec;
+  spec.method = "GET";
+  spec.target = target;
+  spec.timeout_ms = timeout_ms;
+  return client.Fetch(peer, std::move(spec));
+}
+
+HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std::string& body, int timeout_ms,
+                      const std::string& bearer) {
+  BlockingHttpClient client;
+  HttpRequestSpec spec;
+  spec.method = "POST";
+  spec.target = target;
+  spec.body = body;
+  spec.timeout_ms = timeout_ms;
+  spec.bearer_token = bearer;
+  return client.Fetch(peer, std::move(spec));
+}
+
+}  // namespace clickatron::testing

@@ -1,0 +1,77 @@
+// Test helpers: temp dirs, free loopback ports, real daemons started as child
+// processes and stopped by PID, waiting on conditions (never on sleeps), and
+// a blocking HTTP client.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/http_client.h"
+
+namespace clickatron::testing {
+
+// A fresh directory under $TMPDIR, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A loopback port nothing listens on right now.
+uint16_t FreePort();
+
+// Polls `condition` every few ms until it is true or `timeout` passes.
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// Absolute path of a built binary ("clickatron-realtime").
+std::string BinaryPath(const std::string& name);
+
+// A daemon child process: stdout/stderr go to `log_path`.
+class DaemonProcess {
+ public:
+  DaemonProcess() = default;
+  ~DaemonProcess();  // SIGKILL if still running
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  // Starts `binary args…` and, when `ping` has a port, waits until GET /ping
+  // answers 200. Returns false (with the log tail in *error) otherwise.
+  bool Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
+             const HostPort& ping, std::string* error = nullptr);
+  // Starts `BINARY --config CONFIG --member NAME` for a cluster member.
+  bool StartMember(const std::string& binary, const std::string& config_path, const MemberConfig& member,
+                   const std::string& log_dir, std::string* error = nullptr);
+  // SIGTERM and wait for exit; returns the exit status (or -1).
+  int Stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // SIGKILL and reap.
+  void Kill();
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  std::string LogTail(size_t bytes = 4000) const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+// Runs a command to completion; returns its exit code, output captured.
+int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data = "");
+
+// Blocking HTTP against loopback daemons.
+HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000);
+HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std::string& body,
+                      int timeout_ms = 10000, const std::string& bearer = "");
+
+HostPort Loopback(uint16_t port);
+
+}  // namespace clickatron::testing
