@@ -1,0 +1,230 @@
+#include "archive_server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <csignal>
+#include <optional>
+#include <utility>
+
+#include "block_stream.h"
+
+namespace clickatron::archive {
+namespace {
+
+constexpr std::string_view kGenerationHeader = "X-Archive-Generation";
+constexpr std::string_view kLastDayHeader = "X-Archive-Last-Day";
+
+// limit=N: a non-negative decimal integer.
+Result<std::optional<uint64_t>> ParseLimit(const QueryArgs& args) {
+  const std::string* text = args.Get("limit");
+  if (text == nullptr) return std::optional<uint64_t>();
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (text->empty() || ec != std::errc() || end != text->data() + text->size()) {
+    return Status::InvalidArgument(fmt::format("limit must be a non-negative integer, got \"{}\"", *text),
+                                   "INVALID_LIMIT");
+  }
+  return std::optional<uint64_t>(value);
+}
+
+}  // namespace
+
+ArchiveServer::ArchiveServer(HttpServer& server, ArchiveServerOptions options)
+    : server_(server), options_(std::move(options)) {}
+
+Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server, ArchiveServerOptions options) {
+  if (options.load.path.empty()) return Status::InvalidArgument("archive member has no file", "BAD_CONFIG");
+  std::unique_ptr<ArchiveServer> self(new ArchiveServer(server, std::move(options)));
+  ArchiveServer* s = self.get();
+  s->reloader_ = std::make_unique<Reloader>(
+      server, [s] { return s->TimedLoad(); }, [s](Result<SortedFilePtr> loaded) { return s->Install(std::move(loaded)); });
+  // The first load runs here, before the loop: /ping answers only once the
+  // replica knows what it serves.
+  Result<SortedFilePtr> first = s->TimedLoad();
+  if (!first.ok()) {
+    s->unavailable_reason_ = first.status().ToString();
+    s->counters_.last_reload_error = s->unavailable_reason_;
+    spdlog::error("not serving {}: {}; reads answer 503 until a reload succeeds", s->options_.load.path,
+                  s->unavailable_reason_);
+  } else {
+    s->current_ = std::move(first).value();
+    if (s->current_->has_file()) {
+      spdlog::info("serving {}: generation {}, {} records, {} bytes, last day {} (loaded in {} ms)", s->current_->path(),
+                   s->current_->generation(), s->current_->records(), s->current_->data().size(),
+                   s->current_->last_day(), s->last_load_ms_.load());
+    } else {
+      spdlog::info("{} does not exist yet: answering as an empty archive until a reload finds it", s->current_->path());
+    }
+  }
+  s->counters_.last_load_ms = s->last_load_ms_.load();
+  s->RegisterRoutes();
+  return self;
+}
+
+void ArchiveServer::RegisterRoutes() {
+  server_.Route("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
+  server_.Route("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
+  server_.Route("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
+  server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
+  server_.AdminRoute("/reload", [this](const HttpExchangePtr& ex) { HandleReload(ex); }, kPost);
+  // A signal only asks for a reload; the work happens on the reload thread.
+  server_.OnSignal(SIGHUP, [this] {
+    spdlog::info("SIGHUP: reloading {}", options_.load.path);
+    reloader_->Request(nullptr);
+  });
+}
+
+SortedFilePtr ArchiveServer::Serving(const HttpExchangePtr& ex) {
+  if (!current_) {
+    ex->ReplyError(503, "ARCHIVE_UNAVAILABLE", fmt::format("no valid archive file loaded: {}", unavailable_reason_));
+    return nullptr;
+  }
+  ex->AddHeader(kGenerationHeader, current_->generation_text());
+  ex->AddHeader(kLastDayHeader, current_->last_day());
+  return current_;
+}
+
+void ArchiveServer::HandleGet(const HttpExchangePtr& ex) {
+  ++counters_.get_requests;
+  const std::string* key = ex->args().Get("key");
+  if (key == nullptr) {
+    ex->ReplyError(400, "MISSING_ARG_KEY", "get needs key=KEY");
+    return;
+  }
+  SortedFilePtr file = Serving(ex);
+  if (!file) return;
+  std::optional<std::string_view> value = file->Get(*key);
+  if (!value) {
+    ++counters_.misses;
+    ex->Reply(404, "");
+    return;
+  }
+  ++counters_.hits;
+  std::string body;
+  body.reserve(value->size() + 1);
+  body.append(*value);
+  body.push_back('\n');
+  counters_.bytes_served += body.size();
+  ex->Reply(200, body);
+}
+
+void ArchiveServer::HandleMget(const HttpExchangePtr& ex) {
+  ++counters_.mget_requests;
+  std::vector<const std::string*> keys = ex->args().GetAll("key");
+  if (keys.empty()) {
+    ex->ReplyError(400, "MISSING_ARG_KEY", "mget needs key=KEY (repeated)");
+    return;
+  }
+  SortedFilePtr file = Serving(ex);
+  if (!file) return;
+  std::string body;
+  for (const std::string* key : keys) {
+    std::optional<std::string_view> line = file->GetLine(*key);
+    if (!line) {
+      ++counters_.misses;
+      continue;
+    }
+    ++counters_.hits;
+    body.append(*line);
+    body.push_back('\n');
+  }
+  counters_.bytes_served += body.size();
+  ex->Reply(200, body);
+}
+
+void ArchiveServer::HandleFwmatch(const HttpExchangePtr& ex) {
+  ++counters_.fwmatch_requests;
+  const std::string* prefix = ex->args().Get("key");
+  if (prefix == nullptr) {
+    ex->ReplyError(400, "MISSING_ARG_KEY", "fwmatch needs key=PREFIX");
+    return;
+  }
+  auto limit = ParseLimit(ex->args());
+  if (!limit.ok()) {
+    ex->ReplyError(limit.status());
+    return;
+  }
+  SortedFilePtr file = Serving(ex);
+  if (!file) return;
+  LineRange range = file->Prefix(*prefix, *limit);
+  // The file's last line may lack its newline; the answer never does.
+  bool add_newline = !range.empty() && file->data()[range.end - 1] != '\n';
+  counters_.bytes_served += range.size() + (add_newline ? 1 : 0);
+  if (range.size() <= options_.single_reply_max_bytes) {
+    std::string body(file->data().substr(range.begin, range.size()));
+    if (add_newline) body.push_back('\n');
+    ex->Reply(200, body);
+    return;
+  }
+  ++counters_.fwmatch_streamed;
+  BlockStream::Start(ex, std::move(file), range, options_.stream_chunk_bytes);
+}
+
+void ArchiveServer::HandleManifest(const HttpExchangePtr& ex) {
+  SortedFilePtr file = Serving(ex);
+  if (!file) return;
+  const Manifest* manifest = file->manifest();
+  ex->ReplyJson(manifest ? manifest->ToJson() : nlohmann::json(nullptr));
+}
+
+void ArchiveServer::HandleReload(const HttpExchangePtr& ex) {
+  reloader_->Request([this, ex](const Status& outcome) {
+    if (!outcome.ok()) {
+      ex->ReplyError(500, "RELOAD_FAILED", outcome.message());
+      return;
+    }
+    ex->ReplyJson({{"generation", current_->generation()},
+                   {"records", current_->records()},
+                   {"bytes", current_->data().size()},
+                   {"last_day", current_->last_day()},
+                   {"has_file", current_->has_file()},
+                   {"load_ms", counters_.last_load_ms}});
+  });
+}
+
+Result<SortedFilePtr> ArchiveServer::TimedLoad() {
+  auto start = std::chrono::steady_clock::now();
+  Result<SortedFilePtr> loaded = LoadSortedFile(options_.load);
+  last_load_ms_.store(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+  return loaded;
+}
+
+Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
+  counters_.last_load_ms = last_load_ms_.load();
+  Status refused;
+  if (!loaded.ok()) {
+    refused = loaded.status();
+  } else if (!(*loaded)->has_file() && current_ && current_->has_file()) {
+    // Serving "empty" is right for a cluster that never had a file, not for
+    // one whose file vanished: that would look like lost history.
+    refused = Status::NotFound(fmt::format("{} does not exist", options_.load.path));
+  }
+  if (!refused.ok()) {
+    ++counters_.reloads_failed;
+    std::string keeping = current_ ? fmt::format("still serving generation {}", current_->generation())
+                                   : std::string("still serving nothing");
+    Status outcome(refused.code(), fmt::format("{}; {}", refused.message(), keeping), refused.reason());
+    counters_.last_reload_error = outcome.message();
+    spdlog::warn("reload refused: {}", outcome.message());
+    return outcome;
+  }
+  current_ = std::move(loaded).value();  // in-flight streams keep the old one alive
+  unavailable_reason_.clear();
+  counters_.last_reload_error.clear();
+  ++counters_.reloads_ok;
+  spdlog::info("reloaded {}: generation {}, {} records, {} bytes, last day {} (loaded in {} ms)", current_->path(),
+               current_->generation(), current_->records(), current_->data().size(), current_->last_day(),
+               counters_.last_load_ms);
+  return Status::Ok();
+}
+
+nlohmann::json ArchiveServer::StatsJson() const {
+  return ArchiveStatsJson(counters_, current_.get(), reloader_->loading());
+}
+
+std::string ArchiveServer::StatsPrometheus() const { return ArchiveStatsPrometheus(counters_, current_.get()); }
+
+}  // namespace clickatron::archive

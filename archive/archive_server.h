@@ -1,0 +1,79 @@
+// ArchiveServer: the HTTP face of one archive replica (DESIGN §6, §9;
+// docs/protocols.md "Archive replica").
+//
+//   GET /get?key=K                 200 "VALUE\n" | 404 empty | 400 MISSING_ARG_KEY
+//   GET /mget?key=A&key=B…         200 the "key,value" line of each hit, in request order
+//   GET /fwmatch?key=P[&limit=N]   200 the whole lines starting with P (chunked when large)
+//   GET /manifest                  the serving generation's manifest, data null without a file
+//   POST /reload (admin), SIGHUP   swap in the file now at the member's path
+// Every get/mget/fwmatch/manifest answer carries X-Archive-Generation and
+// X-Archive-Last-Day, naming the generation that produced it.
+//
+// When no generation could be loaded at start (a file that fails its checks)
+// the reads answer 503 ARCHIVE_UNAVAILABLE until a reload succeeds: an empty
+// answer would look like "no clicks" to the API, a 503 makes it fail over.
+//
+// Thread-safety: everything runs on the server's loop thread; only file
+// loads run on the Reloader's thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "archive_stats.h"
+#include "clickatron/http_server.h"
+#include "clickatron/status.h"
+#include "file_loader.h"
+#include "reloader.h"
+#include "sorted_file.h"
+
+namespace clickatron::archive {
+
+struct ArchiveServerOptions {
+  LoadOptions load;
+  // fwmatch blocks up to this size are answered in one piece; larger ones
+  // are streamed in chunks of stream_chunk_bytes.
+  size_t single_reply_max_bytes = 256 << 10;
+  size_t stream_chunk_bytes = 64 << 10;
+};
+
+class ArchiveServer {
+ public:
+  // Loads the file now (before the daemon answers /ping), registers the
+  // routes and SIGHUP on `server`. A file that fails its checks does not stop
+  // the daemon (see above); only a bad option would.
+  static Result<std::unique_ptr<ArchiveServer>> Create(HttpServer& server, ArchiveServerOptions options);
+  ~ArchiveServer() = default;
+
+  nlohmann::json StatsJson() const;
+  std::string StatsPrometheus() const;
+
+ private:
+  ArchiveServer(HttpServer& server, ArchiveServerOptions options);
+  void RegisterRoutes();
+
+  void HandleGet(const HttpExchangePtr& ex);
+  void HandleMget(const HttpExchangePtr& ex);
+  void HandleFwmatch(const HttpExchangePtr& ex);
+  void HandleManifest(const HttpExchangePtr& ex);
+  void HandleReload(const HttpExchangePtr& ex);
+
+  // The serving generation, with its headers added to `ex`; or null after
+  // answering 503 when there is none.
+  SortedFilePtr Serving(const HttpExchangePtr& ex);
+  // Puts a finished load in place if it may replace the serving one.
+  Status Install(Result<SortedFilePtr> loaded);
+  Result<SortedFilePtr> TimedLoad();
+
+  HttpServer& server_;
+  ArchiveServerOptions options_;
+  SortedFilePtr current_;            // null: nothing valid loaded yet
+  std::string unavailable_reason_;   // why current_ is null
+  ArchiveCounters counters_;
+  std::atomic<int64_t> last_load_ms_{0};  // written by the reload thread
+  // Last: destroyed first, so a running load ends before the rest goes.
+  std::unique_ptr<Reloader> reloader_;
+};
+
+}  // namespace clickatron::archive

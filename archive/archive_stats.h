@@ -1,0 +1,34 @@
+// The archive replica's own figures for /stats and /metrics (the per-endpoint
+// counts and latencies come from the HTTP core).
+//
+// Thread-safety: loop thread only (handlers and the stats provider both run there).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sorted_file.h"
+
+namespace clickatron::archive {
+
+struct ArchiveCounters {
+  uint64_t get_requests = 0;
+  uint64_t mget_requests = 0;
+  uint64_t fwmatch_requests = 0;
+  uint64_t hits = 0;            // keys found by get and mget
+  uint64_t misses = 0;          // keys not found by get and mget
+  uint64_t fwmatch_streamed = 0;  // fwmatch answers large enough to be chunked
+  uint64_t bytes_served = 0;    // answer bodies of get, mget, fwmatch
+  uint64_t reloads_ok = 0;
+  uint64_t reloads_failed = 0;
+  int64_t last_load_ms = 0;
+  std::string last_reload_error;  // "" after a successful reload
+};
+
+// `file` is the generation now serving, or null when none could be loaded.
+nlohmann::json ArchiveStatsJson(const ArchiveCounters& counters, const SortedFile* file, bool reload_running);
+std::string ArchiveStatsPrometheus(const ArchiveCounters& counters, const SortedFile* file);
+
+}  // namespace clickatron::archive

@@ -1,0 +1,43 @@
+// Opening one generation of the archive file and deciding whether it may be
+// served: the checks a replica makes before a swap.
+//
+// Checks, in order:
+//  - no file at the path: an empty SortedFile (DESIGN §6, a new cluster has
+//    no archive yet); the caller decides whether that may replace a file;
+//  - FILE.manifest must exist and parse: a file that cannot be checked is
+//    refused;
+//  - size, line count, crc32 of the whole file, first and last key must equal
+//    the manifest's. This is one sequential pass over the file (zlib crc32 and
+//    a memchr line count, about 1 s per GB from page cache); it also pulls the
+//    file into the page cache, which random reads want anyway;
+//  - with verify_sorted: the full order check (CheckSorted), one more pass.
+// Then madvise / mlock / warmup as configured.
+//
+// Runs on the reload thread: nothing here touches the event loop.
+#pragma once
+
+#include <string>
+
+#include "clickatron/config.h"
+#include "clickatron/status.h"
+#include "sorted_file.h"
+
+namespace clickatron::archive {
+
+struct LoadOptions {
+  std::string path;             // the member's file
+  char separator = ',';         // archive.field_separator
+  std::string madvise = "random";
+  bool mlock = false;
+  bool warmup = false;
+  bool verify_sorted = false;   // archive.verify_sorted_on_load
+
+  static LoadOptions From(const MemberConfig& member, const ArchiveConfig& archive);
+};
+
+// The file now at options.path, checked; or why it may not be served
+// (CORRUPTION for a file that does not match its manifest, NOT_FOUND for a
+// missing manifest, IO_ERROR when the OS refused).
+Result<SortedFilePtr> LoadSortedFile(const LoadOptions& options);
+
+}  // namespace clickatron::archive

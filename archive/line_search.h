@@ -1,0 +1,54 @@
+// Binary search over the lines of a sorted file held in memory (sortdb's idea:
+// the file is the index).
+//
+// The data is a sequence of lines sorted bytewise as whole lines (LC_ALL=C
+// sort). The lines starting with a given prefix are then contiguous, and
+// "does line L start with P, or sort before/after it" is monotone along the
+// file, so both an exact key (prefix KEY + separator) and a forward match
+// (any prefix) are one prefix search.
+//
+// Every function stays inside [0, data.size()): the last line may lack its
+// trailing newline (sortdb's strchr ran past the end of the mapping there).
+// Offsets are byte offsets into `data`; a line range [begin, end) always
+// starts at a line start and ends just after a newline or at the end of data.
+//
+// Cost: O(log(bytes)) probes; each probe scans one line with memchr/memrchr.
+// Thread-safety: pure functions over immutable data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "clickatron/status.h"
+
+namespace clickatron::archive {
+
+struct LineRange {
+  size_t begin = 0;
+  size_t end = 0;
+  bool empty() const { return begin == end; }
+  size_t size() const { return end - begin; }
+};
+
+// The block of whole lines that start with `prefix` (every line when the
+// prefix is empty). Empty when none; then begin == end is where such a line
+// would go.
+LineRange FindPrefixRange(std::string_view data, std::string_view prefix);
+
+// The line (without its newline) whose key is exactly `key`: the first line
+// starting with key + separator. nullopt when there is none, and always for
+// a key that contains the separator.
+std::optional<std::string_view> FindKeyLine(std::string_view data, std::string_view key, char separator);
+
+// The end of the first `max_lines` lines of `range` (range.end if it holds
+// fewer). REQUIRES: range.begin is a line start.
+size_t EndAfterLines(std::string_view data, LineRange range, uint64_t max_lines);
+
+// The full check behind archive.verify_sorted_on_load (O(file)): every line
+// non-empty, lines strictly increasing as whole lines, and no key (text
+// before `separator`) repeated. The error names the first line at fault.
+Status CheckSorted(std::string_view data, char separator);
+
+}  // namespace clickatron::archive
