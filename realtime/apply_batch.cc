@@ -1,0 +1,88 @@
+#include "apply_batch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::realtime {
+namespace {
+
+Status BadLine(size_t number, std::string_view why) {
+  return Status::InvalidArgument(fmt::format("line {}: {}", number, why), "BAD_LINE");
+}
+
+}  // namespace
+
+Result<ParsedBatch> ParseBatch(std::string_view body) {
+  ParsedBatch out;
+  // Most lines of a batch share an hour: decode each YMDH once.
+  std::string last_ymdh;
+  int64_t last_day = 0;
+  size_t number = 0;
+  size_t start = 0;
+  while (start < body.size()) {
+    size_t end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    const std::string_view text = body.substr(start, end - start);
+    start = end + 1;
+    ++number;
+    if (text.empty()) return BadLine(number, "empty line");
+    Result<RealtimeLine> parsed = ParseRealtimeLine(text);
+    if (!parsed.ok()) return BadLine(number, parsed.status().message());
+    BatchLine line;
+    const size_t comma = text.find(',');  // ParseRealtimeLine found it
+    line.key = text.substr(0, comma);
+    if (parsed->key.type == RecordType::kLookup) {
+      line.lookup = true;
+      line.value = text.substr(comma + 1);
+      ++out.lookups;
+    } else {
+      if (parsed->count <= 0) {
+        return BadLine(number, fmt::format("delta {} is not positive (increments only add)", parsed->count));
+      }
+      line.delta = parsed->count;
+      if (parsed->key.ymdh != last_ymdh) {
+        Result<int64_t> hour_start = UnixFromYmdh(parsed->key.ymdh);
+        if (!hour_start.ok()) return BadLine(number, hour_start.status().message());  // parsed already: defensive
+        last_ymdh = parsed->key.ymdh;
+        last_day = FloorDiv(*hour_start, kSecondsPerDay);
+      }
+      line.day = last_day;
+      ++out.counters;
+    }
+    out.lines.push_back(line);
+  }
+  return out;
+}
+
+std::vector<int64_t> TargetDays(const ParsedBatch& batch, int64_t lookup_day) {
+  std::vector<int64_t> days;
+  for (const BatchLine& line : batch.lines) {
+    const int64_t day = line.lookup ? lookup_day : line.day;
+    if (days.empty() || days.back() != day) days.push_back(day);
+  }
+  std::sort(days.begin(), days.end());
+  days.erase(std::unique(days.begin(), days.end()), days.end());
+  return days;
+}
+
+StoreWrite ToStoreWrite(const ParsedBatch& batch, int64_t lookup_day, const std::string& source, uint64_t seq) {
+  StoreWrite write;
+  write.increments.reserve(batch.counters);
+  write.puts.reserve(batch.lookups);
+  for (const BatchLine& line : batch.lines) {
+    if (line.lookup) {
+      write.puts.push_back({lookup_day, line.key, line.value});
+    } else {
+      write.increments.push_back({line.day, line.key, line.delta});
+    }
+  }
+  write.watermark_source = source;
+  write.watermark_seq = seq;
+  return write;
+}
+
+}  // namespace clickatron::realtime

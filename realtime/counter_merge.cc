@@ -1,0 +1,73 @@
+#include "counter_merge.h"
+
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/slice.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "clickatron/key_codec.h"
+
+namespace clickatron::realtime {
+namespace {
+
+std::atomic<uint64_t> merge_failures{0};
+
+class CounterAddOperator : public rocksdb::AssociativeMergeOperator {
+ public:
+  // Part of the on-disk format: RocksDB records the name in each table and
+  // refuses to open tables written with another operator of another name.
+  const char* Name() const override { return "clickatron.CounterAdd.int64le"; }
+
+  bool Merge(const rocksdb::Slice& key, const rocksdb::Slice* existing_value, const rocksdb::Slice& value,
+             std::string* new_value, rocksdb::Logger*) const override {
+    int64_t sum = 0;
+    if (existing_value != nullptr && !DecodeCounter(existing_value->ToStringView(), &sum)) {
+      return Fail(key, "stored value is not an 8-byte counter");
+    }
+    int64_t delta = 0;
+    if (!DecodeCounter(value.ToStringView(), &delta)) return Fail(key, "merge operand is not an 8-byte counter");
+    if (__builtin_add_overflow(sum, delta, &sum)) return Fail(key, "counter overflows int64");
+    new_value->clear();
+    AppendCounter(sum, new_value);
+    return true;
+  }
+
+ private:
+  // Runs on RocksDB's threads too (compaction): logging and an atomic only.
+  static bool Fail(const rocksdb::Slice& key, const char* why) {
+    merge_failures.fetch_add(1, std::memory_order_relaxed);
+    spdlog::error("counter merge failed for key {}: {}", QuoteForMessage(key.ToStringView()), why);
+    return false;
+  }
+};
+
+}  // namespace
+
+void AppendCounter(int64_t value, std::string* out) {
+  const auto u = static_cast<uint64_t>(value);
+  char buf[kCounterBytes];
+  for (size_t i = 0; i < kCounterBytes; ++i) buf[i] = static_cast<char>((u >> (8 * i)) & 0xff);
+  out->append(buf, kCounterBytes);
+}
+
+std::string EncodeCounter(int64_t value) {
+  std::string out;
+  AppendCounter(value, &out);
+  return out;
+}
+
+bool DecodeCounter(std::string_view bytes, int64_t* value) {
+  if (bytes.size() != kCounterBytes) return false;
+  uint64_t u = 0;
+  for (size_t i = 0; i < kCounterBytes; ++i) u |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  *value = static_cast<int64_t>(u);
+  return true;
+}
+
+std::shared_ptr<rocksdb::MergeOperator> NewCounterMergeOperator() { return std::make_shared<CounterAddOperator>(); }
+
+uint64_t CounterMergeFailures() { return merge_failures.load(std::memory_order_relaxed); }
+
+}  // namespace clickatron::realtime

@@ -1,0 +1,407 @@
+#include "realtime_server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <charconv>
+#include <ctime>
+
+#include "apply_batch.h"
+#include "clickatron/ymdh.h"
+#include "counter_merge.h"
+#include "line_stream.h"
+
+namespace clickatron::realtime {
+namespace {
+
+// API node names become metadata keys and log text: keep them plain.
+constexpr size_t kMaxSourceLength = 128;
+
+bool ValidSource(std::string_view s) {
+  if (s.empty() || s.size() > kMaxSourceLength) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ParseUint(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// The value of a required argument, or nullptr after answering 400 MISSING_ARG_<NAME>.
+const std::string* Required(const HttpExchangePtr& ex, std::string_view name) {
+  const std::string* v = ex->args().Get(name);
+  if (v == nullptr) {
+    std::string reason = "MISSING_ARG_";
+    for (char c : name) reason += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    ex->ReplyError(400, reason, fmt::format("the argument {} is required", name));
+  }
+  return v;
+}
+
+// A YYYY-MM-DD argument; false after answering 400.
+bool DateArg(const HttpExchangePtr& ex, std::string_view name, bool required, std::optional<int64_t>* out) {
+  const std::string* v = required ? Required(ex, name) : ex->args().Get(name);
+  if (v == nullptr) return !required;
+  Result<int64_t> day = ParseDate(*v);
+  if (!day.ok()) {
+    ex->ReplyError(400, "INVALID_DATE", fmt::format("{}: {}", name, day.status().message()));
+    return false;
+  }
+  *out = *day;
+  return true;
+}
+
+nlohmann::json DateList(const std::vector<int64_t>& days) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int64_t d : days) out.push_back(FormatDate(d));
+  return out;
+}
+
+}  // namespace
+
+int64_t SystemToday() { return FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay); }
+
+Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonContext& context) {
+  std::unique_ptr<RealtimeServer> server(new RealtimeServer());
+  server->cluster_clock_ = context.cluster.clock;
+  server->member_ = context.member.name;
+  if (context.member.data_dir.empty()) {
+    return Status::InvalidArgument(fmt::format("member {} has no data_dir", context.member.name), "BAD_CONFIG");
+  }
+  StoreOptions options;
+  options.write_buffer_mb = context.cluster.realtime.write_buffer_mb;
+  options.block_cache_mb = context.cluster.realtime.block_cache_mb;
+  options.sync_wal = context.cluster.realtime.sync_wal;
+  Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(context.member.data_dir + "/db", options);
+  if (!store.ok()) return store.status();
+  server->store_ = std::move(store).value();
+  // A new ring starts at the system clock's date, for a manual clock too
+  // (until the first POST /rotate).
+  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), SystemToday());
+  if (!ring.ok()) return ring.status();
+  server->ring_ = std::move(ring).value();
+  Result<std::unique_ptr<HttpServer>> http = HttpServer::Create(context.http);
+  if (!http.ok()) return http.status();
+  server->http_ = std::move(http).value();
+  server->RegisterRoutes();
+  if (!server->ManualClock()) {
+    server->RotateByClock();  // the daemon may have been down over midnight
+    // A one-second check rather than a midnight timer: it also follows a
+    // clock that is stepped, and costs one time() call a second.
+    server->http_->Every(std::chrono::seconds(1), [s = server.get()] { s->RotateByClock(); });
+  }
+  spdlog::info("realtime shard {}: clock {}, today {}, stores [{}]", context.member.shard, server->cluster_clock_,
+               FormatDate(server->ring_->today()), DateList(server->ring_->ReadableDays()).dump());
+  return server;
+}
+
+RealtimeServer::~RealtimeServer() = default;
+
+Status RealtimeServer::Run() { return http_->Run(); }
+
+void RealtimeServer::RotateByClock() {
+  if (ManualClock()) return;
+  const int64_t now = SystemToday();
+  if (now <= ring_->today()) return;
+  if (Result<RotateReport> r = ring_->RotateTo(now); !r.ok()) {
+    spdlog::error("rotation to {} failed: {}", FormatDate(now), r.status().ToString());
+  }
+}
+
+void RealtimeServer::RegisterRoutes() {
+  HttpServer& h = *http_;
+  h.Route("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost);
+  h.Route("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); });
+  h.Route("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
+  h.Route("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
+  h.Route("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
+  h.Route("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); });
+  h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet);
+  h.AdminRoute("/exported", [this](const HttpExchangePtr& ex) { HandleExported(ex); }, kPost);
+  h.AdminRoute("/rotate", [this](const HttpExchangePtr& ex) { HandleRotate(ex); }, kPost);
+  h.AdminRoute("/clear", [this](const HttpExchangePtr& ex) { HandleClear(ex); }, kPost);
+  h.SetStatsProvider([this] { return StatsJson(); }, [this] { return StatsPrometheus(); });
+}
+
+void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
+  const std::string* source = Required(ex, "source");
+  if (source == nullptr) return;
+  if (!ValidSource(*source)) {
+    ex->ReplyError(400, "INVALID_SOURCE",
+                   fmt::format("source must be 1-{} characters of [A-Za-z0-9_.:-]", kMaxSourceLength));
+    return;
+  }
+  const std::string* seq_text = Required(ex, "seq");
+  if (seq_text == nullptr) return;
+  uint64_t seq = 0;
+  if (!ParseUint(*seq_text, &seq) || seq == 0) {
+    ex->ReplyError(400, "INVALID_SEQ", "seq must be a positive integer");
+    return;
+  }
+  // A replay is answered before its body is even parsed.
+  if (const uint64_t w = ring_->Watermark(*source); seq <= w) {
+    ex->ReplyJson({{"applied", 0}, {"duplicate", true}, {"seq", w}});
+    return;
+  }
+  Result<ParsedBatch> batch = ParseBatch(ex->body());
+  if (!batch.ok()) {
+    ++counters_.bad_batches;
+    spdlog::warn("POST /incr source={} seq={}: {}", *source, seq, batch.status().message());
+    ex->ReplyError(batch.status());
+    return;
+  }
+  Result<ApplyOutcome> outcome = ring_->Apply(*source, seq, *batch);
+  if (!outcome.ok()) {
+    const Status& st = outcome.status();
+    if (st.reason() == "DAY_NOT_OPEN") {
+      nlohmann::json env = Envelope(409, "DAY_NOT_OPEN", nullptr);
+      env["message"] = st.message();
+      env["open_days"] = DateList(ring_->OpenDays());
+      ex->Reply(409, env.dump() + "\n", "application/json");
+      return;
+    }
+    spdlog::error("POST /incr source={} seq={}: {}", *source, seq, st.ToString());
+    ex->ReplyError(st);
+    return;
+  }
+  ex->ReplyJson({{"applied", outcome->applied}, {"duplicate", outcome->duplicate}, {"seq", outcome->seq}});
+}
+
+void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
+  const std::string* source = Required(ex, "source");
+  if (source == nullptr) return;
+  ex->ReplyJson({{"source", *source}, {"seq", ring_->Watermark(*source)}});
+}
+
+void RealtimeServer::HandleGet(const HttpExchangePtr& ex) {
+  const std::string* key = Required(ex, "key");
+  std::optional<int64_t> day;
+  if (key == nullptr || !DateArg(ex, "date", false, &day)) return;
+  Result<std::optional<std::string>> value = ring_->Get(*key, day);
+  if (!value.ok()) {
+    ex->ReplyError(value.status());
+    return;
+  }
+  if (!value->has_value()) {
+    ex->Reply(404, "");
+    return;
+  }
+  ex->Reply(200, **value + "\n");
+}
+
+void RealtimeServer::HandleMget(const HttpExchangePtr& ex) {
+  std::vector<const std::string*> keys = ex->args().GetAll("key");
+  if (keys.empty()) {
+    ex->ReplyError(400, "MISSING_ARG_KEY", "the argument key is required (once per key)");
+    return;
+  }
+  std::optional<int64_t> day;
+  if (!DateArg(ex, "date", false, &day)) return;
+  std::string out;
+  for (const std::string* key : keys) {
+    Result<std::optional<std::string>> value = ring_->Get(*key, day);
+    if (!value.ok()) {
+      ex->ReplyError(value.status());
+      return;
+    }
+    if (!value->has_value()) continue;
+    out += *key;
+    out += ',';
+    out += **value;
+    out += '\n';
+  }
+  ex->Reply(200, out);
+}
+
+void RealtimeServer::HandleFwmatch(const HttpExchangePtr& ex) {
+  const std::string* prefix = Required(ex, "key");
+  std::optional<int64_t> day;
+  if (prefix == nullptr || !DateArg(ex, "date", false, &day)) return;
+  uint64_t limit = 0;
+  if (const std::string* l = ex->args().Get("limit"); l != nullptr && (!ParseUint(*l, &limit) || limit == 0)) {
+    ex->ReplyError(400, "INVALID_LIMIT", "limit must be a positive integer");
+    return;
+  }
+  Result<std::unique_ptr<LineSource>> scan = ring_->Scan(*prefix, day, limit);
+  if (!scan.ok()) {
+    ex->ReplyError(scan.status());
+    return;
+  }
+  StreamLines(ex, std::move(scan).value());
+}
+
+nlohmann::json RealtimeServer::RingJson() const {
+  nlohmann::json stores = nlohmann::json::array();
+  for (int64_t day : ring_->ReadableDays()) {
+    const DayState& s = ring_->days().at(day);
+    stores.push_back({{"date", FormatDate(day)},
+                      {"position", PositionName(ring_->PositionOf(day))},
+                      {"state", Ring::StateName(s)},
+                      {"open", ring_->IsOpen(day)},
+                      {"records_estimate", store_->DayProperty(day, "rocksdb.estimate-num-keys").value_or(0)}});
+  }
+  return {{"clock", ManualClock() ? "manual" : "system"},
+          {"today", FormatDate(ring_->today())},
+          {"open_days", DateList(ring_->OpenDays())},
+          {"stores", std::move(stores)}};
+}
+
+void RealtimeServer::HandleRing(const HttpExchangePtr& ex) { ex->ReplyJson(RingJson()); }
+
+void RealtimeServer::HandleExport(const HttpExchangePtr& ex) {
+  std::optional<int64_t> day;
+  if (!DateArg(ex, "date", true, &day)) return;
+  RotateByClock();  // an export just after midnight must see the new ring
+  if (Status st = ring_->Seal(*day); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  Result<std::unique_ptr<LineSource>> scan = ring_->Export(*day);
+  if (!scan.ok()) {
+    ex->ReplyError(scan.status());
+    return;
+  }
+  ++counters_.exports_started;
+  spdlog::info("export of {} started", FormatDate(*day));
+  StreamLines(ex, std::move(scan).value(), [this, d = *day](const Status& st, uint64_t lines) {
+    counters_.export_lines += lines;
+    if (st.ok()) {
+      ++counters_.exports_completed;
+      spdlog::info("export of {} done: {} records", FormatDate(d), lines);
+    } else {
+      ++counters_.exports_failed;
+      spdlog::warn("export of {} ended early after {} records: {}", FormatDate(d), lines, st.ToString());
+    }
+  });
+}
+
+void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
+  std::optional<int64_t> day;
+  if (!DateArg(ex, "date", true, &day)) return;
+  Result<std::string> state = ring_->MarkExported(*day);
+  if (!state.ok()) {
+    ex->ReplyError(state.status());
+    return;
+  }
+  ex->ReplyJson({{"date", FormatDate(*day)}, {"state", *state}});
+}
+
+void RealtimeServer::HandleRotate(const HttpExchangePtr& ex) {
+  std::optional<int64_t> today;
+  if (!DateArg(ex, "today", ManualClock(), &today)) return;
+  if (!ManualClock()) {
+    // The system clock owns the ring; an operator may only ask it to catch up.
+    if (today && *today != SystemToday()) {
+      ex->ReplyError(409, "CLOCK_IS_SYSTEM",
+                     fmt::format("the cluster clock is \"system\": today is {} by the clock", FormatDate(SystemToday())));
+      return;
+    }
+    today = SystemToday();
+  }
+  Result<RotateReport> report = ring_->RotateTo(*today);
+  if (!report.ok()) {
+    ex->ReplyError(report.status());
+    return;
+  }
+  nlohmann::json data = RingJson();
+  data["from"] = FormatDate(report->from);
+  data["created"] = DateList(report->created);
+  data["cleared"] = DateList(report->cleared);
+  data["retained"] = DateList(report->retained);
+  ex->ReplyJson(std::move(data));
+}
+
+void RealtimeServer::HandleClear(const HttpExchangePtr& ex) {
+  std::optional<int64_t> day;
+  if (!DateArg(ex, "date", true, &day)) return;
+  if (Status st = ring_->Clear(*day); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  ex->ReplyJson({{"date", FormatDate(*day)}, {"state", "cleared"}});
+}
+
+nlohmann::json RealtimeServer::StatsJson() const {
+  const RingCounters& rc = ring_->counters();
+  nlohmann::json stores = RingJson()["stores"];
+  for (nlohmann::json& s : stores) {
+    const int64_t day = *ParseDate(s["date"].get<std::string>());
+    s["pending_compaction_bytes"] = store_->DayProperty(day, "rocksdb.estimate-pending-compaction-bytes").value_or(0);
+    s["memtable_bytes"] = store_->DayProperty(day, "rocksdb.cur-size-all-mem-tables").value_or(0);
+    s["sst_bytes"] = store_->DayProperty(day, "rocksdb.live-sst-files-size").value_or(0);
+  }
+  auto db = [&](const char* name) { return store_->DbProperty(name).value_or(0); };
+  return {{"realtime",
+           {{"today", FormatDate(ring_->today())},
+            {"batches_applied", rc.batches_applied},
+            {"increments_applied", rc.increments_applied},
+            {"lookups_applied", rc.lookups_applied},
+            {"duplicate_batches", rc.duplicate_batches},
+            {"day_not_open_batches", rc.day_not_open_batches},
+            {"bad_batches", counters_.bad_batches},
+            {"rotations", rc.rotations},
+            {"days_cleared", rc.days_cleared},
+            {"exports_started", counters_.exports_started},
+            {"exports_completed", counters_.exports_completed},
+            {"exports_failed", counters_.exports_failed},
+            {"export_lines", counters_.export_lines},
+            {"merge_failures", CounterMergeFailures()},
+            {"watermarks", ring_->watermarks()},
+            {"stores", std::move(stores)},
+            {"rocksdb",
+             {{"actual_delayed_write_rate", db("rocksdb.actual-delayed-write-rate")},
+              {"is_write_stopped", db("rocksdb.is-write-stopped")},
+              {"estimate_pending_compaction_bytes", db("rocksdb.estimate-pending-compaction-bytes")},
+              {"num_running_compactions", db("rocksdb.num-running-compactions")},
+              {"num_running_flushes", db("rocksdb.num-running-flushes")},
+              {"mem_table_flush_pending", db("rocksdb.mem-table-flush-pending")},
+              {"cur_size_all_mem_tables", db("rocksdb.cur-size-all-mem-tables")},
+              {"live_sst_files_size", db("rocksdb.live-sst-files-size")},
+              {"background_errors", db("rocksdb.background-errors")}}}}}};
+}
+
+std::string RealtimeServer::StatsPrometheus() const {
+  const RingCounters& rc = ring_->counters();
+  std::string out;
+  const std::string labels = fmt::format("daemon=\"clickatron-realtime\",member=\"{}\"", member_);
+  auto metric = [&](std::string_view name, std::string_view type, std::string_view help, uint64_t value,
+                    std::string_view extra_labels = {}) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{{{}{}}} {}\n", name, help, name, type, name, labels,
+                       extra_labels, value);
+  };
+  metric("clickatron_realtime_batches_applied_total", "counter", "Batches applied.", rc.batches_applied);
+  metric("clickatron_realtime_increments_applied_total", "counter", "Counter lines applied.", rc.increments_applied);
+  metric("clickatron_realtime_lookups_applied_total", "counter", "Lookup puts applied.", rc.lookups_applied);
+  metric("clickatron_realtime_duplicate_batches_total", "counter", "Batches at or below the watermark.",
+         rc.duplicate_batches);
+  metric("clickatron_realtime_day_not_open_total", "counter", "Batches refused with DAY_NOT_OPEN.",
+         rc.day_not_open_batches);
+  metric("clickatron_realtime_bad_batches_total", "counter", "Batches refused with BAD_LINE.", counters_.bad_batches);
+  metric("clickatron_realtime_rotations_total", "counter", "Ring rotations.", rc.rotations);
+  metric("clickatron_realtime_export_lines_total", "counter", "Records streamed by exports.", counters_.export_lines);
+  metric("clickatron_realtime_merge_failures_total", "counter", "Counter merges refused as corrupt.",
+         CounterMergeFailures());
+  metric("clickatron_realtime_delayed_write_rate", "gauge", "RocksDB delayed write rate (bytes/s, 0: no delay).",
+         store_->DbProperty("rocksdb.actual-delayed-write-rate").value_or(0));
+  metric("clickatron_realtime_write_stopped", "gauge", "1 while RocksDB stops writes.",
+         store_->DbProperty("rocksdb.is-write-stopped").value_or(0));
+  metric("clickatron_realtime_pending_compaction_bytes", "gauge", "RocksDB estimated pending compaction bytes.",
+         store_->DbProperty("rocksdb.estimate-pending-compaction-bytes").value_or(0));
+  out += "# HELP clickatron_realtime_store_records_estimate Estimated records per day store.\n"
+         "# TYPE clickatron_realtime_store_records_estimate gauge\n";
+  for (int64_t day : ring_->ReadableDays()) {
+    out += fmt::format("clickatron_realtime_store_records_estimate{{{},date=\"{}\",position=\"{}\"}} {}\n", labels,
+                       FormatDate(day), PositionName(ring_->PositionOf(day)),
+                       store_->DayProperty(day, "rocksdb.estimate-num-keys").value_or(0));
+  }
+  return out;
+}
+
+}  // namespace clickatron::realtime

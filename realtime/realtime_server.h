@@ -1,0 +1,75 @@
+// RealtimeServer: clickatron-realtime's HTTP face. Handlers only: parse the
+// request, call the Ring, map the Status to an answer. The wire contract is
+// docs/protocols.md ("API node → realtime shard", "Realtime reads").
+//
+// Everything runs on the HttpServer's loop thread: RocksDB writes with the
+// WAL in the page cache (sync_wal off) take microseconds, so applying a batch
+// there keeps the code simple and every batch strictly ordered.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "clickatron/daemon.h"
+#include "clickatron/http_server.h"
+#include "clickatron/status.h"
+#include "ring.h"
+#include "shard_store.h"
+
+namespace clickatron::realtime {
+
+// Counters the server keeps besides the Ring's.
+struct ServerCounters {
+  uint64_t bad_batches = 0;
+  uint64_t exports_started = 0;
+  uint64_t exports_completed = 0;
+  uint64_t exports_failed = 0;
+  uint64_t export_lines = 0;
+};
+
+class RealtimeServer {
+ public:
+  // Opens DATA_DIR/db, loads the ring, binds the listen address.
+  static Result<std::unique_ptr<RealtimeServer>> Create(const DaemonContext& context);
+  ~RealtimeServer();
+
+  Status Run();
+  uint16_t port() const { return http_->port(); }
+
+ private:
+  RealtimeServer() = default;
+  void RegisterRoutes();
+  bool ManualClock() const { return cluster_clock_ == "manual"; }
+  // With the system clock, rotates when the UTC date has moved on.
+  void RotateByClock();
+
+  void HandleIncr(const HttpExchangePtr& ex);
+  void HandleWatermark(const HttpExchangePtr& ex);
+  void HandleGet(const HttpExchangePtr& ex);
+  void HandleMget(const HttpExchangePtr& ex);
+  void HandleFwmatch(const HttpExchangePtr& ex);
+  void HandleRing(const HttpExchangePtr& ex);
+  void HandleExport(const HttpExchangePtr& ex);
+  void HandleExported(const HttpExchangePtr& ex);
+  void HandleRotate(const HttpExchangePtr& ex);
+  void HandleClear(const HttpExchangePtr& ex);
+
+  nlohmann::json RingJson() const;
+  nlohmann::json StatsJson() const;
+  std::string StatsPrometheus() const;
+
+  std::string cluster_clock_;
+  std::string member_;
+  // Declaration order is destruction order reversed: the HTTP server (and any
+  // stream still holding a cursor) goes first, the store last.
+  std::unique_ptr<ShardStore> store_;
+  std::unique_ptr<Ring> ring_;
+  ServerCounters counters_;
+  std::unique_ptr<HttpServer> http_;
+};
+
+// The current UTC date (days since epoch) by the system clock.
+int64_t SystemToday();
+
+}  // namespace clickatron::realtime

@@ -1,0 +1,52 @@
+// Reading records across the ring's day stores: point reads (get, mget) and
+// sorted scans (fwmatch, export) that produce "key,value\n" lines.
+//
+// A counter key lives in exactly one day's store (its hour's day); a lookup
+// may sit in several (each day's Today got its own put) with the same value.
+// Reads therefore sum counters over the stores they look at (a no-op with one
+// hit) and take the first hit of a lookup.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickatron/status.h"
+#include "shard_store.h"
+
+namespace clickatron::realtime {
+
+// Produces sorted lines in pieces, so a caller can send them as they come.
+class LineSource {
+ public:
+  virtual ~LineSource() = default;
+  // Appends whole lines to *out until it has grown by at least `budget` bytes
+  // or the lines run out. Returns false once there is nothing more (check
+  // status(): an error also ends the lines).
+  virtual bool Fill(std::string* out, size_t budget) = 0;
+  virtual Status status() const = 0;
+  virtual uint64_t lines() const = 0;  // produced so far
+};
+
+// The value text (as after a line's comma) of `key` over the stores of
+// `days`; nullopt when none has it.
+Result<std::optional<std::string>> ReadRecord(const ShardStore& store, const std::vector<int64_t>& days,
+                                              std::string_view key);
+
+// Every record whose key starts with `prefix` over the stores of `days`, in
+// key order, at most `limit` lines (0: no limit).
+Result<std::unique_ptr<LineSource>> ScanPrefix(const ShardStore& store, const std::vector<int64_t>& days,
+                                               std::string_view prefix, uint64_t limit);
+
+// Every record of one day from a snapshot taken now, for an export: later
+// writes are not seen, blocks read are not cached.
+Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day);
+
+// The smallest string greater than every string starting with `prefix`
+// (the exclusive upper bound of a prefix scan); empty when there is none.
+std::string PrefixSuccessor(std::string_view prefix);
+
+}  // namespace clickatron::realtime

@@ -1,0 +1,134 @@
+// The Today / Yesterday / Tomorrow ring of day stores (DESIGN §5).
+//
+// Positions after rotating to Today = D: Yesterday = D-1, Today = D,
+// Tomorrow = D+1. A day that leaves those positions unexported is "retained":
+// still readable, no longer open, cleared only once POST /exported says a
+// deployed archive holds it (at once, then). An exported day still in a
+// position is cleared when rotation moves it out. Data is never dropped
+// silently.
+//
+// Open days (take increments): Today, Tomorrow, and Yesterday until an export
+// seals it. Lookups go to Today. Today and Tomorrow cannot be sealed.
+//
+// The ring state (Today, and per day: sealed / exported / being cleared /
+// cleared) is persisted in the store's metadata with a synced write before
+// any column family is created or dropped, and Open() finishes whatever a
+// crash interrupted, so it survives kill -9 at any point.
+//
+// Watermarks: a batch's records and its (source → seq) watermark commit in
+// one RocksDB write (shard_store.h), so a batch is applied exactly once: iff
+// seq > watermark(source).
+//
+// Thread-safety: not thread-safe; the server's loop thread owns the Ring.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apply_batch.h"
+#include "clickatron/status.h"
+#include "record_scan.h"
+#include "shard_store.h"
+
+namespace clickatron::realtime {
+
+enum class Position { kYesterday, kToday, kTomorrow, kRetained };
+const char* PositionName(Position position);
+
+struct DayState {
+  bool sealed = false;    // export started: no more increments
+  bool exported = false;  // a deployed archive holds the day: may be cleared
+  bool clearing = false;  // drop decided, maybe not done (crash recovery)
+  bool cleared = false;   // dropped; the entry stays while the day holds a position
+};
+
+struct ApplyOutcome {
+  size_t applied = 0;     // lines applied now
+  bool duplicate = false;
+  uint64_t seq = 0;       // the batch's seq, or the watermark for a duplicate
+};
+
+struct RotateReport {
+  int64_t from = 0;
+  int64_t to = 0;
+  std::vector<int64_t> created;
+  std::vector<int64_t> cleared;
+  std::vector<int64_t> retained;  // left the positions unexported
+};
+
+struct RingCounters {
+  uint64_t batches_applied = 0;
+  uint64_t increments_applied = 0;  // counter lines
+  uint64_t lookups_applied = 0;
+  uint64_t duplicate_batches = 0;
+  uint64_t day_not_open_batches = 0;
+  uint64_t rotations = 0;
+  uint64_t days_cleared = 0;
+};
+
+class Ring {
+ public:
+  // Loads the ring state from `store` (a new store starts with Today =
+  // `clock_today`) and brings the store's days in line with it.
+  static Result<std::unique_ptr<Ring>> Open(ShardStore* store, int64_t clock_today);
+
+  int64_t today() const { return today_; }
+  Position PositionOf(int64_t day) const;
+  bool IsOpen(int64_t day) const;
+  std::vector<int64_t> OpenDays() const;
+  // Days with a store to read (open, sealed or retained; not cleared), ascending.
+  std::vector<int64_t> ReadableDays() const;
+  const std::map<int64_t, DayState>& days() const { return days_; }
+
+  uint64_t Watermark(const std::string& source) const;
+  const std::map<std::string, uint64_t>& watermarks() const { return watermarks_; }
+  // Applies the batch with its watermark, or reports it a duplicate.
+  // 409 DAY_NOT_OPEN (nothing applied) when a line's day is not open.
+  Result<ApplyOutcome> Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch);
+
+  // Forward only: 409 ROTATE_BACKWARDS for an earlier day; same day: no-op.
+  Result<RotateReport> RotateTo(int64_t new_today);
+  // Seals a day for export. 404 DAY_NOT_IN_RING, 409 DAY_STILL_CURRENT for
+  // Today and Tomorrow. Sealing a sealed day is OK.
+  Status Seal(int64_t day);
+  // The rebuild's mark: the day is in a deployed archive. Returns the day's
+  // state after: "exported" (still in a position: cleared when it leaves),
+  // "cleared" (retained: cleared now), "absent" (no such day: nothing to do).
+  // 409 NOT_SEALED for a day never exported.
+  Result<std::string> MarkExported(int64_t day);
+  // 404 DAY_NOT_IN_RING, 409 NOT_EXPORTED.
+  Status Clear(int64_t day);
+
+  // Reads over the readable days, or only `only_day`.
+  Result<std::optional<std::string>> Get(std::string_view key, std::optional<int64_t> only_day) const;
+  Result<std::unique_ptr<LineSource>> Scan(std::string_view prefix, std::optional<int64_t> only_day,
+                                           uint64_t limit) const;
+  // REQUIRES: Seal(day) succeeded.
+  Result<std::unique_ptr<LineSource>> Export(int64_t day) const;
+
+  const RingCounters& counters() const { return counters_; }
+  ShardStore& store() const { return *store_; }
+  // "open" | "sealed" | "exported" for /ring.
+  static const char* StateName(const DayState& state);
+
+ private:
+  explicit Ring(ShardStore* store) : store_(store) {}
+  Status Load(int64_t clock_today);
+  Status Persist();
+  // Creates and drops column families until the store matches days_.
+  Status Reconcile();
+  bool InPositions(int64_t day) const { return day >= today_ - 1 && day <= today_ + 1; }
+  std::vector<int64_t> ReadDays(std::optional<int64_t> only_day) const;
+
+  ShardStore* store_;
+  int64_t today_ = 0;
+  std::map<int64_t, DayState> days_;
+  std::map<std::string, uint64_t> watermarks_;
+  RingCounters counters_;
+};
+
+}  // namespace clickatron::realtime

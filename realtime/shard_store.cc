@@ -1,0 +1,372 @@
+#include "shard_store.h"
+
+#include <fmt/format.h>
+#include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+
+#include "clickatron/file_util.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+#include "counter_merge.h"
+
+namespace clickatron::realtime {
+namespace {
+
+constexpr std::string_view kDayFamilyPrefix = "day-";
+
+Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return Status::Ok();
+  if (s.IsCorruption()) return Status::Corruption(fmt::format("{}: {}", what, s.ToString()));
+  if (s.IsIOError()) return Status::IoError(fmt::format("{}: {}", what, s.ToString()));
+  return Status::Internal(fmt::format("{}: {}", what, s.ToString()));
+}
+
+rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+// The best compression this RocksDB build has for the lower levels.
+rocksdb::CompressionType LowerLevelCompression() {
+  const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+  for (rocksdb::CompressionType want : {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
+    if (std::find(supported.begin(), supported.end(), want) != supported.end()) return want;
+  }
+  return rocksdb::kNoCompression;
+}
+
+// Options for a day's column family, tuned for a write-heavy counter load:
+// - Counters are merge operands (no read before write). A large memtable
+//   (write_buffer_mb) lets the many increments to hot keys collapse in memory;
+//   a flush folds each key's operands into one value, so the files on disk
+//   hold one entry per counter. Three memtables let writes go on while one
+//   is being flushed instead of stalling.
+// - Reads are point lookups (get/mget) and short prefix scans (fwmatch), so
+//   every table gets a 10 bits/key Bloom filter (~1% false positives), and
+//   the memtable gets a whole-key Bloom filter too: a get for a key that is
+//   not there (most hours of most keys) skips the memtable and the files.
+//   Index and filter blocks live in the shared block cache, so memory is
+//   bounded by block_cache_mb; L0's stay pinned because every read hits them.
+// - L0 and L1 are rewritten often and hold the hottest data: no compression,
+//   so flushes and the first compactions cost CPU only for merging. Lower
+//   levels (older, colder data of long-lived retained days) use LZ4 (or
+//   Snappy) to save disk.
+// - level_compaction_dynamic_level_bytes keeps space amplification low as a
+//   day's data grows from nothing to its final size.
+rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const std::shared_ptr<rocksdb::Cache>& cache,
+                                              const std::shared_ptr<rocksdb::MergeOperator>& merge) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.merge_operator = merge;
+  cf.write_buffer_size = static_cast<size_t>(std::max(1, options.write_buffer_mb)) << 20;
+  cf.max_write_buffer_number = 3;
+  cf.memtable_prefix_bloom_size_ratio = 0.02;
+  cf.memtable_whole_key_filtering = true;
+  cf.level_compaction_dynamic_level_bytes = true;
+  const rocksdb::CompressionType lower = LowerLevelCompression();
+  cf.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, lower, lower, lower, lower, lower};
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.whole_key_filtering = true;
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return cf;
+}
+
+class CursorImpl;
+
+}  // namespace
+
+// Owns the database. Column family handles and cursors hold a shared_ptr to
+// it, so it closes only after the last of them is gone.
+struct DbCore {
+  std::unique_ptr<rocksdb::DB> db;
+};
+using FamilyPtr = std::shared_ptr<rocksdb::ColumnFamilyHandle>;
+
+struct ShardStore::Impl {
+  StoreOptions options;
+  std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::MergeOperator> merge;
+  std::shared_ptr<DbCore> core;
+  FamilyPtr meta;                      // the default column family
+  std::map<int64_t, FamilyPtr> days;
+  std::vector<FamilyPtr> foreign;      // families we don't know: kept open, untouched
+  rocksdb::WriteOptions write_options;
+
+  FamilyPtr Wrap(rocksdb::ColumnFamilyHandle* handle) {
+    std::shared_ptr<DbCore> keep = core;
+    return FamilyPtr(handle, [keep](rocksdb::ColumnFamilyHandle* h) { keep->db->DestroyColumnFamilyHandle(h).PermitUncheckedError(); });
+  }
+  rocksdb::ColumnFamilyHandle* Day(int64_t day) const {
+    auto it = days.find(day);
+    return it == days.end() ? nullptr : it->second.get();
+  }
+};
+
+namespace {
+
+class CursorImpl : public StoreCursor {
+ public:
+  CursorImpl(std::shared_ptr<DbCore> core, FamilyPtr family, const CursorOptions& options)
+      : core_(std::move(core)), family_(std::move(family)), upper_bound_text_(options.upper_bound) {
+    rocksdb::ReadOptions ro;
+    if (options.snapshot) {
+      snapshot_ = core_->db->GetSnapshot();
+      ro.snapshot = snapshot_;
+    }
+    if (options.bulk_scan) {
+      // An export reads a whole day once: don't evict the hot blocks reads
+      // need, and read ahead in large sequential requests.
+      ro.fill_cache = false;
+      ro.readahead_size = 2u << 20;
+    }
+    if (!upper_bound_text_.empty()) {
+      upper_bound_ = rocksdb::Slice(upper_bound_text_);
+      ro.iterate_upper_bound = &upper_bound_;
+    }
+    iter_.reset(core_->db->NewIterator(ro, family_.get()));
+  }
+  ~CursorImpl() override {
+    iter_.reset();  // before the snapshot and the family it reads
+    if (snapshot_ != nullptr) core_->db->ReleaseSnapshot(snapshot_);
+  }
+
+  void Seek(std::string_view target) override { iter_->Seek(ToSlice(target)); }
+  bool Valid() const override { return iter_->Valid(); }
+  std::string_view key() const override { return iter_->key().ToStringView(); }
+  std::string_view raw_value() const override { return iter_->value().ToStringView(); }
+  void Next() override { iter_->Next(); }
+  Status status() const override { return FromRocks(iter_->status(), "iterating the store"); }
+
+ private:
+  std::shared_ptr<DbCore> core_;
+  FamilyPtr family_;
+  std::string upper_bound_text_;
+  rocksdb::Slice upper_bound_;
+  const rocksdb::Snapshot* snapshot_ = nullptr;
+  std::unique_ptr<rocksdb::Iterator> iter_;
+};
+
+}  // namespace
+
+ShardStore::ShardStore(std::string dir, std::unique_ptr<Impl> impl) : dir_(std::move(dir)), impl_(std::move(impl)) {}
+
+ShardStore::~ShardStore() {
+  if (!impl_ || !impl_->core) return;
+  // Flush-free close: the WAL has everything. Handles first (the DB must
+  // outlive them); cursors still alive keep the core open until they go.
+  impl_->days.clear();
+  impl_->foreign.clear();
+  impl_->meta.reset();
+}
+
+Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, const StoreOptions& options) {
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->cache = rocksdb::NewLRUCache(static_cast<size_t>(std::max(1, options.block_cache_mb)) << 20);
+  impl->merge = NewCounterMergeOperator();
+  impl->write_options.sync = options.sync_wal;
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  // Two cores on the reference machine: one flush and one compaction at a time.
+  db_options.max_background_jobs = 2;
+  // One WAL is shared by every day. A quiet day (Yesterday, a retained day)
+  // would otherwise pin old WAL files forever; past this size RocksDB
+  // flushes the families holding the oldest WAL so it can be deleted.
+  db_options.max_total_wal_size = (static_cast<uint64_t>(std::max(1, options.write_buffer_mb)) << 20) * 4;
+  db_options.bytes_per_sync = 1u << 20;
+  db_options.keep_log_file_num = 5;
+
+  const rocksdb::ColumnFamilyOptions day_options = DayFamilyOptions(options, impl->cache, impl->merge);
+  rocksdb::ColumnFamilyOptions meta_options;
+  meta_options.write_buffer_size = 4u << 20;  // a few keys, rewritten in place
+
+  std::vector<std::string> names;
+  rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(db_options, dir, &names);
+  if (!listed.ok() || names.empty()) names = {rocksdb::kDefaultColumnFamilyName};  // a new database
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names) {
+    bool is_day = DayFromFamilyName(name).has_value();
+    descriptors.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName ? meta_options
+                                   : is_day                                  ? day_options
+                                                                             : rocksdb::ColumnFamilyOptions());
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, descriptors, &handles, &raw);
+  if (!s.ok()) return FromRocks(s, fmt::format("opening RocksDB in {}", dir));
+  impl->core = std::make_shared<DbCore>();
+  impl->core->db.reset(raw);
+  for (size_t i = 0; i < handles.size(); ++i) {
+    FamilyPtr family = impl->Wrap(handles[i]);
+    if (names[i] == rocksdb::kDefaultColumnFamilyName) {
+      impl->meta = std::move(family);
+    } else if (std::optional<int64_t> day = DayFromFamilyName(names[i])) {
+      impl->days[*day] = std::move(family);
+    } else {
+      spdlog::warn("{}: unknown column family \"{}\" left untouched", dir, names[i]);
+      impl->foreign.push_back(std::move(family));
+    }
+  }
+  return std::unique_ptr<ShardStore>(new ShardStore(dir, std::move(impl)));
+}
+
+std::vector<int64_t> ShardStore::Days() const {
+  std::vector<int64_t> out;
+  for (const auto& [day, family] : impl_->days) out.push_back(day);
+  return out;
+}
+
+bool ShardStore::HasDay(int64_t day) const { return impl_->days.count(day) > 0; }
+
+Status ShardStore::CreateDay(int64_t day) {
+  if (HasDay(day)) return Status::Ok();
+  rocksdb::ColumnFamilyHandle* handle = nullptr;
+  rocksdb::Status s = impl_->core->db->CreateColumnFamily(DayFamilyOptions(impl_->options, impl_->cache, impl_->merge),
+                                                          DayFamilyName(day), &handle);
+  if (!s.ok()) return FromRocks(s, fmt::format("creating the store for {}", FormatDate(day)));
+  impl_->days[day] = impl_->Wrap(handle);
+  return Status::Ok();
+}
+
+Status ShardStore::DropDay(int64_t day) {
+  auto it = impl_->days.find(day);
+  if (it == impl_->days.end()) return Status::Ok();
+  CLICKATRON_RETURN_IF_ERROR(FromRocks(impl_->core->db->DropColumnFamily(it->second.get()),
+                                       fmt::format("dropping the store for {}", FormatDate(day))));
+  impl_->days.erase(it);
+  return Status::Ok();
+}
+
+Status ShardStore::Write(const StoreWrite& write) {
+  rocksdb::WriteBatch batch;
+  std::string counter;
+  // Lines of a batch are nearly always for one day: remember the last lookup.
+  int64_t last_day = INT64_MIN;
+  rocksdb::ColumnFamilyHandle* family = nullptr;
+  auto family_of = [&](int64_t day) -> rocksdb::ColumnFamilyHandle* {
+    if (day != last_day) {
+      last_day = day;
+      family = impl_->Day(day);
+    }
+    return family;
+  };
+  for (const StoreWrite::Increment& inc : write.increments) {
+    rocksdb::ColumnFamilyHandle* cf = family_of(inc.day);
+    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(inc.day)));
+    counter.clear();
+    AppendCounter(inc.delta, &counter);
+    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(inc.key), counter), "building a batch"));
+  }
+  for (const StoreWrite::Put& put : write.puts) {
+    rocksdb::ColumnFamilyHandle* cf = family_of(put.day);
+    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(put.day)));
+    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Put(cf, ToSlice(put.key), ToSlice(put.value)), "building a batch"));
+  }
+  if (!write.watermark_source.empty()) {
+    const std::string key = std::string(kWatermarkPrefix) + write.watermark_source;
+    CLICKATRON_RETURN_IF_ERROR(
+        FromRocks(batch.Put(impl_->meta.get(), key, std::to_string(write.watermark_seq)), "building a batch"));
+  }
+  return FromRocks(impl_->core->db->Write(impl_->write_options, &batch), "writing a batch");
+}
+
+Result<std::optional<std::string>> ShardStore::Get(int64_t day, std::string_view key) const {
+  rocksdb::ColumnFamilyHandle* cf = impl_->Day(day);
+  if (cf == nullptr) return std::optional<std::string>();
+  std::string value;
+  rocksdb::Status s = impl_->core->db->Get(rocksdb::ReadOptions(), cf, ToSlice(key), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, fmt::format("reading {}", QuoteForMessage(key)));
+  return std::optional<std::string>(std::move(value));
+}
+
+Result<std::unique_ptr<StoreCursor>> ShardStore::NewCursor(int64_t day, const CursorOptions& options) const {
+  auto it = impl_->days.find(day);
+  if (it == impl_->days.end()) return Status::NotFound(fmt::format("no store for {}", FormatDate(day)));
+  return std::unique_ptr<StoreCursor>(new CursorImpl(impl_->core, it->second, options));
+}
+
+Result<std::optional<std::string>> ShardStore::GetMeta(std::string_view key) const {
+  std::string value;
+  rocksdb::Status s = impl_->core->db->Get(rocksdb::ReadOptions(), impl_->meta.get(), ToSlice(key), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, fmt::format("reading metadata {}", key));
+  return std::optional<std::string>(std::move(value));
+}
+
+Status ShardStore::PutMeta(std::string_view key, std::string_view value, bool sync) {
+  rocksdb::WriteOptions wo = impl_->write_options;
+  wo.sync = wo.sync || sync;
+  return FromRocks(impl_->core->db->Put(wo, impl_->meta.get(), ToSlice(key), ToSlice(value)),
+                   fmt::format("writing metadata {}", key));
+}
+
+Result<std::map<std::string, uint64_t>> ShardStore::LoadWatermarks() const {
+  std::map<std::string, uint64_t> out;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->core->db->NewIterator(rocksdb::ReadOptions(), impl_->meta.get()));
+  for (it->Seek(ToSlice(kWatermarkPrefix)); it->Valid() && it->key().starts_with(ToSlice(kWatermarkPrefix)); it->Next()) {
+    std::string_view source = it->key().ToStringView().substr(kWatermarkPrefix.size());
+    std::string_view text = it->value().ToStringView();
+    uint64_t seq = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seq);
+    if (ec != std::errc() || ptr != text.data() + text.size()) {
+      return Status::Corruption(fmt::format("watermark of {} is not a number: {}", QuoteForMessage(source),
+                                            QuoteForMessage(text)));
+    }
+    out[std::string(source)] = seq;
+  }
+  CLICKATRON_RETURN_IF_ERROR(FromRocks(it->status(), "reading watermarks"));
+  return out;
+}
+
+std::optional<uint64_t> ShardStore::DayProperty(int64_t day, const std::string& property) const {
+  rocksdb::ColumnFamilyHandle* cf = impl_->Day(day);
+  uint64_t value = 0;
+  if (cf == nullptr || !impl_->core->db->GetIntProperty(cf, property, &value)) return std::nullopt;
+  return value;
+}
+
+std::optional<uint64_t> ShardStore::DbProperty(const std::string& property) const {
+  uint64_t value = 0;
+  if (!impl_->core->db->GetAggregatedIntProperty(property, &value)) return std::nullopt;
+  return value;
+}
+
+bool IsLookupKey(std::string_view key) { return key.size() >= 2 && key[0] == 'l' && key[1] == '|'; }
+
+Status AppendValueText(std::string_view key, std::string_view raw, std::string* out) {
+  if (IsLookupKey(key)) {
+    out->append(raw);
+    return Status::Ok();
+  }
+  int64_t count = 0;
+  if (!DecodeCounter(raw, &count)) {
+    return Status::Corruption(fmt::format("counter {} holds {} bytes, not {}", QuoteForMessage(key), raw.size(),
+                                          kCounterBytes));
+  }
+  fmt::format_to(std::back_inserter(*out), "{}", count);
+  return Status::Ok();
+}
+
+std::string DayFamilyName(int64_t day) { return std::string(kDayFamilyPrefix) + FormatDate(day); }
+
+std::optional<int64_t> DayFromFamilyName(std::string_view name) {
+  if (name.substr(0, kDayFamilyPrefix.size()) != kDayFamilyPrefix) return std::nullopt;
+  Result<int64_t> day = ParseDate(name.substr(kDayFamilyPrefix.size()));
+  if (!day.ok()) return std::nullopt;
+  return *day;
+}
+
+}  // namespace clickatron::realtime

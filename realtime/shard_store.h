@@ -1,0 +1,140 @@
+// ShardStore: a realtime shard's RocksDB database. With counter_merge.cc it is
+// the only code that includes RocksDB; everything above it sees days, keys
+// and Status values.
+//
+// Layout on disk (DATA_DIR/db, one RocksDB database):
+//   column family "day-YYYY-MM-DD"  that UTC day's records: counters as 8-byte
+//                                   little-endian int64 (counter_merge.h),
+//                                   lookups as their full value
+//   default column family           metadata: "wm|SOURCE" -> decimal seq (the
+//                                   watermark of each API node), "ring" -> the
+//                                   ring state as JSON (ring.h)
+//
+// Why one database with a column family per day rather than one database per
+// day: a batch can touch several days (23:59 and 00:00 increments, lookups in
+// Today beside counters for Yesterday), and a RocksDB WriteBatch is atomic
+// only inside one database. Across the column families of one database it is
+// atomic, so a batch's records for every day and its watermark commit
+// together or not at all, and exactly-once needs nothing more: no per-store
+// watermarks, no intent log, no recovery pass. Clearing a day stays cheap
+// (DropColumnFamily deletes its files), and metadata never mixes with records,
+// so an export cannot leak a watermark.
+//
+// Thread-safety: one thread (the server's loop) calls ShardStore. Cursors may
+// outlive a DropDay of their day (they keep its data alive until destroyed)
+// and even the ShardStore itself.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickatron/status.h"
+
+namespace clickatron::realtime {
+
+struct StoreOptions {
+  int write_buffer_mb = 64;   // memtable per day: hot counters merge in memory
+  int block_cache_mb = 128;   // shared by every day
+  bool sync_wal = false;      // fsync the WAL on every batch (see config.h)
+};
+
+// One atomic write: every entry and the watermark land in one WriteBatch.
+// Keys and values are views: they must outlive the Write() call only.
+struct StoreWrite {
+  struct Increment {
+    int64_t day;
+    std::string_view key;
+    int64_t delta;
+  };
+  struct Put {
+    int64_t day;
+    std::string_view key;
+    std::string_view value;
+  };
+  std::vector<Increment> increments;
+  std::vector<Put> puts;
+  std::string watermark_source;  // empty: no watermark in this write
+  uint64_t watermark_seq = 0;
+};
+
+// A forward cursor over one day's records in key order.
+class StoreCursor {
+ public:
+  virtual ~StoreCursor() = default;
+  virtual void Seek(std::string_view target) = 0;  // first key >= target
+  virtual bool Valid() const = 0;
+  virtual std::string_view key() const = 0;        // REQUIRES: Valid()
+  virtual std::string_view raw_value() const = 0;  // REQUIRES: Valid(); see AppendValueText
+  virtual void Next() = 0;
+  // Not ok when iteration stopped on an error rather than at the end.
+  virtual Status status() const = 0;
+};
+
+struct CursorOptions {
+  bool snapshot = false;    // pin an explicit snapshot (exports)
+  bool bulk_scan = false;   // don't fill the block cache, read ahead (exports)
+  std::string upper_bound;  // exclusive; empty: none
+};
+
+class ShardStore {
+ public:
+  // Opens (creating if needed) the database in `dir`, with every column family
+  // found there.
+  static Result<std::unique_ptr<ShardStore>> Open(const std::string& dir, const StoreOptions& options);
+  ~ShardStore();
+  ShardStore(const ShardStore&) = delete;
+  ShardStore& operator=(const ShardStore&) = delete;
+
+  // Days that have a column family, ascending.
+  std::vector<int64_t> Days() const;
+  bool HasDay(int64_t day) const;
+  Status CreateDay(int64_t day);
+  // Drops the day's column family: its data is gone for good once no cursor
+  // holds it. Dropping a missing day is OK.
+  Status DropDay(int64_t day);
+
+  // REQUIRES: every day named in `write` exists.
+  Status Write(const StoreWrite& write);
+
+  // A record's raw value (see AppendValueText), nullopt when absent.
+  Result<std::optional<std::string>> Get(int64_t day, std::string_view key) const;
+  Result<std::unique_ptr<StoreCursor>> NewCursor(int64_t day, const CursorOptions& options) const;
+
+  // Metadata (default column family). PutMeta with sync fsyncs the WAL.
+  Result<std::optional<std::string>> GetMeta(std::string_view key) const;
+  Status PutMeta(std::string_view key, std::string_view value, bool sync);
+  // Every source's watermark, read from the metadata.
+  Result<std::map<std::string, uint64_t>> LoadWatermarks() const;
+
+  // Integer RocksDB properties ("rocksdb.estimate-num-keys"…): of one day, or
+  // summed over the whole database. nullopt when unknown.
+  std::optional<uint64_t> DayProperty(int64_t day, const std::string& property) const;
+  std::optional<uint64_t> DbProperty(const std::string& property) const;
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Impl;
+  ShardStore(std::string dir, std::unique_ptr<Impl> impl);
+  std::string dir_;
+  std::unique_ptr<Impl> impl_;
+};
+
+inline constexpr std::string_view kWatermarkPrefix = "wm|";
+
+// True for "l|…" keys: their value is a string, every other record a counter.
+bool IsLookupKey(std::string_view key);
+// Appends a stored record's value as it appears after the comma of a line:
+// counters in decimal, lookups as stored. Corruption for a counter that is not
+// 8 bytes.
+Status AppendValueText(std::string_view key, std::string_view raw, std::string* out);
+// The column family name of a day ("day-2012-03-25"), and back.
+std::string DayFamilyName(int64_t day);
+std::optional<int64_t> DayFromFamilyName(std::string_view name);
+
+}  // namespace clickatron::realtime

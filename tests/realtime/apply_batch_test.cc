@@ -1,0 +1,98 @@
+#include "apply_batch.h"
+
+#include <gtest/gtest.h>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::realtime {
+namespace {
+
+// From the seed: c3p1 is 2012-03-25 01:00 UTC.
+const int64_t kMarch25 = DaysFromCivil({2012, 3, 25});
+
+TEST(ParseBatchTest, ParsesCountersWithTheirDayAndLookups) {
+  const std::string hash = Hash12("http://www.facebook.com/");
+  const std::string body = "u|jehiah.c3p1,5\nc.u|jehiah.US.c3p1,4\nl|" + hash + ",http://www.facebook.com/\n" +
+                           "u|jehiah.c3q0,2\n";
+  Result<ParsedBatch> batch = ParseBatch(body);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->lines.size(), 4u);
+  EXPECT_EQ(batch->counters, 3u);
+  EXPECT_EQ(batch->lookups, 1u);
+  EXPECT_EQ(batch->lines[0].key, "u|jehiah.c3p1");
+  EXPECT_EQ(batch->lines[0].delta, 5);
+  EXPECT_EQ(batch->lines[0].day, kMarch25);
+  EXPECT_EQ(batch->lines[1].delta, 4);
+  EXPECT_TRUE(batch->lines[2].lookup);
+  EXPECT_EQ(batch->lines[2].key, "l|" + hash);
+  EXPECT_EQ(batch->lines[2].value, "http://www.facebook.com/");
+  // c3q0 = 2012-03-26 00:00: the next day.
+  EXPECT_EQ(batch->lines[3].day, kMarch25 + 1);
+}
+
+TEST(ParseBatchTest, LastNewlineIsOptional) {
+  Result<ParsedBatch> with = ParseBatch("u|a.c3p1,1\nu|b.c3p1,2\n");
+  Result<ParsedBatch> without = ParseBatch("u|a.c3p1,1\nu|b.c3p1,2");
+  ASSERT_TRUE(with.ok());
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(with->lines.size(), 2u);
+  EXPECT_EQ(without->lines.size(), 2u);
+}
+
+TEST(ParseBatchTest, EmptyBodyIsAnEmptyBatch) {
+  Result<ParsedBatch> batch = ParseBatch("");
+  ASSERT_TRUE(batch.ok());
+  EXPECT_TRUE(batch->lines.empty());
+}
+
+void ExpectBadLine(const std::string& body, const std::string& line_number) {
+  Result<ParsedBatch> batch = ParseBatch(body);
+  ASSERT_FALSE(batch.ok()) << body;
+  EXPECT_EQ(batch.status().reason(), "BAD_LINE");
+  EXPECT_EQ(batch.status().HttpStatus(), 400);
+  EXPECT_EQ(batch.status().message().rfind("line " + line_number + ":", 0), 0u) << batch.status().message();
+}
+
+TEST(ParseBatchTest, BadLinesAreNamedByNumber) {
+  ExpectBadLine("u|a.c3p1,1\nnot a line\n", "2");
+  ExpectBadLine("u|a.c3p1,1\n\nu|b.c3p1,1\n", "2");        // empty line inside
+  ExpectBadLine("u|a.c3p1,x\n", "1");                       // not a number
+  ExpectBadLine("u|a.c3p1,1\nu|a.c3p1,1\r\n", "2");         // CR is not part of the format
+  ExpectBadLine("u|a.c3pz,1\n", "1");                       // not an hour
+  ExpectBadLine("u|a.c3p1,1\nu|b.c3p1,99999999999999999999\n", "2");  // overflows int64
+  ExpectBadLine("l|AAAAAAAAAAA=,not the value of that hash\n", "1");
+}
+
+TEST(ParseBatchTest, DeltasMustBePositive) {
+  ExpectBadLine("u|a.c3p1,0\n", "1");
+  ExpectBadLine("u|a.c3p1,1\nu|a.c3p1,-3\n", "2");
+}
+
+TEST(TargetDaysTest, LookupsGoToTheLookupDay) {
+  const std::string hash = Hash12("x y");
+  const std::string body = "u|a.c3p1,1\nl|" + hash + ",x y\nu|a.c3q0,1\nu|b.c3p2,1\n";
+  Result<ParsedBatch> batch = ParseBatch(body);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(TargetDays(*batch, kMarch25 + 10), (std::vector<int64_t>{kMarch25, kMarch25 + 1, kMarch25 + 10}));
+}
+
+TEST(ToStoreWriteTest, CarriesEveryLineAndTheWatermark) {
+  const std::string hash = Hash12("x y");
+  const std::string body = "u|a.c3p1,3\nl|" + hash + ",x y\n";  // the batch holds views into it
+  Result<ParsedBatch> batch = ParseBatch(body);
+  ASSERT_TRUE(batch.ok());
+  StoreWrite w = ToStoreWrite(*batch, kMarch25 + 1, "api-0", 17);
+  ASSERT_EQ(w.increments.size(), 1u);
+  EXPECT_EQ(w.increments[0].key, "u|a.c3p1");
+  EXPECT_EQ(w.increments[0].delta, 3);
+  EXPECT_EQ(w.increments[0].day, kMarch25);
+  ASSERT_EQ(w.puts.size(), 1u);
+  EXPECT_EQ(w.puts[0].day, kMarch25 + 1);
+  EXPECT_EQ(w.puts[0].value, "x y");
+  EXPECT_EQ(w.watermark_source, "api-0");
+  EXPECT_EQ(w.watermark_seq, 17u);
+}
+
+}  // namespace
+}  // namespace clickatron::realtime

@@ -1,0 +1,227 @@
+#include "shard_store.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "clickatron/ymdh.h"
+#include "counter_merge.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::realtime {
+namespace {
+
+using clickatron::testing::TempDir;
+
+const int64_t kDay = DaysFromCivil({2024, 3, 10});
+
+std::unique_ptr<ShardStore> OpenStore(const std::string& dir, int write_buffer_mb = 4) {
+  StoreOptions options;
+  options.write_buffer_mb = write_buffer_mb;
+  options.block_cache_mb = 4;
+  Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(dir, options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+int64_t CounterOf(const ShardStore& store, int64_t day, const std::string& key) {
+  Result<std::optional<std::string>> raw = store.Get(day, key);
+  EXPECT_TRUE(raw.ok()) << raw.status().ToString();
+  if (!raw.ok() || !raw->has_value()) return -1;
+  int64_t v = 0;
+  EXPECT_TRUE(DecodeCounter(**raw, &v));
+  return v;
+}
+
+std::vector<std::pair<std::string, std::string>> ReadAll(const ShardStore& store, int64_t day) {
+  std::vector<std::pair<std::string, std::string>> out;
+  Result<std::unique_ptr<StoreCursor>> c = store.NewCursor(day, CursorOptions{});
+  EXPECT_TRUE(c.ok());
+  if (!c.ok()) return out;
+  for ((*c)->Seek(""); (*c)->Valid(); (*c)->Next()) {
+    std::string text;
+    EXPECT_TRUE(AppendValueText((*c)->key(), (*c)->raw_value(), &text).ok());
+    out.emplace_back(std::string((*c)->key()), text);
+  }
+  EXPECT_TRUE((*c)->status().ok());
+  return out;
+}
+
+TEST(ShardStoreTest, IncrementsSumAcrossWritesLikeAnOracle) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  std::map<std::string, int64_t> oracle;
+  std::mt19937 rng(7);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) keys.push_back("u|k" + std::to_string(i) + ".c3p1");
+  for (int w = 0; w < 200; ++w) {
+    StoreWrite write;
+    for (int j = 0; j < 10; ++j) {
+      const std::string& key = keys[rng() % keys.size()];
+      const int64_t delta = 1 + static_cast<int64_t>(rng() % 5);
+      write.increments.push_back({kDay, key, delta});
+      oracle[key] += delta;
+    }
+    ASSERT_TRUE(store->Write(write).ok());
+  }
+  for (const auto& [key, want] : oracle) EXPECT_EQ(CounterOf(*store, kDay, key), want) << key;
+  EXPECT_FALSE(store->Get(kDay, "u|absent.c3p1")->has_value());
+}
+
+TEST(ShardStoreTest, WatermarkAndDataSurviveReopen) {
+  TempDir tmp;
+  {
+    auto store = OpenStore(tmp.path());
+    ASSERT_TRUE(store->CreateDay(kDay).ok());
+    ASSERT_TRUE(store->CreateDay(kDay + 1).ok());
+    StoreWrite write;
+    write.increments.push_back({kDay, "u|a.c3p1", 3});
+    write.increments.push_back({kDay + 1, "u|a.c3q0", 4});
+    write.puts.push_back({kDay, "l|AAAAAAAAAAA=", "some value"});
+    write.watermark_source = "api-0";
+    write.watermark_seq = 41;
+    ASSERT_TRUE(store->Write(write).ok());
+  }
+  auto store = OpenStore(tmp.path());
+  EXPECT_EQ(store->Days(), (std::vector<int64_t>{kDay, kDay + 1}));
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 3);
+  EXPECT_EQ(CounterOf(*store, kDay + 1, "u|a.c3q0"), 4);
+  EXPECT_EQ(store->Get(kDay, "l|AAAAAAAAAAA=")->value_or(""), "some value");
+  Result<std::map<std::string, uint64_t>> wm = store->LoadWatermarks();
+  ASSERT_TRUE(wm.ok());
+  EXPECT_EQ(*wm, (std::map<std::string, uint64_t>{{"api-0", 41}}));
+}
+
+TEST(ShardStoreTest, CursorYieldsRecordsSortedAndNoMetadata) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  std::map<std::string, int64_t> oracle;
+  std::mt19937 rng(3);
+  StoreWrite write;
+  std::vector<std::string> owned;
+  owned.reserve(300);
+  for (int i = 0; i < 300; ++i) owned.push_back("u|" + std::to_string(rng()) + ".c3p1");
+  for (const std::string& key : owned) {
+    write.increments.push_back({kDay, key, 2});
+    oracle[key] += 2;
+  }
+  write.watermark_source = "api-1";
+  write.watermark_seq = 5;
+  ASSERT_TRUE(store->Write(write).ok());
+  ASSERT_TRUE(store->PutMeta("ring", "{}", true).ok());
+  auto records = ReadAll(*store, kDay);
+  ASSERT_EQ(records.size(), oracle.size());
+  auto it = oracle.begin();
+  for (const auto& [key, value] : records) {
+    EXPECT_EQ(key, it->first);
+    EXPECT_EQ(value, std::to_string(it->second));
+    ++it;
+  }
+}
+
+TEST(ShardStoreTest, DroppedDayIsGoneAfterReopenButCursorKeepsReading) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 10; ++i) keys.push_back("u|k" + std::to_string(i) + ".c3p1");
+  StoreWrite write;
+  for (const std::string& k : keys) write.increments.push_back({kDay, k, 1});
+  ASSERT_TRUE(store->Write(write).ok());
+  Result<std::unique_ptr<StoreCursor>> cursor = store->NewCursor(kDay, CursorOptions{});
+  ASSERT_TRUE(cursor.ok());
+  ASSERT_TRUE(store->DropDay(kDay).ok());
+  EXPECT_FALSE(store->HasDay(kDay));
+  size_t seen = 0;
+  for ((*cursor)->Seek(""); (*cursor)->Valid(); (*cursor)->Next()) ++seen;
+  EXPECT_EQ(seen, keys.size());
+  cursor->reset();
+  store.reset();
+  store = OpenStore(tmp.path());
+  EXPECT_TRUE(store->Days().empty());
+}
+
+TEST(ShardStoreTest, SnapshotCursorDoesNotSeeLaterWrites) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  StoreWrite first;
+  first.increments.push_back({kDay, "u|a.c3p1", 1});
+  ASSERT_TRUE(store->Write(first).ok());
+  CursorOptions options;
+  options.snapshot = true;
+  options.bulk_scan = true;
+  Result<std::unique_ptr<StoreCursor>> cursor = store->NewCursor(kDay, options);
+  ASSERT_TRUE(cursor.ok());
+  StoreWrite later;
+  later.increments.push_back({kDay, "u|a.c3p1", 10});
+  later.increments.push_back({kDay, "u|b.c3p1", 1});
+  ASSERT_TRUE(store->Write(later).ok());
+  (*cursor)->Seek("");
+  ASSERT_TRUE((*cursor)->Valid());
+  EXPECT_EQ((*cursor)->key(), "u|a.c3p1");
+  int64_t v = 0;
+  ASSERT_TRUE(DecodeCounter((*cursor)->raw_value(), &v));
+  EXPECT_EQ(v, 1);
+  (*cursor)->Next();
+  EXPECT_FALSE((*cursor)->Valid());
+}
+
+TEST(ShardStoreTest, MergesStayExactThroughFlushesAndCompactions) {
+  TempDir tmp;
+  std::map<std::string, int64_t> oracle;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back("c.u|key" + std::to_string(i) + ".US.c3p1");
+  {
+    auto store = OpenStore(tmp.path(), /*write_buffer_mb=*/1);  // many flushes
+    ASSERT_TRUE(store->CreateDay(kDay).ok());
+    std::mt19937 rng(11);
+    for (int w = 0; w < 300; ++w) {
+      StoreWrite write;
+      for (int j = 0; j < 200; ++j) {
+        // Skewed: half the increments on 10 hot keys.
+        const std::string& key = (j % 2 == 0) ? keys[rng() % 10] : keys[rng() % keys.size()];
+        write.increments.push_back({kDay, key, 1});
+        ++oracle[key];
+      }
+      ASSERT_TRUE(store->Write(write).ok());
+    }
+    // The test is only worth it if flushes happened (merges folded into tables).
+    EXPECT_GT(store->DayProperty(kDay, "rocksdb.live-sst-files-size").value_or(0), 0u);
+  }
+  auto store = OpenStore(tmp.path(), 1);
+  auto records = ReadAll(*store, kDay);
+  std::map<std::string, std::string> got(records.begin(), records.end());
+  ASSERT_EQ(got.size(), oracle.size());
+  for (const auto& [key, want] : oracle) EXPECT_EQ(got[key], std::to_string(want)) << key;
+}
+
+TEST(ShardStoreTest, CorruptCounterIsAnErrorNotANumber) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  StoreWrite bad;
+  bad.puts.push_back({kDay, "u|a.c3p1", "xyz"});  // not an 8-byte counter
+  ASSERT_TRUE(store->Write(bad).ok());
+  StoreWrite inc;
+  inc.increments.push_back({kDay, "u|a.c3p1", 1});
+  ASSERT_TRUE(store->Write(inc).ok());
+  Result<std::optional<std::string>> got = store->Get(kDay, "u|a.c3p1");
+  EXPECT_FALSE(got.ok());
+  std::string text;
+  EXPECT_FALSE(AppendValueText("u|b.c3p1", "xyz", &text).ok());
+}
+
+TEST(ShardStoreTest, DayFamilyNamesRoundTrip) {
+  EXPECT_EQ(DayFamilyName(kDay), "day-2024-03-10");
+  EXPECT_EQ(DayFromFamilyName("day-2024-03-10"), kDay);
+  EXPECT_FALSE(DayFromFamilyName("default").has_value());
+  EXPECT_FALSE(DayFromFamilyName("day-2024-13-10").has_value());
+}
+
+}  // namespace
+}  // namespace clickatron::realtime
