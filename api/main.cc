@@ -6,6 +6,7 @@
 #include "clickatron/daemon.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
+#include "dashboard.h"
 #include "read_path.h"
 #include "write_path.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     spdlog::critical("read path: {}", read.status().ToString());
     return 1;
   }
+  (*server)->Route("/", api::ServeDashboard, kGet);
   (*server)->SetStatsProvider(
       [&] {
         nlohmann::json j = (*write)->StatsJson();

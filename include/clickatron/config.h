@@ -50,7 +50,7 @@ struct ApiConfig {
   uint64_t oplog_segment_bytes = 64u << 20;
   int oplog_retention_hours = 48;       // keep acknowledged segments this long
   uint64_t max_queued_increments = 2'000'000;  // per shard, beyond it 503 OVERLOADED
-  int future_margin_hours = 48;         // increments later than now+margin are refused
+  int future_margin_hours = 24;         // increments later than now+margin are refused (<= 24: always in the ring)
   int request_timeout_ms = 5000;        // to realtime / archive peers
   int retry_backoff_min_ms = 50;
   int retry_backoff_max_ms = 5000;

@@ -1,0 +1,167 @@
+// Archive replica reads with failover; see archive_reader.h.
+#include "archive_reader.h"
+
+#include <fmt/format.h>
+#include <strings.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+#include "fan_in.h"
+#include "read_targets.h"
+
+namespace clickatron::api {
+namespace {
+
+const std::string* FindHeader(const HttpResponse& response, std::string_view name) {
+  for (const auto& [k, v] : response.headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return &v;
+  }
+  return nullptr;
+}
+
+Status ShardUnavailable(std::string message) { return Status::Unavailable(std::move(message), "SHARD_UNAVAILABLE"); }
+
+}  // namespace
+
+Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
+  const std::string* generation = FindHeader(response, "X-Archive-Generation");
+  const std::string* last_day = FindHeader(response, "X-Archive-Last-Day");
+  if (generation == nullptr || last_day == nullptr) {
+    return Status::Corruption("answer without X-Archive-Generation / X-Archive-Last-Day");
+  }
+  ArchiveView view;
+  const auto [end, ec] = std::from_chars(generation->data(), generation->data() + generation->size(), view.generation);
+  if (ec != std::errc() || end != generation->data() + generation->size()) {
+    return Status::Corruption(fmt::format("bad X-Archive-Generation {}", QuoteForMessage(*generation)));
+  }
+  if (!last_day->empty()) {
+    auto day = ParseDate(*last_day);
+    if (!day.ok()) return Status::Corruption(fmt::format("bad X-Archive-Last-Day {}", QuoteForMessage(*last_day)));
+    view.last_day = *day;
+  }
+  return view;
+}
+
+ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
+    : client_(client), stats_(stats), options_(options) {
+  replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
+  round_robin_.resize(replicas_.size(), 0);
+  for (size_t shard = 0; shard < replicas_.size(); ++shard) {
+    for (const MemberConfig* m : cluster.ArchiveReplicas(static_cast<int>(shard))) {
+      replicas_[shard].push_back(Replica{m->name, m->listen, {}});
+    }
+  }
+}
+
+ArchiveReader::~ArchiveReader() { alive_.reset(); }
+
+size_t ArchiveReader::PickFrom(int shard, size_t first) const {
+  const auto& replicas = replicas_[static_cast<size_t>(shard)];
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    const size_t i = (first + k) % replicas.size();
+    if (replicas[i].down_until <= now) return i;
+  }
+  return first % replicas.size();  // all penalised: try anyway, in turn
+}
+
+std::shared_ptr<ArchiveReader::Session> ArchiveReader::Begin(int shard) {
+  auto session = std::make_shared<Session>();
+  session->shard = shard;
+  const auto& replicas = replicas_[static_cast<size_t>(shard)];
+  if (!replicas.empty()) session->replica = PickFrom(shard, round_robin_[static_cast<size_t>(shard)]++);
+  return session;
+}
+
+Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) const {
+  if (!response.ok()) return ShardUnavailable(response.transport.message());
+  if (response.status_code >= 500) {
+    return ShardUnavailable(fmt::format("archive replica {} answered {}", replica.name, response.status_code));
+  }
+  if (response.status_code != 200 && response.status_code != 404) {
+    // Our request was refused: another replica would refuse it too.
+    return Status::Internal(fmt::format("archive replica {} refused a read ({}): {}", replica.name,
+                                        response.status_code, QuoteForMessage(response.body)));
+  }
+  auto view = ParseArchiveView(response);
+  if (!view.ok()) return ShardUnavailable(fmt::format("archive replica {}: {}", replica.name, view.status().message()));
+  ArchiveReply reply;
+  reply.view = *view;
+  reply.found = response.status_code == 200;
+  if (reply.found) reply.body = response.body;
+  return reply;
+}
+
+void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done) {
+  const size_t shard = static_cast<size_t>(session->shard);
+  if (shard >= replicas_.size() || replicas_[shard].empty()) {
+    done(ShardUnavailable(fmt::format("archive shard {} has no replica in the cluster file", shard)));
+    return;
+  }
+  const size_t index = session->replica % replicas_[shard].size();
+  ++stats_.archive_requests;
+  HttpRequestSpec spec;
+  spec.target = target;
+  spec.timeout_ms = options_.timeout_ms;
+  std::weak_ptr<bool> alive = alive_;
+  client_.Send(replicas_[shard][index].peer, std::move(spec),
+               [this, alive, session, target = std::move(target), attempts_left, index,
+                done = std::move(done)](HttpResponse response) mutable {
+                 if (alive.expired()) return;
+                 Replica& replica = replicas_[static_cast<size_t>(session->shard)][index];
+                 Result<ArchiveReply> reply = Interpret(replica, response);
+                 if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
+                   done(std::move(reply));
+                   return;
+                 }
+                 replica.down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
+                 if (attempts_left <= 1) {
+                   done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {})",
+                                                     session->shard, reply.status().message())));
+                   return;
+                 }
+                 ++stats_.archive_failovers;
+                 session->replica = PickFrom(session->shard, index + 1);
+                 Send(session, std::move(target), attempts_left - 1, std::move(done));
+               });
+}
+
+void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
+  const size_t n = session->shard < static_cast<int>(replicas_.size()) ? replicas_[session->shard].size() : 0;
+  // Each replica once, and a single replica twice (a keep-alive connection
+  // the server closed can fail one request spuriously).
+  Send(session, GetTarget(key), static_cast<int>(std::max<size_t>(2, n)), std::move(done));
+}
+
+void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
+                         std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
+  auto join = FanIn::Create([replies, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    done(std::move(*replies));
+  });
+  const size_t n = session->shard < static_cast<int>(replicas_.size()) ? replicas_[session->shard].size() : 0;
+  std::vector<std::function<void(Status)>> parts;
+  for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
+  join->Arm();  // nothing sent yet: only the parts can finish it now
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Send(session, targets[i], static_cast<int>(std::max<size_t>(2, n)),
+         [replies, i, part = std::move(parts[i])](Result<ArchiveReply> reply) {
+           if (!reply.ok()) {
+             part(reply.status());
+             return;
+           }
+           (*replies)[i] = std::move(*reply);
+           part(Status::Ok());
+         });
+  }
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,89 @@
+// Reads from the archive replicas of a shard (get / mget over the sorted
+// archive file), spreading queries over the replicas and failing over.
+//
+// Every archive answer carries X-Archive-Generation and X-Archive-Last-Day;
+// a reply reports them as an ArchiveView so the caller knows which days the
+// data it got covers. The requests of one query go through one Session, which
+// sticks to one replica while it answers: its answers come from one file
+// generation unless a reload happens mid-query (the caller compares views).
+//
+// A replica that fails (no answer, timeout, 5xx, an answer without the
+// headers) is skipped for a short penalty and the request goes to the next;
+// when none answers, the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503).
+//
+// Thread-safety: loop thread only. Callbacks run on the loop, never after the
+// reader is destroyed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/http_client.h"
+#include "clickatron/status.h"
+#include "read_records.h"
+#include "read_stats.h"
+
+namespace clickatron::api {
+
+struct ArchiveView {
+  uint64_t generation = 0;
+  ArchiveLastDay last_day;
+  friend bool operator==(const ArchiveView&, const ArchiveView&) = default;
+};
+
+struct ArchiveReply {
+  ArchiveView view;
+  bool found = false;  // 200; false for 404 (no such key)
+  std::string body;
+};
+
+// Reads the two headers; CORRUPTION when either is missing or malformed.
+Result<ArchiveView> ParseArchiveView(const HttpResponse& response);
+
+class ArchiveReader {
+ public:
+  struct Options {
+    int timeout_ms = 5000;
+    std::chrono::milliseconds replica_penalty{2000};  // a failed replica is skipped this long
+    size_t max_target_bytes = 6000;
+    size_t max_keys_per_mget = 400;
+  };
+  ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
+  ~ArchiveReader();
+
+  struct Session {
+    int shard = 0;
+    size_t replica = 0;
+  };
+  std::shared_ptr<Session> Begin(int shard);
+
+  using ReplyCallback = std::function<void(Result<ArchiveReply>)>;
+  void Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done);
+  // One reply per request sent (keys are batched); hits are "key,value" lines.
+  void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
+            std::function<void(Result<std::vector<ArchiveReply>>)> done);
+
+ private:
+  struct Replica {
+    std::string name;
+    HostPort peer;
+    std::chrono::steady_clock::time_point down_until{};
+  };
+  void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
+  size_t PickFrom(int shard, size_t first) const;
+  Result<ArchiveReply> Interpret(const Replica& replica, const HttpResponse& response) const;
+
+  HttpClient& client_;
+  ReadStats& stats_;
+  Options options_;
+  std::vector<std::vector<Replica>> replicas_;  // by shard
+  std::vector<size_t> round_robin_;             // by shard
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace clickatron::api

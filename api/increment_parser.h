@@ -1,0 +1,74 @@
+// Validation of /incr input: one increment from query parameters, or a batch
+// body of one query string per line. Every error names the field in its
+// reason (MISSING_ARG_NS, INVALID_TS, …) and, in a batch, the line number of
+// the first bad line; a batch is accepted whole or not at all.
+//
+// Thread-safety: pure functions; an HourCache belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clickatron/query_string.h"
+#include "clickatron/status.h"
+
+namespace clickatron::api {
+
+// Largest `value` one increment may carry. Big enough for any real counting
+// (a billion clicks in one call), small enough that a window of them can never
+// overflow an int64 counter.
+inline constexpr int64_t kMaxIncrementValue = 1'000'000'000;
+// Subtotal namespaces per increment.
+inline constexpr size_t kMaxSubsPerIncrement = 64;
+// One line of a batch body (a key part may be 4096 bytes, %-encoded x3).
+inline constexpr size_t kMaxIncrementLineBytes = 64 * 1024;
+// Increments per batch body. A batch is validated and expanded whole before
+// any of it is applied (all or nothing), so this bounds that transient memory
+// (about 100 bytes per record); app servers send hundreds or thousands.
+inline constexpr size_t kMaxBatchIncrements = 100'000;
+
+struct IncrementLimits {
+  int64_t now = 0;              // unix seconds: the default ts and the future check
+  int future_margin_hours = 48; // ts > now + margin: TS_TOO_FAR_IN_FUTURE
+};
+
+// A key part in the form records use, plus the full value when it was hashed.
+struct IncrementKeyPart {
+  std::string stored;
+  std::string full;  // set only when hashed
+  bool hashed = false;
+};
+
+struct Increment {
+  std::string ns;
+  IncrementKeyPart tkey;
+  std::string ymdh;  // the hour of ts
+  int64_t value = 1;
+  std::vector<std::pair<std::string, IncrementKeyPart>> subs;  // sns -> skey
+};
+
+// Remembers the last hour's YMDH: most increments fall in the current hour.
+struct HourCache {
+  int64_t hour = INT64_MIN;
+  std::string ymdh;
+};
+
+// Parses and validates one increment from its parameters (ns, key, ts, value,
+// sub). Unknown parameters are ignored.
+Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out);
+
+// Parses a batch body: one query string per line ('\n' or "\r\n"), blank lines
+// ignored. Calls on_increment for each line in order; the first bad line stops
+// and fails the whole batch ("line N: …"), so the caller must not apply what
+// it was given before seeing OK.
+Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits, size_t max_query_args,
+                           const std::function<void(const Increment&)>& on_increment);
+// The same, collecting the increments (cleared on error).
+Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits, size_t max_query_args,
+                           std::vector<Increment>* out);
+
+}  // namespace clickatron::api

@@ -1,0 +1,27 @@
+// Expansion of one increment into the realtime records it updates, each with
+// its shard (DESIGN §1-2): the total, one subtotal per sub, and a lookup put
+// for every hashed key part. Totals and subtotals route by "ns|tkey" (stored
+// form), so one increment's counters always land on one shard together;
+// lookups route by their HASH.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "increment_parser.h"
+
+namespace clickatron::api {
+
+struct RoutedRecord {
+  uint32_t shard = 0;
+  bool lookup = false;
+  std::string key;           // realtime key: "u|jehiah.c41l", "c.u|jehiah.US.c41l", or the HASH of a lookup
+  int64_t delta = 0;         // counters
+  std::string lookup_value;  // lookups: the full value
+};
+
+// Appends the records of `inc` to *out (which it does not clear).
+void ExpandIncrement(const Increment& inc, uint32_t shard_count, std::vector<RoutedRecord>* out);
+
+}  // namespace clickatron::api

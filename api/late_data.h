@@ -1,0 +1,75 @@
+// Late data (DESIGN §4.6): lines a realtime shard refused with DAY_NOT_OPEN
+// (their day was already exported or is not in the ring) are kept here for
+// the next rebuild instead of being dropped.
+//
+// Files (DATA_DIR/late): framed logs; the one being written is
+// "late-<unix>.open", renamed to "late-<unix>.sealed" when it is an hour old
+// or on POST /late/seal; the rebuild only reads sealed files. Each frame is
+// "# source=NAME shard=S seq=N\n" + the moved lines, written and fsynced
+// before the rest of that batch is re-sent. The header doubles as the record
+// that (shard, seq) was late-handled: after a crash, the batch is re-sent from
+// the oplog minus the keys already moved, so no line reaches late data twice.
+//
+// Thread-safety: Write, Seal, SealIfOlder from the loop; file work runs on an
+// internal thread and answers through `post`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "clickatron/framed_log.h"
+#include "clickatron/status.h"
+#include "serial_executor.h"
+
+namespace clickatron::api {
+
+class LateData {
+ public:
+  using Post = std::function<void(std::function<void()>)>;
+  // (shard, seq) -> keys of that batch already in late data.
+  using MovedKeys = std::map<std::pair<uint32_t, uint64_t>, std::unordered_set<std::string>>;
+
+  // Reads every late file of this source (refusing to start on a damaged
+  // one), then seals the files an earlier run left open.
+  static Result<std::unique_ptr<LateData>> Open(std::string dir, std::string source, Post post);
+  ~LateData();
+
+  // What earlier runs moved. Immutable after Open (safe from any thread).
+  const MovedKeys& recovered() const { return recovered_; }
+
+  // Appends one frame and fsyncs it, then runs done(status) through `post`.
+  void Write(uint32_t shard, uint64_t seq, std::string lines, size_t line_count, std::function<void(Status)> done);
+  // Seals the open file now; done gets the names of the files sealed.
+  void Seal(std::function<void(Result<std::vector<std::string>>)> done);
+  // Seals the open file if it was created more than max_age_seconds ago.
+  void SealIfOlder(int64_t max_age_seconds);
+
+  uint64_t lines_written() const { return lines_written_.load(); }
+  uint64_t frames_written() const { return frames_written_.load(); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  LateData(std::string dir, std::string source, Post post);
+  Status ScanFile(const std::string& path);
+  Result<std::vector<std::string>> SealNow();  // executor thread
+
+  std::string dir_;
+  std::string source_;
+  Post post_;
+  MovedKeys recovered_;
+  // Executor thread only.
+  std::unique_ptr<FramedLogWriter> open_;
+  int64_t open_created_ = 0;
+  std::atomic<uint64_t> lines_written_{0};
+  std::atomic<uint64_t> frames_written_{0};
+  std::unique_ptr<SerialExecutor> worker_;
+};
+
+}  // namespace clickatron::api

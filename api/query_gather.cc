@@ -1,0 +1,336 @@
+// Parallel fetch + merge for one query; see query_gather.h.
+#include "query_gather.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
+#include "fan_in.h"
+#include "read_records.h"
+
+namespace clickatron::api {
+namespace {
+
+int ShardFor(std::string_view shard_key, int shards) {
+  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(std::max(shards, 1))));
+}
+
+// A realtime failure that still leaves the archived days whole.
+bool RealtimeOnlyGap(const Status& st) { return st.code() == StatusCode::kUnavailable; }
+
+}  // namespace
+
+bool RealtimeGap::CoversWindow(int64_t end_ts) const {
+  if (realtime_missing.ok()) return true;
+  return archived_through.has_value() && end_ts <= (*archived_through + 1) * kSecondsPerDay;
+}
+
+QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
+                         LookupCache& lookups, ReadStats& stats)
+    : realtime_shards_(cluster.realtime_shards),
+      archive_shards_(cluster.archive_shards),
+      archive_(archive),
+      realtime_(realtime),
+      lookups_(lookups),
+      stats_(stats) {}
+
+// ---- total -------------------------------------------------------------------
+
+void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
+                             std::function<void(Result<TotalData>)> done) {
+  struct State {
+    std::string key;
+    ArchiveReply archive;
+    std::string realtime;
+    Status realtime_missing;
+  };
+  auto state = std::make_shared<State>();
+  state->key = TotalArchiveKey(ns, tkey);
+  auto join = FanIn::Create([state, span, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    TotalData data;
+    data.archive = state->archive.view;
+    data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
+    if (state->archive.found) {
+      st = AddArchiveTotalColumns(state->archive.body, data.archive.last_day, &data.hours, span);
+    }
+    if (st.ok()) {
+      st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, span);
+    }
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    done(std::move(data));
+  });
+  auto archive_part = join->Part();
+  auto realtime_part = join->Part();
+  join->Arm();
+  archive_.Get(archive_.Begin(ShardFor(state->key, archive_shards_)), state->key,
+               [state, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+                 if (reply.ok()) state->archive = std::move(*reply);
+                 part(reply.status());
+               });
+  realtime_.Fwmatch(ShardFor(state->key, realtime_shards_), state->key + ".",
+                    [state, part = std::move(realtime_part)](Result<std::string> body) {
+                      if (body.ok()) {
+                        state->realtime = std::move(*body);
+                      } else if (RealtimeOnlyGap(body.status())) {
+                        state->realtime_missing = body.status();
+                        return part(Status::Ok());
+                      }
+                      part(body.status());
+                    });
+}
+
+// ---- breakdown ---------------------------------------------------------------
+
+struct QueryGather::BreakdownJob {
+  std::string sns, ns, tkey;
+  std::string total_key;        // ns|tkey
+  std::string subtotal_prefix;  // sns.ns|tkey.
+  int64_t begin_ts = 0, end_ts = 0;
+  int attempts = 0;
+  std::function<void(Result<BreakdownData>)> done;
+  // One attempt's results.
+  std::shared_ptr<ArchiveReader::Session> session;
+  ArchiveReply archive_total;
+  std::string realtime_total;
+  std::string realtime_subtotals;
+  Status realtime_missing;
+};
+
+void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
+                                 std::function<void(Result<BreakdownData>)> done) {
+  auto job = std::make_shared<BreakdownJob>();
+  job->total_key = TotalArchiveKey(ns, tkey);
+  job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
+  job->sns = std::move(sns);
+  job->ns = std::move(ns);
+  job->tkey = std::move(tkey);
+  job->begin_ts = begin_ts;
+  job->end_ts = end_ts;
+  job->done = std::move(done);
+  RunBreakdown(std::move(job));
+}
+
+void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
+  ++job->attempts;
+  job->session = archive_.Begin(ShardFor(job->total_key, archive_shards_));
+  auto join = FanIn::Create([this, job](Status st) {
+    if (!st.ok()) {
+      job->done(std::move(st));
+      return;
+    }
+    FinishBreakdown(job);
+  });
+  auto archive_part = join->Part();
+  auto total_part = join->Part();
+  auto subtotal_part = join->Part();
+  join->Arm();
+  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+  const int rt_shard = ShardFor(job->total_key, realtime_shards_);
+  job->realtime_missing = Status::Ok();
+  job->realtime_total.clear();
+  job->realtime_subtotals.clear();
+  const auto realtime_done = [job](std::string* into, std::function<void(Status)> part) {
+    return [job, into, part = std::move(part)](Result<std::string> body) {
+      if (body.ok()) {
+        *into = std::move(*body);
+      } else if (RealtimeOnlyGap(body.status())) {
+        job->realtime_missing = body.status();
+        return part(Status::Ok());
+      }
+      part(body.status());
+    };
+  };
+  realtime_.Fwmatch(rt_shard, job->total_key + ".", realtime_done(&job->realtime_total, std::move(total_part)));
+  realtime_.Fwmatch(rt_shard, job->subtotal_prefix,
+                    realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
+}
+
+void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
+  const ArchiveView view = job->archive_total.view;
+  HourlyCounts archived;
+  if (job->archive_total.found) {
+    Status st = AddArchiveTotalColumns(job->archive_total.body, view.last_day, &archived,
+                                       HourSpan{job->begin_ts, job->end_ts});
+    if (!st.ok()) {
+      job->done(std::move(st));
+      return;
+    }
+  }
+  // The archived hours of the total are the index of the archive subtotal
+  // records that exist: fetch only those in the window.
+  std::vector<std::string> keys;
+  for (auto it = archived.begin(); it != archived.end(); ++it) {
+    auto ymdh = YmdhFromUnix(it->first);
+    if (ymdh.ok()) keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+  }
+  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
+                                        Result<std::vector<ArchiveReply>> replies) mutable {
+    if (!replies.ok()) {
+      job->done(replies.status());
+      return;
+    }
+    for (const ArchiveReply& reply : *replies) {
+      if (reply.view == view) continue;
+      // A reload (or a failover to a replica on another generation) between
+      // the two round trips: the day split would not hold. Start again.
+      if (job->attempts >= kMaxGenerationAttempts) {
+        job->done(Status::Unavailable(
+            fmt::format("archive generation kept changing during the query ({} attempts)", job->attempts),
+            "SHARD_UNAVAILABLE"));
+        return;
+      }
+      ++stats_.generation_retries;
+      RunBreakdown(job);
+      return;
+    }
+    BreakdownData data;
+    data.gap = RealtimeGap{job->realtime_missing, view.last_day};
+    data.total = std::move(archived);
+    Status st = AddRealtimeTotalLines(job->realtime_total, job->total_key + ".", view.last_day, &data.total,
+                                      HourSpan{job->begin_ts, job->end_ts});
+    for (const ArchiveReply& reply : *replies) {
+      if (!st.ok()) break;
+      if (!reply.found) continue;
+      auto lines = SplitKeyValueLines(reply.body);
+      if (!lines.ok()) {
+        st = lines.status();
+        break;
+      }
+      for (const auto& [key, value] : *lines) {
+        // key = sns.ns|tkey.YMDH
+        if (key.size() != job->subtotal_prefix.size() + 4 || !key.starts_with(job->subtotal_prefix)) {
+          st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+          break;
+        }
+        auto hour = UnixFromYmdh(key.substr(job->subtotal_prefix.size()));
+        if (!hour.ok()) {
+          st = hour.status();
+          break;
+        }
+        st = AddArchiveSubtotalColumns(value, &data.subtotals[*hour]);
+        if (!st.ok()) break;
+      }
+    }
+    if (st.ok()) {
+      st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, view.last_day, job->begin_ts,
+                                    job->end_ts, &data.subtotals);
+    }
+    if (!st.ok()) {
+      job->done(std::move(st));
+      return;
+    }
+    job->done(std::move(data));
+  });
+}
+
+// ---- lookups -----------------------------------------------------------------
+
+void QueryGather::ResolveHashes(std::vector<std::string> hashes,
+                                std::function<void(Result<std::map<std::string, std::string>>)> done) {
+  struct State {
+    std::map<std::string, std::string> values;
+    std::set<std::string> pending;           // not in the cache
+    std::set<std::string> source_failed;     // a source of this hash did not answer
+  };
+  auto state = std::make_shared<State>();
+  std::map<int, std::vector<std::string>> by_archive_shard, by_realtime_shard;
+  for (std::string& hash : hashes) {
+    if (state->values.count(hash) || state->pending.count(hash)) continue;
+    if (const std::string* cached = lookups_.Get(hash)) {
+      ++stats_.lookup_cache_hits;
+      state->values.emplace(hash, *cached);
+      continue;
+    }
+    by_archive_shard[ShardFor(hash, archive_shards_)].push_back(LookupKey(hash));
+    by_realtime_shard[ShardFor(hash, realtime_shards_)].push_back(LookupKey(hash));
+    state->pending.insert(std::move(hash));
+  }
+  if (state->pending.empty()) {
+    done(std::move(state->values));
+    return;
+  }
+  stats_.lookups_fetched += state->pending.size();
+
+  auto join = FanIn::Create([this, state, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    for (const std::string& hash : state->pending) {
+      auto it = state->values.find(hash);
+      if (it != state->values.end()) {
+        lookups_.Put(hash, it->second);
+      } else if (state->source_failed.count(hash)) {
+        done(Status::Unavailable(fmt::format("the lookup record of {} is on a shard that did not answer", hash),
+                                 "SHARD_UNAVAILABLE"));
+        return;
+      } else {
+        ++stats_.lookups_missing;
+      }
+    }
+    done(std::move(state->values));
+  });
+  // Lines "l|HASH,value" from either source; a source that fails marks its
+  // hashes, which only matters for hashes no other source resolved.
+  const auto absorb = [state](const std::vector<std::string>& keys, const Status& st,
+                              const std::vector<std::string_view>& bodies) -> Status {
+    if (!st.ok()) {
+      if (st.code() != StatusCode::kUnavailable) return st;
+      for (const std::string& key : keys) state->source_failed.insert(key.substr(2));
+      return Status::Ok();
+    }
+    for (std::string_view body : bodies) {
+      auto lines = SplitKeyValueLines(body);
+      if (!lines.ok()) return lines.status();
+      for (const auto& [key, value] : *lines) {
+        if (!key.starts_with("l|")) continue;
+        std::string hash(key.substr(2));
+        if (state->pending.count(hash)) state->values.emplace(std::move(hash), std::string(value));
+      }
+    }
+    return Status::Ok();
+  };
+  std::vector<std::function<void()>> sends;
+  for (auto& [shard, keys] : by_archive_shard) {
+    auto part = join->Part();
+    sends.push_back([this, shard, keys = std::move(keys), part, absorb]() {
+      archive_.MGet(archive_.Begin(shard), keys, [keys, part, absorb](Result<std::vector<ArchiveReply>> replies) {
+        std::vector<std::string_view> bodies;
+        if (replies.ok()) {
+          for (const ArchiveReply& r : *replies) bodies.push_back(r.body);
+        }
+        part(absorb(keys, replies.status(), bodies));
+      });
+    });
+  }
+  for (auto& [shard, keys] : by_realtime_shard) {
+    auto part = join->Part();
+    sends.push_back([this, shard, keys = std::move(keys), part, absorb]() {
+      realtime_.MGet(shard, keys, [keys, part, absorb](Result<std::vector<std::string>> replies) {
+        std::vector<std::string_view> bodies;
+        if (replies.ok()) {
+          for (const std::string& r : *replies) bodies.push_back(r);
+        }
+        part(absorb(keys, replies.status(), bodies));
+      });
+    });
+  }
+  join->Arm();
+  for (auto& send : sends) send();
+}
+
+}  // namespace clickatron::api

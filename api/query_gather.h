@@ -1,0 +1,90 @@
+// Gathers what one query needs from the archive replicas and the realtime
+// shard of its key, in parallel, and merges the two into hourly counts, each
+// hour counted once (see read_records.h for which source owns which day).
+//
+//   total:     archive get "ns|tkey"  +  realtime fwmatch "ns|tkey."
+//   breakdown: the total (its archived hours are the index of which archive
+//              subtotal records exist) and realtime fwmatch "sns.ns|tkey.",
+//              then archive mget "sns.ns|tkey.YMDH" for the archived hours in
+//              the window that have data.
+//   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
+//              through a cache.
+//
+// Consistency: the breakdown's two archive round trips must see one archive
+// generation (a reload in between could count a day twice or not at all);
+// when they do not, the gather starts again (a few times, then 503).
+//
+// Any source that cannot answer fails the gather with SHARD_UNAVAILABLE: a
+// short series is never returned as if it were whole.
+//
+// Thread-safety: loop thread only.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "archive_reader.h"
+#include "clickatron/config.h"
+#include "lookup_cache.h"
+#include "read_stats.h"
+#include "realtime_reader.h"
+#include "rollup.h"
+
+namespace clickatron::api {
+
+// When the realtime shard did not answer but the archive did, the data is
+// whole only for the days the archive holds: `realtime_missing` says so, and
+// the caller may still answer a window that ends by then (CoversWindow).
+struct RealtimeGap {
+  Status realtime_missing;  // OK when realtime answered
+  ArchiveLastDay archived_through;
+  // True when the data is whole for a window ending at end_ts.
+  bool CoversWindow(int64_t end_ts) const;
+};
+
+struct TotalData {
+  HourlyCounts hours;
+  ArchiveView archive;
+  RealtimeGap gap;
+};
+
+struct BreakdownData {
+  HourlyCounts total;           // hours in the requested span
+  HourlyBreakdown subtotals;    // hours in the requested span only
+  RealtimeGap gap;
+};
+
+class QueryGather {
+ public:
+  QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
+              ReadStats& stats);
+
+  // ns and tkey in stored form (tkey hashed when needed). Only hours in
+  // `span` are kept.
+  void FetchTotal(std::string ns, std::string tkey, HourSpan span, std::function<void(Result<TotalData>)> done);
+  // Total and subtotal hours in [begin_ts, end_ts).
+  void FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
+                      std::function<void(Result<BreakdownData>)> done);
+  // The full values behind hashes. A hash with no lookup record in any source
+  // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a
+  // hash is unresolved and one of its sources did not answer.
+  void ResolveHashes(std::vector<std::string> hashes,
+                     std::function<void(Result<std::map<std::string, std::string>>)> done);
+
+ private:
+  struct BreakdownJob;
+  static constexpr int kMaxGenerationAttempts = 3;
+  void RunBreakdown(std::shared_ptr<BreakdownJob> job);
+  void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
+
+  int realtime_shards_;
+  int archive_shards_;
+  ArchiveReader& archive_;
+  RealtimeReader& realtime_;
+  LookupCache& lookups_;
+  ReadStats& stats_;
+};
+
+}  // namespace clickatron::api

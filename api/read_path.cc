@@ -1,0 +1,271 @@
+// The query side of the API node: /clicks, /breakdown, /lookup (see
+// read_path.h). Handlers parse and validate, ask QueryGather for the merged
+// hourly data, roll it up (rollup.h) and answer; all on the loop thread.
+#include "read_path.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <limits>
+
+#include "archive_reader.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+#include "lookup_cache.h"
+#include "query_gather.h"
+#include "query_params.h"
+#include "read_stats.h"
+#include "realtime_reader.h"
+#include "rollup.h"
+#include "timezone.h"
+
+namespace clickatron::api {
+namespace {
+
+constexpr size_t kLookupCacheEntries = 200'000;
+
+// No record can hold an hour outside the YMDH years: a window wholly outside
+// them is answered without asking anyone.
+bool WindowMayHoldData(const UnitWindow& window) {
+  static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
+  static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
+  return !window.empty() && window.end_ts() > kFirst && window.begin_ts() < kEnd;
+}
+
+nlohmann::json WindowEcho(const WindowParams& w) {
+  return nlohmann::json{{"unit", UnitName(w.unit)},
+                        {"units", w.units},
+                        {"tz_offset", w.tz_offset},
+                        {"unit_reference_ts", w.reference_echo}};
+}
+
+// units=-1: from the unit of the first hour with data to the reference unit.
+Result<UnitWindow> WindowOverData(const WindowParams& w, const HourlyCounts& total,
+                                  const HourlyBreakdown& subtotals, int64_t max_hours) {
+  int64_t first = std::numeric_limits<int64_t>::max();
+  if (!total.empty()) first = total.begin()->first;
+  if (!subtotals.empty()) first = std::min(first, subtotals.begin()->first);
+  // No data at all: a first hour after the reference makes the window empty.
+  if (first == std::numeric_limits<int64_t>::max()) first = kMaxReferenceTs + 366 * kSecondsPerDay;
+  return UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours);
+}
+
+nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>& top) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [value, clicks] : top) list.push_back({{"value", value}, {"clicks", clicks}});
+  return list;
+}
+
+class ReadPathImpl : public ReadPath {
+ public:
+  ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client)
+      : max_query_hours_(ctx.cluster.api.max_query_hours),
+        archive_(ctx.cluster, client, stats_,
+                 ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
+        realtime_(ctx.cluster, client, stats_,
+                  RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
+        lookups_(kLookupCacheEntries),
+        gather_(ctx.cluster, archive_, realtime_, lookups_, stats_) {
+    server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
+    server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
+    server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
+  }
+
+  nlohmann::json StatsJson() const override { return stats_.ToJson(); }
+  std::string StatsPrometheus() const override { return stats_.ToPrometheus(); }
+
+ private:
+  static int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+  void Fail(const HttpExchangePtr& ex, const Status& st) {
+    if (st.code() == StatusCode::kUnavailable) ++stats_.unavailable;
+    ex->ReplyError(st);
+  }
+
+  // ---- /clicks ---------------------------------------------------------------
+
+  void OnClicks(const HttpExchangePtr& ex) {
+    auto params = ParseSeriesParams(ex->args(), Now(), zones_);
+    if (!params.ok()) return Fail(ex, params.status());
+    std::optional<UnitWindow> window;
+    const WindowParams& w = params->window;
+    HourSpan span;
+    if (w.units != -1) {
+      auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
+      if (!fixed.ok()) return Fail(ex, fixed.status());
+      window = std::move(*fixed);
+      if (!WindowMayHoldData(*window)) return ReplyClicks(ex, *params, *window, HourlyCounts{});
+      span = HourSpan{window->begin_ts(), window->end_ts()};
+    }
+    // Locals first: the lambda below takes *params by move, and argument
+    // evaluation order is unspecified.
+    std::string ns = params->ns;
+    std::string tkey = StoreKeyPart(params->key).stored;
+    gather_.FetchTotal(std::move(ns), std::move(tkey), span,
+                       [this, ex, p = std::move(*params), window = std::move(window)](Result<TotalData> data) mutable {
+                         if (!data.ok()) return Fail(ex, data.status());
+                         if (!window) {
+                           auto spanning = WindowOverData(p.window, data->hours, {}, max_query_hours_);
+                           if (!spanning.ok()) return Fail(ex, spanning.status());
+                           window = std::move(*spanning);
+                         }
+                         if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
+                         ReplyClicks(ex, p, *window, data->hours);
+                       });
+  }
+
+  void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
+                   const HourlyCounts& hours) {
+    nlohmann::json data = WindowEcho(p.window);
+    if (p.window.rollup) {
+      auto sum = SumWindow(window, hours);
+      if (!sum.ok()) return Fail(ex, sum.status());
+      data["clicks"] = *sum;
+    } else {
+      auto sums = SumByUnit(window, hours);
+      if (!sums.ok()) return Fail(ex, sums.status());
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t i = window.size(); i-- > 0;) list.push_back({{"dt", window.start(i)}, {"clicks", (*sums)[i]}});
+      data["clicks"] = std::move(list);
+    }
+    ex->ReplyJson(std::move(data));
+  }
+
+  // ---- /breakdown ------------------------------------------------------------
+
+  void OnBreakdown(const HttpExchangePtr& ex) {
+    auto params = ParseBreakdownParams(ex->args(), Now(), zones_);
+    if (!params.ok()) return Fail(ex, params.status());
+    const WindowParams& w = params->window;
+    std::optional<UnitWindow> window;
+    int64_t begin_ts = std::numeric_limits<int64_t>::min();
+    int64_t end_ts = 0;
+    if (w.units != -1) {
+      auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
+      if (!fixed.ok()) return Fail(ex, fixed.status());
+      window = std::move(*fixed);
+      if (!WindowMayHoldData(*window)) return ReplyBreakdown(ex, *params, *window, {});
+      begin_ts = window->begin_ts();
+      end_ts = window->end_ts();
+    } else {
+      auto last = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, 1, max_query_hours_);
+      if (!last.ok()) return Fail(ex, last.status());
+      end_ts = last->end_ts();
+    }
+    // Locals first: the lambda below takes *params by move.
+    std::string sns = params->sns;
+    std::string ns = params->ns;
+    std::string tkey = StoreKeyPart(params->key).stored;
+    gather_.FetchBreakdown(
+        std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
+        [this, ex, p = std::move(*params), window = std::move(window)](Result<BreakdownData> data) mutable {
+          if (!data.ok()) return Fail(ex, data.status());
+          if (!window) {
+            auto spanning = WindowOverData(p.window, data->total, data->subtotals, max_query_hours_);
+            if (!spanning.ok()) return Fail(ex, spanning.status());
+            window = std::move(*spanning);
+          }
+          if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
+          ExpandAndReply(ex, std::move(p), std::move(*window), data->subtotals);
+        });
+  }
+
+  // Sums per unit (or over the window), then expands the hashes among the
+  // keys that could make the top list, then ranks by full value.
+  void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
+                      const HourlyBreakdown& subtotals) {
+    std::vector<KeyCounts> groups;
+    if (p.window.rollup) {
+      auto sums = SumBreakdownWindow(window, subtotals);
+      if (!sums.ok()) return Fail(ex, sums.status());
+      groups.push_back(std::move(*sums));
+    } else {
+      auto sums = SumBreakdownByUnit(window, subtotals);
+      if (!sums.ok()) return Fail(ex, sums.status());
+      groups = std::move(*sums);
+    }
+    std::vector<std::string> hashes;
+    for (KeyCounts& group : groups) {
+      KeyCounts candidates;
+      for (std::string& key : TopCandidates(group, static_cast<size_t>(p.limit))) {
+        if (key.size() == kHashLength) hashes.push_back(key);  // a 12-byte stored key is always a hash
+        candidates.emplace(key, group[key]);
+      }
+      group = std::move(candidates);
+    }
+    gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
+                                              groups = std::move(groups)](
+                                                 Result<std::map<std::string, std::string>> values) mutable {
+      if (!values.ok()) return Fail(ex, values.status());
+      std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
+      for (const KeyCounts& group : groups) {
+        KeyCounts expanded;
+        for (const auto& [stored, clicks] : group) {
+          auto it = values->find(stored);
+          // A hash without a lookup record is shown as itself.
+          expanded[it != values->end() ? it->second : stored] += clicks;
+        }
+        tops.push_back(TopByClicks(expanded, static_cast<size_t>(p.limit)));
+      }
+      ReplyBreakdown(ex, p, window, tops);
+    });
+  }
+
+  void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
+                      const std::vector<std::vector<std::pair<std::string, int64_t>>>& tops) {
+    nlohmann::json data = WindowEcho(p.window);
+    data["sns"] = p.sns;
+    data["limit"] = p.limit;
+    if (p.window.rollup) {
+      data["breakdown"] = tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front());
+    } else {
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t i = window.size(); i-- > 0;) {
+        list.push_back({{"dt", window.start(i)},
+                        {"breakdown", i < tops.size() ? BreakdownList(tops[i]) : nlohmann::json::array()}});
+      }
+      data["breakdown"] = std::move(list);
+    }
+    ex->ReplyJson(std::move(data));
+  }
+
+  // ---- /lookup ---------------------------------------------------------------
+
+  void OnLookup(const HttpExchangePtr& ex) {
+    const std::string* hash = ex->args().Get("hash");
+    if (hash == nullptr || hash->empty()) {
+      return Fail(ex, Status::InvalidArgument("parameter hash is required", "MISSING_ARG_HASH"));
+    }
+    if (!LooksLikeHash(*hash)) {
+      return Fail(ex, Status::InvalidArgument(
+                          fmt::format("hash {} is not 12 characters of base64", QuoteForMessage(*hash)),
+                          "INVALID_HASH"));
+    }
+    gather_.ResolveHashes({*hash}, [this, ex, hash = *hash](Result<std::map<std::string, std::string>> values) {
+      if (!values.ok()) return Fail(ex, values.status());
+      auto it = values->find(hash);
+      if (it == values->end()) return Fail(ex, Status::NotFound(fmt::format("no lookup record for {}", hash)));
+      ex->ReplyJson({{"hash", hash}, {"value", it->second}});
+    });
+  }
+
+  const int64_t max_query_hours_;
+  ReadStats stats_;
+  TimeZoneDb zones_;
+  ArchiveReader archive_;
+  RealtimeReader realtime_;
+  LookupCache lookups_;
+  QueryGather gather_;  // after the readers: destroyed first
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ReadPath>> ReadPath::Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client) {
+  if (ctx.cluster.api.max_query_hours < 1) {
+    return Status::InvalidArgument("api.max_query_hours must be at least 1");
+  }
+  return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client));
+}
+
+}  // namespace clickatron::api

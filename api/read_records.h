@@ -1,0 +1,57 @@
+// Decoding what the archive and realtime daemons answer on the read path into
+// hourly counts. Pure functions, thread-safe.
+//
+// Which source owns which day (DESIGN §8): the archive answers with the last
+// day its file holds (X-Archive-Last-Day); hours of days up to that day are
+// taken from the archive only, later hours from realtime only. So the day
+// that is both deployed and still in the realtime ring is counted once.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clickatron/status.h"
+#include "rollup.h"
+
+namespace clickatron::api {
+
+// Days since the epoch of the last day the archive holds; nullopt = none.
+using ArchiveLastDay = std::optional<int64_t>;
+
+bool HourIsArchived(int64_t hour_ts, const ArchiveLastDay& last_day);
+
+// "key,value" lines (sortdb's mget/fwmatch answers): split at each line's
+// first comma. A line without a comma is CORRUPTION.
+Result<std::vector<std::pair<std::string_view, std::string_view>>> SplitKeyValueLines(std::string_view body);
+
+// The hours [begin_ts, end_ts) a query needs; hours outside are skipped
+// before they are decoded (a hot key's total holds years of hours).
+struct HourSpan {
+  int64_t begin_ts = std::numeric_limits<int64_t>::min();
+  int64_t end_ts = std::numeric_limits<int64_t>::max();
+  bool Contains(int64_t ts) const { return ts >= begin_ts && ts < end_ts; }
+};
+
+// An archive total value "YMDH:v YMDH:v …" (a trailing newline, as /get
+// answers it, is allowed): adds the hours that are archived
+// (HourIsArchived) and in `span` to *hours.
+Status AddArchiveTotalColumns(std::string_view value, const ArchiveLastDay& last_day, HourlyCounts* hours,
+                              const HourSpan& span = {});
+// An archive subtotal value "skey:v skey:v …": adds every column to *counts.
+Status AddArchiveSubtotalColumns(std::string_view value, std::map<std::string, int64_t>* counts);
+
+// Realtime answers to fwmatch "ns|tkey." ("ns|tkey.YMDH,v" lines): adds the
+// hours that are not archived and in `span` to *hours.
+Status AddRealtimeTotalLines(std::string_view body, std::string_view prefix, const ArchiveLastDay& last_day,
+                             HourlyCounts* hours, const HourSpan& span = {});
+// Realtime answers to fwmatch "sns.ns|tkey." ("sns.ns|tkey.skey.YMDH,v"):
+// adds hours that are not archived and lie in [begin_ts, end_ts).
+Status AddRealtimeSubtotalLines(std::string_view body, std::string_view prefix, const ArchiveLastDay& last_day,
+                                int64_t begin_ts, int64_t end_ts, HourlyBreakdown* hours);
+
+}  // namespace clickatron::api

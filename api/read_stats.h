@@ -1,0 +1,29 @@
+// Figures the read path adds to /stats and /metrics (per-endpoint query counts
+// and latencies come from the HTTP core). Atomics: /stats may be served while
+// a query callback runs, both on the loop today, but nothing here relies on it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace clickatron::api {
+
+struct ReadStats {
+  std::atomic<uint64_t> archive_requests{0};    // sent to archive replicas
+  std::atomic<uint64_t> archive_failovers{0};   // a replica failed; another was tried
+  std::atomic<uint64_t> realtime_requests{0};   // sent to realtime shards
+  std::atomic<uint64_t> realtime_retries{0};    // a realtime request was sent again
+  std::atomic<uint64_t> unavailable{0};         // queries answered 503 SHARD_UNAVAILABLE
+  std::atomic<uint64_t> generation_retries{0};  // a breakdown restarted: the archive changed under it
+  std::atomic<uint64_t> lookup_cache_hits{0};
+  std::atomic<uint64_t> lookups_fetched{0};
+  std::atomic<uint64_t> lookups_missing{0};     // a hash with no lookup record anywhere
+
+  nlohmann::json ToJson() const;
+  std::string ToPrometheus() const;
+};
+
+}  // namespace clickatron::api

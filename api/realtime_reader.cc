@@ -1,0 +1,97 @@
+// Realtime shard reads; see realtime_reader.h.
+#include "realtime_reader.h"
+
+#include <fmt/format.h>
+
+#include "clickatron/key_codec.h"
+#include "fan_in.h"
+#include "read_targets.h"
+
+namespace clickatron::api {
+namespace {
+
+Status ShardUnavailable(std::string message) { return Status::Unavailable(std::move(message), "SHARD_UNAVAILABLE"); }
+
+constexpr int kAttempts = 2;
+
+}  // namespace
+
+RealtimeReader::RealtimeReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
+    : client_(client), stats_(stats), options_(options) {
+  const int shards = std::max(cluster.realtime_shards, 1);
+  for (int shard = 0; shard < shards; ++shard) {
+    const MemberConfig* m = cluster.RealtimeMember(shard);
+    members_.push_back(m != nullptr ? std::optional<MemberConfig>(*m) : std::nullopt);
+  }
+}
+
+RealtimeReader::~RealtimeReader() { alive_.reset(); }
+
+void RealtimeReader::Send(int shard, std::string target, int attempts_left, BodyCallback done) {
+  const MemberConfig* member = shard >= 0 && static_cast<size_t>(shard) < members_.size() && members_[shard]
+                                   ? &*members_[static_cast<size_t>(shard)]
+                                   : nullptr;
+  if (member == nullptr) {
+    done(ShardUnavailable(fmt::format("realtime shard {} has no member in the cluster file", shard)));
+    return;
+  }
+  ++stats_.realtime_requests;
+  HttpRequestSpec spec;
+  spec.target = target;
+  spec.timeout_ms = options_.timeout_ms;
+  std::weak_ptr<bool> alive = alive_;
+  client_.Send(member->listen, std::move(spec),
+               [this, alive, shard, member, target = std::move(target), attempts_left,
+                done = std::move(done)](HttpResponse response) mutable {
+                 if (alive.expired()) return;
+                 if (response.ok() && (response.status_code == 200 || response.status_code == 404)) {
+                   done(response.status_code == 200 ? std::move(response.body) : std::string());
+                   return;
+                 }
+                 if (response.ok() && response.status_code < 500) {
+                   done(Status::Internal(fmt::format("realtime {} refused a read ({}): {}", member->name,
+                                                     response.status_code, QuoteForMessage(response.body))));
+                   return;
+                 }
+                 const std::string why = response.ok() ? fmt::format("answered {}", response.status_code)
+                                                       : response.transport.message();
+                 if (attempts_left <= 1) {
+                   done(ShardUnavailable(fmt::format("realtime shard {} ({}): {}", shard, member->name, why)));
+                   return;
+                 }
+                 ++stats_.realtime_retries;
+                 Send(shard, std::move(target), attempts_left - 1, std::move(done));
+               });
+}
+
+void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done) {
+  Send(shard, FwmatchTarget(prefix), kAttempts, std::move(done));
+}
+
+void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
+                          std::function<void(Result<std::vector<std::string>>)> done) {
+  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  auto bodies = std::make_shared<std::vector<std::string>>(targets.size());
+  auto join = FanIn::Create([bodies, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    done(std::move(*bodies));
+  });
+  std::vector<std::function<void(Status)>> parts;
+  for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
+  join->Arm();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Send(shard, targets[i], kAttempts, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
+      if (!body.ok()) {
+        part(body.status());
+        return;
+      }
+      (*bodies)[i] = std::move(*body);
+      part(Status::Ok());
+    });
+  }
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,49 @@
+// Reads from the realtime shards (fwmatch / mget over every store of the
+// ring). One member serves a shard: a request that gets no answer (or a 5xx)
+// is sent once more, then the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503):
+// a query never goes on without the recent hours.
+//
+// Thread-safety: loop thread only. Callbacks run on the loop, never after the
+// reader is destroyed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/http_client.h"
+#include "clickatron/status.h"
+#include "read_stats.h"
+
+namespace clickatron::api {
+
+class RealtimeReader {
+ public:
+  struct Options {
+    int timeout_ms = 5000;
+    size_t max_target_bytes = 6000;
+    size_t max_keys_per_mget = 400;
+  };
+  RealtimeReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
+  ~RealtimeReader();
+
+  // The body of the answer: "key,value" lines, "" when nothing matched.
+  using BodyCallback = std::function<void(Result<std::string>)>;
+  void Fwmatch(int shard, std::string_view prefix, BodyCallback done);
+  // The bodies of the batched /mget requests.
+  void MGet(int shard, const std::vector<std::string>& keys, std::function<void(Result<std::vector<std::string>>)> done);
+
+ private:
+  void Send(int shard, std::string target, int attempts_left, BodyCallback done);
+
+  HttpClient& client_;
+  ReadStats& stats_;
+  Options options_;
+  std::vector<std::optional<MemberConfig>> members_;  // by shard; empty when the file names none
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace clickatron::api

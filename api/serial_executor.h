@@ -1,0 +1,37 @@
+// One background thread running jobs in the order they were posted: file work
+// (fsync, gzip, reads) that must stay off the event loop.
+//
+// Thread-safety: Post() from any thread. The destructor runs the jobs already
+// posted, then joins.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace clickatron::api {
+
+class SerialExecutor {
+ public:
+  explicit SerialExecutor(std::string name);
+  ~SerialExecutor();
+  SerialExecutor(const SerialExecutor&) = delete;
+  SerialExecutor& operator=(const SerialExecutor&) = delete;
+
+  void Post(std::function<void()> job);
+
+ private:
+  void Loop();
+
+  std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                   // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace clickatron::api

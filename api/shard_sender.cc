@@ -1,0 +1,362 @@
+#include "shard_sender.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "clickatron/oplog_record.h"
+#include "clickatron/query_string.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::api {
+namespace {
+
+// The day ("YYYY-MM-DD") of a realtime counter line; empty for a lookup put
+// (lookups have no day and are always accepted).
+std::string DayOfLine(std::string_view line) {
+  std::string_view key = LineKey(line);
+  if (RecordTypeOfKey(key) == RecordType::kLookup) return {};
+  size_t dot = key.rfind('.');
+  if (dot == std::string_view::npos) return {};
+  Result<int64_t> unix = UnixFromYmdh(key.substr(dot + 1));
+  if (!unix.ok()) return {};
+  return FormatDate(FloorDiv(*unix, kSecondsPerDay));
+}
+
+std::string Snippet(const std::string& body) {
+  std::string s = body.substr(0, 200);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+ShardSender::ShardSender(Options options, HttpServer& server, HttpClient& client, Oplog& oplog, LateData& late,
+                         SerialExecutor& reader, Resequence resequence)
+    : options_(std::move(options)),
+      server_(server),
+      client_(client),
+      oplog_(oplog),
+      late_(late),
+      reader_(reader),
+      resequence_(std::move(resequence)) {}
+
+const char* ShardSender::StateName(State s) {
+  switch (s) {
+    case State::kRecovering: return "recovering";
+    case State::kUp: return "up";
+    case State::kDown: return "down";
+    case State::kBackoff: return "backoff";
+  }
+  return "?";
+}
+
+void ShardSender::Start(uint64_t recovered_last_seq) {
+  replay_until_ = recovered_last_seq;
+  written_seq_ = recovered_last_seq;
+  AskWatermark();
+}
+
+void ShardSender::AskWatermark() {
+  HttpRequestSpec spec;
+  spec.method = "GET";
+  spec.target = "/watermark?source=" + PercentEncode(options_.source);
+  spec.timeout_ms = options_.request_timeout_ms;
+  ++requests_;
+  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this()](HttpResponse r) {
+    if (auto self = weak.lock()) self->OnWatermark(std::move(r));
+  });
+}
+
+void ShardSender::OnWatermark(HttpResponse r) {
+  uint64_t watermark = 0;
+  std::string why;
+  if (!r.ok()) {
+    why = r.transport.ToString();
+  } else if (r.status_code != 200) {
+    why = fmt::format("GET /watermark: HTTP {} {}", r.status_code, Snippet(r.body));
+  } else {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded() || !j.contains("data") || !j["data"].is_object() || !j["data"].contains("seq") ||
+        !j["data"]["seq"].is_number_unsigned()) {
+      why = fmt::format("GET /watermark: unexpected answer {}", Snippet(r.body));
+    } else {
+      watermark = j["data"]["seq"].get<uint64_t>();
+    }
+  }
+  if (!why.empty()) {
+    Fail(r.ok() ? State::kBackoff : State::kDown, why);
+    return;
+  }
+  watermark_known_ = true;
+  state_ = State::kUp;
+  backoff_ms_ = 0;
+  acked_seq_ = watermark;
+  replay_after_ = std::max(replay_after_, watermark);
+  oplog_.Acknowledge(options_.shard, watermark);
+  spdlog::info("shard {} ({}): watermark {}, oplog holds up to {}; re-sending {} batch seqs", options_.shard,
+               options_.member, watermark, replay_until_,
+               replay_until_ > watermark ? replay_until_ - watermark : 0);
+  if (watermark > replay_until_) {
+    // The shard has seqs the oplog does not: the oplog lost its tail (a
+    // power cut with oplog_sync = none) or was removed. Anything numbered at
+    // or below the watermark would be taken for a duplicate: renumber it.
+    spdlog::error("shard {} ({}): watermark {} is beyond the oplog's last seq {}; renumbering newer batches above it",
+                  options_.shard, options_.member, watermark, replay_until_);
+    floor_ = watermark;
+    std::vector<BatchPtr> stale;
+    while (!queue_.empty() && queue_.front()->seq <= floor_) {
+      queued_lines_ -= queue_.front()->line_count;
+      stale.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    if (!stale.empty()) {
+      resequenced_ += stale.size();
+      resequence_(options_.shard, floor_, std::move(stale));
+    }
+  }
+  Pump();
+}
+
+void ShardSender::Enqueue(BatchPtr batch) {
+  // Never queue a seq at or below one already queued, replayed or
+  // acknowledged: the shard would drop it as a duplicate. (Only after an
+  // oplog that lost its tail; see OnWatermark.)
+  const uint64_t last = std::max({floor_, acked_seq_, replay_until_, queue_.empty() ? 0 : queue_.back()->seq});
+  if (batch->seq <= last) {
+    ++resequenced_;
+    resequence_(options_.shard, last, {std::move(batch)});
+    return;
+  }
+  written_seq_ = std::max(written_seq_, batch->seq);
+  queued_lines_ += batch->line_count;
+  queue_.push_back(std::move(batch));
+  Pump();
+}
+
+BatchPtr ShardSender::Head() {
+  if (!replay_.empty()) return replay_.front();
+  if (replay_after_ < replay_until_) {
+    LoadReplay();  // pumps again once loaded
+    return nullptr;
+  }
+  return queue_.empty() ? nullptr : queue_.front();
+}
+
+void ShardSender::Pump() {
+  if (!watermark_known_ || in_flight_ || retry_pending_ || late_pending_ || loading_) return;
+  BatchPtr b = Head();
+  if (!b) return;
+  if (b->line_count == 0) {
+    // Wholly moved to late data by an earlier run: nothing left to send.
+    Done(b, false);
+    return;
+  }
+  // Wait for the oplog to make it durable (policy "interval"); the oplog's
+  // durable listener pumps again.
+  if (b->seq > oplog_.durable_seq(options_.shard)) return;
+  Send(b);
+}
+
+void ShardSender::LoadReplay() {
+  if (loading_) return;
+  loading_ = true;
+  const uint32_t shard = options_.shard;
+  const uint64_t after = replay_after_, upto = replay_until_;
+  const size_t chunk = options_.replay_chunk_lines;
+  Oplog* oplog = &oplog_;
+  LateData* late = &late_;
+  HttpServer* server = &server_;
+  reader_.Post([weak = weak_from_this(), oplog, late, server, shard, after, upto, chunk] {
+    auto result = oplog->ReadBatches(shard, after, upto, chunk);
+    if (result.ok()) {
+      // Lines an earlier run already moved to late data are not sent again.
+      for (BatchPtr& b : result->batches) {
+        auto moved = late->recovered().find({shard, b->seq});
+        if (moved == late->recovered().end()) continue;
+        std::string kept;
+        size_t count = 0;
+        ForEachPayloadLine(b->lines, [&](std::string_view line) {
+          if (moved->second.count(std::string(LineKey(line)))) return;
+          kept.append(line).push_back('\n');
+          ++count;
+        });
+        b->lines = std::move(kept);
+        b->line_count = count;
+      }
+    }
+    server->RunInLoop([weak, result = std::move(result)]() mutable {
+      if (auto self = weak.lock()) self->OnReplayLoaded(std::move(result));
+    });
+  });
+}
+
+void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r) {
+  loading_ = false;
+  if (!r.ok()) {
+    spdlog::error("shard {}: re-reading the oplog failed: {}", options_.shard, r.status().ToString());
+    Fail(State::kBackoff, "oplog read: " + r.status().ToString());
+    return;
+  }
+  for (BatchPtr& b : r->batches) {
+    queued_lines_ += b->line_count;
+    ++replayed_;
+    replay_.push_back(std::move(b));
+  }
+  replay_after_ = std::max(replay_after_, r->scanned_to);
+  oplog_.Acknowledge(options_.shard, acked_seq_);
+  Pump();
+}
+
+void ShardSender::Send(const BatchPtr& b) {
+  in_flight_ = true;
+  ++requests_;
+  HttpRequestSpec spec;
+  spec.method = "POST";
+  spec.target = fmt::format("/incr?source={}&seq={}", PercentEncode(options_.source), b->seq);
+  spec.body = b->lines;
+  spec.timeout_ms = options_.request_timeout_ms;
+  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), b](HttpResponse r) {
+    if (auto self = weak.lock()) self->OnAnswer(b, std::move(r));
+  });
+}
+
+void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r) {
+  in_flight_ = false;
+  if (!r.ok()) {
+    Fail(State::kDown, r.transport.ToString());
+    return;
+  }
+  if (r.status_code == 200) {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    bool duplicate = !j.is_discarded() && j.contains("data") && j["data"].is_object() &&
+                     j["data"].value("duplicate", false);
+    Done(b, duplicate);
+    return;
+  }
+  if (r.status_code == 409) {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_discarded() && j.value("status_txt", "") == "DAY_NOT_OPEN" && j.contains("open_days") &&
+        j["open_days"].is_array()) {
+      HandleDayNotOpen(b, j["open_days"]);
+      return;
+    }
+  }
+  // 400 BAD_LINE is a bug on our side; 5xx may or may not have applied it.
+  // Either way the batch is kept and retried unchanged: never dropped.
+  if (r.status_code == 400) {
+    spdlog::error("shard {} ({}) refused seq {}: {}", options_.shard, options_.member, b->seq, Snippet(r.body));
+  }
+  Fail(State::kBackoff, fmt::format("seq {}: HTTP {} {}", b->seq, r.status_code, Snippet(r.body)));
+}
+
+void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open_days) {
+  std::set<std::string> open;
+  for (const auto& d : open_days) {
+    if (d.is_string()) open.insert(d.get<std::string>());
+  }
+  std::string late, rest;
+  size_t late_count = 0, rest_count = 0;
+  ForEachPayloadLine(b->lines, [&](std::string_view line) {
+    std::string day = DayOfLine(line);
+    if (day.empty() || open.count(day)) {
+      rest.append(line).push_back('\n');
+      ++rest_count;
+    } else {
+      late.append(line).push_back('\n');
+      ++late_count;
+    }
+  });
+  if (late_count == 0) {
+    Fail(State::kBackoff, fmt::format("seq {}: DAY_NOT_OPEN, yet every line's day is open ({})", b->seq,
+                                      open_days.dump()));
+    return;
+  }
+  late_pending_ = true;
+  late_.Write(options_.shard, b->seq, std::move(late), late_count,
+              [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count](Status st) mutable {
+                auto self = weak.lock();
+                if (!self) return;
+                self->late_pending_ = false;
+                if (!st.ok()) {
+                  self->Fail(State::kBackoff, "late data: " + st.ToString());
+                  return;
+                }
+                self->late_lines_ += late_count;
+                self->queued_lines_ -= late_count;
+                b->lines = std::move(rest);
+                b->line_count = rest_count;
+                if (rest_count == 0) {
+                  self->Done(b, false);
+                } else {
+                  self->Pump();  // the rest, same seq
+                }
+              });
+}
+
+void ShardSender::Done(const BatchPtr& b, bool duplicate) {
+  if (!replay_.empty() && replay_.front() == b) {
+    replay_.pop_front();
+  } else if (!queue_.empty() && queue_.front() == b) {
+    queue_.pop_front();
+  }
+  queued_lines_ -= b->line_count;
+  acked_seq_ = std::max(acked_seq_, b->seq);
+  oplog_.Acknowledge(options_.shard, acked_seq_);
+  (duplicate ? duplicates_ : applied_)++;
+  if (state_ != State::kUp) {
+    spdlog::info("shard {} ({}) is {} again", options_.shard, options_.member, "up");
+  }
+  state_ = State::kUp;
+  backoff_ms_ = 0;
+  Pump();
+}
+
+void ShardSender::Fail(State state, const std::string& why) {
+  ++failures_;
+  if (state_ == State::kUp || state_ == State::kRecovering || why != last_error_) {
+    spdlog::warn("shard {} ({}) {}: {}; retrying", options_.shard, options_.member, StateName(state), why);
+  }
+  state_ = state;
+  last_error_ = why;
+  backoff_ms_ = backoff_ms_ == 0 ? options_.backoff_min_ms : std::min(backoff_ms_ * 2, options_.backoff_max_ms);
+  retry_pending_ = true;
+  server_.After(std::chrono::milliseconds(backoff_ms_), [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->retry_pending_ = false;
+    if (!self->watermark_known_) {
+      self->AskWatermark();
+    } else {
+      self->Pump();
+    }
+  });
+}
+
+nlohmann::json ShardSender::StatsJson() const {
+  return nlohmann::json{
+      {"shard", options_.shard},
+      {"member", options_.member},
+      {"peer", options_.peer.ToString()},
+      {"state", StateName(state_)},
+      {"queued_batches", replay_.size() + queue_.size()},
+      {"queued_lines", queued_lines_},
+      {"replay_pending_seqs", replay_until_ > replay_after_ ? replay_until_ - replay_after_ : 0},
+      {"written_seq", written_seq_},
+      {"acked_seq", acked_seq_},
+      {"lag_seq", written_seq_ > acked_seq_ ? written_seq_ - acked_seq_ : 0},
+      {"requests", requests_},
+      {"failures", failures_},
+      {"applied", applied_},
+      {"duplicates", duplicates_},
+      {"replayed", replayed_},
+      {"resequenced", resequenced_},
+      {"late_lines", late_lines_},
+      {"last_error", last_error_},
+  };
+}
+
+}  // namespace clickatron::api

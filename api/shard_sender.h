@@ -1,0 +1,126 @@
+// Sends one realtime shard its batches, in seq order, exactly once.
+//
+// The shard applies a batch iff its seq is above the shard's watermark for
+// this API node (docs/protocols.md). So:
+// - One request in flight per shard. Sending N+1 before N is acknowledged
+//   could let N+1 land first and turn N into a "duplicate" — lost.
+// - No merging of queued batches into one request: a merged request must
+//   carry the highest seq, and if an earlier request (or one sent by the
+//   previous process before a crash) is still on its way, it would count
+//   twice or make the merge a duplicate. The flush window already merges
+//   everything queued while the oplog writer was busy, so batches grow with
+//   load; a backlog drains at one request per round trip.
+// - An unanswered request (timeout, reset, 5xx) is retried unchanged, same
+//   seq, same lines, with exponential backoff: applied or not, the retry is
+//   either applied now or acknowledged as a duplicate.
+// - 409 DAY_NOT_OPEN (nothing applied): the lines of days not open go to late
+//   data (fsynced), then the rest is re-sent under the same seq.
+// - After a restart: GET /watermark, then the oplog's batches above it are
+//   re-sent (loaded in bounded chunks), minus lines already in late data.
+// - Only batches the oplog has made durable are sent, so a shard can never
+//   hold a seq the oplog could lose in a power cut (which would make later
+//   batches with reused seqs look like duplicates).
+//
+// Thread-safety: everything runs on the API's event loop.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/http_client.h"
+#include "clickatron/http_server.h"
+#include "late_data.h"
+#include "oplog.h"
+#include "serial_executor.h"
+
+namespace clickatron::api {
+
+class ShardSender : public std::enable_shared_from_this<ShardSender> {
+ public:
+  struct Options {
+    uint32_t shard = 0;
+    std::string member;  // the realtime member's name (for stats and logs)
+    HostPort peer;
+    std::string source;  // this API member's name: ?source=
+    int request_timeout_ms = 5000;
+    int backoff_min_ms = 50;
+    int backoff_max_ms = 5000;
+    size_t replay_chunk_lines = 100000;  // oplog re-reads are loaded this much at a time
+  };
+  // Called with batches that arrived with a seq the shard would take for a
+  // duplicate (at or below its watermark, or not above the last one queued);
+  // the owner gives them fresh seqs, logs them again, and enqueues them.
+  using Resequence = std::function<void(uint32_t shard, uint64_t floor, std::vector<BatchPtr> batches)>;
+
+  ShardSender(Options options, HttpServer& server, HttpClient& client, Oplog& oplog, LateData& late,
+              SerialExecutor& reader, Resequence resequence);
+
+  // Asks the shard's watermark, then re-sends the oplog's batches above it up
+  // to `recovered_last_seq`, then the batches enqueued since.
+  void Start(uint64_t recovered_last_seq);
+  // A committed batch (seqs ascending).
+  void Enqueue(BatchPtr batch);
+  // Sends the next batch if nothing is in flight (e.g. after durable_seq advanced).
+  void Pump();
+
+  uint64_t queued_lines() const { return queued_lines_; }
+  nlohmann::json StatsJson() const;
+
+ private:
+  enum class State { kRecovering, kUp, kDown, kBackoff };
+  static const char* StateName(State s);
+
+  void AskWatermark();
+  void OnWatermark(HttpResponse r);
+  void LoadReplay();
+  void OnReplayLoaded(Result<Oplog::ReadResult> r);
+  BatchPtr Head();
+  void Send(const BatchPtr& b);
+  void OnAnswer(const BatchPtr& b, HttpResponse r);
+  void HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open_days);
+  void Done(const BatchPtr& b, bool duplicate);
+  void Fail(State state, const std::string& why);
+
+  Options options_;
+  HttpServer& server_;
+  HttpClient& client_;
+  Oplog& oplog_;
+  LateData& late_;
+  SerialExecutor& reader_;
+  Resequence resequence_;
+
+  State state_ = State::kRecovering;
+  bool watermark_known_ = false;
+  bool in_flight_ = false;
+  bool retry_pending_ = false;
+  bool late_pending_ = false;
+  bool loading_ = false;
+  int backoff_ms_ = 0;
+
+  uint64_t acked_seq_ = 0;     // every seq up to here is applied or in late data
+  uint64_t written_seq_ = 0;   // highest seq handed to this sender
+  uint64_t floor_ = 0;         // seqs at or below are never sent (resequenced)
+  uint64_t replay_after_ = 0;  // oplog batches in (replay_after_, replay_until_] still to load
+  uint64_t replay_until_ = 0;
+  std::deque<BatchPtr> replay_;  // loaded from the oplog; sent before queue_
+  std::deque<BatchPtr> queue_;   // committed in this run
+  uint64_t queued_lines_ = 0;
+
+  // Stats.
+  uint64_t requests_ = 0;
+  uint64_t failures_ = 0;
+  uint64_t applied_ = 0;
+  uint64_t duplicates_ = 0;
+  uint64_t late_lines_ = 0;
+  uint64_t replayed_ = 0;
+  uint64_t resequenced_ = 0;
+  std::string last_error_;
+};
+
+}  // namespace clickatron::api

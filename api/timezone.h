@@ -1,0 +1,72 @@
+// Time zone names -> the UTC offset in force at one instant, read from the
+// system tzdata (TZif files under /usr/share/zoneinfo, RFC 8536).
+//
+// Why our own reader: the C library's localtime_r only knows one zone, the
+// process's TZ, and changing TZ with setenv() is not safe in a threaded
+// daemon. A TZif file is small: transition times, offset types, and a POSIX
+// TZ rule (the footer) for instants after the last listed transition.
+//
+// Thread-safety: TimeZoneDb caches parsed zones without a lock; one instance
+// belongs to one thread (the API's loop). The free functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickatron/status.h"
+
+namespace clickatron::api {
+
+// A POSIX TZ rule such as "EST5EDT,M3.2.0,M11.1.0" (the TZif footer).
+struct PosixTzRule {
+  struct Date {
+    enum Kind { kJulianNoLeap, kZeroBasedDay, kMonthWeekDay } kind = kMonthWeekDay;
+    int day = 0;      // Jn: 1..365; n: 0..365; Mm.w.d: weekday 0..6 (0 = Sunday)
+    int month = 0;    // Mm.w.d
+    int week = 0;     // Mm.w.d: 1..5 (5 = the last)
+    int64_t time = 2 * 3600;  // seconds after local midnight (may be negative or > 24h)
+  };
+  int64_t std_offset = 0;  // seconds east of UTC (note: POSIX writes them west)
+  bool has_dst = false;
+  int64_t dst_offset = 0;
+  Date dst_start;  // in local standard time
+  Date dst_end;    // in local daylight time
+};
+Result<PosixTzRule> ParsePosixTz(std::string_view text);
+// Offset (seconds east of UTC) the rule gives at `unix_seconds`.
+int64_t PosixTzOffsetAt(const PosixTzRule& rule, int64_t unix_seconds);
+
+// One parsed TZif file.
+class ZoneInfo {
+ public:
+  static Result<ZoneInfo> Parse(std::string_view tzif_data);
+  // Offset (seconds east of UTC) in force at `unix_seconds`.
+  int64_t OffsetAt(int64_t unix_seconds) const;
+
+ private:
+  std::vector<int64_t> transitions_;     // ascending
+  std::vector<uint8_t> transition_type_; // index into offsets_ per transition
+  std::vector<int64_t> offsets_;         // utoff of each local time type
+  std::optional<PosixTzRule> footer_;
+};
+
+class TimeZoneDb {
+ public:
+  explicit TimeZoneDb(std::string root = "/usr/share/zoneinfo") : root_(std::move(root)) {}
+  // Offset in seconds east of UTC at `unix_seconds` for an IANA name
+  // ("America/New_York", "UTC", "Etc/GMT+5"). NOT_FOUND for an unknown name;
+  // INVALID_ARGUMENT for a name that could escape the tzdata directory.
+  Result<int64_t> OffsetSecondsAt(std::string_view name, int64_t unix_seconds);
+
+ private:
+  static constexpr size_t kMaxCachedZones = 1024;  // there are ~600 zone names
+  std::string root_;
+  std::map<std::string, std::shared_ptr<const ZoneInfo>, std::less<>> cache_;
+};
+
+}  // namespace clickatron::api

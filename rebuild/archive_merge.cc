@@ -1,0 +1,160 @@
+#include "archive_merge.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "clickatron/record.h"
+#include "clickatron/shard.h"
+#include "line_combine.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+// Where galloping starts: about a dozen typical lines.
+constexpr size_t kFirstStride = 512;
+constexpr uint64_t kProgressBytes = 16u << 20;
+constexpr size_t kReleaseBytes = 16u << 20;
+
+// Views over the previous file: line starts, ends and keys by byte offset.
+class SortedText {
+ public:
+  explicit SortedText(std::string_view data) : data_(data) {}
+  size_t size() const { return data_.size(); }
+  // Offset of the '\n' ending the line that starts at `start`.
+  size_t LineEnd(size_t start) const {
+    const void* nl = std::memchr(data_.data() + start, '\n', data_.size() - start);
+    return static_cast<const char*>(nl) - data_.data();  // the file ends in '\n'
+  }
+  // The first line start at or after `offset` (size() if none).
+  size_t LineStartAtOrAfter(size_t offset) const {
+    if (offset == 0) return 0;
+    if (offset >= data_.size()) return data_.size();
+    const void* nl = std::memchr(data_.data() + offset - 1, '\n', data_.size() - offset + 1);
+    return static_cast<const char*>(nl) - data_.data() + 1;
+  }
+  std::string_view Line(size_t start) const { return data_.substr(start, LineEnd(start) - start); }
+  // CompareArchiveKeys(key of the line at `start`, key), reading no more of
+  // the line than the key's length + 1: the order is decided by then.
+  int CompareKeyAt(size_t start, std::string_view key) const {
+    const size_t window = std::min(key.size() + 1, data_.size() - start);
+    const std::string_view head = data_.substr(start, window);
+    const size_t comma = head.find(',');
+    return CompareArchiveKeys(comma == std::string_view::npos ? head : head.substr(0, comma), key);
+  }
+  bool KeyBelow(size_t start, std::string_view key) const { return CompareKeyAt(start, key) < 0; }
+
+  // The first line start >= lo whose key is >= key (size() if none).
+  // REQUIRES: lo is a line start and every line before it has a smaller key.
+  size_t LowerBound(size_t lo, std::string_view key) const {
+    if (lo >= size() || !KeyBelow(lo, key)) return lo;  // usual: the next line is already >= key
+    lo = LineEnd(lo) + 1;
+    // Gallop: double the stride until a line >= key is passed.
+    size_t hi = size();
+    for (size_t stride = kFirstStride; lo < size(); stride *= 2) {
+      const size_t probe = LineStartAtOrAfter(lo + stride);
+      if (probe >= size()) break;
+      if (!KeyBelow(probe, key)) {
+        hi = probe;
+        break;
+      }
+      lo = LineEnd(probe) + 1;
+    }
+    // Binary search on line starts in [lo, hi]: lines before lo are < key,
+    // hi is a line >= key (or the end).
+    while (lo < hi) {
+      const size_t mid = LineStartAtOrAfter(lo + (hi - lo) / 2);
+      if (mid >= hi) {
+        // No line starts in the upper half: step over lo's line.
+        if (!KeyBelow(lo, key)) return lo;
+        lo = LineEnd(lo) + 1;
+      } else if (KeyBelow(mid, key)) {
+        lo = LineEnd(mid) + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+ private:
+  std::string_view data_;
+};
+
+}  // namespace
+
+Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardFileWriter* out,
+                        const ArchiveMergeOptions& options, ArchiveMergeStats* stats) {
+  Progress* progress = options.progress;
+  if (!previous.empty() && previous.back() != '\n') {
+    return Status::Corruption("the previous archive file does not end with a newline");
+  }
+  const SortedText text(previous);
+  uint32_t crc = 0;
+  size_t pos = 0;
+  size_t released = 0;  // mapping bytes handed back
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  uint64_t reported_lines = 0, reported_bytes = 0, lines_out = 0, bytes_out = 0;
+  const auto copy_span = [&](size_t end) -> Status {
+    if (end == pos) return Status::Ok();
+    const std::string_view span = previous.substr(pos, end - pos);
+    const uint64_t lines = static_cast<uint64_t>(std::count(span.begin(), span.end(), '\n'));
+    crc = Crc32Extend(crc, span);
+    stats->previous_lines += lines;
+    lines_out += lines;
+    bytes_out += span.size();
+    pos = end;
+    CLICKATRON_RETURN_IF_ERROR(out->PutLines(span, lines));
+    if (options.previous_is_file_mapping && pos - released >= kReleaseBytes) {
+      const size_t upto = pos & ~(page - 1);  // the mapping starts on a page boundary
+      ::madvise(const_cast<char*>(previous.data()) + released, upto - released, MADV_DONTNEED);
+      released = upto;
+    }
+    return Status::Ok();
+  };
+  std::string combined;
+  std::string_view add;
+  while (additions->Next(&add)) {
+    const std::string_view key = LineKey(add);
+    CLICKATRON_RETURN_IF_ERROR(copy_span(text.LowerBound(pos, key)));
+    if (pos < text.size() && text.CompareKeyAt(pos, key) == 0) {
+      const std::string_view line = text.Line(pos);
+      {
+        // The key is in the archive already: combine (sum counts, union columns).
+        combined.assign(line);
+        if (Status st = CombineArchiveLineInto(&combined, add); !st.ok()) {
+          return st.WithContext(fmt::format("combining with the previous generation"));
+        }
+        crc = Crc32Extend(crc, previous.substr(pos, line.size() + 1));
+        pos += line.size() + 1;
+        ++stats->previous_lines;
+        ++stats->combined;
+        CLICKATRON_RETURN_IF_ERROR(out->Put(combined));
+        ++lines_out;
+        bytes_out += combined.size() + 1;
+        continue;
+      }
+    }
+    ++stats->added;
+    ++lines_out;
+    bytes_out += add.size() + 1;
+    CLICKATRON_RETURN_IF_ERROR(out->Put(add));
+    if (progress != nullptr && bytes_out - reported_bytes >= kProgressBytes) {
+      progress->Add(lines_out - reported_lines, bytes_out - reported_bytes);
+      reported_lines = lines_out;
+      reported_bytes = bytes_out;
+    }
+  }
+  CLICKATRON_RETURN_IF_ERROR(additions->status());
+  CLICKATRON_RETURN_IF_ERROR(copy_span(text.size()));
+  if (progress != nullptr) progress->Add(lines_out - reported_lines, bytes_out - reported_bytes);
+  stats->previous_crc32 = crc;
+  return Status::Ok();
+}
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,248 @@
+// Data generator and timing driver for scripts/bench-rebuild.
+//
+//   clickatron-rebuild-bench gen-day --records N --out FILE [--stride S]
+//       N unique realtime records of 2012-03-25 (totals and subtotals, hot keys
+//       with several hours), in a scrambled order, as an export would hold them
+//       after a bulk load (the worst case for the sort).
+//   clickatron-rebuild-bench gen-archive --records M --shards K --out-dir DIR
+//       generation 1 of an archive with M records up to 2012-03-24, one sorted
+//       file per shard with its manifest (written in order: no sort needed).
+//   clickatron-rebuild-bench pipeline --day FILE --archive-dir DIR --work-dir W
+//       --shards K --memory-mb MB --threads T
+//       the rebuild's own steps on them: convert + external sort of the day
+//       (SortInputs), then merge with the archive + split + manifests
+//       (BuildGeneration, backup off). Prints the figures, one "name value" a line.
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "archive_state.h"
+#include "clickatron/file_util.h"
+#include "clickatron/manifest.h"
+#include "clickatron/shard.h"
+#include "generation.h"
+#include "line_io.h"
+#include "progress.h"
+#include "sort_inputs.h"
+#include "split.h"
+
+namespace cr = clickatron::rebuild;
+using clickatron::Status;
+
+namespace {
+
+constexpr char kB32[] = "0123456789abcdefghijklmnopqrstuv";
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "bench: %s\n", st.ToString().c_str());
+  return 1;
+}
+
+uint64_t Gcd(uint64_t a, uint64_t b) {
+  while (b != 0) {
+    const uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+int GenDay(uint64_t records, uint64_t stride, const std::string& out) {
+  auto writer = cr::LineWriter::Create(out, {.buffer_bytes = 4u << 20, .fsync = false});
+  if (!writer.ok()) return Fail(writer.status());
+  // j -> p = j * A mod N visits every p once, in a scrambled order.
+  uint64_t a = 1000003;
+  while (Gcd(a, records) != 1) a += 2;
+  static const char* kCountries[] = {"US", "JP", "DE"};
+  for (uint64_t j = 0; j < records; ++j) {
+    const uint64_t p = static_cast<uint64_t>((static_cast<unsigned __int128>(j) * a) % records);
+    const uint64_t t = p / 16;
+    const uint64_t r = p % 16;
+    const uint64_t tkey = t * stride;
+    const uint64_t first_hour = (t * 7) % 20;
+    const uint64_t count = 1 + ((p * 2654435761u) >> 7) % 100;
+    std::string line;
+    if (r < 4) {
+      line = fmt::format("u|k{:08d}.c3p{},{}", tkey, kB32[first_hour + r], count);
+    } else {
+      const uint64_t q = r - 4;
+      line = fmt::format("c.u|k{:08d}.{}.c3p{},{}", tkey, kCountries[q % 3], kB32[first_hour + q / 3], count);
+    }
+    if (Status st = (*writer)->Put(line); !st.ok()) return Fail(st);
+  }
+  if (Status st = (*writer)->Finish(); !st.ok()) return Fail(st);
+  return 0;
+}
+
+int GenArchive(uint64_t records, int shards, const std::string& dir) {
+  if (Status st = clickatron::MakeDirs(dir); !st.ok()) return Fail(st);
+  std::vector<std::unique_ptr<cr::ShardFileWriter>> writers;
+  for (int s = 0; s < shards; ++s) {
+    auto w = cr::ShardFileWriter::Create(fmt::format("{}/shard-{}.csv", dir, s));
+    if (!w.ok()) return Fail(w.status());
+    writers.push_back(std::move(w).value());
+  }
+  // 5 records per tkey: 4 subtotal hours and 1 total with 8 hour columns.
+  const uint64_t tkeys = std::max<uint64_t>(1, records / 5);
+  const auto shard_of = [&](uint64_t t) {
+    return clickatron::ShardOf(fmt::format("u|k{:08d}", t), static_cast<uint32_t>(shards));
+  };
+  // "c.u|…" lines sort before "u|…" lines: two passes keep the files sorted.
+  for (uint64_t t = 0; t < tkeys; ++t) {
+    const char day = kB32[1 + t % 24];
+    for (int h = 0; h < 4; ++h) {
+      const std::string line = fmt::format("c.u|k{:08d}.c3{}{},DE:{} JP:{} US:{}", t, day, kB32[h], 1 + t % 3,
+                                           1 + t % 5, 2 + t % 7);
+      if (Status st = writers[shard_of(t)]->Put(line); !st.ok()) return Fail(st);
+    }
+  }
+  for (uint64_t t = 0; t < tkeys; ++t) {
+    std::string line = fmt::format("u|k{:08d},", t);
+    for (int i = 0; i < 8; ++i) {
+      if (i > 0) line += ' ';
+      line += fmt::format("c3{}{}:{}", kB32[1 + i * 3], kB32[t % 24], 1 + (t + i) % 9);
+    }
+    if (Status st = writers[shard_of(t)]->Put(line); !st.ok()) return Fail(st);
+  }
+  for (int s = 0; s < shards; ++s) {
+    if (Status st = writers[s]->Finish(); !st.ok()) return Fail(st);
+    clickatron::Manifest m;
+    m.generation = 1;
+    m.shard = s;
+    m.shard_count = shards;
+    m.last_day = "2012-03-24";
+    writers[s]->Describe(&m);
+    if (Status st = clickatron::WriteManifestAtomically(
+            clickatron::ManifestPathFor(fmt::format("{}/shard-{}.csv", dir, s)), m);
+        !st.ok()) {
+      return Fail(st);
+    }
+  }
+  return 0;
+}
+
+// User + system CPU seconds of the whole process (every thread) so far.
+double CpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int Pipeline(const std::string& day, const std::string& archive_dir, const std::string& work_dir, int shards,
+             uint64_t memory_mb, int threads) {
+  clickatron::ClusterConfig cluster;
+  cluster.archive_shards = shards;
+  cluster.rebuild.work_dir = work_dir;
+  cluster.rebuild.backup_dir = work_dir + "/backup";
+  cluster.rebuild.memory_mb = memory_mb;
+  cluster.rebuild.threads = threads;
+  cluster.rebuild.oplog_dirs = {work_dir + "/no-api"};
+  for (int s = 0; s < shards; ++s) {
+    clickatron::MemberConfig m;
+    m.name = fmt::format("archive-{}", s);
+    m.role = clickatron::MemberRole::kArchive;
+    m.shard = s;
+    m.file = fmt::format("{}/shard-{}.csv", archive_dir, s);
+    cluster.members.push_back(m);
+  }
+  if (Status st = clickatron::MakeDirs(work_dir); !st.ok()) return Fail(st);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = CpuSeconds();
+  cr::SortInputsOptions sort;
+  sort.inputs = {day};
+  sort.output = work_dir + "/sorted.csv";
+  sort.rejects_path = work_dir + "/rejects.txt";
+  sort.temp_dir = work_dir + "/tmp";
+  sort.memory_bytes = memory_mb << 20;
+  sort.threads = threads;
+  auto sorted = cr::SortInputs(sort);
+  if (!sorted.ok()) return Fail(sorted.status());
+  const double sort_seconds = Since(t0);
+  const double sort_cpu = CpuSeconds() - cpu0;
+  const double cpu1 = CpuSeconds();
+
+  const auto t1 = std::chrono::steady_clock::now();
+  auto previous = cr::ReadServingArchive(cluster);
+  if (!previous.ok()) return Fail(previous.status());
+  cr::BuildOptions build;
+  build.cluster = &cluster;
+  build.previous = &previous.value();
+  build.day = "2012-03-25";
+  build.day_sorted = sort.output;
+  build.include_late = false;
+  build.include_queue = false;
+  build.backup = false;
+  auto plan = cr::BuildGeneration(build);
+  if (!plan.ok()) return Fail(plan.status());
+  const double merge_seconds = Since(t1);
+  const double merge_cpu = CpuSeconds() - cpu1;
+
+  uint64_t archive_in = 0, archive_in_bytes = 0, out_records = 0, out_bytes = 0;
+  for (const auto& m : previous->manifests) {
+    archive_in += m.records;
+    archive_in_bytes += m.bytes;
+  }
+  for (const auto& m : plan->manifests) {
+    out_records += m.records;
+    out_bytes += m.bytes;
+  }
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::printf("day_records %llu\n", static_cast<unsigned long long>(sorted->lines));
+  std::printf("day_bytes %llu\n", static_cast<unsigned long long>(sorted->bytes));
+  std::printf("day_sorted_records %llu\n", static_cast<unsigned long long>(sorted->records));
+  std::printf("sort_runs %llu\n", static_cast<unsigned long long>(sorted->runs));
+  std::printf("sort_seconds %.3f\n", sort_seconds);
+  std::printf("sort_cpu_seconds %.3f\n", sort_cpu);
+  std::printf("archive_records %llu\n", static_cast<unsigned long long>(archive_in));
+  std::printf("archive_bytes %llu\n", static_cast<unsigned long long>(archive_in_bytes));
+  std::printf("merge_seconds %.3f\n", merge_seconds);
+  std::printf("merge_cpu_seconds %.3f\n", merge_cpu);
+  std::printf("output_records %llu\n", static_cast<unsigned long long>(out_records));
+  std::printf("output_bytes %llu\n", static_cast<unsigned long long>(out_bytes));
+  std::printf("max_rss_kb %ld\n", usage.ru_maxrss);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"clickatron-rebuild-bench"};
+  app.require_subcommand(1);
+  uint64_t records = 0;
+  uint64_t stride = 8;
+  std::string out, dir, day, work;
+  int shards = 2, threads = 2;
+  uint64_t memory_mb = 512;
+  auto* gen_day = app.add_subcommand("gen-day");
+  gen_day->add_option("--records", records)->required();
+  gen_day->add_option("--stride", stride);
+  gen_day->add_option("--out", out)->required();
+  auto* gen_archive = app.add_subcommand("gen-archive");
+  gen_archive->add_option("--records", records)->required();
+  gen_archive->add_option("--shards", shards);
+  gen_archive->add_option("--out-dir", dir)->required();
+  auto* pipeline = app.add_subcommand("pipeline");
+  pipeline->add_option("--day", day)->required();
+  pipeline->add_option("--archive-dir", dir)->required();
+  pipeline->add_option("--work-dir", work)->required();
+  pipeline->add_option("--shards", shards);
+  pipeline->add_option("--memory-mb", memory_mb);
+  pipeline->add_option("--threads", threads);
+  CLI11_PARSE(app, argc, argv);
+  if (gen_day->parsed()) return GenDay(records, stride, out);
+  if (gen_archive->parsed()) return GenArchive(records, shards, dir);
+  return Pipeline(day, dir, work, shards, memory_mb, threads);
+}

@@ -1,0 +1,91 @@
+#include "bulk_load.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "clickatron/file_util.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Sorts by time: "load-20120326T021000Z-1234".
+std::string NewLoadId() {
+  std::string iso = FormatIsoTime(NowUnix());  // 2012-03-26T02:10:00Z
+  iso.erase(std::remove_if(iso.begin(), iso.end(), [](char c) { return c == '-' || c == ':'; }), iso.end());
+  return fmt::format("load-{}-{}", iso, ::getpid());
+}
+
+}  // namespace
+
+Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOptions& options) {
+  if (options.files.empty()) return Status::InvalidArgument("no data files to load");
+  for (const std::string& file : options.files) {
+    if (!FileExists(file)) return Status::NotFound(fmt::format("data file {} does not exist", file));
+  }
+  const WorkDir work(cluster.rebuild.work_dir);
+  QueuedLoad load;
+  load.id = NewLoadId();
+  const std::string dir = work.QueueDir(load.id);
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+  SortInputsOptions sort;
+  sort.inputs = options.files;
+  sort.format = options.format;
+  sort.output = work.QueueSorted(load.id);
+  sort.rejects_path = work.QueueRejects(load.id);
+  sort.temp_dir = work.TempDir(load.id);
+  sort.memory_bytes = cluster.rebuild.memory_mb << 20;
+  sort.threads = cluster.rebuild.threads;
+  sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
+  sort.strip_cr = true;
+  sort.label = "load " + load.id;
+  Result<SortInputsResult> sorted = SortInputs(sort);
+  if (!sorted.ok()) {
+    // Kept for the operator to read; without queued.done it is never folded.
+    (void)WriteFileAtomically(dir + "/failed.txt", sorted.status().ToString() + "\n");
+    return sorted.status().WithContext(fmt::format("load {} not queued", load.id));
+  }
+  load.figures = *sorted;
+  if (sorted->bad_lines > 0) load.rejects_path = sort.rejects_path;
+  nlohmann::json marker = {
+      {"id", load.id},
+      {"files", options.files},
+      {"format", options.format == InputFormat::kArchive ? "archive" : "realtime"},
+      {"lines", sorted->lines},
+      {"bad_lines", sorted->bad_lines},
+      {"records", sorted->records},
+      {"created", FormatIsoTime(NowUnix())},
+  };
+  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.QueueDone(load.id), marker.dump(2) + "\n"));
+  spdlog::info("load {} queued: {} lines ({} bad) -> {} records in {:.1f}s", load.id, sorted->lines,
+               sorted->bad_lines, sorted->records, sorted->seconds);
+  return load;
+}
+
+Result<std::vector<std::string>> PendingLoads(const WorkDir& work_dir) {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  if (!std::filesystem::exists(work_dir.QueueRoot(), ec)) return ids;
+  for (const auto& entry : std::filesystem::directory_iterator(work_dir.QueueRoot(), ec)) {
+    if (!entry.is_directory()) continue;
+    const std::string id = entry.path().filename().string();
+    if (FileExists(work_dir.QueueDone(id)) && !FileExists(work_dir.QueueFolded(id))) ids.push_back(id);
+  }
+  if (ec) return Status::IoError(fmt::format("list {}: {}", work_dir.QueueRoot(), ec.message()));
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace clickatron::rebuild

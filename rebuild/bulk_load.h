@@ -1,0 +1,38 @@
+// Step: take historical data in (the door for history).
+//
+// Files in realtime format (key,delta) or archive format, gzip or plain, in
+// any order, for any dates, with duplicates (they are counts: they sum), are
+// converted and sorted into work_dir/queue/ID/sorted.csv. Bad lines are listed
+// in queue/ID/rejects.txt as FILE:LINE: reason; above rebuild.max_bad_line_ratio
+// the load fails and nothing is queued (no queued.done marker). A queued load
+// touches nothing the cluster serves: the next generation folds it in (the
+// nightly run, or `load --now`), and marks it folded once deployed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/status.h"
+#include "sort_inputs.h"
+#include "work_dir.h"
+
+namespace clickatron::rebuild {
+
+struct BulkLoadOptions {
+  std::vector<std::string> files;
+  InputFormat format = InputFormat::kRealtime;  // kRealtime or kArchive
+};
+
+struct QueuedLoad {
+  std::string id;
+  SortInputsResult figures;
+  std::string rejects_path;  // "" when there were no bad lines
+};
+
+Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOptions& options);
+
+// Ids of loads queued (complete) and not yet folded, oldest first.
+Result<std::vector<std::string>> PendingLoads(const WorkDir& work_dir);
+
+}  // namespace clickatron::rebuild

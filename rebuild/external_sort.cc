@@ -1,0 +1,416 @@
+#include "external_sort.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "clickatron/file_util.h"
+#include "clickatron/record.h"
+#include "line_combine.h"
+#include "line_sort.h"
+#include "merge.h"
+#include "progress.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+constexpr size_t kMinReadBuffer = 64u << 10;
+constexpr size_t kMaxReadBuffer = 4u << 20;
+constexpr uint64_t kMaxChunkBytes = 3ull << 30;  // offsets are 32-bit
+
+// Lines grow from the front of one allocation, entries from the back, so
+// lines + index never exceed the chunk's bytes.
+// Chunk memory: 2 MiB aligned and marked for transparent huge pages, since a
+// chunk is filled once from end to end and 4 KiB page faults on hundreds of
+// megabytes cost more than the sort (a hint: without THP it is plain memory).
+struct ChunkMemoryFree {
+  void operator()(char* p) const { std::free(p); }
+};
+constexpr size_t kHugePage = 2u << 20;
+
+std::unique_ptr<char[], ChunkMemoryFree> AllocateChunkMemory(size_t bytes) {
+  char* p = nullptr;
+  if (bytes >= 4 * kHugePage) {
+    // Big chunks are whole huge pages (chunk_bytes is rounded down to them).
+    const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    p = static_cast<char*>(std::aligned_alloc(kHugePage, rounded));
+    if (p != nullptr) ::madvise(p, rounded, MADV_HUGEPAGE);
+  } else {
+    // Small ones (tiny bounds in tests) stay on 4 KiB pages: a huge page
+    // would make the resident set larger than the bound.
+    p = static_cast<char*>(std::malloc(bytes));
+  }
+  if (p == nullptr) throw std::bad_alloc();  // like operator new
+  return std::unique_ptr<char[], ChunkMemoryFree>(p);
+}
+
+struct Chunk {
+  explicit Chunk(size_t bytes) : capacity(bytes & ~size_t{15}), memory(AllocateChunkMemory(capacity)) {}
+  size_t capacity;
+  std::unique_ptr<char[], ChunkMemoryFree> memory;
+  size_t text_used = 0;
+  size_t count = 0;
+
+  bool Fits(size_t length) const { return text_used + length + (count + 1) * sizeof(LineEntry) <= capacity; }
+  LineEntry* entries() { return reinterpret_cast<LineEntry*>(memory.get() + capacity) - count; }
+  void Append(std::string_view line) {
+    std::memcpy(memory.get() + text_used, line.data(), line.size());
+    ++count;
+    new (entries()) LineEntry{0, static_cast<uint32_t>(text_used), static_cast<uint32_t>(line.size())};
+    text_used += line.size();
+  }
+  std::string_view Line(const LineEntry& e) const { return {memory.get() + e.offset, e.length}; }
+  void Reset() {
+    text_used = 0;
+    count = 0;
+  }
+};
+
+// Sorts a chunk's entries, with `threads` threads when it is worth it.
+void SortChunk(Chunk* chunk, int threads) {
+  LineEntry* begin = chunk->entries();
+  const char* base = chunk->memory.get();
+  const size_t n = chunk->count;
+  if (threads < 2 || n < 100000) {
+    SortLineEntries(begin, begin + n, base);
+    return;
+  }
+  const size_t parts = static_cast<size_t>(threads);
+  std::vector<LineEntry*> bounds;
+  for (size_t i = 0; i <= parts; ++i) bounds.push_back(begin + n * i / parts);
+  std::vector<std::thread> workers;
+  for (size_t i = 1; i < parts; ++i) {
+    workers.emplace_back([&, i] { SortLineEntries(bounds[i], bounds[i + 1], base); });
+  }
+  SortLineEntries(bounds[0], bounds[1], base);
+  for (auto& w : workers) w.join();
+  const auto less = [base](const LineEntry& a, const LineEntry& b) { return LineEntryLess(base, a, b); };
+  for (size_t width = 1; width < parts; width *= 2) {
+    for (size_t i = 0; i + width < parts; i += 2 * width) {
+      std::inplace_merge(bounds[i], bounds[i + width], bounds[std::min(i + 2 * width, parts)], less);
+    }
+  }
+}
+
+// A sorted chunk as a source of combined lines: a key that occurs once is a
+// view into the chunk (no copy); repeated keys are combined into a buffer.
+class ChunkSource : public LineSource {
+ public:
+  explicit ChunkSource(Chunk* chunk) : chunk_(chunk), entries_(chunk->entries()) {}
+  bool Next(std::string_view* line) override {
+    if (next_ >= chunk_->count || !status_.ok()) return false;
+    const std::string_view first = chunk_->Line(entries_[next_++]);
+    const std::string_view key = LineKey(first);
+    if (next_ == chunk_->count || LineKey(chunk_->Line(entries_[next_])) != key) {
+      *line = first;
+      return true;
+    }
+    combined_.assign(first);
+    while (next_ < chunk_->count) {
+      const std::string_view other = chunk_->Line(entries_[next_]);
+      if (LineKey(other) != key) break;
+      status_ = CombineArchiveLineInto(&combined_, other);
+      if (!status_.ok()) return false;
+      ++next_;
+    }
+    *line = combined_;
+    return true;
+  }
+  const Status& status() const override { return status_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  Chunk* chunk_;
+  LineEntry* entries_;
+  size_t next_ = 0;
+  std::string combined_;
+  Status status_;
+  std::string name_ = "in-memory chunk";
+};
+
+// Passes a sorted chunk's combined lines into `out`.
+Status DrainChunk(Chunk* chunk, LineSink* out, uint64_t* lines_out) {
+  ChunkSource source(chunk);
+  std::string_view line;
+  uint64_t lines = 0;
+  while (source.Next(&line)) {
+    CLICKATRON_RETURN_IF_ERROR(out->Put(line));
+    ++lines;
+  }
+  CLICKATRON_RETURN_IF_ERROR(source.status());
+  *lines_out = lines;
+  return Status::Ok();
+}
+
+Result<uint64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::IoError("stat " + path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+struct ExternalSorter::Impl {
+  ExternalSortOptions options;
+  uint64_t chunk_bytes = 0;
+  size_t max_chunks = 0;
+  ExternalSortStats stats;
+
+  std::unique_ptr<Chunk> current;
+  std::mutex mutex;
+  std::condition_variable changed;
+  // Guarded by mutex:
+  std::deque<std::unique_ptr<Chunk>> full;   // waiting for a worker
+  std::vector<std::unique_ptr<Chunk>> spare; // sorted and spilled, ready for reuse
+  size_t allocated = 0;
+  size_t busy = 0;
+  bool stop = false;
+  Status error;
+  std::vector<std::string> runs;
+  uint64_t next_run = 0;
+
+  std::vector<std::thread> workers;
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+    }
+    changed.notify_all();
+    for (auto& w : workers) w.join();
+    for (const std::string& run : runs) ::unlink(run.c_str());
+    ::rmdir(options.temp_dir.c_str());  // only if empty: it may be shared
+  }
+
+  std::string NewRunPath() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return fmt::format("{}/run-{:06d}.csv", options.temp_dir, next_run++);
+  }
+
+  Status SpillChunk(Chunk* chunk) {
+    SortChunk(chunk, 1);
+    const std::string path = NewRunPath();
+    auto writer = LineWriter::Create(path, {.buffer_bytes = 1u << 20, .fsync = false});
+    if (!writer.ok()) return writer.status();
+    uint64_t lines_out = 0;
+    CLICKATRON_RETURN_IF_ERROR(DrainChunk(chunk, writer->get(), &lines_out));
+    CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
+    std::lock_guard<std::mutex> lock(mutex);
+    runs.push_back(path);
+    ++stats.runs;
+    return Status::Ok();
+  }
+
+  void WorkerLoop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return stop || !full.empty(); });
+      if (full.empty()) return;  // stop requested and nothing left
+      std::unique_ptr<Chunk> chunk = std::move(full.front());
+      full.pop_front();
+      ++busy;
+      const bool failed_already = !error.ok();
+      lock.unlock();
+      Status st = failed_already ? Status::Ok() : SpillChunk(chunk.get());
+      chunk->Reset();
+      lock.lock();
+      if (!st.ok() && error.ok()) error = st;
+      --busy;
+      if (chunk->capacity == (chunk_bytes & ~uint64_t{15})) {
+        spare.push_back(std::move(chunk));
+      } else {
+        --allocated;  // an oversized chunk for one long line: give it back
+      }
+      changed.notify_all();
+    }
+  }
+
+  // A chunk to fill that can hold `length` bytes; waits for a worker to free one.
+  Result<std::unique_ptr<Chunk>> Acquire(size_t length) {
+    const size_t needed = length + sizeof(LineEntry) + 16;
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return !error.ok() || !spare.empty() || allocated < max_chunks; });
+    if (!error.ok()) return error;
+    if (needed <= chunk_bytes) {
+      if (!spare.empty()) {
+        std::unique_ptr<Chunk> chunk = std::move(spare.back());
+        spare.pop_back();
+        return chunk;
+      }
+      ++allocated;
+      return std::make_unique<Chunk>(chunk_bytes);
+    }
+    // One line longer than a chunk: it gets a chunk of its own size.
+    if (!spare.empty()) {
+      spare.pop_back();  // keeps the count of live chunks within max_chunks
+    } else {
+      ++allocated;
+    }
+    return std::make_unique<Chunk>(needed);
+  }
+
+  void Submit(std::unique_ptr<Chunk> chunk) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      full.push_back(std::move(chunk));
+    }
+    changed.notify_all();
+  }
+
+  // Waits until every submitted chunk is spilled; returns the first error.
+  Status Drain() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return full.empty() && busy == 0; });
+    return error;
+  }
+
+  // Merges `inputs` run files into one new run (an intermediate pass).
+  Status MergeRunsInto(const std::vector<std::string>& inputs, LineSink* out, size_t buffer_bytes) {
+    std::vector<std::unique_ptr<LineReader>> readers;
+    std::vector<LineSource*> sources;
+    for (const std::string& path : inputs) {
+      auto reader = LineReader::Open(path, {.buffer_bytes = buffer_bytes});
+      if (!reader.ok()) return reader.status();
+      sources.push_back(reader->get());
+      readers.push_back(std::move(reader).value());
+    }
+    MergeStats merge_stats;
+    return MergeSortedSources(sources, out, {}, &merge_stats);
+  }
+};
+
+Result<std::unique_ptr<ExternalSorter>> ExternalSorter::Create(ExternalSortOptions options) {
+  if (options.temp_dir.empty()) return Status::InvalidArgument("external sort needs a temp_dir");
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(options.temp_dir));
+  auto impl = std::make_unique<Impl>();
+  if (options.threads < 1) options.threads = 1;
+  if (options.max_fan_in < 2) options.max_fan_in = 2;
+  impl->options = options;
+  impl->max_chunks = static_cast<size_t>(options.threads) + 1;
+  // Room for what is not chunks: the input reader, a run writer per worker,
+  // the output writer, and the process itself (code, stacks, allocator).
+  const uint64_t reserve = std::min<uint64_t>(options.memory_bytes / 4, 16u << 20);
+  impl->chunk_bytes = std::max<uint64_t>(4096, (options.memory_bytes - reserve) / impl->max_chunks);
+  impl->chunk_bytes = std::min(impl->chunk_bytes, kMaxChunkBytes);
+  // Whole huge pages when chunks are big enough to use them (see AllocateChunkMemory).
+  if (impl->chunk_bytes >= 4 * kHugePage) impl->chunk_bytes &= ~uint64_t{kHugePage - 1};
+  Impl* raw = impl.get();
+  for (int i = 0; i < options.threads; ++i) impl->workers.emplace_back([raw] { raw->WorkerLoop(); });
+  return std::unique_ptr<ExternalSorter>(new ExternalSorter(std::move(impl)));
+}
+
+ExternalSorter::ExternalSorter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ExternalSorter::~ExternalSorter() = default;
+
+const ExternalSortStats& ExternalSorter::stats() const { return impl_->stats; }
+uint64_t ExternalSorter::chunk_bytes() const { return impl_->chunk_bytes; }
+
+Status ExternalSorter::Add(std::string_view line) {
+  Impl& s = *impl_;
+  if (!s.current || !s.current->Fits(line.size())) {
+    if (s.current && s.current->count > 0) s.Submit(std::move(s.current));
+    auto chunk = s.Acquire(line.size());
+    if (!chunk.ok()) return chunk.status();
+    s.current = std::move(chunk).value();
+  }
+  s.current->Append(line);
+  ++s.stats.lines_in;
+  s.stats.bytes_in += line.size() + 1;
+  return Status::Ok();
+}
+
+Status ExternalSorter::Finish(LineSink* out) {
+  Impl& s = *impl_;
+  bool spilled = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    spilled = !s.full.empty() || s.busy > 0 || !s.runs.empty() || !s.error.ok();
+  }
+  if (!spilled) {
+    // Everything fit in one chunk: sort it in memory with every thread.
+    if (s.current) {
+      SortChunk(s.current.get(), s.options.threads);
+      uint64_t lines_out = 0;
+      CLICKATRON_RETURN_IF_ERROR(DrainChunk(s.current.get(), out, &lines_out));
+      s.stats.lines_out = lines_out;
+      s.current.reset();
+    }
+    return Status::Ok();
+  }
+  // The last chunk is not spilled: it is sorted here and merged from memory.
+  CLICKATRON_RETURN_IF_ERROR(s.Drain());
+  {
+    // The other chunks are done with: give their memory back before merging.
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.allocated -= s.spare.size();
+    s.spare.clear();
+  }
+  std::unique_ptr<Chunk> last = std::move(s.current);
+  if (last && last->count == 0) last.reset();
+  if (last) SortChunk(last.get(), s.options.threads);
+  // Each open run gets a read buffer out of what the last chunk leaves.
+  const uint64_t budget =
+      s.options.memory_bytes > (last ? last->capacity : 0) ? s.options.memory_bytes - (last ? last->capacity : 0) : 0;
+  const size_t fan_in =
+      static_cast<size_t>(std::clamp<uint64_t>(budget / kMinReadBuffer, 2, s.options.max_fan_in));
+  std::vector<std::string> runs = s.runs;
+  const auto buffer_for = [&](size_t k) {
+    return static_cast<size_t>(std::clamp<uint64_t>(budget / (k + 1), 4096, kMaxReadBuffer));
+  };
+  while (runs.size() + (last ? 1 : 0) > fan_in) {
+    const std::vector<std::string> group(runs.begin(), runs.begin() + static_cast<long>(fan_in));
+    const std::string path = s.NewRunPath();
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.runs.push_back(path);  // so the destructor removes it on failure
+    }
+    auto writer = LineWriter::Create(path, {.buffer_bytes = buffer_for(fan_in), .fsync = false});
+    if (!writer.ok()) return writer.status();
+    CLICKATRON_RETURN_IF_ERROR(s.MergeRunsInto(group, writer->get(), buffer_for(fan_in)));
+    CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
+    for (const std::string& done : group) ::unlink(done.c_str());
+    runs.erase(runs.begin(), runs.begin() + static_cast<long>(fan_in));
+    runs.push_back(path);
+    ++s.stats.merge_passes;
+  }
+  uint64_t run_bytes = 0;  // output is at most this (combining only shrinks it)
+  for (const std::string& path : runs) {
+    if (auto size = FileSize(path); size.ok()) run_bytes += *size;
+  }
+  if (last) run_bytes += last->text_used + last->count;
+  Progress progress(fmt::format("{}: merging {} runs", s.options.label, runs.size() + (last ? 1 : 0)), run_bytes);
+  MergeStats merge_stats;
+  std::vector<std::unique_ptr<LineReader>> readers;
+  std::vector<LineSource*> sources;
+  for (const std::string& path : runs) {
+    auto reader = LineReader::Open(path, {.buffer_bytes = buffer_for(runs.size())});
+    if (!reader.ok()) return reader.status();
+    sources.push_back(reader->get());
+    readers.push_back(std::move(reader).value());
+  }
+  std::unique_ptr<ChunkSource> last_source;
+  if (last) {
+    last_source = std::make_unique<ChunkSource>(last.get());
+    sources.push_back(last_source.get());
+  }
+  CLICKATRON_RETURN_IF_ERROR(MergeSortedSources(sources, out, {.progress = &progress}, &merge_stats));
+  progress.Finish();
+  s.stats.lines_out = merge_stats.lines_out;
+  readers.clear();
+  for (const std::string& run : runs) ::unlink(run.c_str());
+  return Status::Ok();
+}
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,67 @@
+// Step: external sort of archive lines with bounded memory.
+//
+// Lines are copied into chunks; a full chunk is sorted (whole-line bytewise,
+// the LC_ALL=C order, line_sort.h), its equal keys combined, and spilled to a
+// run file by a pool of worker threads while the caller keeps filling the
+// next chunk. At Finish() the last chunk is sorted in memory (with every
+// thread) and merged with the runs through a heap (merge.h), after extra
+// passes when there are more runs than the memory allows open at once. When
+// everything fit in one chunk nothing touches the disk.
+//
+// Memory: at most threads + 1 chunks exist (one filling, the others sorting).
+// A quarter of the bound (at most 16 MiB) is left for I/O buffers and the
+// process; the rest is split between the chunks. A chunk holds its lines from
+// the front and a 16-byte index entry per line from the back, so lines +
+// index never exceed it. The merge phase gives each open run a read buffer
+// out of what the last chunk leaves of the bound.
+//
+// Thread-safety: Add() and Finish() from one thread; the pool is internal.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "clickatron/status.h"
+#include "line_io.h"
+
+namespace clickatron::rebuild {
+
+struct ExternalSortOptions {
+  std::string temp_dir;             // run files go here (created; removed by Finish)
+  uint64_t memory_bytes = 512ull << 20;
+  int threads = 2;                  // sorting workers (and the parallel in-memory sort)
+  size_t max_fan_in = 128;          // runs merged at once at most
+  std::string label = "sort";       // for the progress line of the merge phase
+};
+
+struct ExternalSortStats {
+  uint64_t lines_in = 0;
+  uint64_t bytes_in = 0;
+  uint64_t runs = 0;          // spilled run files
+  uint64_t merge_passes = 0;  // intermediate passes before the final merge
+  uint64_t lines_out = 0;
+};
+
+class ExternalSorter {
+ public:
+  static Result<std::unique_ptr<ExternalSorter>> Create(ExternalSortOptions options);
+  ~ExternalSorter();  // stops the workers; removes run files
+
+  // REQUIRES: `archive_line` is a valid archive line (converted or checked).
+  Status Add(std::string_view archive_line);
+  // Streams every line, sorted and combined, into `out`.
+  Status Finish(LineSink* out);
+
+  const ExternalSortStats& stats() const;
+  uint64_t chunk_bytes() const;
+
+  struct Impl;
+
+ private:
+  explicit ExternalSorter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clickatron::rebuild

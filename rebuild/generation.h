@@ -1,0 +1,57 @@
+// Building one archive generation: the previous generation's files merged
+// with the new sorted inputs (a day, late data, bulk loads), one sorted file
+// per archive shard with its manifest, and a gzip backup of each.
+//
+// The plan (gen/G/plan.json) is written last and is the marker that G is
+// built: from then on G's files are only ever redeployed as they are, never
+// rebuilt with other content, so late data and loads are folded exactly once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "archive_state.h"
+#include "clickatron/config.h"
+#include "clickatron/manifest.h"
+#include "clickatron/status.h"
+#include "work_dir.h"
+
+namespace clickatron::rebuild {
+
+struct GenerationPlan {
+  uint64_t generation = 0;
+  uint64_t previous_generation = 0;
+  std::string day;                      // the realtime day folded in ("" for a load)
+  std::vector<std::string> queue_ids;   // bulk loads folded in
+  std::vector<std::string> late_files;  // sealed late-data files folded in
+  std::string last_day;
+  std::vector<std::string> shard_files; // built files, index: shard
+  std::vector<Manifest> manifests;      // index: shard
+  std::string created;
+
+  nlohmann::json ToJson() const;
+  static Result<GenerationPlan> FromJson(const nlohmann::json& json);
+};
+
+struct BuildOptions {
+  const ClusterConfig* cluster = nullptr;
+  const ServingArchive* previous = nullptr;
+  std::string day;                       // "" for none
+  std::string day_sorted;                // the day's sorted.csv
+  bool include_late = true;
+  bool include_queue = true;
+  bool backup = true;                    // false only for benchmarks
+};
+
+// NOT_FOUND when there is nothing new to fold in.
+Result<GenerationPlan> BuildGeneration(const BuildOptions& options);
+
+// The built-but-not-finished generation in work_dir, if any (a rerun
+// continues with it). Partial generation directories (no plan) are removed.
+Result<std::optional<GenerationPlan>> FindPendingGeneration(const WorkDir& work_dir);
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,231 @@
+#include "line_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "clickatron/shard.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+Status Errno(std::string_view what, const std::string& path) {
+  return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+// gzip files start with 1f 8b; anything else is read as plain text.
+bool HasGzipMagic(int fd) {
+  unsigned char magic[2] = {0, 0};
+  const ssize_t n = ::pread(fd, magic, 2, 0);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Options options) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
+    return Errno("open", path);
+  }
+  std::unique_ptr<LineReader> reader(new LineReader());
+  reader->path_ = path;
+  reader->options_ = options;
+  struct stat st;
+  if (::fstat(fd, &st) == 0) reader->file_bytes_ = static_cast<uint64_t>(st.st_size);
+  if (HasGzipMagic(fd)) {
+    gzFile gz = gzdopen(fd, "rb");
+    if (gz == nullptr) {
+      ::close(fd);
+      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
+    }
+    gzbuffer(gz, 256u << 10);
+    reader->gz_ = gz;
+  } else {
+    reader->fd_ = fd;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  reader->capacity_ = options.buffer_bytes < 4096 ? 4096 : options.buffer_bytes;
+  reader->buffer_.reset(new char[reader->capacity_]);
+  return reader;
+}
+
+LineReader::~LineReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool LineReader::Refill() {
+  if (eof_ || !status_.ok()) return false;
+  // Move the partial line to the front; grow when a line fills the buffer.
+  if (begin_ > 0) {
+    std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == capacity_) {
+    const size_t bigger = capacity_ * 2;
+    std::unique_ptr<char[]> grown(new char[bigger]);
+    std::memcpy(grown.get(), buffer_.get(), end_);
+    buffer_ = std::move(grown);
+    capacity_ = bigger;
+  }
+  char* dst = buffer_.get() + end_;
+  const size_t room = capacity_ - end_;
+  ssize_t n = 0;
+  if (gz_ != nullptr) {
+    auto* gz = static_cast<gzFile>(gz_);
+    const unsigned ask = room > (1u << 30) ? (1u << 30) : static_cast<unsigned>(room);
+    n = gzread(gz, dst, ask);
+    if (n < 0) {
+      int err = 0;
+      const char* message = gzerror(gz, &err);
+      status_ = Status::Corruption(fmt::format("{}: gzip: {}", path_, message ? message : "read error"));
+      return false;
+    }
+    bytes_read_ = static_cast<uint64_t>(gzoffset(gz));
+  } else {
+    do {
+      n = ::read(fd_, dst, room);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      status_ = Errno("read", path_);
+      return false;
+    }
+    bytes_read_ += static_cast<uint64_t>(n);
+  }
+  if (n == 0) {
+    eof_ = true;
+    return false;
+  }
+  if (options_.compute_crc) crc_ = Crc32Extend(crc_, std::string_view(dst, static_cast<size_t>(n)));
+  end_ += static_cast<size_t>(n);
+  return true;
+}
+
+bool LineReader::Next(std::string_view* line) {
+  size_t scanned = begin_;  // bytes already known to hold no newline
+  while (true) {
+    const char* start = buffer_.get() + begin_;
+    const void* nl = std::memchr(buffer_.get() + scanned, '\n', end_ - scanned);
+    if (nl != nullptr) {
+      const char* stop = static_cast<const char*>(nl);
+      size_t length = static_cast<size_t>(stop - start);
+      begin_ += length + 1;
+      if (options_.strip_cr && length > 0 && start[length - 1] == '\r') --length;
+      *line = std::string_view(start, length);
+      ++line_number_;
+      return true;
+    }
+    scanned = end_ - begin_;  // relative: Refill moves data to the front
+    if (!Refill()) {
+      if (!status_.ok() || begin_ == end_) return false;
+      // The last line has no newline: still a line.
+      size_t length = end_ - begin_;
+      const char* last = buffer_.get() + begin_;
+      begin_ = end_;
+      if (options_.strip_cr && length > 0 && last[length - 1] == '\r') --length;
+      *line = std::string_view(last, length);
+      ++line_number_;
+      return true;
+    }
+    scanned += begin_;
+  }
+}
+
+Result<std::unique_ptr<LineWriter>> LineWriter::Create(const std::string& path, Options options) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("create", path);
+  std::unique_ptr<LineWriter> writer(new LineWriter());
+  writer->path_ = path;
+  writer->options_ = options;
+  writer->fd_ = fd;
+  if (writer->options_.buffer_bytes < 4096) writer->options_.buffer_bytes = 4096;
+  writer->buffer_.reset(new char[writer->options_.buffer_bytes]);
+  return writer;
+}
+
+LineWriter::~LineWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LineWriter::Flush() {
+  if (!failed_.ok()) return failed_;
+  size_t done = 0;
+  while (done < used_) {
+    const ssize_t n = ::write(fd_, buffer_.get() + done, used_ - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failed_ = Errno("write", path_);
+      return failed_;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (options_.compute_crc) crc_ = Crc32Extend(crc_, std::string_view(buffer_.get(), used_));
+  used_ = 0;
+  return Status::Ok();
+}
+
+Status LineWriter::PutRaw(std::string_view bytes) {
+  const size_t capacity = options_.buffer_bytes;
+  if (used_ + bytes.size() > capacity) {
+    CLICKATRON_RETURN_IF_ERROR(Flush());
+    if (bytes.size() > capacity) {
+      // Too big to buffer: write it straight through (crc kept in order).
+      size_t done = 0;
+      while (done < bytes.size()) {
+        const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          failed_ = Errno("write", path_);
+          return failed_;
+        }
+        done += static_cast<size_t>(n);
+      }
+      if (options_.compute_crc) crc_ = Crc32Extend(crc_, bytes);
+      bytes_ += bytes.size();
+      return Status::Ok();
+    }
+  }
+  std::memcpy(buffer_.get() + used_, bytes.data(), bytes.size());
+  used_ += bytes.size();
+  bytes_ += bytes.size();
+  return Status::Ok();
+}
+
+Status LineWriter::Put(std::string_view line) {
+  if (used_ + line.size() + 1 <= options_.buffer_bytes) {
+    std::memcpy(buffer_.get() + used_, line.data(), line.size());
+    used_ += line.size();
+    buffer_[used_++] = '\n';
+    bytes_ += line.size() + 1;
+  } else {
+    CLICKATRON_RETURN_IF_ERROR(PutRaw(line));
+    CLICKATRON_RETURN_IF_ERROR(PutRaw("\n"));
+  }
+  ++lines_;
+  return Status::Ok();
+}
+
+Status LineWriter::PutLines(std::string_view bytes, uint64_t lines) {
+  CLICKATRON_RETURN_IF_ERROR(PutRaw(bytes));
+  lines_ += lines;
+  return Status::Ok();
+}
+
+Status LineWriter::Finish() {
+  CLICKATRON_RETURN_IF_ERROR(Flush());
+  if (options_.fsync && ::fsync(fd_) != 0) return Errno("fsync", path_);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return Errno("close", path_);
+  return Status::Ok();
+}
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,151 @@
+// Line streams for the rebuild: every step reads and writes newline-ended
+// text files (exports, runs, sorted day data, archive shards) through these.
+//
+// LineReader reads a plain or gzip file (detected by its magic bytes) in big
+// blocks and hands out views of whole lines without copying; a view is valid
+// until the next call to Next(). LineWriter buffers output, can keep a running
+// crc32, and makes the file durable on Finish().
+//
+// Thread-safety: one object per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickatron/status.h"
+
+namespace clickatron::rebuild {
+
+// Where sorted lines go: a file, a combiner, a shard splitter, a test vector.
+class LineSink {
+ public:
+  virtual ~LineSink() = default;
+  // `line` has no trailing newline.
+  virtual Status Put(std::string_view line) = 0;
+};
+
+// A stream of lines: a file, a filtered file, a test vector.
+class LineSource {
+ public:
+  virtual ~LineSource() = default;
+  // Sets *line to the next line (without '\n'); returns false at the end.
+  // After a false return, status() tells whether the end was clean.
+  virtual bool Next(std::string_view* line) = 0;
+  virtual const Status& status() const = 0;
+  // A name for messages ("days/2012-03-25/export-0.csv").
+  virtual const std::string& name() const = 0;
+};
+
+class LineReader : public LineSource {
+ public:
+  struct Options {
+    size_t buffer_bytes = 1u << 20;  // grows when a single line is longer
+    bool compute_crc = false;        // crc32 of the raw (decompressed) bytes read
+    bool strip_cr = false;           // accept CRLF files (bulk loads from elsewhere)
+  };
+  static Result<std::unique_ptr<LineReader>> Open(const std::string& path, Options options);
+  static Result<std::unique_ptr<LineReader>> Open(const std::string& path) { return Open(path, Options{}); }
+  ~LineReader() override;
+
+  bool Next(std::string_view* line) override;
+  const Status& status() const override { return status_; }
+  const std::string& name() const override { return path_; }
+
+  uint64_t line_number() const { return line_number_; }  // of the line last returned, 1-based
+  uint64_t bytes_read() const { return bytes_read_; }    // raw file bytes consumed so far
+  uint64_t file_bytes() const { return file_bytes_; }    // size on disk (compressed if gzip)
+  uint32_t crc32() const { return crc_; }                // with Options::compute_crc
+  bool gzip() const { return gz_ != nullptr; }
+
+ private:
+  LineReader() = default;
+  bool Refill();  // reads more into the buffer; false at EOF or error
+
+  std::string path_;
+  Options options_;
+  int fd_ = -1;
+  void* gz_ = nullptr;  // gzFile, kept opaque so zlib.h stays out of this header
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t begin_ = 0;  // first unread byte
+  size_t end_ = 0;    // one past the last valid byte
+  bool eof_ = false;
+  Status status_;
+  uint64_t line_number_ = 0;
+  uint64_t bytes_read_ = 0;
+  uint64_t file_bytes_ = 0;
+  uint32_t crc_ = 0;
+};
+
+// Writes lines to `path` (created or truncated). Nothing is visible under a
+// final name: callers write to a temp path and rename after Finish().
+class LineWriter : public LineSink {
+ public:
+  struct Options {
+    size_t buffer_bytes = 1u << 20;
+    bool fsync = true;         // Finish() fsyncs (intermediate runs skip it)
+    bool compute_crc = false;  // keep crc32() (archive shard files)
+  };
+  static Result<std::unique_ptr<LineWriter>> Create(const std::string& path, Options options);
+  static Result<std::unique_ptr<LineWriter>> Create(const std::string& path) { return Create(path, Options{}); }
+  ~LineWriter() override;  // closes (without fsync) if Finish() was not called
+
+  Status Put(std::string_view line) override;  // appends line + '\n'
+  Status PutRaw(std::string_view bytes);       // appends bytes as they are
+  // Appends whole lines (`bytes` ends in '\n') and counts `lines` of them.
+  Status PutLines(std::string_view bytes, uint64_t lines);
+  Status Finish();                             // flush, fsync (per options), close
+
+  uint64_t lines() const { return lines_; }
+  uint64_t bytes() const { return bytes_; }
+  uint32_t crc32() const { return crc_; }  // with Options::compute_crc: of everything flushed so far
+  const std::string& path() const { return path_; }
+
+ private:
+  LineWriter() = default;
+  Status Flush();
+
+  std::string path_;
+  Options options_;
+  int fd_ = -1;
+  std::unique_ptr<char[]> buffer_;
+  size_t used_ = 0;
+  uint64_t lines_ = 0;
+  uint64_t bytes_ = 0;
+  uint32_t crc_ = 0;
+  Status failed_;
+};
+
+// Lines held in memory (tests, small inputs).
+class VectorLineSink : public LineSink {
+ public:
+  Status Put(std::string_view line) override {
+    lines.emplace_back(line);
+    return Status::Ok();
+  }
+  std::vector<std::string> lines;
+};
+
+class VectorLineSource : public LineSource {
+ public:
+  explicit VectorLineSource(std::vector<std::string> lines, std::string name = "memory")
+      : lines_(std::move(lines)), name_(std::move(name)) {}
+  bool Next(std::string_view* line) override {
+    if (next_ >= lines_.size()) return false;
+    *line = lines_[next_++];
+    return true;
+  }
+  const Status& status() const override { return status_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::vector<std::string> lines_;
+  size_t next_ = 0;
+  std::string name_;
+  Status status_;
+};
+
+}  // namespace clickatron::rebuild

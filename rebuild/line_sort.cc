@@ -1,0 +1,93 @@
+#include "line_sort.h"
+
+#include <algorithm>
+#include <cstring>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "LineWordAt byte-swaps to big-endian");
+
+namespace clickatron::rebuild {
+namespace {
+
+constexpr size_t kInsertionSortMax = 16;
+
+// Insertion sort on the bytes from `depth` on (everything before is equal).
+void InsertionSort(LineEntry* begin, LineEntry* end, const char* base, size_t depth) {
+  const auto less = [&](const LineEntry& a, const LineEntry& b) {
+    const std::string_view x(base + a.offset + depth, a.length - depth);
+    const std::string_view y(base + b.offset + depth, b.length - depth);
+    return x < y;
+  };
+  for (LineEntry* i = begin + 1; i < end; ++i) {
+    const LineEntry value = *i;
+    LineEntry* j = i;
+    while (j > begin && less(value, *(j - 1))) {
+      *j = *(j - 1);
+      --j;
+    }
+    *j = value;
+  }
+}
+
+// REQUIRES: every line in [begin, end) has the same first `depth` bytes.
+void SortFrom(LineEntry* begin, LineEntry* end, const char* base, size_t depth) {
+  while (end - begin > 1) {
+    if (static_cast<size_t>(end - begin) <= kInsertionSortMax) {
+      // Lines shorter than depth cannot be here: they would have been "finished".
+      InsertionSort(begin, end, base, depth);
+      return;
+    }
+    uint64_t low = UINT64_MAX, high = 0;
+    for (LineEntry* e = begin; e < end; ++e) {
+      e->word = LineWordAt(base + e->offset, e->length, depth);
+      low = std::min(low, e->word);
+      high = std::max(high, e->word);
+    }
+    if (low != high) {
+      std::sort(begin, end, [](const LineEntry& a, const LineEntry& b) { return a.word < b.word; });
+    }
+    // Each group of equal words: lines that end within these 8 bytes are
+    // finished (equal to each other up to their length: shorter first);
+    // the others go on to the next 8 bytes.
+    LineEntry* group = begin;
+    LineEntry* tail_begin = nullptr;  // the last group is handled by the loop
+    LineEntry* tail_end = nullptr;
+    while (group < end) {
+      LineEntry* group_end = group + 1;
+      while (group_end < end && group_end->word == group->word) ++group_end;
+      if (group_end - group > 1) {
+        LineEntry* unfinished = std::partition(
+            group, group_end, [&](const LineEntry& e) { return e.length <= depth + 8; });
+        std::sort(group, unfinished, [](const LineEntry& a, const LineEntry& b) { return a.length < b.length; });
+        if (group_end - unfinished > 1) {
+          if (tail_begin != nullptr) SortFrom(tail_begin, tail_end, base, depth + 8);
+          tail_begin = unfinished;
+          tail_end = group_end;
+        }
+      }
+      group = group_end;
+    }
+    if (tail_begin == nullptr) return;
+    begin = tail_begin;  // iterate instead of recursing on the last group
+    end = tail_end;
+    depth += 8;
+  }
+}
+
+}  // namespace
+
+uint64_t LineWordAt(const char* line, size_t length, size_t depth) {
+  if (depth + 8 <= length) {
+    uint64_t word;
+    std::memcpy(&word, line + depth, 8);
+    return __builtin_bswap64(word);
+  }
+  unsigned char bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (depth < length) std::memcpy(bytes, line + depth, length - depth);
+  uint64_t word;
+  std::memcpy(&word, bytes, 8);
+  return __builtin_bswap64(word);
+}
+
+void SortLineEntries(LineEntry* begin, LineEntry* end, const char* base) { SortFrom(begin, end, base, 0); }
+
+}  // namespace clickatron::rebuild

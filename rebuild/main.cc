@@ -1,0 +1,90 @@
+// clickatron-rebuild: the nightly archive build, and the door for history.
+//
+//   clickatron-rebuild run    --config FILE --date YYYY-MM-DD [--force]
+//   clickatron-rebuild load   --config FILE [--format realtime|archive] [--now] DATAFILE…
+//   clickatron-rebuild status --config FILE
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "clickatron/config.h"
+#include "clickatron/logging.h"
+#include "pipeline.h"
+#include "status_report.h"
+
+namespace {
+
+using clickatron::Status;
+
+bool g_logging = false;  // once the cluster file is read, errors go to the log
+
+int Report(const Status& st) {
+  if (st.ok()) return 0;
+  if (g_logging) {
+    spdlog::error("{}", st.ToString());
+  } else {
+    std::fprintf(stderr, "clickatron-rebuild: %s\n", st.ToString().c_str());
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"clickatron-rebuild: export, sort, merge and deploy the archive; load history"};
+  app.require_subcommand(1);
+  std::string config_path;
+  std::string date;
+  bool force = false;
+  std::string format = "realtime";
+  bool now = false;
+  std::vector<std::string> files;
+  int export_timeout_s = 6 * 3600;
+  int reload_timeout_s = 600;
+
+  CLI::App* run = app.add_subcommand("run", "fold one day (yesterday) into a new archive generation and deploy it");
+  run->add_option("--config", config_path, "cluster file")->required();
+  run->add_option("--date", date, "the day to fold, YYYY-MM-DD (UTC)")->required();
+  run->add_flag("--force", force, "fold the day even if the archive's last_day already reaches it");
+  run->add_option("--export-timeout", export_timeout_s, "seconds one realtime export may take");
+  run->add_option("--reload-timeout", reload_timeout_s, "seconds an archive replica may take to reload");
+
+  CLI::App* load = app.add_subcommand("load", "queue historical data for the next generation (or deploy it --now)");
+  load->add_option("--config", config_path, "cluster file")->required();
+  load->add_option("--format", format, "format of the data files")->check(CLI::IsMember({"realtime", "archive"}));
+  load->add_flag("--now", now, "build and deploy a generation with this data at once");
+  load->add_option("--reload-timeout", reload_timeout_s, "seconds an archive replica may take to reload");
+  load->add_option("files", files, "data files (plain or gzip)")->required();
+
+  CLI::App* status = app.add_subcommand("status", "which steps are done per day; the serving generation");
+  status->add_option("--config", config_path, "cluster file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  auto cluster = clickatron::ClusterConfig::Load(config_path);
+  if (!cluster.ok()) return Report(cluster.status());
+  clickatron::InitLogging("clickatron-rebuild", "rebuild", cluster->log_level);
+  g_logging = true;
+
+  clickatron::rebuild::Timeouts timeouts;
+  timeouts.export_ms = export_timeout_s * 1000;
+  timeouts.reload_ms = reload_timeout_s * 1000;
+  if (run->parsed()) {
+    return Report(clickatron::rebuild::RunDay(*cluster, {date, force, timeouts}));
+  }
+  if (load->parsed()) {
+    clickatron::rebuild::LoadOptions options;
+    options.files = files;
+    options.format =
+        format == "archive" ? clickatron::rebuild::InputFormat::kArchive : clickatron::rebuild::InputFormat::kRealtime;
+    options.now = now;
+    options.timeouts = timeouts;
+    return Report(clickatron::rebuild::LoadHistory(*cluster, options));
+  }
+  auto report = clickatron::rebuild::StatusReport(*cluster);
+  if (!report.ok()) return Report(report.status());
+  std::fputs(report->c_str(), stdout);
+  return 0;
+}

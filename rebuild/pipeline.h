@@ -1,0 +1,53 @@
+// The rebuild's steps in order, each skipped when its result is already in
+// work_dir (work_dir.h), and nothing deployed unless every step before the
+// deploy succeeded:
+//
+//   0. finish a generation a previous run built but did not finish
+//   1. export day D from every realtime shard      days/D/export-S.csv
+//   2. convert + external sort of the exports      days/D/sorted.csv
+//   3. late data + queued loads, merge with the previous generation, split
+//      by shard, manifests, gzip backup            gen/G/
+//   4. deploy (atomic rename, reload, verify)      gen/G/deployed.done
+//   5. POST /exported?date=D to every realtime shard, late files -> .done,
+//      loads marked folded                          gen/G/finished.done, days/D/complete.done
+//
+// One rebuild at a time: a lock file in work_dir makes a second one fail fast.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/status.h"
+#include "sort_inputs.h"
+
+namespace clickatron::rebuild {
+
+struct Timeouts {
+  int http_ms = 10000;
+  int export_ms = 6 * 3600 * 1000;  // a whole day's stream
+  int reload_ms = 600000;           // a replica answers /reload once loaded
+};
+
+struct RunOptions {
+  std::string date;  // YYYY-MM-DD
+  // Fold D even though the archive's last_day is D or later (normally a sign
+  // that D is in the archive already and would be counted twice).
+  bool force = false;
+  Timeouts timeouts;
+};
+
+// `clickatron-rebuild run`: the nightly job for one day.
+Status RunDay(const ClusterConfig& cluster, const RunOptions& options);
+
+struct LoadOptions {
+  std::vector<std::string> files;
+  InputFormat format = InputFormat::kRealtime;
+  bool now = false;  // build and deploy a generation at once (no realtime export)
+  Timeouts timeouts;
+};
+
+// `clickatron-rebuild load`: queue historical data (and with `now`, deploy it).
+Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options);
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,73 @@
+#include "status_report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "archive_state.h"
+#include "bulk_load.h"
+#include "clickatron/file_util.h"
+#include "clickatron/manifest.h"
+#include "generation.h"
+#include "late_inputs.h"
+#include "work_dir.h"
+
+namespace clickatron::rebuild {
+
+Result<std::string> StatusReport(const ClusterConfig& cluster) {
+  const WorkDir work(cluster.rebuild.work_dir);
+  std::string out;
+  auto serving = ServingGenerations(cluster);
+  if (!serving.ok()) return serving.status();
+  out += "archive shards (serving files):\n";
+  for (int shard = 0; shard < cluster.archive_shards; ++shard) {
+    const MemberConfig* first = cluster.ArchiveReplicas(shard).front();
+    auto manifest = ReadManifest(ManifestPathFor(first->file));
+    if (manifest.ok()) {
+      out += fmt::format("  shard {}: generation {}, {} records, {} bytes, last_day {}  ({})\n", shard,
+                         manifest->generation, manifest->records, manifest->bytes,
+                         manifest->last_day.empty() ? "-" : manifest->last_day, first->file);
+    } else {
+      out += fmt::format("  shard {}: no archive yet ({})\n", shard, first->file);
+    }
+  }
+  auto pending = FindPendingGeneration(work);
+  if (!pending.ok()) return pending.status();
+  if (pending->has_value()) {
+    const GenerationPlan& p = **pending;
+    out += fmt::format("unfinished generation {}: day \"{}\", {} late files, {} loads; {}\n", p.generation, p.day,
+                       p.late_files.size(), p.queue_ids.size(),
+                       FileExists(work.GenDeployed(p.generation)) ? "deployed, realtime not told yet"
+                                                                  : "built, not deployed");
+  }
+  out += "days:\n";
+  std::vector<std::string> days;
+  std::error_code ec;
+  if (std::filesystem::exists(work.DaysDir(), ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(work.DaysDir(), ec)) {
+      days.push_back(entry.path().filename().string());
+    }
+  }
+  std::sort(days.begin(), days.end());
+  for (const std::string& day : days) {
+    std::string exports;
+    for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
+      exports += FileExists(work.ExportPath(day, shard)) ? "x" : ".";
+    }
+    out += fmt::format("  {}  export [{}]  sorted {}  rejects {}  {}\n", day, exports,
+                       FileExists(work.DaySortedDone(day)) ? "yes" : "no",
+                       FileExists(work.DayRejects(day)) ? "yes" : "no",
+                       FileExists(work.DayComplete(day)) ? "COMPLETE (deployed, realtime told)" : "in progress");
+  }
+  auto loads = PendingLoads(work);
+  if (!loads.ok()) return loads.status();
+  out += fmt::format("queued loads: {}\n", loads->size());
+  for (const std::string& id : *loads) out += "  " + id + "\n";
+  auto late = ListLateInputs({LateDataDirs(cluster), {}});
+  if (late.ok()) out += fmt::format("sealed late-data files waiting: {}\n", late->size());
+  return out;
+}
+
+}  // namespace clickatron::rebuild

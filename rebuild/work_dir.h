@@ -1,0 +1,68 @@
+// The rebuild's working directory: where each step leaves its finished
+// result, so a rerun skips what is done (docs/rebuild.md has the tree).
+//
+//   days/D/export-S.csv        realtime shard S's records of day D (complete file = step done)
+//   days/D/sorted.csv          D's records converted, sorted, combined
+//   days/D/sorted.done         marker + figures of the sort step
+//   days/D/rejects.txt         bad lines (file:line: reason), if any
+//   days/D/complete.done       D is in a deployed generation and realtime was told
+//   queue/ID/sorted.csv        a bulk load waiting for the next generation
+//   queue/ID/queued.done       marker: the load is complete and accepted
+//   queue/ID/rejects.txt       its bad lines
+//   queue/ID/folded.done       marker: folded into a deployed generation
+//   gen/G/shard-S.csv(.manifest)  generation G as built (kept until G+1 is deployed)
+//   gen/G/late-sorted.csv      late data folded into G
+//   gen/G/plan.json            marker: G is built; what went into it
+//   gen/G/deployed.done        every replica serves G
+//   gen/G/finished.done        the steps after the deploy are done too
+//   tmp/                       external-sort runs (removed when a sort ends)
+//
+// Every file is written under a temporary name and renamed when complete, so
+// a file's presence under its final name means the step that makes it finished.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace clickatron::rebuild {
+
+class WorkDir {
+ public:
+  explicit WorkDir(std::string root) : root_(std::move(root)) {}
+  const std::string& root() const { return root_; }
+
+  std::string DaysDir() const { return root_ + "/days"; }
+  std::string DayDir(const std::string& day) const { return DaysDir() + "/" + day; }
+  std::string ExportPath(const std::string& day, int shard) const {
+    return DayDir(day) + "/export-" + std::to_string(shard) + ".csv";
+  }
+  std::string DaySorted(const std::string& day) const { return DayDir(day) + "/sorted.csv"; }
+  std::string DaySortedDone(const std::string& day) const { return DayDir(day) + "/sorted.done"; }
+  std::string DayRejects(const std::string& day) const { return DayDir(day) + "/rejects.txt"; }
+  std::string DayComplete(const std::string& day) const { return DayDir(day) + "/complete.done"; }
+
+  std::string QueueRoot() const { return root_ + "/queue"; }
+  std::string QueueDir(const std::string& id) const { return QueueRoot() + "/" + id; }
+  std::string QueueSorted(const std::string& id) const { return QueueDir(id) + "/sorted.csv"; }
+  std::string QueueDone(const std::string& id) const { return QueueDir(id) + "/queued.done"; }
+  std::string QueueRejects(const std::string& id) const { return QueueDir(id) + "/rejects.txt"; }
+  std::string QueueFolded(const std::string& id) const { return QueueDir(id) + "/folded.done"; }
+
+  std::string GenRoot() const { return root_ + "/gen"; }
+  std::string GenDir(uint64_t generation) const { return GenRoot() + "/" + std::to_string(generation); }
+  std::string GenShard(uint64_t generation, int shard) const {
+    return GenDir(generation) + "/shard-" + std::to_string(shard) + ".csv";
+  }
+  std::string GenLateSorted(uint64_t generation) const { return GenDir(generation) + "/late-sorted.csv"; }
+  std::string GenLateRejects(uint64_t generation) const { return GenDir(generation) + "/late-rejects.txt"; }
+  std::string GenPlan(uint64_t generation) const { return GenDir(generation) + "/plan.json"; }
+  std::string GenDeployed(uint64_t generation) const { return GenDir(generation) + "/deployed.done"; }
+  std::string GenFinished(uint64_t generation) const { return GenDir(generation) + "/finished.done"; }
+
+  std::string TempDir(const std::string& name) const { return root_ + "/tmp/" + name; }
+
+ private:
+  std::string root_;
+};
+
+}  // namespace clickatron::rebuild

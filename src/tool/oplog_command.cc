@@ -1,0 +1,274 @@
+// `clickatron oplog`: inspect and replay an API node's oplog (and late-data
+// files, which share the frame and payload format).
+//
+//   list DIR                      segments, records, first/last seq per shard, size
+//   dump PATH…                    every record as text (header line, then its lines)
+//   verify PATH…                  checksums and headers; exit 1 on corruption
+//   replay DIR --to HOST:PORT --shard S [--source NAME] [--after-seq N]
+//                                 re-sends one shard's batches in seq order; the
+//                                 shard's watermark makes a replay safe to repeat
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/framed_log.h"
+#include "clickatron/http_client.h"
+#include "clickatron/oplog_record.h"
+#include "clickatron/query_string.h"
+#include "commands.h"
+
+namespace clickatron::tool {
+namespace {
+
+// The oplog segments of DIR in id order, then its late-data files by name;
+// or PATH itself when it is a file.
+Result<std::vector<std::string>> ExpandPath(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    if (!std::filesystem::exists(path, ec)) return Status::NotFound(fmt::format("{} does not exist", path));
+    return std::vector<std::string>{path};
+  }
+  std::map<uint64_t, std::string> segments;
+  std::vector<std::string> late;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    uint64_t id = 0;
+    bool gz = false;
+    int64_t created = 0;
+    bool sealed = false;
+    if (ParseOplogSegmentName(name, &id, &gz)) {
+      // If both forms exist (a crash mid-gzip), the .gz is the whole one.
+      if (gz || !segments.count(id)) segments[id] = e.path().string();
+    } else if (ParseLateFileName(name, &created, &sealed)) {
+      late.push_back(e.path().string());
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("list {}: {}", path, ec.message()));
+  std::vector<std::string> out;
+  for (auto& [id, p] : segments) out.push_back(std::move(p));
+  std::sort(late.begin(), late.end());
+  out.insert(out.end(), late.begin(), late.end());
+  return out;
+}
+
+struct FileSummary {
+  uint64_t records = 0;
+  uint64_t lines = 0;
+  std::map<int, std::pair<uint64_t, uint64_t>> seqs;  // shard -> first, last
+  bool torn = false;
+  uint64_t good_bytes = 0;
+};
+
+// Reads every record of `path`, calling fn on each; stops at the first error.
+Result<FileSummary> ForEachRecord(const std::string& path,
+                                  const std::function<Status(const OplogPayload&)>& fn) {
+  auto reader = FramedLogReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  FileSummary s;
+  while (true) {
+    auto next = (*reader)->Next();
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) break;
+    auto payload = ParseOplogPayload(**next);
+    if (!payload.ok()) return payload.status().WithContext(fmt::format("{} record {}", path, s.records + 1));
+    ++s.records;
+    const OplogHeader& h = payload->header;
+    if (h.kind == OplogHeader::Kind::kBatch) {
+      auto [it, inserted] = s.seqs.try_emplace(h.shard, h.seq, h.seq);
+      if (!inserted) it->second.second = h.seq;
+      s.lines += static_cast<uint64_t>(std::count(payload->lines.begin(), payload->lines.end(), '\n'));
+    }
+    CLICKATRON_RETURN_IF_ERROR(fn(*payload));
+  }
+  s.torn = (*reader)->truncated_tail();
+  s.good_bytes = (*reader)->good_bytes();
+  return s;
+}
+
+uint64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+Status List(const std::string& dir) {
+  auto files = ExpandPath(dir);
+  if (!files.ok()) return files.status();
+  PrintLine(fmt::format("{:<34} {:>12} {:>8} {:>10}  {}", "file", "bytes", "records", "lines", "shard:first-last"));
+  for (const std::string& f : *files) {
+    auto s = ForEachRecord(f, [](const OplogPayload&) { return Status::Ok(); });
+    if (!s.ok()) return s.status();
+    std::string seqs;
+    for (const auto& [shard, range] : s->seqs) seqs += fmt::format("{}:{}-{} ", shard, range.first, range.second);
+    PrintLine(fmt::format("{:<34} {:>12} {:>8} {:>10}  {}{}", std::filesystem::path(f).filename().string(),
+                          FileSize(f), s->records, s->lines, seqs, s->torn ? " (torn tail)" : ""));
+  }
+  return Status::Ok();
+}
+
+Status Dump(const std::vector<std::string>& paths, std::optional<int> shard) {
+  for (const std::string& p : paths) {
+    auto files = ExpandPath(p);
+    if (!files.ok()) return files.status();
+    for (const std::string& f : *files) {
+      auto s = ForEachRecord(f, [&](const OplogPayload& payload) {
+        const OplogHeader& h = payload.header;
+        if (shard && (h.kind != OplogHeader::Kind::kBatch || h.shard != *shard)) return Status::Ok();
+        if (h.kind == OplogHeader::Kind::kCheckpoint) {
+          std::string last;
+          for (const auto& [sh, seq] : h.last_seq) last += fmt::format("{}{}:{}", last.empty() ? "" : ",", sh, seq);
+          PrintLine(fmt::format("# checkpoint source={} last_seq={}", h.source, last));
+        } else {
+          PrintLine(fmt::format("# source={} shard={} seq={}", h.source, h.shard, h.seq));
+        }
+        ForEachPayloadLine(payload.lines, [](std::string_view line) { PrintLine(line); });
+        return Status::Ok();
+      });
+      if (!s.ok()) return s.status();
+    }
+  }
+  return Status::Ok();
+}
+
+Status Verify(const std::vector<std::string>& paths) {
+  uint64_t bad = 0;
+  for (const std::string& p : paths) {
+    auto files = ExpandPath(p);
+    if (!files.ok()) return files.status();
+    for (const std::string& f : *files) {
+      auto s = ForEachRecord(f, [](const OplogPayload&) { return Status::Ok(); });
+      if (!s.ok()) {
+        ++bad;
+        PrintLine(fmt::format("CORRUPT {}: {}", f, s.status().message()));
+        continue;
+      }
+      PrintLine(fmt::format("ok      {}: {} records{}", f, s->records,
+                            s->torn ? fmt::format(", torn tail after byte {} (cut when the API opens it)",
+                                                  s->good_bytes)
+                                    : ""));
+    }
+  }
+  if (bad > 0) return Status::Corruption(fmt::format("{} damaged file(s)", bad));
+  return Status::Ok();
+}
+
+struct ReplayOptions {
+  std::string dir;
+  std::string to;
+  int shard = 0;
+  std::string source;
+  uint64_t after_seq = 0;
+};
+
+Status Replay(const ReplayOptions& o) {
+  auto peer = ParseHostPort(o.to);
+  if (!peer.ok()) return peer.status();
+  auto files = ExpandPath(o.dir);
+  if (!files.ok()) return files.status();
+  BlockingHttpClient client;
+  uint64_t after = o.after_seq;
+  std::string source = o.source;
+  uint64_t sent = 0, applied = 0, duplicates = 0;
+  bool asked_watermark = false;
+  for (const std::string& f : *files) {
+    int64_t created;
+    bool sealed;
+    if (ParseLateFileName(std::filesystem::path(f).filename().string(), &created, &sealed)) continue;
+    auto s = ForEachRecord(f, [&](const OplogPayload& payload) -> Status {
+      const OplogHeader& h = payload.header;
+      if (h.kind != OplogHeader::Kind::kBatch || h.shard != o.shard) return Status::Ok();
+      if (source.empty()) source = h.source;
+      if (!asked_watermark) {
+        // Skip what the shard already has (it would answer "duplicate" anyway).
+        asked_watermark = true;
+        HttpRequestSpec spec;
+        spec.target = "/watermark?source=" + PercentEncode(source);
+        HttpResponse r = client.Fetch(*peer, spec);
+        if (!r.ok()) return r.transport;
+        if (r.status_code != 200) return Status::Unavailable(fmt::format("GET /watermark: HTTP {}", r.status_code));
+        auto j = nlohmann::json::parse(r.body, nullptr, false);
+        if (!j.is_discarded() && j["data"].is_object() && j["data"]["seq"].is_number_unsigned()) {
+          after = std::max(after, j["data"]["seq"].get<uint64_t>());
+        }
+        fmt::print(stderr, "shard {} at {}: watermark of {} is {}\n", o.shard, o.to, source, after);
+      }
+      if (h.seq <= after || payload.lines.empty()) return Status::Ok();
+      HttpRequestSpec spec;
+      spec.method = "POST";
+      spec.target = fmt::format("/incr?source={}&seq={}", PercentEncode(source), h.seq);
+      spec.body = std::string(payload.lines);
+      HttpResponse r = client.Fetch(*peer, spec);
+      if (!r.ok()) return r.transport.WithContext(fmt::format("seq {}", h.seq));
+      ++sent;
+      if (r.status_code == 200) {
+        auto j = nlohmann::json::parse(r.body, nullptr, false);
+        bool dup = !j.is_discarded() && j["data"].is_object() && j["data"].value("duplicate", false);
+        (dup ? duplicates : applied)++;
+        return Status::Ok();
+      }
+      if (r.status_code == 409) {
+        return Status::FailedPrecondition(fmt::format(
+            "seq {}: DAY_NOT_OPEN ({}); stopping: only the API node moves such lines to late data", h.seq,
+            r.body.substr(0, 300)));
+      }
+      return Status::Unavailable(fmt::format("seq {}: HTTP {} {}", h.seq, r.status_code, r.body.substr(0, 300)));
+    });
+    if (!s.ok()) {
+      fmt::print(stderr, "sent {} batches ({} applied, {} duplicates) before stopping\n", sent, applied, duplicates);
+      return s.status();
+    }
+  }
+  PrintLine(fmt::format("sent {} batches: {} applied, {} duplicates", sent, applied, duplicates));
+  return Status::Ok();
+}
+
+void AddOplogCommand(CLI::App& app) {
+  CLI::App* oplog = app.add_subcommand("oplog", "Inspect or replay an API node's oplog and late-data files");
+  oplog->require_subcommand(1);
+  SetDetails(oplog,
+             "DIR is an API node's DATA_DIR/oplog (or DATA_DIR/late); PATH a directory or one file.\n"
+             "Examples:\n"
+             "  clickatron oplog list var/api-0/oplog\n"
+             "  clickatron oplog dump --shard 1 var/api-0/oplog\n"
+             "  clickatron oplog verify var/api-0/oplog var/api-0/late\n"
+             "  clickatron oplog replay var/api-0/oplog --to 127.0.0.1:8091 --shard 1");
+
+  CLI::App* list = oplog->add_subcommand("list", "Segments: records, lines, first/last seq per shard, size");
+  auto list_dir = std::make_shared<std::string>();
+  list->add_option("DIR", *list_dir, "oplog directory")->required();
+  SetAction(list, [list_dir] { return List(*list_dir); });
+
+  CLI::App* dump = oplog->add_subcommand("dump", "Print every record as text");
+  auto dump_paths = std::make_shared<std::vector<std::string>>();
+  auto dump_shard = std::make_shared<int>(-1);
+  dump->add_option("PATH", *dump_paths, "directories or files")->required();
+  dump->add_option("--shard", *dump_shard, "only this shard's batches");
+  SetAction(dump, [dump_paths, dump_shard] {
+    return Dump(*dump_paths, *dump_shard >= 0 ? std::optional<int>(*dump_shard) : std::nullopt);
+  });
+
+  CLI::App* verify = oplog->add_subcommand("verify", "Check every frame's checksum and header (exit 1 if damaged)");
+  auto verify_paths = std::make_shared<std::vector<std::string>>();
+  verify->add_option("PATH", *verify_paths, "directories or files")->required();
+  SetAction(verify, [verify_paths] { return Verify(*verify_paths); });
+
+  CLI::App* replay = oplog->add_subcommand("replay", "Re-send one shard's batches to a realtime daemon");
+  auto ro = std::make_shared<ReplayOptions>();
+  replay->add_option("DIR", ro->dir, "oplog directory")->required();
+  replay->add_option("--to", ro->to, "the realtime daemon, HOST:PORT")->required();
+  replay->add_option("--shard", ro->shard, "which shard's batches")->required()->check(CLI::NonNegativeNumber);
+  replay->add_option("--source", ro->source, "source name to send as (default: the one recorded)");
+  replay->add_option("--after-seq", ro->after_seq, "skip batches up to this seq (the shard's watermark is skipped anyway)");
+  SetAction(replay, [ro] { return Replay(*ro); });
+}
+
+const bool kRegistered = RegisterCommand(60, AddOplogCommand);
+
+}  // namespace
+}  // namespace clickatron::tool

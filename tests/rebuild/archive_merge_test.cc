@@ -1,0 +1,144 @@
+// Merging into the previous generation by galloping over its lines must give
+// exactly what a plain line-by-line map merge gives, and checksum every byte
+// of the previous file.
+#include "archive_merge.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "clickatron/file_util.h"
+#include "clickatron/shard.h"
+#include "merge.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+using clickatron::testing::TempDir;
+
+using Table = std::map<std::string, std::map<std::string, int64_t>>;
+
+std::vector<std::string> Format(const Table& table) {
+  std::vector<std::string> lines;
+  for (const auto& [key, columns] : table) {
+    std::string line = key + ",";
+    for (const auto& [name, count] : columns) {
+      if (line.back() != ',') line += ' ';
+      line += name + ":" + std::to_string(count);
+    }
+    lines.push_back(line);
+  }
+  return lines;  // std::map order of "u|kNNNN" keys equals CompareArchiveKeys order here
+}
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::string text = ReadFileToString(path).value();
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+struct Case {
+  Table previous, additions, expected;
+};
+
+Case RandomCase(uint32_t seed, int previous_keys, int added_keys) {
+  std::mt19937 rng(seed);
+  Case c;
+  for (int i = 0; i < previous_keys; ++i) {
+    const std::string key = "u|k" + std::to_string(100000 + rng() % 200000);
+    c.previous[key]["c3a" + std::to_string(rng() % 10)] = 1 + rng() % 9;
+    // Now and then a long line, so spans are not all alike.
+    if (rng() % 50 == 0) {
+      for (int h = 0; h < 10; ++h) c.previous[key]["c3b" + std::to_string(h)] = h + 1;
+    }
+  }
+  for (int i = 0; i < added_keys; ++i) {
+    const std::string key = "u|k" + std::to_string(100000 + rng() % 200000);
+    c.additions[key]["c3a" + std::to_string(rng() % 10)] += 1 + rng() % 9;
+  }
+  c.expected = c.previous;
+  for (const auto& [key, columns] : c.additions) {
+    for (const auto& [name, count] : columns) c.expected[key][name] += count;
+  }
+  return c;
+}
+
+void RunCase(const Case& c, const std::string& dir) {
+  std::string previous;
+  for (const std::string& line : Format(c.previous)) previous += line + "\n";
+  VectorLineSource added(Format(c.additions), "additions");
+  MergingSource additions({&added});
+  auto writer = ShardFileWriter::Create(dir + "/out.csv");
+  ASSERT_TRUE(writer.ok());
+  ArchiveMergeStats stats;
+  const Status st = MergeIntoArchive(previous, &additions, writer->get(), {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE((*writer)->Finish().ok());
+  const auto expected = Format(c.expected);
+  EXPECT_EQ(ReadLines(dir + "/out.csv"), expected);
+  EXPECT_EQ(stats.previous_crc32, Crc32(previous));
+  EXPECT_EQ(stats.previous_lines, c.previous.size());
+  EXPECT_EQ(stats.added + stats.combined, c.additions.size());
+  Manifest described, core;
+  (*writer)->Describe(&described);
+  DescribeArchiveData(ReadFileToString(dir + "/out.csv").value(), &core);
+  EXPECT_EQ(described.records, expected.size());
+  EXPECT_EQ(described.crc32, core.crc32);
+  EXPECT_EQ(described.first_key, core.first_key);
+  EXPECT_EQ(described.last_key, core.last_key);
+}
+
+TEST(ArchiveMerge, SparseAdditionsIntoALargeArchive) {
+  TempDir tmp;
+  RunCase(RandomCase(1, 20000, 300), tmp.path());
+}
+
+TEST(ArchiveMerge, DenseAdditions) {
+  TempDir tmp;
+  RunCase(RandomCase(2, 3000, 3000), tmp.path());
+}
+
+TEST(ArchiveMerge, EmptyPreviousOrNoAdditions) {
+  TempDir tmp;
+  RunCase(RandomCase(3, 0, 500), tmp.path());
+  RunCase(RandomCase(4, 500, 0), tmp.path());
+  RunCase(RandomCase(5, 0, 0), tmp.path());
+}
+
+TEST(ArchiveMerge, KeysAtTheEdgesAndPrefixKeys) {
+  TempDir tmp;
+  Case c;
+  // "u|a" is a prefix of "u|a-b" and "u|a0": key order, not naive string order.
+  c.previous["u|a"]["c3a1"] = 1;
+  c.previous["u|a-b"]["c3a1"] = 2;
+  c.previous["u|a0"]["c3a1"] = 3;
+  c.previous["u|z"]["c3a1"] = 4;
+  c.additions["u|a"]["c3a2"] = 5;     // the first line
+  c.additions["u|a-a"]["c3a1"] = 6;   // between "u|a" and "u|a-b"
+  c.additions["u|z"]["c3a1"] = 7;     // the last line
+  c.additions["u|zz"]["c3a1"] = 8;    // after the end
+  c.expected = c.previous;
+  for (const auto& [key, columns] : c.additions) {
+    for (const auto& [name, count] : columns) c.expected[key][name] += count;
+  }
+  RunCase(c, tmp.path());
+}
+
+TEST(ArchiveMerge, AFileWithoutFinalNewlineIsRefused) {
+  TempDir tmp;
+  VectorLineSource none({});
+  auto writer = ShardFileWriter::Create(tmp / "out.csv");
+  ASSERT_TRUE(writer.ok());
+  ArchiveMergeStats stats;
+  EXPECT_FALSE(MergeIntoArchive("u|a,c3a1:1", &none, writer->get(), {}, &stats).ok());
+}
+
+}  // namespace
+}  // namespace clickatron::rebuild

@@ -1,0 +1,473 @@
+// End to end on loopback: real clickatron-realtime and clickatron-archive
+// daemons, the real clickatron-rebuild binary. Increments go straight into the
+// realtime shards (POST /incr with a manual clock); the archive files the
+// rebuild deploys must equal an expectation computed here from the raw
+// increments with std::map.
+#include <gtest/gtest.h>
+
+#include <zlib.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/file_util.h"
+#include "clickatron/framed_log.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/manifest.h"
+#include "clickatron/oplog_record.h"
+#include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
+#include "testutil/testutil.h"
+
+namespace clickatron {
+namespace {
+
+using testing::BinaryPath;
+using testing::DaemonProcess;
+using testing::FreePort;
+using testing::HttpGet;
+using testing::HttpPost;
+using testing::Loopback;
+using testing::RunCommand;
+using testing::TempDir;
+using testing::WaitFor;
+
+constexpr const char* kToken = "s3cret";
+constexpr int kShards = 2;
+
+// archive key -> column -> count (lookups: column "" holds no count; see lookups_).
+class Expectation {
+ public:
+  void AddTotal(const std::string& ns, const std::string& tkey, const std::string& ymdh, int64_t v) {
+    counters_[ns + "|" + tkey][ymdh] += v;
+  }
+  void AddSubtotal(const std::string& sns, const std::string& ns, const std::string& tkey, const std::string& skey,
+                   const std::string& ymdh, int64_t v) {
+    counters_[sns + "." + ns + "|" + tkey + "." + ymdh][skey] += v;
+  }
+  void AddLookup(const std::string& hash, const std::string& value) { lookups_["l|" + hash] = value; }
+
+  // Sorted archive lines of one archive shard, formatted here.
+  std::vector<std::string> ShardLines(int shard) const {
+    std::vector<std::string> lines;
+    for (const auto& [key, columns] : counters_) {
+      const std::string ns_tkey = key.substr(key.find('.') < key.find('|') ? key.find('.') + 1 : 0);
+      const std::string shard_key = ns_tkey.substr(0, ns_tkey.find('.'));
+      if (static_cast<int>(Crc32(shard_key) % kShards) != shard) continue;
+      std::string line = key + ",";
+      for (const auto& [name, count] : columns) {
+        if (line.back() != ',') line += ' ';
+        line += name + ":" + std::to_string(count);
+      }
+      lines.push_back(line);
+    }
+    for (const auto& [key, value] : lookups_) {
+      if (static_cast<int>(Crc32(key.substr(2)) % kShards) == shard) lines.push_back(key + "," + value);
+    }
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, int64_t>> counters_;
+  std::map<std::string, std::string> lookups_;
+};
+
+std::vector<std::string> FileLines(const std::string& path) {
+  std::vector<std::string> lines;
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return lines;
+  size_t start = 0;
+  while (start < text->size()) {
+    const size_t nl = text->find('\n', start);
+    lines.push_back(text->substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+std::string Ymdh(int64_t day, int hour) { return *YmdhFromUnix(day * kSecondsPerDay + hour * kSecondsPerHour); }
+
+class RebuildIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < kShards; ++i) {
+      realtime_ports_[i] = FreePort();
+      archive_ports_[i] = FreePort();
+    }
+    config_path_ = tmp_ / "cluster.toml";
+    std::string toml = fmt::format(R"([cluster]
+realtime_shards = {0}
+archive_shards = {0}
+clock = "manual"
+admin_token = "{1}"
+log_level = "info"
+
+[rebuild]
+work_dir = "{2}/work"
+backup_dir = "{2}/backup"
+memory_mb = 1
+threads = 2
+max_bad_line_ratio = 0.1
+oplog_dirs = ["{2}/api-0"]
+)",
+                                   kShards, kToken, tmp_.path());
+    for (int i = 0; i < kShards; ++i) {
+      toml += fmt::format(R"(
+[[member]]
+name = "realtime-{0}"
+role = "realtime"
+listen = "127.0.0.1:{1}"
+data_dir = "{2}/realtime-{0}"
+shard = {0}
+
+[[member]]
+name = "archive-{0}"
+role = "archive"
+listen = "127.0.0.1:{3}"
+data_dir = "{2}/archive-{0}"
+shard = {0}
+file = "{2}/archive/shard-{0}.csv"
+)",
+                          i, realtime_ports_[i], tmp_.path(), archive_ports_[i]);
+    }
+    ASSERT_TRUE(WriteFileAtomically(config_path_, toml).ok());
+    auto cluster = ClusterConfig::Load(config_path_);
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_ = *cluster;
+    ASSERT_TRUE(MakeDirs(tmp_ / "logs").ok());
+    for (int i = 0; i < kShards; ++i) {
+      StartRealtime(i);
+      StartArchive(i);
+    }
+    // The realtime ring only turns forward from the system date: the first
+    // test day is tomorrow.
+    day_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay) + 1;
+  }
+
+  void StartRealtime(int i) {
+    std::string error;
+    ASSERT_TRUE(realtime_[i].StartMember(BinaryPath("clickatron-realtime"), config_path_,
+                                         *cluster_.FindMember(fmt::format("realtime-{}", i)), tmp_ / "logs", &error))
+        << error;
+  }
+  void StartArchive(int i) {
+    std::string error;
+    ASSERT_TRUE(archive_[i].StartMember(BinaryPath("clickatron-archive"), config_path_,
+                                        *cluster_.FindMember(fmt::format("archive-{}", i)), tmp_ / "logs", &error))
+        << error;
+  }
+
+  HttpResponse Admin(const std::string& method, uint16_t port, const std::string& target) {
+    if (method == "POST") return HttpPost(Loopback(port), target, "", 10000, kToken);
+    return HttpGet(Loopback(port), target);
+  }
+
+  void RotateAll(int64_t today) {
+    for (int i = 0; i < kShards; ++i) {
+      HttpResponse r = Admin("POST", realtime_ports_[i], "/rotate?today=" + FormatDate(today));
+      ASSERT_TRUE(r.ok() && r.status_code == 200) << r.status_code << " " << r.body;
+    }
+  }
+
+  // Sends realtime lines to the realtime shard each belongs to.
+  void SendRealtimeLines(const std::vector<std::string>& lines) {
+    std::map<int, std::string> bodies;
+    for (const std::string& line : lines) {
+      auto shard_key = ShardKeyOfRealtimeKey(line);
+      ASSERT_TRUE(shard_key.ok()) << line;
+      bodies[static_cast<int>(ShardOf(*shard_key, kShards))] += line + "\n";
+    }
+    for (const auto& [shard, body] : bodies) {
+      HttpResponse r = HttpPost(Loopback(realtime_ports_[shard]),
+                                fmt::format("/incr?source=test&seq={}", ++seq_), body);
+      ASSERT_TRUE(r.ok() && r.status_code == 200) << r.status_code << " " << r.body;
+    }
+  }
+
+  // Random increments for `day`: totals, country subtotals, and a referrer
+  // subtotal whose value is hashed (with its lookup put).
+  void PutRandomDay(int64_t day, uint32_t seed, int increments, Expectation* expect) {
+    std::mt19937 rng(seed);
+    const std::vector<std::string> countries = {"US", "JP", "DE", "FR"};
+    const std::vector<std::string> referrers = {"http://www.facebook.com/", "direct", "http://t.co/abc"};
+    for (int round = 0; round < 4; ++round) {
+      std::vector<std::string> lines;
+      for (int i = 0; i < increments / 4; ++i) {
+        const std::string tkey = "key" + std::to_string(rng() % 40);
+        const std::string ymdh = Ymdh(day, static_cast<int>(rng() % 24));
+        const int64_t value = 1 + rng() % 9;
+        const std::string& country = countries[rng() % countries.size()];
+        const std::string& referrer = referrers[rng() % referrers.size()];
+        const StoredKeyPart ref = StoreKeyPart(referrer);
+        lines.push_back(fmt::format("u|{}.{},{}", tkey, ymdh, value));
+        lines.push_back(fmt::format("c.u|{}.{}.{},{}", tkey, country, ymdh, value));
+        lines.push_back(fmt::format("r.u|{}.{}.{},{}", tkey, ref.stored, ymdh, value));
+        expect->AddTotal("u", tkey, ymdh, value);
+        expect->AddSubtotal("c", "u", tkey, country, ymdh, value);
+        expect->AddSubtotal("r", "u", tkey, ref.stored, ymdh, value);
+        if (ref.hashed) {
+          lines.push_back("l|" + ref.stored + "," + referrer);
+          expect->AddLookup(ref.stored, referrer);
+        }
+      }
+      SendRealtimeLines(lines);
+    }
+  }
+
+  int Rebuild(const std::vector<std::string>& args, std::string* output) {
+    std::vector<std::string> argv = {BinaryPath("clickatron-rebuild")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, output);
+  }
+  int RunDay(int64_t day, std::string* output) {
+    return Rebuild({"run", "--config", config_path_, "--date", FormatDate(day)}, output);
+  }
+
+  std::string ArchiveFile(int shard) const { return tmp_ / fmt::format("archive/shard-{}.csv", shard); }
+
+  void ExpectArchiveEquals(const Expectation& expect) {
+    for (int s = 0; s < kShards; ++s) {
+      const std::vector<std::string> want = expect.ShardLines(s);
+      EXPECT_FALSE(want.empty());
+      EXPECT_EQ(FileLines(ArchiveFile(s)), want) << "archive shard " << s;
+    }
+  }
+
+  // data.generation at GET /manifest of archive replica i (0: no file yet; -1: down).
+  int64_t ServedGeneration(int i) {
+    HttpResponse r = HttpGet(Loopback(archive_ports_[i]), "/manifest");
+    if (!r.ok() || r.status_code != 200) return -1;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_object() || !j.contains("data")) return -1;
+    if (j["data"].is_null()) return 0;
+    if (!j["data"].is_object()) return -1;
+    return j["data"].value("generation", int64_t{-1});
+  }
+
+  TempDir tmp_;
+  std::string config_path_;
+  ClusterConfig cluster_;
+  uint16_t realtime_ports_[kShards] = {};
+  uint16_t archive_ports_[kShards] = {};
+  DaemonProcess realtime_[kShards];
+  DaemonProcess archive_[kShards];
+  int64_t day_ = 0;
+  uint64_t seq_ = 0;
+};
+
+TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 1, 800, &expect);
+  RotateAll(day_ + 1);  // day_ is now Yesterday
+  // Before: the realtime day cannot be cleared.
+  EXPECT_EQ(Admin("POST", realtime_ports_[0], "/clear?date=" + FormatDate(day_)).status_code, 409);
+
+  std::string out;
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_EQ(ServedGeneration(i), 1) << "replica " << i;
+    auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
+    ASSERT_TRUE(manifest.ok());
+    EXPECT_EQ(manifest->last_day, FormatDate(day_));
+    EXPECT_EQ(manifest->records, expect.ShardLines(i).size());
+    EXPECT_TRUE(FileExists(tmp_ / fmt::format("backup/gen-1/shard-{}.csv.gz", i)));
+  }
+  // The realtime day is exported: it may be cleared now.
+  for (int i = 0; i < kShards; ++i) {
+    HttpResponse r = Admin("POST", realtime_ports_[i], "/clear?date=" + FormatDate(day_));
+    EXPECT_EQ(r.status_code, 200) << r.body;
+  }
+
+  // A rerun of a finished day is a no-op: same files, same generation.
+  const auto before = FileLines(ArchiveFile(0));
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  EXPECT_EQ(FileLines(ArchiveFile(0)), before);
+  EXPECT_EQ(ServedGeneration(0), 1);
+  // The day before was still in the ring unexported (the first Yesterday):
+  // it was folded with day_, so running it now has nothing to do.
+  ASSERT_EQ(RunDay(day_ - 1, &out), 0) << out;
+  EXPECT_NE(out.find("nothing to do"), std::string::npos) << out;
+  // An earlier day than the archive's last_day, never in a generation, would
+  // be counted twice if it had been: refused.
+  EXPECT_NE(RunDay(day_ - 30, &out), 0);
+  EXPECT_NE(out.find("ALREADY_ARCHIVED"), std::string::npos) << out;
+  ASSERT_EQ(Rebuild({"status", "--config", config_path_}, &out), 0) << out;
+  EXPECT_NE(out.find(FormatDate(day_) + "  export [xx]  sorted yes"), std::string::npos) << out;
+  EXPECT_NE(out.find("COMPLETE"), std::string::npos) << out;
+  EXPECT_NE(out.find("shard 0: generation 1"), std::string::npos) << out;
+
+  // Day two, plus a sealed late-data file holding more of day one.
+  PutRandomDay(day_ + 1, 2, 400, &expect);
+  ASSERT_TRUE(MakeDirs(tmp_ / "api-0/late").ok());
+  const std::string late = tmp_ / ("api-0/late/" + LateFileName(1700000000, true));
+  {
+    auto writer = FramedLogWriter::Open(late);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    std::string payload = FormatBatchHeader("api-0", 0, 7);
+    for (int h = 0; h < 3; ++h) {
+      payload += fmt::format("u|key1.{},100\n", Ymdh(day_, h));
+      expect.AddTotal("u", "key1", Ymdh(day_, h), 100);
+    }
+    payload += fmt::format("u|latecomer.{},5\n", Ymdh(day_, 23));
+    expect.AddTotal("u", "latecomer", Ymdh(day_, 23), 5);
+    ASSERT_TRUE((*writer)->Append(payload).ok());
+    ASSERT_TRUE((*writer)->Sync().ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  for (int i = 0; i < kShards; ++i) {
+    EXPECT_EQ(ServedGeneration(i), 2);
+    auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
+    ASSERT_TRUE(manifest.ok());
+    EXPECT_EQ(manifest->last_day, FormatDate(day_ + 1));
+    EXPECT_EQ(manifest->late_inputs, std::vector<std::string>{late});
+  }
+  EXPECT_FALSE(FileExists(late));
+  EXPECT_TRUE(FileExists(late.substr(0, late.size() - 7) + ".done"));
+}
+
+TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
+  Expectation expect;
+  // History from 2020, any order, duplicates, one bad line per file, gzip too.
+  const int64_t old_day = *ParseDate("2020-02-29");
+  std::vector<std::string> plain, packed;
+  for (int i = 0; i < 300; ++i) {
+    const std::string ymdh = Ymdh(old_day - i % 5, i % 24);
+    const std::string line = fmt::format("u|hist{}.{},{}", i % 7, ymdh, 1 + i % 3);
+    (i % 2 ? plain : packed).push_back(line);
+    expect.AddTotal("u", fmt::format("hist{}", i % 7), ymdh, 1 + i % 3);
+  }
+  plain.push_back(plain.front());  // a duplicate: counts sum
+  expect.AddTotal("u", "hist1", Ymdh(old_day - 1, 1), 2);
+  plain.insert(plain.begin() + 10, "u|hist1.c3p1");  // bad: no value (line 11)
+  {
+    std::ofstream f(tmp_ / "history.csv");
+    for (const auto& l : plain) f << l << "\n";
+  }
+  {
+    gzFile gz = gzopen((tmp_ / "history.csv.gz").c_str(), "wb");
+    ASSERT_NE(gz, nullptr);
+    for (const auto& l : packed) gzprintf(gz, "%s\n", l.c_str());
+    gzputs(gz, "not a record\n");  // bad (line 151)
+    gzclose(gz);
+  }
+  std::string out;
+  ASSERT_EQ(Rebuild({"load", "--config", config_path_, "--now", tmp_ / "history.csv", tmp_ / "history.csv.gz"}, &out),
+            0)
+      << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(0), 1);
+  // The rejects name file and line.
+  std::string rejects;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp_ / "work/queue")) {
+    if (FileExists(entry.path().string() + "/rejects.txt")) {
+      rejects = ReadFileToString(entry.path().string() + "/rejects.txt").value();
+    }
+  }
+  EXPECT_NE(rejects.find(tmp_ / "history.csv:11:"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find(tmp_ / "history.csv.gz:151:"), std::string::npos) << rejects;
+
+  // Too many bad lines (more than 10%): the load fails, nothing is queued.
+  {
+    std::ofstream f(tmp_ / "junk.csv");
+    for (int i = 0; i < 10; ++i) f << "u|junk.c3p1,1\n";
+    for (int i = 0; i < 5; ++i) f << "junk\n";
+  }
+  EXPECT_NE(Rebuild({"load", "--config", config_path_, "--now", tmp_ / "junk.csv"}, &out), 0);
+  EXPECT_NE(out.find("TOO_MANY_BAD_LINES"), std::string::npos) << out;
+  // Archive-format history is taken in as well (and normalised).
+  {
+    std::ofstream f(tmp_ / "history-archive.csv");
+    f << "u|hist1," << Ymdh(old_day - 9, 3) << ":0007 " << Ymdh(old_day - 9, 4) << ":1\n";
+    f << "c.u|hist1." << Ymdh(old_day - 9, 3) << ",JP:2 US:5\n";
+  }
+  expect.AddTotal("u", "hist1", Ymdh(old_day - 9, 3), 7);
+  expect.AddTotal("u", "hist1", Ymdh(old_day - 9, 4), 1);
+  expect.AddSubtotal("c", "u", "hist1", "JP", Ymdh(old_day - 9, 3), 2);
+  expect.AddSubtotal("c", "u", "hist1", "US", Ymdh(old_day - 9, 3), 5);
+  ASSERT_EQ(Rebuild({"load", "--config", config_path_, "--format", "archive", "--now", tmp_ / "history-archive.csv"},
+                    &out),
+            0)
+      << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(0), 2);
+  ASSERT_EQ(Rebuild({"load", "--config", config_path_, tmp_ / "history.csv"}, &out), 0) << out;  // queued, not now
+  EXPECT_EQ(ServedGeneration(0), 2);  // nothing served changed
+  ExpectArchiveEquals(expect);
+  // The next day's run folds the queued load in (and only that one).
+  for (const auto& l : plain) {
+    if (l.find(',') == std::string::npos) continue;
+    const size_t bar = l.find('|'), dot = l.find('.'), comma = l.find(',');
+    expect.AddTotal("u", l.substr(bar + 1, dot - bar - 1), l.substr(dot + 1, comma - dot - 1),
+                    std::stoll(l.substr(comma + 1)));
+  }
+  RotateAll(day_);
+  PutRandomDay(day_, 3, 80, &expect);
+  RotateAll(day_ + 1);
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(1), 3);
+}
+
+TEST_F(RebuildIntegration, FailedDeployKeepsOldGenerationAndDayThenRerunDeploys) {
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 4, 200, &expect);
+  RotateAll(day_ + 1);
+  std::string out;
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  const Expectation first = expect;
+
+  PutRandomDay(day_ + 1, 5, 200, &expect);
+  RotateAll(day_ + 2);
+  archive_[1].Stop();
+  const auto shard0_before = FileLines(ArchiveFile(0));
+  EXPECT_NE(RunDay(day_ + 1, &out), 0);
+  EXPECT_NE(out.find("archive-1"), std::string::npos) << out;
+  // Nothing deployed: the old generation serves, its files are untouched.
+  EXPECT_EQ(ServedGeneration(0), 1);
+  EXPECT_EQ(FileLines(ArchiveFile(0)), shard0_before);
+  ExpectArchiveEquals(first);
+  // The realtime day was not marked exported.
+  EXPECT_EQ(Admin("POST", realtime_ports_[0], "/clear?date=" + FormatDate(day_ + 1)).status_code, 409);
+
+  StartArchive(1);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(0), 2);
+  EXPECT_EQ(ServedGeneration(1), 2);
+  EXPECT_EQ(Admin("POST", realtime_ports_[1], "/clear?date=" + FormatDate(day_ + 1)).status_code, 200);
+}
+
+TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 6, 80, &expect);
+  RotateAll(day_ + 1);
+  realtime_[1].Stop();
+  std::string out;
+  EXPECT_NE(RunDay(day_, &out), 0);
+  EXPECT_NE(out.find("EXPORT_FAILED"), std::string::npos) << out;
+  EXPECT_FALSE(FileExists(ArchiveFile(0)));
+  EXPECT_EQ(ServedGeneration(0), 0) << "no generation was deployed";
+  StartRealtime(1);
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  // The export that succeeded the first time is not fetched again.
+  EXPECT_NE(out.find("realtime shard 0: done by an earlier run"), std::string::npos) << out;
+  ExpectArchiveEquals(expect);
+}
+
+}  // namespace
+}  // namespace clickatron
