@@ -207,7 +207,12 @@ Result<RotateReport> Ring::RotateTo(int64_t new_today) {
   RotateReport report;
   report.from = today_;
   report.to = new_today;
-  if (new_today < today_) {
+  // A shard that has never applied a batch holds nothing, so its first day
+  // may be set to the past (a manual clock replaying history, tests); once it
+  // has data the ring only turns forward.
+  const bool backwards = new_today < today_;
+  const bool never_written = watermarks_.empty();
+  if (backwards && !never_written) {
     return Status::FailedPrecondition(fmt::format("the ring turns forward only: today is {}, asked for {}",
                                                   FormatDate(today_), FormatDate(new_today)),
                                       "ROTATE_BACKWARDS");
@@ -216,7 +221,7 @@ Result<RotateReport> Ring::RotateTo(int64_t new_today) {
   today_ = new_today;
   for (auto& [day, s] : days_) {
     if (InPositions(day) || s.cleared) continue;
-    if (s.exported) {
+    if (s.exported || backwards) {  // backwards: the shard holds nothing (above)
       s.clearing = true;
       report.cleared.push_back(day);
     } else {

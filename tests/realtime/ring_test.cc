@@ -211,12 +211,21 @@ TEST_F(RingTest, RingStateSurvivesReopenWhateverTheClockSays) {
   EXPECT_EQ(ring_->OpenDays(), (std::vector<int64_t>{kToday + 3, kToday + 4}));
 }
 
-TEST_F(RingTest, RotationGoesForwardOnly) {
+TEST_F(RingTest, RotationGoesForwardOnlyOnceAShardHasData) {
   ASSERT_TRUE(ring_->RotateTo(kToday + 1).ok());
+  ASSERT_TRUE(Apply("api-0", 1, TotalKey("k", kToday + 1, 3) + ",1\n").ok());
   EXPECT_EQ(ring_->RotateTo(kToday).status().reason(), "ROTATE_BACKWARDS");
   Result<RotateReport> same = ring_->RotateTo(kToday + 1);
   ASSERT_TRUE(same.ok());
   EXPECT_TRUE(same->created.empty());
+}
+
+TEST_F(RingTest, AShardThatNeverTookABatchMayStartInThePast) {
+  Result<RotateReport> back = ring_->RotateTo(kToday - 400);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(ring_->OpenDays(), (std::vector<int64_t>{kToday - 401, kToday - 400, kToday - 399}));
+  // Its old (empty) stores are dropped, not retained forever.
+  for (int64_t d : {kToday - 1, kToday, kToday + 1}) EXPECT_FALSE(store_->HasDay(d)) << d;
 }
 
 TEST_F(RingTest, WatermarkOutlivesTheDayItWasWrittenWith) {

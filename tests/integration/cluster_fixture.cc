@@ -1,0 +1,280 @@
+#include "integration/cluster_fixture.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+
+#include "clickatron/query_string.h"
+
+namespace clickatron::integration {
+
+using clickatron::testing::BinaryPath;
+using clickatron::testing::DaemonProcess;
+using clickatron::testing::FreePort;
+using clickatron::testing::HttpGet;
+using clickatron::testing::HttpPost;
+
+namespace {
+
+std::string MemberToml(const std::string& name, const std::string& role, uint16_t port, const std::string& data_dir,
+                       int shard, const std::string& file) {
+  std::string out = fmt::format("[[member]]\nname = \"{}\"\nrole = \"{}\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}\"\n",
+                                name, role, port, data_dir);
+  if (shard >= 0) out += fmt::format("shard = {}\n", shard);
+  if (!file.empty()) out += fmt::format("file = \"{}\"\n", file);
+  return out + "\n";
+}
+
+std::string BinaryForRole(MemberRole role) {
+  switch (role) {
+    case MemberRole::kApi: return BinaryPath("clickatron-api");
+    case MemberRole::kRealtime: return BinaryPath("clickatron-realtime");
+    case MemberRole::kArchive: return BinaryPath("clickatron-archive");
+    default: return "";
+  }
+}
+
+}  // namespace
+
+Cluster::Cluster(Options options) : options_(options) {
+  const std::string& d = dir_.path();
+  std::string toml = fmt::format(
+      "[cluster]\nrealtime_shards = {}\narchive_shards = {}\nclock = \"manual\"\nadmin_token = \"{}\"\n"
+      "log_level = \"info\"\n\n[api]\nflush_window_ms = {}\nretry_backoff_min_ms = 20\nretry_backoff_max_ms = 500\n"
+      "request_timeout_ms = 3000\n\n"
+      "[rebuild]\nwork_dir = \"{}/rebuild\"\nbackup_dir = \"{}/backup\"\nmemory_mb = {}\n\n",
+      options.realtime_shards, options.archive_shards, kToken, options.flush_window_ms, d, d, options.rebuild_memory_mb);
+  toml += MemberToml("api-0", "api", FreePort(), d + "/api-0", -1, "");
+  for (int s = 0; s < options.realtime_shards; ++s) {
+    toml += MemberToml(fmt::format("realtime-{}", s), "realtime", FreePort(), fmt::format("{}/realtime-{}", d, s), s, "");
+  }
+  for (int s = 0; s < options.archive_shards; ++s) {
+    for (int r = 0; r < options.replicas_per_archive_shard; ++r) {
+      std::string name = options.replicas_per_archive_shard == 1 ? fmt::format("archive-{}", s)
+                                                                 : fmt::format("archive-{}{}", s, static_cast<char>('a' + r));
+      toml += MemberToml(name, "archive", FreePort(), fmt::format("{}/{}", d, name), s,
+                         fmt::format("{}/archive/shard-{}.csv", d, s));
+    }
+  }
+  config_path_ = d + "/cluster.toml";
+  std::ofstream(config_path_) << toml;
+  auto loaded = ClusterConfig::Load(config_path_);
+  if (loaded.ok()) config_ = std::move(loaded).value();
+}
+
+Cluster::~Cluster() {
+  for (auto& [name, p] : processes_) p->Kill();
+}
+
+const MemberConfig& Cluster::member(const std::string& name) const { return *config_.FindMember(name); }
+
+HostPort Cluster::api() const { return config_.MembersWithRole(MemberRole::kApi).front()->listen; }
+
+bool Cluster::Start(const std::string& name, std::string* error) {
+  const MemberConfig* m = config_.FindMember(name);
+  if (!m) {
+    *error = "no member " + name;
+    return false;
+  }
+  auto& slot = processes_[name];
+  if (!slot) slot = std::make_unique<DaemonProcess>();
+  return slot->StartMember(BinaryForRole(m->role), config_path_, *m, dir_.path(), error);
+}
+
+bool Cluster::StartAll(std::string* error) {
+  // Storage first, then the API (it asks the shards for watermarks on start).
+  for (MemberRole role : {MemberRole::kRealtime, MemberRole::kArchive, MemberRole::kApi}) {
+    for (const MemberConfig* m : config_.MembersWithRole(role)) {
+      if (!Start(m->name, error)) return false;
+    }
+  }
+  return true;
+}
+
+void Cluster::Kill(const std::string& name) {
+  if (processes_.count(name)) processes_[name]->Kill();
+}
+
+int Cluster::Stop(const std::string& name) { return processes_.count(name) ? processes_[name]->Stop() : -1; }
+
+bool Cluster::RotateAll(const std::string& date, std::string* error) {
+  for (const MemberConfig* m : config_.MembersWithRole(MemberRole::kRealtime)) {
+    auto r = HttpPost(m->listen, "/rotate?today=" + date, "", 10000, kToken);
+    if (r.status_code != 200) {
+      *error = fmt::format("rotate {} to {}: HTTP {} {}", m->name, date, r.status_code, r.body);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Cluster::SealLateData(std::string* error) {
+  auto r = HttpPost(api(), "/late/seal", "", 10000, kToken);
+  if (r.status_code != 200) {
+    *error = fmt::format("late/seal: HTTP {} {}", r.status_code, r.body);
+    return false;
+  }
+  return true;
+}
+
+int Cluster::Rebuild(const std::string& date, std::string* output) {
+  return clickatron::testing::RunCommand(
+      {BinaryPath("clickatron-rebuild"), "run", "--config", config_path_, "--date", date}, output);
+}
+
+nlohmann::json Cluster::ApiGet(const std::string& target, int* status) const {
+  auto r = HttpGet(api(), target, 15000);
+  if (status) *status = r.status_code;
+  if (!r.ok()) return nullptr;
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+std::string Increment::QueryString() const {
+  std::string q = fmt::format("ns={}&key={}&ts={}&value={}", PercentEncode(ns), PercentEncode(key), ts, value);
+  for (const auto& [sns, skey] : subs) q += "&sub=" + PercentEncode(sns + ":" + skey);
+  return q;
+}
+
+void Oracle::Add(const Increment& inc) {
+  int64_t hour = inc.ts - ((inc.ts % 3600) + 3600) % 3600;
+  totals_[{inc.ns, inc.key}][hour] += inc.value;
+  for (const auto& [sns, skey] : inc.subs) subtotals_[{sns, inc.ns, inc.key}][hour][skey] += inc.value;
+}
+
+int64_t Oracle::UnitStart(const std::string& unit, int64_t ts, int offset_hours) {
+  using namespace std::chrono;
+  int64_t local = ts + offset_hours * 3600;
+  sys_seconds t{seconds{local}};
+  sys_days day = floor<days>(t);
+  int64_t start_local;
+  if (unit == "hour") {
+    start_local = floor<hours>(t).time_since_epoch().count() * 3600;
+  } else if (unit == "day") {
+    start_local = sys_seconds(day).time_since_epoch().count();
+  } else if (unit == "week" || unit == "mweek") {
+    weekday wd{day};
+    unsigned back = unit == "week" ? wd.c_encoding() : (wd.c_encoding() + 6) % 7;  // Sunday=0 / Monday=0
+    start_local = sys_seconds(day - days{back}).time_since_epoch().count();
+  } else {  // month
+    year_month_day ymd{day};
+    start_local = sys_seconds(sys_days{ymd.year() / ymd.month() / 1}).time_since_epoch().count();
+  }
+  return start_local - offset_hours * 3600;
+}
+
+namespace {
+
+// The `units` unit starts ending with the one holding `reference_ts`, newest first.
+std::vector<int64_t> WindowStarts(const std::string& unit, int units, int offset, int64_t reference_ts) {
+  std::vector<int64_t> starts;
+  int64_t start = Oracle::UnitStart(unit, reference_ts, offset);
+  for (int i = 0; i < units; ++i) {
+    starts.push_back(start);
+    start = Oracle::UnitStart(unit, start - 1, offset);
+  }
+  return starts;
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> Oracle::Series(const std::string& ns, const std::string& key,
+                                                        const std::string& unit, int units, int offset,
+                                                        int64_t reference_ts) const {
+  std::vector<int64_t> starts = WindowStarts(unit, units, offset, reference_ts);
+  std::map<int64_t, int64_t> sums;
+  auto it = totals_.find({ns, key});
+  if (it != totals_.end()) {
+    for (const auto& [hour, n] : it->second) sums[UnitStart(unit, hour, offset)] += n;
+  }
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t s : starts) out.emplace_back(s, sums.count(s) ? sums[s] : 0);
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> Oracle::Breakdown(const std::string& sns, const std::string& ns,
+                                                               const std::string& key, const std::string& unit,
+                                                               int units, int offset, int64_t reference_ts,
+                                                               size_t limit) const {
+  std::vector<int64_t> starts = WindowStarts(unit, units, offset, reference_ts);
+  std::set<int64_t> in_window(starts.begin(), starts.end());
+  std::map<std::string, int64_t> sums;
+  auto it = subtotals_.find({sns, ns, key});
+  if (it != subtotals_.end()) {
+    for (const auto& [hour, skeys] : it->second) {
+      if (!in_window.count(UnitStart(unit, hour, offset))) continue;
+      for (const auto& [skey, n] : skeys) sums[skey] += n;
+    }
+  }
+  std::vector<std::pair<std::string, int64_t>> out(sums.begin(), sums.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
+                           int64_t reference_ts) {
+  struct Shape {
+    const char* unit;
+    int units;
+  };
+  const Shape shapes[] = {{"hour", 72}, {"day", 5}, {"week", 2}, {"mweek", 2}, {"month", 2}};
+  const int offsets[] = {0, -5, 9, 14, -12};
+  for (const std::string& key : keys) {
+    for (const Shape& shape : shapes) {
+      for (int offset : offsets) {
+        std::string q = fmt::format("/clicks?ns=u&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}",
+                                    PercentEncode(key), shape.unit, shape.units, offset, reference_ts);
+        int status = 0;
+        auto j = cluster.ApiGet(q, &status);
+        if (status != 200) return fmt::format("{} → HTTP {} {}", q, status, j.dump());
+        auto expected = oracle.Series("u", key, shape.unit, shape.units, offset, reference_ts);
+        const auto& got = j["data"]["clicks"];
+        if (!got.is_array() || got.size() != expected.size()) {
+          return fmt::format("{} → {} points, expected {}", q, got.size(), expected.size());
+        }
+        for (size_t i = 0; i < expected.size(); ++i) {
+          if (got[i]["dt"] != expected[i].first || got[i]["clicks"] != expected[i].second) {
+            return fmt::format("{} → point {} is {}, expected dt={} clicks={}", q, i, got[i].dump(),
+                               expected[i].first, expected[i].second);
+          }
+        }
+      }
+    }
+    // Breakdowns: countries over the whole window, in two zones.
+    for (int offset : {0, -5}) {
+      std::string q = fmt::format("/breakdown?sns=c&ns=u&key={}&unit=day&units=5&timezone={}&unit_reference_ts={}&limit=10",
+                                  PercentEncode(key), offset, reference_ts);
+      int status = 0;
+      auto j = cluster.ApiGet(q, &status);
+      if (status != 200) return fmt::format("{} → HTTP {} {}", q, status, j.dump());
+      auto expected = oracle.Breakdown("c", "u", key, "day", 5, offset, reference_ts, 10);
+      const auto& got = j["data"]["breakdown"];
+      if (!got.is_array() || got.size() != expected.size()) {
+        return fmt::format("{} → {}, expected {} rows", q, got.dump(), expected.size());
+      }
+      for (size_t i = 0; i < expected.size(); ++i) {
+        if (got[i]["value"] != expected[i].first || got[i]["clicks"] != expected[i].second) {
+          return fmt::format("{} → row {} is {}, expected {}:{}", q, i, got[i].dump(), expected[i].first,
+                             expected[i].second);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+int64_t UnixOfDate(const std::string& d) {
+  using namespace std::chrono;
+  int y = std::stoi(d.substr(0, 4));
+  unsigned m = static_cast<unsigned>(std::stoi(d.substr(5, 2)));
+  unsigned dd = static_cast<unsigned>(std::stoi(d.substr(8, 2)));
+  return sys_seconds(sys_days{year{y} / month{m} / day{dd}}).time_since_epoch().count();
+}
+
+}  // namespace clickatron::integration

@@ -1,0 +1,106 @@
+// A whole Clickatron cluster on loopback for end-to-end and fault tests:
+// 1 API node, 2 realtime shards, 2 archive shards (one replica each unless
+// asked for more), a manual clock, every file in a temp dir. Daemons are real
+// child processes stopped by PID.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::integration {
+
+inline constexpr const char* kToken = "e2e-token";
+
+class Cluster {
+ public:
+  struct Options {
+    int realtime_shards = 2;
+    int archive_shards = 2;
+    int replicas_per_archive_shard = 1;
+    int flush_window_ms = 2;
+    int rebuild_memory_mb = 16;
+  };
+  Cluster() : Cluster(Options{}) {}
+  explicit Cluster(Options options);
+  ~Cluster();
+
+  // Starts every member; false with the failing member's log tail in *error.
+  bool StartAll(std::string* error);
+  bool Start(const std::string& member, std::string* error);
+  void Kill(const std::string& member);  // SIGKILL
+  int Stop(const std::string& member);   // SIGTERM
+
+  const ClusterConfig& config() const { return config_; }
+  const std::string& config_path() const { return config_path_; }
+  const std::string& dir() const { return dir_.path(); }
+  HostPort api() const;
+  const MemberConfig& member(const std::string& name) const;
+
+  // POST /rotate?today=DATE on every realtime shard; false with a reason.
+  bool RotateAll(const std::string& date, std::string* error);
+  // POST /late/seal on the API node.
+  bool SealLateData(std::string* error);
+  // clickatron-rebuild run --config … --date DATE; returns the exit code, output in *output.
+  int Rebuild(const std::string& date, std::string* output);
+
+  // GET against the API; the parsed envelope (null JSON on a transport error).
+  nlohmann::json ApiGet(const std::string& target, int* status = nullptr) const;
+
+ private:
+  Options options_;
+  clickatron::testing::TempDir dir_;
+  std::string config_path_;
+  ClusterConfig config_;
+  std::map<std::string, std::unique_ptr<clickatron::testing::DaemonProcess>> processes_;
+};
+
+// One increment as the API takes it.
+struct Increment {
+  std::string ns = "u";
+  std::string key;
+  int64_t ts = 0;
+  int64_t value = 1;
+  std::vector<std::pair<std::string, std::string>> subs;  // sns, skey
+  std::string QueryString() const;  // "ns=u&key=…&ts=…&value=…&sub=c%3AUS…"
+};
+
+// The answers a query must give, computed from raw increments with no code
+// of the project's: an independent reference for /clicks and /breakdown.
+class Oracle {
+ public:
+  void Add(const Increment& inc);
+  // Series for /clicks: (unit start unix s, clicks), newest first.
+  std::vector<std::pair<int64_t, int64_t>> Series(const std::string& ns, const std::string& key,
+                                                  const std::string& unit, int units, int offset_hours,
+                                                  int64_t reference_ts) const;
+  // Top subtotals over the window: (value, clicks), most clicks first, ties by value.
+  std::vector<std::pair<std::string, int64_t>> Breakdown(const std::string& sns, const std::string& ns,
+                                                         const std::string& key, const std::string& unit, int units,
+                                                         int offset_hours, int64_t reference_ts, size_t limit) const;
+  // Start (unix s) of the unit holding `ts` in the offset, by std::chrono.
+  static int64_t UnitStart(const std::string& unit, int64_t ts, int offset_hours);
+
+ private:
+  // (ns, key) -> hour start -> total; (sns, ns, key) -> hour -> skey -> n
+  std::map<std::pair<std::string, std::string>, std::map<int64_t, int64_t>> totals_;
+  std::map<std::tuple<std::string, std::string, std::string>, std::map<int64_t, std::map<std::string, int64_t>>>
+      subtotals_;
+};
+
+// Compares the API's /clicks and /breakdown answers with the oracle for a
+// grid of units and offsets; returns "" when all equal, else the first
+// difference described.
+std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
+                           int64_t reference_ts);
+
+int64_t UnixOfDate(const std::string& yyyy_mm_dd);
+
+}  // namespace clickatron::integration

@@ -1,0 +1,132 @@
+// A day's cycle end to end (issue 8): increments over three days through the
+// API with a manual clock, rotation, export, rebuild, deploy, late data and
+// clearing; after every step /clicks and /breakdown in several units and
+// zones must equal an oracle computed here from the raw increments.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "integration/cluster_fixture.h"
+
+namespace clickatron::integration {
+namespace {
+
+using clickatron::testing::HttpGet;
+using clickatron::testing::HttpPost;
+using clickatron::testing::WaitFor;
+
+const std::string kD0 = "2024-03-08";  // yesterday at the start
+const std::string kD1 = "2024-03-09";
+const std::string kD2 = "2024-03-10";  // DST starts in New York this day
+const std::string kD3 = "2024-03-11";
+const std::vector<std::string> kKeys = {"jehiah", "hot", "https://example.com/a/long/link?with=query"};
+const std::vector<std::string> kCountries = {"US", "JP", "DE", "BR", "IN"};
+const std::vector<std::string> kReferrers = {"http://www.facebook.com/", "direct", "https://t.co/x"};
+
+class DayCycleTest : public ::testing::Test {
+ protected:
+  // Sends `n` random increments for hours of `days`, as batched POSTs;
+  // every one must be acknowledged. Adds each to the given oracles.
+  void SendIncrements(const std::vector<std::string>& days, int n, std::vector<Oracle*> oracles) {
+    std::string body;
+    int in_body = 0;
+    for (int i = 0; i < n; ++i) {
+      Increment inc;
+      inc.key = kKeys[rng_() % 10 < 6 ? 1 : rng_() % kKeys.size()];  // "hot" takes most
+      const std::string& day = days[rng_() % days.size()];
+      inc.ts = UnixOfDate(day) + static_cast<int64_t>(rng_() % 86400);
+      inc.value = 1 + static_cast<int64_t>(rng_() % 3);
+      inc.subs.emplace_back("c", kCountries[rng_() % kCountries.size()]);
+      if (rng_() % 2) inc.subs.emplace_back("r", kReferrers[rng_() % kReferrers.size()]);
+      for (Oracle* o : oracles) o->Add(inc);
+      body += inc.QueryString() + "\n";
+      if (++in_body == 50 || i + 1 == n) {
+        auto r = HttpPost(cluster_.api(), "/incr", body, 15000);
+        ASSERT_EQ(r.status_code, 200) << r.body << r.transport.ToString();
+        body.clear();
+        in_body = 0;
+      }
+    }
+  }
+
+  // Waits (bounded) until every query equals the oracle.
+  void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
+    std::string diff;
+    bool equal = WaitFor(
+        [&] {
+          diff = CompareQueries(cluster_, oracle, kKeys, reference_ts_);
+          return diff.empty();
+        },
+        std::chrono::seconds(30));
+    EXPECT_TRUE(equal) << "after " << step << ": " << diff;
+  }
+
+  void Rotate(const std::string& day) {
+    std::string error;
+    ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
+  }
+
+  void Rebuild(const std::string& day) {
+    std::string output;
+    int rc = cluster_.Rebuild(day, &output);
+    ASSERT_EQ(rc, 0) << "rebuild " << day << " failed:\n" << output;
+  }
+
+  Cluster cluster_;
+  std::mt19937 rng_{20240309};
+  // The end of kD2: windows reach back over every day with data.
+  int64_t reference_ts_ = UnixOfDate(kD2) + 86400 - 1;
+};
+
+TEST_F(DayCycleTest, QueriesEqualTheOracleThroughRotationRebuildLateDataAndClear) {
+  std::string error;
+  ASSERT_TRUE(cluster_.StartAll(&error)) << error;
+  Rotate(kD1);
+
+  Oracle visible;  // what queries must show now
+  Oracle all;      // every acknowledged increment
+
+  // Day 1: increments for yesterday, today and tomorrow.
+  SendIncrements({kD0, kD1, kD2}, 600, {&visible, &all});
+  ExpectQueriesMatch(visible, "increments on " + kD1);
+
+  // The day turns: kD0 leaves the ring unexported (kept, still read).
+  Rotate(kD2);
+  SendIncrements({kD1, kD2}, 400, {&visible, &all});
+  ExpectQueriesMatch(visible, "rotation to " + kD2);
+
+  // The nightly rebuild of kD1: afterwards kD1 is in the archive and still in
+  // realtime Yesterday; each hour must be counted once.
+  Rebuild(kD1);
+  ExpectQueriesMatch(visible, "rebuild of " + kD1);
+
+  // kD1 is sealed now: increments for it are late data, kept for the next
+  // rebuild (acknowledged, not visible yet).
+  SendIncrements({kD1}, 100, {&all});
+  SendIncrements({kD2}, 100, {&visible, &all});
+  ExpectQueriesMatch(visible, "late increments for " + kD1);
+
+  // Next night: rotate, seal the late data, rebuild kD2.
+  Rotate(kD3);
+  ASSERT_TRUE(cluster_.SealLateData(&error)) << error;
+  Rebuild(kD2);
+  ExpectQueriesMatch(all, "rebuild of " + kD2 + " with late data");
+
+  // Exported days are cleared from the ring; nothing older than yesterday stays.
+  for (const char* shard : {"realtime-0", "realtime-1"}) {
+    auto r = HttpGet(cluster_.member(shard).listen, "/ring");
+    auto ring = nlohmann::json::parse(r.body)["data"];
+    for (const auto& store : ring["stores"]) {
+      std::string date = store["date"];
+      EXPECT_GE(date, kD2) << shard << " still holds " << store.dump();
+    }
+  }
+  ExpectQueriesMatch(all, "clearing");
+
+  // A rerun of a finished night changes nothing.
+  Rebuild(kD2);
+  ExpectQueriesMatch(all, "rerun of " + kD2);
+}
+
+}  // namespace
+}  // namespace clickatron::integration
