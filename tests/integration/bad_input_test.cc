@@ -29,13 +29,6 @@ class BadInputTest : public ::testing::Test {
     ASSERT_TRUE(cluster_.StartAll(&error)) << error;
     ASSERT_TRUE(cluster_.RotateAll(kDay, &error)) << error;
   }
-  int64_t DayTotal(const std::string& key) {
-    int status = 0;
-    auto j = cluster_.ApiGet("/clicks?ns=u&key=" + key + "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" +
-                                 std::to_string(UnixOfDate(kDay)),
-                             &status);
-    return status == 200 ? j["data"]["clicks"].get<int64_t>() : -1;
-  }
   Cluster cluster_;
 };
 
@@ -115,10 +108,10 @@ TEST_F(BadInputTest, EveryMalformedRequestIsRefusedWithItsReasonAndWritesNothing
 
   // A good increment after all of that lands; none of the bad ones did.
   ASSERT_EQ(HttpGet(cluster_.api(), "/incr?ns=u&key=good&ts=" + ts).status_code, 200);
-  ASSERT_TRUE(WaitFor([&] { return DayTotal("good") == 1; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return cluster_.DayTotal("good", kDay) == 1; }, std::chrono::seconds(30)));
   for (int i = 0; i <= 24; ++i) {
     std::string key = "bad" + std::to_string(i);
-    EXPECT_EQ(DayTotal(key), 0) << key << " was written";
+    EXPECT_EQ(cluster_.DayTotal(key, kDay), 0) << key << " was written";
   }
 }
 

@@ -133,6 +133,15 @@ nlohmann::json Cluster::ApiGet(const std::string& target, int* status) const {
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
+int64_t Cluster::DayTotal(const std::string& key, const std::string& day) const {
+  int status = 0;
+  auto j = ApiGet("/clicks?ns=u&key=" + PercentEncode(key) +
+                      "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" + std::to_string(UnixOfDate(day)),
+                  &status);
+  if (status != 200 || !j["data"]["clicks"].is_number_integer()) return -1;
+  return j["data"]["clicks"].get<int64_t>();
+}
+
 std::string Increment::QueryString() const {
   std::string q = fmt::format("ns={}&key={}&ts={}&value={}", PercentEncode(ns), PercentEncode(key), ts, value);
   for (const auto& [sns, skey] : subs) q += "&sub=" + PercentEncode(sns + ":" + skey);

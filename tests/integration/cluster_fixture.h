@@ -53,6 +53,8 @@ class Cluster {
 
   // GET against the API; the parsed envelope (null JSON on a transport error).
   nlohmann::json ApiGet(const std::string& target, int* status = nullptr) const;
+  // The key's (ns u) clicks over one UTC day by /clicks rollup; -1 when not answered.
+  int64_t DayTotal(const std::string& key, const std::string& day) const;
 
  private:
   Options options_;

@@ -55,16 +55,6 @@ int64_t BatchTotal(const Batch& b) {
   return t;
 }
 
-// The key's total over the day by /clicks rollup, or -1 when not answered.
-int64_t DayTotal(const Cluster& cluster, const std::string& key) {
-  int status = 0;
-  auto j = cluster.ApiGet("/clicks?ns=u&key=" + key + "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" +
-                              std::to_string(UnixOfDate(kDay)),
-                          &status);
-  if (status != 200 || !j["data"]["clicks"].is_number_integer()) return -1;
-  return j["data"]["clicks"].get<int64_t>();
-}
-
 class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -98,8 +88,8 @@ TEST_F(FaultTest, RealtimeShardKilledUnderLoadLosesAndDoublesNothing) {
   for (size_t b = 0; b < batches.size(); ++b) {
     std::string key = "rt" + std::to_string(b);
     int64_t expected = BatchTotal(batches[b]);
-    EXPECT_TRUE(WaitFor([&] { return DayTotal(cluster_, key) == expected; }, std::chrono::seconds(30)))
-        << key << ": " << DayTotal(cluster_, key) << " != " << expected;
+    EXPECT_TRUE(WaitFor([&] { return cluster_.DayTotal(key, kDay) == expected; }, std::chrono::seconds(30)))
+        << key << ": " << cluster_.DayTotal(key, kDay) << " != " << expected;
   }
 }
 
@@ -130,11 +120,11 @@ TEST_F(FaultTest, ApiKilledUnderLoadKeepsEveryAcknowledgedIncrementExactlyOnce) 
     std::string key = "api" + std::to_string(b);
     int64_t expected = BatchTotal(batches[b]);
     if (answer[b] == 200) {
-      EXPECT_TRUE(WaitFor([&] { return DayTotal(cluster_, key) == expected; }, std::chrono::seconds(30)))
-          << key << " acknowledged: " << DayTotal(cluster_, key) << " != " << expected;
+      EXPECT_TRUE(WaitFor([&] { return cluster_.DayTotal(key, kDay) == expected; }, std::chrono::seconds(30)))
+          << key << " acknowledged: " << cluster_.DayTotal(key, kDay) << " != " << expected;
     } else {
       // Never answered: applied whole or not at all, never twice.
-      int64_t got = DayTotal(cluster_, key);
+      int64_t got = cluster_.DayTotal(key, kDay);
       EXPECT_TRUE(got == 0 || got == expected) << key << " unanswered: " << got;
     }
   }
@@ -154,7 +144,7 @@ TEST(FaultReplicaTest, ArchiveReplicaKilledDuringQueriesAnswersFromTheOtherOr503
   ASSERT_EQ(cluster.Rebuild(kDay, &output), 0) << output;
   auto check_all = [&] {
     for (size_t b = 0; b < batches.size(); ++b) {
-      if (DayTotal(cluster, "rep" + std::to_string(b)) != BatchTotal(batches[b])) return false;
+      if (cluster.DayTotal("rep" + std::to_string(b), kDay) != BatchTotal(batches[b])) return false;
     }
     return true;
   };
@@ -165,7 +155,7 @@ TEST(FaultReplicaTest, ArchiveReplicaKilledDuringQueriesAnswersFromTheOtherOr503
   std::thread reader([&] {
     while (!stop) {
       for (size_t b = 0; b < batches.size() && !stop; ++b) {
-        if (DayTotal(cluster, "rep" + std::to_string(b)) != BatchTotal(batches[b])) ++wrong;
+        if (cluster.DayTotal("rep" + std::to_string(b), kDay) != BatchTotal(batches[b])) ++wrong;
       }
     }
   });
@@ -200,7 +190,7 @@ TEST_F(FaultTest, RebuildKilledMidRunDeploysNothingAndTheRerunFinishes) {
   for (const auto& b : batches) ASSERT_EQ(HttpPost(cluster_.api(), "/incr", b.Body(), 15000).status_code, 200);
   auto all_applied = [&] {
     for (size_t b = 0; b < batches.size(); ++b) {
-      if (DayTotal(cluster_, "rb" + std::to_string(b)) != BatchTotal(batches[b])) return false;
+      if (cluster_.DayTotal("rb" + std::to_string(b), kDay) != BatchTotal(batches[b])) return false;
     }
     return true;
   };
