@@ -379,6 +379,11 @@ Status HttpServerImpl::Run() {
   }
   spdlog::info("{} {} listening on {}:{}", options_.daemon, options_.member, options_.listen.host, port_);
   int rc = event_base_dispatch(base_.get());
+  // The loop no longer delivers signals: a second Ctrl-C or SIGTERM while the
+  // daemon closes its stores must not kill it half-way.
+  events_.clear();
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   if (!stopping_) RunStopHooks();
   if (rc < 0) return Status::Internal("event loop failed");
   return Status::Ok();

@@ -53,17 +53,18 @@ std::string ArchiveSummary(const nlohmann::json& manifest) {
                      manifest.value("last_day", ""), manifest.value("records", 0));
 }
 
-// The API's /stats carries its per-shard sender figures under "shards" when
-// the write path reports them; print whatever of it is there.
+// The API's /stats carries its write path's figures under "write": per-shard
+// sender state, queued batches and lag in sequence numbers (written − acknowledged).
 std::string ApiSummary(const nlohmann::json& stats) {
   std::string out;
-  if (stats.contains("shards") && stats["shards"].is_array()) {
-    for (const auto& s : stats["shards"]) {
+  const nlohmann::json write = stats.contains("write") ? stats["write"] : nlohmann::json::object();
+  if (write.contains("shards") && write["shards"].is_array()) {
+    for (const auto& s : write["shards"]) {
       out += fmt::format(" shard{}:{} queued={} lag={}", s.value("shard", -1), s.value("state", "?"),
-                         s.value("queued_batches", 0), s.value("lag", 0));
+                         s.value("queued_batches", 0), s.value("lag_seq", 0));
     }
   }
-  if (stats.contains("increments_in")) out += fmt::format(" increments_in={}", stats["increments_in"].dump());
+  if (write.contains("increments_in")) out += fmt::format(" increments_in={}", write["increments_in"].dump());
   return out.empty() ? "up" : out.substr(1);
 }
 
