@@ -76,7 +76,7 @@ std::shared_ptr<ArchiveReader::Session> ArchiveReader::Begin(int shard) {
   return session;
 }
 
-Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) const {
+Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) {
   if (!response.ok()) return ShardUnavailable(response.transport.message());
   if (response.status_code >= 500) {
     return ShardUnavailable(fmt::format("archive replica {} answered {}", replica.name, response.status_code));
@@ -88,6 +88,12 @@ Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const Http
   }
   auto view = ParseArchiveView(response);
   if (!view.ok()) return ShardUnavailable(fmt::format("archive replica {}: {}", replica.name, view.status().message()));
+  newest_generation_seen_ = std::max(newest_generation_seen_, view->generation);
+  if (view->generation == 0 && newest_generation_seen_ > 0) {
+    return ShardUnavailable(fmt::format("archive replica {} serves no file while the archive is at generation {}: "
+                                        "its file is missing",
+                                        replica.name, newest_generation_seen_));
+  }
   ArchiveReply reply;
   reply.view = *view;
   reply.found = response.status_code == 200;

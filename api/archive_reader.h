@@ -76,13 +76,19 @@ class ArchiveReader {
   };
   void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
   size_t PickFrom(int shard, size_t first) const;
-  Result<ArchiveReply> Interpret(const Replica& replica, const HttpResponse& response) const;
+  // Not const: it remembers the newest generation any replica has served.
+  Result<ArchiveReply> Interpret(const Replica& replica, const HttpResponse& response);
 
   HttpClient& client_;
   ReadStats& stats_;
   Options options_;
   std::vector<std::vector<Replica>> replicas_;  // by shard
   std::vector<size_t> round_robin_;             // by shard
+  // The newest archive generation seen on any shard. Generations are
+  // cluster-wide (the rebuild deploys G to every shard), so a replica serving
+  // no file (generation 0) after the cluster has an archive has lost its
+  // file: its answers would silently drop archived days.
+  uint64_t newest_generation_seen_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -229,5 +229,50 @@ TEST_F(FaultTest, RebuildKilledMidRunDeploysNothingAndTheRerunFinishes) {
   EXPECT_EQ(manifest["last_day"], kDay);
 }
 
+TEST_F(FaultTest, ReplicaThatLostItsFileIsUnavailableNotEmpty) {
+  auto batches = MakeBatches(20, 10, "lost", 5);
+  for (const auto& b : batches) ASSERT_EQ(HttpPost(cluster_.api(), "/incr", b.Body(), 15000).status_code, 200);
+  std::string error;
+  ASSERT_TRUE(cluster_.RotateAll(kNextDay, &error)) << error;
+  std::string output;
+  ASSERT_EQ(cluster_.Rebuild(kDay, &output), 0) << output;
+  auto all_exact = [&] {
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (cluster_.DayTotal("lost" + std::to_string(b), kDay) != BatchTotal(batches[b])) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(all_exact, std::chrono::seconds(30)));
+  // Clear the realtime day, so the archive is the only copy of it.
+  for (const char* shard : {"realtime-0", "realtime-1"}) {
+    auto r = HttpPost(cluster_.member(shard).listen, "/clear?date=" + kDay, "", 10000, kToken);
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  ASSERT_TRUE(all_exact());
+  // Archive shard 0 restarts without its file: it serves "no archive".
+  cluster_.Kill("archive-0");
+  const std::string file = cluster_.member("archive-0").file;
+  ASSERT_EQ(std::remove(file.c_str()), 0);
+  std::remove((file + ".manifest").c_str());
+  ASSERT_TRUE(cluster_.Start("archive-0", &error)) << error;
+  int unavailable = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    int status = 0;
+    auto j = cluster_.ApiGet("/clicks?ns=u&key=lost" + std::to_string(b) +
+                                 "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" +
+                                 std::to_string(UnixOfDate(kDay)),
+                             &status);
+    if (status == 503) {
+      ++unavailable;
+      EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE");
+    } else {
+      // Keys on the healthy shard still answer exactly; never a silent 0.
+      ASSERT_EQ(status, 200);
+      EXPECT_EQ(j["data"]["clicks"], BatchTotal(batches[b])) << "lost" << b;
+    }
+  }
+  EXPECT_GT(unavailable, 0) << "no key of 20 landed on archive shard 0?";
+}
+
 }  // namespace
 }  // namespace clickatron::integration
