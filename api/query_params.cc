@@ -177,14 +177,24 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
   return w;
 }
 
+namespace {
+
+// The ns and key every query names, checked in that order.
+Status ParseNamespaceAndKey(const QueryArgs& args, std::string* ns, std::string* key) {
+  auto parsed_ns = NamespaceArg(args, "ns", "INVALID_NS");
+  if (!parsed_ns.ok()) return parsed_ns.status();
+  auto parsed_key = KeyArg(args);
+  if (!parsed_key.ok()) return parsed_key.status();
+  *ns = std::move(*parsed_ns);
+  *key = std::move(*parsed_key);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones) {
   SeriesParams p;
-  auto ns = NamespaceArg(args, "ns", "INVALID_NS");
-  if (!ns.ok()) return ns.status();
-  p.ns = std::move(*ns);
-  auto key = KeyArg(args);
-  if (!key.ok()) return key.status();
-  p.key = std::move(*key);
+  CLICKATRON_RETURN_IF_ERROR(ParseNamespaceAndKey(args, &p.ns, &p.key));
   auto window = ParseWindowParams(args, now, /*default_rollup=*/false, zones);
   if (!window.ok()) return window.status();
   p.window = std::move(*window);
@@ -196,12 +206,7 @@ Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now,
   auto sns = NamespaceArg(args, "sns", "INVALID_SNS");
   if (!sns.ok()) return sns.status();
   p.sns = std::move(*sns);
-  auto ns = NamespaceArg(args, "ns", "INVALID_NS");
-  if (!ns.ok()) return ns.status();
-  p.ns = std::move(*ns);
-  auto key = KeyArg(args);
-  if (!key.ok()) return key.status();
-  p.key = std::move(*key);
+  CLICKATRON_RETURN_IF_ERROR(ParseNamespaceAndKey(args, &p.ns, &p.key));
   if (const std::string* text = args.Get("limit")) {
     auto limit = ParseInteger(*text);
     if (!limit || *limit < 1 || *limit > kMaxBreakdownLimit) {

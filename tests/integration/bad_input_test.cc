@@ -22,14 +22,9 @@ struct BadRequest {
   int status;          // expected HTTP status
 };
 
-class BadInputTest : public ::testing::Test {
+class BadInputTest : public StartedClusterTest {
  protected:
-  void SetUp() override {
-    std::string error;
-    ASSERT_TRUE(cluster_.StartAll(&error)) << error;
-    ASSERT_TRUE(cluster_.RotateAll(kDay, &error)) << error;
-  }
-  Cluster cluster_;
+  BadInputTest() : StartedClusterTest(kDay) {}
 };
 
 TEST_F(BadInputTest, EveryMalformedRequestIsRefusedWithItsReasonAndWritesNothing) {

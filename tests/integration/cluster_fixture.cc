@@ -142,6 +142,26 @@ int64_t Cluster::DayTotal(const std::string& key, const std::string& day) const 
   return j["data"]["clicks"].get<int64_t>();
 }
 
+int ExpectExactOrUnavailable(const Cluster& cluster, const std::string& day,
+                             const std::map<std::string, int64_t>& expected) {
+  int unavailable = 0;
+  for (const auto& [key, clicks] : expected) {
+    int status = 0;
+    auto j = cluster.ApiGet("/clicks?ns=u&key=" + PercentEncode(key) +
+                                "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" +
+                                std::to_string(UnixOfDate(day)),
+                            &status);
+    if (status == 503) {
+      ++unavailable;
+      EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << key;
+    } else {
+      EXPECT_EQ(status, 200) << key;
+      EXPECT_EQ(j["data"]["clicks"], clicks) << key;
+    }
+  }
+  return unavailable;
+}
+
 std::string Increment::QueryString() const {
   std::string q = fmt::format("ns={}&key={}&ts={}&value={}", PercentEncode(ns), PercentEncode(key), ts, value);
   for (const auto& [sns, skey] : subs) q += "&sub=" + PercentEncode(sns + ":" + skey);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "clickatron/config.h"
@@ -104,5 +105,24 @@ std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const s
                            int64_t reference_ts);
 
 int64_t UnixOfDate(const std::string& yyyy_mm_dd);
+
+// A default cluster, started, with every realtime shard rotated to `day`.
+class StartedClusterTest : public ::testing::Test {
+ protected:
+  explicit StartedClusterTest(std::string day) : day_(std::move(day)) {}
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(cluster_.StartAll(&error)) << error;
+    ASSERT_TRUE(cluster_.RotateAll(day_, &error)) << error;
+  }
+  std::string day_;
+  Cluster cluster_;
+};
+
+// Asks the day total of every key in `expected` (key -> clicks): each must
+// answer exactly, or 503 SHARD_UNAVAILABLE — never a wrong or short number.
+// Returns how many answered 503.
+int ExpectExactOrUnavailable(const Cluster& cluster, const std::string& day,
+                             const std::map<std::string, int64_t>& expected);
 
 }  // namespace clickatron::integration
