@@ -59,7 +59,7 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
     data.archive = state->archive.view;
     data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
     if (state->archive.found) {
-      st = AddArchiveTotalColumns(state->archive.body, data.archive.last_day, &data.hours, span);
+      st = AddArchiveTotalColumns(state->archive.body, &data.hours, span);
     }
     if (st.ok()) {
       st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, span);
@@ -163,7 +163,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
   HourlyCounts archived;
   if (job->archive_total.found) {
-    Status st = AddArchiveTotalColumns(job->archive_total.body, view.last_day, &archived,
+    Status st = AddArchiveTotalColumns(job->archive_total.body, &archived,
                                        HourSpan{job->begin_ts, job->end_ts});
     if (!st.ok()) {
       job->done(std::move(st));

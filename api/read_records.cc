@@ -65,8 +65,7 @@ Result<std::vector<std::pair<std::string_view, std::string_view>>> SplitKeyValue
   return out;
 }
 
-Status AddArchiveTotalColumns(std::string_view value, const ArchiveLastDay& last_day, HourlyCounts* hours,
-                              const HourSpan& span) {
+Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const HourSpan& span) {
   // YMDH order is time order: compare codes first, decode only what may be in
   // the span. Codes of the span's hours (clamped to the YMDH range).
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
@@ -78,7 +77,7 @@ Status AddArchiveTotalColumns(std::string_view value, const ArchiveLastDay& last
     if (ymdh < low || ymdh > high) return Status::Ok();
     auto hour = UnixFromYmdh(ymdh);
     if (!hour.ok()) return Bad("archive total", value);
-    if (!span.Contains(*hour) || !HourIsArchived(*hour, last_day)) return Status::Ok();
+    if (!span.Contains(*hour)) return Status::Ok();
     auto count = ParseColumnCount(count_text, "archive total", value);
     if (!count.ok()) return count.status();
     return AddHour(hours, *hour, *count);

@@ -38,10 +38,11 @@ struct HourSpan {
 };
 
 // An archive total value "YMDH:v YMDH:v …" (a trailing newline, as /get
-// answers it, is allowed): adds the hours that are archived
-// (HourIsArchived) and in `span` to *hours.
-Status AddArchiveTotalColumns(std::string_view value, const ArchiveLastDay& last_day, HourlyCounts* hours,
-                              const HourSpan& span = {});
+// answers it, is allowed): adds its hours in `span` to *hours. Every archived
+// hour counts, also hours after the archive's last day: those come from bulk
+// loads and late data, which never went through the realtime ring (last_day
+// only says which realtime days the archive has taken in).
+Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const HourSpan& span = {});
 // An archive subtotal value "skey:v skey:v …": adds every column to *counts.
 Status AddArchiveSubtotalColumns(std::string_view value, std::map<std::string, int64_t>* counts);
 

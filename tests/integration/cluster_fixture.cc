@@ -125,6 +125,12 @@ int Cluster::Rebuild(const std::string& date, std::string* output) {
       {BinaryPath("clickatron-rebuild"), "run", "--config", config_path_, "--date", date}, output);
 }
 
+int Cluster::Load(const std::vector<std::string>& args, std::string* output) {
+  std::vector<std::string> argv = {BinaryPath("clickatron-rebuild"), "load", "--config", config_path_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return clickatron::testing::RunCommand(argv, output);
+}
+
 nlohmann::json Cluster::ApiGet(const std::string& target, int* status) const {
   auto r = HttpGet(api(), target, 15000);
   if (status) *status = r.status_code;

@@ -51,6 +51,8 @@ class Cluster {
   bool SealLateData(std::string* error);
   // clickatron-rebuild run --config … --date DATE; returns the exit code, output in *output.
   int Rebuild(const std::string& date, std::string* output);
+  // clickatron-rebuild load --config … ARGS…; returns the exit code, output in *output.
+  int Load(const std::vector<std::string>& args, std::string* output);
 
   // GET against the API; the parsed envelope (null JSON on a transport error).
   nlohmann::json ApiGet(const std::string& target, int* status = nullptr) const;
