@@ -262,7 +262,18 @@ Status ShardStore::Write(const StoreWrite& write) {
     }
     return family;
   };
-  for (const StoreWrite::Increment& inc : write.increments) {
+  // Merge operands go into the memtable (a skip list) in key order: each
+  // insert then starts its search from the previous one's position instead
+  // of from the top, which was most of the cost of applying a batch in
+  // random order (the combiner's hash order).
+  std::vector<const StoreWrite::Increment*> in_order;
+  in_order.reserve(write.increments.size());
+  for (const StoreWrite::Increment& inc : write.increments) in_order.push_back(&inc);
+  std::sort(in_order.begin(), in_order.end(), [](const StoreWrite::Increment* a, const StoreWrite::Increment* b) {
+    return a->day != b->day ? a->day < b->day : a->key < b->key;
+  });
+  for (const StoreWrite::Increment* next : in_order) {
+    const StoreWrite::Increment& inc = *next;
     rocksdb::ColumnFamilyHandle* cf = family_of(inc.day);
     if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(inc.day)));
     counter.clear();

@@ -135,7 +135,7 @@ class HttpServerImpl : public HttpServer {
   void OnSignal(int signo, std::function<void()> fn) override;
   void OnStop(std::function<void()> fn) override { stop_hooks_.push_back(std::move(fn)); }
   void Every(std::chrono::milliseconds period, std::function<void()> fn) override { AddTimer(period, std::move(fn), true); }
-  void After(std::chrono::milliseconds delay, std::function<void()> fn) override { AddTimer(delay, std::move(fn), false); }
+  void After(std::chrono::microseconds delay, std::function<void()> fn) override { AddTimer(delay, std::move(fn), false); }
   Status Run() override;
   void Stop() override;
   void RunInLoop(std::function<void()> fn) override;
@@ -160,7 +160,7 @@ class HttpServerImpl : public HttpServer {
   static void OnWake(evutil_socket_t, short, void* arg);
   static void OnSignalEvent(evutil_socket_t signo, short, void* arg);
   static void OnTimer(evutil_socket_t, short, void* arg);
-  void AddTimer(std::chrono::milliseconds period, std::function<void()> fn, bool repeat);
+  void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   void Builtin(const HttpExchangePtr& ex);
   void RunStopHooks();
@@ -295,6 +295,9 @@ Status HttpServerImpl::Init() {
   // shared through dup(), does not arise here.)
   CPtr<event_config, event_config_free> cfg(event_config_new());
   event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+  // Timers to the microsecond (timerfd) instead of epoll's milliseconds,
+  // rounded up: the API's flush window is a couple of milliseconds long.
+  event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_PRECISE_TIMER);
   base_.reset(event_base_new_with_config(cfg.get()));
   if (!base_) return Status::Internal("event_base_new failed");
   http_.reset(evhttp_new(base_.get()));
@@ -346,13 +349,13 @@ void HttpServerImpl::OnSignalEvent(evutil_socket_t signo, short, void* arg) {
   if (it != self->signal_handlers_.end()) it->second();
 }
 
-void HttpServerImpl::AddTimer(std::chrono::milliseconds period, std::function<void()> fn, bool repeat) {
+void HttpServerImpl::AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat) {
   auto t = std::make_unique<Timer>();
   t->server = this;
   t->fn = std::move(fn);
   t->repeat = repeat;
   t->ev.reset(event_new(base_.get(), -1, repeat ? EV_PERSIST : 0, &HttpServerImpl::OnTimer, t.get()));
-  timeval tv{static_cast<time_t>(period.count() / 1000), static_cast<suseconds_t>((period.count() % 1000) * 1000)};
+  timeval tv{static_cast<time_t>(period.count() / 1000000), static_cast<suseconds_t>(period.count() % 1000000)};
   event_add(t->ev.get(), &tv);
   timers_.push_back(std::move(t));
 }

@@ -102,8 +102,9 @@ class HttpServer {
   virtual void OnStop(std::function<void()> fn) = 0;
   // Runs `fn` on the loop thread every `period`, first after one period.
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
-  // Runs `fn` once on the loop thread after `delay`.
-  virtual void After(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+  // Runs `fn` once on the loop thread after `delay` (to the microsecond: the
+  // loop uses a precise timer, so a 1.4 ms delay is not rounded up to 2 ms).
+  virtual void After(std::chrono::microseconds delay, std::function<void()> fn) = 0;
 
   // Serves until Stop() or SIGINT/SIGTERM.
   virtual Status Run() = 0;
