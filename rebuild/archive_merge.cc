@@ -11,6 +11,7 @@
 
 #include "clickatron/record.h"
 #include "clickatron/shard.h"
+#include "crc32_fast.h"
 #include "line_combine.h"
 
 namespace clickatron::rebuild {
@@ -20,6 +21,7 @@ namespace {
 constexpr size_t kFirstStride = 512;
 constexpr uint64_t kProgressBytes = 16u << 20;
 constexpr size_t kReleaseBytes = 16u << 20;
+constexpr size_t kCrcBatch = 64u << 10;  // well below kReleaseBytes: checksummed before released
 
 // Views over the previous file: line starts, ends and keys by byte offset.
 class SortedText {
@@ -95,7 +97,15 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
     return Status::Corruption("the previous archive file does not end with a newline");
   }
   const SortedText text(previous);
+  // Every byte of `previous` up to `pos` is consumed exactly once, in order,
+  // so its crc is taken in big pieces behind `pos` (still in cache: the
+  // spans were just copied) rather than once per span.
   uint32_t crc = 0;
+  size_t crc_done = 0;
+  const auto crc_catch_up = [&](size_t upto) {
+    crc = FastCrc32Extend(crc, previous.substr(crc_done, upto - crc_done));
+    crc_done = upto;
+  };
   size_t pos = 0;
   size_t released = 0;  // mapping bytes handed back
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -103,15 +113,16 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
   const auto copy_span = [&](size_t end) -> Status {
     if (end == pos) return Status::Ok();
     const std::string_view span = previous.substr(pos, end - pos);
-    const uint64_t lines = static_cast<uint64_t>(std::count(span.begin(), span.end(), '\n'));
-    crc = Crc32Extend(crc, span);
+    const uint64_t lines = CountNewlines(span);
     stats->previous_lines += lines;
     lines_out += lines;
     bytes_out += span.size();
     pos = end;
     CLICKATRON_RETURN_IF_ERROR(out->PutLines(span, lines));
+    if (pos - crc_done >= kCrcBatch) crc_catch_up(pos);
     if (options.previous_is_file_mapping && pos - released >= kReleaseBytes) {
-      const size_t upto = pos & ~(page - 1);  // the mapping starts on a page boundary
+      // Only bytes already checksummed; the mapping starts on a page boundary.
+      const size_t upto = crc_done & ~(page - 1);
       ::madvise(const_cast<char*>(previous.data()) + released, upto - released, MADV_DONTNEED);
       released = upto;
     }
@@ -130,7 +141,6 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
         if (Status st = CombineArchiveLineInto(&combined, add); !st.ok()) {
           return st.WithContext(fmt::format("combining with the previous generation"));
         }
-        crc = Crc32Extend(crc, previous.substr(pos, line.size() + 1));
         pos += line.size() + 1;
         ++stats->previous_lines;
         ++stats->combined;
@@ -152,6 +162,7 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
   }
   CLICKATRON_RETURN_IF_ERROR(additions->status());
   CLICKATRON_RETURN_IF_ERROR(copy_span(text.size()));
+  crc_catch_up(pos);
   if (progress != nullptr) progress->Add(lines_out - reported_lines, bytes_out - reported_bytes);
   stats->previous_crc32 = crc;
   return Status::Ok();

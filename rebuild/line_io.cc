@@ -8,12 +8,19 @@
 #include <cerrno>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fmt/format.h>
 
-#include "clickatron/shard.h"
+#include "crc32_fast.h"
 
 namespace clickatron::rebuild {
 namespace {
+
+// LineWriter checksums its buffer in pieces of this size as they fill.
+constexpr size_t kCrcBatch = 16u << 10;
 
 Status Errno(std::string_view what, const std::string& path) {
   return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
@@ -27,6 +34,28 @@ bool HasGzipMagic(int fd) {
 }
 
 }  // namespace
+
+uint64_t CountNewlines(std::string_view bytes) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  uint64_t count = 0;
+#if defined(__SSE2__)
+  // Per-byte counters (a match is -1, subtracted), summed before they can wrap.
+  const __m128i newline = _mm_set1_epi8('\n');
+  while (end - p >= 16) {
+    __m128i counters = _mm_setzero_si128();
+    for (int i = 0; i < 255 && end - p >= 16; ++i, p += 16) {
+      const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      counters = _mm_sub_epi8(counters, _mm_cmpeq_epi8(block, newline));
+    }
+    const __m128i sums = _mm_sad_epu8(counters, _mm_setzero_si128());
+    count += static_cast<uint64_t>(_mm_cvtsi128_si64(sums)) +
+             static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+#endif
+  for (; p < end; ++p) count += *p == '\n' ? 1 : 0;
+  return count;
+}
 
 Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Options options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -104,7 +133,7 @@ bool LineReader::Refill() {
     eof_ = true;
     return false;
   }
-  if (options_.compute_crc) crc_ = Crc32Extend(crc_, std::string_view(dst, static_cast<size_t>(n)));
+  if (options_.compute_crc) crc_ = FastCrc32Extend(crc_, std::string_view(dst, static_cast<size_t>(n)));
   end_ += static_cast<size_t>(n);
   return true;
 }
@@ -167,9 +196,15 @@ Status LineWriter::Flush() {
     }
     done += static_cast<size_t>(n);
   }
-  if (options_.compute_crc) crc_ = Crc32Extend(crc_, std::string_view(buffer_.get(), used_));
+  if (options_.compute_crc) CrcCatchUp();
   used_ = 0;
+  crc_done_ = 0;
   return Status::Ok();
+}
+
+void LineWriter::CrcCatchUp() {
+  crc_ = FastCrc32Extend(crc_, std::string_view(buffer_.get() + crc_done_, used_ - crc_done_));
+  crc_done_ = used_;
 }
 
 Status LineWriter::PutRaw(std::string_view bytes) {
@@ -188,7 +223,7 @@ Status LineWriter::PutRaw(std::string_view bytes) {
         }
         done += static_cast<size_t>(n);
       }
-      if (options_.compute_crc) crc_ = Crc32Extend(crc_, bytes);
+      if (options_.compute_crc) crc_ = FastCrc32Extend(crc_, bytes);
       bytes_ += bytes.size();
       return Status::Ok();
     }
@@ -196,6 +231,9 @@ Status LineWriter::PutRaw(std::string_view bytes) {
   std::memcpy(buffer_.get() + used_, bytes.data(), bytes.size());
   used_ += bytes.size();
   bytes_ += bytes.size();
+  // The checksum is taken while the bytes are still in cache, not over the
+  // whole buffer at Flush (which would read it back from memory).
+  if (options_.compute_crc && used_ - crc_done_ >= kCrcBatch) CrcCatchUp();
   return Status::Ok();
 }
 
@@ -205,6 +243,7 @@ Status LineWriter::Put(std::string_view line) {
     used_ += line.size();
     buffer_[used_++] = '\n';
     bytes_ += line.size() + 1;
+    if (options_.compute_crc && used_ - crc_done_ >= kCrcBatch) CrcCatchUp();
   } else {
     CLICKATRON_RETURN_IF_ERROR(PutRaw(line));
     CLICKATRON_RETURN_IF_ERROR(PutRaw("\n"));

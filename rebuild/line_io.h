@@ -101,23 +101,29 @@ class LineWriter : public LineSink {
 
   uint64_t lines() const { return lines_; }
   uint64_t bytes() const { return bytes_; }
-  uint32_t crc32() const { return crc_; }  // with Options::compute_crc: of everything flushed so far
+  uint32_t crc32() const { return crc_; }  // with Options::compute_crc: of every byte, once Finish() returned
   const std::string& path() const { return path_; }
 
  private:
   LineWriter() = default;
   Status Flush();
+  void CrcCatchUp();  // extends crc_ over the buffered bytes not yet in it
 
   std::string path_;
   Options options_;
   int fd_ = -1;
   std::unique_ptr<char[]> buffer_;
   size_t used_ = 0;
+  size_t crc_done_ = 0;  // buffer bytes [0, crc_done_) are in crc_
   uint64_t lines_ = 0;
   uint64_t bytes_ = 0;
   uint32_t crc_ = 0;
   Status failed_;
 };
+
+// Number of '\n' bytes in `bytes` (16 at a time: the archive merge counts
+// the lines of every span it copies, hundreds of megabytes a night).
+uint64_t CountNewlines(std::string_view bytes);
 
 // Lines held in memory (tests, small inputs).
 class VectorLineSink : public LineSink {

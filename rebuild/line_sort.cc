@@ -1,6 +1,7 @@
 #include "line_sort.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "LineWordAt byte-swaps to big-endian");
@@ -9,6 +10,59 @@ namespace clickatron::rebuild {
 namespace {
 
 constexpr size_t kInsertionSortMax = 16;
+// Below this many entries a comparison sort on the words beats a radix pass
+// (which touches 256 counters and permutes in place).
+constexpr size_t kRadixSortMin = 256;
+
+uint8_t ByteAt(const LineEntry& e, int shift) { return static_cast<uint8_t>(e.word >> shift); }
+
+// Sorts by `word` alone: an in-place most-significant-byte radix sort from
+// the byte at `shift` down. The words of a chunk are mostly digits at
+// different places, where a radix pass is a fraction of a comparison sort's
+// cost; small buckets finish with std::sort.
+void SortByWord(LineEntry* begin, LineEntry* end, int shift) {
+  while (true) {
+    const size_t n = static_cast<size_t>(end - begin);
+    if (n < kRadixSortMin) {
+      std::sort(begin, end, [](const LineEntry& a, const LineEntry& b) { return a.word < b.word; });
+      return;
+    }
+    size_t counts[256] = {};
+    for (const LineEntry* e = begin; e < end; ++e) ++counts[ByteAt(*e, shift)];
+    if (counts[ByteAt(*begin, shift)] == n) {
+      // Every word has this byte: go on with the next one.
+      if (shift == 0) return;
+      shift -= 8;
+      continue;
+    }
+    size_t heads[256], tails[256];
+    size_t at = 0;
+    for (int b = 0; b < 256; ++b) {
+      heads[b] = at;
+      at += counts[b];
+      tails[b] = at;
+    }
+    // Each entry is moved straight into its bucket (cycle leader permutation).
+    for (int b = 0; b < 256; ++b) {
+      while (heads[b] < tails[b]) {
+        LineEntry value = begin[heads[b]];
+        uint8_t digit = ByteAt(value, shift);
+        while (digit != b) {
+          std::swap(value, begin[heads[digit]++]);
+          digit = ByteAt(value, shift);
+        }
+        begin[heads[b]++] = value;
+      }
+    }
+    if (shift == 0) return;
+    size_t start = 0;
+    for (int b = 0; b < 256; ++b) {
+      if (counts[b] > 1) SortByWord(begin + start, begin + start + counts[b], shift - 8);
+      start += counts[b];
+    }
+    return;
+  }
+}
 
 // Insertion sort on the bytes from `depth` on (everything before is equal).
 void InsertionSort(LineEntry* begin, LineEntry* end, const char* base, size_t depth) {
@@ -43,7 +97,9 @@ void SortFrom(LineEntry* begin, LineEntry* end, const char* base, size_t depth) 
       high = std::max(high, e->word);
     }
     if (low != high) {
-      std::sort(begin, end, [](const LineEntry& a, const LineEntry& b) { return a.word < b.word; });
+      // Bytes above the highest one that differs are equal in every word.
+      const int shift = (63 - __builtin_clzll(low ^ high)) & ~7;
+      SortByWord(begin, end, shift);
     }
     // Each group of equal words: lines that end within these 8 bytes are
     // finished (equal to each other up to their length: shorter first);

@@ -41,7 +41,7 @@ uint32_t ShardOfValidArchiveLine(std::string_view line, uint32_t shard_count) {
 }
 
 Result<std::unique_ptr<ShardFileWriter>> ShardFileWriter::Create(const std::string& path) {
-  auto writer = LineWriter::Create(path, {.buffer_bytes = 4u << 20, .fsync = true, .compute_crc = true});
+  auto writer = LineWriter::Create(path, {.buffer_bytes = 1u << 20, .fsync = true, .compute_crc = true});
   if (!writer.ok()) return writer.status();
   auto out = std::make_unique<ShardFileWriter>();
   out->writer_ = std::move(writer).value();

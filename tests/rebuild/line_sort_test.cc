@@ -47,6 +47,29 @@ TEST(LineSort, MatchesStdSortOnAwkwardBytes) {
   }
 }
 
+TEST(LineSort, LargeGroupsTakeTheRadixPathAndMatchStdSort) {
+  // Thousands of lines per group of equal leading words: the radix sort on
+  // words runs, on every byte value, with duplicates and prefixes.
+  std::mt19937 rng(23);
+  for (int round = 0; round < 6; ++round) {
+    std::vector<std::string> lines;
+    const std::string shared = std::string("c.u|k0000000").substr(0, 4 * round);
+    for (int i = 0; i < 20000; ++i) {
+      std::string line = shared;
+      const size_t extra = rng() % 24;
+      for (size_t j = 0; j < extra; ++j) {
+        line += round % 2 == 0 ? static_cast<char>('0' + rng() % 10) : static_cast<char>(rng());
+      }
+      lines.push_back(line);
+      if (rng() % 7 == 0) lines.push_back(line);
+      if (rng() % 7 == 0) lines.push_back(line.substr(0, line.size() / 2));
+    }
+    std::vector<std::string> expected = lines;
+    std::sort(expected.begin(), expected.end());
+    ASSERT_EQ(SortedByEntries(lines), expected) << "round " << round;
+  }
+}
+
 TEST(LineSort, LongSharedPrefixes) {
   std::vector<std::string> lines;
   const std::string prefix(100, 'p');
