@@ -4,7 +4,9 @@
 // Restoring is `gunzip` + copying the manifest beside the file.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "clickatron/manifest.h"
 #include "clickatron/status.h"
@@ -21,5 +23,10 @@ struct BackupOptions {
 Status BackupShardFile(const BackupOptions& options);
 
 std::string BackupDir(const std::string& backup_root, uint64_t generation);
+
+// Removes backup_root/gen-G for every G <= newest - keep (keep 0: none), so
+// the newest `keep` generations up to `newest` stay. Only folders named
+// gen-<number> are touched. Returns the generations removed.
+Result<std::vector<uint64_t>> PruneBackups(const std::string& backup_root, uint64_t newest, uint64_t keep);
 
 }  // namespace clickatron::rebuild

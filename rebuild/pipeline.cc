@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "archive_state.h"
+#include "backup.h"
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
@@ -103,6 +104,15 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
         WriteFileAtomically(work.DayComplete(plan.day), fmt::format("{{\"generation\": {}}}\n", g)));
   }
   RemoveOlderGenerations(work, g);
+  // Old backup copies go last, once this generation is safely finished; a
+  // failure to remove them costs disk, not data, so it does not fail the run.
+  if (auto pruned = PruneBackups(cluster.rebuild.backup_dir, g, static_cast<uint64_t>(cluster.rebuild.backup_keep));
+      !pruned.ok()) {
+    spdlog::warn("could not prune old backups: {}", pruned.status().ToString());
+  } else if (!pruned->empty()) {
+    spdlog::info("removed the backup copies of generations {}..{} (backup_keep = {})", pruned->front(),
+                 pruned->back(), cluster.rebuild.backup_keep);
+  }
   spdlog::info("generation {} finished (day \"{}\", {} late files, {} loads)", g, plan.day, plan.late_files.size(),
                plan.queue_ids.size());
   return Status::Ok();

@@ -171,9 +171,10 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "rebuild"), "rebuild");
     RebuildConfig& rb = c->rebuild;
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "memory_mb", "threads", "max_bad_line_ratio", "oplog_dirs"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "oplog_dirs"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("work_dir", &rb.work_dir));
     CLICKATRON_RETURN_IF_ERROR(r.String("backup_dir", &rb.backup_dir));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("backup_keep", 0, 1 << 20, &rb.backup_keep));
     CLICKATRON_RETURN_IF_ERROR(r.Int("memory_mb", 1, 1 << 20, &rb.memory_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("threads", 1, 256, &rb.threads));
     CLICKATRON_RETURN_IF_ERROR(r.Double("max_bad_line_ratio", 0.0, 1.0, &rb.max_bad_line_ratio));

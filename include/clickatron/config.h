@@ -80,6 +80,7 @@ struct ArchiveConfig {
 struct RebuildConfig {
   std::string work_dir = "var/rebuild";
   std::string backup_dir = "var/backup";
+  int backup_keep = 14;                // generations kept in backup_dir; 0 = all
   uint64_t memory_mb = 512;            // external sort bound
   int threads = 2;
   double max_bad_line_ratio = 0.001;   // a load with more bad lines fails
