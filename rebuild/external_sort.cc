@@ -113,14 +113,14 @@ class ChunkSource : public LineSource {
     if (next_ >= chunk_->count || !status_.ok()) return false;
     const std::string_view first = chunk_->Line(entries_[next_++]);
     const std::string_view key = LineKey(first);
-    if (next_ == chunk_->count || LineKey(chunk_->Line(entries_[next_])) != key) {
+    if (next_ == chunk_->count || !HasKey(chunk_->Line(entries_[next_]), key)) {
       *line = first;
       return true;
     }
     combined_.assign(first);
     while (next_ < chunk_->count) {
       const std::string_view other = chunk_->Line(entries_[next_]);
-      if (LineKey(other) != key) break;
+      if (!HasKey(other, key)) break;
       status_ = CombineArchiveLineInto(&combined_, other);
       if (!status_.ok()) return false;
       ++next_;
@@ -132,6 +132,13 @@ class ChunkSource : public LineSource {
   const std::string& name() const override { return name_; }
 
  private:
+  // Whether `line`'s key is `key`: it starts with key + "," (a key holds no
+  // ','), found without searching the line for its comma.
+  static bool HasKey(std::string_view line, std::string_view key) {
+    return line.size() > key.size() && line[key.size()] == ',' &&
+           std::memcmp(line.data(), key.data(), key.size()) == 0;
+  }
+
   Chunk* chunk_;
   LineEntry* entries_;
   size_t next_ = 0;
@@ -182,6 +189,16 @@ struct ExternalSorter::Impl {
   uint64_t next_run = 0;
 
   std::vector<std::thread> workers;
+
+  // Producer mode: each producer's own chunk and counters, touched only by
+  // the producer's thread until Finish().
+  struct ProducerState {
+    std::unique_ptr<Chunk> chunk;
+    uint64_t lines = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<ProducerState> producer_state;
+  std::vector<std::unique_ptr<ExternalSorter::Producer>> producers;
 
   ~Impl() {
     {
@@ -298,7 +315,10 @@ Result<std::unique_ptr<ExternalSorter>> ExternalSorter::Create(ExternalSortOptio
   if (options.threads < 1) options.threads = 1;
   if (options.max_fan_in < 2) options.max_fan_in = 2;
   impl->options = options;
-  impl->max_chunks = static_cast<size_t>(options.threads) + 1;
+  // Producers each own one chunk and spill it themselves; otherwise one
+  // chunk fills while each worker sorts one.
+  impl->max_chunks = options.producers > 0 ? static_cast<size_t>(options.producers)
+                                           : static_cast<size_t>(options.threads) + 1;
   // Room for what is not chunks: the input reader, a run writer per worker,
   // the output writer, and the process itself (code, stacks, allocator).
   const uint64_t reserve = std::min<uint64_t>(options.memory_bytes / 4, 16u << 20);
@@ -307,7 +327,14 @@ Result<std::unique_ptr<ExternalSorter>> ExternalSorter::Create(ExternalSortOptio
   // Whole huge pages when chunks are big enough to use them (see AllocateChunkMemory).
   if (impl->chunk_bytes >= 4 * kHugePage) impl->chunk_bytes &= ~uint64_t{kHugePage - 1};
   Impl* raw = impl.get();
-  for (int i = 0; i < options.threads; ++i) impl->workers.emplace_back([raw] { raw->WorkerLoop(); });
+  if (options.producers > 0) {
+    impl->producer_state.resize(static_cast<size_t>(options.producers));
+    for (int i = 0; i < options.producers; ++i) {
+      impl->producers.push_back(std::unique_ptr<Producer>(new Producer(raw, static_cast<size_t>(i))));
+    }
+  } else {
+    for (int i = 0; i < options.threads; ++i) impl->workers.emplace_back([raw] { raw->WorkerLoop(); });
+  }
   return std::unique_ptr<ExternalSorter>(new ExternalSorter(std::move(impl)));
 }
 
@@ -316,6 +343,31 @@ ExternalSorter::~ExternalSorter() = default;
 
 const ExternalSortStats& ExternalSorter::stats() const { return impl_->stats; }
 uint64_t ExternalSorter::chunk_bytes() const { return impl_->chunk_bytes; }
+
+ExternalSorter::Producer* ExternalSorter::producer(int i) { return impl_->producers[static_cast<size_t>(i)].get(); }
+
+Status ExternalSorter::Producer::Add(std::string_view line) {
+  Impl& s = *impl_;
+  Impl::ProducerState& state = s.producer_state[index_];
+  std::unique_ptr<Chunk>& chunk = state.chunk;
+  if (!chunk || !chunk->Fits(line.size())) {
+    if (chunk && chunk->count > 0) {
+      CLICKATRON_RETURN_IF_ERROR(s.SpillChunk(chunk.get()));
+      chunk->Reset();
+    }
+    // One line longer than a chunk gets a chunk of its own size (in place of
+    // the producer's usual one, so the number of chunks stays the same).
+    const size_t capacity = std::max<size_t>(line.size() + sizeof(LineEntry) + 16, s.chunk_bytes);
+    if (!chunk || chunk->capacity != (capacity & ~size_t{15})) {
+      chunk.reset();
+      chunk = std::make_unique<Chunk>(capacity);
+    }
+  }
+  chunk->Append(line);
+  ++state.lines;
+  state.bytes += line.size() + 1;
+  return Status::Ok();
+}
 
 Status ExternalSorter::Add(std::string_view line) {
   Impl& s = *impl_;
@@ -331,8 +383,65 @@ Status ExternalSorter::Add(std::string_view line) {
   return Status::Ok();
 }
 
+// Producer mode: the producers' last chunks, merged from memory when nothing
+// was spilled; otherwise all but the fullest are spilled while it is sorted.
+namespace {
+
+Status MergeWithRuns(ExternalSorter::Impl& s, std::unique_ptr<Chunk> last, LineSink* out);
+
+Status FinishProducers(ExternalSorter::Impl& s, LineSink* out) {
+  using Impl = ExternalSorter::Impl;
+  std::vector<std::unique_ptr<Chunk>> chunks;
+  for (Impl::ProducerState& state : s.producer_state) {
+    s.stats.lines_in += state.lines;
+    s.stats.bytes_in += state.bytes;
+    state.lines = state.bytes = 0;
+    if (state.chunk && state.chunk->count > 0) chunks.push_back(std::move(state.chunk));
+    state.chunk.reset();
+  }
+  std::sort(chunks.begin(), chunks.end(),
+            [](const auto& a, const auto& b) { return a->text_used > b->text_used; });
+  bool spilled = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    spilled = !s.runs.empty();
+  }
+  // Sorts (spilled: spills) chunks[1…] on threads of their own, chunks[0] here.
+  std::vector<Status> results(chunks.size());
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    helpers.emplace_back([&, i] {
+      if (spilled) {
+        results[i] = s.SpillChunk(chunks[i].get());
+      } else {
+        SortChunk(chunks[i].get(), 1);
+      }
+    });
+  }
+  if (!chunks.empty()) SortChunk(chunks[0].get(), chunks.size() == 1 && !spilled ? s.options.threads : 1);
+  for (auto& h : helpers) h.join();
+  for (const Status& st : results) CLICKATRON_RETURN_IF_ERROR(st);
+  if (!spilled) {
+    std::vector<std::unique_ptr<ChunkSource>> owned;
+    std::vector<LineSource*> sources;
+    for (const auto& chunk : chunks) {
+      owned.push_back(std::make_unique<ChunkSource>(chunk.get()));
+      sources.push_back(owned.back().get());
+    }
+    MergeStats merge_stats;
+    CLICKATRON_RETURN_IF_ERROR(MergeSortedSources(sources, out, {}, &merge_stats));
+    s.stats.lines_out = merge_stats.lines_out;
+    return Status::Ok();
+  }
+  chunks.resize(std::min<size_t>(chunks.size(), 1));  // the spilled ones' memory goes back first
+  return MergeWithRuns(s, chunks.empty() ? nullptr : std::move(chunks[0]), out);
+}
+
+}  // namespace
+
 Status ExternalSorter::Finish(LineSink* out) {
   Impl& s = *impl_;
+  if (s.options.producers > 0) return FinishProducers(s, out);
   bool spilled = false;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -360,6 +469,13 @@ Status ExternalSorter::Finish(LineSink* out) {
   std::unique_ptr<Chunk> last = std::move(s.current);
   if (last && last->count == 0) last.reset();
   if (last) SortChunk(last.get(), s.options.threads);
+  return MergeWithRuns(s, std::move(last), out);
+}
+
+namespace {
+
+// Merges the spilled runs and `last` (sorted, in memory; may be null) into `out`.
+Status MergeWithRuns(ExternalSorter::Impl& s, std::unique_ptr<Chunk> last, LineSink* out) {
   // Each open run gets a read buffer out of what the last chunk leaves.
   const uint64_t budget =
       s.options.memory_bytes > (last ? last->capacity : 0) ? s.options.memory_bytes - (last ? last->capacity : 0) : 0;
@@ -412,5 +528,7 @@ Status ExternalSorter::Finish(LineSink* out) {
   for (const std::string& run : runs) ::unlink(run.c_str());
   return Status::Ok();
 }
+
+}  // namespace
 
 }  // namespace clickatron::rebuild

@@ -15,7 +15,17 @@
 // index never exceed it. The merge phase gives each open run a read buffer
 // out of what the last chunk leaves of the bound.
 //
+// Producers (options.producers > 0): instead of Add(), that many threads each
+// add through their own Producer. Each owns one chunk of
+// (bound - reserve) / producers and sorts, combines and spills it itself when
+// it is full, so converting and sorting run on every thread with no hand-off
+// and no chunk waits for another. At Finish() the producers' last chunks stay
+// in memory when there are no runs; otherwise the fullest one stays and the
+// others are spilled (in parallel with sorting it).
+//
 // Thread-safety: Add() and Finish() from one thread; the pool is internal.
+// Each Producer from one thread at a time; Finish() after every producer's
+// thread is done with it.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +44,7 @@ struct ExternalSortOptions {
   int threads = 2;                  // sorting workers (and the parallel in-memory sort)
   size_t max_fan_in = 128;          // runs merged at once at most
   std::string label = "sort";       // for the progress line of the merge phase
+  int producers = 0;                // > 0: lines come through producer(i), not Add()
 };
 
 struct ExternalSortStats {
@@ -54,10 +65,25 @@ class ExternalSorter {
   // Streams every line, sorted and combined, into `out`.
   Status Finish(LineSink* out);
 
+  struct Impl;
+
+  // One thread's way in (options.producers > 0).
+  class Producer {
+   public:
+    // REQUIRES: `archive_line` is a valid archive line (converted or checked).
+    Status Add(std::string_view archive_line);
+
+   private:
+    friend class ExternalSorter;
+    Producer(Impl* impl, size_t index) : impl_(impl), index_(index) {}
+    Impl* impl_;
+    size_t index_;
+  };
+  // REQUIRES: i < options.producers.
+  Producer* producer(int i);
+
   const ExternalSortStats& stats() const;
   uint64_t chunk_bytes() const;
-
-  struct Impl;
 
  private:
   explicit ExternalSorter(std::unique_ptr<Impl> impl);

@@ -65,8 +65,13 @@ void SortByWord(LineEntry* begin, LineEntry* end, int shift) {
 }
 
 // Insertion sort on the bytes from `depth` on (everything before is equal).
+// Each entry's next 8 bytes are loaded once as its word: most comparisons
+// are one integer compare, and only equal words go on to memcmp (which also
+// settles lines that end inside the word, zero-padded there).
 void InsertionSort(LineEntry* begin, LineEntry* end, const char* base, size_t depth) {
+  for (LineEntry* e = begin; e < end; ++e) e->word = LineWordAt(base + e->offset, e->length, depth);
   const auto less = [&](const LineEntry& a, const LineEntry& b) {
+    if (a.word != b.word) return a.word < b.word;
     const std::string_view x(base + a.offset + depth, a.length - depth);
     const std::string_view y(base + b.offset + depth, b.length - depth);
     return x < y;

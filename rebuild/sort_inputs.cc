@@ -3,8 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +21,7 @@
 #include "clickatron/oplog_record.h"
 #include "convert_line.h"
 #include "external_sort.h"
+#include "line_blocks.h"
 #include "line_io.h"
 #include "progress.h"
 
@@ -24,6 +31,8 @@ namespace {
 // A reject file stays readable even when a whole file is garbage.
 constexpr uint64_t kMaxRejectLines = 100000;
 constexpr uint64_t kProgressBatch = 4096;
+// Line files are read in blocks of this size, one block at a time per thread.
+constexpr size_t kBlockBytes = 1u << 20;
 
 uint64_t SizeOf(const std::string& path) {
   struct stat st;
@@ -52,6 +61,33 @@ class Intake {
     }
     if (++batch_lines_ == kProgressBatch) FlushProgress();
     return Status::Ok();
+  }
+
+  // A bad line found by a thread: where ("FILE:LINE") and why.
+  using Rejects = std::vector<std::pair<std::string, std::string>>;
+
+  // A thread is done with block `seq` of the current file: its counts and bad
+  // lines are taken in file order (a block may finish before the one before
+  // it; it then waits here, as data, until that one is in), so the reject
+  // file reads as it would from one thread.
+  Status CommitBlock(uint64_t seq, Rejects rejects, uint64_t lines, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(commit_mutex_);
+    pending_.emplace(seq, Pending{std::move(rejects), lines, bytes});
+    while (!pending_.empty() && pending_.begin()->first == next_seq_) {
+      Pending& block = pending_.begin()->second;
+      result.lines += block.lines;
+      result.bytes += block.bytes;
+      for (const auto& [where, why] : block.rejects) CLICKATRON_RETURN_IF_ERROR(Reject(where, why));
+      pending_.erase(pending_.begin());
+      ++next_seq_;
+    }
+    return Status::Ok();
+  }
+  // Block numbers start again at 0 in the next file.
+  void StartFile() {
+    std::lock_guard<std::mutex> lock(commit_mutex_);
+    pending_.clear();
+    next_seq_ = 0;
   }
 
   Status Reject(const std::string& where, const std::string& why) {
@@ -95,18 +131,69 @@ class Intake {
   std::string converted_;
   uint64_t batch_lines_ = 0;
   uint64_t reported_bytes_ = 0;
+
+  struct Pending {
+    Rejects rejects;
+    uint64_t lines = 0;
+    uint64_t bytes = 0;
+  };
+  std::mutex commit_mutex_;
+  std::map<uint64_t, Pending> pending_;  // finished blocks after a gap
+  uint64_t next_seq_ = 0;
 };
 
-Status ReadLineFile(const std::string& path, const SortInputsOptions& options, Intake* intake) {
-  auto reader = LineReader::Open(path, {.buffer_bytes = 1u << 20, .strip_cr = options.strip_cr});
+// A line file (realtime or archive lines) converted on options.threads
+// threads: each takes the next block of lines (line_blocks.h), converts it
+// into its own ExternalSorter producer, and hands in its counts and bad
+// lines in file order. What comes out is what ReadLineFile gives.
+Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& options, ExternalSorter* sorter,
+                              Intake* intake, Progress* progress) {
+  auto reader = LineBlockReader::Open(path, kBlockBytes);
   if (!reader.ok()) return reader.status();
-  LineReader& r = **reader;
-  std::string_view line;
-  while (r.Next(&line)) {
-    CLICKATRON_RETURN_IF_ERROR(
-        intake->Take(line, [&] { return fmt::format("{}:{}", path, r.line_number()); }));
-  }
-  return r.status();
+  intake->StartFile();
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  Status error;
+  const auto work = [&](int index) {
+    ExternalSorter::Producer* producer = sorter->producer(index);
+    LineBlockReader::Block block;
+    std::string converted;
+    while (!failed.load(std::memory_order_relaxed) && (*reader)->Next(&block)) {
+      Intake::Rejects rejects;
+      uint64_t lines = 0, bytes = 0;
+      Status st;
+      ForEachBlockLine(block, [&](std::string_view line, uint64_t number) {
+        if (!st.ok()) return;
+        if (options.strip_cr && !line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.empty()) return;  // blank lines carry nothing
+        ++lines;
+        bytes += line.size() + 1;
+        converted.clear();
+        const Status converted_st = options.format == InputFormat::kArchive
+                                        ? NormalizeArchiveLine(line, &converted)
+                                        : ConvertRealtimeLine(line, &converted);
+        if (!converted_st.ok()) {
+          rejects.emplace_back(fmt::format("{}:{}", path, number), converted_st.message());
+        } else {
+          st = producer->Add(converted);
+        }
+      });
+      progress->Add(lines, bytes);
+      if (st.ok()) st = intake->CommitBlock(block.seq, std::move(rejects), lines, bytes);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (error.ok()) error = st;
+        failed = true;
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int i = 1; i < options.threads; ++i) helpers.emplace_back(work, i);
+  work(0);
+  for (auto& h : helpers) h.join();
+  CLICKATRON_RETURN_IF_ERROR(error);
+  return (*reader)->status();
 }
 
 // Late data: frames of "# source=… shard=… seq=…" + realtime lines.
@@ -142,21 +229,28 @@ Status ReadLateFile(const std::string& path, Intake* intake) {
 
 Result<SortInputsResult> SortInputs(const SortInputsOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // Line files are converted on every thread, each into its own producer;
+  // late-data files (frames) are read by this thread.
+  const bool parallel = options.format != InputFormat::kLateData;
+  const int threads = std::max(1, options.threads);
   auto sorter = ExternalSorter::Create({.temp_dir = options.temp_dir,
                                         .memory_bytes = options.memory_bytes,
-                                        .threads = options.threads,
-                                        .label = options.label});
+                                        .threads = threads,
+                                        .label = options.label,
+                                        .producers = parallel ? threads : 0});
   if (!sorter.ok()) return sorter.status();
   uint64_t total_bytes = 0;
   for (const std::string& path : options.inputs) total_bytes += SizeOf(path);
   Progress progress(options.label + ": reading", total_bytes);
   Intake intake(options, sorter->get(), &progress);
+  SortInputsOptions run_options = options;
+  run_options.threads = threads;
   for (const std::string& path : options.inputs) {
-    const Status st = options.format == InputFormat::kLateData ? ReadLateFile(path, &intake)
-                                                               : ReadLineFile(path, options, &intake);
+    const Status st = parallel ? ReadLineFileInParallel(path, run_options, sorter->get(), &intake, &progress)
+                               : ReadLateFile(path, &intake);
     if (!st.ok()) return st;
   }
-  intake.FlushProgress();
+  if (!parallel) intake.FlushProgress();  // the parallel reader reports per block
   progress.Finish();
   CLICKATRON_RETURN_IF_ERROR(intake.FinishRejects());
   SortInputsResult result = intake.result;

@@ -12,6 +12,9 @@
 //       the rebuild's own steps on them: convert + external sort of the day
 //       (SortInputs), then merge with the archive + split + manifests
 //       (BuildGeneration, backup off). Prints the figures, one "name value" a line.
+//   clickatron-rebuild-bench sort --day FILE --out FILE --work-dir W --memory-mb MB --threads T
+//       the convert + external sort step alone (SortInputs), for profiling it and
+//       checking its output against an earlier build's byte for byte.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -216,6 +219,31 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   return 0;
 }
 
+int SortOnly(const std::string& day, const std::string& out, const std::string& work_dir, uint64_t memory_mb,
+             int threads) {
+  if (Status st = clickatron::MakeDirs(work_dir); !st.ok()) return Fail(st);
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = CpuSeconds();
+  cr::SortInputsOptions sort;
+  sort.inputs = {day};
+  sort.output = out;
+  sort.rejects_path = work_dir + "/rejects.txt";
+  sort.temp_dir = work_dir + "/tmp";
+  sort.memory_bytes = memory_mb << 20;
+  sort.threads = threads;
+  auto sorted = cr::SortInputs(sort);
+  if (!sorted.ok()) return Fail(sorted.status());
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::printf("day_records %llu\n", static_cast<unsigned long long>(sorted->lines));
+  std::printf("day_sorted_records %llu\n", static_cast<unsigned long long>(sorted->records));
+  std::printf("sort_runs %llu\n", static_cast<unsigned long long>(sorted->runs));
+  std::printf("sort_seconds %.3f\n", Since(t0));
+  std::printf("sort_cpu_seconds %.3f\n", CpuSeconds() - cpu0);
+  std::printf("max_rss_kb %ld\n", usage.ru_maxrss);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -241,8 +269,15 @@ int main(int argc, char** argv) {
   pipeline->add_option("--shards", shards);
   pipeline->add_option("--memory-mb", memory_mb);
   pipeline->add_option("--threads", threads);
+  auto* sort_only = app.add_subcommand("sort");
+  sort_only->add_option("--day", day)->required();
+  sort_only->add_option("--out", out)->required();
+  sort_only->add_option("--work-dir", work)->required();
+  sort_only->add_option("--memory-mb", memory_mb);
+  sort_only->add_option("--threads", threads);
   CLI11_PARSE(app, argc, argv);
   if (gen_day->parsed()) return GenDay(records, stride, out);
   if (gen_archive->parsed()) return GenArchive(records, shards, dir);
+  if (sort_only->parsed()) return SortOnly(day, out, work, memory_mb, threads);
   return Pipeline(day, dir, work, shards, memory_mb, threads);
 }

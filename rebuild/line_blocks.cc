@@ -1,0 +1,123 @@
+#include "line_blocks.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "line_io.h"
+
+namespace clickatron::rebuild {
+
+Result<std::unique_ptr<LineBlockReader>> LineBlockReader::Open(const std::string& path, size_t block_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
+    return Status::IoError(fmt::format("open {}: {}", path, std::strerror(errno)));
+  }
+  std::unique_ptr<LineBlockReader> reader(new LineBlockReader());
+  reader->path_ = path;
+  reader->block_bytes_ = block_bytes < 4096 ? 4096 : block_bytes;
+  struct stat st;
+  if (::fstat(fd, &st) == 0) reader->file_bytes_ = static_cast<uint64_t>(st.st_size);
+  unsigned char magic[2] = {0, 0};
+  if (::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    gzFile gz = gzdopen(fd, "rb");
+    if (gz == nullptr) {
+      ::close(fd);
+      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
+    }
+    gzbuffer(gz, 256u << 10);
+    reader->gz_ = gz;
+  } else {
+    reader->fd_ = fd;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  return reader;
+}
+
+LineBlockReader::~LineBlockReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LineBlockReader::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+Result<size_t> LineBlockReader::ReadMore(std::string* out, size_t want) {
+  const size_t old = out->size();
+  out->resize(old + want);
+  char* dst = out->data() + old;
+  ssize_t n = 0;
+  if (gz_ != nullptr) {
+    auto* gz = static_cast<gzFile>(gz_);
+    const unsigned ask = want > (1u << 30) ? (1u << 30) : static_cast<unsigned>(want);
+    n = gzread(gz, dst, ask);
+    if (n < 0) {
+      int err = 0;
+      const char* message = gzerror(gz, &err);
+      out->resize(old);
+      return Status::Corruption(fmt::format("{}: gzip: {}", path_, message ? message : "read error"));
+    }
+  } else {
+    do {
+      n = ::read(fd_, dst, want);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      out->resize(old);
+      return Status::IoError(fmt::format("read {}: {}", path_, std::strerror(errno)));
+    }
+  }
+  out->resize(old + static_cast<size_t>(n));
+  return static_cast<size_t>(n);
+}
+
+bool LineBlockReader::Next(Block* block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!status_.ok()) return false;
+  block->bytes.clear();
+  block->bytes.swap(carry_);  // the partial line left over starts this block
+  // Read until the block holds at least one whole line (or the file ends).
+  size_t last_newline = std::string::npos;
+  size_t scanned = 0;
+  while (!eof_) {
+    const size_t want = block_bytes_ > block->bytes.size() ? block_bytes_ - block->bytes.size() : block_bytes_;
+    Result<size_t> n = ReadMore(&block->bytes, want);
+    if (!n.ok()) {
+      status_ = n.status();
+      return false;
+    }
+    if (*n == 0) {
+      eof_ = true;
+      break;
+    }
+    const void* found = ::memrchr(block->bytes.data() + scanned, '\n', block->bytes.size() - scanned);
+    if (found != nullptr) {
+      last_newline = static_cast<size_t>(static_cast<const char*>(found) - block->bytes.data());
+      if (block->bytes.size() >= block_bytes_) break;
+    }
+    scanned = block->bytes.size();
+  }
+  if (block->bytes.empty()) return false;  // the end
+  if (!eof_) {
+    // Whole lines only; the partial line after the last newline starts the
+    // next block. (At the end of the file the rest is its last line.)
+    carry_.assign(block->bytes, last_newline + 1);
+    block->bytes.resize(last_newline + 1);
+  }
+  uint64_t lines = CountNewlines(block->bytes);
+  if (!block->bytes.empty() && block->bytes.back() != '\n') ++lines;  // the last line has no newline
+  block->first_line = next_line_;
+  block->seq = next_seq_++;
+  next_line_ += lines;
+  return true;
+}
+
+}  // namespace clickatron::rebuild
