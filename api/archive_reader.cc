@@ -9,6 +9,7 @@
 
 #include "clickatron/key_codec.h"
 #include "clickatron/ymdh.h"
+#include "coalesced_reads.h"
 #include "fan_in.h"
 #include "read_targets.h"
 
@@ -52,6 +53,22 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
   for (size_t shard = 0; shard < replicas_.size(); ++shard) {
     for (const MemberConfig* m : cluster.ArchiveReplicas(static_cast<int>(shard))) {
       replicas_[shard].push_back(Replica{m->name, m->listen, {}});
+    }
+  }
+  if (options_.coalesce_in_flight > 0) {
+    const Coalescer<ArchiveReply>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
+                                                    .max_keys = options_.coalesce_max_keys,
+                                                    .max_bytes = options_.max_target_bytes};
+    coalescers_.resize(replicas_.size());
+    for (size_t shard = 0; shard < replicas_.size(); ++shard) {
+      for (size_t replica = 0; replica < replicas_[shard].size(); ++replica) {
+        coalescers_[shard].push_back(std::make_unique<Coalescer<ArchiveReply>>(
+            coalesce,
+            [this, shard, replica](std::vector<std::string> keys, Coalescer<ArchiveReply>::BatchDone done) {
+              SendBatch(static_cast<int>(shard), replica, std::move(keys), std::move(done));
+            },
+            TargetKeyCost));
+      }
     }
   }
 }
@@ -119,6 +136,7 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  if (alive.expired()) return;
                  Replica& replica = replicas_[static_cast<size_t>(session->shard)][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
+                 if (reply.ok()) reply->replica = index;
                  if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
                    done(std::move(reply));
                    return;
@@ -135,11 +153,52 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                });
 }
 
-void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
-  const size_t n = session->shard < static_cast<int>(replicas_.size()) ? replicas_[session->shard].size() : 0;
+int ArchiveReader::Attempts(int shard) const {
+  const size_t n = shard >= 0 && shard < static_cast<int>(replicas_.size()) ? replicas_[shard].size() : 0;
   // Each replica once, and a single replica twice (a keep-alive connection
   // the server closed can fail one request spuriously).
-  Send(session, GetTarget(key), static_cast<int>(std::max<size_t>(2, n)), std::move(done));
+  return static_cast<int>(std::max<size_t>(2, n));
+}
+
+void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
+  const size_t shard = static_cast<size_t>(session->shard);
+  if (shard >= coalescers_.size() || coalescers_[shard].empty()) {
+    Send(session, GetTarget(key), Attempts(session->shard), std::move(done));
+    return;
+  }
+  auto& replicas = coalescers_[shard];
+  replicas[session->replica % replicas.size()]->Submit(
+      std::string(key), [session, done = std::move(done)](Result<ArchiveReply> reply) {
+        // The session follows the batch's failover, as a get of its own would.
+        if (reply.ok()) session->replica = reply->replica;
+        done(std::move(reply));
+      });
+}
+
+void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string> keys,
+                              Coalescer<ArchiveReply>::BatchDone done) {
+  // A replica that failed since the gets were queued is skipped at once, not
+  // after another timeout.
+  auto session = std::make_shared<Session>(Session{.shard = shard, .replica = PickFrom(shard, replica)});
+  if (keys.size() == 1) {  // a lone get stays a get: the same request as without coalescing
+    Send(session, GetTarget(keys.front()), Attempts(shard), [done = std::move(done)](Result<ArchiveReply> reply) {
+      if (!reply.ok()) return done(reply.status());
+      std::vector<ArchiveReply> replies;
+      replies.push_back(std::move(*reply));
+      done(std::move(replies));
+    });
+    return;
+  }
+  ++stats_.archive_coalesced_requests;
+  stats_.archive_coalesced_keys += keys.size();
+  std::string target = MGetTarget(keys);
+  Send(session, std::move(target), Attempts(shard),
+       [keys = std::move(keys), done = std::move(done)](Result<ArchiveReply> reply) {
+         if (!reply.ok()) return done(reply.status());
+         // mget answers 200 with the hits only; the headers hold for every key.
+         done(SplitArchiveMget(reply->found ? std::string_view(reply->body) : std::string_view(), keys, reply->view,
+                               reply->replica));
+       });
 }
 
 void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
@@ -153,12 +212,11 @@ void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vec
     }
     done(std::move(*replies));
   });
-  const size_t n = session->shard < static_cast<int>(replicas_.size()) ? replicas_[session->shard].size() : 0;
   std::vector<std::function<void(Status)>> parts;
   for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
   join->Arm();  // nothing sent yet: only the parts can finish it now
   for (size_t i = 0; i < targets.size(); ++i) {
-    Send(session, targets[i], static_cast<int>(std::max<size_t>(2, n)),
+    Send(session, targets[i], Attempts(session->shard),
          [replies, i, part = std::move(parts[i])](Result<ArchiveReply> reply) {
            if (!reply.ok()) {
              part(reply.status());

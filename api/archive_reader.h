@@ -11,6 +11,11 @@
 // headers) is skipped for a short penalty and the request goes to the next;
 // when none answers, the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503).
 //
+// Get is coalesced per replica (coalescer.h): while a request is out to the
+// replica, further gets queue and go out together as one mget; a failed
+// batch fails over (or fails) every get in it, and every get's reply still
+// carries the view of the answer it came from.
+//
 // Thread-safety: loop thread only. Callbacks run on the loop, never after the
 // reader is destroyed.
 #pragma once
@@ -25,6 +30,7 @@
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
+#include "coalescer.h"
 #include "read_records.h"
 #include "read_stats.h"
 
@@ -39,7 +45,8 @@ struct ArchiveView {
 struct ArchiveReply {
   ArchiveView view;
   bool found = false;  // 200; false for 404 (no such key)
-  std::string body;
+  std::string body;    // as /get answers it: "value\n"
+  size_t replica = 0;  // which replica of the shard answered
 };
 
 // Reads the two headers; CORRUPTION when either is missing or malformed.
@@ -52,6 +59,11 @@ class ArchiveReader {
     std::chrono::milliseconds replica_penalty{2000};  // a failed replica is skipped this long
     size_t max_target_bytes = 6000;
     size_t max_keys_per_mget = 400;
+    // Get coalescing: a get is sent at once while fewer than this many
+    // requests are out to its replica, else queued for the next mget; 0
+    // turns coalescing off.
+    int coalesce_in_flight = 1;
+    size_t coalesce_max_keys = 64;
   };
   ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
   ~ArchiveReader();
@@ -75,6 +87,10 @@ class ArchiveReader {
     std::chrono::steady_clock::time_point down_until{};
   };
   void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
+  // One coalesced request for `keys` to `replica` of `shard` (failing over).
+  void SendBatch(int shard, size_t replica, std::vector<std::string> keys,
+                 Coalescer<ArchiveReply>::BatchDone done);
+  int Attempts(int shard) const;
   size_t PickFrom(int shard, size_t first) const;
   // Not const: it remembers the newest generation any replica has served.
   Result<ArchiveReply> Interpret(const Replica& replica, const HttpResponse& response);
@@ -84,6 +100,7 @@ class ArchiveReader {
   Options options_;
   std::vector<std::vector<Replica>> replicas_;  // by shard
   std::vector<size_t> round_robin_;             // by shard
+  std::vector<std::vector<std::unique_ptr<Coalescer<ArchiveReply>>>> coalescers_;  // by shard, replica
   // The newest archive generation seen on any shard. Generations are
   // cluster-wide (the rebuild deploys G to every shard), so a replica serving
   // no file (generation 0) after the cluster has an archive has lost its

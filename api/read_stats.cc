@@ -11,6 +11,10 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("archive_failovers", s.archive_failovers.load());
   fn("realtime_requests", s.realtime_requests.load());
   fn("realtime_retries", s.realtime_retries.load());
+  fn("archive_coalesced_requests", s.archive_coalesced_requests.load());
+  fn("archive_coalesced_keys", s.archive_coalesced_keys.load());
+  fn("realtime_coalesced_requests", s.realtime_coalesced_requests.load());
+  fn("realtime_coalesced_prefixes", s.realtime_coalesced_prefixes.load());
   fn("unavailable", s.unavailable.load());
   fn("generation_retries", s.generation_retries.load());
   fn("lookup_cache_hits", s.lookup_cache_hits.load());

@@ -16,6 +16,12 @@ struct ReadStats {
   std::atomic<uint64_t> archive_failovers{0};   // a replica failed; another was tried
   std::atomic<uint64_t> realtime_requests{0};   // sent to realtime shards
   std::atomic<uint64_t> realtime_retries{0};    // a realtime request was sent again
+  // Coalesced requests (several queries' lookups in one mget / mfwmatch) and
+  // the lookups they carried: keys / requests is the batching achieved.
+  std::atomic<uint64_t> archive_coalesced_requests{0};
+  std::atomic<uint64_t> archive_coalesced_keys{0};
+  std::atomic<uint64_t> realtime_coalesced_requests{0};
+  std::atomic<uint64_t> realtime_coalesced_prefixes{0};
   std::atomic<uint64_t> unavailable{0};         // queries answered 503 SHARD_UNAVAILABLE
   std::atomic<uint64_t> generation_retries{0};  // a breakdown restarted: the archive changed under it
   std::atomic<uint64_t> lookup_cache_hits{0};

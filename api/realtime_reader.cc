@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
+#include "coalesced_reads.h"
 #include "fan_in.h"
 #include "read_targets.h"
 
@@ -23,11 +24,25 @@ RealtimeReader::RealtimeReader(const ClusterConfig& cluster, HttpClient& client,
     const MemberConfig* m = cluster.RealtimeMember(shard);
     members_.push_back(m != nullptr ? std::optional<MemberConfig>(*m) : std::nullopt);
   }
+  if (options_.coalesce_in_flight > 0) {
+    const Coalescer<std::string>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
+                                                   .max_keys = options_.coalesce_max_keys,
+                                                   .max_bytes = options_.max_target_bytes};
+    for (int shard = 0; shard < shards; ++shard) {
+      coalescers_.push_back(std::make_unique<Coalescer<std::string>>(
+          coalesce,
+          [this, shard](std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
+            SendBatch(shard, std::move(prefixes), std::move(done));
+          },
+          TargetKeyCost));
+    }
+  }
 }
 
 RealtimeReader::~RealtimeReader() { alive_.reset(); }
 
-void RealtimeReader::Send(int shard, std::string target, int attempts_left, BodyCallback done) {
+void RealtimeReader::Send(int shard, std::string target, int attempts_left, bool not_found_is_empty,
+                          BodyCallback done) {
   const MemberConfig* member = shard >= 0 && static_cast<size_t>(shard) < members_.size() && members_[shard]
                                    ? &*members_[static_cast<size_t>(shard)]
                                    : nullptr;
@@ -41,10 +56,11 @@ void RealtimeReader::Send(int shard, std::string target, int attempts_left, Body
   spec.timeout_ms = options_.timeout_ms;
   std::weak_ptr<bool> alive = alive_;
   client_.Send(member->listen, std::move(spec),
-               [this, alive, shard, member, target = std::move(target), attempts_left,
+               [this, alive, shard, member, target = std::move(target), attempts_left, not_found_is_empty,
                 done = std::move(done)](HttpResponse response) mutable {
                  if (alive.expired()) return;
-                 if (response.ok() && (response.status_code == 200 || response.status_code == 404)) {
+                 if (response.ok() && (response.status_code == 200 ||
+                                       (response.status_code == 404 && not_found_is_empty))) {
                    done(response.status_code == 200 ? std::move(response.body) : std::string());
                    return;
                  }
@@ -60,12 +76,36 @@ void RealtimeReader::Send(int shard, std::string target, int attempts_left, Body
                    return;
                  }
                  ++stats_.realtime_retries;
-                 Send(shard, std::move(target), attempts_left - 1, std::move(done));
+                 Send(shard, std::move(target), attempts_left - 1, not_found_is_empty, std::move(done));
                });
 }
 
 void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done) {
-  Send(shard, FwmatchTarget(prefix), kAttempts, std::move(done));
+  if (shard < 0 || static_cast<size_t>(shard) >= coalescers_.size()) {
+    Send(shard, FwmatchTarget(prefix), kAttempts, true, std::move(done));
+    return;
+  }
+  coalescers_[static_cast<size_t>(shard)]->Submit(std::string(prefix), std::move(done));
+}
+
+void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
+  if (prefixes.size() == 1) {  // a lone fwmatch stays a fwmatch
+    Send(shard, FwmatchTarget(prefixes.front()), kAttempts, true, [done = std::move(done)](Result<std::string> body) {
+      if (!body.ok()) return done(body.status());
+      std::vector<std::string> bodies;
+      bodies.push_back(std::move(*body));
+      done(std::move(bodies));
+    });
+    return;
+  }
+  ++stats_.realtime_coalesced_requests;
+  stats_.realtime_coalesced_prefixes += prefixes.size();
+  std::string target = MFwmatchTarget(prefixes);
+  Send(shard, std::move(target), kAttempts, false,
+       [prefixes = std::move(prefixes), done = std::move(done)](Result<std::string> body) {
+         if (!body.ok()) return done(body.status());
+         done(SplitFwmatchByPrefix(*body, prefixes));
+       });
 }
 
 void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
@@ -83,7 +123,7 @@ void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
   for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
   join->Arm();
   for (size_t i = 0; i < targets.size(); ++i) {
-    Send(shard, targets[i], kAttempts, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
+    Send(shard, targets[i], kAttempts, true, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
       if (!body.ok()) {
         part(body.status());
         return;

@@ -11,6 +11,7 @@
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
 #include "line_stream.h"
+#include "multi_prefix_scan.h"
 
 namespace clickatron::realtime {
 namespace {
@@ -56,6 +57,32 @@ bool DateArg(const HttpExchangePtr& ex, std::string_view name, bool required, st
   }
   *out = *day;
   return true;
+}
+
+// Prefixes one /mfwmatch may carry: bounds the work of one request (the API
+// sends at most 64).
+constexpr size_t kMaxMfwmatchPrefixes = 256;
+
+// GET /mfwmatch?key=P1&key=P2…[&date=D]: every record matching any prefix,
+// once, sorted (see multi_prefix_scan.h); streamed like /fwmatch.
+void HandleMfwmatch(const Ring& ring, const HttpExchangePtr& ex) {
+  std::vector<const std::string*> keys = ex->args().GetAll("key");
+  if (keys.empty()) {
+    ex->ReplyError(400, "MISSING_ARG_KEY", "the argument key is required (once per prefix)");
+    return;
+  }
+  if (keys.size() > kMaxMfwmatchPrefixes) {
+    ex->ReplyError(400, "TOO_MANY_KEYS", fmt::format("at most {} prefixes per request", kMaxMfwmatchPrefixes));
+    return;
+  }
+  std::optional<int64_t> day;
+  if (!DateArg(ex, "date", false, &day)) return;
+  std::vector<std::string> prefixes;
+  prefixes.reserve(keys.size());
+  for (const std::string* k : keys) prefixes.push_back(*k);
+  StreamLines(ex, ChainPrefixScans(DisjointPrefixes(std::move(prefixes)), [&ring, day](std::string_view prefix) {
+                return ring.Scan(prefix, day, 0);
+              }));
 }
 
 nlohmann::json DateList(const std::vector<int64_t>& days) {
@@ -122,6 +149,7 @@ void RealtimeServer::RegisterRoutes() {
   h.Route("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
   h.Route("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
   h.Route("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
+  h.Route("/mfwmatch", [this](const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); });
   h.Route("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); });
   h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet);
   h.AdminRoute("/exported", [this](const HttpExchangePtr& ex) { HandleExported(ex); }, kPost);

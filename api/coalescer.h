@@ -1,0 +1,168 @@
+// Request coalescing per target daemon, the read-side twin of group commit.
+//
+// Each /clicks query needs one archive lookup and one realtime lookup, each a
+// whole HTTP exchange on both ends; under load those internal exchanges cost
+// the API and the daemons more than the query itself. A Coalescer sits in
+// front of one target (an archive replica, a realtime shard): a lookup is
+// sent at once while fewer than `max_in_flight` requests are out to that
+// target (so a lone query waits for nothing), otherwise it is queued; when a
+// request comes back, everything queued (up to `max_keys` / `max_bytes`) goes
+// out as ONE request (archive mget, realtime mfwmatch) and its answer is
+// split back to the waiting lookups by key.
+//
+// Guarantees: every Submit's callback runs exactly once (never after the
+// Coalescer is destroyed). A batch that fails (after whatever failover the
+// sender does) fails every lookup in it with that status. The same key
+// submitted twice while queued is asked once and answered to both.
+// A queued lookup waits at most for one request to the same target to end
+// (each bounded by the request timeout) before its own is sent.
+//
+// Thread-safety: loop thread only. The sender may answer synchronously.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "clickatron/status.h"
+
+namespace clickatron::api {
+
+template <typename Reply>
+class Coalescer {
+ public:
+  using Waiter = std::function<void(Result<Reply>)>;
+  // One reply per key, in the order of the keys; or the status that fails all.
+  using BatchDone = std::function<void(Result<std::vector<Reply>>)>;
+  // Sends one request for `keys` (distinct, at least one) and calls `done`
+  // exactly once.
+  using SendBatch = std::function<void(std::vector<std::string> keys, BatchDone done)>;
+  // What a key adds to a request (e.g. its encoded length in the target).
+  using KeyCost = std::function<size_t(std::string_view key)>;
+
+  struct Options {
+    int max_in_flight = 1;
+    size_t max_keys = 64;
+    size_t max_bytes = 6000;
+  };
+  struct Counters {
+    uint64_t requests = 0;   // batches sent
+    uint64_t keys = 0;       // distinct keys asked
+    uint64_t waiters = 0;    // Submit calls answered by those requests
+  };
+
+  Coalescer(Options options, SendBatch send, KeyCost cost)
+      : options_(options), send_(std::move(send)), cost_(std::move(cost)) {
+    if (options_.max_in_flight < 1) options_.max_in_flight = 1;
+    if (options_.max_keys < 1) options_.max_keys = 1;
+  }
+  ~Coalescer() { *alive_ = false; }
+  Coalescer(const Coalescer&) = delete;
+  Coalescer& operator=(const Coalescer&) = delete;
+
+  void Submit(std::string key, Waiter done) {
+    queue_.push_back(Queued{std::move(key), std::move(done)});
+    Pump();
+  }
+
+  int in_flight() const { return in_flight_; }
+  size_t queued() const { return queue_.size(); }
+  const Counters& counters() const { return counters_; }
+
+ private:
+  struct Queued {
+    std::string key;
+    Waiter done;
+  };
+  struct Batch {
+    std::vector<std::string> keys;
+    std::vector<std::vector<Waiter>> waiters;  // by key index
+  };
+
+  void Pump() {
+    // The sender may answer synchronously and re-enter here: every state
+    // change happens before it is called.
+    while (in_flight_ < options_.max_in_flight && !queue_.empty()) Dispatch();
+  }
+
+  void Dispatch() {
+    auto batch = std::make_shared<Batch>();
+    std::unordered_map<std::string_view, size_t> index;
+    size_t bytes = 0;
+    // Take from the front while the request stays within its limits; a key
+    // already in the batch costs nothing more. The first key always goes.
+    while (!queue_.empty()) {
+      Queued& q = queue_.front();
+      if (auto it = index.find(q.key); it != index.end()) {
+        batch->waiters[it->second].push_back(std::move(q.done));
+        queue_.pop_front();
+        continue;
+      }
+      const size_t cost = cost_ ? cost_(q.key) : q.key.size();
+      if (!batch->keys.empty() && (batch->keys.size() >= options_.max_keys || bytes + cost > options_.max_bytes)) {
+        break;
+      }
+      bytes += cost;
+      batch->keys.push_back(std::move(q.key));
+      batch->waiters.push_back({});
+      batch->waiters.back().push_back(std::move(q.done));
+      queue_.pop_front();
+      // string_view into batch->keys: rebuild the index after growth.
+      index.clear();
+      for (size_t i = 0; i < batch->keys.size(); ++i) index.emplace(batch->keys[i], i);
+    }
+    ++in_flight_;
+    ++counters_.requests;
+    counters_.keys += batch->keys.size();
+    for (const auto& w : batch->waiters) counters_.waiters += w.size();
+    std::vector<std::string> keys = batch->keys;
+    send_(std::move(keys), [this, alive = alive_, batch](Result<std::vector<Reply>> replies) {
+      if (!*alive) return;
+      --in_flight_;
+      // Send what queued up meanwhile before the replies are worked through:
+      // the target works on the next request while this loop answers queries.
+      Pump();
+      Deliver(*batch, std::move(replies));
+    });
+  }
+
+  static void Deliver(Batch& batch, Result<std::vector<Reply>> replies) {
+    if (replies.ok() && replies->size() != batch.keys.size()) {
+      replies = Status::Internal(fmt::format("a coalesced request of {} keys got {} replies", batch.keys.size(),
+                                             replies->size()));
+    }
+    for (size_t i = 0; i < batch.keys.size(); ++i) {
+      std::vector<Waiter>& waiters = batch.waiters[i];
+      for (size_t w = 0; w < waiters.size(); ++w) {
+        if (!replies.ok()) {
+          waiters[w](replies.status());
+        } else if (w + 1 == waiters.size()) {
+          waiters[w](std::move((*replies)[i]));
+        } else {
+          waiters[w]((*replies)[i]);  // a copy: more waiters share this key
+        }
+      }
+    }
+  }
+
+  Options options_;
+  SendBatch send_;
+  KeyCost cost_;
+  std::deque<Queued> queue_;
+  int in_flight_ = 0;
+  Counters counters_;
+  // Replies that arrive after destruction are dropped (their waiters with
+  // them), as the readers promise.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace clickatron::api
