@@ -1,5 +1,7 @@
 #include "integration/cluster_fixture.h"
 
+#include <signal.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,6 +98,10 @@ bool Cluster::StartAll(std::string* error) {
 
 void Cluster::Kill(const std::string& name) {
   if (processes_.count(name)) processes_[name]->Kill();
+}
+
+void Cluster::Signal(const std::string& name, int signo) {
+  if (processes_.count(name) && processes_[name]->running()) ::kill(processes_[name]->pid(), signo);
 }
 
 int Cluster::Stop(const std::string& name) { return processes_.count(name) ? processes_[name]->Stop() : -1; }

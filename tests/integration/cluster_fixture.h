@@ -38,6 +38,7 @@ class Cluster {
   bool Start(const std::string& member, std::string* error);
   void Kill(const std::string& member);  // SIGKILL
   int Stop(const std::string& member);   // SIGTERM
+  void Signal(const std::string& member, int signo);  // e.g. SIGSTOP / SIGCONT
 
   const ClusterConfig& config() const { return config_; }
   const std::string& config_path() const { return config_path_; }

@@ -172,6 +172,62 @@ TEST(FaultReplicaTest, ArchiveReplicaKilledDuringQueriesAnswersFromTheOtherOr503
   EXPECT_GT(unavailable, 0) << "no key of 20 landed on archive shard 0?";
 }
 
+// A replica that stops answering (SIGSTOP: connections open, no replies)
+// while several clients query at once: the API coalesces their archive
+// lookups, so whole batches wait on the frozen replica, time out and fail
+// over together. Every answer must still be exact.
+TEST(FaultReplicaTest, FrozenReplicaUnderConcurrentQueriesFailsOverCoalescedBatches) {
+  Cluster::Options options;
+  options.replicas_per_archive_shard = 2;
+  Cluster cluster(options);
+  std::string error;
+  ASSERT_TRUE(cluster.StartAll(&error)) << error;
+  ASSERT_TRUE(cluster.RotateAll(kDay, &error)) << error;
+  auto batches = MakeBatches(20, 10, "frz", 5);
+  for (const auto& b : batches) ASSERT_EQ(HttpPost(cluster.api(), "/incr", b.Body(), 15000).status_code, 200);
+  ASSERT_TRUE(cluster.RotateAll(kNextDay, &error)) << error;
+  std::string output;
+  ASSERT_EQ(cluster.Rebuild(kDay, &output), 0) << output;
+  const auto expected = ExpectedTotals("frz", batches);
+  auto all_exact = [&] {
+    for (const auto& [key, clicks] : expected) {
+      if (cluster.DayTotal(key, kDay) != clicks) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(all_exact, std::chrono::seconds(30)));
+
+  auto failovers = [&] {
+    auto j = cluster.ApiGet("/stats");
+    return j["data"]["read"]["archive_failovers"].is_number() ? j["data"]["read"]["archive_failovers"].get<int64_t>()
+                                                                : int64_t{-1};
+  };
+  const int64_t failovers_before = failovers();
+  ASSERT_GE(failovers_before, 0) << cluster.ApiGet("/stats").dump();
+
+  cluster.Signal("archive-0a", SIGSTOP);
+  std::atomic<int> wrong{0};
+  std::atomic<int> asked{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      for (int round = 0; round < 2; ++round) {
+        for (const auto& [key, clicks] : expected) {
+          ++asked;
+          if (cluster.DayTotal(key, kDay) != clicks) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  cluster.Signal("archive-0a", SIGCONT);
+  EXPECT_EQ(asked.load(), 4 * 2 * static_cast<int>(expected.size()));
+  EXPECT_EQ(wrong.load(), 0) << "queries answered wrong or failed while a replica was frozen";
+  // Sessions take replicas in turn, so the frozen one was asked and left.
+  EXPECT_GT(failovers(), failovers_before);
+  EXPECT_TRUE(all_exact()) << "after the replica thawed";
+}
+
 TEST_F(FaultTest, RebuildKilledMidRunDeploysNothingAndTheRerunFinishes) {
   auto batches = MakeBatches(40, 50, "rb", 4);
   for (const auto& b : batches) ASSERT_EQ(HttpPost(cluster_.api(), "/incr", b.Body(), 15000).status_code, 200);
