@@ -8,6 +8,7 @@
 
 #include "clickatron/key_codec.h"
 #include "clickatron/query_string.h"
+#include "read_records.h"
 
 namespace clickatron::api {
 namespace {
@@ -21,21 +22,15 @@ std::string KeysTarget(std::string_view path, const std::vector<std::string>& ke
   return target;
 }
 
-// Calls f(key, line) for each non-empty line; CORRUPTION for a line without a comma.
+// Calls f(key, line) for each non-empty "key,value" line (SplitKeyValueLines:
+// CORRUPTION for a line without a comma); `line` is the whole line.
 template <typename F>
 Status ForEachLine(std::string_view body, std::string_view what, F f) {
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t end = body.find('\n', pos);
-    if (end == std::string_view::npos) end = body.size();
-    const std::string_view line = body.substr(pos, end - pos);
-    pos = end + 1;
-    if (line.empty()) continue;
-    const size_t comma = line.find(',');
-    if (comma == std::string_view::npos) {
-      return Status::Corruption(fmt::format("{} answered a line without a comma: {}", what, QuoteForMessage(line)));
-    }
-    CLICKATRON_RETURN_IF_ERROR(f(line.substr(0, comma), line));
+  auto lines = SplitKeyValueLines(body);
+  if (!lines.ok()) return lines.status().WithContext(fmt::format("{} answer", what));
+  for (const auto& [key, value] : *lines) {
+    // Both are views into `body`, one after the other around the comma.
+    CLICKATRON_RETURN_IF_ERROR(f(key, std::string_view(key.data(), key.size() + 1 + value.size())));
   }
   return Status::Ok();
 }

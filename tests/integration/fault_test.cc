@@ -131,18 +131,28 @@ TEST_F(FaultTest, ApiKilledUnderLoadKeepsEveryAcknowledgedIncrementExactlyOnce) 
   }
 }
 
-TEST(FaultReplicaTest, ArchiveReplicaKilledDuringQueriesAnswersFromTheOtherOr503) {
+// Two replicas per archive shard; `batches` of kDay sent through the API,
+// the ring turned and kDay rebuilt, so the archive serves them.
+Cluster::Options TwoReplicasPerShard() {
   Cluster::Options options;
   options.replicas_per_archive_shard = 2;
-  Cluster cluster(options);
+  return options;
+}
+
+void StartAndArchive(Cluster& cluster, const std::vector<Batch>& batches) {
   std::string error;
   ASSERT_TRUE(cluster.StartAll(&error)) << error;
   ASSERT_TRUE(cluster.RotateAll(kDay, &error)) << error;
-  auto batches = MakeBatches(20, 10, "rep", 3);
   for (const auto& b : batches) ASSERT_EQ(HttpPost(cluster.api(), "/incr", b.Body(), 15000).status_code, 200);
   ASSERT_TRUE(cluster.RotateAll(kNextDay, &error)) << error;
   std::string output;
   ASSERT_EQ(cluster.Rebuild(kDay, &output), 0) << output;
+}
+
+TEST(FaultReplicaTest, ArchiveReplicaKilledDuringQueriesAnswersFromTheOtherOr503) {
+  Cluster cluster(TwoReplicasPerShard());
+  auto batches = MakeBatches(20, 10, "rep", 3);
+  ASSERT_NO_FATAL_FAILURE(StartAndArchive(cluster, batches));
   auto check_all = [&] {
     for (size_t b = 0; b < batches.size(); ++b) {
       if (cluster.DayTotal("rep" + std::to_string(b), kDay) != BatchTotal(batches[b])) return false;
@@ -177,17 +187,9 @@ TEST(FaultReplicaTest, ArchiveReplicaKilledDuringQueriesAnswersFromTheOtherOr503
 // lookups, so whole batches wait on the frozen replica, time out and fail
 // over together. Every answer must still be exact.
 TEST(FaultReplicaTest, FrozenReplicaUnderConcurrentQueriesFailsOverCoalescedBatches) {
-  Cluster::Options options;
-  options.replicas_per_archive_shard = 2;
-  Cluster cluster(options);
-  std::string error;
-  ASSERT_TRUE(cluster.StartAll(&error)) << error;
-  ASSERT_TRUE(cluster.RotateAll(kDay, &error)) << error;
+  Cluster cluster(TwoReplicasPerShard());
   auto batches = MakeBatches(20, 10, "frz", 5);
-  for (const auto& b : batches) ASSERT_EQ(HttpPost(cluster.api(), "/incr", b.Body(), 15000).status_code, 200);
-  ASSERT_TRUE(cluster.RotateAll(kNextDay, &error)) << error;
-  std::string output;
-  ASSERT_EQ(cluster.Rebuild(kDay, &output), 0) << output;
+  ASSERT_NO_FATAL_FAILURE(StartAndArchive(cluster, batches));
   const auto expected = ExpectedTotals("frz", batches);
   auto all_exact = [&] {
     for (const auto& [key, clicks] : expected) {
