@@ -15,29 +15,14 @@
 namespace clickatron::rebuild {
 
 Result<std::unique_ptr<LineBlockReader>> LineBlockReader::Open(const std::string& path, size_t block_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Status::IoError(fmt::format("open {}: {}", path, std::strerror(errno)));
-  }
+  auto in = OpenInput(path);
+  if (!in.ok()) return in.status();
   std::unique_ptr<LineBlockReader> reader(new LineBlockReader());
   reader->path_ = path;
   reader->block_bytes_ = block_bytes < 4096 ? 4096 : block_bytes;
-  struct stat st;
-  if (::fstat(fd, &st) == 0) reader->file_bytes_ = static_cast<uint64_t>(st.st_size);
-  unsigned char magic[2] = {0, 0};
-  if (::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-    gzFile gz = gzdopen(fd, "rb");
-    if (gz == nullptr) {
-      ::close(fd);
-      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
-    }
-    gzbuffer(gz, 256u << 10);
-    reader->gz_ = gz;
-  } else {
-    reader->fd_ = fd;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
+  reader->file_bytes_ = in->file_bytes;
+  reader->fd_ = in->fd;
+  reader->gz_ = in->gz;
   return reader;
 }
 

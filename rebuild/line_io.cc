@@ -35,6 +35,30 @@ bool HasGzipMagic(int fd) {
 
 }  // namespace
 
+Result<OpenedInput> OpenInput(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
+    return Errno("open", path);
+  }
+  OpenedInput in;
+  struct stat st;
+  if (::fstat(fd, &st) == 0) in.file_bytes = static_cast<uint64_t>(st.st_size);
+  if (HasGzipMagic(fd)) {
+    gzFile gz = gzdopen(fd, "rb");
+    if (gz == nullptr) {
+      ::close(fd);
+      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
+    }
+    gzbuffer(gz, 256u << 10);
+    in.gz = gz;
+  } else {
+    in.fd = fd;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  return in;
+}
+
 uint64_t CountNewlines(std::string_view bytes) {
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
@@ -58,28 +82,14 @@ uint64_t CountNewlines(std::string_view bytes) {
 }
 
 Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Options options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Errno("open", path);
-  }
+  auto in = OpenInput(path);
+  if (!in.ok()) return in.status();
   std::unique_ptr<LineReader> reader(new LineReader());
   reader->path_ = path;
   reader->options_ = options;
-  struct stat st;
-  if (::fstat(fd, &st) == 0) reader->file_bytes_ = static_cast<uint64_t>(st.st_size);
-  if (HasGzipMagic(fd)) {
-    gzFile gz = gzdopen(fd, "rb");
-    if (gz == nullptr) {
-      ::close(fd);
-      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
-    }
-    gzbuffer(gz, 256u << 10);
-    reader->gz_ = gz;
-  } else {
-    reader->fd_ = fd;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
+  reader->file_bytes_ = in->file_bytes;
+  reader->fd_ = in->fd;
+  reader->gz_ = in->gz;
   reader->capacity_ = options.buffer_bytes < 4096 ? 4096 : options.buffer_bytes;
   reader->buffer_.reset(new char[reader->capacity_]);
   return reader;

@@ -125,6 +125,17 @@ class LineWriter : public LineSink {
 // the lines of every span it copies, hundreds of megabytes a night).
 uint64_t CountNewlines(std::string_view bytes);
 
+// A data file opened for streaming reads: gzip (known by its magic bytes)
+// through zlib with a 256 KiB buffer, else the plain descriptor with
+// sequential read-ahead. Exactly one of fd and gz is set; the caller closes
+// it (gz is a gzFile, kept opaque like LineReader's).
+struct OpenedInput {
+  int fd = -1;
+  void* gz = nullptr;
+  uint64_t file_bytes = 0;
+};
+Result<OpenedInput> OpenInput(const std::string& path);
+
 // Lines held in memory (tests, small inputs).
 class VectorLineSink : public LineSink {
  public:
