@@ -34,16 +34,7 @@ class MfwmatchIntegrationTest : public ::testing::Test {
   }
 
   std::string Expected(const std::vector<std::string>& prefixes) const {
-    std::string out;
-    for (const auto& [key, v] : oracle_) {
-      for (const std::string& p : prefixes) {
-        if (key.starts_with(p)) {
-          out += key + "," + std::to_string(v) + "\n";
-          break;
-        }
-      }
-    }
-    return out;
+    return clickatron::testing::LinesWithAnyPrefix(oracle_, prefixes);
   }
 
   static std::string Target(const std::vector<std::string>& prefixes) {

@@ -61,16 +61,7 @@ class MultiPrefixScanTest : public ::testing::Test {
 
   // The oracle's lines of every key starting with any of `prefixes`, sorted, once.
   std::string Expected(const std::vector<std::string>& prefixes) const {
-    std::string out;
-    for (const auto& [key, v] : oracle_) {
-      for (const std::string& p : prefixes) {
-        if (key.starts_with(p)) {
-          out += key + "," + std::to_string(v) + "\n";
-          break;
-        }
-      }
-    }
-    return out;
+    return clickatron::testing::LinesWithAnyPrefix(oracle_, prefixes);
   }
 
   // Every line of a chained scan, read `budget` bytes at a time.

@@ -196,4 +196,17 @@ HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std
   return client.Fetch(peer, std::move(spec));
 }
 
+std::string LinesWithAnyPrefix(const std::map<std::string, int64_t>& records, const std::vector<std::string>& prefixes) {
+  std::string out;
+  for (const auto& [key, value] : records) {
+    for (const std::string& p : prefixes) {
+      if (key.starts_with(p)) {
+        out += key + "," + std::to_string(value) + "\n";
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace clickatron::testing

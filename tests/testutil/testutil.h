@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ class DaemonProcess {
 };
 
 // Runs a command to completion; returns its exit code, output captured.
+// "key,value\n" lines of every key in `records` (key order) that starts with
+// any of `prefixes`, each once: what a realtime (m)fwmatch must answer.
+std::string LinesWithAnyPrefix(const std::map<std::string, int64_t>& records, const std::vector<std::string>& prefixes);
+
 int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data = "");
 
 // Blocking HTTP against loopback daemons.
