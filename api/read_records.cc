@@ -35,12 +35,46 @@ Status ForEachColumn(std::string_view value, std::string_view what, Fn&& fn) {
   return Status::Ok();
 }
 
-Status AddHour(HourlyCounts* hours, int64_t hour, int64_t count) { return AddCount(&(*hours)[hour], count); }
-
 Result<int64_t> ParseColumnCount(std::string_view text, std::string_view what, std::string_view value) {
   auto count = ParseCount(text);
   if (!count.ok()) return Bad(what, value);
   return count;
+}
+
+// A YMDH code as a number in the same order: its 4 bytes, big-endian.
+uint32_t CodeOf(std::string_view ymdh) {
+  return (uint32_t{static_cast<uint8_t>(ymdh[0])} << 24) | (uint32_t{static_cast<uint8_t>(ymdh[1])} << 16) |
+         (uint32_t{static_cast<uint8_t>(ymdh[2])} << 8) | uint32_t{static_cast<uint8_t>(ymdh[3])};
+}
+
+// The value of one b32 digit already checked by LooksLikeYmdh.
+int B32Digit(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+
+// The start of the first column at or after pos (value.size() if none).
+size_t ColumnStartAtOrAfter(std::string_view value, size_t pos) {
+  if (pos == 0 || value[pos - 1] == ' ') return pos;
+  const size_t space = value.find(' ', pos);
+  return space == std::string_view::npos ? value.size() : space + 1;
+}
+
+// A column start from which a walk over an archive total reaches every
+// column whose code is >= low: bisection over the text, since columns are
+// sorted by YMDH (DESIGN §1), so a hot key's years of hours cost a few
+// probes, not a parse of each. A probe that lands on something that is not a
+// YMDH ends the bisection early; the walk validates every column it reads.
+size_t WalkStartFor(std::string_view value, uint32_t low) {
+  size_t lo = 0;              // 0, or a column start whose code is < low
+  size_t hi = value.size();   // the end, or a column start whose code is >= low
+  while (hi - lo > 64) {
+    const size_t c = ColumnStartAtOrAfter(value, lo + (hi - lo) / 2);
+    if (c >= hi || c + 4 > value.size() || !LooksLikeYmdh(value.substr(c, 4))) break;
+    if (CodeOf(value.substr(c, 4)) < low) {
+      lo = c;
+    } else {
+      hi = c;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
@@ -66,22 +100,46 @@ Result<std::vector<std::pair<std::string_view, std::string_view>>> SplitKeyValue
 }
 
 Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const HourSpan& span) {
-  // YMDH order is time order: compare codes first, decode only what may be in
-  // the span. Codes of the span's hours (clamped to the YMDH range).
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
+  // Codes of the span's first and last hours (clamped to the YMDH range):
+  // columns are compared as codes, and only those in between are decoded.
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
   static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  const std::string low = span.begin_ts <= kFirst ? "" : *YmdhFromUnix(std::min(span.begin_ts, kEnd - 1));
-  const std::string high = span.end_ts >= kEnd ? "~" : *YmdhFromUnix(std::max(span.end_ts, kFirst));
-  return ForEachColumn(value, "archive total", [&](std::string_view ymdh, std::string_view count_text) -> Status {
-    if (!LooksLikeYmdh(ymdh)) return Bad("archive total", value);
-    if (ymdh < low || ymdh > high) return Status::Ok();
-    auto hour = UnixFromYmdh(ymdh);
-    if (!hour.ok()) return Bad("archive total", value);
-    if (!span.Contains(*hour)) return Status::Ok();
-    auto count = ParseColumnCount(count_text, "archive total", value);
+  const uint32_t low = span.begin_ts <= kFirst ? 0 : CodeOf(*YmdhFromUnix(std::min(span.begin_ts, kEnd - 1)));
+  const uint32_t high = span.end_ts >= kEnd ? UINT32_MAX : CodeOf(*YmdhFromUnix(std::max(span.end_ts, kFirst)));
+  uint32_t previous = 0;
+  uint32_t day_code = UINT32_MAX;  // the Y-M-D part of the last decoded code
+  int64_t day_start = 0;
+  for (size_t pos = WalkStartFor(value, low); pos < value.size();) {
+    size_t end = value.find(' ', pos);
+    if (end == std::string_view::npos) end = value.size();
+    const std::string_view column = value.substr(pos, end - pos);
+    pos = end + 1;
+    if (column.size() < 6 || column[4] != ':' || !LooksLikeYmdh(column.substr(0, 4))) {
+      return Bad("archive total", value);
+    }
+    const std::string_view ymdh = column.substr(0, 4);
+    const uint32_t code = CodeOf(ymdh);
+    if (code < previous) return Bad("archive total (columns out of order)", value);
+    previous = code;
+    if (code < low) continue;
+    if (code > high) break;
+    // Consecutive columns mostly share their day: decode the date once a day.
+    if ((code >> 8) != day_code) {
+      auto hour = UnixFromYmdh(ymdh);
+      if (!hour.ok()) return Bad("archive total", value);
+      day_code = code >> 8;
+      day_start = *hour - B32Digit(ymdh[3]) * kSecondsPerHour;
+    }
+    const int hour_of_day = B32Digit(ymdh[3]);
+    if (hour_of_day > 23) return Bad("archive total", value);
+    const int64_t hour = day_start + hour_of_day * kSecondsPerHour;
+    if (!span.Contains(hour)) continue;
+    auto count = ParseColumnCount(column.substr(5), "archive total", value);
     if (!count.ok()) return count.status();
-    return AddHour(hours, *hour, *count);
-  });
+    CLICKATRON_RETURN_IF_ERROR(hours->Add(hour, *count));
+  }
+  return Status::Ok();
 }
 
 Status AddArchiveSubtotalColumns(std::string_view value, std::map<std::string, int64_t>* counts) {
@@ -103,7 +161,7 @@ Status AddRealtimeTotalLines(std::string_view body, std::string_view prefix, con
     auto count = ParseCount(value);
     if (!hour.ok() || !count.ok()) return Bad("realtime total", key);
     if (HourIsArchived(*hour, last_day) || !span.Contains(*hour)) continue;
-    CLICKATRON_RETURN_IF_ERROR(AddHour(hours, *hour, *count));
+    CLICKATRON_RETURN_IF_ERROR(hours->Add(*hour, *count));
   }
   return Status::Ok();
 }

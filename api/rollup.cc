@@ -132,9 +132,12 @@ int64_t UnitWindow::IndexOf(int64_t utc_ts) const {
 
 Result<std::vector<int64_t>> SumByUnit(const UnitWindow& window, const HourlyCounts& hours) {
   std::vector<int64_t> sums(window.size(), 0);
-  for (auto it = hours.lower_bound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
-    const int64_t i = window.IndexOf(it->first);
-    if (i < 0) continue;
+  if (window.empty()) return sums;
+  // Hours and units are both in time order: one walk, the unit index only
+  // moves forward.
+  size_t i = 0;
+  for (auto it = hours.LowerBound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
+    while (i + 1 < window.size() && it->first >= window.start(i + 1)) ++i;
     if (__builtin_add_overflow(sums[i], it->second, &sums[i])) return SumOverflow();
   }
   return sums;
@@ -143,7 +146,7 @@ Result<std::vector<int64_t>> SumByUnit(const UnitWindow& window, const HourlyCou
 Result<int64_t> SumWindow(const UnitWindow& window, const HourlyCounts& hours) {
   int64_t sum = 0;
   if (window.empty()) return sum;
-  for (auto it = hours.lower_bound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
+  for (auto it = hours.LowerBound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
     if (__builtin_add_overflow(sum, it->second, &sum)) return SumOverflow();
   }
   return sum;

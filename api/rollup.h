@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "clickatron/status.h"
+#include "hourly_counts.h"
 
 namespace clickatron::api {
 
@@ -27,8 +28,6 @@ int64_t UnitStartLocal(Unit unit, int64_t local_seconds);
 int64_t NextUnitStartLocal(Unit unit, int64_t local_start);
 int64_t PreviousUnitStartLocal(Unit unit, int64_t local_start);
 
-// Hourly counts keyed by the unix time (UTC) of the hour's start.
-using HourlyCounts = std::map<int64_t, int64_t>;
 // Per hour, the subtotal key -> count.
 using HourlyBreakdown = std::map<int64_t, std::map<std::string, int64_t>>;
 
