@@ -18,6 +18,7 @@
 #include "read_stats.h"
 #include "realtime_reader.h"
 #include "rollup.h"
+#include "series_json.h"
 #include "timezone.h"
 
 namespace clickatron::api {
@@ -117,19 +118,14 @@ class ReadPathImpl : public ReadPath {
 
   void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
                    const HourlyCounts& hours) {
-    nlohmann::json data = WindowEcho(p.window);
     if (p.window.rollup) {
       auto sum = SumWindow(window, hours);
       if (!sum.ok()) return Fail(ex, sum.status());
-      data["clicks"] = *sum;
-    } else {
-      auto sums = SumByUnit(window, hours);
-      if (!sums.ok()) return Fail(ex, sums.status());
-      nlohmann::json list = nlohmann::json::array();
-      for (size_t i = window.size(); i-- > 0;) list.push_back({{"dt", window.start(i)}, {"clicks", (*sums)[i]}});
-      data["clicks"] = std::move(list);
+      return ex->ReplyJsonData(RollupJson(p.window, *sum));
     }
-    ex->ReplyJson(std::move(data));
+    auto sums = SumByUnit(window, hours);
+    if (!sums.ok()) return Fail(ex, sums.status());
+    ex->ReplyJsonData(SeriesJson(p.window, window, *sums));
   }
 
   // ---- /breakdown ------------------------------------------------------------

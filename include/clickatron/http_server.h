@@ -56,6 +56,9 @@ class HttpExchange {
   virtual void Reply(int status, std::string_view body, std::string_view content_type = "text/plain") = 0;
   // 200 with the envelope around `data`.
   void ReplyJson(nlohmann::json data);
+  // The same, with `data_json` already serialized (valid JSON): hot read
+  // paths write their answer as text instead of building a DOM per query.
+  void ReplyJsonData(std::string_view data_json);
   // The envelope with data null, status_txt = reason, and a "message" for people.
   void ReplyError(int status, std::string_view reason, std::string_view message);
   void ReplyError(const Status& status);
@@ -102,8 +105,8 @@ class HttpServer {
   virtual void OnStop(std::function<void()> fn) = 0;
   // Runs `fn` on the loop thread every `period`, first after one period.
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
-  // Runs `fn` once on the loop thread after `delay` (to the microsecond: the
-  // loop uses a precise timer, so a 1.4 ms delay is not rounded up to 2 ms).
+  // Runs `fn` once on the loop thread after `delay`, to the microsecond (a
+  // 1.4 ms delay is not rounded up to 2 ms; see src/precise_timers.h).
   virtual void After(std::chrono::microseconds delay, std::function<void()> fn) = 0;
 
   // Serves until Stop() or SIGINT/SIGTERM.

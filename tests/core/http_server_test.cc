@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "clickatron/http_client.h"
 #include "testutil/testutil.h"
@@ -33,6 +35,7 @@ class HttpServerTest : public ::testing::Test {
       ex->Reply(200, (key ? *key : std::string("<none>")) + "|" + ex->body());
     });
     server_->Route("/json", [](const HttpExchangePtr& ex) { ex->ReplyJson({{"n", 42}}); }, kGet);
+    server_->Route("/jsontext", [](const HttpExchangePtr& ex) { ex->ReplyJsonData(R"({"n":42})"); }, kGet);
     server_->Route("/fail", [](const HttpExchangePtr& ex) {
       ex->ReplyError(Status::InvalidArgument("key is required", "MISSING_ARG_KEY"));
     });
@@ -111,6 +114,10 @@ TEST_F(HttpServerTest, JsonEnvelope) {
   EXPECT_EQ(j["status_code"], 200);
   EXPECT_EQ(j["status_txt"], "OK");
   EXPECT_EQ(j["data"]["n"], 42);
+  // Data written as text gets the same envelope, byte for byte.
+  auto text = Get("/jsontext");
+  EXPECT_EQ(text.Header("content-type"), "application/json");
+  EXPECT_EQ(text.body, Get("/json").body);
 }
 
 TEST_F(HttpServerTest, ErrorEnvelopeCarriesReasonAndStatus) {
@@ -195,6 +202,44 @@ TEST(HttpServerCreate, TakenAddressFailsAtCreate) {
   auto second = HttpServer::Create(options);
   EXPECT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kIoError);
+}
+
+// After() timers: each runs once, in deadline order whatever the order they
+// were set in, never before its delay; one set from a callback runs too.
+TEST(HttpServerTimers, AfterRunsEachOnceInDeadlineOrderNeverEarly) {
+  HttpServerOptions options;
+  options.listen = HostPort{"127.0.0.1", 0};
+  auto created = HttpServer::Create(options);
+  ASSERT_TRUE(created.ok());
+  HttpServer& server = **created;
+  using Clock = std::chrono::steady_clock;
+  struct Fired {
+    int id;
+    std::chrono::microseconds late_by;  // elapsed - delay: never negative
+  };
+  std::vector<Fired> fired;  // loop thread only, read after Run returns
+  const Clock::time_point start = Clock::now();
+  const auto set = [&](int id, std::chrono::microseconds delay) {
+    const Clock::time_point set_at = Clock::now();
+    server.After(delay, [&, id, delay, set_at] {
+      fired.push_back({id, std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - set_at) - delay});
+    });
+  };
+  set(3, std::chrono::microseconds(3000));
+  set(1, std::chrono::microseconds(700));
+  set(2, std::chrono::microseconds(1500));
+  // From a callback: a timer set while timers fire, then the stop.
+  server.After(std::chrono::microseconds(3500), [&] {
+    set(4, std::chrono::microseconds(250));
+    server.After(std::chrono::microseconds(5000), [&] { server.Stop(); });
+  });
+  ASSERT_TRUE(server.Run().ok());
+  ASSERT_EQ(fired.size(), 4u);
+  for (size_t i = 0; i < fired.size(); ++i) {
+    EXPECT_EQ(fired[i].id, static_cast<int>(i) + 1);
+    EXPECT_GE(fired[i].late_by.count(), 0) << "timer " << fired[i].id << " ran early";
+  }
+  EXPECT_GE(Clock::now() - start, std::chrono::microseconds(8500));
 }
 
 TEST(HttpClientTest, RefusedConnectionIsTransportError) {

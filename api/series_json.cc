@@ -1,0 +1,40 @@
+// /clicks answers as JSON text; see series_json.h.
+#include "series_json.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+namespace clickatron::api {
+namespace {
+
+// The window's echo after "clicks", keys in sorted order as the DOM has them.
+void AppendEcho(const WindowParams& w, fmt::memory_buffer* out) {
+  // unit names and numbers need no escaping; the reference is echoed as
+  // given (a number or a string), so it goes through the JSON library.
+  fmt::format_to(std::back_inserter(*out), ",\"tz_offset\":{},\"unit\":\"{}\",\"unit_reference_ts\":{},\"units\":{}}}",
+                 w.tz_offset, UnitName(w.unit), w.reference_echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                 w.units);
+}
+
+}  // namespace
+
+std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<int64_t>& sums) {
+  fmt::memory_buffer out;
+  out.append(std::string_view("{\"clicks\":["));
+  for (size_t i = window.size(); i-- > 0;) {
+    fmt::format_to(std::back_inserter(out), "{{\"clicks\":{},\"dt\":{}}}{}", sums[i], window.start(i), i > 0 ? "," : "");
+  }
+  out.push_back(']');
+  AppendEcho(w, &out);
+  return fmt::to_string(out);
+}
+
+std::string RollupJson(const WindowParams& w, int64_t clicks) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "{{\"clicks\":{}", clicks);
+  AppendEcho(w, &out);
+  return fmt::to_string(out);
+}
+
+}  // namespace clickatron::api
