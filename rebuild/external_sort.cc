@@ -1,7 +1,6 @@
 #include "external_sort.h"
 
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,8 @@
 #include "line_sort.h"
 #include "merge.h"
 #include "progress.h"
+#include "range_merge.h"
+#include "sorted_run.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -29,6 +30,7 @@ namespace {
 constexpr size_t kMinReadBuffer = 64u << 10;
 constexpr size_t kMaxReadBuffer = 4u << 20;
 constexpr uint64_t kMaxChunkBytes = 3ull << 30;  // offsets are 32-bit
+constexpr uint64_t kMarksPerRun = 128;            // sparse run index (sorted_run.h)
 
 // Lines grow from the front of one allocation, entries from the back, so
 // lines + index never exceed the chunk's bytes.
@@ -65,6 +67,7 @@ struct Chunk {
 
   bool Fits(size_t length) const { return text_used + length + (count + 1) * sizeof(LineEntry) <= capacity; }
   LineEntry* entries() { return reinterpret_cast<LineEntry*>(memory.get() + capacity) - count; }
+  const LineEntry* entries() const { return reinterpret_cast<const LineEntry*>(memory.get() + capacity) - count; }
   void Append(std::string_view line) {
     std::memcpy(memory.get() + text_used, line.data(), line.size());
     ++count;
@@ -104,21 +107,28 @@ void SortChunk(Chunk* chunk, int threads) {
   }
 }
 
-// A sorted chunk as a source of combined lines: a key that occurs once is a
-// view into the chunk (no copy); repeated keys are combined into a buffer.
+// A sorted chunk (or the entries [begin, end) of it, which must start and
+// end on key boundaries) as a source of combined lines: a key that occurs
+// once is a view into the chunk (no copy); repeated keys are combined into a
+// buffer.
 class ChunkSource : public LineSource {
  public:
-  explicit ChunkSource(Chunk* chunk) : chunk_(chunk), entries_(chunk->entries()) {}
+  explicit ChunkSource(const Chunk* chunk) : ChunkSource(chunk, 0, chunk->count) {}
+  ChunkSource(const Chunk* chunk, size_t begin, size_t end)
+      : chunk_(chunk),
+        entries_(chunk->entries()),
+        next_(begin),
+        end_(end) {}
   bool Next(std::string_view* line) override {
-    if (next_ >= chunk_->count || !status_.ok()) return false;
+    if (next_ >= end_ || !status_.ok()) return false;
     const std::string_view first = chunk_->Line(entries_[next_++]);
     const std::string_view key = LineKey(first);
-    if (next_ == chunk_->count || !HasKey(chunk_->Line(entries_[next_]), key)) {
+    if (next_ == end_ || !HasKey(chunk_->Line(entries_[next_]), key)) {
       *line = first;
       return true;
     }
     combined_.assign(first);
-    while (next_ < chunk_->count) {
+    while (next_ < end_) {
       const std::string_view other = chunk_->Line(entries_[next_]);
       if (!HasKey(other, key)) break;
       status_ = CombineArchiveLineInto(&combined_, other);
@@ -139,12 +149,55 @@ class ChunkSource : public LineSource {
            std::memcmp(line.data(), key.data(), key.size()) == 0;
   }
 
-  Chunk* chunk_;
-  LineEntry* entries_;
-  size_t next_ = 0;
+  const Chunk* chunk_;
+  const LineEntry* entries_;
+  size_t next_;
+  size_t end_;
   std::string combined_;
   Status status_;
   std::string name_ = "in-memory chunk";
+};
+
+// A sorted chunk as an input of the range merge (positions are entry
+// indexes). Equal keys are neighbours, so a cut at the first line of a key
+// keeps them in one range.
+class ChunkInput : public RangeInput {
+ public:
+  ChunkInput(const Chunk* chunk, uint64_t sample_every)
+      : chunk_(chunk), entries_(chunk->entries()), sample_every_(sample_every) {}
+  uint64_t end() const override { return chunk_->count; }
+  uint64_t BytesBefore(uint64_t position) const override {
+    uint64_t bytes = 0;
+    for (uint64_t i = 0; i < position; ++i) bytes += entries_[i].length + 1;
+    return bytes;
+  }
+  void Sample(std::vector<KeySample>* samples) const override {
+    uint64_t since = 0;
+    size_t current = samples->size();
+    for (size_t i = 0; i < chunk_->count; ++i) {
+      if (i == 0 || since >= sample_every_) {
+        current = samples->size();
+        samples->push_back({std::string(LineKey(chunk_->Line(entries_[i]))), 0});
+        since = 0;
+      }
+      (*samples)[current].bytes += entries_[i].length + 1;
+      since += entries_[i].length + 1;
+    }
+  }
+  Result<uint64_t> Find(std::string_view key) const override {
+    const LineEntry* found = std::partition_point(entries_, entries_ + chunk_->count, [&](const LineEntry& e) {
+      return CompareArchiveKeys(LineKey(chunk_->Line(e)), key) < 0;
+    });
+    return static_cast<uint64_t>(found - entries_);
+  }
+  Result<std::unique_ptr<LineSource>> Open(uint64_t begin, uint64_t end, size_t /*buffer_bytes*/) const override {
+    return std::unique_ptr<LineSource>(std::make_unique<ChunkSource>(chunk_, begin, end));
+  }
+
+ private:
+  const Chunk* chunk_;
+  const LineEntry* entries_;
+  uint64_t sample_every_;
 };
 
 // Passes a sorted chunk's combined lines into `out`.
@@ -159,12 +212,6 @@ Status DrainChunk(Chunk* chunk, LineSink* out, uint64_t* lines_out) {
   CLICKATRON_RETURN_IF_ERROR(source.status());
   *lines_out = lines;
   return Status::Ok();
-}
-
-Result<uint64_t> FileSize(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status::IoError("stat " + path);
-  return static_cast<uint64_t>(st.st_size);
 }
 
 }  // namespace
@@ -185,8 +232,9 @@ struct ExternalSorter::Impl {
   size_t busy = 0;
   bool stop = false;
   Status error;
-  std::vector<std::string> runs;
+  std::vector<RunFile> runs;  // with their sparse key index
   uint64_t next_run = 0;
+  uint64_t mark_every = 0;  // bytes between a run's index marks
 
   std::vector<std::thread> workers;
 
@@ -207,7 +255,7 @@ struct ExternalSorter::Impl {
     }
     changed.notify_all();
     for (auto& w : workers) w.join();
-    for (const std::string& run : runs) ::unlink(run.c_str());
+    for (const RunFile& run : runs) ::unlink(run.path.c_str());
     ::rmdir(options.temp_dir.c_str());  // only if empty: it may be shared
   }
 
@@ -221,11 +269,13 @@ struct ExternalSorter::Impl {
     const std::string path = NewRunPath();
     auto writer = LineWriter::Create(path, {.buffer_bytes = 1u << 20, .fsync = false});
     if (!writer.ok()) return writer.status();
+    RunFile run;
+    RunIndexSink indexed(writer->get(), mark_every, &run);
     uint64_t lines_out = 0;
-    CLICKATRON_RETURN_IF_ERROR(DrainChunk(chunk, writer->get(), &lines_out));
+    CLICKATRON_RETURN_IF_ERROR(DrainChunk(chunk, &indexed, &lines_out));
     CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
     std::lock_guard<std::mutex> lock(mutex);
-    runs.push_back(path);
+    runs.push_back(std::move(run));
     ++stats.runs;
     return Status::Ok();
   }
@@ -294,11 +344,11 @@ struct ExternalSorter::Impl {
   }
 
   // Merges `inputs` run files into one new run (an intermediate pass).
-  Status MergeRunsInto(const std::vector<std::string>& inputs, LineSink* out, size_t buffer_bytes) {
+  Status MergeRunsInto(const std::vector<RunFile>& inputs, LineSink* out, size_t buffer_bytes) {
     std::vector<std::unique_ptr<LineReader>> readers;
     std::vector<LineSource*> sources;
-    for (const std::string& path : inputs) {
-      auto reader = LineReader::Open(path, {.buffer_bytes = buffer_bytes});
+    for (const RunFile& run : inputs) {
+      auto reader = LineReader::Open(run.path, {.buffer_bytes = buffer_bytes});
       if (!reader.ok()) return reader.status();
       sources.push_back(reader->get());
       readers.push_back(std::move(reader).value());
@@ -326,6 +376,10 @@ Result<std::unique_ptr<ExternalSorter>> ExternalSorter::Create(ExternalSortOptio
   impl->chunk_bytes = std::min(impl->chunk_bytes, kMaxChunkBytes);
   // Whole huge pages when chunks are big enough to use them (see AllocateChunkMemory).
   if (impl->chunk_bytes >= 4 * kHugePage) impl->chunk_bytes &= ~uint64_t{kHugePage - 1};
+  // ~128 index marks per run: ranges balanced to ~1% of the bytes, a cut
+  // found by reading 1/128 of a run, and little memory even with hundreds
+  // of runs (a bulk load) before the intermediate passes.
+  impl->mark_every = std::max<uint64_t>(impl->chunk_bytes / kMarksPerRun, 256);
   Impl* raw = impl.get();
   if (options.producers > 0) {
     impl->producer_state.resize(static_cast<size_t>(options.producers));
@@ -474,58 +528,66 @@ Status ExternalSorter::Finish(LineSink* out) {
 
 namespace {
 
-// Merges the spilled runs and `last` (sorted, in memory; may be null) into `out`.
+// Merges the spilled runs and `last` (sorted, in memory; may be null) into
+// `out`: passes of max_fan_in runs while there are too many to open at once,
+// then the final merge by key range on every thread (range_merge.h).
 Status MergeWithRuns(ExternalSorter::Impl& s, std::unique_ptr<Chunk> last, LineSink* out) {
   // Each open run gets a read buffer out of what the last chunk leaves.
   const uint64_t budget =
       s.options.memory_bytes > (last ? last->capacity : 0) ? s.options.memory_bytes - (last ? last->capacity : 0) : 0;
   const size_t fan_in =
       static_cast<size_t>(std::clamp<uint64_t>(budget / kMinReadBuffer, 2, s.options.max_fan_in));
-  std::vector<std::string> runs = s.runs;
+  std::vector<RunFile> runs = s.runs;
   const auto buffer_for = [&](size_t k) {
     return static_cast<size_t>(std::clamp<uint64_t>(budget / (k + 1), 4096, kMaxReadBuffer));
   };
   while (runs.size() + (last ? 1 : 0) > fan_in) {
-    const std::vector<std::string> group(runs.begin(), runs.begin() + static_cast<long>(fan_in));
+    const std::vector<RunFile> group(runs.begin(), runs.begin() + static_cast<long>(fan_in));
     const std::string path = s.NewRunPath();
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      s.runs.push_back(path);  // so the destructor removes it on failure
+      s.runs.push_back({.path = path, .bytes = 0, .marks = {}});  // so the destructor removes it on failure
     }
     auto writer = LineWriter::Create(path, {.buffer_bytes = buffer_for(fan_in), .fsync = false});
     if (!writer.ok()) return writer.status();
-    CLICKATRON_RETURN_IF_ERROR(s.MergeRunsInto(group, writer->get(), buffer_for(fan_in)));
+    uint64_t group_bytes = 0;
+    for (const RunFile& run : group) group_bytes += run.bytes;
+    RunFile merged;  // as many marks as a spilled run: its marks are further apart
+    RunIndexSink indexed(writer->get(), std::max(s.mark_every, group_bytes / kMarksPerRun), &merged);
+    CLICKATRON_RETURN_IF_ERROR(s.MergeRunsInto(group, &indexed, buffer_for(fan_in)));
     CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
-    for (const std::string& done : group) ::unlink(done.c_str());
+    for (const RunFile& done : group) ::unlink(done.path.c_str());
     runs.erase(runs.begin(), runs.begin() + static_cast<long>(fan_in));
-    runs.push_back(path);
+    runs.push_back(std::move(merged));
     ++s.stats.merge_passes;
   }
-  uint64_t run_bytes = 0;  // output is at most this (combining only shrinks it)
-  for (const std::string& path : runs) {
-    if (auto size = FileSize(path); size.ok()) run_bytes += *size;
+  std::vector<std::unique_ptr<RangeInput>> owned;
+  std::vector<const RangeInput*> inputs;
+  uint64_t input_bytes = 0;  // output is at most this (combining only shrinks it)
+  for (const RunFile& run : runs) {
+    owned.push_back(std::make_unique<RunInput>(&run));
+    input_bytes += run.bytes;
   }
-  if (last) run_bytes += last->text_used + last->count;
-  Progress progress(fmt::format("{}: merging {} runs", s.options.label, runs.size() + (last ? 1 : 0)), run_bytes);
-  MergeStats merge_stats;
-  std::vector<std::unique_ptr<LineReader>> readers;
-  std::vector<LineSource*> sources;
-  for (const std::string& path : runs) {
-    auto reader = LineReader::Open(path, {.buffer_bytes = buffer_for(runs.size())});
-    if (!reader.ok()) return reader.status();
-    sources.push_back(reader->get());
-    readers.push_back(std::move(reader).value());
-  }
-  std::unique_ptr<ChunkSource> last_source;
   if (last) {
-    last_source = std::make_unique<ChunkSource>(last.get());
-    sources.push_back(last_source.get());
+    owned.push_back(std::make_unique<ChunkInput>(last.get(), s.mark_every));
+    input_bytes += last->text_used + last->count;
   }
-  CLICKATRON_RETURN_IF_ERROR(MergeSortedSources(sources, out, {.progress = &progress}, &merge_stats));
+  for (const auto& input : owned) inputs.push_back(input.get());
+  Progress progress(fmt::format("{}: merging {} runs", s.options.label, inputs.size()), input_bytes);
+  MergeStats merge_stats;
+  int ranges = 0;
+  const Status merged = MergeByKeyRange(inputs, out,
+                                        {.threads = s.options.threads,
+                                         .temp_dir = s.options.temp_dir,
+                                         .buffer_budget = budget,
+                                         .min_bytes = s.options.parallel_merge_min_bytes,
+                                         .progress = &progress},
+                                        &merge_stats, &ranges);
+  s.stats.final_merge_ranges = static_cast<uint64_t>(ranges);  // on failure too: where it failed
+  CLICKATRON_RETURN_IF_ERROR(merged);
   progress.Finish();
   s.stats.lines_out = merge_stats.lines_out;
-  readers.clear();
-  for (const std::string& run : runs) ::unlink(run.c_str());
+  for (const RunFile& run : runs) ::unlink(run.path.c_str());
   return Status::Ok();
 }
 

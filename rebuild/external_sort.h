@@ -5,15 +5,17 @@
 // run file by a pool of worker threads while the caller keeps filling the
 // next chunk. At Finish() the last chunk is sorted in memory (with every
 // thread) and merged with the runs through a heap (merge.h), after extra
-// passes when there are more runs than the memory allows open at once. When
-// everything fit in one chunk nothing touches the disk.
+// passes when there are more runs than the memory allows open at once; that
+// final merge is cut by key range into one merge per thread
+// (range_merge.h). When everything fit in one chunk nothing touches the disk.
 //
 // Memory: at most threads + 1 chunks exist (one filling, the others sorting).
 // A quarter of the bound (at most 16 MiB) is left for I/O buffers and the
 // process; the rest is split between the chunks. A chunk holds its lines from
 // the front and a 16-byte index entry per line from the back, so lines +
 // index never exceed it. The merge phase gives each open run a read buffer
-// out of what the last chunk leaves of the bound.
+// out of what the last chunk leaves of the bound (split between the final
+// merge's threads; the run index is ~128 keys a run, a few KiB).
 //
 // Producers (options.producers > 0): instead of Add(), that many threads each
 // add through their own Producer. Each owns one chunk of
@@ -45,6 +47,9 @@ struct ExternalSortOptions {
   size_t max_fan_in = 128;          // runs merged at once at most
   std::string label = "sort";       // for the progress line of the merge phase
   int producers = 0;                // > 0: lines come through producer(i), not Add()
+  // The final merge runs on `threads` threads by key range (range_merge.h)
+  // when the runs and last chunk hold at least this many bytes.
+  uint64_t parallel_merge_min_bytes = 4u << 20;
 };
 
 struct ExternalSortStats {
@@ -53,6 +58,9 @@ struct ExternalSortStats {
   uint64_t runs = 0;          // spilled run files
   uint64_t merge_passes = 0;  // intermediate passes before the final merge
   uint64_t lines_out = 0;
+  // Key ranges of the final merge (1: one thread; 0: no merge, or it failed
+  // before choosing them). Set when the merge fails too.
+  uint64_t final_merge_ranges = 0;
 };
 
 class ExternalSorter {

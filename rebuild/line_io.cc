@@ -90,6 +90,21 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Op
   reader->file_bytes_ = in->file_bytes;
   reader->fd_ = in->fd;
   reader->gz_ = in->gz;
+  if (options.begin_offset > 0 || options.end_offset != UINT64_MAX) {
+    if (in->gz != nullptr) {
+      gzclose(static_cast<gzFile>(in->gz));
+      reader->gz_ = nullptr;
+      return Status::InvalidArgument(fmt::format("{}: a byte range of a gzip file cannot be read", path));
+    }
+    if (options.end_offset < options.begin_offset) {
+      return Status::InvalidArgument(fmt::format("{}: byte range {}..{} is reversed", path, options.begin_offset,
+                                                 options.end_offset));
+    }
+    if (options.begin_offset > 0 && ::lseek(in->fd, static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
+      return Errno("seek", path);  // the reader's destructor closes fd
+    }
+    reader->bytes_left_ = options.end_offset - options.begin_offset;
+  }
   reader->capacity_ = options.buffer_bytes < 4096 ? 4096 : options.buffer_bytes;
   reader->buffer_.reset(new char[reader->capacity_]);
   return reader;
@@ -130,14 +145,16 @@ bool LineReader::Refill() {
     }
     bytes_read_ = static_cast<uint64_t>(gzoffset(gz));
   } else {
+    const size_t ask = bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
     do {
-      n = ::read(fd_, dst, room);
+      n = ask == 0 ? 0 : ::read(fd_, dst, ask);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
       status_ = Errno("read", path_);
       return false;
     }
     bytes_read_ += static_cast<uint64_t>(n);
+    if (bytes_left_ != UINT64_MAX) bytes_left_ -= static_cast<uint64_t>(n);
   }
   if (n == 0) {
     eof_ = true;
@@ -266,6 +283,44 @@ Status LineWriter::PutLines(std::string_view bytes, uint64_t lines) {
   CLICKATRON_RETURN_IF_ERROR(PutRaw(bytes));
   lines_ += lines;
   return Status::Ok();
+}
+
+Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
+  CLICKATRON_RETURN_IF_ERROR(Flush());  // what is buffered goes first
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Errno("open", path);
+  Status status;
+  uint64_t copied = 0;
+  bool by_kernel = !options_.compute_crc;
+  while (by_kernel) {
+    const ssize_t n = ::copy_file_range(in, nullptr, fd_, nullptr, size_t{1} << 30, 0);
+    if (n > 0) {
+      copied += static_cast<uint64_t>(n);
+    } else if (n == 0) {
+      break;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (copied == 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+      by_kernel = false;  // not across these file systems: through the buffer
+    } else {
+      status = failed_ = Errno("copy_file_range to", path_);
+      break;
+    }
+  }
+  bytes_ += copied;
+  if (status.ok() && !by_kernel) {
+    std::unique_ptr<char[]> block(new char[options_.buffer_bytes]);
+    while (status.ok()) {
+      const ssize_t n = ::read(in, block.get(), options_.buffer_bytes);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) status = Errno("read", path);
+      if (n <= 0) break;
+      status = PutRaw(std::string_view(block.get(), static_cast<size_t>(n)));
+    }
+  }
+  ::close(in);
+  if (status.ok()) lines_ += lines;
+  return status;
 }
 
 Status LineWriter::Finish() {

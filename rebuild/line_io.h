@@ -45,6 +45,11 @@ class LineReader : public LineSource {
     size_t buffer_bytes = 1u << 20;  // grows when a single line is longer
     bool compute_crc = false;        // crc32 of the raw (decompressed) bytes read
     bool strip_cr = false;           // accept CRLF files (bulk loads from elsewhere)
+    // Plain files only: read the bytes [begin_offset, end_offset) (a range of
+    // a sorted run that another thread merges the rest of). Both must fall
+    // on line starts; end_offset past the end means to the end.
+    uint64_t begin_offset = 0;
+    uint64_t end_offset = UINT64_MAX;
   };
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path, Options options);
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path) { return Open(path, Options{}); }
@@ -55,7 +60,7 @@ class LineReader : public LineSource {
   const std::string& name() const override { return path_; }
 
   uint64_t line_number() const { return line_number_; }  // of the line last returned, 1-based
-  uint64_t bytes_read() const { return bytes_read_; }    // raw file bytes consumed so far
+  uint64_t bytes_read() const { return bytes_read_; }    // raw file bytes consumed so far (from begin_offset)
   uint64_t file_bytes() const { return file_bytes_; }    // size on disk (compressed if gzip)
   uint32_t crc32() const { return crc_; }                // with Options::compute_crc
   bool gzip() const { return gz_ != nullptr; }
@@ -77,6 +82,7 @@ class LineReader : public LineSource {
   uint64_t line_number_ = 0;
   uint64_t bytes_read_ = 0;
   uint64_t file_bytes_ = 0;
+  uint64_t bytes_left_ = UINT64_MAX;  // plain files: of the range asked for
   uint32_t crc_ = 0;
 };
 
@@ -97,6 +103,9 @@ class LineWriter : public LineSink {
   Status PutRaw(std::string_view bytes);       // appends bytes as they are
   // Appends whole lines (`bytes` ends in '\n') and counts `lines` of them.
   Status PutLines(std::string_view bytes, uint64_t lines);
+  // Appends the bytes of the file at `path`, which holds `lines` whole
+  // lines, in the kernel (copy_file_range) unless a crc is kept.
+  Status AppendFile(const std::string& path, uint64_t lines);
   Status Finish();                             // flush, fsync (per options), close
 
   uint64_t lines() const { return lines_; }

@@ -11,6 +11,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/shard.h"
 #include "merge.h"
+#include "sort_oracle.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {
@@ -20,18 +21,8 @@ using clickatron::testing::TempDir;
 
 using Table = std::map<std::string, std::map<std::string, int64_t>>;
 
-std::vector<std::string> Format(const Table& table) {
-  std::vector<std::string> lines;
-  for (const auto& [key, columns] : table) {
-    std::string line = key + ",";
-    for (const auto& [name, count] : columns) {
-      if (line.back() != ',') line += ' ';
-      line += name + ":" + std::to_string(count);
-    }
-    lines.push_back(line);
-  }
-  return lines;  // std::map order of "u|kNNNN" keys equals CompareArchiveKeys order here
-}
+// std::map order of "u|kNNNN" keys equals CompareArchiveKeys order here.
+std::vector<std::string> Format(const Table& table) { return ArchiveLines(table); }
 
 std::vector<std::string> ReadLines(const std::string& path) {
   std::vector<std::string> lines;

@@ -1,5 +1,5 @@
 // External sort: sorted runs, k-way merge, combining, and the memory bound.
-// Expected output comes from std::sort and a std::map oracle built here.
+// Expected output comes from std::sort and a std::map oracle (sort_oracle.h).
 #include "external_sort.h"
 
 #include <gtest/gtest.h>
@@ -10,48 +10,13 @@
 #include <random>
 
 #include "clickatron/key_codec.h"
+#include "sort_oracle.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {
 namespace {
 
 using clickatron::testing::TempDir;
-
-// The oracle: per key, column -> sum; lookups keep their (single) value.
-std::vector<std::string> Oracle(const std::vector<std::string>& lines) {
-  std::map<std::string, std::map<std::string, int64_t>> counters;
-  std::map<std::string, std::string> lookups;
-  for (const std::string& line : lines) {
-    const size_t comma = line.find(',');
-    const std::string key = line.substr(0, comma);
-    const std::string value = line.substr(comma + 1);
-    if (key.rfind("l|", 0) == 0) {
-      lookups[key] = value;
-      continue;
-    }
-    size_t start = 0;
-    while (start <= value.size()) {
-      size_t space = value.find(' ', start);
-      if (space == std::string::npos) space = value.size();
-      const std::string column = value.substr(start, space - start);
-      const size_t colon = column.find(':');
-      counters[key][column.substr(0, colon)] += std::stoll(column.substr(colon + 1));
-      start = space + 1;
-    }
-  }
-  std::vector<std::string> out;
-  for (const auto& [key, columns] : counters) {
-    std::string line = key + ",";
-    for (const auto& [name, count] : columns) {
-      if (line.back() != ',') line += ' ';
-      line += name + ":" + std::to_string(count);
-    }
-    out.push_back(line);
-  }
-  for (const auto& [key, value] : lookups) out.push_back(key + "," + value);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // Random one-column archive lines over a small key space, so keys repeat.
 std::vector<std::string> RandomLines(size_t n, uint32_t seed, size_t key_space) {

@@ -1,5 +1,5 @@
 // CountNewlines and LineWriter's running crc32 (checksummed in pieces as the
-// buffer fills) against plain recomputation.
+// buffer fills) against plain recomputation; AppendFile keeps order and counts.
 #include "line_io.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +54,36 @@ TEST(LineWriter, RunningCrcEqualsTheFilesCrc) {
   ASSERT_TRUE(text.ok());
   EXPECT_EQ((*writer)->bytes(), text->size());
   EXPECT_EQ((*writer)->crc32(), Crc32Extend(0, *text));
+}
+
+TEST(LineWriter, AppendFileKeepsOrderLinesAndCrc) {
+  TempDir dir;
+  const std::string part = dir.path() + "/part.csv";
+  std::string part_text;
+  for (int i = 0; i < 5000; ++i) part_text += "u|k" + std::to_string(i) + ",c41l:1\n";
+  ASSERT_TRUE(WriteFileAtomically(part, part_text).ok());
+  // In the kernel (no crc) and through the buffer (crc kept).
+  for (const bool crc : {false, true}) {
+    SCOPED_TRACE(crc ? "with crc" : "copy_file_range");
+    const std::string path = dir.path() + (crc ? "/crc.csv" : "/plain.csv");
+    auto writer = LineWriter::Create(path, {.buffer_bytes = 4096, .fsync = false, .compute_crc = crc});
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->Put("first").ok());  // still buffered: must land before the file
+    ASSERT_TRUE((*writer)->AppendFile(part, 5000).ok());
+    ASSERT_TRUE((*writer)->Put("last").ok());
+    ASSERT_TRUE((*writer)->Finish().ok());
+    auto text = ReadFileToString(path);
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(*text, "first\n" + part_text + "last\n");
+    EXPECT_EQ((*writer)->lines(), 5002u);
+    EXPECT_EQ((*writer)->bytes(), text->size());
+    if (crc) {
+      EXPECT_EQ((*writer)->crc32(), Crc32Extend(0, *text));
+    }
+  }
+  auto writer = LineWriter::Create(dir.path() + "/missing.csv", {.fsync = false});
+  ASSERT_TRUE(writer.ok());
+  EXPECT_FALSE((*writer)->AppendFile(dir.path() + "/no-such-part.csv", 1).ok());
 }
 
 }  // namespace

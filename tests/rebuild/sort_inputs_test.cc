@@ -15,6 +15,7 @@
 #include "clickatron/convert.h"
 #include "external_sort.h"
 #include "progress.h"
+#include "sort_oracle.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {
@@ -31,22 +32,14 @@ std::string ReadAll(const std::string& path) {
 
 // Sums per key and column of one-column archive lines, as sorted lines.
 std::string SumOracle(const std::vector<std::string>& archive_lines) {
-  std::map<std::string, std::map<std::string, int64_t>> sums;
+  ColumnTable sums;
   for (const std::string& line : archive_lines) {
     const size_t comma = line.find(',');
     const std::string column = line.substr(comma + 1);
     const size_t colon = column.rfind(':');
     sums[line.substr(0, comma)][column.substr(0, colon)] += std::stoll(column.substr(colon + 1));
   }
-  std::vector<std::string> out;
-  for (const auto& [key, columns] : sums) {
-    std::string line = key + ",";
-    for (const auto& [name, count] : columns) {
-      if (line.back() != ',') line += ' ';
-      line += name + ":" + std::to_string(count);
-    }
-    out.push_back(line);
-  }
+  std::vector<std::string> out = ArchiveLines(sums);
   std::sort(out.begin(), out.end());
   std::string text;
   for (const std::string& line : out) text += line + "\n";
