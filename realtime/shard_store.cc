@@ -5,6 +5,7 @@
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
@@ -67,6 +68,10 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   cf.max_write_buffer_number = 3;
   cf.memtable_prefix_bloom_size_ratio = 0.02;
   cf.memtable_whole_key_filtering = true;
+  // Batches are applied in key order (apply_batch.cc): one insert hint for
+  // every key (a prefix of length 0) starts each skip-list insert from where
+  // the previous one ended, instead of from the head.
+  cf.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(0));
   cf.level_compaction_dynamic_level_bytes = true;
   const rocksdb::CompressionType lower = LowerLevelCompression();
   cf.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, lower, lower, lower, lower, lower};
