@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "clickatron/file_util.h"
 #include "clickatron/record.h"
 #include "external_sort.h"
 #include "sort_oracle.h"
@@ -112,17 +112,9 @@ std::vector<fs::path> Files(const fs::path& dir) {
   return files;
 }
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadAll(const fs::path& path) { return ReadFileToString(path.string()).value(); }
 
-void WriteAll(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
+void WriteAll(const fs::path& path, const std::string& bytes) { ASSERT_TRUE(WriteFileAtomically(path.string(), bytes).ok()); }
 
 // Swaps two neighbouring lines of a run (same bytes, so its index still
 // holds): `from_end` false swaps the first two, true the last two. The run
