@@ -47,7 +47,7 @@ Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
 }
 
 ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
-    : client_(client), stats_(stats), options_(options) {
+    : client_(client), stats_(stats), options_(options), known_generation_(options_.generation_file) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
   for (size_t shard = 0; shard < replicas_.size(); ++shard) {
@@ -105,11 +105,13 @@ Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const Http
   }
   auto view = ParseArchiveView(response);
   if (!view.ok()) return ShardUnavailable(fmt::format("archive replica {}: {}", replica.name, view.status().message()));
-  newest_generation_seen_ = std::max(newest_generation_seen_, view->generation);
-  if (view->generation == 0 && newest_generation_seen_ > 0) {
-    return ShardUnavailable(fmt::format("archive replica {} serves no file while the archive is at generation {}: "
-                                        "its file is missing",
-                                        replica.name, newest_generation_seen_));
+  known_generation_.Saw(view->generation);
+  if (view->generation == 0 && known_generation_.newest() > 0) {
+    return ShardUnavailable(fmt::format(
+        "archive replica {} serves no file while the archive is at generation {}: its file is missing (if the "
+        "archive was reset on purpose, remove {} on this API node)",
+        replica.name, known_generation_.newest(),
+        known_generation_.path().empty() ? std::string("the archive-generation file") : known_generation_.path()));
   }
   ArchiveReply reply;
   reply.view = *view;

@@ -31,6 +31,7 @@
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
 #include "coalescer.h"
+#include "known_generation.h"
 #include "read_records.h"
 #include "read_stats.h"
 
@@ -64,6 +65,9 @@ class ArchiveReader {
     // turns coalescing off.
     int coalesce_in_flight = 1;
     size_t coalesce_max_keys = 64;
+    // Where the newest generation seen is kept across restarts
+    // (known_generation.h); empty: memory only.
+    std::string generation_file;
   };
   ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
   ~ArchiveReader();
@@ -101,11 +105,10 @@ class ArchiveReader {
   std::vector<std::vector<Replica>> replicas_;  // by shard
   std::vector<size_t> round_robin_;             // by shard
   std::vector<std::vector<std::unique_ptr<Coalescer<ArchiveReply>>>> coalescers_;  // by shard, replica
-  // The newest archive generation seen on any shard. Generations are
-  // cluster-wide (the rebuild deploys G to every shard), so a replica serving
-  // no file (generation 0) after the cluster has an archive has lost its
-  // file: its answers would silently drop archived days.
-  uint64_t newest_generation_seen_ = 0;
+  // The newest archive generation seen on any shard, also across restarts:
+  // a replica serving no file (generation 0) after the cluster has an
+  // archive has lost its file, and its answers would drop archived days.
+  KnownGeneration known_generation_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

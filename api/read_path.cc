@@ -63,7 +63,10 @@ class ReadPathImpl : public ReadPath {
   ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client)
       : max_query_hours_(ctx.cluster.api.max_query_hours),
         archive_(ctx.cluster, client, stats_,
-                 ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
+                 ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
+                                        .generation_file = ctx.member.data_dir.empty()
+                                                               ? std::string()
+                                                               : ctx.member.data_dir + "/archive-generation"}),
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
         lookups_(kLookupCacheEntries),

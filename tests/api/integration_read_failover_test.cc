@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -126,6 +128,31 @@ TEST_F(IntegrationReadFailoverTest, BothReplicasDownIsShardUnavailable) {
   // Back: answers are whole again.
   cluster_.Start(cluster_.ArchiveMember(0, 1), "clickatron-archive");
   std::string why;
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
+}
+
+// A replica that lost its file answers as an empty archive (generation 0).
+// An API node that has seen generation 3 refuses such answers, also after it
+// restarts (it keeps the generation in its data dir), instead of returning a
+// series without the archived days.
+TEST_F(IntegrationReadFailoverTest, RestartedApiStillRefusesReplicasThatLostTheirFile) {
+  std::string why;
+  ASSERT_TRUE(QueriesCorrect(&why)) << why;  // the API sees generation 3
+  cluster_.Daemon("api-0").Kill();
+  for (int r = 0; r < 2; ++r) cluster_.Daemon(cluster_.ArchiveMember(0, r)).Kill();
+  const std::string file = cluster_.ArchiveFilePath(0);
+  ASSERT_EQ(std::remove(file.c_str()), 0);
+  ASSERT_EQ(std::remove(ManifestPathFor(file).c_str()), 0);
+  for (int r = 0; r < 2; ++r) cluster_.Start(cluster_.ArchiveMember(0, r), "clickatron-archive");
+  cluster_.StartApi();
+  for (const std::string& target : {series_target_, breakdown_target_}) {
+    auto j = cluster_.Api(target);
+    EXPECT_EQ(j["http_status"], 503) << j.dump();
+    EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << j.dump();
+  }
+  // The file back and reloaded (SIGHUP): whole answers again.
+  cluster_.WriteArchives(data_, 3, FormatDate(today_ - 1));
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(::kill(cluster_.Daemon(cluster_.ArchiveMember(0, r)).pid(), SIGHUP), 0);
   EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
 }
 

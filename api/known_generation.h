@@ -1,0 +1,43 @@
+// The newest archive generation this API node has seen any replica serve,
+// kept in DATA_DIR/archive-generation so that it survives a restart.
+//
+// Why: generations are cluster-wide (the rebuild deploys G to every shard),
+// so a replica that answers with no file (generation 0) once the cluster has
+// an archive has lost its file, and its answers would silently drop every
+// archived day. An API node remembers the newest generation in memory; but a
+// node restarted while the only replica it can reach has lost its file would
+// have nothing to compare with, and would answer short series as whole ones.
+// The file makes the comparison hold across restarts.
+//
+// The file changes about once a night (when a new generation first answers);
+// it is written atomically (temp file, fsync, rename). A file that cannot be
+// read or written is reported in the log and the node goes on with what it
+// knows in memory, as before the file existed.
+//
+// An archive wiped on purpose (a new cluster on an old data dir) makes every
+// read 503 until DATA_DIR/archive-generation is removed; the error says so.
+//
+// Thread-safety: loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace clickatron::api {
+
+class KnownGeneration {
+ public:
+  // path empty: memory only (tests, members without a data_dir).
+  explicit KnownGeneration(std::string path);
+
+  uint64_t newest() const { return newest_; }
+  const std::string& path() const { return path_; }
+  // Records that a replica served `generation`; persists it when it is newer.
+  void Saw(uint64_t generation);
+
+ private:
+  std::string path_;
+  uint64_t newest_ = 0;
+};
+
+}  // namespace clickatron::api
