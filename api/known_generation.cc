@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -19,23 +20,26 @@ KnownGeneration::KnownGeneration(std::string path) : path_(std::move(path)) {
     return;
   }
   std::string_view digits = *text;
-  while (!digits.empty() && (digits.back() == '\n' || digits.back() == ' ')) digits.remove_suffix(1);
+  while (!digits.empty() && (digits.back() == '\n' || digits.back() == '\r' || digits.back() == ' ')) {
+    digits.remove_suffix(1);
+  }
   uint64_t value = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
     spdlog::warn("{} does not hold a generation number (going on without it)", path_);
     return;
   }
-  newest_ = value;
+  newest_ = persisted_ = value;
 }
 
 void KnownGeneration::Saw(uint64_t generation) {
-  if (generation <= newest_) return;
-  newest_ = generation;
-  if (path_.empty()) return;
-  if (Status st = WriteFileAtomically(path_, std::to_string(generation) + "\n"); !st.ok()) {
-    spdlog::warn("cannot record archive generation {} in {}: {}", generation, path_, st.ToString());
+  newest_ = std::max(newest_, generation);
+  if (path_.empty() || persisted_ >= newest_) return;
+  if (Status st = WriteFileAtomically(path_, std::to_string(newest_) + "\n"); !st.ok()) {
+    spdlog::warn("cannot record archive generation {} in {}: {}", newest_, path_, st.ToString());
+    return;
   }
+  persisted_ = newest_;
 }
 
 }  // namespace clickatron::api

@@ -10,9 +10,10 @@
 // The file makes the comparison hold across restarts.
 //
 // The file changes about once a night (when a new generation first answers);
-// it is written atomically (temp file, fsync, rename). A file that cannot be
-// read or written is reported in the log and the node goes on with what it
-// knows in memory, as before the file existed.
+// it is written atomically (temp file, fsync, rename) on the loop thread,
+// which a once-a-night fsync can afford. A file that cannot be read is
+// reported and ignored; a failed write is reported and tried again at the
+// next answer, while the node goes on with what it knows in memory.
 //
 // An archive wiped on purpose (a new cluster on an old data dir) makes every
 // read 503 until DATA_DIR/archive-generation is removed; the error says so.
@@ -38,6 +39,7 @@ class KnownGeneration {
  private:
   std::string path_;
   uint64_t newest_ = 0;
+  uint64_t persisted_ = 0;  // what the file holds; below newest_ after a failed write
 };
 
 }  // namespace clickatron::api

@@ -63,6 +63,7 @@ size_t ColumnStartAtOrAfter(std::string_view value, size_t pos) {
 // probes, not a parse of each. A probe that lands on something that is not a
 // YMDH ends the bisection early; the walk validates every column it reads.
 size_t WalkStartFor(std::string_view value, uint32_t low) {
+  if (low == 0) return 0;
   size_t lo = 0;              // 0, or a column start whose code is < low
   size_t hi = value.size();   // the end, or a column start whose code is >= low
   while (hi - lo > 64) {
@@ -122,8 +123,9 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
     const uint32_t code = CodeOf(ymdh);
     if (code < previous) return Bad("archive total (columns out of order)", value);
     previous = code;
-    if (code < low) continue;
-    if (code > high) break;
+    // Columns after the span are still read (cheaply: no decoding) so that
+    // damage there is reported rather than skipped.
+    if (code < low || code > high) continue;
     // Consecutive columns mostly share their day: decode the date once a day.
     if ((code >> 8) != day_code) {
       auto hour = UnixFromYmdh(ymdh);

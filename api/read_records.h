@@ -41,7 +41,10 @@ struct HourSpan {
 // answers it, is allowed): adds its hours in `span` to *hours. Every archived
 // hour counts, also hours after the archive's last day: those come from bulk
 // loads and late data, which never went through the realtime ring (last_day
-// only says which realtime days the archive has taken in).
+// only says which realtime days the archive has taken in). Columns before
+// the span are found by bisection, trusting their YMDH order (the format's
+// promise; a replica checks its file against the manifest's crc32); every
+// column from there to the end is checked: syntax, order, counts in the span.
 Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const HourSpan& span = {});
 // An archive subtotal value "skey:v skey:v …": adds every column to *counts.
 Status AddArchiveSubtotalColumns(std::string_view value, std::map<std::string, int64_t>* counts);

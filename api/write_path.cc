@@ -269,9 +269,8 @@ void WritePathImpl::ArmWindow(std::chrono::microseconds delay) {
 
 void WritePathImpl::MaybeFlush(bool from_timer) {
   if (combiner_.empty() || committing_) return;
-  // The timer was armed for the rest of the window: it closes it, even when
-  // the loop's cached clock makes it fire a few microseconds early (re-arming
-  // then would cost a whole extra millisecond per window).
+  // The timer was armed for the rest of the window: when it fires, the
+  // window is over (After() never runs a callback early).
   if (from_timer) {
     Flush(false);
     return;
@@ -281,7 +280,7 @@ void WritePathImpl::MaybeFlush(bool from_timer) {
   if (since < window) {
     ArmWindow(std::chrono::ceil<std::chrono::microseconds>(window - since));
   } else {
-    // Close at the end of this loop turn: requests already read join it.
+    // Close on the next loop turn: requests handled in this one join it.
     ArmWindow(std::chrono::microseconds(0));
   }
 }

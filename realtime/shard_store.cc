@@ -68,9 +68,11 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   cf.max_write_buffer_number = 3;
   cf.memtable_prefix_bloom_size_ratio = 0.02;
   cf.memtable_whole_key_filtering = true;
-  // Batches are applied in key order (apply_batch.cc): one insert hint for
-  // every key (a prefix of length 0) starts each skip-list insert from where
-  // the previous one ended, instead of from the head.
+  // ShardStore::Write applies a batch in (day, key) order: one insert hint
+  // for every key (a prefix of length 0) starts each skip-list insert from
+  // where the previous one ended, instead of from the head. RocksDB uses
+  // hints on the single-writer path only (allow_concurrent_memtable_write is
+  // off below: a shard has one writer).
   cf.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(0));
   cf.level_compaction_dynamic_level_bytes = true;
   const rocksdb::CompressionType lower = LowerLevelCompression();
@@ -186,6 +188,10 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   db_options.create_missing_column_families = true;
   // Two cores on the reference machine: one flush and one compaction at a time.
   db_options.max_background_jobs = 2;
+  // Writes come from one thread: nothing to gain from parallel memtable
+  // inserts, and with them off RocksDB honours the insert hint (see
+  // DayFamilyOptions).
+  db_options.allow_concurrent_memtable_write = false;
   // One WAL is shared by every day. A quiet day (Yesterday, a retained day)
   // would otherwise pin old WAL files forever; past this size RocksDB
   // flushes the families holding the oldest WAL so it can be deleted.

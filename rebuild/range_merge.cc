@@ -1,3 +1,4 @@
+// The final merge split by key range across threads; see range_merge.h.
 #include "range_merge.h"
 
 #include <unistd.h>

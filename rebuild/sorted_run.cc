@@ -1,3 +1,4 @@
+// Run files with a sparse index of their keys; see sorted_run.h.
 #include "sorted_run.h"
 
 #include <algorithm>

@@ -125,7 +125,11 @@ class HttpServerImpl : public HttpServer {
  public:
   explicit HttpServerImpl(HttpServerOptions options) : options_(std::move(options)) {}
   ~HttpServerImpl() override {
+    // Every event goes before the base it belongs to (event_free takes the
+    // base's lock).
     for (auto& e : events_) e.reset();
+    wake_.reset();
+    timers_.clear();
     http_.reset();
     precise_.reset();
     base_.reset();

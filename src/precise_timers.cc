@@ -4,9 +4,11 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 
 namespace clickatron {
 
@@ -46,7 +48,11 @@ void PreciseTimers::Arm() {
     spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
     if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
   }
-  ::timerfd_settime(fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+  if (::timerfd_settime(fd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    // Not armed: the next After() or firing tries again.
+    armed_for_ = Clock::time_point::max();
+    spdlog::error("timerfd_settime: {}", std::strerror(errno));
+  }
 }
 
 void PreciseTimers::OnFire(evutil_socket_t fd, short, void* arg) {

@@ -31,7 +31,8 @@ class PreciseTimers {
   PreciseTimers& operator=(const PreciseTimers&) = delete;
 
   // Runs fn once on the loop thread, no earlier than `delay` from now.
-  // Pending timers are dropped, not run, when this object goes.
+  // Pending timers are dropped, not run, when this object goes; fn must not
+  // destroy this object (or the server that owns it).
   void After(std::chrono::microseconds delay, std::function<void()> fn);
 
   size_t pending() const { return pending_.size(); }

@@ -97,5 +97,42 @@ TEST(ArchiveTotalBisectionTest, ColumnsOutOfOrderAreCorruption) {
   EXPECT_EQ(AddArchiveTotalColumns("c41l:5 c413:2", &hours).code(), StatusCode::kCorruption);
 }
 
+TEST(ArchiveTotalBisectionTest, EdgesOfSpansAndValues) {
+  std::mt19937_64 rng(9);
+  const int64_t first = *ParseDate("2000-01-01") * kSecondsPerDay;  // the first YMDH hour
+  const LongTotal total = MakeLongTotal(rng, first, 2000);
+  const int64_t last = total.hours.rbegin()->first;
+  const auto expect_span = [&](int64_t begin, int64_t end) {
+    HourlyCounts got;
+    ASSERT_TRUE(AddArchiveTotalColumns(total.value, &got, HourSpan{begin, end}).ok());
+    const std::map<int64_t, int64_t> want(total.hours.lower_bound(begin), total.hours.lower_bound(end));
+    EXPECT_EQ(AsMap(got), want) << "[" << begin << ", " << end << ")";
+  };
+  expect_span(0, first);                        // wholly before the YMDH years
+  expect_span(0, first + 3600);                 // up to the first hour
+  expect_span(first, first + 1);                // the first hour alone
+  expect_span(last, last + 3600);               // the last column alone
+  expect_span(last + 3600, 4102444800 + 7200);  // after every column, past 2031
+  HourlyCounts none;
+  EXPECT_TRUE(AddArchiveTotalColumns("", &none, HourSpan{first, last}).ok());
+  EXPECT_TRUE(AddArchiveTotalColumns("\n", &none, HourSpan{first, last}).ok());
+  EXPECT_TRUE(none.empty());
+  HourlyCounts one;
+  ASSERT_TRUE(AddArchiveTotalColumns(*YmdhFromUnix(first) + ":3", &one, HourSpan{first, first + 3600}).ok());
+  EXPECT_EQ(AsMap(one), (std::map<int64_t, int64_t>{{first, 3}}));
+}
+
+TEST(ArchiveTotalBisectionTest, DamageAfterTheSpanIsStillReported) {
+  std::mt19937_64 rng(3);
+  const int64_t first = *ParseDate("2022-06-01") * kSecondsPerDay;
+  const LongTotal total = MakeLongTotal(rng, first, 3000);
+  const HourSpan early{first, first + 48 * 3600};  // the span is at the start, the damage at the end
+  for (const std::string& tail : {std::string(" ") + *YmdhFromUnix(first) + ":1",  // out of order
+                                  std::string(" zzzz:1"), std::string(" v11h"), std::string(" v11h:")}) {
+    HourlyCounts hours;
+    EXPECT_EQ(AddArchiveTotalColumns(total.value + tail, &hours, early).code(), StatusCode::kCorruption) << tail;
+  }
+}
+
 }  // namespace
 }  // namespace clickatron::api
