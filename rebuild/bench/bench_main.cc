@@ -138,6 +138,19 @@ double CpuSeconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
+// The sort step as the nightly run sets it up for one day file.
+cr::SortInputsOptions DaySort(const std::string& day, const std::string& output, const std::string& work_dir,
+                              uint64_t memory_mb, int threads) {
+  cr::SortInputsOptions sort;
+  sort.inputs = {day};
+  sort.output = output;
+  sort.rejects_path = work_dir + "/rejects.txt";
+  sort.temp_dir = work_dir + "/tmp";
+  sort.memory_bytes = memory_mb << 20;
+  sort.threads = threads;
+  return sort;
+}
+
 double Since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -163,13 +176,7 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
 
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = CpuSeconds();
-  cr::SortInputsOptions sort;
-  sort.inputs = {day};
-  sort.output = work_dir + "/sorted.csv";
-  sort.rejects_path = work_dir + "/rejects.txt";
-  sort.temp_dir = work_dir + "/tmp";
-  sort.memory_bytes = memory_mb << 20;
-  sort.threads = threads;
+  const cr::SortInputsOptions sort = DaySort(day, work_dir + "/sorted.csv", work_dir, memory_mb, threads);
   auto sorted = cr::SortInputs(sort);
   if (!sorted.ok()) return Fail(sorted.status());
   const double sort_seconds = Since(t0);
@@ -224,14 +231,7 @@ int SortOnly(const std::string& day, const std::string& out, const std::string& 
   if (Status st = clickatron::MakeDirs(work_dir); !st.ok()) return Fail(st);
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = CpuSeconds();
-  cr::SortInputsOptions sort;
-  sort.inputs = {day};
-  sort.output = out;
-  sort.rejects_path = work_dir + "/rejects.txt";
-  sort.temp_dir = work_dir + "/tmp";
-  sort.memory_bytes = memory_mb << 20;
-  sort.threads = threads;
-  auto sorted = cr::SortInputs(sort);
+  auto sorted = cr::SortInputs(DaySort(day, out, work_dir, memory_mb, threads));
   if (!sorted.ok()) return Fail(sorted.status());
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
