@@ -221,7 +221,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
           st = hour.status();
           break;
         }
-        st = AddArchiveSubtotalColumns(value, &data.subtotals[*hour]);
+        st = AddArchiveSubtotalColumns(value, *hour, &data.subtotals);
         if (!st.ok()) break;
       }
     }

@@ -46,7 +46,7 @@ Result<UnitWindow> WindowOverData(const WindowParams& w, const HourlyCounts& tot
                                   const HourlyBreakdown& subtotals, int64_t max_hours) {
   int64_t first = std::numeric_limits<int64_t>::max();
   if (!total.empty()) first = total.begin()->first;
-  if (!subtotals.empty()) first = std::min(first, subtotals.begin()->first);
+  for (const SubtotalCount& c : subtotals) first = std::min(first, c.hour);
   // No data at all: a first hour after the reference makes the window empty.
   if (first == std::numeric_limits<int64_t>::max()) first = kMaxReferenceTs + 366 * kSecondsPerDay;
   return UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours);

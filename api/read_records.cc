@@ -144,11 +144,12 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
   return Status::Ok();
 }
 
-Status AddArchiveSubtotalColumns(std::string_view value, std::map<std::string, int64_t>* counts) {
+Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out) {
   return ForEachColumn(value, "archive subtotal", [&](std::string_view skey, std::string_view count_text) -> Status {
     auto count = ParseColumnCount(count_text, "archive subtotal", value);
     if (!count.ok()) return count.status();
-    return AddCount(&(*counts)[std::string(skey)], *count);
+    out->push_back(SubtotalCount{hour, std::string(skey), *count});
+    return Status::Ok();
   });
 }
 
@@ -183,7 +184,7 @@ Status AddRealtimeSubtotalLines(std::string_view body, std::string_view prefix, 
     auto count = ParseCount(value);
     if (!hour.ok() || !count.ok() || skey.find('.') != std::string_view::npos) return Bad("realtime subtotal", key);
     if (HourIsArchived(*hour, last_day) || *hour < begin_ts || *hour >= end_ts) continue;
-    CLICKATRON_RETURN_IF_ERROR(AddCount(&(*hours)[*hour][std::string(skey)], *count));
+    hours->push_back(SubtotalCount{*hour, std::string(skey), *count});
   }
   return Status::Ok();
 }

@@ -46,8 +46,8 @@ struct HourSpan {
 // promise; a replica checks its file against the manifest's crc32); every
 // column from there to the end is checked: syntax, order, counts in the span.
 Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const HourSpan& span = {});
-// An archive subtotal value "skey:v skey:v …": adds every column to *counts.
-Status AddArchiveSubtotalColumns(std::string_view value, std::map<std::string, int64_t>* counts);
+// An archive subtotal value "skey:v skey:v …" of `hour`: appends every column.
+Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out);
 
 // Realtime answers to fwmatch "ns|tkey." ("ns|tkey.YMDH,v" lines): adds the
 // hours that are not archived and in `span` to *hours.

@@ -154,24 +154,17 @@ Result<int64_t> SumWindow(const UnitWindow& window, const HourlyCounts& hours) {
 
 namespace {
 
-Status AddInto(KeyCounts* into, const std::map<std::string, int64_t>& from) {
-  for (const auto& [key, count] : from) {
-    int64_t& slot = (*into)[key];
-    if (__builtin_add_overflow(slot, count, &slot)) return SumOverflow();
-  }
-  return Status::Ok();
-}
-
 void DropZeros(KeyCounts* counts) { std::erase_if(*counts, [](const auto& kv) { return kv.second == 0; }); }
 
 }  // namespace
 
 Result<std::vector<KeyCounts>> SumBreakdownByUnit(const UnitWindow& window, const HourlyBreakdown& hours) {
   std::vector<KeyCounts> units(window.size());
-  for (auto it = hours.lower_bound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
-    const int64_t i = window.IndexOf(it->first);
+  for (const SubtotalCount& c : hours) {
+    const int64_t i = window.IndexOf(c.hour);
     if (i < 0) continue;
-    CLICKATRON_RETURN_IF_ERROR(AddInto(&units[i], it->second));
+    int64_t& slot = units[static_cast<size_t>(i)][c.key];
+    if (__builtin_add_overflow(slot, c.count, &slot)) return SumOverflow();
   }
   for (auto& u : units) DropZeros(&u);
   return units;
@@ -180,8 +173,10 @@ Result<std::vector<KeyCounts>> SumBreakdownByUnit(const UnitWindow& window, cons
 Result<KeyCounts> SumBreakdownWindow(const UnitWindow& window, const HourlyBreakdown& hours) {
   KeyCounts sums;
   if (window.empty()) return sums;
-  for (auto it = hours.lower_bound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
-    CLICKATRON_RETURN_IF_ERROR(AddInto(&sums, it->second));
+  for (const SubtotalCount& c : hours) {
+    if (c.hour < window.begin_ts() || c.hour >= window.end_ts()) continue;
+    int64_t& slot = sums[c.key];
+    if (__builtin_add_overflow(slot, c.count, &slot)) return SumOverflow();
   }
   DropZeros(&sums);
   return sums;

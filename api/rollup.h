@@ -28,8 +28,16 @@ int64_t UnitStartLocal(Unit unit, int64_t local_seconds);
 int64_t NextUnitStartLocal(Unit unit, int64_t local_start);
 int64_t PreviousUnitStartLocal(Unit unit, int64_t local_start);
 
-// Per hour, the subtotal key -> count.
-using HourlyBreakdown = std::map<int64_t, std::map<std::string, int64_t>>;
+// Subtotal columns as they come: (hour, subtotal key, count), in any order,
+// a key possibly more than once per hour (the rollup sums them). Flat on
+// purpose: a hot key's breakdown holds thousands of columns per query, and a
+// map per hour cost most of its CPU; the rollup needs only one pass.
+struct SubtotalCount {
+  int64_t hour = 0;
+  std::string key;
+  int64_t count = 0;
+};
+using HourlyBreakdown = std::vector<SubtotalCount>;
 
 // The consecutive units of a query window, oldest first.
 class UnitWindow {

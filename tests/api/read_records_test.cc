@@ -75,13 +75,20 @@ TEST(ReadRecordsTest, MergedTotalCountsEachHourOnce) {
   EXPECT_EQ(hours, (HourlyCounts{{kC413, 2}, {kC41l, 5}, {kC421, 1}}));
 }
 
+// The columns summed per hour and key: what the rollup will see.
+std::map<int64_t, std::map<std::string, int64_t>> ByHour(const HourlyBreakdown& columns) {
+  std::map<int64_t, std::map<std::string, int64_t>> out;
+  for (const SubtotalCount& c : columns) out[c.hour][c.key] += c.count;
+  return out;
+}
+
 TEST(ReadRecordsTest, RealtimeSubtotalLines) {
   const std::string body =
       "c.u|jehiah.JP.c421,1\nc.u|jehiah.US.c41l,4\nc.u|jehiah.US.c421,3\nc.u|jehiah.h0aMB8AuNw4=.c421,2\n";
   HourlyBreakdown b;
   ASSERT_TRUE(AddRealtimeSubtotalLines(body, "c.u|jehiah.", ArchiveLastDay(kApr1), 0, INT64_MAX, &b).ok());
-  ASSERT_EQ(b.size(), 1u);
-  EXPECT_EQ(b[kC421], (std::map<std::string, int64_t>{{"JP", 1}, {"US", 3}, {"h0aMB8AuNw4=", 2}}));
+  ASSERT_EQ(ByHour(b).size(), 1u);
+  EXPECT_EQ(ByHour(b)[kC421], (std::map<std::string, int64_t>{{"JP", 1}, {"US", 3}, {"h0aMB8AuNw4=", 2}}));
   // The window bounds apply too.
   HourlyBreakdown none;
   ASSERT_TRUE(AddRealtimeSubtotalLines(body, "c.u|jehiah.", std::nullopt, 0, kC41l, &none).ok());
@@ -90,10 +97,13 @@ TEST(ReadRecordsTest, RealtimeSubtotalLines) {
 }
 
 TEST(ReadRecordsTest, ArchiveSubtotalColumns) {
-  std::map<std::string, int64_t> counts;
-  ASSERT_TRUE(AddArchiveSubtotalColumns("JP:1 US:4", &counts).ok());
-  ASSERT_TRUE(AddArchiveSubtotalColumns("US:2", &counts).ok());
-  EXPECT_EQ(counts, (std::map<std::string, int64_t>{{"JP", 1}, {"US", 6}}));
+  HourlyBreakdown columns;
+  ASSERT_TRUE(AddArchiveSubtotalColumns("JP:1 US:4", kC413, &columns).ok());
+  ASSERT_TRUE(AddArchiveSubtotalColumns("US:2", kC413, &columns).ok());
+  ASSERT_TRUE(AddArchiveSubtotalColumns("US:7", kC421, &columns).ok());
+  EXPECT_EQ(ByHour(columns), (std::map<int64_t, std::map<std::string, int64_t>>{
+                                 {kC413, {{"JP", 1}, {"US", 6}}}, {kC421, {{"US", 7}}}}));
+  EXPECT_EQ(AddArchiveSubtotalColumns("US:x", kC413, &columns).code(), StatusCode::kCorruption);
 }
 
 TEST(ReadRecordsTest, KeyValueLinesSplitAtTheFirstComma) {

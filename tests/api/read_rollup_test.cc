@@ -208,7 +208,7 @@ TEST(ReadRollupTest, BreakdownSumsMatchPerKeyReference) {
   for (int i = 0; i < 300; ++i) {
     const int64_t h = (ref / 3600 + hour(rng)) * 3600;
     const std::string& k = keys[pick(rng)];
-    breakdown[h][k] += 2;
+    breakdown.push_back({h, k, 2});  // repeats of (hour, key) sum in the rollup
     per_key[k][h] += 2;
   }
   for (const char* unit_name : kUnits) {
@@ -233,11 +233,18 @@ TEST(ReadRollupTest, BreakdownSumsMatchPerKeyReference) {
 
 TEST(ReadRollupTest, ZeroSumKeysAreDropped) {
   auto w = UnitWindow::Ending(Unit::kDay, 0, Utc(2020, 1, 1, 12), 1, 100);
-  HourlyBreakdown b{{Utc(2020, 1, 1, 1), {{"US", 3}, {"JP", 1}}}, {Utc(2020, 1, 1, 2), {{"US", -3}}}};
+  HourlyBreakdown b{{Utc(2020, 1, 1, 1), "US", 3}, {Utc(2020, 1, 1, 1), "JP", 1}, {Utc(2020, 1, 1, 2), "US", -3}};
   auto whole = SumBreakdownWindow(*w, b);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(whole->size(), 1u);
   EXPECT_EQ(whole->count("JP"), 1u);
+}
+
+TEST(ReadRollupTest, BreakdownSumOverflowIsAnError) {
+  auto w = UnitWindow::Ending(Unit::kDay, 0, Utc(2020, 1, 1, 12), 1, 100);
+  const HourlyBreakdown b{{Utc(2020, 1, 1, 1), "US", INT64_MAX}, {Utc(2020, 1, 1, 3), "US", 1}};
+  EXPECT_EQ(SumBreakdownWindow(*w, b).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(SumBreakdownByUnit(*w, b).status().code(), StatusCode::kOutOfRange);
 }
 
 TEST(ReadRollupTest, TopByClicksOrdersByClicksThenValue) {
