@@ -183,12 +183,7 @@ void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string
   // after another timeout.
   auto session = std::make_shared<Session>(Session{.shard = shard, .replica = PickFrom(shard, replica)});
   if (keys.size() == 1) {  // a lone get stays a get: the same request as without coalescing
-    Send(session, GetTarget(keys.front()), Attempts(shard), [done = std::move(done)](Result<ArchiveReply> reply) {
-      if (!reply.ok()) return done(reply.status());
-      std::vector<ArchiveReply> replies;
-      replies.push_back(std::move(*reply));
-      done(std::move(replies));
-    });
+    Send(session, GetTarget(keys.front()), Attempts(shard), AsBatchOfOne<ArchiveReply>(std::move(done)));
     return;
   }
   ++stats_.archive_coalesced_requests;

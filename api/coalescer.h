@@ -165,4 +165,17 @@ class Coalescer {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
+// A batch of one key goes as the plain request (get, fwmatch): the same
+// request as without coalescing. This turns that request's single answer into
+// the batch's one reply.
+template <typename Reply>
+std::function<void(Result<Reply>)> AsBatchOfOne(typename Coalescer<Reply>::BatchDone done) {
+  return [done = std::move(done)](Result<Reply> reply) {
+    if (!reply.ok()) return done(reply.status());
+    std::vector<Reply> replies;
+    replies.push_back(std::move(*reply));
+    done(std::move(replies));
+  };
+}
+
 }  // namespace clickatron::api

@@ -90,12 +90,7 @@ void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback do
 
 void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
   if (prefixes.size() == 1) {  // a lone fwmatch stays a fwmatch
-    Send(shard, FwmatchTarget(prefixes.front()), kAttempts, true, [done = std::move(done)](Result<std::string> body) {
-      if (!body.ok()) return done(body.status());
-      std::vector<std::string> bodies;
-      bodies.push_back(std::move(*body));
-      done(std::move(bodies));
-    });
+    Send(shard, FwmatchTarget(prefixes.front()), kAttempts, true, AsBatchOfOne<std::string>(std::move(done)));
     return;
   }
   ++stats_.realtime_coalesced_requests;

@@ -5,9 +5,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <fmt/format.h>
 
 #include "line_io.h"
@@ -39,29 +36,9 @@ Status LineBlockReader::status() const {
 Result<size_t> LineBlockReader::ReadMore(std::string* out, size_t want) {
   const size_t old = out->size();
   out->resize(old + want);
-  char* dst = out->data() + old;
-  ssize_t n = 0;
-  if (gz_ != nullptr) {
-    auto* gz = static_cast<gzFile>(gz_);
-    const unsigned ask = want > (1u << 30) ? (1u << 30) : static_cast<unsigned>(want);
-    n = gzread(gz, dst, ask);
-    if (n < 0) {
-      int err = 0;
-      const char* message = gzerror(gz, &err);
-      out->resize(old);
-      return Status::Corruption(fmt::format("{}: gzip: {}", path_, message ? message : "read error"));
-    }
-  } else {
-    do {
-      n = ::read(fd_, dst, want);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      out->resize(old);
-      return Status::IoError(fmt::format("read {}: {}", path_, std::strerror(errno)));
-    }
-  }
-  out->resize(old + static_cast<size_t>(n));
-  return static_cast<size_t>(n);
+  auto n = ReadInput(fd_, gz_, path_, out->data() + old, want);
+  out->resize(old + (n.ok() ? *n : 0));
+  return n;
 }
 
 bool LineBlockReader::Next(Block* block) {

@@ -59,6 +59,26 @@ Result<OpenedInput> OpenInput(const std::string& path) {
   return in;
 }
 
+Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room) {
+  if (gz != nullptr) {
+    auto* file = static_cast<gzFile>(gz);
+    const unsigned ask = room > (1u << 30) ? (1u << 30) : static_cast<unsigned>(room);  // gzread takes unsigned
+    const int n = gzread(file, dst, ask);
+    if (n < 0) {
+      int err = 0;
+      const char* message = gzerror(file, &err);
+      return Status::Corruption(fmt::format("{}: gzip: {}", path, message ? message : "read error"));
+    }
+    return static_cast<size_t>(n);
+  }
+  ssize_t n = 0;
+  do {
+    n = room == 0 ? 0 : ::read(fd, dst, room);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Errno("read", path);
+  return static_cast<size_t>(n);
+}
+
 uint64_t CountNewlines(std::string_view bytes) {
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
@@ -132,36 +152,26 @@ bool LineReader::Refill() {
   }
   char* dst = buffer_.get() + end_;
   const size_t room = capacity_ - end_;
-  ssize_t n = 0;
+  // A byte range of a plain file stops at its end (bytes_left_).
+  const size_t ask = gz_ == nullptr && bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
+  auto read = ReadInput(fd_, gz_, path_, dst, ask);
+  if (!read.ok()) {
+    status_ = read.status();
+    return false;
+  }
+  const size_t n = *read;
   if (gz_ != nullptr) {
-    auto* gz = static_cast<gzFile>(gz_);
-    const unsigned ask = room > (1u << 30) ? (1u << 30) : static_cast<unsigned>(room);
-    n = gzread(gz, dst, ask);
-    if (n < 0) {
-      int err = 0;
-      const char* message = gzerror(gz, &err);
-      status_ = Status::Corruption(fmt::format("{}: gzip: {}", path_, message ? message : "read error"));
-      return false;
-    }
-    bytes_read_ = static_cast<uint64_t>(gzoffset(gz));
+    bytes_read_ = static_cast<uint64_t>(gzoffset(static_cast<gzFile>(gz_)));
   } else {
-    const size_t ask = bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
-    do {
-      n = ask == 0 ? 0 : ::read(fd_, dst, ask);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      status_ = Errno("read", path_);
-      return false;
-    }
-    bytes_read_ += static_cast<uint64_t>(n);
-    if (bytes_left_ != UINT64_MAX) bytes_left_ -= static_cast<uint64_t>(n);
+    bytes_read_ += n;
+    if (bytes_left_ != UINT64_MAX) bytes_left_ -= n;
   }
   if (n == 0) {
     eof_ = true;
     return false;
   }
-  if (options_.compute_crc) crc_ = FastCrc32Extend(crc_, std::string_view(dst, static_cast<size_t>(n)));
-  end_ += static_cast<size_t>(n);
+  if (options_.compute_crc) crc_ = FastCrc32Extend(crc_, std::string_view(dst, n));
+  end_ += n;
   return true;
 }
 

@@ -144,6 +144,10 @@ struct OpenedInput {
   uint64_t file_bytes = 0;
 };
 Result<OpenedInput> OpenInput(const std::string& path);
+// One read of at most `room` bytes into dst from what OpenInput opened (gz
+// when set, else fd; EINTR retried). 0 at the end; CORRUPTION for damaged
+// gzip, IO_ERROR otherwise, both naming `path`.
+Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room);
 
 // Lines held in memory (tests, small inputs).
 class VectorLineSink : public LineSink {
