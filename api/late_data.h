@@ -26,7 +26,7 @@
 
 #include "clickatron/framed_log.h"
 #include "clickatron/status.h"
-#include "serial_executor.h"
+#include "clickatron/serial_executor.h"
 
 namespace clickatron::api {
 

@@ -26,6 +26,21 @@ std::string DayOfLine(std::string_view line) {
   return FormatDate(FloorDiv(*unix, kSecondsPerDay));
 }
 
+// The shard's applied and durable watermarks in an answer's data. A shard
+// that names only "seq" persists every batch as it applies it.
+bool ParseWatermarks(const nlohmann::json& data, uint64_t* applied, uint64_t* durable) {
+  if (!data.is_object()) return false;
+  auto number = [&](const char* name, uint64_t* out) {
+    auto it = data.find(name);
+    if (it == data.end() || !it->is_number_unsigned()) return false;
+    *out = it->get<uint64_t>();
+    return true;
+  };
+  if (!number("applied_seq", applied) && !number("seq", applied)) return false;
+  if (!number("durable_seq", durable)) *durable = *applied;
+  return true;
+}
+
 std::string Snippet(const std::string& body) {
   std::string s = body.substr(0, 200);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
@@ -72,7 +87,7 @@ void ShardSender::AskWatermark() {
 }
 
 void ShardSender::OnWatermark(HttpResponse r) {
-  uint64_t watermark = 0;
+  uint64_t applied = 0, durable = 0;
   std::string why;
   if (!r.ok()) {
     why = r.transport.ToString();
@@ -80,11 +95,8 @@ void ShardSender::OnWatermark(HttpResponse r) {
     why = fmt::format("GET /watermark: HTTP {} {}", r.status_code, Snippet(r.body));
   } else {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || !j.contains("data") || !j["data"].is_object() || !j["data"].contains("seq") ||
-        !j["data"]["seq"].is_number_unsigned()) {
+    if (j.is_discarded() || !j.contains("data") || !ParseWatermarks(j["data"], &applied, &durable)) {
       why = fmt::format("GET /watermark: unexpected answer {}", Snippet(r.body));
-    } else {
-      watermark = j["data"]["seq"].get<uint64_t>();
     }
   }
   if (!why.empty()) {
@@ -94,11 +106,18 @@ void ShardSender::OnWatermark(HttpResponse r) {
   watermark_known_ = true;
   state_ = State::kUp;
   backoff_ms_ = 0;
+  StartFrom(applied, durable);
+}
+
+void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
+  const uint64_t watermark = applied;
   acked_seq_ = watermark;
-  replay_after_ = std::max(replay_after_, watermark);
-  oplog_.Acknowledge(options_.shard, watermark);
-  spdlog::info("shard {} ({}): watermark {}, oplog holds up to {}; re-sending {} batch seqs", options_.shard,
-               options_.member, watermark, replay_until_,
+  shard_applied_ = applied;
+  shard_durable_ = durable;
+  replay_after_ = watermark;
+  oplog_.Acknowledge(options_.shard, durable);
+  spdlog::info("shard {} ({}): watermark {} (durable {}), oplog holds up to {}; re-sending {} batch seqs",
+               options_.shard, options_.member, watermark, durable, replay_until_,
                replay_until_ > watermark ? replay_until_ - watermark : 0);
   if (watermark > replay_until_) {
     // The shard has seqs the oplog does not: the oplog lost its tail (a
@@ -118,7 +137,69 @@ void ShardSender::OnWatermark(HttpResponse r) {
       resequence_(options_.shard, floor_, std::move(stale));
     }
   }
+  SchedulePoll();
   Pump();
+}
+
+void ShardSender::Heard(uint64_t applied, uint64_t durable) {
+  shard_applied_ = applied;
+  if (durable > shard_durable_) {
+    shard_durable_ = durable;
+    oplog_.Acknowledge(options_.shard, durable);
+    moved_.erase(moved_.begin(), moved_.upper_bound(durable));
+  }
+}
+
+void ShardSender::Rewind(uint64_t applied, uint64_t durable, const std::string& why) {
+  ++rewinds_;
+  spdlog::warn("shard {} ({}) has applied only up to seq {} (durable {}), not {}: {}; re-sending from the oplog",
+               options_.shard, options_.member, applied, durable, shard_applied_, why);
+  // Everything handed to this sender is in the oplog: re-read it all from
+  // above what the shard has, and forget what is queued in memory. A load
+  // of the old range still under way is ignored when it lands (epoch).
+  ++replay_epoch_;
+  replay_until_ = std::max(replay_until_, written_seq_);
+  replay_.clear();
+  queue_.clear();
+  queued_lines_ = 0;
+  shard_durable_ = durable;
+  StartFrom(applied, durable);
+}
+
+void ShardSender::SchedulePoll() {
+  if (poll_pending_ || shard_durable_ >= shard_applied_) return;
+  poll_pending_ = true;
+  server_.After(std::chrono::milliseconds(options_.durable_poll_ms), [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    if (self->in_flight_ || self->retry_pending_ || !self->watermark_known_) {
+      // A batch's answer will carry the watermarks; look again later.
+      self->poll_pending_ = false;
+      self->SchedulePoll();
+      return;
+    }
+    HttpRequestSpec spec;
+    spec.method = "GET";
+    spec.target = "/watermark?source=" + PercentEncode(self->options_.source);
+    spec.timeout_ms = self->options_.request_timeout_ms;
+    self->client_.Send(self->options_.peer, std::move(spec), [weak](HttpResponse r) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->poll_pending_ = false;
+      uint64_t applied = 0, durable = 0;
+      if (r.ok() && r.status_code == 200) {
+        auto j = nlohmann::json::parse(r.body, nullptr, false);
+        if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
+          if (applied < self->shard_applied_ && !self->in_flight_ && !self->retry_pending_) {
+            self->Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
+            return;
+          }
+          if (applied >= self->shard_applied_) self->Heard(std::max(applied, self->shard_applied_), durable);
+        }
+      }
+      self->SchedulePoll();
+    });
+  });
 }
 
 void ShardSender::Enqueue(BatchPtr batch) {
@@ -167,10 +248,11 @@ void ShardSender::LoadReplay() {
   const uint32_t shard = options_.shard;
   const uint64_t after = replay_after_, upto = replay_until_;
   const size_t chunk = options_.replay_chunk_lines;
+  const uint64_t epoch = replay_epoch_;
   Oplog* oplog = &oplog_;
   LateData* late = &late_;
   HttpServer* server = &server_;
-  reader_.Post([weak = weak_from_this(), oplog, late, server, shard, after, upto, chunk] {
+  reader_.Post([weak = weak_from_this(), oplog, late, server, shard, after, upto, chunk, epoch] {
     auto result = oplog->ReadBatches(shard, after, upto, chunk);
     if (result.ok()) {
       // Lines an earlier run already moved to late data are not sent again.
@@ -188,26 +270,41 @@ void ShardSender::LoadReplay() {
         b->line_count = count;
       }
     }
-    server->RunInLoop([weak, result = std::move(result)]() mutable {
-      if (auto self = weak.lock()) self->OnReplayLoaded(std::move(result));
+    server->RunInLoop([weak, result = std::move(result), epoch]() mutable {
+      if (auto self = weak.lock()) self->OnReplayLoaded(std::move(result), epoch);
     });
   });
 }
 
-void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r) {
+void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch) {
   loading_ = false;
+  if (epoch != replay_epoch_) {  // loaded for a range a rewind replaced
+    Pump();
+    return;
+  }
   if (!r.ok()) {
     spdlog::error("shard {}: re-reading the oplog failed: {}", options_.shard, r.status().ToString());
     Fail(State::kBackoff, "oplog read: " + r.status().ToString());
     return;
   }
   for (BatchPtr& b : r->batches) {
+    // Lines this run already moved to late data are not sent again.
+    if (auto moved = moved_.find(b->seq); moved != moved_.end()) {
+      std::string kept;
+      size_t count = 0;
+      ForEachPayloadLine(b->lines, [&](std::string_view line) {
+        if (moved->second.count(std::string(LineKey(line)))) return;
+        kept.append(line).push_back('\n');
+        ++count;
+      });
+      b->lines = std::move(kept);
+      b->line_count = count;
+    }
     queued_lines_ += b->line_count;
     ++replayed_;
     replay_.push_back(std::move(b));
   }
   replay_after_ = std::max(replay_after_, r->scanned_to);
-  oplog_.Acknowledge(options_.shard, acked_seq_);
   Pump();
 }
 
@@ -216,7 +313,7 @@ void ShardSender::Send(const BatchPtr& b) {
   ++requests_;
   HttpRequestSpec spec;
   spec.method = "POST";
-  spec.target = fmt::format("/incr?source={}&seq={}", PercentEncode(options_.source), b->seq);
+  spec.target = fmt::format("/incr?source={}&seq={}&prev={}", PercentEncode(options_.source), b->seq, shard_applied_);
   spec.body = b->lines;
   spec.timeout_ms = options_.request_timeout_ms;
   client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), b](HttpResponse r) {
@@ -232,13 +329,23 @@ void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r) {
   }
   if (r.status_code == 200) {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
-    bool duplicate = !j.is_discarded() && j.contains("data") && j["data"].is_object() &&
-                     j["data"].value("duplicate", false);
-    Done(b, duplicate);
+    uint64_t applied = 0, durable = 0;
+    if (j.is_discarded() || !j.contains("data") || !ParseWatermarks(j["data"], &applied, &durable)) {
+      Fail(State::kBackoff, fmt::format("seq {}: unexpected answer {}", b->seq, Snippet(r.body)));
+      return;
+    }
+    Heard(std::max(applied, b->seq), durable);
+    Done(b, j["data"].value("duplicate", false));
     return;
   }
   if (r.status_code == 409) {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_discarded() && j.value("status_txt", "") == "WATERMARK_MISMATCH" && j.contains("applied_seq") &&
+        j["applied_seq"].is_number_unsigned() && j.contains("durable_seq") && j["durable_seq"].is_number_unsigned()) {
+      Rewind(j["applied_seq"].get<uint64_t>(), j["durable_seq"].get<uint64_t>(),
+             fmt::format("seq {} refused with WATERMARK_MISMATCH", b->seq));
+      return;
+    }
     if (!j.is_discarded() && j.value("status_txt", "") == "DAY_NOT_OPEN" && j.contains("open_days") &&
         j["open_days"].is_array()) {
       HandleDayNotOpen(b, j["open_days"]);
@@ -260,6 +367,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
   }
   std::string late, rest;
   size_t late_count = 0, rest_count = 0;
+  std::unordered_set<std::string> late_keys;
   ForEachPayloadLine(b->lines, [&](std::string_view line) {
     std::string day = DayOfLine(line);
     if (day.empty() || open.count(day)) {
@@ -267,6 +375,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
       ++rest_count;
     } else {
       late.append(line).push_back('\n');
+      late_keys.insert(std::string(LineKey(line)));
       ++late_count;
     }
   });
@@ -277,7 +386,8 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
   }
   late_pending_ = true;
   late_.Write(options_.shard, b->seq, std::move(late), late_count,
-              [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count](Status st) mutable {
+              [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count,
+               late_keys = std::move(late_keys)](Status st) mutable {
                 auto self = weak.lock();
                 if (!self) return;
                 self->late_pending_ = false;
@@ -285,6 +395,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                   self->Fail(State::kBackoff, "late data: " + st.ToString());
                   return;
                 }
+                self->moved_[b->seq].merge(late_keys);
                 self->late_lines_ += late_count;
                 self->queued_lines_ -= late_count;
                 b->lines = std::move(rest);
@@ -305,8 +416,8 @@ void ShardSender::Done(const BatchPtr& b, bool duplicate) {
   }
   queued_lines_ -= b->line_count;
   acked_seq_ = std::max(acked_seq_, b->seq);
-  oplog_.Acknowledge(options_.shard, acked_seq_);
   (duplicate ? duplicates_ : applied_)++;
+  SchedulePoll();
   if (state_ != State::kUp) {
     spdlog::info("shard {} ({}) is {} again", options_.shard, options_.member, "up");
   }
@@ -347,6 +458,9 @@ nlohmann::json ShardSender::StatsJson() const {
       {"replay_pending_seqs", replay_until_ > replay_after_ ? replay_until_ - replay_after_ : 0},
       {"written_seq", written_seq_},
       {"acked_seq", acked_seq_},
+      {"shard_applied_seq", shard_applied_},
+      {"shard_durable_seq", shard_durable_},
+      {"rewinds", rewinds_},
       {"lag_seq", written_seq_ > acked_seq_ ? written_seq_ - acked_seq_ : 0},
       {"requests", requests_},
       {"failures", failures_},

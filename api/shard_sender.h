@@ -17,6 +17,14 @@
 //   data (fsynced), then the rest is re-sent under the same seq.
 // - After a restart: GET /watermark, then the oplog's batches above it are
 //   re-sent (loaded in bounded chunks), minus lines already in late data.
+// - A shard applies batches in memory and persists them by checkpoint, so it
+//   answers with two watermarks: *applied* and *durable*. The oplog is
+//   acknowledged (may be deleted) only up to durable. Every batch carries
+//   prev = the applied watermark last heard; a shard that lost what it had
+//   not persisted (a restart) answers 409 WATERMARK_MISMATCH with its
+//   watermarks, and everything above its applied one is re-sent from the
+//   oplog. While applied is ahead of durable and nothing else goes out, the
+//   watermark is polled, so the oplog is released and a restart is noticed.
 // - Only batches the oplog has made durable are sent, so a shard can never
 //   hold a seq the oplog could lose in a power cut (which would make later
 //   batches with reused seqs look like duplicates).
@@ -27,6 +35,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <unordered_set>
 #include <memory>
 #include <string>
 
@@ -37,7 +47,7 @@
 #include "clickatron/http_server.h"
 #include "late_data.h"
 #include "oplog.h"
-#include "serial_executor.h"
+#include "clickatron/serial_executor.h"
 
 namespace clickatron::api {
 
@@ -52,6 +62,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
     int backoff_min_ms = 50;
     int backoff_max_ms = 5000;
     size_t replay_chunk_lines = 100000;  // oplog re-reads are loaded this much at a time
+    int durable_poll_ms = 250;  // GET /watermark this often while the shard's durable lags its applied
   };
   // Called with batches that arrived with a seq the shard would take for a
   // duplicate (at or below its watermark, or not above the last one queued);
@@ -79,13 +90,20 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   void AskWatermark();
   void OnWatermark(HttpResponse r);
   void LoadReplay();
-  void OnReplayLoaded(Result<Oplog::ReadResult> r);
+  void OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch);
+  // Re-sends the oplog above `applied` (after GET /watermark or a rewind).
+  void StartFrom(uint64_t applied, uint64_t durable);
   BatchPtr Head();
   void Send(const BatchPtr& b);
   void OnAnswer(const BatchPtr& b, HttpResponse r);
   void HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open_days);
   void Done(const BatchPtr& b, bool duplicate);
   void Fail(State state, const std::string& why);
+  // The shard's watermarks from an answer ("applied_seq", "durable_seq").
+  void Heard(uint64_t applied, uint64_t durable);
+  // The shard has applied only up to `applied`: re-send from there.
+  void Rewind(uint64_t applied, uint64_t durable, const std::string& why);
+  void SchedulePoll();
 
   Options options_;
   HttpServer& server_;
@@ -104,10 +122,17 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   int backoff_ms_ = 0;
 
   uint64_t acked_seq_ = 0;     // every seq up to here is applied or in late data
+  uint64_t shard_applied_ = 0; // the shard's watermarks, as last heard
+  uint64_t shard_durable_ = 0;
+  bool poll_pending_ = false;
+  // Keys of batches this run moved to late data (partly or wholly), until
+  // the shard has them durable: a rewind re-reads the oplog's full batch.
+  std::map<uint64_t, std::unordered_set<std::string>> moved_;
   uint64_t written_seq_ = 0;   // highest seq handed to this sender
   uint64_t floor_ = 0;         // seqs at or below are never sent (resequenced)
   uint64_t replay_after_ = 0;  // oplog batches in (replay_after_, replay_until_] still to load
   uint64_t replay_until_ = 0;
+  uint64_t replay_epoch_ = 0;  // raised by a rewind: loads for older ranges are dropped
   std::deque<BatchPtr> replay_;  // loaded from the oplog; sent before queue_
   std::deque<BatchPtr> queue_;   // committed in this run
   uint64_t queued_lines_ = 0;
@@ -118,6 +143,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   uint64_t applied_ = 0;
   uint64_t duplicates_ = 0;
   uint64_t late_lines_ = 0;
+  uint64_t rewinds_ = 0;
   uint64_t replayed_ = 0;
   uint64_t resequenced_ = 0;
   std::string last_error_;

@@ -29,7 +29,7 @@
 #include "increment_records.h"
 #include "late_data.h"
 #include "oplog.h"
-#include "serial_executor.h"
+#include "clickatron/serial_executor.h"
 #include "shard_sender.h"
 
 namespace clickatron::api {

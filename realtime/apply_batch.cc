@@ -69,20 +69,4 @@ std::vector<int64_t> TargetDays(const ParsedBatch& batch, int64_t lookup_day) {
   return days;
 }
 
-StoreWrite ToStoreWrite(const ParsedBatch& batch, int64_t lookup_day, const std::string& source, uint64_t seq) {
-  StoreWrite write;
-  write.increments.reserve(batch.counters);
-  write.puts.reserve(batch.lookups);
-  for (const BatchLine& line : batch.lines) {
-    if (line.lookup) {
-      write.puts.push_back({lookup_day, line.key, line.value});
-    } else {
-      write.increments.push_back({line.day, line.key, line.delta});
-    }
-  }
-  write.watermark_source = source;
-  write.watermark_seq = seq;
-  return write;
-}
-
 }  // namespace clickatron::realtime

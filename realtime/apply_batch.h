@@ -1,4 +1,4 @@
-// The body of POST /incr parsed into a store write (docs/protocols.md, "API
+// The body of POST /incr parsed into lines for the in-memory table (docs/protocols.md, "API
 // node → realtime shard").
 //
 // Body: one realtime line per '\n'-terminated line (the last '\n' optional):
@@ -40,8 +40,5 @@ Result<ParsedBatch> ParseBatch(std::string_view body);
 // The days the batch's lines go to: each counter to its hour's day, each
 // lookup to `lookup_day` (Today). Ascending, unique.
 std::vector<int64_t> TargetDays(const ParsedBatch& batch, int64_t lookup_day);
-
-// The batch and its watermark as one atomic store write.
-StoreWrite ToStoreWrite(const ParsedBatch& batch, int64_t lookup_day, const std::string& source, uint64_t seq);
 
 }  // namespace clickatron::realtime

@@ -105,19 +105,35 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   StoreOptions options;
   options.write_buffer_mb = context.cluster.realtime.write_buffer_mb;
   options.block_cache_mb = context.cluster.realtime.block_cache_mb;
-  options.sync_wal = context.cluster.realtime.sync_wal;
   Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(context.member.data_dir + "/db", options);
   if (!store.ok()) return store.status();
   server->store_ = std::move(store).value();
   // A new ring starts at the system clock's date, for a manual clock too
   // (until the first POST /rotate).
-  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), SystemToday());
-  if (!ring.ok()) return ring.status();
-  server->ring_ = std::move(ring).value();
   Result<std::unique_ptr<HttpServer>> http = HttpServer::Create(context.http);
   if (!http.ok()) return http.status();
   server->http_ = std::move(http).value();
+  CheckpointOptions checkpoints;
+  checkpoints.threaded = true;
+  checkpoints.post = [h = server->http_.get()](std::function<void()> fn) { h->RunInLoop(std::move(fn)); };
+  checkpoints.memory_budget_bytes = static_cast<size_t>(context.cluster.realtime.memory_budget_mb) << 20;
+  if (context.cluster.realtime.fault_injection) {
+    checkpoints.fault_dir = context.member.data_dir + "/fault";
+    spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);
+  }
+  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), SystemToday(), std::move(checkpoints));
+  if (!ring.ok()) return ring.status();
+  server->ring_ = std::move(ring).value();
   server->RegisterRoutes();
+  server->http_->Every(std::chrono::milliseconds(context.cluster.realtime.checkpoint_interval_ms),
+                       [s = server.get()] { s->ring_->checkpointer().Start(); });
+  // A clean stop persists what is in memory, so the API has nothing to
+  // re-send; a crash loses only that work, never data (the oplog has it).
+  server->http_->OnStop([s = server.get()] {
+    if (Status st = s->ring_->checkpointer().Drain(); !st.ok()) {
+      spdlog::error("last checkpoint before stopping failed (the API re-sends from its oplog): {}", st.ToString());
+    }
+  });
   if (!server->ManualClock()) {
     server->RotateByClock();  // the daemon may have been down over midnight
     // A one-second check rather than a midnight timer: it also follows a
@@ -174,9 +190,37 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     return;
   }
   // A replay is answered before its body is even parsed.
-  if (const uint64_t w = ring_->Watermark(*source); seq <= w) {
-    ex->ReplyJson({{"applied", 0}, {"duplicate", true}, {"seq", w}});
+  const uint64_t applied = ring_->Watermark(*source);
+  if (seq <= applied) {
+    ex->ReplyJson({{"applied", 0},
+                   {"duplicate", true},
+                   {"seq", applied},
+                   {"applied_seq", applied},
+                   {"durable_seq", ring_->DurableWatermark(*source)}});
     return;
+  }
+  // prev: the applied watermark the sender last heard of. Another value
+  // means this shard lost batches since (a restart drops what was not yet
+  // durable): applying this one would skip them for good.
+  if (const std::string* prev_text = ex->args().Get("prev")) {
+    uint64_t prev = 0;
+    if (!ParseUint(*prev_text, &prev)) {
+      ex->ReplyError(400, "INVALID_PREV", "prev must be a non-negative integer");
+      return;
+    }
+    if (prev != applied) {
+      ++counters_.watermark_mismatches;
+      spdlog::warn("POST /incr source={} seq={}: sender expects applied watermark {}, this shard has {} (durable {}); "
+                   "asking it to re-send from there",
+                   *source, seq, prev, applied, ring_->DurableWatermark(*source));
+      nlohmann::json env = Envelope(409, "WATERMARK_MISMATCH", nullptr);
+      env["message"] = fmt::format("this shard has applied up to seq {} for {}, not {}: re-send from {}", applied,
+                                   *source, prev, applied + 1);
+      env["applied_seq"] = applied;
+      env["durable_seq"] = ring_->DurableWatermark(*source);
+      ex->Reply(409, env.dump() + "\n", "application/json");
+      return;
+    }
   }
   Result<ParsedBatch> batch = ParseBatch(ex->body());
   if (!batch.ok()) {
@@ -195,17 +239,25 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
       ex->Reply(409, env.dump() + "\n", "application/json");
       return;
     }
-    spdlog::error("POST /incr source={} seq={}: {}", *source, seq, st.ToString());
+    if (st.reason() != "MEMORY_FULL") spdlog::error("POST /incr source={} seq={}: {}", *source, seq, st.ToString());
     ex->ReplyError(st);
     return;
   }
-  ex->ReplyJson({{"applied", outcome->applied}, {"duplicate", outcome->duplicate}, {"seq", outcome->seq}});
+  ex->ReplyJson({{"applied", outcome->applied},
+                 {"duplicate", outcome->duplicate},
+                 {"seq", outcome->seq},
+                 {"applied_seq", outcome->applied_seq},
+                 {"durable_seq", outcome->durable_seq}});
 }
 
 void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
   const std::string* source = Required(ex, "source");
   if (source == nullptr) return;
-  ex->ReplyJson({{"source", *source}, {"seq", ring_->Watermark(*source)}});
+  const uint64_t applied = ring_->Watermark(*source);
+  ex->ReplyJson({{"source", *source},
+                 {"seq", applied},
+                 {"applied_seq", applied},
+                 {"durable_seq", ring_->DurableWatermark(*source)}});
 }
 
 void RealtimeServer::HandleGet(const HttpExchangePtr& ex) {
@@ -273,6 +325,7 @@ nlohmann::json RealtimeServer::RingJson() const {
                       {"position", PositionName(ring_->PositionOf(day))},
                       {"state", Ring::StateName(s)},
                       {"open", ring_->IsOpen(day)},
+                      {"records_in_memory", ring_->checkpointer().memory_keys(day)},
                       {"records_estimate", store_->DayProperty(day, "rocksdb.estimate-num-keys").value_or(0)}});
   }
   return {{"clock", ManualClock() ? "manual" : "system"},
@@ -291,14 +344,31 @@ void RealtimeServer::HandleExport(const HttpExchangePtr& ex) {
     ex->ReplyError(st);
     return;
   }
-  Result<std::unique_ptr<LineSource>> scan = ring_->Export(*day);
+  // The day is sealed: no batch adds to it any more. Once what memory holds
+  // of it is persisted, the store alone has the whole day.
+  ring_->checkpointer().WhenPersisted([this, ex, d = *day](Status persisted) {
+    if (!persisted.ok()) {
+      ++counters_.exports_failed;
+      spdlog::error("export of {}: its records in memory could not be persisted: {}", FormatDate(d),
+                    persisted.ToString());
+      ex->ReplyError(503, "CHECKPOINT_FAILED",
+                     fmt::format("the day's records are not all persisted yet ({}); retry the export later",
+                                 persisted.message()));
+      return;
+    }
+    StartExport(ex, d);
+  });
+}
+
+void RealtimeServer::StartExport(const HttpExchangePtr& ex, int64_t day) {
+  Result<std::unique_ptr<LineSource>> scan = ring_->Export(day);
   if (!scan.ok()) {
     ex->ReplyError(scan.status());
     return;
   }
   ++counters_.exports_started;
-  spdlog::info("export of {} started", FormatDate(*day));
-  StreamLines(ex, std::move(scan).value(), [this, d = *day](const Status& st, uint64_t lines) {
+  spdlog::info("export of {} started", FormatDate(day));
+  StreamLines(ex, std::move(scan).value(), [this, d = day](const Status& st, uint64_t lines) {
     counters_.export_lines += lines;
     if (st.ok()) {
       ++counters_.exports_completed;
@@ -381,6 +451,9 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"exports_failed", counters_.exports_failed},
             {"export_lines", counters_.export_lines},
             {"merge_failures", CounterMergeFailures()},
+            {"watermark_mismatches", counters_.watermark_mismatches},
+            {"durable_watermarks", ring_->checkpointer().durable()},
+            {"memory", ring_->checkpointer().StatsJson()},
             {"watermarks", ring_->watermarks()},
             {"stores", std::move(stores)},
             {"rocksdb",
@@ -416,6 +489,37 @@ std::string RealtimeServer::StatsPrometheus() const {
   metric("clickatron_realtime_export_lines_total", "counter", "Records streamed by exports.", counters_.export_lines);
   metric("clickatron_realtime_merge_failures_total", "counter", "Counter merges refused as corrupt.",
          CounterMergeFailures());
+  const Checkpointer& cp = ring_->checkpointer();
+  const CheckpointStats& cs = cp.stats();
+  metric("clickatron_realtime_watermark_mismatches_total", "counter",
+         "Batches refused because the sender's prev was not this shard's applied watermark.",
+         counters_.watermark_mismatches);
+  metric("clickatron_realtime_memory_bytes", "gauge", "Estimated bytes of the in-memory tables (active + persisting).",
+         cp.memory_bytes());
+  metric("clickatron_realtime_memory_keys", "gauge", "Records in the in-memory tables.", cp.memory_keys());
+  metric("clickatron_realtime_memory_budget_bytes", "gauge", "The in-memory tables' budget.",
+         static_cast<uint64_t>(cp.StatsJson()["memory_budget_bytes"].get<uint64_t>()));
+  metric("clickatron_realtime_checkpoints_total", "counter", "Checkpoints completed.", cs.completed);
+  metric("clickatron_realtime_checkpoint_failures_total", "counter", "Checkpoint tries that failed.", cs.failed);
+  metric("clickatron_realtime_checkpoint_records_total", "counter", "Records written by checkpoints.",
+         cs.records_written);
+  metric("clickatron_realtime_checkpoint_bytes_total", "counter", "In-memory table bytes persisted by checkpoints.",
+         cs.bytes_written);
+  metric("clickatron_realtime_memory_full_batches_total", "counter", "Batches refused with 503 MEMORY_FULL.",
+         cs.refused_batches);
+  out += fmt::format(
+      "# HELP clickatron_realtime_checkpoint_seconds Duration of checkpoint tries.\n"
+      "# TYPE clickatron_realtime_checkpoint_seconds summary\n"
+      "clickatron_realtime_checkpoint_seconds_sum{{{}}} {}\nclickatron_realtime_checkpoint_seconds_count{{{}}} {}\n",
+      labels, cs.total_seconds, labels, cs.completed + cs.failed);
+  out += "# HELP clickatron_realtime_watermark_seq Per source: the last seq applied in memory and persisted.\n"
+         "# TYPE clickatron_realtime_watermark_seq gauge\n";
+  for (const auto& [source, seq] : cp.applied()) {
+    out += fmt::format("clickatron_realtime_watermark_seq{{{},source=\"{}\",state=\"applied\"}} {}\n", labels, source,
+                       seq);
+    out += fmt::format("clickatron_realtime_watermark_seq{{{},source=\"{}\",state=\"durable\"}} {}\n", labels, source,
+                       cp.Durable(source));
+  }
   metric("clickatron_realtime_delayed_write_rate", "gauge", "RocksDB delayed write rate (bytes/s, 0: no delay).",
          store_->DbProperty("rocksdb.actual-delayed-write-rate").value_or(0));
   metric("clickatron_realtime_write_stopped", "gauge", "1 while RocksDB stops writes.",

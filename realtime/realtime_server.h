@@ -2,9 +2,10 @@
 // request, call the Ring, map the Status to an answer. The wire contract is
 // docs/protocols.md ("API node → realtime shard", "Realtime reads").
 //
-// Everything runs on the HttpServer's loop thread: RocksDB writes with the
-// WAL in the page cache (sync_wal off) take microseconds, so applying a batch
-// there keeps the code simple and every batch strictly ordered.
+// Everything runs on the HttpServer's loop thread: a batch is applied to the
+// in-memory table (a hash lookup per line), which keeps the code simple and
+// every batch strictly ordered; only checkpoints touch the disk, on their
+// own thread (checkpointer.h).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct ServerCounters {
   uint64_t exports_completed = 0;
   uint64_t exports_failed = 0;
   uint64_t export_lines = 0;
+  uint64_t watermark_mismatches = 0;
 };
 
 class RealtimeServer {
@@ -51,6 +53,8 @@ class RealtimeServer {
   void HandleFwmatch(const HttpExchangePtr& ex);
   void HandleRing(const HttpExchangePtr& ex);
   void HandleExport(const HttpExchangePtr& ex);
+  // Streams a sealed day whose records are all persisted.
+  void StartExport(const HttpExchangePtr& ex, int64_t day);
   void HandleExported(const HttpExchangePtr& ex);
   void HandleRotate(const HttpExchangePtr& ex);
   void HandleClear(const HttpExchangePtr& ex);

@@ -4,6 +4,7 @@
 
 #include "clickatron/record.h"
 #include "counter_merge.h"
+#include "mem_table.h"
 
 namespace clickatron::realtime {
 namespace {
@@ -89,13 +90,25 @@ class MergedScan : public LineSource {
 
 }  // namespace
 
-Result<std::optional<std::string>> ReadRecord(const ShardStore& store, const std::vector<int64_t>& days,
+Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::vector<int64_t>& days,
                                               std::string_view key) {
   const bool lookup = IsLookupKey(key);
   bool found = false;
   int64_t sum = 0;
   for (int64_t day : days) {
-    Result<std::optional<std::string>> raw = store.Get(day, key);
+    if (lookup) {
+      for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {  // the newest put first
+        if (const std::string* value = (*t)->Lookup(day, key)) return std::optional<std::string>(*value);
+      }
+    } else {
+      for (const MemTable* t : view.tables) {
+        if (std::optional<int64_t> delta = t->Counter(day, key)) {
+          CLICKATRON_RETURN_IF_ERROR(AddCount(&sum, *delta));
+          found = true;
+        }
+      }
+    }
+    Result<std::optional<std::string>> raw = view.store->Get(day, key, view.at.get());
     if (!raw.ok()) return raw.status();
     if (!raw->has_value()) continue;
     if (lookup) return std::optional<std::string>(std::move(**raw));
@@ -110,13 +123,21 @@ Result<std::optional<std::string>> ReadRecord(const ShardStore& store, const std
   return std::optional<std::string>(std::to_string(sum));
 }
 
-Result<std::unique_ptr<LineSource>> ScanPrefix(const ShardStore& store, const std::vector<int64_t>& days,
+Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,
                                                std::string_view prefix, uint64_t limit) {
   CursorOptions options;
   options.upper_bound = PrefixSuccessor(prefix);
+  options.at = view.at;
   std::vector<std::unique_ptr<StoreCursor>> cursors;
   for (int64_t day : days) {
-    Result<std::unique_ptr<StoreCursor>> cursor = store.NewCursor(day, options);
+    // The newest table first: a lookup takes the first cursor's value.
+    for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {
+      if (!(*t)->HasDay(day)) continue;
+      std::unique_ptr<StoreCursor> mem = (*t)->NewCursor(day, prefix);
+      mem->Seek(prefix);
+      if (mem->Valid()) cursors.push_back(std::move(mem));
+    }
+    Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(day, options);
     if (!cursor.ok()) return cursor.status();
     (*cursor)->Seek(prefix);
     cursors.push_back(std::move(cursor).value());

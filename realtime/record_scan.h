@@ -1,10 +1,11 @@
 // Reading records across the ring's day stores: point reads (get, mget) and
 // sorted scans (fwmatch, export) that produce "key,value\n" lines.
 //
-// A counter key lives in exactly one day's store (its hour's day); a lookup
-// may sit in several (each day's Today got its own put) with the same value.
-// Reads therefore sum counters over the stores they look at (a no-op with one
-// hit) and take the first hit of a lookup.
+// A counter key lives in exactly one day (its hour's day), but its count may
+// be split between the store and the in-memory tables (checkpointer.h); a
+// lookup may sit in several days (each day's Today got its own put) with the
+// same value. Reads therefore sum counters over every source they look at
+// and take the first hit of a lookup.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "checkpointer.h"
 #include "clickatron/status.h"
 #include "shard_store.h"
 
@@ -31,14 +33,16 @@ class LineSource {
   virtual uint64_t lines() const = 0;  // produced so far
 };
 
-// The value text (as after a line's comma) of `key` over the stores of
-// `days`; nullopt when none has it.
-Result<std::optional<std::string>> ReadRecord(const ShardStore& store, const std::vector<int64_t>& days,
+// The value text (as after a line's comma) of `key` over `days` of the
+// view (store and tables); nullopt when none has it.
+Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::vector<int64_t>& days,
                                               std::string_view key);
 
-// Every record whose key starts with `prefix` over the stores of `days`, in
-// key order, at most `limit` lines (0: no limit).
-Result<std::unique_ptr<LineSource>> ScanPrefix(const ShardStore& store, const std::vector<int64_t>& days,
+// Every record whose key starts with `prefix` over `days` of the view, in
+// key order, at most `limit` lines (0: no limit). The scan holds the view's
+// snapshot and a copy of the tables' matching records, so batches applied
+// while it streams do not change it.
+Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,
                                                std::string_view prefix, uint64_t limit);
 
 // Every record of one day from a snapshot taken now, for an export: later

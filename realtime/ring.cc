@@ -43,13 +43,13 @@ const char* Ring::StateName(const DayState& state) {
   return "open";
 }
 
-Result<std::unique_ptr<Ring>> Ring::Open(ShardStore* store, int64_t clock_today) {
+Result<std::unique_ptr<Ring>> Ring::Open(ShardStore* store, int64_t clock_today, CheckpointOptions checkpoints) {
   std::unique_ptr<Ring> ring(new Ring(store));
-  CLICKATRON_RETURN_IF_ERROR(ring->Load(clock_today));
+  CLICKATRON_RETURN_IF_ERROR(ring->Load(clock_today, std::move(checkpoints)));
   return ring;
 }
 
-Status Ring::Load(int64_t clock_today) {
+Status Ring::Load(int64_t clock_today, CheckpointOptions checkpoints) {
   Result<std::optional<std::string>> saved = store_->GetMeta(kRingKey);
   if (!saved.ok()) return saved.status();
   if (!saved->has_value()) {
@@ -89,7 +89,16 @@ Status Ring::Load(int64_t clock_today) {
   for (int64_t day = today_ - 1; day <= today_ + 1; ++day) days_.try_emplace(day);
   Result<std::map<std::string, uint64_t>> wm = store_->LoadWatermarks();
   if (!wm.ok()) return wm.status();
-  watermarks_ = std::move(wm).value();
+  checkpointer_ = std::make_unique<Checkpointer>(store_, std::move(wm).value(), std::move(checkpoints));
+  // A clear that waited for a day's records to reach the store.
+  checkpointer_->SetPersistedListener([this] {
+    for (const auto& [day, s] : days_) {
+      if (s.clearing) {
+        if (Status st = Reconcile(); !st.ok()) spdlog::error("finishing a clear: {}", st.ToString());
+        return;
+      }
+    }
+  });
   CLICKATRON_RETURN_IF_ERROR(Persist());
   return Reconcile();
 }
@@ -111,9 +120,18 @@ Status Ring::Persist() {
 
 Status Ring::Reconcile() {
   bool changed = false;
+  bool waiting = false;
   for (auto it = days_.begin(); it != days_.end();) {
     const int64_t day = it->first;
     DayState& s = it->second;
+    if (s.clearing && checkpointer_->HoldsDay(day)) {
+      // Its records in memory must not go to a dropped family: the next
+      // checkpoint persists them, then this runs again.
+      spdlog::info("clearing {} waits for the next checkpoint (records still in memory)", FormatDate(day));
+      waiting = true;
+      ++it;
+      continue;
+    }
     if (s.clearing) {
       CLICKATRON_RETURN_IF_ERROR(store_->DropDay(day));
       spdlog::info("cleared the store for {} (exported)", FormatDate(day));
@@ -142,7 +160,11 @@ Status Ring::Reconcile() {
     }
     ++it;
   }
-  return changed ? Persist() : Status::Ok();
+  if (changed) CLICKATRON_RETURN_IF_ERROR(Persist());
+  // After the loop: an inline checkpoint comes back here through the
+  // persisted listener.
+  if (waiting) checkpointer_->Start();
+  return Status::Ok();
 }
 
 Position Ring::PositionOf(int64_t day) const {
@@ -174,15 +196,10 @@ std::vector<int64_t> Ring::ReadableDays() const {
   return out;
 }
 
-uint64_t Ring::Watermark(const std::string& source) const {
-  auto it = watermarks_.find(source);
-  return it == watermarks_.end() ? 0 : it->second;
-}
-
 Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch) {
   if (const uint64_t w = Watermark(source); seq <= w) {
     ++counters_.duplicate_batches;
-    return ApplyOutcome{0, true, w};
+    return ApplyOutcome{0, true, w, w, checkpointer_->Durable(source)};
   }
   std::vector<int64_t> refused;
   for (int64_t day : TargetDays(batch, today_)) {
@@ -195,12 +212,16 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
                     fmt::join(Dates(OpenDays()), ", ")),
         "DAY_NOT_OPEN");
   }
-  CLICKATRON_RETURN_IF_ERROR(store_->Write(ToStoreWrite(batch, today_, source, seq)));
-  watermarks_[source] = seq;
+  if (!checkpointer_->Admit()) {
+    return Status(StatusCode::kUnavailable,
+                  "the in-memory table is at its memory budget while a checkpoint runs; nothing applied, retry",
+                  "MEMORY_FULL");
+  }
+  CLICKATRON_RETURN_IF_ERROR(checkpointer_->Apply(source, seq, batch, today_));
   ++counters_.batches_applied;
   counters_.increments_applied += batch.counters;
   counters_.lookups_applied += batch.lookups;
-  return ApplyOutcome{batch.lines.size(), false, seq};
+  return ApplyOutcome{batch.lines.size(), false, seq, seq, checkpointer_->Durable(source)};
 }
 
 Result<RotateReport> Ring::RotateTo(int64_t new_today) {
@@ -211,7 +232,7 @@ Result<RotateReport> Ring::RotateTo(int64_t new_today) {
   // may be set to the past (a manual clock replaying history, tests); once it
   // has data the ring only turns forward.
   const bool backwards = new_today < today_;
-  const bool never_written = watermarks_.empty();
+  const bool never_written = watermarks().empty();
   if (backwards && !never_written) {
     return Status::FailedPrecondition(fmt::format("the ring turns forward only: today is {}, asked for {}",
                                                   FormatDate(today_), FormatDate(new_today)),
@@ -309,17 +330,22 @@ std::vector<int64_t> Ring::ReadDays(std::optional<int64_t> only_day) const {
 }
 
 Result<std::optional<std::string>> Ring::Get(std::string_view key, std::optional<int64_t> only_day) const {
-  return ReadRecord(*store_, ReadDays(only_day), key);
+  return ReadRecord(checkpointer_->View(), ReadDays(only_day), key);
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Scan(std::string_view prefix, std::optional<int64_t> only_day,
                                                uint64_t limit) const {
-  return ScanPrefix(*store_, ReadDays(only_day), prefix, limit);
+  return ScanPrefix(checkpointer_->View(), ReadDays(only_day), prefix, limit);
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Export(int64_t day) const {
   auto it = days_.find(day);
   if (it == days_.end() || it->second.cleared || it->second.clearing) return NotInRing(day);
+  if (checkpointer_->HoldsDay(day)) {
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("{} still has records in memory: export once they are persisted", FormatDate(day)),
+                  "NOT_PERSISTED");
+  }
   return ScanDayForExport(*store_, day);
 }
 

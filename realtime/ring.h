@@ -15,9 +15,13 @@
 // any column family is created or dropped, and Open() finishes whatever a
 // crash interrupted, so it survives kill -9 at any point.
 //
-// Watermarks: a batch's records and its (source → seq) watermark commit in
-// one RocksDB write (shard_store.h), so a batch is applied exactly once: iff
-// seq > watermark(source).
+// Watermarks: a batch is applied to memory with its (source → seq) applied
+// watermark, and persisted by checkpoint with the durable one
+// (checkpointer.h), so a batch is applied exactly once: iff seq >
+// applied(source). A restart starts again from the durable watermarks.
+//
+// Days with records still in memory are not dropped: a clear decided then
+// is finished after the next checkpoint.
 //
 // Thread-safety: not thread-safe; the server's loop thread owns the Ring.
 #pragma once
@@ -30,6 +34,7 @@
 #include <vector>
 
 #include "apply_batch.h"
+#include "checkpointer.h"
 #include "clickatron/status.h"
 #include "record_scan.h"
 #include "shard_store.h"
@@ -50,6 +55,8 @@ struct ApplyOutcome {
   size_t applied = 0;     // lines applied now
   bool duplicate = false;
   uint64_t seq = 0;       // the batch's seq, or the watermark for a duplicate
+  uint64_t applied_seq = 0;  // the source's watermarks after this batch
+  uint64_t durable_seq = 0;
 };
 
 struct RotateReport {
@@ -74,7 +81,8 @@ class Ring {
  public:
   // Loads the ring state from `store` (a new store starts with Today =
   // `clock_today`) and brings the store's days in line with it.
-  static Result<std::unique_ptr<Ring>> Open(ShardStore* store, int64_t clock_today);
+  static Result<std::unique_ptr<Ring>> Open(ShardStore* store, int64_t clock_today,
+                                            CheckpointOptions checkpoints = {});
 
   int64_t today() const { return today_; }
   Position PositionOf(int64_t day) const;
@@ -84,10 +92,13 @@ class Ring {
   std::vector<int64_t> ReadableDays() const;
   const std::map<int64_t, DayState>& days() const { return days_; }
 
-  uint64_t Watermark(const std::string& source) const;
-  const std::map<std::string, uint64_t>& watermarks() const { return watermarks_; }
+  // The applied watermark (in memory) and the durable one (persisted).
+  uint64_t Watermark(const std::string& source) const { return checkpointer_->Applied(source); }
+  uint64_t DurableWatermark(const std::string& source) const { return checkpointer_->Durable(source); }
+  const std::map<std::string, uint64_t>& watermarks() const { return checkpointer_->applied(); }
   // Applies the batch with its watermark, or reports it a duplicate.
-  // 409 DAY_NOT_OPEN (nothing applied) when a line's day is not open.
+  // 409 DAY_NOT_OPEN (nothing applied) when a line's day is not open;
+  // 503 MEMORY_FULL (nothing applied) while the memory budget is used up.
   Result<ApplyOutcome> Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch);
 
   // Forward only: 409 ROTATE_BACKWARDS for an earlier day; same day: no-op.
@@ -107,17 +118,19 @@ class Ring {
   Result<std::optional<std::string>> Get(std::string_view key, std::optional<int64_t> only_day) const;
   Result<std::unique_ptr<LineSource>> Scan(std::string_view prefix, std::optional<int64_t> only_day,
                                            uint64_t limit) const;
-  // REQUIRES: Seal(day) succeeded.
+  // REQUIRES: Seal(day) succeeded. 503 NOT_PERSISTED while records of the
+  // day are still in memory (Checkpointer::WhenPersisted first).
   Result<std::unique_ptr<LineSource>> Export(int64_t day) const;
 
   const RingCounters& counters() const { return counters_; }
   ShardStore& store() const { return *store_; }
+  Checkpointer& checkpointer() const { return *checkpointer_; }
   // "open" | "sealed" | "exported" for /ring.
   static const char* StateName(const DayState& state);
 
  private:
   explicit Ring(ShardStore* store) : store_(store) {}
-  Status Load(int64_t clock_today);
+  Status Load(int64_t clock_today, CheckpointOptions checkpoints);
   Status Persist();
   // Creates and drops column families until the store matches days_.
   Status Reconcile();
@@ -127,7 +140,7 @@ class Ring {
   ShardStore* store_;
   int64_t today_ = 0;
   std::map<int64_t, DayState> days_;
-  std::map<std::string, uint64_t> watermarks_;
+  std::unique_ptr<Checkpointer> checkpointer_;
   RingCounters counters_;
 };
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <mutex>
 
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
@@ -91,11 +92,31 @@ class CursorImpl;
 
 }  // namespace
 
-// Owns the database. Column family handles and cursors hold a shared_ptr to
-// it, so it closes only after the last of them is gone.
+// Owns the database. Column family handles, snapshots and cursors hold a
+// shared_ptr to it, so it closes only after the last of them is gone.
 struct DbCore {
   std::unique_ptr<rocksdb::DB> db;
 };
+
+namespace {
+
+class SnapshotImpl : public StoreSnapshot {
+ public:
+  explicit SnapshotImpl(std::shared_ptr<DbCore> core) : core_(std::move(core)), snapshot_(core_->db->GetSnapshot()) {}
+  ~SnapshotImpl() override { core_->db->ReleaseSnapshot(snapshot_); }
+  const rocksdb::Snapshot* get() const { return snapshot_; }
+
+ private:
+  std::shared_ptr<DbCore> core_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+const rocksdb::Snapshot* RocksSnapshot(const StoreSnapshot* at) {
+  return at == nullptr ? nullptr : static_cast<const SnapshotImpl*>(at)->get();
+}
+
+}  // namespace
+
 using FamilyPtr = std::shared_ptr<rocksdb::ColumnFamilyHandle>;
 
 struct ShardStore::Impl {
@@ -106,13 +127,14 @@ struct ShardStore::Impl {
   FamilyPtr meta;                      // the default column family
   std::map<int64_t, FamilyPtr> days;
   std::vector<FamilyPtr> foreign;      // families we don't know: kept open, untouched
-  rocksdb::WriteOptions write_options;
+  mutable std::mutex days_mu;  // `days` is read by the checkpoint thread
 
   FamilyPtr Wrap(rocksdb::ColumnFamilyHandle* handle) {
     std::shared_ptr<DbCore> keep = core;
     return FamilyPtr(handle, [keep](rocksdb::ColumnFamilyHandle* h) { keep->db->DestroyColumnFamilyHandle(h).PermitUncheckedError(); });
   }
   rocksdb::ColumnFamilyHandle* Day(int64_t day) const {
+    std::lock_guard lock(days_mu);
     auto it = days.find(day);
     return it == days.end() ? nullptr : it->second.get();
   }
@@ -125,7 +147,10 @@ class CursorImpl : public StoreCursor {
   CursorImpl(std::shared_ptr<DbCore> core, FamilyPtr family, const CursorOptions& options)
       : core_(std::move(core)), family_(std::move(family)), upper_bound_text_(options.upper_bound) {
     rocksdb::ReadOptions ro;
-    if (options.snapshot) {
+    if (options.at) {
+      at_ = options.at;
+      ro.snapshot = RocksSnapshot(at_.get());
+    } else if (options.snapshot) {
       snapshot_ = core_->db->GetSnapshot();
       ro.snapshot = snapshot_;
     }
@@ -158,6 +183,7 @@ class CursorImpl : public StoreCursor {
   FamilyPtr family_;
   std::string upper_bound_text_;
   rocksdb::Slice upper_bound_;
+  SnapshotPtr at_;
   const rocksdb::Snapshot* snapshot_ = nullptr;
   std::unique_ptr<rocksdb::Iterator> iter_;
 };
@@ -168,7 +194,8 @@ ShardStore::ShardStore(std::string dir, std::unique_ptr<Impl> impl) : dir_(std::
 
 ShardStore::~ShardStore() {
   if (!impl_ || !impl_->core) return;
-  // Flush-free close: the WAL has everything. Handles first (the DB must
+  // Flush-free close: what was not persisted by a checkpoint is re-sent by
+  // the API from its oplog (above the durable watermarks). Handles first (the DB must
   // outlive them); cursors still alive keep the core open until they go.
   impl_->days.clear();
   impl_->foreign.clear();
@@ -181,7 +208,6 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   impl->options = options;
   impl->cache = rocksdb::NewLRUCache(static_cast<size_t>(std::max(1, options.block_cache_mb)) << 20);
   impl->merge = NewCounterMergeOperator();
-  impl->write_options.sync = options.sync_wal;
 
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
@@ -192,6 +218,11 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   // inserts, and with them off RocksDB honours the insert hint (see
   // DayFamilyOptions).
   db_options.allow_concurrent_memtable_write = false;
+  // Checkpoints are written without the WAL and made durable by flushing
+  // every family at once: the flushed files commit to the MANIFEST together,
+  // so a crash never keeps one day's records without the watermarks (in the
+  // default family) that go with them.
+  db_options.atomic_flush = true;
   // One WAL is shared by every day. A quiet day (Yesterday, a retained day)
   // would otherwise pin old WAL files forever; past this size RocksDB
   // flushes the families holding the oldest WAL so it can be deleted.
@@ -234,12 +265,16 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
 }
 
 std::vector<int64_t> ShardStore::Days() const {
+  std::lock_guard lock(impl_->days_mu);
   std::vector<int64_t> out;
   for (const auto& [day, family] : impl_->days) out.push_back(day);
   return out;
 }
 
-bool ShardStore::HasDay(int64_t day) const { return impl_->days.count(day) > 0; }
+bool ShardStore::HasDay(int64_t day) const {
+  std::lock_guard lock(impl_->days_mu);
+  return impl_->days.count(day) > 0;
+}
 
 Status ShardStore::CreateDay(int64_t day) {
   if (HasDay(day)) return Status::Ok();
@@ -247,16 +282,23 @@ Status ShardStore::CreateDay(int64_t day) {
   rocksdb::Status s = impl_->core->db->CreateColumnFamily(DayFamilyOptions(impl_->options, impl_->cache, impl_->merge),
                                                           DayFamilyName(day), &handle);
   if (!s.ok()) return FromRocks(s, fmt::format("creating the store for {}", FormatDate(day)));
+  std::lock_guard lock(impl_->days_mu);
   impl_->days[day] = impl_->Wrap(handle);
   return Status::Ok();
 }
 
 Status ShardStore::DropDay(int64_t day) {
-  auto it = impl_->days.find(day);
-  if (it == impl_->days.end()) return Status::Ok();
-  CLICKATRON_RETURN_IF_ERROR(FromRocks(impl_->core->db->DropColumnFamily(it->second.get()),
+  FamilyPtr family;
+  {
+    std::lock_guard lock(impl_->days_mu);
+    auto it = impl_->days.find(day);
+    if (it == impl_->days.end()) return Status::Ok();
+    family = it->second;
+  }
+  CLICKATRON_RETURN_IF_ERROR(FromRocks(impl_->core->db->DropColumnFamily(family.get()),
                                        fmt::format("dropping the store for {}", FormatDate(day))));
-  impl_->days.erase(it);
+  std::lock_guard lock(impl_->days_mu);
+  impl_->days.erase(day);
   return Status::Ok();
 }
 
@@ -296,28 +338,55 @@ Status ShardStore::Write(const StoreWrite& write) {
     if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(put.day)));
     CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Put(cf, ToSlice(put.key), ToSlice(put.value)), "building a batch"));
   }
-  if (!write.watermark_source.empty()) {
-    const std::string key = std::string(kWatermarkPrefix) + write.watermark_source;
-    CLICKATRON_RETURN_IF_ERROR(
-        FromRocks(batch.Put(impl_->meta.get(), key, std::to_string(write.watermark_seq)), "building a batch"));
+  for (const auto& [source, seq] : write.watermarks) {
+    const std::string key = std::string(kWatermarkPrefix) + source;
+    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Put(impl_->meta.get(), key, std::to_string(seq)), "building a batch"));
   }
-  return FromRocks(impl_->core->db->Write(impl_->write_options, &batch), "writing a batch");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;  // made durable by Persist() (see the header)
+  return FromRocks(impl_->core->db->Write(wo, &batch), "writing a checkpoint");
 }
 
-Result<std::optional<std::string>> ShardStore::Get(int64_t day, std::string_view key) const {
+Status ShardStore::Persist() {
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  std::vector<FamilyPtr> keep;  // alive while flushing
+  {
+    std::lock_guard lock(impl_->days_mu);
+    keep.push_back(impl_->meta);
+    for (const auto& [day, family] : impl_->days) keep.push_back(family);
+  }
+  for (const FamilyPtr& f : keep) families.push_back(f.get());
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  fo.allow_write_stall = true;  // the flush is the point: wait for room rather than fail
+  return FromRocks(impl_->core->db->Flush(fo, families), "persisting a checkpoint (atomic flush)");
+}
+
+Status ShardStore::Resume() { return FromRocks(impl_->core->db->Resume(), "resuming the store after an error"); }
+
+SnapshotPtr ShardStore::Snapshot() const { return std::make_shared<SnapshotImpl>(impl_->core); }
+
+Result<std::optional<std::string>> ShardStore::Get(int64_t day, std::string_view key, const StoreSnapshot* at) const {
   rocksdb::ColumnFamilyHandle* cf = impl_->Day(day);
   if (cf == nullptr) return std::optional<std::string>();
   std::string value;
-  rocksdb::Status s = impl_->core->db->Get(rocksdb::ReadOptions(), cf, ToSlice(key), &value);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = RocksSnapshot(at);
+  rocksdb::Status s = impl_->core->db->Get(ro, cf, ToSlice(key), &value);
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return FromRocks(s, fmt::format("reading {}", QuoteForMessage(key)));
   return std::optional<std::string>(std::move(value));
 }
 
 Result<std::unique_ptr<StoreCursor>> ShardStore::NewCursor(int64_t day, const CursorOptions& options) const {
-  auto it = impl_->days.find(day);
-  if (it == impl_->days.end()) return Status::NotFound(fmt::format("no store for {}", FormatDate(day)));
-  return std::unique_ptr<StoreCursor>(new CursorImpl(impl_->core, it->second, options));
+  FamilyPtr family;
+  {
+    std::lock_guard lock(impl_->days_mu);
+    auto it = impl_->days.find(day);
+    if (it == impl_->days.end()) return Status::NotFound(fmt::format("no store for {}", FormatDate(day)));
+    family = it->second;
+  }
+  return std::unique_ptr<StoreCursor>(new CursorImpl(impl_->core, std::move(family), options));
 }
 
 Result<std::optional<std::string>> ShardStore::GetMeta(std::string_view key) const {
@@ -329,8 +398,8 @@ Result<std::optional<std::string>> ShardStore::GetMeta(std::string_view key) con
 }
 
 Status ShardStore::PutMeta(std::string_view key, std::string_view value, bool sync) {
-  rocksdb::WriteOptions wo = impl_->write_options;
-  wo.sync = wo.sync || sync;
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
   return FromRocks(impl_->core->db->Put(wo, impl_->meta.get(), ToSlice(key), ToSlice(value)),
                    fmt::format("writing metadata {}", key));
 }

@@ -1,28 +1,40 @@
-// ShardStore: a realtime shard's RocksDB database. With counter_merge.cc it is
-// the only code that includes RocksDB; everything above it sees days, keys
-// and Status values.
+// ShardStore: a realtime shard's RocksDB database: what the checkpoints
+// (checkpointer.h) have persisted. With counter_merge.cc it is the only code
+// that includes RocksDB; everything above it sees days, keys and Status
+// values.
 //
 // Layout on disk (DATA_DIR/db, one RocksDB database):
 //   column family "day-YYYY-MM-DD"  that UTC day's records: counters as 8-byte
 //                                   little-endian int64 (counter_merge.h),
 //                                   lookups as their full value
 //   default column family           metadata: "wm|SOURCE" -> decimal seq (the
-//                                   watermark of each API node), "ring" -> the
-//                                   ring state as JSON (ring.h)
+//                                   durable watermark of each API node),
+//                                   "ring" -> the ring state as JSON (ring.h)
 //
 // Why one database with a column family per day rather than one database per
-// day: a batch can touch several days (23:59 and 00:00 increments, lookups in
-// Today beside counters for Yesterday), and a RocksDB WriteBatch is atomic
+// day: a checkpoint touches several days (23:59 and 00:00 increments, lookups
+// in Today beside counters for Yesterday), and a RocksDB WriteBatch is atomic
 // only inside one database. Across the column families of one database it is
-// atomic, so a batch's records for every day and its watermark commit
-// together or not at all, and exactly-once needs nothing more: no per-store
-// watermarks, no intent log, no recovery pass. Clearing a day stays cheap
-// (DropColumnFamily deletes its files), and metadata never mixes with records,
-// so an export cannot leak a watermark.
+// atomic, so a checkpoint's records for every day and its watermarks commit
+// together or not at all, and exactly-once needs nothing more. Clearing a day
+// stays cheap (DropColumnFamily deletes its files), and metadata never mixes
+// with records, so an export cannot leak a watermark.
 //
-// Thread-safety: one thread (the server's loop) calls ShardStore. Cursors may
-// outlive a DropDay of their day (they keep its data alive until destroyed)
-// and even the ShardStore itself.
+// Durability: Write() goes to the memtables only (no WAL); Persist() then
+// flushes every family in one atomic flush (atomic_flush), so the files on
+// disk always hold whole checkpoints: after a crash a store has exactly the
+// records of the watermarks it holds. The WAL is kept for the ring state
+// (PutMeta), a few small synced writes a day. Why not the WAL for the
+// checkpoints: a WAL write whose fsync fails may still be replayed at the
+// next start, so retrying it could count a checkpoint twice; a failed flush
+// leaves the records in the memtable, and the retry only flushes again.
+// docs/benchmarks.md has the measurement that chose it.
+//
+// Thread-safety: the server's loop thread calls everything, except Write(),
+// Persist() and Resume(), which the checkpoint thread calls, one at a time,
+// for days the loop does not create or drop meanwhile (the Ring keeps days
+// with unpersisted records). Cursors may outlive a DropDay of their day
+// (they keep its data alive until destroyed) and even the ShardStore itself.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +52,17 @@ namespace clickatron::realtime {
 struct StoreOptions {
   int write_buffer_mb = 64;   // memtable per day: hot counters merge in memory
   int block_cache_mb = 128;   // shared by every day
-  bool sync_wal = false;      // fsync the WAL on every batch (see config.h)
 };
 
-// One atomic write: every entry and the watermark land in one WriteBatch.
+// A consistent point-in-time view of the whole store (RocksDB snapshot);
+// released when the last holder lets go.
+class StoreSnapshot {
+ public:
+  virtual ~StoreSnapshot() = default;
+};
+using SnapshotPtr = std::shared_ptr<const StoreSnapshot>;
+
+// One atomic write: every entry and the watermarks land in one WriteBatch.
 // Keys and values are views: they must outlive the Write() call only.
 struct StoreWrite {
   struct Increment {
@@ -58,8 +77,7 @@ struct StoreWrite {
   };
   std::vector<Increment> increments;
   std::vector<Put> puts;
-  std::string watermark_source;  // empty: no watermark in this write
-  uint64_t watermark_seq = 0;
+  std::map<std::string, uint64_t> watermarks;  // source -> seq, written beside the records
 };
 
 // A forward cursor over one day's records in key order.
@@ -79,6 +97,7 @@ struct CursorOptions {
   bool snapshot = false;    // pin an explicit snapshot (exports)
   bool bulk_scan = false;   // don't fill the block cache, read ahead (exports)
   std::string upper_bound;  // exclusive; empty: none
+  SnapshotPtr at;           // read this snapshot (null: the latest state)
 };
 
 class ShardStore {
@@ -98,11 +117,20 @@ class ShardStore {
   // holds it. Dropping a missing day is OK.
   Status DropDay(int64_t day);
 
+  // Applies `write` atomically to the memtables (no WAL: see above).
   // REQUIRES: every day named in `write` exists.
   Status Write(const StoreWrite& write);
+  // Makes every write so far durable: one atomic flush of every family.
+  Status Persist();
+  // After an error (a full disk, a read-only remount) RocksDB refuses
+  // writes until resumed; Resume() retries what failed.
+  Status Resume();
+
+  // The state now, for reads that must not see writes made after it.
+  SnapshotPtr Snapshot() const;
 
   // A record's raw value (see AppendValueText), nullopt when absent.
-  Result<std::optional<std::string>> Get(int64_t day, std::string_view key) const;
+  Result<std::optional<std::string>> Get(int64_t day, std::string_view key, const StoreSnapshot* at = nullptr) const;
   Result<std::unique_ptr<StoreCursor>> NewCursor(int64_t day, const CursorOptions& options) const;
 
   // Metadata (default column family). PutMeta with sync fsyncs the WAL.

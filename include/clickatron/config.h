@@ -59,9 +59,13 @@ struct ApiConfig {
 
 // [realtime]
 struct RealtimeConfig {
-  int write_buffer_mb = 64;
+  int write_buffer_mb = 64;         // RocksDB memtable per day: holds a few checkpoints
   int block_cache_mb = 128;
-  bool sync_wal = false;  // the API's oplog is the durability of record
+  int checkpoint_interval_ms = 2000;  // persist the in-memory table this often
+  int memory_budget_mb = 256;         // in-memory table bound (active + being persisted)
+  // Tests only: DATA_DIR/fault/ files make checkpoints fail or stall
+  // (docs/operations.md, "Fault injection").
+  bool fault_injection = false;
 };
 
 // [archive]

@@ -110,7 +110,7 @@ double InProcessRate(const Flags& f, const std::vector<std::string>& keys, const
   const std::string dir = TempDir();
   double rate = 0;
   {
-    realtime::StoreOptions options{f.write_buffer_mb, f.block_cache_mb, false};
+    realtime::StoreOptions options{f.write_buffer_mb, f.block_cache_mb};
     Result<std::unique_ptr<realtime::ShardStore>> store = realtime::ShardStore::Open(dir + "/db", options);
     if (!store.ok() || !(*store)->CreateDay(day).ok()) {
       std::fprintf(stderr, "cannot open a store in %s\n", dir.c_str());
@@ -123,8 +123,7 @@ double InProcessRate(const Flags& f, const std::vector<std::string>& keys, const
       const size_t end = std::min(draws.size(), i + batch);
       w.increments.reserve(end - i);
       for (size_t j = i; j < end; ++j) w.increments.push_back({day, keys[draws[j]], 1});
-      w.watermark_source = "bench";
-      w.watermark_seq = ++seq;
+      w.watermarks = {{"bench", ++seq}};
       if (Status st = (*store)->Write(w); !st.ok()) {
         std::fprintf(stderr, "write failed: %s\n", st.ToString().c_str());
         return 0;
@@ -162,7 +161,7 @@ log_level = "warn"
 [realtime]
 write_buffer_mb = {}
 block_cache_mb = {}
-sync_wal = false
+
 [[member]]
 name = "realtime-0"
 role = "realtime"

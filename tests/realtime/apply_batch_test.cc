@@ -77,22 +77,5 @@ TEST(TargetDaysTest, LookupsGoToTheLookupDay) {
   EXPECT_EQ(TargetDays(*batch, kMarch25 + 10), (std::vector<int64_t>{kMarch25, kMarch25 + 1, kMarch25 + 10}));
 }
 
-TEST(ToStoreWriteTest, CarriesEveryLineAndTheWatermark) {
-  const std::string hash = Hash12("x y");
-  const std::string body = "u|a.c3p1,3\nl|" + hash + ",x y\n";  // the batch holds views into it
-  Result<ParsedBatch> batch = ParseBatch(body);
-  ASSERT_TRUE(batch.ok());
-  StoreWrite w = ToStoreWrite(*batch, kMarch25 + 1, "api-0", 17);
-  ASSERT_EQ(w.increments.size(), 1u);
-  EXPECT_EQ(w.increments[0].key, "u|a.c3p1");
-  EXPECT_EQ(w.increments[0].delta, 3);
-  EXPECT_EQ(w.increments[0].day, kMarch25);
-  ASSERT_EQ(w.puts.size(), 1u);
-  EXPECT_EQ(w.puts[0].day, kMarch25 + 1);
-  EXPECT_EQ(w.puts[0].value, "x y");
-  EXPECT_EQ(w.watermark_source, "api-0");
-  EXPECT_EQ(w.watermark_seq, 17u);
-}
-
 }  // namespace
 }  // namespace clickatron::realtime

@@ -12,7 +12,7 @@ namespace clickatron::realtime::testing {
 using clickatron::testing::BinaryPath;
 using clickatron::testing::FreePort;
 
-RealtimeDaemon::RealtimeDaemon(const std::string& clock) {
+RealtimeDaemon::RealtimeDaemon(const std::string& clock, const std::string& realtime_extra) {
   member_.name = "realtime-0";
   member_.role = MemberRole::kRealtime;
   member_.listen = HostPort{"127.0.0.1", FreePort()};
@@ -32,7 +32,7 @@ log_level = "info"
 [realtime]
 write_buffer_mb = 4
 block_cache_mb = 8
-sync_wal = false
+{}
 
 [[member]]
 name = "realtime-0"
@@ -49,7 +49,7 @@ data_dir = "{}"
 shard = 0
 file = "{}"
 )",
-                     clock, kAdminToken, member_.listen.ToString(), member_.data_dir, FreePort(), dir_ / "archive-0",
+                     clock, kAdminToken, realtime_extra, member_.listen.ToString(), member_.data_dir, FreePort(), dir_ / "archive-0",
                      dir_ / "archive-0.csv");
 }
 

@@ -20,8 +20,9 @@ inline constexpr const char* kAdminToken = "test-admin-token";
 
 class RealtimeDaemon {
  public:
-  // Writes the cluster file (clock "manual" or "system"); does not start.
-  explicit RealtimeDaemon(const std::string& clock = "manual");
+  // Writes the cluster file (clock "manual" or "system"; `realtime_extra`:
+  // more lines for its [realtime] table); does not start.
+  explicit RealtimeDaemon(const std::string& clock = "manual", const std::string& realtime_extra = "");
   // Starts (or restarts) the daemon and waits for /ping. Errors: *error.
   bool Start(std::string* error);
   void Kill() { process_.Kill(); }      // SIGKILL
@@ -30,6 +31,7 @@ class RealtimeDaemon {
   std::string LogTail() const { return process_.LogTail(); }
 
   const HostPort& address() const { return member_.listen; }
+  const std::string& data_dir() const { return member_.data_dir; }
   HttpResponse Get(const std::string& target) const;
   HttpResponse Post(const std::string& target, const std::string& body = "") const;
   // Admin routes, with the bearer token.

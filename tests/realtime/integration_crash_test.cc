@@ -1,8 +1,13 @@
-// kill -9 in the middle of a stream of acknowledged batches: after a restart
-// every acknowledged batch is there exactly once.
+// kill -9 of a shard in the middle of a stream of batches, between
+// checkpoints and inside one: after a restart the shard holds exactly the
+// batches up to its durable watermark (never less than any durable_seq it
+// acknowledged), refuses a batch whose prev skips what it lost, and a sender
+// that re-sends from its watermark, as the API does from its oplog, ends with
+// every batch counted exactly once.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
@@ -10,24 +15,18 @@
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/file_util.h"
 #include "daemon_fixture.h"
 
 namespace clickatron::realtime::testing {
 namespace {
 
-constexpr int kBatches = 400;       // bounded stream
-constexpr int kKillAfterAcks = 150;
+constexpr int kBatches = 1500;  // bounded stream
 constexpr int kLinesPerBatch = 25;
 
-TEST(RealtimeCrashTest, AcknowledgedBatchesSurviveKillNineExactlyOnce) {
-  RealtimeDaemon daemon;
-  std::string error;
-  ASSERT_TRUE(daemon.Start(&error)) << error;
-  const int64_t today = daemon.Today();
-  ASSERT_GT(today, 0);
-
-  // Batches span Today and Tomorrow (two column families, one write) and
-  // carry lookups now and then; many hit a few hot keys.
+std::vector<std::string> MakeBatches(int64_t today) {
+  // Batches span Today and Tomorrow (two column families, one checkpoint)
+  // and carry lookups now and then; many hit a few hot keys.
   std::mt19937 rng(1234);
   std::vector<std::string> keys;
   for (int i = 0; i < 300; ++i) {
@@ -35,7 +34,6 @@ TEST(RealtimeCrashTest, AcknowledgedBatchesSurviveKillNineExactlyOnce) {
     keys.push_back(SubtotalKey("r", "k" + std::to_string(i), "S" + std::to_string(i % 5), today + (i % 2), i % 24));
   }
   std::vector<std::string> batches;
-  std::vector<std::map<std::string, std::string>> batch_records(kBatches);
   for (int b = 0; b < kBatches; ++b) {
     std::string body;
     for (int j = 0; j < kLinesPerBatch; ++j) {
@@ -48,50 +46,11 @@ TEST(RealtimeCrashTest, AcknowledgedBatchesSurviveKillNineExactlyOnce) {
     }
     batches.push_back(std::move(body));
   }
+  return batches;
+}
 
-  std::atomic<int> acked{0};
-  std::vector<char> was_acked(kBatches, 0);
-  std::thread poster([&] {
-    BlockingHttpClient client;
-    for (int b = 0; b < kBatches; ++b) {
-      HttpRequestSpec spec;
-      spec.method = "POST";
-      spec.target = fmt::format("/incr?source=api-0&seq={}", b + 1);
-      spec.body = batches[b];
-      spec.timeout_ms = 10000;
-      HttpResponse r = client.Fetch(daemon.address(), std::move(spec));
-      if (!r.ok() || r.status_code != 200) return;  // the daemon is gone
-      was_acked[b] = 1;
-      acked.fetch_add(1);
-    }
-  });
-  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return acked.load() >= kKillAfterAcks; }));
-  daemon.Kill();
-  poster.join();
-  const int acked_before_kill = acked.load();
-  ASSERT_GE(acked_before_kill, kKillAfterAcks);
-
-  ASSERT_TRUE(daemon.Start(&error)) << error;
-  // The watermark covers at least every acknowledged batch.
-  nlohmann::json wm = nlohmann::json::parse(daemon.Get("/watermark?source=api-0").body);
-  EXPECT_GE(wm["data"]["seq"].get<int>(), acked_before_kill);
-
-  // The API re-sends everything it has: acknowledged batches come back as
-  // duplicates; the rest is applied now (the one in flight either way).
-  int duplicates = 0;
-  for (int b = 0; b < kBatches; ++b) {
-    nlohmann::json r = daemon.Incr("api-0", b + 1, batches[b]);
-    ASSERT_TRUE(r.is_object());
-    ASSERT_EQ(r["status_code"], 200) << r.dump();
-    if (was_acked[b]) {
-      EXPECT_EQ(r["data"]["duplicate"], true) << "acknowledged batch " << b + 1 << " applied twice";
-    }
-    if (r["data"]["duplicate"] == true) ++duplicates;
-  }
-  EXPECT_GE(duplicates, acked_before_kill);
-  EXPECT_LE(duplicates, acked_before_kill + 1);  // at most the batch in flight
-
-  // Every batch exactly once: totals equal the oracle, nothing more.
+// Every batch once, as /fwmatch?key= lists it.
+std::string Oracle(const std::vector<std::string>& batches) {
   std::map<std::string, std::string> oracle;
   std::map<std::string, int64_t> sums;
   for (const std::string& body : batches) {
@@ -108,9 +67,109 @@ TEST(RealtimeCrashTest, AcknowledgedBatchesSurviveKillNineExactlyOnce) {
   for (const auto& [k, v] : sums) oracle[k] = std::to_string(v);
   std::string expected;
   for (const auto& [k, v] : oracle) expected += k + "," + v + "\n";
+  return expected;
+}
+
+nlohmann::json Watermark(const RealtimeDaemon& daemon) {
+  return nlohmann::json::parse(daemon.Get("/watermark?source=api-0").body)["data"];
+}
+
+// Streams the batches (prev = the applied watermark last heard, as the API
+// sends them) until `kill_now` says so, kills the shard, restarts it and
+// checks the contract above.
+void KillRestartAndResend(RealtimeDaemon& daemon, const std::function<bool(int acked)>& kill_now) {
+  std::string error;
+  ASSERT_TRUE(daemon.Start(&error)) << error;
+  const std::vector<std::string> batches = MakeBatches(daemon.Today());
+
+  std::atomic<int> acked{0};
+  std::atomic<uint64_t> durable_heard{0};
+  std::atomic<int> sent{0};
+  std::thread poster([&] {
+    BlockingHttpClient client;
+    uint64_t prev = 0;
+    for (int b = 0; b < kBatches; ++b) {
+      HttpRequestSpec spec;
+      spec.method = "POST";
+      spec.target = fmt::format("/incr?source=api-0&seq={}&prev={}", b + 1, prev);
+      spec.body = batches[b];
+      spec.timeout_ms = 10000;
+      sent.store(b + 1);
+      HttpResponse r = client.Fetch(daemon.address(), std::move(spec));
+      if (!r.ok() || r.status_code != 200) return;  // the daemon is gone
+      nlohmann::json data = nlohmann::json::parse(r.body)["data"];
+      prev = data["applied_seq"].get<uint64_t>();
+      durable_heard.store(data["durable_seq"].get<uint64_t>());
+      acked.fetch_add(1);
+    }
+  });
+  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return acked.load() == kBatches || kill_now(acked.load()); }));
+  daemon.Kill();
+  poster.join();
+  ASSERT_LT(acked.load(), kBatches) << "the stream ended before the kill: nothing was tested";
+
+  ASSERT_TRUE(daemon.Start(&error)) << error;
+  nlohmann::json wm = Watermark(daemon);
+  const uint64_t w = wm["applied_seq"].get<uint64_t>();
+  EXPECT_EQ(wm["durable_seq"].get<uint64_t>(), w) << "after a restart, applied is what was persisted";
+  EXPECT_GE(w, durable_heard.load()) << "a seq acknowledged as durable was lost";
+  EXPECT_LE(w, static_cast<uint64_t>(sent.load()));
+
+  // A batch whose prev is not the shard's applied watermark is refused: it
+  // would skip what the shard lost.
+  {
+    HttpResponse r = daemon.Post(fmt::format("/incr?source=api-0&seq={}&prev={}", w + 1, w + 1000), batches[w]);
+    ASSERT_EQ(r.status_code, 409) << r.body;
+    nlohmann::json j = nlohmann::json::parse(r.body);
+    EXPECT_EQ(j["status_txt"], "WATERMARK_MISMATCH");
+    EXPECT_EQ(j["applied_seq"].get<uint64_t>(), w);
+  }
+  // Batches at or below the watermark are duplicates, whatever their prev.
+  for (uint64_t seq = std::max<uint64_t>(w, 3) - 2; seq <= w; ++seq) {
+    nlohmann::json r = daemon.Incr("api-0", seq, batches[seq - 1]);
+    EXPECT_EQ(r["data"]["duplicate"], true) << "seq " << seq << " applied twice";
+  }
+  // The sender re-sends everything above the watermark, as the API does.
+  uint64_t prev = w;
+  for (uint64_t seq = w + 1; seq <= static_cast<uint64_t>(kBatches); ++seq) {
+    HttpResponse r = daemon.Post(fmt::format("/incr?source=api-0&seq={}&prev={}", seq, prev), batches[seq - 1]);
+    ASSERT_EQ(r.status_code, 200) << r.body;
+    nlohmann::json data = nlohmann::json::parse(r.body)["data"];
+    ASSERT_EQ(data["duplicate"], false) << "seq " << seq;
+    prev = data["applied_seq"].get<uint64_t>();
+  }
+  // Every batch exactly once: totals equal the oracle, nothing more.
+  const std::string expected = Oracle(batches);
   HttpResponse all = daemon.Get("/fwmatch?key=");
   ASSERT_EQ(all.status_code, 200);
-  EXPECT_TRUE(all.body == expected) << "got " << Lines(all.body).size() << " lines, want " << oracle.size();
+  EXPECT_TRUE(all.body == expected) << "got " << Lines(all.body).size() << " lines, want " << Lines(expected).size();
+  // And the same after a clean stop, which persists memory.
+  ASSERT_EQ(daemon.Stop(), 0);
+  ASSERT_TRUE(daemon.Start(&error)) << error;
+  EXPECT_EQ(Watermark(daemon)["durable_seq"].get<uint64_t>(), static_cast<uint64_t>(kBatches));
+  EXPECT_TRUE(daemon.Get("/fwmatch?key=").body == expected);
+}
+
+bool CheckpointRunning(const RealtimeDaemon& daemon) {
+  HttpResponse r = daemon.Get("/stats");
+  if (r.status_code != 200) return false;
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) return false;
+  return j["data"]["realtime"]["memory"].value("checkpoint_running", false);
+}
+
+TEST(RealtimeCrashTest, KillNineBetweenCheckpointsLosesNothingDurableAndCountsOnce) {
+  RealtimeDaemon daemon("manual", "checkpoint_interval_ms = 40");
+  KillRestartAndResend(daemon, [](int acked) { return acked >= 150; });
+}
+
+TEST(RealtimeCrashTest, KillNineInsideACheckpointLosesNothingDurableAndCountsOnce) {
+  // Every checkpoint stalls between its write and its flush, so the kill
+  // lands while one is under way (the test waits to see it running).
+  RealtimeDaemon daemon("manual", "checkpoint_interval_ms = 40\nfault_injection = true");
+  ASSERT_TRUE(MakeDirs(daemon.data_dir() + "/fault").ok());
+  ASSERT_TRUE(WriteFileAtomically(daemon.data_dir() + "/fault/checkpoint-delay-ms", "150").ok());
+  KillRestartAndResend(daemon, [&](int acked) { return acked >= 100 && CheckpointRunning(daemon); });
 }
 
 }  // namespace

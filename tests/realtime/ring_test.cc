@@ -64,6 +64,11 @@ class RingTest : public ::testing::Test {
 
   std::string ExportAll(int64_t day) {
     EXPECT_TRUE(ring_->Seal(day).ok());
+    // As the server does: the day's records in memory reach the store first
+    // (the checkpointer is inline here, so this completes at once).
+    bool persisted = false;
+    ring_->checkpointer().WhenPersisted([&](Status st) { persisted = st.ok(); });
+    EXPECT_TRUE(persisted);
     Result<std::unique_ptr<LineSource>> scan = ring_->Export(day);
     EXPECT_TRUE(scan.ok());
     std::string out;
@@ -126,14 +131,43 @@ TEST_F(RingTest, BatchSpanningThreeDaysCommitsWithItsWatermarkAcrossReopen) {
   const std::string body = TotalKey("a", kToday - 1, 23) + ",1\n" + TotalKey("a", kToday, 0) + ",2\n" +
                            TotalKey("a", kToday + 1, 0) + ",3\nl|" + hash + ",http://example.com/a long value\n";
   ASSERT_TRUE(Apply("api-0", 9, body).ok());
+  EXPECT_EQ(ring_->DurableWatermark("api-0"), 0u);  // in memory only
+  ASSERT_TRUE(ring_->checkpointer().Drain().ok());   // a clean stop persists it
+  EXPECT_EQ(ring_->DurableWatermark("api-0"), 9u);
   Open(kToday);
   EXPECT_EQ(ring_->Watermark("api-0"), 9u);
+  EXPECT_EQ(ring_->DurableWatermark("api-0"), 9u);
   EXPECT_EQ(Get(TotalKey("a", kToday - 1, 23)), "1");
   EXPECT_EQ(Get(TotalKey("a", kToday, 0)), "2");
   EXPECT_EQ(Get(TotalKey("a", kToday + 1, 0)), "3");
   // The lookup went to Today's store.
   EXPECT_EQ(Get("l|" + hash, kToday), "http://example.com/a long value");
   EXPECT_FALSE(Get("l|" + hash, kToday - 1).has_value());
+}
+
+// A crash (no checkpoint since): the batch is gone with its watermark, so the
+// API's re-send applies it once.
+TEST_F(RingTest, BatchNotYetCheckpointedIsLostWithItsWatermarkAndAppliesOnceOnResend) {
+  const std::string key = TotalKey("a", kToday, 5);
+  ASSERT_TRUE(Apply("api-0", 1, key + ",2\n").ok());
+  ASSERT_TRUE(ring_->checkpointer().Drain().ok());
+  ASSERT_TRUE(Apply("api-0", 2, key + ",3\n").ok());
+  EXPECT_EQ(Get(key), "5");
+  Open(kToday);  // without a checkpoint: as kill -9 would
+  EXPECT_EQ(ring_->Watermark("api-0"), 1u);
+  EXPECT_EQ(Get(key), "2");
+  EXPECT_TRUE(Apply("api-0", 1, key + ",2\n")->duplicate);
+  ASSERT_FALSE(Apply("api-0", 2, key + ",3\n")->duplicate);
+  EXPECT_EQ(Get(key), "5");
+}
+
+TEST_F(RingTest, ExportRefusesADayWithRecordsStillInMemory) {
+  const std::string key = TotalKey("a", kToday - 1, 4);
+  ASSERT_TRUE(Apply("api-0", 1, key + ",4\n").ok());
+  ASSERT_TRUE(ring_->Seal(kToday - 1).ok());
+  Result<std::unique_ptr<LineSource>> scan = ring_->Export(kToday - 1);
+  ASSERT_FALSE(scan.ok());
+  EXPECT_EQ(scan.status().reason(), "NOT_PERSISTED");
 }
 
 TEST_F(RingTest, TodayAndTomorrowCannotBeSealed) {

@@ -1,6 +1,10 @@
 #include "shard_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <unistd.h>
 
 #include <map>
 #include <random>
@@ -81,9 +85,9 @@ TEST(ShardStoreTest, WatermarkAndDataSurviveReopen) {
     write.increments.push_back({kDay, "u|a.c3p1", 3});
     write.increments.push_back({kDay + 1, "u|a.c3q0", 4});
     write.puts.push_back({kDay, "l|AAAAAAAAAAA=", "some value"});
-    write.watermark_source = "api-0";
-    write.watermark_seq = 41;
+    write.watermarks = {{"api-0", 41}};
     ASSERT_TRUE(store->Write(write).ok());
+    ASSERT_TRUE(store->Persist().ok());
   }
   auto store = OpenStore(tmp.path());
   EXPECT_EQ(store->Days(), (std::vector<int64_t>{kDay, kDay + 1}));
@@ -93,6 +97,71 @@ TEST(ShardStoreTest, WatermarkAndDataSurviveReopen) {
   Result<std::map<std::string, uint64_t>> wm = store->LoadWatermarks();
   ASSERT_TRUE(wm.ok());
   EXPECT_EQ(*wm, (std::map<std::string, uint64_t>{{"api-0", 41}}));
+}
+
+// Run only by the test below, in a process of its own (a forked copy of this
+// multi-threaded test process could not run RocksDB's background threads).
+TEST(ShardStoreCrashChild, DISABLED_WritesThenDiesWithTheStoreOpen) {
+  const char* dir = std::getenv("CLICKATRON_STORE_CRASH_DIR");
+  ASSERT_NE(dir, nullptr);
+  auto store = OpenStore(dir);
+  bool ok = store->CreateDay(kDay).ok();
+  StoreWrite first;
+  first.increments.push_back({kDay, "u|a.c3p1", 3});
+  first.watermarks = {{"api-0", 7}};
+  ok = ok && store->Write(first).ok() && store->Persist().ok();
+  StoreWrite second;
+  second.increments.push_back({kDay, "u|a.c3p1", 100});
+  second.increments.push_back({kDay, "u|b.c3p1", 1});
+  second.watermarks = {{"api-0", 9}, {"api-1", 2}};
+  ok = ok && store->Write(second).ok();
+  ok = ok && CounterOf(*store, kDay, "u|a.c3p1") == 103;  // visible before it is durable
+  // The ring state is written with the WAL (synced): it survives.
+  ok = ok && store->PutMeta("ring", "{\"x\":1}", true).ok();
+  ::_exit(ok ? 0 : 1);  // no destructors: the store is never closed
+}
+
+// Checkpoints skip the WAL: what was written but not persisted is gone after
+// a crash, records and watermarks together, never one without the other. (A
+// clean close flushes the memtables instead, atomically: consistent too.)
+TEST(ShardStoreTest, UnpersistedWriteIsLostWholeWithItsWatermarkOnACrash) {
+  TempDir tmp;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setenv("CLICKATRON_STORE_CRASH_DIR", tmp.path().c_str(), 1);
+    ::execl("/proc/self/exe", "shard_store_crash_child",
+            "--gtest_filter=ShardStoreCrashChild.DISABLED_WritesThenDiesWithTheStoreOpen",
+            "--gtest_also_run_disabled_tests", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
+  auto store = OpenStore(tmp.path());
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 3);
+  EXPECT_FALSE(store->Get(kDay, "u|b.c3p1")->has_value());
+  EXPECT_EQ(*store->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 7}}));
+  EXPECT_EQ(store->GetMeta("ring")->value_or(""), "{\"x\":1}");
+}
+
+TEST(ShardStoreTest, SnapshotGetDoesNotSeeLaterWrites) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  StoreWrite first;
+  first.increments.push_back({kDay, "u|a.c3p1", 2});
+  ASSERT_TRUE(store->Write(first).ok());
+  SnapshotPtr before = store->Snapshot();
+  StoreWrite later;
+  later.increments.push_back({kDay, "u|a.c3p1", 5});
+  ASSERT_TRUE(store->Write(later).ok());
+  int64_t v = 0;
+  Result<std::optional<std::string>> old = store->Get(kDay, "u|a.c3p1", before.get());
+  ASSERT_TRUE(old.ok() && old->has_value());
+  ASSERT_TRUE(DecodeCounter(**old, &v));
+  EXPECT_EQ(v, 2);
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 7);
 }
 
 TEST(ShardStoreTest, CursorYieldsRecordsSortedAndNoMetadata) {
@@ -109,8 +178,7 @@ TEST(ShardStoreTest, CursorYieldsRecordsSortedAndNoMetadata) {
     write.increments.push_back({kDay, key, 2});
     oracle[key] += 2;
   }
-  write.watermark_source = "api-1";
-  write.watermark_seq = 5;
+  write.watermarks = {{"api-1", 5}};
   ASSERT_TRUE(store->Write(write).ok());
   ASSERT_TRUE(store->PutMeta("ring", "{}", true).ok());
   auto records = ReadAll(*store, kDay);
@@ -192,6 +260,7 @@ TEST(ShardStoreTest, MergesStayExactThroughFlushesAndCompactions) {
     }
     // The test is only worth it if flushes happened (merges folded into tables).
     EXPECT_GT(store->DayProperty(kDay, "rocksdb.live-sst-files-size").value_or(0), 0u);
+    ASSERT_TRUE(store->Persist().ok());
   }
   auto store = OpenStore(tmp.path(), 1);
   auto records = ReadAll(*store, kDay);

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace clickatron::api {
+namespace clickatron {
 
 class SerialExecutor {
  public:
@@ -34,4 +34,4 @@ class SerialExecutor {
   std::thread thread_;
 };
 
-}  // namespace clickatron::api
+}  // namespace clickatron

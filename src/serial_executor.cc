@@ -1,8 +1,8 @@
-#include "serial_executor.h"
+#include "clickatron/serial_executor.h"
 
 #include <pthread.h>
 
-namespace clickatron::api {
+namespace clickatron {
 
 SerialExecutor::SerialExecutor(std::string name) : name_(std::move(name)) {
   thread_ = std::thread([this] { Loop(); });
@@ -40,4 +40,4 @@ void SerialExecutor::Loop() {
   }
 }
 
-}  // namespace clickatron::api
+}  // namespace clickatron

@@ -1,0 +1,298 @@
+#include "checkpointer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "clickatron/file_util.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::realtime {
+
+// One freeze of the active table and its way to disk. The loop thread owns
+// every field but the results, which the checkpoint thread writes before it
+// posts Finish (and Drain waits on `finished`).
+struct Checkpointer::Job {
+  uint64_t generation = 0;
+  std::shared_ptr<const MemTable> table;
+  std::map<std::string, uint64_t> watermarks;  // applied at the freeze
+  SnapshotPtr before;                          // the store before this job's write
+  bool inserted = false;      // written to RocksDB's memtables: only the flush is left
+  bool resume_first = false;  // a try failed: resume the store before the next
+  // Results of the last try.
+  Status status;
+  double seconds = 0;
+  uint64_t records = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;  // GUARDED_BY(mu)
+};
+
+namespace {
+
+// The stall asked for by DIR/checkpoint-delay-ms, 0 without the file.
+int FaultDelayMs(const std::string& fault_dir) {
+  if (fault_dir.empty()) return 0;
+  Result<std::string> text = ReadFileToString(fault_dir + "/checkpoint-delay-ms");
+  if (!text.ok()) return 0;
+  int ms = 0;
+  std::from_chars(text->data(), text->data() + text->size(), ms);
+  return ms;
+}
+
+bool FaultFail(const std::string& fault_dir) {
+  return !fault_dir.empty() && FileExists(fault_dir + "/checkpoint-fail");
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(ShardStore* store, std::map<std::string, uint64_t> durable, CheckpointOptions options)
+    : store_(store),
+      options_(std::move(options)),
+      applied_(durable),
+      durable_(std::move(durable)),
+      active_(std::make_unique<MemTable>()) {
+  if (options_.threaded) thread_ = std::make_unique<SerialExecutor>("checkpoint");
+}
+
+Checkpointer::~Checkpointer() { thread_.reset(); }  // a running job finishes first
+
+bool Checkpointer::Admit() {
+  if (memory_bytes() < options_.memory_budget_bytes) return true;
+  Start();  // unthreaded, this frees the memory at once
+  if (memory_bytes() < options_.memory_budget_bytes) return true;
+  ++stats_.refused_batches;
+  return false;
+}
+
+Status Checkpointer::Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch, int64_t lookup_day) {
+  CLICKATRON_RETURN_IF_ERROR(active_->Apply(batch, lookup_day));
+  applied_[source] = seq;
+  if (active_->bytes() >= options_.memory_budget_bytes / 2) Start();
+  return Status::Ok();
+}
+
+uint64_t Checkpointer::Applied(const std::string& source) const {
+  auto it = applied_.find(source);
+  return it == applied_.end() ? 0 : it->second;
+}
+
+uint64_t Checkpointer::Durable(const std::string& source) const {
+  auto it = durable_.find(source);
+  return it == durable_.end() ? 0 : it->second;
+}
+
+void Checkpointer::Start() {
+  if (running_) return;
+  if (!job_) {
+    if (active_->empty() && applied_ == durable_) return;
+    Freeze();
+  }
+  Dispatch();
+}
+
+void Checkpointer::Freeze() {
+  job_ = std::make_shared<Job>();
+  job_->generation = next_generation_++;
+  job_->watermarks = applied_;
+  // Taken before the job can write anything: reads keep using it (with the
+  // frozen table) until the job is done, so they never see a record twice.
+  job_->before = store_->Snapshot();
+  job_->table = std::shared_ptr<const MemTable>(std::move(active_));
+  active_ = std::make_unique<MemTable>();
+}
+
+void Checkpointer::Dispatch() {
+  running_ = true;
+  std::shared_ptr<Job> job = job_;
+  {
+    std::lock_guard lock(job->mu);
+    job->finished = false;
+  }
+  if (!thread_) {
+    RunJob(store_, options_.fault_dir, *job);
+    Finish(job);
+    return;
+  }
+  thread_->Post([store = store_, fault_dir = options_.fault_dir, post = options_.post,
+                 alive = std::weak_ptr<int>(alive_), this, job] {
+    RunJob(store, fault_dir, *job);
+    post([alive, this, job] {
+      if (alive.lock()) Finish(job);
+    });
+  });
+}
+
+void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& job) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st;
+  if (job.resume_first) st = store->Resume();
+  if (st.ok() && FaultFail(fault_dir)) {
+    st = Status::IoError("injected fault: checkpoint-fail (as a full disk would fail it)");
+  }
+  if (st.ok() && !job.inserted) {
+    StoreWrite write;
+    write.increments.reserve(job.table->keys());
+    job.table->ForEachCounter([&](int64_t day, std::string_view key, int64_t delta) {
+      write.increments.push_back({day, key, delta});
+    });
+    job.table->ForEachLookup([&](int64_t day, std::string_view key, std::string_view value) {
+      write.puts.push_back({day, key, value});
+    });
+    write.watermarks = job.watermarks;
+    st = store->Write(write);
+    if (st.ok()) {
+      job.inserted = true;
+      job.records = write.increments.size() + write.puts.size();
+    }
+  }
+  if (st.ok()) {
+    if (const int ms = FaultDelayMs(fault_dir); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    st = store->Persist();
+  }
+  job.status = std::move(st);
+  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard lock(job.mu);
+    job.finished = true;
+  }
+  job.cv.notify_all();
+}
+
+void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
+  if (!running_ || job_ != job) return;  // Drain() finished it already
+  running_ = false;
+  stats_.last_seconds = job->seconds;
+  stats_.total_seconds += job->seconds;
+  stats_.max_seconds = std::max(stats_.max_seconds, job->seconds);
+  if (!job->status.ok()) {
+    ++stats_.failed;
+    if (stats_.last_error != job->status.ToString()) {
+      spdlog::error("checkpoint {} failed ({} keys in memory stay there, durable watermarks unchanged; retried on "
+                    "the next tick): {}",
+                    job->generation, job->table->keys(), job->status.ToString());
+    }
+    stats_.last_error = job->status.ToString();
+    job->resume_first = true;
+    FireWaiters(0, job->status);
+    return;
+  }
+  if (!stats_.last_error.empty()) {
+    spdlog::info("checkpoint {} succeeded after {} failed tries: persisting again", job->generation, stats_.failed);
+  }
+  stats_.last_error.clear();
+  ++stats_.completed;
+  stats_.records_written += job->records;
+  stats_.bytes_written += job->table->bytes();
+  for (const auto& [source, seq] : job->watermarks) durable_[source] = seq;
+  const uint64_t generation = job->generation;
+  job_.reset();
+  FireWaiters(generation, Status::Ok());
+  if (persisted_listener_) persisted_listener_();
+  // Waiters for a later generation, or a table already past half the
+  // budget: go again at once.
+  if (!draining_ && (!waiters_.empty() || active_->bytes() >= options_.memory_budget_bytes / 2)) Start();
+}
+
+void Checkpointer::FireWaiters(uint64_t durable_generation, const Status& failure) {
+  std::vector<Waiter> ready;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    if (!failure.ok() || it->generation <= durable_generation) {
+      ready.push_back(std::move(*it));
+      it = waiters_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (Waiter& w : ready) w.done(failure);
+}
+
+void Checkpointer::WhenPersisted(std::function<void(Status)> done) {
+  const std::map<std::string, uint64_t>& frozen_marks = job_ ? job_->watermarks : durable_;
+  if (active_->empty() && applied_ == frozen_marks) {
+    if (!job_) {
+      done(Status::Ok());
+      return;
+    }
+    waiters_.push_back({job_->generation, std::move(done)});
+  } else {
+    waiters_.push_back({next_generation_, std::move(done)});
+  }
+  Start();
+}
+
+Status Checkpointer::Drain() {
+  draining_ = true;  // no more background runs: this thread does the rest
+  if (running_) {
+    std::shared_ptr<Job> job = job_;
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->finished; });
+    lock.unlock();
+    Finish(job);
+  }
+  Status last;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (!job_ && active_->empty() && applied_ == durable_) return Status::Ok();
+    if (!job_) Freeze();
+    running_ = true;
+    std::shared_ptr<Job> job = job_;
+    RunJob(store_, options_.fault_dir, *job);
+    Finish(job);
+    if (job_ == job) last = job->status;  // failed: try again, resuming the store
+  }
+  return last;
+}
+
+bool Checkpointer::HoldsDay(int64_t day) const {
+  return active_->HasDay(day) || (job_ && job_->table->HasDay(day));
+}
+
+ReadView Checkpointer::View() const {
+  ReadView view;
+  view.store = store_;
+  if (job_) {
+    view.at = job_->before;
+    view.tables.push_back(job_->table.get());
+  }
+  view.tables.push_back(active_.get());
+  return view;
+}
+
+size_t Checkpointer::memory_bytes() const { return active_->bytes() + (job_ ? job_->table->bytes() : 0); }
+size_t Checkpointer::memory_keys(int64_t day) const {
+  return active_->keys(day) + (job_ ? job_->table->keys(day) : 0);
+}
+size_t Checkpointer::memory_keys() const { return active_->keys() + (job_ ? job_->table->keys() : 0); }
+
+nlohmann::json Checkpointer::StatsJson() const {
+  nlohmann::json lag = nlohmann::json::object();
+  for (const auto& [source, seq] : applied_) {
+    const uint64_t durable = Durable(source);
+    lag[source] = {{"applied", seq}, {"durable", durable}, {"lag_seqs", seq > durable ? seq - durable : 0}};
+  }
+  return {{"memory_bytes", memory_bytes()},
+          {"memory_keys", memory_keys()},
+          {"memory_budget_bytes", options_.memory_budget_bytes},
+          {"active_bytes", active_->bytes()},
+          {"frozen_bytes", job_ ? job_->table->bytes() : 0},
+          {"checkpoint_running", running_},
+          {"checkpoints_completed", stats_.completed},
+          {"checkpoints_failed", stats_.failed},
+          {"checkpoint_records_written", stats_.records_written},
+          {"checkpoint_bytes_written", stats_.bytes_written},
+          {"checkpoint_last_seconds", stats_.last_seconds},
+          {"checkpoint_max_seconds", stats_.max_seconds},
+          {"checkpoint_avg_seconds", stats_.completed + stats_.failed == 0
+                                         ? 0.0
+                                         : stats_.total_seconds / static_cast<double>(stats_.completed + stats_.failed)},
+          {"refused_batches", stats_.refused_batches},
+          {"last_error", stats_.last_error},
+          {"watermarks", std::move(lag)}};
+}
+
+}  // namespace clickatron::realtime
