@@ -1,7 +1,12 @@
 // clickatron-bench-realtime: increments/s through the real daemon's
 // POST /incr (batches of 1, 100 and 1000 lines, several keep-alive
-// connections, WAL on) beside the in-process rate of the same store code
-// (ShardStore::Write of the same increments, no HTTP, no parsing), as a ratio.
+// connections) beside the in-process rate of the same shard code (ParseBatch
+// and Checkpointer::Apply of the same bodies into the in-memory table, with
+// checkpoints to a real store as the daemon makes them; no HTTP), as a ratio.
+//
+// Then the cost of one checkpoint of `keys` distinct counters, the two ways
+// it could be made durable: the WAL off and one atomic flush of every
+// column family (what ShardStore does), or the WAL on and one fsync of it.
 //
 // Keys are skewed the way click data is: a Zipf(1.0) draw over `keys`
 // counters, so a few hot keys take most increments. Each figure is the median
@@ -29,6 +34,12 @@
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
 #include "clickatron/ymdh.h"
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "apply_batch.h"
+#include "checkpointer.h"
+#include "counter_merge.h"
 #include "shard_store.h"
 
 namespace {
@@ -104,9 +115,10 @@ std::string TempDir() {
   return ::mkdtemp(buf.data()) ? std::string(buf.data()) : std::string();
 }
 
-// In-process: the same increments, written with the store code directly.
-double InProcessRate(const Flags& f, const std::vector<std::string>& keys, const std::vector<uint32_t>& draws,
-                     int batch, int64_t day) {
+// In-process: the same bodies, parsed and applied with the shard's code
+// (a checkpoint whenever the table passes half the default budget, and one
+// at the end, as the daemon does), no HTTP.
+double InProcessRate(const Flags& f, const std::vector<std::string>& bodies, uint64_t total, int64_t day) {
   const std::string dir = TempDir();
   double rate = 0;
   {
@@ -116,23 +128,56 @@ double InProcessRate(const Flags& f, const std::vector<std::string>& keys, const
       std::fprintf(stderr, "cannot open a store in %s\n", dir.c_str());
       return 0;
     }
+    realtime::Checkpointer checkpointer(store->get(), {}, realtime::CheckpointOptions{});
     const auto start = Clock::now();
     uint64_t seq = 0;
-    for (size_t i = 0; i < draws.size(); i += batch) {
-      realtime::StoreWrite w;
-      const size_t end = std::min(draws.size(), i + batch);
-      w.increments.reserve(end - i);
-      for (size_t j = i; j < end; ++j) w.increments.push_back({day, keys[draws[j]], 1});
-      w.watermarks = {{"bench", ++seq}};
-      if (Status st = (*store)->Write(w); !st.ok()) {
-        std::fprintf(stderr, "write failed: %s\n", st.ToString().c_str());
+    for (const std::string& body : bodies) {
+      Result<realtime::ParsedBatch> batch = realtime::ParseBatch(body);
+      if (!batch.ok() || !checkpointer.Apply("bench", ++seq, *batch, day).ok()) {
+        std::fprintf(stderr, "apply failed\n");
         return 0;
       }
     }
-    rate = draws.size() / std::chrono::duration<double>(Clock::now() - start).count();
+    if (Status st = checkpointer.Drain(); !st.ok()) {
+      std::fprintf(stderr, "checkpoint failed: %s\n", st.ToString().c_str());
+      return 0;
+    }
+    rate = total / std::chrono::duration<double>(Clock::now() - start).count();
   }
   std::filesystem::remove_all(dir);
   return rate;
+}
+
+// Seconds to make one checkpoint of `keys` distinct counters durable, on a
+// fresh database: the WAL off + one atomic flush (ShardStore), or the WAL on
+// + one fsync of it (RocksDB directly, the alternative).
+double CheckpointSeconds(const Flags& f, const std::vector<std::string>& keys, int64_t day, bool wal) {
+  const std::string dir = TempDir();
+  double seconds = 0;
+  {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    options.merge_operator = realtime::NewCounterMergeOperator();
+    options.write_buffer_size = static_cast<size_t>(f.write_buffer_mb) << 20;
+    options.atomic_flush = !wal;
+    rocksdb::DB* raw = nullptr;
+    if (!rocksdb::DB::Open(options, dir + "/db", &raw).ok()) return 0;
+    std::unique_ptr<rocksdb::DB> db(raw);
+    rocksdb::WriteBatch batch;
+    const std::string one = realtime::EncodeCounter(1);
+    for (const std::string& k : keys) batch.Merge(k, one);
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = !wal;
+    wo.sync = wal;
+    const auto start = Clock::now();
+    rocksdb::Status st = db->Write(wo, &batch);
+    if (st.ok() && !wal) st = db->Flush(rocksdb::FlushOptions());
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!st.ok()) seconds = 0;
+  }
+  (void)day;
+  std::filesystem::remove_all(dir);
+  return seconds;
 }
 
 // A loopback port nothing listens on right now (the kernel picks it).
@@ -266,7 +311,7 @@ int main(int argc, char** argv) {
   uint64_t hot = 0;
   for (uint32_t d : draws) hot += d < 100;
   fmt::print("realtime ingest: {} increments, {} keys (Zipf 1.0: top 100 keys take {:.0f}%), {} connections, "
-             "median of {} runs, WAL on (sync_wal=false)\n",
+             "median of {} runs, applied in memory, persisted by checkpoint\n",
              f.increments, f.keys, 100.0 * hot / draws.size(), f.connections, f.runs);
   fmt::print("{:>6}  {:>16}  {:>18}  {:>6}\n", "batch", "http incr/s", "in-process incr/s", "ratio");
   for (int batch : f.batch_sizes) {
@@ -287,12 +332,22 @@ int main(int argc, char** argv) {
     }
     std::vector<double> http, local;
     for (int r = 0; r < f.runs; ++r) {
-      local.push_back(InProcessRate(f, keys, slice, batch, day));
+      local.push_back(InProcessRate(f, bodies, slice.size(), day));
       http.push_back(HttpRate(f, bodies, lines));
     }
     const double h = Median(http), l = Median(local);
     fmt::print("{:>6}  {:>16.0f}  {:>18.0f}  {:>6.2f}\n", batch, h, l, l > 0 ? h / l : 0.0);
     std::fflush(stdout);
   }
+  std::vector<std::string> sorted = keys;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<double> flush, wal;
+  for (int r = 0; r < f.runs; ++r) {
+    flush.push_back(CheckpointSeconds(f, sorted, day, false));
+    wal.push_back(CheckpointSeconds(f, sorted, day, true));
+  }
+  fmt::print("checkpoint of {} keys: WAL off + atomic flush {:.3f} s, WAL on + fsync {:.3f} s (medians of {})\n",
+             sorted.size(), Median(flush), Median(wal), f.runs);
+  fmt::print("BENCH_CHECKPOINT keys={} flush_s={:.4f} wal_s={:.4f}\n", sorted.size(), Median(flush), Median(wal));
   return 0;
 }
