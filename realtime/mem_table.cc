@@ -53,7 +53,10 @@ MemTable::Day& MemTable::DayFor(int64_t day) { return days_[day]; }
 bool MemTable::Add(Day& day, std::string_view key, int64_t delta) {
   auto it = day.counters.find(key);
   if (it != day.counters.end()) {
-    return !__builtin_add_overflow(it->second, delta, &it->second);
+    int64_t sum = 0;  // the stored value changes only when the sum fits
+    if (__builtin_add_overflow(it->second, delta, &sum)) return false;
+    it->second = sum;
+    return true;
   }
   auto [node, inserted] = day.counters.emplace(std::string(key), delta);
   (void)inserted;
