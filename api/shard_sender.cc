@@ -190,7 +190,8 @@ void ShardSender::SchedulePoll() {
       if (r.ok() && r.status_code == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
         if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
-          if (applied < self->shard_applied_ && !self->in_flight_ && !self->retry_pending_) {
+          if (applied < self->shard_applied_ && !self->in_flight_ && !self->retry_pending_ &&
+              !self->late_pending_) {
             self->Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
             return;
           }
@@ -387,7 +388,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
   late_pending_ = true;
   late_.Write(options_.shard, b->seq, std::move(late), late_count,
               [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count,
-               late_keys = std::move(late_keys)](Status st) mutable {
+               late_keys = std::move(late_keys), epoch = replay_epoch_](Status st) mutable {
                 auto self = weak.lock();
                 if (!self) return;
                 self->late_pending_ = false;
@@ -396,6 +397,12 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                   return;
                 }
                 self->moved_[b->seq].merge(late_keys);
+                if (epoch != self->replay_epoch_) {
+                  // A rewind replaced the queues meanwhile: the batch comes
+                  // back from the oplog, minus the keys just moved.
+                  self->Pump();
+                  return;
+                }
                 self->late_lines_ += late_count;
                 self->queued_lines_ -= late_count;
                 b->lines = std::move(rest);
