@@ -6,7 +6,7 @@
 //
 // Files (DATA_DIR/oplog): framed-log segments "oplog-<id>.log"; a segment is
 // closed when it passes oplog_segment_bytes, then gzipped to ".log.gz" in the
-// background. Every segment starts with a checkpoint record (the last seq of
+// background, at idle CPU priority (under a full load it waits). Every segment starts with a checkpoint record (the last seq of
 // every shard so far), so the newest segment alone gives the next seq even
 // after older ones are deleted. A closed segment is deleted once every shard
 // has acknowledged every batch in it and oplog_retention_hours have passed.

@@ -10,9 +10,12 @@ namespace clickatron::realtime {
 namespace {
 
 // Heap per entry besides the key's own bytes: the hash node (next pointer,
-// std::string, value, cached hash), its bucket, the group index pointer, and
-// jemalloc's rounding. Measured against RSS in scripts/bench-incr.
+// std::string, value, cached hash: 64 with jemalloc's rounding), its bucket
+// share (~16 at the maps' load factor), the group index pointer and its
+// vector's growth (~16). Checked against RSS in scripts/bench-incr.
 constexpr size_t kEntryOverhead = 96;
+// A new group: its hash node (view, vector, flag, next, hash) and bucket.
+constexpr size_t kGroupOverhead = 96;
 // std::string keeps up to 15 bytes inline; longer keys take a heap block.
 size_t KeyHeapBytes(std::string_view key) { return key.size() > 15 ? key.size() + 1 : 0; }
 
@@ -61,7 +64,9 @@ bool MemTable::Add(Day& day, std::string_view key, int64_t delta) {
   auto [node, inserted] = day.counters.emplace(std::string(key), delta);
   (void)inserted;
   const std::string* stable = &node->first;
-  Group& group = day.groups[KeyGroup(*stable)];
+  auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(*stable));
+  if (new_group) bytes_ += kGroupOverhead;
+  Group& group = group_it->second;
   if (!group.keys.empty() && *group.keys.back() > *stable) group.sorted = false;
   group.keys.push_back(stable);
   ++keys_;

@@ -1,10 +1,15 @@
 #include "clickatron/serial_executor.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace clickatron {
 
-SerialExecutor::SerialExecutor(std::string name) : name_(std::move(name)) {
+SerialExecutor::SerialExecutor(std::string name, Priority priority) : name_(std::move(name)), priority_(priority) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -27,6 +32,13 @@ void SerialExecutor::Post(std::function<void()> job) {
 
 void SerialExecutor::Loop() {
   pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+  if (priority_ == Priority::kIdle) {
+    sched_param param{};
+    // For the calling thread only (Linux: pid 0 is this thread).
+    if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+      spdlog::warn("{}: cannot run at idle priority ({}); it runs at normal priority", name_, std::strerror(errno));
+    }
+  }
   while (true) {
     std::function<void()> job;
     {

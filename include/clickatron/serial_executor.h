@@ -16,7 +16,14 @@ namespace clickatron {
 
 class SerialExecutor {
  public:
-  explicit SerialExecutor(std::string name);
+  enum class Priority {
+    kNormal,
+    // SCHED_IDLE: runs only on CPU time nothing else wants. For maintenance
+    // that may fall behind under load but must never slow the serving path
+    // (compressing closed oplog segments).
+    kIdle,
+  };
+  explicit SerialExecutor(std::string name, Priority priority = Priority::kNormal);
   ~SerialExecutor();
   SerialExecutor(const SerialExecutor&) = delete;
   SerialExecutor& operator=(const SerialExecutor&) = delete;
@@ -27,6 +34,7 @@ class SerialExecutor {
   void Loop();
 
   std::string name_;
+  Priority priority_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;  // GUARDED_BY(mu_)
