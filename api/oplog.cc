@@ -97,11 +97,13 @@ Result<std::unique_ptr<Oplog>> Oplog::Open(OplogOptions options, Post post) {
   uint64_t next_id = log->segments_.empty() ? 1 : log->segments_.rbegin()->first + 1;
   CLICKATRON_RETURN_IF_ERROR(log->StartSegment(next_id));
   log->last_sync_ = SteadyClock::now();
-  // Idle priority: a closed segment is already durable as it is; gzip only
-  // saves disk over the retention period, so it takes CPU time ingest does
-  // not want (it was ~30% of the node's CPU at 700k increments/s on 2
-  // cores) and catches up when the load drops.
-  log->background_ = std::make_unique<SerialExecutor>("oplog-bg", SerialExecutor::Priority::kIdle);
+  log->background_ = std::make_unique<SerialExecutor>("oplog-bg");
+  // Idle priority for the gzip alone: a closed segment is already durable as
+  // it is, and gzip only saves disk over the retention period, so it takes
+  // CPU time ingest does not want (it was ~30% of the node's CPU at 700k
+  // increments/s on 2 cores) and catches up when the load drops. It holds
+  // no lock: an idle thread preempted under a lock would stall the writer.
+  log->compressor_ = std::make_unique<SerialExecutor>("oplog-gzip", SerialExecutor::Priority::kIdle);
   for (const auto& [id, seg] : log->segments_) {
     if (seg.closed && !seg.compressed) {
       Oplog* self = log.get();
@@ -395,6 +397,7 @@ void Oplog::Stop() {
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  compressor_.reset();  // first: its jobs end by posting to background_
   background_.reset();
 }
 
@@ -406,17 +409,29 @@ void Oplog::Compress(uint64_t id) {
   }
   const std::string plain = SegmentPath(id, false);
   const std::string gz = SegmentPath(id, true);
-  Status st = GzipFile(plain, gz);
+  compressor_->Post([this, id, plain, gz] {
+    Status st = GzipFile(plain, gz);
+    background_->Post([this, id, plain, st] { FinishCompress(id, plain, st); });
+  });
+}
+
+void Oplog::FinishCompress(uint64_t id, const std::string& plain, const Status& st) {
   if (!st.ok()) {
     spdlog::error("oplog: compressing {} failed (kept uncompressed): {}", plain, st.ToString());
     return;
   }
+  const std::string gz = SegmentPath(id, true);
   {
     // Readers look the path up under the lock; one that opened the plain
     // file already keeps reading it after the unlink.
     std::lock_guard lock(mu_);
     auto it = segments_.find(id);
-    if (it != segments_.end()) it->second.compressed = true;
+    if (it == segments_.end()) {
+      // Collected while the gzip ran: the copy is an orphan.
+      if (::unlink(gz.c_str()) != 0) spdlog::warn("oplog: unlink {}: {}", gz, std::strerror(errno));
+      return;
+    }
+    it->second.compressed = true;
   }
   if (::unlink(plain.c_str()) != 0) spdlog::warn("oplog: unlink {}: {}", plain, std::strerror(errno));
   (void)FsyncDir(options_.dir);

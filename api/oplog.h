@@ -6,7 +6,7 @@
 //
 // Files (DATA_DIR/oplog): framed-log segments "oplog-<id>.log"; a segment is
 // closed when it passes oplog_segment_bytes, then gzipped to ".log.gz" in the
-// background, at idle CPU priority (under a full load it waits). Every segment starts with a checkpoint record (the last seq of
+// background (the gzip at idle CPU priority: under a full load it waits). Every segment starts with a checkpoint record (the last seq of
 // every shard so far), so the newest segment alone gives the next seq even
 // after older ones are deleted. A closed segment is deleted once every shard
 // has acknowledged every batch in it and oplog_retention_hours have passed.
@@ -130,7 +130,8 @@ class Oplog {
   Status AppendBatch(const OplogBatch& batch);
   Status SyncTimed();
   void WriterLoop();
-  void Compress(uint64_t id);
+  void Compress(uint64_t id);  // on background_: gzips on compressor_
+  void FinishCompress(uint64_t id, const std::string& plain, const Status& st);
   std::string SegmentPath(uint64_t id, bool compressed) const;
   std::vector<std::pair<int, uint64_t>> LastSeqs() const;
 
@@ -166,7 +167,8 @@ class Oplog {
   std::vector<uint32_t> fsync_window_us_;  // GUARDED_BY(stats_mu_), recent fsync latencies (ring)
 
   std::thread writer_;
-  std::unique_ptr<SerialExecutor> background_;  // gzip and deletions
+  std::unique_ptr<SerialExecutor> background_;  // deletions, segment bookkeeping
+  std::unique_ptr<SerialExecutor> compressor_;  // gzip, at idle priority
 };
 
 }  // namespace clickatron::api

@@ -125,6 +125,10 @@ void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
     // or below the watermark would be taken for a duplicate: renumber it.
     spdlog::error("shard {} ({}): watermark {} is beyond the oplog's last seq {}; renumbering newer batches above it",
                   options_.shard, options_.member, watermark, replay_until_);
+    // Batches of this run logged under seqs in (replay_until_, watermark]
+    // are logged again under new seqs: a later re-read of the oplog must
+    // skip the old copies.
+    renumbered_.emplace_back(replay_until_, watermark);
     floor_ = watermark;
     std::vector<BatchPtr> stale;
     while (!queue_.empty() && queue_.front()->seq <= floor_) {
@@ -289,6 +293,10 @@ void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch) {
     return;
   }
   for (BatchPtr& b : r->batches) {
+    const bool renumbered = std::any_of(renumbered_.begin(), renumbered_.end(), [&](const auto& range) {
+      return b->seq > range.first && b->seq <= range.second;
+    });
+    if (renumbered) continue;  // sent under its new seq
     // Lines this run already moved to late data are not sent again.
     if (auto moved = moved_.find(b->seq); moved != moved_.end()) {
       std::string kept;

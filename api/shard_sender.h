@@ -37,6 +37,8 @@
 #include <functional>
 #include <map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -130,6 +132,9 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   std::map<uint64_t, std::unordered_set<std::string>> moved_;
   uint64_t written_seq_ = 0;   // highest seq handed to this sender
   uint64_t floor_ = 0;         // seqs at or below are never sent (resequenced)
+  // Seq ranges (after, upto] whose oplog batches were logged again under
+  // new seqs (an oplog that lost its tail): never re-read from the oplog.
+  std::vector<std::pair<uint64_t, uint64_t>> renumbered_;
   uint64_t replay_after_ = 0;  // oplog batches in (replay_after_, replay_until_] still to load
   uint64_t replay_until_ = 0;
   uint64_t replay_epoch_ = 0;  // raised by a rewind: loads for older ranges are dropped

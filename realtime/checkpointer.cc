@@ -64,7 +64,7 @@ Checkpointer::~Checkpointer() { thread_.reset(); }  // a running job finishes fi
 
 bool Checkpointer::Admit() {
   if (memory_bytes() < options_.memory_budget_bytes) return true;
-  Start();  // unthreaded, this frees the memory at once
+  StartJob(/*retry_failed=*/false);  // unthreaded, this frees the memory at once
   if (memory_bytes() < options_.memory_budget_bytes) return true;
   ++stats_.refused_batches;
   return false;
@@ -73,7 +73,7 @@ bool Checkpointer::Admit() {
 Status Checkpointer::Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch, int64_t lookup_day) {
   CLICKATRON_RETURN_IF_ERROR(active_->Apply(batch, lookup_day));
   applied_[source] = seq;
-  if (active_->bytes() >= options_.memory_budget_bytes / 2) Start();
+  if (active_->bytes() >= options_.memory_budget_bytes / 2) StartJob(/*retry_failed=*/false);
   return Status::Ok();
 }
 
@@ -87,8 +87,13 @@ uint64_t Checkpointer::Durable(const std::string& source) const {
   return it == durable_.end() ? 0 : it->second;
 }
 
-void Checkpointer::Start() {
-  if (running_) return;
+void Checkpointer::Start() { StartJob(/*retry_failed=*/true); }
+
+void Checkpointer::StartJob(bool retry_failed) {
+  // Once draining, Drain() runs everything on its own thread: a second
+  // runner would write the same job twice.
+  if (running_ || draining_) return;
+  if (job_ && !retry_failed) return;  // a failed job waits for the next tick
   if (!job_) {
     if (active_->empty() && applied_ == durable_) return;
     Freeze();
@@ -153,7 +158,11 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
   }
   if (st.ok()) {
     if (const int ms = FaultDelayMs(fault_dir); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    st = store->Persist();
+    if (!fault_dir.empty() && FileExists(fault_dir + "/checkpoint-fail-flush")) {
+      st = Status::IoError("injected fault: checkpoint-fail-flush (the records are written, the flush fails)");
+    } else {
+      st = store->Persist(job.table->Days());
+    }
   }
   job.status = std::move(st);
   job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -202,7 +211,7 @@ void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
   if (persisted_listener_) persisted_listener_();
   // Waiters for a later generation, or a table already past half the
   // budget: go again at once.
-  if (!draining_ && (!waiters_.empty() || active_->bytes() >= options_.memory_budget_bytes / 2)) Start();
+  if (!waiters_.empty() || active_->bytes() >= options_.memory_budget_bytes / 2) StartJob(/*retry_failed=*/false);
 }
 
 void Checkpointer::FireWaiters(uint64_t durable_generation, const Status& failure) {
@@ -234,7 +243,7 @@ void Checkpointer::WhenPersisted(std::function<void(Status)> done) {
 
 Status Checkpointer::Drain() {
   draining_ = true;  // no more background runs: this thread does the rest
-  if (running_) {
+  while (running_) {  // the one on the checkpoint thread
     std::shared_ptr<Job> job = job_;
     std::unique_lock lock(job->mu);
     job->cv.wait(lock, [&] { return job->finished; });
@@ -249,7 +258,7 @@ Status Checkpointer::Drain() {
     std::shared_ptr<Job> job = job_;
     RunJob(store_, options_.fault_dir, *job);
     Finish(job);
-    if (job_ == job) last = job->status;  // failed: try again, resuming the store
+    last = job_ == job ? job->status : Status::Ok();  // failed: try again, resuming the store
   }
   return last;
 }

@@ -65,8 +65,10 @@ struct CheckpointOptions {
   Runner post;
   size_t memory_budget_bytes = size_t{256} << 20;
   // Fault injection (tests): when DIR/checkpoint-fail exists, checkpoints
-  // fail as a full disk would; DIR/checkpoint-delay-ms (a number) stalls a
-  // checkpoint that long between its write and its flush. Empty: off.
+  // fail before writing, as a full disk would; with DIR/checkpoint-fail-flush
+  // the records are written and the flush fails (the retry only flushes);
+  // DIR/checkpoint-delay-ms (a number) stalls a checkpoint that long between
+  // its write and its flush. Empty: off.
   std::string fault_dir;
 };
 
@@ -109,7 +111,8 @@ class Checkpointer {
   const std::map<std::string, uint64_t>& durable() const { return durable_; }
 
   // Starts a checkpoint when there is something to persist and none is
-  // running; retries a failed one.
+  // running; retries a failed one (the server's tick). Does nothing once
+  // Drain() has begun.
   void Start();
   // Runs `done` (on the loop) once everything applied before this call is
   // durable, or with the error of the checkpoint that failed to make it so.
@@ -133,6 +136,9 @@ class Checkpointer {
 
  private:
   struct Job;
+  // Start(), but a failed job is retried only when `retry_failed` (the tick
+  // and exports), not by every batch that finds the memory full.
+  void StartJob(bool retry_failed);
   // Freezes the active table into job_.
   void Freeze();
   // Runs job_ (on the checkpoint thread, or inline).

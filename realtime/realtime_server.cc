@@ -126,7 +126,10 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   server->ring_ = std::move(ring).value();
   server->RegisterRoutes();
   server->http_->Every(std::chrono::milliseconds(context.cluster.realtime.checkpoint_interval_ms),
-                       [s = server.get()] { s->ring_->checkpointer().Start(); });
+                       [s = server.get()] {
+                         if (Status st = s->ring_->Tick(); !st.ok()) spdlog::error("ring: {}", st.ToString());
+                         s->ring_->checkpointer().Start();
+                       });
   // A clean stop persists what is in memory, so the API has nothing to
   // re-send; a crash loses only that work, never data (the oplog has it).
   server->http_->OnStop([s = server.get()] {

@@ -65,12 +65,14 @@ class RealtimeServer {
 
   std::string cluster_clock_;
   std::string member_;
-  // Declaration order is destruction order reversed: the HTTP server (and any
-  // stream still holding a cursor) goes first, the store last.
+  // Declaration order is destruction order reversed: the Ring first (its
+  // checkpoint thread hands results to the HTTP server's loop, so it must
+  // stop while that server exists), then the HTTP server (streams still
+  // holding a cursor keep the database open themselves), the store last.
   std::unique_ptr<ShardStore> store_;
-  std::unique_ptr<Ring> ring_;
   ServerCounters counters_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<Ring> ring_;
 };
 
 // The current UTC date (days since epoch) by the system clock.

@@ -212,6 +212,17 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
                     fmt::join(Dates(OpenDays()), ", ")),
         "DAY_NOT_OPEN");
   }
+  // Each open day needs its store before anything of it is acknowledged: a
+  // checkpoint could not write it otherwise (a rotation that failed half way
+  // on a full disk). Tick() retries creating it.
+  for (int64_t day : TargetDays(batch, today_)) {
+    if (!store_->HasDay(day) && (!Reconcile().ok() || !store_->HasDay(day))) {
+      return Status(StatusCode::kUnavailable,
+                    fmt::format("the store for {} does not exist yet (creating it failed); nothing applied, retry",
+                                FormatDate(day)),
+                    "STORE_MISSING");
+    }
+  }
   if (!checkpointer_->Admit()) {
     return Status(StatusCode::kUnavailable,
                   "the in-memory table is at its memory budget while a checkpoint runs; nothing applied, retry",
@@ -222,6 +233,14 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
   counters_.increments_applied += batch.counters;
   counters_.lookups_applied += batch.lookups;
   return ApplyOutcome{batch.lines.size(), false, seq, seq, checkpointer_->Durable(source)};
+}
+
+Status Ring::Tick() {
+  for (const auto& [day, s] : days_) {
+    const bool missing = !s.cleared && !s.clearing && InPositions(day) && !store_->HasDay(day);
+    if (missing || s.clearing) return Reconcile();
+  }
+  return Status::Ok();
 }
 
 Result<RotateReport> Ring::RotateTo(int64_t new_today) {

@@ -98,8 +98,13 @@ class Ring {
   const std::map<std::string, uint64_t>& watermarks() const { return checkpointer_->applied(); }
   // Applies the batch with its watermark, or reports it a duplicate.
   // 409 DAY_NOT_OPEN (nothing applied) when a line's day is not open;
-  // 503 MEMORY_FULL (nothing applied) while the memory budget is used up.
+  // 503 MEMORY_FULL (nothing applied) while the memory budget is used up;
+  // 503 STORE_MISSING when an open day's store could not be created.
   Result<ApplyOutcome> Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch);
+
+  // Finishes what a failed step left: a position without its store (a
+  // failed rotation), a clear that waited or failed. Called every tick.
+  Status Tick();
 
   // Forward only: 409 ROTATE_BACKWARDS for an earlier day; same day: no-op.
   Result<RotateReport> RotateTo(int64_t new_today);

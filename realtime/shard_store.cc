@@ -347,13 +347,21 @@ Status ShardStore::Write(const StoreWrite& write) {
   return FromRocks(impl_->core->db->Write(wo, &batch), "writing a checkpoint");
 }
 
-Status ShardStore::Persist() {
+Status ShardStore::Persist(const std::optional<std::vector<int64_t>>& days) {
   std::vector<rocksdb::ColumnFamilyHandle*> families;
   std::vector<FamilyPtr> keep;  // alive while flushing
   {
     std::lock_guard lock(impl_->days_mu);
     keep.push_back(impl_->meta);
-    for (const auto& [day, family] : impl_->days) keep.push_back(family);
+    if (days) {
+      for (int64_t day : *days) {
+        auto it = impl_->days.find(day);
+        if (it == impl_->days.end()) return Status::Internal(fmt::format("no store for {}", FormatDate(day)));
+        keep.push_back(it->second);
+      }
+    } else {
+      for (const auto& [day, family] : impl_->days) keep.push_back(family);
+    }
   }
   for (const FamilyPtr& f : keep) families.push_back(f.get());
   rocksdb::FlushOptions fo;

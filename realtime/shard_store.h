@@ -120,8 +120,10 @@ class ShardStore {
   // Applies `write` atomically to the memtables (no WAL: see above).
   // REQUIRES: every day named in `write` exists.
   Status Write(const StoreWrite& write);
-  // Makes every write so far durable: one atomic flush of every family.
-  Status Persist();
+  // Makes the writes so far durable: one atomic flush of the metadata and of
+  // `days` (nullopt: every day). A checkpoint names the days it wrote, so a
+  // day the loop drops meanwhile is never part of the flush.
+  Status Persist(const std::optional<std::vector<int64_t>>& days = std::nullopt);
   // After an error (a full disk, a read-only remount) RocksDB refuses
   // writes until resumed; Resume() retries what failed.
   Status Resume();

@@ -272,6 +272,33 @@ TEST_F(CheckpointerTest, FailingCheckpointChangesNothingAndItsRetryPersistsOnce)
   EXPECT_EQ(*store_->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 3}}));
 }
 
+// The records reach RocksDB and then the flush fails: reads must not count
+// them twice (the store now holds them *and* the frozen table does), and
+// the retry must only flush, never write them again.
+TEST_F(CheckpointerTest, FlushFailingAfterTheWriteIsRetriedWithoutWritingTwice) {
+  Make(/*threaded=*/false);
+  ApplyBatch("api-0");
+  ApplyBatch("api-1");
+  SetFault("checkpoint-fail-flush");
+  cp_->Start();
+  EXPECT_EQ(cp_->stats().failed, 1u);
+  EXPECT_NE(cp_->stats().last_error.find("checkpoint-fail-flush"), std::string::npos) << cp_->stats().last_error;
+  EXPECT_EQ(cp_->Durable("api-0"), 0u);
+  ExpectReadsEqualOracle("records written, flush failed");
+  ApplyBatch("api-0");
+  cp_->Start();  // the same job again: flush fails again
+  EXPECT_EQ(cp_->stats().failed, 2u);
+  ExpectReadsEqualOracle("second failed flush, a batch in the active table");
+  ClearFault("checkpoint-fail-flush");
+  cp_->Start();  // flushes what was written once
+  EXPECT_EQ(cp_->stats().completed, 1u);
+  ExpectReadsEqualOracle("after the retry");
+  ASSERT_TRUE(cp_->Drain().ok());
+  Reopen();
+  ExpectStoreEqualsOracle();
+  EXPECT_EQ(*store_->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 3}, {"api-1", 2}}));
+}
+
 TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
   Make(/*threaded=*/false, /*budget=*/4096);
   SetFault("checkpoint-fail");
