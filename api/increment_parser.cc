@@ -162,7 +162,7 @@ Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits,
       return Invalid("BODY_TOO_LARGE", fmt::format("line {}: a batch holds at most {} increments; split it",
                                                    line_no, kMaxBatchIncrements));
     }
-    args = QueryArgs();
+    args.Clear();
     if (Status st = ParseQueryString(line, &args, max_query_args); !st.ok()) {
       return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
     }

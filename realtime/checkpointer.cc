@@ -110,6 +110,7 @@ void Checkpointer::Freeze() {
   job_->before = store_->Snapshot();
   job_->table = std::shared_ptr<const MemTable>(std::move(active_));
   active_ = std::make_unique<MemTable>();
+  active_->ReserveLike(*job_->table);
 }
 
 void Checkpointer::Dispatch() {

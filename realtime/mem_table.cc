@@ -177,9 +177,25 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
   return std::make_unique<MemCursor>(std::move(entries));
 }
 
+bool MemTable::HasDay(int64_t day) const {
+  auto d = days_.find(day);
+  return d != days_.end() && !(d->second.counters.empty() && d->second.lookups.empty());
+}
+
+void MemTable::ReserveLike(const MemTable& previous) {
+  for (const auto& [day, t] : previous.days_) {
+    if (t.counters.empty()) continue;
+    Day& mine = DayFor(day);
+    mine.counters.reserve(t.counters.size());
+    mine.groups.reserve(t.groups.size());
+  }
+}
+
 std::vector<int64_t> MemTable::Days() const {
   std::vector<int64_t> out;
-  for (const auto& [day, t] : days_) out.push_back(day);
+  for (const auto& [day, t] : days_) {
+    if (!t.counters.empty() || !t.lookups.empty()) out.push_back(day);
+  }
   return out;
 }
 

@@ -78,9 +78,14 @@ class MemTable {
   // of what it returns: later Apply() calls do not change it.
   std::unique_ptr<StoreCursor> NewCursor(int64_t day, std::string_view prefix) const;
 
+  // Sizes the hash tables for about as many keys per day as `previous`
+  // held: a fresh table after a checkpoint then grows without rehashing.
+  void ReserveLike(const MemTable& previous);
+
   bool empty() const { return keys_ == 0; }
-  bool HasDay(int64_t day) const { return days_.count(day) > 0; }
-  std::vector<int64_t> Days() const;
+  // Whether the day has records (a day only reserved by ReserveLike has none).
+  bool HasDay(int64_t day) const;
+  std::vector<int64_t> Days() const;  // the days with records
   size_t keys() const { return keys_; }
   size_t keys(int64_t day) const;
   // An estimate of the heap the table holds (keys, values, hash nodes,

@@ -30,9 +30,16 @@ std::vector<const std::string*> QueryArgs::GetAll(std::string_view name) const {
 }
 
 bool PercentDecode(std::string_view in, std::string* out) {
-  out->clear();
+  // Most components have no escape: one copy instead of a byte at a time
+  // (the batch path decodes a few per increment, ~5% of the API's time).
+  const size_t first = in.find('%');
+  if (first == std::string_view::npos) {
+    out->assign(in);
+    return true;
+  }
+  out->assign(in.substr(0, first));
   out->reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
+  for (size_t i = first; i < in.size(); ++i) {
     char c = in[i];
     if (c != '%') {
       out->push_back(c);

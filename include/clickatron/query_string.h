@@ -25,6 +25,9 @@ class QueryArgs {
   const std::vector<std::pair<std::string, std::string>>& items() const { return items_; }
   void Add(std::string name, std::string value) { items_.emplace_back(std::move(name), std::move(value)); }
   size_t size() const { return items_.size(); }
+  // Empties it but keeps its capacity: a parser reusing one QueryArgs for
+  // every line of a batch allocates the vector once.
+  void Clear() { items_.clear(); }
 
  private:
   std::vector<std::pair<std::string, std::string>> items_;

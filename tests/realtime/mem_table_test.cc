@@ -81,6 +81,24 @@ TEST(MemTableTest, KeyGroupEndsAtTheFirstDotAfterTheBar) {
   EXPECT_EQ(KeyGroup("nobar.x"), "nobar.x");
 }
 
+// A table sized like the one before it holds no day until a record comes:
+// a clear waiting for memory to empty must not wait forever.
+TEST(MemTableTest, ReserveLikeAddsNoDayAndNoRecord) {
+  MemTable previous;
+  ASSERT_TRUE(Apply(previous, Total("a") + ",1\n" + Total("b", kDay + 1) + ",2\n").ok());
+  MemTable next;
+  next.ReserveLike(previous);
+  EXPECT_FALSE(next.HasDay(kDay));
+  EXPECT_FALSE(next.HasDay(kDay + 1));
+  EXPECT_TRUE(next.Days().empty());
+  EXPECT_TRUE(next.empty());
+  ASSERT_TRUE(Apply(next, Total("a") + ",5\n").ok());
+  EXPECT_TRUE(next.HasDay(kDay));
+  EXPECT_FALSE(next.HasDay(kDay + 1));
+  EXPECT_EQ(next.Days(), std::vector<int64_t>{kDay});
+  EXPECT_EQ(next.Counter(kDay, Total("a")), 5);
+}
+
 TEST(MemTableTest, CountersSumPerKeyAcrossBatches) {
   MemTable t;
   ASSERT_TRUE(Apply(t, Total("a") + ",3\n" + Sub("a", "US") + ",1\n" + Total("a") + ",2\n").ok());
