@@ -41,10 +41,22 @@ Result<int64_t> ParseColumnCount(std::string_view text, std::string_view what, s
   return count;
 }
 
-// A YMDH code as a number in the same order: its 4 bytes, big-endian.
-uint32_t CodeOf(std::string_view ymdh) {
-  return (uint32_t{static_cast<uint8_t>(ymdh[0])} << 24) | (uint32_t{static_cast<uint8_t>(ymdh[1])} << 16) |
-         (uint32_t{static_cast<uint8_t>(ymdh[2])} << 8) | uint32_t{static_cast<uint8_t>(ymdh[3])};
+// A YMDH code (4 or 5 bytes) as a number in the same order: its bytes,
+// big-endian, left-aligned in 5 bytes (a shorter code is padded with 0,
+// which sorts first, as bytewise order would).
+uint64_t CodeOf(std::string_view ymdh) {
+  uint64_t code = 0;
+  for (size_t i = 0; i < kMaxYmdhLength; ++i) code = (code << 8) | (i < ymdh.size() ? static_cast<uint8_t>(ymdh[i]) : 0);
+  return code;
+}
+
+// The code of an archive column "YMDH:count" starting at `at` (empty when
+// the column does not start with one).
+std::string_view ColumnCode(std::string_view value, size_t at) {
+  const size_t colon = value.find(':', at);
+  if (colon == std::string_view::npos || colon - at > kMaxYmdhLength) return {};
+  const std::string_view code = value.substr(at, colon - at);
+  return LooksLikeYmdh(code) ? code : std::string_view();
 }
 
 // The value of one b32 digit already checked by LooksLikeYmdh.
@@ -62,14 +74,16 @@ size_t ColumnStartAtOrAfter(std::string_view value, size_t pos) {
 // sorted by YMDH (DESIGN §1), so a hot key's years of hours cost a few
 // probes, not a parse of each. A probe that lands on something that is not a
 // YMDH ends the bisection early; the walk validates every column it reads.
-size_t WalkStartFor(std::string_view value, uint32_t low) {
+size_t WalkStartFor(std::string_view value, uint64_t low) {
   if (low == 0) return 0;
   size_t lo = 0;              // 0, or a column start whose code is < low
   size_t hi = value.size();   // the end, or a column start whose code is >= low
   while (hi - lo > 64) {
     const size_t c = ColumnStartAtOrAfter(value, lo + (hi - lo) / 2);
-    if (c >= hi || c + 4 > value.size() || !LooksLikeYmdh(value.substr(c, 4))) break;
-    if (CodeOf(value.substr(c, 4)) < low) {
+    if (c >= hi) break;
+    const std::string_view code = ColumnCode(value, c);
+    if (code.empty()) break;
+    if (CodeOf(code) < low) {
       lo = c;
     } else {
       hi = c;
@@ -106,38 +120,37 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
   // columns are compared as codes, and only those in between are decoded.
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
   static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  const uint32_t low = span.begin_ts <= kFirst ? 0 : CodeOf(*YmdhFromUnix(std::min(span.begin_ts, kEnd - 1)));
-  const uint32_t high = span.end_ts >= kEnd ? UINT32_MAX : CodeOf(*YmdhFromUnix(std::max(span.end_ts, kFirst)));
-  uint32_t previous = 0;
-  uint32_t day_code = UINT32_MAX;  // the Y-M-D part of the last decoded code
+  const uint64_t low = span.begin_ts <= kFirst ? 0 : CodeOf(*YmdhFromUnix(std::min(span.begin_ts, kEnd - 1)));
+  const uint64_t high = span.end_ts >= kEnd ? UINT64_MAX : CodeOf(*YmdhFromUnix(std::max(span.end_ts, kFirst)));
+  uint64_t previous = 0;
+  uint64_t day_code = UINT64_MAX;  // the Y-M-D part of the last decoded code
   int64_t day_start = 0;
   for (size_t pos = WalkStartFor(value, low); pos < value.size();) {
     size_t end = value.find(' ', pos);
     if (end == std::string_view::npos) end = value.size();
     const std::string_view column = value.substr(pos, end - pos);
     pos = end + 1;
-    if (column.size() < 6 || column[4] != ':' || !LooksLikeYmdh(column.substr(0, 4))) {
-      return Bad("archive total", value);
-    }
-    const std::string_view ymdh = column.substr(0, 4);
-    const uint32_t code = CodeOf(ymdh);
+    const std::string_view ymdh = ColumnCode(column, 0);
+    if (ymdh.empty() || column.size() < ymdh.size() + 2) return Bad("archive total", value);
+    const uint64_t code = CodeOf(ymdh);
     if (code < previous) return Bad("archive total (columns out of order)", value);
     previous = code;
     // Columns after the span are still read (cheaply: no decoding) so that
     // damage there is reported rather than skipped.
     if (code < low || code > high) continue;
     // Consecutive columns mostly share their day: decode the date once a day.
-    if ((code >> 8) != day_code) {
+    const uint64_t this_day = CodeOf(ymdh.substr(0, ymdh.size() - 1));
+    if (this_day != day_code) {
       auto hour = UnixFromYmdh(ymdh);
       if (!hour.ok()) return Bad("archive total", value);
-      day_code = code >> 8;
-      day_start = *hour - B32Digit(ymdh[3]) * kSecondsPerHour;
+      day_code = this_day;
+      day_start = *hour - B32Digit(ymdh.back()) * kSecondsPerHour;
     }
-    const int hour_of_day = B32Digit(ymdh[3]);
+    const int hour_of_day = B32Digit(ymdh.back());
     if (hour_of_day > 23) return Bad("archive total", value);
     const int64_t hour = day_start + hour_of_day * kSecondsPerHour;
     if (!span.Contains(hour)) continue;
-    auto count = ParseColumnCount(column.substr(5), "archive total", value);
+    auto count = ParseColumnCount(column.substr(ymdh.size() + 1), "archive total", value);
     if (!count.ok()) return count.status();
     CLICKATRON_RETURN_IF_ERROR(hours->Add(hour, *count));
   }
@@ -159,7 +172,10 @@ Status AddRealtimeTotalLines(std::string_view body, std::string_view prefix, con
   if (!lines.ok()) return lines.status();
   for (const auto& [key, value] : *lines) {
     // key = prefix + YMDH
-    if (key.size() != prefix.size() + 4 || key.substr(0, prefix.size()) != prefix) return Bad("realtime total", key);
+    if (key.size() <= prefix.size() || key.size() > prefix.size() + kMaxYmdhLength ||
+        key.substr(0, prefix.size()) != prefix) {
+      return Bad("realtime total", key);
+    }
     auto hour = UnixFromYmdh(key.substr(prefix.size()));
     auto count = ParseCount(value);
     if (!hour.ok() || !count.ok()) return Bad("realtime total", key);
@@ -175,12 +191,12 @@ Status AddRealtimeSubtotalLines(std::string_view body, std::string_view prefix, 
   if (!lines.ok()) return lines.status();
   for (const auto& [key, value] : *lines) {
     // key = prefix + skey + "." + YMDH; skey never contains '.'.
-    if (key.size() < prefix.size() + 6 || key.substr(0, prefix.size()) != prefix ||
-        key[key.size() - 5] != '.') {
+    const size_t dot = key.rfind('.');
+    if (key.substr(0, prefix.size()) != prefix || dot == std::string_view::npos || dot <= prefix.size()) {
       return Bad("realtime subtotal", key);
     }
-    const std::string_view skey = key.substr(prefix.size(), key.size() - prefix.size() - 5);
-    auto hour = UnixFromYmdh(key.substr(key.size() - 4));
+    const std::string_view skey = key.substr(prefix.size(), dot - prefix.size());
+    auto hour = UnixFromYmdh(key.substr(dot + 1));
     auto count = ParseCount(value);
     if (!hour.ok() || !count.ok() || skey.find('.') != std::string_view::npos) return Bad("realtime subtotal", key);
     if (HourIsArchived(*hour, last_day) || *hour < begin_ts || *hour >= end_ts) continue;

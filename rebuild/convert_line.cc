@@ -52,7 +52,7 @@ bool FastYmdh(std::string_view ymdh) {
   if (ymdh.size() != 4) return false;
   const int y = B32(ymdh[0]), m = B32(ymdh[1]), d = B32(ymdh[2]), h = B32(ymdh[3]);
   if (y < 0 || m < 1 || m > 12 || d < 1 || h < 0 || h > 23) return false;
-  return d <= DaysInMonth(kMinYmdhYear + y, m);
+  return d <= DaysInMonth(kFirstSeedYmdhYear + y, m);  // a 5-character code takes the core's path
 }
 
 bool FastCount(std::string_view text, int64_t* value) {

@@ -37,6 +37,32 @@ bool ValidCivil(int year, int month, int day) {
   return month >= 1 && month <= 12 && day >= 1 && day <= DaysInMonth(year, month);
 }
 
+// The years outside the seed's 2000-2031 take a 5-character code: an era
+// character, then b32(year - the era's first year), then month, day, hour.
+// Eras sort before ('/') and after ('w' < 'x' < 'y') every seed code's first
+// character, so bytewise order stays time order, and no code is a prefix of
+// another (see ymdh.h).
+struct Era {
+  char mark;
+  int first_year;
+  int years;
+};
+constexpr Era kEras[] = {{'/', 1970, 30}, {'w', 2032, 32}, {'x', 2064, 32}, {'y', 2096, 32}};
+
+const Era* EraOfMark(char c) {
+  for (const Era& e : kEras) {
+    if (e.mark == c) return &e;
+  }
+  return nullptr;
+}
+
+const Era* EraOfYear(int year) {
+  for (const Era& e : kEras) {
+    if (year >= e.first_year && year < e.first_year + e.years) return &e;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 // Howard Hinnant's days_from_civil: exact for the whole proleptic Gregorian
@@ -94,16 +120,28 @@ Result<std::string> YmdhFromUnix(int64_t unix_seconds) {
   const int64_t days = FloorDiv(unix_seconds, kSecondsPerDay);
   const CivilDate date = CivilFromDays(days);
   const int64_t hour = (unix_seconds - days * kSecondsPerDay) / kSecondsPerHour;
-  std::string code(4, '0');
-  code[0] = kB32Digits[date.year - kMinYmdhYear];
-  code[1] = kB32Digits[date.month];
-  code[2] = kB32Digits[date.day];
-  code[3] = kB32Digits[hour];
+  std::string code;
+  if (date.year >= kFirstSeedYmdhYear && date.year <= kLastSeedYmdhYear) {
+    code.push_back(kB32Digits[date.year - kFirstSeedYmdhYear]);
+  } else {
+    const Era* era = EraOfYear(date.year);  // in range (checked above)
+    code.push_back(era->mark);
+    code.push_back(kB32Digits[date.year - era->first_year]);
+  }
+  code.push_back(kB32Digits[date.month]);
+  code.push_back(kB32Digits[date.day]);
+  code.push_back(kB32Digits[hour]);
   return code;
 }
 
 bool LooksLikeYmdh(std::string_view ymdh) {
-  if (ymdh.size() != 4) return false;
+  if (ymdh.size() == 5) {
+    const Era* era = EraOfMark(ymdh[0]);
+    if (era == nullptr || B32Value(ymdh[1]) < 0 || B32Value(ymdh[1]) >= era->years) return false;
+    ymdh.remove_prefix(2);
+  } else if (ymdh.size() != 4) {
+    return false;
+  }
   for (char c : ymdh) {
     if (B32Value(c) < 0) return false;
   }
@@ -112,10 +150,18 @@ bool LooksLikeYmdh(std::string_view ymdh) {
 
 Result<int64_t> UnixFromYmdh(std::string_view ymdh) {
   if (!LooksLikeYmdh(ymdh)) {
-    return Status::InvalidArgument(
-        fmt::format("ymdh {} is not 4 characters of [0-9a-v]", QuoteForMessage(ymdh)));
+    return Status::InvalidArgument(fmt::format(
+        "ymdh {} is not an hour code (4 characters of [0-9a-v] for 2000-2031, or '/', 'w', 'x' or 'y' "
+        "and 4 more for {}-{})",
+        QuoteForMessage(ymdh), kMinYmdhYear, kMaxYmdhYear));
   }
-  const int year = kMinYmdhYear + B32Value(ymdh[0]);
+  int year = 0;
+  if (ymdh.size() == 4) {
+    year = kFirstSeedYmdhYear + B32Value(ymdh[0]);
+  } else {
+    year = EraOfMark(ymdh[0])->first_year + B32Value(ymdh[1]);
+    ymdh.remove_prefix(1);
+  }
   const int month = B32Value(ymdh[1]);
   const int day = B32Value(ymdh[2]);
   const int hour = B32Value(ymdh[3]);

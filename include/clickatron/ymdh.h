@@ -1,10 +1,16 @@
-// YMDH: the compact 4-character hour code (DESIGN §1).
+// YMDH: the compact hour code (docs/protocols.md, "Hour codes").
 //
-//   YMDH = b32(year % 100) b32(month) b32(day) b32(hour), UTC, digits 0-9a-v.
-//   "c3p1" is 2012-03-25 01:00 UTC. Bytewise order of codes is time order.
+//   2000-2031:  b32(year - 2000) b32(month) b32(day) b32(hour), UTC, digits
+//               0-9a-v: the seed's 4-character code, unchanged ("c3p1" is
+//               2012-03-25 01:00 UTC).
+//   other years: an era mark, b32(year - the era's first year), month, day,
+//               hour: 5 characters. Eras: '/' 1970-1999, 'w' 2032-2063,
+//               'x' 2064-2095, 'y' 2096-2127 ("w0111" is 2032-01-01 01:00).
 //
-// The year digit holds 0..31, so the format covers 2000-01-01 00:00 through
-// 2031-12-31 23:00 UTC. Anything outside is an error, never a wrapped code.
+// '/' sorts before every seed code's first character and 'w' < 'x' < 'y'
+// after them, and no code is a prefix of another, so bytewise order of codes
+// (alone, or followed by ',' or ':' in a line) is time order across every
+// boundary. Times outside 1970-2127 are an error, never a wrapped code.
 // Also the civil-calendar helpers (days since epoch <-> Y-M-D) used by the
 // ring, the rebuild and the rollups. All functions are pure and thread-safe.
 #pragma once
@@ -17,8 +23,12 @@
 
 namespace clickatron {
 
-inline constexpr int kMinYmdhYear = 2000;
-inline constexpr int kMaxYmdhYear = 2031;
+inline constexpr int kMinYmdhYear = 1970;
+inline constexpr int kMaxYmdhYear = 2127;
+// The seed's 4-character codes.
+inline constexpr int kFirstSeedYmdhYear = 2000;
+inline constexpr int kLastSeedYmdhYear = 2031;
+inline constexpr size_t kMaxYmdhLength = 5;
 inline constexpr int64_t kSecondsPerHour = 3600;
 inline constexpr int64_t kSecondsPerDay = 86400;
 
@@ -40,12 +50,13 @@ int WeekdayFromDays(int64_t days);
 inline int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // The YMDH code of the hour holding unix_seconds (floored to the hour).
-// OUT_OF_RANGE outside 2000..2031.
+// OUT_OF_RANGE outside 1970..2127.
 Result<std::string> YmdhFromUnix(int64_t unix_seconds);
 // Unix seconds of the start of the hour a code names. INVALID_ARGUMENT for a
-// code that is not 4 b32 digits or names no real hour (month 13, Feb 30, hour 24).
+// code of neither shape or one that names no real hour (month 13, Feb 30,
+// hour 24).
 Result<int64_t> UnixFromYmdh(std::string_view ymdh);
-// Cheap syntactic check: 4 characters from [0-9a-v].
+// Cheap syntactic check of either shape (digits in range, not the calendar).
 bool LooksLikeYmdh(std::string_view ymdh);
 
 // "2012-03-25" <-> days since epoch.

@@ -32,7 +32,8 @@ void AddYmdhCommand(CLI::App& app) {
   SetDetails(encode,
              "Example: clickatron ymdh encode 2012-03-25T01:00:00Z   -> c3p1\n"
              "TIME is RFC 3339 with whole seconds (Z or +HH:MM) or unix seconds; it is floored\n"
-             "to the hour. Only 2000-01-01T00:00:00Z..2031-12-31T23:59:59Z is representable;\n"
+             "to the hour. 1970-01-01T00:00:00Z..2127-12-31T23:59:59Z is representable (2000-2031\n"
+             "as the seed's 4 characters, other years as 5: 2032-01-01T01:00:00Z -> w0111);\n"
              "anything else is an error (never a wrapped code).");
   auto times = std::make_shared<std::vector<std::string>>();
   encode->add_option("TIME", *times, "times to encode (default: one per line on stdin)");

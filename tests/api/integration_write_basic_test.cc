@@ -117,7 +117,7 @@ TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
       {"/incr?ns=t", "MISSING_ARG_KEY"},
       {"/incr?ns=t&key=a&value=0", "INVALID_VALUE"},
       {"/incr?ns=t&key=a&ts=" + std::to_string(ts + 49 * 3600), "TS_TOO_FAR_IN_FUTURE"},
-      {"/incr?ns=t&key=a&ts=100", "TS_OUT_OF_RANGE"},
+      {"/incr?ns=t&key=a&ts=-100", "TS_OUT_OF_RANGE"},
       {"/incr?ns=t&key=a&sub=c:US&sub=c:JP", "INVALID_SUB"},
       {"/incr?ns=bad%7Cns&key=a", "INVALID_NS"},
   };

@@ -52,7 +52,7 @@ TEST(WriteIncrementParserTest, EachBadInputNamesItsField) {
       {"ns=u&key=a&ts=", "INVALID_TS"},
       {"ns=u&key=a&ts=1333249200.5", "INVALID_TS"},
       {"ns=u&key=a&ts=1&ts=2", "INVALID_TS"},
-      {"ns=u&key=a&ts=946684799", "TS_OUT_OF_RANGE"},   // 1999-12-31 23:59:59
+      {"ns=u&key=a&ts=4985971200", "TS_OUT_OF_RANGE"},  // 2128-01-01T00:00:00Z, after the last hour code
       {"ns=u&key=a&ts=-5", "TS_OUT_OF_RANGE"},
       {"ns=u&key=a&ts=" + std::to_string(kNow + 48 * 3600 + 1), "TS_TOO_FAR_IN_FUTURE"},
       {"ns=u&key=a&value=0", "INVALID_VALUE"},

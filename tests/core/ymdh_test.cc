@@ -32,19 +32,61 @@ TEST(Ymdh, FloorsToTheHour) {
 }
 
 TEST(Ymdh, RangeEdges) {
-  EXPECT_EQ(Encode(946684800), "0110");          // 2000-01-01T00:00:00Z
+  EXPECT_EQ(Encode(946684800), "0110");          // 2000-01-01T00:00:00Z: the seed's codes, unchanged
   EXPECT_EQ(Encode(1956524400), "vcvn");         // 2031-12-31T23:00:00Z
-  EXPECT_EQ(Encode(1956524400 + 3599), "vcvn");  // last representable second
-  for (int64_t s : {int64_t{946684799}, int64_t{1956528000}, int64_t{0}, int64_t{-1},
-                    INT64_MIN, INT64_MAX, int64_t{4102444800} /* 2100: year%100 would alias */}) {
+  EXPECT_EQ(Encode(1956524400 + 3599), "vcvn");
+  EXPECT_EQ(Encode(0), "/0110");                 // 1970-01-01T00:00:00Z: the first code
+  EXPECT_EQ(Encode(4985967600 + 3599), "yvcvn");  // 2127-12-31T23:59:59Z: the last
+  for (int64_t s : {int64_t{-1}, int64_t{4985971200} /* 2128 */, INT64_MIN, INT64_MAX}) {
     Result<std::string> r = YmdhFromUnix(s);
     ASSERT_FALSE(r.ok()) << s << " -> " << *r;
     EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange) << s;
   }
 }
 
+// Unix seconds from python3's calendar.timegm, codes by the rule in ymdh.h.
+TEST(Ymdh, CodesPastTheSeedsYears) {
+  const std::pair<int64_t, const char*> known[] = {
+      {1956528000, "w0110"},  // 2032-01-01T00:00:00Z, the hour after "vcvn"
+      {1956531600, "w0111"},
+      {2056320000, "w3310"},  // "2035-02-29" to timegm is 2035-03-01 (no Feb 29 that year)
+      {2966367600, "wvcvn"},  // 2063-12-31T23
+      {2966371200, "x0110"},  // 2064-01-01T00
+      {4102441200, "y3cvn"},  // 2099-12-31T23
+      {946681200, "/tcvn"},   // 1999-12-31T23, the hour before "0110"
+  };
+  for (const auto& [unix, code] : known) {
+    EXPECT_EQ(Encode(unix), code) << unix;
+    Result<int64_t> back = UnixFromYmdh(code);
+    ASSERT_TRUE(back.ok()) << code << ": " << back.status().ToString();
+    EXPECT_EQ(*back, unix) << code;
+  }
+}
+
+// Every hour from 1970 through 2127: decode(encode(t)) == t, and each code
+// sorts bytewise after the one before, also as "code," and "code:" in lines,
+// and none is a prefix of the next.
+TEST(Ymdh, EveryHourRoundTripsAndSortsInTimeOrder) {
+  std::string previous;
+  for (int64_t t = 0; t < 4985971200; t += kSecondsPerHour) {
+    Result<std::string> code = YmdhFromUnix(t);
+    ASSERT_TRUE(code.ok()) << t;
+    Result<int64_t> back = UnixFromYmdh(*code);
+    ASSERT_TRUE(back.ok() && *back == t) << *code;
+    if (!previous.empty()) {
+      ASSERT_LT(previous, *code) << t;
+      ASSERT_LT(previous + ",", *code + ",") << t;
+      ASSERT_LT(previous + ":", *code + ":") << t;
+      ASSERT_FALSE(code->starts_with(previous)) << t;
+    }
+    previous = std::move(code).value();
+  }
+}
+
 TEST(Ymdh, DecodeRejectsInvalidCodes) {
   for (const char* bad : {"", "c3p", "c3p10", "C3P1", "c3P1", "c3pw", "c3p-", "c3p ",
+                          "w011", "z0110", "W0110", "/u110" /* 2000 is "0..." */, "-0110", "w0d10", "w0110 ",
+                          "w2u10" /* 2034-02-30 */, "w0s10", "w011o" /* hour 24 */, "/0/10",
                           "c0p1",   // month 0
                           "cdp1",   // month 13
                           "c300",   // day 0
@@ -183,8 +225,15 @@ TEST(YmdhProperty, EveryHourOfRandomDaysRoundTripsInOrder) {
       ASSERT_TRUE(code.ok()) << start;
       // Each digit is the calendar field itself, read straight off the date.
       const char* digits = "0123456789abcdefghijklmnopqrstuv";
-      ASSERT_EQ(*code, std::string({digits[date.year - 2000], digits[date.month], digits[date.day],
-                                    digits[hour]}));
+      std::string year;  // the rule of ymdh.h, written out again
+      if (date.year < 2000) {
+        year = {'/', digits[date.year - 1970]};
+      } else if (date.year < 2032) {
+        year = {digits[date.year - 2000]};
+      } else {
+        year = {static_cast<char>('w' + (date.year - 2032) / 32), digits[(date.year - 2032) % 32]};
+      }
+      ASSERT_EQ(*code, year + std::string({digits[date.month], digits[date.day], digits[hour]}));
       Result<int64_t> back = UnixFromYmdh(*code);
       ASSERT_TRUE(back.ok()) << *code;
       ASSERT_EQ(*back, start) << *code;
