@@ -211,8 +211,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
         break;
       }
       for (const auto& [key, value] : *lines) {
-        // key = sns.ns|tkey.YMDH
-        if (key.size() != job->subtotal_prefix.size() + 4 || !key.starts_with(job->subtotal_prefix)) {
+        // key = sns.ns|tkey.YMDH (a 4- or 5-character code: see ymdh.h)
+        if (!key.starts_with(job->subtotal_prefix) ||
+            !LooksLikeYmdh(key.substr(job->subtotal_prefix.size()))) {
           st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
           break;
         }
