@@ -41,6 +41,20 @@ bool ParseWatermarks(const nlohmann::json& data, uint64_t* applied, uint64_t* du
   return true;
 }
 
+// Drops from `b` the lines whose keys are in `moved` (already in late data).
+template <typename KeySet>
+void DropMovedLines(OplogBatch& b, const KeySet& moved) {
+  std::string kept;
+  size_t count = 0;
+  ForEachPayloadLine(b.lines, [&](std::string_view line) {
+    if (moved.count(std::string(LineKey(line)))) return;
+    kept.append(line).push_back('\n');
+    ++count;
+  });
+  b.lines = std::move(kept);
+  b.line_count = count;
+}
+
 std::string Snippet(const std::string& body) {
   std::string s = body.substr(0, 200);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
@@ -263,16 +277,7 @@ void ShardSender::LoadReplay() {
       // Lines an earlier run already moved to late data are not sent again.
       for (BatchPtr& b : result->batches) {
         auto moved = late->recovered().find({shard, b->seq});
-        if (moved == late->recovered().end()) continue;
-        std::string kept;
-        size_t count = 0;
-        ForEachPayloadLine(b->lines, [&](std::string_view line) {
-          if (moved->second.count(std::string(LineKey(line)))) return;
-          kept.append(line).push_back('\n');
-          ++count;
-        });
-        b->lines = std::move(kept);
-        b->line_count = count;
+        if (moved != late->recovered().end()) DropMovedLines(*b, moved->second);
       }
     }
     server->RunInLoop([weak, result = std::move(result), epoch]() mutable {
@@ -298,17 +303,7 @@ void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch) {
     });
     if (renumbered) continue;  // sent under its new seq
     // Lines this run already moved to late data are not sent again.
-    if (auto moved = moved_.find(b->seq); moved != moved_.end()) {
-      std::string kept;
-      size_t count = 0;
-      ForEachPayloadLine(b->lines, [&](std::string_view line) {
-        if (moved->second.count(std::string(LineKey(line)))) return;
-        kept.append(line).push_back('\n');
-        ++count;
-      });
-      b->lines = std::move(kept);
-      b->line_count = count;
-    }
+    if (auto moved = moved_.find(b->seq); moved != moved_.end()) DropMovedLines(*b, moved->second);
     queued_lines_ += b->line_count;
     ++replayed_;
     replay_.push_back(std::move(b));

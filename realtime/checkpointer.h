@@ -128,6 +128,7 @@ class Checkpointer {
   ReadView View() const;
 
   size_t memory_bytes() const;
+  size_t memory_budget_bytes() const { return options_.memory_budget_bytes; }
   size_t memory_keys() const;
   size_t memory_keys(int64_t day) const;
   bool running() const { return running_; }

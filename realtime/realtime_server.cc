@@ -501,7 +501,7 @@ std::string RealtimeServer::StatsPrometheus() const {
          cp.memory_bytes());
   metric("clickatron_realtime_memory_keys", "gauge", "Records in the in-memory tables.", cp.memory_keys());
   metric("clickatron_realtime_memory_budget_bytes", "gauge", "The in-memory tables' budget.",
-         static_cast<uint64_t>(cp.StatsJson()["memory_budget_bytes"].get<uint64_t>()));
+         cp.memory_budget_bytes());
   metric("clickatron_realtime_checkpoints_total", "counter", "Checkpoints completed.", cs.completed);
   metric("clickatron_realtime_checkpoint_failures_total", "counter", "Checkpoint tries that failed.", cs.failed);
   metric("clickatron_realtime_checkpoint_records_total", "counter", "Records written by checkpoints.",
