@@ -543,6 +543,19 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
     EXPECT_TRUE(diffs.empty()) << "units=-1: " << diffs.size() << " differences:" << Join(diffs);
   }
 
+  // The widest window a query may span (max_query_hours: 5 years of days),
+  // ending in 2034, reaches back over the boundary into 2029: every click of
+  // both keys is inside it.
+  for (const std::string& key : kKeys) {
+    int64_t sum = 0;
+    for (const auto& [h, n] : all_.Hours(key)) sum += n;
+    std::vector<std::string> diffs;
+    CompareRollup(fmt::format("/clicks?ns=u&key={}&unit=day&units=1830&timezone=0&unit_reference_ts={}&rollup=true",
+                              PercentEncode(key), At(2034, 6, 30, 12)),
+                  sum, &diffs);
+    EXPECT_TRUE(diffs.empty()) << "5-year window: " << Join(diffs);
+  }
+
   // The archive: the total's columns and the subtotal records, 2031 hours
   // under 4-character codes before the 2032 hours under 5, sorted.
   Tally archived = loaded_;
