@@ -9,10 +9,14 @@
 // - svg#chart holds one rect.bar per unit, oldest first, with data-dt (unit
 //   start, unix s) and data-clicks;
 // - tr.breakdown-row per breakdown entry with data-value and data-clicks;
+// - with compare=previous|year: svg#chart also holds one circle.compare-point
+//   per unit (data-dt: the earlier unit's start, data-clicks), #compare-total
+//   has data-total and data-change (the API's change, "" when null), and each
+//   tr.breakdown-row a td.change with data-compare-clicks and data-change;
 // - #error shows each API error as .error-reason and .error-message (the
 //   envelope's status_txt and message).
 // The page's query string uses the API's own parameter names (ns, key, unit,
-// units, timezone, sns, limit, and unit_reference_ts passed through), so
+// units, timezone, sns, limit, compare, and unit_reference_ts passed through), so
 // /?ns=u&key=jehiah&unit=day&units=30&timezone=-5&sns=c opens a chart.
 #include "dashboard.h"
 
@@ -31,6 +35,7 @@ constexpr std::string_view kPage =
 :root {
   --fg: #1b1f24; --muted: #545d68; --bg: #ffffff; --panel: #f5f7f9; --border: #c9d1d9;
   --bar: #0b5cad; --bar-hover: #073b70; --hit: rgba(11, 92, 173, 0.08); --grid: #e4e8ec;
+  --compare: #c2410c; --up: #15803d; --down: #b91c1c;
   --accent: #0b5cad; --on-accent: #ffffff; --focus: #c2410c;
   --err-bg: #fff1f0; --err-fg: #8a1c12; --err-border: #e3a39b;
 }
@@ -38,6 +43,7 @@ constexpr std::string_view kPage =
   :root {
     --fg: #e6edf3; --muted: #a3adb8; --bg: #0f1419; --panel: #171d24; --border: #36404a;
     --bar: #5ea8ff; --bar-hover: #a8d0ff; --hit: rgba(94, 168, 255, 0.10); --grid: #252d36;
+    --compare: #fb923c; --up: #4ade80; --down: #f87171;
     --accent: #5ea8ff; --on-accent: #0f1419; --focus: #fb923c;
     --err-bg: #3b1714; --err-fg: #ffc1b8; --err-border: #8a3a33;
   }
@@ -76,6 +82,9 @@ button { background: var(--accent); color: var(--on-accent); border-color: var(-
 body[data-state=loading] .chart-wrap, body[data-state=loading] #breakdown { opacity: 0.55; transition: opacity 0.2s; }
 #chart { display: block; width: 100%; height: auto; }
 #chart .bar { fill: var(--bar); }
+#chart .compare-line { fill: none; stroke: var(--compare); stroke-width: 2; stroke-dasharray: 5 3; }
+#chart .compare-point { fill: var(--compare); }
+.change.up { color: var(--up); } .change.down { color: var(--down); }
 #chart .hit { fill: transparent; }
 #chart .unit:hover .bar { fill: var(--bar-hover); }
 #chart .unit:hover .hit { fill: var(--hit); }
@@ -128,6 +137,12 @@ thead th { font-size: 13px; color: var(--muted); }
   <div class="field"><label for="sns">Breakdown by</label>
     <input id="sns" name="sns" value="c" spellcheck="false" autocapitalize="off" aria-describedby="sns-hint">
     <span id="sns-hint" class="visually-hidden">Subtotal namespace; empty for no breakdown.</span></div>
+  <div class="field"><label for="compare">Compare with</label>
+    <select id="compare" name="compare">
+      <option value="" selected>nothing</option>
+      <option value="previous">previous period</option>
+      <option value="year">a year earlier</option>
+    </select></div>
   <div class="field"><label for="limit">Top</label>
     <input id="limit" name="limit" type="number" min="1" max="1000" step="1" value="10"></div>
   <button type="submit">Show</button>
@@ -147,7 +162,7 @@ thead th { font-size: 13px; color: var(--muted); }
 <section id="breakdown-section" aria-labelledby="breakdown-heading">
   <h2 id="breakdown-heading">Top values</h2>
   <table id="breakdown"><caption class="visually-hidden" id="breakdown-caption">Top subtotal values</caption>
-    <thead><tr><th scope="col">Value</th><th scope="col" class="num">Clicks</th><th scope="col">Share of all clicks</th></tr></thead>
+    <thead><tr><th scope="col">Value</th><th scope="col" class="num">Clicks</th><th scope="col">Share of all clicks</th><th scope="col" class="num" id="change-heading" hidden>Change</th></tr></thead>
     <tbody id="breakdown-body"></tbody></table>
 </section>
 <noscript><p>This page needs JavaScript; the same data is at /clicks and /breakdown.</p></noscript>
@@ -168,9 +183,9 @@ thead th { font-size: 13px; color: var(--muted); }
   var numberFormat = new Intl.NumberFormat('en-US');
 
   var el = {};
-  ['controls', 'ns', 'key', 'unit', 'units', 'tz', 'tz-name', 'tz-names', 'sns', 'limit', 'error', 'error-list',
-   'status', 'summary', 'chart', 'series-body', 'breakdown-section', 'breakdown-heading', 'breakdown-caption',
-   'breakdown-body'].forEach(function (id) { el[id] = document.getElementById(id); });
+  ['controls', 'ns', 'key', 'unit', 'units', 'tz', 'tz-name', 'tz-names', 'sns', 'limit', 'compare', 'error',
+   'error-list', 'status', 'summary', 'chart', 'series-body', 'breakdown-section', 'breakdown-heading',
+   'breakdown-caption', 'breakdown-body', 'change-heading'].forEach(function (id) { el[id] = document.getElementById(id); });
 
   var passthrough = {};   // query parameters kept but not edited here
   var generation = 0;     // answers of an older render are dropped
@@ -287,6 +302,8 @@ thead th { font-size: 13px; color: var(--muted); }
     }
     el.sns.value = q.has('sns') ? q.get('sns') : 'c';
     el.limit.value = q.get('limit') || '10';
+    var compare = q.get('compare') || '';
+    el.compare.value = compare === 'previous' || compare === 'year' ? compare : '';
     if (q.get('unit_reference_ts')) passthrough.unit_reference_ts = q.get('unit_reference_ts');
   }
   function timezoneValue() { return el['tz-name'].value.trim() || el.tz.value; }
@@ -299,6 +316,7 @@ thead th { font-size: 13px; color: var(--muted); }
     q.set('timezone', timezoneValue());
     q.set('sns', el.sns.value.trim());
     q.set('limit', el.limit.value.trim());
+    q.set('compare', el.compare.value);
     Object.keys(passthrough).forEach(function (k) { q.set(k, passthrough[k]); });
     return q;
   }
@@ -362,6 +380,15 @@ thead th { font-size: 13px; color: var(--muted); }
     return ticks;
   }
 
+  // "+12.5%", "-3.0%", or "new" when the earlier count was 0 (change null).
+  function changeText(change) {
+    if (change === null || change === undefined) return 'new';
+    return (change > 0 ? '+' : '') + (100 * change).toFixed(1) + '%';
+  }
+  function changeClass(change) {
+    return 'change' + (change > 0 ? ' up' : change < 0 ? ' down' : '');
+  }
+
   function zoneText(data) {
     var name = el['tz-name'].value.trim();
     return name ? name + ' (' + offsetLabel(data.tz_offset) + ')' : offsetLabel(data.tz_offset);
@@ -375,6 +402,9 @@ thead th { font-size: 13px; color: var(--muted); }
     var height = Math.round(Math.min(380, Math.max(230, width * 0.36)));
     var max = 0, total = 0;
     series.forEach(function (s) { max = Math.max(max, s.clicks); total += s.clicks; });
+    // compare=: the earlier window's units, oldest first, beside unit i.
+    var earlier = data.compare && Array.isArray(data.compare.clicks) ? data.compare.clicks.slice().reverse() : null;
+    if (earlier) earlier.forEach(function (s) { max = Math.max(max, s.clicks); });
     var ticks = niceTicks(max), top = ticks[ticks.length - 1];
     var m = {top: 12, right: 14, bottom: 44, left: 16 + 7.2 * fmt(top).length};
     var plotW = width - m.left - m.right, plotH = height - m.top - m.bottom, baseY = m.top + plotH;
@@ -410,6 +440,19 @@ thead th { font-size: 13px; color: var(--muted); }
       add(g, 'rect', {'class': 'bar', x: (x + gap / 2).toFixed(2), y: (baseY - h).toFixed(2),
                       width: barW.toFixed(2), height: h.toFixed(2), 'data-dt': s.dt, 'data-clicks': s.clicks});
     });
+
+    if (earlier && earlier.length === n) {
+      var yOf = function (c) { return (baseY - (top ? (c / top) * plotH : 0)).toFixed(2); };
+      var points = earlier.map(function (s, i) { return (m.left + (i + 0.5) * band).toFixed(2) + ',' + yOf(s.clicks); });
+      var line = add(svg, 'g', {'class': 'compare'});
+      if (n > 1) add(line, 'polyline', {'class': 'compare-line', points: points.join(' ')});
+      earlier.forEach(function (s, i) {
+        var c = add(line, 'circle', {'class': 'compare-point', cx: (m.left + (i + 0.5) * band).toFixed(2),
+                                     cy: yOf(s.clicks), r: 3, 'data-dt': s.dt, 'data-clicks': s.clicks});
+        add(c, 'title', null, 'Earlier: ' + longDate(s.dt, tz, unit) + ': ' + fmt(s.clicks) +
+            (s.clicks === 1 ? ' click' : ' clicks'));
+      });
+    }
 
     var xAxis = add(svg, 'g', {'class': 'axis x-axis'});
     add(xAxis, 'line', {'class': 'baseline', x1: m.left, x2: width - m.right, y1: baseY, y2: baseY});
@@ -449,6 +492,15 @@ thead th { font-size: 13px; color: var(--muted); }
         ' (' + longDate(series[n - 1].dt, tz, data.unit) + ' to ' + longDate(series[0].dt, tz, data.unit) +
         ', times in ' + zoneText(data) + ')' +
         (total ? '; peak ' + fmt(peak.clicks) + ' on ' + longDate(peak.dt, tz, data.unit) : '') + '.'));
+    if (data.compare && Array.isArray(data.compare.clicks)) {
+      var before = data.compare.clicks.reduce(function (a, s) { return a + s.clicks; }, 0);
+      el.summary.appendChild(document.createTextNode(' ' + (data.compare.window === 'year' ? 'A year earlier' : 'The period before') + ': '));
+      add(el.summary, 'strong', {id: 'compare-total', 'data-total': before,
+                                 'data-change': data.compare.change === null ? '' : data.compare.change}, fmt(before));
+      el.summary.appendChild(document.createTextNode(' (dashed line); change '));
+      add(el.summary, 'span', {'class': changeClass(data.compare.change)}, changeText(data.compare.change));
+      el.summary.appendChild(document.createTextNode('.'));
+    }
     var body = el['series-body'];
     clear(body);
     series.forEach(function (s) {
@@ -472,9 +524,12 @@ thead th { font-size: 13px; color: var(--muted); }
 
   function drawBreakdown(data, sns, total) {
     var body = el['breakdown-body'], rows = data.breakdown || [];
+    var compared = !!data.compare;
+    el['change-heading'].hidden = !compared;
+    if (compared) el['change-heading'].textContent = data.compare.window === 'year' ? 'vs a year earlier' : 'vs period before';
     clear(body);
     if (!rows.length) {
-      add(add(body, 'tr', {'class': 'empty'}), 'td', {colspan: 3}, 'No ' + sns + ' values in this window.');
+      add(add(body, 'tr', {'class': 'empty'}), 'td', {colspan: compared ? 4 : 3}, 'No ' + sns + ' values in this window.');
       return;
     }
     var max = rows.reduce(function (a, r) { return Math.max(a, r.clicks); }, 0);
@@ -486,6 +541,12 @@ thead th { font-size: 13px; color: var(--muted); }
       var fill = add(add(share, 'span', {'class': 'share-track', 'aria-hidden': 'true'}), 'span', {'class': 'share-fill'});
       fill.style.width = (max ? (100 * r.clicks / max) : 0).toFixed(1) + '%';
       add(share, 'span', {'class': 'share-pct'}, total > 0 ? (100 * r.clicks / total).toFixed(1) + '%' : '');
+      if (compared && r.compare) {
+        var change = r.compare.change;
+        add(tr, 'td', {'class': 'num ' + changeClass(change), 'data-compare-clicks': r.compare.clicks,
+                       'data-change': change === null ? '' : change,
+                       title: fmt(r.compare.clicks) + ' before'}, changeText(change));
+      }
     });
   }
 
@@ -511,11 +572,11 @@ thead th { font-size: 13px; color: var(--muted); }
     inFlight = qs;
     setState('loading');
     el.status.textContent = 'Loading\u2026';
-    var clicksParams = apiQuery(q, ['ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts']);
+    var clicksParams = apiQuery(q, ['ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts', 'compare']);
     clicksParams.set('rollup', 'false');
     var clicks = settle(getJson('clicks', clicksParams));
     var breakdown = sns ? settle(getJson('breakdown',
-        apiQuery(q, ['sns', 'ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts', 'limit']))) : null;
+        apiQuery(q, ['sns', 'ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts', 'limit', 'compare']))) : null;
     Promise.all([clicks, breakdown]).then(function (answers) {
       if (mine !== generation) return;
       inFlight = null;

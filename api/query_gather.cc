@@ -97,6 +97,7 @@ struct QueryGather::BreakdownJob {
   std::string total_key;        // ns|tkey
   std::string subtotal_prefix;  // sns.ns|tkey.
   int64_t begin_ts = 0, end_ts = 0;
+  HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
   int attempts = 0;
   std::function<void(Result<BreakdownData>)> done;
   // One attempt's results.
@@ -108,7 +109,7 @@ struct QueryGather::BreakdownJob {
 };
 
 void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
-                                 std::function<void(Result<BreakdownData>)> done) {
+                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip) {
   auto job = std::make_shared<BreakdownJob>();
   job->total_key = TotalArchiveKey(ns, tkey);
   job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
@@ -117,6 +118,7 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->tkey = std::move(tkey);
   job->begin_ts = begin_ts;
   job->end_ts = end_ts;
+  job->skip = skip;
   job->done = std::move(done);
   RunBreakdown(std::move(job));
 }
@@ -174,6 +176,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // records that exist: fetch only those in the window.
   std::vector<std::string> keys;
   for (auto it = archived.begin(); it != archived.end(); ++it) {
+    if (job->skip.Contains(it->first)) continue;
     auto ymdh = YmdhFromUnix(it->first);
     if (ymdh.ok()) keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
   }

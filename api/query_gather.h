@@ -64,9 +64,11 @@ class QueryGather {
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
   void FetchTotal(std::string ns, std::string tkey, HourSpan span, std::function<void(Result<TotalData>)> done);
-  // Total and subtotal hours in [begin_ts, end_ts).
+  // Total and subtotal hours in [begin_ts, end_ts); archive subtotal
+  // records of hours in `skip` are not fetched (the gap between a window and
+  // the earlier one it is compared with).
   void FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
-                      std::function<void(Result<BreakdownData>)> done);
+                      std::function<void(Result<BreakdownData>)> done, HourSpan skip = HourSpan{0, 0});
   // The full values behind hashes. A hash with no lookup record in any source
   // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a
   // hash is unresolved and one of its sources did not answer.

@@ -70,6 +70,15 @@ Result<bool> ParseRollup(const QueryArgs& args, bool default_value) {
   return Invalid("INVALID_ROLLUP", fmt::format("rollup {} must be true or false", QuoteForMessage(*text)));
 }
 
+Result<Compare> ParseCompare(const QueryArgs& args) {
+  const std::string* text = args.Get("compare");
+  if (text == nullptr) return Compare::kNone;
+  if (args.GetAll("compare").size() > 1) return Invalid("INVALID_COMPARE", "compare given twice");
+  if (*text == "previous") return Compare::kPrevious;
+  if (*text == "year") return Compare::kYear;
+  return Invalid("INVALID_COMPARE", fmt::format("compare {} must be previous or year", QuoteForMessage(*text)));
+}
+
 Result<int64_t> ParseUnits(const QueryArgs& args) {
   const std::string* text = args.Get("units");
   if (text == nullptr) return int64_t{-1};
@@ -174,6 +183,9 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
   auto rollup = ParseRollup(args, default_rollup);
   if (!rollup.ok()) return rollup.status();
   w.rollup = *rollup;
+  auto compare = ParseCompare(args);
+  if (!compare.ok()) return compare.status();
+  w.compare = *compare;
   return w;
 }
 

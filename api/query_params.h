@@ -5,7 +5,7 @@
 //
 // Defaults: unit=day, units=-1 (every unit that has data), timezone=0 (UTC),
 // unit_reference_ts=now, rollup=false for /clicks and true for /breakdown,
-// limit=100.
+// limit=100, no compare.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,7 @@ struct WindowParams {
   int64_t reference_ts = 0;       // resolved unix seconds
   nlohmann::json reference_echo;  // as given: a number, or "now"
   bool rollup = false;
+  Compare compare = Compare::kNone;  // compare=previous|year
 };
 
 struct SeriesParams {

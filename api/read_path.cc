@@ -52,10 +52,34 @@ Result<UnitWindow> WindowOverData(const WindowParams& w, const HourlyCounts& tot
   return UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours);
 }
 
-nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>& top) {
+// (current - earlier) / earlier; null when the earlier count is 0.
+nlohmann::json Change(int64_t current, int64_t earlier) {
+  if (earlier == 0) return nullptr;
+  return static_cast<double>(current - earlier) / static_cast<double>(earlier);
+}
+
+// Rows of a breakdown; with `earlier` (compare=), each row also carries the
+// earlier window's clicks of its value and the change.
+nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>& top,
+                             const KeyCounts* earlier = nullptr) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& [value, clicks] : top) list.push_back({{"value", value}, {"clicks", clicks}});
+  for (const auto& [value, clicks] : top) {
+    nlohmann::json row = {{"value", value}, {"clicks", clicks}};
+    if (earlier != nullptr) {
+      auto it = earlier->find(value);
+      const int64_t before = it == earlier->end() ? 0 : it->second;
+      row["compare"] = {{"clicks", before}, {"change", Change(clicks, before)}};
+    }
+    list.push_back(std::move(row));
+  }
   return list;
+}
+
+// The span a query with an earlier window reads: from the earlier window's
+// start to the current window's end (the earlier one always comes first).
+HourSpan SpanOf(const UnitWindow& window, const std::optional<UnitWindow>& earlier) {
+  return HourSpan{earlier && !earlier->empty() ? std::min(earlier->begin_ts(), window.begin_ts()) : window.begin_ts(),
+                  window.end_ts()};
 }
 
 class ReadPathImpl : public ReadPath {
@@ -93,34 +117,51 @@ class ReadPathImpl : public ReadPath {
     auto params = ParseSeriesParams(ex->args(), Now(), zones_);
     if (!params.ok()) return Fail(ex, params.status());
     std::optional<UnitWindow> window;
+    std::optional<UnitWindow> earlier;  // compare=
     const WindowParams& w = params->window;
     HourSpan span;
     if (w.units != -1) {
       auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       window = std::move(*fixed);
-      if (!WindowMayHoldData(*window)) return ReplyClicks(ex, *params, *window, HourlyCounts{});
-      span = HourSpan{window->begin_ts(), window->end_ts()};
+      if (w.compare != Compare::kNone) {
+        auto compared = ComparedWindow(*window, w.compare, max_query_hours_);
+        if (!compared.ok()) return Fail(ex, compared.status());
+        earlier = std::move(*compared);
+      }
+      if (!WindowMayHoldData(*window) && !(earlier && WindowMayHoldData(*earlier))) {
+        return ReplyClicks(ex, *params, *window, earlier, HourlyCounts{});
+      }
+      // One gather for both windows: the earlier one rides in the same
+      // archive get and realtime scan (a key's total is one record).
+      span = SpanOf(*window, earlier);
     }
     // Locals first: the lambda below takes *params by move, and argument
     // evaluation order is unspecified.
     std::string ns = params->ns;
     std::string tkey = StoreKeyPart(params->key).stored;
     gather_.FetchTotal(std::move(ns), std::move(tkey), span,
-                       [this, ex, p = std::move(*params), window = std::move(window)](Result<TotalData> data) mutable {
+                       [this, ex, p = std::move(*params), window = std::move(window),
+                        earlier = std::move(earlier)](Result<TotalData> data) mutable {
                          if (!data.ok()) return Fail(ex, data.status());
                          if (!window) {
                            auto spanning = WindowOverData(p.window, data->hours, {}, max_query_hours_);
                            if (!spanning.ok()) return Fail(ex, spanning.status());
                            window = std::move(*spanning);
+                           if (p.window.compare != Compare::kNone) {
+                             auto compared = ComparedWindow(*window, p.window.compare, max_query_hours_);
+                             if (!compared.ok()) return Fail(ex, compared.status());
+                             earlier = std::move(*compared);
+                           }
                          }
                          if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
-                         ReplyClicks(ex, p, *window, data->hours);
+                         ReplyClicks(ex, p, *window, earlier, data->hours);
                        });
   }
 
   void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
-                   const HourlyCounts& hours) {
+                   const std::optional<UnitWindow>& earlier, const HourlyCounts& hours) {
+    if (earlier) return ReplyComparedClicks(ex, p, window, *earlier, hours);
     if (p.window.rollup) {
       auto sum = SumWindow(window, hours);
       if (!sum.ok()) return Fail(ex, sum.status());
@@ -131,6 +172,38 @@ class ReadPathImpl : public ReadPath {
     ex->ReplyJsonData(SeriesJson(p.window, window, *sums));
   }
 
+  // "clicks" as without compare=, and "compare": the earlier window's in the
+  // same shape, with the change of the totals.
+  void ReplyComparedClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
+                           const UnitWindow& earlier, const HourlyCounts& hours) {
+    auto now_total = SumWindow(window, hours);
+    auto then_total = SumWindow(earlier, hours);
+    if (!now_total.ok()) return Fail(ex, now_total.status());
+    if (!then_total.ok()) return Fail(ex, then_total.status());
+    nlohmann::json data = WindowEcho(p.window);
+    nlohmann::json compare = {{"window", CompareName(p.window.compare)}, {"change", Change(*now_total, *then_total)}};
+    if (p.window.rollup) {
+      data["clicks"] = *now_total;
+      compare["clicks"] = *then_total;
+    } else {
+      auto series = [&](const UnitWindow& w) -> Result<nlohmann::json> {
+        auto sums = SumByUnit(w, hours);
+        if (!sums.ok()) return sums.status();
+        nlohmann::json list = nlohmann::json::array();
+        for (size_t i = w.size(); i-- > 0;) list.push_back({{"dt", w.start(i)}, {"clicks", (*sums)[i]}});
+        return list;
+      };
+      auto now_series = series(window);
+      auto then_series = series(earlier);
+      if (!now_series.ok()) return Fail(ex, now_series.status());
+      if (!then_series.ok()) return Fail(ex, then_series.status());
+      data["clicks"] = std::move(*now_series);
+      compare["clicks"] = std::move(*then_series);
+    }
+    data["compare"] = std::move(compare);
+    ex->ReplyJson(std::move(data));
+  }
+
   // ---- /breakdown ------------------------------------------------------------
 
   void OnBreakdown(const HttpExchangePtr& ex) {
@@ -138,15 +211,26 @@ class ReadPathImpl : public ReadPath {
     if (!params.ok()) return Fail(ex, params.status());
     const WindowParams& w = params->window;
     std::optional<UnitWindow> window;
+    std::optional<UnitWindow> earlier;  // compare=
     int64_t begin_ts = std::numeric_limits<int64_t>::min();
     int64_t end_ts = 0;
+    HourSpan skip{0, 0};
     if (w.units != -1) {
       auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       window = std::move(*fixed);
-      if (!WindowMayHoldData(*window)) return ReplyBreakdown(ex, *params, *window, {});
-      begin_ts = window->begin_ts();
-      end_ts = window->end_ts();
+      if (w.compare != Compare::kNone) {
+        auto compared = ComparedWindow(*window, w.compare, max_query_hours_);
+        if (!compared.ok()) return Fail(ex, compared.status());
+        earlier = std::move(*compared);
+        skip = HourSpan{earlier->end_ts(), window->begin_ts()};  // empty for compare=previous
+      }
+      if (!WindowMayHoldData(*window) && !(earlier && WindowMayHoldData(*earlier))) {
+        return ReplyBreakdown(ex, *params, *window, {}, earlier, {});
+      }
+      const HourSpan span = SpanOf(*window, earlier);
+      begin_ts = span.begin_ts;
+      end_ts = span.end_ts;
     } else {
       auto last = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, 1, max_query_hours_);
       if (!last.ok()) return Fail(ex, last.status());
@@ -158,74 +242,112 @@ class ReadPathImpl : public ReadPath {
     std::string tkey = StoreKeyPart(params->key).stored;
     gather_.FetchBreakdown(
         std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
-        [this, ex, p = std::move(*params), window = std::move(window)](Result<BreakdownData> data) mutable {
+        [this, ex, p = std::move(*params), window = std::move(window),
+         earlier = std::move(earlier)](Result<BreakdownData> data) mutable {
           if (!data.ok()) return Fail(ex, data.status());
           if (!window) {
             auto spanning = WindowOverData(p.window, data->total, data->subtotals, max_query_hours_);
             if (!spanning.ok()) return Fail(ex, spanning.status());
             window = std::move(*spanning);
+            if (p.window.compare != Compare::kNone) {
+              auto compared = ComparedWindow(*window, p.window.compare, max_query_hours_);
+              if (!compared.ok()) return Fail(ex, compared.status());
+              earlier = std::move(*compared);
+            }
           }
           if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
-          ExpandAndReply(ex, std::move(p), std::move(*window), data->subtotals);
-        });
+          ExpandAndReply(ex, std::move(p), std::move(*window), std::move(earlier), data->subtotals);
+        },
+        skip);
+  }
+
+  // Per unit (or over the window), subtotal key -> sum.
+  Result<std::vector<KeyCounts>> Groups(const BreakdownParams& p, const UnitWindow& window,
+                                        const HourlyBreakdown& subtotals) {
+    if (!p.window.rollup) return SumBreakdownByUnit(window, subtotals);
+    auto sums = SumBreakdownWindow(window, subtotals);
+    if (!sums.ok()) return sums.status();
+    std::vector<KeyCounts> groups;
+    groups.push_back(std::move(*sums));
+    return groups;
   }
 
   // Sums per unit (or over the window), then expands the hashes among the
-  // keys that could make the top list, then ranks by full value.
+  // keys that could make the top list, then ranks by full value. With an
+  // earlier window, the same keys' sums there (unit i beside unit i): rows
+  // are ranked by the current window only.
   void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
-                      const HourlyBreakdown& subtotals) {
-    std::vector<KeyCounts> groups;
-    if (p.window.rollup) {
-      auto sums = SumBreakdownWindow(window, subtotals);
-      if (!sums.ok()) return Fail(ex, sums.status());
-      groups.push_back(std::move(*sums));
-    } else {
-      auto sums = SumBreakdownByUnit(window, subtotals);
-      if (!sums.ok()) return Fail(ex, sums.status());
-      groups = std::move(*sums);
+                      std::optional<UnitWindow> earlier, const HourlyBreakdown& subtotals) {
+    auto current = Groups(p, window, subtotals);
+    if (!current.ok()) return Fail(ex, current.status());
+    std::vector<KeyCounts> groups = std::move(*current);
+    std::vector<KeyCounts> earlier_groups;
+    if (earlier) {
+      auto before = Groups(p, *earlier, subtotals);
+      if (!before.ok()) return Fail(ex, before.status());
+      earlier_groups = std::move(*before);
+      earlier_groups.resize(groups.size());
     }
     std::vector<std::string> hashes;
-    for (KeyCounts& group : groups) {
-      KeyCounts candidates;
-      for (std::string& key : TopCandidates(group, static_cast<size_t>(p.limit))) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      KeyCounts candidates, earlier_candidates;
+      for (std::string& key : TopCandidates(groups[g], static_cast<size_t>(p.limit))) {
         if (key.size() == kHashLength) hashes.push_back(key);  // a 12-byte stored key is always a hash
-        candidates.emplace(key, group[key]);
+        if (earlier) {
+          auto it = earlier_groups[g].find(key);
+          if (it != earlier_groups[g].end()) earlier_candidates.emplace(key, it->second);
+        }
+        candidates.emplace(key, groups[g][key]);
       }
-      group = std::move(candidates);
+      groups[g] = std::move(candidates);
+      if (earlier) earlier_groups[g] = std::move(earlier_candidates);
     }
     gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
-                                              groups = std::move(groups)](
+                                              earlier = std::move(earlier), groups = std::move(groups),
+                                              earlier_groups = std::move(earlier_groups)](
                                                  Result<std::map<std::string, std::string>> values) mutable {
       if (!values.ok()) return Fail(ex, values.status());
-      std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
-      for (const KeyCounts& group : groups) {
+      auto expand = [&](const KeyCounts& group) {
         KeyCounts expanded;
         for (const auto& [stored, clicks] : group) {
           auto it = values->find(stored);
           // A hash without a lookup record is shown as itself.
           expanded[it != values->end() ? it->second : stored] += clicks;
         }
-        tops.push_back(TopByClicks(expanded, static_cast<size_t>(p.limit)));
-      }
-      ReplyBreakdown(ex, p, window, tops);
+        return expanded;
+      };
+      std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
+      for (const KeyCounts& group : groups) tops.push_back(TopByClicks(expand(group), static_cast<size_t>(p.limit)));
+      std::vector<KeyCounts> before;
+      for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
+      ReplyBreakdown(ex, p, window, tops, earlier, before);
     });
   }
 
   void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
-                      const std::vector<std::vector<std::pair<std::string, int64_t>>>& tops) {
+                      const std::vector<std::vector<std::pair<std::string, int64_t>>>& tops,
+                      const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before) {
     nlohmann::json data = WindowEcho(p.window);
     data["sns"] = p.sns;
     data["limit"] = p.limit;
+    static const KeyCounts kNothing;
+    auto before_of = [&](size_t i) -> const KeyCounts* {
+      if (!earlier) return nullptr;
+      return i < before.size() ? &before[i] : &kNothing;
+    };
     if (p.window.rollup) {
-      data["breakdown"] = tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front());
+      data["breakdown"] = tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front(), before_of(0));
     } else {
       nlohmann::json list = nlohmann::json::array();
       for (size_t i = window.size(); i-- > 0;) {
-        list.push_back({{"dt", window.start(i)},
-                        {"breakdown", i < tops.size() ? BreakdownList(tops[i]) : nlohmann::json::array()}});
+        nlohmann::json unit = {{"dt", window.start(i)},
+                               {"breakdown", i < tops.size() ? BreakdownList(tops[i], before_of(i)) : nlohmann::json::array()}};
+        if (earlier && i < earlier->size()) unit["compare_dt"] = earlier->start(i);
+        list.push_back(std::move(unit));
       }
       data["breakdown"] = std::move(list);
     }
+    if (earlier) data["compare"] = {{"window", CompareName(p.window.compare)}};
     ex->ReplyJson(std::move(data));
   }
 

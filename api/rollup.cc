@@ -211,4 +211,32 @@ std::vector<std::pair<std::string, int64_t>> TopByClicks(const KeyCounts& counts
   return all;
 }
 
+std::string_view CompareName(Compare how) {
+  switch (how) {
+    case Compare::kPrevious: return "previous";
+    case Compare::kYear: return "year";
+    case Compare::kNone: break;
+  }
+  return "";
+}
+
+Result<UnitWindow> ComparedWindow(const UnitWindow& current, Compare how, int64_t max_hours) {
+  if (current.empty() || how == Compare::kNone) return current;
+  const int64_t offset = int64_t{current.offset_hours()} * 3600;
+  int64_t reference = 0;
+  if (how == Compare::kPrevious) {
+    reference = current.begin_ts() - 1;  // the last second before the window: its unit ends the earlier one
+  } else {
+    const int64_t local = current.start(current.size() - 1) + offset;
+    const int64_t days = FloorDiv(local, kSecondsPerDay);
+    const int64_t time_of_day = local - days * kSecondsPerDay;
+    CivilDate date = CivilFromDays(days);
+    date.year -= 1;
+    date.day = std::min(date.day, DaysInMonth(date.year, date.month));
+    reference = DaysFromCivil(date) * kSecondsPerDay + time_of_day - offset;
+  }
+  return UnitWindow::Ending(current.unit(), current.offset_hours(), reference, static_cast<int64_t>(current.size()),
+                            max_hours);
+}
+
 }  // namespace clickatron::api

@@ -20,6 +20,9 @@
 namespace clickatron::api {
 
 enum class Unit { kHour, kDay, kWeek, kMweek, kMonth };
+// compare=: the earlier window a query's answer is set beside.
+enum class Compare { kNone, kPrevious, kYear };
+std::string_view CompareName(Compare how);
 std::string_view UnitName(Unit unit);
 std::optional<Unit> ParseUnit(std::string_view name);
 
@@ -70,6 +73,15 @@ class UnitWindow {
   std::vector<int64_t> starts_;
   int64_t end_ts_ = 0;
 };
+
+// The earlier window of `current` (same unit, offset and number of units):
+//   kPrevious  the units just before it (compare=previous of March is February);
+//   kYear      the units a year earlier: the unit holding the local time of
+//              current's last unit start, one calendar year back (Feb 29 ->
+//              Feb 28), and as many units before it, aligned on the unit in
+//              the window's offset (a week still starts on its Sunday).
+// An empty current window gives an empty one. WINDOW_TOO_LARGE as Ending.
+Result<UnitWindow> ComparedWindow(const UnitWindow& current, Compare how, int64_t max_hours);
 
 // Sum per unit (index as in the window). OUT_OF_RANGE if a sum overflows.
 Result<std::vector<int64_t>> SumByUnit(const UnitWindow& window, const HourlyCounts& hours);

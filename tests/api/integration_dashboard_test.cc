@@ -169,6 +169,7 @@ class IntegrationDashboardTest : public ::testing::Test {
       ASSERT_EQ(r["http_status"], 200) << r.dump();
       hours_[FloorDiv(ts, kHour) * kHour] += value;
       countries_[country] += value;
+      day_countries_[FloorDiv(ts, kDay)][country] += value;
       total_ += value;
     }
     ASSERT_GT(total_, 0);
@@ -231,6 +232,7 @@ class IntegrationDashboardTest : public ::testing::Test {
   int64_t now_ = 0, today_ = 0, total_ = 0;
   std::map<int64_t, int64_t> hours_;              // oracle: UTC hour start -> clicks
   std::map<std::string, int64_t> countries_;      // oracle: country -> clicks
+  std::map<int64_t, std::map<std::string, int64_t>> day_countries_;  // oracle: UTC day -> country -> clicks
 };
 
 TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
@@ -276,6 +278,52 @@ TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
   auto error_box = ById(dom, "div", "error");
   ASSERT_TRUE(error_box.has_value()) << dom;
   EXPECT_TRUE(error_box->Has("hidden")) << "the error box shows on success";
+}
+
+// compare=previous: today beside yesterday, on the chart (a point per unit),
+// in the summary, and per breakdown row.
+TEST_F(IntegrationDashboardTest, ComparedPeriodIsChartedAndEachRowShowsItsChange) {
+  ASSERT_NO_FATAL_FAILURE(SendIncrements());
+  const std::string dom = DumpDom(fmt::format(
+      "/?ns=u&key=dash&unit=day&units=1&timezone=0&sns=c&compare=previous&unit_reference_ts={}", now_));
+  ASSERT_EQ(BodyState(dom), "ready") << dom;
+  const int64_t today = DayTotal(today_ * kDay, 0), yesterday = DayTotal((today_ - 1) * kDay, 0);
+  ASSERT_GT(yesterday, 0);
+  auto bars = WithClass(FindElements(dom, "rect"), "bar");
+  ASSERT_EQ(bars.size(), 1u) << dom;
+  EXPECT_EQ(bars[0].Attr("data-clicks"), std::to_string(today));
+  auto points = WithClass(FindElements(dom, "circle"), "compare-point");
+  ASSERT_EQ(points.size(), 1u) << dom;
+  EXPECT_EQ(points[0].Attr("data-dt"), std::to_string((today_ - 1) * kDay));
+  EXPECT_EQ(points[0].Attr("data-clicks"), std::to_string(yesterday));
+  auto compare_total = ById(dom, "strong", "compare-total");
+  ASSERT_TRUE(compare_total.has_value()) << dom;
+  EXPECT_EQ(compare_total->Attr("data-total"), std::to_string(yesterday));
+  EXPECT_NEAR(std::stod(compare_total->Attr("data-change")),
+              static_cast<double>(today - yesterday) / static_cast<double>(yesterday), 1e-9);
+  // Rows are today's countries, ranked by today; each carries yesterday's
+  // clicks of its country.
+  const auto& now_countries = day_countries_[today_];
+  const auto& then_countries = day_countries_[today_ - 1];
+  auto rows = WithClass(FindElements(dom, "tr"), "breakdown-row");
+  auto changes = WithClass(FindElements(dom, "td"), "change");
+  const nlohmann::json want = ExpectedTop(now_countries, 10);
+  ASSERT_EQ(rows.size(), want.size()) << dom;
+  ASSERT_EQ(changes.size(), rows.size()) << dom;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string value = want[i]["value"].get<std::string>();
+    EXPECT_EQ(rows[i].Attr("data-value"), value) << "row " << i;
+    auto it = then_countries.find(value);
+    const int64_t before = it == then_countries.end() ? 0 : it->second;
+    EXPECT_EQ(changes[i].Attr("data-compare-clicks"), std::to_string(before)) << "row " << i;
+    if (before == 0) {
+      EXPECT_EQ(changes[i].Attr("data-change"), "") << "row " << i;
+    } else {
+      EXPECT_NEAR(std::stod(changes[i].Attr("data-change")),
+                  static_cast<double>(want[i]["clicks"].get<int64_t>() - before) / static_cast<double>(before), 1e-9)
+          << "row " << i;
+    }
+  }
 }
 
 TEST_F(IntegrationDashboardTest, HourlyChartIsInTheChosenOffset) {

@@ -278,5 +278,68 @@ TEST(ReadRollupTest, UnitNamesRoundTripAndMinuteIsNotAUnit) {
   EXPECT_FALSE(ParseUnit("Day").has_value());
 }
 
+// compare=: expected windows worked out by hand (unix seconds from python's
+// calendar.timegm in the comments' dates).
+UnitWindow Compared(const UnitWindow& current, Compare how) {
+  auto w = ComparedWindow(current, how, 1'000'000);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return *w;
+}
+
+TEST(ReadRollupTest, ComparePreviousOfMarchIsFebruary) {
+  auto march = UnitWindow::Ending(Unit::kMonth, 0, 1710460800 /* 2024-03-15 */, 1, 100000);
+  ASSERT_TRUE(march.ok());
+  const UnitWindow feb = Compared(*march, Compare::kPrevious);
+  ASSERT_EQ(feb.size(), 1u);
+  EXPECT_EQ(feb.start(0), 1706745600);  // 2024-02-01
+  EXPECT_EQ(feb.end_ts(), 1709251200);  // 2024-03-01: 29 days, not 31
+}
+
+TEST(ReadRollupTest, ComparePreviousIsTheUnitsJustBefore) {
+  auto days = UnitWindow::Ending(Unit::kDay, 0, 1710460800 + 3600 /* 2024-03-15 01:00 */, 7, 100000);
+  ASSERT_TRUE(days.ok());
+  const UnitWindow before = Compared(*days, Compare::kPrevious);
+  ASSERT_EQ(before.size(), 7u);
+  EXPECT_EQ(before.end_ts(), days->begin_ts());
+  EXPECT_EQ(before.start(0), 1710460800 - 13 * 86400);  // 2024-03-02
+}
+
+TEST(ReadRollupTest, CompareYearKeepsAWeekOnItsSunday) {
+  // The week of Wednesday 2024-03-13 starts Sunday 2024-03-10; a year
+  // earlier, 2023-03-10 is a Friday, in the week of Sunday 2023-03-05.
+  auto week = UnitWindow::Ending(Unit::kWeek, 0, 1710028800 + 3 * 86400, 1, 100000);
+  ASSERT_TRUE(week.ok());
+  ASSERT_EQ(week->start(0), 1710028800);
+  const UnitWindow then = Compared(*week, Compare::kYear);
+  ASSERT_EQ(then.size(), 1u);
+  EXPECT_EQ(then.start(0), 1677974400);  // 2023-03-05
+  EXPECT_EQ(then.end_ts(), 1678579200);  // 2023-03-12
+}
+
+TEST(ReadRollupTest, CompareYearOfFebruary29IsFebruary28) {
+  auto day = UnitWindow::Ending(Unit::kDay, 0, 1709164800 + 7200 /* 2024-02-29 02:00 */, 1, 100000);
+  ASSERT_TRUE(day.ok());
+  const UnitWindow then = Compared(*day, Compare::kYear);
+  ASSERT_EQ(then.size(), 1u);
+  EXPECT_EQ(then.start(0), 1677542400);  // 2023-02-28
+}
+
+TEST(ReadRollupTest, CompareYearWorksInTheQueryOffset) {
+  // At -5 the day of 2024-03-01 03:00 UTC is local 2024-02-29; a year
+  // earlier that is local 2023-02-28, which starts at 05:00 UTC.
+  auto day = UnitWindow::Ending(Unit::kDay, -5, 1709251200 + 3 * 3600, 1, 100000);
+  ASSERT_TRUE(day.ok());
+  ASSERT_EQ(day->start(0), 1709164800 + 5 * 3600);
+  const UnitWindow then = Compared(*day, Compare::kYear);
+  EXPECT_EQ(then.start(0), 1677542400 + 5 * 3600);
+}
+
+TEST(ReadRollupTest, CompareOfAnEmptyWindowIsEmpty) {
+  auto empty = UnitWindow::Spanning(Unit::kDay, 0, 1710460800 + 10 * 86400, 1710460800, 100000);
+  ASSERT_TRUE(empty.ok());
+  ASSERT_TRUE(empty->empty());
+  EXPECT_TRUE(Compared(*empty, Compare::kYear).empty());
+}
+
 }  // namespace
 }  // namespace clickatron::api
