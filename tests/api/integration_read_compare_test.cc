@@ -133,11 +133,7 @@ class IntegrationReadCompareTest : public ::testing::Test {
     cluster_.WriteConfig();
     today_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kDay) + 1;
     BuildDataset();
-    cluster_.WriteArchives(data_, 1, FormatDate(today_ - 1));
-    cluster_.StartStorage();
-    cluster_.RotateRealtime(today_);
-    cluster_.LoadRealtime(data_);
-    cluster_.StartApi();
+    cluster_.StartWithData(data_, today_);
   }
 
   void Add(const std::string& key, int64_t hour, int64_t value, std::mt19937_64& rng) {

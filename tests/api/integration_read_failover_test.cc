@@ -31,11 +31,7 @@ class IntegrationReadFailoverTest : public ::testing::Test {
       data_.Add("u", "failover", h, 1 + static_cast<int64_t>(rng() % 9),
                 {{"c", rng() % 2 ? "US" : "http://long.example/referrer"}}, day <= today_ - 1, day >= today_ - 1);
     }
-    cluster_.WriteArchives(data_, 3, FormatDate(today_ - 1));
-    cluster_.StartStorage();
-    cluster_.RotateRealtime(today_);
-    cluster_.LoadRealtime(data_);
-    cluster_.StartApi();
+    cluster_.StartWithData(data_, today_, 3);
     ref_ = today_ * kDay + 20 * kHour;
     series_target_ = fmt::format("/clicks?ns=u&key=failover&unit=day&units=25&unit_reference_ts={}", ref_);
     breakdown_target_ =

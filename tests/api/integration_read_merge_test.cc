@@ -33,11 +33,7 @@ class IntegrationReadMergeTest : public ::testing::Test {
     // today and only turns forward.
     today_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kDay) + 1;
     BuildDataset();
-    cluster_.WriteArchives(data_, 1, FormatDate(today_ - 1));
-    cluster_.StartStorage();
-    cluster_.RotateRealtime(today_);
-    cluster_.LoadRealtime(data_);
-    cluster_.StartApi();
+    cluster_.StartWithData(data_, today_);
   }
 
   // Hours on days D-40 .. D+1: days < D-1 in the archive only, D-1 in both,

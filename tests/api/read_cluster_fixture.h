@@ -245,6 +245,16 @@ oplog_sync = "none"
   }
   void StartApi() { Start("api-0", "clickatron-api"); }
 
+  // The usual start: `data` in archive generation `generation` (last day
+  // today-1) and in realtime (the ring at Today = `today`), then the API.
+  void StartWithData(const ReadDataset& data, int64_t today, uint64_t generation = 1) {
+    WriteArchives(data, generation, FormatDate(today - 1));
+    StartStorage();
+    RotateRealtime(today);
+    LoadRealtime(data);
+    StartApi();
+  }
+
   // Turns every realtime ring to Today = `today` (days since epoch).
   void RotateRealtime(int64_t today) {
     for (int s = 0; s < spec_.realtime_shards; ++s) {
