@@ -147,7 +147,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
 
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day) {
   CursorOptions options;
-  options.snapshot = true;
+  options.at = store.Snapshot();
   options.bulk_scan = true;
   Result<std::unique_ptr<StoreCursor>> cursor = store.NewCursor(day, options);
   if (!cursor.ok()) return cursor.status();

@@ -150,9 +150,6 @@ class CursorImpl : public StoreCursor {
     if (options.at) {
       at_ = options.at;
       ro.snapshot = RocksSnapshot(at_.get());
-    } else if (options.snapshot) {
-      snapshot_ = core_->db->GetSnapshot();
-      ro.snapshot = snapshot_;
     }
     if (options.bulk_scan) {
       // An export reads a whole day once: don't evict the hot blocks reads
@@ -168,7 +165,6 @@ class CursorImpl : public StoreCursor {
   }
   ~CursorImpl() override {
     iter_.reset();  // before the snapshot and the family it reads
-    if (snapshot_ != nullptr) core_->db->ReleaseSnapshot(snapshot_);
   }
 
   void Seek(std::string_view target) override { iter_->Seek(ToSlice(target)); }
@@ -184,7 +180,6 @@ class CursorImpl : public StoreCursor {
   std::string upper_bound_text_;
   rocksdb::Slice upper_bound_;
   SnapshotPtr at_;
-  const rocksdb::Snapshot* snapshot_ = nullptr;
   std::unique_ptr<rocksdb::Iterator> iter_;
 };
 

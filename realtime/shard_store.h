@@ -94,7 +94,6 @@ class StoreCursor {
 };
 
 struct CursorOptions {
-  bool snapshot = false;    // pin an explicit snapshot (exports)
   bool bulk_scan = false;   // don't fill the block cache, read ahead (exports)
   std::string upper_bound;  // exclusive; empty: none
   SnapshotPtr at;           // read this snapshot (null: the latest state)

@@ -221,7 +221,7 @@ TEST(ShardStoreTest, SnapshotCursorDoesNotSeeLaterWrites) {
   first.increments.push_back({kDay, "u|a.c3p1", 1});
   ASSERT_TRUE(store->Write(first).ok());
   CursorOptions options;
-  options.snapshot = true;
+  options.at = store->Snapshot();
   options.bulk_scan = true;
   Result<std::unique_ptr<StoreCursor>> cursor = store->NewCursor(kDay, options);
   ASSERT_TRUE(cursor.ok());
