@@ -12,7 +12,8 @@ namespace {
 // Heap per entry besides the key's own bytes: the hash node (next pointer,
 // std::string, value, cached hash: 64 with jemalloc's rounding), its bucket
 // share (~16 at the maps' load factor), the group index pointer and its
-// vector's growth (~16). Checked against RSS in scripts/bench-incr.
+// vector's growth (~16). An estimate: RSS (scripts/bench-incr prints each
+// shard's peak) also holds RocksDB's buffers and the allocator's slack.
 constexpr size_t kEntryOverhead = 96;
 // A new group: its hash node (view, vector, flag, next, hash) and bucket.
 constexpr size_t kGroupOverhead = 96;
@@ -63,12 +64,12 @@ bool MemTable::Add(Day& day, std::string_view key, int64_t delta) {
   }
   auto [node, inserted] = day.counters.emplace(std::string(key), delta);
   (void)inserted;
-  const std::string* stable = &node->first;
-  auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(*stable));
+  const CounterEntry* entry = &*node;
+  auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(entry->first));
   if (new_group) bytes_ += kGroupOverhead;
   Group& group = group_it->second;
-  if (!group.keys.empty() && *group.keys.back() > *stable) group.sorted = false;
-  group.keys.push_back(stable);
+  if (!group.entries.empty() && group.entries.back()->first > entry->first) group.sorted = false;
+  group.entries.push_back(entry);
   ++keys_;
   bytes_ += kEntryOverhead + KeyHeapBytes(key);
   return true;
@@ -141,19 +142,15 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
   auto d = days_.find(day);
   if (d != days_.end()) {
     const Day& t = d->second;
-    auto take_counter = [&](const std::string& key) {
-      if (!key.starts_with(prefix)) return;
-      auto it = t.counters.find(key);
-      if (it->second == 0) return;
-      entries.emplace_back(key, EncodeCounter(it->second));
-    };
     auto take_group = [&](Group& group) {
       if (!group.sorted) {
-        std::sort(group.keys.begin(), group.keys.end(),
-                  [](const std::string* a, const std::string* b) { return *a < *b; });
+        std::sort(group.entries.begin(), group.entries.end(),
+                  [](const CounterEntry* a, const CounterEntry* b) { return a->first < b->first; });
         group.sorted = true;
       }
-      for (const std::string* key : group.keys) take_counter(*key);
+      for (const CounterEntry* e : group.entries) {
+        if (e->second != 0 && e->first.starts_with(prefix)) entries.emplace_back(e->first, EncodeCounter(e->second));
+      }
     };
     const size_t bar = prefix.find('|');
     const bool names_group = bar != std::string_view::npos && prefix.find('.', bar + 1) != std::string_view::npos;

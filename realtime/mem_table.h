@@ -97,8 +97,9 @@ class MemTable {
   void ForEachLookup(const std::function<void(int64_t day, std::string_view key, std::string_view value)>& fn) const;
 
  private:
+  using CounterEntry = std::pair<const std::string, int64_t>;
   struct Group {
-    std::vector<const std::string*> keys;  // into the counters map's nodes (stable)
+    std::vector<const CounterEntry*> entries;  // the counters map's nodes (stable addresses)
     bool sorted = true;
   };
   struct Day {
