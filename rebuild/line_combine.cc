@@ -88,6 +88,16 @@ Status CombineArchiveLineInto(std::string* into, std::string_view from) {
   const size_t comma = into->find(',');
   const std::string_view key = std::string_view(*into).substr(0, comma);
   const std::string_view from_value = from.substr(from.find(',') + 1);
+  if (const RecordType type = RecordTypeOfKey(key); IsUniqueType(type)) {
+    // Sketches unite (no fast path: equal columns need a union, not a sum).
+    Result<ArchiveRecord> a = ParseArchiveLine(*into);
+    if (!a.ok()) return a.status();
+    Result<ArchiveRecord> b = ParseArchiveLine(from);
+    if (!b.ok()) return b.status();
+    CLICKATRON_RETURN_IF_ERROR(CombineArchiveRecords(&a.value(), *b));
+    *into = FormatArchiveLine(*a);
+    return Status::Ok();
+  }
   if (RecordTypeOfKey(key) == RecordType::kLookup) {
     if (std::string_view(*into).substr(comma + 1) == from_value) return Status::Ok();
     // Let the core word the conflict (and check both lines on the way).

@@ -3,7 +3,8 @@
 // The rules are the core's (CombineArchiveRecords in convert.h): totals union
 // their hour columns and sum equal hours, subtotals union their skeys and sum
 // equal ones, lookups with identical values are kept once and different
-// values are CORRUPTION; a sum that overflows int64 is OUT_OF_RANGE.
+// values are CORRUPTION; a sum that overflows int64 is OUT_OF_RANGE; unique
+// records unite their sketches (through the core, parsed: no text fast path).
 // Every line inside the rebuild was validated when it entered (converted by
 // the core rules, or read back from a file the rebuild wrote and checksummed),
 // so this works on text without re-parsing: merging two sorted column lists

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_sketch.h"
 
 namespace clickatron {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 // Merges two name-sorted column lists, summing equal names. Sortedness is
 // checked on the way (records can be built by hand, not only parsed), since a
 // merge of unsorted input would silently keep duplicate names.
-Status MergeColumns(const std::string& key, const std::vector<ArchiveColumn>& a,
+Status MergeColumns(const std::string& key, bool sketches, const std::vector<ArchiveColumn>& a,
                     const std::vector<ArchiveColumn>& b, std::vector<ArchiveColumn>* out) {
   out->clear();
   out->reserve(a.size() + b.size());
@@ -22,6 +23,13 @@ Status MergeColumns(const std::string& key, const std::vector<ArchiveColumn>& a,
       next = a[i++];
     } else if (i == a.size() || b[j].name < a[i].name) {
       next = b[j++];
+    } else if (sketches) {
+      next = a[i++];
+      Result<std::string> united = MergeSketchTexts(next.sketch, b[j++].sketch);
+      if (!united.ok()) {
+        return united.status().WithContext(fmt::format("key {} column \"{}\"", QuoteForMessage(key), next.name));
+      }
+      next.sketch = std::move(united).value();
     } else {
       next = a[i++];
       if (Status st = AddCount(&next.count, b[j++].count); !st.ok()) {
@@ -52,6 +60,10 @@ Result<std::string> RealtimeToArchiveLine(std::string_view realtime_line) {
                          line->count);
     case RecordType::kLookup:
       return FormatRealtimeLine(*line);
+    case RecordType::kUniqueTotal:
+      return FormatRealtimeLine(*line);  // one line per hour in both formats
+    case RecordType::kUniqueSubtotal:
+      return fmt::format("{},{}:{}", UniqueSubtotalArchiveKey(k.sns, k.ns, k.tkey, k.ymdh), k.skey, line->sketch);
   }
   return Status::Internal("unknown record type");
 }
@@ -59,8 +71,8 @@ Result<std::string> RealtimeToArchiveLine(std::string_view realtime_line) {
 Status ArchiveToRealtimeLines(std::string_view archive_line, std::vector<std::string>* out) {
   Result<ArchiveRecord> record = ParseArchiveLine(archive_line);
   if (!record.ok()) return record.status();
-  if (record->type == RecordType::kLookup) {
-    out->push_back(FormatArchiveLine(*record));
+  if (record->type == RecordType::kLookup || record->type == RecordType::kUniqueTotal) {
+    out->push_back(FormatArchiveLine(*record));  // the same line in both formats
     return Status::Ok();
   }
   // The key parsed above, so its parts are known to be there.
@@ -75,6 +87,7 @@ Status ArchiveToRealtimeLines(std::string_view archive_line, std::vector<std::st
       line.key.skey = column.name;
     }
     line.count = column.count;
+    line.sketch = column.sketch;
     out->push_back(FormatRealtimeLine(line));
   }
   return Status::Ok();
@@ -93,9 +106,16 @@ Status CombineArchiveRecords(ArchiveRecord* into, const ArchiveRecord& from) {
                                           QuoteForMessage(into->lookup_value),
                                           QuoteForMessage(from.lookup_value)));
   }
+  if (into->type == RecordType::kUniqueTotal) {
+    Result<std::string> united = MergeSketchTexts(into->sketch, from.sketch);
+    if (!united.ok()) return united.status().WithContext(fmt::format("key {}", QuoteForMessage(into->key)));
+    into->sketch = std::move(united).value();
+    return Status::Ok();
+  }
   // Merge into a fresh vector so that `into` is untouched on error.
   std::vector<ArchiveColumn> merged;
-  CLICKATRON_RETURN_IF_ERROR(MergeColumns(into->key, into->columns, from.columns, &merged));
+  CLICKATRON_RETURN_IF_ERROR(MergeColumns(into->key, into->type == RecordType::kUniqueSubtotal, into->columns,
+                                          from.columns, &merged));
   into->columns = std::move(merged);
   return Status::Ok();
 }

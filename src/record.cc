@@ -12,6 +12,7 @@
 #include <charconv>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 
 namespace clickatron {
@@ -51,6 +52,8 @@ Status ValidateLookup(std::string_view hash, std::string_view value) {
 // The one key parser behind ParseRealtimeKey and ParseArchiveKey; the formats
 // differ only in how many '.'-separated parts follow the '|'.
 Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
+  const bool unique = !key.empty() && key[0] == kUniqueMark;
+  if (unique) key.remove_prefix(1);
   const size_t bar = key.find('|');
   if (bar == std::string_view::npos) return Status::InvalidArgument("no '|' after the namespace");
   if (key.find('|', bar + 1) != std::string_view::npos) {
@@ -59,6 +62,7 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
   const std::string_view prefix = key.substr(0, bar);
   const std::string_view suffix = key.substr(bar + 1);
   if (prefix == kLookupNamespace) {
+    if (unique) return Status::InvalidArgument("a lookup has no unique record ('~l|')");
     if (!LooksLikeHash(suffix)) {
       return Status::InvalidArgument(fmt::format(
           "lookup hash {} is not 12 base64 characters ending in '='", QuoteForMessage(suffix)));
@@ -72,34 +76,37 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
   std::string_view ymdh;
   if (const size_t dot = prefix.find('.'); dot == std::string_view::npos) {
     CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(prefix, "ns"));
-    if (!SplitDots(suffix, realtime ? 2 : 1, &parts)) {
-      return Status::InvalidArgument(realtime ? "a total key is ns|tkey.YMDH"
-                                              : "an archive total key is ns|tkey");
+    // A unique total keeps its hour in the key in both formats.
+    const bool with_hour = realtime || unique;
+    if (!SplitDots(suffix, with_hour ? 2 : 1, &parts)) {
+      return Status::InvalidArgument(unique     ? "a unique total key is ~ns|tkey.YMDH"
+                                     : realtime ? "a total key is ns|tkey.YMDH"
+                                                : "an archive total key is ns|tkey");
     }
     CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[0], "tkey"));
-    out->type = RecordType::kTotal;
+    out->type = unique ? RecordType::kUniqueTotal : RecordType::kTotal;
     out->ns = std::string(prefix);
     out->tkey = std::string(parts[0]);
-    if (realtime) ymdh = parts[1];
+    if (with_hour) ymdh = parts[1];
   } else {
     const std::string_view sns = prefix.substr(0, dot);
     const std::string_view ns = prefix.substr(dot + 1);
     CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(sns, "sns"));
     CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(ns, "ns"));
     if (!SplitDots(suffix, realtime ? 3 : 2, &parts)) {
-      return Status::InvalidArgument(realtime ? "a subtotal key is sns.ns|tkey.skey.YMDH"
-                                              : "an archive subtotal key is sns.ns|tkey.YMDH");
+      return Status::InvalidArgument(realtime ? "a subtotal key is [~]sns.ns|tkey.skey.YMDH"
+                                              : "an archive subtotal key is [~]sns.ns|tkey.YMDH");
     }
     CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[0], "tkey"));
     if (realtime) CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[1], "skey"));
-    out->type = RecordType::kSubtotal;
+    out->type = unique ? RecordType::kUniqueSubtotal : RecordType::kSubtotal;
     out->sns = std::string(sns);
     out->ns = std::string(ns);
     out->tkey = std::string(parts[0]);
     if (realtime) out->skey = std::string(parts[1]);
     ymdh = parts[realtime ? 2 : 1];
   }
-  if (out->type == RecordType::kSubtotal || realtime) {
+  if (out->type != RecordType::kTotal || realtime) {
     if (Result<int64_t> t = UnixFromYmdh(ymdh); !t.ok()) return t.status();
     out->ymdh = std::string(ymdh);
   }
@@ -122,7 +129,8 @@ Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColu
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos) {
     return Status::InvalidArgument(
-        fmt::format("column {} {} is not name:count", k, QuoteForMessage(text)));
+        fmt::format("column {} {} is not name:{}", k, QuoteForMessage(text),
+                    type == RecordType::kUniqueSubtotal ? "sketch" : "count"));
   }
   const std::string_view name = text.substr(0, colon);
   if (type == RecordType::kTotal) {
@@ -133,9 +141,15 @@ Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColu
     CLICKATRON_RETURN_IF_ERROR(
         ValidateStoredKeyPart(name, "skey").WithContext(fmt::format("column {}", k)));
   }
+  out->name = std::string(name);
+  if (type == RecordType::kUniqueSubtotal) {
+    Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(colon + 1));
+    if (!sketch.ok()) return sketch.status().WithContext(fmt::format("column {}", k));
+    out->sketch = sketch->ToText();
+    return Status::Ok();
+  }
   Result<int64_t> count = ParseCount(text.substr(colon + 1));
   if (!count.ok()) return count.status().WithContext(fmt::format("column {}", k));
-  out->name = std::string(name);
   out->count = *count;
   return Status::Ok();
 }
@@ -174,6 +188,10 @@ std::string FormatRealtimeKey(const RealtimeKey& key) {
       return fmt::format("{}.{}|{}.{}.{}", key.sns, key.ns, key.tkey, key.skey, key.ymdh);
     case RecordType::kLookup:
       return LookupKey(key.tkey);
+    case RecordType::kUniqueTotal:
+      return UniqueTotalKey(key.ns, key.tkey, key.ymdh);
+    case RecordType::kUniqueSubtotal:
+      return fmt::format("{}{}.{}|{}.{}.{}", kUniqueMark, key.sns, key.ns, key.tkey, key.skey, key.ymdh);
   }
   return {};
 }
@@ -204,6 +222,12 @@ Result<RealtimeLine> ParseRealtimeLine(std::string_view line) {
     out.lookup_value = std::string(value);
     return out;
   }
+  if (IsUniqueType(out.key.type)) {
+    Result<UniqueSketch> sketch = UniqueSketch::FromText(value);
+    if (!sketch.ok()) return sketch.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
+    out.sketch = sketch->ToText();
+    return out;
+  }
   Result<int64_t> count = ParseCount(value);
   if (!count.ok()) {
     return count.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
@@ -216,6 +240,7 @@ std::string FormatRealtimeLine(const RealtimeLine& line) {
   if (line.key.type == RecordType::kLookup) {
     return fmt::format("{},{}", FormatRealtimeKey(line.key), line.lookup_value);
   }
+  if (IsUniqueType(line.key.type)) return fmt::format("{},{}", FormatRealtimeKey(line.key), line.sketch);
   return fmt::format("{},{}", FormatRealtimeKey(line.key), line.count);
 }
 
@@ -232,10 +257,18 @@ Result<ArchiveRecord> ParseArchiveLine(std::string_view line) {
   out.type = parts->type;
   out.key = std::string(key);
   const std::string_view value = line.substr(comma + 1);
-  Status st = out.type == RecordType::kLookup ? ValidateLookup(parts->tkey, value)
-                                              : ParseColumns(value, out.type, &out.columns);
+  Status st;
+  if (out.type == RecordType::kLookup) {
+    st = ValidateLookup(parts->tkey, value);
+    out.lookup_value = std::string(value);
+  } else if (out.type == RecordType::kUniqueTotal) {
+    Result<UniqueSketch> sketch = UniqueSketch::FromText(value);
+    if (sketch.ok()) out.sketch = sketch->ToText();
+    st = sketch.status();
+  } else {
+    st = ParseColumns(value, out.type, &out.columns);
+  }
   if (!st.ok()) return st.WithContext(fmt::format("archive line {}", QuoteForMessage(line)));
-  if (out.type == RecordType::kLookup) out.lookup_value = std::string(value);
   return out;
 }
 
@@ -244,6 +277,10 @@ std::string FormatArchiveLine(const ArchiveRecord& record) {
   out += ',';
   if (record.type == RecordType::kLookup) {
     out += record.lookup_value;
+    return out;
+  }
+  if (record.type == RecordType::kUniqueTotal) {
+    out += record.sketch;
     return out;
   }
   // Columns are normally sorted already (parsed or combined); sort a copy only
@@ -256,9 +293,14 @@ std::string FormatArchiveLine(const ArchiveRecord& record) {
     std::stable_sort(sorted.begin(), sorted.end(), by_name);
     columns = &sorted;
   }
+  const bool sketches = record.type == RecordType::kUniqueSubtotal;
   for (size_t i = 0; i < columns->size(); ++i) {
     if (i > 0) out += ' ';
-    fmt::format_to(std::back_inserter(out), "{}:{}", (*columns)[i].name, (*columns)[i].count);
+    if (sketches) {
+      out.append((*columns)[i].name).append(":").append((*columns)[i].sketch);
+    } else {
+      fmt::format_to(std::back_inserter(out), "{}:{}", (*columns)[i].name, (*columns)[i].count);
+    }
   }
   return out;
 }
@@ -288,9 +330,12 @@ Status AddCount(int64_t* sum, int64_t delta) {
 }
 
 RecordType RecordTypeOfKey(std::string_view key) {
+  const bool unique = !key.empty() && key[0] == kUniqueMark;
   const std::string_view prefix = key.substr(0, key.find('|'));
   if (prefix == kLookupNamespace) return RecordType::kLookup;
-  return prefix.find('.') == std::string_view::npos ? RecordType::kTotal : RecordType::kSubtotal;
+  const bool sub = prefix.find('.') != std::string_view::npos;
+  if (unique) return sub ? RecordType::kUniqueSubtotal : RecordType::kUniqueTotal;
+  return sub ? RecordType::kSubtotal : RecordType::kTotal;
 }
 
 int CompareArchiveKeys(std::string_view a, std::string_view b) {
@@ -318,5 +363,14 @@ std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns, std::s
 }
 
 std::string LookupKey(std::string_view hash) { return fmt::format("l|{}", hash); }
+
+std::string UniqueTotalKey(std::string_view ns, std::string_view tkey, std::string_view ymdh) {
+  return fmt::format("{}{}|{}.{}", kUniqueMark, ns, tkey, ymdh);
+}
+
+std::string UniqueSubtotalArchiveKey(std::string_view sns, std::string_view ns, std::string_view tkey,
+                                     std::string_view ymdh) {
+  return fmt::format("{}{}.{}|{}.{}", kUniqueMark, sns, ns, tkey, ymdh);
+}
 
 }  // namespace clickatron

@@ -1,13 +1,22 @@
-// The three record types in their realtime and archive formats (DESIGN §1).
+// The record types in their realtime and archive formats (docs/protocols.md).
 //
 // Realtime (one hour, one value; a RocksDB key and an int64 counter):
 //   total     ns|tkey.YMDH,value            u|jehiah.c41l,5
 //   subtotal  sns.ns|tkey.skey.YMDH,value   c.u|jehiah.US.c41l,4
 //   lookup    l|HASH,full value             (a put, not a counter)
+//   unique total     ~ns|tkey.YMDH,SKETCH          ~u|jehiah.c41l,eAQ…
+//   unique subtotal  ~sns.ns|tkey.skey.YMDH,SKETCH ~c.u|jehiah.US.c41l,eAQ…
 // Archive (multi-column; one line per key):
 //   total     ns|tkey,YMDH:v YMDH:v …       u|jehiah,c413:2 c41l:5   (columns by YMDH)
 //   subtotal  sns.ns|tkey.YMDH,skey:v …     c.u|jehiah.c41l,JP:1 US:4 (columns by skey)
 //   lookup    l|HASH,full value
+//   unique total     ~ns|tkey.YMDH,SKETCH            (one line per key-hour)
+//   unique subtotal  ~sns.ns|tkey.YMDH,skey:SKETCH …  (columns by skey)
+// A unique record is the counter record's key behind a '~' (a byte no
+// namespace holds, sorting after them all), valued by the text form of a
+// UniqueSketch (unique_sketch.h). Unlike a total, a unique total stays one
+// line per hour in the archive: a busy hour's sketch is 16 KiB of text, and
+// one line holding years of them could not be read for a 30-day query.
 //
 // tkey/skey here are always the *stored* forms (hashed when needed), so they
 // never contain '.', '|', ',', ':' or space. A line's key ends at its first
@@ -28,43 +37,52 @@
 
 namespace clickatron {
 
-enum class RecordType { kTotal, kSubtotal, kLookup };
+enum class RecordType { kTotal, kSubtotal, kLookup, kUniqueTotal, kUniqueSubtotal };
+inline constexpr char kUniqueMark = '~';
+inline bool IsUniqueType(RecordType type) {
+  return type == RecordType::kUniqueTotal || type == RecordType::kUniqueSubtotal;
+}
 
 // The parts of a realtime key.
 struct RealtimeKey {
   RecordType type = RecordType::kTotal;
-  std::string sns;   // subtotal only
-  std::string ns;    // total, subtotal
-  std::string tkey;  // total, subtotal (stored form); lookup: the HASH
-  std::string skey;  // subtotal only (stored form)
-  std::string ymdh;  // total, subtotal
+  std::string sns;   // subtotals only
+  std::string ns;    // all but lookups
+  std::string tkey;  // all but lookups (stored form); lookup: the HASH
+  std::string skey;  // subtotals only (stored form); in an archive key, empty
+  std::string ymdh;  // all but lookups (and archive totals)
 };
 
 std::string FormatRealtimeKey(const RealtimeKey& key);
 // Parses and validates every part (namespaces, YMDH, no reserved characters).
 Result<RealtimeKey> ParseRealtimeKey(std::string_view key);
 
-// "key,value" with value a decimal int64 (total/subtotal) or the full value (lookup).
+// "key,value" with value a decimal int64 (total/subtotal), the full value
+// (lookup) or a sketch's text (uniques; canonical form once parsed).
 struct RealtimeLine {
   RealtimeKey key;
   int64_t count = 0;        // total, subtotal
   std::string lookup_value; // lookup
+  std::string sketch;       // unique total, unique subtotal
 };
 Result<RealtimeLine> ParseRealtimeLine(std::string_view line);
 std::string FormatRealtimeLine(const RealtimeLine& line);
 
-// One column of an archive value: "YMDH:v" (total) or "skey:v" (subtotal).
+// One column of an archive value: "YMDH:v" (total), "skey:v" (subtotal) or
+// "skey:SKETCH" (unique subtotal).
 struct ArchiveColumn {
   std::string name;
   int64_t count = 0;
+  std::string sketch{};  // unique subtotal
   friend bool operator==(const ArchiveColumn&, const ArchiveColumn&) = default;
 };
 
 struct ArchiveRecord {
   RecordType type = RecordType::kTotal;
   std::string key;                    // everything before the first comma
-  std::vector<ArchiveColumn> columns; // total, subtotal: sorted by name, names unique
+  std::vector<ArchiveColumn> columns; // total, subtotal, unique subtotal: sorted by name, names unique
   std::string lookup_value;           // lookup
+  std::string sketch;                 // unique total (canonical text)
 };
 // Parses and validates: key shape by type, columns well formed, sorted and unique.
 Result<ArchiveRecord> ParseArchiveLine(std::string_view line);
@@ -72,6 +90,7 @@ std::string FormatArchiveLine(const ArchiveRecord& record);
 
 // The parts of an archive key, validated like ParseRealtimeKey: a total has no
 // ymdh, and skey is always empty (in the archive it is a column name).
+// A unique total's archive key is its realtime key (one line per hour).
 Result<RealtimeKey> ParseArchiveKey(std::string_view key);
 
 // A counter value: decimal int64, optional leading '-', no '+', no spaces, no
@@ -92,5 +111,8 @@ std::string TotalArchiveKey(std::string_view ns, std::string_view tkey);        
 std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns,
                                std::string_view tkey, std::string_view ymdh);            // sns.ns|tkey.YMDH
 std::string LookupKey(std::string_view hash);                                            // l|HASH
+std::string UniqueTotalKey(std::string_view ns, std::string_view tkey, std::string_view ymdh);  // ~ns|tkey.YMDH
+std::string UniqueSubtotalArchiveKey(std::string_view sns, std::string_view ns, std::string_view tkey,
+                                     std::string_view ymdh);                                // ~sns.ns|tkey.YMDH
 
 }  // namespace clickatron

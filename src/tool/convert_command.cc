@@ -9,6 +9,7 @@
 
 #include "clickatron/convert.h"
 #include "clickatron/record.h"
+#include "clickatron/unique_sketch.h"
 #include "commands.h"
 
 namespace clickatron::tool {
@@ -51,6 +52,12 @@ Result<bool> FoldSameKey(std::string* last, std::string_view line) {
   if (RecordTypeOfKey(key) == RecordType::kLookup) {
     if (last_value == value) return true;
     return Status::Corruption(fmt::format("lookup {} has two different values", key));
+  }
+  if (IsUniqueType(RecordTypeOfKey(key))) {
+    Result<std::string> united = MergeSketchTexts(last_value, value);
+    if (!united.ok()) return united.status().WithContext(fmt::format("key {}", key));
+    *last = fmt::format("{},{}", key, *united);
+    return true;
   }
   Result<int64_t> sum = ParseCount(last_value);
   Result<int64_t> add = ParseCount(value);

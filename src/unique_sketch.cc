@@ -1,0 +1,334 @@
+// HyperLogLog sketches of visitor sets (see unique_sketch.h).
+#include "clickatron/unique_sketch.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+namespace clickatron {
+namespace {
+
+constexpr char kExplicitForm = 'e';
+constexpr char kDenseForm = 'd';
+constexpr int kHashRestBits = 64 - kSketchPrecision;  // bits left for the register value
+
+size_t VarintBytes(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void AppendVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+size_t ExplicitBytes(const std::vector<uint64_t>& hashes) {
+  size_t bytes = 0;
+  uint64_t previous = 0;
+  for (uint64_t h : hashes) {
+    bytes += VarintBytes(h - previous);
+    previous = h;
+  }
+  return bytes;
+}
+
+// Standard base64 without padding: record values need no '=' and this keeps
+// one spelling per payload (trailing bits must be zero on decode).
+constexpr std::string_view kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+constexpr std::array<int8_t, 256> MakeDecodeTable() {
+  std::array<int8_t, 256> table{};
+  for (auto& v : table) v = -1;
+  for (size_t i = 0; i < kBase64.size(); ++i) table[static_cast<unsigned char>(kBase64[i])] = static_cast<int8_t>(i);
+  return table;
+}
+constexpr std::array<int8_t, 256> kBase64Decode = MakeDecodeTable();
+
+void AppendBase64(std::string_view bytes, std::string* out) {
+  out->reserve(out->size() + (bytes.size() * 4 + 2) / 3);
+  size_t i = 0;
+  const auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[k])); };
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    out->push_back(kBase64[v >> 18]);
+    out->push_back(kBase64[(v >> 12) & 63]);
+    out->push_back(kBase64[(v >> 6) & 63]);
+    out->push_back(kBase64[v & 63]);
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    const uint32_t v = byte(i) << 16;
+    out->push_back(kBase64[v >> 18]);
+    out->push_back(kBase64[(v >> 12) & 63]);
+  } else if (rest == 2) {
+    const uint32_t v = byte(i) << 16 | byte(i + 1) << 8;
+    out->push_back(kBase64[v >> 18]);
+    out->push_back(kBase64[(v >> 12) & 63]);
+    out->push_back(kBase64[(v >> 6) & 63]);
+  }
+}
+
+Status DecodeBase64(std::string_view text, std::string* out) {
+  if (text.size() % 4 == 1) return Status::InvalidArgument("sketch text has a base64 length that cannot be");
+  out->clear();
+  out->reserve(text.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    const int8_t v = kBase64Decode[static_cast<unsigned char>(c)];
+    if (v < 0) {
+      return Status::InvalidArgument(fmt::format("sketch text holds '{}', not base64", c == '\n' ? '?' : c));
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  if ((acc & ((1u << bits) - 1)) != 0) return Status::InvalidArgument("sketch text has stray bits at its end");
+  return Status::Ok();
+}
+
+// Ertl, "New cardinality estimation algorithms for HyperLogLog sketches"
+// (2017), section 4: sigma and tau are the series that make the estimate
+// unbiased for registers at 0 and at the maximum.
+double Sigma(double x) {
+  if (x == 1.0) return INFINITY;
+  double y = 1.0;
+  double z = x;
+  double previous = 0.0;
+  do {
+    x *= x;
+    previous = z;
+    z += x * y;
+    y += y;
+  } while (z != previous);
+  return z;
+}
+
+double Tau(double x) {
+  if (x == 0.0 || x == 1.0) return 0.0;
+  double y = 1.0;
+  double z = 1.0 - x;
+  double previous = 0.0;
+  do {
+    x = std::sqrt(x);
+    previous = z;
+    y *= 0.5;
+    z -= (1.0 - x) * (1.0 - x) * y;
+  } while (z != previous);
+  return z / 3.0;
+}
+
+}  // namespace
+
+uint64_t HashVisitor(std::string_view token) { return XXH3_64bits(token.data(), token.size()); }
+
+void UniqueSketch::AddToRegisters(uint64_t hash) {
+  const size_t index = static_cast<size_t>(hash >> kHashRestBits);
+  const uint64_t rest = hash << kSketchPrecision;  // the other bits, at the top
+  const uint8_t value =
+      rest == 0 ? kMaxSketchRegister : static_cast<uint8_t>(__builtin_clzll(rest) + 1);
+  if (registers_[index] < value) registers_[index] = value;
+}
+
+void UniqueSketch::Densify() {
+  registers_.assign(kSketchRegisters, 0);
+  for (uint64_t h : hashes_) AddToRegisters(h);
+  hashes_.clear();
+  hashes_.shrink_to_fit();
+  explicit_bytes_ = 0;
+}
+
+void UniqueSketch::SetHashes(std::vector<uint64_t> hashes) {
+  hashes_ = std::move(hashes);
+  explicit_bytes_ = ExplicitBytes(hashes_);
+  if (explicit_bytes_ > kDenseSketchBytes) Densify();
+}
+
+void UniqueSketch::Add(uint64_t hash) {
+  if (!registers_.empty()) {
+    AddToRegisters(hash);
+    return;
+  }
+  auto it = std::lower_bound(hashes_.begin(), hashes_.end(), hash);
+  if (it != hashes_.end() && *it == hash) return;
+  // The payload changes by the deltas around the new hash only.
+  const uint64_t previous = it == hashes_.begin() ? 0 : *(it - 1);
+  explicit_bytes_ += VarintBytes(hash - previous);
+  if (it != hashes_.end()) explicit_bytes_ += VarintBytes(*it - hash) - VarintBytes(*it - previous);
+  hashes_.insert(it, hash);
+  if (explicit_bytes_ > kDenseSketchBytes) Densify();
+}
+
+void UniqueSketch::Merge(const UniqueSketch& other) {
+  if (other.empty()) return;
+  if (registers_.empty() && other.registers_.empty()) {
+    if (hashes_.empty()) {
+      *this = other;
+      return;
+    }
+    std::vector<uint64_t> united;
+    united.reserve(hashes_.size() + other.hashes_.size());
+    std::set_union(hashes_.begin(), hashes_.end(), other.hashes_.begin(), other.hashes_.end(),
+                   std::back_inserter(united));
+    SetHashes(std::move(united));
+    return;
+  }
+  if (registers_.empty()) Densify();
+  if (other.registers_.empty()) {
+    for (uint64_t h : other.hashes_) AddToRegisters(h);
+    return;
+  }
+  for (size_t i = 0; i < kSketchRegisters; ++i) registers_[i] = std::max(registers_[i], other.registers_[i]);
+}
+
+uint64_t UniqueSketch::Estimate() const {
+  if (registers_.empty()) return hashes_.size();
+  std::array<uint32_t, kMaxSketchRegister + 1> histogram{};
+  for (uint8_t r : registers_) ++histogram[r];
+  const double m = static_cast<double>(kSketchRegisters);
+  double z = m * Tau((m - histogram[kMaxSketchRegister]) / m);
+  for (int k = kMaxSketchRegister - 1; k >= 1; --k) z = 0.5 * (z + histogram[k]);
+  z += m * Sigma(histogram[0] / m);
+  constexpr double kAlphaInfinity = 0.721347520444481703680;  // 1 / (2 ln 2)
+  return static_cast<uint64_t>(std::llround(kAlphaInfinity * m * m / z));
+}
+
+void UniqueSketch::AppendPayload(std::string* out) const {
+  if (registers_.empty()) {
+    uint64_t previous = 0;
+    for (uint64_t h : hashes_) {
+      AppendVarint(h - previous, out);
+      previous = h;
+    }
+    return;
+  }
+  // Four registers in three bytes, the first register in the high bits.
+  for (size_t i = 0; i < kSketchRegisters; i += 4) {
+    const uint32_t v = uint32_t{registers_[i]} << 18 | uint32_t{registers_[i + 1]} << 12 |
+                       uint32_t{registers_[i + 2]} << 6 | registers_[i + 3];
+    out->push_back(static_cast<char>(v >> 16));
+    out->push_back(static_cast<char>((v >> 8) & 0xff));
+    out->push_back(static_cast<char>(v & 0xff));
+  }
+}
+
+void UniqueSketch::AppendBinary(std::string* out) const {
+  out->push_back(registers_.empty() ? kExplicitForm : kDenseForm);
+  AppendPayload(out);
+}
+
+std::string UniqueSketch::ToBinary() const {
+  std::string out;
+  AppendBinary(&out);
+  return out;
+}
+
+void UniqueSketch::AppendText(std::string* out) const {
+  std::string payload;
+  AppendPayload(&payload);
+  out->push_back(registers_.empty() ? kExplicitForm : kDenseForm);
+  AppendBase64(payload, out);
+}
+
+std::string UniqueSketch::ToText() const {
+  std::string out;
+  AppendText(&out);
+  return out;
+}
+
+Result<UniqueSketch> UniqueSketch::FromBinary(std::string_view bytes) {
+  if (bytes.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
+  const std::string_view payload = bytes.substr(1);
+  UniqueSketch out;
+  if (bytes[0] == kExplicitForm) {
+    std::vector<uint64_t> hashes;
+    uint64_t previous = 0;
+    size_t i = 0;
+    while (i < payload.size()) {
+      uint64_t delta = 0;
+      int shift = 0;
+      while (true) {
+        if (i == payload.size()) return Status::InvalidArgument("sketch ends inside a varint");
+        const auto b = static_cast<unsigned char>(payload[i++]);
+        if (shift == 63 && (b & 0x7e) != 0) return Status::InvalidArgument("sketch varint passes 64 bits");
+        delta |= static_cast<uint64_t>(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) break;
+        shift += 7;
+        if (shift > 63) return Status::InvalidArgument("sketch varint passes 64 bits");
+      }
+      if (!hashes.empty() && delta == 0) return Status::InvalidArgument("sketch repeats a hash");
+      uint64_t hash = 0;
+      if (__builtin_add_overflow(previous, delta, &hash)) {
+        return Status::InvalidArgument("sketch hashes pass 2^64 (not ascending)");
+      }
+      hashes.push_back(hash);
+      previous = hash;
+    }
+    out.SetHashes(std::move(hashes));  // an over-long explicit list becomes dense: one form per set
+    return out;
+  }
+  if (bytes[0] == kDenseForm) {
+    if (payload.size() != kDenseSketchBytes) {
+      return Status::InvalidArgument(
+          fmt::format("dense sketch holds {} bytes, not {}", payload.size(), kDenseSketchBytes));
+    }
+    out.registers_.resize(kSketchRegisters);
+    for (size_t i = 0, r = 0; i < payload.size(); i += 3, r += 4) {
+      const uint32_t v = uint32_t{static_cast<unsigned char>(payload[i])} << 16 |
+                         uint32_t{static_cast<unsigned char>(payload[i + 1])} << 8 |
+                         static_cast<unsigned char>(payload[i + 2]);
+      for (int k = 0; k < 4; ++k) {
+        const auto value = static_cast<uint8_t>((v >> (18 - 6 * k)) & 63);
+        if (value > kMaxSketchRegister) {
+          return Status::InvalidArgument(
+              fmt::format("dense sketch register {} is {}, over {}", r + k, value, kMaxSketchRegister));
+        }
+        out.registers_[r + k] = value;
+      }
+    }
+    return out;
+  }
+  return Status::InvalidArgument(
+      fmt::format("sketch form '{}' is neither 'e' (explicit) nor 'd' (dense)", static_cast<char>(bytes[0])));
+}
+
+Result<UniqueSketch> UniqueSketch::FromText(std::string_view text) {
+  if (text.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
+  std::string bytes(1, text[0]);
+  std::string payload;
+  CLICKATRON_RETURN_IF_ERROR(DecodeBase64(text.substr(1), &payload));
+  bytes += payload;
+  return FromBinary(bytes);
+}
+
+Result<std::string> MergeSketchTexts(std::string_view a, std::string_view b) {
+  if (a == b) {
+    // Union with itself; still validated, so a bad record is never passed on.
+    Result<UniqueSketch> same = UniqueSketch::FromText(a);
+    if (!same.ok()) return same.status();
+    return same->ToText();
+  }
+  Result<UniqueSketch> left = UniqueSketch::FromText(a);
+  if (!left.ok()) return left.status();
+  Result<UniqueSketch> right = UniqueSketch::FromText(b);
+  if (!right.ok()) return right.status();
+  left->Merge(*right);
+  return left->ToText();
+}
+
+}  // namespace clickatron

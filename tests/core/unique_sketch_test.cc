@@ -1,0 +1,137 @@
+// UniqueSketch against an independent oracle: a plain set of the tokens.
+#include "clickatron/unique_sketch.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+namespace clickatron {
+namespace {
+
+std::string Token(uint64_t i) { return "visitor-" + std::to_string(i); }
+
+UniqueSketch SketchOf(uint64_t first, uint64_t count) {
+  UniqueSketch s;
+  for (uint64_t i = first; i < first + count; ++i) s.Add(HashVisitor(Token(i)));
+  return s;
+}
+
+TEST(HashVisitorTest, IsXxh3WithSeedZero) {
+  // XXH3_64bits of the empty input, as the xxHash specification lists it:
+  // sketches on disk depend on this never changing.
+  EXPECT_EQ(HashVisitor(""), 0x2D06800538D394C2ull);
+  EXPECT_NE(HashVisitor("a"), HashVisitor("b"));
+}
+
+TEST(UniqueSketchTest, ExactWhileSmallWhateverTheRepeats) {
+  UniqueSketch s;
+  std::unordered_set<std::string> oracle;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    const std::string t = Token((i * 7919) % 1200);  // 1,200 distinct, most seen more than once
+    s.Add(HashVisitor(t));
+    oracle.insert(t);
+    if (i % 97 == 0) {
+      ASSERT_TRUE(s.exact()) << i;
+      ASSERT_EQ(s.Estimate(), oracle.size()) << i;
+    }
+  }
+  EXPECT_TRUE(s.exact());
+  EXPECT_EQ(s.Estimate(), oracle.size());
+}
+
+TEST(UniqueSketchTest, SmallSketchesCostTensOfBytesAndTheLargestTwelveKiB) {
+  EXPECT_EQ(UniqueSketch().ToText(), "e");
+  EXPECT_LE(SketchOf(0, 1).ToBinary().size(), 11u);
+  EXPECT_LE(SketchOf(0, 10).ToBinary().size(), 10u * 10 + 1);
+  const UniqueSketch big = SketchOf(0, 100'000);
+  EXPECT_FALSE(big.exact());
+  EXPECT_EQ(big.ToBinary().size(), kDenseSketchBytes + 1);
+  EXPECT_EQ(big.ToText().size(), kDenseSketchBytes * 4 / 3 + 1);
+}
+
+TEST(UniqueSketchTest, TurnsDenseOnlyWhenTheExplicitFormWouldBeLarger) {
+  UniqueSketch s;
+  uint64_t i = 0;
+  std::string last_explicit;
+  while (s.exact()) {
+    last_explicit = s.ToBinary();
+    s.Add(HashVisitor(Token(i++)));
+  }
+  // The last explicit form fitted in the dense size; one more visitor did not.
+  EXPECT_LE(last_explicit.size(), kDenseSketchBytes + 1);
+  EXPECT_GT(i, 1000u);
+  EXPECT_LT(i, 2000u);
+}
+
+TEST(UniqueSketchTest, RelativeErrorWithinTwoPercentAtEveryScale) {
+  for (uint64_t n : {1'500ull, 2'000ull, 5'000ull, 20'000ull, 40'000ull, 80'000ull, 300'000ull, 1'000'000ull}) {
+    const UniqueSketch s = SketchOf(n * 13, n);  // distinct tokens per scale
+    const double error = std::abs(static_cast<double>(s.Estimate()) - static_cast<double>(n)) / static_cast<double>(n);
+    EXPECT_LE(error, 0.02) << n << " estimated " << s.Estimate();
+  }
+}
+
+TEST(UniqueSketchTest, UnionIsTheSketchOfAllTokensWhateverTheOrderAndForms) {
+  // Overlapping ranges in every pair of forms: explicit+explicit staying
+  // explicit, explicit+explicit turning dense, explicit+dense, dense+dense.
+  struct Case {
+    uint64_t a_first, a_count, b_first, b_count;
+  };
+  for (const Case& c : {Case{0, 300, 200, 400}, Case{0, 1000, 900, 1000}, Case{0, 50, 10, 50'000},
+                        Case{0, 30'000, 20'000, 30'000}}) {
+    UniqueSketch a = SketchOf(c.a_first, c.a_count);
+    UniqueSketch b = SketchOf(c.b_first, c.b_count);
+    const uint64_t end = std::max(c.a_first + c.a_count, c.b_first + c.b_count);
+    const UniqueSketch all = SketchOf(0, end);
+    UniqueSketch ab = a;
+    ab.Merge(b);
+    UniqueSketch ba = b;
+    ba.Merge(a);
+    EXPECT_EQ(ab.ToText(), all.ToText()) << c.a_count << "+" << c.b_count;
+    EXPECT_EQ(ba.ToText(), all.ToText()) << c.a_count << "+" << c.b_count;
+    UniqueSketch twice = ab;
+    twice.Merge(ab);  // a union with itself changes nothing
+    EXPECT_EQ(twice, ab);
+    Result<std::string> texts = MergeSketchTexts(a.ToText(), b.ToText());
+    ASSERT_TRUE(texts.ok()) << texts.status().ToString();
+    EXPECT_EQ(*texts, all.ToText());
+  }
+}
+
+TEST(UniqueSketchTest, TextAndBinaryRoundTrip) {
+  for (uint64_t n : {0ull, 1ull, 7ull, 1400ull, 5000ull}) {
+    const UniqueSketch s = SketchOf(5, n);
+    Result<UniqueSketch> from_text = UniqueSketch::FromText(s.ToText());
+    ASSERT_TRUE(from_text.ok()) << from_text.status().ToString();
+    EXPECT_EQ(*from_text, s);
+    Result<UniqueSketch> from_binary = UniqueSketch::FromBinary(s.ToBinary());
+    ASSERT_TRUE(from_binary.ok()) << from_binary.status().ToString();
+    EXPECT_EQ(*from_binary, s);
+    const std::string text = s.ToText();
+    EXPECT_EQ(text.find_first_of(",: .|\n"), std::string::npos);
+  }
+}
+
+TEST(UniqueSketchTest, RefusesMalformedSketches) {
+  const std::string dense = SketchOf(0, 5000).ToBinary();
+  std::string high_register = dense;
+  high_register[1] = static_cast<char>(0xff);  // first register 63 > 51
+  std::string descending;
+  descending.push_back('e');
+  descending.push_back(5);
+  descending.push_back(0);  // a repeated hash (delta 0)
+  const std::string bad_binary[] = {"", "x", "d", dense.substr(0, dense.size() - 3), high_register, descending,
+                                    std::string("e\x80", 2),
+                                    std::string("e\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11)};
+  for (const std::string& b : bad_binary) {
+    EXPECT_FALSE(UniqueSketch::FromBinary(b).ok()) << b.size();
+  }
+  for (std::string_view t : {"", "eA", "e!!!!", "eAB=", "eAQ\n", "zAAAA", "eAB"}) {
+    EXPECT_FALSE(UniqueSketch::FromText(t).ok()) << t;
+  }
+}
+
+}  // namespace
+}  // namespace clickatron
