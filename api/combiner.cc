@@ -13,6 +13,13 @@ void Combiner::Add(RoutedRecord&& record) {
     if (inserted) w.bytes += it->first.size() + it->second.size() + 4;
     return;
   }
+  if (record.unique) {
+    auto [it, inserted] = w.sketches.try_emplace(std::move(record.key));
+    // ~12 text bytes a visitor while explicit (the usual case inside a window).
+    w.bytes += inserted ? it->first.size() + 16 : 12;
+    it->second.Add(record.visitor);
+    return;
+  }
   auto [it, inserted] = w.counters.try_emplace(std::move(record.key), 0);
   // Deltas are at most kMaxIncrementValue each: no window can overflow int64.
   it->second += record.delta;
@@ -21,7 +28,7 @@ void Combiner::Add(RoutedRecord&& record) {
 
 bool Combiner::empty() const {
   for (const Window& w : shards_) {
-    if (!w.counters.empty() || !w.lookups.empty()) return false;
+    if (!w.counters.empty() || !w.lookups.empty() || !w.sketches.empty()) return false;
   }
   return true;
 }
@@ -30,7 +37,7 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
   Window& w = shards_[shard];
   Lines out;
   out.records = w.records;
-  out.count = w.counters.size() + w.lookups.size();
+  out.count = w.counters.size() + w.lookups.size() + w.sketches.size();
   out.text.reserve(w.bytes);
   char digits[24];
   for (const auto& [key, delta] : w.counters) {
@@ -41,6 +48,12 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
     out.text.append(digits, end);
     out.text.push_back('\n');
   }
+  for (const auto& [key, sketch] : w.sketches) {
+    out.text.append(key);
+    out.text.push_back(',');
+    sketch.AppendText(&out.text);
+    out.text.push_back('\n');
+  }
   for (const auto& [hash, value] : w.lookups) {
     out.text.append("l|").append(hash).push_back(',');
     out.text.append(value).push_back('\n');
@@ -48,6 +61,7 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
   // clear() keeps the bucket arrays: the next window reuses them.
   w.counters.clear();
   w.lookups.clear();
+  w.sketches.clear();
   w.records = 0;
   w.bytes = 0;
   return out;

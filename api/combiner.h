@@ -1,6 +1,7 @@
 // The per-shard flush window: increments to the same record inside one window
-// become one line (incr(x,1) x3 -> "x,3"), and a lookup put appears once, so a
-// hot counter costs one write per window whatever its rate.
+// become one line (incr(x,1) x3 -> "x,3"), a lookup put appears once, and the
+// visitors of one unique record fold into one sketch ("~x,SKETCH"), so a hot
+// counter costs one write per window whatever its rate.
 //
 // Thread-safety: none; the API's event loop owns it.
 #pragma once
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "clickatron/unique_sketch.h"
 #include "increment_records.h"
 
 namespace clickatron::api {
@@ -21,12 +23,14 @@ class Combiner {
   void Add(RoutedRecord&& record);
 
   // Distinct lines waiting for `shard`.
-  size_t lines(uint32_t shard) const { return shards_[shard].counters.size() + shards_[shard].lookups.size(); }
+  size_t lines(uint32_t shard) const {
+    return shards_[shard].counters.size() + shards_[shard].lookups.size() + shards_[shard].sketches.size();
+  }
   bool empty() const;
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
 
   struct Lines {
-    std::string text;      // "key,delta\n"… then "l|HASH,value\n"…
+    std::string text;      // "key,delta\n"…, "~key,SKETCH\n"…, then "l|HASH,value\n"…
     size_t count = 0;      // lines in text
     uint64_t records = 0;  // records added before combining
   };
@@ -37,6 +41,7 @@ class Combiner {
   struct Window {
     std::unordered_map<std::string, int64_t> counters;
     std::unordered_map<std::string, std::string> lookups;  // HASH -> full value
+    std::unordered_map<std::string, UniqueSketch> sketches;  // "~…" key -> its visitors
     uint64_t records = 0;
     size_t bytes = 0;  // estimate, to size the output once
   };

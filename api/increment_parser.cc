@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 
 namespace clickatron::api {
@@ -133,6 +134,19 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
   Result<int64_t> value = ParseValue(*value_text);
   if (!value.ok()) return value.status();
   out->value = *value;
+
+  auto uniq = Single(args, "uniq", "INVALID_UNIQ");
+  if (!uniq.ok()) return uniq.status();
+  if (*uniq != nullptr) {
+    // Any bytes: a token is hashed, never stored or echoed.
+    if ((*uniq)->empty() || (*uniq)->size() > kMaxKeyPartLength) {
+      return Invalid("INVALID_UNIQ",
+                     fmt::format("uniq is {} bytes; a visitor token is 1 to {} bytes", (*uniq)->size(),
+                                 kMaxKeyPartLength));
+    }
+    out->has_visitor = true;
+    out->visitor = HashVisitor(**uniq);
+  }
 
   return ParseSubs(args, out);
 }

@@ -49,6 +49,9 @@ struct Increment {
   std::string ymdh;  // the hour of ts
   int64_t value = 1;
   std::vector<std::pair<std::string, IncrementKeyPart>> subs;  // sns -> skey
+  // uniq=TOKEN: the visitor, as the hash every sketch holds (HashVisitor).
+  bool has_visitor = false;
+  uint64_t visitor = 0;
 };
 
 // Remembers the last hour's YMDH: most increments fall in the current hour.
@@ -58,7 +61,8 @@ struct HourCache {
 };
 
 // Parses and validates one increment from its parameters (ns, key, ts, value,
-// sub). Unknown parameters are ignored.
+// sub, uniq). Unknown parameters are ignored. uniq is any non-empty string of
+// at most kMaxKeyPartLength bytes (INVALID_UNIQ otherwise).
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out);
 
 // Parses a batch body: one query string per line ('\n' or "\r\n"), blank lines

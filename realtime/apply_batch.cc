@@ -30,6 +30,26 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
     start = end + 1;
     ++number;
     if (text.empty()) return BadLine(number, "empty line");
+    if (text[0] == kUniqueMark) {
+      // The key through the core parser; the sketch decoded once, kept.
+      const size_t comma = text.find(',');
+      if (comma == std::string_view::npos) return BadLine(number, "no ',' before the sketch");
+      Result<RealtimeKey> key = ParseRealtimeKey(text.substr(0, comma));
+      if (!key.ok()) return BadLine(number, key.status().message());
+      Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(comma + 1));
+      if (!sketch.ok()) return BadLine(number, sketch.status().message());
+      Result<int64_t> hour_start = UnixFromYmdh(key->ymdh);
+      if (!hour_start.ok()) return BadLine(number, hour_start.status().message());
+      BatchLine line;
+      line.key = text.substr(0, comma);
+      line.unique = true;
+      line.day = FloorDiv(*hour_start, kSecondsPerDay);
+      line.sketch = out.sketches.size();
+      out.sketches.push_back(std::move(sketch).value());
+      out.lines.push_back(line);
+      ++out.uniques;
+      continue;
+    }
     Result<RealtimeLine> parsed = ParseRealtimeLine(text);
     if (!parsed.ok()) return BadLine(number, parsed.status().message());
     BatchLine line;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -150,11 +151,15 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
     job.table->ForEachLookup([&](int64_t day, std::string_view key, std::string_view value) {
       write.puts.push_back({day, key, value});
     });
+    std::deque<std::string> sketch_bytes;  // a deque: the views below stay valid as it grows
+    job.table->ForEachSketch([&](int64_t day, std::string_view key, const UniqueSketch& sketch) {
+      write.sketches.push_back({day, key, sketch_bytes.emplace_back(sketch.ToBinary())});
+    });
     write.watermarks = job.watermarks;
     st = store->Write(write);
     if (st.ok()) {
       job.inserted = true;
-      job.records = write.increments.size() + write.puts.size();
+      job.records = write.increments.size() + write.puts.size() + write.sketches.size();
     }
   }
   if (st.ok()) {

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/unique_sketch.h"
 
 namespace clickatron::realtime {
 namespace {
@@ -22,6 +24,7 @@ class CounterAddOperator : public rocksdb::AssociativeMergeOperator {
 
   bool Merge(const rocksdb::Slice& key, const rocksdb::Slice* existing_value, const rocksdb::Slice& value,
              std::string* new_value, rocksdb::Logger*) const override {
+    if (!key.empty() && key[0] == kUniqueMark) return Unite(key, existing_value, value, new_value);
     int64_t sum = 0;
     if (existing_value != nullptr && !DecodeCounter(existing_value->ToStringView(), &sum)) {
       return Fail(key, "stored value is not an 8-byte counter");
@@ -35,6 +38,23 @@ class CounterAddOperator : public rocksdb::AssociativeMergeOperator {
   }
 
  private:
+  // A unique record ("~…"): the operands are binary sketches; their union.
+  // (The operator keeps its name: stores from before uniques hold no '~' key,
+  // so their counters merge exactly as before.)
+  static bool Unite(const rocksdb::Slice& key, const rocksdb::Slice* existing_value, const rocksdb::Slice& value,
+                    std::string* new_value) {
+    Result<UniqueSketch> operand = UniqueSketch::FromBinary(value.ToStringView());
+    if (!operand.ok()) return Fail(key, "merge operand is not a sketch");
+    if (existing_value != nullptr) {
+      Result<UniqueSketch> stored = UniqueSketch::FromBinary(existing_value->ToStringView());
+      if (!stored.ok()) return Fail(key, "stored value is not a sketch");
+      operand->Merge(*stored);
+    }
+    new_value->clear();
+    operand->AppendBinary(new_value);
+    return true;
+  }
+
   // Runs on RocksDB's threads too (compaction): logging and an atomic only.
   static bool Fail(const rocksdb::Slice& key, const char* why) {
     merge_failures.fetch_add(1, std::memory_order_relaxed);

@@ -8,6 +8,10 @@
 // is never turned into a plausible number (RocksDB's example uint64add treats
 // it as 0; we must not). Failures are counted process-wide for /stats.
 //
+// Unique records ("~" keys) hold a binary UniqueSketch instead; for them the
+// same operator unites sketches (an operand that does not decode fails the
+// merge the same way).
+//
 // This header keeps RocksDB types out: the operator is handed over as an
 // opaque shared_ptr that only shard_store.cc unwraps.
 #pragma once

@@ -75,6 +75,25 @@ bool MemTable::Add(Day& day, std::string_view key, int64_t delta) {
   return true;
 }
 
+void MemTable::Unite(Day& day, std::string_view key, const UniqueSketch& sketch) {
+  auto it = day.sketches.find(key);
+  if (it == day.sketches.end()) {
+    it = day.sketches.emplace(std::string(key), UniqueSketch()).first;
+    const SketchEntry* entry = &*it;
+    auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(entry->first));
+    if (new_group) bytes_ += kGroupOverhead;
+    Group& group = group_it->second;
+    if (!group.sketches.empty() && group.sketches.back()->first > entry->first) group.sorted = false;
+    group.sketches.push_back(entry);
+    ++keys_;
+    bytes_ += kEntryOverhead + KeyHeapBytes(key);
+  }
+  const size_t before = it->second.MemoryBytes();
+  it->second.Merge(sketch);
+  bytes_ += it->second.MemoryBytes();  // unsigned: also right when turning dense shrank it
+  bytes_ -= before;
+}
+
 void MemTable::Undo(Day& day, std::string_view key, int64_t delta) {
   // The entry stays (at 0 if the batch created it): reads and checkpoints
   // skip zeros, as no line ever adds 0.
@@ -88,7 +107,7 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
   Day* day = nullptr;
   for (size_t i = 0; i < batch.lines.size(); ++i) {
     const BatchLine& line = batch.lines[i];
-    if (line.lookup) continue;
+    if (line.lookup || line.unique) continue;
     if (day == nullptr || line.day != last_day) {
       day = &DayFor(line.day);
       last_day = line.day;
@@ -96,12 +115,22 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
     if (!Add(*day, line.key, line.delta)) {
       for (size_t j = 0; j < i; ++j) {
         const BatchLine& done = batch.lines[j];
-        if (!done.lookup) Undo(days_[done.day], done.key, done.delta);
+        if (!done.lookup && !done.unique) Undo(days_[done.day], done.key, done.delta);
       }
       return Status(StatusCode::kInternal,
                     fmt::format("counter {} would pass the int64 range; nothing of the batch applied",
                                 std::string(line.key)),
                     "COUNTER_OVERFLOW");
+    }
+  }
+  if (batch.uniques > 0) {
+    for (const BatchLine& line : batch.lines) {
+      if (!line.unique) continue;
+      if (day == nullptr || line.day != last_day) {
+        day = &DayFor(line.day);
+        last_day = line.day;
+      }
+      Unite(*day, line.key, batch.sketches[line.sketch]);
     }
   }
   if (batch.lookups > 0) {
@@ -130,6 +159,13 @@ std::optional<int64_t> MemTable::Counter(int64_t day, std::string_view key) cons
   return it->second;
 }
 
+const UniqueSketch* MemTable::Sketch(int64_t day, std::string_view key) const {
+  auto d = days_.find(day);
+  if (d == days_.end()) return nullptr;
+  auto it = d->second.sketches.find(key);
+  return it == d->second.sketches.end() ? nullptr : &it->second;
+}
+
 const std::string* MemTable::Lookup(int64_t day, std::string_view key) const {
   auto d = days_.find(day);
   if (d == days_.end()) return nullptr;
@@ -146,10 +182,15 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
       if (!group.sorted) {
         std::sort(group.entries.begin(), group.entries.end(),
                   [](const CounterEntry* a, const CounterEntry* b) { return a->first < b->first; });
+        std::sort(group.sketches.begin(), group.sketches.end(),
+                  [](const SketchEntry* a, const SketchEntry* b) { return a->first < b->first; });
         group.sorted = true;
       }
       for (const CounterEntry* e : group.entries) {
         if (e->second != 0 && e->first.starts_with(prefix)) entries.emplace_back(e->first, EncodeCounter(e->second));
+      }
+      for (const SketchEntry* e : group.sketches) {
+        if (e->first.starts_with(prefix)) entries.emplace_back(e->first, e->second.ToBinary());
       }
     };
     const size_t bar = prefix.find('|');
@@ -176,7 +217,8 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
 
 bool MemTable::HasDay(int64_t day) const {
   auto d = days_.find(day);
-  return d != days_.end() && !(d->second.counters.empty() && d->second.lookups.empty());
+  return d != days_.end() &&
+         !(d->second.counters.empty() && d->second.lookups.empty() && d->second.sketches.empty());
 }
 
 void MemTable::ReserveLike(const MemTable& previous) {
@@ -191,14 +233,14 @@ void MemTable::ReserveLike(const MemTable& previous) {
 std::vector<int64_t> MemTable::Days() const {
   std::vector<int64_t> out;
   for (const auto& [day, t] : days_) {
-    if (!t.counters.empty() || !t.lookups.empty()) out.push_back(day);
+    if (!t.counters.empty() || !t.lookups.empty() || !t.sketches.empty()) out.push_back(day);
   }
   return out;
 }
 
 size_t MemTable::keys(int64_t day) const {
   auto d = days_.find(day);
-  return d == days_.end() ? 0 : d->second.counters.size() + d->second.lookups.size();
+  return d == days_.end() ? 0 : d->second.counters.size() + d->second.lookups.size() + d->second.sketches.size();
 }
 
 void MemTable::ForEachCounter(const std::function<void(int64_t, std::string_view, int64_t)>& fn) const {
@@ -206,6 +248,12 @@ void MemTable::ForEachCounter(const std::function<void(int64_t, std::string_view
     for (const auto& [key, delta] : t.counters) {
       if (delta != 0) fn(day, key, delta);
     }
+  }
+}
+
+void MemTable::ForEachSketch(const std::function<void(int64_t, std::string_view, const UniqueSketch&)>& fn) const {
+  for (const auto& [day, t] : days_) {
+    for (const auto& [key, sketch] : t.sketches) fn(day, key, sketch);
   }
 }
 

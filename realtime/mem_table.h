@@ -10,6 +10,7 @@
 //
 // Contents per UTC day:
 //   counters  record key -> delta added since the last checkpoint (> 0)
+//   sketches  "~" key    -> the visitors added since the last checkpoint
 //   lookups   "l|HASH"   -> full value (a put: the last one wins)
 //
 // Reads need the records of one key prefix in key order (fwmatch, the API's
@@ -21,7 +22,8 @@
 // the groups.
 //
 // Atomicity: Apply() adds a whole batch or nothing (an int64 overflow undoes
-// the lines already added).
+// the lines already added; sketches and lookups are applied only after every
+// counter fitted).
 //
 // Thread-safety: not thread-safe. The loop thread mutates the active table;
 // a frozen table (one being checkpointed) is only read, by the loop thread
@@ -69,12 +71,14 @@ class MemTable {
   // 500 COUNTER_OVERFLOW (nothing applied) when a sum would pass int64.
   Status Apply(const ParsedBatch& batch, int64_t lookup_day);
 
-  // The delta held for a counter (nullopt: none), or a lookup's value.
+  // The delta held for a counter (nullopt: none), a unique record's
+  // sketch, or a lookup's value.
   std::optional<int64_t> Counter(int64_t day, std::string_view key) const;
+  const UniqueSketch* Sketch(int64_t day, std::string_view key) const;
   const std::string* Lookup(int64_t day, std::string_view key) const;
 
   // A cursor over one day's records starting with `prefix`, in key order,
-  // values encoded as the store holds them (8-byte counters). It owns a copy
+  // values encoded as the store holds them (8-byte counters, binary sketches). It owns a copy
   // of what it returns: later Apply() calls do not change it.
   std::unique_ptr<StoreCursor> NewCursor(int64_t day, std::string_view prefix) const;
 
@@ -95,15 +99,20 @@ class MemTable {
   // Every record, day by day (ascending), in no particular key order.
   void ForEachCounter(const std::function<void(int64_t day, std::string_view key, int64_t delta)>& fn) const;
   void ForEachLookup(const std::function<void(int64_t day, std::string_view key, std::string_view value)>& fn) const;
+  void ForEachSketch(const std::function<void(int64_t day, std::string_view key, const UniqueSketch& sketch)>& fn) const;
 
  private:
   using CounterEntry = std::pair<const std::string, int64_t>;
+  using SketchEntry = std::pair<const std::string, UniqueSketch>;
+  // A group's keys are all counters or all sketches ("~" starts the group).
   struct Group {
     std::vector<const CounterEntry*> entries;  // the counters map's nodes (stable addresses)
+    std::vector<const SketchEntry*> sketches;  // the sketches map's nodes
     bool sorted = true;
   };
   struct Day {
     std::unordered_map<std::string, int64_t, StringHash, StringEq> counters;
+    std::unordered_map<std::string, UniqueSketch, StringHash, StringEq> sketches;
     std::unordered_map<std::string, std::string, StringHash, StringEq> lookups;
     mutable std::unordered_map<std::string_view, Group, StringHash, StringEq> groups;
   };
@@ -114,6 +123,7 @@ class MemTable {
   bool Add(Day& day, std::string_view key, int64_t delta);
   // Takes back an Add() of a batch that failed later on.
   void Undo(Day& day, std::string_view key, int64_t delta);
+  void Unite(Day& day, std::string_view key, const UniqueSketch& sketch);
 
   std::map<int64_t, Day> days_;
   size_t keys_ = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/record.h"
+#include "clickatron/unique_sketch.h"
 #include "counter_merge.h"
 #include "mem_table.h"
 
@@ -44,12 +45,18 @@ class MergedScan : public LineSource {
     if (first == nullptr) return false;
     const std::string key(first->key());
     const bool lookup = IsLookupKey(key);
+    const bool unique = IsUniqueKey(key);
     int64_t sum = 0;
     bool have_lookup = false;
     std::string lookup_copy;
+    UniqueSketch visitors;
     for (auto& c : cursors_) {
       if (!c->Valid() || c->key() != key) continue;
-      if (lookup) {
+      if (unique) {
+        Result<UniqueSketch> part = UniqueSketch::FromBinary(c->raw_value());
+        if (!part.ok()) return Fail(Status::Corruption(fmt::format("sketch {}: {}", key, part.status().message())));
+        visitors.Merge(*part);
+      } else if (lookup) {
         if (!have_lookup) {
           lookup_copy = std::string(c->raw_value());
           have_lookup = true;
@@ -66,7 +73,9 @@ class MergedScan : public LineSource {
     }
     out->append(key);
     out->push_back(',');
-    if (lookup) {
+    if (unique) {
+      visitors.AppendText(out);
+    } else if (lookup) {
       out->append(lookup_copy);
     } else {
       fmt::format_to(std::back_inserter(*out), "{}", sum);
@@ -88,11 +97,36 @@ class MergedScan : public LineSource {
   Status status_;
 };
 
+// ReadRecord of a unique record: the union over the stores and tables.
+Result<std::optional<std::string>> ReadSketch(const ReadView& view, const std::vector<int64_t>& days,
+                                              std::string_view key) {
+  UniqueSketch visitors;
+  bool found = false;
+  for (int64_t day : days) {
+    for (const MemTable* t : view.tables) {
+      if (const UniqueSketch* held = t->Sketch(day, key)) {
+        visitors.Merge(*held);
+        found = true;
+      }
+    }
+    Result<std::optional<std::string>> raw = view.store->Get(day, key, view.at.get());
+    if (!raw.ok()) return raw.status();
+    if (!raw->has_value()) continue;
+    Result<UniqueSketch> stored = UniqueSketch::FromBinary(**raw);
+    if (!stored.ok()) return Status::Corruption(fmt::format("sketch {}: {}", key, stored.status().message()));
+    visitors.Merge(*stored);
+    found = true;
+  }
+  if (!found) return std::optional<std::string>();
+  return std::optional<std::string>(visitors.ToText());
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::vector<int64_t>& days,
                                               std::string_view key) {
   const bool lookup = IsLookupKey(key);
+  if (IsUniqueKey(key)) return ReadSketch(view, days, key);
   bool found = false;
   int64_t sum = 0;
   for (int64_t day : days) {

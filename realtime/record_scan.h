@@ -4,8 +4,8 @@
 // A counter key lives in exactly one day (its hour's day), but its count may
 // be split between the store and the in-memory tables (checkpointer.h); a
 // lookup may sit in several days (each day's Today got its own put) with the
-// same value. Reads therefore sum counters over every source they look at
-// and take the first hit of a lookup.
+// same value. Reads therefore sum counters over every source they look at,
+// unite the sketches of a unique record, and take the first hit of a lookup.
 #pragma once
 
 #include <cstdint>

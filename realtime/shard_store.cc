@@ -17,6 +17,8 @@
 
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
 
@@ -328,6 +330,12 @@ Status ShardStore::Write(const StoreWrite& write) {
     AppendCounter(inc.delta, &counter);
     CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(inc.key), counter), "building a batch"));
   }
+  for (const StoreWrite::Put& sketch : write.sketches) {
+    rocksdb::ColumnFamilyHandle* cf = family_of(sketch.day);
+    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(sketch.day)));
+    CLICKATRON_RETURN_IF_ERROR(
+        FromRocks(batch.Merge(cf, ToSlice(sketch.key), ToSlice(sketch.value)), "building a batch"));
+  }
   for (const StoreWrite::Put& put : write.puts) {
     rocksdb::ColumnFamilyHandle* cf = family_of(put.day);
     if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(put.day)));
@@ -440,9 +448,17 @@ std::optional<uint64_t> ShardStore::DbProperty(const std::string& property) cons
 
 bool IsLookupKey(std::string_view key) { return key.size() >= 2 && key[0] == 'l' && key[1] == '|'; }
 
+bool IsUniqueKey(std::string_view key) { return !key.empty() && key[0] == kUniqueMark; }
+
 Status AppendValueText(std::string_view key, std::string_view raw, std::string* out) {
   if (IsLookupKey(key)) {
     out->append(raw);
+    return Status::Ok();
+  }
+  if (IsUniqueKey(key)) {
+    Result<UniqueSketch> sketch = UniqueSketch::FromBinary(raw);
+    if (!sketch.ok()) return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key), sketch.status().message()));
+    sketch->AppendText(out);
     return Status::Ok();
   }
   int64_t count = 0;

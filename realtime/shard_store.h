@@ -77,6 +77,7 @@ struct StoreWrite {
   };
   std::vector<Increment> increments;
   std::vector<Put> puts;
+  std::vector<Put> sketches;  // unique records: binary sketches, united with what is stored
   std::map<std::string, uint64_t> watermarks;  // source -> seq, written beside the records
 };
 
@@ -156,11 +157,14 @@ class ShardStore {
 
 inline constexpr std::string_view kWatermarkPrefix = "wm|";
 
-// True for "l|…" keys: their value is a string, every other record a counter.
+// True for "l|…" keys: their value is a string.
 bool IsLookupKey(std::string_view key);
+// True for "~…" keys: their value is a binary UniqueSketch. Every other
+// record is a counter.
+bool IsUniqueKey(std::string_view key);
 // Appends a stored record's value as it appears after the comma of a line:
-// counters in decimal, lookups as stored. Corruption for a counter that is not
-// 8 bytes.
+// counters in decimal, lookups as stored, sketches as text. Corruption for a
+// counter that is not 8 bytes or a sketch that does not decode.
 Status AppendValueText(std::string_view key, std::string_view raw, std::string* out);
 // The column family name of a day ("day-2012-03-25"), and back.
 std::string DayFamilyName(int64_t day);
