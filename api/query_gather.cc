@@ -98,6 +98,7 @@ struct QueryGather::BreakdownJob {
   std::string subtotal_prefix;  // sns.ns|tkey.
   int64_t begin_ts = 0, end_ts = 0;
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
+  bool uniques = false;
   int attempts = 0;
   std::function<void(Result<BreakdownData>)> done;
   // One attempt's results.
@@ -105,11 +106,12 @@ struct QueryGather::BreakdownJob {
   ArchiveReply archive_total;
   std::string realtime_total;
   std::string realtime_subtotals;
+  std::string realtime_unique_subtotals;
   Status realtime_missing;
 };
 
 void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
-                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip) {
+                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip, bool uniques) {
   auto job = std::make_shared<BreakdownJob>();
   job->total_key = TotalArchiveKey(ns, tkey);
   job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
@@ -119,6 +121,7 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->begin_ts = begin_ts;
   job->end_ts = end_ts;
   job->skip = skip;
+  job->uniques = uniques;
   job->done = std::move(done);
   RunBreakdown(std::move(job));
 }
@@ -136,6 +139,8 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   auto archive_part = join->Part();
   auto total_part = join->Part();
   auto subtotal_part = join->Part();
+  std::function<void(Status)> unique_part;
+  if (job->uniques) unique_part = join->Part();
   join->Arm();
   archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
     if (reply.ok()) job->archive_total = std::move(*reply);
@@ -145,6 +150,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   job->realtime_missing = Status::Ok();
   job->realtime_total.clear();
   job->realtime_subtotals.clear();
+  job->realtime_unique_subtotals.clear();
   const auto realtime_done = [job](std::string* into, std::function<void(Status)> part) {
     return [job, into, part = std::move(part)](Result<std::string> body) {
       if (body.ok()) {
@@ -159,6 +165,10 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   realtime_.Fwmatch(rt_shard, job->total_key + ".", realtime_done(&job->realtime_total, std::move(total_part)));
   realtime_.Fwmatch(rt_shard, job->subtotal_prefix,
                     realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
+  if (job->uniques) {
+    realtime_.Fwmatch(rt_shard, kUniqueMark + job->subtotal_prefix,
+                      realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)));
+  }
 }
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
@@ -178,7 +188,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   for (auto it = archived.begin(); it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
     auto ymdh = YmdhFromUnix(it->first);
-    if (ymdh.ok()) keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    if (!ymdh.ok()) continue;
+    keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    if (job->uniques) keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
   }
   archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
@@ -213,11 +225,13 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
         st = lines.status();
         break;
       }
-      for (const auto& [key, value] : *lines) {
-        // key = sns.ns|tkey.YMDH (a 4- or 5-character code: see ymdh.h)
+      for (const auto& [line_key, value] : *lines) {
+        // key = [~]sns.ns|tkey.YMDH (a 4- or 5-character code: see ymdh.h)
+        const bool unique = job->uniques && line_key.starts_with(kUniqueMark);
+        const std::string_view key = unique ? line_key.substr(1) : line_key;
         if (!key.starts_with(job->subtotal_prefix) ||
             !LooksLikeYmdh(key.substr(job->subtotal_prefix.size()))) {
-          st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+          st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(line_key)));
           break;
         }
         auto hour = UnixFromYmdh(key.substr(job->subtotal_prefix.size()));
@@ -225,7 +239,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
           st = hour.status();
           break;
         }
-        st = AddArchiveSubtotalColumns(value, *hour, &data.subtotals);
+        st = unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data.unique_subtotals)
+                    : AddArchiveSubtotalColumns(value, *hour, &data.subtotals);
         if (!st.ok()) break;
       }
     }
@@ -233,9 +248,158 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, view.last_day, job->begin_ts,
                                     job->end_ts, &data.subtotals);
     }
+    if (st.ok() && job->uniques) {
+      st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
+                                  /*keyed_lines=*/true, view.last_day, HourSpan{job->begin_ts, job->end_ts},
+                                  &data.unique_subtotals);
+    }
     if (!st.ok()) {
       job->done(std::move(st));
       return;
+    }
+    job->done(std::move(data));
+  });
+}
+
+// ---- uniques -----------------------------------------------------------------
+
+struct QueryGather::UniquesJob {
+  UniquesTarget target;
+  std::string total_key;        // ns|tkey: the index of archived hours
+  std::string realtime_prefix;  // ~ns|tkey. or ~sns.ns|tkey.skey.
+  HourSpan span;
+  int64_t max_hours = 0;
+  int attempts = 0;
+  std::function<void(Result<UniquesData>)> done;
+  // One attempt's results.
+  std::shared_ptr<ArchiveReader::Session> session;
+  ArchiveReply archive_total;
+  std::string realtime;
+  Status realtime_missing;
+};
+
+void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, int64_t max_hours,
+                               std::function<void(Result<UniquesData>)> done) {
+  auto job = std::make_shared<UniquesJob>();
+  job->total_key = TotalArchiveKey(target.ns, target.tkey);
+  job->realtime_prefix = target.sns.empty()
+                             ? fmt::format("{}{}.", kUniqueMark, job->total_key)
+                             : fmt::format("{}{}.{}.{}.", kUniqueMark, target.sns, job->total_key, target.skey);
+  job->target = std::move(target);
+  job->span = span;
+  job->max_hours = max_hours;
+  job->done = std::move(done);
+  RunUniques(std::move(job));
+}
+
+void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
+  ++job->attempts;
+  job->session = archive_.Begin(ShardFor(job->total_key, archive_shards_));
+  auto join = FanIn::Create([this, job](Status st) {
+    if (!st.ok()) return job->done(std::move(st));
+    FinishUniques(job);
+  });
+  auto archive_part = join->Part();
+  auto realtime_part = join->Part();
+  join->Arm();
+  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+  job->realtime_missing = Status::Ok();
+  job->realtime.clear();
+  realtime_.Fwmatch(ShardFor(job->total_key, realtime_shards_), job->realtime_prefix,
+                    [job, part = std::move(realtime_part)](Result<std::string> body) {
+                      if (body.ok()) {
+                        job->realtime = std::move(*body);
+                      } else if (RealtimeOnlyGap(body.status())) {
+                        job->realtime_missing = body.status();
+                        return part(Status::Ok());
+                      }
+                      part(body.status());
+                    });
+}
+
+void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
+  const ArchiveView view = job->archive_total.view;
+  HourlyCounts archived;
+  if (job->archive_total.found) {
+    if (Status st = AddArchiveTotalColumns(job->archive_total.body, &archived, job->span); !st.ok()) {
+      return job->done(std::move(st));
+    }
+  }
+  if (static_cast<int64_t>(archived.size()) > job->max_hours) {
+    return job->done(Status::InvalidArgument(
+        fmt::format("the key has {} archived hours of data, more than the {} a query may span; name units",
+                    archived.size(), job->max_hours),
+        "WINDOW_TOO_LARGE"));
+  }
+  // The archived hours of the total are the index of the unique records
+  // that can exist (an hour with visitors always has clicks).
+  std::vector<std::string> keys;
+  keys.reserve(archived.size());
+  const UniquesTarget& t = job->target;
+  for (auto it = archived.begin(); it != archived.end(); ++it) {
+    auto ymdh = YmdhFromUnix(it->first);
+    if (!ymdh.ok()) continue;
+    keys.push_back(t.sns.empty() ? UniqueTotalKey(t.ns, t.tkey, *ymdh)
+                                 : UniqueSubtotalArchiveKey(t.sns, t.ns, t.tkey, *ymdh));
+  }
+  const std::string archive_prefix =
+      t.sns.empty() ? fmt::format("{}{}.", kUniqueMark, job->total_key)
+                    : fmt::format("{}{}.{}.", kUniqueMark, t.sns, job->total_key);
+  archive_.MGet(job->session, keys, [this, job, view, archive_prefix, archived = std::move(archived)](
+                                        Result<std::vector<ArchiveReply>> replies) mutable {
+    if (!replies.ok()) return job->done(replies.status());
+    for (const ArchiveReply& reply : *replies) {
+      if (reply.view == view) continue;
+      // A reload between the round trips: as for a breakdown, start again.
+      if (job->attempts >= kMaxGenerationAttempts) {
+        return job->done(Status::Unavailable(
+            fmt::format("archive generation kept changing during the query ({} attempts)", job->attempts),
+            "SHARD_UNAVAILABLE"));
+      }
+      ++stats_.generation_retries;
+      return RunUniques(job);
+    }
+    UniquesData data;
+    data.gap = RealtimeGap{job->realtime_missing, view.last_day};
+    if (!archived.empty()) {
+      data.any = true;
+      data.first_hour = archived.begin()->first;
+    }
+    Status st;
+    for (const ArchiveReply& reply : *replies) {
+      if (!st.ok()) break;
+      if (!reply.found) continue;
+      auto lines = SplitKeyValueLines(reply.body);
+      if (!lines.ok()) {
+        st = lines.status();
+        break;
+      }
+      for (const auto& [key, value] : *lines) {
+        if (!key.starts_with(archive_prefix) || !LooksLikeYmdh(key.substr(archive_prefix.size()))) {
+          st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+          break;
+        }
+        auto hour = UnixFromYmdh(key.substr(archive_prefix.size()));
+        if (!hour.ok()) {
+          st = hour.status();
+          break;
+        }
+        st = job->target.sns.empty() ? AddArchiveUniqueTotal(value, *hour, &data.hours)
+                                     : AddArchiveUniqueSubtotals(value, *hour, job->target.skey, &data.hours);
+        if (!st.ok()) break;
+      }
+    }
+    if (st.ok()) {
+      st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
+                                  job->span, &data.hours);
+    }
+    if (!st.ok()) return job->done(std::move(st));
+    for (const HourSketch& h : data.hours) {
+      if (!data.any || h.hour < data.first_hour) data.first_hour = h.hour;
+      data.any = true;
     }
     job->done(std::move(data));
   });

@@ -9,6 +9,12 @@
 //              the window that have data.
 //   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
 //              through a cache.
+//   uniques:   the total (its archived hours are the index of which archive
+//              unique records exist) and realtime fwmatch "~ns|tkey." (or
+//              "~sns.ns|tkey.skey."), then archive mget "~ns|tkey.YMDH" (or
+//              "~sns.ns|tkey.YMDH") for the archived hours in the window. A
+//              breakdown with uniques adds realtime fwmatch "~sns.ns|tkey." and
+//              "~sns.ns|tkey.YMDH" keys to its archive mget.
 //
 // Consistency: the breakdown's two archive round trips must see one archive
 // generation (a reload in between could count a day twice or not at all);
@@ -31,6 +37,7 @@
 #include "read_stats.h"
 #include "realtime_reader.h"
 #include "rollup.h"
+#include "unique_records.h"
 
 namespace clickatron::api {
 
@@ -53,7 +60,21 @@ struct TotalData {
 struct BreakdownData {
   HourlyCounts total;           // hours in the requested span
   HourlyBreakdown subtotals;    // hours in the requested span only
+  HourlySketches unique_subtotals;  // with uniques: each subtotal key's visitors per hour
   RealtimeGap gap;
+};
+
+struct UniquesData {
+  HourlySketches hours;  // hours in the requested span
+  int64_t first_hour = 0;  // the first hour with clicks or visitors (any span); with `any`
+  bool any = false;
+  RealtimeGap gap;
+};
+
+// Which unique records a query reads: the key's, or one subtotal value's.
+struct UniquesTarget {
+  std::string ns, tkey;    // stored forms
+  std::string sns, skey;   // both empty, or one subtotal value (skey stored)
 };
 
 class QueryGather {
@@ -67,8 +88,15 @@ class QueryGather {
   // Total and subtotal hours in [begin_ts, end_ts); archive subtotal
   // records of hours in `skip` are not fetched (the gap between a window and
   // the earlier one it is compared with).
+  // With `uniques`, also every subtotal key's visitors per hour.
   void FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
-                      std::function<void(Result<BreakdownData>)> done, HourSpan skip = HourSpan{0, 0});
+                      std::function<void(Result<BreakdownData>)> done, HourSpan skip = HourSpan{0, 0},
+                      bool uniques = false);
+  // The visitors per hour of `target` in `span`. `max_hours` bounds an
+  // unbounded span: a key with more hours of data than that answers
+  // WINDOW_TOO_LARGE (any window over them would be larger still).
+  void FetchUniques(UniquesTarget target, HourSpan span, int64_t max_hours,
+                    std::function<void(Result<UniquesData>)> done);
   // The full values behind hashes. A hash with no lookup record in any source
   // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a
   // hash is unresolved and one of its sources did not answer.
@@ -77,7 +105,10 @@ class QueryGather {
 
  private:
   struct BreakdownJob;
+  struct UniquesJob;
   static constexpr int kMaxGenerationAttempts = 3;
+  void RunUniques(std::shared_ptr<UniquesJob> job);
+  void FinishUniques(std::shared_ptr<UniquesJob> job);
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
 

@@ -227,9 +227,36 @@ Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now,
     }
     p.limit = static_cast<int>(*limit);
   }
+  if (const std::string* text = args.Get("uniques")) {
+    if (*text == "true" || *text == "1") {
+      p.uniques = true;
+    } else if (!(*text == "false" || *text == "0")) {
+      return Invalid("INVALID_UNIQUES", fmt::format("uniques {} must be true or false", QuoteForMessage(*text)));
+    }
+  }
   auto window = ParseWindowParams(args, now, /*default_rollup=*/true, zones);
   if (!window.ok()) return window.status();
   p.window = std::move(*window);
+  return p;
+}
+
+Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones) {
+  UniquesParams p;
+  auto series = ParseSeriesParams(args, now, zones);
+  if (!series.ok()) return series.status();
+  p.series = std::move(*series);
+  const bool has_sns = args.Get("sns") != nullptr;
+  const bool has_skey = args.Get("skey") != nullptr;
+  if (!has_sns && !has_skey) return p;
+  if (!has_skey) return Invalid("MISSING_ARG_SKEY", "sns= names a subtotal namespace: skey= must name its value");
+  if (!has_sns) return Invalid("MISSING_ARG_SNS", "skey= names a subtotal value: sns= must name its namespace");
+  auto sns = NamespaceArg(args, "sns", "INVALID_SNS");
+  if (!sns.ok()) return sns.status();
+  p.sns = std::move(*sns);
+  auto skey = RequiredArg(args, "skey");
+  if (!skey.ok()) return skey.status();
+  if (Status st = ValidateKeyPart(*skey, "skey"); !st.ok()) return Invalid("INVALID_SKEY", st.message());
+  p.skey = std::move(*skey);
   return p;
 }
 

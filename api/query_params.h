@@ -51,11 +51,21 @@ struct BreakdownParams {
   std::string key;
   WindowParams window;
   int limit = kDefaultBreakdownLimit;
+  bool uniques = false;  // uniques=true: each row also gives its distinct visitors
+};
+
+// /uniques: /clicks' parameters, and optionally one subtotal value.
+struct UniquesParams {
+  SeriesParams series;
+  std::string sns;   // both empty, or both given
+  std::string skey;  // as given (not hashed)
 };
 
 // `now` is the unix time "now" stands for.
 Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
+// sns= without skey= is MISSING_ARG_SKEY, skey= without sns= MISSING_ARG_SNS.
+Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 
 // The pieces, for tests and for other endpoints.
 Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones);

@@ -20,6 +20,7 @@
 #include "rollup.h"
 #include "series_json.h"
 #include "timezone.h"
+#include "unique_records.h"
 
 namespace clickatron::api {
 namespace {
@@ -59,12 +60,17 @@ nlohmann::json Change(int64_t current, int64_t earlier) {
 }
 
 // Rows of a breakdown; with `earlier` (compare=), each row also carries the
-// earlier window's clicks of its value and the change.
+// earlier window's clicks of its value and the change; with `uniques`
+// (uniques=true), its distinct visitors.
 nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>& top,
-                             const KeyCounts* earlier = nullptr) {
+                             const KeyCounts* earlier = nullptr, const KeyUniques* uniques = nullptr) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [value, clicks] : top) {
     nlohmann::json row = {{"value", value}, {"clicks", clicks}};
+    if (uniques != nullptr) {
+      auto it = uniques->find(value);
+      row["uniques"] = it == uniques->end() ? 0 : it->second;
+    }
     if (earlier != nullptr) {
       auto it = earlier->find(value);
       const int64_t before = it == earlier->end() ? 0 : it->second;
@@ -98,6 +104,7 @@ class ReadPathImpl : public ReadPath {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
+    server.Route("/uniques", [this](const HttpExchangePtr& ex) { OnUniques(ex); }, kGet);
   }
 
   nlohmann::json StatsJson() const override { return stats_.ToJson(); }
@@ -240,6 +247,7 @@ class ReadPathImpl : public ReadPath {
     std::string sns = params->sns;
     std::string ns = params->ns;
     std::string tkey = StoreKeyPart(params->key).stored;
+    const bool params_uniques = params->uniques;
     gather_.FetchBreakdown(
         std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
         [this, ex, p = std::move(*params), window = std::move(window),
@@ -256,9 +264,18 @@ class ReadPathImpl : public ReadPath {
             }
           }
           if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
-          ExpandAndReply(ex, std::move(p), std::move(*window), std::move(earlier), data->subtotals);
+          std::vector<KeyUniques> uniques;
+          if (p.uniques) {
+            if (p.window.rollup) {
+              uniques.push_back(KeyUniquesOverWindow(*window, data->unique_subtotals));
+            } else {
+              uniques = KeyUniquesByUnit(*window, data->unique_subtotals);
+            }
+          }
+          ExpandAndReply(ex, std::move(p), std::move(*window), std::move(earlier), data->subtotals,
+                         std::move(uniques));
         },
-        skip);
+        skip, params_uniques);
   }
 
   // Per unit (or over the window), subtotal key -> sum.
@@ -277,7 +294,8 @@ class ReadPathImpl : public ReadPath {
   // earlier window, the same keys' sums there (unit i beside unit i): rows
   // are ranked by the current window only.
   void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
-                      std::optional<UnitWindow> earlier, const HourlyBreakdown& subtotals) {
+                      std::optional<UnitWindow> earlier, const HourlyBreakdown& subtotals,
+                      std::vector<KeyUniques> uniques) {
     auto current = Groups(p, window, subtotals);
     if (!current.ok()) return Fail(ex, current.status());
     std::vector<KeyCounts> groups = std::move(*current);
@@ -304,9 +322,19 @@ class ReadPathImpl : public ReadPath {
     }
     gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
                                               earlier = std::move(earlier), groups = std::move(groups),
-                                              earlier_groups = std::move(earlier_groups)](
+                                              earlier_groups = std::move(earlier_groups),
+                                              uniques = std::move(uniques)](
                                                  Result<std::map<std::string, std::string>> values) mutable {
       if (!values.ok()) return Fail(ex, values.status());
+      // Stored key -> full value for the visitors too (a hash's value is unique to it).
+      for (KeyUniques& group : uniques) {
+        KeyUniques expanded;
+        for (const auto& [stored, n] : group) {
+          auto it = values->find(stored);
+          expanded[it != values->end() ? it->second : stored] = n;
+        }
+        group = std::move(expanded);
+      }
       auto expand = [&](const KeyCounts& group) {
         KeyCounts expanded;
         for (const auto& [stored, clicks] : group) {
@@ -320,13 +348,19 @@ class ReadPathImpl : public ReadPath {
       for (const KeyCounts& group : groups) tops.push_back(TopByClicks(expand(group), static_cast<size_t>(p.limit)));
       std::vector<KeyCounts> before;
       for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
-      ReplyBreakdown(ex, p, window, tops, earlier, before);
+      ReplyBreakdown(ex, p, window, tops, earlier, before, uniques);
     });
   }
 
   void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
                       const std::vector<std::vector<std::pair<std::string, int64_t>>>& tops,
-                      const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before) {
+                      const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
+                      const std::vector<KeyUniques>& uniques = {}) {
+    static const KeyUniques kNoVisitors;
+    auto uniques_of = [&](size_t i) -> const KeyUniques* {
+      if (!p.uniques) return nullptr;
+      return i < uniques.size() ? &uniques[i] : &kNoVisitors;
+    };
     nlohmann::json data = WindowEcho(p.window);
     data["sns"] = p.sns;
     data["limit"] = p.limit;
@@ -336,18 +370,104 @@ class ReadPathImpl : public ReadPath {
       return i < before.size() ? &before[i] : &kNothing;
     };
     if (p.window.rollup) {
-      data["breakdown"] = tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front(), before_of(0));
+      data["breakdown"] =
+          tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front(), before_of(0), uniques_of(0));
     } else {
       nlohmann::json list = nlohmann::json::array();
       for (size_t i = window.size(); i-- > 0;) {
         nlohmann::json unit = {{"dt", window.start(i)},
-                               {"breakdown", i < tops.size() ? BreakdownList(tops[i], before_of(i)) : nlohmann::json::array()}};
+                               {"breakdown", i < tops.size() ? BreakdownList(tops[i], before_of(i), uniques_of(i))
+                                                             : nlohmann::json::array()}};
         if (earlier && i < earlier->size()) unit["compare_dt"] = earlier->start(i);
         list.push_back(std::move(unit));
       }
       data["breakdown"] = std::move(list);
     }
     if (earlier) data["compare"] = {{"window", CompareName(p.window.compare)}};
+    ex->ReplyJson(std::move(data));
+  }
+
+  // ---- /uniques --------------------------------------------------------------
+
+  void OnUniques(const HttpExchangePtr& ex) {
+    auto params = ParseUniquesParams(ex->args(), Now(), zones_);
+    if (!params.ok()) return Fail(ex, params.status());
+    const WindowParams& w = params->series.window;
+    std::optional<UnitWindow> window;
+    std::optional<UnitWindow> earlier;  // compare=
+    HourSpan span;
+    if (w.units != -1) {
+      auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
+      if (!fixed.ok()) return Fail(ex, fixed.status());
+      window = std::move(*fixed);
+      if (w.compare != Compare::kNone) {
+        auto compared = ComparedWindow(*window, w.compare, max_query_hours_);
+        if (!compared.ok()) return Fail(ex, compared.status());
+        earlier = std::move(*compared);
+      }
+      if (!WindowMayHoldData(*window) && !(earlier && WindowMayHoldData(*earlier))) {
+        return ReplyUniques(ex, *params, *window, earlier, HourlySketches{});
+      }
+      span = SpanOf(*window, earlier);
+    }
+    UniquesTarget target;
+    target.ns = params->series.ns;
+    target.tkey = StoreKeyPart(params->series.key).stored;
+    if (!params->sns.empty()) {
+      target.sns = params->sns;
+      target.skey = StoreKeyPart(params->skey).stored;
+    }
+    gather_.FetchUniques(
+        std::move(target), span, max_query_hours_,
+        [this, ex, p = std::move(*params), window = std::move(window),
+         earlier = std::move(earlier)](Result<UniquesData> data) mutable {
+          if (!data.ok()) return Fail(ex, data.status());
+          if (!window) {
+            // units=-1: from the unit of the first hour with data.
+            const int64_t first = data->any ? data->first_hour : kMaxReferenceTs + 366 * kSecondsPerDay;
+            auto spanning = UnitWindow::Spanning(p.series.window.unit, p.series.window.tz_offset, first,
+                                                 p.series.window.reference_ts, max_query_hours_);
+            if (!spanning.ok()) return Fail(ex, spanning.status());
+            window = std::move(*spanning);
+            if (p.series.window.compare != Compare::kNone) {
+              auto compared = ComparedWindow(*window, p.series.window.compare, max_query_hours_);
+              if (!compared.ok()) return Fail(ex, compared.status());
+              earlier = std::move(*compared);
+            }
+          }
+          if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
+          ReplyUniques(ex, p, *window, earlier, data->hours);
+        });
+  }
+
+  void ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& p, const UnitWindow& window,
+                    const std::optional<UnitWindow>& earlier, const HourlySketches& hours) {
+    const WindowParams& w = p.series.window;
+    if (!earlier) {
+      if (w.rollup) return ex->ReplyJsonData(UniquesRollupJson(w, UniquesOverWindow(window, hours)));
+      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours)));
+    }
+    // compare=: "uniques" as without it, and "compare" with the earlier
+    // window's, as /clicks answers it.
+    const uint64_t now_total = UniquesOverWindow(window, hours);
+    const uint64_t then_total = UniquesOverWindow(*earlier, hours);
+    nlohmann::json data = WindowEcho(w);
+    nlohmann::json compare = {{"window", CompareName(w.compare)},
+                              {"change", Change(static_cast<int64_t>(now_total), static_cast<int64_t>(then_total))}};
+    if (w.rollup) {
+      data["uniques"] = now_total;
+      compare["uniques"] = then_total;
+    } else {
+      auto series = [&](const UnitWindow& win) {
+        const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours);
+        nlohmann::json list = nlohmann::json::array();
+        for (size_t i = win.size(); i-- > 0;) list.push_back({{"dt", win.start(i)}, {"uniques", per_unit[i]}});
+        return list;
+      };
+      data["uniques"] = series(window);
+      compare["uniques"] = series(*earlier);
+    }
+    data["compare"] = std::move(compare);
     ex->ReplyJson(std::move(data));
   }
 

@@ -30,6 +30,30 @@ std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const st
   return fmt::to_string(out);
 }
 
+std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<uint64_t>& uniques) {
+  fmt::memory_buffer out;
+  out.append(std::string_view("{\"tz_offset\":"));
+  // Keys sorted as the DOM dumps them: "uniques" comes after the echo's
+  // "unit…" keys, so the echo is written first here.
+  fmt::format_to(std::back_inserter(out), "{},\"unit\":\"{}\",\"unit_reference_ts\":{},\"units\":{},\"uniques\":[",
+                 w.tz_offset, UnitName(w.unit),
+                 w.reference_echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), w.units);
+  for (size_t i = window.size(); i-- > 0;) {
+    fmt::format_to(std::back_inserter(out), "{{\"dt\":{},\"uniques\":{}}}{}", window.start(i), uniques[i],
+                   i > 0 ? "," : "");
+  }
+  out.append(std::string_view("]}"));
+  return fmt::to_string(out);
+}
+
+std::string UniquesRollupJson(const WindowParams& w, uint64_t uniques) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "{{\"tz_offset\":{},\"unit\":\"{}\",\"unit_reference_ts\":{},\"units\":{},\"uniques\":{}}}",
+                 w.tz_offset, UnitName(w.unit),
+                 w.reference_echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), w.units, uniques);
+  return fmt::to_string(out);
+}
+
 std::string RollupJson(const WindowParams& w, int64_t clicks) {
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out), "{{\"clicks\":{}", clicks);

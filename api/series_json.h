@@ -20,5 +20,8 @@ namespace clickatron::api {
 std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<int64_t>& sums);
 // The same with "clicks": one number (rollup=true).
 std::string RollupJson(const WindowParams& w, int64_t clicks);
+// /uniques: the same shapes with "uniques" for "clicks".
+std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<uint64_t>& uniques);
+std::string UniquesRollupJson(const WindowParams& w, uint64_t uniques);
 
 }  // namespace clickatron::api

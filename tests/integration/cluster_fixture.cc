@@ -177,6 +177,7 @@ int ExpectExactOrUnavailable(const Cluster& cluster, const std::string& day,
 std::string Increment::QueryString() const {
   std::string q = fmt::format("ns={}&key={}&ts={}&value={}", PercentEncode(ns), PercentEncode(key), ts, value);
   for (const auto& [sns, skey] : subs) q += "&sub=" + PercentEncode(sns + ":" + skey);
+  if (!uniq.empty()) q += "&uniq=" + PercentEncode(uniq);
   return q;
 }
 
@@ -184,6 +185,10 @@ void Oracle::Add(const Increment& inc) {
   int64_t hour = inc.ts - ((inc.ts % 3600) + 3600) % 3600;
   totals_[{inc.ns, inc.key}][hour] += inc.value;
   for (const auto& [sns, skey] : inc.subs) subtotals_[{sns, inc.ns, inc.key}][hour][skey] += inc.value;
+  if (!inc.uniq.empty()) {
+    visitors_[{"", inc.ns, inc.key}][hour][""].insert(inc.uniq);
+    for (const auto& [sns, skey] : inc.subs) visitors_[{sns, inc.ns, inc.key}][hour][skey].insert(inc.uniq);
+  }
 }
 
 int64_t Oracle::UnitStart(const std::string& unit, int64_t ts, int offset_hours) {
@@ -255,6 +260,42 @@ std::vector<std::pair<std::string, int64_t>> Oracle::Breakdown(const std::string
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
   if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> Oracle::Uniques(const std::string& ns, const std::string& key,
+                                                         const std::string& unit, int units, int offset,
+                                                         int64_t reference_ts, const std::string& sns,
+                                                         const std::string& skey) const {
+  std::vector<int64_t> starts = WindowStarts(unit, units, offset, reference_ts);
+  std::map<int64_t, std::set<std::string>> by_unit;
+  auto it = visitors_.find({sns, ns, key});
+  if (it != visitors_.end()) {
+    for (const auto& [hour, skeys] : it->second) {
+      auto s = skeys.find(skey);
+      if (s != skeys.end()) by_unit[UnitStart(unit, hour, offset)].insert(s->second.begin(), s->second.end());
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t s : starts) out.emplace_back(s, by_unit.count(s) ? static_cast<int64_t>(by_unit[s].size()) : 0);
+  return out;
+}
+
+std::map<std::string, int64_t> Oracle::BreakdownUniques(const std::string& sns, const std::string& ns,
+                                                        const std::string& key, const std::string& unit, int units,
+                                                        int offset, int64_t reference_ts) const {
+  std::vector<int64_t> starts = WindowStarts(unit, units, offset, reference_ts);
+  std::set<int64_t> in_window(starts.begin(), starts.end());
+  std::map<std::string, std::set<std::string>> sets;
+  auto it = visitors_.find({sns, ns, key});
+  if (it != visitors_.end()) {
+    for (const auto& [hour, skeys] : it->second) {
+      if (!in_window.count(UnitStart(unit, hour, offset))) continue;
+      for (const auto& [skey, tokens] : skeys) sets[skey].insert(tokens.begin(), tokens.end());
+    }
+  }
+  std::map<std::string, int64_t> out;
+  for (const auto& [skey, tokens] : sets) out[skey] = static_cast<int64_t>(tokens.size());
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,7 +76,8 @@ struct Increment {
   int64_t ts = 0;
   int64_t value = 1;
   std::vector<std::pair<std::string, std::string>> subs;  // sns, skey
-  std::string QueryString() const;  // "ns=u&key=…&ts=…&value=…&sub=c%3AUS…"
+  std::string uniq;  // the visitor token; "" for none
+  std::string QueryString() const;  // "ns=u&key=…&ts=…&value=…&sub=c%3AUS…[&uniq=…]"
 };
 
 // The answers a query must give, computed from raw increments with no code
@@ -91,6 +93,16 @@ class Oracle {
   std::vector<std::pair<std::string, int64_t>> Breakdown(const std::string& sns, const std::string& ns,
                                                          const std::string& key, const std::string& unit, int units,
                                                          int offset_hours, int64_t reference_ts, size_t limit) const;
+  // Distinct visitors per unit, exact (sets), newest first: of the key, or
+  // with `sns`/`skey` of one subtotal value.
+  std::vector<std::pair<int64_t, int64_t>> Uniques(const std::string& ns, const std::string& key,
+                                                   const std::string& unit, int units, int offset_hours,
+                                                   int64_t reference_ts, const std::string& sns = "",
+                                                   const std::string& skey = "") const;
+  // Distinct visitors over the whole window per subtotal value.
+  std::map<std::string, int64_t> BreakdownUniques(const std::string& sns, const std::string& ns,
+                                                  const std::string& key, const std::string& unit, int units,
+                                                  int offset_hours, int64_t reference_ts) const;
   // Start (unix s) of the unit holding `ts` in the offset, by std::chrono.
   static int64_t UnitStart(const std::string& unit, int64_t ts, int offset_hours);
 
@@ -99,6 +111,10 @@ class Oracle {
   std::map<std::pair<std::string, std::string>, std::map<int64_t, int64_t>> totals_;
   std::map<std::tuple<std::string, std::string, std::string>, std::map<int64_t, std::map<std::string, int64_t>>>
       subtotals_;
+  // (sns or "", ns, key) -> hour -> skey or "" -> visitor tokens
+  std::map<std::tuple<std::string, std::string, std::string>,
+           std::map<int64_t, std::map<std::string, std::set<std::string>>>>
+      visitors_;
 };
 
 // Compares the API's /clicks and /breakdown answers with the oracle for a

@@ -54,6 +54,13 @@ TEST(Split, ShardKeyAgreesWithCore) {
   EXPECT_EQ(ShardKeyOfValidArchiveLine("c.u|jehiah.c41l,US:4"), "u|jehiah");
   EXPECT_EQ(ShardKeyOfValidArchiveLine("u|jehiah,c41l:5"), "u|jehiah");
   EXPECT_EQ(ShardKeyOfValidArchiveLine("l|h0aMB8AuNw4=,http://www.facebook.com/"), "h0aMB8AuNw4=");
+  // Unique records go to their counters' shard: readers look for them there.
+  for (const std::string line : {"~u|jehiah.c41l,e", "~c.u|jehiah.c41l,US:e"}) {
+    Result<std::string_view> core = ShardKeyOfArchiveKey(line);
+    ASSERT_TRUE(core.ok()) << line;
+    EXPECT_EQ(*core, "u|jehiah");
+    EXPECT_EQ(ShardKeyOfValidArchiveLine(line), *core) << line;
+  }
 }
 
 TEST(Split, EveryLineInItsShardFileAndFilesSorted) {
