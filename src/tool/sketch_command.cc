@@ -1,0 +1,61 @@
+// `clickatron sketch`: the unique-count sketch of a list of visitor tokens,
+// for bulk loads of distinct visitors and for inspecting unique records.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "clickatron/unique_sketch.h"
+#include "commands.h"
+
+namespace clickatron::tool {
+namespace {
+
+void AddSketchCommand(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("sketch", "Build the sketch of visitor tokens, or estimate sketches");
+  SetDetails(sub,
+             "Reads one visitor token per line (blank lines are tokens too: use none) and prints the\n"
+             "sketch's text, the value of a unique record (docs/protocols.md, \"Unique records\"):\n"
+             "  printf 'alice\\nbob\\nalice\\n' | clickatron sketch            -> e…  (2 visitors)\n"
+             "  echo \"~u|jehiah.c41l,$(seq 1000 | clickatron sketch)\" >> history.csv   # a bulk load line\n"
+             "With --estimate, reads sketch texts instead (one per line) and prints each one's\n"
+             "distinct visitors, and with --union the distinct visitors of all of them together.\n"
+             "--bytes prints the sketch's size in text and binary (RocksDB) form instead of the text.");
+  auto estimate = std::make_shared<bool>(false);
+  auto unite = std::make_shared<bool>(false);
+  auto bytes = std::make_shared<bool>(false);
+  sub->add_flag("--estimate", *estimate, "read sketch texts and print their distinct visitors");
+  sub->add_flag("--union", *unite, "with --estimate: print one number, the distinct visitors of all sketches");
+  sub->add_flag("--bytes", *bytes, "print \"TEXT_BYTES BINARY_BYTES VISITORS\" of the tokens' sketch");
+  SetAction(sub, [estimate, unite, bytes] {
+    const std::vector<std::string> none;
+    UniqueSketch all;
+    Status st = ForEachFileLine(none, [&](std::string_view line) -> Status {
+      if (!*estimate) {
+        all.Add(HashVisitor(line));
+        return Status::Ok();
+      }
+      Result<UniqueSketch> sketch = UniqueSketch::FromText(line);
+      if (!sketch.ok()) return sketch.status();
+      if (*unite) {
+        all.Merge(*sketch);
+      } else {
+        PrintLine(std::to_string(sketch->Estimate()));
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    if (*estimate) {
+      if (*unite) PrintLine(std::to_string(all.Estimate()));
+    } else if (*bytes) {
+      PrintLine(fmt::format("{} {} {}", all.ToText().size(), all.ToBinary().size(), all.Estimate()));
+    } else {
+      PrintLine(all.ToText());
+    }
+    return Status::Ok();
+  });
+}
+
+const bool kRegistered = RegisterCommand(55, AddSketchCommand);
+
+}  // namespace
+}  // namespace clickatron::tool
