@@ -22,7 +22,65 @@ int ShardFor(std::string_view shard_key, int shards) {
 // A realtime failure that still leaves the archived days whole.
 bool RealtimeOnlyGap(const Status& st) { return st.code() == StatusCode::kUnavailable; }
 
+// The callback of a realtime fwmatch: the body into *into. A shard that did
+// not answer only sets *missing (the archived days stay whole; the caller
+// decides with RealtimeGap). `owner` keeps into/missing alive.
+template <typename Owner>
+std::function<void(Result<std::string>)> RealtimeBodyInto(std::shared_ptr<Owner> owner, std::string* into,
+                                                          Status* missing, std::function<void(Status)> part) {
+  return [owner = std::move(owner), into, missing, part = std::move(part)](Result<std::string> body) {
+    if (body.ok()) {
+      *into = std::move(*body);
+    } else if (RealtimeOnlyGap(body.status())) {
+      *missing = body.status();
+      return part(Status::Ok());
+    }
+    part(body.status());
+  };
+}
+
+// Calls fn(key, value) for every line of archive mget answers.
+template <typename Fn>
+Status ForEachMgetLine(const std::vector<ArchiveReply>& replies, Fn&& fn) {
+  for (const ArchiveReply& reply : replies) {
+    if (!reply.found) continue;
+    auto lines = SplitKeyValueLines(reply.body);
+    if (!lines.ok()) return lines.status();
+    for (const auto& [key, value] : *lines) CLICKATRON_RETURN_IF_ERROR(fn(key, value));
+  }
+  return Status::Ok();
+}
+
+// The hour of an mget answer's key `prefix` + YMDH (a 4- or 5-character
+// code: see ymdh.h); CORRUPTION for a key the query did not ask for.
+Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeYmdh(key.substr(prefix.size()))) {
+    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+  }
+  return UnixFromYmdh(key.substr(prefix.size()));
+}
+
 }  // namespace
+
+bool QueryGather::SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int attempts,
+                                 const std::function<void()>& run_again,
+                                 const std::function<void(Status)>& fail) {
+  for (const ArchiveReply& reply : replies) {
+    if (reply.view == view) continue;
+    // A reload (or a failover to a replica on another generation) between
+    // the two round trips: the day split would not hold. Start again.
+    if (attempts >= kMaxGenerationAttempts) {
+      fail(Status::Unavailable(
+          fmt::format("archive generation kept changing during the query ({} attempts)", attempts),
+          "SHARD_UNAVAILABLE"));
+    } else {
+      ++stats_.generation_retries;
+      run_again();
+    }
+    return false;
+  }
+  return true;
+}
 
 bool RealtimeGap::CoversWindow(int64_t end_ts) const {
   if (realtime_missing.ok()) return true;
@@ -79,15 +137,7 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                  part(reply.status());
                });
   realtime_.Fwmatch(ShardFor(state->key, realtime_shards_), state->key + ".",
-                    [state, part = std::move(realtime_part)](Result<std::string> body) {
-                      if (body.ok()) {
-                        state->realtime = std::move(*body);
-                      } else if (RealtimeOnlyGap(body.status())) {
-                        state->realtime_missing = body.status();
-                        return part(Status::Ok());
-                      }
-                      part(body.status());
-                    });
+                    RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)));
 }
 
 // ---- breakdown ---------------------------------------------------------------
@@ -152,15 +202,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   job->realtime_subtotals.clear();
   job->realtime_unique_subtotals.clear();
   const auto realtime_done = [job](std::string* into, std::function<void(Status)> part) {
-    return [job, into, part = std::move(part)](Result<std::string> body) {
-      if (body.ok()) {
-        *into = std::move(*body);
-      } else if (RealtimeOnlyGap(body.status())) {
-        job->realtime_missing = body.status();
-        return part(Status::Ok());
-      }
-      part(body.status());
-    };
+    return RealtimeBodyInto(job, into, &job->realtime_missing, std::move(part));
   };
   realtime_.Fwmatch(rt_shard, job->total_key + ".", realtime_done(&job->realtime_total, std::move(total_part)));
   realtime_.Fwmatch(rt_shard, job->subtotal_prefix,
@@ -194,22 +236,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   }
   archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
-    if (!replies.ok()) {
-      job->done(replies.status());
-      return;
-    }
-    for (const ArchiveReply& reply : *replies) {
-      if (reply.view == view) continue;
-      // A reload (or a failover to a replica on another generation) between
-      // the two round trips: the day split would not hold. Start again.
-      if (job->attempts >= kMaxGenerationAttempts) {
-        job->done(Status::Unavailable(
-            fmt::format("archive generation kept changing during the query ({} attempts)", job->attempts),
-            "SHARD_UNAVAILABLE"));
-        return;
-      }
-      ++stats_.generation_retries;
-      RunBreakdown(job);
+    if (!replies.ok()) return job->done(replies.status());
+    if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
+                        [&](Status st) { job->done(std::move(st)); })) {
       return;
     }
     BreakdownData data;
@@ -217,32 +246,15 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     data.total = std::move(archived);
     Status st = AddRealtimeTotalLines(job->realtime_total, job->total_key + ".", view.last_day, &data.total,
                                       HourSpan{job->begin_ts, job->end_ts});
-    for (const ArchiveReply& reply : *replies) {
-      if (!st.ok()) break;
-      if (!reply.found) continue;
-      auto lines = SplitKeyValueLines(reply.body);
-      if (!lines.ok()) {
-        st = lines.status();
-        break;
-      }
-      for (const auto& [line_key, value] : *lines) {
-        // key = [~]sns.ns|tkey.YMDH (a 4- or 5-character code: see ymdh.h)
-        const bool unique = job->uniques && line_key.starts_with(kUniqueMark);
-        const std::string_view key = unique ? line_key.substr(1) : line_key;
-        if (!key.starts_with(job->subtotal_prefix) ||
-            !LooksLikeYmdh(key.substr(job->subtotal_prefix.size()))) {
-          st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(line_key)));
-          break;
-        }
-        auto hour = UnixFromYmdh(key.substr(job->subtotal_prefix.size()));
-        if (!hour.ok()) {
-          st = hour.status();
-          break;
-        }
-        st = unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data.unique_subtotals)
-                    : AddArchiveSubtotalColumns(value, *hour, &data.subtotals);
-        if (!st.ok()) break;
-      }
+    if (st.ok()) {
+      // key = [~]sns.ns|tkey.YMDH
+      st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
+        const bool unique = job->uniques && key.starts_with(kUniqueMark);
+        auto hour = HourOfKey(unique ? key.substr(1) : key, job->subtotal_prefix);
+        if (!hour.ok()) return hour.status();
+        return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data.unique_subtotals)
+                      : AddArchiveSubtotalColumns(value, *hour, &data.subtotals);
+      });
     }
     if (st.ok()) {
       st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, view.last_day, job->begin_ts,
@@ -309,15 +321,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   job->realtime_missing = Status::Ok();
   job->realtime.clear();
   realtime_.Fwmatch(ShardFor(job->total_key, realtime_shards_), job->realtime_prefix,
-                    [job, part = std::move(realtime_part)](Result<std::string> body) {
-                      if (body.ok()) {
-                        job->realtime = std::move(*body);
-                      } else if (RealtimeOnlyGap(body.status())) {
-                        job->realtime_missing = body.status();
-                        return part(Status::Ok());
-                      }
-                      part(body.status());
-                    });
+                    RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)));
 }
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
@@ -351,56 +355,25 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   archive_.MGet(job->session, keys, [this, job, view, archive_prefix, archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
-    for (const ArchiveReply& reply : *replies) {
-      if (reply.view == view) continue;
-      // A reload between the round trips: as for a breakdown, start again.
-      if (job->attempts >= kMaxGenerationAttempts) {
-        return job->done(Status::Unavailable(
-            fmt::format("archive generation kept changing during the query ({} attempts)", job->attempts),
-            "SHARD_UNAVAILABLE"));
-      }
-      ++stats_.generation_retries;
-      return RunUniques(job);
+    if (!SameGeneration(*replies, view, job->attempts, [&] { RunUniques(job); },
+                        [&](Status st) { job->done(std::move(st)); })) {
+      return;
     }
     UniquesData data;
     data.gap = RealtimeGap{job->realtime_missing, view.last_day};
-    if (!archived.empty()) {
-      data.any = true;
-      data.first_hour = archived.begin()->first;
-    }
-    Status st;
-    for (const ArchiveReply& reply : *replies) {
-      if (!st.ok()) break;
-      if (!reply.found) continue;
-      auto lines = SplitKeyValueLines(reply.body);
-      if (!lines.ok()) {
-        st = lines.status();
-        break;
-      }
-      for (const auto& [key, value] : *lines) {
-        if (!key.starts_with(archive_prefix) || !LooksLikeYmdh(key.substr(archive_prefix.size()))) {
-          st = Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-          break;
-        }
-        auto hour = UnixFromYmdh(key.substr(archive_prefix.size()));
-        if (!hour.ok()) {
-          st = hour.status();
-          break;
-        }
-        st = job->target.sns.empty() ? AddArchiveUniqueTotal(value, *hour, &data.hours)
+    if (!archived.empty()) data.first_hour = archived.begin()->first;
+    Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
+      auto hour = HourOfKey(key, archive_prefix);
+      if (!hour.ok()) return hour.status();
+      return job->target.sns.empty() ? AddArchiveUniqueTotal(value, *hour, &data.hours)
                                      : AddArchiveUniqueSubtotals(value, *hour, job->target.skey, &data.hours);
-        if (!st.ok()) break;
-      }
-    }
+    });
     if (st.ok()) {
       st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
                                   job->span, &data.hours);
     }
     if (!st.ok()) return job->done(std::move(st));
-    for (const HourSketch& h : data.hours) {
-      if (!data.any || h.hour < data.first_hour) data.first_hour = h.hour;
-      data.any = true;
-    }
+    for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
     job->done(std::move(data));
   });
 }

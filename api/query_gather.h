@@ -28,6 +28,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,9 +66,8 @@ struct BreakdownData {
 };
 
 struct UniquesData {
-  HourlySketches hours;  // hours in the requested span
-  int64_t first_hour = 0;  // the first hour with clicks or visitors (any span); with `any`
-  bool any = false;
+  HourlySketches hours;                // hours in the requested span
+  std::optional<int64_t> first_hour;   // the first hour with clicks or visitors; nullopt: none
   RealtimeGap gap;
 };
 
@@ -109,6 +109,12 @@ class QueryGather {
   static constexpr int kMaxGenerationAttempts = 3;
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
+  // After a job's second round trip (an archive mget that must see the
+  // generation its get saw): true when every answer did. Otherwise it calls
+  // run_again, or `fail` with SHARD_UNAVAILABLE after kMaxGenerationAttempts,
+  // and returns false.
+  bool SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int attempts,
+                      const std::function<void()>& run_again, const std::function<void(Status)>& fail);
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
 

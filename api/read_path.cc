@@ -42,15 +42,50 @@ nlohmann::json WindowEcho(const WindowParams& w) {
                         {"unit_reference_ts", w.reference_echo}};
 }
 
-// units=-1: from the unit of the first hour with data to the reference unit.
-Result<UnitWindow> WindowOverData(const WindowParams& w, const HourlyCounts& total,
-                                  const HourlyBreakdown& subtotals, int64_t max_hours) {
-  int64_t first = std::numeric_limits<int64_t>::max();
-  if (!total.empty()) first = total.begin()->first;
-  for (const SubtotalCount& c : subtotals) first = std::min(first, c.hour);
+// A query's window and, with compare=, the earlier one set beside it.
+struct QueryWindows {
+  UnitWindow window;
+  std::optional<UnitWindow> earlier;
+
+  bool MayHoldData() const { return WindowMayHoldData(window) || (earlier && WindowMayHoldData(*earlier)); }
+  // What one gather reads for both: from the earlier window's start (it
+  // always comes first) to the window's end.
+  HourSpan Span() const {
+    return HourSpan{earlier && !earlier->empty() ? std::min(earlier->begin_ts(), window.begin_ts())
+                                                 : window.begin_ts(),
+                    window.end_ts()};
+  }
+};
+
+Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> window, int64_t max_hours) {
+  if (!window.ok()) return window.status();
+  QueryWindows out{std::move(*window), std::nullopt};
+  if (w.compare != Compare::kNone) {
+    auto earlier = ComparedWindow(out.window, w.compare, max_hours);
+    if (!earlier.ok()) return earlier.status();
+    out.earlier = std::move(*earlier);
+  }
+  return out;
+}
+
+// units=N: the windows are known before any data is read.
+Result<QueryWindows> FixedWindows(const WindowParams& w, int64_t max_hours) {
+  return WithEarlier(w, UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_hours), max_hours);
+}
+
+// units=-1: from the unit of the first hour with data (nullopt: none) to the
+// reference unit.
+Result<QueryWindows> WindowsOverData(const WindowParams& w, std::optional<int64_t> first_hour, int64_t max_hours) {
   // No data at all: a first hour after the reference makes the window empty.
-  if (first == std::numeric_limits<int64_t>::max()) first = kMaxReferenceTs + 366 * kSecondsPerDay;
-  return UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours);
+  const int64_t first = first_hour.value_or(kMaxReferenceTs + 366 * kSecondsPerDay);
+  return WithEarlier(w, UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours), max_hours);
+}
+
+std::optional<int64_t> FirstHour(const HourlyCounts& total, const HourlyBreakdown& subtotals) {
+  std::optional<int64_t> first;
+  if (!total.empty()) first = total.begin()->first;
+  for (const SubtotalCount& c : subtotals) first = std::min(first.value_or(c.hour), c.hour);
+  return first;
 }
 
 // (current - earlier) / earlier; null when the earlier count is 0.
@@ -79,13 +114,6 @@ nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>&
     list.push_back(std::move(row));
   }
   return list;
-}
-
-// The span a query with an earlier window reads: from the earlier window's
-// start to the current window's end (the earlier one always comes first).
-HourSpan SpanOf(const UnitWindow& window, const std::optional<UnitWindow>& earlier) {
-  return HourSpan{earlier && !earlier->empty() ? std::min(earlier->begin_ts(), window.begin_ts()) : window.begin_ts(),
-                  window.end_ts()};
 }
 
 class ReadPathImpl : public ReadPath {
@@ -123,46 +151,33 @@ class ReadPathImpl : public ReadPath {
   void OnClicks(const HttpExchangePtr& ex) {
     auto params = ParseSeriesParams(ex->args(), Now(), zones_);
     if (!params.ok()) return Fail(ex, params.status());
-    std::optional<UnitWindow> window;
-    std::optional<UnitWindow> earlier;  // compare=
-    const WindowParams& w = params->window;
+    std::optional<QueryWindows> windows;  // units=-1: known once the data is
     HourSpan span;
-    if (w.units != -1) {
-      auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
+    if (params->window.units != -1) {
+      auto fixed = FixedWindows(params->window, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
-      window = std::move(*fixed);
-      if (w.compare != Compare::kNone) {
-        auto compared = ComparedWindow(*window, w.compare, max_query_hours_);
-        if (!compared.ok()) return Fail(ex, compared.status());
-        earlier = std::move(*compared);
-      }
-      if (!WindowMayHoldData(*window) && !(earlier && WindowMayHoldData(*earlier))) {
-        return ReplyClicks(ex, *params, *window, earlier, HourlyCounts{});
-      }
+      if (!fixed->MayHoldData()) return ReplyClicks(ex, *params, fixed->window, fixed->earlier, HourlyCounts{});
       // One gather for both windows: the earlier one rides in the same
       // archive get and realtime scan (a key's total is one record).
-      span = SpanOf(*window, earlier);
+      span = fixed->Span();
+      windows = std::move(*fixed);
     }
     // Locals first: the lambda below takes *params by move, and argument
     // evaluation order is unspecified.
     std::string ns = params->ns;
     std::string tkey = StoreKeyPart(params->key).stored;
     gather_.FetchTotal(std::move(ns), std::move(tkey), span,
-                       [this, ex, p = std::move(*params), window = std::move(window),
-                        earlier = std::move(earlier)](Result<TotalData> data) mutable {
+                       [this, ex, p = std::move(*params), windows = std::move(windows)](Result<TotalData> data) mutable {
                          if (!data.ok()) return Fail(ex, data.status());
-                         if (!window) {
-                           auto spanning = WindowOverData(p.window, data->hours, {}, max_query_hours_);
-                           if (!spanning.ok()) return Fail(ex, spanning.status());
-                           window = std::move(*spanning);
-                           if (p.window.compare != Compare::kNone) {
-                             auto compared = ComparedWindow(*window, p.window.compare, max_query_hours_);
-                             if (!compared.ok()) return Fail(ex, compared.status());
-                             earlier = std::move(*compared);
-                           }
+                         if (!windows) {
+                           auto over = WindowsOverData(p.window, FirstHour(data->hours, {}), max_query_hours_);
+                           if (!over.ok()) return Fail(ex, over.status());
+                           windows = std::move(*over);
                          }
-                         if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
-                         ReplyClicks(ex, p, *window, earlier, data->hours);
+                         if (!data->gap.CoversWindow(windows->window.end_ts())) {
+                           return Fail(ex, data->gap.realtime_missing);
+                         }
+                         ReplyClicks(ex, p, windows->window, windows->earlier, data->hours);
                        });
   }
 
@@ -217,27 +232,19 @@ class ReadPathImpl : public ReadPath {
     auto params = ParseBreakdownParams(ex->args(), Now(), zones_);
     if (!params.ok()) return Fail(ex, params.status());
     const WindowParams& w = params->window;
-    std::optional<UnitWindow> window;
-    std::optional<UnitWindow> earlier;  // compare=
+    std::optional<QueryWindows> windows;  // units=-1: known once the data is
     int64_t begin_ts = std::numeric_limits<int64_t>::min();
     int64_t end_ts = 0;
     HourSpan skip{0, 0};
     if (w.units != -1) {
-      auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
+      auto fixed = FixedWindows(w, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
-      window = std::move(*fixed);
-      if (w.compare != Compare::kNone) {
-        auto compared = ComparedWindow(*window, w.compare, max_query_hours_);
-        if (!compared.ok()) return Fail(ex, compared.status());
-        earlier = std::move(*compared);
-        skip = HourSpan{earlier->end_ts(), window->begin_ts()};  // empty for compare=previous
-      }
-      if (!WindowMayHoldData(*window) && !(earlier && WindowMayHoldData(*earlier))) {
-        return ReplyBreakdown(ex, *params, *window, {}, earlier, {});
-      }
-      const HourSpan span = SpanOf(*window, earlier);
+      if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
+      if (fixed->earlier) skip = HourSpan{fixed->earlier->end_ts(), fixed->window.begin_ts()};  // empty for previous
+      const HourSpan span = fixed->Span();
       begin_ts = span.begin_ts;
       end_ts = span.end_ts;
+      windows = std::move(*fixed);
     } else {
       auto last = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, 1, max_query_hours_);
       if (!last.ok()) return Fail(ex, last.status());
@@ -250,29 +257,23 @@ class ReadPathImpl : public ReadPath {
     const bool params_uniques = params->uniques;
     gather_.FetchBreakdown(
         std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
-        [this, ex, p = std::move(*params), window = std::move(window),
-         earlier = std::move(earlier)](Result<BreakdownData> data) mutable {
+        [this, ex, p = std::move(*params), windows = std::move(windows)](Result<BreakdownData> data) mutable {
           if (!data.ok()) return Fail(ex, data.status());
-          if (!window) {
-            auto spanning = WindowOverData(p.window, data->total, data->subtotals, max_query_hours_);
-            if (!spanning.ok()) return Fail(ex, spanning.status());
-            window = std::move(*spanning);
-            if (p.window.compare != Compare::kNone) {
-              auto compared = ComparedWindow(*window, p.window.compare, max_query_hours_);
-              if (!compared.ok()) return Fail(ex, compared.status());
-              earlier = std::move(*compared);
-            }
+          if (!windows) {
+            auto over = WindowsOverData(p.window, FirstHour(data->total, data->subtotals), max_query_hours_);
+            if (!over.ok()) return Fail(ex, over.status());
+            windows = std::move(*over);
           }
-          if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
+          if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
           std::vector<KeyUniques> uniques;
           if (p.uniques) {
             if (p.window.rollup) {
-              uniques.push_back(KeyUniquesOverWindow(*window, data->unique_subtotals));
+              uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals));
             } else {
-              uniques = KeyUniquesByUnit(*window, data->unique_subtotals);
+              uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals);
             }
           }
-          ExpandAndReply(ex, std::move(p), std::move(*window), std::move(earlier), data->subtotals,
+          ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
                          std::move(uniques));
         },
         skip, params_uniques);
@@ -392,23 +393,14 @@ class ReadPathImpl : public ReadPath {
   void OnUniques(const HttpExchangePtr& ex) {
     auto params = ParseUniquesParams(ex->args(), Now(), zones_);
     if (!params.ok()) return Fail(ex, params.status());
-    const WindowParams& w = params->series.window;
-    std::optional<UnitWindow> window;
-    std::optional<UnitWindow> earlier;  // compare=
+    std::optional<QueryWindows> windows;  // units=-1: known once the data is
     HourSpan span;
-    if (w.units != -1) {
-      auto fixed = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_query_hours_);
+    if (params->series.window.units != -1) {
+      auto fixed = FixedWindows(params->series.window, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
-      window = std::move(*fixed);
-      if (w.compare != Compare::kNone) {
-        auto compared = ComparedWindow(*window, w.compare, max_query_hours_);
-        if (!compared.ok()) return Fail(ex, compared.status());
-        earlier = std::move(*compared);
-      }
-      if (!WindowMayHoldData(*window) && !(earlier && WindowMayHoldData(*earlier))) {
-        return ReplyUniques(ex, *params, *window, earlier, HourlySketches{});
-      }
-      span = SpanOf(*window, earlier);
+      if (!fixed->MayHoldData()) return ReplyUniques(ex, *params, fixed->window, fixed->earlier, HourlySketches{});
+      span = fixed->Span();
+      windows = std::move(*fixed);
     }
     UniquesTarget target;
     target.ns = params->series.ns;
@@ -419,24 +411,15 @@ class ReadPathImpl : public ReadPath {
     }
     gather_.FetchUniques(
         std::move(target), span, max_query_hours_,
-        [this, ex, p = std::move(*params), window = std::move(window),
-         earlier = std::move(earlier)](Result<UniquesData> data) mutable {
+        [this, ex, p = std::move(*params), windows = std::move(windows)](Result<UniquesData> data) mutable {
           if (!data.ok()) return Fail(ex, data.status());
-          if (!window) {
-            // units=-1: from the unit of the first hour with data.
-            const int64_t first = data->any ? data->first_hour : kMaxReferenceTs + 366 * kSecondsPerDay;
-            auto spanning = UnitWindow::Spanning(p.series.window.unit, p.series.window.tz_offset, first,
-                                                 p.series.window.reference_ts, max_query_hours_);
-            if (!spanning.ok()) return Fail(ex, spanning.status());
-            window = std::move(*spanning);
-            if (p.series.window.compare != Compare::kNone) {
-              auto compared = ComparedWindow(*window, p.series.window.compare, max_query_hours_);
-              if (!compared.ok()) return Fail(ex, compared.status());
-              earlier = std::move(*compared);
-            }
+          if (!windows) {
+            auto over = WindowsOverData(p.series.window, data->first_hour, max_query_hours_);
+            if (!over.ok()) return Fail(ex, over.status());
+            windows = std::move(*over);
           }
-          if (!data->gap.CoversWindow(window->end_ts())) return Fail(ex, data->gap.realtime_missing);
-          ReplyUniques(ex, p, *window, earlier, data->hours);
+          if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
+          ReplyUniques(ex, p, windows->window, windows->earlier, data->hours);
         });
   }
 
