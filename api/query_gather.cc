@@ -249,7 +249,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     if (st.ok()) {
       // key = [~]sns.ns|tkey.YMDH
       st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-        const bool unique = job->uniques && key.starts_with(kUniqueMark);
+        const bool unique = job->uniques && IsUniqueKey(key);
         auto hour = HourOfKey(unique ? key.substr(1) : key, job->subtotal_prefix);
         if (!hour.ok()) return hour.status();
         return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data.unique_subtotals)

@@ -30,26 +30,6 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
     start = end + 1;
     ++number;
     if (text.empty()) return BadLine(number, "empty line");
-    if (text[0] == kUniqueMark) {
-      // The key through the core parser; the sketch decoded once, kept.
-      const size_t comma = text.find(',');
-      if (comma == std::string_view::npos) return BadLine(number, "no ',' before the sketch");
-      Result<RealtimeKey> key = ParseRealtimeKey(text.substr(0, comma));
-      if (!key.ok()) return BadLine(number, key.status().message());
-      Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(comma + 1));
-      if (!sketch.ok()) return BadLine(number, sketch.status().message());
-      Result<int64_t> hour_start = UnixFromYmdh(key->ymdh);
-      if (!hour_start.ok()) return BadLine(number, hour_start.status().message());
-      BatchLine line;
-      line.key = text.substr(0, comma);
-      line.unique = true;
-      line.day = FloorDiv(*hour_start, kSecondsPerDay);
-      line.sketch = out.sketches.size();
-      out.sketches.push_back(std::move(sketch).value());
-      out.lines.push_back(line);
-      ++out.uniques;
-      continue;
-    }
     Result<RealtimeLine> parsed = ParseRealtimeLine(text);
     if (!parsed.ok()) return BadLine(number, parsed.status().message());
     BatchLine line;
@@ -60,10 +40,6 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
       line.value = text.substr(comma + 1);
       ++out.lookups;
     } else {
-      if (parsed->count <= 0) {
-        return BadLine(number, fmt::format("delta {} is not positive (increments only add)", parsed->count));
-      }
-      line.delta = parsed->count;
       if (parsed->key.ymdh != last_ymdh) {
         Result<int64_t> hour_start = UnixFromYmdh(parsed->key.ymdh);
         if (!hour_start.ok()) return BadLine(number, hour_start.status().message());  // parsed already: defensive
@@ -71,6 +47,17 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
         last_day = FloorDiv(*hour_start, kSecondsPerDay);
       }
       line.day = last_day;
+    }
+    if (IsUniqueType(parsed->key.type)) {
+      line.unique = true;
+      line.sketch = out.sketches.size();
+      out.sketches.push_back(std::move(parsed->sketch));  // decoded once, by the parser
+      ++out.uniques;
+    } else if (!line.lookup) {
+      if (parsed->count <= 0) {
+        return BadLine(number, fmt::format("delta {} is not positive (increments only add)", parsed->count));
+      }
+      line.delta = parsed->count;
       ++out.counters;
     }
     out.lines.push_back(line);

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -151,9 +150,8 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
     job.table->ForEachLookup([&](int64_t day, std::string_view key, std::string_view value) {
       write.puts.push_back({day, key, value});
     });
-    std::deque<std::string> sketch_bytes;  // a deque: the views below stay valid as it grows
     job.table->ForEachSketch([&](int64_t day, std::string_view key, const UniqueSketch& sketch) {
-      write.sketches.push_back({day, key, sketch_bytes.emplace_back(sketch.ToBinary())});
+      write.sketches.push_back({day, key, &sketch});  // the frozen table outlives the write
     });
     write.watermarks = job.watermarks;
     st = store->Write(write);
@@ -234,6 +232,11 @@ void Checkpointer::FireWaiters(uint64_t durable_generation, const Status& failur
 }
 
 void Checkpointer::WhenPersisted(std::function<void(Status)> done) {
+  if (draining_) {
+    // Drain() runs no job for a waiter that comes after it started.
+    done(Status::Unavailable("the shard is shutting down", "SHUTTING_DOWN"));
+    return;
+  }
   const std::map<std::string, uint64_t>& frozen_marks = job_ ? job_->watermarks : durable_;
   if (active_->empty() && applied_ == frozen_marks) {
     if (!job_) {

@@ -115,7 +115,8 @@ class Checkpointer {
   // Drain() has begun.
   void Start();
   // Runs `done` (on the loop) once everything applied before this call is
-  // durable, or with the error of the checkpoint that failed to make it so.
+  // durable, or with the error of the checkpoint that failed to make it so
+  // (503 SHUTTING_DOWN once Drain() has started).
   void WhenPersisted(std::function<void(Status)> done);
   // Runs after every successful checkpoint (the Ring clears days then).
   void SetPersistedListener(std::function<void()> fn) { persisted_listener_ = std::move(fn); }

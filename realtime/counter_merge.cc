@@ -24,7 +24,7 @@ class CounterAddOperator : public rocksdb::AssociativeMergeOperator {
 
   bool Merge(const rocksdb::Slice& key, const rocksdb::Slice* existing_value, const rocksdb::Slice& value,
              std::string* new_value, rocksdb::Logger*) const override {
-    if (!key.empty() && key[0] == kUniqueMark) return Unite(key, existing_value, value, new_value);
+    if (IsUniqueKey(key.ToStringView())) return Unite(key, existing_value, value, new_value);
     int64_t sum = 0;
     if (existing_value != nullptr && !DecodeCounter(existing_value->ToStringView(), &sum)) {
       return Fail(key, "stored value is not an 8-byte counter");

@@ -20,25 +20,42 @@ constexpr size_t kGroupOverhead = 96;
 // std::string keeps up to 15 bytes inline; longer keys take a heap block.
 size_t KeyHeapBytes(std::string_view key) { return key.size() > 15 ? key.size() + 1 : 0; }
 
+// One record of a MemCursor: a counter or lookup in its stored encoding, or
+// a sketch as it is (a copy costs less than encoding it for a reader that
+// would decode it again).
+struct CursorEntry {
+  std::string key;
+  mutable std::string raw;  // a sketch's binary form, made only if asked for
+  std::optional<UniqueSketch> sketch;
+  bool operator<(const CursorEntry& other) const { return key < other.key; }
+};
+
 // Owns the records it returns: a frozen copy of part of a table.
 class MemCursor : public StoreCursor {
  public:
-  explicit MemCursor(std::vector<std::pair<std::string, std::string>> entries) : entries_(std::move(entries)) {}
+  explicit MemCursor(std::vector<CursorEntry> entries) : entries_(std::move(entries)) {}
 
   void Seek(std::string_view target) override {
     pos_ = static_cast<size_t>(
         std::lower_bound(entries_.begin(), entries_.end(), target,
-                         [](const std::pair<std::string, std::string>& e, std::string_view t) { return e.first < t; }) -
+                         [](const CursorEntry& e, std::string_view t) { return e.key < t; }) -
         entries_.begin());
   }
   bool Valid() const override { return pos_ < entries_.size(); }
-  std::string_view key() const override { return entries_[pos_].first; }
-  std::string_view raw_value() const override { return entries_[pos_].second; }
+  std::string_view key() const override { return entries_[pos_].key; }
+  std::string_view raw_value() const override {
+    const CursorEntry& e = entries_[pos_];
+    if (e.sketch && e.raw.empty()) e.sketch->AppendBinary(&e.raw);
+    return e.raw;
+  }
+  const UniqueSketch* sketch() const override {
+    return entries_[pos_].sketch ? &*entries_[pos_].sketch : nullptr;
+  }
   void Next() override { ++pos_; }
   Status status() const override { return Status::Ok(); }
 
  private:
-  std::vector<std::pair<std::string, std::string>> entries_;
+  std::vector<CursorEntry> entries_;
   size_t pos_ = 0;
 };
 
@@ -64,29 +81,27 @@ bool MemTable::Add(Day& day, std::string_view key, int64_t delta) {
   }
   auto [node, inserted] = day.counters.emplace(std::string(key), delta);
   (void)inserted;
-  const CounterEntry* entry = &*node;
+  Index(day, &*node, &Group::entries);
+  return true;
+}
+
+template <typename Entry>
+void MemTable::Index(Day& day, const Entry* entry, std::vector<const Entry*> Group::*list) {
   auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(entry->first));
   if (new_group) bytes_ += kGroupOverhead;
   Group& group = group_it->second;
-  if (!group.entries.empty() && group.entries.back()->first > entry->first) group.sorted = false;
-  group.entries.push_back(entry);
+  std::vector<const Entry*>& entries = group.*list;
+  if (!entries.empty() && entries.back()->first > entry->first) group.sorted = false;
+  entries.push_back(entry);
   ++keys_;
-  bytes_ += kEntryOverhead + KeyHeapBytes(key);
-  return true;
+  bytes_ += kEntryOverhead + KeyHeapBytes(entry->first);
 }
 
 void MemTable::Unite(Day& day, std::string_view key, const UniqueSketch& sketch) {
   auto it = day.sketches.find(key);
   if (it == day.sketches.end()) {
     it = day.sketches.emplace(std::string(key), UniqueSketch()).first;
-    const SketchEntry* entry = &*it;
-    auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(entry->first));
-    if (new_group) bytes_ += kGroupOverhead;
-    Group& group = group_it->second;
-    if (!group.sketches.empty() && group.sketches.back()->first > entry->first) group.sorted = false;
-    group.sketches.push_back(entry);
-    ++keys_;
-    bytes_ += kEntryOverhead + KeyHeapBytes(key);
+    Index(day, &*it, &Group::sketches);
   }
   const size_t before = it->second.MemoryBytes();
   it->second.Merge(sketch);
@@ -174,7 +189,7 @@ const std::string* MemTable::Lookup(int64_t day, std::string_view key) const {
 }
 
 std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view prefix) const {
-  std::vector<std::pair<std::string, std::string>> entries;
+  std::vector<CursorEntry> entries;
   auto d = days_.find(day);
   if (d != days_.end()) {
     const Day& t = d->second;
@@ -187,10 +202,12 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
         group.sorted = true;
       }
       for (const CounterEntry* e : group.entries) {
-        if (e->second != 0 && e->first.starts_with(prefix)) entries.emplace_back(e->first, EncodeCounter(e->second));
+        if (e->second != 0 && e->first.starts_with(prefix)) {
+          entries.push_back(CursorEntry{e->first, EncodeCounter(e->second), std::nullopt});
+        }
       }
       for (const SketchEntry* e : group.sketches) {
-        if (e->first.starts_with(prefix)) entries.emplace_back(e->first, e->second.ToBinary());
+        if (e->first.starts_with(prefix)) entries.push_back(CursorEntry{e->first, std::string(), e->second});
       }
     };
     const size_t bar = prefix.find('|');
@@ -207,8 +224,13 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
       std::sort(entries.begin(), entries.end());
     }
     const size_t counters_end = entries.size();
-    for (const auto& [key, value] : t.lookups) {
-      if (key.starts_with(prefix)) entries.emplace_back(key, value);
+    // Lookups ("l|HASH") all sit in Today: walk them only for a prefix that
+    // can match one, not for every counter scan.
+    constexpr std::string_view kLookupPrefix = "l|";
+    if (kLookupPrefix.starts_with(prefix) || prefix.starts_with(kLookupPrefix)) {
+      for (const auto& [key, value] : t.lookups) {
+        if (key.starts_with(prefix)) entries.push_back(CursorEntry{key, value, std::nullopt});
+      }
     }
     if (entries.size() > counters_end) std::sort(entries.begin(), entries.end());
   }

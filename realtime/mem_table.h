@@ -124,6 +124,9 @@ class MemTable {
   // Takes back an Add() of a batch that failed later on.
   void Undo(Day& day, std::string_view key, int64_t delta);
   void Unite(Day& day, std::string_view key, const UniqueSketch& sketch);
+  // Puts a new entry in its group's index and counts it.
+  template <typename Entry>
+  void Index(Day& day, const Entry* entry, std::vector<const Entry*> Group::*list);
 
   std::map<int64_t, Day> days_;
   size_t keys_ = 0;

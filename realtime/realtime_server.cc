@@ -444,6 +444,7 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"batches_applied", rc.batches_applied},
             {"increments_applied", rc.increments_applied},
             {"lookups_applied", rc.lookups_applied},
+            {"uniques_applied", rc.uniques_applied},
             {"duplicate_batches", rc.duplicate_batches},
             {"day_not_open_batches", rc.day_not_open_batches},
             {"bad_batches", counters_.bad_batches},
@@ -483,6 +484,8 @@ std::string RealtimeServer::StatsPrometheus() const {
   metric("clickatron_realtime_batches_applied_total", "counter", "Batches applied.", rc.batches_applied);
   metric("clickatron_realtime_increments_applied_total", "counter", "Counter lines applied.", rc.increments_applied);
   metric("clickatron_realtime_lookups_applied_total", "counter", "Lookup puts applied.", rc.lookups_applied);
+  metric("clickatron_realtime_uniques_applied_total", "counter", "Unique-record (sketch) lines applied.",
+         rc.uniques_applied);
   metric("clickatron_realtime_duplicate_batches_total", "counter", "Batches at or below the watermark.",
          rc.duplicate_batches);
   metric("clickatron_realtime_day_not_open_total", "counter", "Batches refused with DAY_NOT_OPEN.",

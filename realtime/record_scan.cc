@@ -6,6 +6,7 @@
 #include "clickatron/unique_sketch.h"
 #include "counter_merge.h"
 #include "mem_table.h"
+#include "record_value.h"
 
 namespace clickatron::realtime {
 namespace {
@@ -44,42 +45,19 @@ class MergedScan : public LineSource {
     }
     if (first == nullptr) return false;
     const std::string key(first->key());
-    const bool lookup = IsLookupKey(key);
-    const bool unique = IsUniqueKey(key);
-    int64_t sum = 0;
-    bool have_lookup = false;
-    std::string lookup_copy;
-    UniqueSketch visitors;
+    RecordValue value(key);
     for (auto& c : cursors_) {
       if (!c->Valid() || c->key() != key) continue;
-      if (unique) {
-        Result<UniqueSketch> part = UniqueSketch::FromBinary(c->raw_value());
-        if (!part.ok()) return Fail(Status::Corruption(fmt::format("sketch {}: {}", key, part.status().message())));
-        visitors.Merge(*part);
-      } else if (lookup) {
-        if (!have_lookup) {
-          lookup_copy = std::string(c->raw_value());
-          have_lookup = true;
-        }
-      } else {
-        int64_t count = 0;
-        if (!DecodeCounter(c->raw_value(), &count)) {
-          return Fail(Status::Corruption(fmt::format("counter {} holds {} bytes, not {}", key, c->raw_value().size(),
-                                                     kCounterBytes)));
-        }
-        if (Status st = AddCount(&sum, count); !st.ok()) return Fail(st.WithContext(key));
+      if (const UniqueSketch* held = c->sketch()) {
+        value.AddSketch(*held);  // the in-memory table's, already decoded
+      } else if (Status st = value.AddStored(c->raw_value()); !st.ok()) {
+        return Fail(st);
       }
       c->Next();
     }
     out->append(key);
     out->push_back(',');
-    if (unique) {
-      visitors.AppendText(out);
-    } else if (lookup) {
-      out->append(lookup_copy);
-    } else {
-      fmt::format_to(std::back_inserter(*out), "{}", sum);
-    }
+    value.AppendText(out);
     out->push_back('\n');
     ++lines_;
     return true;
@@ -97,64 +75,39 @@ class MergedScan : public LineSource {
   Status status_;
 };
 
-// ReadRecord of a unique record: the union over the stores and tables.
-Result<std::optional<std::string>> ReadSketch(const ReadView& view, const std::vector<int64_t>& days,
-                                              std::string_view key) {
-  UniqueSketch visitors;
-  bool found = false;
-  for (int64_t day : days) {
-    for (const MemTable* t : view.tables) {
-      if (const UniqueSketch* held = t->Sketch(day, key)) {
-        visitors.Merge(*held);
-        found = true;
-      }
-    }
-    Result<std::optional<std::string>> raw = view.store->Get(day, key, view.at.get());
-    if (!raw.ok()) return raw.status();
-    if (!raw->has_value()) continue;
-    Result<UniqueSketch> stored = UniqueSketch::FromBinary(**raw);
-    if (!stored.ok()) return Status::Corruption(fmt::format("sketch {}: {}", key, stored.status().message()));
-    visitors.Merge(*stored);
-    found = true;
+// Adds the part of a record that one in-memory table holds for `day`.
+Status AddHeld(const MemTable& table, int64_t day, std::string_view key, RecordValue* value) {
+  if (value->lookup()) {
+    if (const std::string* held = table.Lookup(day, key)) value->AddLookup(*held);
+  } else if (value->unique()) {
+    if (const UniqueSketch* held = table.Sketch(day, key)) value->AddSketch(*held);
+  } else if (std::optional<int64_t> delta = table.Counter(day, key)) {
+    return value->AddCounter(*delta);
   }
-  if (!found) return std::optional<std::string>();
-  return std::optional<std::string>(visitors.ToText());
+  return Status::Ok();
 }
 
 }  // namespace
 
 Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::vector<int64_t>& days,
                                               std::string_view key) {
-  const bool lookup = IsLookupKey(key);
-  if (IsUniqueKey(key)) return ReadSketch(view, days, key);
-  bool found = false;
-  int64_t sum = 0;
+  RecordValue value(key);
+  // A lookup takes the first value found: the newest table's first.
+  const auto done = [&] { return value.lookup() && value.found(); };
   for (int64_t day : days) {
-    if (lookup) {
-      for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {  // the newest put first
-        if (const std::string* value = (*t)->Lookup(day, key)) return std::optional<std::string>(*value);
-      }
-    } else {
-      for (const MemTable* t : view.tables) {
-        if (std::optional<int64_t> delta = t->Counter(day, key)) {
-          CLICKATRON_RETURN_IF_ERROR(AddCount(&sum, *delta));
-          found = true;
-        }
-      }
+    for (auto t = view.tables.rbegin(); t != view.tables.rend() && !done(); ++t) {
+      CLICKATRON_RETURN_IF_ERROR(AddHeld(**t, day, key, &value));
     }
+    if (done()) break;
     Result<std::optional<std::string>> raw = view.store->Get(day, key, view.at.get());
     if (!raw.ok()) return raw.status();
-    if (!raw->has_value()) continue;
-    if (lookup) return std::optional<std::string>(std::move(**raw));
-    int64_t count = 0;
-    if (!DecodeCounter(**raw, &count)) {
-      return Status::Corruption(fmt::format("counter {} holds {} bytes, not {}", key, (*raw)->size(), kCounterBytes));
-    }
-    CLICKATRON_RETURN_IF_ERROR(AddCount(&sum, count));
-    found = true;
+    if (raw->has_value()) CLICKATRON_RETURN_IF_ERROR(value.AddStored(**raw));
+    if (done()) break;
   }
-  if (!found) return std::optional<std::string>();
-  return std::optional<std::string>(std::to_string(sum));
+  if (!value.found()) return std::optional<std::string>();
+  std::string text;
+  value.AppendText(&text);
+  return std::optional<std::string>(std::move(text));
 }
 
 Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,

@@ -127,7 +127,8 @@ Status Ring::Reconcile() {
     if (s.clearing && checkpointer_->HoldsDay(day)) {
       // Its records in memory must not go to a dropped family: the next
       // checkpoint persists them, then this runs again.
-      spdlog::info("clearing {} waits for the next checkpoint (records still in memory)", FormatDate(day));
+      // Debug: Tick() asks again every turn until the checkpoint lands.
+      spdlog::debug("clearing {} waits for the next checkpoint (records still in memory)", FormatDate(day));
       waiting = true;
       ++it;
       continue;
@@ -201,8 +202,9 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
     ++counters_.duplicate_batches;
     return ApplyOutcome{0, true, w, w, checkpointer_->Durable(source)};
   }
+  const std::vector<int64_t> target_days = TargetDays(batch, today_);
   std::vector<int64_t> refused;
-  for (int64_t day : TargetDays(batch, today_)) {
+  for (int64_t day : target_days) {
     if (!IsOpen(day)) refused.push_back(day);
   }
   if (!refused.empty()) {
@@ -215,7 +217,7 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
   // Each open day needs its store before anything of it is acknowledged: a
   // checkpoint could not write it otherwise (a rotation that failed half way
   // on a full disk). Tick() retries creating it.
-  for (int64_t day : TargetDays(batch, today_)) {
+  for (int64_t day : target_days) {
     if (!store_->HasDay(day) && (!Reconcile().ok() || !store_->HasDay(day))) {
       return Status(StatusCode::kUnavailable,
                     fmt::format("the store for {} does not exist yet (creating it failed); nothing applied, retry",
@@ -232,6 +234,7 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
   ++counters_.batches_applied;
   counters_.increments_applied += batch.counters;
   counters_.lookups_applied += batch.lookups;
+  counters_.uniques_applied += batch.uniques;
   return ApplyOutcome{batch.lines.size(), false, seq, seq, checkpointer_->Durable(source)};
 }
 

@@ -71,6 +71,7 @@ struct RingCounters {
   uint64_t batches_applied = 0;
   uint64_t increments_applied = 0;  // counter lines
   uint64_t lookups_applied = 0;
+  uint64_t uniques_applied = 0;     // unique-record (sketch) lines
   uint64_t duplicate_batches = 0;
   uint64_t day_not_open_batches = 0;
   uint64_t rotations = 0;

@@ -21,6 +21,7 @@
 #include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
+#include "record_value.h"
 
 namespace clickatron::realtime {
 namespace {
@@ -330,11 +331,13 @@ Status ShardStore::Write(const StoreWrite& write) {
     AppendCounter(inc.delta, &counter);
     CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(inc.key), counter), "building a batch"));
   }
-  for (const StoreWrite::Put& sketch : write.sketches) {
-    rocksdb::ColumnFamilyHandle* cf = family_of(sketch.day);
-    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(sketch.day)));
-    CLICKATRON_RETURN_IF_ERROR(
-        FromRocks(batch.Merge(cf, ToSlice(sketch.key), ToSlice(sketch.value)), "building a batch"));
+  std::string operand;  // reused: the batch copies each operand
+  for (const StoreWrite::Unite& unite : write.sketches) {
+    rocksdb::ColumnFamilyHandle* cf = family_of(unite.day);
+    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(unite.day)));
+    operand.clear();
+    unite.sketch->AppendBinary(&operand);
+    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(unite.key), operand), "building a batch"));
   }
   for (const StoreWrite::Put& put : write.puts) {
     rocksdb::ColumnFamilyHandle* cf = family_of(put.day);
@@ -448,25 +451,10 @@ std::optional<uint64_t> ShardStore::DbProperty(const std::string& property) cons
 
 bool IsLookupKey(std::string_view key) { return key.size() >= 2 && key[0] == 'l' && key[1] == '|'; }
 
-bool IsUniqueKey(std::string_view key) { return !key.empty() && key[0] == kUniqueMark; }
-
 Status AppendValueText(std::string_view key, std::string_view raw, std::string* out) {
-  if (IsLookupKey(key)) {
-    out->append(raw);
-    return Status::Ok();
-  }
-  if (IsUniqueKey(key)) {
-    Result<UniqueSketch> sketch = UniqueSketch::FromBinary(raw);
-    if (!sketch.ok()) return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key), sketch.status().message()));
-    sketch->AppendText(out);
-    return Status::Ok();
-  }
-  int64_t count = 0;
-  if (!DecodeCounter(raw, &count)) {
-    return Status::Corruption(fmt::format("counter {} holds {} bytes, not {}", QuoteForMessage(key), raw.size(),
-                                          kCounterBytes));
-  }
-  fmt::format_to(std::back_inserter(*out), "{}", count);
+  RecordValue value(key);
+  CLICKATRON_RETURN_IF_ERROR(value.AddStored(raw));
+  value.AppendText(out);
   return Status::Ok();
 }
 

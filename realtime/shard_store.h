@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "clickatron/status.h"
+#include "clickatron/unique_sketch.h"
 
 namespace clickatron::realtime {
 
@@ -77,7 +78,12 @@ struct StoreWrite {
   };
   std::vector<Increment> increments;
   std::vector<Put> puts;
-  std::vector<Put> sketches;  // unique records: binary sketches, united with what is stored
+  struct Unite {
+    int64_t day;
+    std::string_view key;
+    const UniqueSketch* sketch;
+  };
+  std::vector<Unite> sketches;  // unique records: united with what is stored (a merge operand each)
   std::map<std::string, uint64_t> watermarks;  // source -> seq, written beside the records
 };
 
@@ -89,6 +95,9 @@ class StoreCursor {
   virtual bool Valid() const = 0;
   virtual std::string_view key() const = 0;        // REQUIRES: Valid()
   virtual std::string_view raw_value() const = 0;  // REQUIRES: Valid(); see AppendValueText
+  // A unique record's sketch when the cursor holds it decoded (the in-memory
+  // table's): readers use it instead of decoding raw_value(). nullptr else.
+  virtual const UniqueSketch* sketch() const { return nullptr; }
   virtual void Next() = 0;
   // Not ok when iteration stopped on an error rather than at the end.
   virtual Status status() const = 0;
@@ -157,11 +166,9 @@ class ShardStore {
 
 inline constexpr std::string_view kWatermarkPrefix = "wm|";
 
-// True for "l|…" keys: their value is a string.
+// True for "l|…" keys: their value is a string. "~…" keys (IsUniqueKey in
+// record.h) hold a binary UniqueSketch; every other record is a counter.
 bool IsLookupKey(std::string_view key);
-// True for "~…" keys: their value is a binary UniqueSketch. Every other
-// record is a counter.
-bool IsUniqueKey(std::string_view key);
 // Appends a stored record's value as it appears after the comma of a line:
 // counters in decimal, lookups as stored, sketches as text. Corruption for a
 // counter that is not 8 bytes or a sketch that does not decode.

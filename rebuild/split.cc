@@ -14,7 +14,7 @@ std::string_view ShardKeyOfValidArchiveLine(std::string_view line) {
   // One pass over the key (a loop: keys are short, memchr calls cost more):
   // ns|tkey (total), sns.ns|tkey.YMDH (subtotal) -> "ns|tkey"; l|HASH -> HASH;
   // a unique record ("~…") -> as without its '~' (it lives beside its counters).
-  size_t begin = !line.empty() && line[0] == kUniqueMark ? 1 : 0;
+  size_t begin = IsUniqueKey(line) ? 1 : 0;
   size_t bar = std::string_view::npos;
   size_t i = 0;
   for (i = begin; i < line.size(); ++i) {

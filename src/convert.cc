@@ -25,11 +25,7 @@ Status MergeColumns(const std::string& key, bool sketches, const std::vector<Arc
       next = b[j++];
     } else if (sketches) {
       next = a[i++];
-      Result<std::string> united = MergeSketchTexts(next.sketch, b[j++].sketch);
-      if (!united.ok()) {
-        return united.status().WithContext(fmt::format("key {} column \"{}\"", QuoteForMessage(key), next.name));
-      }
-      next.sketch = std::move(united).value();
+      next.sketch.Merge(b[j++].sketch);
     } else {
       next = a[i++];
       if (Status st = AddCount(&next.count, b[j++].count); !st.ok()) {
@@ -63,7 +59,8 @@ Result<std::string> RealtimeToArchiveLine(std::string_view realtime_line) {
     case RecordType::kUniqueTotal:
       return FormatRealtimeLine(*line);  // one line per hour in both formats
     case RecordType::kUniqueSubtotal:
-      return fmt::format("{},{}:{}", UniqueSubtotalArchiveKey(k.sns, k.ns, k.tkey, k.ymdh), k.skey, line->sketch);
+      return fmt::format("{},{}:{}", UniqueSubtotalArchiveKey(k.sns, k.ns, k.tkey, k.ymdh), k.skey,
+                         line->sketch.ToText());
   }
   return Status::Internal("unknown record type");
 }
@@ -107,9 +104,7 @@ Status CombineArchiveRecords(ArchiveRecord* into, const ArchiveRecord& from) {
                                           QuoteForMessage(from.lookup_value)));
   }
   if (into->type == RecordType::kUniqueTotal) {
-    Result<std::string> united = MergeSketchTexts(into->sketch, from.sketch);
-    if (!united.ok()) return united.status().WithContext(fmt::format("key {}", QuoteForMessage(into->key)));
-    into->sketch = std::move(united).value();
+    into->sketch.Merge(from.sketch);
     return Status::Ok();
   }
   // Merge into a fresh vector so that `into` is untouched on error.

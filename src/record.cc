@@ -52,7 +52,7 @@ Status ValidateLookup(std::string_view hash, std::string_view value) {
 // The one key parser behind ParseRealtimeKey and ParseArchiveKey; the formats
 // differ only in how many '.'-separated parts follow the '|'.
 Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
-  const bool unique = !key.empty() && key[0] == kUniqueMark;
+  const bool unique = IsUniqueKey(key);
   if (unique) key.remove_prefix(1);
   const size_t bar = key.find('|');
   if (bar == std::string_view::npos) return Status::InvalidArgument("no '|' after the namespace");
@@ -145,7 +145,7 @@ Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColu
   if (type == RecordType::kUniqueSubtotal) {
     Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(colon + 1));
     if (!sketch.ok()) return sketch.status().WithContext(fmt::format("column {}", k));
-    out->sketch = sketch->ToText();
+    out->sketch = std::move(sketch).value();
     return Status::Ok();
   }
   Result<int64_t> count = ParseCount(text.substr(colon + 1));
@@ -225,7 +225,7 @@ Result<RealtimeLine> ParseRealtimeLine(std::string_view line) {
   if (IsUniqueType(out.key.type)) {
     Result<UniqueSketch> sketch = UniqueSketch::FromText(value);
     if (!sketch.ok()) return sketch.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
-    out.sketch = sketch->ToText();
+    out.sketch = std::move(sketch).value();
     return out;
   }
   Result<int64_t> count = ParseCount(value);
@@ -240,7 +240,7 @@ std::string FormatRealtimeLine(const RealtimeLine& line) {
   if (line.key.type == RecordType::kLookup) {
     return fmt::format("{},{}", FormatRealtimeKey(line.key), line.lookup_value);
   }
-  if (IsUniqueType(line.key.type)) return fmt::format("{},{}", FormatRealtimeKey(line.key), line.sketch);
+  if (IsUniqueType(line.key.type)) return fmt::format("{},{}", FormatRealtimeKey(line.key), line.sketch.ToText());
   return fmt::format("{},{}", FormatRealtimeKey(line.key), line.count);
 }
 
@@ -263,8 +263,8 @@ Result<ArchiveRecord> ParseArchiveLine(std::string_view line) {
     out.lookup_value = std::string(value);
   } else if (out.type == RecordType::kUniqueTotal) {
     Result<UniqueSketch> sketch = UniqueSketch::FromText(value);
-    if (sketch.ok()) out.sketch = sketch->ToText();
     st = sketch.status();
+    if (sketch.ok()) out.sketch = std::move(sketch).value();
   } else {
     st = ParseColumns(value, out.type, &out.columns);
   }
@@ -280,7 +280,7 @@ std::string FormatArchiveLine(const ArchiveRecord& record) {
     return out;
   }
   if (record.type == RecordType::kUniqueTotal) {
-    out += record.sketch;
+    record.sketch.AppendText(&out);
     return out;
   }
   // Columns are normally sorted already (parsed or combined); sort a copy only
@@ -297,7 +297,8 @@ std::string FormatArchiveLine(const ArchiveRecord& record) {
   for (size_t i = 0; i < columns->size(); ++i) {
     if (i > 0) out += ' ';
     if (sketches) {
-      out.append((*columns)[i].name).append(":").append((*columns)[i].sketch);
+      out.append((*columns)[i].name).append(":");
+      (*columns)[i].sketch.AppendText(&out);
     } else {
       fmt::format_to(std::back_inserter(out), "{}:{}", (*columns)[i].name, (*columns)[i].count);
     }
@@ -330,7 +331,7 @@ Status AddCount(int64_t* sum, int64_t delta) {
 }
 
 RecordType RecordTypeOfKey(std::string_view key) {
-  const bool unique = !key.empty() && key[0] == kUniqueMark;
+  const bool unique = IsUniqueKey(key);
   const std::string_view prefix = key.substr(0, key.find('|'));
   if (prefix == kLookupNamespace) return RecordType::kLookup;
   const bool sub = prefix.find('.') != std::string_view::npos;

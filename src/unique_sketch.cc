@@ -317,12 +317,6 @@ Result<UniqueSketch> UniqueSketch::FromText(std::string_view text) {
 }
 
 Result<std::string> MergeSketchTexts(std::string_view a, std::string_view b) {
-  if (a == b) {
-    // Union with itself; still validated, so a bad record is never passed on.
-    Result<UniqueSketch> same = UniqueSketch::FromText(a);
-    if (!same.ok()) return same.status();
-    return same->ToText();
-  }
   Result<UniqueSketch> left = UniqueSketch::FromText(a);
   if (!left.ok()) return left.status();
   Result<UniqueSketch> right = UniqueSketch::FromText(b);

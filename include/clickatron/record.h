@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "clickatron/status.h"
+#include "clickatron/unique_sketch.h"
 
 namespace clickatron {
 
@@ -42,6 +43,8 @@ inline constexpr char kUniqueMark = '~';
 inline bool IsUniqueType(RecordType type) {
   return type == RecordType::kUniqueTotal || type == RecordType::kUniqueSubtotal;
 }
+// A unique record's key, in either format (no other check).
+inline bool IsUniqueKey(std::string_view key) { return !key.empty() && key[0] == kUniqueMark; }
 
 // The parts of a realtime key.
 struct RealtimeKey {
@@ -58,12 +61,12 @@ std::string FormatRealtimeKey(const RealtimeKey& key);
 Result<RealtimeKey> ParseRealtimeKey(std::string_view key);
 
 // "key,value" with value a decimal int64 (total/subtotal), the full value
-// (lookup) or a sketch's text (uniques; canonical form once parsed).
+// (lookup) or a sketch's text (uniques; decoded once, here).
 struct RealtimeLine {
   RealtimeKey key;
   int64_t count = 0;        // total, subtotal
   std::string lookup_value; // lookup
-  std::string sketch;       // unique total, unique subtotal
+  UniqueSketch sketch;      // unique total, unique subtotal
 };
 Result<RealtimeLine> ParseRealtimeLine(std::string_view line);
 std::string FormatRealtimeLine(const RealtimeLine& line);
@@ -73,7 +76,7 @@ std::string FormatRealtimeLine(const RealtimeLine& line);
 struct ArchiveColumn {
   std::string name;
   int64_t count = 0;
-  std::string sketch{};  // unique subtotal
+  UniqueSketch sketch{};  // unique subtotal
   friend bool operator==(const ArchiveColumn&, const ArchiveColumn&) = default;
 };
 
@@ -82,7 +85,7 @@ struct ArchiveRecord {
   std::string key;                    // everything before the first comma
   std::vector<ArchiveColumn> columns; // total, subtotal, unique subtotal: sorted by name, names unique
   std::string lookup_value;           // lookup
-  std::string sketch;                 // unique total (canonical text)
+  UniqueSketch sketch;                // unique total
 };
 // Parses and validates: key shape by type, columns well formed, sorted and unique.
 Result<ArchiveRecord> ParseArchiveLine(std::string_view line);

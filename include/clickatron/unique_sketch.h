@@ -85,7 +85,7 @@ class UniqueSketch {
   size_t explicit_bytes_ = 0;      // the varint payload size of hashes_
 };
 
-// Unions the text forms of two sketches into one text (the rebuild's merge).
+// Unions the text forms of two sketches into one text (both validated).
 Result<std::string> MergeSketchTexts(std::string_view a, std::string_view b);
 
 }  // namespace clickatron

@@ -23,7 +23,7 @@ TEST(UniqueRecordTest, RealtimeKeysParseAsUniqueTypes) {
   EXPECT_EQ(total->key.ns, "u");
   EXPECT_EQ(total->key.tkey, "jehiah");
   EXPECT_EQ(total->key.ymdh, "c41l");
-  EXPECT_EQ(UniqueSketch::FromText(total->sketch)->Estimate(), 2u);
+  EXPECT_EQ(total->sketch.Estimate(), 2u);
 
   Result<RealtimeLine> sub = ParseRealtimeLine("~c.u|jehiah.US.w0110," + SketchText({"a"}));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
@@ -64,7 +64,7 @@ TEST(UniqueRecordTest, ArchiveFormKeepsTotalsPerHourAndSubtotalsAsColumns) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->type, RecordType::kUniqueSubtotal);
   ASSERT_EQ(parsed->columns.size(), 2u);
-  EXPECT_EQ(UniqueSketch::FromText(parsed->columns[1].sketch)->Estimate(), 2u);
+  EXPECT_EQ(parsed->columns[1].sketch.Estimate(), 2u);
 
   std::vector<std::string> back;
   ASSERT_TRUE(ArchiveToRealtimeLines(FormatArchiveLine(*parsed), &back).ok());

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "clickatron/key_codec.h"
 #include "clickatron/ymdh.h"
@@ -23,6 +24,14 @@ using clickatron::testing::TempDir;
 
 const int64_t kDay = DaysFromCivil({2024, 3, 10});
 const std::vector<int64_t> kDays = {kDay, kDay + 1};
+
+// The sketch of a set of tokens, each added once: what any union of parts of
+// it must equal.
+UniqueSketch SketchOf(const std::set<std::string>& tokens) {
+  UniqueSketch s;
+  for (const std::string& t : tokens) s.Add(HashVisitor(t));
+  return s;
+}
 
 std::string Key(const std::string& tkey, int64_t day, int hour, const std::string& skey = "") {
   const std::string ymdh = *YmdhFromUnix(day * kSecondsPerDay + hour * kSecondsPerHour);
@@ -97,7 +106,8 @@ class CheckpointerTest : public ::testing::Test {
   void ClearFault(const std::string& name) { std::filesystem::remove(faults_ / name); }
 
   // Applies a batch of 8 counters (a few groups, both days, old and new
-  // keys) and a lookup, and adds it to the oracle.
+  // keys), a lookup and two unique records (visitors from a small pool, so
+  // batches overlap), and adds it to the oracle.
   void ApplyBatch(const std::string& source) {
     std::string body;
     for (int i = 0; i < 8; ++i) {
@@ -107,6 +117,17 @@ class CheckpointerTest : public ::testing::Test {
       body += key + "," + std::to_string(delta) + "\n";
       counters_[key] += delta;
       days_of_[key] = day;
+    }
+    for (int i = 0; i < 2; ++i) {
+      const std::string key = "~" + Key(i ? "bitly" : "jehiah", kDay + i, seq_ % 3);
+      UniqueSketch visitors;
+      for (int v = 0; v < 3; ++v) {
+        const std::string token = "v" + std::to_string((seq_ + v * 5) % 9);
+        visitors.Add(HashVisitor(token));
+        visitors_[key].insert(token);
+      }
+      body += key + "," + visitors.ToText() + "\n";
+      days_of_[key] = kDay + i;
     }
     const std::string value = "page " + std::to_string(seq_ % 5);
     body += "l|" + Hash12(value) + "," + value + "\n";
@@ -121,6 +142,7 @@ class CheckpointerTest : public ::testing::Test {
   std::map<std::string, std::string> Oracle() const {
     std::map<std::string, std::string> out(lookups_.begin(), lookups_.end());
     for (const auto& [key, sum] : counters_) out[key] = std::to_string(sum);
+    for (const auto& [key, tokens] : visitors_) out[key] = SketchOf(tokens).ToText();
     return out;
   }
 
@@ -136,7 +158,7 @@ class CheckpointerTest : public ::testing::Test {
       EXPECT_EQ(got->value_or("<absent>"), want) << key;
     }
     EXPECT_FALSE(ReadRecord(view, kDays, Key("nobody", kDay, 1))->has_value());
-    for (const std::string prefix : {"", "u|", "u|jehiah.", "c.u|jehiah.US.", "c.", "l|"}) {
+    for (const std::string prefix : {"", "u|", "u|jehiah.", "c.u|jehiah.US.", "c.", "l|", "~", "~u|jehiah."}) {
       Result<std::unique_ptr<LineSource>> scan = ScanPrefix(view, kDays, prefix, 0);
       ASSERT_TRUE(scan.ok());
       std::string got;
@@ -161,6 +183,11 @@ class CheckpointerTest : public ::testing::Test {
       EXPECT_EQ(v, sum) << key;
     }
     for (const auto& [key, value] : lookups_) EXPECT_EQ(store_->Get(kDay, key)->value_or("<absent>"), value);
+    for (const auto& [key, tokens] : visitors_) {
+      Result<std::optional<std::string>> raw = store_->Get(days_of_[key], key);
+      ASSERT_TRUE(raw.ok() && raw->has_value()) << key;
+      EXPECT_EQ(**raw, SketchOf(tokens).ToBinary()) << key;  // every batch's visitors, united once
+    }
   }
 
   // Closes the checkpointer and the store, and opens the store again. A
@@ -182,6 +209,7 @@ class CheckpointerTest : public ::testing::Test {
   std::map<std::string, int64_t> counters_;
   std::map<std::string, int64_t> days_of_;
   std::map<std::string, std::string> lookups_;
+  std::map<std::string, std::set<std::string>> visitors_;  // unique key -> every token sent for it
 };
 
 TEST_F(CheckpointerTest, ApplyRaisesAppliedNotDurableAndStartPersists) {
@@ -199,7 +227,7 @@ TEST_F(CheckpointerTest, ApplyRaisesAppliedNotDurableAndStartPersists) {
   EXPECT_FALSE(cp_->running());
   EXPECT_EQ(cp_->durable(), cp_->applied());
   EXPECT_EQ(cp_->stats().completed, 1u);
-  EXPECT_EQ(cp_->stats().records_written, counters_.size() + lookups_.size());
+  EXPECT_EQ(cp_->stats().records_written, counters_.size() + lookups_.size() + visitors_.size());
   EXPECT_EQ(cp_->memory_keys(), 0u);
   EXPECT_FALSE(cp_->HoldsDay(kDay));
   ExpectStoreEqualsOracle();

@@ -1,0 +1,73 @@
+#include "record_value.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "counter_merge.h"
+#include "shard_store.h"
+
+namespace clickatron::realtime {
+
+RecordValue::RecordValue(std::string_view key)
+    : key_(key), kind_(IsLookupKey(key) ? Kind::kLookup : IsUniqueKey(key) ? Kind::kUnique : Kind::kCounter) {}
+
+Status RecordValue::AddStored(std::string_view raw) {
+  switch (kind_) {
+    case Kind::kLookup:
+      AddLookup(raw);
+      return Status::Ok();
+    case Kind::kUnique: {
+      Result<UniqueSketch> sketch = UniqueSketch::FromBinary(raw);
+      if (!sketch.ok()) {
+        return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), sketch.status().message()));
+      }
+      AddSketch(*sketch);
+      return Status::Ok();
+    }
+    case Kind::kCounter: {
+      int64_t count = 0;
+      if (!DecodeCounter(raw, &count)) {
+        return Status::Corruption(fmt::format("counter {} holds {} bytes, not {}", QuoteForMessage(key_), raw.size(),
+                                              kCounterBytes));
+      }
+      return AddCounter(count);
+    }
+  }
+  return Status::Internal("unknown record kind");
+}
+
+Status RecordValue::AddCounter(int64_t delta) {
+  CLICKATRON_RETURN_IF_ERROR(AddCount(&sum_, delta).WithContext(QuoteForMessage(key_)));
+  found_ = true;
+  return Status::Ok();
+}
+
+void RecordValue::AddSketch(const UniqueSketch& sketch) {
+  visitors_.Merge(sketch);
+  found_ = true;
+}
+
+void RecordValue::AddLookup(std::string_view value) {
+  if (found_) return;
+  lookup_.assign(value);
+  found_ = true;
+}
+
+void RecordValue::AppendText(std::string* out) const {
+  switch (kind_) {
+    case Kind::kLookup:
+      out->append(lookup_);
+      return;
+    case Kind::kUnique:
+      visitors_.AppendText(out);
+      return;
+    case Kind::kCounter:
+      fmt::format_to(std::back_inserter(*out), "{}", sum_);
+      return;
+  }
+}
+
+}  // namespace clickatron::realtime

@@ -1,0 +1,49 @@
+// The value of one record gathered from the places that hold a part of it:
+// the day's store and the in-memory tables (record_scan.h). The one place
+// that knows how parts combine: counters sum, a unique record's sketches
+// unite, a lookup takes its first value (callers offer the newest first).
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "clickatron/status.h"
+#include "clickatron/unique_sketch.h"
+
+namespace clickatron::realtime {
+
+class RecordValue {
+ public:
+  // The kind comes from the key ("l|…" lookup, "~…" unique, else counter).
+  explicit RecordValue(std::string_view key);
+
+  bool lookup() const { return kind_ == Kind::kLookup; }
+  bool unique() const { return kind_ == Kind::kUnique; }
+  // Whether any part was added.
+  bool found() const { return found_; }
+
+  // A part as a store holds it: an 8-byte counter, a binary sketch, a lookup
+  // value. CORRUPTION naming the key when it does not decode, OUT_OF_RANGE
+  // when a sum overflows.
+  Status AddStored(std::string_view raw);
+  Status AddCounter(int64_t delta);
+  void AddSketch(const UniqueSketch& sketch);
+  void AddLookup(std::string_view value);  // ignored once a value is held
+
+  // The value as it follows the comma of a line: decimal, text sketch, lookup.
+  void AppendText(std::string* out) const;
+
+ private:
+  enum class Kind { kCounter, kUnique, kLookup };
+  std::string key_;
+  Kind kind_;
+  bool found_ = false;
+  int64_t sum_ = 0;
+  UniqueSketch visitors_;
+  std::string lookup_;
+};
+
+}  // namespace clickatron::realtime
