@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "clickatron/record.h"
+
 namespace clickatron::api {
 
 void Combiner::Add(RoutedRecord&& record) {
@@ -13,22 +15,25 @@ void Combiner::Add(RoutedRecord&& record) {
     if (inserted) w.bytes += it->first.size() + it->second.size() + 4;
     return;
   }
-  if (record.unique) {
-    auto [it, inserted] = w.sketches.try_emplace(std::move(record.key));
-    // ~12 text bytes a visitor while explicit (the usual case inside a window).
-    w.bytes += inserted ? it->first.size() + 16 : 12;
-    it->second.Add(record.visitor);
-    return;
-  }
-  auto [it, inserted] = w.counters.try_emplace(std::move(record.key), 0);
+  auto [it, inserted] = w.counters.try_emplace(std::move(record.key));
+  Window::Counter& counter = it->second;
   // Deltas are at most kMaxIncrementValue each: no window can overflow int64.
-  it->second += record.delta;
+  counter.delta += record.delta;
   if (inserted) w.bytes += it->first.size() + 22;
+  if (record.has_visitor) {
+    if (!counter.visitors) {
+      counter.visitors = std::make_unique<UniqueSketch>();
+      ++w.sketches;
+      w.bytes += it->first.size() + 4;
+    }
+    counter.visitors->Add(record.visitor);
+    w.bytes += 12;  // ~12 text bytes a visitor while explicit (the usual case inside a window)
+  }
 }
 
 bool Combiner::empty() const {
   for (const Window& w : shards_) {
-    if (!w.counters.empty() || !w.lookups.empty() || !w.sketches.empty()) return false;
+    if (!w.counters.empty() || !w.lookups.empty()) return false;
   }
   return true;
 }
@@ -37,22 +42,23 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
   Window& w = shards_[shard];
   Lines out;
   out.records = w.records;
-  out.count = w.counters.size() + w.lookups.size() + w.sketches.size();
+  out.count = w.counters.size() + w.lookups.size() + w.sketches;
   out.text.reserve(w.bytes);
   char digits[24];
-  for (const auto& [key, delta] : w.counters) {
+  for (const auto& [key, counter] : w.counters) {
     out.text.append(key);
     out.text.push_back(',');
-    auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), delta);
+    auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), counter.delta);
     (void)ec;
     out.text.append(digits, end);
     out.text.push_back('\n');
-  }
-  for (const auto& [key, sketch] : w.sketches) {
-    out.text.append(key);
-    out.text.push_back(',');
-    sketch.AppendText(&out.text);
-    out.text.push_back('\n');
+    if (counter.visitors) {  // the unique record beside its counter
+      out.text.push_back(kUniqueMark);
+      out.text.append(key);
+      out.text.push_back(',');
+      counter.visitors->AppendText(&out.text);
+      out.text.push_back('\n');
+    }
   }
   for (const auto& [hash, value] : w.lookups) {
     out.text.append("l|").append(hash).push_back(',');
@@ -61,7 +67,7 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
   // clear() keeps the bucket arrays: the next window reuses them.
   w.counters.clear();
   w.lookups.clear();
-  w.sketches.clear();
+  w.sketches = 0;
   w.records = 0;
   w.bytes = 0;
   return out;

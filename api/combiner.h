@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -24,7 +25,7 @@ class Combiner {
 
   // Distinct lines waiting for `shard`.
   size_t lines(uint32_t shard) const {
-    return shards_[shard].counters.size() + shards_[shard].lookups.size() + shards_[shard].sketches.size();
+    return shards_[shard].counters.size() + shards_[shard].lookups.size() + shards_[shard].sketches;
   }
   bool empty() const;
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
@@ -39,9 +40,13 @@ class Combiner {
 
  private:
   struct Window {
-    std::unordered_map<std::string, int64_t> counters;
+    struct Counter {
+      int64_t delta = 0;
+      std::unique_ptr<UniqueSketch> visitors;  // set once an increment named one (uniq=)
+    };
+    std::unordered_map<std::string, Counter> counters;
     std::unordered_map<std::string, std::string> lookups;  // HASH -> full value
-    std::unordered_map<std::string, UniqueSketch> sketches;  // "~…" key -> its visitors
+    size_t sketches = 0;  // counters with visitors: each adds a "~key,SKETCH" line
     uint64_t records = 0;
     size_t bytes = 0;  // estimate, to size the output once
   };

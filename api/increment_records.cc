@@ -1,6 +1,5 @@
 #include "increment_records.h"
 
-#include "clickatron/record.h"
 #include "clickatron/shard.h"
 
 namespace clickatron::api {
@@ -29,27 +28,17 @@ void ExpandIncrement(const Increment& inc, uint32_t shard_count, std::vector<Rou
   total.key.reserve(shard_key.size() + 5);
   total.key.append(shard_key).append(".").append(inc.ymdh);
   total.delta = inc.value;
+  total.has_visitor = inc.has_visitor;
+  total.visitor = inc.visitor;
 
-  const size_t counters_begin = out->size() - 1;
   for (const auto& [sns, skey] : inc.subs) {
     RoutedRecord& sub = out->emplace_back();
     sub.shard = shard;
     sub.key.reserve(sns.size() + shard_key.size() + skey.stored.size() + 7);
     sub.key.append(sns).append(".").append(shard_key).append(".").append(skey.stored).append(".").append(inc.ymdh);
     sub.delta = inc.value;
-  }
-  if (inc.has_visitor) {
-    const size_t counters_end = out->size();
-    for (size_t i = counters_begin; i < counters_end; ++i) {
-      RoutedRecord unique;
-      unique.shard = shard;
-      unique.unique = true;
-      unique.key.reserve((*out)[i].key.size() + 1);
-      unique.key.push_back(kUniqueMark);
-      unique.key.append((*out)[i].key);
-      unique.visitor = inc.visitor;
-      out->push_back(std::move(unique));
-    }
+    sub.has_visitor = inc.has_visitor;
+    sub.visitor = inc.visitor;
   }
   AddLookup(inc.tkey, shard_count, out);
   for (const auto& [sns, skey] : inc.subs) AddLookup(skey, shard_count, out);

@@ -1,9 +1,10 @@
 // Expansion of one increment into the realtime records it updates, each with
 // its shard (DESIGN §1-2): the total, one subtotal per sub, and a lookup put
-// for every hashed key part; with uniq=, a unique record beside the total and
-// each subtotal ("~" + its key). Totals, subtotals and their uniques route by
-// "ns|tkey" (stored form), so one increment's records always land on one
-// shard together; lookups route by their HASH.
+// for every hashed key part. With uniq=, the total and each subtotal also
+// carry the visitor: its unique record ("~" + the counter's key) is written
+// beside the counter by the Combiner, so it costs no record of its own here.
+// Totals and subtotals route by "ns|tkey" (stored form), so one increment's
+// records always land on one shard together; lookups route by their HASH.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,10 @@ namespace clickatron::api {
 struct RoutedRecord {
   uint32_t shard = 0;
   bool lookup = false;
-  bool unique = false;
-  std::string key;           // realtime key: "u|jehiah.c41l", "c.u|jehiah.US.c41l", "~u|jehiah.c41l", or the HASH of a lookup
+  std::string key;           // realtime key: "u|jehiah.c41l", "c.u|jehiah.US.c41l", or the HASH of a lookup
   int64_t delta = 0;         // counters
-  uint64_t visitor = 0;      // uniques: the visitor's hash
+  bool has_visitor = false;  // counters: uniq= was given
+  uint64_t visitor = 0;      // its hash (HashVisitor)
   std::string lookup_value;  // lookups: the full value
 };
 

@@ -410,6 +410,13 @@ void Oplog::Compress(uint64_t id) {
   const std::string plain = SegmentPath(id, false);
   const std::string gz = SegmentPath(id, true);
   compressor_->Post([this, id, plain, gz] {
+    {
+      // Queued jobs still run when the executor stops: a backlog must not
+      // hold up a shutdown (the next Open() compresses what is left), and a
+      // segment collected meanwhile needs no copy.
+      std::lock_guard lock(mu_);
+      if (stopping_ || !segments_.count(id)) return;
+    }
     Status st = GzipFile(plain, gz);
     background_->Post([this, id, plain, st] { FinishCompress(id, plain, st); });
   });

@@ -148,7 +148,7 @@ struct QueryGather::BreakdownJob {
   std::string subtotal_prefix;  // sns.ns|tkey.
   int64_t begin_ts = 0, end_ts = 0;
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
-  bool uniques = false;
+  std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
   int attempts = 0;
   std::function<void(Result<BreakdownData>)> done;
   // One attempt's results.
@@ -161,7 +161,8 @@ struct QueryGather::BreakdownJob {
 };
 
 void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
-                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip, bool uniques) {
+                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip,
+                                 std::optional<int64_t> uniques_from) {
   auto job = std::make_shared<BreakdownJob>();
   job->total_key = TotalArchiveKey(ns, tkey);
   job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
@@ -171,7 +172,7 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->begin_ts = begin_ts;
   job->end_ts = end_ts;
   job->skip = skip;
-  job->uniques = uniques;
+  job->uniques_from = uniques_from;
   job->done = std::move(done);
   RunBreakdown(std::move(job));
 }
@@ -190,7 +191,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   auto total_part = join->Part();
   auto subtotal_part = join->Part();
   std::function<void(Status)> unique_part;
-  if (job->uniques) unique_part = join->Part();
+  if (job->uniques_from) unique_part = join->Part();
   join->Arm();
   archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
     if (reply.ok()) job->archive_total = std::move(*reply);
@@ -207,7 +208,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   realtime_.Fwmatch(rt_shard, job->total_key + ".", realtime_done(&job->realtime_total, std::move(total_part)));
   realtime_.Fwmatch(rt_shard, job->subtotal_prefix,
                     realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
-  if (job->uniques) {
+  if (job->uniques_from) {
     realtime_.Fwmatch(rt_shard, kUniqueMark + job->subtotal_prefix,
                       realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)));
   }
@@ -232,7 +233,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     auto ymdh = YmdhFromUnix(it->first);
     if (!ymdh.ok()) continue;
     keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-    if (job->uniques) keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    if (job->uniques_from && it->first >= *job->uniques_from) {
+      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
   }
   archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
@@ -249,7 +252,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     if (st.ok()) {
       // key = [~]sns.ns|tkey.YMDH
       st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-        const bool unique = job->uniques && IsUniqueKey(key);
+        const bool unique = job->uniques_from && IsUniqueKey(key);
         auto hour = HourOfKey(unique ? key.substr(1) : key, job->subtotal_prefix);
         if (!hour.ok()) return hour.status();
         return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data.unique_subtotals)
@@ -260,9 +263,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, view.last_day, job->begin_ts,
                                     job->end_ts, &data.subtotals);
     }
-    if (st.ok() && job->uniques) {
+    if (st.ok() && job->uniques_from) {
       st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
-                                  /*keyed_lines=*/true, view.last_day, HourSpan{job->begin_ts, job->end_ts},
+                                  /*keyed_lines=*/true, view.last_day, HourSpan{*job->uniques_from, job->end_ts},
                                   &data.unique_subtotals);
     }
     if (!st.ok()) {
@@ -279,7 +282,9 @@ struct QueryGather::UniquesJob {
   UniquesTarget target;
   std::string total_key;        // ns|tkey: the index of archived hours
   std::string realtime_prefix;  // ~ns|tkey. or ~sns.ns|tkey.skey.
+  std::string archive_prefix;   // ~ns|tkey. or ~sns.ns|tkey. (then YMDH)
   HourSpan span;
+  HourSpan skip{0, 0};
   int64_t max_hours = 0;
   int attempts = 0;
   std::function<void(Result<UniquesData>)> done;
@@ -290,15 +295,16 @@ struct QueryGather::UniquesJob {
   Status realtime_missing;
 };
 
-void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, int64_t max_hours,
+void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
                                std::function<void(Result<UniquesData>)> done) {
   auto job = std::make_shared<UniquesJob>();
   job->total_key = TotalArchiveKey(target.ns, target.tkey);
-  job->realtime_prefix = target.sns.empty()
-                             ? fmt::format("{}{}.", kUniqueMark, job->total_key)
-                             : fmt::format("{}{}.{}.{}.", kUniqueMark, target.sns, job->total_key, target.skey);
+  job->archive_prefix = target.sns.empty() ? fmt::format("{}{}.", kUniqueMark, job->total_key)
+                                           : fmt::format("{}{}.{}.", kUniqueMark, target.sns, job->total_key);
+  job->realtime_prefix = target.sns.empty() ? job->archive_prefix : fmt::format("{}{}.", job->archive_prefix, target.skey);
   job->target = std::move(target);
   job->span = span;
+  job->skip = skip;
   job->max_hours = max_hours;
   job->done = std::move(done);
   RunUniques(std::move(job));
@@ -332,7 +338,8 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
       return job->done(std::move(st));
     }
   }
-  if (static_cast<int64_t>(archived.size()) > job->max_hours) {
+  const bool unbounded = job->span.begin_ts == HourSpan{}.begin_ts;
+  if (unbounded && static_cast<int64_t>(archived.size()) > job->max_hours) {
     return job->done(Status::InvalidArgument(
         fmt::format("the key has {} archived hours of data, more than the {} a query may span; name units",
                     archived.size(), job->max_hours),
@@ -342,17 +349,13 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   // that can exist (an hour with visitors always has clicks).
   std::vector<std::string> keys;
   keys.reserve(archived.size());
-  const UniquesTarget& t = job->target;
   for (auto it = archived.begin(); it != archived.end(); ++it) {
+    if (job->skip.Contains(it->first)) continue;
     auto ymdh = YmdhFromUnix(it->first);
     if (!ymdh.ok()) continue;
-    keys.push_back(t.sns.empty() ? UniqueTotalKey(t.ns, t.tkey, *ymdh)
-                                 : UniqueSubtotalArchiveKey(t.sns, t.ns, t.tkey, *ymdh));
+    keys.push_back(job->archive_prefix + *ymdh);
   }
-  const std::string archive_prefix =
-      t.sns.empty() ? fmt::format("{}{}.", kUniqueMark, job->total_key)
-                    : fmt::format("{}{}.{}.", kUniqueMark, t.sns, job->total_key);
-  archive_.MGet(job->session, keys, [this, job, view, archive_prefix, archived = std::move(archived)](
+  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, job->attempts, [&] { RunUniques(job); },
@@ -363,7 +366,7 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
     data.gap = RealtimeGap{job->realtime_missing, view.last_day};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
     Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-      auto hour = HourOfKey(key, archive_prefix);
+      auto hour = HourOfKey(key, job->archive_prefix);
       if (!hour.ok()) return hour.status();
       return job->target.sns.empty() ? AddArchiveUniqueTotal(value, *hour, &data.hours)
                                      : AddArchiveUniqueSubtotals(value, *hour, job->target.skey, &data.hours);

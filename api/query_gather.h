@@ -88,14 +88,16 @@ class QueryGather {
   // Total and subtotal hours in [begin_ts, end_ts); archive subtotal
   // records of hours in `skip` are not fetched (the gap between a window and
   // the earlier one it is compared with).
-  // With `uniques`, also every subtotal key's visitors per hour.
+  // With `uniques_from`, also every subtotal key's visitors per hour from
+  // that hour on (the current window: an earlier one's are never shown).
   void FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
                       std::function<void(Result<BreakdownData>)> done, HourSpan skip = HourSpan{0, 0},
-                      bool uniques = false);
-  // The visitors per hour of `target` in `span`. `max_hours` bounds an
-  // unbounded span: a key with more hours of data than that answers
-  // WINDOW_TOO_LARGE (any window over them would be larger still).
-  void FetchUniques(UniquesTarget target, HourSpan span, int64_t max_hours,
+                      std::optional<int64_t> uniques_from = std::nullopt);
+  // The visitors per hour of `target` in `span`, skipping archived hours in
+  // `skip` (as FetchBreakdown). An unbounded span (units=-1) with more
+  // archived hours than `max_hours` answers WINDOW_TOO_LARGE: any window
+  // over them would be larger still.
+  void FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
                     std::function<void(Result<UniquesData>)> done);
   // The full values behind hashes. A hash with no lookup record in any source
   // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a

@@ -62,12 +62,13 @@ Result<std::string> KeyArg(const QueryArgs& args) {
   return value;
 }
 
-Result<bool> ParseRollup(const QueryArgs& args, bool default_value) {
-  const std::string* text = args.Get("rollup");
+// A true/false parameter ("1"/"0" too); `reason` when it is neither.
+Result<bool> ParseBoolArg(const QueryArgs& args, std::string_view name, bool default_value, std::string_view reason) {
+  const std::string* text = args.Get(name);
   if (text == nullptr) return default_value;
   if (*text == "true" || *text == "1") return true;
   if (*text == "false" || *text == "0") return false;
-  return Invalid("INVALID_ROLLUP", fmt::format("rollup {} must be true or false", QuoteForMessage(*text)));
+  return Invalid(reason, fmt::format("{} {} must be true or false", name, QuoteForMessage(*text)));
 }
 
 Result<Compare> ParseCompare(const QueryArgs& args) {
@@ -180,7 +181,7 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
     if (!offset.ok()) return offset.status();
     w.tz_offset = *offset;
   }
-  auto rollup = ParseRollup(args, default_rollup);
+  auto rollup = ParseBoolArg(args, "rollup", default_rollup, "INVALID_ROLLUP");
   if (!rollup.ok()) return rollup.status();
   w.rollup = *rollup;
   auto compare = ParseCompare(args);
@@ -227,13 +228,9 @@ Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now,
     }
     p.limit = static_cast<int>(*limit);
   }
-  if (const std::string* text = args.Get("uniques")) {
-    if (*text == "true" || *text == "1") {
-      p.uniques = true;
-    } else if (!(*text == "false" || *text == "0")) {
-      return Invalid("INVALID_UNIQUES", fmt::format("uniques {} must be true or false", QuoteForMessage(*text)));
-    }
-  }
+  auto uniques = ParseBoolArg(args, "uniques", false, "INVALID_UNIQUES");
+  if (!uniques.ok()) return uniques.status();
+  p.uniques = *uniques;
   auto window = ParseWindowParams(args, now, /*default_rollup=*/true, zones);
   if (!window.ok()) return window.status();
   p.window = std::move(*window);

@@ -55,6 +55,9 @@ struct QueryWindows {
                                                  : window.begin_ts(),
                     window.end_ts()};
   }
+  // The hours between the earlier window and the window (compare=year):
+  // read for neither. Empty without compare= and for compare=previous.
+  HourSpan Gap() const { return earlier ? HourSpan{earlier->end_ts(), window.begin_ts()} : HourSpan{0, 0}; }
 };
 
 Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> window, int64_t max_hours) {
@@ -240,7 +243,7 @@ class ReadPathImpl : public ReadPath {
       auto fixed = FixedWindows(w, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
-      if (fixed->earlier) skip = HourSpan{fixed->earlier->end_ts(), fixed->window.begin_ts()};  // empty for previous
+      skip = fixed->Gap();
       const HourSpan span = fixed->Span();
       begin_ts = span.begin_ts;
       end_ts = span.end_ts;
@@ -254,7 +257,8 @@ class ReadPathImpl : public ReadPath {
     std::string sns = params->sns;
     std::string ns = params->ns;
     std::string tkey = StoreKeyPart(params->key).stored;
-    const bool params_uniques = params->uniques;
+    std::optional<int64_t> uniques_from;  // visitors are shown for the window only
+    if (params->uniques) uniques_from = windows ? windows->window.begin_ts() : HourSpan{}.begin_ts;
     gather_.FetchBreakdown(
         std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
         [this, ex, p = std::move(*params), windows = std::move(windows)](Result<BreakdownData> data) mutable {
@@ -276,7 +280,7 @@ class ReadPathImpl : public ReadPath {
           ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
                          std::move(uniques));
         },
-        skip, params_uniques);
+        skip, uniques_from);
   }
 
   // Per unit (or over the window), subtotal key -> sum.
@@ -395,11 +399,13 @@ class ReadPathImpl : public ReadPath {
     if (!params.ok()) return Fail(ex, params.status());
     std::optional<QueryWindows> windows;  // units=-1: known once the data is
     HourSpan span;
+    HourSpan skip{0, 0};
     if (params->series.window.units != -1) {
       auto fixed = FixedWindows(params->series.window, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       if (!fixed->MayHoldData()) return ReplyUniques(ex, *params, fixed->window, fixed->earlier, HourlySketches{});
       span = fixed->Span();
+      skip = fixed->Gap();
       windows = std::move(*fixed);
     }
     UniquesTarget target;
@@ -410,7 +416,7 @@ class ReadPathImpl : public ReadPath {
       target.skey = StoreKeyPart(params->skey).stored;
     }
     gather_.FetchUniques(
-        std::move(target), span, max_query_hours_,
+        std::move(target), span, skip, max_query_hours_,
         [this, ex, p = std::move(*params), windows = std::move(windows)](Result<UniquesData> data) mutable {
           if (!data.ok()) return Fail(ex, data.status());
           if (!windows) {

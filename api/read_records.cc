@@ -12,32 +12,9 @@
 namespace clickatron::api {
 namespace {
 
-Status Bad(std::string_view what, std::string_view text) {
-  return Status::Corruption(fmt::format("bad {} from a peer: {}", what, QuoteForMessage(text)));
-}
-
-// Calls fn(name, count_text) for each "name:count" column separated by
-// spaces; fn parses the count only for columns it keeps (ParseColumnCount).
-template <typename Fn>
-Status ForEachColumn(std::string_view value, std::string_view what, Fn&& fn) {
-  // A /get answer is the value and its line's newline.
-  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
-  size_t pos = 0;
-  while (pos < value.size()) {
-    size_t end = value.find(' ', pos);
-    if (end == std::string_view::npos) end = value.size();
-    const std::string_view column = value.substr(pos, end - pos);
-    const size_t colon = column.rfind(':');
-    if (colon == std::string_view::npos || colon == 0 || colon + 1 == column.size()) return Bad(what, value);
-    CLICKATRON_RETURN_IF_ERROR(fn(column.substr(0, colon), column.substr(colon + 1)));
-    pos = end + 1;
-  }
-  return Status::Ok();
-}
-
 Result<int64_t> ParseColumnCount(std::string_view text, std::string_view what, std::string_view value) {
   auto count = ParseCount(text);
-  if (!count.ok()) return Bad(what, value);
+  if (!count.ok()) return BadPeerValue(what, value);
   return count;
 }
 
@@ -94,6 +71,10 @@ size_t WalkStartFor(std::string_view value, uint64_t low) {
 
 }  // namespace
 
+Status BadPeerValue(std::string_view what, std::string_view text) {
+  return Status::Corruption(fmt::format("bad {} from a peer: {}", what, QuoteForMessage(text)));
+}
+
 bool HourIsArchived(int64_t hour_ts, const ArchiveLastDay& last_day) {
   return last_day.has_value() && FloorDiv(hour_ts, kSecondsPerDay) <= *last_day;
 }
@@ -108,7 +89,7 @@ Result<std::vector<std::pair<std::string_view, std::string_view>>> SplitKeyValue
     pos = end + 1;
     if (line.empty()) continue;
     const size_t comma = line.find(',');
-    if (comma == std::string_view::npos) return Bad("line", line);
+    if (comma == std::string_view::npos) return BadPeerValue("line", line);
     out.emplace_back(line.substr(0, comma), line.substr(comma + 1));
   }
   return out;
@@ -131,23 +112,23 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
     const std::string_view column = value.substr(pos, end - pos);
     pos = end + 1;
     const std::string_view ymdh = ColumnCode(column, 0);
-    if (ymdh.empty() || column.size() < ymdh.size() + 2) return Bad("archive total", value);
+    if (ymdh.empty() || column.size() < ymdh.size() + 2) return BadPeerValue("archive total", value);
     const uint64_t code = CodeOf(ymdh);
-    if (code < previous) return Bad("archive total (columns out of order)", value);
+    if (code < previous) return BadPeerValue("archive total (columns out of order)", value);
     previous = code;
     // Columns after the span are still read (cheaply: no decoding) so that
     // damage there is reported rather than skipped.
     if (code < low || code > high) continue;
     // Consecutive columns mostly share their day: decode the date once a day.
-    const uint64_t this_day = CodeOf(ymdh.substr(0, ymdh.size() - 1));
+    const uint64_t this_day = code & ~(uint64_t{0xff} << (8 * (kMaxYmdhLength - ymdh.size())));  // hour byte off
     if (this_day != day_code) {
       auto hour = UnixFromYmdh(ymdh);
-      if (!hour.ok()) return Bad("archive total", value);
+      if (!hour.ok()) return BadPeerValue("archive total", value);
       day_code = this_day;
       day_start = *hour - B32Digit(ymdh.back()) * kSecondsPerHour;
     }
     const int hour_of_day = B32Digit(ymdh.back());
-    if (hour_of_day > 23) return Bad("archive total", value);
+    if (hour_of_day > 23) return BadPeerValue("archive total", value);
     const int64_t hour = day_start + hour_of_day * kSecondsPerHour;
     if (!span.Contains(hour)) continue;
     auto count = ParseColumnCount(column.substr(ymdh.size() + 1), "archive total", value);
@@ -168,41 +149,27 @@ Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBre
 
 Status AddRealtimeTotalLines(std::string_view body, std::string_view prefix, const ArchiveLastDay& last_day,
                              HourlyCounts* hours, const HourSpan& span) {
-  auto lines = SplitKeyValueLines(body);
-  if (!lines.ok()) return lines.status();
-  for (const auto& [key, value] : *lines) {
-    // key = prefix + YMDH
-    if (key.size() <= prefix.size() || key.size() > prefix.size() + kMaxYmdhLength ||
-        key.substr(0, prefix.size()) != prefix) {
-      return Bad("realtime total", key);
-    }
-    auto hour = UnixFromYmdh(key.substr(prefix.size()));
-    auto count = ParseCount(value);
-    if (!hour.ok() || !count.ok()) return Bad("realtime total", key);
-    if (HourIsArchived(*hour, last_day) || !span.Contains(*hour)) continue;
-    CLICKATRON_RETURN_IF_ERROR(hours->Add(*hour, *count));
-  }
-  return Status::Ok();
+  return ForEachRealtimeHourLine(
+      body, prefix, /*keyed=*/false, "realtime total",
+      [&](int64_t hour, std::string_view, std::string_view value) -> Status {
+        auto count = ParseCount(value);
+        if (!count.ok()) return BadPeerValue("realtime total", value);
+        if (HourIsArchived(hour, last_day) || !span.Contains(hour)) return Status::Ok();
+        return hours->Add(hour, *count);
+      });
 }
 
 Status AddRealtimeSubtotalLines(std::string_view body, std::string_view prefix, const ArchiveLastDay& last_day,
                                 int64_t begin_ts, int64_t end_ts, HourlyBreakdown* hours) {
-  auto lines = SplitKeyValueLines(body);
-  if (!lines.ok()) return lines.status();
-  for (const auto& [key, value] : *lines) {
-    // key = prefix + skey + "." + YMDH; skey never contains '.'.
-    const size_t dot = key.rfind('.');
-    if (key.substr(0, prefix.size()) != prefix || dot == std::string_view::npos || dot <= prefix.size()) {
-      return Bad("realtime subtotal", key);
-    }
-    const std::string_view skey = key.substr(prefix.size(), dot - prefix.size());
-    auto hour = UnixFromYmdh(key.substr(dot + 1));
-    auto count = ParseCount(value);
-    if (!hour.ok() || !count.ok() || skey.find('.') != std::string_view::npos) return Bad("realtime subtotal", key);
-    if (HourIsArchived(*hour, last_day) || *hour < begin_ts || *hour >= end_ts) continue;
-    hours->push_back(SubtotalCount{*hour, std::string(skey), *count});
-  }
-  return Status::Ok();
+  return ForEachRealtimeHourLine(
+      body, prefix, /*keyed=*/true, "realtime subtotal",
+      [&](int64_t hour, std::string_view skey, std::string_view value) -> Status {
+        auto count = ParseCount(value);
+        if (!count.ok()) return BadPeerValue("realtime subtotal", value);
+        if (HourIsArchived(hour, last_day) || hour < begin_ts || hour >= end_ts) return Status::Ok();
+        hours->push_back(SubtotalCount{hour, std::string(skey), *count});
+        return Status::Ok();
+      });
 }
 
 }  // namespace clickatron::api

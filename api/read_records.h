@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "clickatron/status.h"
+#include "clickatron/ymdh.h"
 #include "rollup.h"
 
 namespace clickatron::api {
@@ -28,6 +29,58 @@ bool HourIsArchived(int64_t hour_ts, const ArchiveLastDay& last_day);
 // "key,value" lines (sortdb's mget/fwmatch answers): split at each line's
 // first comma. A line without a comma is CORRUPTION.
 Result<std::vector<std::pair<std::string_view, std::string_view>>> SplitKeyValueLines(std::string_view body);
+
+// CORRUPTION "bad WHAT from a peer: TEXT" (quoted).
+Status BadPeerValue(std::string_view what, std::string_view text);
+
+// Calls fn(name, value_text) for each "name:value" column of an archive
+// value, columns separated by spaces (a /get answer's trailing newline
+// allowed); fn parses the value only for columns it keeps. The name is what
+// comes before the last ':' (values never hold one).
+template <typename Fn>
+Status ForEachColumn(std::string_view value, std::string_view what, Fn&& fn) {
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
+  size_t pos = 0;
+  while (pos < value.size()) {
+    size_t end = value.find(' ', pos);
+    if (end == std::string_view::npos) end = value.size();
+    const std::string_view column = value.substr(pos, end - pos);
+    const size_t colon = column.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == column.size()) return BadPeerValue(what, value);
+    CLICKATRON_RETURN_IF_ERROR(fn(column.substr(0, colon), column.substr(colon + 1)));
+    pos = end + 1;
+  }
+  return Status::Ok();
+}
+
+// Calls fn(hour, skey, value) for each line "prefix[skey.]YMDH,value" of a
+// realtime fwmatch answer: with `keyed` every line names a subtotal key
+// after the prefix ("sns.ns|tkey."), without it the prefix runs up to the
+// hour ("ns|tkey."; skey ""). Any other line is CORRUPTION naming `what`.
+template <typename Fn>
+Status ForEachRealtimeHourLine(std::string_view body, std::string_view prefix, bool keyed, std::string_view what,
+                               Fn&& fn) {
+  auto lines = SplitKeyValueLines(body);
+  if (!lines.ok()) return lines.status();
+  for (const auto& [key, value] : *lines) {
+    const size_t dot = key.rfind('.');  // before the hour: tkeys and skeys never hold a '.'
+    if (!key.starts_with(prefix) || dot == std::string_view::npos || dot + 1 < prefix.size()) {
+      return BadPeerValue(what, key);
+    }
+    std::string_view skey;
+    if (keyed) {
+      if (dot <= prefix.size()) return BadPeerValue(what, key);
+      skey = key.substr(prefix.size(), dot - prefix.size());
+      if (skey.find('.') != std::string_view::npos) return BadPeerValue(what, key);
+    } else if (dot + 1 != prefix.size()) {
+      return BadPeerValue(what, key);
+    }
+    auto hour = UnixFromYmdh(key.substr(dot + 1));
+    if (!hour.ok()) return BadPeerValue(what, key);
+    CLICKATRON_RETURN_IF_ERROR(fn(*hour, skey, value));
+  }
+  return Status::Ok();
+}
 
 // The hours [begin_ts, end_ts) a query needs; hours outside are skipped
 // before they are decoded (a hot key's total holds years of hours).

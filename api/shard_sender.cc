@@ -124,26 +124,25 @@ void ShardSender::OnWatermark(HttpResponse r) {
 }
 
 void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
-  const uint64_t watermark = applied;
-  acked_seq_ = watermark;
+  acked_seq_ = applied;
   shard_applied_ = applied;
   shard_durable_ = durable;
-  replay_after_ = watermark;
+  replay_after_ = applied;
   oplog_.Acknowledge(options_.shard, durable);
   spdlog::info("shard {} ({}): watermark {} (durable {}), oplog holds up to {}; re-sending {} batch seqs",
-               options_.shard, options_.member, watermark, durable, replay_until_,
-               replay_until_ > watermark ? replay_until_ - watermark : 0);
-  if (watermark > replay_until_) {
+               options_.shard, options_.member, applied, durable, replay_until_,
+               replay_until_ > applied ? replay_until_ - applied : 0);
+  if (applied > replay_until_) {
     // The shard has seqs the oplog does not: the oplog lost its tail (a
     // power cut with oplog_sync = none) or was removed. Anything numbered at
-    // or below the watermark would be taken for a duplicate: renumber it.
+    // or below the applied watermark would be taken for a duplicate: renumber it.
     spdlog::error("shard {} ({}): watermark {} is beyond the oplog's last seq {}; renumbering newer batches above it",
-                  options_.shard, options_.member, watermark, replay_until_);
-    // Batches of this run logged under seqs in (replay_until_, watermark]
+                  options_.shard, options_.member, applied, replay_until_);
+    // Batches of this run logged under seqs in (replay_until_, applied]
     // are logged again under new seqs: a later re-read of the oplog must
     // skip the old copies.
-    renumbered_.emplace_back(replay_until_, watermark);
-    floor_ = watermark;
+    renumbered_.emplace_back(replay_until_, applied);
+    floor_ = applied;
     std::vector<BatchPtr> stale;
     while (!queue_.empty() && queue_.front()->seq <= floor_) {
       queued_lines_ -= queue_.front()->line_count;
@@ -180,7 +179,6 @@ void ShardSender::Rewind(uint64_t applied, uint64_t durable, const std::string& 
   replay_.clear();
   queue_.clear();
   queued_lines_ = 0;
-  shard_durable_ = durable;
   StartFrom(applied, durable);
 }
 
@@ -213,7 +211,7 @@ void ShardSender::SchedulePoll() {
             self->Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
             return;
           }
-          if (applied >= self->shard_applied_) self->Heard(std::max(applied, self->shard_applied_), durable);
+          if (applied >= self->shard_applied_) self->Heard(applied, durable);
         }
       }
       self->SchedulePoll();

@@ -52,5 +52,22 @@ TEST(SeriesJsonTest, EmptyWindowAndRollup) {
   EXPECT_EQ(RollupJson(w, -3), want.dump());
 }
 
+TEST(SeriesJsonTest, UniquesMatchTheDom) {
+  WindowParams w;
+  w.unit = Unit::kDay;
+  w.units = 2;
+  w.tz_offset = 9;
+  w.reference_echo = "now";
+  auto window = UnitWindow::Ending(Unit::kDay, 9, 1700000000, 2, 100000);
+  ASSERT_TRUE(window.ok());
+  const std::vector<uint64_t> uniques{0, UINT64_MAX};
+  nlohmann::json want = Echo(w);
+  want["uniques"] = nlohmann::json::array();
+  for (size_t i = window->size(); i-- > 0;) want["uniques"].push_back({{"dt", window->start(i)}, {"uniques", uniques[i]}});
+  EXPECT_EQ(UniquesSeriesJson(w, *window, uniques), want.dump());
+  want["uniques"] = 42;
+  EXPECT_EQ(UniquesRollupJson(w, 42), want.dump());
+}
+
 }  // namespace
 }  // namespace clickatron::api

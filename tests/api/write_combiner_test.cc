@@ -31,6 +31,13 @@ RoutedRecord Lookup(uint32_t shard, std::string hash, std::string value) {
   return r;
 }
 
+RoutedRecord Visit(uint32_t shard, std::string key, const std::string& token) {
+  RoutedRecord r = Counter(shard, std::move(key), 1);
+  r.has_visitor = true;
+  r.visitor = HashVisitor(token);
+  return r;
+}
+
 std::map<std::string, std::string> Lines(const std::string& text) {
   std::map<std::string, std::string> out;
   ForEachPayloadLine(text, [&](std::string_view line) {
@@ -40,6 +47,29 @@ std::map<std::string, std::string> Lines(const std::string& text) {
     EXPECT_TRUE(inserted) << "key twice in one batch: " << line;
   });
   return out;
+}
+
+TEST(WriteCombinerTest, AWindowsVisitorsOfOneRecordFoldIntoOneSketchLine) {
+  Combiner c(1);
+  c.Add(Visit(0, "u|x.c413", "alice"));
+  c.Add(Visit(0, "u|x.c413", "bob"));
+  c.Add(Visit(0, "u|x.c413", "alice"));
+  c.Add(Counter(0, "u|x.c413", 2));     // a click without uniq= counts, adds no visitor
+  c.Add(Counter(0, "u|y.c413", 1));     // never a visitor: no unique line
+  EXPECT_EQ(c.lines(0), 3u);
+  Combiner::Lines l = c.Take(0);
+  EXPECT_EQ(l.count, 3u);
+  UniqueSketch both;  // what the shard must get: the set {alice, bob}
+  both.Add(HashVisitor("bob"));
+  both.Add(HashVisitor("alice"));
+  const std::map<std::string, std::string> want = {
+      {"u|x.c413", "5"}, {"~u|x.c413", both.ToText()}, {"u|y.c413", "1"}};
+  EXPECT_EQ(Lines(l.text), want);
+  EXPECT_TRUE(c.empty());
+  c.Add(Visit(0, "u|x.c413", "carol"));  // the next window starts without the old visitors
+  UniqueSketch carol;
+  carol.Add(HashVisitor("carol"));
+  EXPECT_EQ(Lines(c.Take(0).text).at("~u|x.c413"), carol.ToText());
 }
 
 TEST(WriteCombinerTest, ThreeIncrementsOfOneRecordBecomeOneLine) {

@@ -1,6 +1,8 @@
 // Expansion of an increment into records and their shards. Expected keys come
 // from DESIGN §1's formats, expected shards from zlib's crc32 computed here.
 #include <gtest/gtest.h>
+
+#include "clickatron/unique_sketch.h"
 #include <openssl/evp.h>
 #include <zlib.h>
 
@@ -79,6 +81,19 @@ TEST(WriteRoutingTest, HashedPartsAddLookupsRoutedByTheirHash) {
   const RoutedRecord& url_lookup = by_key.at("L:h0aMB8AuNw4=");
   EXPECT_EQ(url_lookup.lookup_value, url);
   EXPECT_EQ(url_lookup.shard, ExpectedShard("h0aMB8AuNw4=", 5));
+}
+
+TEST(WriteRoutingTest, AVisitorRidesOnTheTotalAndEverySubtotal) {
+  std::vector<RoutedRecord> out;
+  ExpandIncrement(ParseOne("ns=u&key=jehiah&sub=c:US&sub=r:direct&uniq=visitor%2042"), 3, &out);
+  ASSERT_EQ(out.size(), 3u);  // no record of its own: the Combiner writes "~key" beside each counter
+  for (const RoutedRecord& r : out) {
+    EXPECT_TRUE(r.has_visitor) << r.key;
+    EXPECT_EQ(r.visitor, HashVisitor("visitor 42")) << r.key;
+  }
+  out.clear();
+  ExpandIncrement(ParseOne("ns=u&key=jehiah&sub=c:US"), 3, &out);
+  for (const RoutedRecord& r : out) EXPECT_FALSE(r.has_visitor) << r.key;
 }
 
 TEST(WriteRoutingTest, KeysSpreadOverAllShards) {
