@@ -195,11 +195,9 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
   // A replay is answered before its body is even parsed.
   const uint64_t applied = ring_->Watermark(*source);
   if (seq <= applied) {
-    ex->ReplyJson({{"applied", 0},
-                   {"duplicate", true},
-                   {"seq", applied},
-                   {"applied_seq", applied},
-                   {"durable_seq", ring_->DurableWatermark(*source)}});
+    nlohmann::json data = Watermarks(*source);
+    data.update({{"applied", 0}, {"duplicate", true}, {"seq", applied}});
+    ex->ReplyJson(std::move(data));
     return;
   }
   // prev: the applied watermark the sender last heard of. Another value
@@ -219,8 +217,7 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
       nlohmann::json env = Envelope(409, "WATERMARK_MISMATCH", nullptr);
       env["message"] = fmt::format("this shard has applied up to seq {} for {}, not {}: re-send from {}", applied,
                                    *source, prev, applied + 1);
-      env["applied_seq"] = applied;
-      env["durable_seq"] = ring_->DurableWatermark(*source);
+      env.update(Watermarks(*source));
       ex->Reply(409, env.dump() + "\n", "application/json");
       return;
     }
@@ -246,21 +243,21 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyError(st);
     return;
   }
-  ex->ReplyJson({{"applied", outcome->applied},
-                 {"duplicate", outcome->duplicate},
-                 {"seq", outcome->seq},
-                 {"applied_seq", outcome->applied_seq},
-                 {"durable_seq", outcome->durable_seq}});
+  nlohmann::json data = Watermarks(*source);
+  data.update({{"applied", outcome->applied}, {"duplicate", outcome->duplicate}, {"seq", outcome->seq}});
+  ex->ReplyJson(std::move(data));
+}
+
+nlohmann::json RealtimeServer::Watermarks(const std::string& source) const {
+  return {{"applied_seq", ring_->Watermark(source)}, {"durable_seq", ring_->DurableWatermark(source)}};
 }
 
 void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
   const std::string* source = Required(ex, "source");
   if (source == nullptr) return;
-  const uint64_t applied = ring_->Watermark(*source);
-  ex->ReplyJson({{"source", *source},
-                 {"seq", applied},
-                 {"applied_seq", applied},
-                 {"durable_seq", ring_->DurableWatermark(*source)}});
+  nlohmann::json data = Watermarks(*source);
+  data.update({{"source", *source}, {"seq", ring_->Watermark(*source)}});
+  ex->ReplyJson(std::move(data));
 }
 
 void RealtimeServer::HandleGet(const HttpExchangePtr& ex) {

@@ -48,6 +48,8 @@ class RealtimeServer {
 
   void HandleIncr(const HttpExchangePtr& ex);
   void HandleWatermark(const HttpExchangePtr& ex);
+  // A source's two watermarks, as every answer about it carries them.
+  nlohmann::json Watermarks(const std::string& source) const;
   void HandleGet(const HttpExchangePtr& ex);
   void HandleMget(const HttpExchangePtr& ex);
   void HandleFwmatch(const HttpExchangePtr& ex);

@@ -200,7 +200,7 @@ std::vector<int64_t> Ring::ReadableDays() const {
 Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch) {
   if (const uint64_t w = Watermark(source); seq <= w) {
     ++counters_.duplicate_batches;
-    return ApplyOutcome{0, true, w, w, checkpointer_->Durable(source)};
+    return ApplyOutcome{0, true, w};
   }
   const std::vector<int64_t> target_days = TargetDays(batch, today_);
   std::vector<int64_t> refused;
@@ -235,7 +235,7 @@ Result<ApplyOutcome> Ring::Apply(const std::string& source, uint64_t seq, const 
   counters_.increments_applied += batch.counters;
   counters_.lookups_applied += batch.lookups;
   counters_.uniques_applied += batch.uniques;
-  return ApplyOutcome{batch.lines.size(), false, seq, seq, checkpointer_->Durable(source)};
+  return ApplyOutcome{batch.lines.size(), false, seq};
 }
 
 Status Ring::Tick() {

@@ -55,8 +55,6 @@ struct ApplyOutcome {
   size_t applied = 0;     // lines applied now
   bool duplicate = false;
   uint64_t seq = 0;       // the batch's seq, or the watermark for a duplicate
-  uint64_t applied_seq = 0;  // the source's watermarks after this batch
-  uint64_t durable_seq = 0;
 };
 
 struct RotateReport {

@@ -19,13 +19,14 @@ void AddSketchCommand(CLI::App& app) {
              "  echo \"~u|jehiah.c41l,$(seq 1000 | clickatron sketch)\" >> history.csv   # a bulk load line\n"
              "With --estimate, reads sketch texts instead (one per line) and prints each one's\n"
              "distinct visitors, and with --union the distinct visitors of all of them together.\n"
-             "--bytes prints the sketch's size in text and binary (RocksDB) form instead of the text.");
+             "--bytes prints the sketch's size in text and binary (RocksDB) form, its estimate and\n"
+             "its form (explicit or dense) instead of the text.");
   auto estimate = std::make_shared<bool>(false);
   auto unite = std::make_shared<bool>(false);
   auto bytes = std::make_shared<bool>(false);
   sub->add_flag("--estimate", *estimate, "read sketch texts and print their distinct visitors");
   sub->add_flag("--union", *unite, "with --estimate: print one number, the distinct visitors of all sketches");
-  sub->add_flag("--bytes", *bytes, "print \"TEXT_BYTES BINARY_BYTES VISITORS\" of the tokens' sketch");
+  sub->add_flag("--bytes", *bytes, "print \"TEXT_BYTES BINARY_BYTES VISITORS FORM\" of the tokens' sketch");
   SetAction(sub, [estimate, unite, bytes] {
     const std::vector<std::string> none;
     UniqueSketch all;
@@ -47,7 +48,8 @@ void AddSketchCommand(CLI::App& app) {
     if (*estimate) {
       if (*unite) PrintLine(std::to_string(all.Estimate()));
     } else if (*bytes) {
-      PrintLine(fmt::format("{} {} {}", all.ToText().size(), all.ToBinary().size(), all.Estimate()));
+      PrintLine(fmt::format("{} {} {} {}", all.ToText().size(), all.ToBinary().size(), all.Estimate(),
+                            all.exact() ? "explicit" : "dense"));
     } else {
       PrintLine(all.ToText());
     }

@@ -22,7 +22,43 @@ TEST(HashVisitorTest, IsXxh3WithSeedZero) {
   // XXH3_64bits of the empty input, as the xxHash specification lists it:
   // sketches on disk depend on this never changing.
   EXPECT_EQ(HashVisitor(""), 0x2D06800538D394C2ull);
-  EXPECT_NE(HashVisitor("a"), HashVisitor("b"));
+}
+
+// The on-disk bytes, worked out by hand from the format in
+// docs/protocols.md, so a change to varints, bit order or base64 cannot pass
+// unnoticed.
+TEST(UniqueSketchTest, ExplicitBytesAreVarintDeltasInBase64) {
+  UniqueSketch s;
+  s.Add(300);
+  s.Add(1);
+  // deltas 1 and 299: 0x01, then 0xAB 0x02 (299 = 0b10'0101011)
+  EXPECT_EQ(s.ToBinary(), std::string("e\x01\xab\x02", 4));
+  EXPECT_EQ(s.ToText(), "eAasC");  // base64 of 01 AB 02, no padding
+  Result<UniqueSketch> back = UniqueSketch::FromText("eAasC");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->Estimate(), 2u);
+}
+
+TEST(UniqueSketchTest, DenseBytesPackSixBitRegistersHighFirst) {
+  // One register set by hand: register 5 at 10 (the hash's top 14 bits are
+  // 5; of the 50 below them the first one is bit 9, so 9 zeros, plus one).
+  std::string binary(1 + kDenseSketchBytes, '\0');
+  binary[0] = 'd';
+  binary[1 + 3] = 0x00;         // registers 4..7 live in payload bytes 3..5:
+  binary[1 + 4] = char(0xA0);   // 000000 001010 000000 000000
+  Result<UniqueSketch> dense = UniqueSketch::FromBinary(binary);
+  ASSERT_TRUE(dense.ok()) << dense.status().ToString();
+  EXPECT_EQ(dense->ToBinary(), binary);
+  UniqueSketch same = *dense;
+  same.Add((uint64_t{5} << 50) | (uint64_t{1} << 40));  // sets register 5 to 10 again: no change
+  EXPECT_EQ(same.ToBinary(), binary);
+  same.Add((uint64_t{5} << 50) | (uint64_t{1} << 41));  // 8 zeros: 9 < 10, no change either
+  EXPECT_EQ(same.ToBinary(), binary);
+  same.Add((uint64_t{5} << 50) | (uint64_t{1} << 30));  // 19 zeros: register 5 becomes 20
+  // 000000 010100 000000 000000 -> 0x01 0x40 0x00
+  binary[1 + 3] = 0x01;
+  binary[1 + 4] = 0x40;
+  EXPECT_EQ(same.ToBinary(), binary);
 }
 
 TEST(UniqueSketchTest, ExactWhileSmallWhateverTheRepeats) {

@@ -67,7 +67,7 @@ std::string HourCode(int64_t ts) {
   if (y >= 2000 && y <= 2031) {
     code.push_back(kDigits[y - 2000]);
   } else if (y >= 1970 && y <= 1999) {
-    code += {'-', kDigits[y - 1970]};
+    code += {'/', kDigits[y - 1970]};  // the history mark (docs/protocols.md)
   } else if (y >= 2032 && y <= 2063) {
     code += {'w', kDigits[y - 2032]};
   } else if (y >= 2064 && y <= 2095) {

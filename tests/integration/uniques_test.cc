@@ -13,7 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "clickatron/key_codec.h"
 #include "clickatron/query_string.h"
+#include "clickatron/unique_sketch.h"
+#include "clickatron/ymdh.h"
 #include "integration/cluster_fixture.h"
 
 namespace clickatron::integration {
@@ -39,23 +42,29 @@ class UniquesTest : public StartedClusterTest {
  protected:
   UniquesTest() : StartedClusterTest(kD1) {}
 
-  // `n` increments over hours of `days`; "hot" takes most and draws from
+  // An increment in an hour of `days`; "hot" takes most and draws from
   // 4,000 visitors (dense sketches per day), the others from small pools.
-  // One in ten carries no uniq= (clicks without a known visitor).
+  // One in ten carries no uniq= (clicks without a known visitor). Counted
+  // by the oracle.
+  Increment Make(const std::vector<std::string>& days) {
+    Increment inc;
+    const size_t k = rng_() % 10 < 7 ? 0 : 1 + rng_() % 2;
+    inc.key = kKeys[k];
+    const std::string& day = days[rng_() % days.size()];
+    inc.ts = UnixOfDate(day) + static_cast<int64_t>(rng_() % 86400);
+    inc.value = 1 + static_cast<int64_t>(rng_() % 3);
+    inc.subs.emplace_back("c", kCountries[rng_() % kCountries.size()]);
+    const uint64_t pool = k == 0 ? 4000 : k == 1 ? 40 : 300;
+    if (rng_() % 10 != 0) inc.uniq = fmt::format("visitor {}/{}", rng_() % pool, k);  // a space: encoded
+    oracle_.Add(inc);
+    return inc;
+  }
+
+  // `n` increments through the API, in batches of 500.
   void Send(const std::vector<std::string>& days, int n) {
     std::string body;
     for (int i = 0; i < n; ++i) {
-      Increment inc;
-      const size_t k = rng_() % 10 < 7 ? 0 : 1 + rng_() % 2;
-      inc.key = kKeys[k];
-      const std::string& day = days[rng_() % days.size()];
-      inc.ts = UnixOfDate(day) + static_cast<int64_t>(rng_() % 86400);
-      inc.value = 1 + static_cast<int64_t>(rng_() % 3);
-      inc.subs.emplace_back("c", kCountries[rng_() % kCountries.size()]);
-      const uint64_t pool = k == 0 ? 4000 : k == 1 ? 40 : 300;
-      if (rng_() % 10 != 0) inc.uniq = fmt::format("visitor {}/{}", rng_() % pool, k);  // a space: encoded
-      oracle_.Add(inc);
-      body += inc.QueryString() + "\n";
+      body += Make(days).QueryString() + "\n";
       if ((i + 1) % 500 == 0 || i + 1 == n) {
         auto r = HttpPost(cluster_.api(), "/incr", body, 15000);
         ASSERT_EQ(r.status_code, 200) << r.body << r.transport.ToString();
@@ -130,6 +139,32 @@ class UniquesTest : public StartedClusterTest {
     return "";
   }
 
+  // `n` increments as bulk-load history in the documented line format
+  // (realtime lines; a visitor as the sketch of its one token, which the
+  // load unites with the others of its key-hour), loaded with `load --now`.
+  void Load(const std::vector<std::string>& days, int n) {
+    std::string history;
+    for (int i = 0; i < n; ++i) {
+      const Increment inc = Make(days);
+      const std::string ymdh = *YmdhFromUnix(inc.ts);
+      const std::string tkey = StoreKeyPart(inc.key).stored;
+      std::vector<std::string> keys = {fmt::format("u|{}.{}", tkey, ymdh)};
+      for (const auto& [sns, skey] : inc.subs) keys.push_back(fmt::format("{}.u|{}.{}.{}", sns, tkey, skey, ymdh));
+      for (const std::string& key : keys) {
+        history += fmt::format("{},{}\n", key, inc.value);
+        if (inc.uniq.empty()) continue;
+        UniqueSketch one;
+        one.Add(HashVisitor(inc.uniq));
+        history += fmt::format("~{},{}\n", key, one.ToText());
+      }
+      if (StoreKeyPart(inc.key).hashed) history += fmt::format("l|{},{}\n", tkey, inc.key);
+    }
+    const std::string file = cluster_.dir() + "/history.csv";
+    std::ofstream(file) << history;
+    std::string output;
+    ASSERT_EQ(cluster_.Load({"--now", file}, &output), 0) << output;
+  }
+
   void ExpectMatch(const std::string& step) {
     std::string diff;
     const bool equal = WaitFor(
@@ -156,6 +191,10 @@ TEST_F(UniquesTest, DistinctVisitorsMatchPlainSetsThroughRealtimeRebuildsAndALoa
   std::string error;
   ASSERT_TRUE(cluster_.Start("realtime-0", &error)) << error;
   ExpectMatch("a realtime shard restart");
+
+  // History of the week before, bulk-loaded: served beside the realtime days.
+  Load({"2024-03-04", "2024-03-05", "2024-03-06", "2024-03-07", "2024-03-08"}, 4000);
+  ExpectMatch("a bulk load of history");
 
   std::string output;
   ASSERT_TRUE(cluster_.RotateAll(kD2, &error)) << error;
