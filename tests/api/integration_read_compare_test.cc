@@ -127,20 +127,11 @@ std::string Describe(const Case& c) {
                      }());
 }
 
-class IntegrationReadCompareTest : public ::testing::Test {
+class IntegrationReadCompareTest : public ReadClusterTest {
  protected:
-  void SetUp() override {
-    cluster_.WriteConfig();
-    today_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kDay) + 1;
-    BuildDataset();
-    cluster_.StartWithData(data_, today_);
-  }
 
   void Add(const std::string& key, int64_t hour, int64_t value, std::mt19937_64& rng) {
     static const std::vector<std::string> kCountries = {"US", "JP", "DE"};
-    const int64_t day = FloorDiv(hour, kDay);
-    const bool in_archive = day <= today_ - 1;
-    const bool in_realtime = day >= today_ - 1;
     // s: a value that lives in one UTC month, one UTC year, or one day of the
     // month (a long, hashed value), so windows hold values of their own.
     const oracle::Civil c = oracle::ToCivil(hour);
@@ -150,11 +141,10 @@ class IntegrationReadCompareTest : public ::testing::Test {
       case 1: season = fmt::format("y-{}", c.year); break;
       default: season = fmt::format("http://season.example/day-of-month/{:02}", c.day); break;
     }
-    data_.Add("u", key, hour, value, {{"c", kCountries[rng() % kCountries.size()]}, {"s", season}}, in_archive,
-              in_realtime);
+    data_.AddAtRing("u", key, hour, value, {{"c", kCountries[rng() % kCountries.size()]}, {"s", season}}, today_);
   }
 
-  void BuildDataset() {
+  void BuildDataset() override {
     std::mt19937_64 rng(20240310);
     std::uniform_int_distribution<int64_t> count(1, 5);
     const auto dense = [&](int64_t begin, int64_t end) {
@@ -395,12 +385,9 @@ class IntegrationReadCompareTest : public ::testing::Test {
     return kinds;
   }
 
-  ReadCluster cluster_{ReadCluster::Spec{}};
-  ReadDataset data_;
   std::map<std::string, std::map<int64_t, int64_t>> hours_;  // key -> hour -> count, copied once
   // (sns, key) -> value -> hour -> count, copied out of data_ once.
   std::map<std::pair<std::string, std::string>, std::map<std::string, std::map<int64_t, int64_t>>> sub_hours_;
-  int64_t today_ = 0;
   int null_changes_ = 0, number_changes_ = 0, year_gaps_with_clicks_ = 0;
 };
 

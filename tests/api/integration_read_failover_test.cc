@@ -23,13 +23,12 @@ class IntegrationReadFailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cluster_.WriteConfig();
-    today_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kDay) + 1;
+    today_ = TestRingToday();
     std::mt19937_64 rng(7);
     for (int64_t h = (today_ - 20) * kDay; h < (today_ + 1) * kDay; h += kHour) {
-      const int64_t day = FloorDiv(h, kDay);
       if (rng() % 3 == 0) continue;
-      data_.Add("u", "failover", h, 1 + static_cast<int64_t>(rng() % 9),
-                {{"c", rng() % 2 ? "US" : "http://long.example/referrer"}}, day <= today_ - 1, day >= today_ - 1);
+      data_.AddAtRing("u", "failover", h, 1 + static_cast<int64_t>(rng() % 9),
+                      {{"c", rng() % 2 ? "US" : "http://long.example/referrer"}}, today_);
     }
     cluster_.StartWithData(data_, today_, 3);
     ref_ = today_ * kDay + 20 * kHour;

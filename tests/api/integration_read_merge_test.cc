@@ -25,31 +25,21 @@ const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a 
 const std::string kSparseKey = "sparse1";
 const std::string kEmptyKey = "nothing-here";
 
-class IntegrationReadMergeTest : public ::testing::Test {
+class IntegrationReadMergeTest : public ReadClusterTest {
  protected:
-  void SetUp() override {
-    cluster_.WriteConfig();
-    // D is tomorrow by the system clock: a new ring starts at the system's
-    // today and only turns forward.
-    today_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kDay) + 1;
-    BuildDataset();
-    cluster_.StartWithData(data_, today_);
-  }
 
   // Hours on days D-40 .. D+1: days < D-1 in the archive only, D-1 in both,
   // D and D+1 in realtime only.
-  void BuildDataset() {
+  void BuildDataset() override {
     std::mt19937_64 rng(2024);
     std::uniform_int_distribution<int64_t> value(1, 5);
     const auto add = [&](const std::string& key, int64_t hour) {
       const int64_t day = FloorDiv(hour, kDay);
-      const bool in_archive = day <= today_ - 1;
-      const bool in_realtime = day >= today_ - 1;
       std::string referrer = kReferrers[rng() % kReferrers.size()];
       if (day < today_ - 1 && rng() % 7 == 0) referrer = kArchiveOnlyReferrer;
       if (day >= today_ && rng() % 5 == 0) referrer = kRealtimeOnlyReferrer;
-      data_.Add("u", key, hour, value(rng),
-                {{"c", kCountries[rng() % kCountries.size()]}, {"r", referrer}}, in_archive, in_realtime);
+      data_.AddAtRing("u", key, hour, value(rng), {{"c", kCountries[rng() % kCountries.size()]}, {"r", referrer}},
+                      today_);
     };
     const int64_t first = (today_ - 40) * kDay;
     const int64_t end = (today_ + 2) * kDay;
@@ -112,10 +102,6 @@ class IntegrationReadMergeTest : public ::testing::Test {
       EXPECT_EQ(j["data"]["breakdown"], want) << target;
     }
   }
-
-  ReadCluster cluster_{ReadCluster::Spec{}};
-  ReadDataset data_;
-  int64_t today_ = 0;
 };
 
 TEST_F(IntegrationReadMergeTest, SeriesMatchOracleInEveryUnitAndOffset) {

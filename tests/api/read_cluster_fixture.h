@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -64,6 +65,15 @@ class ReadDataset {
     }
     if (in_archive) archive_[TotalArchiveKey(ns, tkey.stored)][ymdh] += value;
     if (in_realtime) realtime_[fmt::format("{}|{}.{}", ns, tkey.stored, ymdh)] += value;
+  }
+
+  // The same, stored as a running cluster holds it with the ring at Today =
+  // `today` (days since the epoch): days before D-1 in the archive only, D-1
+  // in both (exported and deployed, not yet cleared), later in realtime only.
+  void AddAtRing(const std::string& ns, const std::string& key, int64_t hour, int64_t value,
+                 const std::vector<Sub>& subs, int64_t today) {
+    const int64_t day = FloorDiv(hour, kSecondsPerDay);
+    Add(ns, key, hour, value, subs, day <= today - 1, day >= today - 1);
   }
 
   // Oracle: hour -> count of a key.
@@ -293,5 +303,26 @@ oplog_sync = "none"
 };
 
 inline std::string Enc(const std::string& s) { return PercentEncode(s); }
+
+// The ring's Today for a test cluster: tomorrow by the system clock (a new
+// ring starts at the system's today and only turns forward).
+inline int64_t TestRingToday() { return FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay) + 1; }
+
+// A test on a default ReadCluster started with the dataset it builds.
+class ReadClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.WriteConfig();
+    today_ = TestRingToday();
+    BuildDataset();
+    cluster_.StartWithData(data_, today_);
+  }
+  // Fills data_ (hours placed by ReadDataset::AddAtRing with today_).
+  virtual void BuildDataset() = 0;
+
+  ReadCluster cluster_{ReadCluster::Spec{}};
+  ReadDataset data_;
+  int64_t today_ = 0;
+};
 
 }  // namespace clickatron::api::testing

@@ -29,8 +29,9 @@ std::unique_ptr<ShardStore> OpenStore(const std::string& dir, int write_buffer_m
   return store.ok() ? std::move(store).value() : nullptr;
 }
 
-int64_t CounterOf(const ShardStore& store, int64_t day, const std::string& key) {
-  Result<std::optional<std::string>> raw = store.Get(day, key);
+// The counter's value (at `at` when given), -1 when absent.
+int64_t CounterOf(const ShardStore& store, int64_t day, const std::string& key, const StoreSnapshot* at = nullptr) {
+  Result<std::optional<std::string>> raw = store.Get(day, key, at);
   EXPECT_TRUE(raw.ok()) << raw.status().ToString();
   if (!raw.ok() || !raw->has_value()) return -1;
   int64_t v = 0;
@@ -145,22 +146,24 @@ TEST(ShardStoreTest, UnpersistedWriteIsLostWholeWithItsWatermarkOnACrash) {
   EXPECT_EQ(store->GetMeta("ring")->value_or(""), "{\"x\":1}");
 }
 
+// A store in `dir` whose day kDay holds u|a.c3p1 = `value`.
+std::unique_ptr<ShardStore> StoreWithOneCounter(const std::string& dir, int64_t value) {
+  auto store = OpenStore(dir);
+  EXPECT_TRUE(store->CreateDay(kDay).ok());
+  StoreWrite first;
+  first.increments.push_back({kDay, "u|a.c3p1", value});
+  EXPECT_TRUE(store->Write(first).ok());
+  return store;
+}
+
 TEST(ShardStoreTest, SnapshotGetDoesNotSeeLaterWrites) {
   TempDir tmp;
-  auto store = OpenStore(tmp.path());
-  ASSERT_TRUE(store->CreateDay(kDay).ok());
-  StoreWrite first;
-  first.increments.push_back({kDay, "u|a.c3p1", 2});
-  ASSERT_TRUE(store->Write(first).ok());
+  auto store = StoreWithOneCounter(tmp.path(), 2);
   SnapshotPtr before = store->Snapshot();
   StoreWrite later;
   later.increments.push_back({kDay, "u|a.c3p1", 5});
   ASSERT_TRUE(store->Write(later).ok());
-  int64_t v = 0;
-  Result<std::optional<std::string>> old = store->Get(kDay, "u|a.c3p1", before.get());
-  ASSERT_TRUE(old.ok() && old->has_value());
-  ASSERT_TRUE(DecodeCounter(**old, &v));
-  EXPECT_EQ(v, 2);
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1", before.get()), 2);
   EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 7);
 }
 
@@ -215,11 +218,7 @@ TEST(ShardStoreTest, DroppedDayIsGoneAfterReopenButCursorKeepsReading) {
 
 TEST(ShardStoreTest, SnapshotCursorDoesNotSeeLaterWrites) {
   TempDir tmp;
-  auto store = OpenStore(tmp.path());
-  ASSERT_TRUE(store->CreateDay(kDay).ok());
-  StoreWrite first;
-  first.increments.push_back({kDay, "u|a.c3p1", 1});
-  ASSERT_TRUE(store->Write(first).ok());
+  auto store = StoreWithOneCounter(tmp.path(), 1);
   CursorOptions options;
   options.at = store->Snapshot();
   options.bulk_scan = true;
