@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
   }
   // Many connections per realtime shard: batches are sent in parallel while a
   // slow fsync on one shard does not stall the others.
-  auto client = HttpClient::Create((*server)->base(), HttpClient::Options{16});
+  HttpClient::Options client_options;
+  client_options.connections_per_peer = 16;
+  client_options.cluster_secret = ctx->cluster.cluster_secret;
+  auto client = HttpClient::Create((*server)->base(), std::move(client_options));
   auto write = api::WritePath::Create(*ctx, **server, *client);
   if (!write.ok()) {
     spdlog::critical("write path: {}", write.status().ToString());

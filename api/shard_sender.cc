@@ -1,11 +1,14 @@
 #include "shard_sender.h"
 
 #include <algorithm>
+#include <ctime>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "clickatron/file_util.h"
 #include "clickatron/oplog_record.h"
 #include "clickatron/query_string.h"
 #include "clickatron/record.h"
@@ -79,6 +82,7 @@ const char* ShardSender::StateName(State s) {
     case State::kUp: return "up";
     case State::kDown: return "down";
     case State::kBackoff: return "backoff";
+    case State::kHeld: return "held";
   }
   return "?";
 }
@@ -86,7 +90,22 @@ const char* ShardSender::StateName(State s) {
 void ShardSender::Start(uint64_t recovered_last_seq) {
   replay_until_ = recovered_last_seq;
   written_seq_ = recovered_last_seq;
+  LoadHeldMarker();
   AskWatermark();
+}
+
+void ShardSender::LoadHeldMarker() {
+  if (options_.held_marker_path.empty() || !FileExists(options_.held_marker_path)) return;
+  Result<std::string> text = ReadFileToString(options_.held_marker_path);
+  auto j = text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (j.is_discarded() || !j.is_object() || !j.contains("applied") || !j["applied"].is_number_unsigned()) {
+    spdlog::error("shard {}: {} is unreadable; if the shard's watermark is still ahead, everything in the oplog "
+                  "will be taken as applied",
+                  options_.shard, options_.held_marker_path);
+    return;
+  }
+  held_.applied = j["applied"].get<uint64_t>();
+  held_.from_marker = true;
 }
 
 void ShardSender::AskWatermark() {
@@ -117,6 +136,13 @@ void ShardSender::OnWatermark(HttpResponse r) {
     Fail(r.ok() ? State::kBackoff : State::kDown, why);
     return;
   }
+  if (HoldIfAhead(applied, durable, "GET /watermark")) return;
+  if (held_.from_marker) {
+    // Released while this node was down: the marker has done its job.
+    std::error_code ec;
+    std::filesystem::remove(options_.held_marker_path, ec);
+    held_ = Held{};
+  }
   watermark_known_ = true;
   state_ = State::kUp;
   backoff_ms_ = 0;
@@ -126,40 +152,94 @@ void ShardSender::OnWatermark(HttpResponse r) {
 void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
   acked_seq_ = applied;
   shard_applied_ = applied;
-  shard_durable_ = durable;
+  shard_durable_ = std::min(durable, applied);
   replay_after_ = applied;
-  oplog_.Acknowledge(options_.shard, durable);
+  oplog_.Acknowledge(options_.shard, shard_durable_);
   spdlog::info("shard {} ({}): watermark {} (durable {}), oplog holds up to {}; re-sending {} batch seqs",
                options_.shard, options_.member, applied, durable, replay_until_,
                replay_until_ > applied ? replay_until_ - applied : 0);
-  if (applied > replay_until_) {
-    // The shard has seqs the oplog does not: the oplog lost its tail (a
-    // power cut with oplog_sync = none) or was removed. Anything numbered at
-    // or below the applied watermark would be taken for a duplicate: renumber it.
-    spdlog::error("shard {} ({}): watermark {} is beyond the oplog's last seq {}; renumbering newer batches above it",
-                  options_.shard, options_.member, applied, replay_until_);
-    // Batches of this run logged under seqs in (replay_until_, applied]
-    // are logged again under new seqs: a later re-read of the oplog must
-    // skip the old copies.
-    renumbered_.emplace_back(replay_until_, applied);
-    floor_ = applied;
-    std::vector<BatchPtr> stale;
-    while (!queue_.empty() && queue_.front()->seq <= floor_) {
-      queued_lines_ -= queue_.front()->line_count;
-      stale.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
-    if (!stale.empty()) {
-      resequenced_ += stale.size();
-      resequence_(options_.shard, floor_, std::move(stale));
-    }
-  }
   SchedulePoll();
   Pump();
 }
 
+bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in) {
+  if (applied <= HighestWritten()) return false;
+  if (state_ == State::kHeld) return true;
+  // Seqs the shard has taken for this source that this node never wrote:
+  // a second API node under this name, an oplog restored from an old copy
+  // or one that lost its tail, or a forged batch. Everything sent now would
+  // be dropped as a duplicate. Keep it all in the oplog and wait for the
+  // operator (clickatron oplog release).
+  in_flight_ = false;
+  state_ = State::kHeld;
+  held_.shard_watermark = applied;
+  held_.shard_durable = durable;
+  // What the shard really applied of ours: from a marker left by an earlier
+  // run (held, then restarted), else what this run saw applied, else (just
+  // started: all it has is the oplog) everything in the oplog.
+  if (!held_.from_marker) held_.applied = watermark_known_ ? acked_seq_ : replay_until_;
+  held_.since_unix = static_cast<int64_t>(std::time(nullptr));
+  last_error_ = fmt::format(
+      "WATERMARK_AHEAD: the shard's watermark for {} is {}, above seq {}, the highest this node ever wrote for it; "
+      "nothing is sent until an operator runs `clickatron oplog release` (docs/operations.md)",
+      options_.source, applied, HighestWritten());
+  spdlog::error("shard {} ({}): {} (heard in {}); this node's batches up to seq {} were applied",
+                options_.shard, options_.member, last_error_, heard_in, held_.applied);
+  if (!options_.held_marker_path.empty()) {
+    const nlohmann::json marker = {{"source", options_.source},       {"shard", options_.shard},
+                                   {"applied", held_.applied},       {"shard_watermark", applied},
+                                   {"highest_written", HighestWritten()}, {"since_unix", held_.since_unix}};
+    if (Status st = WriteFileAtomically(options_.held_marker_path, marker.dump() + "\n"); !st.ok()) {
+      spdlog::error("shard {}: cannot write {}: {}", options_.shard, options_.held_marker_path, st.ToString());
+    }
+  }
+  ScheduleHeldPoll();
+  return true;
+}
+
+void ShardSender::ScheduleHeldPoll() {
+  server_.After(std::chrono::milliseconds(options_.held_poll_ms), [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || self->state_ != State::kHeld) return;
+    HttpRequestSpec spec;
+    spec.method = "GET";
+    spec.target = "/watermark?source=" + PercentEncode(self->options_.source);
+    spec.timeout_ms = self->options_.request_timeout_ms;
+    self->client_.Send(self->options_.peer, std::move(spec), [weak](HttpResponse r) {
+      auto self = weak.lock();
+      if (!self || self->state_ != State::kHeld) return;
+      uint64_t applied = 0, durable = 0;
+      if (r.ok() && r.status_code == 200) {
+        auto j = nlohmann::json::parse(r.body, nullptr, false);
+        if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable) &&
+            applied <= self->HighestWritten()) {
+          self->Release(applied, durable);
+          return;
+        }
+      }
+      self->ScheduleHeldPoll();
+    });
+  });
+}
+
+void ShardSender::Release(uint64_t applied, uint64_t durable) {
+  spdlog::warn("shard {} ({}): watermark for {} is back at {} (was {}): re-sending the oplog above it",
+               options_.shard, options_.member, options_.source, applied, held_.shard_watermark);
+  if (!options_.held_marker_path.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(options_.held_marker_path, ec);
+  }
+  held_ = Held{};
+  state_ = State::kUp;
+  last_error_.clear();
+  watermark_known_ = true;
+  ++releases_;
+  Rewind(applied, durable, "released by an operator");
+}
+
 void ShardSender::Heard(uint64_t applied, uint64_t durable) {
   shard_applied_ = applied;
+  durable = std::min(durable, applied);  // never release the oplog past what is applied
   if (durable > shard_durable_) {
     shard_durable_ = durable;
     oplog_.Acknowledge(options_.shard, durable);
@@ -168,6 +248,7 @@ void ShardSender::Heard(uint64_t applied, uint64_t durable) {
 }
 
 void ShardSender::Rewind(uint64_t applied, uint64_t durable, const std::string& why) {
+  if (HoldIfAhead(applied, durable, why)) return;
   ++rewinds_;
   spdlog::warn("shard {} ({}) has applied only up to seq {} (durable {}), not {}: {}; re-sending from the oplog",
                options_.shard, options_.member, applied, durable, shard_applied_, why);
@@ -206,6 +287,7 @@ void ShardSender::SchedulePoll() {
       if (r.ok() && r.status_code == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
         if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
+          if (self->HoldIfAhead(applied, durable, "a watermark poll")) return;
           if (applied < self->shard_applied_ && !self->in_flight_ && !self->retry_pending_ &&
               !self->late_pending_) {
             self->Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
@@ -223,7 +305,7 @@ void ShardSender::Enqueue(BatchPtr batch) {
   // Never queue a seq at or below one already queued, replayed or
   // acknowledged: the shard would drop it as a duplicate. (Only after an
   // oplog that lost its tail; see OnWatermark.)
-  const uint64_t last = std::max({floor_, acked_seq_, replay_until_, queue_.empty() ? 0 : queue_.back()->seq});
+  const uint64_t last = std::max({acked_seq_, replay_until_, queue_.empty() ? 0 : queue_.back()->seq});
   if (batch->seq <= last) {
     ++resequenced_;
     resequence_(options_.shard, last, {std::move(batch)});
@@ -245,6 +327,7 @@ BatchPtr ShardSender::Head() {
 }
 
 void ShardSender::Pump() {
+  if (state_ == State::kHeld) return;
   if (!watermark_known_ || in_flight_ || retry_pending_ || late_pending_ || loading_) return;
   BatchPtr b = Head();
   if (!b) return;
@@ -296,10 +379,6 @@ void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch) {
     return;
   }
   for (BatchPtr& b : r->batches) {
-    const bool renumbered = std::any_of(renumbered_.begin(), renumbered_.end(), [&](const auto& range) {
-      return b->seq > range.first && b->seq <= range.second;
-    });
-    if (renumbered) continue;  // sent under its new seq
     // Lines this run already moved to late data are not sent again.
     if (auto moved = moved_.find(b->seq); moved != moved_.end()) DropMovedLines(*b, moved->second);
     queued_lines_ += b->line_count;
@@ -336,6 +415,7 @@ void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r) {
       Fail(State::kBackoff, fmt::format("seq {}: unexpected answer {}", b->seq, Snippet(r.body)));
       return;
     }
+    if (HoldIfAhead(applied, durable, fmt::format("the answer to seq {}", b->seq))) return;
     Heard(std::max(applied, b->seq), durable);
     Done(b, j["data"].value("duplicate", false));
     return;
@@ -435,6 +515,7 @@ void ShardSender::Done(const BatchPtr& b, bool duplicate) {
 }
 
 void ShardSender::Fail(State state, const std::string& why) {
+  if (state_ == State::kHeld) return;  // only the held poll (and an operator) ends it
   ++failures_;
   if (state_ == State::kUp || state_ == State::kRecovering || why != last_error_) {
     spdlog::warn("shard {} ({}) {}: {}; retrying", options_.shard, options_.member, StateName(state), why);
@@ -477,6 +558,13 @@ nlohmann::json ShardSender::StatsJson() const {
       {"replayed", replayed_},
       {"resequenced", resequenced_},
       {"late_lines", late_lines_},
+      {"releases", releases_},
+      {"watermark_ahead", state_ == State::kHeld ? 1 : 0},
+      {"held", state_ == State::kHeld ? nlohmann::json{{"applied", held_.applied},
+                                                        {"shard_watermark", held_.shard_watermark},
+                                                        {"highest_written", HighestWritten()},
+                                                        {"since_unix", held_.since_unix}}
+                                      : nlohmann::json(nullptr)},
       {"last_error", last_error_},
   };
 }

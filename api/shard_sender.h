@@ -25,6 +25,15 @@
 //   watermarks, and everything above its applied one is re-sent from the
 //   oplog. While applied is ahead of durable and nothing else goes out, the
 //   watermark is polled, so the oplog is released and a restart is noticed.
+// - A shard whose watermark is above the highest seq this node ever wrote
+//   for it (another node under this name, an old or truncated oplog, a
+//   forged batch) would take every new batch for a duplicate. The sender
+//   then holds: it sends nothing, keeps everything in the oplog (the queue
+//   pushes back like a shard that is down), logs an error, shows
+//   WATERMARK_AHEAD in /stats and /metrics, notes in `held_marker_path` what
+//   the shard really applied of ours, and polls the watermark until an
+//   operator lowers it (clickatron oplog release); then it re-sends from
+//   there. It never renumbers on its own.
 // - Only batches the oplog has made durable are sent, so a shard can never
 //   hold a seq the oplog could lose in a power cut (which would make later
 //   batches with reused seqs look like duplicates).
@@ -41,6 +50,7 @@
 #include <vector>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -65,6 +75,10 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
     int backoff_max_ms = 5000;
     size_t replay_chunk_lines = 100000;  // oplog re-reads are loaded this much at a time
     int durable_poll_ms = 250;  // GET /watermark this often while the shard's durable lags its applied
+    int held_poll_ms = 1000;    // and this often while held (watermark ahead)
+    // Where a hold is noted (DATA_DIR/watermark-ahead-shard-N.json), so a
+    // restart still knows how far the shard really applied. Empty: nowhere.
+    std::string held_marker_path;
   };
   // Called with batches that arrived with a seq the shard would take for a
   // duplicate (at or below its watermark, or not above the last one queued);
@@ -86,7 +100,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   nlohmann::json StatsJson() const;
 
  private:
-  enum class State { kRecovering, kUp, kDown, kBackoff };
+  enum class State { kRecovering, kUp, kDown, kBackoff, kHeld };
   static const char* StateName(State s);
 
   void AskWatermark();
@@ -106,6 +120,15 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // The shard has applied only up to `applied`: re-send from there.
   void Rewind(uint64_t applied, uint64_t durable, const std::string& why);
   void SchedulePoll();
+  // The highest seq this node ever wrote for the shard (this run or before).
+  uint64_t HighestWritten() const { return std::max(written_seq_, replay_until_); }
+  // When the shard's applied watermark is above HighestWritten(): holds and
+  // returns true (see the header comment). `heard_in` names the answer.
+  bool HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in);
+  void ScheduleHeldPoll();
+  // The shard's watermark is back within what this node wrote.
+  void Release(uint64_t applied, uint64_t durable);
+  void LoadHeldMarker();
 
   Options options_;
   HttpServer& server_;
@@ -131,10 +154,14 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // the shard has them durable: a rewind re-reads the oplog's full batch.
   std::map<uint64_t, std::unordered_set<std::string>> moved_;
   uint64_t written_seq_ = 0;   // highest seq handed to this sender
-  uint64_t floor_ = 0;         // seqs at or below are never sent (resequenced)
-  // Seq ranges (after, upto] whose oplog batches were logged again under
-  // new seqs (an oplog that lost its tail): never re-read from the oplog.
-  std::vector<std::pair<uint64_t, uint64_t>> renumbered_;
+  struct Held {
+    uint64_t applied = 0;          // this node's batches the shard really applied: up to here
+    uint64_t shard_watermark = 0;  // what the shard claims
+    uint64_t shard_durable = 0;
+    int64_t since_unix = 0;
+    bool from_marker = false;      // `applied` came from the marker file
+  };
+  Held held_;
   uint64_t replay_after_ = 0;  // oplog batches in (replay_after_, replay_until_] still to load
   uint64_t replay_until_ = 0;
   uint64_t replay_epoch_ = 0;  // raised by a rewind: loads for older ranges are dropped
@@ -151,6 +178,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   uint64_t rewinds_ = 0;
   uint64_t replayed_ = 0;
   uint64_t resequenced_ = 0;
+  uint64_t releases_ = 0;
   std::string last_error_;
 };
 

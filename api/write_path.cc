@@ -166,6 +166,7 @@ Status WritePathImpl::Init() {
     so.backoff_min_ms = cfg.retry_backoff_min_ms;
     so.backoff_max_ms = std::max(cfg.retry_backoff_max_ms, cfg.retry_backoff_min_ms);
     so.replay_chunk_lines = std::max<uint64_t>(1000, cfg.max_queued_increments / 4);
+    so.held_marker_path = fmt::format("{}/watermark-ahead-shard-{}.json", ctx_.member.data_dir, s);
     senders_.push_back(std::make_shared<ShardSender>(
         so, server_, client_, *oplog_, *late_, *reader_,
         Guarded([this](uint32_t shard, uint64_t floor, std::vector<BatchPtr> batches) {
@@ -430,6 +431,9 @@ std::string WritePathImpl::StatsPrometheus() const {
       {"clickatron_api_shard_send_failures_total", "counter", "Failed sends to a realtime shard.", "failures"},
       {"clickatron_api_shard_late_lines_total", "counter", "Lines a shard refused as DAY_NOT_OPEN, moved to late data.",
        "late_lines"},
+      {"clickatron_api_shard_watermark_ahead", "gauge",
+       "1 while sending to the shard is held because its watermark is above every seq this node wrote.",
+       "watermark_ahead"},
   };
   for (const Family& f : kFamilies) {
     out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", f.name, f.help, f.type);

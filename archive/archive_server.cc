@@ -64,10 +64,10 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
 }
 
 void ArchiveServer::RegisterRoutes() {
-  server_.Route("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
-  server_.Route("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
-  server_.Route("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
-  server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
+  server_.InternalRoute("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
+  server_.InternalRoute("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
+  server_.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
+  server_.InternalRoute("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
   server_.AdminRoute("/reload", [this](const HttpExchangePtr& ex) { HandleReload(ex); }, kPost);
   // A signal only asks for a reload; the work happens on the reload thread.
   server_.OnSignal(SIGHUP, [this] {

@@ -84,7 +84,31 @@ uint64_t Checkpointer::Applied(const std::string& source) const {
 
 uint64_t Checkpointer::Durable(const std::string& source) const {
   auto it = durable_.find(source);
-  return it == durable_.end() ? 0 : it->second;
+  return it == durable_.end() ? 0 : std::min(it->second, Applied(source));
+}
+
+void Checkpointer::LowerWatermark(const std::string& source, uint64_t seq, uint64_t expect,
+                                  std::function<void(Status)> done) {
+  WhenPersisted([this, alive = std::weak_ptr<int>(alive_), source, seq, expect,
+                 done = std::move(done)](Status st) mutable {
+    if (!alive.lock()) return;
+    if (!st.ok()) {
+      done(st);
+      return;
+    }
+    if (job_) {  // a checkpoint started meanwhile holds the old marks: wait for it
+      LowerWatermark(source, seq, expect, std::move(done));
+      return;
+    }
+    if (const uint64_t applied = Applied(source); applied != expect) {
+      done(Status::FailedPrecondition(
+          fmt::format("{}'s applied watermark is {}, not {}: nothing changed", source, applied, expect),
+          "WATERMARK_CHANGED"));
+      return;
+    }
+    applied_[source] = seq;  // the next checkpoint notes and writes it
+    WhenPersisted(std::move(done));
+  });
 }
 
 void Checkpointer::Start() { StartJob(/*retry_failed=*/true); }

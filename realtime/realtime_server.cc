@@ -98,6 +98,7 @@ int64_t SystemToday() { return FloorDiv(static_cast<int64_t>(std::time(nullptr))
 Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonContext& context) {
   std::unique_ptr<RealtimeServer> server(new RealtimeServer());
   server->cluster_clock_ = context.cluster.clock;
+  for (const MemberConfig* api : context.cluster.MembersWithRole(MemberRole::kApi)) server->api_sources_.insert(api->name);
   server->member_ = context.member.name;
   if (context.member.data_dir.empty()) {
     return Status::InvalidArgument(fmt::format("member {} has no data_dir", context.member.name), "BAD_CONFIG");
@@ -163,13 +164,14 @@ void RealtimeServer::RotateByClock() {
 
 void RealtimeServer::RegisterRoutes() {
   HttpServer& h = *http_;
-  h.Route("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost);
-  h.Route("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); });
-  h.Route("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
-  h.Route("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
-  h.Route("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
-  h.Route("/mfwmatch", [this](const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); });
-  h.Route("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); });
+  h.InternalRoute("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost);
+  h.InternalRoute("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); });
+  h.InternalRoute("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
+  h.InternalRoute("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
+  h.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
+  h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); });
+  h.InternalRoute("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); });
+  h.AdminRoute("/watermark/reset", [this](const HttpExchangePtr& ex) { HandleWatermarkReset(ex); }, kPost);
   h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet);
   h.AdminRoute("/exported", [this](const HttpExchangePtr& ex) { HandleExported(ex); }, kPost);
   h.AdminRoute("/rotate", [this](const HttpExchangePtr& ex) { HandleRotate(ex); }, kPost);
@@ -183,6 +185,13 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
   if (!ValidSource(*source)) {
     ex->ReplyError(400, "INVALID_SOURCE",
                    fmt::format("source must be 1-{} characters of [A-Za-z0-9_.:-]", kMaxSourceLength));
+    return;
+  }
+  if (!api_sources_.count(*source)) {
+    ++counters_.unknown_sources;
+    spdlog::warn("POST /incr source={}: not an API member of the cluster file; refused", *source);
+    ex->ReplyError(403, "UNKNOWN_SOURCE",
+                   fmt::format("source \"{}\" is not an API member of this cluster: only their batches count", *source));
     return;
   }
   const std::string* seq_text = Required(ex, "seq");
@@ -258,6 +267,34 @@ void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
   nlohmann::json data = Watermarks(*source);
   data.update({{"source", *source}, {"seq", ring_->Watermark(*source)}});
   ex->ReplyJson(std::move(data));
+}
+
+void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
+  const std::string* source = Required(ex, "source");
+  const std::string* seq_text = source ? Required(ex, "seq") : nullptr;
+  const std::string* expect_text = seq_text ? Required(ex, "expect") : nullptr;
+  if (expect_text == nullptr) return;
+  uint64_t seq = 0, expect = 0;
+  if (!ParseUint(*seq_text, &seq) || !ParseUint(*expect_text, &expect)) {
+    ex->ReplyError(400, "INVALID_SEQ", "seq and expect must be non-negative integers");
+    return;
+  }
+  if (seq > expect) {
+    ex->ReplyError(400, "INVALID_SEQ", "seq must not be above expect: a reset only lowers a watermark");
+    return;
+  }
+  spdlog::warn("POST /watermark/reset: lowering {}'s watermark from {} to {} (operator repair)", *source, expect, seq);
+  ring_->checkpointer().LowerWatermark(*source, seq, expect, [this, ex, source = *source, seq, expect](Status st) {
+    if (!st.ok()) {
+      ex->ReplyError(st);
+      return;
+    }
+    ++counters_.watermark_resets;
+    spdlog::warn("{}'s watermark is now {} (was {}), durable", source, seq, expect);
+    nlohmann::json data = Watermarks(source);
+    data.update({{"source", source}, {"previous_seq", expect}});
+    ex->ReplyJson(std::move(data));
+  });
 }
 
 void RealtimeServer::HandleGet(const HttpExchangePtr& ex) {
@@ -453,6 +490,8 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"export_lines", counters_.export_lines},
             {"merge_failures", CounterMergeFailures()},
             {"watermark_mismatches", counters_.watermark_mismatches},
+            {"unknown_sources", counters_.unknown_sources},
+            {"watermark_resets", counters_.watermark_resets},
             {"durable_watermarks", ring_->checkpointer().durable()},
             {"memory", ring_->checkpointer().StatsJson()},
             {"watermarks", ring_->watermarks()},
@@ -497,6 +536,11 @@ std::string RealtimeServer::StatsPrometheus() const {
   metric("clickatron_realtime_watermark_mismatches_total", "counter",
          "Batches refused because the sender's prev was not this shard's applied watermark.",
          counters_.watermark_mismatches);
+  metric("clickatron_realtime_unknown_sources_total", "counter",
+         "Batches refused (403) because their source is not an API member of the cluster file.",
+         counters_.unknown_sources);
+  metric("clickatron_realtime_watermark_resets_total", "counter",
+         "Watermarks lowered by an operator (POST /watermark/reset).", counters_.watermark_resets);
   metric("clickatron_realtime_memory_bytes", "gauge", "Estimated bytes of the in-memory tables (active + persisting).",
          cp.memory_bytes());
   metric("clickatron_realtime_memory_keys", "gauge", "Records in the in-memory tables.", cp.memory_keys());

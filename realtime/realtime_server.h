@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "clickatron/daemon.h"
@@ -28,6 +29,8 @@ struct ServerCounters {
   uint64_t exports_failed = 0;
   uint64_t export_lines = 0;
   uint64_t watermark_mismatches = 0;
+  uint64_t unknown_sources = 0;  // batches refused: source not an API member
+  uint64_t watermark_resets = 0; // POST /watermark/reset that lowered a watermark
 };
 
 class RealtimeServer {
@@ -48,6 +51,9 @@ class RealtimeServer {
 
   void HandleIncr(const HttpExchangePtr& ex);
   void HandleWatermark(const HttpExchangePtr& ex);
+  // Admin: POST /watermark/reset?source=S&seq=A&expect=W lowers a watermark
+  // an API node is held on (docs/operations.md, "Watermark ahead").
+  void HandleWatermarkReset(const HttpExchangePtr& ex);
   // A source's two watermarks, as every answer about it carries them.
   nlohmann::json Watermarks(const std::string& source) const;
   void HandleGet(const HttpExchangePtr& ex);
@@ -67,6 +73,8 @@ class RealtimeServer {
 
   std::string cluster_clock_;
   std::string member_;
+  // The cluster file's API members: the only sources whose batches count.
+  std::set<std::string, std::less<>> api_sources_;
   // Declaration order is destruction order reversed: the Ring first (its
   // checkpoint thread hands results to the HTTP server's loop, so it must
   // stop while that server exists), then the HTTP server (streams still

@@ -22,6 +22,7 @@ struct ExportOptions {
   std::string member_name;  // for messages
   std::string date;         // YYYY-MM-DD
   std::string admin_token;
+  std::string cluster_secret;  // signs the request (the shard checks it)
   std::string path;
   int timeout_ms = 3600 * 1000;  // the whole transfer
   Progress* progress = nullptr;

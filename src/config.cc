@@ -11,6 +11,8 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "clickatron/cluster_auth.h"
+
 namespace clickatron {
 namespace {
 
@@ -113,11 +115,17 @@ const toml::table* SubTable(const toml::table& root, std::string_view name) {
 Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "cluster"), "cluster");
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "archive_shards", "clock", "admin_token", "log_level"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "archive_shards", "clock", "admin_token", "admin_token_file",
+                                                "cluster_secret_file", "log_level"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("realtime_shards", 1, 4096, &c->realtime_shards));
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_shards", 1, 4096, &c->archive_shards));
     CLICKATRON_RETURN_IF_ERROR(r.String("clock", &c->clock, {"system", "manual"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("admin_token", &c->admin_token));
+    CLICKATRON_RETURN_IF_ERROR(r.String("admin_token_file", &c->admin_token_file));
+    CLICKATRON_RETURN_IF_ERROR(r.String("cluster_secret_file", &c->cluster_secret_file));
+    if (!c->admin_token.empty() && !c->admin_token_file.empty()) {
+      return Status::InvalidArgument("[cluster] admin_token and admin_token_file: set one, not both", "BAD_CONFIG");
+    }
     CLICKATRON_RETURN_IF_ERROR(r.String("log_level", &c->log_level, {"trace", "debug", "info", "warn", "error"}));
   }
   {
@@ -134,7 +142,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     ApiConfig& a = c->api;
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"flush_window_ms", "oplog_sync", "oplog_sync_interval_ms",
         "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "future_margin_hours",
-        "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours"}));
+        "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
     CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_sync_interval_ms", 1, 60000, &a.oplog_sync_interval_ms));
@@ -146,6 +154,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_min_ms", 1, 600000, &a.retry_backoff_min_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_hours", 1, 24 * 366 * 100, &a.max_query_hours));
+    CLICKATRON_RETURN_IF_ERROR(r.String("client_token", &a.client_token));
   }
   {
     TableReader r(SubTable(root, "realtime"), "realtime");
@@ -305,7 +314,24 @@ Result<ClusterConfig> ClusterConfig::Load(const std::string& path) {
   if (!in) return Status::NotFound(fmt::format("cannot open cluster file {}", path));
   std::stringstream buf;
   buf << in.rdbuf();
-  return Parse(buf.str(), path);
+  Result<ClusterConfig> config = Parse(buf.str(), path);
+  if (!config.ok()) return config.status();
+  CLICKATRON_RETURN_IF_ERROR(config->LoadSecrets().WithContext(path));
+  return config;
+}
+
+Status ClusterConfig::LoadSecrets() {
+  if (!cluster_secret_file.empty()) {
+    Result<std::string> secret = ReadSecretFile(cluster_secret_file, "[cluster] cluster_secret_file");
+    if (!secret.ok()) return secret.status();
+    cluster_secret = std::move(secret).value();
+  }
+  if (!admin_token_file.empty()) {
+    Result<std::string> token = ReadSecretFile(admin_token_file, "[cluster] admin_token_file");
+    if (!token.ok()) return token.status();
+    admin_token = std::move(token).value();
+  }
+  return Status::Ok();
 }
 
 const MemberConfig* ClusterConfig::FindMember(std::string_view name) const {

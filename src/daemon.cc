@@ -5,9 +5,31 @@
 #include <cstdio>
 #include <cstring>
 
+#include "clickatron/cluster_auth.h"
 #include "clickatron/logging.h"
 
 namespace clickatron {
+
+Status CheckExposure(const ClusterConfig& cluster, const MemberConfig& member) {
+  if (IsLoopbackHost(member.listen.host)) return Status::Ok();
+  if (cluster.cluster_secret.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("member \"{}\" listens on {}, which other hosts can reach, and [cluster] cluster_secret_file is "
+                    "not set: anyone there could send batches, read and forge counts. Create a secret "
+                    "(clickatron secret FILE) and name it in [cluster] cluster_secret_file, or listen on 127.0.0.1",
+                    member.name, member.listen.ToString()),
+        "INSECURE_LISTEN");
+  }
+  if (cluster.admin_token.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("member \"{}\" listens on {}, which other hosts can reach, and no admin token is set: anyone "
+                    "there could export, clear or reload. Set [cluster] admin_token_file (or admin_token), or listen "
+                    "on 127.0.0.1",
+                    member.name, member.listen.ToString()),
+        "INSECURE_LISTEN");
+  }
+  return Status::Ok();
+}
 
 Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daemon, MemberRole role) {
   std::string config_path, member_name;
@@ -50,6 +72,9 @@ Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daem
   ctx.http.listen = ctx.member.listen;
   ctx.http.limits = ctx.cluster.http;
   ctx.http.admin_token = ctx.cluster.admin_token;
+  ctx.http.cluster_secret = ctx.cluster.cluster_secret;
+  if (role == MemberRole::kApi) ctx.http.client_token = ctx.cluster.api.client_token;
+  CLICKATRON_RETURN_IF_ERROR(CheckExposure(ctx.cluster, ctx.member).WithContext(config_path));
   return ctx;
 }
 

@@ -8,9 +8,11 @@
 
 #include <strings.h>
 
+#include <ctime>
 #include <map>
 #include <vector>
 
+#include "clickatron/cluster_auth.h"
 #include "libevent_ptr.h"
 
 namespace clickatron {
@@ -62,7 +64,7 @@ struct Pending {
 
 class HttpClientImpl : public HttpClient {
  public:
-  HttpClientImpl(event_base* base, Options options) : base_(base), options_(options) {}
+  HttpClientImpl(event_base* base, Options options) : base_(base), options_(std::move(options)) {}
 
   void Send(const HostPort& peer, HttpRequestSpec spec, HttpResponseCallback done) override {
     SendWithSink(peer, std::move(spec), std::move(done), nullptr);
@@ -84,6 +86,11 @@ class HttpClientImpl : public HttpClient {
     evhttp_add_header(headers, "Connection", "keep-alive");
     if (!spec.bearer_token.empty()) {
       evhttp_add_header(headers, "Authorization", ("Bearer " + spec.bearer_token).c_str());
+    }
+    if (!options_.cluster_secret.empty()) {
+      const std::string signature = SignRequest(options_.cluster_secret, spec.method, spec.target, spec.body,
+                                                static_cast<int64_t>(std::time(nullptr)));
+      evhttp_add_header(headers, std::string(kSignatureHeader).c_str(), signature.c_str());
     }
     if (!spec.body.empty()) {
       evbuffer_add(evhttp_request_get_output_buffer(p->req), spec.body.data(), spec.body.size());
@@ -199,10 +206,13 @@ struct BlockingHttpClient::Impl {
   std::unique_ptr<HttpClientImpl> client;
 };
 
-BlockingHttpClient::BlockingHttpClient() : impl_(std::make_unique<Impl>()) {
+BlockingHttpClient::BlockingHttpClient(std::string cluster_secret) : impl_(std::make_unique<Impl>()) {
   EnableLibeventThreads();
   impl_->base.reset(event_base_new());
-  impl_->client = std::make_unique<HttpClientImpl>(impl_->base.get(), HttpClient::Options{1});
+  HttpClient::Options options;
+  options.connections_per_peer = 1;
+  options.cluster_secret = std::move(cluster_secret);
+  impl_->client = std::make_unique<HttpClientImpl>(impl_->base.get(), std::move(options));
 }
 
 BlockingHttpClient::~BlockingHttpClient() {

@@ -11,11 +11,13 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "clickatron/cluster_auth.h"
 #include "libevent_ptr.h"
 #include "precise_timers.h"
 
@@ -115,10 +117,12 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   std::shared_ptr<ExchangeImpl> self_while_streaming_;
 };
 
+enum class Access { kPublic, kInternal, kAdmin };
+
 struct RouteEntry {
   HttpHandler handler;
   unsigned methods;
-  bool admin;
+  Access access;
 };
 
 class HttpServerImpl : public HttpServer {
@@ -137,10 +141,13 @@ class HttpServerImpl : public HttpServer {
 
   Status Init();
   void Route(std::string path, HttpHandler handler, unsigned methods) override {
-    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, false};
+    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kPublic};
+  }
+  void InternalRoute(std::string path, HttpHandler handler, unsigned methods) override {
+    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kInternal};
   }
   void AdminRoute(std::string path, HttpHandler handler, unsigned methods) override {
-    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, true};
+    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kAdmin};
   }
   void SetStatsProvider(std::function<nlohmann::json()> json, std::function<std::string()> prom) override {
     stats_json_ = std::move(json);
@@ -179,6 +186,8 @@ class HttpServerImpl : public HttpServer {
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   void Builtin(const HttpExchangePtr& ex);
+  // Whether the request may use a route of this access kind (401 if not).
+  Status Authorize(Access access, std::string_view uri, const HttpExchange& ex) const;
   void RunStopHooks();
 
   HttpServerOptions options_;
@@ -480,12 +489,35 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     ex->ReplyError(405, "METHOD_NOT_ALLOWED", fmt::format("{} does not take {}", path, ex->method()));
     return;
   }
-  if (entry.admin && !options_.admin_token.empty() &&
-      ex->header("Authorization") != "Bearer " + options_.admin_token) {
-    ex->ReplyError(401, "UNAUTHORIZED", fmt::format("{} is an admin endpoint: send Authorization: Bearer <admin_token>", path));
+  if (Status st = Authorize(entry.access, uri, *ex); !st.ok()) {
+    ex->AddHeader("WWW-Authenticate", entry.access == Access::kInternal ? "Clickatron-HMAC" : "Bearer");
+    ex->ReplyError(st);
     return;
   }
   entry.handler(ex);
+}
+
+Status HttpServerImpl::Authorize(Access access, std::string_view uri, const HttpExchange& ex) const {
+  switch (access) {
+    case Access::kPublic:
+      if (!options_.client_token.empty() &&
+          !ConstantTimeEquals(ex.header("Authorization"), "Bearer " + options_.client_token)) {
+        return Status::Unauthorized(fmt::format("{} needs Authorization: Bearer <[api] client_token>", ex.path()));
+      }
+      return Status::Ok();
+    case Access::kInternal:
+      if (options_.cluster_secret.empty()) return Status::Ok();
+      return VerifyRequest(options_.cluster_secret, ex.header(kSignatureHeader), ex.method(), uri, ex.body(),
+                           static_cast<int64_t>(std::time(nullptr)));
+    case Access::kAdmin:
+      if (!options_.admin_token.empty() &&
+          !ConstantTimeEquals(ex.header("Authorization"), "Bearer " + options_.admin_token)) {
+        return Status::Unauthorized(
+            fmt::format("{} is an admin endpoint: send Authorization: Bearer <admin_token>", ex.path()));
+      }
+      return Status::Ok();
+  }
+  return Status::Internal("unknown access kind");
 }
 
 void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {

@@ -16,6 +16,7 @@ int Status::HttpStatus() const {
     case StatusCode::kInvalidArgument: return 400;
     case StatusCode::kOutOfRange: return 400;
     case StatusCode::kUnauthorized: return 401;
+    case StatusCode::kForbidden: return 403;
     case StatusCode::kNotFound: return 404;
     case StatusCode::kFailedPrecondition: return 409;
     case StatusCode::kUnavailable: return 503;

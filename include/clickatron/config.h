@@ -55,6 +55,9 @@ struct ApiConfig {
   int retry_backoff_min_ms = 50;
   int retry_backoff_max_ms = 5000;
   int max_query_hours = 24 * 366 * 5;   // widest window a query may span
+  // Non-empty: /incr, /clicks, /breakdown, /uniques, /lookup and the
+  // dashboard need "Authorization: Bearer CLIENT_TOKEN" (401 otherwise).
+  std::string client_token;
 };
 
 // [realtime]
@@ -96,7 +99,14 @@ struct ClusterConfig {
   int realtime_shards = 1;
   int archive_shards = 1;
   std::string clock = "system"; // system | manual
-  std::string admin_token;      // empty: admin endpoints are open
+  std::string admin_token;      // empty: admin endpoints are open (loopback only)
+  // A file holding the admin token instead (mode 600; loaded into admin_token).
+  std::string admin_token_file;
+  // The file holding the secret every member proves to the others
+  // (clickatron/cluster_auth.h); loaded into cluster_secret. Empty: members
+  // do not authenticate each other (allowed on loopback only).
+  std::string cluster_secret_file;
+  std::string cluster_secret;
   std::string log_level = "info";
   HttpLimits http;
   ApiConfig api;
@@ -106,7 +116,10 @@ struct ClusterConfig {
   std::vector<MemberConfig> members;
 
   static Result<ClusterConfig> Load(const std::string& path);
+  // Parses the text; reads no other file (secrets are read by Load).
   static Result<ClusterConfig> Parse(std::string_view toml_text, const std::string& source_name);
+  // Reads cluster_secret_file and admin_token_file (ReadSecretFile's rules).
+  Status LoadSecrets();
 
   const MemberConfig* FindMember(std::string_view name) const;
   std::vector<const MemberConfig*> MembersWithRole(MemberRole role) const;

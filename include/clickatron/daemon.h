@@ -17,6 +17,11 @@ struct DaemonContext {
   HttpServerOptions http;  // listen, limits, admin token, names
 };
 
+// Refuses a member that other hosts can reach (any listen address but
+// loopback) unless the cluster has a secret and an admin token: an open
+// internal endpoint there lets anyone forge or drop counts.
+Status CheckExposure(const ClusterConfig& cluster, const MemberConfig& member);
+
 // On error prints a usage/config message to stderr; the caller exits non-zero.
 Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daemon, MemberRole role);
 

@@ -48,6 +48,9 @@ class HttpClient {
  public:
   struct Options {
     int connections_per_peer = 4;
+    // Non-empty: every request is signed with it (clickatron/cluster_auth.h),
+    // as requests to other members' internal endpoints must be.
+    std::string cluster_secret;
   };
   static std::unique_ptr<HttpClient> Create(event_base* base, Options options);
   static std::unique_ptr<HttpClient> Create(event_base* base) { return Create(base, Options{}); }
@@ -58,7 +61,8 @@ class HttpClient {
 
 class BlockingHttpClient {
  public:
-  BlockingHttpClient();
+  // `cluster_secret` non-empty: every request is signed (see HttpClient::Options).
+  explicit BlockingHttpClient(std::string cluster_secret = "");
   ~BlockingHttpClient();
   HttpResponse Fetch(const HostPort& peer, HttpRequestSpec request);
   // Streams the body into `sink` as it arrives (nothing buffered whole). The

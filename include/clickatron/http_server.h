@@ -3,7 +3,7 @@
 // libevent evhttp underneath, HTTP/1.1 keep-alive, one event loop thread.
 // Built in: /ping, /stats (JSON), /metrics (Prometheus text), per-endpoint
 // counts and latency percentiles, limits on headers/body/idle time, bearer
-// token on admin routes, SIGINT/SIGTERM stop, signals delivered as ordinary
+// token on admin routes, cluster signatures on internal routes, SIGINT/SIGTERM stop, signals delivered as ordinary
 // loop callbacks (never work inside a signal handler).
 //
 // Thread-safety: everything runs on the loop thread except RunInLoop() and
@@ -81,7 +81,9 @@ struct HttpServerOptions {
   std::string member;    // the cluster member name
   HostPort listen;       // port 0: pick a free port (see port())
   HttpLimits limits;
-  std::string admin_token;  // empty: admin routes are open
+  std::string admin_token;     // empty: admin routes are open
+  std::string cluster_secret;  // empty: internal routes are open (clickatron/cluster_auth.h)
+  std::string client_token;    // non-empty: public routes need "Authorization: Bearer TOKEN"
 };
 
 class HttpServer {
@@ -90,8 +92,12 @@ class HttpServer {
   static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options);
   virtual ~HttpServer() = default;
 
-  // Exact-path routes. A request with another method gets 405.
+  // Exact-path routes. A request with another method gets 405. Public
+  // routes are for clients (closed only by a client token).
   virtual void Route(std::string path, HttpHandler handler, unsigned methods = kGetOrPost) = 0;
+  // Routes for other cluster members: when a cluster secret is configured
+  // the request must carry a valid signature (401 otherwise).
+  virtual void InternalRoute(std::string path, HttpHandler handler, unsigned methods = kGetOrPost) = 0;
   // Routes that change state outside the counting path (DESIGN §9): when an
   // admin token is configured they need "Authorization: Bearer TOKEN" (401).
   virtual void AdminRoute(std::string path, HttpHandler handler, unsigned methods = kPost) = 0;

@@ -21,7 +21,8 @@ enum class StatusCode {
   kUnavailable,         // a peer is down or overloaded; retry later (HTTP 503)
   kFailedPrecondition,  // the state forbids it now (e.g. DAY_NOT_OPEN)
   kOutOfRange,          // a value outside what the format can hold
-  kUnauthorized,        // admin endpoint without the token (HTTP 401)
+  kUnauthorized,        // no valid credentials: token or cluster signature (HTTP 401)
+  kForbidden,           // valid credentials, but not for this (HTTP 403)
   kInternal,
 };
 
@@ -45,6 +46,12 @@ class [[nodiscard]] Status {
     return Status(StatusCode::kFailedPrecondition, std::move(msg), std::move(reason));
   }
   static Status OutOfRange(std::string msg) { return Status(StatusCode::kOutOfRange, std::move(msg), "OUT_OF_RANGE"); }
+  static Status Unauthorized(std::string msg, std::string reason = "UNAUTHORIZED") {
+    return Status(StatusCode::kUnauthorized, std::move(msg), std::move(reason));
+  }
+  static Status Forbidden(std::string msg, std::string reason = "FORBIDDEN") {
+    return Status(StatusCode::kForbidden, std::move(msg), std::move(reason));
+  }
   static Status Internal(std::string msg) { return Status(StatusCode::kInternal, std::move(msg), "INTERNAL_ERROR"); }
 
   bool ok() const { return code_ == StatusCode::kOk; }

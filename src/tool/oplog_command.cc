@@ -4,9 +4,11 @@
 //   list DIR                      segments, records, first/last seq per shard, size
 //   dump PATH…                    every record as text (header line, then its lines)
 //   verify PATH…                  checksums and headers; exit 1 on corruption
-//   replay DIR --to HOST:PORT --shard S [--source NAME] [--after-seq N]
+//   replay DIR --to HOST:PORT --shard S [--source NAME] [--after-seq N] [--config FILE]
 //                                 re-sends one shard's batches in seq order; the
 //                                 shard's watermark makes a replay safe to repeat
+//   release --config FILE --api NAME --shard S
+//                                 ends a "watermark ahead" hold (oplog_release.h)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "clickatron/oplog_record.h"
 #include "clickatron/query_string.h"
 #include "commands.h"
+#include "oplog_release.h"
 
 namespace clickatron::tool {
 namespace {
@@ -164,6 +167,7 @@ struct ReplayOptions {
   int shard = 0;
   std::string source;
   uint64_t after_seq = 0;
+  std::string config;  // the cluster file: its secret signs the batches
 };
 
 Status Replay(const ReplayOptions& o) {
@@ -171,7 +175,13 @@ Status Replay(const ReplayOptions& o) {
   if (!peer.ok()) return peer.status();
   auto files = ExpandPath(o.dir);
   if (!files.ok()) return files.status();
-  BlockingHttpClient client;
+  std::string secret;
+  if (!o.config.empty()) {
+    auto cluster = ClusterConfig::Load(o.config);
+    if (!cluster.ok()) return cluster.status();
+    secret = cluster->cluster_secret;
+  }
+  BlockingHttpClient client(secret);
   uint64_t after = o.after_seq;
   std::string source = o.source;
   uint64_t sent = 0, applied = 0, duplicates = 0;
@@ -191,6 +201,9 @@ Status Replay(const ReplayOptions& o) {
         spec.target = "/watermark?source=" + PercentEncode(source);
         HttpResponse r = client.Fetch(*peer, spec);
         if (!r.ok()) return r.transport;
+        if (r.status_code == 401) {
+          return Status::Unauthorized("GET /watermark: HTTP 401: the shard wants the cluster secret: pass --config");
+        }
         if (r.status_code != 200) return Status::Unavailable(fmt::format("GET /watermark: HTTP {}", r.status_code));
         auto j = nlohmann::json::parse(r.body, nullptr, false);
         if (!j.is_discarded() && j["data"].is_object() && j["data"]["seq"].is_number_unsigned()) {
@@ -265,7 +278,9 @@ void AddOplogCommand(CLI::App& app) {
   replay->add_option("--shard", ro->shard, "which shard's batches")->required()->check(CLI::NonNegativeNumber);
   replay->add_option("--source", ro->source, "source name to send as (default: the one recorded)");
   replay->add_option("--after-seq", ro->after_seq, "skip batches up to this seq (the shard's watermark is skipped anyway)");
+  replay->add_option("--config", ro->config, "the cluster file (its cluster secret signs the requests)");
   SetAction(replay, [ro] { return Replay(*ro); });
+  AddOplogReleaseCommand(oplog);
 }
 
 const bool kRegistered = RegisterCommand(60, AddOplogCommand);

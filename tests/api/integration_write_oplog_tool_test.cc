@@ -63,9 +63,9 @@ TEST(IntegrationWriteOplogToolTest, ListDumpVerifyAndReplay) {
   WriteCluster fresh(1);
   fresh.Start(WriteCluster::Realtime(0));
   const std::string to = fresh.Peer(WriteCluster::Realtime(0)).ToString();
-  EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0"}, &out), 0) << out;
+  EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0", "--config", fresh.config()}, &out), 0) << out;
   EXPECT_EQ(fresh.Counters("t|"), expected);
-  EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0"}, &out), 0) << out;
+  EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0", "--config", fresh.config()}, &out), 0) << out;
   EXPECT_NE(out.find("sent 0 batches"), std::string::npos) << out;
   EXPECT_EQ(fresh.Counters("t|"), expected);
 

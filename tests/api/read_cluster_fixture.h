@@ -193,13 +193,15 @@ realtime_shards = {}
 archive_shards = {}
 clock = "manual"
 log_level = "warn"
-
+{}
 [api]
 request_timeout_ms = {}
 oplog_sync = "none"
 
 )",
-                                   spec_.realtime_shards, spec_.archive_shards, spec_.request_timeout_ms);
+                                   spec_.realtime_shards, spec_.archive_shards,
+                                   clickatron::testing::TestSecretToml(dir_.path()), spec_.request_timeout_ms);
+    toml += clickatron::testing::LoaderMemberToml("test", dir_.path());
     const auto member = [&](const std::string& name, const std::string& role, uint16_t port, int shard,
                             const std::string& file) {
       ports_[name] = port;

@@ -57,7 +57,7 @@ realtime_shards = {}
 archive_shards = 1
 clock = "manual"
 log_level = "info"
-
+{}
 [api]
 request_timeout_ms = 2000
 retry_backoff_min_ms = 20
@@ -65,7 +65,7 @@ retry_backoff_max_ms = 200
 {}
 
 )",
-                                   realtime_shards, api_settings);
+                                   realtime_shards, clickatron::testing::TestSecretToml(dir_.path()), api_settings);
     auto member = [&](const std::string& name, const std::string& role, int shard) {
       ports_[name] = clickatron::testing::FreePort();
       toml += fmt::format("[[member]]\nname = \"{}\"\nrole = \"{}\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}\"\n",

@@ -11,6 +11,7 @@
 
 #include "clickatron/file_util.h"
 #include "clickatron/manifest.h"
+#include "testutil/testutil.h"
 
 namespace clickatron::archive::testing {
 
@@ -54,7 +55,7 @@ realtime_shards = 1
 archive_shards = 1
 admin_token = "{}"
 log_level = "info"
-
+{}
 [archive]
 {}
 
@@ -71,7 +72,7 @@ listen = "127.0.0.1:{}"
 shard = 0
 file = "{}"
 )",
-                     admin_token, archive_table, port, file);
+                     admin_token, clickatron::testing::TestSecretToml(DirName(file)), archive_table, port, file);
 }
 
 }  // namespace clickatron::archive::testing

@@ -180,6 +180,7 @@ TEST(TwoReplicasTest, ServeOneFileSideBySide) {
   std::string toml = fmt::format(R"([cluster]
 realtime_shards = 1
 archive_shards = 1
+{}
 [[member]]
 name = "realtime-0"
 role = "realtime"
@@ -198,7 +199,7 @@ listen = "127.0.0.1:{}"
 shard = 0
 file = "{}"
 )",
-                                 ports[0], file, ports[1], file);
+                                 clickatron::testing::TestSecretToml(dir.path()), ports[0], file, ports[1], file);
   ASSERT_TRUE(WriteFileAtomically(dir / "cluster.toml", toml).ok());
   clickatron::testing::DaemonProcess replicas[2];
   const char* names[2] = {"archive-0", "archive-0b"};

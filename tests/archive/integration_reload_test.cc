@@ -89,7 +89,7 @@ TEST_F(ReplicaTest, ReloadsUnderReadLoadFailNoRequest) {
   std::mutex failure_mu;
   std::vector<std::string> failures;
   std::thread reader([&] {
-    BlockingHttpClient client;
+    BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
     std::mt19937 rng(7);
     while (!stop.load()) {
       int i = static_cast<int>(rng() % 300);
@@ -298,7 +298,7 @@ TEST_F(ReplicaTest, AStreamStartedBeforeAReloadFinishesOnTheOldFile) {
   std::string received;
   bool reloaded_mid_stream = false;
   int64_t generations_during = 0;
-  BlockingHttpClient client;
+  BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
   HttpRequestSpec spec;
   spec.target = "/fwmatch?key=p|";
   spec.timeout_ms = 60000;

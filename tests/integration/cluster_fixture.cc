@@ -18,6 +18,8 @@ using clickatron::testing::DaemonProcess;
 using clickatron::testing::FreePort;
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
+using clickatron::testing::LoaderMemberToml;
+using clickatron::testing::TestSecretToml;
 
 namespace {
 
@@ -44,12 +46,13 @@ std::string BinaryForRole(MemberRole role) {
 Cluster::Cluster(Options options) : options_(options) {
   const std::string& d = dir_.path();
   std::string toml = fmt::format(
-      "[cluster]\nrealtime_shards = {}\narchive_shards = {}\nclock = \"manual\"\nadmin_token = \"{}\"\n"
+      "[cluster]\nrealtime_shards = {}\narchive_shards = {}\nclock = \"manual\"\nadmin_token = \"{}\"\n{}"
       "log_level = \"info\"\n\n[api]\nflush_window_ms = {}\nretry_backoff_min_ms = 20\nretry_backoff_max_ms = 500\n"
       "request_timeout_ms = 3000\n\n"
       "[rebuild]\nwork_dir = \"{}/rebuild\"\nbackup_dir = \"{}/backup\"\nmemory_mb = {}\n\n",
-      options.realtime_shards, options.archive_shards, kToken, options.flush_window_ms, d, d, options.rebuild_memory_mb);
+      options.realtime_shards, options.archive_shards, kToken, TestSecretToml(d), options.flush_window_ms, d, d, options.rebuild_memory_mb);
   toml += MemberToml("api-0", "api", FreePort(), d + "/api-0", -1, "");
+  toml += LoaderMemberToml("loader", d);  // tests that post to a realtime shard themselves
   for (int s = 0; s < options.realtime_shards; ++s) {
     toml += MemberToml(fmt::format("realtime-{}", s), "realtime", FreePort(), fmt::format("{}/realtime-{}", d, s), s, "");
   }

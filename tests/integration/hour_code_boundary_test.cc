@@ -276,7 +276,7 @@ class HourCodeBoundaryTest : public ::testing::Test {
       std::string body;
       for (const auto& [key, delta] : records) body += fmt::format("{},{}\n", key, delta);
       const int seq = ++seq_[member];
-      auto r = HttpPost(cluster_.member(member).listen, fmt::format("/incr?source=hour-code-boundary&seq={}", seq),
+      auto r = HttpPost(cluster_.member(member).listen, fmt::format("/incr?source=loader&seq={}", seq),
                         body, 10000);
       ASSERT_EQ(r.status_code, 200) << member << ": " << r.body << r.transport.ToString();
       auto j = nlohmann::json::parse(r.body, nullptr, false);

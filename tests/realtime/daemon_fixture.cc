@@ -28,7 +28,7 @@ archive_shards = 1
 clock = "{}"
 admin_token = "{}"
 log_level = "info"
-
+{}
 [realtime]
 write_buffer_mb = 4
 block_cache_mb = 8
@@ -48,9 +48,10 @@ listen = "127.0.0.1:{}"
 data_dir = "{}"
 shard = 0
 file = "{}"
-)",
-                     clock, kAdminToken, realtime_extra, member_.listen.ToString(), member_.data_dir, FreePort(), dir_ / "archive-0",
-                     dir_ / "archive-0.csv");
+
+{})",
+                     clock, kAdminToken, clickatron::testing::TestSecretToml(dir_.path()), realtime_extra, member_.listen.ToString(), member_.data_dir, FreePort(), dir_ / "archive-0",
+                     dir_ / "archive-0.csv", clickatron::testing::LoaderMemberToml("api-0", dir_.path()) + clickatron::testing::LoaderMemberToml("api-1", dir_.path()));
 }
 
 bool RealtimeDaemon::Start(std::string* error) {
@@ -66,7 +67,7 @@ HttpResponse RealtimeDaemon::Post(const std::string& target, const std::string& 
 }
 
 HttpResponse RealtimeDaemon::AdminGet(const std::string& target) const {
-  BlockingHttpClient client;
+  BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
   HttpRequestSpec spec;
   spec.method = "GET";
   spec.target = target;

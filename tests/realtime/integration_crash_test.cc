@@ -86,7 +86,7 @@ void KillRestartAndResend(RealtimeDaemon& daemon, const std::function<bool(int a
   std::atomic<uint64_t> durable_heard{0};
   std::atomic<int> sent{0};
   std::thread poster([&] {
-    BlockingHttpClient client;
+    BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
     uint64_t prev = 0;
     for (int b = 0; b < kBatches; ++b) {
       HttpRequestSpec spec;

@@ -37,6 +37,8 @@ using testing::HttpPost;
 using testing::Loopback;
 using testing::RunCommand;
 using testing::TempDir;
+using testing::LoaderMemberToml;
+using testing::TestSecretToml;
 using testing::WaitFor;
 
 constexpr const char* kToken = "s3cret";
@@ -109,7 +111,7 @@ archive_shards = {0}
 clock = "manual"
 admin_token = "{1}"
 log_level = "info"
-
+{3}
 [rebuild]
 work_dir = "{2}/work"
 backup_dir = "{2}/backup"
@@ -118,7 +120,8 @@ threads = 2
 max_bad_line_ratio = 0.1
 oplog_dirs = ["{2}/api-0"]
 )",
-                                   kShards, kToken, tmp_.path());
+                                   kShards, kToken, tmp_.path(), TestSecretToml(tmp_.path()));
+    toml += LoaderMemberToml("test", tmp_.path());
     for (int i = 0; i < kShards; ++i) {
       toml += fmt::format(R"(
 [[member]]

@@ -1,12 +1,16 @@
 #include "testutil/testutil.h"
 
+#include "clickatron/file_util.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -175,8 +179,23 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output, const 
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+std::string TestSecretToml(const std::string& dir) {
+  const std::string path = dir + "/cluster.secret";
+  if (!FileExists(path)) {
+    Status st = WriteFileAtomically(path, std::string(kTestClusterSecret) + "\n");
+    if (st.ok() && ::chmod(path.c_str(), 0600) != 0) st = Status::IoError("chmod " + path);
+    if (!st.ok()) std::fprintf(stderr, "TestSecretToml: %s\n", st.ToString().c_str());
+  }
+  return "cluster_secret_file = \"" + path + "\"\n";
+}
+
+std::string LoaderMemberToml(const std::string& name, const std::string& dir) {
+  return "[[member]]\nname = \"" + name + "\"\nrole = \"api\"\nlisten = \"127.0.0.1:" + std::to_string(FreePort()) +
+         "\"\ndata_dir = \"" + dir + "/" + name + "\"\n\n";
+}
+
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms) {
-  BlockingHttpClient client;
+  BlockingHttpClient client(kTestClusterSecret);
   HttpRequestSpec spec;
   spec.method = "GET";
   spec.target = target;
@@ -186,7 +205,7 @@ HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeou
 
 HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std::string& body, int timeout_ms,
                       const std::string& bearer) {
-  BlockingHttpClient client;
+  BlockingHttpClient client(kTestClusterSecret);
   HttpRequestSpec spec;
   spec.method = "POST";
   spec.target = target;

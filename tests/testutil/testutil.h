@@ -72,7 +72,18 @@ std::string LinesWithAnyPrefix(const std::map<std::string, int64_t>& records, co
 
 int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data = "");
 
-// Blocking HTTP against loopback daemons.
+// Every test cluster runs with a cluster secret, as users run theirs; the
+// helpers below sign with it (a test of unsigned requests uses its own
+// BlockingHttpClient).
+inline constexpr const char* kTestClusterSecret = "clickatron-test-cluster-secret-0123456789";
+// Writes kTestClusterSecret to DIR/cluster.secret (mode 600) and returns the
+// line naming it, for a cluster file's [cluster] table.
+std::string TestSecretToml(const std::string& dir);
+// An API member that no test starts: tests that post batches to a realtime
+// shard themselves do so under its name (shards take only API members').
+std::string LoaderMemberToml(const std::string& name, const std::string& dir);
+
+// Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000);
 HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std::string& body,
                       int timeout_ms = 10000, const std::string& bearer = "");

@@ -1,0 +1,148 @@
+#include "clickatron/cluster_auth.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "clickatron/file_util.h"
+
+namespace clickatron {
+namespace {
+
+constexpr std::string_view kScheme = "v1";
+
+std::string Hex(const unsigned char* data, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(n * 2, '0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = kDigits[data[i] >> 4];
+    out[2 * i + 1] = kDigits[data[i] & 15];
+  }
+  return out;
+}
+
+std::string BodyDigest(std::string_view body) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(body.data(), body.size(), md, &len, EVP_sha256(), nullptr);
+  return Hex(md, len);
+}
+
+std::string Signature(std::string_view secret, int64_t ts, std::string_view method, std::string_view target,
+                      std::string_view body) {
+  const std::string message = fmt::format("clickatron-v1\n{}\n{}\n{}\n{}", ts, method, target, BodyDigest(body));
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
+  return Hex(md, len);
+}
+
+// The value after "NAME=" among space-separated fields, or "" when absent.
+std::string_view Field(std::string_view header, std::string_view name) {
+  size_t pos = 0;
+  while (pos < header.size()) {
+    size_t end = header.find(' ', pos);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view field = header.substr(pos, end - pos);
+    if (field.size() > name.size() && field.substr(0, name.size()) == name && field[name.size()] == '=') {
+      return field.substr(name.size() + 1);
+    }
+    pos = end + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string SignRequest(std::string_view secret, std::string_view method, std::string_view target,
+                        std::string_view body, int64_t unix_now) {
+  return fmt::format("{} ts={} sig={}", kScheme, unix_now, Signature(secret, unix_now, method, target, body));
+}
+
+Status VerifyRequest(std::string_view secret, std::string_view header, std::string_view method,
+                     std::string_view target, std::string_view body, int64_t unix_now) {
+  if (header.empty()) {
+    return Status::Unauthorized(fmt::format("{} is for cluster members: the request carries no {} header", target.substr(0, target.find('?')), kSignatureHeader));
+  }
+  if (header.substr(0, kScheme.size() + 1) != std::string(kScheme) + " ") {
+    return Status::Unauthorized(fmt::format("{}: unknown scheme (expected \"{} ts=… sig=…\")", kSignatureHeader, kScheme));
+  }
+  const std::string_view ts_text = Field(header, "ts");
+  const std::string_view sig = Field(header, "sig");
+  int64_t ts = 0;
+  auto [end, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
+  if (ts_text.empty() || ec != std::errc() || end != ts_text.data() + ts_text.size() || sig.empty()) {
+    return Status::Unauthorized(fmt::format("{}: malformed (expected \"{} ts=… sig=…\")", kSignatureHeader, kScheme));
+  }
+  if (ts < unix_now - kMaxSignatureSkewSeconds || ts > unix_now + kMaxSignatureSkewSeconds) {
+    return Status::Unauthorized(fmt::format("{}: signed at {}, {} s away from this member's clock (at most {} s): "
+                                            "check the clocks, or a replay",
+                                            kSignatureHeader, ts, ts - unix_now, kMaxSignatureSkewSeconds));
+  }
+  if (!ConstantTimeEquals(sig, Signature(secret, ts, method, target, body))) {
+    return Status::Unauthorized(fmt::format("{}: wrong signature (another cluster secret, or the request was altered)",
+                                            kSignatureHeader));
+  }
+  return Status::Ok();
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+Result<std::string> ReadSecretFile(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArgument(fmt::format("{} \"{}\": {}", what, path, std::strerror(errno)), "BAD_SECRET_FILE");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(fmt::format("{} \"{}\": not a regular file", what, path), "BAD_SECRET_FILE");
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Status::InvalidArgument(
+        fmt::format("{} \"{}\": owned by uid {}, not by this user (uid {})", what, path, st.st_uid, ::geteuid()),
+        "BAD_SECRET_FILE");
+  }
+  if ((st.st_mode & 077) != 0) {
+    return Status::InvalidArgument(
+        fmt::format("{} \"{}\": mode {:03o} lets others read it; only its owner may (chmod 600 {})", what, path,
+                    st.st_mode & 0777, path),
+        "BAD_SECRET_FILE");
+  }
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  std::string secret = std::move(text).value();
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' || secret.back() == ' ' || secret.back() == '\t')) {
+    secret.pop_back();
+  }
+  if (secret.size() < kMinSecretBytes) {
+    return Status::InvalidArgument(
+        fmt::format("{} \"{}\": {} bytes; a secret needs at least {}", what, path, secret.size(), kMinSecretBytes),
+        "BAD_SECRET_FILE");
+  }
+  return secret;
+}
+
+Result<std::string> GenerateSecret() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return Status::Internal("RAND_bytes failed: no entropy for a secret");
+  return Hex(bytes, sizeof bytes);
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  return host.substr(0, 4) == "127.";
+}
+
+}  // namespace clickatron
