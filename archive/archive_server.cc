@@ -67,7 +67,8 @@ void ArchiveServer::RegisterRoutes() {
   server_.InternalRoute("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
   server_.InternalRoute("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
   server_.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
-  server_.InternalRoute("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
+  // Open like /stats: what generation is served, no data.
+  server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
   server_.AdminRoute("/reload", [this](const HttpExchangePtr& ex) { HandleReload(ex); }, kPost);
   // A signal only asks for a reload; the work happens on the reload thread.
   server_.OnSignal(SIGHUP, [this] {

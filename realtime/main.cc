@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   using namespace clickatron;
   Result<DaemonContext> context = StartDaemon(argc, argv, "clickatron-realtime", MemberRole::kRealtime);
   if (!context.ok()) {
-    std::fprintf(stderr, "%s\n", context.status().message().c_str());
+    std::fprintf(stderr, "%s\n", context.status().ToString().c_str());
     return 2;
   }
   Result<std::unique_ptr<realtime::RealtimeServer>> server = realtime::RealtimeServer::Create(*context);

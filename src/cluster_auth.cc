@@ -1,6 +1,8 @@
 #include "clickatron/cluster_auth.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,10 +86,11 @@ Status VerifyRequest(std::string_view secret, std::string_view header, std::stri
   if (ts_text.empty() || ec != std::errc() || end != ts_text.data() + ts_text.size() || sig.empty()) {
     return Status::Unauthorized(fmt::format("{}: malformed (expected \"{} ts=… sig=…\")", kSignatureHeader, kScheme));
   }
+  // Compared without arithmetic on ts: any int64 may arrive.
   if (ts < unix_now - kMaxSignatureSkewSeconds || ts > unix_now + kMaxSignatureSkewSeconds) {
-    return Status::Unauthorized(fmt::format("{}: signed at {}, {} s away from this member's clock (at most {} s): "
+    return Status::Unauthorized(fmt::format("{}: signed at {}, this member's clock says {} (at most {} s apart): "
                                             "check the clocks, or a replay",
-                                            kSignatureHeader, ts, ts - unix_now, kMaxSignatureSkewSeconds));
+                                            kSignatureHeader, ts, unix_now, kMaxSignatureSkewSeconds));
   }
   if (!ConstantTimeEquals(sig, Signature(secret, ts, method, target, body))) {
     return Status::Unauthorized(fmt::format("{}: wrong signature (another cluster secret, or the request was altered)",
@@ -142,7 +145,11 @@ Result<std::string> GenerateSecret() {
 
 bool IsLoopbackHost(std::string_view host) {
   if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  return host.substr(0, 4) == "127.";
+  // Only an IPv4 literal in 127.0.0.0/8: a name such as 127.example.com is
+  // resolved when the socket is bound and may well reach other hosts.
+  in_addr addr{};
+  if (::inet_pton(AF_INET, std::string(host).c_str(), &addr) != 1) return false;
+  return (ntohl(addr.s_addr) >> 24) == 127;
 }
 
 }  // namespace clickatron

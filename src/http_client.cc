@@ -87,6 +87,7 @@ class HttpClientImpl : public HttpClient {
     if (!spec.bearer_token.empty()) {
       evhttp_add_header(headers, "Authorization", ("Bearer " + spec.bearer_token).c_str());
     }
+    for (const auto& [name, value] : spec.headers) evhttp_add_header(headers, name.c_str(), value.c_str());
     if (!options_.cluster_secret.empty()) {
       const std::string signature = SignRequest(options_.cluster_secret, spec.method, spec.target, spec.body,
                                                 static_cast<int64_t>(std::time(nullptr)));

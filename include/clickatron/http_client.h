@@ -41,6 +41,7 @@ struct HttpRequestSpec {
   std::string target;          // path and query: "/get?key=u%7Cjehiah"
   std::string body;
   std::string bearer_token;    // sent as Authorization: Bearer … when set
+  std::vector<std::pair<std::string, std::string>> headers;  // more request headers, as given
   int timeout_ms = 5000;
 };
 

@@ -230,6 +230,13 @@ shard = 0
 file = "{}/archive.csv"
 )",
                                          f.write_buffer_mb, f.block_cache_mb, port, dir, PickPort(), dir, dir);
+    // The shard takes batches only from API members: one (never started)
+    // per sending connection, named as its batches' source.
+    for (int c = 0; c < f.connections; ++c) {
+      std::ofstream(config, std::ios::app) << fmt::format(
+          "[[member]]\nname = \"bench-{}\"\nrole = \"api\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}/bench-{}\"\n", c,
+          PickPort(), dir, c);
+    }
     std::fflush(nullptr);  // or the child would print our buffered output again
     pid_ = ::fork();
     if (pid_ == 0) {

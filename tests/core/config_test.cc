@@ -1,8 +1,13 @@
 #include "clickatron/config.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "clickatron/daemon.h"
 #include "clickatron/file_util.h"
+#include "testutil/testutil.h"
 
 namespace clickatron {
 namespace {
@@ -97,9 +102,14 @@ TEST(ConfigTest, RejectsDuplicateNamesAndAddresses) {
   EXPECT_NE(ParseError(addr).message().find("used twice"), std::string::npos);
 }
 
-TEST(ConfigTest, ShippedLocalConfigLoads) {
-  auto c = ClusterConfig::Load(std::string(CLICKATRON_SOURCE_DIR) + "/conf/local.toml");
+TEST(ConfigTest, ShippedLocalConfigParsesAndNamesItsSecretFiles) {
+  // Parse, not Load: the secret files exist once scripts/run has created them.
+  auto text = ReadFileToString(std::string(CLICKATRON_SOURCE_DIR) + "/conf/local.toml");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto c = ClusterConfig::Parse(*text, "conf/local.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster_secret_file, "var/cluster.secret");
+  EXPECT_EQ(c->admin_token_file, "var/admin.token");
   EXPECT_EQ(c->MembersWithRole(MemberRole::kRealtime).size(), 2u);
   EXPECT_EQ(c->MembersWithRole(MemberRole::kArchive).size(), 2u);
   EXPECT_EQ(c->MembersWithRole(MemberRole::kApi).size(), 1u);
@@ -113,6 +123,192 @@ TEST(HostPortTest, ParsesAndRejects) {
   EXPECT_FALSE(ParseHostPort("127.0.0.1:0").ok());
   EXPECT_FALSE(ParseHostPort("127.0.0.1:70000").ok());
   EXPECT_FALSE(ParseHostPort("h:12x").ok());
+}
+
+// --- Secrets, tokens and exposure ([cluster] cluster_secret_file,
+// admin_token_file, [api] client_token, CheckExposure) ---
+
+// Writes `contents` to `path` and sets exactly `mode` (independent of umask).
+bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
+  ok = ::fchmod(fd, mode) == 0 && ok;
+  return ::close(fd) == 0 && ok;
+}
+
+// kGood with `lines` added at the top of its `table` ("[cluster]", "[api]").
+std::string GoodWith(const std::string& table, const std::string& lines) {
+  std::string text = kGood;
+  const std::string header = table + "\n";
+  text.insert(text.find(header) + header.size(), lines);
+  return text;
+}
+
+// Writes the cluster file into `dir` and loads it.
+Result<ClusterConfig> LoadText(const testing::TempDir& dir, const std::string& text) {
+  const std::string path = dir / "cluster.toml";
+  if (!WriteWithMode(path, text, 0644)) return Status::IoError("cannot write " + path);
+  return ClusterConfig::Load(path);
+}
+
+constexpr const char* kSecretValue = "cluster-secret-for-config-test-0123";
+constexpr const char* kAdminTokenValue = "admin-token-for-config-test-4567";
+
+TEST(ConfigTest, LoadReadsClusterSecretFile) {
+  testing::TempDir dir;
+  const std::string secret_path = dir / "cluster.secret";
+  ASSERT_TRUE(WriteWithMode(secret_path, std::string(kSecretValue) + "\n", 0600));
+  const std::string text = GoodWith("[cluster]", "cluster_secret_file = \"" + secret_path + "\"\n");
+
+  // Parse names the file but reads no other file.
+  auto parsed = ClusterConfig::Parse(text, "cluster.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->cluster_secret_file, secret_path);
+  EXPECT_EQ(parsed->cluster_secret, "");
+
+  auto c = LoadText(dir, text);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cluster_secret_file, secret_path);
+  EXPECT_EQ(c->cluster_secret, kSecretValue);
+  EXPECT_EQ(c->admin_token, "");
+}
+
+TEST(ConfigTest, LoadRefusesClusterSecretFileOthersCanRead) {
+  testing::TempDir dir;
+  const std::string secret_path = dir / "cluster.secret";
+  ASSERT_TRUE(WriteWithMode(secret_path, std::string(kSecretValue) + "\n", 0644));
+  auto c = LoadText(dir, GoodWith("[cluster]", "cluster_secret_file = \"" + secret_path + "\"\n"));
+  ASSERT_FALSE(c.ok());
+  const std::string& msg = c.status().message();
+  EXPECT_NE(msg.find(secret_path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cluster_secret_file"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("chmod 600"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir / "cluster.toml"), std::string::npos) << "names the cluster file too: " << msg;
+  EXPECT_EQ(msg.find(kSecretValue), std::string::npos) << "must not show the secret: " << msg;
+}
+
+TEST(ConfigTest, LoadRefusesMissingClusterSecretFile) {
+  testing::TempDir dir;
+  const std::string secret_path = dir / "no-such.secret";
+  auto c = LoadText(dir, GoodWith("[cluster]", "cluster_secret_file = \"" + secret_path + "\"\n"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(secret_path), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigTest, LoadReadsAdminTokenFile) {
+  testing::TempDir dir;
+  const std::string token_path = dir / "admin.token";
+  ASSERT_TRUE(WriteWithMode(token_path, std::string(kAdminTokenValue) + "  \n", 0600));
+  auto c = LoadText(dir, GoodWith("[cluster]", "admin_token_file = \"" + token_path + "\"\n"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->admin_token_file, token_path);
+  EXPECT_EQ(c->admin_token, kAdminTokenValue);
+  EXPECT_EQ(c->cluster_secret, "");
+
+  ASSERT_EQ(::chmod(token_path.c_str(), 0640), 0);
+  auto refused = LoadText(dir, GoodWith("[cluster]", "admin_token_file = \"" + token_path + "\"\n"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("admin_token_file"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find(token_path), std::string::npos) << refused.status().message();
+}
+
+TEST(ConfigTest, RefusesAdminTokenAndAdminTokenFileTogether) {
+  testing::TempDir dir;
+  const std::string token_path = dir / "admin.token";
+  ASSERT_TRUE(WriteWithMode(token_path, std::string(kAdminTokenValue) + "\n", 0600));
+  const std::string both =
+      GoodWith("[cluster]", "admin_token = \"inline-token-0123456789\"\nadmin_token_file = \"" + token_path + "\"\n");
+  Status parsed = ParseError(both);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.message().find("admin_token_file"), std::string::npos) << parsed.message();
+  auto loaded = LoadText(dir, both);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("admin_token_file"), std::string::npos) << loaded.status().message();
+  // Either one alone is fine.
+  EXPECT_TRUE(ClusterConfig::Parse(GoodWith("[cluster]", "admin_token = \"inline-token-0123456789\"\n"), "a.toml").ok());
+  EXPECT_TRUE(LoadText(dir, GoodWith("[cluster]", "admin_token_file = \"" + token_path + "\"\n")).ok());
+}
+
+TEST(ConfigTest, ParsesApiClientToken) {
+  auto none = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->api.client_token, "");  // default: no token
+  auto c = ClusterConfig::Parse(GoodWith("[api]", "client_token = \"client-token-abc\"\n"), "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->api.client_token, "client-token-abc");
+  EXPECT_EQ(c->api.flush_window_ms, 5);  // the rest of [api] still parsed
+}
+
+// kGood's api-0, listening on `host`.
+MemberConfig MemberOn(const ClusterConfig& c, const std::string& host) {
+  MemberConfig m = *c.FindMember("api-0");
+  m.listen.host = host;
+  return m;
+}
+
+TEST(ConfigTest, CheckExposureRefusesOpenListenWithoutSecret) {
+  auto c = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->cluster_secret.empty());
+  ASSERT_TRUE(c->admin_token.empty());
+  for (const std::string host : {"0.0.0.0", "10.0.0.1", "192.168.1.1", "::"}) {
+    Status st = CheckExposure(*c, MemberOn(*c, host));
+    EXPECT_FALSE(st.ok()) << host;
+    EXPECT_EQ(st.reason(), "INSECURE_LISTEN") << host << ": " << st.ToString();
+    EXPECT_NE(st.message().find("cluster_secret_file"), std::string::npos) << st.message();
+  }
+  // An admin token alone is not enough.
+  c->admin_token = kAdminTokenValue;
+  Status st = CheckExposure(*c, MemberOn(*c, "0.0.0.0"));
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "INSECURE_LISTEN") << st.ToString();
+}
+
+TEST(ConfigTest, CheckExposureRefusesOpenListenWithSecretButNoAdminToken) {
+  auto c = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  c->cluster_secret = kSecretValue;
+  Status st = CheckExposure(*c, MemberOn(*c, "0.0.0.0"));
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "INSECURE_LISTEN") << st.ToString();
+  EXPECT_NE(st.message().find("admin"), std::string::npos) << st.message();
+}
+
+TEST(ConfigTest, CheckExposureAcceptsOpenListenWithSecretAndAdminToken) {
+  auto c = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  c->cluster_secret = kSecretValue;
+  c->admin_token = kAdminTokenValue;
+  Status st = CheckExposure(*c, MemberOn(*c, "0.0.0.0"));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+
+  // The same through files, as Load fills them.
+  testing::TempDir dir;
+  const std::string secret_path = dir / "cluster.secret";
+  const std::string token_path = dir / "admin.token";
+  ASSERT_TRUE(WriteWithMode(secret_path, std::string(kSecretValue) + "\n", 0600));
+  ASSERT_TRUE(WriteWithMode(token_path, std::string(kAdminTokenValue) + "\n", 0600));
+  auto loaded = LoadText(dir, GoodWith("[cluster]", "cluster_secret_file = \"" + secret_path +
+                                                        "\"\nadmin_token_file = \"" + token_path + "\"\n"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Status from_files = CheckExposure(*loaded, MemberOn(*loaded, "0.0.0.0"));
+  EXPECT_TRUE(from_files.ok()) << from_files.ToString();
+}
+
+TEST(ConfigTest, CheckExposureAcceptsLoopbackWithoutSecretOrToken) {
+  auto c = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->cluster_secret.empty());
+  ASSERT_TRUE(c->admin_token.empty());
+  for (const std::string host : {"127.0.0.1", "::1", "localhost"}) {
+    Status st = CheckExposure(*c, MemberOn(*c, host));
+    EXPECT_TRUE(st.ok()) << host << ": " << st.ToString();
+  }
+  // Every member of kGood listens on 127.0.0.1 as written.
+  for (const auto& m : c->members) {
+    EXPECT_TRUE(CheckExposure(*c, m).ok()) << m.name;
+  }
 }
 
 }  // namespace

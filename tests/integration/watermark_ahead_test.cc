@@ -1,0 +1,127 @@
+// "Watermark ahead" (docs/operations.md): a shard's watermark for an API
+// node above every seq the node wrote — here a second node under the name
+// api-0, which holds the cluster secret, sends one batch with a far higher
+// seq. The real node must not let its acknowledged increments be dropped as
+// duplicates: it holds, keeps them in its oplog, shows the state, survives a
+// restart, and after `clickatron oplog release` counts each exactly once.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "integration/cluster_fixture.h"
+
+namespace clickatron::integration {
+namespace {
+
+using clickatron::testing::BinaryPath;
+using clickatron::testing::HttpGet;
+using clickatron::testing::HttpPost;
+using clickatron::testing::RunCommand;
+using clickatron::testing::WaitFor;
+
+const std::string kDay = "2024-06-01";
+constexpr uint64_t kForgedSeq = 1000000000;
+
+class WatermarkAheadTest : public StartedClusterTest {
+ protected:
+  WatermarkAheadTest() : StartedClusterTest(kDay) {}
+
+  void IncrementThroughApi(const std::string& key, int count) {
+    for (int i = 0; i < count; ++i) {
+      Increment inc;
+      inc.key = key + std::to_string(i % 8);  // keys on both shards
+      inc.ts = UnixOfDate(kDay) + 3600 * (i % 24) + 11;
+      auto r = HttpGet(cluster_.api(), "/incr?" + inc.QueryString());
+      ASSERT_EQ(r.status_code, 200) << r.body;
+    }
+  }
+  int64_t Total(const std::string& key) const {
+    int64_t sum = 0;
+    for (int i = 0; i < 8; ++i) {
+      const int64_t n = cluster_.DayTotal(key + std::to_string(i), kDay);
+      if (n < 0) return -1;
+      sum += n;
+    }
+    return sum;
+  }
+  nlohmann::json Senders() const {
+    auto r = HttpGet(cluster_.api(), "/stats");
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j["data"]["write"]["shards"];
+  }
+  bool AllHeld() const {
+    nlohmann::json shards = Senders();
+    if (!shards.is_array() || shards.empty()) return false;
+    for (const auto& s : shards) {
+      if (s["state"] != "held" || s["watermark_ahead"] != 1) return false;
+    }
+    return true;
+  }
+};
+
+TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce) {
+  IncrementThroughApi("before", 8);
+  ASSERT_TRUE(WaitFor([&] { return Total("before") == 8; })) << Total("before");
+  std::map<std::string, uint64_t> really_applied;
+  for (const auto& s : Senders()) really_applied[s["member"]] = s["acked_seq"].get<uint64_t>();
+
+  // The second "api-0": signed (it has the secret), a valid empty batch.
+  for (const MemberConfig* rt : cluster_.config().MembersWithRole(MemberRole::kRealtime)) {
+    auto r = HttpPost(rt->listen, fmt::format("/incr?source=api-0&seq={}", kForgedSeq), "");
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+
+  // Acknowledged while the shards' watermarks are ahead: the node holds.
+  IncrementThroughApi("after", 20);
+  ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
+  for (const auto& s : Senders()) {
+    EXPECT_EQ(s["held"]["shard_watermark"], kForgedSeq) << s.dump();
+    EXPECT_EQ(s["held"]["applied"], really_applied[s["member"]]) << s.dump();
+    EXPECT_NE(s["last_error"].get<std::string>().find("WATERMARK_AHEAD"), std::string::npos);
+  }
+  const std::string metrics = HttpGet(cluster_.api(), "/metrics").body;
+  EXPECT_NE(metrics.find("clickatron_api_shard_watermark_ahead{daemon=\"clickatron-api\",shard=\"0\"} 1"),
+            std::string::npos);
+  EXPECT_EQ(Total("after"), 0);  // none applied: not one taken for a duplicate
+  for (const auto& s : Senders()) EXPECT_EQ(s["duplicates"], 0) << s.dump();
+
+  // A restart keeps the hold and what the shard really applied (the marker).
+  ASSERT_EQ(cluster_.Stop("api-0"), 0);
+  std::string error;
+  ASSERT_TRUE(cluster_.Start("api-0", &error)) << error;
+  ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
+  for (const auto& s : Senders()) EXPECT_EQ(s["held"]["applied"], really_applied[s["member"]]) << s.dump();
+
+  // The documented way out, one shard at a time.
+  for (int shard = 0; shard < 2; ++shard) {
+    std::string out;
+    ASSERT_EQ(RunCommand({BinaryPath("clickatron"), "oplog", "release", "--config", cluster_.config_path(), "--api",
+                          "api-0", "--shard", std::to_string(shard)},
+                         &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("released"), std::string::npos) << out;
+  }
+  ASSERT_TRUE(WaitFor([&] { return Total("after") == 20; })) << Total("after");
+  EXPECT_EQ(Total("before"), 8);
+  IncrementThroughApi("later", 6);
+  ASSERT_TRUE(WaitFor([&] { return Total("later") == 6; })) << Total("later");
+  EXPECT_EQ(Total("after"), 20);
+  for (const auto& s : Senders()) {
+    EXPECT_EQ(s["state"], "up") << s.dump();
+    EXPECT_EQ(s["duplicates"], 0) << s.dump();
+  }
+  // A release when nothing is held is refused.
+  std::string out;
+  EXPECT_NE(RunCommand({BinaryPath("clickatron"), "oplog", "release", "--config", cluster_.config_path(), "--api",
+                        "api-0", "--shard", "0"},
+                       &out),
+            0);
+  EXPECT_NE(out.find("is not held"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace clickatron::integration
