@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   HttpClient::Options client_options;
   client_options.connections_per_peer = 16;
   client_options.cluster_secret = ctx->cluster.cluster_secret;
+  client_options.tls = ctx->cluster.client_tls;
   auto client = HttpClient::Create((*server)->base(), std::move(client_options));
   auto write = api::WritePath::Create(*ctx, **server, *client);
   if (!write.ok()) {

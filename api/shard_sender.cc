@@ -137,7 +137,7 @@ void ShardSender::OnWatermark(HttpResponse r) {
     return;
   }
   if (HoldIfAhead(applied, durable, "GET /watermark")) return;
-  if (held_.from_marker) {
+  if (held_.from_marker) {  // applied == held_.applied
     // Released while this node was down: the marker has done its job.
     std::error_code ec;
     std::filesystem::remove(options_.held_marker_path, ec);
@@ -163,8 +163,13 @@ void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
 }
 
 bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in) {
-  if (applied <= HighestWritten()) return false;
   if (state_ == State::kHeld) return true;
+  // A hold noted by an earlier run ends only where the operator's release
+  // puts the watermark: at what the shard really applied of ours. (The
+  // oplog may by now reach past the claimed watermark: batches written
+  // during the hold.)
+  const bool still_held = held_.from_marker && applied != held_.applied;
+  if (!still_held && applied <= HighestWritten()) return false;
   // Seqs the shard has taken for this source that this node never wrote:
   // a second API node under this name, an oplog restored from an old copy
   // or one that lost its tail, or a forged batch. Everything sent now would
@@ -179,10 +184,16 @@ bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_vi
   // started: all it has is the oplog) everything in the oplog.
   if (!held_.from_marker) held_.applied = watermark_known_ ? acked_seq_ : replay_until_;
   held_.since_unix = static_cast<int64_t>(std::time(nullptr));
-  last_error_ = fmt::format(
-      "WATERMARK_AHEAD: the shard's watermark for {} is {}, above seq {}, the highest this node ever wrote for it; "
-      "nothing is sent until an operator runs `clickatron oplog release` (docs/operations.md)",
-      options_.source, applied, HighestWritten());
+  last_error_ =
+      still_held
+          ? fmt::format("WATERMARK_AHEAD: held since an earlier run ({}); the shard's watermark for {} is {}, this "
+                        "node's batches were applied up to {}; nothing is sent until an operator runs `clickatron "
+                        "oplog release` (docs/operations.md)",
+                        options_.held_marker_path, options_.source, applied, held_.applied)
+          : fmt::format("WATERMARK_AHEAD: the shard's watermark for {} is {}, above seq {}, the highest this node "
+                        "ever wrote for it; nothing is sent until an operator runs `clickatron oplog release` "
+                        "(docs/operations.md)",
+                        options_.source, applied, HighestWritten());
   spdlog::error("shard {} ({}): {} (heard in {}); this node's batches up to seq {} were applied",
                 options_.shard, options_.member, last_error_, heard_in, held_.applied);
   if (!options_.held_marker_path.empty()) {
@@ -208,13 +219,25 @@ void ShardSender::ScheduleHeldPoll() {
     self->client_.Send(self->options_.peer, std::move(spec), [weak](HttpResponse r) {
       auto self = weak.lock();
       if (!self || self->state_ != State::kHeld) return;
+      ++self->held_polls_;
       uint64_t applied = 0, durable = 0;
       if (r.ok() && r.status_code == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
-        if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable) &&
-            applied <= self->HighestWritten()) {
-          self->Release(applied, durable);
-          return;
+        if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
+          // Only exactly there: above, batches this node wrote during the
+          // hold would be taken for duplicates; below, applied ones would
+          // count twice.
+          if (applied == self->held_.applied) {
+            self->Release(applied, durable);
+            return;
+          }
+          if (applied != self->held_.shard_watermark) {
+            spdlog::error("shard {} ({}): watermark for {} moved from {} to {}, not to {} (what it applied of "
+                          "ours): still held",
+                          self->options_.shard, self->options_.member, self->options_.source,
+                          self->held_.shard_watermark, applied, self->held_.applied);
+            self->held_.shard_watermark = applied;
+          }
         }
       }
       self->ScheduleHeldPoll();
@@ -559,6 +582,7 @@ nlohmann::json ShardSender::StatsJson() const {
       {"resequenced", resequenced_},
       {"late_lines", late_lines_},
       {"releases", releases_},
+      {"held_polls", held_polls_},
       {"watermark_ahead", state_ == State::kHeld ? 1 : 0},
       {"held", state_ == State::kHeld ? nlohmann::json{{"applied", held_.applied},
                                                         {"shard_watermark", held_.shard_watermark},

@@ -179,6 +179,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   uint64_t replayed_ = 0;
   uint64_t resequenced_ = 0;
   uint64_t releases_ = 0;
+  uint64_t held_polls_ = 0;  // watermark polls answered while held
   std::string last_error_;
 };
 

@@ -204,7 +204,7 @@ Status DeployShard(const DeployOptions& options, int shard, BlockingHttpClient* 
 }  // namespace
 
 Status CheckArchiveReplicas(const ClusterConfig& cluster, int timeout_ms) {
-  BlockingHttpClient client(cluster.cluster_secret);
+  BlockingHttpClient client(cluster);
   std::vector<std::string> down;
   for (const MemberConfig* member : cluster.MembersWithRole(MemberRole::kArchive)) {
     HttpRequestSpec request;
@@ -222,7 +222,7 @@ Status CheckArchiveReplicas(const ClusterConfig& cluster, int timeout_ms) {
 
 Status DeployGeneration(const DeployOptions& options) {
   CLICKATRON_RETURN_IF_ERROR(CheckArchiveReplicas(*options.cluster, options.http_timeout_ms));
-  BlockingHttpClient client(options.cluster->cluster_secret);
+  BlockingHttpClient client(*options.cluster);
   for (int shard = 0; shard < options.cluster->archive_shards; ++shard) {
     CLICKATRON_RETURN_IF_ERROR(DeployShard(options, shard, &client));
   }
@@ -230,7 +230,7 @@ Status DeployGeneration(const DeployOptions& options) {
 }
 
 Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {
-  BlockingHttpClient client(cluster.cluster_secret);
+  BlockingHttpClient client(cluster);
   for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
     const MemberConfig* member = cluster.RealtimeMember(shard);
     if (member == nullptr) return Status::InvalidArgument(fmt::format("realtime shard {} has no member", shard));

@@ -71,7 +71,7 @@ Result<ExportResult> ExportDay(const ExportOptions& options) {
   if (!writer.ok()) return writer.status();
   StreamCheck check;
   uint64_t received = 0;
-  BlockingHttpClient client(options.cluster_secret);
+  BlockingHttpClient client(options.cluster_secret, options.tls);
   HttpRequestSpec request;
   request.method = "GET";
   request.target = "/export?date=" + options.date;

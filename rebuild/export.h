@@ -23,6 +23,7 @@ struct ExportOptions {
   std::string date;         // YYYY-MM-DD
   std::string admin_token;
   std::string cluster_secret;  // signs the request (the shard checks it)
+  std::shared_ptr<const TlsContext> tls;  // set: connect with TLS
   std::string path;
   int timeout_ms = 3600 * 1000;  // the whole transfer
   Progress* progress = nullptr;

@@ -158,6 +158,7 @@ Status ExportAll(const ClusterConfig& cluster, const std::string& date, const Ti
       options.date = date;
       options.admin_token = cluster.admin_token;
       options.cluster_secret = cluster.cluster_secret;
+      options.tls = cluster.client_tls;
       options.path = work.ExportPath(date, shard);
       options.timeout_ms = timeouts.export_ms;
       options.progress = &progress;
@@ -229,7 +230,7 @@ namespace {
 Result<std::vector<std::string>> UnexportedDaysBefore(const ClusterConfig& cluster, const std::string& date,
                                                       int timeout_ms) {
   std::set<std::string> days;
-  BlockingHttpClient client(cluster.cluster_secret);
+  BlockingHttpClient client(cluster);
   for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
     const MemberConfig* member = cluster.RealtimeMember(shard);
     HttpRequestSpec spec;
@@ -258,7 +259,7 @@ Result<std::vector<std::string>> UnexportedDaysBefore(const ClusterConfig& clust
 Status WriteEmptyExportsWhereAbsent(const ClusterConfig& cluster, const std::string& day, int timeout_ms) {
   const WorkDir work(cluster.rebuild.work_dir);
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(day)));
-  BlockingHttpClient client(cluster.cluster_secret);
+  BlockingHttpClient client(cluster);
   for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
     if (FileExists(work.ExportPath(day, shard))) continue;
     HttpRequestSpec spec;

@@ -39,9 +39,10 @@ std::string BodyDigest(std::string_view body) {
   return Hex(md, len);
 }
 
-std::string Signature(std::string_view secret, int64_t ts, std::string_view method, std::string_view target,
-                      std::string_view body) {
-  const std::string message = fmt::format("clickatron-v1\n{}\n{}\n{}\n{}", ts, method, target, BodyDigest(body));
+std::string Signature(std::string_view secret, std::string_view host, int64_t ts, std::string_view method,
+                      std::string_view target, std::string_view body) {
+  const std::string message =
+      fmt::format("clickatron-v1\n{}\n{}\n{}\n{}\n{}", ts, host, method, target, BodyDigest(body));
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
@@ -66,13 +67,13 @@ std::string_view Field(std::string_view header, std::string_view name) {
 
 }  // namespace
 
-std::string SignRequest(std::string_view secret, std::string_view method, std::string_view target,
-                        std::string_view body, int64_t unix_now) {
-  return fmt::format("{} ts={} sig={}", kScheme, unix_now, Signature(secret, unix_now, method, target, body));
+std::string SignRequest(std::string_view secret, std::string_view host, std::string_view method,
+                        std::string_view target, std::string_view body, int64_t unix_now) {
+  return fmt::format("{} ts={} sig={}", kScheme, unix_now, Signature(secret, host, unix_now, method, target, body));
 }
 
-Status VerifyRequest(std::string_view secret, std::string_view header, std::string_view method,
-                     std::string_view target, std::string_view body, int64_t unix_now) {
+Status VerifyRequest(std::string_view secret, std::string_view host, std::string_view header,
+                     std::string_view method, std::string_view target, std::string_view body, int64_t unix_now) {
   if (header.empty()) {
     return Status::Unauthorized(fmt::format("{} is for cluster members: the request carries no {} header", target.substr(0, target.find('?')), kSignatureHeader));
   }
@@ -92,9 +93,10 @@ Status VerifyRequest(std::string_view secret, std::string_view header, std::stri
                                             "check the clocks, or a replay",
                                             kSignatureHeader, ts, unix_now, kMaxSignatureSkewSeconds));
   }
-  if (!ConstantTimeEquals(sig, Signature(secret, ts, method, target, body))) {
-    return Status::Unauthorized(fmt::format("{}: wrong signature (another cluster secret, or the request was altered)",
-                                            kSignatureHeader));
+  if (!ConstantTimeEquals(sig, Signature(secret, host, ts, method, target, body))) {
+    return Status::Unauthorized(fmt::format("{}: wrong signature (another cluster secret, a request altered, or one "
+                                            "meant for another member than {})",
+                                            kSignatureHeader, host));
   }
   return Status::Ok();
 }

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "clickatron/cluster_auth.h"
+#include "clickatron/tls.h"
 
 namespace clickatron {
 namespace {
@@ -116,13 +117,22 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "cluster"), "cluster");
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "archive_shards", "clock", "admin_token", "admin_token_file",
-                                                "cluster_secret_file", "log_level"}));
+                                                "cluster_secret_file", "tls_cert_file", "tls_key_file", "tls_ca_file",
+                                                "log_level"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("realtime_shards", 1, 4096, &c->realtime_shards));
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_shards", 1, 4096, &c->archive_shards));
     CLICKATRON_RETURN_IF_ERROR(r.String("clock", &c->clock, {"system", "manual"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("admin_token", &c->admin_token));
     CLICKATRON_RETURN_IF_ERROR(r.String("admin_token_file", &c->admin_token_file));
     CLICKATRON_RETURN_IF_ERROR(r.String("cluster_secret_file", &c->cluster_secret_file));
+    CLICKATRON_RETURN_IF_ERROR(r.String("tls_cert_file", &c->tls_cert_file));
+    CLICKATRON_RETURN_IF_ERROR(r.String("tls_key_file", &c->tls_key_file));
+    CLICKATRON_RETURN_IF_ERROR(r.String("tls_ca_file", &c->tls_ca_file));
+    const int tls_fields = !c->tls_cert_file.empty() + !c->tls_key_file.empty() + !c->tls_ca_file.empty();
+    if (tls_fields != 0 && tls_fields != 3) {
+      return Status::InvalidArgument("[cluster] tls_cert_file, tls_key_file and tls_ca_file: set all three or none",
+                                     "BAD_CONFIG");
+    }
     if (!c->admin_token.empty() && !c->admin_token_file.empty()) {
       return Status::InvalidArgument("[cluster] admin_token and admin_token_file: set one, not both", "BAD_CONFIG");
     }
@@ -320,6 +330,8 @@ Result<ClusterConfig> ClusterConfig::Load(const std::string& path) {
   return config;
 }
 
+TlsFiles ClusterConfig::tls_files() const { return {tls_cert_file, tls_key_file, tls_ca_file}; }
+
 Status ClusterConfig::LoadSecrets() {
   if (!cluster_secret_file.empty()) {
     Result<std::string> secret = ReadSecretFile(cluster_secret_file, "[cluster] cluster_secret_file");
@@ -330,6 +342,12 @@ Status ClusterConfig::LoadSecrets() {
     Result<std::string> token = ReadSecretFile(admin_token_file, "[cluster] admin_token_file");
     if (!token.ok()) return token.status();
     admin_token = std::move(token).value();
+  }
+  if (!tls_ca_file.empty()) {
+    // Clients verify servers; they present no certificate (tls.h).
+    Result<std::shared_ptr<TlsContext>> tls = TlsContext::ForClient({"", "", tls_ca_file});
+    if (!tls.ok()) return tls.status();
+    client_tls = std::move(tls).value();
   }
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 
 #include "clickatron/cluster_auth.h"
 #include "clickatron/logging.h"
+#include "clickatron/tls.h"
 
 namespace clickatron {
 
@@ -75,6 +76,11 @@ Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daem
   ctx.http.cluster_secret = ctx.cluster.cluster_secret;
   if (role == MemberRole::kApi) ctx.http.client_token = ctx.cluster.api.client_token;
   CLICKATRON_RETURN_IF_ERROR(CheckExposure(ctx.cluster, ctx.member).WithContext(config_path));
+  if (ctx.cluster.tls_files().enabled()) {
+    Result<std::shared_ptr<TlsContext>> tls = TlsContext::ForServer(ctx.cluster.tls_files());
+    if (!tls.ok()) return tls.status().WithContext(config_path);
+    ctx.http.tls = std::move(tls).value();
+  }
   return ctx;
 }
 

@@ -1,6 +1,7 @@
 #include "clickatron/http_client.h"
 
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
+#include "clickatron/tls.h"
 #include "libevent_ptr.h"
 
 namespace clickatron {
@@ -89,7 +91,7 @@ class HttpClientImpl : public HttpClient {
     }
     for (const auto& [name, value] : spec.headers) evhttp_add_header(headers, name.c_str(), value.c_str());
     if (!options_.cluster_secret.empty()) {
-      const std::string signature = SignRequest(options_.cluster_secret, spec.method, spec.target, spec.body,
+      const std::string signature = SignRequest(options_.cluster_secret, p->peer, spec.method, spec.target, spec.body,
                                                 static_cast<int64_t>(std::time(nullptr)));
       evhttp_add_header(headers, std::string(kSignatureHeader).c_str(), signature.c_str());
     }
@@ -113,17 +115,35 @@ class HttpClientImpl : public HttpClient {
   evhttp_connection* Connection(const HostPort& peer) {
     auto& pool = pools_[peer.ToString()];
     if (pool.conns.size() < static_cast<size_t>(options_.connections_per_peer)) {
-      EvconPtr c(evhttp_connection_base_new(base_, nullptr, peer.host.c_str(), peer.port));
-      evhttp_connection_set_retries(c.get(), 0);
-      // libevent writes at most 16 KiB per write() by default, so a larger
-      // request leaves as a 16 KiB segment plus a small tail that Nagle holds
-      // until the peer's delayed ACK: ~40 ms per request (a 1000-line batch
-      // to a realtime shard ran at half speed). One write per request avoids it.
-      bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(c.get()), kMaxSingleWrite);
-      pool.conns.push_back(std::move(c));
+      pool.conns.push_back(NewConnection(peer));
       return pool.conns.back().get();
     }
+    // A closed connection is reopened by libevent on its next request (a TLS
+    // one too: tests/integration/tls_test.cc restarts a shard under load).
     return pool.conns[pool.next++ % pool.conns.size()].get();
+  }
+
+  // A connection to `peer`: plain TCP, or TLS with its own SSL session.
+  EvconPtr NewConnection(const HostPort& peer) {
+    EvconPtr c;
+    if (options_.tls) {
+      bufferevent* bev = bufferevent_openssl_socket_new(base_, -1, options_.tls->NewClientSsl(peer.host),
+                                                        BUFFEREVENT_SSL_CONNECTING,
+                                                        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+      // A peer that closes without a TLS close_notify (a restart) is an
+      // ordinary closed connection here, not an error to report.
+      bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+      c.reset(evhttp_connection_base_bufferevent_new(base_, nullptr, bev, peer.host.c_str(), peer.port));
+    } else {
+      c.reset(evhttp_connection_base_new(base_, nullptr, peer.host.c_str(), peer.port));
+    }
+    evhttp_connection_set_retries(c.get(), 0);
+    // libevent writes at most 16 KiB per write() by default, so a larger
+    // request leaves as a 16 KiB segment plus a small tail that Nagle holds
+    // until the peer's delayed ACK: ~40 ms per request (a 1000-line batch
+    // to a realtime shard ran at half speed). One write per request avoids it.
+    bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(c.get()), kMaxSingleWrite);
+    return c;
   }
 
   static void OnError(evhttp_request_error error, void* arg) {
@@ -207,12 +227,17 @@ struct BlockingHttpClient::Impl {
   std::unique_ptr<HttpClientImpl> client;
 };
 
-BlockingHttpClient::BlockingHttpClient(std::string cluster_secret) : impl_(std::make_unique<Impl>()) {
+BlockingHttpClient::BlockingHttpClient(const ClusterConfig& cluster)
+    : BlockingHttpClient(cluster.cluster_secret, cluster.client_tls) {}
+
+BlockingHttpClient::BlockingHttpClient(std::string cluster_secret, std::shared_ptr<const TlsContext> tls)
+    : impl_(std::make_unique<Impl>()) {
   EnableLibeventThreads();
   impl_->base.reset(event_base_new());
   HttpClient::Options options;
   options.connections_per_peer = 1;
   options.cluster_secret = std::move(cluster_secret);
+  options.tls = std::move(tls);
   impl_->client = std::make_unique<HttpClientImpl>(impl_->base.get(), std::move(options));
 }
 

@@ -1,5 +1,7 @@
 #include "clickatron/http_server.h"
 
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
+#include "clickatron/tls.h"
 #include "libevent_ptr.h"
 #include "precise_timers.h"
 
@@ -186,6 +189,8 @@ class HttpServerImpl : public HttpServer {
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   void Builtin(const HttpExchangePtr& ex);
+  // evhttp's bufferevent factory when serving TLS: one SSL per connection.
+  static bufferevent* NewTlsBufferevent(event_base* base, void* arg);
   // Whether the request may use a route of this access kind (401 if not).
   Status Authorize(Access access, std::string_view uri, const HttpExchange& ex) const;
   void RunStopHooks();
@@ -340,6 +345,7 @@ Status HttpServerImpl::Init() {
   evhttp_set_allowed_methods(http_.get(), EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                               EVHTTP_REQ_DELETE);
   evhttp_set_gencb(http_.get(), &HttpServerImpl::OnRequest, this);
+  if (options_.tls) evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewTlsBufferevent, this);
   evhttp_bound_socket* sock =
       evhttp_bind_socket_with_handle(http_.get(), options_.listen.host.c_str(), options_.listen.port);
   if (!sock) {
@@ -459,6 +465,14 @@ void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   self->open_.erase(it);
 }
 
+bufferevent* HttpServerImpl::NewTlsBufferevent(event_base* base, void* arg) {
+  auto* self = static_cast<HttpServerImpl*>(arg);
+  bufferevent* bev = bufferevent_openssl_socket_new(base, -1, self->options_.tls->NewServerSsl(),
+                                                    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+  if (bev != nullptr) bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+  return bev;
+}
+
 void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) { static_cast<HttpServerImpl*>(arg)->Dispatch(req); }
 
 void HttpServerImpl::Dispatch(evhttp_request* req) {
@@ -507,7 +521,8 @@ Status HttpServerImpl::Authorize(Access access, std::string_view uri, const Http
       return Status::Ok();
     case Access::kInternal:
       if (options_.cluster_secret.empty()) return Status::Ok();
-      return VerifyRequest(options_.cluster_secret, ex.header(kSignatureHeader), ex.method(), uri, ex.body(),
+      return VerifyRequest(options_.cluster_secret, options_.listen.ToString(), ex.header(kSignatureHeader),
+                           ex.method(), uri, ex.body(),
                            static_cast<int64_t>(std::time(nullptr)));
     case Access::kAdmin:
       if (!options_.admin_token.empty() &&

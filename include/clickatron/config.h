@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@
 #include "clickatron/status.h"
 
 namespace clickatron {
+
+class TlsContext;
+struct TlsFiles;
 
 enum class MemberRole { kApi, kRealtime, kArchive, kRebuild };
 const char* MemberRoleName(MemberRole role);
@@ -107,6 +111,10 @@ struct ClusterConfig {
   // do not authenticate each other (allowed on loopback only).
   std::string cluster_secret_file;
   std::string cluster_secret;
+  // Optional TLS between members ([cluster] tls_cert_file, tls_key_file,
+  // tls_ca_file; clickatron/tls.h). LoadSecrets builds client_tls from them.
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
+  std::shared_ptr<const TlsContext> client_tls;
   std::string log_level = "info";
   HttpLimits http;
   ApiConfig api;
@@ -120,6 +128,7 @@ struct ClusterConfig {
   static Result<ClusterConfig> Parse(std::string_view toml_text, const std::string& source_name);
   // Reads cluster_secret_file and admin_token_file (ReadSecretFile's rules).
   Status LoadSecrets();
+  TlsFiles tls_files() const;
 
   const MemberConfig* FindMember(std::string_view name) const;
   std::vector<const MemberConfig*> MembersWithRole(MemberRole role) const;

@@ -23,6 +23,8 @@ struct event_base;
 
 namespace clickatron {
 
+class TlsContext;
+
 struct HttpResponse {
   // ok() false: no HTTP answer at all (refused, reset, timed out); then
   // status_code is 0. An HTTP error answer (4xx/5xx) is ok() with its code.
@@ -52,6 +54,8 @@ class HttpClient {
     // Non-empty: every request is signed with it (clickatron/cluster_auth.h),
     // as requests to other members' internal endpoints must be.
     std::string cluster_secret;
+    // Set: connect with TLS, verifying peers against its CA (clickatron/tls.h).
+    std::shared_ptr<const TlsContext> tls;
   };
   static std::unique_ptr<HttpClient> Create(event_base* base, Options options);
   static std::unique_ptr<HttpClient> Create(event_base* base) { return Create(base, Options{}); }
@@ -63,7 +67,9 @@ class HttpClient {
 class BlockingHttpClient {
  public:
   // `cluster_secret` non-empty: every request is signed (see HttpClient::Options).
-  explicit BlockingHttpClient(std::string cluster_secret = "");
+  explicit BlockingHttpClient(std::string cluster_secret = "", std::shared_ptr<const TlsContext> tls = nullptr);
+  // Signs and connects as a member of `cluster` (its secret, its TLS).
+  explicit BlockingHttpClient(const ClusterConfig& cluster);
   ~BlockingHttpClient();
   HttpResponse Fetch(const HostPort& peer, HttpRequestSpec request);
   // Streams the body into `sink` as it arrives (nothing buffered whole). The

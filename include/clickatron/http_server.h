@@ -30,6 +30,7 @@ struct event_base;
 namespace clickatron {
 
 class HttpServer;
+class TlsContext;
 
 // The JSON envelope every answer uses:
 // {"status_code": 200, "status_txt": "OK", "data": …}.
@@ -84,6 +85,7 @@ struct HttpServerOptions {
   std::string admin_token;     // empty: admin routes are open
   std::string cluster_secret;  // empty: internal routes are open (clickatron/cluster_auth.h)
   std::string client_token;    // non-empty: public routes need "Authorization: Bearer TOKEN"
+  std::shared_ptr<const TlsContext> tls;  // set: serve TLS only (clickatron/tls.h)
 };
 
 class HttpServer {

@@ -175,13 +175,13 @@ Status Replay(const ReplayOptions& o) {
   if (!peer.ok()) return peer.status();
   auto files = ExpandPath(o.dir);
   if (!files.ok()) return files.status();
-  std::string secret;
+  ClusterConfig cluster;  // none: unsigned, plain HTTP
   if (!o.config.empty()) {
-    auto cluster = ClusterConfig::Load(o.config);
-    if (!cluster.ok()) return cluster.status();
-    secret = cluster->cluster_secret;
+    auto loaded = ClusterConfig::Load(o.config);
+    if (!loaded.ok()) return loaded.status();
+    cluster = std::move(loaded).value();
   }
-  BlockingHttpClient client(secret);
+  BlockingHttpClient client(cluster);
   uint64_t after = o.after_seq;
   std::string source = o.source;
   uint64_t sent = 0, applied = 0, duplicates = 0;

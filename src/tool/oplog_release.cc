@@ -48,7 +48,7 @@ Status Release(const ReleaseOptions& o) {
   }
   const MemberConfig* realtime = cluster->RealtimeMember(o.shard);
   if (realtime == nullptr) return Status::InvalidArgument(fmt::format("{}: no realtime shard {}", o.config, o.shard));
-  BlockingHttpClient client(cluster->cluster_secret);
+  BlockingHttpClient client(*cluster);
 
   auto stats = SenderStats(client, *api, o.shard);
   if (!stats.ok()) return stats.status();

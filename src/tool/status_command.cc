@@ -71,7 +71,7 @@ std::string ApiSummary(const nlohmann::json& stats) {
 Status RunStatus(const std::string& config_path, bool* all_up) {
   auto cluster = ClusterConfig::Load(config_path);
   if (!cluster.ok()) return cluster.status();
-  BlockingHttpClient client(cluster->cluster_secret);
+  BlockingHttpClient client(*cluster);
   *all_up = true;
   for (const MemberConfig& m : cluster->members) {
     if (m.role == MemberRole::kRebuild) continue;

@@ -23,6 +23,7 @@ using testing::TempDir;
 
 constexpr std::string_view kSecret = "cluster-secret-0123456789abcdef";
 constexpr int64_t kNow = 1700000000;
+constexpr std::string_view kHost = "127.0.0.1:8091";  // the receiving member
 
 // Writes `contents` to `path` and sets exactly `mode` (independent of umask).
 bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode) {
@@ -61,8 +62,8 @@ TEST(ClusterAuthTest, SignedRequestVerifies) {
       {"POST", "/batch", std::string("\0\x01\xff binary", 10)},
   };
   for (const auto& r : requests) {
-    const std::string header = SignRequest(kSecret, r[0], r[1], r[2], kNow);
-    EXPECT_TRUE(VerifyRequest(kSecret, header, r[0], r[1], r[2], kNow).ok()) << r[0] << " " << r[1];
+    const std::string header = SignRequest(kSecret, kHost, r[0], r[1], r[2], kNow);
+    EXPECT_TRUE(VerifyRequest(kSecret, kHost, header, r[0], r[1], r[2], kNow).ok()) << r[0] << " " << r[1];
   }
 }
 
@@ -92,16 +93,17 @@ TEST(ClusterAuthTest, SignatureMatchesOpensslCommandLine) {
     const std::string body_digest = OpensslHex("'" + body_path + "'");
     ASSERT_EQ(body_digest.size(), 64u) << body_digest;
     const std::string message =
-        "clickatron-v1\n" + std::to_string(kNow) + "\n" + method + "\n" + target + "\n" + body_digest;
+        "clickatron-v1\n" + std::to_string(kNow) + "\n" + std::string(kHost) + "\n" + method + "\n" + target + "\n" +
+        body_digest;
     const std::string message_path = dir / "message";
     ASSERT_TRUE(WriteWithMode(message_path, message, 0600));
     // kSecret has no shell metacharacters, so single quotes pass it as is.
     const std::string expected_sig = OpensslHex("-hmac '" + std::string(kSecret) + "' '" + message_path + "'");
     ASSERT_EQ(expected_sig.size(), 64u) << expected_sig;
 
-    EXPECT_EQ(SignRequest(kSecret, method, target, body, kNow), "v1 ts=" + std::to_string(kNow) + " sig=" + expected_sig)
+    EXPECT_EQ(SignRequest(kSecret, kHost, method, target, body, kNow), "v1 ts=" + std::to_string(kNow) + " sig=" + expected_sig)
         << "body of " << body.size() << " bytes";
-    EXPECT_TRUE(VerifyRequest(kSecret, "v1 ts=" + std::to_string(kNow) + " sig=" + expected_sig, method, target, body,
+    EXPECT_TRUE(VerifyRequest(kSecret, kHost, "v1 ts=" + std::to_string(kNow) + " sig=" + expected_sig, method, target, body,
                               kNow)
                     .ok());
   }
@@ -111,44 +113,46 @@ TEST(ClusterAuthTest, AnyChangeToTheRequestOrSecretFails) {
   const std::string method = "POST";
   const std::string target = "/incr?source=api-0&seq=42";
   const std::string body = "2023-11-14T22,clicks,1\n";
-  const std::string header = SignRequest(kSecret, method, target, body, kNow);
-  ASSERT_TRUE(VerifyRequest(kSecret, header, method, target, body, kNow).ok());
+  const std::string header = SignRequest(kSecret, kHost, method, target, body, kNow);
+  ASSERT_TRUE(VerifyRequest(kSecret, kHost, header, method, target, body, kNow).ok());
 
-  ExpectUnauthorized(VerifyRequest(kSecret, header, "GET", target, body, kNow), "method POST -> GET");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, "PUT", target, body, kNow), "method POST -> PUT");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, "/incr2?source=api-0&seq=42", body, kNow), "path");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, "/incr?source=api-0&seq=43", body, kNow), "seq 42 -> 43");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, "/incr?source=api-1&seq=42", body, kNow), "source");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, "/incr?source=api-0&seq=42&x=1", body, kNow),
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, "GET", target, body, kNow), "method POST -> GET");
+  ExpectUnauthorized(VerifyRequest(kSecret, "127.0.0.1:8092", header, method, target, body, kNow),
+                     "another receiving member");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, "PUT", target, body, kNow), "method POST -> PUT");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, "/incr2?source=api-0&seq=42", body, kNow), "path");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, "/incr?source=api-0&seq=43", body, kNow), "seq 42 -> 43");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, "/incr?source=api-1&seq=42", body, kNow), "source");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, "/incr?source=api-0&seq=42&x=1", body, kNow),
                      "argument added");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, "/incr?source=api-0", body, kNow), "argument dropped");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, "/incr?source=api-0", body, kNow), "argument dropped");
   for (size_t i : {size_t{0}, body.size() / 2, body.size() - 1}) {
     std::string changed = body;
     changed[i] = static_cast<char>(changed[i] ^ 1);
-    ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, changed, kNow),
+    ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, changed, kNow),
                        "body byte " + std::to_string(i));
   }
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, body + "x", kNow), "body byte appended");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, "", kNow), "body emptied");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, body + "x", kNow), "body byte appended");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, "", kNow), "body emptied");
   std::string other_secret(kSecret);
   other_secret.back() = static_cast<char>(other_secret.back() ^ 1);
-  ExpectUnauthorized(VerifyRequest(other_secret, header, method, target, body, kNow), "secret changed");
+  ExpectUnauthorized(VerifyRequest(other_secret, kHost, header, method, target, body, kNow), "secret changed");
   // The ts is signed too: the same sig under another ts is refused.
   const std::string sig = SigOf(header, kNow);
   ASSERT_FALSE(sig.empty()) << header;
-  ExpectUnauthorized(VerifyRequest(kSecret, "v1 ts=" + std::to_string(kNow + 1) + " sig=" + sig, method, target, body,
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, "v1 ts=" + std::to_string(kNow + 1) + " sig=" + sig, method, target, body,
                                    kNow),
                      "ts changed");
   // A one-digit change to the sig itself.
   std::string bad_sig = sig;
   bad_sig[10] = bad_sig[10] == '0' ? '1' : '0';
-  ExpectUnauthorized(VerifyRequest(kSecret, "v1 ts=" + std::to_string(kNow) + " sig=" + bad_sig, method, target, body,
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, "v1 ts=" + std::to_string(kNow) + " sig=" + bad_sig, method, target, body,
                                    kNow),
                      "sig digit changed");
 }
 
 TEST(ClusterAuthTest, MissingHeaderFails) {
-  ExpectUnauthorized(VerifyRequest(kSecret, "", "POST", "/incr?seq=1", "body", kNow), "no header");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, "", "POST", "/incr?seq=1", "body", kNow), "no header");
 }
 
 TEST(ClusterAuthTest, MalformedHeaderFails) {
@@ -156,9 +160,9 @@ TEST(ClusterAuthTest, MalformedHeaderFails) {
   const std::string target = "/incr?source=api-0&seq=42";
   const std::string body = "b";
   const std::string ts = std::to_string(kNow);
-  const std::string sig = SigOf(SignRequest(kSecret, method, target, body, kNow), kNow);
+  const std::string sig = SigOf(SignRequest(kSecret, kHost, method, target, body, kNow), kNow);
   ASSERT_EQ(sig.size(), 64u);
-  ASSERT_TRUE(VerifyRequest(kSecret, "v1 ts=" + ts + " sig=" + sig, method, target, body, kNow).ok());
+  ASSERT_TRUE(VerifyRequest(kSecret, kHost, "v1 ts=" + ts + " sig=" + sig, method, target, body, kNow).ok());
 
   const std::vector<std::string> malformed = {
       "v1 sig=" + sig,                              // no ts
@@ -176,7 +180,7 @@ TEST(ClusterAuthTest, MalformedHeaderFails) {
       "v1ts=" + ts + " sig=" + sig,                 // no space after the scheme
   };
   for (const std::string& header : malformed) {
-    ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, body, kNow), "header \"" + header + "\"");
+    ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, body, kNow), "header \"" + header + "\"");
   }
 }
 
@@ -184,24 +188,24 @@ TEST(ClusterAuthTest, TimestampOutsideSkewWindowFails) {
   const std::string method = "POST";
   const std::string target = "/incr?source=api-0&seq=42";
   const std::string body = "b";
-  const std::string header = SignRequest(kSecret, method, target, body, kNow);
+  const std::string header = SignRequest(kSecret, kHost, method, target, body, kNow);
   // Exactly at the bound, both ways: accepted.
-  EXPECT_TRUE(VerifyRequest(kSecret, header, method, target, body, kNow + kMaxSignatureSkewSeconds).ok());
-  EXPECT_TRUE(VerifyRequest(kSecret, header, method, target, body, kNow - kMaxSignatureSkewSeconds).ok());
+  EXPECT_TRUE(VerifyRequest(kSecret, kHost, header, method, target, body, kNow + kMaxSignatureSkewSeconds).ok());
+  EXPECT_TRUE(VerifyRequest(kSecret, kHost, header, method, target, body, kNow - kMaxSignatureSkewSeconds).ok());
   // One second beyond: a signature too old, and one from the future.
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, body, kNow + kMaxSignatureSkewSeconds + 1),
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, body, kNow + kMaxSignatureSkewSeconds + 1),
                      "signed too long ago");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, body, kNow - kMaxSignatureSkewSeconds - 1),
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, body, kNow - kMaxSignatureSkewSeconds - 1),
                      "signed in the future");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, body, kNow + 86400), "a day old");
-  ExpectUnauthorized(VerifyRequest(kSecret, header, method, target, body, 0), "receiver clock at 0");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, body, kNow + 86400), "a day old");
+  ExpectUnauthorized(VerifyRequest(kSecret, kHost, header, method, target, body, 0), "receiver clock at 0");
 }
 
 TEST(ClusterAuthTest, SigFieldIs64LowercaseHexDigits) {
   const std::vector<int64_t> times = {0, 1, kNow, 4102444800};
   for (int64_t ts : times) {
     for (std::string_view secret : {kSecret, std::string_view("another-secret-of-some-length")}) {
-      const std::string header = SignRequest(secret, "POST", "/incr?seq=1", "x", ts);
+      const std::string header = SignRequest(secret, kHost, "POST", "/incr?seq=1", "x", ts);
       const std::string sig = SigOf(header, ts);
       EXPECT_EQ(sig.size(), 64u) << header;
       EXPECT_TRUE(IsLowerHex(sig)) << header;

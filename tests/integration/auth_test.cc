@@ -194,7 +194,8 @@ TEST_F(AuthTest, AReplayedSignedBatchCannotRaiseAWatermarkOrAddCounts) {
     if (written == 0) continue;  // this shard got none of the key's batches
     const std::string target = "/incr?source=api-0&seq=" + std::to_string(written);
     const std::string body = HourKey("replayed") + ",1\n";
-    const std::string captured = SignRequest(kTestClusterSecret, "POST", target, body, std::time(nullptr));
+    const std::string captured =
+        SignRequest(kTestClusterSecret, rt->listen.ToString(), "POST", target, body, std::time(nullptr));
     const std::vector<std::pair<std::string, std::string>> header = {{std::string(kSignatureHeader), captured}};
 
     const HttpResponse replay = Send(rt->listen, {"POST", target, body}, "", "", header);
@@ -207,10 +208,18 @@ TEST_F(AuthTest, AReplayedSignedBatchCannotRaiseAWatermarkOrAddCounts) {
     const HttpResponse other_body = Send(rt->listen, {"POST", target, HourKey("replayed") + ",1000\n"}, "", "", header);
     EXPECT_EQ(other_body.status_code, 401) << other_body.body;
     const std::string stale =
-        SignRequest(kTestClusterSecret, "POST", target, body, std::time(nullptr) - kMaxSignatureSkewSeconds - 60);
+        SignRequest(kTestClusterSecret, rt->listen.ToString(), "POST", target, body,
+                    std::time(nullptr) - kMaxSignatureSkewSeconds - 60);
     EXPECT_EQ(Send(rt->listen, {"POST", target, body}, "", "", {{std::string(kSignatureHeader), stale}}).status_code,
               401);
 
+    // Signed for this shard, sent to another: refused there.
+    for (const MemberConfig* other : Realtimes()) {
+      if (other == rt) continue;
+      const uint64_t theirs = Watermark(other->listen, "api-0");
+      EXPECT_EQ(Send(other->listen, {"POST", target, body}, "", "", header).status_code, 401) << other->name;
+      EXPECT_EQ(Watermark(other->listen, "api-0"), theirs);
+    }
     EXPECT_EQ(Watermark(rt->listen, "api-0"), written) << rt->name;
   }
   EXPECT_EQ(cluster_.DayTotal("replayed", kDay), 4);

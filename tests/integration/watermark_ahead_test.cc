@@ -123,5 +123,56 @@ TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce)
   EXPECT_NE(out.find("is not held"), std::string::npos) << out;
 }
 
+// The forged watermark is only a little ahead: during the hold the node
+// writes past it. That must not end the hold (the batches it wrote at or
+// below the claimed watermark would be dropped); only the release does.
+TEST_F(WatermarkAheadTest, WritingPastAClaimedWatermarkDoesNotEndTheHold) {
+  IncrementThroughApi("first", 8);
+  ASSERT_TRUE(WaitFor([&] { return Total("first") == 8; })) << Total("first");
+  for (const MemberConfig* rt : cluster_.config().MembersWithRole(MemberRole::kRealtime)) {
+    auto wm = nlohmann::json::parse(HttpGet(rt->listen, "/watermark?source=api-0").body);
+    const uint64_t claimed = wm["data"]["applied_seq"].get<uint64_t>() + 3;
+    auto r = HttpPost(rt->listen, fmt::format("/incr?source=api-0&seq={}", claimed), "");
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  IncrementThroughApi("during", 40);  // one batch each: far past the claimed seqs
+  ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
+  for (const auto& s : Senders()) {
+    ASSERT_GT(s["written_seq"].get<uint64_t>(), s["held"]["shard_watermark"].get<uint64_t>()) << s.dump();
+  }
+  // Two more watermark polls each, and still held, nothing taken as a duplicate.
+  std::map<int, uint64_t> polls;
+  for (const auto& s : Senders()) polls[s["shard"]] = s["held_polls"];
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& s : Senders()) {
+      if (s["held_polls"].get<uint64_t>() < polls[s["shard"]] + 2) return false;
+    }
+    return true;
+  }));
+  EXPECT_TRUE(AllHeld()) << Senders().dump();
+  for (const auto& s : Senders()) {
+    EXPECT_EQ(s["releases"], 0) << s.dump();
+    EXPECT_EQ(s["duplicates"], 0) << s.dump();
+  }
+  EXPECT_EQ(Total("during"), 0);
+
+  // A restart with the oplog now past the claimed watermark still holds.
+  ASSERT_EQ(cluster_.Stop("api-0"), 0);
+  std::string error;
+  ASSERT_TRUE(cluster_.Start("api-0", &error)) << error;
+  ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
+
+  for (int shard = 0; shard < 2; ++shard) {
+    std::string out;
+    ASSERT_EQ(RunCommand({BinaryPath("clickatron"), "oplog", "release", "--config", cluster_.config_path(), "--api",
+                          "api-0", "--shard", std::to_string(shard)},
+                         &out),
+              0)
+        << out;
+  }
+  ASSERT_TRUE(WaitFor([&] { return Total("during") == 40; })) << Total("during");
+  EXPECT_EQ(Total("first"), 8);
+}
+
 }  // namespace
 }  // namespace clickatron::integration

@@ -1,0 +1,198 @@
+// TLS between members ([cluster] tls_cert_file, tls_key_file, tls_ca_file;
+// include/clickatron/tls.h), on loopback with a CA and a certificate made
+// here by the openssl command line: members serve TLS only, clients verify
+// the certificate and the address, and the API node's batches reach a shard
+// over TLS, again after the shard restarts (fresh TLS sessions).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/file_util.h"
+#include "clickatron/http_client.h"
+#include "clickatron/query_string.h"
+#include "clickatron/tls.h"
+#include "clickatron/ymdh.h"
+#include "testutil/testutil.h"
+
+namespace clickatron {
+namespace {
+
+using testing::BinaryPath;
+using testing::DaemonProcess;
+using testing::FreePort;
+using testing::kTestClusterSecret;
+using testing::RunCommand;
+using testing::TempDir;
+using testing::WaitFor;
+
+// openssl in a shell, in `dir`; false with its output on failure.
+bool Openssl(const std::string& dir, const std::string& args, std::string* out) {
+  return RunCommand({"sh", "-c", "cd '" + dir + "' && openssl " + args + " 2>&1"}, out) == 0;
+}
+
+// A CA ("ca"), and a certificate for 127.0.0.1 signed by it ("member");
+// files NAME.crt and NAME.key in `dir`.
+bool MakeCertificates(const std::string& dir, const std::string& ca, std::string* out) {
+  if (!Openssl(dir,
+               fmt::format("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN={0}-ca -keyout {0}.key -out {0}.crt",
+                           ca),
+               out)) {
+    return false;
+  }
+  if (!WriteFileAtomically(dir + "/san.ext", "subjectAltName = IP:127.0.0.1\n").ok()) return false;
+  return Openssl(dir,
+                 fmt::format("req -newkey rsa:2048 -nodes -subj /CN=member -keyout member.key -out member.csr && "
+                             "openssl x509 -req -in member.csr -CA {0}.crt -CAkey {0}.key -CAcreateserial -days 2 "
+                             "-extfile san.ext -out member.crt && chmod 600 member.key",
+                             ca),
+                 out);
+}
+
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string out;
+    ASSERT_TRUE(MakeCertificates(dir_.path(), "ca", &out)) << out;
+    ASSERT_TRUE(Openssl(dir_.path(), "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other -keyout other.key "
+                                     "-out other.crt",
+                        &out))
+        << out;
+    api_ = {"127.0.0.1", FreePort()};
+    realtime_ = {"127.0.0.1", FreePort()};
+    const std::string toml = fmt::format(R"([cluster]
+realtime_shards = 1
+archive_shards = 1
+clock = "manual"
+admin_token = "tls-test-admin-token"
+{0}tls_cert_file = "{1}/member.crt"
+tls_key_file = "{1}/member.key"
+tls_ca_file = "{1}/ca.crt"
+
+[api]
+request_timeout_ms = 2000
+retry_backoff_min_ms = 20
+retry_backoff_max_ms = 200
+
+[[member]]
+name = "api-0"
+role = "api"
+listen = "{2}"
+data_dir = "{1}/api-0"
+
+[[member]]
+name = "realtime-0"
+role = "realtime"
+listen = "{3}"
+data_dir = "{1}/realtime-0"
+shard = 0
+
+[[member]]
+name = "archive-0"
+role = "archive"
+listen = "127.0.0.1:{4}"
+shard = 0
+file = "{1}/archive.csv"
+)",
+                                         testing::TestSecretToml(dir_.path()), dir_.path(), api_.ToString(),
+                                         realtime_.ToString(), FreePort());
+    config_path_ = dir_ / "cluster.toml";
+    ASSERT_TRUE(WriteFileAtomically(config_path_, toml).ok());
+    auto cluster = ClusterConfig::Load(config_path_);
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    cluster_ = std::move(cluster).value();
+    ASSERT_NE(cluster_.client_tls, nullptr);
+  }
+
+  // Starts a member and waits until it answers /ping over TLS.
+  void StartMember(DaemonProcess& p, const std::string& binary, const std::string& name, const HostPort& at) {
+    std::string error;
+    ASSERT_TRUE(p.Start(BinaryPath(binary), {"--config", config_path_, "--member", name}, dir_ / (name + ".log"),
+                        HostPort{"127.0.0.1", 0}, &error))
+        << error;
+    ASSERT_TRUE(WaitFor([&] { return Get(at, "/ping").status_code == 200; })) << p.LogTail();
+  }
+  HttpResponse Get(const HostPort& at, const std::string& target, const std::string& bearer = "") const {
+    BlockingHttpClient client(cluster_);
+    HttpRequestSpec spec;
+    spec.target = target;
+    spec.bearer_token = bearer;
+    spec.timeout_ms = 5000;
+    return client.Fetch(at, std::move(spec));
+  }
+  HttpResponse Post(const HostPort& at, const std::string& target, const std::string& bearer) const {
+    BlockingHttpClient client(cluster_);
+    HttpRequestSpec spec;
+    spec.method = "POST";
+    spec.target = target;
+    spec.bearer_token = bearer;
+    spec.timeout_ms = 5000;
+    return client.Fetch(at, std::move(spec));
+  }
+  // The realtime value of u|KEY at the day's first hour ("" when absent).
+  std::string RealtimeValue(const std::string& key) const {
+    const std::string hour = *YmdhFromUnix(*ParseDate(kDay) * 86400);
+    auto r = Get(realtime_, "/get?key=" + PercentEncode("u|" + key + "." + hour));
+    return r.status_code == 200 ? r.body : "";
+  }
+
+  static constexpr const char* kDay = "2024-06-01";
+  TempDir dir_;
+  std::string config_path_;
+  ClusterConfig cluster_;
+  HostPort api_, realtime_;
+};
+
+TEST_F(TlsTest, MembersServeTlsOnlyAndClientsCheckTheCaAndTheAddress) {
+  DaemonProcess realtime;
+  StartMember(realtime, "clickatron-realtime", "realtime-0", realtime_);
+  // Signed and over TLS: answered.
+  EXPECT_EQ(Get(realtime_, "/watermark?source=api-0").status_code, 200);
+
+  // Plain HTTP gets no HTTP answer at all.
+  const HttpResponse plain = BlockingHttpClient(kTestClusterSecret).Fetch(realtime_, HttpRequestSpec{});
+  EXPECT_FALSE(plain.ok()) << plain.status_code << " " << plain.body;
+
+  // A client trusting another CA refuses the member's certificate.
+  auto other = TlsContext::ForClient({"", "", dir_ / "other.crt"});
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  HttpRequestSpec ping;
+  ping.target = "/ping";
+  EXPECT_FALSE(BlockingHttpClient(kTestClusterSecret, *other).Fetch(realtime_, ping).ok());
+
+  // The certificate names 127.0.0.1 only: the same server reached as
+  // "localhost" is refused (the address is checked, not just the CA).
+  EXPECT_FALSE(BlockingHttpClient(cluster_).Fetch(HostPort{"localhost", realtime_.port}, ping).ok());
+  EXPECT_EQ(BlockingHttpClient(cluster_).Fetch(realtime_, ping).status_code, 200);
+}
+
+TEST_F(TlsTest, TheApiNodesBatchesReachAShardOverTlsAlsoAfterTheShardRestarts) {
+  DaemonProcess realtime, api;
+  StartMember(realtime, "clickatron-realtime", "realtime-0", realtime_);
+  ASSERT_EQ(Post(realtime_, std::string("/rotate?today=") + kDay, "tls-test-admin-token").status_code, 200);
+  StartMember(api, "clickatron-api", "api-0", api_);
+  const int64_t ts = *ParseDate(kDay) * 86400 + 60;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Get(api_, fmt::format("/incr?ns=u&key=secure&ts={}", ts)).status_code, 200);
+  }
+  ASSERT_TRUE(WaitFor([&] { return RealtimeValue("secure") == "5\n"; })) << RealtimeValue("secure");
+
+  // The API node's pooled TLS connections die with the shard; the next
+  // batches need new TLS sessions.
+  ASSERT_EQ(realtime.Stop(), 0);
+  StartMember(realtime, "clickatron-realtime", "realtime-0", realtime_);
+  // More batches than the API keeps connections per peer (16): every pooled
+  // connection, closed ones included, carries one.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(Get(api_, fmt::format("/incr?ns=u&key=secure&ts={}", ts)).status_code, 200);
+    ASSERT_TRUE(WaitFor([&] { return RealtimeValue("secure") == fmt::format("{}\n", 6 + i); }))
+        << i << ": " << RealtimeValue("secure") << api.LogTail();
+  }
+}
+
+}  // namespace
+}  // namespace clickatron
