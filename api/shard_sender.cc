@@ -168,14 +168,13 @@ bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_vi
   // puts the watermark: at what the shard really applied of ours. (The
   // oplog may by now reach past the claimed watermark: batches written
   // during the hold.)
-  const bool still_held = held_.from_marker && applied != held_.applied;
+  const bool still_held = held_.from_marker && !ReleasedAt(applied, durable);
   if (!still_held && applied <= HighestWritten()) return false;
   // Seqs the shard has taken for this source that this node never wrote:
   // a second API node under this name, an oplog restored from an old copy
   // or one that lost its tail, or a forged batch. Everything sent now would
   // be dropped as a duplicate. Keep it all in the oplog and wait for the
   // operator (clickatron oplog release).
-  in_flight_ = false;
   state_ = State::kHeld;
   held_.shard_watermark = applied;
   held_.shard_durable = durable;
@@ -224,10 +223,7 @@ void ShardSender::ScheduleHeldPoll() {
       if (r.ok() && r.status_code == 200) {
         auto j = nlohmann::json::parse(r.body, nullptr, false);
         if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
-          // Only exactly there: above, batches this node wrote during the
-          // hold would be taken for duplicates; below, applied ones would
-          // count twice.
-          if (applied == self->held_.applied) {
+          if (self->ReleasedAt(applied, durable)) {
             self->Release(applied, durable);
             return;
           }
@@ -243,6 +239,15 @@ void ShardSender::ScheduleHeldPoll() {
       self->ScheduleHeldPoll();
     });
   });
+}
+
+bool ShardSender::ReleasedAt(uint64_t applied, uint64_t durable) const {
+  // At or below what the shard really applied of ours, and durable there:
+  // above, batches this node wrote during the hold would be taken for
+  // duplicates. Below is a shard that lost unpersisted batches (ours and
+  // the foreign one) in a restart: it has only what it says, and re-sending
+  // from there counts each batch once.
+  return applied <= held_.applied && durable == applied;
 }
 
 void ShardSender::Release(uint64_t applied, uint64_t durable) {
@@ -420,8 +425,17 @@ void ShardSender::Send(const BatchPtr& b) {
   spec.target = fmt::format("/incr?source={}&seq={}&prev={}", PercentEncode(options_.source), b->seq, shard_applied_);
   spec.body = b->lines;
   spec.timeout_ms = options_.request_timeout_ms;
-  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), b](HttpResponse r) {
-    if (auto self = weak.lock()) self->OnAnswer(b, std::move(r));
+  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), b, epoch = replay_epoch_](HttpResponse r) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (epoch != self->replay_epoch_) {
+      // Sent before a rewind or a release re-read everything from the
+      // oplog: its answer says nothing about the batches now queued.
+      self->in_flight_ = false;
+      self->Pump();
+      return;
+    }
+    self->OnAnswer(b, std::move(r));
   });
 }
 
@@ -501,6 +515,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                   return;
                 }
                 self->moved_[b->seq].merge(late_keys);
+                if (self->state_ == State::kHeld) return;  // released later from the oplog, minus these keys
                 if (epoch != self->replay_epoch_) {
                   // A rewind replaced the queues meanwhile: the batch comes
                   // back from the oplog, minus the keys just moved.
@@ -520,6 +535,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
 }
 
 void ShardSender::Done(const BatchPtr& b, bool duplicate) {
+  if (state_ == State::kHeld) return;  // the batch stays; the release re-reads the oplog
   if (!replay_.empty() && replay_.front() == b) {
     replay_.pop_front();
   } else if (!queue_.empty() && queue_.front() == b) {

@@ -126,7 +126,9 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // returns true (see the header comment). `heard_in` names the answer.
   bool HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in);
   void ScheduleHeldPoll();
-  // The shard's watermark is back within what this node wrote.
+  // Whether watermarks heard while held end the hold (see the .cc).
+  bool ReleasedAt(uint64_t applied, uint64_t durable) const;
+  // The shard's watermark is back where the hold can end.
   void Release(uint64_t applied, uint64_t durable);
   void LoadHeldMarker();
 

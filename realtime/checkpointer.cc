@@ -20,7 +20,8 @@ namespace clickatron::realtime {
 struct Checkpointer::Job {
   uint64_t generation = 0;
   std::shared_ptr<const MemTable> table;
-  std::map<std::string, uint64_t> watermarks;  // applied at the freeze
+  std::map<std::string, uint64_t> watermarks;  // applied at the freeze (lowerings included)
+  std::map<std::string, uint64_t> lowered;     // the lowerings it persists (LowerWatermark)
   SnapshotPtr before;                          // the store before this job's write
   bool inserted = false;      // written to RocksDB's memtables: only the flush is left
   bool resume_first = false;  // a try failed: resume the store before the next
@@ -84,7 +85,7 @@ uint64_t Checkpointer::Applied(const std::string& source) const {
 
 uint64_t Checkpointer::Durable(const std::string& source) const {
   auto it = durable_.find(source);
-  return it == durable_.end() ? 0 : std::min(it->second, Applied(source));
+  return it == durable_.end() ? 0 : it->second;
 }
 
 void Checkpointer::LowerWatermark(const std::string& source, uint64_t seq, uint64_t expect,
@@ -106,10 +107,15 @@ void Checkpointer::LowerWatermark(const std::string& source, uint64_t seq, uint6
           "WATERMARK_CHANGED"));
       return;
     }
-    applied_[source] = seq;  // the next checkpoint notes and writes it
-    WhenPersisted(std::move(done));
+    // Persisted by the next checkpoint, and only then applied (Finish): a
+    // crash before leaves the old watermark, as if nothing was asked.
+    lowering_[source] = seq;
+    waiters_.push_back({next_generation_, std::move(done)});
+    Start();
   });
 }
+
+bool Checkpointer::Lowering(const std::string& source) const { return lowering_.count(source) > 0; }
 
 void Checkpointer::Start() { StartJob(/*retry_failed=*/true); }
 
@@ -119,7 +125,7 @@ void Checkpointer::StartJob(bool retry_failed) {
   if (running_ || draining_) return;
   if (job_ && !retry_failed) return;  // a failed job waits for the next tick
   if (!job_) {
-    if (active_->empty() && applied_ == durable_) return;
+    if (active_->empty() && applied_ == durable_ && lowering_.empty()) return;
     Freeze();
   }
   Dispatch();
@@ -129,6 +135,8 @@ void Checkpointer::Freeze() {
   job_ = std::make_shared<Job>();
   job_->generation = next_generation_++;
   job_->watermarks = applied_;
+  for (const auto& [source, seq] : lowering_) job_->watermarks[source] = seq;
+  job_->lowered = lowering_;
   // Taken before the job can write anything: reads keep using it (with the
   // frozen table) until the job is done, so they never see a record twice.
   job_->before = store_->Snapshot();
@@ -227,6 +235,12 @@ void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
   stats_.records_written += job->records;
   stats_.bytes_written += job->table->bytes();
   for (const auto& [source, seq] : job->watermarks) durable_[source] = seq;
+  // A lowered watermark takes effect only now that it is durable: until
+  // then the source saw the old one, and nothing of it was applied.
+  for (const auto& [source, seq] : job->lowered) {
+    applied_[source] = seq;
+    if (auto it = lowering_.find(source); it != lowering_.end() && it->second == seq) lowering_.erase(it);
+  }
   const uint64_t generation = job->generation;
   job_.reset();
   // Freeing a large table (a node per key) took ~7% of the loop's time:
@@ -285,7 +299,7 @@ Status Checkpointer::Drain() {
   }
   Status last;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (!job_ && active_->empty() && applied_ == durable_) return Status::Ok();
+    if (!job_ && active_->empty() && applied_ == durable_ && lowering_.empty()) return Status::Ok();
     if (!job_) Freeze();
     running_ = true;
     std::shared_ptr<Job> job = job_;

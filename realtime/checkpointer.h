@@ -106,9 +106,6 @@ class Checkpointer {
   Status Apply(const std::string& source, uint64_t seq, const ParsedBatch& batch, int64_t lookup_day);
 
   uint64_t Applied(const std::string& source) const;
-  // Never above Applied(source): while a lowered watermark is being
-  // persisted, the store still holds the old one, but nothing above the
-  // applied watermark may be released by its sender.
   uint64_t Durable(const std::string& source) const;
   const std::map<std::string, uint64_t>& applied() const { return applied_; }
   const std::map<std::string, uint64_t>& durable() const { return durable_; }
@@ -121,13 +118,18 @@ class Checkpointer {
   // durable, or with the error of the checkpoint that failed to make it so
   // (503 SHUTTING_DOWN once Drain() has started).
   void WhenPersisted(std::function<void(Status)> done);
-  // Lowers `source`'s applied watermark from `expect` to `seq` and persists
-  // it (an operator's repair after a watermark was raised past what its API
-  // node wrote; docs/operations.md). Waits until no checkpoint holds older
-  // marks, so the new value is the one the next checkpoint writes; `done`
-  // runs once it is durable. WATERMARK_CHANGED (409) when the applied
-  // watermark is no longer `expect`. REQUIRES: seq <= expect.
+  // Lowers `source`'s watermark from `expect` to `seq` (an operator's repair
+  // after a watermark was raised past what its API node wrote;
+  // docs/operations.md). Waits until no checkpoint holds older marks, then
+  // the next checkpoint writes `seq`; only once that is durable do Applied
+  // and Durable say `seq` (until then they say `expect`, and the server
+  // refuses the source's batches: Lowering()). `done` runs then, or with the
+  // checkpoint's error (the lowering stays pending and is retried with it).
+  // WATERMARK_CHANGED (409) when the applied watermark is not `expect`.
+  // REQUIRES: seq <= expect.
   void LowerWatermark(const std::string& source, uint64_t seq, uint64_t expect, std::function<void(Status)> done);
+  // A lowering of `source` is waiting for its checkpoint.
+  bool Lowering(const std::string& source) const;
   // Runs after every successful checkpoint (the Ring clears days then).
   void SetPersistedListener(std::function<void()> fn) { persisted_listener_ = std::move(fn); }
   // Blocks until everything applied is durable (shutdown). With threaded
@@ -163,6 +165,7 @@ class Checkpointer {
   CheckpointOptions options_;
   std::map<std::string, uint64_t> applied_;
   std::map<std::string, uint64_t> durable_;
+  std::map<std::string, uint64_t> lowering_;  // source -> lowered watermark, not yet durable
   std::unique_ptr<MemTable> active_;
   std::shared_ptr<Job> job_;  // the frozen table's checkpoint: running, or failed and to retry
   bool running_ = false;

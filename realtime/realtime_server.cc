@@ -201,6 +201,11 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyError(400, "INVALID_SEQ", "seq must be a positive integer");
     return;
   }
+  if (ring_->checkpointer().Lowering(*source)) {
+    ex->ReplyError(503, "WATERMARK_RESETTING",
+                   fmt::format("{}'s watermark is being lowered (POST /watermark/reset): retry shortly", *source));
+    return;
+  }
   // A replay is answered before its body is even parsed.
   const uint64_t applied = ring_->Watermark(*source);
   if (seq <= applied) {

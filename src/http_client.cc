@@ -9,6 +9,8 @@
 
 #include <strings.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <vector>
@@ -127,9 +129,15 @@ class HttpClientImpl : public HttpClient {
   EvconPtr NewConnection(const HostPort& peer) {
     EvconPtr c;
     if (options_.tls) {
-      bufferevent* bev = bufferevent_openssl_socket_new(base_, -1, options_.tls->NewClientSsl(peer.host),
-                                                        BUFFEREVENT_SSL_CONNECTING,
-                                                        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+      SSL* ssl = options_.tls->NewClientSsl(peer.host);
+      bufferevent* bev = ssl ? bufferevent_openssl_socket_new(base_, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                              BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS)
+                             : nullptr;
+      if (bev == nullptr) {
+        // Never fall back to plain HTTP; only memory exhaustion gets here.
+        std::fprintf(stderr, "cannot create a TLS session to %s (out of memory?)\n", peer.ToString().c_str());
+        std::abort();
+      }
       // A peer that closes without a TLS close_notify (a restart) is an
       // ordinary closed connection here, not an error to report.
       bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);

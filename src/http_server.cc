@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -467,9 +468,17 @@ void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
 
 bufferevent* HttpServerImpl::NewTlsBufferevent(event_base* base, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
-  bufferevent* bev = bufferevent_openssl_socket_new(base, -1, self->options_.tls->NewServerSsl(),
-                                                    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-  if (bev != nullptr) bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+  SSL* ssl = self->options_.tls->NewServerSsl();
+  bufferevent* bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                          BEV_OPT_CLOSE_ON_FREE)
+                         : nullptr;
+  if (bev == nullptr) {
+    // evhttp would fall back to a plain socket: never serve plain HTTP
+    // where TLS is configured. Only memory exhaustion gets here.
+    spdlog::critical("cannot create a TLS session for a new connection (out of memory?): stopping");
+    std::abort();
+  }
+  bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
   return bev;
 }
 
@@ -521,7 +530,9 @@ Status HttpServerImpl::Authorize(Access access, std::string_view uri, const Http
       return Status::Ok();
     case Access::kInternal:
       if (options_.cluster_secret.empty()) return Status::Ok();
-      return VerifyRequest(options_.cluster_secret, options_.listen.ToString(), ex.header(kSignatureHeader),
+      // The address members dial, with the port bound (port 0 picks one).
+      return VerifyRequest(options_.cluster_secret, HostPort{options_.listen.host, port_}.ToString(),
+                           ex.header(kSignatureHeader),
                            ex.method(), uri, ex.body(),
                            static_cast<int64_t>(std::time(nullptr)));
     case Access::kAdmin:

@@ -81,11 +81,13 @@ SSL* TlsContext::NewClientSsl(const std::string& host) const {
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
   unsigned char addr[16];
   const bool ip = inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1;
-  if (ip) {
-    X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
-  } else {
-    X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
-    SSL_set_tlsext_host_name(ssl, host.c_str());
+  // Without the name check any certificate of the CA would do: no SSL then.
+  const bool named = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1
+                        : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0) == 1 &&
+                              SSL_set_tlsext_host_name(ssl, host.c_str()) == 1;
+  if (!named) {
+    SSL_free(ssl);
+    return nullptr;
   }
   return ssl;
 }

@@ -39,10 +39,11 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  // A new SSL for one accepted connection.
+  // A new SSL for one accepted connection; nullptr when out of memory.
   SSL* NewServerSsl() const;
   // A new SSL for one connection to `host` (a name or an IP literal, checked
-  // against the peer's certificate; SNI for names).
+  // against the peer's certificate; SNI for names); nullptr when that check
+  // cannot be set up.
   SSL* NewClientSsl(const std::string& host) const;
 
  private:

@@ -202,7 +202,9 @@ Status Replay(const ReplayOptions& o) {
         HttpResponse r = client.Fetch(*peer, spec);
         if (!r.ok()) return r.transport;
         if (r.status_code == 401) {
-          return Status::Unauthorized("GET /watermark: HTTP 401: the shard wants the cluster secret: pass --config");
+          return Status::Unauthorized(
+              "GET /watermark: HTTP 401: the shard wants a signature made with the cluster secret (--config) for "
+              "its address exactly as the cluster file's listen gives it (--to)");
         }
         if (r.status_code != 200) return Status::Unavailable(fmt::format("GET /watermark: HTTP {}", r.status_code));
         auto j = nlohmann::json::parse(r.body, nullptr, false);

@@ -153,15 +153,16 @@ TEST_F(TlsTest, MembersServeTlsOnlyAndClientsCheckTheCaAndTheAddress) {
   // Signed and over TLS: answered.
   EXPECT_EQ(Get(realtime_, "/watermark?source=api-0").status_code, 200);
 
+  HttpRequestSpec ping;
+  ping.target = "/ping";
+  ping.timeout_ms = 5000;
   // Plain HTTP gets no HTTP answer at all.
-  const HttpResponse plain = BlockingHttpClient(kTestClusterSecret).Fetch(realtime_, HttpRequestSpec{});
+  const HttpResponse plain = BlockingHttpClient(kTestClusterSecret).Fetch(realtime_, ping);
   EXPECT_FALSE(plain.ok()) << plain.status_code << " " << plain.body;
 
   // A client trusting another CA refuses the member's certificate.
   auto other = TlsContext::ForClient({"", "", dir_ / "other.crt"});
   ASSERT_TRUE(other.ok()) << other.status().ToString();
-  HttpRequestSpec ping;
-  ping.target = "/ping";
   EXPECT_FALSE(BlockingHttpClient(kTestClusterSecret, *other).Fetch(realtime_, ping).ok());
 
   // The certificate names 127.0.0.1 only: the same server reached as

@@ -436,3 +436,42 @@ TEST_F(CheckpointerTest, ThreadedDrainWhileACheckpointRunsPersistsEverything) {
 
 }  // namespace
 }  // namespace clickatron::realtime
+
+namespace clickatron::realtime {
+namespace {
+
+// An operator's repair (POST /watermark/reset): the lowered watermark takes
+// effect only once a checkpoint has made it durable; a failed checkpoint
+// leaves the old one in force (and refuses nothing silently).
+TEST_F(CheckpointerTest, LoweredWatermarkTakesEffectOnlyOnceDurable) {
+  Make(/*threaded=*/false);
+  for (int i = 0; i < 5; ++i) ApplyBatch("api-0");
+  cp_->Start();
+  ASSERT_EQ(cp_->Applied("api-0"), 5u);
+  ASSERT_EQ(cp_->Durable("api-0"), 5u);
+
+  Status changed;
+  cp_->LowerWatermark("api-0", 2, /*expect=*/4, [&](Status st) { changed = st; });
+  EXPECT_EQ(changed.reason(), "WATERMARK_CHANGED");
+  EXPECT_EQ(cp_->Applied("api-0"), 5u);
+  EXPECT_FALSE(cp_->Lowering("api-0"));
+
+  SetFault("checkpoint-fail");
+  Status failed;
+  cp_->LowerWatermark("api-0", 2, /*expect=*/5, [&](Status st) { failed = st; });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_TRUE(cp_->Lowering("api-0"));
+  EXPECT_EQ(cp_->Applied("api-0"), 5u);  // not lowered while not durable
+  EXPECT_EQ(cp_->Durable("api-0"), 5u);
+
+  ClearFault("checkpoint-fail");
+  cp_->Start();  // the retry persists it
+  EXPECT_FALSE(cp_->Lowering("api-0"));
+  EXPECT_EQ(cp_->Applied("api-0"), 2u);
+  EXPECT_EQ(cp_->Durable("api-0"), 2u);
+  Reopen();
+  EXPECT_EQ(*store_->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 2}}));
+}
+
+}  // namespace
+}  // namespace clickatron::realtime
