@@ -108,15 +108,25 @@ void ShardSender::LoadHeldMarker() {
   held_.from_marker = true;
 }
 
-void ShardSender::AskWatermark() {
+void ShardSender::GetWatermark(std::function<void(ShardSender& self, HttpResponse r)> done) {
   HttpRequestSpec spec;
   spec.method = "GET";
   spec.target = "/watermark?source=" + PercentEncode(options_.source);
   spec.timeout_ms = options_.request_timeout_ms;
   ++requests_;
-  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this()](HttpResponse r) {
-    if (auto self = weak.lock()) self->OnWatermark(std::move(r));
+  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), done = std::move(done)](HttpResponse r) {
+    if (auto self = weak.lock()) done(*self, std::move(r));
   });
+}
+
+bool ShardSender::WatermarksIn(const HttpResponse& r, uint64_t* applied, uint64_t* durable) {
+  if (!r.ok() || r.status_code != 200) return false;
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return !j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], applied, durable);
+}
+
+void ShardSender::AskWatermark() {
+  GetWatermark([](ShardSender& self, HttpResponse r) { self.OnWatermark(std::move(r)); });
 }
 
 void ShardSender::OnWatermark(HttpResponse r) {
@@ -211,32 +221,24 @@ void ShardSender::ScheduleHeldPoll() {
   server_.After(std::chrono::milliseconds(options_.held_poll_ms), [weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self || self->state_ != State::kHeld) return;
-    HttpRequestSpec spec;
-    spec.method = "GET";
-    spec.target = "/watermark?source=" + PercentEncode(self->options_.source);
-    spec.timeout_ms = self->options_.request_timeout_ms;
-    self->client_.Send(self->options_.peer, std::move(spec), [weak](HttpResponse r) {
-      auto self = weak.lock();
-      if (!self || self->state_ != State::kHeld) return;
-      ++self->held_polls_;
+    self->GetWatermark([](ShardSender& self, HttpResponse r) {
+      if (self.state_ != State::kHeld) return;
+      ++self.held_polls_;
       uint64_t applied = 0, durable = 0;
-      if (r.ok() && r.status_code == 200) {
-        auto j = nlohmann::json::parse(r.body, nullptr, false);
-        if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
-          if (self->ReleasedAt(applied, durable)) {
-            self->Release(applied, durable);
-            return;
-          }
-          if (applied != self->held_.shard_watermark) {
-            spdlog::error("shard {} ({}): watermark for {} moved from {} to {}, not to {} (what it applied of "
-                          "ours): still held",
-                          self->options_.shard, self->options_.member, self->options_.source,
-                          self->held_.shard_watermark, applied, self->held_.applied);
-            self->held_.shard_watermark = applied;
-          }
+      if (WatermarksIn(r, &applied, &durable)) {
+        if (self.ReleasedAt(applied, durable)) {
+          self.Release(applied, durable);
+          return;
+        }
+        if (applied != self.held_.shard_watermark) {
+          spdlog::error("shard {} ({}): watermark for {} moved from {} to {}, not to {} (what it applied of "
+                        "ours): still held",
+                        self.options_.shard, self.options_.member, self.options_.source, self.held_.shard_watermark,
+                        applied, self.held_.applied);
+          self.held_.shard_watermark = applied;
         }
       }
-      self->ScheduleHeldPoll();
+      self.ScheduleHeldPoll();
     });
   });
 }
@@ -303,28 +305,18 @@ void ShardSender::SchedulePoll() {
       self->SchedulePoll();
       return;
     }
-    HttpRequestSpec spec;
-    spec.method = "GET";
-    spec.target = "/watermark?source=" + PercentEncode(self->options_.source);
-    spec.timeout_ms = self->options_.request_timeout_ms;
-    self->client_.Send(self->options_.peer, std::move(spec), [weak](HttpResponse r) {
-      auto self = weak.lock();
-      if (!self) return;
-      self->poll_pending_ = false;
+    self->GetWatermark([](ShardSender& self, HttpResponse r) {
+      self.poll_pending_ = false;
       uint64_t applied = 0, durable = 0;
-      if (r.ok() && r.status_code == 200) {
-        auto j = nlohmann::json::parse(r.body, nullptr, false);
-        if (!j.is_discarded() && j.contains("data") && ParseWatermarks(j["data"], &applied, &durable)) {
-          if (self->HoldIfAhead(applied, durable, "a watermark poll")) return;
-          if (applied < self->shard_applied_ && !self->in_flight_ && !self->retry_pending_ &&
-              !self->late_pending_) {
-            self->Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
-            return;
-          }
-          if (applied >= self->shard_applied_) self->Heard(applied, durable);
+      if (WatermarksIn(r, &applied, &durable)) {
+        if (self.HoldIfAhead(applied, durable, "a watermark poll")) return;
+        if (applied < self.shard_applied_ && !self.in_flight_ && !self.retry_pending_ && !self.late_pending_) {
+          self.Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
+          return;
         }
+        if (applied >= self.shard_applied_) self.Heard(applied, durable);
       }
-      self->SchedulePoll();
+      self.SchedulePoll();
     });
   });
 }

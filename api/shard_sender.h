@@ -103,6 +103,11 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   enum class State { kRecovering, kUp, kDown, kBackoff, kHeld };
   static const char* StateName(State s);
 
+  // GET /watermark for this source; `done` runs on the loop if the sender
+  // still exists.
+  void GetWatermark(std::function<void(ShardSender& self, HttpResponse r)> done);
+  // The watermarks in a 200 answer to GET /watermark; false for any other.
+  static bool WatermarksIn(const HttpResponse& r, uint64_t* applied, uint64_t* durable);
   void AskWatermark();
   void OnWatermark(HttpResponse r);
   void LoadReplay();

@@ -25,14 +25,7 @@ constexpr std::string_view kSecret = "cluster-secret-0123456789abcdef";
 constexpr int64_t kNow = 1700000000;
 constexpr std::string_view kHost = "127.0.0.1:8091";  // the receiving member
 
-// Writes `contents` to `path` and sets exactly `mode` (independent of umask).
-bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
-  ok = ::fchmod(fd, mode) == 0 && ok;
-  return ::close(fd) == 0 && ok;
-}
+using clickatron::testing::WriteWithMode;
 
 bool IsLowerHex(std::string_view s) {
   for (char c : s) {

@@ -128,14 +128,7 @@ TEST(HostPortTest, ParsesAndRejects) {
 // --- Secrets, tokens and exposure ([cluster] cluster_secret_file,
 // admin_token_file, [api] client_token, CheckExposure) ---
 
-// Writes `contents` to `path` and sets exactly `mode` (independent of umask).
-bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
-  ok = ::fchmod(fd, mode) == 0 && ok;
-  return ::close(fd) == 0 && ok;
-}
+using clickatron::testing::WriteWithMode;
 
 // kGood with `lines` added at the top of its `table` ("[cluster]", "[api]").
 std::string GoodWith(const std::string& table, const std::string& lines) {

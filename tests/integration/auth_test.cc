@@ -68,16 +68,6 @@ class AuthTest : public StartedClusterTest {
  protected:
   AuthTest() : StartedClusterTest(kDay) {}
 
-  // `count` increments of `key` through the API, each acknowledged.
-  void IncrementThroughApi(const std::string& key, int count) {
-    for (int i = 0; i < count; ++i) {
-      Increment inc;
-      inc.key = key;
-      inc.ts = UnixOfDate(kDay) + 3600 * (i % 24) + 7;
-      auto r = HttpGet(cluster_.api(), "/incr?" + inc.QueryString());
-      ASSERT_EQ(r.status_code, 200) << r.body;
-    }
-  }
   std::vector<const MemberConfig*> Realtimes() const { return cluster_.config().MembersWithRole(MemberRole::kRealtime); }
   std::vector<const MemberConfig*> Archives() const { return cluster_.config().MembersWithRole(MemberRole::kArchive); }
   std::string HourKey(const std::string& key) const { return "u|" + key + "." + *YmdhFromUnix(UnixOfDate(kDay)); }

@@ -134,6 +134,18 @@ class StartedClusterTest : public ::testing::Test {
     ASSERT_TRUE(cluster_.StartAll(&error)) << error;
     ASSERT_TRUE(cluster_.RotateAll(day_, &error)) << error;
   }
+  // `count` single increments through the API (GET /incr, each must be
+  // acknowledged) at hours of the day: of `key`, or with `keys` > 1 of
+  // key0, key1, … in turn.
+  void IncrementThroughApi(const std::string& key, int count, int keys = 1) {
+    for (int i = 0; i < count; ++i) {
+      Increment inc;
+      inc.key = keys > 1 ? key + std::to_string(i % keys) : key;
+      inc.ts = UnixOfDate(day_) + 3600 * (i % 24) + 7;
+      auto r = clickatron::testing::HttpGet(cluster_.api(), "/incr?" + inc.QueryString());
+      ASSERT_EQ(r.status_code, 200) << r.body;
+    }
+  }
   std::string day_;
   Cluster cluster_;
 };

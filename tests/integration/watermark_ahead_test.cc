@@ -29,13 +29,18 @@ class WatermarkAheadTest : public StartedClusterTest {
  protected:
   WatermarkAheadTest() : StartedClusterTest(kDay) {}
 
-  void IncrementThroughApi(const std::string& key, int count) {
-    for (int i = 0; i < count; ++i) {
-      Increment inc;
-      inc.key = key + std::to_string(i % 8);  // keys on both shards
-      inc.ts = UnixOfDate(kDay) + 3600 * (i % 24) + 11;
-      auto r = HttpGet(cluster_.api(), "/incr?" + inc.QueryString());
-      ASSERT_EQ(r.status_code, 200) << r.body;
+  // Over 8 keys: batches for both shards.
+  void Increment8(const std::string& key, int count) { IncrementThroughApi(key, count, 8); }
+  // `clickatron oplog release` for both shards; each must succeed.
+  void ReleaseBothShards() {
+    for (int shard = 0; shard < 2; ++shard) {
+      std::string out;
+      ASSERT_EQ(RunCommand({BinaryPath("clickatron"), "oplog", "release", "--config", cluster_.config_path(), "--api",
+                            "api-0", "--shard", std::to_string(shard)},
+                           &out),
+                0)
+          << out;
+      EXPECT_NE(out.find("released"), std::string::npos) << out;
     }
   }
   int64_t Total(const std::string& key) const {
@@ -63,7 +68,7 @@ class WatermarkAheadTest : public StartedClusterTest {
 };
 
 TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce) {
-  IncrementThroughApi("before", 8);
+  Increment8("before", 8);
   ASSERT_TRUE(WaitFor([&] { return Total("before") == 8; })) << Total("before");
   std::map<std::string, uint64_t> really_applied;
   for (const auto& s : Senders()) really_applied[s["member"]] = s["acked_seq"].get<uint64_t>();
@@ -75,7 +80,7 @@ TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce)
   }
 
   // Acknowledged while the shards' watermarks are ahead: the node holds.
-  IncrementThroughApi("after", 20);
+  Increment8("after", 20);
   ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
   for (const auto& s : Senders()) {
     EXPECT_EQ(s["held"]["shard_watermark"], kForgedSeq) << s.dump();
@@ -96,18 +101,10 @@ TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce)
   for (const auto& s : Senders()) EXPECT_EQ(s["held"]["applied"], really_applied[s["member"]]) << s.dump();
 
   // The documented way out, one shard at a time.
-  for (int shard = 0; shard < 2; ++shard) {
-    std::string out;
-    ASSERT_EQ(RunCommand({BinaryPath("clickatron"), "oplog", "release", "--config", cluster_.config_path(), "--api",
-                          "api-0", "--shard", std::to_string(shard)},
-                         &out),
-              0)
-        << out;
-    EXPECT_NE(out.find("released"), std::string::npos) << out;
-  }
+  ReleaseBothShards();
   ASSERT_TRUE(WaitFor([&] { return Total("after") == 20; })) << Total("after");
   EXPECT_EQ(Total("before"), 8);
-  IncrementThroughApi("later", 6);
+  Increment8("later", 6);
   ASSERT_TRUE(WaitFor([&] { return Total("later") == 6; })) << Total("later");
   EXPECT_EQ(Total("after"), 20);
   for (const auto& s : Senders()) {
@@ -127,7 +124,7 @@ TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce)
 // writes past it. That must not end the hold (the batches it wrote at or
 // below the claimed watermark would be dropped); only the release does.
 TEST_F(WatermarkAheadTest, WritingPastAClaimedWatermarkDoesNotEndTheHold) {
-  IncrementThroughApi("first", 8);
+  Increment8("first", 8);
   ASSERT_TRUE(WaitFor([&] { return Total("first") == 8; })) << Total("first");
   for (const MemberConfig* rt : cluster_.config().MembersWithRole(MemberRole::kRealtime)) {
     auto wm = nlohmann::json::parse(HttpGet(rt->listen, "/watermark?source=api-0").body);
@@ -135,7 +132,7 @@ TEST_F(WatermarkAheadTest, WritingPastAClaimedWatermarkDoesNotEndTheHold) {
     auto r = HttpPost(rt->listen, fmt::format("/incr?source=api-0&seq={}", claimed), "");
     ASSERT_EQ(r.status_code, 200) << r.body;
   }
-  IncrementThroughApi("during", 40);  // one batch each: far past the claimed seqs
+  Increment8("during", 40);  // one batch each: far past the claimed seqs
   ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
   for (const auto& s : Senders()) {
     ASSERT_GT(s["written_seq"].get<uint64_t>(), s["held"]["shard_watermark"].get<uint64_t>()) << s.dump();
@@ -162,14 +159,7 @@ TEST_F(WatermarkAheadTest, WritingPastAClaimedWatermarkDoesNotEndTheHold) {
   ASSERT_TRUE(cluster_.Start("api-0", &error)) << error;
   ASSERT_TRUE(WaitFor([&] { return AllHeld(); })) << Senders().dump();
 
-  for (int shard = 0; shard < 2; ++shard) {
-    std::string out;
-    ASSERT_EQ(RunCommand({BinaryPath("clickatron"), "oplog", "release", "--config", cluster_.config_path(), "--api",
-                          "api-0", "--shard", std::to_string(shard)},
-                         &out),
-              0)
-        << out;
-  }
+  ReleaseBothShards();
   ASSERT_TRUE(WaitFor([&] { return Total("during") == 40; })) << Total("during");
   EXPECT_EQ(Total("first"), 8);
 }

@@ -72,6 +72,9 @@ std::string LinesWithAnyPrefix(const std::map<std::string, int64_t>& records, co
 
 int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data = "");
 
+// Writes `contents` to `path` and sets exactly `mode` (independent of umask).
+bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode);
+
 // Every test cluster runs with a cluster secret, as users run theirs; the
 // helpers below sign with it (a test of unsigned requests uses its own
 // BlockingHttpClient).
