@@ -1,10 +1,12 @@
 // Query-string parsing shared by every endpoint and by the API's batch bodies
 // (one query string per line).
 //
-// Lenient the way sortdb's users expect: raw '|' and other unreserved bytes
-// pass through (`/get?key=u|jehiah.c3hh` works unencoded). '+' stays '+'
-// (hashes contain it): clients encode a space as %20. A malformed %-escape is
-// an error, never a silent guess.
+// Decoded as HTML forms, Python's urlencode, JavaScript's URLSearchParams and
+// Go's url.Values encode (application/x-www-form-urlencoded): '+' is a
+// space, and a literal '+' (as in the base64 of a hash) must be sent as %2B.
+// Lenient the way sortdb's users expect: raw '|' and other bytes that need no
+// escape pass through (`/get?key=u|jehiah.c3hh` works unencoded). A malformed
+// %-escape is an error, never a silent guess.
 #pragma once
 
 #include <string>
@@ -36,7 +38,7 @@ class QueryArgs {
 // Parses "a=1&b=x%20y&c" (a name without '=' has an empty value). Appends to
 // *out. Errors: BAD_QUERY for a bad %-escape, TOO_MANY_ARGS past max_args.
 Status ParseQueryString(std::string_view query, QueryArgs* out, size_t max_args = 1024);
-// %-decodes one component. False on a malformed escape.
+// Decodes one component ('+' -> space, %XX -> byte). False on a malformed escape.
 bool PercentDecode(std::string_view in, std::string* out);
 // %-encodes everything but unreserved characters (RFC 3986) — for clients.
 std::string PercentEncode(std::string_view in);
