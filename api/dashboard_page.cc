@@ -238,8 +238,8 @@ thead th { font-size: 13px; color: var(--muted); }
   }
 
   // ---- controls and the query string ----
-  // Query strings the API's way: '+' is a plus sign and a space is %20
-  // (URLSearchParams would turn one into the other, and the key would change).
+  // Query strings the API's way, as forms encode them: '+' is a space, %2B a
+  // plus. Written out with encodeURIComponent (a space as %20, a plus as %2B).
   function Query(search) {
     var self = this;
     this.names = [];
@@ -248,8 +248,9 @@ thead th { font-size: 13px; color: var(--muted); }
       if (!part) return;
       var eq = part.indexOf('=');
       try {
-        var name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
-        if (!self.has(name)) self.set(name, decodeURIComponent(eq < 0 ? '' : part.slice(eq + 1)));
+        var decode = function (s) { return decodeURIComponent(s.replace(/\+/g, ' ')); };
+        var name = decode(eq < 0 ? part : part.slice(0, eq));
+        if (!self.has(name)) self.set(name, decode(eq < 0 ? '' : part.slice(eq + 1)));
       } catch (e) { /* a malformed escape: that parameter is ignored */ }
     });
   }

@@ -236,8 +236,8 @@ class IntegrationDashboardTest : public ::testing::Test {
 };
 
 TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
-  // A space and a plus: the API reads '+' as itself and a space only as %20,
-  // so a page that re-encoded the key the form way would chart another key.
+  // A space and a plus (sent as %20 and %2B): a page that turned one into
+  // the other on its way to the API would chart another key.
   key_ = "my dash+1";
   ASSERT_NO_FATAL_FAILURE(SendIncrements());
   const std::string dom = DumpDom(fmt::format(
