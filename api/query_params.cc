@@ -165,21 +165,23 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
   w.reference_ts = *reference;
 
   // timezone, hour_offset and tz_offset are one parameter under three names.
-  const std::string* tz = nullptr;
+  // Given twice, they must name the same offset at the reference time
+  // ("UTC" and "0" do; compared as offsets, not as text).
   std::string_view tz_name;
+  bool have_tz = false;
   for (std::string_view name : {"timezone", "hour_offset", "tz_offset"}) {
     const std::string* value = args.Get(name);
     if (value == nullptr) continue;
-    if (tz != nullptr && *tz != *value) {
-      return Invalid("INVALID_TIMEZONE", fmt::format("{} and {} disagree; give one of them", tz_name, name));
-    }
-    tz = value;
-    tz_name = name;
-  }
-  if (tz != nullptr) {
-    auto offset = ResolveTimezone(*tz, w.reference_ts, zones);
+    auto offset = ResolveTimezone(*value, w.reference_ts, zones);
     if (!offset.ok()) return offset.status();
+    if (have_tz && *offset != w.tz_offset) {
+      return Invalid("INVALID_TIMEZONE", fmt::format("{} and {} name different offsets ({} and {} hours); give one "
+                                                     "of them",
+                                                     tz_name, name, w.tz_offset, *offset));
+    }
     w.tz_offset = *offset;
+    tz_name = name;
+    have_tz = true;
   }
   auto rollup = ParseBoolArg(args, "rollup", default_rollup, "INVALID_ROLLUP");
   if (!rollup.ok()) return rollup.status();

@@ -76,6 +76,14 @@ TEST(ReadQueryParamsTest, TimezoneAliasesAndZoneNames) {
   EXPECT_EQ(ny_jan->window.tz_offset, -5);
   EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=2&hour_offset=2"), "OK");
   EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=2&hour_offset=3"), "INVALID_TIMEZONE");
+  // Aliases are compared as the offsets they name, not as text.
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=UTC&tz_offset=0"), "OK");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=Etc/GMT-9&hour_offset=9"), "OK");  // POSIX sign: GMT-9 is UTC+9
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=UTC&tz_offset=1"), "INVALID_TIMEZONE");
+  // At the reference time: New York is UTC-4 in July and UTC-5 in January.
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=America/New_York&tz_offset=-4&unit_reference_ts=1342353600"), "OK");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=America/New_York&tz_offset=-4&unit_reference_ts=1326628800"),
+            "INVALID_TIMEZONE");
 }
 
 TEST(ReadQueryParamsTest, EachBadParameterIsNamed) {
