@@ -48,7 +48,7 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
   sort.temp_dir = work.TempDir(load.id);
   sort.memory_bytes = cluster.rebuild.memory_mb << 20;
   sort.threads = cluster.rebuild.threads;
-  sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
+  sort.max_bad_line_ratio = options.max_bad_line_ratio.value_or(cluster.rebuild.max_bad_line_ratio);
   sort.strip_cr = true;
   sort.label = "load " + load.id;
   Result<SortInputsResult> sorted = SortInputs(sort);

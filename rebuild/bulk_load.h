@@ -9,6 +9,7 @@
 // nightly run, or `load --now`), and marks it folded once deployed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ namespace clickatron::rebuild {
 struct BulkLoadOptions {
   std::vector<std::string> files;
   InputFormat format = InputFormat::kRealtime;  // kRealtime or kArchive
+  // This load's bound on bad lines; unset: [rebuild] max_bad_line_ratio.
+  std::optional<double> max_bad_line_ratio;
 };
 
 struct QueuedLoad {

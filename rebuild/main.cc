@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -56,6 +57,11 @@ int main(int argc, char** argv) {
   load->add_option("--format", format, "format of the data files")->check(CLI::IsMember({"realtime", "archive"}));
   load->add_flag("--now", now, "build and deploy a generation with this data at once");
   load->add_option("--reload-timeout", reload_timeout_s, "seconds an archive replica may take to reload");
+  std::optional<double> max_bad_line_ratio;
+  load->add_option("--max-bad-line-ratio", max_bad_line_ratio,
+                   "for this load only: the share of bad lines (0..1) above which it fails and queues nothing "
+                   "(default: [rebuild] max_bad_line_ratio)")
+      ->check(CLI::Range(0.0, 1.0));
   load->add_option("files", files, "data files (plain or gzip)")->required();
 
   CLI::App* status = app.add_subcommand("status", "which steps are done per day; the serving generation");
@@ -81,6 +87,7 @@ int main(int argc, char** argv) {
         format == "archive" ? clickatron::rebuild::InputFormat::kArchive : clickatron::rebuild::InputFormat::kRealtime;
     options.now = now;
     options.timeouts = timeouts;
+    options.max_bad_line_ratio = max_bad_line_ratio;
     return Report(clickatron::rebuild::LoadHistory(*cluster, options));
   }
   auto report = clickatron::rebuild::StatusReport(*cluster);

@@ -360,7 +360,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
 }
 
 Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
-  auto queued = QueueBulkLoad(cluster, {options.files, options.format});
+  auto queued = QueueBulkLoad(cluster, {options.files, options.format, options.max_bad_line_ratio});
   if (!queued.ok()) return queued.status();
   if (!options.now) {
     spdlog::info("load {} is queued for the next generation", queued->id);

@@ -14,6 +14,7 @@
 // One rebuild at a time: a lock file in work_dir makes a second one fail fast.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct LoadOptions {
   InputFormat format = InputFormat::kRealtime;
   bool now = false;  // build and deploy a generation at once (no realtime export)
   Timeouts timeouts;
+  std::optional<double> max_bad_line_ratio;  // unset: [rebuild] max_bad_line_ratio
 };
 
 // `clickatron-rebuild load`: queue historical data (and with `now`, deploy it).

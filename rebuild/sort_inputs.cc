@@ -259,7 +259,7 @@ Result<SortInputsResult> SortInputs(const SortInputsOptions& options) {
     if (ratio > options.max_bad_line_ratio) {
       return Status::FailedPrecondition(
           fmt::format("{} of {} lines are bad ({:.4f}%, more than the {:.4f}% allowed by "
-                      "rebuild.max_bad_line_ratio); nothing was written; see {}",
+                      "[rebuild] max_bad_line_ratio or load --max-bad-line-ratio); nothing was written; see {}",
                       result.bad_lines, result.lines, ratio * 100, options.max_bad_line_ratio * 100,
                       options.rejects_path),
           "TOO_MANY_BAD_LINES");

@@ -390,6 +390,15 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
   }
   EXPECT_NE(Rebuild({"load", "--config", config_path_, "--now", tmp_ / "junk.csv"}, &out), 0);
   EXPECT_NE(out.find("TOO_MANY_BAD_LINES"), std::string::npos) << out;
+  // A bound for one load: the cluster file allows 10%, this load none, and
+  // history.csv has one bad line: refused, nothing queued or served.
+  EXPECT_NE(Rebuild({"load", "--config", config_path_, "--max-bad-line-ratio", "0", "--now", tmp_ / "history.csv"},
+                    &out),
+            0);
+  EXPECT_NE(out.find("TOO_MANY_BAD_LINES"), std::string::npos) << out;
+  EXPECT_NE(out.find("more than the 0.0000% allowed"), std::string::npos) << out;
+  EXPECT_NE(Rebuild({"load", "--config", config_path_, "--max-bad-line-ratio", "1.5", tmp_ / "history.csv"}, &out), 0);
+  EXPECT_EQ(ServedGeneration(0), 1);
   // Archive-format history is taken in as well (and normalised).
   {
     std::ofstream f(tmp_ / "history-archive.csv");
