@@ -67,14 +67,13 @@ std::string Snippet(const std::string& body) {
 }  // namespace
 
 ShardSender::ShardSender(Options options, HttpServer& server, HttpClient& client, Oplog& oplog, LateData& late,
-                         SerialExecutor& reader, Resequence resequence)
+                         SerialExecutor& reader)
     : options_(std::move(options)),
       server_(server),
       client_(client),
       oplog_(oplog),
       late_(late),
-      reader_(reader),
-      resequence_(std::move(resequence)) {}
+      reader_(reader) {}
 
 const char* ShardSender::StateName(State s) {
   switch (s) {
@@ -187,7 +186,6 @@ bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_vi
   // operator (clickatron oplog release).
   state_ = State::kHeld;
   held_.shard_watermark = applied;
-  held_.shard_durable = durable;
   // What the shard really applied of ours: from a marker left by an earlier
   // run (held, then restarted), else what this run saw applied, else (just
   // started: all it has is the oplog) everything in the oplog.
@@ -322,14 +320,15 @@ void ShardSender::SchedulePoll() {
 }
 
 void ShardSender::Enqueue(BatchPtr batch) {
-  // Never queue a seq at or below one already queued, replayed or
-  // acknowledged: the shard would drop it as a duplicate. (Only after an
-  // oplog that lost its tail; see OnWatermark.)
-  const uint64_t last = std::max({acked_seq_, replay_until_, queue_.empty() ? 0 : queue_.back()->seq});
-  if (batch->seq <= last) {
-    ++resequenced_;
-    resequence_(options_.shard, last, {std::move(batch)});
-    return;
+  // Seqs come from the oplog above everything it held at start, and a shard
+  // whose watermark is above what this node wrote holds it (HoldIfAhead), so
+  // a new batch is always above what is acknowledged, replayed or queued.
+  // Were it not, the shard would take it for a duplicate: say so loudly.
+  if (const uint64_t last = std::max({acked_seq_, replay_until_, queue_.empty() ? 0 : queue_.back()->seq});
+      batch->seq <= last) {
+    spdlog::critical("shard {}: batch seq {} is not above seq {} already queued or acknowledged: a bug; the shard "
+                     "may take it for a duplicate",
+                     options_.shard, batch->seq, last);
   }
   written_seq_ = std::max(written_seq_, batch->seq);
   queued_lines_ += batch->line_count;
@@ -587,7 +586,6 @@ nlohmann::json ShardSender::StatsJson() const {
       {"applied", applied_},
       {"duplicates", duplicates_},
       {"replayed", replayed_},
-      {"resequenced", resequenced_},
       {"late_lines", late_lines_},
       {"releases", releases_},
       {"held_polls", held_polls_},

@@ -80,13 +80,8 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
     // restart still knows how far the shard really applied. Empty: nowhere.
     std::string held_marker_path;
   };
-  // Called with batches that arrived with a seq the shard would take for a
-  // duplicate (at or below its watermark, or not above the last one queued);
-  // the owner gives them fresh seqs, logs them again, and enqueues them.
-  using Resequence = std::function<void(uint32_t shard, uint64_t floor, std::vector<BatchPtr> batches)>;
-
   ShardSender(Options options, HttpServer& server, HttpClient& client, Oplog& oplog, LateData& late,
-              SerialExecutor& reader, Resequence resequence);
+              SerialExecutor& reader);
 
   // Asks the shard's watermark, then re-sends the oplog's batches above it up
   // to `recovered_last_seq`, then the batches enqueued since.
@@ -143,7 +138,6 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   Oplog& oplog_;
   LateData& late_;
   SerialExecutor& reader_;
-  Resequence resequence_;
 
   State state_ = State::kRecovering;
   bool watermark_known_ = false;
@@ -164,7 +158,6 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   struct Held {
     uint64_t applied = 0;          // this node's batches the shard really applied: up to here
     uint64_t shard_watermark = 0;  // what the shard claims
-    uint64_t shard_durable = 0;
     int64_t since_unix = 0;
     bool from_marker = false;      // `applied` came from the marker file
   };
@@ -184,7 +177,6 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   uint64_t late_lines_ = 0;
   uint64_t rewinds_ = 0;
   uint64_t replayed_ = 0;
-  uint64_t resequenced_ = 0;
   uint64_t releases_ = 0;
   uint64_t held_polls_ = 0;  // watermark polls answered while held
   std::string last_error_;

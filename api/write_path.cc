@@ -81,7 +81,6 @@ class WritePathImpl : public WritePath {
   void MaybeFlush(bool from_timer);
   void Flush(bool force);
   void OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters, const Status& st);
-  void Resequence(uint32_t shard, uint64_t floor, std::vector<BatchPtr> batches);
   std::function<void(std::function<void()>)> Poster() {
     return [server = &server_](std::function<void()> fn) { server->RunInLoop(std::move(fn)); };
   }
@@ -167,11 +166,7 @@ Status WritePathImpl::Init() {
     so.backoff_max_ms = std::max(cfg.retry_backoff_max_ms, cfg.retry_backoff_min_ms);
     so.replay_chunk_lines = std::max<uint64_t>(1000, cfg.max_queued_increments / 4);
     so.held_marker_path = fmt::format("{}/watermark-ahead-shard-{}.json", ctx_.member.data_dir, s);
-    senders_.push_back(std::make_shared<ShardSender>(
-        so, server_, client_, *oplog_, *late_, *reader_,
-        Guarded([this](uint32_t shard, uint64_t floor, std::vector<BatchPtr> batches) {
-          Resequence(shard, floor, std::move(batches));
-        })));
+    senders_.push_back(std::make_shared<ShardSender>(so, server_, client_, *oplog_, *late_, *reader_));
   }
   oplog_->SetDurableListener(Guarded([this] {
     for (auto& s : senders_) s->Pump();
@@ -346,26 +341,6 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
     if (b->seq <= oplog_->durable_seq(b->shard) || st.ok()) senders_[b->shard]->Enqueue(b);
   }
   MaybeFlush(false);
-}
-
-void WritePathImpl::Resequence(uint32_t shard, uint64_t floor, std::vector<BatchPtr> batches) {
-  next_seq_[shard] = std::max(next_seq_[shard], floor);
-  std::vector<BatchPtr> renumbered;
-  for (const BatchPtr& old : batches) {
-    auto b = std::make_shared<OplogBatch>(*old);
-    b->seq = ++next_seq_[shard];
-    spdlog::warn("shard {}: batch seq {} renumbered to {}", shard, old->seq, b->seq);
-    committing_lines_[shard] += b->line_count;
-    renumbered.push_back(std::move(b));
-  }
-  oplog_->Commit(renumbered, Guarded([this, renumbered](Status st) {
-    for (const BatchPtr& b : renumbered) committing_lines_[b->shard] -= b->line_count;
-    if (!st.ok()) {
-      spdlog::critical("renumbered batches could not be logged: {}", st.ToString());
-      return;
-    }
-    for (const BatchPtr& b : renumbered) senders_[b->shard]->Enqueue(b);
-  }));
 }
 
 void WritePathImpl::HandleSeal(const HttpExchangePtr& ex) {

@@ -106,7 +106,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-Result<std::string> ReadSecretFile(const std::string& path, std::string_view what) {
+Status CheckOwnerOnlyFile(const std::string& path, std::string_view what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return Status::InvalidArgument(fmt::format("{} \"{}\": {}", what, path, std::strerror(errno)), "BAD_SECRET_FILE");
@@ -125,6 +125,11 @@ Result<std::string> ReadSecretFile(const std::string& path, std::string_view wha
                     st.st_mode & 0777, path),
         "BAD_SECRET_FILE");
   }
+  return Status::Ok();
+}
+
+Result<std::string> ReadSecretFile(const std::string& path, std::string_view what) {
+  CLICKATRON_RETURN_IF_ERROR(CheckOwnerOnlyFile(path, what));
   Result<std::string> text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   std::string secret = std::move(text).value();

@@ -13,23 +13,23 @@ namespace clickatron {
 
 Status CheckExposure(const ClusterConfig& cluster, const MemberConfig& member) {
   if (IsLoopbackHost(member.listen.host)) return Status::Ok();
+  // What is missing, what anyone who reaches the member could then do, and the fix.
+  std::string_view missing, risk, fix;
   if (cluster.cluster_secret.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("member \"{}\" listens on {}, which other hosts can reach, and [cluster] cluster_secret_file is "
-                    "not set: anyone there could send batches, read and forge counts. Create a secret "
-                    "(clickatron secret FILE) and name it in [cluster] cluster_secret_file, or listen on 127.0.0.1",
-                    member.name, member.listen.ToString()),
-        "INSECURE_LISTEN");
+    missing = "[cluster] cluster_secret_file is not set";
+    risk = "send batches, read and forge counts";
+    fix = "create a secret (clickatron secret FILE) and name it in [cluster] cluster_secret_file";
+  } else if (cluster.admin_token.empty()) {
+    missing = "no admin token is set";
+    risk = "export, clear or reload";
+    fix = "set [cluster] admin_token_file (or admin_token)";
+  } else {
+    return Status::Ok();
   }
-  if (cluster.admin_token.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("member \"{}\" listens on {}, which other hosts can reach, and no admin token is set: anyone "
-                    "there could export, clear or reload. Set [cluster] admin_token_file (or admin_token), or listen "
-                    "on 127.0.0.1",
-                    member.name, member.listen.ToString()),
-        "INSECURE_LISTEN");
-  }
-  return Status::Ok();
+  return Status::InvalidArgument(fmt::format("member \"{}\" listens on {}, which other hosts can reach, and {}: "
+                                             "anyone there could {}. Either {}, or listen on 127.0.0.1",
+                                             member.name, member.listen.ToString(), missing, risk, fix),
+                                 "INSECURE_LISTEN");
 }
 
 Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daemon, MemberRole role) {

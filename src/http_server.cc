@@ -200,6 +200,7 @@ class HttpServerImpl : public HttpServer {
   EventBasePtr base_;
   EvhttpPtr http_;
   uint16_t port_ = 0;
+  std::string signed_address_;  // "HOST:PORT" that signatures to this server name
   std::map<std::string, RouteEntry, std::less<>> routes_;
   HttpStats stats_;
   std::function<nlohmann::json()> stats_json_;
@@ -364,6 +365,8 @@ Status HttpServerImpl::Init() {
   ev_socklen_t len = sizeof(ss);
   getsockname(evhttp_bound_socket_get_fd(sock), reinterpret_cast<sockaddr*>(&ss), &len);
   port_ = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  // Signatures name the address members dial, with the port bound (port 0 picks one).
+  signed_address_ = HostPort{options_.listen.host, port_}.ToString();
 
   wake_.reset(event_new(base_.get(), -1, EV_PERSIST, &HttpServerImpl::OnWake, this));
   event_add(wake_.get(), nullptr);
@@ -520,24 +523,32 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   entry.handler(ex);
 }
 
+namespace {
+
+// "Authorization: Bearer TOKEN" with exactly `token`, compared in constant
+// time and without building the expected header per request.
+bool BearerIs(const std::string& header, std::string_view token) {
+  constexpr std::string_view kBearer = "Bearer ";
+  return header.size() == kBearer.size() + token.size() && std::string_view(header).substr(0, kBearer.size()) == kBearer &&
+         ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), token);
+}
+
+}  // namespace
+
 Status HttpServerImpl::Authorize(Access access, std::string_view uri, const HttpExchange& ex) const {
   switch (access) {
     case Access::kPublic:
-      if (!options_.client_token.empty() &&
-          !ConstantTimeEquals(ex.header("Authorization"), "Bearer " + options_.client_token)) {
+      if (!options_.client_token.empty() && !BearerIs(ex.header("Authorization"), options_.client_token)) {
         return Status::Unauthorized(fmt::format("{} needs Authorization: Bearer <[api] client_token>", ex.path()));
       }
       return Status::Ok();
     case Access::kInternal:
       if (options_.cluster_secret.empty()) return Status::Ok();
-      // The address members dial, with the port bound (port 0 picks one).
-      return VerifyRequest(options_.cluster_secret, HostPort{options_.listen.host, port_}.ToString(),
-                           ex.header(kSignatureHeader),
-                           ex.method(), uri, ex.body(),
+      return VerifyRequest(options_.cluster_secret, signed_address_, ex.header(kSignatureHeader), ex.method(), uri,
+                           ex.body(),
                            static_cast<int64_t>(std::time(nullptr)));
     case Access::kAdmin:
-      if (!options_.admin_token.empty() &&
-          !ConstantTimeEquals(ex.header("Authorization"), "Bearer " + options_.admin_token)) {
+      if (!options_.admin_token.empty() && !BearerIs(ex.header("Authorization"), options_.admin_token)) {
         return Status::Unauthorized(
             fmt::format("{} is an admin endpoint: send Authorization: Bearer <admin_token>", ex.path()));
       }

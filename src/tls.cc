@@ -41,11 +41,10 @@ Result<SSL_CTX*> NewContext(const SSL_METHOD* method, const TlsFiles& files, boo
     st = TlsError("cannot load the certificate", files.cert_file);
   } else if (!files.key_file.empty()) {
     // The private key is a secret: the same owner-only rule as the cluster secret.
-    if (Result<std::string> key = ReadSecretFile(files.key_file, "[cluster] tls_key_file"); !key.ok()) {
-      st = key.status();
-    } else if (SSL_CTX_use_PrivateKey_file(ctx, files.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    st = CheckOwnerOnlyFile(files.key_file, "[cluster] tls_key_file");
+    if (st.ok() && SSL_CTX_use_PrivateKey_file(ctx, files.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
       st = TlsError("cannot load the private key", files.key_file);
-    } else if (SSL_CTX_check_private_key(ctx) != 1) {
+    } else if (st.ok() && SSL_CTX_check_private_key(ctx) != 1) {
       st = TlsError("the private key does not match the certificate", files.key_file);
     }
   }

@@ -51,10 +51,12 @@ Status VerifyRequest(std::string_view secret, std::string_view host, std::string
 // True iff a == b, in time that depends only on the lengths.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
-// Reads a secret (or token) file: a regular file owned by this user that
-// neither group nor others may read or write (mode 600 or 400); trailing
-// whitespace is cut; at least kMinSecretBytes must remain. `what` names it in
-// errors ("[cluster] cluster_secret_file").
+// BAD_SECRET_FILE unless `path` is a regular file owned by this user that
+// neither group nor others may read or write (mode 600 or 400). `what` names
+// it in errors ("[cluster] cluster_secret_file").
+Status CheckOwnerOnlyFile(const std::string& path, std::string_view what);
+// Reads a secret (or token) file that passes CheckOwnerOnlyFile; trailing
+// whitespace is cut; at least kMinSecretBytes must remain.
 Result<std::string> ReadSecretFile(const std::string& path, std::string_view what);
 
 // A fresh random secret (32 bytes from the OS, as 64 hex digits).
