@@ -7,6 +7,7 @@
 
 #include <ctime>
 #include <limits>
+#include <type_traits>
 
 #include "archive_reader.h"
 #include "clickatron/key_codec.h"
@@ -331,24 +332,19 @@ class ReadPathImpl : public ReadPath {
                                               uniques = std::move(uniques)](
                                                  Result<std::map<std::string, std::string>> values) mutable {
       if (!values.ok()) return Fail(ex, values.status());
-      // Stored key -> full value for the visitors too (a hash's value is unique to it).
-      for (KeyUniques& group : uniques) {
-        KeyUniques expanded;
+      // Stored key -> full value, for clicks and visitors alike. A stored
+      // form is either the value itself or a hash of a value too long or odd
+      // to store, so no two stored keys expand to one value.
+      auto expand = [&](const auto& group) {
+        std::decay_t<decltype(group)> expanded;
         for (const auto& [stored, n] : group) {
           auto it = values->find(stored);
-          expanded[it != values->end() ? it->second : stored] = n;
-        }
-        group = std::move(expanded);
-      }
-      auto expand = [&](const KeyCounts& group) {
-        KeyCounts expanded;
-        for (const auto& [stored, clicks] : group) {
-          auto it = values->find(stored);
           // A hash without a lookup record is shown as itself.
-          expanded[it != values->end() ? it->second : stored] += clicks;
+          expanded[it != values->end() ? it->second : stored] += n;
         }
         return expanded;
       };
+      for (KeyUniques& group : uniques) group = expand(group);
       std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
       for (const KeyCounts& group : groups) tops.push_back(TopByClicks(expand(group), static_cast<size_t>(p.limit)));
       std::vector<KeyCounts> before;

@@ -18,6 +18,7 @@ namespace clickatron::realtime {
 class RecordValue {
  public:
   // The kind comes from the key ("l|…" lookup, "~…" unique, else counter).
+  // REQUIRES: `key` outlives the value (it names the key in errors).
   explicit RecordValue(std::string_view key);
 
   bool lookup() const { return kind_ == Kind::kLookup; }
@@ -38,7 +39,7 @@ class RecordValue {
 
  private:
   enum class Kind { kCounter, kUnique, kLookup };
-  std::string key_;
+  std::string_view key_;
   Kind kind_;
   bool found_ = false;
   int64_t sum_ = 0;

@@ -88,8 +88,9 @@ Status CombineArchiveLineInto(std::string* into, std::string_view from) {
   const size_t comma = into->find(',');
   const std::string_view key = std::string_view(*into).substr(0, comma);
   const std::string_view from_value = from.substr(from.find(',') + 1);
-  if (const RecordType type = RecordTypeOfKey(key); IsUniqueType(type)) {
-    // Sketches unite (no fast path: equal columns need a union, not a sum).
+  const RecordType type = RecordTypeOfKey(key);
+  // Sketches unite: decode both lines, union, encode once.
+  auto unite = [&]() -> Status {
     Result<ArchiveRecord> a = ParseArchiveLine(*into);
     if (!a.ok()) return a.status();
     Result<ArchiveRecord> b = ParseArchiveLine(from);
@@ -97,8 +98,9 @@ Status CombineArchiveLineInto(std::string* into, std::string_view from) {
     CLICKATRON_RETURN_IF_ERROR(CombineArchiveRecords(&a.value(), *b));
     *into = FormatArchiveLine(*a);
     return Status::Ok();
-  }
-  if (RecordTypeOfKey(key) == RecordType::kLookup) {
+  };
+  if (type == RecordType::kUniqueTotal) return unite();  // one sketch, no columns
+  if (type == RecordType::kLookup) {
     if (std::string_view(*into).substr(comma + 1) == from_value) return Status::Ok();
     // Let the core word the conflict (and check both lines on the way).
     Result<ArchiveRecord> a = ParseArchiveLine(*into);
@@ -109,11 +111,14 @@ Status CombineArchiveLineInto(std::string* into, std::string_view from) {
   }
   const std::string_view into_value = std::string_view(*into).substr(comma + 1);
   if (LastColumnName(into_value) < FirstColumnName(from_value)) {
-    // Every new column comes after the existing ones: the usual case.
+    // Every new column comes after the existing ones: the usual case, for
+    // counters and unique subtotals alike (a sketch's text has no ':' or
+    // ' '), so sorted input of k skeys costs k appends, not k decodes.
     into->push_back(' ');
     into->append(from_value);
     return Status::Ok();
   }
+  if (IsUniqueType(type)) return unite();  // a column in both: a union, not a sum
   std::string merged;
   merged.reserve(into->size() + from_value.size() + 1);
   merged.append(key);

@@ -80,10 +80,10 @@ void AppendBase64(std::string_view bytes, std::string* out) {
   }
 }
 
-Status DecodeBase64(std::string_view text, std::string* out) {
+// Appends the bytes `text` encodes to *out.
+Status AppendDecodedBase64(std::string_view text, std::string* out) {
   if (text.size() % 4 == 1) return Status::InvalidArgument("sketch text has a base64 length that cannot be");
-  out->clear();
-  out->reserve(text.size() * 3 / 4);
+  out->reserve(out->size() + text.size() * 3 / 4);
   uint32_t acc = 0;
   int bits = 0;
   for (char c : text) {
@@ -239,7 +239,10 @@ std::string UniqueSketch::ToBinary() const {
 }
 
 void UniqueSketch::AppendText(std::string* out) const {
-  std::string payload;
+  // Encoded from a per-thread buffer: a dense payload is 12 KiB, and this
+  // runs per record formatted (exports, rebuild lines, the combiner).
+  thread_local std::string payload;
+  payload.clear();
   AppendPayload(&payload);
   out->push_back(registers_.empty() ? kExplicitForm : kDenseForm);
   AppendBase64(payload, out);
@@ -309,10 +312,11 @@ Result<UniqueSketch> UniqueSketch::FromBinary(std::string_view bytes) {
 
 Result<UniqueSketch> UniqueSketch::FromText(std::string_view text) {
   if (text.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
-  std::string bytes(1, text[0]);
-  std::string payload;
-  CLICKATRON_RETURN_IF_ERROR(DecodeBase64(text.substr(1), &payload));
-  bytes += payload;
+  // The form letter, then the payload decoded right after it: one buffer,
+  // reused per thread (this runs per record read and per unique line parsed).
+  thread_local std::string bytes;
+  bytes.assign(1, text[0]);
+  CLICKATRON_RETURN_IF_ERROR(AppendDecodedBase64(text.substr(1), &bytes));
   return FromBinary(bytes);
 }
 

@@ -12,6 +12,7 @@
 
 #include "clickatron/convert.h"
 #include "clickatron/record.h"
+#include "clickatron/unique_sketch.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -53,6 +54,31 @@ TEST(CombineArchiveLineInto, Examples) {
   line = "l|h0aMB8AuNw4=,http://www.facebook.com/";
   ASSERT_TRUE(CombineArchiveLineInto(&line, "l|h0aMB8AuNw4=,http://www.facebook.com/").ok());
   EXPECT_EQ(line, "l|h0aMB8AuNw4=,http://www.facebook.com/");
+}
+
+// Unique records combine by text exactly as the core combines parsed ones:
+// subtotal lines whose skeys come later are appended as text, a skey in both
+// is a union, and a total (one sketch) always unites.
+TEST(CombineArchiveLineInto, UniqueRecordsAgreeWithTheCore) {
+  auto sketch = [](int from, int count) {
+    UniqueSketch s;
+    for (int v = from; v < from + count; ++v) s.Add(HashVisitor("visitor-" + std::to_string(v)));
+    return s.ToText();
+  };
+  const std::string key = "~c.u|jehiah.c41l";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {key + ",JP:" + sketch(0, 3), key + ",US:" + sketch(2, 4)},                        // later skey: appended
+      {key + ",US:" + sketch(0, 3), key + ",JP:" + sketch(2, 4) + " US:" + sketch(1, 5)},  // overlapping: united
+      {key + ",DE:" + sketch(0, 2000), key + ",DE:" + sketch(1000, 2000)},                 // dense union
+      {"~u|jehiah.c41l," + sketch(0, 3), "~u|jehiah.c41l," + sketch(2, 3)},               // totals
+  };
+  for (const auto& [a, b] : cases) {
+    std::string line = a;
+    ASSERT_TRUE(CombineArchiveLineInto(&line, b).ok()) << a << " / " << b;
+    Status core_status;
+    EXPECT_EQ(line, CoreCombine(a, b, &core_status)) << a << " / " << b;
+    EXPECT_TRUE(core_status.ok());
+  }
 }
 
 TEST(CombineArchiveLineInto, LookupConflictIsCorruption) {
