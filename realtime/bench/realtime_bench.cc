@@ -234,8 +234,8 @@ file = "{}/archive.csv"
     // per sending connection, named as its batches' source.
     for (int c = 0; c < f.connections; ++c) {
       std::ofstream(config, std::ios::app) << fmt::format(
-          "[[member]]\nname = \"bench-{}\"\nrole = \"api\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}/bench-{}\"\n", c,
-          PickPort(), dir, c);
+          "[[member]]\nname = \"bench-{}\"\nrole = \"api\"\nlisten = \"127.255.0.1:{}\"\ndata_dir = \"{}/bench-{}\"\n",
+          c, c + 1, dir, c);  // never bound: an address no started member has
     }
     std::fflush(nullptr);  // or the child would print our buffered output again
     pid_ = ::fork();

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -196,8 +197,11 @@ std::string TestSecretToml(const std::string& dir) {
 }
 
 std::string LoaderMemberToml(const std::string& name, const std::string& dir) {
-  return "[[member]]\nname = \"" + name + "\"\nrole = \"api\"\nlisten = \"127.0.0.1:" + std::to_string(FreePort()) +
-         "\"\ndata_dir = \"" + dir + "/" + name + "\"\n\n";
+  // Never started, so never bound: an address of its own that no started
+  // member can have (a FreePort() here once collided with one).
+  static std::atomic<int> next{1};
+  return "[[member]]\nname = \"" + name + "\"\nrole = \"api\"\nlisten = \"127.255.0.1:" +
+         std::to_string(next.fetch_add(1) % 65535 + 1) + "\"\ndata_dir = \"" + dir + "/" + name + "\"\n\n";
 }
 
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms) {
