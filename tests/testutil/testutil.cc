@@ -197,8 +197,9 @@ std::string TestSecretToml(const std::string& dir) {
 }
 
 std::string LoaderMemberToml(const std::string& name, const std::string& dir) {
-  // Never started, so never bound: an address of its own that no started
-  // member can have (a FreePort() here once collided with one).
+  // An address no started member can have (a FreePort() here once collided
+  // with one). Every test process hands out the same ones, so a loader
+  // member must never be started.
   static std::atomic<int> next{1};
   return "[[member]]\nname = \"" + name + "\"\nrole = \"api\"\nlisten = \"127.255.0.1:" +
          std::to_string(next.fetch_add(1) % 65535 + 1) + "\"\ndata_dir = \"" + dir + "/" + name + "\"\n\n";
