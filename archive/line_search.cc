@@ -1,7 +1,5 @@
 #include "line_search.h"
 
-#include <fmt/format.h>
-
 #include <cstring>
 #include <string>
 
@@ -83,37 +81,6 @@ size_t EndAfterLines(std::string_view data, LineRange range, uint64_t max_lines)
     pos = end < range.end ? end + 1 : range.end;
   }
   return pos;
-}
-
-Status CheckSorted(std::string_view data, char separator) {
-  std::string_view previous;
-  uint64_t line_no = 0;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t end = LineEnd(data, pos, data.size());
-    std::string_view line = data.substr(pos, end - pos);
-    ++line_no;
-    if (line.empty()) return Status::Corruption(fmt::format("line {} is empty", line_no));
-    size_t sep = line.find(separator);
-    if (sep == std::string_view::npos) {
-      return Status::Corruption(fmt::format("line {} has no field separator '{}': its key can never be found",
-                                            line_no, separator));
-    }
-    if (line_no > 1) {
-      if (!(previous < line)) {
-        return Status::Corruption(fmt::format("line {} sorts before line {} (files must be LC_ALL=C sort order)",
-                                              line_no, line_no - 1));
-      }
-      std::string_view key = line.substr(0, sep);
-      std::string_view previous_key = previous.substr(0, previous.find(separator));
-      if (key == previous_key) {
-        return Status::Corruption(fmt::format("lines {} and {} have the same key", line_no - 1, line_no));
-      }
-    }
-    previous = line;
-    pos = end + 1;
-  }
-  return Status::Ok();
 }
 
 }  // namespace clickatron::archive

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string_view>
 
-#include "clickatron/status.h"
+#include "clickatron/sorted_lines.h"
 
 namespace clickatron::archive {
 
@@ -46,9 +46,8 @@ std::optional<std::string_view> FindKeyLine(std::string_view data, std::string_v
 // fewer). REQUIRES: range.begin is a line start.
 size_t EndAfterLines(std::string_view data, LineRange range, uint64_t max_lines);
 
-// The full check behind archive.verify_sorted_on_load (O(file)): every line
-// non-empty, lines strictly increasing as whole lines, and no key (text
-// before `separator`) repeated. The error names the first line at fault.
-Status CheckSorted(std::string_view data, char separator);
+// The full check behind archive.verify_sorted_on_load, CheckSorted, is in
+// the core (clickatron/sorted_lines.h): `clickatron manifest` applies the same
+// rules before it writes a manifest for an existing file.
 
 }  // namespace clickatron::archive
