@@ -567,20 +567,4 @@ nlohmann::json Oplog::StatsJson() const {
   return j;
 }
 
-std::string Oplog::StatsPrometheus(const std::string& daemon) const {
-  nlohmann::json j = StatsJson();
-  std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help, const nlohmann::json& v) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{{daemon=\"{}\"}} {}\n", name, help, name, type, name, daemon,
-                       v.dump());
-  };
-  metric("clickatron_oplog_bytes_written_total", "counter", "Bytes appended to the oplog.", j["bytes_written"]);
-  metric("clickatron_oplog_fsyncs_total", "counter", "Oplog fdatasync calls.", j["fsyncs"]);
-  metric("clickatron_oplog_fsync_avg_microseconds", "gauge", "Average oplog fsync latency.", j["fsync_avg_us"]);
-  metric("clickatron_oplog_fsync_p99_microseconds", "gauge", "99th percentile of recent oplog fsyncs.",
-         j["fsync_p99_us"]);
-  metric("clickatron_oplog_segments", "gauge", "Oplog segment files kept.", j["segments"]);
-  return out;
-}
-
 }  // namespace clickatron::api

@@ -1,4 +1,4 @@
-// The API node's operation log (DESIGN §4): every combined batch is appended
+// The API node's operation log (docs/protocols.md): every combined batch is appended
 // here, with its shard and per-shard seq, and made durable before any client
 // of that flush window gets its OK. It is the only state the write path keeps:
 // after a crash, what a shard has not acknowledged (its watermark) is re-sent
@@ -104,7 +104,6 @@ class Oplog {
 
   bool failed() const { return failed_.load(); }
   nlohmann::json StatsJson() const;
-  std::string StatsPrometheus(const std::string& daemon) const;
 
   // Finishes queued commits, syncs, closes. Idempotent.
   void Stop();

@@ -11,6 +11,7 @@
 
 #include "archive_reader.h"
 #include "clickatron/key_codec.h"
+#include "clickatron/metrics_table.h"
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
 #include "lookup_cache.h"
@@ -124,6 +125,7 @@ class ReadPathImpl : public ReadPath {
  public:
   ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client)
       : max_query_hours_(ctx.cluster.api.max_query_hours),
+        metric_labels_(BaseLabels(ctx.http.daemon, ctx.http.member)),
         archive_(ctx.cluster, client, stats_,
                  ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
                                         .generation_file = ctx.member.data_dir.empty()
@@ -140,7 +142,7 @@ class ReadPathImpl : public ReadPath {
   }
 
   nlohmann::json StatsJson() const override { return stats_.ToJson(); }
-  std::string StatsPrometheus() const override { return stats_.ToPrometheus(); }
+  std::string StatsPrometheus() const override { return stats_.ToPrometheus(metric_labels_); }
 
  private:
   static int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -477,6 +479,7 @@ class ReadPathImpl : public ReadPath {
   }
 
   const int64_t max_query_hours_;
+  const std::string metric_labels_;  // daemon and member, on every sample of /metrics
   ReadStats stats_;
   TimeZoneDb zones_;
   ArchiveReader archive_;

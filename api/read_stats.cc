@@ -5,36 +5,45 @@
 namespace clickatron::api {
 namespace {
 
+// The one list of the read path's figures: /stats' "read" object and the
+// clickatron_api_read_<name>_total counters are both made from it.
 template <typename Fn>
 void ForEachFigure(const ReadStats& s, Fn&& fn) {
-  fn("archive_requests", s.archive_requests.load());
-  fn("archive_failovers", s.archive_failovers.load());
-  fn("realtime_requests", s.realtime_requests.load());
-  fn("realtime_retries", s.realtime_retries.load());
-  fn("archive_coalesced_requests", s.archive_coalesced_requests.load());
-  fn("archive_coalesced_keys", s.archive_coalesced_keys.load());
-  fn("realtime_coalesced_requests", s.realtime_coalesced_requests.load());
-  fn("realtime_coalesced_prefixes", s.realtime_coalesced_prefixes.load());
-  fn("unavailable", s.unavailable.load());
-  fn("generation_retries", s.generation_retries.load());
-  fn("lookup_cache_hits", s.lookup_cache_hits.load());
-  fn("lookups_fetched", s.lookups_fetched.load());
-  fn("lookups_missing", s.lookups_missing.load());
+  fn("archive_requests", "Requests sent to archive replicas.", s.archive_requests.load());
+  fn("archive_failovers", "Archive requests that failed on a replica and were tried on another.",
+     s.archive_failovers.load());
+  fn("realtime_requests", "Requests sent to realtime shards.", s.realtime_requests.load());
+  fn("realtime_retries", "Realtime requests sent again after a failure.", s.realtime_retries.load());
+  fn("archive_coalesced_requests", "Coalesced archive requests (one mget for several queries' lookups).",
+     s.archive_coalesced_requests.load());
+  fn("archive_coalesced_keys", "Keys carried by coalesced archive requests.", s.archive_coalesced_keys.load());
+  fn("realtime_coalesced_requests", "Coalesced realtime requests (one mfwmatch for several queries' lookups).",
+     s.realtime_coalesced_requests.load());
+  fn("realtime_coalesced_prefixes", "Prefixes carried by coalesced realtime requests.",
+     s.realtime_coalesced_prefixes.load());
+  fn("unavailable", "Queries answered 503 SHARD_UNAVAILABLE.", s.unavailable.load());
+  fn("generation_retries", "Breakdowns restarted because the archive generation changed under them.",
+     s.generation_retries.load());
+  fn("lookup_cache_hits", "Lookup values found in the API node's cache.", s.lookup_cache_hits.load());
+  fn("lookups_fetched", "Lookup values fetched from the archive and realtime shards.", s.lookups_fetched.load());
+  fn("lookups_missing", "Hashes with no lookup record anywhere.", s.lookups_missing.load());
 }
 
 }  // namespace
 
 nlohmann::json ReadStats::ToJson() const {
   nlohmann::json read = nlohmann::json::object();
-  ForEachFigure(*this, [&](const char* name, uint64_t value) { read[name] = value; });
+  ForEachFigure(*this, [&](const char* name, const char*, uint64_t value) { read[name] = value; });
   return nlohmann::json{{"read", read}};
 }
 
-std::string ReadStats::ToPrometheus() const {
+std::string ReadStats::ToPrometheus(std::string_view base_labels) const {
   std::string out;
-  ForEachFigure(*this, [&](const char* name, uint64_t value) {
-    out += fmt::format("# TYPE clickatron_api_read_{}_total counter\nclickatron_api_read_{}_total {}\n", name, name,
-                       value);
+  ForEachFigure(*this, [&](const char* name, const char* help, uint64_t value) {
+    out += fmt::format(
+        "# HELP clickatron_api_read_{0}_total {1}\n# TYPE clickatron_api_read_{0}_total counter\n"
+        "clickatron_api_read_{0}_total{{{2}}} {3}\n",
+        name, help, base_labels, value);
   });
   return out;
 }

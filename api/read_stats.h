@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,9 @@ struct ReadStats {
   std::atomic<uint64_t> lookups_missing{0};     // a hash with no lookup record anywhere
 
   nlohmann::json ToJson() const;
-  std::string ToPrometheus() const;
+  // clickatron_api_read_<figure>_total, each sample with `base_labels`
+  // (`daemon="…",member="…"`, metrics_table.h's BaseLabels).
+  std::string ToPrometheus(std::string_view base_labels) const;
 };
 
 }  // namespace clickatron::api

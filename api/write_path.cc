@@ -29,6 +29,7 @@
 #include "increment_records.h"
 #include "late_data.h"
 #include "oplog.h"
+#include "clickatron/metrics_table.h"
 #include "clickatron/serial_executor.h"
 #include "shard_sender.h"
 
@@ -374,54 +375,102 @@ nlohmann::json WritePathImpl::StatsJson() const {
   return nlohmann::json{{"write", std::move(w)}};
 }
 
+// /metrics is rendered from the /stats JSON by this table (metrics_table.h):
+// every figure of /stats' "write" object has its row, so the two views cannot
+// drift. Left out, not being figures: oplog.sync (a setting),
+// shards[].member, shards[].peer, shards[].last_error (text; the shard
+// number labels every per-shard sample) and shards[].state (text:
+// clickatron_api_shard_up{state=…} below says it).
+constexpr MetricRow kMetricRows[] = {
+    {"/write/incr_requests", "clickatron_api_incr_requests_total", "counter",
+     "Increment requests (GET or POST /incr)."},
+    {"/write/increments_in", "clickatron_api_increments_total", "counter",
+     "Increments accepted (answered or about to be)."},
+    {"/write/records_in", "clickatron_api_records_in_total", "counter",
+     "Records expanded from increments, before combining."},
+    {"/write/records_out", "clickatron_api_records_out_total", "counter", "Combined lines written to the oplog."},
+    {"/write/batches_out", "clickatron_api_batches_out_total", "counter", "Per-shard batches written to the oplog."},
+    {"/write/combining_ratio", "clickatron_api_combining_ratio", "gauge",
+     "Records in per combined line out, since start (0 before the first)."},
+    {"/write/rejected_invalid", "clickatron_api_rejected_invalid_total", "counter",
+     "Increment requests refused with a 400."},
+    {"/write/rejected_overloaded", "clickatron_api_rejected_overloaded_total", "counter",
+     "Increment requests refused with 503 OVERLOADED."},
+    {"/write/commit_errors", "clickatron_api_commit_errors_total", "counter",
+     "Flush windows whose oplog commit failed (their increments answered with an error)."},
+    {"/write/late_lines_written", "clickatron_api_late_lines_total", "counter",
+     "Lines moved to late data (DAY_NOT_OPEN)."},
+    {"/write/late_frames_written", "clickatron_api_late_frames_total", "counter", "Frames appended to late data."},
+    {"/write/oplog/bytes_written", "clickatron_oplog_bytes_written_total", "counter", "Bytes appended to the oplog."},
+    {"/write/oplog/records_written", "clickatron_oplog_records_written_total", "counter",
+     "Batches appended to the oplog."},
+    {"/write/oplog/commits", "clickatron_oplog_commits_total", "counter", "Oplog commits (one per flush window)."},
+    {"/write/oplog/failed", "clickatron_oplog_failed", "gauge",
+     "1 once an oplog fsync has failed (increments are refused until a restart)."},
+    {"/write/oplog/segments", "clickatron_oplog_segments", "gauge", "Oplog segment files kept."},
+    {"/write/oplog/segment_bytes_uncompressed", "clickatron_oplog_segment_bytes", "gauge",
+     "Uncompressed bytes of the oplog segments kept."},
+    {"/write/oplog/fsyncs", "clickatron_oplog_fsyncs_total", "counter", "Oplog fdatasync calls."},
+    {"/write/oplog/fsync_avg_us", "clickatron_oplog_fsync_avg_seconds", "gauge", "Average oplog fsync latency.", {},
+     1e-6},
+    {"/write/oplog/fsync_p99_us", "clickatron_oplog_fsync_p99_seconds", "gauge",
+     "99th percentile of recent oplog fsyncs.", {}, 1e-6},
+    {"/write/shards/[shard]/queued_lines", "clickatron_api_shard_queued_lines", "gauge",
+     "Lines waiting to be sent to a realtime shard."},
+    {"/write/shards/[shard]/queued_batches", "clickatron_api_shard_queued_batches", "gauge",
+     "Batches waiting to be sent to a realtime shard."},
+    {"/write/shards/[shard]/replay_pending_seqs", "clickatron_api_shard_replay_pending_seqs", "gauge",
+     "Oplog seqs still to be re-read for a realtime shard."},
+    {"/write/shards/[shard]/written_seq", "clickatron_api_shard_written_seq", "gauge",
+     "Last seq this node wrote to the oplog for the shard."},
+    {"/write/shards/[shard]/acked_seq", "clickatron_api_shard_acked_seq", "gauge",
+     "Last seq the shard acknowledged."},
+    {"/write/shards/[shard]/shard_applied_seq", "clickatron_api_shard_applied_seq", "gauge",
+     "The shard's applied watermark for this node, as last heard."},
+    {"/write/shards/[shard]/shard_durable_seq", "clickatron_api_shard_durable_seq", "gauge",
+     "The shard's durable watermark for this node, as last heard."},
+    {"/write/shards/[shard]/lag_seq", "clickatron_api_shard_lag_seq", "gauge",
+     "Last seq written minus last seq acknowledged by the shard."},
+    {"/write/shards/[shard]/rewinds", "clickatron_api_shard_rewinds_total", "counter",
+     "Re-sends from the oplog because the shard's watermark went back (e.g. after a restart)."},
+    {"/write/shards/[shard]/requests", "clickatron_api_shard_requests_total", "counter",
+     "Batch sends to a realtime shard."},
+    {"/write/shards/[shard]/failures", "clickatron_api_shard_send_failures_total", "counter",
+     "Failed sends to a realtime shard."},
+    {"/write/shards/[shard]/applied", "clickatron_api_shard_applied_batches_total", "counter",
+     "Batches a realtime shard applied."},
+    {"/write/shards/[shard]/duplicates", "clickatron_api_shard_duplicate_batches_total", "counter",
+     "Batches a realtime shard already had (at or below its watermark)."},
+    {"/write/shards/[shard]/replayed", "clickatron_api_shard_replayed_batches_total", "counter",
+     "Batches re-read from the oplog to send again."},
+    {"/write/shards/[shard]/late_lines", "clickatron_api_shard_late_lines_total", "counter",
+     "Lines a shard refused as DAY_NOT_OPEN, moved to late data."},
+    {"/write/shards/[shard]/releases", "clickatron_api_shard_releases_total", "counter",
+     "Holds (watermark ahead) ended by an operator's release."},
+    {"/write/shards/[shard]/held_polls", "clickatron_api_shard_held_polls_total", "counter",
+     "Watermark polls answered while held (watermark ahead)."},
+    {"/write/shards/[shard]/watermark_ahead", "clickatron_api_shard_watermark_ahead", "gauge",
+     "1 while sending to the shard is held because its watermark is above every seq this node wrote."},
+    {"/write/shards/[shard]/held/applied", "clickatron_api_shard_held_applied_seq", "gauge",
+     "While held: the seq this node knows the shard applied."},
+    {"/write/shards/[shard]/held/shard_watermark", "clickatron_api_shard_held_watermark_seq", "gauge",
+     "While held: the watermark the shard claims."},
+    {"/write/shards/[shard]/held/highest_written", "clickatron_api_shard_held_highest_written_seq", "gauge",
+     "While held: the highest seq this node wrote for the shard."},
+    {"/write/shards/[shard]/held/since_unix", "clickatron_api_shard_held_since_seconds", "gauge",
+     "While held: unix time the hold began."},
+};
+
 std::string WritePathImpl::StatsPrometheus() const {
-  const std::string& daemon = ctx_.http.daemon;
-  std::string out;
-  auto counter = [&](const char* name, const char* help, uint64_t v) {
-    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0}{{daemon=\"{2}\"}} {3}\n", name, help, daemon, v);
-  };
-  counter("clickatron_api_increments_total", "Increments accepted (answered or about to be).", increments_in_);
-  counter("clickatron_api_records_in_total", "Records expanded from increments, before combining.", records_in_);
-  counter("clickatron_api_records_out_total", "Combined lines written to the oplog.", records_out_);
-  counter("clickatron_api_rejected_invalid_total", "Increment requests refused with a 400.", rejected_invalid_);
-  counter("clickatron_api_rejected_overloaded_total", "Increment requests refused with 503 OVERLOADED.",
-          rejected_overloaded_);
-  counter("clickatron_api_late_lines_total", "Lines moved to late data (DAY_NOT_OPEN).", late_->lines_written());
-  out += oplog_->StatsPrometheus(daemon);
-  // Per-shard families, each family's samples together (the text format wants that).
-  std::vector<nlohmann::json> shards;
-  for (const auto& s : senders_) shards.push_back(s->StatsJson());
-  struct Family {
-    const char* name;
-    const char* type;
-    const char* help;
-    const char* field;
-  };
-  static constexpr Family kFamilies[] = {
-      {"clickatron_api_shard_queued_lines", "gauge", "Lines waiting to be sent to a realtime shard.", "queued_lines"},
-      {"clickatron_api_shard_queued_batches", "gauge", "Batches waiting to be sent to a realtime shard.",
-       "queued_batches"},
-      {"clickatron_api_shard_lag_seq", "gauge", "Last seq written minus last seq acknowledged by the shard.",
-       "lag_seq"},
-      {"clickatron_api_shard_send_failures_total", "counter", "Failed sends to a realtime shard.", "failures"},
-      {"clickatron_api_shard_late_lines_total", "counter", "Lines a shard refused as DAY_NOT_OPEN, moved to late data.",
-       "late_lines"},
-      {"clickatron_api_shard_watermark_ahead", "gauge",
-       "1 while sending to the shard is held because its watermark is above every seq this node wrote.",
-       "watermark_ahead"},
-  };
-  for (const Family& f : kFamilies) {
-    out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", f.name, f.help, f.type);
-    for (const auto& j : shards) {
-      out += fmt::format("{}{{daemon=\"{}\",shard=\"{}\"}} {}\n", f.name, daemon, j["shard"].get<uint32_t>(),
-                         j[f.field].dump());
-    }
-  }
+  const std::string labels = BaseLabels(ctx_.http.daemon, ctx_.http.member);
+  const nlohmann::json stats = StatsJson();
+  std::string out = RenderMetrics(stats, kMetricRows, labels);
   out += "# HELP clickatron_api_shard_up 1 when the last exchange with the shard succeeded.\n"
          "# TYPE clickatron_api_shard_up gauge\n";
-  for (const auto& j : shards) {
-    out += fmt::format("clickatron_api_shard_up{{daemon=\"{}\",shard=\"{}\",state=\"{}\"}} {}\n", daemon,
-                       j["shard"].get<uint32_t>(), j["state"].get<std::string>(), j["state"] == "up" ? 1 : 0);
+  for (const auto& j : stats["write"]["shards"]) {
+    const std::string state = j["state"].get<std::string>();
+    out += fmt::format("clickatron_api_shard_up{{{},shard=\"{}\",state=\"{}\"}} {}\n", labels,
+                       j["shard"].get<uint32_t>(), EscapeLabelValue(state), state == "up" ? 1 : 0);
   }
   return out;
 }

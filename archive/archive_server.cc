@@ -226,6 +226,8 @@ nlohmann::json ArchiveServer::StatsJson() const {
   return ArchiveStatsJson(counters_, current_.get(), reloader_->loading());
 }
 
-std::string ArchiveServer::StatsPrometheus() const { return ArchiveStatsPrometheus(counters_, current_.get()); }
+std::string ArchiveServer::StatsPrometheus() const {
+  return ArchiveStatsPrometheus(StatsJson(), server_.options().daemon, server_.options().member);
+}
 
 }  // namespace clickatron::archive

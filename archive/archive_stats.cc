@@ -5,6 +5,8 @@
 
 #include <ctime>
 
+#include "clickatron/metrics_table.h"
+
 namespace clickatron::archive {
 namespace {
 
@@ -42,31 +44,69 @@ nlohmann::json ArchiveStatsJson(const ArchiveCounters& c, const SortedFile* file
             {"generations_mapped", SortedFile::alive_count()}}}};
 }
 
-std::string ArchiveStatsPrometheus(const ArchiveCounters& c, const SortedFile* file) {
+namespace {
+
+// /metrics is rendered from the /stats JSON by this table (metrics_table.h):
+// every figure of /stats has its row, so the two views cannot drift. Left
+// out as rows, not being figures: file.path and file.last_day (labels of
+// clickatron_archive_file_info instead), file.mapped_since (the text form of
+// file.mapped_since_unix) and last_reload_error (text;
+// clickatron_archive_last_reload_failed says whether there is one).
+constexpr MetricRow kMetricRows[] = {
+    {"/archive/requests/{endpoint}", "clickatron_archive_requests_total", "counter", "Read requests by endpoint."},
+    {"/archive/hits", "clickatron_archive_hits_total", "counter", "Keys found by get and mget."},
+    {"/archive/misses", "clickatron_archive_misses_total", "counter", "Keys not found by get and mget."},
+    {"/archive/fwmatch_streamed", "clickatron_archive_fwmatch_streamed_total", "counter",
+     "fwmatch answers large enough to be streamed in chunks."},
+    {"/archive/bytes_served", "clickatron_archive_bytes_served_total", "counter",
+     "Answer body bytes of get, mget and fwmatch."},
+    {"/archive/reloads_ok", "clickatron_archive_reloads_ok_total", "counter", "Reloads that swapped in a file."},
+    {"/archive/reloads_failed", "clickatron_archive_reloads_failed_total", "counter",
+     "Reloads refused (the old file kept serving)."},
+    {"/archive/reload_running", "clickatron_archive_reload_running", "gauge", "1 while a reload loads a file."},
+    {"/archive/last_load_ms", "clickatron_archive_last_load_duration_seconds", "gauge",
+     "How long the last file load took (at start or by a reload, whether it was installed or not).", {}, 1e-3},
+    {"/archive/file/has_file", "clickatron_archive_file_present", "gauge",
+     "1 when the serving generation has a file, 0 when it is the empty no-file state or nothing serves."},
+    {"/archive/file/bytes", "clickatron_archive_file_bytes", "gauge", "Size of the serving file."},
+    {"/archive/file/records", "clickatron_archive_file_records", "gauge", "Records (lines) in the serving file."},
+    {"/archive/file/generation", "clickatron_archive_generation", "gauge",
+     "Manifest generation of the serving file (0: none)."},
+    {"/archive/file/mapped_since_unix", "clickatron_archive_mapped_since_seconds", "gauge",
+     "Unix time the serving file was mapped (its last successful load; 0: none)."},
+    {"/archive/generations_mapped", "clickatron_archive_generations_mapped", "gauge",
+     "Generations mapped, including old ones still read by requests."},
+};
+
+}  // namespace
+
+std::string ArchiveStatsPrometheus(const nlohmann::json& stats, std::string_view daemon, std::string_view member) {
+  const std::string labels = BaseLabels(daemon, member);
+  const nlohmann::json& archive = stats.at("archive");
+  const nlohmann::json& file = archive.at("file");
   std::string out;
-  auto metric = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
-    out += fmt::format("# HELP clickatron_archive_{0} {1}\n# TYPE clickatron_archive_{0} {2}\nclickatron_archive_{0} {3}\n",
-                       name, help, type, value);
+  auto gauge = [&](std::string_view name, std::string_view help, std::string_view extra, auto value) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n{0}{{{2}{3}}} {4}\n", name, help, labels, extra, value);
   };
-  out += "# HELP clickatron_archive_requests_total Read requests by endpoint.\n"
-         "# TYPE clickatron_archive_requests_total counter\n";
-  out += fmt::format("clickatron_archive_requests_total{{endpoint=\"get\"}} {}\n", c.get_requests);
-  out += fmt::format("clickatron_archive_requests_total{{endpoint=\"mget\"}} {}\n", c.mget_requests);
-  out += fmt::format("clickatron_archive_requests_total{{endpoint=\"fwmatch\"}} {}\n", c.fwmatch_requests);
-  metric("hits_total", "counter", "Keys found by get and mget.", c.hits);
-  metric("misses_total", "counter", "Keys not found by get and mget.", c.misses);
-  metric("bytes_served_total", "counter", "Answer body bytes of get, mget and fwmatch.", c.bytes_served);
-  metric("reloads_ok_total", "counter", "Reloads that swapped in a file.", c.reloads_ok);
-  metric("reloads_failed_total", "counter", "Reloads refused (the old file kept serving).", c.reloads_failed);
-  metric("file_loaded", "gauge", "1 when a generation (or the empty no-file state) is serving.", file ? 1 : 0);
-  metric("file_bytes", "gauge", "Size of the serving file.", file ? file->data().size() : 0);
-  metric("file_records", "gauge", "Records (lines) in the serving file.", file ? file->records() : 0);
-  metric("generation", "gauge", "Manifest generation of the serving file (0: none).", file ? file->generation() : 0);
-  metric("mapped_since_seconds", "gauge", "Unix time the serving file was mapped.",
-         file ? UnixSeconds(file->mapped_at()) : 0);
-  metric("generations_mapped", "gauge", "Generations mapped, including old ones still read by requests.",
-         SortedFile::alive_count());
-  return out;
+  gauge("clickatron_archive_file_loaded", "1 when a generation (or the empty no-file state) is serving.", "",
+        file.is_null() ? 0 : 1);
+  if (!file.is_null()) {
+    gauge("clickatron_archive_file_info", "The serving file: path and last day (UTC) it holds; always 1.",
+          fmt::format(",path=\"{}\",last_day=\"{}\"", EscapeLabelValue(file.value("path", "")),
+                      EscapeLabelValue(file.value("last_day", ""))),
+          1);
+  }
+  gauge("clickatron_archive_last_reload_failed",
+        "1 when the last load or reload failed (see /stats last_reload_error).", "",
+        archive.value("last_reload_error", "").empty() ? 0 : 1);
+  if (file.is_null()) {
+    // Nothing serves: the file's gauges read 0 rather than vanish.
+    nlohmann::json zeroed = stats;
+    zeroed["archive"]["file"] = {
+        {"has_file", false}, {"bytes", 0}, {"records", 0}, {"generation", 0}, {"mapped_since_unix", 0}};
+    return RenderMetrics(zeroed, kMetricRows, labels) + out;
+  }
+  return RenderMetrics(stats, kMetricRows, labels) + out;
 }
 
 }  // namespace clickatron::archive

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,8 @@ struct ArchiveCounters {
 
 // `file` is the generation now serving, or null when none could be loaded.
 nlohmann::json ArchiveStatsJson(const ArchiveCounters& counters, const SortedFile* file, bool reload_running);
-std::string ArchiveStatsPrometheus(const ArchiveCounters& counters, const SortedFile* file);
+// /metrics rendered from ArchiveStatsJson's `stats` (metrics_table.h), every
+// sample labelled with `daemon` and `member`.
+std::string ArchiveStatsPrometheus(const nlohmann::json& stats, std::string_view daemon, std::string_view member);
 
 }  // namespace clickatron::archive

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "apply_batch.h"
+#include "clickatron/metrics_table.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
 #include "line_stream.h"
@@ -513,78 +514,116 @@ nlohmann::json RealtimeServer::StatsJson() const {
               {"background_errors", db("rocksdb.background-errors")}}}}}};
 }
 
+// /metrics is rendered from the /stats JSON by this table (metrics_table.h):
+// every figure of /stats has its row, so the two views cannot drift. Left
+// out, as they are not figures: realtime.today (a date), stores[].state (a
+// word; stores[].position and stores[].date are labels) and
+// memory.last_error (text). memory.watermarks.{source}.applied / .durable
+// repeat realtime.watermarks / realtime.durable_watermarks, exported once as
+// clickatron_realtime_watermark_seq{state="applied"|"durable"}.
+constexpr MetricRow kMetricRows[] = {
+    {"/realtime/batches_applied", "clickatron_realtime_batches_applied_total", "counter", "Batches applied."},
+    {"/realtime/increments_applied", "clickatron_realtime_increments_applied_total", "counter",
+     "Counter lines applied."},
+    {"/realtime/lookups_applied", "clickatron_realtime_lookups_applied_total", "counter", "Lookup puts applied."},
+    {"/realtime/uniques_applied", "clickatron_realtime_uniques_applied_total", "counter",
+     "Unique-record (sketch) lines applied."},
+    {"/realtime/duplicate_batches", "clickatron_realtime_duplicate_batches_total", "counter",
+     "Batches at or below the watermark."},
+    {"/realtime/day_not_open_batches", "clickatron_realtime_day_not_open_total", "counter",
+     "Batches refused with DAY_NOT_OPEN."},
+    {"/realtime/bad_batches", "clickatron_realtime_bad_batches_total", "counter", "Batches refused with BAD_LINE."},
+    {"/realtime/rotations", "clickatron_realtime_rotations_total", "counter", "Ring rotations."},
+    {"/realtime/days_cleared", "clickatron_realtime_day_stores_cleared_total", "counter",
+     "Day stores cleared (dropped by a rotation or POST /clear)."},
+    {"/realtime/exports_started", "clickatron_realtime_exports_started_total", "counter", "Day exports started."},
+    {"/realtime/exports_completed", "clickatron_realtime_exports_completed_total", "counter",
+     "Day exports streamed to the end."},
+    {"/realtime/exports_failed", "clickatron_realtime_exports_failed_total", "counter",
+     "Day exports that failed (not persisted, scan or stream error)."},
+    {"/realtime/export_lines", "clickatron_realtime_export_lines_total", "counter", "Records streamed by exports."},
+    {"/realtime/merge_failures", "clickatron_realtime_merge_failures_total", "counter",
+     "Counter merges refused as corrupt."},
+    {"/realtime/watermark_mismatches", "clickatron_realtime_watermark_mismatches_total", "counter",
+     "Batches refused because the sender's prev was not this shard's applied watermark."},
+    {"/realtime/unknown_sources", "clickatron_realtime_unknown_sources_total", "counter",
+     "Batches refused (403) because their source is not an API member of the cluster file."},
+    {"/realtime/watermark_resets", "clickatron_realtime_watermark_resets_total", "counter",
+     "Watermarks lowered by an operator (POST /watermark/reset)."},
+    {"/realtime/watermarks/{source}", "clickatron_realtime_watermark_seq", "gauge",
+     "Per source: the last seq applied in memory (state=applied) and persisted (state=durable).",
+     "state=\"applied\""},
+    {"/realtime/durable_watermarks/{source}", "clickatron_realtime_watermark_seq", "gauge", "", "state=\"durable\""},
+    {"/realtime/memory/watermarks/{source}/lag_seqs", "clickatron_realtime_watermark_lag_seqs", "gauge",
+     "Per source: seqs applied in memory but not yet persisted."},
+    {"/realtime/memory/memory_bytes", "clickatron_realtime_memory_bytes", "gauge",
+     "Estimated bytes of the in-memory tables (active + persisting)."},
+    {"/realtime/memory/memory_keys", "clickatron_realtime_memory_keys", "gauge", "Records in the in-memory tables."},
+    {"/realtime/memory/memory_budget_bytes", "clickatron_realtime_memory_budget_bytes", "gauge",
+     "The in-memory tables' budget."},
+    {"/realtime/memory/active_bytes", "clickatron_realtime_memory_active_bytes", "gauge",
+     "Estimated bytes of the active in-memory table."},
+    {"/realtime/memory/frozen_bytes", "clickatron_realtime_memory_frozen_bytes", "gauge",
+     "Estimated bytes of the table a checkpoint is persisting (0: none)."},
+    {"/realtime/memory/checkpoint_running", "clickatron_realtime_checkpoint_running", "gauge",
+     "1 while a checkpoint runs."},
+    {"/realtime/memory/checkpoints_completed", "clickatron_realtime_checkpoints_total", "counter",
+     "Checkpoints completed."},
+    {"/realtime/memory/checkpoints_failed", "clickatron_realtime_checkpoint_failures_total", "counter",
+     "Checkpoint tries that failed."},
+    {"/realtime/memory/checkpoint_records_written", "clickatron_realtime_checkpoint_records_total", "counter",
+     "Records written by checkpoints."},
+    {"/realtime/memory/checkpoint_bytes_written", "clickatron_realtime_checkpoint_bytes_total", "counter",
+     "In-memory table bytes persisted by checkpoints."},
+    {"/realtime/memory/checkpoint_last_seconds", "clickatron_realtime_checkpoint_last_seconds", "gauge",
+     "Duration of the last checkpoint try."},
+    {"/realtime/memory/checkpoint_max_seconds", "clickatron_realtime_checkpoint_max_seconds", "gauge",
+     "Longest checkpoint try since start."},
+    {"/realtime/memory/checkpoint_avg_seconds", "clickatron_realtime_checkpoint_avg_seconds", "gauge",
+     "Average checkpoint try since start."},
+    {"/realtime/memory/refused_batches", "clickatron_realtime_memory_full_batches_total", "counter",
+     "Batches refused with 503 MEMORY_FULL."},
+    {"/realtime/stores/[date,position]/records_estimate", "clickatron_realtime_store_records_estimate", "gauge",
+     "Estimated records per day store."},
+    {"/realtime/stores/[date]/records_in_memory", "clickatron_realtime_store_memory_records", "gauge",
+     "Records of the day in the in-memory tables."},
+    {"/realtime/stores/[date]/open", "clickatron_realtime_store_open", "gauge", "1 while the day takes batches."},
+    {"/realtime/stores/[date]/memtable_bytes", "clickatron_realtime_store_memtable_bytes", "gauge",
+     "RocksDB memtable bytes of the day store."},
+    {"/realtime/stores/[date]/sst_bytes", "clickatron_realtime_store_sst_bytes", "gauge",
+     "RocksDB live SST file bytes of the day store."},
+    {"/realtime/stores/[date]/pending_compaction_bytes", "clickatron_realtime_store_pending_compaction_bytes", "gauge",
+     "RocksDB estimated pending compaction bytes of the day store."},
+    {"/realtime/rocksdb/actual_delayed_write_rate", "clickatron_realtime_delayed_write_rate", "gauge",
+     "RocksDB delayed write rate (bytes/s, 0: no delay)."},
+    {"/realtime/rocksdb/is_write_stopped", "clickatron_realtime_write_stopped", "gauge",
+     "1 while RocksDB stops writes."},
+    {"/realtime/rocksdb/estimate_pending_compaction_bytes", "clickatron_realtime_pending_compaction_bytes", "gauge",
+     "RocksDB estimated pending compaction bytes."},
+    {"/realtime/rocksdb/num_running_compactions", "clickatron_realtime_rocksdb_running_compactions", "gauge",
+     "RocksDB compactions running."},
+    {"/realtime/rocksdb/num_running_flushes", "clickatron_realtime_rocksdb_running_flushes", "gauge",
+     "RocksDB memtable flushes running."},
+    {"/realtime/rocksdb/mem_table_flush_pending", "clickatron_realtime_rocksdb_memtable_flush_pending", "gauge",
+     "1 while a RocksDB memtable flush is pending."},
+    {"/realtime/rocksdb/cur_size_all_mem_tables", "clickatron_realtime_rocksdb_memtable_bytes", "gauge",
+     "RocksDB memtable bytes, all day stores."},
+    {"/realtime/rocksdb/live_sst_files_size", "clickatron_realtime_rocksdb_live_sst_bytes", "gauge",
+     "RocksDB live SST file bytes, all day stores."},
+    {"/realtime/rocksdb/background_errors", "clickatron_realtime_rocksdb_background_errors_total", "counter",
+     "RocksDB background errors since the database opened."},
+};
+
 std::string RealtimeServer::StatsPrometheus() const {
-  const RingCounters& rc = ring_->counters();
-  std::string out;
-  const std::string labels = fmt::format("daemon=\"clickatron-realtime\",member=\"{}\"", member_);
-  auto metric = [&](std::string_view name, std::string_view type, std::string_view help, uint64_t value,
-                    std::string_view extra_labels = {}) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{{{}{}}} {}\n", name, help, name, type, name, labels,
-                       extra_labels, value);
-  };
-  metric("clickatron_realtime_batches_applied_total", "counter", "Batches applied.", rc.batches_applied);
-  metric("clickatron_realtime_increments_applied_total", "counter", "Counter lines applied.", rc.increments_applied);
-  metric("clickatron_realtime_lookups_applied_total", "counter", "Lookup puts applied.", rc.lookups_applied);
-  metric("clickatron_realtime_uniques_applied_total", "counter", "Unique-record (sketch) lines applied.",
-         rc.uniques_applied);
-  metric("clickatron_realtime_duplicate_batches_total", "counter", "Batches at or below the watermark.",
-         rc.duplicate_batches);
-  metric("clickatron_realtime_day_not_open_total", "counter", "Batches refused with DAY_NOT_OPEN.",
-         rc.day_not_open_batches);
-  metric("clickatron_realtime_bad_batches_total", "counter", "Batches refused with BAD_LINE.", counters_.bad_batches);
-  metric("clickatron_realtime_rotations_total", "counter", "Ring rotations.", rc.rotations);
-  metric("clickatron_realtime_export_lines_total", "counter", "Records streamed by exports.", counters_.export_lines);
-  metric("clickatron_realtime_merge_failures_total", "counter", "Counter merges refused as corrupt.",
-         CounterMergeFailures());
-  const Checkpointer& cp = ring_->checkpointer();
-  const CheckpointStats& cs = cp.stats();
-  metric("clickatron_realtime_watermark_mismatches_total", "counter",
-         "Batches refused because the sender's prev was not this shard's applied watermark.",
-         counters_.watermark_mismatches);
-  metric("clickatron_realtime_unknown_sources_total", "counter",
-         "Batches refused (403) because their source is not an API member of the cluster file.",
-         counters_.unknown_sources);
-  metric("clickatron_realtime_watermark_resets_total", "counter",
-         "Watermarks lowered by an operator (POST /watermark/reset).", counters_.watermark_resets);
-  metric("clickatron_realtime_memory_bytes", "gauge", "Estimated bytes of the in-memory tables (active + persisting).",
-         cp.memory_bytes());
-  metric("clickatron_realtime_memory_keys", "gauge", "Records in the in-memory tables.", cp.memory_keys());
-  metric("clickatron_realtime_memory_budget_bytes", "gauge", "The in-memory tables' budget.",
-         cp.memory_budget_bytes());
-  metric("clickatron_realtime_checkpoints_total", "counter", "Checkpoints completed.", cs.completed);
-  metric("clickatron_realtime_checkpoint_failures_total", "counter", "Checkpoint tries that failed.", cs.failed);
-  metric("clickatron_realtime_checkpoint_records_total", "counter", "Records written by checkpoints.",
-         cs.records_written);
-  metric("clickatron_realtime_checkpoint_bytes_total", "counter", "In-memory table bytes persisted by checkpoints.",
-         cs.bytes_written);
-  metric("clickatron_realtime_memory_full_batches_total", "counter", "Batches refused with 503 MEMORY_FULL.",
-         cs.refused_batches);
+  const std::string labels = BaseLabels("clickatron-realtime", member_);
+  std::string out = RenderMetrics(StatsJson(), kMetricRows, labels);
+  // The summary's sum is not a /stats figure (its average is).
+  const CheckpointStats& cs = ring_->checkpointer().stats();
   out += fmt::format(
       "# HELP clickatron_realtime_checkpoint_seconds Duration of checkpoint tries.\n"
       "# TYPE clickatron_realtime_checkpoint_seconds summary\n"
       "clickatron_realtime_checkpoint_seconds_sum{{{}}} {}\nclickatron_realtime_checkpoint_seconds_count{{{}}} {}\n",
       labels, cs.total_seconds, labels, cs.completed + cs.failed);
-  out += "# HELP clickatron_realtime_watermark_seq Per source: the last seq applied in memory and persisted.\n"
-         "# TYPE clickatron_realtime_watermark_seq gauge\n";
-  for (const auto& [source, seq] : cp.applied()) {
-    out += fmt::format("clickatron_realtime_watermark_seq{{{},source=\"{}\",state=\"applied\"}} {}\n", labels, source,
-                       seq);
-    out += fmt::format("clickatron_realtime_watermark_seq{{{},source=\"{}\",state=\"durable\"}} {}\n", labels, source,
-                       cp.Durable(source));
-  }
-  metric("clickatron_realtime_delayed_write_rate", "gauge", "RocksDB delayed write rate (bytes/s, 0: no delay).",
-         store_->DbProperty("rocksdb.actual-delayed-write-rate").value_or(0));
-  metric("clickatron_realtime_write_stopped", "gauge", "1 while RocksDB stops writes.",
-         store_->DbProperty("rocksdb.is-write-stopped").value_or(0));
-  metric("clickatron_realtime_pending_compaction_bytes", "gauge", "RocksDB estimated pending compaction bytes.",
-         store_->DbProperty("rocksdb.estimate-pending-compaction-bytes").value_or(0));
-  out += "# HELP clickatron_realtime_store_records_estimate Estimated records per day store.\n"
-         "# TYPE clickatron_realtime_store_records_estimate gauge\n";
-  for (int64_t day : ring_->ReadableDays()) {
-    out += fmt::format("clickatron_realtime_store_records_estimate{{{},date=\"{}\",position=\"{}\"}} {}\n", labels,
-                       FormatDate(day), PositionName(ring_->PositionOf(day)),
-                       store_->DayProperty(day, "rocksdb.estimate-num-keys").value_or(0));
-  }
   return out;
 }
 

@@ -141,10 +141,12 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "http"), "http");
     HttpLimits& h = c->http;
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"max_body_bytes", "max_header_bytes", "timeout_seconds", "max_query_args"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"max_body_bytes", "max_header_bytes", "timeout_seconds", "request_deadline_seconds",
+                                                "max_query_args"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_body_bytes", 1024, int64_t{1} << 32, &h.max_body_bytes));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_header_bytes", 1024, 1 << 20, &h.max_header_bytes));
     CLICKATRON_RETURN_IF_ERROR(r.Int("timeout_seconds", 1, 3600, &h.timeout_seconds));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("request_deadline_seconds", 1, 3600, &h.request_deadline_seconds));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_args", 1, 1 << 20, &h.max_query_args));
   }
   {

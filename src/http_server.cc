@@ -21,8 +21,11 @@
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
+#include "clickatron/metrics_table.h"
 #include "clickatron/tls.h"
 #include "libevent_ptr.h"
+#include "http_error_page.h"
+#include "request_deadline.h"
 #include "precise_timers.h"
 
 namespace clickatron {
@@ -139,6 +142,7 @@ class HttpServerImpl : public HttpServer {
     wake_.reset();
     timers_.clear();
     http_.reset();
+    deadlines_.reset();  // after evhttp has let go of its connections
     precise_.reset();
     base_.reset();
   }
@@ -190,8 +194,9 @@ class HttpServerImpl : public HttpServer {
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   void Builtin(const HttpExchangePtr& ex);
-  // evhttp's bufferevent factory when serving TLS: one SSL per connection.
-  static bufferevent* NewTlsBufferevent(event_base* base, void* arg);
+  // evhttp's bufferevent factory: a socket, or TLS with one SSL per
+  // connection, watched for the request deadline.
+  static bufferevent* NewBufferevent(event_base* base, void* arg);
   // Whether the request may use a route of this access kind (401 if not).
   Status Authorize(Access access, std::string_view uri, const HttpExchange& ex) const;
   void RunStopHooks();
@@ -212,6 +217,7 @@ class HttpServerImpl : public HttpServer {
   std::unordered_map<evhttp_connection*, std::weak_ptr<ExchangeImpl>> open_;
   EventPtr wake_;
   std::unique_ptr<PreciseTimers> precise_;
+  std::unique_ptr<RequestDeadlines> deadlines_;
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;  // GUARDED_BY(posted_mu_)
   Clock::time_point started_ = Clock::now();
@@ -247,6 +253,16 @@ Status ExchangeImpl::Parse(size_t max_args) {
     default: method_ = "OTHER"; break;
   }
   std::string_view uri = evhttp_request_get_uri(req_);
+  // RFC 3986: spaces, control and non-ASCII bytes travel percent-encoded.
+  // libevent passes some through; refuse them rather than guess a meaning.
+  for (size_t i = 0; i < uri.size(); ++i) {
+    const auto b = static_cast<unsigned char>(uri[i]);
+    if (b <= 0x20 || b >= 0x7f) {
+      path_ = "(bad uri)";
+      return Status::InvalidArgument(
+          fmt::format("the URI has a raw byte 0x{:02x} at offset {}: percent-encode it", b, i), "BAD_URI");
+    }
+  }
   size_t q = uri.find('?');
   path_ = std::string(uri.substr(0, q));
   evbuffer* in = evhttp_request_get_input_buffer(req_);
@@ -347,7 +363,9 @@ Status HttpServerImpl::Init() {
   evhttp_set_allowed_methods(http_.get(), EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                               EVHTTP_REQ_DELETE);
   evhttp_set_gencb(http_.get(), &HttpServerImpl::OnRequest, this);
-  if (options_.tls) evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewTlsBufferevent, this);
+  if (!JsonErrorPagesLinked()) return Status::Internal("libevent's HTML error pages would be served");
+  deadlines_ = std::make_unique<RequestDeadlines>(base_.get(), std::chrono::seconds(l.request_deadline_seconds));
+  evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewBufferevent, this);
   evhttp_bound_socket* sock =
       evhttp_bind_socket_with_handle(http_.get(), options_.listen.host.c_str(), options_.listen.port);
   if (!sock) {
@@ -469,8 +487,13 @@ void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   self->open_.erase(it);
 }
 
-bufferevent* HttpServerImpl::NewTlsBufferevent(event_base* base, void* arg) {
+bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
+  if (!self->options_.tls) {
+    bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (bev) self->deadlines_->Watch(bev, /*plain=*/true);
+    return bev;
+  }
   SSL* ssl = self->options_.tls->NewServerSsl();
   bufferevent* bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                           BEV_OPT_CLOSE_ON_FREE)
@@ -482,6 +505,7 @@ bufferevent* HttpServerImpl::NewTlsBufferevent(event_base* base, void* arg) {
     std::abort();
   }
   bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+  self->deadlines_->Watch(bev, /*plain=*/false);
   return bev;
 }
 
@@ -493,8 +517,9 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   auto route = routes_.find(path);
   bool builtin = path == "/ping" || path == "/stats" || path == "/metrics";
   std::string endpoint = (route != routes_.end() || builtin) ? std::string(path) : std::string("(unknown)");
-  auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   evhttp_connection* conn = evhttp_request_get_connection(req);
+  deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
+  auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
   if (Status st = ex->Parse(options_.limits.max_query_args); !st.ok()) {
@@ -573,9 +598,10 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
     ex->ReplyJson(std::move(data));
     return;
   }
-  std::string text = stats_.ToPrometheus(options_.daemon);
+  const std::string labels = BaseLabels(options_.daemon, options_.member);
+  std::string text = stats_.ToPrometheus(labels);
   text += "# HELP clickatron_uptime_seconds Seconds since the daemon started.\n# TYPE clickatron_uptime_seconds gauge\n";
-  text += fmt::format("clickatron_uptime_seconds{{daemon=\"{}\"}} {}\n", options_.daemon, uptime);
+  text += fmt::format("clickatron_uptime_seconds{{{}}} {}\n", labels, uptime);
   if (stats_prom_) text += stats_prom_();
   ex->Reply(200, text, "text/plain; version=0.0.4");
 }

@@ -58,7 +58,7 @@ nlohmann::json HttpStats::ToJson() const {
   return out;
 }
 
-std::string HttpStats::ToPrometheus(const std::string& daemon) const {
+std::string HttpStats::ToPrometheus(std::string_view base_labels) const {
   std::string out;
   out += "# HELP clickatron_http_requests_total Requests handled, by endpoint.\n";
   out += "# TYPE clickatron_http_requests_total counter\n";
@@ -66,23 +66,23 @@ std::string HttpStats::ToPrometheus(const std::string& daemon) const {
   std::vector<std::pair<std::string, EndpointStats::Snapshot>> snaps;
   for (const auto& [name, stats] : endpoints_) snaps.emplace_back(name, stats.Take());
   for (const auto& [name, s] : snaps) {
-    out += fmt::format("clickatron_http_requests_total{{daemon=\"{}\",endpoint=\"{}\"}} {}\n", daemon, name, s.requests);
+    out += fmt::format("clickatron_http_requests_total{{{},endpoint=\"{}\"}} {}\n", base_labels, name, s.requests);
   }
   out += "# HELP clickatron_http_errors_total Requests answered with a 4xx or 5xx status.\n";
   out += "# TYPE clickatron_http_errors_total counter\n";
   for (const auto& [name, s] : snaps) {
-    out += fmt::format("clickatron_http_errors_total{{daemon=\"{}\",endpoint=\"{}\"}} {}\n", daemon, name, s.errors);
+    out += fmt::format("clickatron_http_errors_total{{{},endpoint=\"{}\"}} {}\n", base_labels, name, s.errors);
   }
   out += "# HELP clickatron_http_latency_seconds Request latency over the recent window.\n";
   out += "# TYPE clickatron_http_latency_seconds summary\n";
   for (const auto& [name, s] : snaps) {
     for (auto [q, v] : {std::pair{"0.5", s.p50_us}, {"0.95", s.p95_us}, {"0.99", s.p99_us}}) {
-      out += fmt::format("clickatron_http_latency_seconds{{daemon=\"{}\",endpoint=\"{}\",quantile=\"{}\"}} {:.6f}\n",
-                         daemon, name, q, v / 1e6);
+      out += fmt::format("clickatron_http_latency_seconds{{{},endpoint=\"{}\",quantile=\"{}\"}} {:.6f}\n",
+                         base_labels, name, q, v / 1e6);
     }
-    out += fmt::format("clickatron_http_latency_seconds_sum{{daemon=\"{}\",endpoint=\"{}\"}} {:.6f}\n", daemon, name,
+    out += fmt::format("clickatron_http_latency_seconds_sum{{{},endpoint=\"{}\"}} {:.6f}\n", base_labels, name,
                        s.total_us / 1e6);
-    out += fmt::format("clickatron_http_latency_seconds_count{{daemon=\"{}\",endpoint=\"{}\"}} {}\n", daemon, name,
+    out += fmt::format("clickatron_http_latency_seconds_count{{{},endpoint=\"{}\"}} {}\n", base_labels, name,
                        s.requests);
   }
   return out;

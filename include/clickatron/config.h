@@ -1,4 +1,4 @@
-// The cluster file (DESIGN §3): one TOML file describes every member; a daemon
+// The cluster file (docs/operations.md): one TOML file describes every member; a daemon
 // is started as `BINARY --config FILE --member NAME` and finds its part here.
 //
 // Parsed once into typed structs (never looked up by string at run time).
@@ -34,6 +34,7 @@ struct HttpLimits {
   size_t max_body_bytes = 64u << 20;     // larger bodies: 413 BODY_TOO_LARGE
   size_t max_header_bytes = 16u << 10;   // request line + headers
   int timeout_seconds = 30;              // idle / slow client timeout
+  int request_deadline_seconds = 60;     // a whole request (line, headers, body) must arrive within this
   size_t max_query_args = 1024;          // query-string parameters per request
 };
 

@@ -45,7 +45,8 @@ class HttpStats {
   // {"endpoint": {"requests":…, "errors":…, "average_us":…, "p95_us":…, "p99_us":…}, …}
   nlohmann::json ToJson() const;
   // Prometheus text: clickatron_http_requests_total{endpoint=…} and friends.
-  std::string ToPrometheus(const std::string& daemon) const;
+  // base_labels: `daemon="D",member="M"` (metrics_table.h BaseLabels).
+  std::string ToPrometheus(std::string_view base_labels) const;
 
  private:
   mutable std::mutex mu_;

@@ -101,7 +101,7 @@ TEST(IntegrationWriteBasicTest, IncrementsLandExactlyOnTheirShards) {
   EXPECT_GT(w["oplog"]["fsyncs"].get<uint64_t>(), 0u);
   auto metrics = HttpGet(c.Api(), "/metrics");
   EXPECT_NE(metrics.body.find("clickatron_api_increments_total"), std::string::npos);
-  EXPECT_NE(metrics.body.find("clickatron_oplog_fsync_p99_microseconds"), std::string::npos);
+  EXPECT_NE(metrics.body.find("clickatron_oplog_fsync_p99_seconds"), std::string::npos);
 }
 
 TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {

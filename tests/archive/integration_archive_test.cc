@@ -133,8 +133,9 @@ TEST_F(ArchiveDaemonTest, StatsCountWhatWasAsked) {
   EXPECT_EQ(after["file"]["bytes"], kSortdbSample.size());
   EXPECT_EQ(after["generations_mapped"], 1);
   HttpResponse metrics = Get("/metrics");
-  EXPECT_NE(metrics.body.find("clickatron_archive_file_records 14\n"), std::string::npos) << metrics.body;
-  EXPECT_NE(metrics.body.find("clickatron_archive_generation 5\n"), std::string::npos);
+  const std::string labels = "{daemon=\"clickatron-archive\",member=\"archive-0\"}";
+  EXPECT_NE(metrics.body.find("clickatron_archive_file_records" + labels + " 14\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("clickatron_archive_generation" + labels + " 5\n"), std::string::npos);
 }
 
 // A block far larger than one answer chunk comes back whole and in order.

@@ -179,7 +179,7 @@ TEST_F(HttpServerTest, MetricsArePrometheusText) {
   auto r = Get("/metrics");
   EXPECT_EQ(r.status_code, 200);
   EXPECT_NE(r.body.find("# TYPE clickatron_http_requests_total counter"), std::string::npos);
-  EXPECT_NE(r.body.find("clickatron_http_requests_total{daemon=\"test-daemon\",endpoint=\"/json\"} 1"),
+  EXPECT_NE(r.body.find("clickatron_http_requests_total{daemon=\"test-daemon\",member=\"t-0\",endpoint=\"/json\"} 1"),
             std::string::npos);
 }
 

@@ -88,8 +88,9 @@ TEST_F(WatermarkAheadTest, HeldThenReleasedEveryAcknowledgedIncrementCountsOnce)
     EXPECT_NE(s["last_error"].get<std::string>().find("WATERMARK_AHEAD"), std::string::npos);
   }
   const std::string metrics = HttpGet(cluster_.api(), "/metrics").body;
-  EXPECT_NE(metrics.find("clickatron_api_shard_watermark_ahead{daemon=\"clickatron-api\",shard=\"0\"} 1"),
-            std::string::npos);
+  EXPECT_NE(
+      metrics.find("clickatron_api_shard_watermark_ahead{daemon=\"clickatron-api\",member=\"api-0\",shard=\"0\"} 1"),
+      std::string::npos);
   EXPECT_EQ(Total("after"), 0);  // none applied: not one taken for a duplicate
   for (const auto& s : Senders()) EXPECT_EQ(s["duplicates"], 0) << s.dump();
 

@@ -1,0 +1,84 @@
+// A whole-request read deadline for evhttp connections.
+//
+// libevent's own timeout is an idle timeout: it restarts with every byte, so
+// a client that trickles a byte every few seconds, or declares a longer body
+// than it sends and waits, holds a connection (and its buffers) as long as
+// it likes, and the idle timeout then closes it without an answer.
+// libevent 2.1 has no hook when a request starts (2.2's evhttp_set_newreqcb
+// is not in Debian 12), and a bufferevent filter in between, the other way
+// to see a connection's bytes, stalls evhttp's write completion in 2.1.12.
+//
+// So: every connection's socket bufferevent (made in evhttp's bevcb) gets a
+// callback on its input buffer. The first byte of a request starts the
+// deadline; the server stops it when the request reaches a handler. A
+// request still incomplete at its deadline gets 408 REQUEST_TIMEOUT in the
+// JSON envelope, written straight to the socket (over TLS the connection is
+// only closed: the TLS layer owns the bytes), and evhttp closes it as on
+// its own read timeout.
+//
+// Connections are known by socket: evhttp closes a connection's socket
+// exactly when it frees it, so a socket still open with the inode it had
+// when its deadline started is the same live connection. Nothing of ours
+// has to hear about the free.
+//
+// Thread-safety: loop thread only, like the server that owns it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <unordered_map>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+namespace clickatron {
+
+class RequestDeadlines {
+ public:
+  RequestDeadlines(event_base* base, std::chrono::seconds deadline);
+  ~RequestDeadlines();
+  RequestDeadlines(const RequestDeadlines&) = delete;
+  RequestDeadlines& operator=(const RequestDeadlines&) = delete;
+
+  // A new connection's bufferevent, from evhttp's bevcb (on this base).
+  // `plain`: raw bytes may be written to its socket (not TLS).
+  void Watch(bufferevent* bev, bool plain);
+  // This connection's request has been read whole (it reached a handler):
+  // no deadline until its next request starts.
+  void RequestRead(bufferevent* bev);
+
+  // The same for whichever server owns `bev`'s event base: libevent's own
+  // error answers (http_error_page.cc) know only the request.
+  static void Answered(bufferevent* bev);
+
+  uint64_t expired() const { return expired_; }  // requests answered 408 or closed
+
+ private:
+  struct Connection {
+    RequestDeadlines* owner;
+    evutil_socket_t fd;
+    bufferevent* bev;  // used only while fd is open with `inode` (then it is alive)
+    ino_t inode;
+    bool plain;
+    bool armed = false;
+    event* timer = nullptr;
+  };
+  static void OnPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
+  static void OnTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
+  static void OnDeadline(evutil_socket_t fd, short what, void* arg);
+  void Started(bufferevent* bev, bool plain);
+  void Expire(Connection* c);
+  static bool SameOpenSocket(evutil_socket_t fd, ino_t inode);
+
+  event_base* base_;
+  std::chrono::seconds deadline_;
+  // One entry per socket that has started a request; a reused fd number
+  // replaces its entry. Element addresses are stable (timers point at them).
+  std::unordered_map<evutil_socket_t, Connection> by_fd_;
+  uint64_t expired_ = 0;
+};
+
+}  // namespace clickatron
