@@ -7,6 +7,7 @@
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
 #include "dashboard.h"
+#include "openapi.h"
 #include "read_path.h"
 #include "write_path.h"
 
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   (*server)->Route("/", api::ServeDashboard, kGet);
+  (*server)->Route("/openapi.yaml", api::ServeOpenApi, kGet);
   (*server)->SetStatsProvider(
       [&] {
         nlohmann::json j = (*write)->StatsJson();
