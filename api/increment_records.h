@@ -1,5 +1,5 @@
 // Expansion of one increment into the realtime records it updates, each with
-// its shard (DESIGN §1-2): the total, one subtotal per sub, and a lookup put
+// its shard (docs/protocols.md): the total, one subtotal per sub, and a lookup put
 // for every hashed key part. With uniq=, the total and each subtotal also
 // carry the visitor: its unique record ("~" + the counter's key) is written
 // beside the counter by the Combiner, so it costs no record of its own here.

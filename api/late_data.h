@@ -1,4 +1,4 @@
-// Late data (DESIGN §4.6): lines a realtime shard refused with DAY_NOT_OPEN
+// Late data (docs/protocols.md): lines a realtime shard refused with DAY_NOT_OPEN
 // (their day was already exported or is not in the ring) are kept here for
 // the next rebuild instead of being dropped.
 //

@@ -48,7 +48,7 @@ size_t ColumnStartAtOrAfter(std::string_view value, size_t pos) {
 
 // A column start from which a walk over an archive total reaches every
 // column whose code is >= low: bisection over the text, since columns are
-// sorted by YMDH (DESIGN §1), so a hot key's years of hours cost a few
+// sorted by YMDH (docs/protocols.md), so a hot key's years of hours cost a few
 // probes, not a parse of each. A probe that lands on something that is not a
 // YMDH ends the bisection early; the walk validates every column it reads.
 size_t WalkStartFor(std::string_view value, uint64_t low) {

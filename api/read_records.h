@@ -1,7 +1,7 @@
 // Decoding what the archive and realtime daemons answer on the read path into
 // hourly counts. Pure functions, thread-safe.
 //
-// Which source owns which day (DESIGN §8): the archive answers with the last
+// Which source owns which day (docs/protocols.md): the archive answers with the last
 // day its file holds (X-Archive-Last-Day); hours of days up to that day are
 // taken from the archive only, later hours from realtime only. So the day
 // that is both deployed and still in the realtime ring is counted once.

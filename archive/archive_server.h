@@ -1,4 +1,4 @@
-// ArchiveServer: the HTTP face of one archive replica (DESIGN §6, §9;
+// ArchiveServer: the HTTP face of one archive replica (docs/protocols.md;
 // docs/protocols.md "Archive replica").
 //
 //   GET /get?key=K                 200 "VALUE\n" | 404 empty | 400 MISSING_ARG_KEY

@@ -2,7 +2,7 @@
 // served: the checks a replica makes before a swap.
 //
 // Checks, in order:
-//  - no file at the path: an empty SortedFile (DESIGN §6, a new cluster has
+//  - no file at the path: an empty SortedFile (docs/protocols.md; a new cluster has
 //    no archive yet); the caller decides whether that may replace a file;
 //  - FILE.manifest must exist and parse: a file that cannot be checked is
 //    refused;

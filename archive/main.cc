@@ -1,4 +1,4 @@
-// clickatron-archive: one archive replica (DESIGN §6). Maps the member's
+// clickatron-archive: one archive replica (docs/protocols.md). Maps the member's
 // sorted file and answers get / mget / fwmatch by binary search over it;
 // POST /reload or SIGHUP swaps in a new file without downtime.
 #include <csignal>

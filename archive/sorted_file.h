@@ -7,7 +7,7 @@
 // is never modified in place (the rebuild renames a new file over it), so a
 // mapping stays valid after the path points elsewhere.
 //
-// An "empty" SortedFile stands for a file that does not exist yet (DESIGN §6:
+// An "empty" SortedFile stands for a file that does not exist yet (docs/protocols.md:
 // a new cluster has no archive file): every search misses.
 //
 // Thread-safety: immutable after creation; any thread may read it.

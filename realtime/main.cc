@@ -1,4 +1,4 @@
-// clickatron-realtime: one realtime shard (DESIGN §5). Started as
+// clickatron-realtime: one realtime shard (docs/protocols.md). Started as
 //   clickatron-realtime --config FILE --member NAME
 #include <spdlog/spdlog.h>
 

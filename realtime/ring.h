@@ -1,4 +1,4 @@
-// The Today / Yesterday / Tomorrow ring of day stores (DESIGN §5).
+// The Today / Yesterday / Tomorrow ring of day stores (docs/protocols.md).
 //
 // Positions after rotating to Today = D: Yesterday = D-1, Today = D,
 // Tomorrow = D+1. A day that leaves those positions unexported is "retained":

@@ -1,6 +1,6 @@
 // Step: splitting sorted archive lines by archive shard.
 //
-// shard = crc32(shard key) % archive_shards (DESIGN §2; ShardKeyOfArchiveKey
+// shard = crc32(shard key) % archive_shards (docs/protocols.md; ShardKeyOfArchiveKey
 // and ShardOf in shard.h). Splitting a sorted stream keeps each part sorted,
 // so the merged generation is cut into one sorted file per shard.
 //

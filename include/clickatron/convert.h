@@ -1,4 +1,4 @@
-// Conversion between the realtime and archive formats (DESIGN §1, §7).
+// Conversion between the realtime and archive formats (docs/protocols.md).
 //
 // realtime -> archive is two steps so that memory stays bounded whatever the
 // input: each realtime line maps to a one-column archive line

@@ -100,7 +100,7 @@ class HttpServer {
   // Routes for other cluster members: when a cluster secret is configured
   // the request must carry a valid signature (401 otherwise).
   virtual void InternalRoute(std::string path, HttpHandler handler, unsigned methods = kGetOrPost) = 0;
-  // Routes that change state outside the counting path (DESIGN §9): when an
+  // Routes that change state outside the counting path (docs/protocols.md): when an
   // admin token is configured they need "Authorization: Bearer TOKEN" (401).
   virtual void AdminRoute(std::string path, HttpHandler handler, unsigned methods = kPost) = 0;
 

@@ -1,4 +1,4 @@
-// Namespace and key rules, and the 12-character hash (DESIGN §1).
+// Namespace and key rules, and the 12-character hash (docs/protocols.md).
 //
 // A tkey or skey is stored as itself unless it contains a reserved character
 // (space : , . |), a newline or any byte < 0x20, or is 12 bytes or longer; then

@@ -1,4 +1,4 @@
-// The manifest beside every archive file (DESIGN §6): written by the rebuild,
+// The manifest beside every archive file (docs/protocols.md): written by the rebuild,
 // checked by the archive server before it serves a file, read by the API to
 // know which days the archive already holds.
 //

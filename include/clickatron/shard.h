@@ -1,4 +1,4 @@
-// Sharding (DESIGN §2): shard = crc32(shard_key) % shard_count, with zlib's
+// Sharding (docs/protocols.md): shard = crc32(shard_key) % shard_count, with zlib's
 // crc32 (the same number as Python's zlib.crc32). The shard key of a total or
 // subtotal record is "ns|tkey" (stored forms), so every hour and every subtotal
 // namespace of one key live on one shard; a lookup's shard key is its HASH.

@@ -359,7 +359,7 @@ TEST_F(IntegrationDashboardTest, ApiErrorIsShownWithItsMessage) {
   // The API's own answer to the same query is the reference for the message.
   auto api = cluster_.Api("/clicks?ns=u&key=dash&unit=minute&units=7&timezone=0");
   ASSERT_EQ(api["http_status"], 400) << api.dump();
-  ASSERT_EQ(api["status_txt"], "INVALID_UNIT") << api.dump();  // DESIGN §9
+  ASSERT_EQ(api["status_txt"], "INVALID_UNIT") << api.dump();  // docs/protocols.md
   const std::string message = api["message"].get<std::string>();
   ASSERT_FALSE(message.empty());
 

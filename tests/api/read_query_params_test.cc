@@ -1,5 +1,5 @@
 // /clicks and /breakdown parameter validation: each bad parameter is refused
-// with the reason that names it (DESIGN §9 and the list).
+// with the reason that names it (docs/protocols.md).
 #include <gtest/gtest.h>
 
 #include "clickatron/query_string.h"

@@ -141,7 +141,7 @@ TEST(ReadRollupTest, EmptyDataGivesZeroUnits) {
 }
 
 TEST(ReadRollupTest, WeekStartsSundayAndMweekMonday) {
-  // DESIGN: week starts on Sunday, mweek on Monday. 2012-03-25 is a Sunday
+  // Weeks start on Sunday, mweek on Monday. 2012-03-25 is a Sunday
   // (the seed's c3p1); 2012-03-28 is a Wednesday in that week.
   const int64_t wednesday = Utc(2012, 3, 28, 15);
   auto week = UnitWindow::Ending(Unit::kWeek, 0, wednesday, 1, 1000);

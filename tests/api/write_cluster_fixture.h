@@ -2,7 +2,7 @@
 // realtime shards, real binaries, a manual clock (the ring does not turn
 // during a test) and figures read back from the realtime daemons themselves.
 //
-// Shards of test keys are computed here with zlib's crc32 (DESIGN §2), not
+// Shards of test keys are computed here with zlib's crc32 (docs/protocols.md), not
 // with the code under test.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Expansion of an increment into records and their shards. Expected keys come
-// from DESIGN §1's formats, expected shards from zlib's crc32 computed here.
+// from the record formats in docs/protocols.md, expected shards from zlib's crc32 computed here.
 #include <gtest/gtest.h>
 
 #include "clickatron/unique_sketch.h"

@@ -1,5 +1,5 @@
 // Combining on text must give what the core's CombineArchiveRecords gives on
-// parsed records: the rules (DESIGN §1) are totals union hours summing equal
+// parsed records: the rules (docs/protocols.md) are totals union hours summing equal
 // hours, subtotals union skeys summing equal skeys, lookups identical kept
 // once and different values an error.
 #include "line_combine.h"
