@@ -3,8 +3,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,15 +19,27 @@ namespace {
 // The input callback's argument is the bufferevent (alive while its input
 // buffer calls back); its owner is found through the event base it runs on.
 std::mutex registry_mu;
+std::atomic<uint64_t> registry_version{0};
 std::unordered_map<event_base*, RequestDeadlines*>& Registry() {
   static auto* registry = new std::unordered_map<event_base*, RequestDeadlines*>();
   return *registry;
 }
 
 RequestDeadlines* OwnerOf(bufferevent* bev) {
+  // Every read asks: the loop thread keeps its last answer while the
+  // registry has not changed.
+  thread_local uint64_t cached_version = ~uint64_t{0};
+  thread_local event_base* cached_base = nullptr;
+  thread_local RequestDeadlines* cached_owner = nullptr;
+  event_base* base = bufferevent_get_base(bev);
+  const uint64_t version = registry_version.load(std::memory_order_acquire);
+  if (version == cached_version && base == cached_base) return cached_owner;
   std::lock_guard lock(registry_mu);
-  auto it = Registry().find(bufferevent_get_base(bev));
-  return it == Registry().end() ? nullptr : it->second;
+  auto it = Registry().find(base);
+  cached_version = registry_version.load(std::memory_order_relaxed);
+  cached_base = base;
+  cached_owner = it == Registry().end() ? nullptr : it->second;
+  return cached_owner;
 }
 
 std::string RequestTimeoutAnswer(std::chrono::seconds deadline) {
@@ -40,19 +55,27 @@ std::string RequestTimeoutAnswer(std::chrono::seconds deadline) {
 
 RequestDeadlines::RequestDeadlines(event_base* base, std::chrono::seconds deadline)
     : base_(base), deadline_(deadline) {
-  std::lock_guard lock(registry_mu);
-  Registry()[base_] = this;
+  {
+    std::lock_guard lock(registry_mu);
+    Registry()[base_] = this;
+    registry_version.fetch_add(1, std::memory_order_release);
+  }
+  const auto period = std::clamp<std::chrono::milliseconds>(deadline_ / 4, std::chrono::milliseconds(100),
+                                                            std::chrono::seconds(1));
+  sweep_ = event_new(base_, -1, EV_PERSIST, &RequestDeadlines::OnSweep, this);
+  timeval tv{static_cast<time_t>(period.count() / 1000), static_cast<suseconds_t>(period.count() % 1000 * 1000)};
+  if (sweep_) event_add(sweep_, &tv);
 }
 
 RequestDeadlines::~RequestDeadlines() {
-  {
-    std::lock_guard lock(registry_mu);
-    Registry().erase(base_);
-  }
-  for (auto& [fd, c] : by_fd_) event_free(c.timer);
+  if (sweep_) event_free(sweep_);
+  std::lock_guard lock(registry_mu);
+  Registry().erase(base_);
+  registry_version.fetch_add(1, std::memory_order_release);
 }
 
 void RequestDeadlines::Watch(bufferevent* bev, bool plain) {
+  fresh_.insert(bev);
   evbuffer_add_cb(bufferevent_get_input(bev), plain ? &OnPlainInput : &OnTlsInput, bev);
 }
 
@@ -70,34 +93,23 @@ void RequestDeadlines::Started(bufferevent* bev, bool plain) {
   const evutil_socket_t fd = bufferevent_getfd(bev);
   if (fd < 0) return;
   auto it = by_fd_.find(fd);
-  if (it != by_fd_.end() && it->second.armed && it->second.bev == bev) return;  // more bytes of a timed request
-  // A request starts. The socket's inode tells this connection from an
-  // earlier one with the same fd number (and perhaps the same address for
-  // its bufferevent, freed and reused): one fstat per request.
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return;
-  if (it == by_fd_.end() || it->second.bev != bev || it->second.inode != st.st_ino) {
-    if (it != by_fd_.end()) {
-      event_free(it->second.timer);
-      by_fd_.erase(it);
-    }
-    it = by_fd_.try_emplace(fd, Connection{this, fd, bev, st.st_ino, plain}).first;
-    it->second.timer = evtimer_new(base_, &RequestDeadlines::OnDeadline, &it->second);
-    if (it->second.timer == nullptr) {
-      by_fd_.erase(it);
-      return;  // out of memory: no deadline for this connection
-    }
+  const bool first_bytes = fresh_.erase(bev) > 0;
+  if (first_bytes || it == by_fd_.end() || it->second.bev != bev) {
+    // A new connection (perhaps on a reused fd number, perhaps with a freed
+    // bufferevent's address): the socket's inode names it from now on.
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return;
+    it = by_fd_.insert_or_assign(fd, Connection{bev, st.st_ino, plain, false, Clock::time_point{}}).first;
   }
+  if (it->second.armed) return;  // more bytes of a request already timed
   it->second.armed = true;
-  timeval tv{static_cast<time_t>(deadline_.count()), 0};
-  evtimer_add(it->second.timer, &tv);
+  it->second.started = Clock::now();
 }
 
 void RequestDeadlines::RequestRead(bufferevent* bev) {
   auto it = by_fd_.find(bufferevent_getfd(bev));
-  if (it == by_fd_.end() || it->second.bev != bev || !it->second.armed) return;
+  if (it == by_fd_.end() || it->second.bev != bev) return;
   it->second.armed = false;
-  evtimer_del(it->second.timer);
 }
 
 void RequestDeadlines::Answered(bufferevent* bev) {
@@ -110,33 +122,37 @@ bool RequestDeadlines::SameOpenSocket(evutil_socket_t fd, ino_t inode) {
   return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode;
 }
 
-void RequestDeadlines::OnDeadline(evutil_socket_t, short, void* arg) {
-  auto* c = static_cast<Connection*>(arg);
-  c->owner->Expire(c);
+void RequestDeadlines::OnSweep(evutil_socket_t, short, void* arg) { static_cast<RequestDeadlines*>(arg)->Sweep(); }
+
+void RequestDeadlines::Sweep() {
+  const Clock::time_point overdue = Clock::now() - deadline_;
+  std::vector<evutil_socket_t> expired;
+  for (const auto& [fd, c] : by_fd_) {
+    if (c.armed && c.started <= overdue) expired.push_back(fd);
+  }
+  for (evutil_socket_t fd : expired) {
+    auto it = by_fd_.find(fd);
+    const Connection c = it->second;
+    by_fd_.erase(it);
+    // The connection may be gone (its socket closed, the number maybe
+    // reused by one that has not sent a byte yet): then only forget it.
+    if (SameOpenSocket(fd, c.inode)) Expire(fd, c);
+  }
 }
 
-void RequestDeadlines::Expire(Connection* c) {
-  const evutil_socket_t key = c->fd;
-  if (!SameOpenSocket(key, c->inode)) {
-    // The connection is gone (its socket closed, the number maybe reused by
-    // a connection that has not sent a byte yet): forget it.
-    event_free(c->timer);
-    by_fd_.erase(key);
-    return;
-  }
+void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c) {
   ++expired_;
-  bufferevent* bev = c->bev;  // alive: evhttp closes the socket when it frees it
+  // Alive: evhttp closes the socket when it frees the connection.
+  bufferevent* bev = c.bev;
   // An answer still being written (a slow reader of the previous response)
   // is the write timeout's business; a 408 would interleave with it.
-  if (c->plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+  if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
     const std::string answer = RequestTimeoutAnswer(deadline_);
     // Small enough for an idle socket's send buffer; if it does not fit,
     // the client is not reading and only the close matters.
-    ::send(key, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::shutdown(key, SHUT_WR);
+    ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
   }
-  event_free(c->timer);
-  by_fd_.erase(key);
   // evhttp treats it as its own read timeout: it drops the request and
   // frees the connection.
   bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, 0);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,9 +17,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace clickatron::testing {
 
@@ -38,7 +41,64 @@ TempDir::~TempDir() {
   }
 }
 
+namespace {
+
+// Whether nothing listens on (or is bound to) 127.0.0.1:port right now.
+bool Bindable(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as evhttp binds
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// The lowest port the kernel hands out for outgoing connections and bind(0).
+int EphemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  return (in >> low >> high) ? low : 0;
+}
+
+}  // namespace
+
 uint16_t FreePort() {
+  // A port handed out and then bound by a daemon started later could be
+  // taken in between: by the kernel, for a client's outgoing connection or
+  // another bind(0), or by a test in another process (ctest runs several).
+  // So ports come from below the kernel's ephemeral range, where it never
+  // hands any out, and each is reserved across processes by an flock held
+  // until this process exits.
+  static std::mutex mu;
+  static std::vector<int> held;  // lock fds, open for the life of the process
+  std::lock_guard lock(mu);
+  const int low = EphemeralLow();
+  constexpr int kFirst = 12000;
+  if (low > kFirst + 1000) {
+    const std::string dir = "/tmp/clickatron-test-ports";
+    ::mkdir(dir.c_str(), 01777);
+    std::mt19937 rng(static_cast<uint32_t>(::getpid()) * 2654435761u ^
+                     static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+    const int span = low - kFirst;
+    for (int attempt = 0; attempt < 2000; ++attempt) {
+      const auto port = static_cast<uint16_t>(kFirst + static_cast<int>(rng() % static_cast<uint32_t>(span)));
+      const std::string path = dir + "/" + std::to_string(port);
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+      if (fd < 0) continue;
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || !Bindable(port)) {
+        ::close(fd);
+        continue;
+      }
+      held.push_back(fd);
+      return port;
+    }
+  }
+  // No room below the ephemeral range (or no lock dir): the kernel's choice.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;

@@ -28,7 +28,9 @@ class TempDir {
   std::string path_;
 };
 
-// A loopback port nothing listens on right now.
+// A loopback port nothing listens on now, reserved for this process: no
+// other test process gets it, and the kernel never hands it out (it lies
+// below the ephemeral range), so a daemon started later can bind it.
 uint16_t FreePort();
 
 // Polls `condition` every few ms until it is true or `timeout` passes.
