@@ -5,6 +5,8 @@
 // (RealtimeToArchiveLine), then lines are sorted by key (the rebuild's external
 // sort, or an in-memory sort for small inputs) and equal keys are combined
 // (ArchiveCombiner). Combining is also how archive generations are merged.
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <functional>

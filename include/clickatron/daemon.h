@@ -1,6 +1,8 @@
 // What every daemon's main() does first: parse `--config FILE --member NAME`,
 // load the cluster file, find the member (checking its role), set up logging,
 // and build the HttpServerOptions from the member's part of the file.
+//
+// Thread-safety: called once, from main(), before any other thread starts.
 #pragma once
 
 #include <string>

@@ -1,5 +1,8 @@
 // Small file helpers with the durability steps spelled out once:
 // write to a temp file, fsync it, rename over the target, fsync the directory.
+//
+// Thread-safety: the functions share no state; two callers writing the same
+// path at once race as two renames do (the last one wins, whole).
 #pragma once
 
 #include <cstdint>

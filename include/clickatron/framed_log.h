@@ -9,6 +9,13 @@
 // tail (and where the good data ends) so the writer can cut it off before
 // appending. A bad frame followed by more data is CORRUPTION, never skipped.
 // Files ending in ".gz" are read through zlib (closed, compressed segments).
+//
+// A failed append is cut back off the file, so the next append starts on a
+// frame boundary. If that cut itself fails, the writer is poisoned: every
+// later Append returns the same IO_ERROR (nothing more is written after
+// bytes a reader would call corruption); Sync and Close still work.
+//
+// Thread-safety: a writer or reader belongs to one thread at a time.
 #pragma once
 
 #include <cstdint>

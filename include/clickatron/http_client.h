@@ -5,6 +5,12 @@
 // BlockingHttpClient: the same for tools, the rebuild and tests, which have no
 // loop of their own; it can stream a large answer into a sink chunk by chunk.
 //
+// Destruction: requests still in flight when an HttpClient is destroyed are
+// dropped with its connections: their callbacks never run. Destroy it only
+// once its event_base's loop has stopped for good (daemons do, at shutdown),
+// never with requests in flight on a running loop: their timeout events
+// would then fire for requests already freed.
+//
 // Thread-safety: an HttpClient belongs to the thread running its event_base.
 // A BlockingHttpClient belongs to one thread at a time.
 #pragma once

@@ -6,6 +6,8 @@
 // full value. Hash12 = standard base64 (with '=' padding) of the first 8 bytes
 // of MD5(value): always 12 characters, e.g. Hash12("http://www.facebook.com/")
 // == "h0aMB8AuNw4=".
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <string>

@@ -9,6 +9,9 @@
 //    "created":"2012-03-26T02:10:00Z", "late_inputs":["…"]}
 // crc32 is zlib's crc32 of the whole file; records is its line count.
 // last_day "" means the file holds no day yet (an empty generation).
+//
+// Thread-safety: plain values and functions; files are written atomically
+// (temp file, fsync, rename), so a reader never sees half a manifest.
 #pragma once
 
 #include <cstdint>

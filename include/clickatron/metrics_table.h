@@ -5,6 +5,8 @@
 //
 // Text format 0.0.4: each family once, HELP and TYPE first, its samples
 // together; every sample carries the daemon's base labels (daemon, member).
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <span>

@@ -15,6 +15,8 @@
 //
 // Files: oplog segments "oplog-<id, 16 digits>.log" (".log.gz" once closed and
 // compressed); late data "late-<unix seconds>.open" / ".sealed".
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <cstdint>

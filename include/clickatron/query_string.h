@@ -7,6 +7,8 @@
 // Lenient the way sortdb's users expect: raw '|' and other bytes that need no
 // escape pass through (`/get?key=u|jehiah.c3hh` works unencoded). A malformed
 // %-escape is an error, never a silent guess.
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <string>

@@ -26,6 +26,8 @@
 // distinct keys that is the order of key+"," (CompareArchiveKeys), which is
 // what binary search and merges use. Realtime keys never prefix one another,
 // so RocksDB's bytewise key order equals whole-line order for them.
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // crc32 (the same number as Python's zlib.crc32). The shard key of a total or
 // subtotal record is "ns|tkey" (stored forms), so every hour and every subtotal
 // namespace of one key live on one shard; a lookup's shard key is its HASH.
+//
+// Thread-safety: pure functions of their arguments; any thread may call them.
 #pragma once
 
 #include <cstdint>

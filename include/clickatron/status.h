@@ -3,6 +3,8 @@
 // Hot paths never throw (a throw inside a libevent callback would unwind
 // through C frames); they return a Status, and a value through Result<T>.
 // Both are [[nodiscard]] so a dropped error is a compiler warning.
+//
+// Thread-safety: Status and Result are values: copies may go to any thread.
 #pragma once
 
 #include <optional>
