@@ -13,7 +13,7 @@
 // as well as ours. It does what libevent's does (close the connection
 // after the answer, since the request stream can no longer be trusted;
 // answer as HTTP/1.1 when the request line gave no usable version) with
-// the envelope instead of HTML. tests/core/http_server_test.cc checks every
+// the envelope instead of HTML. tests/core/http_errors_test.cc checks every
 // one of these answers, so a libevent built without interposable calls
 // would fail the tests rather than go unnoticed.
 #include <cstdlib>

@@ -60,8 +60,9 @@ RequestDeadlines::RequestDeadlines(event_base* base, std::chrono::seconds deadli
     Registry()[base_] = this;
     registry_version.fetch_add(1, std::memory_order_release);
   }
-  const auto period = std::clamp<std::chrono::milliseconds>(deadline_ / 4, std::chrono::milliseconds(100),
-                                                            std::chrono::seconds(1));
+  const auto period = std::clamp<std::chrono::milliseconds>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_) / 4, std::chrono::milliseconds(100),
+      std::chrono::seconds(1));
   sweep_ = event_new(base_, -1, EV_PERSIST, &RequestDeadlines::OnSweep, this);
   timeval tv{static_cast<time_t>(period.count() / 1000), static_cast<suseconds_t>(period.count() % 1000 * 1000)};
   if (sweep_) event_add(sweep_, &tv);
@@ -75,25 +76,40 @@ RequestDeadlines::~RequestDeadlines() {
 }
 
 void RequestDeadlines::Watch(bufferevent* bev, bool plain) {
-  fresh_.insert(bev);
-  evbuffer_add_cb(bufferevent_get_input(bev), plain ? &OnPlainInput : &OnTlsInput, bev);
+  evbuffer_add_cb(bufferevent_get_input(bev), plain ? &OnFirstPlainInput : &OnFirstTlsInput, bev);
+}
+
+// The first bytes of a connection swap the callback for the later-bytes one:
+// a new connection is told from a later one on the same fd number (and
+// perhaps the same bufferevent address) without a syscall per request.
+void RequestDeadlines::OnFirstPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev) {
+  if (info->n_added == 0) return;
+  evbuffer_remove_cb(buf, &OnFirstPlainInput, bev);  // safe inside the callback
+  evbuffer_add_cb(buf, &OnPlainInput, bev);
+  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), true, true);
+}
+
+void RequestDeadlines::OnFirstTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev) {
+  if (info->n_added == 0) return;
+  evbuffer_remove_cb(buf, &OnFirstTlsInput, bev);
+  evbuffer_add_cb(buf, &OnTlsInput, bev);
+  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), false, true);
 }
 
 void RequestDeadlines::OnPlainInput(evbuffer*, const evbuffer_cb_info* info, void* bev) {
   if (info->n_added == 0) return;  // evhttp draining what it parsed
-  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), true);
+  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), true, false);
 }
 
 void RequestDeadlines::OnTlsInput(evbuffer*, const evbuffer_cb_info* info, void* bev) {
   if (info->n_added == 0) return;
-  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), false);
+  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), false, false);
 }
 
-void RequestDeadlines::Started(bufferevent* bev, bool plain) {
+void RequestDeadlines::Started(bufferevent* bev, bool plain, bool first_bytes) {
   const evutil_socket_t fd = bufferevent_getfd(bev);
   if (fd < 0) return;
   auto it = by_fd_.find(fd);
-  const bool first_bytes = fresh_.erase(bev) > 0;
   if (first_bytes || it == by_fd_.end() || it->second.bev != bev) {
     // A new connection (perhaps on a reused fd number, perhaps with a freed
     // bufferevent's address): the socket's inode names it from now on.
@@ -141,17 +157,29 @@ void RequestDeadlines::Sweep() {
 }
 
 void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c) {
-  ++expired_;
-  // Alive: evhttp closes the socket when it frees the connection.
   bufferevent* bev = c.bev;
-  // An answer still being written (a slow reader of the previous response)
-  // is the write timeout's business; a 408 would interleave with it.
+  // The socket is open, so the bufferevent's memory is (its destructor
+  // closes the socket, BEV_OPT_CLOSE_ON_FREE). But evhttp may have freed it
+  // earlier in this loop pass with the destructor still to run: then its
+  // callbacks are gone, and it must not be touched further.
+  bufferevent_event_cb event_cb = nullptr;
+  bufferevent_getcb(bev, nullptr, nullptr, &event_cb, nullptr);
+  if (event_cb == nullptr) return;
+  ++expired_;
+  // Reading is disabled from a request's dispatch until its answer is
+  // written, so an overdue connection has no answer in its output; check
+  // anyway rather than interleave bytes.
   if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
     const std::string answer = RequestTimeoutAnswer(deadline_);
     // Small enough for an idle socket's send buffer; if it does not fit,
     // the client is not reading and only the close matters.
     ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::shutdown(fd, SHUT_WR);
+    // Unread input makes the close a reset, which can destroy the answer
+    // before the client reads it: discard what is waiting (bounded).
+    char discard[16384];
+    for (int i = 0; i < 64 && ::recv(fd, discard, sizeof(discard), MSG_DONTWAIT) > 0; ++i) {
+    }
   }
   // evhttp treats it as its own read timeout: it drops the request and
   // frees the connection.

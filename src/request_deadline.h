@@ -16,10 +16,16 @@
 // only closed: the TLS layer owns the bytes), and evhttp closes it as on
 // its own read timeout.
 //
-// Connections are known by socket: evhttp closes a connection's socket
-// exactly when it frees it, so a socket still open with the inode it had
-// when its first request started is the same live connection. Nothing of
-// ours has to hear about the free.
+// Connections are known by socket: a connection's socket is closed when its
+// bufferevent is destroyed, so a socket still open with the inode it had at
+// its first byte means the bufferevent's memory is still there; whether
+// evhttp still uses it is then asked of the bufferevent itself (its event
+// callback is cleared when evhttp frees it). Nothing of ours has to hear
+// about the free.
+//
+// Not covered: the bytes of a pipelined request that arrived with the one
+// before it start no deadline until more bytes come (the idle timeout still
+// applies).
 //
 // Thread-safety: loop thread only, like the server that owns it.
 #pragma once
@@ -29,7 +35,6 @@
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -59,16 +64,18 @@ class RequestDeadlines {
  private:
   using Clock = std::chrono::steady_clock;
   struct Connection {
-    bufferevent* bev;  // used only while fd is open with `inode` (then it is alive)
+    bufferevent* bev;  // touched only while fd is open with `inode` (see Expire)
     ino_t inode;
     bool plain;
     bool armed = false;
     Clock::time_point started;
   };
+  static void OnFirstPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
+  static void OnFirstTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnSweep(evutil_socket_t fd, short what, void* arg);
-  void Started(bufferevent* bev, bool plain);
+  void Started(bufferevent* bev, bool plain, bool first_bytes);
   void Sweep();
   void Expire(evutil_socket_t fd, const Connection& c);
   static bool SameOpenSocket(evutil_socket_t fd, ino_t inode);
@@ -79,9 +86,6 @@ class RequestDeadlines {
   // a /ping's throughput): one sweep every quarter deadline (at most 1 s)
   // closes what is overdue, so a request gets its deadline plus at most that.
   event* sweep_ = nullptr;
-  // Bufferevents made by Watch that have not sent a byte yet: the first
-  // byte of a connection is told from a later one without a syscall.
-  std::unordered_set<bufferevent*> fresh_;
   // One entry per socket that has started a request; a reused fd number
   // replaces its entry.
   std::unordered_map<evutil_socket_t, Connection> by_fd_;
