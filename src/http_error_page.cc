@@ -46,9 +46,6 @@ ErrorText TextFor(int code) {
               "or the request line and headers are larger than [http] max_header_bytes"};
     case 413:
       return {"BODY_TOO_LARGE", "the request body is larger than [http] max_body_bytes"};
-    case 404:
-      return {"NOT_FOUND", "no such endpoint"};
-    case 405:
     case 501:
       return {"METHOD_NOT_IMPLEMENTED", "this HTTP method is not served (GET, POST, HEAD, PUT, DELETE are)"};
     default:

@@ -493,7 +493,7 @@ bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
   if (!self->options_.tls) {
     bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev) self->deadlines_->Watch(bev, /*plain=*/true);
+    if (bev) self->deadlines_->Watch(bev);
     return bev;
   }
   SSL* ssl = self->options_.tls->NewServerSsl();
@@ -507,7 +507,7 @@ bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
     std::abort();
   }
   bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-  self->deadlines_->Watch(bev, /*plain=*/false);
+  self->deadlines_->Watch(bev);
   return bev;
 }
 

@@ -82,38 +82,29 @@ void Walk(const nlohmann::json& node, const std::vector<std::string_view>& segme
   if (child != node.end()) Walk(*child, segments, i + 1, std::move(labels), row, out);
 }
 
-std::string EscapeHelp(std::string_view help) {
+// The text format escapes \ and newlines in HELP text, and " too in label values.
+std::string Escape(std::string_view text, bool quotes) {
   std::string out;
-  for (char c : help) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
     } else {
       out += c;
     }
   }
   return out;
 }
+
+std::string EscapeHelp(std::string_view help) { return Escape(help, false); }
 
 }  // namespace
 
-std::string EscapeLabelValue(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeLabelValue(std::string_view value) { return Escape(value, true); }
 
 std::string BaseLabels(std::string_view daemon, std::string_view member) {
   return fmt::format("daemon=\"{}\",member=\"{}\"", EscapeLabelValue(daemon), EscapeLabelValue(member));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <event2/bufferevent_ssl.h>
 #include <nlohmann/json.hpp>
 
 #include "clickatron/http_server.h"
@@ -75,38 +76,26 @@ RequestDeadlines::~RequestDeadlines() {
   registry_version.fetch_add(1, std::memory_order_release);
 }
 
-void RequestDeadlines::Watch(bufferevent* bev, bool plain) {
-  evbuffer_add_cb(bufferevent_get_input(bev), plain ? &OnFirstPlainInput : &OnFirstTlsInput, bev);
+void RequestDeadlines::Watch(bufferevent* bev) {
+  evbuffer_add_cb(bufferevent_get_input(bev), &OnFirstInput, bev);
 }
 
 // The first bytes of a connection swap the callback for the later-bytes one:
 // a new connection is told from a later one on the same fd number (and
 // perhaps the same bufferevent address) without a syscall per request.
-void RequestDeadlines::OnFirstPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev) {
+void RequestDeadlines::OnFirstInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev) {
   if (info->n_added == 0) return;
-  evbuffer_remove_cb(buf, &OnFirstPlainInput, bev);  // safe inside the callback
-  evbuffer_add_cb(buf, &OnPlainInput, bev);
-  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), true, true);
+  evbuffer_remove_cb(buf, &OnFirstInput, bev);  // safe inside the callback
+  evbuffer_add_cb(buf, &OnInput, bev);
+  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), true);
 }
 
-void RequestDeadlines::OnFirstTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev) {
-  if (info->n_added == 0) return;
-  evbuffer_remove_cb(buf, &OnFirstTlsInput, bev);
-  evbuffer_add_cb(buf, &OnTlsInput, bev);
-  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), false, true);
-}
-
-void RequestDeadlines::OnPlainInput(evbuffer*, const evbuffer_cb_info* info, void* bev) {
+void RequestDeadlines::OnInput(evbuffer*, const evbuffer_cb_info* info, void* bev) {
   if (info->n_added == 0) return;  // evhttp draining what it parsed
-  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), true, false);
+  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), false);
 }
 
-void RequestDeadlines::OnTlsInput(evbuffer*, const evbuffer_cb_info* info, void* bev) {
-  if (info->n_added == 0) return;
-  if (RequestDeadlines* owner = OwnerOf(static_cast<bufferevent*>(bev))) owner->Started(static_cast<bufferevent*>(bev), false, false);
-}
-
-void RequestDeadlines::Started(bufferevent* bev, bool plain, bool first_bytes) {
+void RequestDeadlines::Started(bufferevent* bev, bool first_bytes) {
   const evutil_socket_t fd = bufferevent_getfd(bev);
   if (fd < 0) return;
   auto it = by_fd_.find(fd);
@@ -115,6 +104,8 @@ void RequestDeadlines::Started(bufferevent* bev, bool plain, bool first_bytes) {
     // bufferevent's address): the socket's inode names it from now on.
     struct stat st {};
     if (::fstat(fd, &st) != 0) return;
+    // Raw bytes may be written to a plain socket only, not under TLS.
+    const bool plain = bufferevent_openssl_get_ssl(bev) == nullptr;
     it = by_fd_.insert_or_assign(fd, Connection{bev, st.st_ino, plain, false, Clock::time_point{}}).first;
   }
   if (it->second.armed) return;  // more bytes of a request already timed
@@ -165,7 +156,6 @@ void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c) {
   bufferevent_event_cb event_cb = nullptr;
   bufferevent_getcb(bev, nullptr, nullptr, &event_cb, nullptr);
   if (event_cb == nullptr) return;
-  ++expired_;
   // Reading is disabled from a request's dispatch until its answer is
   // written, so an overdue connection has no answer in its output; check
   // anyway rather than interleave bytes.

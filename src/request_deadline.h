@@ -49,17 +49,15 @@ class RequestDeadlines {
   RequestDeadlines(const RequestDeadlines&) = delete;
   RequestDeadlines& operator=(const RequestDeadlines&) = delete;
 
-  // A new connection's bufferevent, from evhttp's bevcb (on this base).
-  // `plain`: raw bytes may be written to its socket (not TLS).
-  void Watch(bufferevent* bev, bool plain);
+  // A new connection's bufferevent (a socket or TLS), from evhttp's bevcb
+  // (on this base).
+  void Watch(bufferevent* bev);
   // This connection's request has been read whole (it reached a handler):
   // no deadline until its next request starts.
   void RequestRead(bufferevent* bev);
   // The same for whichever server owns `bev`'s event base: libevent's own
   // error answers (http_error_page.cc) know only the request.
   static void Answered(bufferevent* bev);
-
-  uint64_t expired() const { return expired_; }  // requests answered 408 or closed
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -70,12 +68,10 @@ class RequestDeadlines {
     bool armed = false;
     Clock::time_point started;
   };
-  static void OnFirstPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
-  static void OnFirstTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
-  static void OnPlainInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
-  static void OnTlsInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
+  static void OnFirstInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
+  static void OnInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnSweep(evutil_socket_t fd, short what, void* arg);
-  void Started(bufferevent* bev, bool plain, bool first_bytes);
+  void Started(bufferevent* bev, bool first_bytes);
   void Sweep();
   void Expire(evutil_socket_t fd, const Connection& c);
   static bool SameOpenSocket(evutil_socket_t fd, ino_t inode);
@@ -89,7 +85,6 @@ class RequestDeadlines {
   // One entry per socket that has started a request; a reused fd number
   // replaces its entry.
   std::unordered_map<evutil_socket_t, Connection> by_fd_;
-  uint64_t expired_ = 0;
 };
 
 }  // namespace clickatron

@@ -35,7 +35,7 @@ Status CheckSortedLine(std::string_view previous, std::string_view line, uint64_
   return Status::Ok();
 }
 
-Status CheckSorted(std::string_view data, char separator) {
+Status CheckSorted(std::string_view data, char separator, const SortedLineVisitor& each_line, uint64_t* lines) {
   std::string_view previous;
   uint64_t line_no = 0;
   size_t pos = 0;
@@ -44,9 +44,11 @@ Status CheckSorted(std::string_view data, char separator) {
     const size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data.data()) : data.size();
     const std::string_view line = data.substr(pos, end - pos);
     CLICKATRON_RETURN_IF_ERROR(CheckSortedLine(previous, line, ++line_no, separator));
+    if (each_line) CLICKATRON_RETURN_IF_ERROR(each_line(line, line_no));
     previous = line;
     pos = end + 1;
   }
+  if (lines != nullptr) *lines = line_no;
   return Status::Ok();
 }
 

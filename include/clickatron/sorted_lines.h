@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 
 #include "clickatron/status.h"
@@ -27,8 +28,14 @@ namespace clickatron {
 // and, for an order fault, both keys.
 Status CheckSortedLine(std::string_view previous, std::string_view line, uint64_t line_no, char separator);
 
-// The whole-file check (O(file)): every line by CheckSortedLine; the error
-// names the first line at fault.
-Status CheckSorted(std::string_view data, char separator);
+// A check of each line after its order check (line_no is 1-based); its
+// error stops the walk.
+using SortedLineVisitor = std::function<Status(std::string_view line, uint64_t line_no)>;
+
+// The whole-file check (O(file)): every line by CheckSortedLine, then by
+// `each_line` if given; the error names the first line at fault. *lines
+// (optional) is the number of lines read.
+Status CheckSorted(std::string_view data, char separator, const SortedLineVisitor& each_line = nullptr,
+                   uint64_t* lines = nullptr);
 
 }  // namespace clickatron

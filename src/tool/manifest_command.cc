@@ -25,7 +25,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -110,24 +109,16 @@ Status WriteManifestFor(const ManifestOptions& options) {
   if (!mapping.ok()) return mapping.status();
   const std::string_view data = (*mapping)->data();
 
-  std::string_view previous;
   std::string latest_hour;
   uint64_t line_no = 0;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    const void* nl = std::memchr(data.data() + pos, '\n', data.size() - pos);
-    const size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - data.data()) : data.size();
-    const std::string_view line = data.substr(pos, end - pos);
-    ++line_no;
-    if (Status st = CheckSortedLine(previous, line, line_no, kSeparator); !st.ok()) {
-      return st.WithContext(options.file);
-    }
-    if (Status st = CheckRecord(line, options, &latest_hour); !st.ok()) {
-      return st.WithContext(fmt::format("{}: line {}", options.file, line_no));
-    }
-    previous = line;
-    pos = end + 1;
-  }
+  Status checked = CheckSorted(
+      data, kSeparator,
+      [&](std::string_view line, uint64_t n) {
+        Status st = CheckRecord(line, options, &latest_hour);
+        return st.ok() ? st : st.WithContext(fmt::format("line {}", n));
+      },
+      &line_no);
+  if (!checked.ok()) return checked.WithContext(options.file);
   if (!data.empty() && data.back() != '\n') {
     return Status::InvalidArgument(fmt::format(
         "{}: line {} (the last) does not end with a newline; clickatron-rebuild cannot merge a later day into "
