@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "clickatron/key_codec.h"
@@ -148,6 +149,7 @@ struct QueryGather::BreakdownJob {
   std::string subtotal_prefix;  // sns.ns|tkey.
   int64_t begin_ts = 0, end_ts = 0;
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
+  std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
   int attempts = 0;
   std::function<void(Result<BreakdownData>)> done;
@@ -162,7 +164,7 @@ struct QueryGather::BreakdownJob {
 
 void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
                                  std::function<void(Result<BreakdownData>)> done, HourSpan skip,
-                                 std::optional<int64_t> uniques_from) {
+                                 std::optional<int64_t> uniques_from, std::optional<std::vector<int64_t>> splits) {
   auto job = std::make_shared<BreakdownJob>();
   job->total_key = TotalArchiveKey(ns, tkey);
   job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
@@ -173,6 +175,8 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->end_ts = end_ts;
   job->skip = skip;
   job->uniques_from = uniques_from;
+  if (splits) std::sort(splits->begin(), splits->end());
+  job->splits = std::move(splits);
   job->done = std::move(done);
   RunBreakdown(std::move(job));
 }
@@ -214,6 +218,51 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   }
 }
 
+namespace {
+
+// The UTC days of `archived` whose subtotal hours a breakdown may read as one
+// day subtotal record: wholly inside [begin_ts, end_ts), no hour in `skip`,
+// no split of the query's sums inside them (a unit or window boundary), and
+// at least two archived hours (one hour is as cheap to read as its day).
+std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, int64_t end_ts, HourSpan skip,
+                               const std::vector<int64_t>& splits) {
+  std::vector<int64_t> days;
+  int64_t day = 0;
+  int hours = 0;
+  const auto consider = [&] {
+    if (hours < 2) return;
+    const int64_t start = day * kSecondsPerDay, end = start + kSecondsPerDay;
+    if (start < begin_ts || end > end_ts) return;
+    if (skip.begin_ts < end && start < skip.end_ts) return;
+    const auto split = std::upper_bound(splits.begin(), splits.end(), start);
+    if (split != splits.end() && *split < end) return;
+    days.push_back(day);
+  };
+  for (const auto& [hour, count] : archived) {
+    const int64_t d = FloorDiv(hour, kSecondsPerDay);
+    if (hours > 0 && d == day) {
+      ++hours;
+      continue;
+    }
+    consider();
+    day = d;
+    hours = 1;
+  }
+  consider();
+  return days;
+}
+
+// The day of an mget answer's key `prefix` + day code, or nullopt when the
+// rest is not a day code.
+std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeDayCode(key.substr(prefix.size()))) return std::nullopt;
+  Result<int64_t> day = DaysFromDayCode(key.substr(prefix.size()));
+  if (!day.ok()) return std::nullopt;
+  return *day;
+}
+
+}  // namespace
+
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
   HourlyCounts archived;
@@ -226,54 +275,104 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     }
   }
   // The archived hours of the total are the index of the archive subtotal
-  // records that exist: fetch only those in the window.
+  // records that exist: fetch only those in the window, a whole day's as its
+  // day record.
+  const std::vector<int64_t> days =
+      job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
   std::vector<std::string> keys;
+  for (const int64_t day : days) {
+    auto code = DayCodeFromDays(day);
+    if (code.ok()) keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+  }
   for (auto it = archived.begin(); it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
     auto ymdh = YmdhFromUnix(it->first);
     if (!ymdh.ok()) continue;
-    keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    if (!std::binary_search(days.begin(), days.end(), FloorDiv(it->first, kSecondsPerDay))) {
+      keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
     if (job->uniques_from && it->first >= *job->uniques_from) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
   }
-  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
+  archive_.MGet(job->session, keys, [this, job, view, days, archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
       return;
     }
-    BreakdownData data;
-    data.gap = RealtimeGap{job->realtime_missing, view.last_day};
-    data.total = std::move(archived);
-    Status st = AddRealtimeTotalLines(job->realtime_total, job->total_key + ".", view.last_day, &data.total,
-                                      HourSpan{job->begin_ts, job->end_ts});
-    if (st.ok()) {
-      // key = [~]sns.ns|tkey.YMDH
-      st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-        const bool unique = job->uniques_from && IsUniqueKey(key);
-        auto hour = HourOfKey(unique ? key.substr(1) : key, job->subtotal_prefix);
+    auto data = std::make_shared<BreakdownData>();
+    data->gap = RealtimeGap{job->realtime_missing, view.last_day};
+    std::vector<int64_t> days_found;
+    // key = [~]sns.ns|tkey.YMDH or sns.ns|tkey.DAY
+    Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
+      const bool unique = job->uniques_from && IsUniqueKey(key);
+      if (!unique) {
+        if (std::optional<int64_t> day = DayOfKey(key, job->subtotal_prefix)) {
+          if (!std::binary_search(days.begin(), days.end(), *day)) {
+            return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+          }
+          days_found.push_back(*day);
+          return AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
+        }
+      }
+      auto hour = HourOfKey(unique ? key.substr(1) : key, job->subtotal_prefix);
+      if (!hour.ok()) return hour.status();
+      return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data->unique_subtotals)
+                    : AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
+    });
+    if (!st.ok()) return job->done(std::move(st));
+    stats_.day_subtotals_read += days_found.size();
+    // A day whose record is absent (an archive file from before day records)
+    // is read by its hours, in one more request on the same replica.
+    std::sort(days_found.begin(), days_found.end());
+    std::vector<std::string> hour_keys;
+    for (const auto& [hour, count] : archived) {
+      const int64_t day = FloorDiv(hour, kSecondsPerDay);
+      if (!std::binary_search(days.begin(), days.end(), day) ||
+          std::binary_search(days_found.begin(), days_found.end(), day)) {
+        continue;
+      }
+      auto ymdh = YmdhFromUnix(hour);
+      if (ymdh.ok()) hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
+    data->total = std::move(archived);
+    if (hour_keys.empty()) return CompleteBreakdown(job, std::move(*data));
+    stats_.day_subtotals_missing += days.size() - days_found.size();
+    archive_.MGet(job->session, hour_keys, [this, job, view, data](Result<std::vector<ArchiveReply>> replies) {
+      if (!replies.ok()) return job->done(replies.status());
+      if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
+                          [&](Status st) { job->done(std::move(st)); })) {
+        return;
+      }
+      Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
+        auto hour = HourOfKey(key, job->subtotal_prefix);
         if (!hour.ok()) return hour.status();
-        return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data.unique_subtotals)
-                      : AddArchiveSubtotalColumns(value, *hour, &data.subtotals);
+        return AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
       });
-    }
-    if (st.ok()) {
-      st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, view.last_day, job->begin_ts,
-                                    job->end_ts, &data.subtotals);
-    }
-    if (st.ok() && job->uniques_from) {
-      st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
-                                  /*keyed_lines=*/true, view.last_day, HourSpan{*job->uniques_from, job->end_ts},
-                                  &data.unique_subtotals);
-    }
-    if (!st.ok()) {
-      job->done(std::move(st));
-      return;
-    }
-    job->done(std::move(data));
+      if (!st.ok()) return job->done(std::move(st));
+      CompleteBreakdown(job, std::move(*data));
+    });
   });
+}
+
+// The realtime half, once the archive's is in `data` (total: the archived hours).
+void QueryGather::CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data) {
+  const ArchiveLastDay& last_day = data.gap.archived_through;
+  Status st = AddRealtimeTotalLines(job->realtime_total, job->total_key + ".", last_day, &data.total,
+                                    HourSpan{job->begin_ts, job->end_ts});
+  if (st.ok()) {
+    st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, last_day, job->begin_ts,
+                                  job->end_ts, &data.subtotals);
+  }
+  if (st.ok() && job->uniques_from) {
+    st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
+                                /*keyed_lines=*/true, last_day, HourSpan{*job->uniques_from, job->end_ts},
+                                &data.unique_subtotals);
+  }
+  if (!st.ok()) return job->done(std::move(st));
+  job->done(std::move(data));
 }
 
 // ---- uniques -----------------------------------------------------------------

@@ -6,7 +6,9 @@
 //   breakdown: the total (its archived hours are the index of which archive
 //              subtotal records exist) and realtime fwmatch "sns.ns|tkey.",
 //              then archive mget "sns.ns|tkey.YMDH" for the archived hours in
-//              the window that have data.
+//              the window that have data, and "sns.ns|tkey.DAY" instead of the
+//              hours of a UTC day that lies wholly inside one of the query's
+//              sums (a day record the archive lacks is read by its hours).
 //   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
 //              through a cache.
 //   uniques:   the total (its archived hours are the index of which archive
@@ -90,9 +92,14 @@ class QueryGather {
   // the earlier one it is compared with).
   // With `uniques_from`, also every subtotal key's visitors per hour from
   // that hour on (the current window: an earlier one's are never shown).
+  // `splits`: every time at which the caller's sums split (unit starts,
+  // window ends). A UTC day with no split inside it is one sum's, so its
+  // subtotals may come as its day record, entered at the day's first hour;
+  // nullopt: every hour is read (the caller does not know its units yet).
   void FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
                       std::function<void(Result<BreakdownData>)> done, HourSpan skip = HourSpan{0, 0},
-                      std::optional<int64_t> uniques_from = std::nullopt);
+                      std::optional<int64_t> uniques_from = std::nullopt,
+                      std::optional<std::vector<int64_t>> splits = std::nullopt);
   // The visitors per hour of `target` in `span`, skipping archived hours in
   // `skip` (as FetchBreakdown). An unbounded span (units=-1) with more
   // archived hours than `max_hours` answers WINDOW_TOO_LARGE: any window
@@ -119,6 +126,7 @@ class QueryGather {
                       const std::function<void()>& run_again, const std::function<void(Status)>& fail);
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
+  void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
 
   int realtime_shards_;
   int archive_shards_;

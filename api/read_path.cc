@@ -60,6 +60,20 @@ struct QueryWindows {
   // The hours between the earlier window and the window (compare=year):
   // read for neither. Empty without compare= and for compare=previous.
   HourSpan Gap() const { return earlier ? HourSpan{earlier->end_ts(), window.begin_ts()} : HourSpan{0, 0}; }
+  // Where a breakdown's sums split: the windows' ends, and with rollup=false
+  // every unit start too. A UTC day between two splits is one sum's.
+  std::vector<int64_t> SumSplits(bool rollup) const {
+    std::vector<int64_t> splits;
+    for (const UnitWindow* w : {&window, earlier ? &*earlier : nullptr}) {
+      if (w == nullptr || w->empty()) continue;
+      splits.push_back(w->begin_ts());
+      splits.push_back(w->end_ts());
+      if (!rollup) {
+        for (size_t i = 0; i < w->size(); ++i) splits.push_back(w->start(i));
+      }
+    }
+    return splits;
+  }
 };
 
 Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> window, int64_t max_hours) {
@@ -242,11 +256,13 @@ class ReadPathImpl : public ReadPath {
     int64_t begin_ts = std::numeric_limits<int64_t>::min();
     int64_t end_ts = 0;
     HourSpan skip{0, 0};
+    std::optional<std::vector<int64_t>> splits;  // units=-1: unknown, every hour is read
     if (w.units != -1) {
       auto fixed = FixedWindows(w, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
       skip = fixed->Gap();
+      splits = fixed->SumSplits(w.rollup);
       const HourSpan span = fixed->Span();
       begin_ts = span.begin_ts;
       end_ts = span.end_ts;
@@ -283,7 +299,7 @@ class ReadPathImpl : public ReadPath {
           ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
                          std::move(uniques));
         },
-        skip, uniques_from);
+        skip, uniques_from, std::move(splits));
   }
 
   // Per unit (or over the window), subtotal key -> sum.

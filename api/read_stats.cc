@@ -27,6 +27,10 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("lookup_cache_hits", "Lookup values found in the API node's cache.", s.lookup_cache_hits.load());
   fn("lookups_fetched", "Lookup values fetched from the archive and realtime shards.", s.lookups_fetched.load());
   fn("lookups_missing", "Hashes with no lookup record anywhere.", s.lookups_missing.load());
+  fn("day_subtotals_read", "UTC days a breakdown read as one day subtotal record instead of its hours.",
+     s.day_subtotals_read.load());
+  fn("day_subtotals_missing", "Day subtotal records asked for but absent (read again by their hours).",
+     s.day_subtotals_missing.load());
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ struct ReadStats {
   std::atomic<uint64_t> lookup_cache_hits{0};
   std::atomic<uint64_t> lookups_fetched{0};
   std::atomic<uint64_t> lookups_missing{0};     // a hash with no lookup record anywhere
+  // Breakdowns read a UTC day that lies wholly inside one of their sums as
+  // its day subtotal record (docs/protocols.md) instead of its hours; one the
+  // archive does not have (a file from before them) is read by its hours.
+  std::atomic<uint64_t> day_subtotals_read{0};
+  std::atomic<uint64_t> day_subtotals_missing{0};
 
   nlohmann::json ToJson() const;
   // clickatron_api_read_<figure>_total, each sample with `base_labels`

@@ -13,6 +13,8 @@
 #include <spdlog/spdlog.h>
 
 #include "backup.h"
+#include "clickatron/shard.h"
+#include "day_subtotals.h"
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
@@ -76,18 +78,34 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
     sources.push_back(filters.back().get());
     readers.push_back(std::move(reader).value());
   }
-  MergingSource additions(std::move(sources), "new inputs");
+  // A previous file without whole day subtotals (built before them, or
+  // brought in by hand) is read in full, as one more input, once: its day
+  // records are made from its hours instead of being added to.
+  std::unique_ptr<TextLineSource> previous_lines;
+  std::string_view merge_base = previous_data;
+  uint32_t previous_crc = 0;
+  if (previous_file && !previous.manifests[static_cast<size_t>(shard)].day_subtotals) {
+    previous_crc = Crc32(previous_data);
+    previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
+    sources.push_back(previous_lines.get());
+    merge_base = {};
+    spdlog::info("generation {} shard {}: {} has no day subtotals yet; adding them to every day it holds",
+                 generation, shard, previous_file->path());
+  }
+  MergingSource merged(std::move(sources), "new inputs");
+  DaySubtotalSource additions(&merged);
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;
-  CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(previous_data, &additions, writer->get(),
+  CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(merge_base, &additions, writer->get(),
                                               {.progress = job.progress, .previous_is_file_mapping = true}, &stats));
   if (previous_file) {
     const Manifest& m = previous.manifests[static_cast<size_t>(shard)];
-    if (stats.previous_crc32 != m.crc32 || previous_data.size() != m.bytes) {
+    if (previous_lines == nullptr) previous_crc = stats.previous_crc32;
+    if (previous_crc != m.crc32 || previous_data.size() != m.bytes) {
       return Status::Corruption(fmt::format(
           "{} does not match its manifest (crc32 {} vs {}, {} vs {} bytes); not building on it",
-          previous_file->path(), stats.previous_crc32, m.crc32, previous_data.size(), m.bytes));
+          previous_file->path(), previous_crc, m.crc32, previous_data.size(), m.bytes));
     }
   }
   CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
@@ -101,6 +119,7 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
   manifest.last_day = job.plan->last_day;
   manifest.created = job.plan->created;
   manifest.late_inputs = *job.late_inputs;
+  manifest.day_subtotals = true;
   CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(ManifestPathFor(out_path), manifest));
 
   BackupOptions backup;
@@ -108,9 +127,11 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
   backup.dest_gz = fmt::format("{}/shard-{}.csv.gz", BackupDir(cluster.rebuild.backup_dir, generation), shard);
   backup.manifest = manifest;
   if (job.options->backup) CLICKATRON_RETURN_IF_ERROR(BackupShardFile(backup));
-  spdlog::info("generation {} shard {}: {} previous + {} new records ({} combined) -> {} records ({} bytes), backup {}",
-               generation, shard, stats.previous_lines, additions.lines_out(), stats.combined, manifest.records,
-               manifest.bytes,
+  spdlog::info(
+      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals) -> {} records ({} bytes), "
+      "backup {}",
+      generation, shard, stats.previous_lines, merged.lines_out(), stats.combined, additions.days_written(),
+      manifest.records, manifest.bytes,
                job.options->backup ? backup.dest_gz : std::string("skipped"));
   *manifest_out = manifest;
   return Status::Ok();

@@ -61,6 +61,8 @@ Result<std::string> RealtimeToArchiveLine(std::string_view realtime_line) {
     case RecordType::kUniqueSubtotal:
       return fmt::format("{},{}:{}", UniqueSubtotalArchiveKey(k.sns, k.ns, k.tkey, k.ymdh), k.skey,
                          line->sketch.ToText());
+    case RecordType::kDaySubtotal:
+      break;  // never parsed from a realtime line
   }
   return Status::Internal("unknown record type");
 }
@@ -72,6 +74,9 @@ Status ArchiveToRealtimeLines(std::string_view archive_line, std::vector<std::st
     out->push_back(FormatArchiveLine(*record));  // the same line in both formats
     return Status::Ok();
   }
+  // A day subtotal is the sum of its day's subtotal hours, which convert on
+  // their own: converting it too would count the day twice.
+  if (record->type == RecordType::kDaySubtotal) return Status::Ok();
   // The key parsed above, so its parts are known to be there.
   Result<RealtimeKey> parts = ParseArchiveKey(record->key);
   if (!parts.ok()) return parts.status();

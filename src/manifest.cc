@@ -14,7 +14,8 @@ nlohmann::json Manifest::ToJson() const {
   return {{"format", format},       {"generation", generation}, {"shard", shard},
           {"shard_count", shard_count}, {"records", records},   {"bytes", bytes},
           {"crc32", crc32},         {"first_key", first_key},   {"last_key", last_key},
-          {"last_day", last_day},   {"created", created},       {"late_inputs", late_inputs}};
+          {"last_day", last_day},   {"created", created},       {"late_inputs", late_inputs},
+          {"day_subtotals", day_subtotals}};
 }
 
 Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
@@ -33,6 +34,7 @@ Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
     m.last_day = j.value("last_day", "");
     m.created = j.value("created", "");
     if (j.contains("late_inputs")) m.late_inputs = j.at("late_inputs").get<std::vector<std::string>>();
+    m.day_subtotals = j.value("day_subtotals", false);
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(fmt::format("manifest: {}", e.what()));
   }

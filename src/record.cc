@@ -105,6 +105,13 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     out->tkey = std::string(parts[0]);
     if (realtime) out->skey = std::string(parts[1]);
     ymdh = parts[realtime ? 2 : 1];
+    // Only the archive has day subtotals, and only for counters.
+    if (!realtime && !unique && LooksLikeDayCode(ymdh)) {
+      if (Result<int64_t> day = DaysFromDayCode(ymdh); !day.ok()) return day.status();
+      out->type = RecordType::kDaySubtotal;
+      out->ymdh = std::string(ymdh);
+      return Status::Ok();
+    }
   }
   if (out->type != RecordType::kTotal || realtime) {
     if (Result<int64_t> t = UnixFromYmdh(ymdh); !t.ok()) return t.status();
@@ -192,6 +199,8 @@ std::string FormatRealtimeKey(const RealtimeKey& key) {
       return UniqueTotalKey(key.ns, key.tkey, key.ymdh);
     case RecordType::kUniqueSubtotal:
       return fmt::format("{}{}.{}|{}.{}.{}", kUniqueMark, key.sns, key.ns, key.tkey, key.skey, key.ymdh);
+    case RecordType::kDaySubtotal:
+      return {};  // archive only: no realtime key
   }
   return {};
 }
@@ -336,7 +345,11 @@ RecordType RecordTypeOfKey(std::string_view key) {
   if (prefix == kLookupNamespace) return RecordType::kLookup;
   const bool sub = prefix.find('.') != std::string_view::npos;
   if (unique) return sub ? RecordType::kUniqueSubtotal : RecordType::kUniqueTotal;
-  return sub ? RecordType::kSubtotal : RecordType::kTotal;
+  if (!sub) return RecordType::kTotal;
+  const size_t dot = key.rfind('.');
+  return dot != std::string_view::npos && dot > prefix.size() && LooksLikeDayCode(key.substr(dot + 1))
+             ? RecordType::kDaySubtotal
+             : RecordType::kSubtotal;
 }
 
 int CompareArchiveKeys(std::string_view a, std::string_view b) {
@@ -361,6 +374,11 @@ std::string TotalArchiveKey(std::string_view ns, std::string_view tkey) {
 std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns, std::string_view tkey,
                                std::string_view ymdh) {
   return fmt::format("{}.{}|{}.{}", sns, ns, tkey, ymdh);
+}
+
+std::string DaySubtotalArchiveKey(std::string_view sns, std::string_view ns, std::string_view tkey,
+                                  std::string_view day_code) {
+  return fmt::format("{}.{}|{}.{}", sns, ns, tkey, day_code);
 }
 
 std::string LookupKey(std::string_view hash) { return fmt::format("l|{}", hash); }

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "clickatron/key_codec.h"
 
@@ -146,6 +148,50 @@ bool LooksLikeYmdh(std::string_view ymdh) {
     if (B32Value(c) < 0) return false;
   }
   return true;
+}
+
+namespace {
+// The hour code of a day code's first hour (its code + '0'), in a buffer:
+// day codes are checked on hot read and rebuild paths.
+struct FirstHourCode {
+  char bytes[kMaxYmdhLength];
+  size_t size = 0;
+  explicit FirstHourCode(std::string_view day_code) {
+    if (day_code.size() + 1 > kMaxYmdhLength) return;
+    std::copy(day_code.begin(), day_code.end(), bytes);
+    bytes[day_code.size()] = '0';
+    size = day_code.size() + 1;
+  }
+  std::string_view view() const { return {bytes, size}; }
+};
+}  // namespace
+
+bool LooksLikeDayCode(std::string_view code) {
+  if (code.size() != 3 && code.size() != 4) return false;
+  return LooksLikeYmdh(FirstHourCode(code).view());
+}
+
+Result<std::string> DayCodeFromDays(int64_t days) {
+  if (days > std::numeric_limits<int64_t>::max() / kSecondsPerDay ||
+      days < std::numeric_limits<int64_t>::min() / kSecondsPerDay) {
+    return Status::OutOfRange(fmt::format("day {} is outside the YMDH range", days));
+  }
+  Result<std::string> hour = YmdhFromUnix(days * kSecondsPerDay);
+  if (!hour.ok()) return hour.status();
+  hour->pop_back();
+  return hour;
+}
+
+Result<int64_t> DaysFromDayCode(std::string_view code) {
+  if (!LooksLikeDayCode(code)) {
+    return Status::InvalidArgument(fmt::format(
+        "{} is not a day code (an hour code without its hour: 3 characters of [0-9a-v] for 2000-2031, or "
+        "'/', 'w', 'x' or 'y' and 3 more)",
+        QuoteForMessage(code)));
+  }
+  Result<int64_t> first_hour = UnixFromYmdh(FirstHourCode(code).view());
+  if (!first_hour.ok()) return first_hour.status().WithContext(fmt::format("day code {}", QuoteForMessage(code)));
+  return FloorDiv(*first_hour, kSecondsPerDay);
 }
 
 Result<int64_t> UnixFromYmdh(std::string_view ymdh) {

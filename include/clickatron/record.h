@@ -10,6 +10,10 @@
 //   total     ns|tkey,YMDH:v YMDH:v …       u|jehiah,c413:2 c41l:5   (columns by YMDH)
 //   subtotal  sns.ns|tkey.YMDH,skey:v …     c.u|jehiah.c41l,JP:1 US:4 (columns by skey)
 //   lookup    l|HASH,full value
+//   day subtotal  sns.ns|tkey.DAY,skey:v …  c.u|jehiah.c41,JP:3 US:9 (a UTC day's
+//             subtotal hours summed: DAY is a day code, ymdh.h; written by
+//             the rebuild only, beside its hours, so a query over whole days
+//             reads one record per day instead of 24)
 //   unique total     ~ns|tkey.YMDH,SKETCH            (one line per key-hour)
 //   unique subtotal  ~sns.ns|tkey.YMDH,skey:SKETCH …  (columns by skey)
 // A unique record is the counter record's key behind a '~' (a byte no
@@ -40,7 +44,7 @@
 
 namespace clickatron {
 
-enum class RecordType { kTotal, kSubtotal, kLookup, kUniqueTotal, kUniqueSubtotal };
+enum class RecordType { kTotal, kSubtotal, kLookup, kUniqueTotal, kUniqueSubtotal, kDaySubtotal };
 inline constexpr char kUniqueMark = '~';
 inline bool IsUniqueType(RecordType type) {
   return type == RecordType::kUniqueTotal || type == RecordType::kUniqueSubtotal;
@@ -55,7 +59,7 @@ struct RealtimeKey {
   std::string ns;    // all but lookups
   std::string tkey;  // all but lookups (stored form); lookup: the HASH
   std::string skey;  // subtotals only (stored form); in an archive key, empty
-  std::string ymdh;  // all but lookups (and archive totals)
+  std::string ymdh;  // all but lookups (and archive totals); a day subtotal's day code
 };
 
 std::string FormatRealtimeKey(const RealtimeKey& key);
@@ -104,7 +108,8 @@ Result<int64_t> ParseCount(std::string_view text);
 // *sum += delta, or OUT_OF_RANGE (sum untouched) if the result overflows int64.
 Status AddCount(int64_t* sum, int64_t delta);
 
-// Record type from a key's namespace part, without full validation.
+// Record type from a key's namespace part (and, for an archive subtotal, the
+// shape of its code), without full validation.
 RecordType RecordTypeOfKey(std::string_view key);
 // key+"," order (see above). <0, 0, >0.
 int CompareArchiveKeys(std::string_view a, std::string_view b);
@@ -116,6 +121,8 @@ std::string TotalArchiveKey(std::string_view ns, std::string_view tkey);        
 std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns,
                                std::string_view tkey, std::string_view ymdh);            // sns.ns|tkey.YMDH
 std::string LookupKey(std::string_view hash);                                            // l|HASH
+std::string DaySubtotalArchiveKey(std::string_view sns, std::string_view ns,
+                                  std::string_view tkey, std::string_view day_code);     // sns.ns|tkey.DAY
 std::string UniqueTotalKey(std::string_view ns, std::string_view tkey, std::string_view ymdh);  // ~ns|tkey.YMDH
 std::string UniqueSubtotalArchiveKey(std::string_view sns, std::string_view ns, std::string_view tkey,
                                      std::string_view ymdh);                                // ~sns.ns|tkey.YMDH

@@ -59,6 +59,19 @@ Result<int64_t> UnixFromYmdh(std::string_view ymdh);
 // Cheap syntactic check of either shape (digits in range, not the calendar).
 bool LooksLikeYmdh(std::string_view ymdh);
 
+// Day codes: the YMDH code of a UTC day's first hour without its hour
+// character ("c3p" is 2012-03-25, "w011" 2032-01-01). They name the archive's
+// day subtotal records (docs/protocols.md). A day code is never an hour code
+// (3 characters, or 4 starting with an era mark, which is no b32 digit), and
+// it sorts before its day's hours and after the day before's.
+// OUT_OF_RANGE outside 1970..2127.
+Result<std::string> DayCodeFromDays(int64_t days);
+// Days since epoch of the day a code names; INVALID_ARGUMENT for anything
+// else (an hour code included).
+Result<int64_t> DaysFromDayCode(std::string_view code);
+// Cheap syntactic check, as LooksLikeYmdh.
+bool LooksLikeDayCode(std::string_view code);
+
 // "2012-03-25" <-> days since epoch.
 Result<int64_t> ParseDate(std::string_view yyyy_mm_dd);
 std::string FormatDate(int64_t days);

@@ -2,7 +2,9 @@
 // clickatron-api on loopback. The archive files are written by the test
 // (last_day = D-1), realtime data goes in through realtime /incr with the
 // ring turned to Today = D, and the day D-1 sits in both (deployed but not
-// yet cleared). Every answer is compared with the dataset's own oracle.
+// yet cleared). Every answer is compared with the dataset's own oracle, over
+// archive files with day subtotal records (as the rebuild writes them) and
+// over files of hours only (as before them).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -25,8 +27,15 @@ const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a 
 const std::string kSparseKey = "sparse1";
 const std::string kEmptyKey = "nothing-here";
 
-class IntegrationReadMergeTest : public ReadClusterTest {
+class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<bool> {
  protected:
+  bool WithDaySubtotals() const override { return GetParam(); }
+
+  int64_t ReadFigure(const std::string& name) {
+    auto stats = cluster_.Api("/stats");
+    EXPECT_EQ(stats["http_status"], 200);
+    return stats["data"]["read"][name].get<int64_t>();
+  }
 
   // Hours on days D-40 .. D+1: days < D-1 in the archive only, D-1 in both,
   // D and D+1 in realtime only.
@@ -104,7 +113,7 @@ class IntegrationReadMergeTest : public ReadClusterTest {
   }
 };
 
-TEST_F(IntegrationReadMergeTest, SeriesMatchOracleInEveryUnitAndOffset) {
+TEST_P(IntegrationReadMergeTest, SeriesMatchOracleInEveryUnitAndOffset) {
   const std::vector<std::pair<std::string, int64_t>> units = {
       {"hour", 60}, {"day", 45}, {"week", 7}, {"mweek", 7}, {"month", 3}};
   const int64_t refs[] = {(today_ + 1) * kDay + 10 * kHour, (today_ - 1) * kDay + 5 * kHour + 1800};
@@ -117,7 +126,7 @@ TEST_F(IntegrationReadMergeTest, SeriesMatchOracleInEveryUnitAndOffset) {
   }
 }
 
-TEST_F(IntegrationReadMergeTest, OverlapDayIsCountedOnce) {
+TEST_P(IntegrationReadMergeTest, OverlapDayIsCountedOnce) {
   // D-1 is both in the archive and in realtime Yesterday.
   const int64_t ref = (today_ - 1) * kDay + 12 * kHour;
   auto j = cluster_.Api(fmt::format("/clicks?ns=u&key={}&unit=day&units=1&unit_reference_ts={}&rollup=true",
@@ -133,7 +142,7 @@ TEST_F(IntegrationReadMergeTest, OverlapDayIsCountedOnce) {
   ExpectBreakdown("r", kHotKey, "hour", 24, 0, ref, 100, false);
 }
 
-TEST_F(IntegrationReadMergeTest, UnitsMinusOneAndEmptyKeys) {
+TEST_P(IntegrationReadMergeTest, UnitsMinusOneAndEmptyKeys) {
   const int64_t ref = (today_ + 1) * kDay + 23 * kHour;
   for (const std::string& key : {kHotKey, kSparseKey, kHashedKey, kEmptyKey}) {
     for (const char* unit : {"day", "week", "month"}) ExpectClicks(key, unit, -1, -5, ref);
@@ -144,7 +153,7 @@ TEST_F(IntegrationReadMergeTest, UnitsMinusOneAndEmptyKeys) {
   ExpectBreakdown("c", kSparseKey, "day", -1, 0, ref, 10, false);
 }
 
-TEST_F(IntegrationReadMergeTest, BreakdownsMatchOracleWithExpandedValues) {
+TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleWithExpandedValues) {
   const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
   for (const std::string& key : {kHotKey, kHashedKey}) {
     for (const char* sns : {"c", "r"}) {
@@ -154,6 +163,15 @@ TEST_F(IntegrationReadMergeTest, BreakdownsMatchOracleWithExpandedValues) {
         ExpectBreakdown(sns, key, "week", 4, tz, ref, 3, false);
       }
     }
+  }
+  // Whole UTC days came as day records when the files have them, and were
+  // read by their hours (after asking) when they do not.
+  if (GetParam()) {
+    EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
+    EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
+  } else {
+    EXPECT_EQ(ReadFigure("day_subtotals_read"), 0);
+    EXPECT_GT(ReadFigure("day_subtotals_missing"), 0);
   }
   // Hashed referrers come back as full values, from realtime-only and
   // archive-only lookup records alike.
@@ -165,7 +183,65 @@ TEST_F(IntegrationReadMergeTest, BreakdownsMatchOracleWithExpandedValues) {
   EXPECT_TRUE(values.count("http://www.facebook.com/")) << j.dump();
 }
 
-TEST_F(IntegrationReadMergeTest, TimeZoneNamesResolveAtTheReference) {
+// Every unit, every whole-hour offset, both rollups, windows that start and
+// end mid-day (in UTC for most offsets), also a week and a month, and the
+// earlier window of compare=previous: a UTC day read as one record must land
+// in the one sum that holds all of its hours.
+TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleInEveryUnitAndOffset) {
+  const std::vector<std::pair<std::string, int64_t>> units = {
+      {"hour", 50}, {"day", 38}, {"week", 5}, {"mweek", 5}, {"month", 2}};
+  const int64_t refs[] = {(today_ + 1) * kDay + 10 * kHour, (today_ - 3) * kDay + 17 * kHour + 1800};
+  for (const auto& [unit, n] : units) {
+    for (int tz = -12; tz <= 14; ++tz) {
+      for (int64_t ref : refs) {
+        ExpectBreakdown("c", kHotKey, unit, n, tz, ref, 100, true);
+        if (tz % 4 == 0) ExpectBreakdown("c", kHotKey, unit, n, tz, ref, 100, false);
+      }
+    }
+  }
+  // compare=previous: the earlier window's rows beside the current ones.
+  for (int tz : {-12, -7, 0, 5, 14}) {
+    const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
+    const std::string target = fmt::format(
+        "/breakdown?sns=c&ns=u&key={}&unit=day&units=14&timezone={}&unit_reference_ts={}&compare=previous",
+        kHotKey, tz, ref);
+    auto j = cluster_.Api(target);
+    ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+    const auto total = data_.Hours("u", kHotKey);
+    // Rollup lists units newest first: the current window's oldest is its last.
+    const int64_t current_start = oracle::Rollup("day", tz, ref, 14, {}).back().dt;
+    std::map<std::string, int64_t> current, earlier;
+    for (const auto& [value, hours] : data_.SubHours("c", "u", kHotKey)) {
+      for (const auto& u : oracle::Rollup("day", tz, ref, 28, hours, total.begin()->first)) {
+        (u.dt >= current_start ? current : earlier)[value] += u.clicks;
+      }
+    }
+    ASSERT_EQ(j["data"]["breakdown"].size(), ExpectedTop(current, 100).size()) << target;
+    for (const auto& row : j["data"]["breakdown"]) {
+      const std::string value = row["value"];
+      EXPECT_EQ(row["clicks"], current[value]) << target << " " << value;
+      EXPECT_EQ(row["compare"]["clicks"], earlier[value]) << target << " " << value;
+    }
+  }
+}
+
+// A named zone across a DST change answers as the offset it has at the
+// reference, also for breakdowns read by day records.
+TEST_P(IntegrationReadMergeTest, BreakdownInANamedZoneIsItsOffsetAtTheReference) {
+  for (int64_t ref : {(today_ + 1) * kDay + 10 * kHour, (today_ - 20) * kDay + 3 * kHour}) {
+    auto named = cluster_.Api(fmt::format(
+        "/breakdown?sns=c&ns=u&key={}&unit=day&units=30&timezone=America/New_York&unit_reference_ts={}", kHotKey, ref));
+    ASSERT_EQ(named["http_status"], 200) << named.dump();
+    const int tz = named["data"]["tz_offset"].get<int>();
+    EXPECT_TRUE(tz == -5 || tz == -4) << tz;
+    ExpectBreakdown("c", kHotKey, "day", 30, tz, ref, 100, true);
+    auto numeric = cluster_.Api(fmt::format(
+        "/breakdown?sns=c&ns=u&key={}&unit=day&units=30&timezone={}&unit_reference_ts={}", kHotKey, tz, ref));
+    EXPECT_EQ(named["data"]["breakdown"], numeric["data"]["breakdown"]);
+  }
+}
+
+TEST_P(IntegrationReadMergeTest, TimeZoneNamesResolveAtTheReference) {
   const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
   auto named = cluster_.Api(fmt::format(
       "/clicks?ns=u&key={}&unit=day&units=10&timezone=America/New_York&unit_reference_ts={}", kHotKey, ref));
@@ -180,7 +256,7 @@ TEST_F(IntegrationReadMergeTest, TimeZoneNamesResolveAtTheReference) {
   EXPECT_EQ(kolkata["status_txt"], "INVALID_TIMEZONE");
 }
 
-TEST_F(IntegrationReadMergeTest, LookupEndpoint) {
+TEST_P(IntegrationReadMergeTest, LookupEndpoint) {
   for (const std::string& value : {kRealtimeOnlyReferrer, kArchiveOnlyReferrer, kHashedKey}) {
     const std::string hash = Hash12(value);
     auto j = cluster_.Api("/lookup?hash=" + Enc(hash));
@@ -195,7 +271,7 @@ TEST_F(IntegrationReadMergeTest, LookupEndpoint) {
   EXPECT_EQ(cluster_.Api("/lookup")["status_txt"], "MISSING_ARG_HASH");
 }
 
-TEST_F(IntegrationReadMergeTest, BadParametersAndFarAwayYears) {
+TEST_P(IntegrationReadMergeTest, BadParametersAndFarAwayYears) {
   const auto reason = [&](const std::string& target) {
     auto j = cluster_.Api(target);
     EXPECT_EQ(j["http_status"], 400) << target;
@@ -215,7 +291,7 @@ TEST_F(IntegrationReadMergeTest, BadParametersAndFarAwayYears) {
   EXPECT_EQ(j["data"]["clicks"], ExpectedSeries(oracle::Rollup("day", 0, 345600, 3, {})));
 }
 
-TEST_F(IntegrationReadMergeTest, StatsCountGatherRequests) {
+TEST_P(IntegrationReadMergeTest, StatsCountGatherRequests) {
   ExpectClicks(kHotKey, "day", 3, 0, today_ * kDay);
   auto stats = cluster_.Api("/stats");
   ASSERT_EQ(stats["http_status"], 200);
@@ -224,6 +300,11 @@ TEST_F(IntegrationReadMergeTest, StatsCountGatherRequests) {
   EXPECT_GE(read["realtime_requests"].get<int64_t>(), 2);
   EXPECT_EQ(read["unavailable"].get<int64_t>(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "WithDaySubtotals" : "HoursOnly";
+                         });
 
 }  // namespace
 }  // namespace clickatron::api::testing

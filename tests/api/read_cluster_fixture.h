@@ -88,10 +88,20 @@ class ReadDataset {
     return it == subtotals_.end() ? std::map<std::string, std::map<int64_t, int64_t>>{} : it->second;
   }
 
-  // The archive file of one shard: whole lines, bytewise sorted.
-  std::string ArchiveFile(int shard, int shards) const {
+  // The archive file of one shard: whole lines, bytewise sorted. With
+  // `day_subtotals`, as the rebuild writes it: each UTC day's subtotal hours
+  // of a key also summed into one record keyed by the day's code (the hour
+  // code without its hour character), worked out here from the hours.
+  std::string ArchiveFile(int shard, int shards, bool day_subtotals) const {
+    std::map<std::string, std::map<std::string, int64_t>> records = archive_;
+    if (day_subtotals) {
+      for (const auto& [key, columns] : archive_) {
+        if (RecordTypeOfKey(key) != RecordType::kSubtotal) continue;
+        for (const auto& [name, count] : columns) records[key.substr(0, key.size() - 1)][name] += count;
+      }
+    }
     std::vector<std::string> lines;
-    for (const auto& [key, columns] : archive_) {
+    for (const auto& [key, columns] : records) {
       auto shard_key = ShardKeyOfArchiveKey(key);
       EXPECT_TRUE(shard_key.ok()) << key;
       if (static_cast<int>(ShardOf(*shard_key, shards)) != shard) continue;
@@ -109,7 +119,10 @@ class ReadDataset {
       record.lookup_value = value;
       lines.push_back(FormatArchiveLine(record));
     }
-    std::sort(lines.begin(), lines.end());
+    // Sorted as key + "," (a day's key is a prefix of its hours' keys).
+    std::sort(lines.begin(), lines.end(), [](const std::string& a, const std::string& b) {
+      return CompareArchiveKeys(LineKey(a), LineKey(b)) < 0;
+    });
     std::string file;
     for (const std::string& l : lines) file += l + "\n";
     return file;
@@ -173,6 +186,9 @@ class ReadCluster {
     int archive_shards = 2;
     int replicas = 1;
     int request_timeout_ms = 5000;
+    // Archive files with day subtotal records (as the rebuild writes them),
+    // or hours only (a file from before them: the API reads hours).
+    bool day_subtotals = true;
   };
 
   explicit ReadCluster(Spec spec) : spec_(spec) {}
@@ -184,6 +200,7 @@ class ReadCluster {
   }
 
   const std::string& dir() const { return dir_.path(); }
+  Spec& spec() { return spec_; }
   std::string ArchiveFilePath(int shard) const { return dir_ / fmt::format("archive-shard-{}.csv", shard); }
   std::string ArchiveMember(int shard, int replica) const { return fmt::format("archive-{}-{}", shard, replica); }
 
@@ -226,7 +243,7 @@ oplog_sync = "none"
 
   void WriteArchives(const ReadDataset& data, uint64_t generation, const std::string& last_day) {
     for (int s = 0; s < spec_.archive_shards; ++s) {
-      const std::string contents = data.ArchiveFile(s, spec_.archive_shards);
+      const std::string contents = data.ArchiveFile(s, spec_.archive_shards, spec_.day_subtotals);
       Manifest m;
       m.generation = generation;
       m.shard = s;
@@ -314,6 +331,7 @@ inline int64_t TestRingToday() { return FloorDiv(static_cast<int64_t>(std::time(
 class ReadClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    cluster_.spec().day_subtotals = WithDaySubtotals();
     cluster_.WriteConfig();
     today_ = TestRingToday();
     BuildDataset();
@@ -321,6 +339,8 @@ class ReadClusterTest : public ::testing::Test {
   }
   // Fills data_ (hours placed by ReadDataset::AddAtRing with today_).
   virtual void BuildDataset() = 0;
+  // Whether the archive files carry day subtotal records.
+  virtual bool WithDaySubtotals() const { return true; }
 
   ReadCluster cluster_{ReadCluster::Spec{}};
   ReadDataset data_;

@@ -89,6 +89,8 @@ TEST(ArchiveToRealtime, ExpandsColumnsAndAppends) {
   std::vector<std::string> out = {"existing"};
   ASSERT_TRUE(ArchiveToRealtimeLines("u|jehiah,c413:2 c41l:5", &out).ok());
   ASSERT_TRUE(ArchiveToRealtimeLines("c.u|jehiah.c41l,JP:1 US:4", &out).ok());
+  // A day subtotal only sums its hours: converting it too would count them twice.
+  ASSERT_TRUE(ArchiveToRealtimeLines("c.u|jehiah.c41,JP:1 US:4", &out).ok());
   ASSERT_TRUE(ArchiveToRealtimeLines("l|h0aMB8AuNw4=,http://www.facebook.com/", &out).ok());
   EXPECT_EQ(out, (std::vector<std::string>{
                      "existing",

@@ -178,6 +178,28 @@ TEST(ArchiveLine, SeedSubtotals) {
       << unsorted.status().message();
 }
 
+TEST(ArchiveLine, DaySubtotals) {
+  Result<ArchiveRecord> d = ParseArchiveLine("c.u|jehiah.c41,JP:3 US:9");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->type, RecordType::kDaySubtotal);
+  EXPECT_EQ(d->columns, (std::vector<ArchiveColumn>{{"JP", 3}, {"US", 9}}));
+  EXPECT_EQ(FormatArchiveLine(*d), "c.u|jehiah.c41,JP:3 US:9");
+  EXPECT_EQ(RecordTypeOfKey("c.u|jehiah.c41"), RecordType::kDaySubtotal);
+  EXPECT_EQ(RecordTypeOfKey("c.u|jehiah.w011"), RecordType::kDaySubtotal);
+  EXPECT_EQ(RecordTypeOfKey("c.u|jehiah.c41l"), RecordType::kSubtotal);
+  EXPECT_EQ(RecordTypeOfKey("c.u|jehiah.w0110"), RecordType::kSubtotal);
+  Result<RealtimeKey> parts = ParseArchiveKey("c.u|jehiah.w011");
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  EXPECT_EQ(parts->type, RecordType::kDaySubtotal);
+  EXPECT_EQ(parts->ymdh, "w011");
+  EXPECT_EQ(DaySubtotalArchiveKey("c", "u", "jehiah", "c41"), "c.u|jehiah.c41");
+  // Only counters' subtotals have day records, only in the archive, only of real days.
+  EXPECT_FALSE(ParseArchiveLine("~c.u|jehiah.c41,US:eAQ").ok());
+  EXPECT_FALSE(ParseRealtimeLine("c.u|jehiah.US.c41,4").ok());
+  EXPECT_FALSE(ParseArchiveLine("c.u|jehiah.c2u,US:1").ok());  // 2012-02-30
+  EXPECT_FALSE(ParseArchiveLine("u|jehiah.c41,US:1").ok());
+}
+
 TEST(ArchiveLine, Lookup) {
   Result<ArchiveRecord> r = ParseArchiveLine("l|sPo3cTK5ytM=,http://example.com/?a=1,2");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -83,6 +83,41 @@ TEST(Ymdh, EveryHourRoundTripsAndSortsInTimeOrder) {
   }
 }
 
+// Day codes: pinned examples, then every day from 1970 through 2127: it
+// round-trips, is no hour code, sorts after every hour of the day before and
+// before every hour of its own day (as "code," in lines).
+TEST(DayCode, ExamplesAndEveryDayInOrderBesideItsHours) {
+  EXPECT_EQ(*DayCodeFromDays(DaysFromCivil({2012, 3, 25})), "c3p");
+  EXPECT_EQ(*DayCodeFromDays(DaysFromCivil({2032, 1, 1})), "w011");
+  EXPECT_EQ(*DayCodeFromDays(DaysFromCivil({1999, 12, 31})), "/tcv");
+  EXPECT_EQ(*DaysFromDayCode("c3p"), DaysFromCivil({2012, 3, 25}));
+  std::string last_hour_before;
+  for (int64_t day = 0; day < 4985971200 / kSecondsPerDay; ++day) {
+    Result<std::string> code = DayCodeFromDays(day);
+    ASSERT_TRUE(code.ok()) << day;
+    ASSERT_TRUE(LooksLikeDayCode(*code)) << *code;
+    ASSERT_FALSE(LooksLikeYmdh(*code)) << *code;
+    Result<int64_t> back = DaysFromDayCode(*code);
+    ASSERT_TRUE(back.ok() && *back == day) << *code;
+    const std::string first_hour = *YmdhFromUnix(day * kSecondsPerDay);
+    ASSERT_FALSE(LooksLikeDayCode(first_hour)) << first_hour;
+    if (!last_hour_before.empty()) {
+      ASSERT_LT(last_hour_before + ",", *code + ",") << day;
+    }
+    ASSERT_LT(*code + ",", first_hour + ",") << day;
+    last_hour_before = *YmdhFromUnix(day * kSecondsPerDay + 23 * kSecondsPerHour);
+  }
+}
+
+TEST(DayCode, RefusesWhatIsNoDay) {
+  for (const char* bad : {"", "c3", "c3p1", "c0p" /* month 0 */, "c2u" /* 2012-02-30 */, "C3P", "z011", "w01",
+                          "w011n", "/u11" /* 2000 is "0.." */, "c3p,"}) {
+    EXPECT_FALSE(DaysFromDayCode(bad).ok()) << "accepted " << bad;
+  }
+  EXPECT_FALSE(DayCodeFromDays(-1).ok());
+  EXPECT_FALSE(DayCodeFromDays(int64_t{1} << 62).ok());
+}
+
 TEST(Ymdh, DecodeRejectsInvalidCodes) {
   for (const char* bad : {"", "c3p", "c3p10", "C3P1", "c3P1", "c3pw", "c3p-", "c3p ",
                           "w011", "z0110", "W0110", "/u110" /* 2000 is "0..." */, "-0110", "w0d10", "w0110 ",

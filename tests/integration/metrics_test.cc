@@ -107,6 +107,8 @@ const std::vector<Figure> kApiFigures = {
     {"/read/lookup_cache_hits", "clickatron_api_read_lookup_cache_hits_total"},
     {"/read/lookups_fetched", "clickatron_api_read_lookups_fetched_total"},
     {"/read/lookups_missing", "clickatron_api_read_lookups_missing_total"},
+    {"/read/day_subtotals_read", "clickatron_api_read_day_subtotals_read_total"},
+    {"/read/day_subtotals_missing", "clickatron_api_read_day_subtotals_missing_total"},
 };
 
 const std::vector<Figure> kRealtimeFigures = {

@@ -53,6 +53,9 @@ class Expectation {
   void AddSubtotal(const std::string& sns, const std::string& ns, const std::string& tkey, const std::string& skey,
                    const std::string& ymdh, int64_t v) {
     counters_[sns + "." + ns + "|" + tkey + "." + ymdh][skey] += v;
+    // The day subtotal beside the hours: a day's code is its hours' code
+    // without the hour character.
+    counters_[sns + "." + ns + "|" + tkey + "." + ymdh.substr(0, ymdh.size() - 1)][skey] += v;
   }
   void AddLookup(const std::string& hash, const std::string& value) { lookups_["l|" + hash] = value; }
 
@@ -323,6 +326,9 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
     }
     payload += fmt::format("u|latecomer.{},5\n", Ymdh(day_, 23));
     expect.AddTotal("u", "latecomer", Ymdh(day_, 23), 5);
+    // A late subtotal of day one adds to its day record in the archive.
+    payload += fmt::format("c.u|key1.BR.{},100\n", Ymdh(day_, 2));
+    expect.AddSubtotal("c", "u", "key1", "BR", Ymdh(day_, 2), 100);
     ASSERT_TRUE((*writer)->Append(payload).ok());
     ASSERT_TRUE((*writer)->Sync().ok());
     ASSERT_TRUE((*writer)->Close().ok());
@@ -431,6 +437,51 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
   ASSERT_EQ(RunDay(day_, &out), 0) << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(1), 3);
+}
+
+// A generation whose files have no day subtotal records (built before them,
+// or brought in by hand) gets them for every day it holds on the next run,
+// and says so in its manifests.
+TEST_F(RebuildIntegration, AGenerationWithoutDaySubtotalsGetsThemOnTheNextRun) {
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 6, 300, &expect);
+  RotateAll(day_ + 1);
+  std::string out;
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  for (int i = 0; i < kShards; ++i) {
+    auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
+    ASSERT_TRUE(manifest.ok());
+    EXPECT_TRUE(manifest->day_subtotals);
+    // Make it a file of hours only, as an older rebuild wrote it: drop every
+    // line whose code (after the key's last '.') has 3 characters.
+    std::string hours_only;
+    size_t dropped = 0;
+    for (const std::string& line : FileLines(ArchiveFile(i))) {
+      const std::string key = line.substr(0, line.find(','));
+      const size_t dot = key.rfind('.');
+      if (key.find('|') < dot && key.find('.') < key.find('|') && key.size() - dot - 1 == 3) {
+        ++dropped;
+        continue;
+      }
+      hours_only += line + "\n";
+    }
+    EXPECT_GT(dropped, 0u);
+    manifest->day_subtotals = false;
+    DescribeArchiveData(hours_only, &*manifest);
+    ASSERT_TRUE(WriteFileAtomically(ArchiveFile(i), hours_only).ok());
+    ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(ArchiveFile(i)), *manifest).ok());
+  }
+  PutRandomDay(day_ + 1, 7, 300, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect);  // both days' records, day one's made from its hours
+  for (int i = 0; i < kShards; ++i) {
+    auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
+    ASSERT_TRUE(manifest.ok());
+    EXPECT_TRUE(manifest->day_subtotals);
+    EXPECT_EQ(ServedGeneration(i), 2);
+  }
 }
 
 TEST_F(RebuildIntegration, FailedDeployKeepsOldGenerationAndDayThenRerunDeploys) {
