@@ -66,12 +66,30 @@ bool DaySubtotalSource::ReadGroup() {
   std::vector<std::pair<std::string_view, int64_t>> columns;
   // out_ is empty here; the views below point into its strings, which a
   // deque never moves as it grows.
+  size_t hours = 0;
   do {
     out_.emplace_back(lookahead_);
+    ++hours;
     if (Status st = AppendColumns(out_.back(), &columns); !st.ok()) return Fail(std::move(st));
     has_lookahead_ = false;
   } while (ReadAhead() && InGroup(LineKey(lookahead_), day_key));
   if (!status_.ok()) return false;
+  // What the previous generation holds of the day: with its day record, ours
+  // is an addition to it; without, the previous hours join the new ones.
+  std::string_view before = previous_ ? previous_(day_key) : std::string_view();
+  bool addition = false;
+  while (!before.empty()) {
+    const size_t nl = before.find('\n');
+    const std::string_view line = before.substr(0, nl);
+    before.remove_prefix(nl == std::string_view::npos ? before.size() : nl + 1);
+    if (LineKey(line) == day_key) {
+      addition = true;
+      break;
+    }
+    ++hours;
+    if (Status st = AppendColumns(line, &columns); !st.ok()) return Fail(std::move(st));
+  }
+  if (!addition && hours < 2) return true;  // one hour of the day in all: no day record
 
   std::stable_sort(columns.begin(), columns.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -1,19 +1,23 @@
 // Step: day subtotal records (docs/protocols.md, "Day subtotals").
 //
-// For every UTC day that has subtotal hours of a key, the archive holds one
-// more record beside them, `sns.ns|tkey.DAY,skey:sum …`, the sum of that
-// day's hours column by column, so a breakdown over whole days reads one
-// record per day instead of 24.
+// For every UTC day that has two or more subtotal hours of a key, the
+// archive holds one more record beside them, `sns.ns|tkey.DAY,skey:sum …`,
+// the sum of that day's hours column by column, so a breakdown over whole
+// days reads one record per day instead of up to 24. A day of one hour has
+// none: reading that hour costs the same, and most keys are sparse.
 //
 // The rebuild keeps them by addition, like everything else it merges: the
 // new lines of a generation (a day's export, late data, loads) pass through
 // a DaySubtotalSource, which puts before each day's group of subtotal hours
-// the day record of those hours; the merge with the previous generation then
-// adds it to the day record already there, as it adds hours to hours. That is
-// exact only if the previous generation's day records are whole, which its
-// manifest says (`day_subtotals`); a generation without them (built before
-// they existed, or a file brought in with `clickatron manifest`) is read in
-// full through a DaySubtotalSource once, and every later one is whole.
+// a day record; the merge with the previous generation then adds it to the
+// day record already there, as it adds hours to hours. So the source looks
+// up what the previous generation holds of that day: with a day record
+// there, it writes the sum of the new hours (the addition); without one, the
+// sum of the new hours and the previous ones, once they are two or more.
+// That is exact only if the previous generation's day records are whole,
+// which its manifest says (`day_subtotals`); a generation without them (built
+// before they existed, or a file brought in with `clickatron manifest`) is
+// read in full through a DaySubtotalSource once, and every later one is whole.
 //
 // Day records arriving in the input (an archive-format load) are dropped and
 // made again from the hours beside them: the hours are the data, a day record
@@ -24,6 +28,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +40,14 @@ namespace clickatron::rebuild {
 
 class DaySubtotalSource : public LineSource {
  public:
-  // REQUIRES: `input` yields sorted archive lines with unique keys.
-  explicit DaySubtotalSource(LineSource* input) : input_(input) {}
+  // The previous generation's lines of one day of one key (its day record
+  // and its hours, each with its '\n'), asked in increasing key order.
+  using PreviousDay = std::function<std::string_view(std::string_view day_key)>;
+
+  // REQUIRES: `input` yields sorted archive lines with unique keys, none of
+  // them in the previous generation reached through `previous` (null: none).
+  explicit DaySubtotalSource(LineSource* input, PreviousDay previous = nullptr)
+      : input_(input), previous_(std::move(previous)) {}
 
   bool Next(std::string_view* line) override;
   const Status& status() const override { return status_; }
@@ -54,6 +65,7 @@ class DaySubtotalSource : public LineSource {
   bool ReadGroup();
 
   LineSource* input_;
+  PreviousDay previous_;
   Status status_;
   std::string_view lookahead_;
   bool has_lookahead_ = false;

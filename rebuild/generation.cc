@@ -93,7 +93,13 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
                  generation, shard, previous_file->path());
   }
   MergingSource merged(std::move(sources), "new inputs");
-  DaySubtotalSource additions(&merged);
+  // A day's record and hours already in the previous generation (its record,
+  // if any, sorts first; an hour's key is one character longer).
+  SortedFileCursor previous_days(merge_base);
+  DaySubtotalSource additions(&merged, merge_base.empty() ? DaySubtotalSource::PreviousDay()
+                                                          : [&previous_days](std::string_view day_key) {
+                                                              return previous_days.LinesWithPrefix(day_key, 1);
+                                                            });
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;

@@ -89,15 +89,21 @@ class ReadDataset {
   }
 
   // The archive file of one shard: whole lines, bytewise sorted. With
-  // `day_subtotals`, as the rebuild writes it: each UTC day's subtotal hours
-  // of a key also summed into one record keyed by the day's code (the hour
-  // code without its hour character), worked out here from the hours.
+  // `day_subtotals`, as the rebuild writes it: each UTC day of two or more
+  // subtotal hours of a key also summed into one record keyed by the day's
+  // code (the hour code without its hour character), worked out here.
   std::string ArchiveFile(int shard, int shards, bool day_subtotals) const {
     std::map<std::string, std::map<std::string, int64_t>> records = archive_;
     if (day_subtotals) {
+      std::map<std::string, int> hours_of_day;
       for (const auto& [key, columns] : archive_) {
         if (RecordTypeOfKey(key) != RecordType::kSubtotal) continue;
-        for (const auto& [name, count] : columns) records[key.substr(0, key.size() - 1)][name] += count;
+        const std::string day = key.substr(0, key.size() - 1);
+        ++hours_of_day[day];
+        for (const auto& [name, count] : columns) records[day][name] += count;
+      }
+      for (const auto& [day, hours] : hours_of_day) {
+        if (hours < 2) records.erase(day);  // a day of one hour has no day record
       }
     }
     std::vector<std::string> lines;

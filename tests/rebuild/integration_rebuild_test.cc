@@ -53,16 +53,27 @@ class Expectation {
   void AddSubtotal(const std::string& sns, const std::string& ns, const std::string& tkey, const std::string& skey,
                    const std::string& ymdh, int64_t v) {
     counters_[sns + "." + ns + "|" + tkey + "." + ymdh][skey] += v;
-    // The day subtotal beside the hours: a day's code is its hours' code
-    // without the hour character.
-    counters_[sns + "." + ns + "|" + tkey + "." + ymdh.substr(0, ymdh.size() - 1)][skey] += v;
   }
   void AddLookup(const std::string& hash, const std::string& value) { lookups_["l|" + hash] = value; }
 
   // Sorted archive lines of one archive shard, formatted here.
   std::vector<std::string> ShardLines(int shard) const {
-    std::vector<std::string> lines;
+    // Day subtotals beside the hours: a day of two or more subtotal hours of
+    // a key gets their sum under the day's code (the hours' code without its
+    // hour character).
+    std::map<std::string, std::map<std::string, int64_t>> records = counters_;
+    std::map<std::string, int> hours_of_day;
     for (const auto& [key, columns] : counters_) {
+      if (key.find('.') > key.find('|')) continue;  // a total
+      const std::string day = key.substr(0, key.size() - 1);
+      ++hours_of_day[day];
+      for (const auto& [name, count] : columns) records[day][name] += count;
+    }
+    for (const auto& [day, hours] : hours_of_day) {
+      if (hours < 2) records.erase(day);
+    }
+    std::vector<std::string> lines;
+    for (const auto& [key, columns] : records) {
       const std::string ns_tkey = key.substr(key.find('.') < key.find('|') ? key.find('.') + 1 : 0);
       const std::string shard_key = ns_tkey.substr(0, ns_tkey.find('.'));
       if (static_cast<int>(Crc32(shard_key) % kShards) != shard) continue;
