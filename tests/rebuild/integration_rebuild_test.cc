@@ -239,6 +239,15 @@ file = "{2}/archive/shard-{0}.csv"
     }
   }
 
+  // Day day_ taken in by realtime, then rebuilt into generation 1.
+  void ArchiveFirstDay(uint32_t seed, int increments, Expectation* expect) {
+    RotateAll(day_);
+    PutRandomDay(day_, seed, increments, expect);
+    RotateAll(day_ + 1);
+    std::string out;
+    ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  }
+
   int Rebuild(const std::vector<std::string>& args, std::string* output) {
     std::vector<std::string> argv = {BinaryPath("clickatron-rebuild")};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -455,11 +464,8 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
 // and says so in its manifests.
 TEST_F(RebuildIntegration, AGenerationWithoutDaySubtotalsGetsThemOnTheNextRun) {
   Expectation expect;
-  RotateAll(day_);
-  PutRandomDay(day_, 6, 300, &expect);
-  RotateAll(day_ + 1);
   std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(6, 300, &expect));
   for (int i = 0; i < kShards; ++i) {
     auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
     ASSERT_TRUE(manifest.ok());
@@ -497,11 +503,8 @@ TEST_F(RebuildIntegration, AGenerationWithoutDaySubtotalsGetsThemOnTheNextRun) {
 
 TEST_F(RebuildIntegration, FailedDeployKeepsOldGenerationAndDayThenRerunDeploys) {
   Expectation expect;
-  RotateAll(day_);
-  PutRandomDay(day_, 4, 200, &expect);
-  RotateAll(day_ + 1);
   std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(4, 200, &expect));
   const Expectation first = expect;
 
   PutRandomDay(day_ + 1, 5, 200, &expect);
