@@ -89,6 +89,7 @@ const char* ShardSender::StateName(State s) {
 void ShardSender::Start(uint64_t recovered_last_seq) {
   replay_until_ = recovered_last_seq;
   written_seq_ = recovered_last_seq;
+  recovered_seq_ = recovered_last_seq;
   LoadHeldMarker();
   AskWatermark();
 }
@@ -171,48 +172,57 @@ void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
   Pump();
 }
 
-bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in) {
+bool ShardSender::HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in,
+                              std::optional<uint64_t> ours) {
   if (state_ == State::kHeld) return true;
   // A hold noted by an earlier run ends only where the operator's release
   // puts the watermark: at what the shard really applied of ours. (The
   // oplog may by now reach past the claimed watermark: batches written
   // during the hold.)
   const bool still_held = held_.from_marker && !ReleasedAt(applied, durable);
-  if (!still_held && applied <= HighestWritten()) return false;
-  // Seqs the shard has taken for this source that this node never wrote:
-  // a second API node under this name, an oplog restored from an old copy
-  // or one that lost its tail, or a forged batch. Everything sent now would
-  // be dropped as a duplicate. Keep it all in the oplog and wait for the
-  // operator (clickatron oplog release).
-  state_ = State::kHeld;
-  held_.shard_watermark = applied;
+  if (!still_held && applied <= HighestSent()) return false;
+  // Seqs the shard has taken for this source that this node cannot have
+  // sent it: a second API node under this name, an oplog restored from an
+  // old copy or one that lost its tail, or a forged batch. Queued batches
+  // count for nothing here: a watermark inside the queue would turn them
+  // into duplicates just the same. Keep it all in the oplog and wait for
+  // the operator (clickatron oplog release).
+  //
   // What the shard really applied of ours: from a marker left by an earlier
   // run (held, then restarted), else what this run saw applied, else (just
   // started: all it has is the oplog) everything in the oplog.
-  if (!held_.from_marker) held_.applied = watermark_known_ ? acked_seq_ : replay_until_;
+  const uint64_t of_ours = ours.value_or(watermark_known_ ? acked_seq_ : replay_until_);
+  Hold(applied, of_ours,
+       still_held
+           ? fmt::format("WATERMARK_AHEAD: held since an earlier run ({}); the shard's watermark for {} is {}, this "
+                         "node's batches were applied up to {}; nothing is sent until an operator runs `clickatron "
+                         "oplog release` (docs/operations.md)",
+                         options_.held_marker_path, options_.source, applied, held_.applied)
+           : fmt::format("WATERMARK_AHEAD: the shard's watermark for {} is {}, above seq {}, the highest this node "
+                         "can have sent it (in this run, or up to its oplog's last seq at start, {}); nothing is "
+                         "sent until an operator runs `clickatron oplog release` (docs/operations.md)",
+                         options_.source, applied, HighestSent(), recovered_seq_),
+       heard_in);
+  return true;
+}
+
+void ShardSender::Hold(uint64_t watermark, uint64_t ours, std::string why, std::string_view heard_in) {
+  state_ = State::kHeld;
+  held_.shard_watermark = watermark;
+  if (!held_.from_marker) held_.applied = ours;
   held_.since_unix = static_cast<int64_t>(std::time(nullptr));
-  last_error_ =
-      still_held
-          ? fmt::format("WATERMARK_AHEAD: held since an earlier run ({}); the shard's watermark for {} is {}, this "
-                        "node's batches were applied up to {}; nothing is sent until an operator runs `clickatron "
-                        "oplog release` (docs/operations.md)",
-                        options_.held_marker_path, options_.source, applied, held_.applied)
-          : fmt::format("WATERMARK_AHEAD: the shard's watermark for {} is {}, above seq {}, the highest this node "
-                        "ever wrote for it; nothing is sent until an operator runs `clickatron oplog release` "
-                        "(docs/operations.md)",
-                        options_.source, applied, HighestWritten());
+  last_error_ = std::move(why);
   spdlog::error("shard {} ({}): {} (heard in {}); this node's batches up to seq {} were applied",
                 options_.shard, options_.member, last_error_, heard_in, held_.applied);
   if (!options_.held_marker_path.empty()) {
     const nlohmann::json marker = {{"source", options_.source},       {"shard", options_.shard},
-                                   {"applied", held_.applied},       {"shard_watermark", applied},
+                                   {"applied", held_.applied},       {"shard_watermark", watermark},
                                    {"highest_written", HighestWritten()}, {"since_unix", held_.since_unix}};
     if (Status st = WriteFileAtomically(options_.held_marker_path, marker.dump() + "\n"); !st.ok()) {
       spdlog::error("shard {}: cannot write {}: {}", options_.shard, options_.held_marker_path, st.ToString());
     }
   }
   ScheduleHeldPoll();
-  return true;
 }
 
 void ShardSender::ScheduleHeldPoll() {
@@ -265,9 +275,12 @@ void ShardSender::Release(uint64_t applied, uint64_t durable) {
   Rewind(applied, durable, "released by an operator");
 }
 
-void ShardSender::Heard(uint64_t applied, uint64_t durable) {
+void ShardSender::Heard(uint64_t applied, uint64_t durable, uint64_t ours) {
   shard_applied_ = applied;
-  durable = std::min(durable, applied);  // never release the oplog past what is applied
+  // Never release the oplog past what is applied, nor past what the shard
+  // has confirmed applying of ours: a watermark may include a foreign batch
+  // not yet told apart (a poll answered while a batch is in flight).
+  durable = std::min({durable, applied, ours});
   if (durable > shard_durable_) {
     shard_durable_ = durable;
     oplog_.Acknowledge(options_.shard, durable);
@@ -312,7 +325,7 @@ void ShardSender::SchedulePoll() {
           self.Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
           return;
         }
-        if (applied >= self.shard_applied_) self.Heard(applied, durable);
+        if (applied >= self.shard_applied_) self.Heard(applied, durable, self.acked_seq_);
       }
       self.SchedulePoll();
     });
@@ -411,12 +424,19 @@ void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch) {
 void ShardSender::Send(const BatchPtr& b) {
   in_flight_ = true;
   ++requests_;
+  // A first attempt: nothing this node sent before (this run, or an
+  // earlier process: the oplog's last seq at start) reaches this seq. Its
+  // "duplicate" could only be someone else's batch.
+  const bool first = b->seq > HighestSent();
+  const uint64_t sent_before = sent_seq_;
+  sent_seq_ = std::max(sent_seq_, b->seq);
   HttpRequestSpec spec;
   spec.method = "POST";
   spec.target = fmt::format("/incr?source={}&seq={}&prev={}", PercentEncode(options_.source), b->seq, shard_applied_);
   spec.body = b->lines;
   spec.timeout_ms = options_.request_timeout_ms;
-  client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), b, epoch = replay_epoch_](HttpResponse r) {
+  client_.Send(options_.peer, std::move(spec),
+               [weak = weak_from_this(), b, epoch = replay_epoch_, first, sent_before](HttpResponse r) {
     auto self = weak.lock();
     if (!self) return;
     if (epoch != self->replay_epoch_) {
@@ -426,16 +446,19 @@ void ShardSender::Send(const BatchPtr& b) {
       self->Pump();
       return;
     }
-    self->OnAnswer(b, std::move(r));
+    self->OnAnswer(b, std::move(r), first, sent_before);
   });
 }
 
-void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r) {
+void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r, bool first, uint64_t sent_before) {
   in_flight_ = false;
   if (!r.ok()) {
     Fail(State::kDown, r.transport.ToString());
     return;
   }
+  // A 4xx answer applied nothing (docs/protocols.md): this attempt never
+  // reached the shard's watermark, so the next one of this seq is a first.
+  if (r.status_code >= 400 && r.status_code < 500) sent_seq_ = sent_before;
   if (r.status_code == 200) {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
     uint64_t applied = 0, durable = 0;
@@ -443,9 +466,26 @@ void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r) {
       Fail(State::kBackoff, fmt::format("seq {}: unexpected answer {}", b->seq, Snippet(r.body)));
       return;
     }
-    if (HoldIfAhead(applied, durable, fmt::format("the answer to seq {}", b->seq))) return;
-    Heard(std::max(applied, b->seq), durable);
-    Done(b, j["data"].value("duplicate", false));
+    const bool duplicate = j["data"].value("duplicate", false);
+    const std::string heard_in = fmt::format("the answer to seq {}", b->seq);
+    // Applied now: ours up to b->seq. A duplicate may be someone else's.
+    if (HoldIfAhead(applied, durable, heard_in, duplicate ? acked_seq_ : std::max(acked_seq_, b->seq))) return;
+    if (duplicate && first) {
+      // The watermark is within what this node sent (b->seq is on the wire
+      // now), but this seq never was before: the shard has it from someone
+      // else. Acknowledging it would lose this batch (and the oplog past
+      // what the shard applied of ours).
+      Hold(applied, acked_seq_,
+           fmt::format("WATERMARK_AHEAD: the first attempt of seq {} was answered as a duplicate (the shard's "
+                       "watermark for {} is {}), yet this node had sent nothing above seq {} before: another writer "
+                       "uses this name; nothing is sent until an operator runs `clickatron oplog release` "
+                       "(docs/operations.md)",
+                       b->seq, options_.source, applied, std::max(sent_before, recovered_seq_)),
+           heard_in);
+      return;
+    }
+    Heard(std::max(applied, b->seq), durable, std::max(acked_seq_, b->seq));
+    Done(b, duplicate);
     return;
   }
   if (r.status_code == 409) {

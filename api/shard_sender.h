@@ -25,15 +25,25 @@
 //   watermarks, and everything above its applied one is re-sent from the
 //   oplog. While applied is ahead of durable and nothing else goes out, the
 //   watermark is polled, so the oplog is released and a restart is noticed.
-// - A shard whose watermark is above the highest seq this node ever wrote
-//   for it (another node under this name, an old or truncated oplog, a
-//   forged batch) would take every new batch for a duplicate. The sender
-//   then holds: it sends nothing, keeps everything in the oplog (the queue
-//   pushes back like a shard that is down), logs an error, shows
-//   WATERMARK_AHEAD in /stats and /metrics, notes in `held_marker_path` what
-//   the shard really applied of ours, and polls the watermark until an
-//   operator lowers it (clickatron oplog release); then it re-sends from
-//   there. It never renumbers on its own.
+// - A shard whose watermark this node cannot have put there (another node
+//   under this name, an old or truncated oplog, a forged batch) would take
+//   the node's batches up to it for duplicates. Two signs, checked in every
+//   answer and poll:
+//   * the watermark is above the highest seq this node may have sent the
+//     shard: sent in this run, or (sent by an earlier process) anything up
+//     to the oplog's last seq at start. What is merely queued does not
+//     count: a watermark inside the queue is just as foreign.
+//   * the first attempt of a seq above everything sent before is answered
+//     "duplicate". A retry's duplicate is fine: its earlier attempt may have
+//     landed. (An attempt answered 4xx applied nothing: its resend is a
+//     first attempt again.)
+//   The sender then holds: it sends nothing, acknowledges nothing more of
+//   the oplog, keeps everything in it (the queue pushes back like a shard
+//   that is down), logs an error, shows WATERMARK_AHEAD in /stats and
+//   /metrics, notes in `held_marker_path` what the shard really applied of
+//   ours, and polls the watermark until an operator lowers it (clickatron
+//   oplog release); then it re-sends from there. It never renumbers on its
+//   own.
 // - Only batches the oplog has made durable are sent, so a shard can never
 //   hold a seq the oplog could lose in a power cut (which would make later
 //   batches with reused seqs look like duplicates).
@@ -49,6 +59,7 @@
 #include <utility>
 #include <vector>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -111,20 +122,33 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   void StartFrom(uint64_t applied, uint64_t durable);
   BatchPtr Head();
   void Send(const BatchPtr& b);
-  void OnAnswer(const BatchPtr& b, HttpResponse r);
+  // `first`: no attempt of b->seq (nor of a higher seq) may have reached the
+  // shard before this one. `sent_before`: sent_seq_ before this attempt.
+  void OnAnswer(const BatchPtr& b, HttpResponse r, bool first, uint64_t sent_before);
   void HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open_days);
   void Done(const BatchPtr& b, bool duplicate);
   void Fail(State state, const std::string& why);
   // The shard's watermarks from an answer ("applied_seq", "durable_seq").
-  void Heard(uint64_t applied, uint64_t durable);
+  // The oplog is acknowledged up to durable, but never past `ours`: the
+  // highest seq the shard has confirmed applying of this node's batches.
+  void Heard(uint64_t applied, uint64_t durable, uint64_t ours);
   // The shard has applied only up to `applied`: re-send from there.
   void Rewind(uint64_t applied, uint64_t durable, const std::string& why);
   void SchedulePoll();
   // The highest seq this node ever wrote for the shard (this run or before).
   uint64_t HighestWritten() const { return std::max(written_seq_, replay_until_); }
-  // When the shard's applied watermark is above HighestWritten(): holds and
-  // returns true (see the header comment). `heard_in` names the answer.
-  bool HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in);
+  // The highest seq this node may have put on the wire to the shard: sent
+  // in this run, or up to the oplog's last seq at start (an earlier process).
+  uint64_t HighestSent() const { return std::max(sent_seq_, recovered_seq_); }
+  // When the shard's applied watermark is above HighestSent() (or a marker
+  // says an earlier run held): holds and returns true (see the header
+  // comment). `heard_in` names the answer; `ours` is how far the shard
+  // applied this node's batches (default: what this run saw acknowledged,
+  // or, before the watermark was known, the whole oplog).
+  bool HoldIfAhead(uint64_t applied, uint64_t durable, std::string_view heard_in,
+                   std::optional<uint64_t> ours = std::nullopt);
+  // Holds: the shard claims `watermark`, of ours it applied up to `ours`.
+  void Hold(uint64_t watermark, uint64_t ours, std::string why, std::string_view heard_in);
   void ScheduleHeldPoll();
   // Whether watermarks heard while held end the hold (see the .cc).
   bool ReleasedAt(uint64_t applied, uint64_t durable) const;
@@ -155,6 +179,8 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // the shard has them durable: a rewind re-reads the oplog's full batch.
   std::map<uint64_t, std::unordered_set<std::string>> moved_;
   uint64_t written_seq_ = 0;   // highest seq handed to this sender
+  uint64_t recovered_seq_ = 0; // the oplog's last seq at start: an earlier process may have sent up to here
+  uint64_t sent_seq_ = 0;      // highest seq sent in this run (an attempt answered 4xx excepted)
   struct Held {
     uint64_t applied = 0;          // this node's batches the shard really applied: up to here
     uint64_t shard_watermark = 0;  // what the shard claims

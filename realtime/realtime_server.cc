@@ -280,6 +280,15 @@ void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
   const std::string* seq_text = source ? Required(ex, "seq") : nullptr;
   const std::string* expect_text = seq_text ? Required(ex, "expect") : nullptr;
   if (expect_text == nullptr) return;
+  // Only an API member's watermark is lowered, as only their batches count
+  // (HandleIncr): nothing is recorded for any other name.
+  if (!api_sources_.count(*source)) {
+    spdlog::warn("POST /watermark/reset source={}: not an API member of the cluster file; refused", *source);
+    ex->ReplyError(403, "UNKNOWN_SOURCE",
+                   fmt::format("source \"{}\" is not an API member of this cluster: it has no watermark to lower",
+                               *source));
+    return;
+  }
   uint64_t seq = 0, expect = 0;
   if (!ParseUint(*seq_text, &seq) || !ParseUint(*expect_text, &expect)) {
     ex->ReplyError(400, "INVALID_SEQ", "seq and expect must be non-negative integers");

@@ -155,6 +155,33 @@ TEST_F(AuthTest, ABatchFromASourceThatIsNoApiMemberIsForbiddenAndAppliesNothing)
   EXPECT_EQ(stats["data"]["realtime"]["unknown_sources"], 1);
 }
 
+// An operator's watermark reset (admin token) is for the cluster file's API
+// members only: another source is refused and nothing changes.
+TEST_F(AuthTest, AWatermarkResetForASourceThatIsNoApiMemberIsForbiddenAndChangesNothing) {
+  IncrementThroughApi("seen", 3);
+  ASSERT_TRUE(WaitFor([&] { return cluster_.DayTotal("seen", kDay) == 3; }));
+  for (const MemberConfig* rt : Realtimes()) {
+    const uint64_t api0 = Watermark(rt->listen, "api-0");
+    for (const std::string& target : {std::string("/watermark/reset?source=evil&seq=0&expect=0"),
+                                      fmt::format("/watermark/reset?source=api-1&seq=0&expect={}", api0)}) {
+      const HttpResponse r = Send(rt->listen, {"POST", target, ""}, kTestClusterSecret, kToken);
+      EXPECT_EQ(r.status_code, 403) << rt->name << " " << target << ": " << r.body;
+      EXPECT_EQ(StatusTxt(r), "UNKNOWN_SOURCE") << rt->name << " " << target;
+    }
+    EXPECT_EQ(Watermark(rt->listen, "api-0"), api0);
+    auto stats = nlohmann::json::parse(HttpGet(rt->listen, "/stats").body);
+    EXPECT_EQ(stats["data"]["realtime"]["watermark_resets"], 0) << rt->name;
+    EXPECT_FALSE(stats["data"]["realtime"]["watermarks"].contains("evil")) << stats["data"]["realtime"].dump();
+    EXPECT_FALSE(stats["data"]["realtime"]["durable_watermarks"].contains("evil")) << stats["data"]["realtime"].dump();
+    // A member's reset is still taken (so the 403s above were about the source).
+    const HttpResponse ok =
+        Send(rt->listen, {"POST", fmt::format("/watermark/reset?source=api-0&seq={0}&expect={0}", api0), ""},
+             kTestClusterSecret, kToken);
+    EXPECT_EQ(ok.status_code, 200) << rt->name << ": " << ok.body;
+  }
+  EXPECT_EQ(cluster_.DayTotal("seen", kDay), 3);
+}
+
 // The probe an outsider ran against a cluster with only an admin token:
 // raise api-0's watermark with an unsigned batch, then watch the API's
 // acknowledged increments vanish as "duplicates". Now it is refused, and
