@@ -277,7 +277,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // The archived hours of the total are the index of the archive subtotal
   // records that exist: fetch only those in the window, a whole day's as its
   // day record.
-  const std::vector<int64_t> days =
+  std::vector<int64_t> days =
       job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
   std::vector<std::string> keys;
   for (const int64_t day : days) {
@@ -295,7 +295,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
   }
-  archive_.MGet(job->session, keys, [this, job, view, days, archived = std::move(archived)](
+  archive_.MGet(job->session, keys, [this, job, view, days = std::move(days), archived = std::move(archived)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
@@ -305,23 +305,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day};
     std::vector<int64_t> days_found;
-    // key = [~]sns.ns|tkey.YMDH or sns.ns|tkey.DAY
-    Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-      const bool unique = job->uniques_from && IsUniqueKey(key);
-      if (!unique) {
-        if (std::optional<int64_t> day = DayOfKey(key, job->subtotal_prefix)) {
-          if (!std::binary_search(days.begin(), days.end(), *day)) {
-            return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-          }
-          days_found.push_back(*day);
-          return AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
-        }
-      }
-      auto hour = HourOfKey(unique ? key.substr(1) : key, job->subtotal_prefix);
-      if (!hour.ok()) return hour.status();
-      return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data->unique_subtotals)
-                    : AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
-    });
+    Status st = AddArchiveBreakdownLines(*job, *replies, days, data.get(), &days_found);
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_subtotals_read += days_found.size();
     // A day whose record is absent (an archive file from before day records)
@@ -346,14 +330,37 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
                           [&](Status st) { job->done(std::move(st)); })) {
         return;
       }
-      Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-        auto hour = HourOfKey(key, job->subtotal_prefix);
-        if (!hour.ok()) return hour.status();
-        return AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
-      });
+      // Hours only: a day key here was not asked for.
+      std::vector<int64_t> none;
+      Status st = AddArchiveBreakdownLines(*job, *replies, {}, data.get(), &none);
       if (!st.ok()) return job->done(std::move(st));
       CompleteBreakdown(job, std::move(*data));
     });
+  });
+}
+
+// Adds the lines of archive mget answers: subtotal hours, day records (only
+// of `days`, each noted in *days_found) and, with uniques, unique subtotal
+// hours. A key not asked for is CORRUPTION.
+Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
+                                             const std::vector<int64_t>& days, BreakdownData* data,
+                                             std::vector<int64_t>* days_found) {
+  // key = [~]sns.ns|tkey.YMDH or sns.ns|tkey.DAY
+  return ForEachMgetLine(replies, [&](std::string_view key, std::string_view value) -> Status {
+    const bool unique = job.uniques_from && IsUniqueKey(key);
+    if (!unique) {
+      if (std::optional<int64_t> day = DayOfKey(key, job.subtotal_prefix)) {
+        if (!std::binary_search(days.begin(), days.end(), *day)) {
+          return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+        }
+        days_found->push_back(*day);
+        return AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
+      }
+    }
+    auto hour = HourOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
+    if (!hour.ok()) return hour.status();
+    return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data->unique_subtotals)
+                  : AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
   });
 }
 

@@ -126,6 +126,9 @@ class QueryGather {
                       const std::function<void()>& run_again, const std::function<void(Status)>& fail);
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
+  Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
+                                  const std::vector<int64_t>& days, BreakdownData* data,
+                                  std::vector<int64_t>* days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
 
   int realtime_shards_;

@@ -31,7 +31,6 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "clickatron/status.h"
 #include "line_io.h"
@@ -74,21 +73,6 @@ class DaySubtotalSource : public LineSource {
   std::string current_;          // the line last handed out (out_ pops it)
   uint64_t days_written_ = 0;
   uint64_t days_dropped_ = 0;
-};
-
-// Lines of a whole archive file held in memory or mapped (each ending in '\n').
-class TextLineSource : public LineSource {
- public:
-  TextLineSource(std::string_view text, std::string name) : text_(text), name_(std::move(name)) {}
-  bool Next(std::string_view* line) override;
-  const Status& status() const override { return status_; }
-  const std::string& name() const override { return name_; }
-
- private:
-  std::string_view text_;
-  size_t pos_ = 0;
-  std::string name_;
-  Status status_;
 };
 
 }  // namespace clickatron::rebuild

@@ -83,9 +83,7 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
   // records are made from its hours instead of being added to.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  uint32_t previous_crc = 0;
   if (previous_file && !previous.manifests[static_cast<size_t>(shard)].day_subtotals) {
-    previous_crc = Crc32(previous_data);
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
     sources.push_back(previous_lines.get());
     merge_base = {};
@@ -107,7 +105,9 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
                                               {.progress = job.progress, .previous_is_file_mapping = true}, &stats));
   if (previous_file) {
     const Manifest& m = previous.manifests[static_cast<size_t>(shard)];
-    if (previous_lines == nullptr) previous_crc = stats.previous_crc32;
+    // The merge checksums its base as it copies it; a file read as an input
+    // is checksummed here.
+    const uint32_t previous_crc = previous_lines ? Crc32(previous_data) : stats.previous_crc32;
     if (previous_crc != m.crc32 || previous_data.size() != m.bytes) {
       return Status::Corruption(fmt::format(
           "{} does not match its manifest (crc32 {} vs {}, {} vs {} bytes); not building on it",

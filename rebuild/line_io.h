@@ -159,6 +159,29 @@ class VectorLineSink : public LineSink {
   std::vector<std::string> lines;
 };
 
+// The lines of a whole file's text held in memory or mapped (each ending in
+// '\n'; a last line without one is still a line).
+class TextLineSource : public LineSource {
+ public:
+  TextLineSource(std::string_view text, std::string name) : text_(text), name_(std::move(name)) {}
+  bool Next(std::string_view* line) override {
+    if (pos_ >= text_.size()) return false;
+    size_t end = text_.find('\n', pos_);
+    if (end == std::string_view::npos) end = text_.size();
+    *line = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return true;
+  }
+  const Status& status() const override { return status_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  std::string name_;
+  Status status_;
+};
+
 class VectorLineSource : public LineSource {
  public:
   explicit VectorLineSource(std::vector<std::string> lines, std::string name = "memory")
