@@ -6,10 +6,10 @@
 #include "clickatron/daemon.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
-#include "dashboard.h"
-#include "openapi.h"
-#include "read_path.h"
-#include "write_path.h"
+#include "dashboard/dashboard.h"
+#include "ingest/write_path.h"
+#include "openapi/openapi.h"
+#include "query/read_path.h"
 
 using namespace clickatron;
 
@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   (*server)->Route("/", api::ServeDashboard, kGet);
+  (*server)->Route("/dashboard.js", api::ServeDashboardScript, kGet);
   (*server)->Route("/openapi.yaml", api::ServeOpenApi, kGet);
   (*server)->SetStatsProvider(
       [&] {

@@ -11,8 +11,8 @@
 
 #include "clickatron/record.h"
 #include "clickatron/shard.h"
-#include "crc32_fast.h"
-#include "line_combine.h"
+#include "sortmerge/crc32_fast.h"
+#include "sortmerge/line_combine.h"
 
 namespace clickatron::rebuild {
 namespace {

@@ -16,8 +16,8 @@
 #include <string_view>
 
 #include "clickatron/status.h"
-#include "line_io.h"
-#include "progress.h"
+#include "sortmerge/line_io.h"
+#include "sortmerge/progress.h"
 #include "split.h"
 
 namespace clickatron::rebuild {

@@ -4,7 +4,7 @@
 
 
 #include "clickatron/record.h"
-#include "line_combine.h"
+#include "sortmerge/line_combine.h"
 
 namespace clickatron::rebuild {
 namespace {

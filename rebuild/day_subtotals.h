@@ -33,7 +33,7 @@
 #include <string_view>
 
 #include "clickatron/status.h"
-#include "line_io.h"
+#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 

@@ -12,7 +12,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/key_codec.h"
-#include "line_io.h"
+#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 namespace {

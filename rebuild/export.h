@@ -13,7 +13,7 @@
 
 #include "clickatron/config.h"
 #include "clickatron/status.h"
-#include "progress.h"
+#include "sortmerge/progress.h"
 
 namespace clickatron::rebuild {
 

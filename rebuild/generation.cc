@@ -19,10 +19,10 @@
 #include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
 #include "late_inputs.h"
-#include "line_io.h"
+#include "sortmerge/line_io.h"
 #include "archive_merge.h"
-#include "merge.h"
-#include "progress.h"
+#include "sortmerge/merge.h"
+#include "sortmerge/progress.h"
 #include "sort_inputs.h"
 #include "split.h"
 

@@ -25,7 +25,7 @@
 #include "export.h"
 #include "generation.h"
 #include "late_inputs.h"
-#include "progress.h"
+#include "sortmerge/progress.h"
 #include "work_dir.h"
 
 namespace clickatron::rebuild {

@@ -20,10 +20,10 @@
 #include "clickatron/key_codec.h"
 #include "clickatron/oplog_record.h"
 #include "convert_line.h"
-#include "external_sort.h"
-#include "line_blocks.h"
-#include "line_io.h"
-#include "progress.h"
+#include "sortmerge/external_sort.h"
+#include "sortmerge/line_blocks.h"
+#include "sortmerge/line_io.h"
+#include "sortmerge/progress.h"
 
 namespace clickatron::rebuild {
 namespace {

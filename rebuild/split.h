@@ -23,7 +23,7 @@
 
 #include "clickatron/status.h"
 #include "clickatron/manifest.h"
-#include "line_io.h"
+#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 

@@ -30,8 +30,8 @@
 #include "clickatron/manifest.h"
 #include "clickatron/shard.h"
 #include "generation.h"
-#include "line_io.h"
-#include "progress.h"
+#include "sortmerge/line_io.h"
+#include "sortmerge/progress.h"
 #include "sort_inputs.h"
 #include "split.h"
 

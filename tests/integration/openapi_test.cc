@@ -171,6 +171,7 @@ TEST_F(OpenApiTest, EveryAnswerMatchesTheSchemaTheSpecGivesForIt) {
   Ask("stats", "GET", "/stats", 200);
   Ask("metrics", "GET", "/metrics", 200);
   Ask("dashboard", "GET", "/", 200);
+  Ask("dashboard_script", "GET", "/dashboard.js", 200);
   Ask("openapi", "GET", "/openapi.yaml", 200);
   Ask("seal_without_token", "POST", "/late/seal", 401);
   Ask("seal", "POST", "/late/seal", 200, "", kToken);

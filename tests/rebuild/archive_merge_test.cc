@@ -10,8 +10,8 @@
 
 #include "clickatron/file_util.h"
 #include "clickatron/shard.h"
-#include "merge.h"
-#include "sort_oracle.h"
+#include "sortmerge/merge.h"
+#include "testutil/sort_oracle.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {

@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "clickatron/convert.h"
-#include "external_sort.h"
-#include "progress.h"
-#include "sort_oracle.h"
+#include "sortmerge/external_sort.h"
+#include "sortmerge/progress.h"
+#include "testutil/sort_oracle.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {

@@ -1,0 +1,200 @@
+#include "ingest/increment_parser.h"
+
+#include <charconv>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/unique_sketch.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::api {
+namespace {
+
+Status Invalid(std::string_view reason, std::string message) {
+  return Status::InvalidArgument(std::move(message), std::string(reason));
+}
+
+// The one value of a parameter that must not repeat; nullptr when absent.
+Result<const std::string*> Single(const QueryArgs& args, std::string_view name, std::string_view reason) {
+  const std::string* first = nullptr;
+  for (const auto& [k, v] : args.items()) {
+    if (k != name) continue;
+    if (first != nullptr) return Invalid(reason, fmt::format("{} is given more than once", name));
+    first = &v;
+  }
+  return first;
+}
+
+IncrementKeyPart StorePart(std::string_view value) {
+  StoredKeyPart stored = StoreKeyPart(value);
+  IncrementKeyPart out;
+  out.hashed = stored.hashed;
+  out.stored = std::move(stored.stored);
+  if (out.hashed) out.full = std::string(value);
+  return out;
+}
+
+Result<int64_t> ParseTs(const std::string* text, const IncrementLimits& limits) {
+  if (text == nullptr) return limits.now;
+  int64_t ts = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, ts);
+  if (text->empty() || ec != std::errc() || ptr != end) {
+    // Also accept "2012-03-25T01:00:00Z" (what a person types into curl).
+    Result<int64_t> iso = ParseTimestamp(*text);
+    if (!iso.ok()) {
+      return Invalid("INVALID_TS", fmt::format("ts {} is not unix seconds (or an ISO-8601 UTC time)",
+                                               QuoteForMessage(*text)));
+    }
+    ts = *iso;
+  }
+  return ts;
+}
+
+Result<int64_t> ParseValue(const std::string* text) {
+  if (text == nullptr) return int64_t{1};
+  int64_t v = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, v);
+  if (text->empty() || ec != std::errc() || ptr != end || (*text)[0] == '-' || v < 1 || v > kMaxIncrementValue) {
+    return Invalid("INVALID_VALUE", fmt::format("value {} is not an integer from 1 to {}", QuoteForMessage(*text),
+                                                kMaxIncrementValue));
+  }
+  return v;
+}
+
+Status ParseSubs(const QueryArgs& args, Increment* out) {
+  for (const auto& [k, v] : args.items()) {
+    if (k != "sub") continue;
+    if (out->subs.size() == kMaxSubsPerIncrement) {
+      return Invalid("INVALID_SUB", fmt::format("more than {} sub= values", kMaxSubsPerIncrement));
+    }
+    size_t colon = v.find(':');
+    if (colon == std::string::npos) {
+      return Invalid("INVALID_SUB", fmt::format("sub {} is not SNS:SKEY", QuoteForMessage(v)));
+    }
+    std::string_view sns = std::string_view(v).substr(0, colon);
+    std::string_view skey = std::string_view(v).substr(colon + 1);
+    if (Status st = ValidateNamespace(sns, "sub namespace"); !st.ok()) return Invalid("INVALID_SUB", st.message());
+    if (Status st = ValidateKeyPart(skey, "sub key"); !st.ok()) {
+      return Invalid("INVALID_SUB", fmt::format("sub {}: {}", QuoteForMessage(v), st.message()));
+    }
+    for (const auto& [seen, unused] : out->subs) {
+      if (seen == sns) {
+        // Two values for one subtotal namespace would break "subtotals sum to the total".
+        return Invalid("INVALID_SUB", fmt::format("subtotal namespace \"{}\" is given more than once", sns));
+      }
+    }
+    out->subs.emplace_back(std::string(sns), StorePart(skey));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out) {
+  *out = Increment();
+  auto ns = Single(args, "ns", "INVALID_NS");
+  if (!ns.ok()) return ns.status();
+  if (*ns == nullptr) return Invalid("MISSING_ARG_NS", "ns is required");
+  if (Status st = ValidateNamespace(**ns, "ns"); !st.ok()) return Invalid("INVALID_NS", st.message());
+  out->ns = **ns;
+
+  auto key = Single(args, "key", "INVALID_KEY");
+  if (!key.ok()) return key.status();
+  if (*key == nullptr) return Invalid("MISSING_ARG_KEY", "key is required");
+  if (Status st = ValidateKeyPart(**key, "key"); !st.ok()) return Invalid("INVALID_KEY", st.message());
+  out->tkey = StorePart(**key);
+
+  auto ts_text = Single(args, "ts", "INVALID_TS");
+  if (!ts_text.ok()) return ts_text.status();
+  Result<int64_t> ts = ParseTs(*ts_text, limits);
+  if (!ts.ok()) return ts.status();
+  const int64_t hour = FloorDiv(*ts, kSecondsPerHour);
+  if (hour != cache->hour) {
+    Result<std::string> ymdh = YmdhFromUnix(*ts);
+    if (!ymdh.ok()) {
+      return Invalid("TS_OUT_OF_RANGE", fmt::format("ts {} is outside the years {}..{} the hour code can hold",
+                                                    *ts, kMinYmdhYear, kMaxYmdhYear));
+    }
+    cache->hour = hour;
+    cache->ymdh = std::move(ymdh).value();
+  }
+  if (*ts > limits.now + int64_t{limits.future_margin_hours} * kSecondsPerHour) {
+    return Invalid("TS_TOO_FAR_IN_FUTURE",
+                   fmt::format("ts {} ({}) is more than {} hours in the future", *ts, FormatIsoTime(*ts),
+                               limits.future_margin_hours));
+  }
+  out->ymdh = cache->ymdh;
+
+  auto value_text = Single(args, "value", "INVALID_VALUE");
+  if (!value_text.ok()) return value_text.status();
+  Result<int64_t> value = ParseValue(*value_text);
+  if (!value.ok()) return value.status();
+  out->value = *value;
+
+  auto uniq = Single(args, "uniq", "INVALID_UNIQ");
+  if (!uniq.ok()) return uniq.status();
+  if (*uniq != nullptr) {
+    // Any bytes: a token is hashed, never stored or echoed.
+    if ((*uniq)->empty() || (*uniq)->size() > kMaxKeyPartLength) {
+      return Invalid("INVALID_UNIQ",
+                     fmt::format("uniq is {} bytes; a visitor token is 1 to {} bytes", (*uniq)->size(),
+                                 kMaxKeyPartLength));
+    }
+    out->has_visitor = true;
+    out->visitor = HashVisitor(**uniq);
+  }
+
+  return ParseSubs(args, out);
+}
+
+Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits, size_t max_query_args,
+                           const std::function<void(const Increment&)>& on_increment) {
+  HourCache cache;
+  QueryArgs args;
+  Increment inc;
+  size_t line_no = 0;
+  size_t count = 0;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t nl = body.find('\n', pos);
+    if (nl == std::string_view::npos) nl = body.size();
+    std::string_view line = body.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (line.size() > kMaxIncrementLineBytes) {
+      return Invalid("LINE_TOO_LONG",
+                     fmt::format("line {}: {} bytes is over the {} byte limit", line_no, line.size(),
+                                 kMaxIncrementLineBytes));
+    }
+    if (count == kMaxBatchIncrements) {
+      return Invalid("BODY_TOO_LARGE", fmt::format("line {}: a batch holds at most {} increments; split it",
+                                                   line_no, kMaxBatchIncrements));
+    }
+    args.Clear();
+    if (Status st = ParseQueryString(line, &args, max_query_args); !st.ok()) {
+      return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
+    }
+    if (Status st = ParseIncrement(args, limits, &cache, &inc); !st.ok()) {
+      return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
+    }
+    ++count;
+    on_increment(inc);
+  }
+  return Status::Ok();
+}
+
+Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits, size_t max_query_args,
+                           std::vector<Increment>* out) {
+  out->clear();
+  Status st = ParseIncrementBatch(body, limits, max_query_args, [&](const Increment& inc) { out->push_back(inc); });
+  if (!st.ok()) out->clear();
+  return st;
+}
+
+}  // namespace clickatron::api

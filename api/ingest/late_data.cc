@@ -1,0 +1,142 @@
+#include "ingest/late_data.h"
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "clickatron/file_util.h"
+#include "clickatron/oplog_record.h"
+#include "clickatron/record.h"
+
+namespace clickatron::api {
+
+LateData::LateData(std::string dir, std::string source, Post post)
+    : dir_(std::move(dir)), source_(std::move(source)), post_(std::move(post)) {}
+
+LateData::~LateData() {
+  worker_.reset();  // runs queued writes first
+  if (open_) (void)open_->Close();
+}
+
+Result<std::unique_ptr<LateData>> LateData::Open(std::string dir, std::string source, Post post) {
+  std::unique_ptr<LateData> late(new LateData(std::move(dir), std::move(source), std::move(post)));
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(late->dir_));
+  std::vector<std::pair<std::string, bool>> files;  // name, sealed (or done)
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(late->dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t created = 0;
+    bool sealed = false;
+    if (ParseLateFileName(name, &created, &sealed)) {
+      files.emplace_back(name, sealed);
+    } else if (name.ends_with(".done") &&
+               ParseLateFileName(name.substr(0, name.size() - 5) + ".sealed", &created, &sealed)) {
+      // Folded by the rebuild (renamed from .sealed): its (shard, seq)
+      // records still say which lines must never be moved again.
+      files.emplace_back(name, true);
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("list {}: {}", late->dir_, ec.message()));
+  std::sort(files.begin(), files.end());
+  for (const auto& [name, sealed] : files) {
+    const std::string path = late->dir_ + "/" + name;
+    CLICKATRON_RETURN_IF_ERROR(late->ScanFile(path));
+    if (sealed) continue;
+    // Left open by an earlier run: cut a torn tail (that frame's batch was
+    // never re-sent, so it will be moved again), then seal it.
+    {
+      auto w = FramedLogWriter::Open(path);
+      if (!w.ok()) return w.status();
+      CLICKATRON_RETURN_IF_ERROR((*w)->Close());
+    }
+    std::string sealed_path = path.substr(0, path.size() - 5) + ".sealed";
+    CLICKATRON_RETURN_IF_ERROR(RenameDurably(path, sealed_path));
+    spdlog::info("late data: sealed {} left open by an earlier run", sealed_path);
+  }
+  late->worker_ = std::make_unique<SerialExecutor>("late-data");
+  return late;
+}
+
+Status LateData::ScanFile(const std::string& path) {
+  auto reader = FramedLogReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  while (true) {
+    auto next = (*reader)->Next();
+    if (!next.ok()) {
+      return next.status().WithContext("a late-data file is damaged; refusing to start (its (shard, seq) records "
+                                       "keep late lines from being written twice)");
+    }
+    if (!next->has_value()) break;
+    auto payload = ParseOplogPayload(**next);
+    if (!payload.ok()) return payload.status().WithContext(path);
+    const OplogHeader& h = payload->header;
+    if (h.kind != OplogHeader::Kind::kBatch || h.source != source_) continue;
+    auto& keys = recovered_[{static_cast<uint32_t>(h.shard), h.seq}];
+    ForEachPayloadLine(payload->lines, [&](std::string_view line) { keys.insert(std::string(LineKey(line))); });
+  }
+  return Status::Ok();
+}
+
+void LateData::Write(uint32_t shard, uint64_t seq, std::string lines, size_t line_count,
+                     std::function<void(Status)> done) {
+  worker_->Post([this, shard, seq, lines = std::move(lines), line_count, done = std::move(done)]() mutable {
+    Status st;
+    if (!open_) {
+      int64_t created = static_cast<int64_t>(std::time(nullptr));
+      // One name per second at most; never reuse a name a sealed file has.
+      while (FileExists(dir_ + "/" + LateFileName(created, false)) ||
+             FileExists(dir_ + "/" + LateFileName(created, true))) {
+        ++created;
+      }
+      auto w = FramedLogWriter::Open(dir_ + "/" + LateFileName(created, false));
+      if (w.ok()) {
+        open_ = std::move(w).value();
+        open_created_ = created;
+      } else {
+        st = w.status();
+      }
+    }
+    if (st.ok()) st = open_->Append(FormatBatchHeader(source_, static_cast<int>(shard), seq) + lines);
+    if (st.ok()) st = open_->Sync();
+    if (st.ok()) {
+      lines_written_.fetch_add(line_count);
+      frames_written_.fetch_add(1);
+    } else {
+      spdlog::error("late data: writing shard {} seq {} failed: {}", shard, seq, st.ToString());
+    }
+    post_([done = std::move(done), st] { done(st); });
+  });
+}
+
+Result<std::vector<std::string>> LateData::SealNow() {
+  std::vector<std::string> sealed;
+  if (!open_) return sealed;
+  const std::string path = open_->path();
+  CLICKATRON_RETURN_IF_ERROR(open_->Close());
+  open_.reset();
+  const std::string to = dir_ + "/" + LateFileName(open_created_, true);
+  CLICKATRON_RETURN_IF_ERROR(RenameDurably(path, to));
+  spdlog::info("late data: sealed {}", to);
+  sealed.push_back(to);
+  return sealed;
+}
+
+void LateData::Seal(std::function<void(Result<std::vector<std::string>>)> done) {
+  worker_->Post([this, done = std::move(done)]() mutable {
+    auto result = SealNow();
+    post_([done = std::move(done), result = std::move(result)]() mutable { done(std::move(result)); });
+  });
+}
+
+void LateData::SealIfOlder(int64_t max_age_seconds) {
+  worker_->Post([this, max_age_seconds] {
+    if (!open_ || static_cast<int64_t>(std::time(nullptr)) - open_created_ < max_age_seconds) return;
+    auto result = SealNow();
+    if (!result.ok()) spdlog::error("late data: sealing failed: {}", result.status().ToString());
+  });
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,586 @@
+// Parallel fetch + merge for one query; see query_gather.h.
+#include "query/query_gather.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
+#include "query/fan_in.h"
+#include "query/read_records.h"
+
+namespace clickatron::api {
+namespace {
+
+int ShardFor(std::string_view shard_key, int shards) {
+  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(std::max(shards, 1))));
+}
+
+// A realtime failure that still leaves the archived days whole.
+bool RealtimeOnlyGap(const Status& st) { return st.code() == StatusCode::kUnavailable; }
+
+// The callback of a realtime fwmatch: the body into *into. A shard that did
+// not answer only sets *missing (the archived days stay whole; the caller
+// decides with RealtimeGap). `owner` keeps into/missing alive.
+template <typename Owner>
+std::function<void(Result<std::string>)> RealtimeBodyInto(std::shared_ptr<Owner> owner, std::string* into,
+                                                          Status* missing, std::function<void(Status)> part) {
+  return [owner = std::move(owner), into, missing, part = std::move(part)](Result<std::string> body) {
+    if (body.ok()) {
+      *into = std::move(*body);
+    } else if (RealtimeOnlyGap(body.status())) {
+      *missing = body.status();
+      return part(Status::Ok());
+    }
+    part(body.status());
+  };
+}
+
+// Calls fn(key, value) for every line of archive mget answers.
+template <typename Fn>
+Status ForEachMgetLine(const std::vector<ArchiveReply>& replies, Fn&& fn) {
+  for (const ArchiveReply& reply : replies) {
+    if (!reply.found) continue;
+    auto lines = SplitKeyValueLines(reply.body);
+    if (!lines.ok()) return lines.status();
+    for (const auto& [key, value] : *lines) CLICKATRON_RETURN_IF_ERROR(fn(key, value));
+  }
+  return Status::Ok();
+}
+
+// The hour of an mget answer's key `prefix` + YMDH (a 4- or 5-character
+// code: see ymdh.h); CORRUPTION for a key the query did not ask for.
+Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeYmdh(key.substr(prefix.size()))) {
+    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+  }
+  return UnixFromYmdh(key.substr(prefix.size()));
+}
+
+}  // namespace
+
+bool QueryGather::SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int attempts,
+                                 const std::function<void()>& run_again,
+                                 const std::function<void(Status)>& fail) {
+  for (const ArchiveReply& reply : replies) {
+    if (reply.view == view) continue;
+    // A reload (or a failover to a replica on another generation) between
+    // the two round trips: the day split would not hold. Start again.
+    if (attempts >= kMaxGenerationAttempts) {
+      fail(Status::Unavailable(
+          fmt::format("archive generation kept changing during the query ({} attempts)", attempts),
+          "SHARD_UNAVAILABLE"));
+    } else {
+      ++stats_.generation_retries;
+      run_again();
+    }
+    return false;
+  }
+  return true;
+}
+
+bool RealtimeGap::CoversWindow(int64_t end_ts) const {
+  if (realtime_missing.ok()) return true;
+  return archived_through.has_value() && end_ts <= (*archived_through + 1) * kSecondsPerDay;
+}
+
+QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
+                         LookupCache& lookups, ReadStats& stats)
+    : realtime_shards_(cluster.realtime_shards),
+      archive_shards_(cluster.archive_shards),
+      archive_(archive),
+      realtime_(realtime),
+      lookups_(lookups),
+      stats_(stats) {}
+
+// ---- total -------------------------------------------------------------------
+
+void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
+                             std::function<void(Result<TotalData>)> done) {
+  struct State {
+    std::string key;
+    ArchiveReply archive;
+    std::string realtime;
+    Status realtime_missing;
+  };
+  auto state = std::make_shared<State>();
+  state->key = TotalArchiveKey(ns, tkey);
+  auto join = FanIn::Create([state, span, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    TotalData data;
+    data.archive = state->archive.view;
+    data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
+    if (state->archive.found) {
+      st = AddArchiveTotalColumns(state->archive.body, &data.hours, span);
+    }
+    if (st.ok()) {
+      st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, span);
+    }
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    done(std::move(data));
+  });
+  auto archive_part = join->Part();
+  auto realtime_part = join->Part();
+  join->Arm();
+  archive_.Get(archive_.Begin(ShardFor(state->key, archive_shards_)), state->key,
+               [state, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+                 if (reply.ok()) state->archive = std::move(*reply);
+                 part(reply.status());
+               });
+  realtime_.Fwmatch(ShardFor(state->key, realtime_shards_), state->key + ".",
+                    RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)));
+}
+
+// ---- breakdown ---------------------------------------------------------------
+
+struct QueryGather::BreakdownJob {
+  std::string sns, ns, tkey;
+  std::string total_key;        // ns|tkey
+  std::string subtotal_prefix;  // sns.ns|tkey.
+  int64_t begin_ts = 0, end_ts = 0;
+  HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
+  std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
+  std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
+  int attempts = 0;
+  std::function<void(Result<BreakdownData>)> done;
+  // One attempt's results.
+  std::shared_ptr<ArchiveReader::Session> session;
+  ArchiveReply archive_total;
+  std::string realtime_total;
+  std::string realtime_subtotals;
+  std::string realtime_unique_subtotals;
+  Status realtime_missing;
+};
+
+void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
+                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip,
+                                 std::optional<int64_t> uniques_from, std::optional<std::vector<int64_t>> splits) {
+  auto job = std::make_shared<BreakdownJob>();
+  job->total_key = TotalArchiveKey(ns, tkey);
+  job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
+  job->sns = std::move(sns);
+  job->ns = std::move(ns);
+  job->tkey = std::move(tkey);
+  job->begin_ts = begin_ts;
+  job->end_ts = end_ts;
+  job->skip = skip;
+  job->uniques_from = uniques_from;
+  if (splits) std::sort(splits->begin(), splits->end());
+  job->splits = std::move(splits);
+  job->done = std::move(done);
+  RunBreakdown(std::move(job));
+}
+
+void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
+  ++job->attempts;
+  job->session = archive_.Begin(ShardFor(job->total_key, archive_shards_));
+  auto join = FanIn::Create([this, job](Status st) {
+    if (!st.ok()) {
+      job->done(std::move(st));
+      return;
+    }
+    FinishBreakdown(job);
+  });
+  auto archive_part = join->Part();
+  auto total_part = join->Part();
+  auto subtotal_part = join->Part();
+  std::function<void(Status)> unique_part;
+  if (job->uniques_from) unique_part = join->Part();
+  join->Arm();
+  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+  const int rt_shard = ShardFor(job->total_key, realtime_shards_);
+  job->realtime_missing = Status::Ok();
+  job->realtime_total.clear();
+  job->realtime_subtotals.clear();
+  job->realtime_unique_subtotals.clear();
+  const auto realtime_done = [job](std::string* into, std::function<void(Status)> part) {
+    return RealtimeBodyInto(job, into, &job->realtime_missing, std::move(part));
+  };
+  realtime_.Fwmatch(rt_shard, job->total_key + ".", realtime_done(&job->realtime_total, std::move(total_part)));
+  realtime_.Fwmatch(rt_shard, job->subtotal_prefix,
+                    realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
+  if (job->uniques_from) {
+    realtime_.Fwmatch(rt_shard, kUniqueMark + job->subtotal_prefix,
+                      realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)));
+  }
+}
+
+namespace {
+
+// The UTC days of `archived` whose subtotal hours a breakdown may read as one
+// day subtotal record: wholly inside [begin_ts, end_ts), no hour in `skip`,
+// no split of the query's sums inside them (a unit or window boundary), and
+// at least two archived hours (one hour is as cheap to read as its day).
+std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, int64_t end_ts, HourSpan skip,
+                               const std::vector<int64_t>& splits) {
+  std::vector<int64_t> days;
+  int64_t day = 0;
+  int hours = 0;
+  const auto consider = [&] {
+    if (hours < 2) return;
+    const int64_t start = day * kSecondsPerDay, end = start + kSecondsPerDay;
+    if (start < begin_ts || end > end_ts) return;
+    if (skip.begin_ts < end && start < skip.end_ts) return;
+    const auto split = std::upper_bound(splits.begin(), splits.end(), start);
+    if (split != splits.end() && *split < end) return;
+    days.push_back(day);
+  };
+  for (const auto& [hour, count] : archived) {
+    const int64_t d = FloorDiv(hour, kSecondsPerDay);
+    if (hours > 0 && d == day) {
+      ++hours;
+      continue;
+    }
+    consider();
+    day = d;
+    hours = 1;
+  }
+  consider();
+  return days;
+}
+
+// The day of an mget answer's key `prefix` + day code, or nullopt when the
+// rest is not a day code.
+std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeDayCode(key.substr(prefix.size()))) return std::nullopt;
+  Result<int64_t> day = DaysFromDayCode(key.substr(prefix.size()));
+  if (!day.ok()) return std::nullopt;
+  return *day;
+}
+
+}  // namespace
+
+void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
+  const ArchiveView view = job->archive_total.view;
+  HourlyCounts archived;
+  if (job->archive_total.found) {
+    Status st = AddArchiveTotalColumns(job->archive_total.body, &archived,
+                                       HourSpan{job->begin_ts, job->end_ts});
+    if (!st.ok()) {
+      job->done(std::move(st));
+      return;
+    }
+  }
+  // The archived hours of the total are the index of the archive subtotal
+  // records that exist: fetch only those in the window, a whole day's as its
+  // day record.
+  std::vector<int64_t> days =
+      job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
+  std::vector<std::string> keys;
+  for (const int64_t day : days) {
+    auto code = DayCodeFromDays(day);
+    if (code.ok()) keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+  }
+  for (auto it = archived.begin(); it != archived.end(); ++it) {
+    if (job->skip.Contains(it->first)) continue;
+    auto ymdh = YmdhFromUnix(it->first);
+    if (!ymdh.ok()) continue;
+    if (!std::binary_search(days.begin(), days.end(), FloorDiv(it->first, kSecondsPerDay))) {
+      keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
+    if (job->uniques_from && it->first >= *job->uniques_from) {
+      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
+  }
+  archive_.MGet(job->session, keys, [this, job, view, days = std::move(days), archived = std::move(archived)](
+                                        Result<std::vector<ArchiveReply>> replies) mutable {
+    if (!replies.ok()) return job->done(replies.status());
+    if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
+                        [&](Status st) { job->done(std::move(st)); })) {
+      return;
+    }
+    auto data = std::make_shared<BreakdownData>();
+    data->gap = RealtimeGap{job->realtime_missing, view.last_day};
+    std::vector<int64_t> days_found;
+    Status st = AddArchiveBreakdownLines(*job, *replies, days, data.get(), &days_found);
+    if (!st.ok()) return job->done(std::move(st));
+    stats_.day_subtotals_read += days_found.size();
+    // A day whose record is absent (an archive file from before day records)
+    // is read by its hours, in one more request on the same replica.
+    std::sort(days_found.begin(), days_found.end());
+    std::vector<std::string> hour_keys;
+    for (const auto& [hour, count] : archived) {
+      const int64_t day = FloorDiv(hour, kSecondsPerDay);
+      if (!std::binary_search(days.begin(), days.end(), day) ||
+          std::binary_search(days_found.begin(), days_found.end(), day)) {
+        continue;
+      }
+      auto ymdh = YmdhFromUnix(hour);
+      if (ymdh.ok()) hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
+    data->total = std::move(archived);
+    if (hour_keys.empty()) return CompleteBreakdown(job, std::move(*data));
+    stats_.day_subtotals_missing += days.size() - days_found.size();
+    archive_.MGet(job->session, hour_keys, [this, job, view, data](Result<std::vector<ArchiveReply>> replies) {
+      if (!replies.ok()) return job->done(replies.status());
+      if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
+                          [&](Status st) { job->done(std::move(st)); })) {
+        return;
+      }
+      // Hours only: a day key here was not asked for.
+      std::vector<int64_t> none;
+      Status st = AddArchiveBreakdownLines(*job, *replies, {}, data.get(), &none);
+      if (!st.ok()) return job->done(std::move(st));
+      CompleteBreakdown(job, std::move(*data));
+    });
+  });
+}
+
+// Adds the lines of archive mget answers: subtotal hours, day records (only
+// of `days`, each noted in *days_found) and, with uniques, unique subtotal
+// hours. A key not asked for is CORRUPTION.
+Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
+                                             const std::vector<int64_t>& days, BreakdownData* data,
+                                             std::vector<int64_t>* days_found) {
+  // key = [~]sns.ns|tkey.YMDH or sns.ns|tkey.DAY
+  return ForEachMgetLine(replies, [&](std::string_view key, std::string_view value) -> Status {
+    const bool unique = job.uniques_from && IsUniqueKey(key);
+    if (!unique) {
+      if (std::optional<int64_t> day = DayOfKey(key, job.subtotal_prefix)) {
+        if (!std::binary_search(days.begin(), days.end(), *day)) {
+          return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+        }
+        days_found->push_back(*day);
+        return AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
+      }
+    }
+    auto hour = HourOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
+    if (!hour.ok()) return hour.status();
+    return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data->unique_subtotals)
+                  : AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
+  });
+}
+
+// The realtime half, once the archive's is in `data` (total: the archived hours).
+void QueryGather::CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data) {
+  const ArchiveLastDay& last_day = data.gap.archived_through;
+  Status st = AddRealtimeTotalLines(job->realtime_total, job->total_key + ".", last_day, &data.total,
+                                    HourSpan{job->begin_ts, job->end_ts});
+  if (st.ok()) {
+    st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, last_day, job->begin_ts,
+                                  job->end_ts, &data.subtotals);
+  }
+  if (st.ok() && job->uniques_from) {
+    st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
+                                /*keyed_lines=*/true, last_day, HourSpan{*job->uniques_from, job->end_ts},
+                                &data.unique_subtotals);
+  }
+  if (!st.ok()) return job->done(std::move(st));
+  job->done(std::move(data));
+}
+
+// ---- uniques -----------------------------------------------------------------
+
+struct QueryGather::UniquesJob {
+  UniquesTarget target;
+  std::string total_key;        // ns|tkey: the index of archived hours
+  std::string realtime_prefix;  // ~ns|tkey. or ~sns.ns|tkey.skey.
+  std::string archive_prefix;   // ~ns|tkey. or ~sns.ns|tkey. (then YMDH)
+  HourSpan span;
+  HourSpan skip{0, 0};
+  int64_t max_hours = 0;
+  int attempts = 0;
+  std::function<void(Result<UniquesData>)> done;
+  // One attempt's results.
+  std::shared_ptr<ArchiveReader::Session> session;
+  ArchiveReply archive_total;
+  std::string realtime;
+  Status realtime_missing;
+};
+
+void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
+                               std::function<void(Result<UniquesData>)> done) {
+  auto job = std::make_shared<UniquesJob>();
+  job->total_key = TotalArchiveKey(target.ns, target.tkey);
+  job->archive_prefix = target.sns.empty() ? fmt::format("{}{}.", kUniqueMark, job->total_key)
+                                           : fmt::format("{}{}.{}.", kUniqueMark, target.sns, job->total_key);
+  job->realtime_prefix = target.sns.empty() ? job->archive_prefix : fmt::format("{}{}.", job->archive_prefix, target.skey);
+  job->target = std::move(target);
+  job->span = span;
+  job->skip = skip;
+  job->max_hours = max_hours;
+  job->done = std::move(done);
+  RunUniques(std::move(job));
+}
+
+void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
+  ++job->attempts;
+  job->session = archive_.Begin(ShardFor(job->total_key, archive_shards_));
+  auto join = FanIn::Create([this, job](Status st) {
+    if (!st.ok()) return job->done(std::move(st));
+    FinishUniques(job);
+  });
+  auto archive_part = join->Part();
+  auto realtime_part = join->Part();
+  join->Arm();
+  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+  job->realtime_missing = Status::Ok();
+  job->realtime.clear();
+  realtime_.Fwmatch(ShardFor(job->total_key, realtime_shards_), job->realtime_prefix,
+                    RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)));
+}
+
+void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
+  const ArchiveView view = job->archive_total.view;
+  HourlyCounts archived;
+  if (job->archive_total.found) {
+    if (Status st = AddArchiveTotalColumns(job->archive_total.body, &archived, job->span); !st.ok()) {
+      return job->done(std::move(st));
+    }
+  }
+  const bool unbounded = job->span.begin_ts == HourSpan{}.begin_ts;
+  if (unbounded && static_cast<int64_t>(archived.size()) > job->max_hours) {
+    return job->done(Status::InvalidArgument(
+        fmt::format("the key has {} archived hours of data, more than the {} a query may span; name units",
+                    archived.size(), job->max_hours),
+        "WINDOW_TOO_LARGE"));
+  }
+  // The archived hours of the total are the index of the unique records
+  // that can exist (an hour with visitors always has clicks).
+  std::vector<std::string> keys;
+  keys.reserve(archived.size());
+  for (auto it = archived.begin(); it != archived.end(); ++it) {
+    if (job->skip.Contains(it->first)) continue;
+    auto ymdh = YmdhFromUnix(it->first);
+    if (!ymdh.ok()) continue;
+    keys.push_back(job->archive_prefix + *ymdh);
+  }
+  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
+                                        Result<std::vector<ArchiveReply>> replies) mutable {
+    if (!replies.ok()) return job->done(replies.status());
+    if (!SameGeneration(*replies, view, job->attempts, [&] { RunUniques(job); },
+                        [&](Status st) { job->done(std::move(st)); })) {
+      return;
+    }
+    UniquesData data;
+    data.gap = RealtimeGap{job->realtime_missing, view.last_day};
+    if (!archived.empty()) data.first_hour = archived.begin()->first;
+    Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
+      auto hour = HourOfKey(key, job->archive_prefix);
+      if (!hour.ok()) return hour.status();
+      return job->target.sns.empty() ? AddArchiveUniqueTotal(value, *hour, &data.hours)
+                                     : AddArchiveUniqueSubtotals(value, *hour, job->target.skey, &data.hours);
+    });
+    if (st.ok()) {
+      st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
+                                  job->span, &data.hours);
+    }
+    if (!st.ok()) return job->done(std::move(st));
+    for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
+    job->done(std::move(data));
+  });
+}
+
+// ---- lookups -----------------------------------------------------------------
+
+void QueryGather::ResolveHashes(std::vector<std::string> hashes,
+                                std::function<void(Result<std::map<std::string, std::string>>)> done) {
+  struct State {
+    std::map<std::string, std::string> values;
+    std::set<std::string> pending;           // not in the cache
+    std::set<std::string> source_failed;     // a source of this hash did not answer
+  };
+  auto state = std::make_shared<State>();
+  std::map<int, std::vector<std::string>> by_archive_shard, by_realtime_shard;
+  for (std::string& hash : hashes) {
+    if (state->values.count(hash) || state->pending.count(hash)) continue;
+    if (const std::string* cached = lookups_.Get(hash)) {
+      ++stats_.lookup_cache_hits;
+      state->values.emplace(hash, *cached);
+      continue;
+    }
+    by_archive_shard[ShardFor(hash, archive_shards_)].push_back(LookupKey(hash));
+    by_realtime_shard[ShardFor(hash, realtime_shards_)].push_back(LookupKey(hash));
+    state->pending.insert(std::move(hash));
+  }
+  if (state->pending.empty()) {
+    done(std::move(state->values));
+    return;
+  }
+  stats_.lookups_fetched += state->pending.size();
+
+  auto join = FanIn::Create([this, state, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    for (const std::string& hash : state->pending) {
+      auto it = state->values.find(hash);
+      if (it != state->values.end()) {
+        lookups_.Put(hash, it->second);
+      } else if (state->source_failed.count(hash)) {
+        done(Status::Unavailable(fmt::format("the lookup record of {} is on a shard that did not answer", hash),
+                                 "SHARD_UNAVAILABLE"));
+        return;
+      } else {
+        ++stats_.lookups_missing;
+      }
+    }
+    done(std::move(state->values));
+  });
+  // Lines "l|HASH,value" from either source; a source that fails marks its
+  // hashes, which only matters for hashes no other source resolved.
+  const auto absorb = [state](const std::vector<std::string>& keys, const Status& st,
+                              const std::vector<std::string_view>& bodies) -> Status {
+    if (!st.ok()) {
+      if (st.code() != StatusCode::kUnavailable) return st;
+      for (const std::string& key : keys) state->source_failed.insert(key.substr(2));
+      return Status::Ok();
+    }
+    for (std::string_view body : bodies) {
+      auto lines = SplitKeyValueLines(body);
+      if (!lines.ok()) return lines.status();
+      for (const auto& [key, value] : *lines) {
+        if (!key.starts_with("l|")) continue;
+        std::string hash(key.substr(2));
+        if (state->pending.count(hash)) state->values.emplace(std::move(hash), std::string(value));
+      }
+    }
+    return Status::Ok();
+  };
+  std::vector<std::function<void()>> sends;
+  for (auto& [shard, keys] : by_archive_shard) {
+    auto part = join->Part();
+    sends.push_back([this, shard, keys = std::move(keys), part, absorb]() {
+      archive_.MGet(archive_.Begin(shard), keys, [keys, part, absorb](Result<std::vector<ArchiveReply>> replies) {
+        std::vector<std::string_view> bodies;
+        if (replies.ok()) {
+          for (const ArchiveReply& r : *replies) bodies.push_back(r.body);
+        }
+        part(absorb(keys, replies.status(), bodies));
+      });
+    });
+  }
+  for (auto& [shard, keys] : by_realtime_shard) {
+    auto part = join->Part();
+    sends.push_back([this, shard, keys = std::move(keys), part, absorb]() {
+      realtime_.MGet(shard, keys, [keys, part, absorb](Result<std::vector<std::string>> replies) {
+        std::vector<std::string_view> bodies;
+        if (replies.ok()) {
+          for (const std::string& r : *replies) bodies.push_back(r);
+        }
+        part(absorb(keys, replies.status(), bodies));
+      });
+    });
+  }
+  join->Arm();
+  for (auto& send : sends) send();
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,142 @@
+// Gathers what one query needs from the archive replicas and the realtime
+// shard of its key, in parallel, and merges the two into hourly counts, each
+// hour counted once (see read_records.h for which source owns which day).
+//
+//   total:     archive get "ns|tkey"  +  realtime fwmatch "ns|tkey."
+//   breakdown: the total (its archived hours are the index of which archive
+//              subtotal records exist) and realtime fwmatch "sns.ns|tkey.",
+//              then archive mget "sns.ns|tkey.YMDH" for the archived hours in
+//              the window that have data, and "sns.ns|tkey.DAY" instead of the
+//              hours of a UTC day that lies wholly inside one of the query's
+//              sums (a day record the archive lacks is read by its hours).
+//   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
+//              through a cache.
+//   uniques:   the total (its archived hours are the index of which archive
+//              unique records exist) and realtime fwmatch "~ns|tkey." (or
+//              "~sns.ns|tkey.skey."), then archive mget "~ns|tkey.YMDH" (or
+//              "~sns.ns|tkey.YMDH") for the archived hours in the window. A
+//              breakdown with uniques adds realtime fwmatch "~sns.ns|tkey." and
+//              "~sns.ns|tkey.YMDH" keys to its archive mget.
+//
+// Consistency: the breakdown's two archive round trips must see one archive
+// generation (a reload in between could count a day twice or not at all);
+// when they do not, the gather starts again (a few times, then 503).
+//
+// Any source that cannot answer fails the gather with SHARD_UNAVAILABLE: a
+// short series is never returned as if it were whole.
+//
+// Thread-safety: loop thread only.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "query/archive_reader.h"
+#include "clickatron/config.h"
+#include "query/lookup_cache.h"
+#include "query/read_stats.h"
+#include "query/realtime_reader.h"
+#include "query/rollup.h"
+#include "query/unique_records.h"
+
+namespace clickatron::api {
+
+// When the realtime shard did not answer but the archive did, the data is
+// whole only for the days the archive holds: `realtime_missing` says so, and
+// the caller may still answer a window that ends by then (CoversWindow).
+struct RealtimeGap {
+  Status realtime_missing;  // OK when realtime answered
+  ArchiveLastDay archived_through;
+  // True when the data is whole for a window ending at end_ts.
+  bool CoversWindow(int64_t end_ts) const;
+};
+
+struct TotalData {
+  HourlyCounts hours;
+  ArchiveView archive;
+  RealtimeGap gap;
+};
+
+struct BreakdownData {
+  HourlyCounts total;           // hours in the requested span
+  HourlyBreakdown subtotals;    // hours in the requested span only
+  HourlySketches unique_subtotals;  // with uniques: each subtotal key's visitors per hour
+  RealtimeGap gap;
+};
+
+struct UniquesData {
+  HourlySketches hours;                // hours in the requested span
+  std::optional<int64_t> first_hour;   // the first hour with clicks or visitors; nullopt: none
+  RealtimeGap gap;
+};
+
+// Which unique records a query reads: the key's, or one subtotal value's.
+struct UniquesTarget {
+  std::string ns, tkey;    // stored forms
+  std::string sns, skey;   // both empty, or one subtotal value (skey stored)
+};
+
+class QueryGather {
+ public:
+  QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
+              ReadStats& stats);
+
+  // ns and tkey in stored form (tkey hashed when needed). Only hours in
+  // `span` are kept.
+  void FetchTotal(std::string ns, std::string tkey, HourSpan span, std::function<void(Result<TotalData>)> done);
+  // Total and subtotal hours in [begin_ts, end_ts); archive subtotal
+  // records of hours in `skip` are not fetched (the gap between a window and
+  // the earlier one it is compared with).
+  // With `uniques_from`, also every subtotal key's visitors per hour from
+  // that hour on (the current window: an earlier one's are never shown).
+  // `splits`: every time at which the caller's sums split (unit starts,
+  // window ends). A UTC day with no split inside it is one sum's, so its
+  // subtotals may come as its day record, entered at the day's first hour;
+  // nullopt: every hour is read (the caller does not know its units yet).
+  void FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
+                      std::function<void(Result<BreakdownData>)> done, HourSpan skip = HourSpan{0, 0},
+                      std::optional<int64_t> uniques_from = std::nullopt,
+                      std::optional<std::vector<int64_t>> splits = std::nullopt);
+  // The visitors per hour of `target` in `span`, skipping archived hours in
+  // `skip` (as FetchBreakdown). An unbounded span (units=-1) with more
+  // archived hours than `max_hours` answers WINDOW_TOO_LARGE: any window
+  // over them would be larger still.
+  void FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
+                    std::function<void(Result<UniquesData>)> done);
+  // The full values behind hashes. A hash with no lookup record in any source
+  // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a
+  // hash is unresolved and one of its sources did not answer.
+  void ResolveHashes(std::vector<std::string> hashes,
+                     std::function<void(Result<std::map<std::string, std::string>>)> done);
+
+ private:
+  struct BreakdownJob;
+  struct UniquesJob;
+  static constexpr int kMaxGenerationAttempts = 3;
+  void RunUniques(std::shared_ptr<UniquesJob> job);
+  void FinishUniques(std::shared_ptr<UniquesJob> job);
+  // After a job's second round trip (an archive mget that must see the
+  // generation its get saw): true when every answer did. Otherwise it calls
+  // run_again, or `fail` with SHARD_UNAVAILABLE after kMaxGenerationAttempts,
+  // and returns false.
+  bool SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int attempts,
+                      const std::function<void()>& run_again, const std::function<void(Status)>& fail);
+  void RunBreakdown(std::shared_ptr<BreakdownJob> job);
+  void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
+  Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
+                                  const std::vector<int64_t>& days, BreakdownData* data,
+                                  std::vector<int64_t>* days_found);
+  void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
+
+  int realtime_shards_;
+  int archive_shards_;
+  ArchiveReader& archive_;
+  RealtimeReader& realtime_;
+  LookupCache& lookups_;
+  ReadStats& stats_;
+};
+
+}  // namespace clickatron::api

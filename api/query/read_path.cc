@@ -1,0 +1,516 @@
+// The query side of the API node: /clicks, /breakdown, /lookup (see
+// read_path.h). Handlers parse and validate, ask QueryGather for the merged
+// hourly data, roll it up (rollup.h) and answer; all on the loop thread.
+#include "query/read_path.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <limits>
+#include <type_traits>
+
+#include "query/archive_reader.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/metrics_table.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+#include "query/lookup_cache.h"
+#include "query/query_gather.h"
+#include "query/query_params.h"
+#include "query/read_stats.h"
+#include "query/realtime_reader.h"
+#include "query/rollup.h"
+#include "query/series_json.h"
+#include "timezone/timezone.h"
+#include "query/unique_records.h"
+
+namespace clickatron::api {
+namespace {
+
+constexpr size_t kLookupCacheEntries = 200'000;
+
+// No record can hold an hour outside the YMDH years: a window wholly outside
+// them is answered without asking anyone.
+bool WindowMayHoldData(const UnitWindow& window) {
+  static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
+  static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
+  return !window.empty() && window.end_ts() > kFirst && window.begin_ts() < kEnd;
+}
+
+nlohmann::json WindowEcho(const WindowParams& w) {
+  return nlohmann::json{{"unit", UnitName(w.unit)},
+                        {"units", w.units},
+                        {"tz_offset", w.tz_offset},
+                        {"unit_reference_ts", w.reference_echo}};
+}
+
+// A query's window and, with compare=, the earlier one set beside it.
+struct QueryWindows {
+  UnitWindow window;
+  std::optional<UnitWindow> earlier;
+
+  bool MayHoldData() const { return WindowMayHoldData(window) || (earlier && WindowMayHoldData(*earlier)); }
+  // What one gather reads for both: from the earlier window's start (it
+  // always comes first) to the window's end.
+  HourSpan Span() const {
+    return HourSpan{earlier && !earlier->empty() ? std::min(earlier->begin_ts(), window.begin_ts())
+                                                 : window.begin_ts(),
+                    window.end_ts()};
+  }
+  // The hours between the earlier window and the window (compare=year):
+  // read for neither. Empty without compare= and for compare=previous.
+  HourSpan Gap() const { return earlier ? HourSpan{earlier->end_ts(), window.begin_ts()} : HourSpan{0, 0}; }
+  // Where a breakdown's sums split: the windows' ends, and with rollup=false
+  // every unit start too. A UTC day between two splits is one sum's.
+  std::vector<int64_t> SumSplits(bool rollup) const {
+    std::vector<int64_t> splits;
+    for (const UnitWindow* w : {&window, earlier ? &*earlier : nullptr}) {
+      if (w == nullptr || w->empty()) continue;
+      splits.push_back(w->begin_ts());
+      splits.push_back(w->end_ts());
+      if (!rollup) {
+        for (size_t i = 0; i < w->size(); ++i) splits.push_back(w->start(i));
+      }
+    }
+    return splits;
+  }
+};
+
+Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> window, int64_t max_hours) {
+  if (!window.ok()) return window.status();
+  QueryWindows out{std::move(*window), std::nullopt};
+  if (w.compare != Compare::kNone) {
+    auto earlier = ComparedWindow(out.window, w.compare, max_hours);
+    if (!earlier.ok()) return earlier.status();
+    out.earlier = std::move(*earlier);
+  }
+  return out;
+}
+
+// units=N: the windows are known before any data is read.
+Result<QueryWindows> FixedWindows(const WindowParams& w, int64_t max_hours) {
+  return WithEarlier(w, UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, w.units, max_hours), max_hours);
+}
+
+// units=-1: from the unit of the first hour with data (nullopt: none) to the
+// reference unit.
+Result<QueryWindows> WindowsOverData(const WindowParams& w, std::optional<int64_t> first_hour, int64_t max_hours) {
+  // No data at all: a first hour after the reference makes the window empty.
+  const int64_t first = first_hour.value_or(kMaxReferenceTs + 366 * kSecondsPerDay);
+  return WithEarlier(w, UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours), max_hours);
+}
+
+std::optional<int64_t> FirstHour(const HourlyCounts& total, const HourlyBreakdown& subtotals) {
+  std::optional<int64_t> first;
+  if (!total.empty()) first = total.begin()->first;
+  for (const SubtotalCount& c : subtotals) first = std::min(first.value_or(c.hour), c.hour);
+  return first;
+}
+
+// (current - earlier) / earlier; null when the earlier count is 0.
+nlohmann::json Change(int64_t current, int64_t earlier) {
+  if (earlier == 0) return nullptr;
+  return static_cast<double>(current - earlier) / static_cast<double>(earlier);
+}
+
+// Rows of a breakdown; with `earlier` (compare=), each row also carries the
+// earlier window's clicks of its value and the change; with `uniques`
+// (uniques=true), its distinct visitors.
+nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>& top,
+                             const KeyCounts* earlier = nullptr, const KeyUniques* uniques = nullptr) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [value, clicks] : top) {
+    nlohmann::json row = {{"value", value}, {"clicks", clicks}};
+    if (uniques != nullptr) {
+      auto it = uniques->find(value);
+      row["uniques"] = it == uniques->end() ? 0 : it->second;
+    }
+    if (earlier != nullptr) {
+      auto it = earlier->find(value);
+      const int64_t before = it == earlier->end() ? 0 : it->second;
+      row["compare"] = {{"clicks", before}, {"change", Change(clicks, before)}};
+    }
+    list.push_back(std::move(row));
+  }
+  return list;
+}
+
+class ReadPathImpl : public ReadPath {
+ public:
+  ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client)
+      : max_query_hours_(ctx.cluster.api.max_query_hours),
+        metric_labels_(BaseLabels(ctx.http.daemon, ctx.http.member)),
+        archive_(ctx.cluster, client, stats_,
+                 ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
+                                        .generation_file = ctx.member.data_dir.empty()
+                                                               ? std::string()
+                                                               : ctx.member.data_dir + "/archive-generation"}),
+        realtime_(ctx.cluster, client, stats_,
+                  RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
+        lookups_(kLookupCacheEntries),
+        gather_(ctx.cluster, archive_, realtime_, lookups_, stats_) {
+    server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
+    server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
+    server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
+    server.Route("/uniques", [this](const HttpExchangePtr& ex) { OnUniques(ex); }, kGet);
+  }
+
+  nlohmann::json StatsJson() const override { return stats_.ToJson(); }
+  std::string StatsPrometheus() const override { return stats_.ToPrometheus(metric_labels_); }
+
+ private:
+  static int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+  void Fail(const HttpExchangePtr& ex, const Status& st) {
+    if (st.code() == StatusCode::kUnavailable) ++stats_.unavailable;
+    ex->ReplyError(st);
+  }
+
+  // ---- /clicks ---------------------------------------------------------------
+
+  void OnClicks(const HttpExchangePtr& ex) {
+    auto params = ParseSeriesParams(ex->args(), Now(), zones_);
+    if (!params.ok()) return Fail(ex, params.status());
+    std::optional<QueryWindows> windows;  // units=-1: known once the data is
+    HourSpan span;
+    if (params->window.units != -1) {
+      auto fixed = FixedWindows(params->window, max_query_hours_);
+      if (!fixed.ok()) return Fail(ex, fixed.status());
+      if (!fixed->MayHoldData()) return ReplyClicks(ex, *params, fixed->window, fixed->earlier, HourlyCounts{});
+      // One gather for both windows: the earlier one rides in the same
+      // archive get and realtime scan (a key's total is one record).
+      span = fixed->Span();
+      windows = std::move(*fixed);
+    }
+    // Locals first: the lambda below takes *params by move, and argument
+    // evaluation order is unspecified.
+    std::string ns = params->ns;
+    std::string tkey = StoreKeyPart(params->key).stored;
+    gather_.FetchTotal(std::move(ns), std::move(tkey), span,
+                       [this, ex, p = std::move(*params), windows = std::move(windows)](Result<TotalData> data) mutable {
+                         if (!data.ok()) return Fail(ex, data.status());
+                         if (!windows) {
+                           auto over = WindowsOverData(p.window, FirstHour(data->hours, {}), max_query_hours_);
+                           if (!over.ok()) return Fail(ex, over.status());
+                           windows = std::move(*over);
+                         }
+                         if (!data->gap.CoversWindow(windows->window.end_ts())) {
+                           return Fail(ex, data->gap.realtime_missing);
+                         }
+                         ReplyClicks(ex, p, windows->window, windows->earlier, data->hours);
+                       });
+  }
+
+  void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
+                   const std::optional<UnitWindow>& earlier, const HourlyCounts& hours) {
+    if (earlier) return ReplyComparedClicks(ex, p, window, *earlier, hours);
+    if (p.window.rollup) {
+      auto sum = SumWindow(window, hours);
+      if (!sum.ok()) return Fail(ex, sum.status());
+      return ex->ReplyJsonData(RollupJson(p.window, *sum));
+    }
+    auto sums = SumByUnit(window, hours);
+    if (!sums.ok()) return Fail(ex, sums.status());
+    ex->ReplyJsonData(SeriesJson(p.window, window, *sums));
+  }
+
+  // "clicks" as without compare=, and "compare": the earlier window's in the
+  // same shape, with the change of the totals.
+  void ReplyComparedClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
+                           const UnitWindow& earlier, const HourlyCounts& hours) {
+    auto now_total = SumWindow(window, hours);
+    auto then_total = SumWindow(earlier, hours);
+    if (!now_total.ok()) return Fail(ex, now_total.status());
+    if (!then_total.ok()) return Fail(ex, then_total.status());
+    nlohmann::json data = WindowEcho(p.window);
+    nlohmann::json compare = {{"window", CompareName(p.window.compare)}, {"change", Change(*now_total, *then_total)}};
+    if (p.window.rollup) {
+      data["clicks"] = *now_total;
+      compare["clicks"] = *then_total;
+    } else {
+      auto series = [&](const UnitWindow& w) -> Result<nlohmann::json> {
+        auto sums = SumByUnit(w, hours);
+        if (!sums.ok()) return sums.status();
+        nlohmann::json list = nlohmann::json::array();
+        for (size_t i = w.size(); i-- > 0;) list.push_back({{"dt", w.start(i)}, {"clicks", (*sums)[i]}});
+        return list;
+      };
+      auto now_series = series(window);
+      auto then_series = series(earlier);
+      if (!now_series.ok()) return Fail(ex, now_series.status());
+      if (!then_series.ok()) return Fail(ex, then_series.status());
+      data["clicks"] = std::move(*now_series);
+      compare["clicks"] = std::move(*then_series);
+    }
+    data["compare"] = std::move(compare);
+    ex->ReplyJson(std::move(data));
+  }
+
+  // ---- /breakdown ------------------------------------------------------------
+
+  void OnBreakdown(const HttpExchangePtr& ex) {
+    auto params = ParseBreakdownParams(ex->args(), Now(), zones_);
+    if (!params.ok()) return Fail(ex, params.status());
+    const WindowParams& w = params->window;
+    std::optional<QueryWindows> windows;  // units=-1: known once the data is
+    int64_t begin_ts = std::numeric_limits<int64_t>::min();
+    int64_t end_ts = 0;
+    HourSpan skip{0, 0};
+    std::optional<std::vector<int64_t>> splits;  // units=-1: unknown, every hour is read
+    if (w.units != -1) {
+      auto fixed = FixedWindows(w, max_query_hours_);
+      if (!fixed.ok()) return Fail(ex, fixed.status());
+      if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
+      skip = fixed->Gap();
+      splits = fixed->SumSplits(w.rollup);
+      const HourSpan span = fixed->Span();
+      begin_ts = span.begin_ts;
+      end_ts = span.end_ts;
+      windows = std::move(*fixed);
+    } else {
+      auto last = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, 1, max_query_hours_);
+      if (!last.ok()) return Fail(ex, last.status());
+      end_ts = last->end_ts();
+    }
+    // Locals first: the lambda below takes *params by move.
+    std::string sns = params->sns;
+    std::string ns = params->ns;
+    std::string tkey = StoreKeyPart(params->key).stored;
+    std::optional<int64_t> uniques_from;  // visitors are shown for the window only
+    if (params->uniques) uniques_from = windows ? windows->window.begin_ts() : HourSpan{}.begin_ts;
+    gather_.FetchBreakdown(
+        std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
+        [this, ex, p = std::move(*params), windows = std::move(windows)](Result<BreakdownData> data) mutable {
+          if (!data.ok()) return Fail(ex, data.status());
+          if (!windows) {
+            auto over = WindowsOverData(p.window, FirstHour(data->total, data->subtotals), max_query_hours_);
+            if (!over.ok()) return Fail(ex, over.status());
+            windows = std::move(*over);
+          }
+          if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
+          std::vector<KeyUniques> uniques;
+          if (p.uniques) {
+            if (p.window.rollup) {
+              uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals));
+            } else {
+              uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals);
+            }
+          }
+          ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
+                         std::move(uniques));
+        },
+        skip, uniques_from, std::move(splits));
+  }
+
+  // Per unit (or over the window), subtotal key -> sum.
+  Result<std::vector<KeyCounts>> Groups(const BreakdownParams& p, const UnitWindow& window,
+                                        const HourlyBreakdown& subtotals) {
+    if (!p.window.rollup) return SumBreakdownByUnit(window, subtotals);
+    auto sums = SumBreakdownWindow(window, subtotals);
+    if (!sums.ok()) return sums.status();
+    std::vector<KeyCounts> groups;
+    groups.push_back(std::move(*sums));
+    return groups;
+  }
+
+  // Sums per unit (or over the window), then expands the hashes among the
+  // keys that could make the top list, then ranks by full value. With an
+  // earlier window, the same keys' sums there (unit i beside unit i): rows
+  // are ranked by the current window only.
+  void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
+                      std::optional<UnitWindow> earlier, const HourlyBreakdown& subtotals,
+                      std::vector<KeyUniques> uniques) {
+    auto current = Groups(p, window, subtotals);
+    if (!current.ok()) return Fail(ex, current.status());
+    std::vector<KeyCounts> groups = std::move(*current);
+    std::vector<KeyCounts> earlier_groups;
+    if (earlier) {
+      auto before = Groups(p, *earlier, subtotals);
+      if (!before.ok()) return Fail(ex, before.status());
+      earlier_groups = std::move(*before);
+      earlier_groups.resize(groups.size());
+    }
+    std::vector<std::string> hashes;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      KeyCounts candidates, earlier_candidates;
+      for (std::string& key : TopCandidates(groups[g], static_cast<size_t>(p.limit))) {
+        if (key.size() == kHashLength) hashes.push_back(key);  // a 12-byte stored key is always a hash
+        if (earlier) {
+          auto it = earlier_groups[g].find(key);
+          if (it != earlier_groups[g].end()) earlier_candidates.emplace(key, it->second);
+        }
+        candidates.emplace(key, groups[g][key]);
+      }
+      groups[g] = std::move(candidates);
+      if (earlier) earlier_groups[g] = std::move(earlier_candidates);
+    }
+    gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
+                                              earlier = std::move(earlier), groups = std::move(groups),
+                                              earlier_groups = std::move(earlier_groups),
+                                              uniques = std::move(uniques)](
+                                                 Result<std::map<std::string, std::string>> values) mutable {
+      if (!values.ok()) return Fail(ex, values.status());
+      // Stored key -> full value, for clicks and visitors alike. A stored
+      // form is either the value itself or a hash of a value too long or odd
+      // to store, so no two stored keys expand to one value.
+      auto expand = [&](const auto& group) {
+        std::decay_t<decltype(group)> expanded;
+        for (const auto& [stored, n] : group) {
+          auto it = values->find(stored);
+          // A hash without a lookup record is shown as itself.
+          expanded[it != values->end() ? it->second : stored] += n;
+        }
+        return expanded;
+      };
+      for (KeyUniques& group : uniques) group = expand(group);
+      std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
+      for (const KeyCounts& group : groups) tops.push_back(TopByClicks(expand(group), static_cast<size_t>(p.limit)));
+      std::vector<KeyCounts> before;
+      for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
+      ReplyBreakdown(ex, p, window, tops, earlier, before, uniques);
+    });
+  }
+
+  void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
+                      const std::vector<std::vector<std::pair<std::string, int64_t>>>& tops,
+                      const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
+                      const std::vector<KeyUniques>& uniques = {}) {
+    static const KeyUniques kNoVisitors;
+    auto uniques_of = [&](size_t i) -> const KeyUniques* {
+      if (!p.uniques) return nullptr;
+      return i < uniques.size() ? &uniques[i] : &kNoVisitors;
+    };
+    nlohmann::json data = WindowEcho(p.window);
+    data["sns"] = p.sns;
+    data["limit"] = p.limit;
+    static const KeyCounts kNothing;
+    auto before_of = [&](size_t i) -> const KeyCounts* {
+      if (!earlier) return nullptr;
+      return i < before.size() ? &before[i] : &kNothing;
+    };
+    if (p.window.rollup) {
+      data["breakdown"] =
+          tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front(), before_of(0), uniques_of(0));
+    } else {
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t i = window.size(); i-- > 0;) {
+        nlohmann::json unit = {{"dt", window.start(i)},
+                               {"breakdown", i < tops.size() ? BreakdownList(tops[i], before_of(i), uniques_of(i))
+                                                             : nlohmann::json::array()}};
+        if (earlier && i < earlier->size()) unit["compare_dt"] = earlier->start(i);
+        list.push_back(std::move(unit));
+      }
+      data["breakdown"] = std::move(list);
+    }
+    if (earlier) data["compare"] = {{"window", CompareName(p.window.compare)}};
+    ex->ReplyJson(std::move(data));
+  }
+
+  // ---- /uniques --------------------------------------------------------------
+
+  void OnUniques(const HttpExchangePtr& ex) {
+    auto params = ParseUniquesParams(ex->args(), Now(), zones_);
+    if (!params.ok()) return Fail(ex, params.status());
+    std::optional<QueryWindows> windows;  // units=-1: known once the data is
+    HourSpan span;
+    HourSpan skip{0, 0};
+    if (params->series.window.units != -1) {
+      auto fixed = FixedWindows(params->series.window, max_query_hours_);
+      if (!fixed.ok()) return Fail(ex, fixed.status());
+      if (!fixed->MayHoldData()) return ReplyUniques(ex, *params, fixed->window, fixed->earlier, HourlySketches{});
+      span = fixed->Span();
+      skip = fixed->Gap();
+      windows = std::move(*fixed);
+    }
+    UniquesTarget target;
+    target.ns = params->series.ns;
+    target.tkey = StoreKeyPart(params->series.key).stored;
+    if (!params->sns.empty()) {
+      target.sns = params->sns;
+      target.skey = StoreKeyPart(params->skey).stored;
+    }
+    gather_.FetchUniques(
+        std::move(target), span, skip, max_query_hours_,
+        [this, ex, p = std::move(*params), windows = std::move(windows)](Result<UniquesData> data) mutable {
+          if (!data.ok()) return Fail(ex, data.status());
+          if (!windows) {
+            auto over = WindowsOverData(p.series.window, data->first_hour, max_query_hours_);
+            if (!over.ok()) return Fail(ex, over.status());
+            windows = std::move(*over);
+          }
+          if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
+          ReplyUniques(ex, p, windows->window, windows->earlier, data->hours);
+        });
+  }
+
+  void ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& p, const UnitWindow& window,
+                    const std::optional<UnitWindow>& earlier, const HourlySketches& hours) {
+    const WindowParams& w = p.series.window;
+    if (!earlier) {
+      if (w.rollup) return ex->ReplyJsonData(UniquesRollupJson(w, UniquesOverWindow(window, hours)));
+      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours)));
+    }
+    // compare=: "uniques" as without it, and "compare" with the earlier
+    // window's, as /clicks answers it.
+    const uint64_t now_total = UniquesOverWindow(window, hours);
+    const uint64_t then_total = UniquesOverWindow(*earlier, hours);
+    nlohmann::json data = WindowEcho(w);
+    nlohmann::json compare = {{"window", CompareName(w.compare)},
+                              {"change", Change(static_cast<int64_t>(now_total), static_cast<int64_t>(then_total))}};
+    if (w.rollup) {
+      data["uniques"] = now_total;
+      compare["uniques"] = then_total;
+    } else {
+      auto series = [&](const UnitWindow& win) {
+        const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours);
+        nlohmann::json list = nlohmann::json::array();
+        for (size_t i = win.size(); i-- > 0;) list.push_back({{"dt", win.start(i)}, {"uniques", per_unit[i]}});
+        return list;
+      };
+      data["uniques"] = series(window);
+      compare["uniques"] = series(*earlier);
+    }
+    data["compare"] = std::move(compare);
+    ex->ReplyJson(std::move(data));
+  }
+
+  // ---- /lookup ---------------------------------------------------------------
+
+  void OnLookup(const HttpExchangePtr& ex) {
+    const std::string* hash = ex->args().Get("hash");
+    if (hash == nullptr || hash->empty()) {
+      return Fail(ex, Status::InvalidArgument("parameter hash is required", "MISSING_ARG_HASH"));
+    }
+    if (!LooksLikeHash(*hash)) {
+      return Fail(ex, Status::InvalidArgument(
+                          fmt::format("hash {} is not 12 characters of base64", QuoteForMessage(*hash)),
+                          "INVALID_HASH"));
+    }
+    gather_.ResolveHashes({*hash}, [this, ex, hash = *hash](Result<std::map<std::string, std::string>> values) {
+      if (!values.ok()) return Fail(ex, values.status());
+      auto it = values->find(hash);
+      if (it == values->end()) return Fail(ex, Status::NotFound(fmt::format("no lookup record for {}", hash)));
+      ex->ReplyJson({{"hash", hash}, {"value", it->second}});
+    });
+  }
+
+  const int64_t max_query_hours_;
+  const std::string metric_labels_;  // daemon and member, on every sample of /metrics
+  ReadStats stats_;
+  TimeZoneDb zones_;
+  ArchiveReader archive_;
+  RealtimeReader realtime_;
+  LookupCache lookups_;
+  QueryGather gather_;  // after the readers: destroyed first
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ReadPath>> ReadPath::Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client) {
+  if (ctx.cluster.api.max_query_hours < 1) {
+    return Status::InvalidArgument("api.max_query_hours must be at least 1");
+  }
+  return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client));
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,55 @@
+#include "query/read_stats.h"
+
+#include <fmt/format.h>
+
+namespace clickatron::api {
+namespace {
+
+// The one list of the read path's figures: /stats' "read" object and the
+// clickatron_api_read_<name>_total counters are both made from it.
+template <typename Fn>
+void ForEachFigure(const ReadStats& s, Fn&& fn) {
+  fn("archive_requests", "Requests sent to archive replicas.", s.archive_requests.load());
+  fn("archive_failovers", "Archive requests that failed on a replica and were tried on another.",
+     s.archive_failovers.load());
+  fn("realtime_requests", "Requests sent to realtime shards.", s.realtime_requests.load());
+  fn("realtime_retries", "Realtime requests sent again after a failure.", s.realtime_retries.load());
+  fn("archive_coalesced_requests", "Coalesced archive requests (one mget for several queries' lookups).",
+     s.archive_coalesced_requests.load());
+  fn("archive_coalesced_keys", "Keys carried by coalesced archive requests.", s.archive_coalesced_keys.load());
+  fn("realtime_coalesced_requests", "Coalesced realtime requests (one mfwmatch for several queries' lookups).",
+     s.realtime_coalesced_requests.load());
+  fn("realtime_coalesced_prefixes", "Prefixes carried by coalesced realtime requests.",
+     s.realtime_coalesced_prefixes.load());
+  fn("unavailable", "Queries answered 503 SHARD_UNAVAILABLE.", s.unavailable.load());
+  fn("generation_retries", "Breakdowns restarted because the archive generation changed under them.",
+     s.generation_retries.load());
+  fn("lookup_cache_hits", "Lookup values found in the API node's cache.", s.lookup_cache_hits.load());
+  fn("lookups_fetched", "Lookup values fetched from the archive and realtime shards.", s.lookups_fetched.load());
+  fn("lookups_missing", "Hashes with no lookup record anywhere.", s.lookups_missing.load());
+  fn("day_subtotals_read", "UTC days a breakdown read as one day subtotal record instead of its hours.",
+     s.day_subtotals_read.load());
+  fn("day_subtotals_missing", "Day subtotal records asked for but absent (read again by their hours).",
+     s.day_subtotals_missing.load());
+}
+
+}  // namespace
+
+nlohmann::json ReadStats::ToJson() const {
+  nlohmann::json read = nlohmann::json::object();
+  ForEachFigure(*this, [&](const char* name, const char*, uint64_t value) { read[name] = value; });
+  return nlohmann::json{{"read", read}};
+}
+
+std::string ReadStats::ToPrometheus(std::string_view base_labels) const {
+  std::string out;
+  ForEachFigure(*this, [&](const char* name, const char* help, uint64_t value) {
+    out += fmt::format(
+        "# HELP clickatron_api_read_{0}_total {1}\n# TYPE clickatron_api_read_{0}_total counter\n"
+        "clickatron_api_read_{0}_total{{{2}}} {3}\n",
+        name, help, base_labels, value);
+  });
+  return out;
+}
+
+}  // namespace clickatron::api

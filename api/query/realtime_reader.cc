@@ -1,0 +1,132 @@
+// Realtime shard reads; see realtime_reader.h.
+#include "query/realtime_reader.h"
+
+#include <fmt/format.h>
+
+#include "clickatron/key_codec.h"
+#include "query/coalesced_reads.h"
+#include "query/fan_in.h"
+#include "query/read_targets.h"
+
+namespace clickatron::api {
+namespace {
+
+Status ShardUnavailable(std::string message) { return Status::Unavailable(std::move(message), "SHARD_UNAVAILABLE"); }
+
+constexpr int kAttempts = 2;
+
+}  // namespace
+
+RealtimeReader::RealtimeReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
+    : client_(client), stats_(stats), options_(options) {
+  const int shards = std::max(cluster.realtime_shards, 1);
+  for (int shard = 0; shard < shards; ++shard) {
+    const MemberConfig* m = cluster.RealtimeMember(shard);
+    members_.push_back(m != nullptr ? std::optional<MemberConfig>(*m) : std::nullopt);
+  }
+  if (options_.coalesce_in_flight > 0) {
+    const Coalescer<std::string>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
+                                                   .max_keys = options_.coalesce_max_keys,
+                                                   .max_bytes = options_.max_target_bytes};
+    for (int shard = 0; shard < shards; ++shard) {
+      coalescers_.push_back(std::make_unique<Coalescer<std::string>>(
+          coalesce,
+          [this, shard](std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
+            SendBatch(shard, std::move(prefixes), std::move(done));
+          },
+          TargetKeyCost));
+    }
+  }
+}
+
+RealtimeReader::~RealtimeReader() { alive_.reset(); }
+
+void RealtimeReader::Send(int shard, std::string target, int attempts_left, bool not_found_is_empty,
+                          BodyCallback done) {
+  const MemberConfig* member = shard >= 0 && static_cast<size_t>(shard) < members_.size() && members_[shard]
+                                   ? &*members_[static_cast<size_t>(shard)]
+                                   : nullptr;
+  if (member == nullptr) {
+    done(ShardUnavailable(fmt::format("realtime shard {} has no member in the cluster file", shard)));
+    return;
+  }
+  ++stats_.realtime_requests;
+  HttpRequestSpec spec;
+  spec.target = target;
+  spec.timeout_ms = options_.timeout_ms;
+  std::weak_ptr<bool> alive = alive_;
+  client_.Send(member->listen, std::move(spec),
+               [this, alive, shard, member, target = std::move(target), attempts_left, not_found_is_empty,
+                done = std::move(done)](HttpResponse response) mutable {
+                 if (alive.expired()) return;
+                 if (response.ok() && (response.status_code == 200 ||
+                                       (response.status_code == 404 && not_found_is_empty))) {
+                   done(response.status_code == 200 ? std::move(response.body) : std::string());
+                   return;
+                 }
+                 if (response.ok() && response.status_code < 500) {
+                   done(Status::Internal(fmt::format("realtime {} refused a read ({}): {}", member->name,
+                                                     response.status_code, QuoteForMessage(response.body))));
+                   return;
+                 }
+                 const std::string why = response.ok() ? fmt::format("answered {}", response.status_code)
+                                                       : response.transport.message();
+                 if (attempts_left <= 1) {
+                   done(ShardUnavailable(fmt::format("realtime shard {} ({}): {}", shard, member->name, why)));
+                   return;
+                 }
+                 ++stats_.realtime_retries;
+                 Send(shard, std::move(target), attempts_left - 1, not_found_is_empty, std::move(done));
+               });
+}
+
+void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done) {
+  if (shard < 0 || static_cast<size_t>(shard) >= coalescers_.size()) {
+    Send(shard, FwmatchTarget(prefix), kAttempts, true, std::move(done));
+    return;
+  }
+  coalescers_[static_cast<size_t>(shard)]->Submit(std::string(prefix), std::move(done));
+}
+
+void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
+  if (prefixes.size() == 1) {  // a lone fwmatch stays a fwmatch
+    Send(shard, FwmatchTarget(prefixes.front()), kAttempts, true, AsBatchOfOne<std::string>(std::move(done)));
+    return;
+  }
+  ++stats_.realtime_coalesced_requests;
+  stats_.realtime_coalesced_prefixes += prefixes.size();
+  std::string target = MFwmatchTarget(prefixes);
+  Send(shard, std::move(target), kAttempts, false,
+       [prefixes = std::move(prefixes), done = std::move(done)](Result<std::string> body) {
+         if (!body.ok()) return done(body.status());
+         done(SplitFwmatchByPrefix(*body, prefixes));
+       });
+}
+
+void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
+                          std::function<void(Result<std::vector<std::string>>)> done) {
+  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  auto bodies = std::make_shared<std::vector<std::string>>(targets.size());
+  auto join = FanIn::Create([bodies, done = std::move(done)](Status st) {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    done(std::move(*bodies));
+  });
+  std::vector<std::function<void(Status)>> parts;
+  for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
+  join->Arm();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Send(shard, targets[i], kAttempts, true, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
+      if (!body.ok()) {
+        part(body.status());
+        return;
+      }
+      (*bodies)[i] = std::move(*body);
+      part(Status::Ok());
+    });
+  }
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,63 @@
+// Reads from the realtime shards (fwmatch / mget over every store of the
+// ring). One member serves a shard: a request that gets no answer (or a 5xx)
+// is sent once more, then the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503):
+// a query never goes on without the recent hours.
+//
+// Fwmatch is coalesced per shard (coalescer.h): while a request is out to the
+// shard, further fwmatches queue and go out together as one /mfwmatch, whose
+// answer is split back per prefix (each gets exactly what its own /fwmatch
+// would have answered); a failed batch fails every fwmatch in it.
+//
+// Thread-safety: loop thread only. Callbacks run on the loop, never after the
+// reader is destroyed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/http_client.h"
+#include "clickatron/status.h"
+#include "query/coalescer.h"
+#include "query/read_stats.h"
+
+namespace clickatron::api {
+
+class RealtimeReader {
+ public:
+  struct Options {
+    int timeout_ms = 5000;
+    size_t max_target_bytes = 6000;
+    size_t max_keys_per_mget = 400;
+    // Fwmatch coalescing: sent at once while fewer than this many requests
+    // are out to the shard, else queued for the next mfwmatch; 0: off.
+    int coalesce_in_flight = 1;
+    size_t coalesce_max_keys = 64;
+  };
+  RealtimeReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
+  ~RealtimeReader();
+
+  // The body of the answer: "key,value" lines, "" when nothing matched.
+  using BodyCallback = std::function<void(Result<std::string>)>;
+  void Fwmatch(int shard, std::string_view prefix, BodyCallback done);
+  // The bodies of the batched /mget requests.
+  void MGet(int shard, const std::vector<std::string>& keys, std::function<void(Result<std::vector<std::string>>)> done);
+
+ private:
+  // `not_found_is_empty`: a 404 is "nothing matched" (get, fwmatch), not a
+  // missing endpoint (mfwmatch on a daemon that predates it).
+  void Send(int shard, std::string target, int attempts_left, bool not_found_is_empty, BodyCallback done);
+  void SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done);
+
+  HttpClient& client_;
+  ReadStats& stats_;
+  Options options_;
+  std::vector<std::optional<MemberConfig>> members_;  // by shard; empty when the file names none
+  std::vector<std::unique_ptr<Coalescer<std::string>>> coalescers_;  // by shard; empty when off
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace clickatron::api

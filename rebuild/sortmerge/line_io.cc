@@ -1,0 +1,345 @@
+#include "sortmerge/line_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <fmt/format.h>
+
+#include "sortmerge/crc32_fast.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+// LineWriter checksums its buffer in pieces of this size as they fill.
+constexpr size_t kCrcBatch = 16u << 10;
+
+Status Errno(std::string_view what, const std::string& path) {
+  return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+// gzip files start with 1f 8b; anything else is read as plain text.
+bool HasGzipMagic(int fd) {
+  unsigned char magic[2] = {0, 0};
+  const ssize_t n = ::pread(fd, magic, 2, 0);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+}  // namespace
+
+Result<OpenedInput> OpenInput(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
+    return Errno("open", path);
+  }
+  OpenedInput in;
+  struct stat st;
+  if (::fstat(fd, &st) == 0) in.file_bytes = static_cast<uint64_t>(st.st_size);
+  if (HasGzipMagic(fd)) {
+    gzFile gz = gzdopen(fd, "rb");
+    if (gz == nullptr) {
+      ::close(fd);
+      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
+    }
+    gzbuffer(gz, 256u << 10);
+    in.gz = gz;
+  } else {
+    in.fd = fd;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  return in;
+}
+
+Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room) {
+  if (gz != nullptr) {
+    auto* file = static_cast<gzFile>(gz);
+    const unsigned ask = room > (1u << 30) ? (1u << 30) : static_cast<unsigned>(room);  // gzread takes unsigned
+    const int n = gzread(file, dst, ask);
+    if (n < 0) {
+      int err = 0;
+      const char* message = gzerror(file, &err);
+      return Status::Corruption(fmt::format("{}: gzip: {}", path, message ? message : "read error"));
+    }
+    return static_cast<size_t>(n);
+  }
+  ssize_t n = 0;
+  do {
+    n = room == 0 ? 0 : ::read(fd, dst, room);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Errno("read", path);
+  return static_cast<size_t>(n);
+}
+
+uint64_t CountNewlines(std::string_view bytes) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  uint64_t count = 0;
+#if defined(__SSE2__)
+  // Per-byte counters (a match is -1, subtracted), summed before they can wrap.
+  const __m128i newline = _mm_set1_epi8('\n');
+  while (end - p >= 16) {
+    __m128i counters = _mm_setzero_si128();
+    for (int i = 0; i < 255 && end - p >= 16; ++i, p += 16) {
+      const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      counters = _mm_sub_epi8(counters, _mm_cmpeq_epi8(block, newline));
+    }
+    const __m128i sums = _mm_sad_epu8(counters, _mm_setzero_si128());
+    count += static_cast<uint64_t>(_mm_cvtsi128_si64(sums)) +
+             static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+#endif
+  for (; p < end; ++p) count += *p == '\n' ? 1 : 0;
+  return count;
+}
+
+Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Options options) {
+  auto in = OpenInput(path);
+  if (!in.ok()) return in.status();
+  std::unique_ptr<LineReader> reader(new LineReader());
+  reader->path_ = path;
+  reader->options_ = options;
+  reader->file_bytes_ = in->file_bytes;
+  reader->fd_ = in->fd;
+  reader->gz_ = in->gz;
+  if (options.begin_offset > 0 || options.end_offset != UINT64_MAX) {
+    if (in->gz != nullptr) {
+      gzclose(static_cast<gzFile>(in->gz));
+      reader->gz_ = nullptr;
+      return Status::InvalidArgument(fmt::format("{}: a byte range of a gzip file cannot be read", path));
+    }
+    if (options.end_offset < options.begin_offset) {
+      return Status::InvalidArgument(fmt::format("{}: byte range {}..{} is reversed", path, options.begin_offset,
+                                                 options.end_offset));
+    }
+    if (options.begin_offset > 0 && ::lseek(in->fd, static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
+      return Errno("seek", path);  // the reader's destructor closes fd
+    }
+    reader->bytes_left_ = options.end_offset - options.begin_offset;
+  }
+  reader->capacity_ = options.buffer_bytes < 4096 ? 4096 : options.buffer_bytes;
+  reader->buffer_.reset(new char[reader->capacity_]);
+  return reader;
+}
+
+LineReader::~LineReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool LineReader::Refill() {
+  if (eof_ || !status_.ok()) return false;
+  // Move the partial line to the front; grow when a line fills the buffer.
+  if (begin_ > 0) {
+    std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == capacity_) {
+    const size_t bigger = capacity_ * 2;
+    std::unique_ptr<char[]> grown(new char[bigger]);
+    std::memcpy(grown.get(), buffer_.get(), end_);
+    buffer_ = std::move(grown);
+    capacity_ = bigger;
+  }
+  char* dst = buffer_.get() + end_;
+  const size_t room = capacity_ - end_;
+  // A byte range of a plain file stops at its end (bytes_left_).
+  const size_t ask = gz_ == nullptr && bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
+  auto read = ReadInput(fd_, gz_, path_, dst, ask);
+  if (!read.ok()) {
+    status_ = read.status();
+    return false;
+  }
+  const size_t n = *read;
+  if (gz_ != nullptr) {
+    bytes_read_ = static_cast<uint64_t>(gzoffset(static_cast<gzFile>(gz_)));
+  } else {
+    bytes_read_ += n;
+    if (bytes_left_ != UINT64_MAX) bytes_left_ -= n;
+  }
+  if (n == 0) {
+    eof_ = true;
+    return false;
+  }
+  if (options_.compute_crc) crc_ = FastCrc32Extend(crc_, std::string_view(dst, n));
+  end_ += n;
+  return true;
+}
+
+bool LineReader::Next(std::string_view* line) {
+  size_t scanned = begin_;  // bytes already known to hold no newline
+  while (true) {
+    const char* start = buffer_.get() + begin_;
+    const void* nl = std::memchr(buffer_.get() + scanned, '\n', end_ - scanned);
+    if (nl != nullptr) {
+      const char* stop = static_cast<const char*>(nl);
+      size_t length = static_cast<size_t>(stop - start);
+      begin_ += length + 1;
+      if (options_.strip_cr && length > 0 && start[length - 1] == '\r') --length;
+      *line = std::string_view(start, length);
+      ++line_number_;
+      return true;
+    }
+    scanned = end_ - begin_;  // relative: Refill moves data to the front
+    if (!Refill()) {
+      if (!status_.ok() || begin_ == end_) return false;
+      // The last line has no newline: still a line.
+      size_t length = end_ - begin_;
+      const char* last = buffer_.get() + begin_;
+      begin_ = end_;
+      if (options_.strip_cr && length > 0 && last[length - 1] == '\r') --length;
+      *line = std::string_view(last, length);
+      ++line_number_;
+      return true;
+    }
+    scanned += begin_;
+  }
+}
+
+Result<std::unique_ptr<LineWriter>> LineWriter::Create(const std::string& path, Options options) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("create", path);
+  std::unique_ptr<LineWriter> writer(new LineWriter());
+  writer->path_ = path;
+  writer->options_ = options;
+  writer->fd_ = fd;
+  if (writer->options_.buffer_bytes < 4096) writer->options_.buffer_bytes = 4096;
+  writer->buffer_.reset(new char[writer->options_.buffer_bytes]);
+  return writer;
+}
+
+LineWriter::~LineWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LineWriter::Flush() {
+  if (!failed_.ok()) return failed_;
+  size_t done = 0;
+  while (done < used_) {
+    const ssize_t n = ::write(fd_, buffer_.get() + done, used_ - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failed_ = Errno("write", path_);
+      return failed_;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (options_.compute_crc) CrcCatchUp();
+  used_ = 0;
+  crc_done_ = 0;
+  return Status::Ok();
+}
+
+void LineWriter::CrcCatchUp() {
+  crc_ = FastCrc32Extend(crc_, std::string_view(buffer_.get() + crc_done_, used_ - crc_done_));
+  crc_done_ = used_;
+}
+
+Status LineWriter::PutRaw(std::string_view bytes) {
+  const size_t capacity = options_.buffer_bytes;
+  if (used_ + bytes.size() > capacity) {
+    CLICKATRON_RETURN_IF_ERROR(Flush());
+    if (bytes.size() > capacity) {
+      // Too big to buffer: write it straight through (crc kept in order).
+      size_t done = 0;
+      while (done < bytes.size()) {
+        const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          failed_ = Errno("write", path_);
+          return failed_;
+        }
+        done += static_cast<size_t>(n);
+      }
+      if (options_.compute_crc) crc_ = FastCrc32Extend(crc_, bytes);
+      bytes_ += bytes.size();
+      return Status::Ok();
+    }
+  }
+  std::memcpy(buffer_.get() + used_, bytes.data(), bytes.size());
+  used_ += bytes.size();
+  bytes_ += bytes.size();
+  // The checksum is taken while the bytes are still in cache, not over the
+  // whole buffer at Flush (which would read it back from memory).
+  if (options_.compute_crc && used_ - crc_done_ >= kCrcBatch) CrcCatchUp();
+  return Status::Ok();
+}
+
+Status LineWriter::Put(std::string_view line) {
+  if (used_ + line.size() + 1 <= options_.buffer_bytes) {
+    std::memcpy(buffer_.get() + used_, line.data(), line.size());
+    used_ += line.size();
+    buffer_[used_++] = '\n';
+    bytes_ += line.size() + 1;
+    if (options_.compute_crc && used_ - crc_done_ >= kCrcBatch) CrcCatchUp();
+  } else {
+    CLICKATRON_RETURN_IF_ERROR(PutRaw(line));
+    CLICKATRON_RETURN_IF_ERROR(PutRaw("\n"));
+  }
+  ++lines_;
+  return Status::Ok();
+}
+
+Status LineWriter::PutLines(std::string_view bytes, uint64_t lines) {
+  CLICKATRON_RETURN_IF_ERROR(PutRaw(bytes));
+  lines_ += lines;
+  return Status::Ok();
+}
+
+Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
+  CLICKATRON_RETURN_IF_ERROR(Flush());  // what is buffered goes first
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Errno("open", path);
+  Status status;
+  uint64_t copied = 0;
+  bool by_kernel = !options_.compute_crc;
+  while (by_kernel) {
+    const ssize_t n = ::copy_file_range(in, nullptr, fd_, nullptr, size_t{1} << 30, 0);
+    if (n > 0) {
+      copied += static_cast<uint64_t>(n);
+    } else if (n == 0) {
+      break;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (copied == 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+      by_kernel = false;  // not across these file systems: through the buffer
+    } else {
+      status = failed_ = Errno("copy_file_range to", path_);
+      break;
+    }
+  }
+  bytes_ += copied;
+  if (status.ok() && !by_kernel) {
+    std::unique_ptr<char[]> block(new char[options_.buffer_bytes]);
+    while (status.ok()) {
+      const ssize_t n = ::read(in, block.get(), options_.buffer_bytes);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) status = Errno("read", path);
+      if (n <= 0) break;
+      status = PutRaw(std::string_view(block.get(), static_cast<size_t>(n)));
+    }
+  }
+  ::close(in);
+  if (status.ok()) lines_ += lines;
+  return status;
+}
+
+Status LineWriter::Finish() {
+  CLICKATRON_RETURN_IF_ERROR(Flush());
+  if (options_.fsync && ::fsync(fd_) != 0) return Errno("fsync", path_);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return Errno("close", path_);
+  return Status::Ok();
+}
+
+}  // namespace clickatron::rebuild

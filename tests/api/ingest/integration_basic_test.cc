@@ -1,0 +1,216 @@
+// The write path end to end against real realtime daemons: increments land
+// exactly (totals, subtotals, lookups, on the right shard), validation errors
+// reach the client, combining happens, back-pressure and catch-up work.
+#include <ctime>
+#include <map>
+#include <string>
+
+#include "clickatron/ymdh.h"
+#include "api/ingest/cluster_fixture.h"
+
+namespace clickatron::api::write_testing {
+namespace {
+
+nlohmann::json Json(const HttpResponse& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.body;
+  return j;
+}
+
+std::string HourCode(int64_t ts) { return *YmdhFromUnix(ts); }
+
+TEST(IntegrationWriteBasicTest, IncrementsLandExactlyOnTheirShards) {
+  WriteCluster c;
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string ymdh = HourCode(ts);
+  std::map<std::string, int64_t> expected;
+
+  // Single increments, GET and POST, with defaults.
+  for (int i = 0; i < 3; ++i) {
+    auto r = HttpGet(c.Api(), fmt::format("/incr?ns=t&key=alice&ts={}&sub=c:US", ts));
+    ASSERT_EQ(r.status_code, 200) << r.body;
+    EXPECT_EQ(Json(r)["data"]["increments"], 1);
+  }
+  expected["t|alice." + ymdh] += 3;
+  expected["c.t|alice.US." + ymdh] += 3;
+  auto r = HttpPost(c.Api(), fmt::format("/incr?ns=t&key=bob&ts={}&value=7&sub=c:JP&sub=b:firefox", ts), "");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  expected["t|bob." + ymdh] += 7;
+  expected["c.t|bob.JP." + ymdh] += 7;
+  expected["b.t|bob.firefox." + ymdh] += 7;
+
+  // A batch body: many keys, one hashed key and a hashed sub (lookups).
+  std::string body;
+  for (int i = 0; i < 200; ++i) {
+    std::string key = "k" + std::to_string(i % 37);
+    int value = 1 + i % 5;
+    body += fmt::format("ns=t&key={}&ts={}&value={}&sub=c:{}\n", key, ts, value, i % 2 ? "US" : "DE");
+    expected["t|" + key + "." + ymdh] += value;
+    expected[fmt::format("c.t|{}.{}.{}", key, i % 2 ? "US" : "DE", ymdh)] += value;
+  }
+  body += "\n";  // blank lines are ignored
+  body += fmt::format("ns=t&key=http%3A%2F%2Fbit.ly%2Fa%20b&ts={}&sub=r:http%3A%2F%2Fwww.facebook.com%2F\n", ts);
+  r = HttpPost(c.Api(), "/incr", body);
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  EXPECT_EQ(Json(r)["data"]["increments"], 201);
+
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+  // Counters of plain keys: exactly the oracle, each on the shard crc32 picks.
+  auto records = c.Records("t|");
+  for (const auto& [key, value] : expected) {
+    if (!key.starts_with("t|")) continue;
+    ASSERT_TRUE(records.count(key)) << key;
+    EXPECT_EQ(std::stoll(records[key].first), value) << key;
+    std::string tkey = key.substr(2, key.rfind('.') - 2);
+    EXPECT_EQ(records[key].second, static_cast<int>(ShardOfKey("t|" + tkey, 2))) << key;
+  }
+  for (const char* sns_text : {"c", "b"}) {
+    const std::string sns = sns_text;
+    auto subs = c.Counters(sns + ".t|");
+    for (const auto& [key, value] : expected) {
+      if (key.starts_with(sns + ".t|")) {
+        EXPECT_EQ(subs[key], value) << key;
+      }
+    }
+  }
+  // The hashed key and hashed sub: counted under their hashes, full values in lookups.
+  auto lookups = c.Records("l|");
+  bool saw_url = false, saw_key = false;
+  for (const auto& [key, v] : lookups) {
+    const std::string hash = key.substr(2);
+    EXPECT_EQ(v.second, static_cast<int>(ShardOfKey(hash, 2))) << key;  // lookups route by their hash
+    if (v.first == "http://www.facebook.com/") {
+      saw_url = true;
+      EXPECT_EQ(hash, "h0aMB8AuNw4=");
+    }
+    if (v.first == "http://bit.ly/a b") {
+      saw_key = true;
+      EXPECT_EQ(records["t|" + hash + "." + ymdh].first, "1");
+      EXPECT_EQ(c.Counters("r.t|" + hash + ".h0aMB8AuNw4=.")["r.t|" + hash + ".h0aMB8AuNw4=." + ymdh], 1);
+    }
+  }
+  EXPECT_TRUE(saw_url);
+  EXPECT_TRUE(saw_key);
+
+  // Stats: every increment counted; combining made fewer lines than records.
+  nlohmann::json w = c.ApiStats()["write"];
+  EXPECT_EQ(w["increments_in"], 3 + 1 + 201);
+  EXPECT_LT(w["records_out"].get<uint64_t>(), w["records_in"].get<uint64_t>());
+  EXPECT_GT(w["combining_ratio"].get<double>(), 1.0);
+  EXPECT_GT(w["oplog"]["fsyncs"].get<uint64_t>(), 0u);
+  auto metrics = HttpGet(c.Api(), "/metrics");
+  EXPECT_NE(metrics.body.find("clickatron_api_increments_total"), std::string::npos);
+  EXPECT_NE(metrics.body.find("clickatron_oplog_fsync_p99_seconds"), std::string::npos);
+}
+
+TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
+  WriteCluster c;
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  struct Case {
+    std::string target;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"/incr?key=a", "MISSING_ARG_NS"},
+      {"/incr?ns=t", "MISSING_ARG_KEY"},
+      {"/incr?ns=t&key=a&value=0", "INVALID_VALUE"},
+      {"/incr?ns=t&key=a&ts=" + std::to_string(ts + 49 * 3600), "TS_TOO_FAR_IN_FUTURE"},
+      {"/incr?ns=t&key=a&ts=-100", "TS_OUT_OF_RANGE"},
+      {"/incr?ns=t&key=a&sub=c:US&sub=c:JP", "INVALID_SUB"},
+      {"/incr?ns=bad%7Cns&key=a", "INVALID_NS"},
+  };
+  for (const Case& cs : cases) {
+    auto r = HttpGet(c.Api(), cs.target);
+    EXPECT_EQ(r.status_code, 400) << cs.target;
+    nlohmann::json j = Json(r);
+    EXPECT_EQ(j["status_txt"], cs.reason) << cs.target << " " << r.body;
+    EXPECT_TRUE(j["data"].is_null());
+  }
+  // A batch with a bad third line applies nothing, not even its good lines.
+  auto r = HttpPost(c.Api(), "/incr",
+                    fmt::format("ns=t&key=good1&ts={0}\nns=t&key=good2&ts={0}\nns=t&key=bad&ts={0}&value=x\n", ts));
+  EXPECT_EQ(r.status_code, 400);
+  nlohmann::json j = Json(r);
+  EXPECT_EQ(j["status_txt"], "INVALID_VALUE");
+  EXPECT_NE(j["message"].get<std::string>().find("line 3"), std::string::npos) << r.body;
+  // One good increment afterwards, so we know when the pipeline has drained.
+  ASSERT_EQ(HttpGet(c.Api(), fmt::format("/incr?ns=t&key=marker&ts={}", ts)).status_code, 200);
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); }));
+  auto totals = c.Counters("t|");
+  EXPECT_EQ(totals.size(), 1u) << "only the marker may be stored";
+  EXPECT_EQ(totals.begin()->first.substr(0, 9), "t|marker.");
+  EXPECT_EQ(c.ApiStats()["write"]["rejected_invalid"], cases.size() + 1);
+}
+
+TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesUp) {
+  // Room for a handful of lines per shard while it is down.
+  WriteCluster c(2, "max_queued_increments = 40");
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string ymdh = HourCode(ts);
+  auto on1 = KeysOnShard("t", "down", 1, 2, 100);
+  auto on0 = KeysOnShard("t", "up", 0, 2, 5);
+  c.Kill(WriteCluster::Realtime(1));
+
+  std::map<std::string, int64_t> expected;
+  size_t accepted = 0;
+  int overloaded = 0;
+  for (const std::string& key : on1) {
+    auto r = HttpGet(c.Api(), fmt::format("/incr?ns=t&key={}&ts={}", key, ts));
+    if (r.status_code == 200) {
+      ++accepted;
+      expected["t|" + key + "." + ymdh] += 1;
+    } else {
+      ASSERT_EQ(r.status_code, 503) << r.body;
+      EXPECT_EQ(Json(r)["status_txt"], "OVERLOADED");
+      ++overloaded;
+    }
+  }
+  EXPECT_GE(accepted, 40u);   // everything up to the limit was taken while the shard was down
+  EXPECT_LT(accepted, 100u);  // and then refused, not queued without bound
+  EXPECT_GT(overloaded, 0);
+  // The healthy shard still takes increments.
+  for (const std::string& key : on0) {
+    ASSERT_EQ(HttpGet(c.Api(), fmt::format("/incr?ns=t&key={}&ts={}", key, ts)).status_code, 200);
+    expected["t|" + key + "." + ymdh] += 1;
+  }
+  nlohmann::json shard1 = c.ApiStats()["write"]["shards"][1];
+  EXPECT_NE(shard1["state"], "up");
+  EXPECT_GT(shard1["queued_lines"].get<uint64_t>(), 0u);
+
+  c.Start(WriteCluster::Realtime(1));
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+  EXPECT_EQ(c.Counters("t|"), expected);
+}
+
+TEST(IntegrationWriteBasicTest, AWindowLargerThanOneShardRequestIsSplitIntoSeveralBatches) {
+  // 64 KiB bodies everywhere: the API cuts its batches at 32 KiB.
+  WriteCluster c(1, "\n[http]\nmax_body_bytes = 65536");
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string h = HourCode(ts);
+  std::map<std::string, int64_t> expected;
+  std::string body;
+  for (int i = 0; i < 700; ++i) {
+    body += fmt::format("ns=t&key=split{}&ts={}&value={}&sub=c:US&sub=b:x{}\n", i, ts, i % 7 + 1, i % 3);
+    expected[fmt::format("t|split{}.{}", i, h)] += i % 7 + 1;
+    expected[fmt::format("c.t|split{}.US.{}", i, h)] += i % 7 + 1;
+    expected[fmt::format("b.t|split{}.x{}.{}", i, i % 3, h)] += i % 7 + 1;
+  }
+  ASSERT_LT(body.size(), 65536u);
+  auto r = HttpPost(c.Api(), "/incr", body);
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+  std::map<std::string, int64_t> got = c.Counters("t|");
+  for (const auto& [k, v] : c.Counters("c.t|")) got[k] = v;
+  for (const auto& [k, v] : c.Counters("b.t|")) got[k] = v;
+  EXPECT_EQ(got, expected);
+  nlohmann::json w = c.ApiStats()["write"];
+  EXPECT_GE(w["batches_out"].get<uint64_t>(), 2u);
+  EXPECT_GE(w["shards"][0]["applied"].get<uint64_t>(), 2u);
+}
+
+}  // namespace
+}  // namespace clickatron::api::write_testing

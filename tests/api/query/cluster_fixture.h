@@ -1,0 +1,356 @@
+// A small cluster on loopback for the read-path integration tests: realtime
+// shards, archive replicas and one API node, started as real binaries, plus a
+// dataset that knows its own answers (an oracle in plain maps).
+//
+// The dataset is written the way production writes it, without the API's
+// write path: archive files through core's FormatArchiveLine (sorted, with a
+// manifest), realtime lines through the realtime /incr endpoint.
+#pragma once
+
+#include <signal.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/file_util.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/manifest.h"
+#include "clickatron/query_string.h"
+#include "clickatron/record.h"
+#include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
+#include "api/query/oracle.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::api::testing {
+
+namespace oracle = clickatron::testing::oracle;
+using clickatron::testing::DaemonProcess;
+using clickatron::testing::HttpGet;
+using clickatron::testing::HttpPost;
+using clickatron::testing::Loopback;
+using clickatron::testing::TempDir;
+
+// Increments, with where each one is stored; the oracle counts each once.
+class ReadDataset {
+ public:
+  struct Sub {
+    std::string sns, value;
+  };
+  // One increment of `value` at `hour` (unix s), stored in the archive, in
+  // realtime, or in both (the overlap day: exported and deployed, not yet
+  // cleared). Counted once by the oracle either way.
+  void Add(const std::string& ns, const std::string& key, int64_t hour, int64_t value, const std::vector<Sub>& subs,
+           bool in_archive, bool in_realtime) {
+    totals_[{ns, key}][hour] += value;
+    for (const Sub& s : subs) subtotals_[{s.sns, ns, key}][s.value][hour] += value;
+    const StoredKeyPart tkey = StoreKeyPart(key);
+    if (tkey.hashed) NoteLookup(tkey.stored, key, in_archive, in_realtime);
+    const std::string ymdh = *YmdhFromUnix(hour);
+    for (const Sub& s : subs) {
+      const StoredKeyPart skey = StoreKeyPart(s.value);
+      if (skey.hashed) NoteLookup(skey.stored, s.value, in_archive, in_realtime);
+      if (in_archive) archive_[SubtotalArchiveKey(s.sns, ns, tkey.stored, ymdh)][skey.stored] += value;
+      if (in_realtime) realtime_[fmt::format("{}.{}|{}.{}.{}", s.sns, ns, tkey.stored, skey.stored, ymdh)] += value;
+    }
+    if (in_archive) archive_[TotalArchiveKey(ns, tkey.stored)][ymdh] += value;
+    if (in_realtime) realtime_[fmt::format("{}|{}.{}", ns, tkey.stored, ymdh)] += value;
+  }
+
+  // The same, stored as a running cluster holds it with the ring at Today =
+  // `today` (days since the epoch): days before D-1 in the archive only, D-1
+  // in both (exported and deployed, not yet cleared), later in realtime only.
+  void AddAtRing(const std::string& ns, const std::string& key, int64_t hour, int64_t value,
+                 const std::vector<Sub>& subs, int64_t today) {
+    const int64_t day = FloorDiv(hour, kSecondsPerDay);
+    Add(ns, key, hour, value, subs, day <= today - 1, day >= today - 1);
+  }
+
+  // Oracle: hour -> count of a key.
+  std::map<int64_t, int64_t> Hours(const std::string& ns, const std::string& key) const {
+    auto it = totals_.find({ns, key});
+    return it == totals_.end() ? std::map<int64_t, int64_t>{} : it->second;
+  }
+  // Oracle: full subtotal value -> hour -> count.
+  std::map<std::string, std::map<int64_t, int64_t>> SubHours(const std::string& sns, const std::string& ns,
+                                                             const std::string& key) const {
+    auto it = subtotals_.find({sns, ns, key});
+    return it == subtotals_.end() ? std::map<std::string, std::map<int64_t, int64_t>>{} : it->second;
+  }
+
+  // The archive file of one shard: whole lines, bytewise sorted. With
+  // `day_subtotals`, as the rebuild writes it: each UTC day of two or more
+  // subtotal hours of a key also summed into one record keyed by the day's
+  // code (the hour code without its hour character), worked out here.
+  std::string ArchiveFile(int shard, int shards, bool day_subtotals) const {
+    std::map<std::string, std::map<std::string, int64_t>> records = archive_;
+    if (day_subtotals) {
+      std::map<std::string, int> hours_of_day;
+      for (const auto& [key, columns] : archive_) {
+        if (RecordTypeOfKey(key) != RecordType::kSubtotal) continue;
+        const std::string day = key.substr(0, key.size() - 1);
+        ++hours_of_day[day];
+        for (const auto& [name, count] : columns) records[day][name] += count;
+      }
+      for (const auto& [day, hours] : hours_of_day) {
+        if (hours < 2) records.erase(day);  // a day of one hour has no day record
+      }
+    }
+    std::vector<std::string> lines;
+    for (const auto& [key, columns] : records) {
+      auto shard_key = ShardKeyOfArchiveKey(key);
+      EXPECT_TRUE(shard_key.ok()) << key;
+      if (static_cast<int>(ShardOf(*shard_key, shards)) != shard) continue;
+      ArchiveRecord record;
+      record.type = RecordTypeOfKey(key);
+      record.key = key;
+      for (const auto& [name, count] : columns) record.columns.push_back({name, count});
+      lines.push_back(FormatArchiveLine(record));
+    }
+    for (const auto& [hash, value] : archive_lookups_) {
+      if (static_cast<int>(ShardOf(hash, shards)) != shard) continue;
+      ArchiveRecord record;
+      record.type = RecordType::kLookup;
+      record.key = LookupKey(hash);
+      record.lookup_value = value;
+      lines.push_back(FormatArchiveLine(record));
+    }
+    // Sorted as key + "," (a day's key is a prefix of its hours' keys).
+    std::sort(lines.begin(), lines.end(), [](const std::string& a, const std::string& b) {
+      return CompareArchiveKeys(LineKey(a), LineKey(b)) < 0;
+    });
+    std::string file;
+    for (const std::string& l : lines) file += l + "\n";
+    return file;
+  }
+
+  // The realtime /incr body for one shard.
+  std::string RealtimeBody(int shard, int shards) const {
+    std::string body;
+    for (const auto& [key, count] : realtime_) {
+      auto shard_key = ShardKeyOfRealtimeKey(key);
+      EXPECT_TRUE(shard_key.ok()) << key;
+      if (static_cast<int>(ShardOf(*shard_key, shards)) == shard) body += fmt::format("{},{}\n", key, count);
+    }
+    for (const auto& [hash, value] : realtime_lookups_) {
+      if (static_cast<int>(ShardOf(hash, shards)) == shard) body += fmt::format("l|{},{}\n", hash, value);
+    }
+    return body;
+  }
+
+ private:
+  void NoteLookup(const std::string& hash, const std::string& value, bool in_archive, bool in_realtime) {
+    if (in_archive) archive_lookups_[hash] = value;
+    if (in_realtime) realtime_lookups_[hash] = value;
+  }
+
+  std::map<std::pair<std::string, std::string>, std::map<int64_t, int64_t>> totals_;
+  std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, std::map<int64_t, int64_t>>>
+      subtotals_;
+  std::map<std::string, std::map<std::string, int64_t>> archive_;  // archive key -> column -> count
+  std::map<std::string, int64_t> realtime_;                        // realtime key -> count
+  std::map<std::string, std::string> archive_lookups_, realtime_lookups_;
+};
+
+// Expected /clicks data.clicks (rollup=false) from the oracle.
+inline nlohmann::json ExpectedSeries(const std::vector<oracle::UnitSum>& sums) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& u : sums) list.push_back({{"dt", u.dt}, {"clicks", u.clicks}});
+  return list;
+}
+
+// Expected breakdown list for per-value sums: most clicks first, ties by
+// value, zero sums left out, top `limit`.
+inline nlohmann::json ExpectedTop(const std::map<std::string, int64_t>& by_value, size_t limit) {
+  std::vector<std::pair<std::string, int64_t>> all;
+  for (const auto& [v, c] : by_value) {
+    if (c != 0) all.emplace_back(v, c);
+  }
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < all.size() && i < limit; ++i) list.push_back({{"value", all[i].first}, {"clicks", all[i].second}});
+  return list;
+}
+
+// The cluster: realtime shards (one member each), archive shards with
+// `replicas` members each (serving one file per shard), one API node.
+class ReadCluster {
+ public:
+  struct Spec {
+    int realtime_shards = 2;
+    int archive_shards = 2;
+    int replicas = 1;
+    int request_timeout_ms = 5000;
+    // Archive files with day subtotal records (as the rebuild writes them),
+    // or hours only (a file from before them: the API reads hours).
+    bool day_subtotals = true;
+  };
+
+  explicit ReadCluster(Spec spec) : spec_(spec) {}
+  ~ReadCluster() {
+    // A stopped (SIGSTOP) replica must be able to take its SIGKILL.
+    for (auto& [name, d] : daemons_) {
+      if (d->running()) ::kill(d->pid(), SIGCONT);
+    }
+  }
+
+  const std::string& dir() const { return dir_.path(); }
+  Spec& spec() { return spec_; }
+  std::string ArchiveFilePath(int shard) const { return dir_ / fmt::format("archive-shard-{}.csv", shard); }
+  std::string ArchiveMember(int shard, int replica) const { return fmt::format("archive-{}-{}", shard, replica); }
+
+  void WriteConfig() {
+    std::string toml = fmt::format(R"([cluster]
+realtime_shards = {}
+archive_shards = {}
+clock = "manual"
+log_level = "warn"
+{}
+[api]
+request_timeout_ms = {}
+oplog_sync = "none"
+
+)",
+                                   spec_.realtime_shards, spec_.archive_shards,
+                                   clickatron::testing::TestSecretToml(dir_.path()), spec_.request_timeout_ms);
+    toml += clickatron::testing::LoaderMemberToml("test", dir_.path());
+    const auto member = [&](const std::string& name, const std::string& role, uint16_t port, int shard,
+                            const std::string& file) {
+      ports_[name] = port;
+      toml += fmt::format("[[member]]\nname = \"{}\"\nrole = \"{}\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}\"\n",
+                          name, role, port, dir_ / name);
+      if (shard >= 0) toml += fmt::format("shard = {}\n", shard);
+      if (!file.empty()) toml += fmt::format("file = \"{}\"\n", file);
+      toml += "\n";
+    };
+    member("api-0", "api", clickatron::testing::FreePort(), -1, "");
+    for (int s = 0; s < spec_.realtime_shards; ++s) {
+      member(fmt::format("realtime-{}", s), "realtime", clickatron::testing::FreePort(), s, "");
+    }
+    for (int s = 0; s < spec_.archive_shards; ++s) {
+      for (int r = 0; r < spec_.replicas; ++r) {
+        member(ArchiveMember(s, r), "archive", clickatron::testing::FreePort(), s, ArchiveFilePath(s));
+      }
+    }
+    config_ = dir_ / "cluster.toml";
+    ASSERT_TRUE(WriteFileAtomically(config_, toml).ok());
+  }
+
+  void WriteArchives(const ReadDataset& data, uint64_t generation, const std::string& last_day) {
+    for (int s = 0; s < spec_.archive_shards; ++s) {
+      const std::string contents = data.ArchiveFile(s, spec_.archive_shards, spec_.day_subtotals);
+      Manifest m;
+      m.generation = generation;
+      m.shard = s;
+      m.shard_count = spec_.archive_shards;
+      m.last_day = last_day;
+      m.created = FormatIsoTime(0);
+      DescribeArchiveData(contents, &m);
+      ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(ArchiveFilePath(s)), m).ok());
+      ASSERT_TRUE(WriteFileAtomically(ArchiveFilePath(s), contents).ok());
+    }
+  }
+
+  void Start(const std::string& name, const std::string& binary) {
+    auto& d = daemons_[name];
+    if (!d) d = std::make_unique<DaemonProcess>();
+    std::filesystem::create_directories(dir_ / name);
+    std::string error;
+    ASSERT_TRUE(d->Start(clickatron::testing::BinaryPath(binary), {"--config", config_, "--member", name},
+                         dir_ / (name + ".log"), Peer(name), &error))
+        << name << ": " << error;
+  }
+
+  void StartStorage() {
+    for (int s = 0; s < spec_.realtime_shards; ++s) Start(fmt::format("realtime-{}", s), "clickatron-realtime");
+    for (int s = 0; s < spec_.archive_shards; ++s) {
+      for (int r = 0; r < spec_.replicas; ++r) Start(ArchiveMember(s, r), "clickatron-archive");
+    }
+  }
+  void StartApi() { Start("api-0", "clickatron-api"); }
+
+  // The usual start: `data` in archive generation `generation` (last day
+  // today-1) and in realtime (the ring at Today = `today`), then the API.
+  void StartWithData(const ReadDataset& data, int64_t today, uint64_t generation = 1) {
+    WriteArchives(data, generation, FormatDate(today - 1));
+    StartStorage();
+    RotateRealtime(today);
+    LoadRealtime(data);
+    StartApi();
+  }
+
+  // Turns every realtime ring to Today = `today` (days since epoch).
+  void RotateRealtime(int64_t today) {
+    for (int s = 0; s < spec_.realtime_shards; ++s) {
+      auto r = HttpPost(Peer(fmt::format("realtime-{}", s)), "/rotate?today=" + FormatDate(today), "");
+      ASSERT_EQ(r.status_code, 200) << r.body;
+    }
+  }
+
+  void LoadRealtime(const ReadDataset& data) {
+    for (int s = 0; s < spec_.realtime_shards; ++s) {
+      const std::string body = data.RealtimeBody(s, spec_.realtime_shards);
+      if (body.empty()) continue;
+      auto r = HttpPost(Peer(fmt::format("realtime-{}", s)), "/incr?source=test&seq=1", body);
+      ASSERT_EQ(r.status_code, 200) << r.body;
+    }
+  }
+
+  DaemonProcess& Daemon(const std::string& name) { return *daemons_.at(name); }
+  HostPort Peer(const std::string& name) const { return Loopback(ports_.at(name)); }
+
+  // GET on the API node; the parsed envelope (status_code added from HTTP).
+  nlohmann::json Api(const std::string& target) const {
+    auto r = HttpGet(Peer("api-0"), target, 20000);
+    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded()) j = nlohmann::json{{"unparsed", r.body}};
+    j["http_status"] = r.status_code;
+    return j;
+  }
+
+ private:
+  Spec spec_;
+  TempDir dir_;
+  std::string config_;
+  std::map<std::string, uint16_t> ports_;
+  std::map<std::string, std::unique_ptr<DaemonProcess>> daemons_;
+};
+
+inline std::string Enc(const std::string& s) { return PercentEncode(s); }
+
+// The ring's Today for a test cluster: tomorrow by the system clock (a new
+// ring starts at the system's today and only turns forward).
+inline int64_t TestRingToday() { return FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay) + 1; }
+
+// A test on a default ReadCluster started with the dataset it builds.
+class ReadClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.spec().day_subtotals = WithDaySubtotals();
+    cluster_.WriteConfig();
+    today_ = TestRingToday();
+    BuildDataset();
+    cluster_.StartWithData(data_, today_);
+  }
+  // Fills data_ (hours placed by ReadDataset::AddAtRing with today_).
+  virtual void BuildDataset() = 0;
+  // Whether the archive files carry day subtotal records.
+  virtual bool WithDaySubtotals() const { return true; }
+
+  ReadCluster cluster_{ReadCluster::Spec{}};
+  ReadDataset data_;
+  int64_t today_ = 0;
+};
+
+}  // namespace clickatron::api::testing

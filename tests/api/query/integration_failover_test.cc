@@ -1,0 +1,178 @@
+// Replica failover on the read path: one archive shard served by two
+// replicas. A replica killed (or frozen) while queries run changes nothing in
+// the answers; with both gone, or the realtime shard gone, queries answer
+// 503 SHARD_UNAVAILABLE instead of a silently short series (except windows
+// wholly inside the days the archive holds, which need no realtime data).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "api/query/cluster_fixture.h"
+
+namespace clickatron::api::testing {
+namespace {
+
+constexpr int64_t kDay = 86400;
+constexpr int64_t kHour = 3600;
+
+class IntegrationReadFailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.WriteConfig();
+    today_ = TestRingToday();
+    std::mt19937_64 rng(7);
+    for (int64_t h = (today_ - 20) * kDay; h < (today_ + 1) * kDay; h += kHour) {
+      if (rng() % 3 == 0) continue;
+      data_.AddAtRing("u", "failover", h, 1 + static_cast<int64_t>(rng() % 9),
+                      {{"c", rng() % 2 ? "US" : "http://long.example/referrer"}}, today_);
+    }
+    cluster_.StartWithData(data_, today_, 3);
+    ref_ = today_ * kDay + 20 * kHour;
+    series_target_ = fmt::format("/clicks?ns=u&key=failover&unit=day&units=25&unit_reference_ts={}", ref_);
+    breakdown_target_ =
+        fmt::format("/breakdown?sns=c&ns=u&key=failover&unit=day&units=25&unit_reference_ts={}", ref_);
+    want_series_ = ExpectedSeries(oracle::Rollup("day", 0, ref_, 25, data_.Hours("u", "failover")));
+    std::map<std::string, int64_t> sums;
+    for (const auto& [value, hours] : data_.SubHours("c", "u", "failover")) {
+      for (const auto& u : oracle::Rollup("day", 0, ref_, 25, hours)) sums[value] += u.clicks;
+    }
+    want_breakdown_ = ExpectedTop(sums, 100);
+  }
+
+  // Both queries, compared with the oracle; false (with a note) on any miss.
+  bool QueriesCorrect(std::string* why) {
+    auto s = cluster_.Api(series_target_);
+    if (s["http_status"] != 200 || s["data"]["clicks"] != want_series_) {
+      *why = "series: " + s.dump();
+      return false;
+    }
+    auto b = cluster_.Api(breakdown_target_);
+    if (b["http_status"] != 200 || b["data"]["breakdown"] != want_breakdown_) {
+      *why = "breakdown: " + b.dump();
+      return false;
+    }
+    return true;
+  }
+
+  int64_t ReadFigure(const std::string& name) {
+    return cluster_.Api("/stats")["data"]["read"][name].get<int64_t>();
+  }
+
+  // 1 archive shard x 2 replicas, 1 realtime shard; short timeout for the
+  // frozen-replica case.
+  ReadCluster cluster_{ReadCluster::Spec{.realtime_shards = 1, .archive_shards = 1, .replicas = 2,
+                                         .request_timeout_ms = 400}};
+  ReadDataset data_;
+  int64_t today_ = 0;
+  int64_t ref_ = 0;
+  std::string series_target_, breakdown_target_;
+  nlohmann::json want_series_, want_breakdown_;
+};
+
+TEST_F(IntegrationReadFailoverTest, ReplicaKilledDuringQueriesChangesNothing) {
+  std::string why;
+  ASSERT_TRUE(QueriesCorrect(&why)) << why;
+  // Queries run on a second thread while the first replica is killed.
+  std::atomic<bool> killed{false};
+  std::atomic<int> after_kill{0}, wrong{0};
+  std::string first_wrong;
+  std::thread load([&] {
+    for (int i = 0; i < 400 && after_kill < 20; ++i) {
+      const bool was_killed = killed;
+      std::string w;
+      if (!QueriesCorrect(&w)) {
+        if (wrong++ == 0) first_wrong = w;
+      }
+      if (was_killed) ++after_kill;
+    }
+  });
+  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return ReadFigure("archive_requests") >= 20; }));
+  cluster_.Daemon(cluster_.ArchiveMember(0, 0)).Kill();
+  killed = true;
+  load.join();
+  EXPECT_EQ(wrong, 0) << first_wrong;
+  EXPECT_GE(after_kill, 20);
+  EXPECT_GT(ReadFigure("archive_failovers"), 0);
+}
+
+TEST_F(IntegrationReadFailoverTest, FrozenReplicaTimesOutAndFailsOver) {
+  DaemonProcess& frozen = cluster_.Daemon(cluster_.ArchiveMember(0, 1));
+  ASSERT_EQ(::kill(frozen.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 6; ++i) {
+    std::string why;
+    EXPECT_TRUE(QueriesCorrect(&why)) << why;
+  }
+  EXPECT_GT(ReadFigure("archive_failovers"), 0);
+  ASSERT_EQ(::kill(frozen.pid(), SIGCONT), 0);
+}
+
+TEST_F(IntegrationReadFailoverTest, BothReplicasDownIsShardUnavailable) {
+  cluster_.Daemon(cluster_.ArchiveMember(0, 0)).Kill();
+  cluster_.Daemon(cluster_.ArchiveMember(0, 1)).Kill();
+  for (const std::string& target : {series_target_, breakdown_target_}) {
+    auto j = cluster_.Api(target);
+    EXPECT_EQ(j["http_status"], 503) << j.dump();
+    EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << j.dump();
+    EXPECT_TRUE(j["data"].is_null());
+  }
+  EXPECT_GE(ReadFigure("unavailable"), 2);
+  // Back: answers are whole again.
+  cluster_.Start(cluster_.ArchiveMember(0, 1), "clickatron-archive");
+  std::string why;
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
+}
+
+// A replica that lost its file answers as an empty archive (generation 0).
+// An API node that has seen generation 3 refuses such answers, also after it
+// restarts (it keeps the generation in its data dir), instead of returning a
+// series without the archived days.
+TEST_F(IntegrationReadFailoverTest, RestartedApiStillRefusesReplicasThatLostTheirFile) {
+  std::string why;
+  ASSERT_TRUE(QueriesCorrect(&why)) << why;  // the API sees generation 3
+  cluster_.Daemon("api-0").Kill();
+  for (int r = 0; r < 2; ++r) cluster_.Daemon(cluster_.ArchiveMember(0, r)).Kill();
+  const std::string file = cluster_.ArchiveFilePath(0);
+  ASSERT_EQ(std::remove(file.c_str()), 0);
+  ASSERT_EQ(std::remove(ManifestPathFor(file).c_str()), 0);
+  for (int r = 0; r < 2; ++r) cluster_.Start(cluster_.ArchiveMember(0, r), "clickatron-archive");
+  cluster_.StartApi();
+  for (const std::string& target : {series_target_, breakdown_target_}) {
+    auto j = cluster_.Api(target);
+    EXPECT_EQ(j["http_status"], 503) << j.dump();
+    EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << j.dump();
+  }
+  // The file back and reloaded (SIGHUP): whole answers again.
+  cluster_.WriteArchives(data_, 3, FormatDate(today_ - 1));
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(::kill(cluster_.Daemon(cluster_.ArchiveMember(0, r)).pid(), SIGHUP), 0);
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
+}
+
+TEST_F(IntegrationReadFailoverTest, RealtimeShardDownIsShardUnavailable) {
+  cluster_.Daemon("realtime-0").Kill();
+  auto j = cluster_.Api(series_target_);
+  EXPECT_EQ(j["http_status"], 503) << j.dump();
+  EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE");
+  auto b = cluster_.Api(breakdown_target_);
+  EXPECT_EQ(b["status_txt"], "SHARD_UNAVAILABLE");
+  // A window that ends within the days the archive holds does not need
+  // realtime: it is still answered, in full.
+  const int64_t old_ref = (today_ - 3) * kDay + 5 * kHour;
+  auto old = cluster_.Api(fmt::format("/clicks?ns=u&key=failover&unit=day&units=5&unit_reference_ts={}", old_ref));
+  ASSERT_EQ(old["http_status"], 200) << old.dump();
+  EXPECT_EQ(old["data"]["clicks"], ExpectedSeries(oracle::Rollup("day", 0, old_ref, 5, data_.Hours("u", "failover"))));
+  std::map<std::string, int64_t> sums;
+  for (const auto& [value, hours] : data_.SubHours("c", "u", "failover")) {
+    for (const auto& u : oracle::Rollup("day", 0, old_ref, 5, hours)) sums[value] += u.clicks;
+  }
+  auto old_b = cluster_.Api(
+      fmt::format("/breakdown?sns=c&ns=u&key=failover&unit=day&units=5&unit_reference_ts={}", old_ref));
+  ASSERT_EQ(old_b["http_status"], 200) << old_b.dump();
+  EXPECT_EQ(old_b["data"]["breakdown"], ExpectedTop(sums, 100));
+}
+
+}  // namespace
+}  // namespace clickatron::api::testing

@@ -1,0 +1,167 @@
+// Decoding archive and realtime answers, the archive/realtime day split, mget
+// batching and the lookup cache.
+#include <gtest/gtest.h>
+
+#include "clickatron/http_client.h"
+#include "clickatron/query_string.h"
+#include "clickatron/ymdh.h"
+#include "query/archive_reader.h"
+#include "query/lookup_cache.h"
+#include "query/read_records.h"
+#include "query/read_targets.h"
+
+namespace clickatron::api {
+namespace {
+
+// c41l = 2012-04-01 21:00, c413 = 2012-04-01 03:00, c421 = 2012-04-02 01:00 (b32).
+constexpr int64_t kApr1 = 15431;  // days since epoch of 2012-04-01
+constexpr int64_t kC413 = kApr1 * 86400 + 3 * 3600;
+constexpr int64_t kC41l = kApr1 * 86400 + 21 * 3600;
+constexpr int64_t kC421 = (kApr1 + 1) * 86400 + 1 * 3600;
+
+TEST(ReadRecordsTest, ArchiveTotalColumnsEveryHour) {
+  HourlyCounts hours;
+  // c421 is after any last day the archive may have: loaded history and late
+  // data reach the archive without passing the ring, and count all the same.
+  ASSERT_TRUE(AddArchiveTotalColumns("c413:2 c41l:5 c421:7", &hours).ok());
+  EXPECT_EQ(hours, (HourlyCounts{{kC413, 2}, {kC41l, 5}, {kC421, 7}}));
+  HourlyCounts with_newline;  // as /get answers it
+  ASSERT_TRUE(AddArchiveTotalColumns("c413:2 c41l:5 c421:7\n", &with_newline).ok());
+  EXPECT_EQ(with_newline, hours);
+}
+
+TEST(ReadRecordsTest, SpanKeepsOnlyItsHours) {
+  const std::string value = "c413:2 c41l:5 c421:7";
+  HourlyCounts hours;
+  ASSERT_TRUE(AddArchiveTotalColumns(value, &hours, HourSpan{kC41l, kC421}).ok());
+  EXPECT_EQ(hours, (HourlyCounts{{kC41l, 5}}));  // end excluded
+  HourlyCounts from_start;
+  ASSERT_TRUE(AddArchiveTotalColumns(value, &from_start, HourSpan{kC413 + 1, kC421 + 1}).ok());
+  EXPECT_EQ(from_start, (HourlyCounts{{kC41l, 5}, {kC421, 7}}));
+  HourlyCounts far;  // spans wholly outside the YMDH years
+  ASSERT_TRUE(AddArchiveTotalColumns(value, &far, HourSpan{0, 86400}).ok());
+  ASSERT_TRUE(AddArchiveTotalColumns(value, &far, HourSpan{4102444800, 4102448400}).ok());
+  EXPECT_TRUE(far.empty());
+  HourlyCounts rt;
+  ASSERT_TRUE(AddRealtimeTotalLines("u|k.c413,2\nu|k.c41l,5\n", "u|k.", std::nullopt, &rt, HourSpan{kC41l, kC421}).ok());
+  EXPECT_EQ(rt, (HourlyCounts{{kC41l, 5}}));
+  // A malformed code is still an error when it could be anywhere.
+  EXPECT_FALSE(AddArchiveTotalColumns("zzzz:1", &rt, HourSpan{kC41l, kC421}).ok());
+}
+
+TEST(ReadRecordsTest, ArchiveBadColumnsAreCorruption) {
+  HourlyCounts hours;
+  for (std::string_view bad : {"c413", "c413:x", "zzzz:1", "c413:1  c41l:2", ":4"}) {
+    EXPECT_EQ(AddArchiveTotalColumns(bad, &hours).code(), StatusCode::kCorruption) << bad;
+  }
+}
+
+TEST(ReadRecordsTest, RealtimeHoursOfArchivedDaysAreIgnored) {
+  // The overlap day 2012-04-01 is in the archive and still in realtime.
+  const std::string body = "u|jehiah.c413,2\nu|jehiah.c41l,5\nu|jehiah.c421,9\n";
+  HourlyCounts hours;
+  ASSERT_TRUE(AddRealtimeTotalLines(body, "u|jehiah.", ArchiveLastDay(kApr1), &hours).ok());
+  EXPECT_EQ(hours, (HourlyCounts{{kC421, 9}}));
+  HourlyCounts all;
+  ASSERT_TRUE(AddRealtimeTotalLines(body, "u|jehiah.", std::nullopt, &all).ok());
+  EXPECT_EQ(all, (HourlyCounts{{kC413, 2}, {kC41l, 5}, {kC421, 9}}));
+}
+
+TEST(ReadRecordsTest, MergedTotalCountsEachHourOnce) {
+  HourlyCounts hours;
+  ASSERT_TRUE(AddArchiveTotalColumns("c413:2 c41l:5", &hours).ok());
+  ASSERT_TRUE(AddRealtimeTotalLines("u|k.c413,2\nu|k.c41l,5\nu|k.c421,1\n", "u|k.", ArchiveLastDay(kApr1), &hours)
+                  .ok());
+  EXPECT_EQ(hours, (HourlyCounts{{kC413, 2}, {kC41l, 5}, {kC421, 1}}));
+}
+
+// The columns summed per hour and key: what the rollup will see.
+std::map<int64_t, std::map<std::string, int64_t>> ByHour(const HourlyBreakdown& columns) {
+  std::map<int64_t, std::map<std::string, int64_t>> out;
+  for (const SubtotalCount& c : columns) out[c.hour][c.key] += c.count;
+  return out;
+}
+
+TEST(ReadRecordsTest, RealtimeSubtotalLines) {
+  const std::string body =
+      "c.u|jehiah.JP.c421,1\nc.u|jehiah.US.c41l,4\nc.u|jehiah.US.c421,3\nc.u|jehiah.h0aMB8AuNw4=.c421,2\n";
+  HourlyBreakdown b;
+  ASSERT_TRUE(AddRealtimeSubtotalLines(body, "c.u|jehiah.", ArchiveLastDay(kApr1), 0, INT64_MAX, &b).ok());
+  ASSERT_EQ(ByHour(b).size(), 1u);
+  EXPECT_EQ(ByHour(b)[kC421], (std::map<std::string, int64_t>{{"JP", 1}, {"US", 3}, {"h0aMB8AuNw4=", 2}}));
+  // The window bounds apply too.
+  HourlyBreakdown none;
+  ASSERT_TRUE(AddRealtimeSubtotalLines(body, "c.u|jehiah.", std::nullopt, 0, kC41l, &none).ok());
+  EXPECT_TRUE(none.empty());
+  EXPECT_FALSE(AddRealtimeSubtotalLines("c.u|jehiah.c421,1\n", "c.u|jehiah.", std::nullopt, 0, INT64_MAX, &b).ok());
+}
+
+TEST(ReadRecordsTest, ArchiveSubtotalColumns) {
+  HourlyBreakdown columns;
+  ASSERT_TRUE(AddArchiveSubtotalColumns("JP:1 US:4", kC413, &columns).ok());
+  ASSERT_TRUE(AddArchiveSubtotalColumns("US:2", kC413, &columns).ok());
+  ASSERT_TRUE(AddArchiveSubtotalColumns("US:7", kC421, &columns).ok());
+  EXPECT_EQ(ByHour(columns), (std::map<int64_t, std::map<std::string, int64_t>>{
+                                 {kC413, {{"JP", 1}, {"US", 6}}}, {kC421, {{"US", 7}}}}));
+  EXPECT_EQ(AddArchiveSubtotalColumns("US:x", kC413, &columns).code(), StatusCode::kCorruption);
+}
+
+TEST(ReadRecordsTest, KeyValueLinesSplitAtTheFirstComma) {
+  auto lines = SplitKeyValueLines("l|h0aMB8AuNw4=,http://x.com/a,b\nu|k.c413,1\n\n");
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[0].first, "l|h0aMB8AuNw4=");
+  EXPECT_EQ((*lines)[0].second, "http://x.com/a,b");
+  EXPECT_FALSE(SplitKeyValueLines("nocomma\n").ok());
+}
+
+TEST(ReadRecordsTest, ArchiveViewFromHeaders) {
+  HttpResponse r;
+  r.status_code = 200;
+  r.headers = {{"x-archive-generation", "7"}, {"X-Archive-Last-Day", "2012-04-01"}};
+  auto view = ParseArchiveView(r);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->generation, 7u);
+  EXPECT_EQ(view->last_day, ArchiveLastDay(kApr1));
+  r.headers = {{"X-Archive-Generation", "0"}, {"X-Archive-Last-Day", ""}};
+  EXPECT_EQ(ParseArchiveView(r)->last_day, std::nullopt);
+  r.headers = {{"X-Archive-Generation", "0"}};
+  EXPECT_FALSE(ParseArchiveView(r).ok());
+  r.headers = {{"X-Archive-Generation", "x"}, {"X-Archive-Last-Day", ""}};
+  EXPECT_FALSE(ParseArchiveView(r).ok());
+  r.headers = {{"X-Archive-Generation", "1"}, {"X-Archive-Last-Day", "2012-13-01"}};
+  EXPECT_FALSE(ParseArchiveView(r).ok());
+}
+
+TEST(ReadRecordsTest, MGetTargetsCoverEveryKeyOnceWithinBounds) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back("c.u|key" + std::to_string(i) + ".c41l");
+  const auto targets = MGetTargets(keys, 600, 50);
+  ASSERT_GT(targets.size(), 1u);
+  std::vector<std::string> seen;
+  for (const std::string& t : targets) {
+    EXPECT_LE(t.size(), 600u);
+    ASSERT_EQ(t.rfind("/mget?", 0), 0u);
+    QueryArgs args;
+    ASSERT_TRUE(ParseQueryString(t.substr(6), &args).ok());
+    EXPECT_LE(args.size(), 50u);
+    for (const std::string* k : args.GetAll("key")) seen.push_back(*k);
+  }
+  EXPECT_EQ(seen, keys);
+  EXPECT_TRUE(MGetTargets({}, 600, 50).empty());
+}
+
+TEST(ReadRecordsTest, LookupCacheEvictsLeastRecentlyUsed) {
+  LookupCache cache(2);
+  cache.Put("a", "1");
+  cache.Put("b", "2");
+  ASSERT_NE(cache.Get("a"), nullptr);  // a is now the most recent
+  cache.Put("c", "3");                 // evicts b
+  EXPECT_EQ(cache.Get("b"), nullptr);
+  EXPECT_EQ(*cache.Get("a"), "1");
+  EXPECT_EQ(*cache.Get("c"), "3");
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+}  // namespace
+}  // namespace clickatron::api

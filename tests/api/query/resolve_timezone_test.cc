@@ -1,0 +1,60 @@
+// The `timezone` parameter: "-5", "+9", "0" or a zone name, resolved to a
+// whole-hour offset at the window's reference time (query_params.h).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "query/query_params.h"
+#include "timezone/timezone.h"
+
+namespace clickatron::api {
+namespace {
+
+TEST(ResolveTimezoneTest, NewYorkIsMinusFiveInJanuaryAndMinusFourInJuly) {
+  TimeZoneDb db;
+  // 2012-01-15 12:00 UTC and 2012-07-15 12:00 UTC.
+  EXPECT_EQ(*ResolveTimezone("America/New_York", 1326628800, db), -5);
+  EXPECT_EQ(*ResolveTimezone("America/New_York", 1342353600, db), -4);
+}
+
+TEST(ResolveTimezoneTest, UtcAndEtcZones) {
+  TimeZoneDb db;
+  EXPECT_EQ(*ResolveTimezone("UTC", 1342353600, db), 0);
+  // POSIX sign convention: Etc/GMT+5 is five hours *behind* UTC.
+  EXPECT_EQ(*ResolveTimezone("Etc/GMT+5", 1342353600, db), -5);
+  EXPECT_EQ(*ResolveTimezone("Etc/GMT-14", 1342353600, db), 14);
+}
+
+TEST(ResolveTimezoneTest, HalfHourZonesAreRefused) {
+  // Hourly data cannot serve a unit boundary at :30.
+  TimeZoneDb db;
+  auto kolkata = ResolveTimezone("Asia/Kolkata", 1342353600, db);
+  ASSERT_FALSE(kolkata.ok());
+  EXPECT_EQ(kolkata.status().reason(), "INVALID_TIMEZONE");
+  EXPECT_NE(kolkata.status().message().find("+05:30"), std::string::npos) << kolkata.status().message();
+}
+
+TEST(ResolveTimezoneTest, BadNamesAreInvalidTimezone) {
+  TimeZoneDb db;
+  for (const std::string bad : {"Not/A_Zone", "../../etc/passwd", "/etc/passwd", "America//New_York", "America/",
+                                "zone.tab", "", "Europe/London\n"}) {
+    auto r = ResolveTimezone(bad, 1342353600, db);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE") << bad;
+  }
+}
+
+TEST(ResolveTimezoneTest, NumericOffsetsInRange) {
+  TimeZoneDb db;
+  EXPECT_EQ(*ResolveTimezone("-12", 0, db), -12);
+  EXPECT_EQ(*ResolveTimezone("+14", 0, db), 14);
+  EXPECT_EQ(*ResolveTimezone("5", 0, db), 5);
+  for (const std::string bad : {"-13", "15", "+-5", "5.5", "99999999999999999999", "-"}) {
+    auto r = ResolveTimezone(bad, 0, db);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE") << bad;
+  }
+}
+
+}  // namespace
+}  // namespace clickatron::api

@@ -1,0 +1,92 @@
+// Time zone offsets from tzdata. The reference is the C library: this test
+// process is single-threaded, so it may set TZ and ask localtime_r for
+// tm_gmtoff (exactly what the daemon must not do).
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+#include <time.h>
+
+#include <fstream>
+
+#include "testutil/testutil.h"
+#include "timezone/timezone.h"
+
+namespace clickatron::api {
+namespace {
+
+// Offset the C library gives for `tz` (a zone name, or a POSIX rule) at t.
+int64_t LibcOffset(const std::string& tz, int64_t t) {
+  const char* old = getenv("TZ");
+  const std::string saved = old ? old : "";
+  setenv("TZ", tz.c_str(), 1);
+  tzset();
+  time_t tt = static_cast<time_t>(t);
+  struct tm tm {};
+  localtime_r(&tt, &tm);
+  const int64_t off = tm.tm_gmtoff;
+  if (old) {
+    setenv("TZ", saved.c_str(), 1);
+  } else {
+    unsetenv("TZ");
+  }
+  tzset();
+  return off;
+}
+
+// 2000-01-01 .. 2040: hourly data lives in 2000..2031; later instants
+// exercise the TZif footer rule.
+std::vector<int64_t> Instants() {
+  std::vector<int64_t> out;
+  for (int64_t t = 946684800; t < 2208988800; t += 86400 * 7 + 3600 * 5 + 17) out.push_back(t);
+  return out;
+}
+
+TEST(TimezoneTest, ZonesMatchTheCLibraryEverywhere) {
+  TimeZoneDb db;
+  for (const std::string zone :
+       {"America/New_York", "Europe/London", "Europe/Berlin", "Australia/Sydney", "Asia/Tokyo", "America/Sao_Paulo",
+        "Asia/Kolkata", "Pacific/Auckland", "America/St_Johns", "Africa/Casablanca", "UTC", "Etc/GMT+5",
+        "Pacific/Kiritimati", "America/Santiago"}) {
+    for (int64_t t : Instants()) {
+      auto got = db.OffsetSecondsAt(zone, t);
+      ASSERT_TRUE(got.ok()) << zone << ": " << got.status().ToString();
+      ASSERT_EQ(*got, LibcOffset(zone, t)) << zone << " at " << t;
+    }
+  }
+}
+
+TEST(TimezoneTest, PosixRulesMatchTheCLibrary) {
+  for (const std::string rule : {"EST5EDT,M3.2.0,M11.1.0", "AEST-10AEDT,M10.1.0,M4.1.0/3", "<+0530>-5:30",
+                                 "CET-1CEST,M3.5.0,M10.5.0/3", "<-03>3<-02>,M3.5.0/-2,M10.5.0/-1",
+                                 "NZST-12NZDT,M9.5.0,M4.1.0/3", "XXX3YYY,J60/1,300/4"}) {
+    auto parsed = ParsePosixTz(rule);
+    ASSERT_TRUE(parsed.ok()) << rule << ": " << parsed.status().ToString();
+    for (int64_t t : Instants()) {
+      ASSERT_EQ(PosixTzOffsetAt(*parsed, t), LibcOffset(rule, t)) << rule << " at " << t;
+    }
+  }
+  EXPECT_FALSE(ParsePosixTz("").ok());
+  EXPECT_FALSE(ParsePosixTz("EST").ok());
+  EXPECT_FALSE(ParsePosixTz("EST5EDT,M13.1.0,M11.1.0").ok());
+}
+
+TEST(TimezoneTest, FileThatIsNotTzifIsUnknown) {
+  clickatron::testing::TempDir dir;
+  std::ofstream(dir / "Fake") << "not a tzif file";
+  TimeZoneDb db(dir.path());
+  auto r = db.OffsetSecondsAt("Fake", 0);
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+}
+
+TEST(TimezoneTest, TruncatedTzifIsRefused) {
+  std::ifstream in("/usr/share/zoneinfo/America/New_York", std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(data.size(), 100u);
+  EXPECT_TRUE(ZoneInfo::Parse(data).ok());
+  for (size_t cut : {size_t{10}, size_t{44}, size_t{60}, data.size() / 2}) {
+    EXPECT_FALSE(ZoneInfo::Parse(data.substr(0, cut)).ok()) << cut;
+  }
+}
+
+}  // namespace
+}  // namespace clickatron::api
