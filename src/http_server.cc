@@ -236,6 +236,12 @@ ExchangeImpl::~ExchangeImpl() {
 }
 
 void ExchangeImpl::ConnectionClosed() {
+  // When a client leaves before its answer is complete (a streamed answer's
+  // write fails), libevent takes the request off the failed connection
+  // (its connection becomes null) and leaves it to whoever would have
+  // finished it; nobody will now, so free it here or it leaks. A request
+  // still on its connection is freed by libevent with the connection.
+  if (req_ != nullptr && evhttp_request_get_connection(req_) == nullptr) evhttp_request_free(req_);
   req_ = nullptr;
   on_sent_ = nullptr;
   if (self_while_streaming_) {
