@@ -40,6 +40,11 @@ struct PosixTzRule {
 Result<PosixTzRule> ParsePosixTz(std::string_view text);
 // Offset (seconds east of UTC) the rule gives at `unix_seconds`.
 int64_t PosixTzOffsetAt(const PosixTzRule& rule, int64_t unix_seconds);
+// The first instant after `unix_seconds` at which PosixTzOffsetAt may give a
+// different answer; nullopt when it never changes (no DST). May name an
+// instant where the offset stays the same (a new year), never skips one
+// where it changes: the offset is constant from `unix_seconds` up to it.
+std::optional<int64_t> PosixTzNextChangeAfter(const PosixTzRule& rule, int64_t unix_seconds);
 
 // One parsed TZif file.
 class ZoneInfo {
@@ -47,6 +52,11 @@ class ZoneInfo {
   static Result<ZoneInfo> Parse(std::string_view tzif_data);
   // Offset (seconds east of UTC) in force at `unix_seconds`.
   int64_t OffsetAt(int64_t unix_seconds) const;
+  // The first instant after `unix_seconds` at which OffsetAt may change, in
+  // the sense of PosixTzNextChangeAfter. Walking these lets a caller compare
+  // whole stretches of time with another source instead of probing it hour
+  // by hour.
+  std::optional<int64_t> NextChangeAfter(int64_t unix_seconds) const;
 
  private:
   std::vector<int64_t> transitions_;     // ascending
@@ -62,6 +72,8 @@ class TimeZoneDb {
   // ("America/New_York", "UTC", "Etc/GMT+5"). NOT_FOUND for an unknown name;
   // INVALID_ARGUMENT for a name that could escape the tzdata directory.
   Result<int64_t> OffsetSecondsAt(std::string_view name, int64_t unix_seconds);
+  // The parsed zone behind a name, with the same errors.
+  Result<std::shared_ptr<const ZoneInfo>> Find(std::string_view name);
 
  private:
   static constexpr size_t kMaxCachedZones = 1024;  // there are ~600 zone names
