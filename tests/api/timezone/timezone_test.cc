@@ -1,14 +1,11 @@
-// Time zone offsets from tzdata. The reference is the C library: this test
-// process is single-threaded, so it may set TZ and ask localtime_r for
-// tm_gmtoff (exactly what the daemon must not do).
+// Time zone offsets from tzdata. The reference is the C library
+// (libc_zone.h).
 #include <gtest/gtest.h>
-
-#include <stdlib.h>
-#include <time.h>
 
 #include <algorithm>
 #include <fstream>
 
+#include "api/timezone/libc_zone.h"
 #include "testutil/testutil.h"
 #include "timezone/timezone.h"
 
@@ -16,23 +13,7 @@ namespace clickatron::api {
 namespace {
 
 // Offset the C library gives for `tz` (a zone name, or a POSIX rule) at t.
-int64_t LibcOffset(const std::string& tz, int64_t t) {
-  const char* old = getenv("TZ");
-  const std::string saved = old ? old : "";
-  setenv("TZ", tz.c_str(), 1);
-  tzset();
-  time_t tt = static_cast<time_t>(t);
-  struct tm tm {};
-  localtime_r(&tt, &tm);
-  const int64_t off = tm.tm_gmtoff;
-  if (old) {
-    setenv("TZ", saved.c_str(), 1);
-  } else {
-    unsetenv("TZ");
-  }
-  tzset();
-  return off;
-}
+int64_t LibcOffset(const std::string& tz, int64_t t) { return LibcZone(tz).OffsetAt(t); }
 
 // 2000-01-01 .. 2040: hourly data lives in 2000..2031; later instants
 // exercise the TZif footer rule.
