@@ -6,6 +6,23 @@
 // daemon. A TZif file is small: transition times, offset types, and a POSIX
 // TZ rule (the footer) for instants after the last listed transition.
 //
+// Why not Debian's date/tz (libhowardhinnant-date-dev 3.0.1, built with
+// USE_OS_TZDB=1 over these same files): it ignores the footer. After a zone's
+// last listed transition it keeps that transition's offset forever (upstream:
+// HowardHinnant/date issue #794, open). Compared over every zone both know,
+// 1970..2039 (tests/api/timezone/tzdb_differential_test.cc), the two agree up
+// to each zone's last listed transition and differ after it. Debian's TZif
+// files list transitions through 2037, so 197 of the 598 zones are off in
+// date/tz by their DST amount (an hour; Australia/Lord_Howe half an hour,
+// Antarctica/Troll two) for the half of 2038 and of 2039 that their last
+// listed transition does not cover, from 2038-03-14T05:00Z on: every zone
+// whose footer has DST (America/New_York, Europe/London, Australia/Sydney,
+// ...) but Asia/Gaza and Asia/Hebron, which list theirs beyond 2040. The C
+// library agrees with us on every stretch compared. With zic's "slim" files,
+// which stop listing at a zone's last rule change, date/tz would be wrong from
+// that change on (2007 for New York). Using it would mean keeping our POSIX
+// rule code anyway, beside a second source of offsets.
+//
 // Thread-safety: TimeZoneDb caches parsed zones without a lock; one instance
 // belongs to one thread (the API's loop). The free functions are pure.
 #pragma once
