@@ -225,6 +225,21 @@ int64_t PosixTzOffsetAt(const PosixTzRule& rule, int64_t unix_seconds) {
   return dst ? rule.dst_offset : rule.std_offset;
 }
 
+std::optional<int64_t> PosixTzNextChangeAfter(const PosixTzRule& rule, int64_t unix_seconds) {
+  if (!rule.has_dst) return std::nullopt;
+  // PosixTzOffsetAt depends only on the local standard year and on where the
+  // instant lies against that year's start and end: it is constant until the
+  // next of those three instants.
+  const int year = CivilFromDays(FloorDiv(unix_seconds + rule.std_offset, kSecondsPerDay)).year;
+  const int64_t start = RuleDays(rule.dst_start, year) * kSecondsPerDay + rule.dst_start.time - rule.std_offset;
+  const int64_t end = RuleDays(rule.dst_end, year) * kSecondsPerDay + rule.dst_end.time - rule.dst_offset;
+  int64_t next = DaysFromCivil({year + 1, 1, 1}) * kSecondsPerDay - rule.std_offset;
+  for (int64_t t : {start, end}) {
+    if (t > unix_seconds) next = std::min(next, t);
+  }
+  return next;
+}
+
 Result<ZoneInfo> ZoneInfo::Parse(std::string_view data) {
   const auto bad = [](std::string_view why) { return Status::Corruption(fmt::format("bad TZif data: {}", why)); };
   ByteReader r(data);
@@ -286,7 +301,23 @@ int64_t ZoneInfo::OffsetAt(int64_t unix_seconds) const {
   return offsets_[transition_type_[i]];
 }
 
+std::optional<int64_t> ZoneInfo::NextChangeAfter(int64_t unix_seconds) const {
+  if (transitions_.empty()) return footer_ ? PosixTzNextChangeAfter(*footer_, unix_seconds) : std::nullopt;
+  const auto next = std::upper_bound(transitions_.begin(), transitions_.end(), unix_seconds);
+  if (next != transitions_.end()) return *next;
+  if (!footer_) return std::nullopt;
+  // OffsetAt hands over to the footer one second after the last transition.
+  if (unix_seconds == transitions_.back()) return unix_seconds + 1;
+  return PosixTzNextChangeAfter(*footer_, unix_seconds);
+}
+
 Result<int64_t> TimeZoneDb::OffsetSecondsAt(std::string_view name, int64_t unix_seconds) {
+  auto zone = Find(name);
+  if (!zone.ok()) return zone.status();
+  return (*zone)->OffsetAt(unix_seconds);
+}
+
+Result<std::shared_ptr<const ZoneInfo>> TimeZoneDb::Find(std::string_view name) {
   if (!ValidZoneName(name)) {
     return Status::InvalidArgument(fmt::format("{} is not a time zone name", QuoteForMessage(name)));
   }
@@ -306,7 +337,7 @@ Result<int64_t> TimeZoneDb::OffsetSecondsAt(std::string_view name, int64_t unix_
     if (cache_.size() >= kMaxCachedZones) cache_.clear();
     it = cache_.emplace(std::string(name), std::make_shared<const ZoneInfo>(std::move(*zone))).first;
   }
-  return it->second->OffsetAt(unix_seconds);
+  return it->second;
 }
 
 }  // namespace clickatron::api

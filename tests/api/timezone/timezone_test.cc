@@ -1,13 +1,11 @@
-// Time zone offsets from tzdata. The reference is the C library: this test
-// process is single-threaded, so it may set TZ and ask localtime_r for
-// tm_gmtoff (exactly what the daemon must not do).
+// Time zone offsets from tzdata. The reference is the C library
+// (libc_zone.h).
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-#include <time.h>
-
+#include <algorithm>
 #include <fstream>
 
+#include "api/timezone/libc_zone.h"
 #include "testutil/testutil.h"
 #include "timezone/timezone.h"
 
@@ -15,23 +13,7 @@ namespace clickatron::api {
 namespace {
 
 // Offset the C library gives for `tz` (a zone name, or a POSIX rule) at t.
-int64_t LibcOffset(const std::string& tz, int64_t t) {
-  const char* old = getenv("TZ");
-  const std::string saved = old ? old : "";
-  setenv("TZ", tz.c_str(), 1);
-  tzset();
-  time_t tt = static_cast<time_t>(t);
-  struct tm tm {};
-  localtime_r(&tt, &tm);
-  const int64_t off = tm.tm_gmtoff;
-  if (old) {
-    setenv("TZ", saved.c_str(), 1);
-  } else {
-    unsetenv("TZ");
-  }
-  tzset();
-  return off;
-}
+int64_t LibcOffset(const std::string& tz, int64_t t) { return LibcZone(tz).OffsetAt(t); }
 
 // 2000-01-01 .. 2040: hourly data lives in 2000..2031; later instants
 // exercise the TZif footer rule.
@@ -68,6 +50,44 @@ TEST(TimezoneTest, PosixRulesMatchTheCLibrary) {
   EXPECT_FALSE(ParsePosixTz("").ok());
   EXPECT_FALSE(ParsePosixTz("EST").ok());
   EXPECT_FALSE(ParsePosixTz("EST5EDT,M13.1.0,M11.1.0").ok());
+}
+
+// Between two instants NextChangeAfter names, the offset must not move: check
+// every hour of [from, to) against the offset at its stretch's start, and
+// return the instants where the offset really changed.
+std::vector<int64_t> WalkChanges(const ZoneInfo& zone, int64_t from, int64_t to) {
+  std::vector<int64_t> changes;
+  int64_t start = from;
+  for (;;) {
+    const auto next = zone.NextChangeAfter(start);
+    const int64_t stop = next ? std::min(*next, to) : to;
+    EXPECT_GT(stop, start);
+    const int64_t offset = zone.OffsetAt(start);
+    for (int64_t t = start; t < stop; t += 3600) EXPECT_EQ(zone.OffsetAt(t), offset) << "at " << t;
+    EXPECT_EQ(zone.OffsetAt(stop - 1), offset) << "at " << stop - 1;
+    if (stop >= to) return changes;
+    if (zone.OffsetAt(stop) != offset) changes.push_back(stop);
+    start = stop;
+  }
+}
+
+TEST(TimezoneTest, NextChangeAfterNeverSkipsAChange) {
+  TimeZoneDb db;
+  // 2036..2041 crosses New York's last listed transition (2037-11-01) into
+  // the footer rule; Sydney's DST spans the new year; Kolkata has none.
+  auto ny = db.Find("America/New_York");
+  ASSERT_TRUE(ny.ok());
+  const std::vector<int64_t> changes = WalkChanges(**ny, 2082758400, 2240611200);
+  EXPECT_EQ(changes.size(), 10u);
+  for (int64_t t : {int64_t{2140668000} /* 2037-11-01 06:00Z, listed */, int64_t{2152162800} /* 2038-03-14 07:00Z */,
+                    int64_t{2172722400} /* 2038-11-07 06:00Z */}) {
+    EXPECT_NE(std::find(changes.begin(), changes.end(), t), changes.end()) << t;
+  }
+  for (const std::string name : {"Australia/Sydney", "Asia/Kolkata", "Etc/UTC"}) {
+    auto zone = db.Find(name);
+    ASSERT_TRUE(zone.ok()) << name;
+    EXPECT_EQ(WalkChanges(**zone, 2082758400, 2240611200).size(), name == "Australia/Sydney" ? 10u : 0u) << name;
+  }
 }
 
 TEST(TimezoneTest, FileThatIsNotTzifIsUnknown) {
