@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clickatron/clock.h"
 #include "clickatron/framed_log.h"
 #include "clickatron/status.h"
 #include "clickatron/serial_executor.h"
@@ -60,6 +61,9 @@ struct OplogOptions {
   int sync_interval_ms = 100;
   uint64_t segment_bytes = 64u << 20;
   int retention_hours = 48;
+  // Stamps a segment when it closes and decides when it is past retention.
+  // Must outlive the Oplog.
+  const Clock* clock = &SystemClock::Instance();
 };
 
 class Oplog {
