@@ -511,33 +511,41 @@ void Oplog::Acknowledge(uint32_t shard, uint64_t seq) {
   acked_known_[shard] = true;
 }
 
-void Oplog::CollectGarbage() {
-  background_->Post([this] {
-    const int64_t now = options_.clock->NowUnixSeconds();
-    std::vector<std::pair<uint64_t, bool>> doomed;
-    {
-      std::lock_guard lock(mu_);
-      if (std::find(acked_known_.begin(), acked_known_.end(), false) != acked_known_.end()) return;
-      for (const auto& [id, seg] : segments_) {
-        if (!seg.closed || now - seg.closed_unix < int64_t{options_.retention_hours} * 3600) continue;
-        bool all_acked = true;
-        for (uint32_t s = 0; s < options_.shard_count; ++s) {
-          if (seg.max_seq[s] > acked_[s]) all_acked = false;
-        }
-        if (all_acked) doomed.emplace_back(id, seg.compressed);
-      }
-      for (const auto& [id, gz] : doomed) segments_.erase(id);
-    }
-    for (const auto& [id, gz] : doomed) {
-      const std::string path = SegmentPath(id, gz);
-      if (::unlink(path.c_str()) != 0) {
-        spdlog::warn("oplog: delete {}: {}", path, std::strerror(errno));
-      } else {
-        spdlog::info("oplog: deleted {} (every batch acknowledged, past retention)", path);
-      }
-    }
-    if (!doomed.empty()) (void)FsyncDir(options_.dir);
+void Oplog::CollectGarbage(std::function<void(size_t deleted)> done) {
+  background_->Post([this, done = std::move(done)] {
+    const size_t deleted = DeleteCollectableSegments();
+    if (done) done(deleted);
   });
+}
+
+size_t Oplog::DeleteCollectableSegments() {
+  const int64_t now = options_.clock->NowUnixSeconds();
+  std::vector<std::pair<uint64_t, bool>> doomed;
+  {
+    std::lock_guard lock(mu_);
+    if (std::find(acked_known_.begin(), acked_known_.end(), false) != acked_known_.end()) return 0;
+    for (const auto& [id, seg] : segments_) {
+      if (!seg.closed || now - seg.closed_unix < int64_t{options_.retention_hours} * 3600) continue;
+      bool all_acked = true;
+      for (uint32_t s = 0; s < options_.shard_count; ++s) {
+        if (seg.max_seq[s] > acked_[s]) all_acked = false;
+      }
+      if (all_acked) doomed.emplace_back(id, seg.compressed);
+    }
+    for (const auto& [id, gz] : doomed) segments_.erase(id);
+  }
+  size_t deleted = 0;
+  for (const auto& [id, gz] : doomed) {
+    const std::string path = SegmentPath(id, gz);
+    if (::unlink(path.c_str()) != 0) {
+      spdlog::warn("oplog: delete {}: {}", path, std::strerror(errno));
+    } else {
+      ++deleted;
+      spdlog::info("oplog: deleted {} (every batch acknowledged, past retention)", path);
+    }
+  }
+  if (!doomed.empty()) (void)FsyncDir(options_.dir);
+  return deleted;
 }
 
 nlohmann::json Oplog::StatsJson() const {
