@@ -5,9 +5,9 @@
 
 #include <cctype>
 #include <charconv>
-#include <ctime>
 
 #include "apply_batch.h"
+#include "clock_rotation.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
@@ -94,11 +94,10 @@ nlohmann::json DateList(const std::vector<int64_t>& days) {
 
 }  // namespace
 
-int64_t SystemToday() { return FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay); }
-
-Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonContext& context) {
+Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonContext& context, const Clock& clock) {
   std::unique_ptr<RealtimeServer> server(new RealtimeServer());
   server->cluster_clock_ = context.cluster.clock;
+  server->clock_ = &clock;
   for (const MemberConfig* api : context.cluster.MembersWithRole(MemberRole::kApi)) server->api_sources_.insert(api->name);
   server->member_ = context.member.name;
   if (context.member.data_dir.empty()) {
@@ -110,8 +109,8 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(context.member.data_dir + "/db", options);
   if (!store.ok()) return store.status();
   server->store_ = std::move(store).value();
-  // A new ring starts at the system clock's date, for a manual clock too
-  // (until the first POST /rotate).
+  // A new ring starts at the clock's date, under the cluster clock "manual"
+  // too (until the first POST /rotate).
   Result<std::unique_ptr<HttpServer>> http = HttpServer::Create(context.http);
   if (!http.ok()) return http.status();
   server->http_ = std::move(http).value();
@@ -123,7 +122,7 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
     checkpoints.fault_dir = context.member.data_dir + "/fault";
     spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);
   }
-  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), SystemToday(), std::move(checkpoints));
+  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints));
   if (!ring.ok()) return ring.status();
   server->ring_ = std::move(ring).value();
   server->RegisterRoutes();
@@ -139,10 +138,10 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
       spdlog::error("last checkpoint before stopping failed (the API re-sends from its oplog): {}", st.ToString());
     }
   });
-  if (!server->ManualClock()) {
+  if (!server->ClockIsManual()) {
     server->RotateByClock();  // the daemon may have been down over midnight
     // A one-second check rather than a midnight timer: it also follows a
-    // clock that is stepped, and costs one time() call a second.
+    // clock that is stepped, and costs one clock read a second.
     server->http_->Every(std::chrono::seconds(1), [s = server.get()] { s->RotateByClock(); });
   }
   spdlog::info("realtime shard {}: clock {}, today {}, stores [{}]", context.member.shard, server->cluster_clock_,
@@ -155,11 +154,9 @@ RealtimeServer::~RealtimeServer() = default;
 Status RealtimeServer::Run() { return http_->Run(); }
 
 void RealtimeServer::RotateByClock() {
-  if (ManualClock()) return;
-  const int64_t now = SystemToday();
-  if (now <= ring_->today()) return;
-  if (Result<RotateReport> r = ring_->RotateTo(now); !r.ok()) {
-    spdlog::error("rotation to {} failed: {}", FormatDate(now), r.status().ToString());
+  if (ClockIsManual()) return;
+  if (Result<std::optional<RotateReport>> r = RotateToClockDay(*ring_, *clock_); !r.ok()) {
+    spdlog::error("rotation to {} failed: {}", FormatDate(clock_->TodayUtc()), r.status().ToString());
   }
 }
 
@@ -380,7 +377,7 @@ nlohmann::json RealtimeServer::RingJson() const {
                       {"records_in_memory", ring_->checkpointer().memory_keys(day)},
                       {"records_estimate", store_->DayProperty(day, "rocksdb.estimate-num-keys").value_or(0)}});
   }
-  return {{"clock", ManualClock() ? "manual" : "system"},
+  return {{"clock", ClockIsManual() ? "manual" : "system"},
           {"today", FormatDate(ring_->today())},
           {"open_days", DateList(ring_->OpenDays())},
           {"stores", std::move(stores)}};
@@ -445,15 +442,16 @@ void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
 
 void RealtimeServer::HandleRotate(const HttpExchangePtr& ex) {
   std::optional<int64_t> today;
-  if (!DateArg(ex, "today", ManualClock(), &today)) return;
-  if (!ManualClock()) {
+  if (!DateArg(ex, "today", ClockIsManual(), &today)) return;
+  if (!ClockIsManual()) {
     // The system clock owns the ring; an operator may only ask it to catch up.
-    if (today && *today != SystemToday()) {
+    const int64_t clock_today = clock_->TodayUtc();
+    if (today && *today != clock_today) {
       ex->ReplyError(409, "CLOCK_IS_SYSTEM",
-                     fmt::format("the cluster clock is \"system\": today is {} by the clock", FormatDate(SystemToday())));
+                     fmt::format("the cluster clock is \"system\": today is {} by the clock", FormatDate(clock_today)));
       return;
     }
-    today = SystemToday();
+    today = clock_today;
   }
   Result<RotateReport> report = ring_->RotateTo(*today);
   if (!report.ok()) {

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "clickatron/clock.h"
 #include "clickatron/daemon.h"
 #include "clickatron/http_server.h"
 #include "clickatron/status.h"
@@ -35,8 +36,11 @@ struct ServerCounters {
 
 class RealtimeServer {
  public:
-  // Opens DATA_DIR/db, loads the ring, binds the listen address.
-  static Result<std::unique_ptr<RealtimeServer>> Create(const DaemonContext& context);
+  // Opens DATA_DIR/db, loads the ring, binds the listen address. Under the
+  // cluster clock "system" the ring turns by `clock` (which must outlive the
+  // server); under "manual" by POST /rotate alone.
+  static Result<std::unique_ptr<RealtimeServer>> Create(const DaemonContext& context,
+                                                        const Clock& clock = SystemClock::Instance());
   ~RealtimeServer();
 
   Status Run();
@@ -45,8 +49,8 @@ class RealtimeServer {
  private:
   RealtimeServer() = default;
   void RegisterRoutes();
-  bool ManualClock() const { return cluster_clock_ == "manual"; }
-  // With the system clock, rotates when the UTC date has moved on.
+  bool ClockIsManual() const { return cluster_clock_ == "manual"; }
+  // Under the cluster clock "system", rotates when clock_'s UTC date has moved on.
   void RotateByClock();
 
   void HandleIncr(const HttpExchangePtr& ex);
@@ -71,7 +75,8 @@ class RealtimeServer {
   nlohmann::json StatsJson() const;
   std::string StatsPrometheus() const;
 
-  std::string cluster_clock_;
+  std::string cluster_clock_;  // "system" or "manual" (the cluster file's clock)
+  const Clock* clock_ = nullptr;
   std::string member_;
   // The cluster file's API members: the only sources whose batches count.
   std::set<std::string, std::less<>> api_sources_;
@@ -84,8 +89,5 @@ class RealtimeServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Ring> ring_;
 };
-
-// The current UTC date (days since epoch) by the system clock.
-int64_t SystemToday();
 
 }  // namespace clickatron::realtime

@@ -2,12 +2,9 @@
 
 #include <sys/stat.h>
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -17,6 +14,7 @@
 #include "day_subtotals.h"
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
+#include "clickatron/parallel_for.h"
 #include "clickatron/ymdh.h"
 #include "late_inputs.h"
 #include "sortmerge/line_io.h"
@@ -243,23 +241,15 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   plan.manifests.resize(static_cast<size_t>(shards));
   for (int s = 0; s < shards; ++s) plan.shard_files.push_back(work.GenShard(plan.generation, s));
   ShardJob job{&options, &plan, &inputs, &late_inputs, &progress};
-  std::vector<Status> results(static_cast<size_t>(shards));
-  std::atomic<int> next{0};
-  const auto worker = [&] {
-    for (int s = next++; s < shards; s = next++) {
-      results[static_cast<size_t>(s)] = BuildShard(job, s, &plan.manifests[static_cast<size_t>(s)]);
-    }
-  };
-  const int threads = std::max(1, std::min(cluster.rebuild.threads, shards));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  // A failed shard stops the others from starting: the whole generation is
+  // built again by the next run anyway.
+  const auto threads = static_cast<size_t>(std::max(1, cluster.rebuild.threads));
+  const Status built = ParallelFor(static_cast<size_t>(shards), threads, [&](size_t s) {
+    return BuildShard(job, static_cast<int>(s), &plan.manifests[s])
+        .WithContext(fmt::format("building generation {} shard {}", plan.generation, s));
+  });
   progress.Finish();
-  for (int s = 0; s < shards; ++s) {
-    const Status& st = results[static_cast<size_t>(s)];
-    if (!st.ok()) return st.WithContext(fmt::format("building generation {} shard {}", plan.generation, s));
-  }
+  CLICKATRON_RETURN_IF_ERROR(built);
   // The plan is the marker: written last, G is built.
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenPlan(plan.generation), plan.ToJson().dump(2) + "\n"));
   return plan;

@@ -5,11 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +18,7 @@
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
+#include "clickatron/parallel_for.h"
 #include "clickatron/ymdh.h"
 #include "deploy.h"
 #include "export.h"
@@ -146,38 +145,34 @@ Status ExportAll(const ClusterConfig& cluster, const std::string& date, const Ti
   if (todo.empty()) return Status::Ok();
   Progress progress(fmt::format("export {}", date), 0);
   std::mutex mutex;
-  std::vector<std::string> failures;
-  std::atomic<size_t> next{0};
-  const auto worker = [&] {
-    for (size_t i = next++; i < todo.size(); i = next++) {
-      const int shard = todo[i];
-      const MemberConfig& member = *cluster.RealtimeMember(shard);
-      ExportOptions options;
-      options.peer = member.listen;
-      options.member_name = member.name;
-      options.date = date;
-      options.admin_token = cluster.admin_token;
-      options.cluster_secret = cluster.cluster_secret;
-      options.tls = cluster.client_tls;
-      options.path = work.ExportPath(date, shard);
-      options.timeout_ms = timeouts.export_ms;
-      options.progress = &progress;
-      auto result = ExportDay(options);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!result.ok()) {
-        failures.push_back(fmt::format("realtime shard {}: {}", shard, result.status().message()));
-      } else {
-        spdlog::info("exported {} from realtime shard {} ({}): {} records, {} bytes", date, shard, member.name,
-                     result->lines, result->bytes);
-      }
+  std::vector<std::string> failures;  // guarded by mutex
+  // Every shard is tried, whatever the others do: the error names all that failed.
+  const auto threads = static_cast<size_t>(std::max(1, cluster.rebuild.threads));
+  const Status exported = ParallelFor(todo.size(), threads, [&](size_t i) {
+    const int shard = todo[i];
+    const MemberConfig& member = *cluster.RealtimeMember(shard);
+    ExportOptions options;
+    options.peer = member.listen;
+    options.member_name = member.name;
+    options.date = date;
+    options.admin_token = cluster.admin_token;
+    options.cluster_secret = cluster.cluster_secret;
+    options.tls = cluster.client_tls;
+    options.path = work.ExportPath(date, shard);
+    options.timeout_ms = timeouts.export_ms;
+    options.progress = &progress;
+    auto result = ExportDay(options);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!result.ok()) {
+      failures.push_back(fmt::format("realtime shard {}: {}", shard, result.status().message()));
+    } else {
+      spdlog::info("exported {} from realtime shard {} ({}): {} records, {} bytes", date, shard, member.name,
+                   result->lines, result->bytes);
     }
-  };
-  const size_t threads = std::min<size_t>(todo.size(), static_cast<size_t>(std::max(1, cluster.rebuild.threads)));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+    return Status::Ok();
+  });
   progress.Finish();
+  CLICKATRON_RETURN_IF_ERROR(exported);
   if (!failures.empty()) {
     std::string list;
     for (const std::string& f : failures) list += (list.empty() ? "" : "; ") + f;

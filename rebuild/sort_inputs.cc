@@ -3,12 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "clickatron/framed_log.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/oplog_record.h"
+#include "clickatron/parallel_for.h"
 #include "convert_line.h"
 #include "sortmerge/external_sort.h"
 #include "sortmerge/line_blocks.h"
@@ -151,14 +150,14 @@ Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& 
   auto reader = LineBlockReader::Open(path, kBlockBytes);
   if (!reader.ok()) return reader.status();
   intake->StartFile();
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  Status error;
-  const auto work = [&](int index) {
-    ExternalSorter::Producer* producer = sorter->producer(index);
+  // One task per thread, each with its own producer, taking blocks until the
+  // file ends or a task fails.
+  const auto threads = static_cast<size_t>(options.threads);
+  const Status conversion = ParallelFor(threads, threads, [&](size_t index, const std::stop_token& stop) {
+    ExternalSorter::Producer* producer = sorter->producer(static_cast<int>(index));
     LineBlockReader::Block block;
     std::string converted;
-    while (!failed.load(std::memory_order_relaxed) && (*reader)->Next(&block)) {
+    while (!stop.stop_requested() && (*reader)->Next(&block)) {
       Intake::Rejects rejects;
       uint64_t lines = 0, bytes = 0;
       Status st;
@@ -180,19 +179,11 @@ Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& 
       });
       progress->Add(lines, bytes);
       if (st.ok()) st = intake->CommitBlock(block.seq, std::move(rejects), lines, bytes);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (error.ok()) error = st;
-        failed = true;
-        return;
-      }
+      CLICKATRON_RETURN_IF_ERROR(st);
     }
-  };
-  std::vector<std::thread> helpers;
-  for (int i = 1; i < options.threads; ++i) helpers.emplace_back(work, i);
-  work(0);
-  for (auto& h : helpers) h.join();
-  CLICKATRON_RETURN_IF_ERROR(error);
+    return Status::Ok();
+  });
+  CLICKATRON_RETURN_IF_ERROR(conversion);
   return (*reader)->status();
 }
 

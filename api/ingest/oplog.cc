@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -24,9 +23,9 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kFsyncWindow = 1024;
 
-int64_t FileMtime(const std::string& path) {
+int64_t FileMtime(const std::string& path, int64_t if_unknown) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return static_cast<int64_t>(std::time(nullptr));
+  if (::stat(path.c_str(), &st) != 0) return if_unknown;
   return static_cast<int64_t>(st.st_mtime);
 }
 
@@ -207,7 +206,9 @@ Status Oplog::ScanSegment(Segment* seg) {
     CLICKATRON_RETURN_IF_ERROR((*cut)->Close());
   }
   seg->bytes = (*reader)->good_bytes();
-  seg->closed_unix = FileMtime(path);
+  // When it was closed, as near as a restart can tell: its mtime, a reading
+  // of the system clock whatever options_.clock is.
+  seg->closed_unix = FileMtime(path, options_.clock->NowUnixSeconds());
   return Status::Ok();
 }
 
@@ -251,7 +252,7 @@ Status Oplog::AppendBatch(const OplogBatch& batch) {
       std::lock_guard lock(mu_);
       Segment& seg = segments_[closed_id];
       seg.closed = true;
-      seg.closed_unix = static_cast<int64_t>(std::time(nullptr));
+      seg.closed_unix = options_.clock->NowUnixSeconds();
     }
     CLICKATRON_RETURN_IF_ERROR(StartSegment(closed_id + 1));
     background_->Post([this, closed_id] { Compress(closed_id); });
@@ -510,33 +511,41 @@ void Oplog::Acknowledge(uint32_t shard, uint64_t seq) {
   acked_known_[shard] = true;
 }
 
-void Oplog::CollectGarbage() {
-  background_->Post([this] {
-    const int64_t now = static_cast<int64_t>(std::time(nullptr));
-    std::vector<std::pair<uint64_t, bool>> doomed;
-    {
-      std::lock_guard lock(mu_);
-      if (std::find(acked_known_.begin(), acked_known_.end(), false) != acked_known_.end()) return;
-      for (const auto& [id, seg] : segments_) {
-        if (!seg.closed || now - seg.closed_unix < int64_t{options_.retention_hours} * 3600) continue;
-        bool all_acked = true;
-        for (uint32_t s = 0; s < options_.shard_count; ++s) {
-          if (seg.max_seq[s] > acked_[s]) all_acked = false;
-        }
-        if (all_acked) doomed.emplace_back(id, seg.compressed);
-      }
-      for (const auto& [id, gz] : doomed) segments_.erase(id);
-    }
-    for (const auto& [id, gz] : doomed) {
-      const std::string path = SegmentPath(id, gz);
-      if (::unlink(path.c_str()) != 0) {
-        spdlog::warn("oplog: delete {}: {}", path, std::strerror(errno));
-      } else {
-        spdlog::info("oplog: deleted {} (every batch acknowledged, past retention)", path);
-      }
-    }
-    if (!doomed.empty()) (void)FsyncDir(options_.dir);
+void Oplog::CollectGarbage(std::function<void(size_t deleted)> done) {
+  background_->Post([this, done = std::move(done)] {
+    const size_t deleted = DeleteCollectableSegments();
+    if (done) done(deleted);
   });
+}
+
+size_t Oplog::DeleteCollectableSegments() {
+  const int64_t now = options_.clock->NowUnixSeconds();
+  std::vector<std::pair<uint64_t, bool>> doomed;
+  {
+    std::lock_guard lock(mu_);
+    if (std::find(acked_known_.begin(), acked_known_.end(), false) != acked_known_.end()) return 0;
+    for (const auto& [id, seg] : segments_) {
+      if (!seg.closed || now - seg.closed_unix < int64_t{options_.retention_hours} * 3600) continue;
+      bool all_acked = true;
+      for (uint32_t s = 0; s < options_.shard_count; ++s) {
+        if (seg.max_seq[s] > acked_[s]) all_acked = false;
+      }
+      if (all_acked) doomed.emplace_back(id, seg.compressed);
+    }
+    for (const auto& [id, gz] : doomed) segments_.erase(id);
+  }
+  size_t deleted = 0;
+  for (const auto& [id, gz] : doomed) {
+    const std::string path = SegmentPath(id, gz);
+    if (::unlink(path.c_str()) != 0) {
+      spdlog::warn("oplog: delete {}: {}", path, std::strerror(errno));
+    } else {
+      ++deleted;
+      spdlog::info("oplog: deleted {} (every batch acknowledged, past retention)", path);
+    }
+  }
+  if (!doomed.empty()) (void)FsyncDir(options_.dir);
+  return deleted;
 }
 
 nlohmann::json Oplog::StatsJson() const {

@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clickatron/clock.h"
 #include "clickatron/framed_log.h"
 #include "clickatron/status.h"
 #include "clickatron/serial_executor.h"
@@ -60,6 +61,9 @@ struct OplogOptions {
   int sync_interval_ms = 100;
   uint64_t segment_bytes = 64u << 20;
   int retention_hours = 48;
+  // Stamps a segment when it closes and decides when it is past retention.
+  // Must outlive the Oplog.
+  const Clock* clock = &SystemClock::Instance();
 };
 
 class Oplog {
@@ -99,8 +103,9 @@ class Oplog {
   // is deleted.
   void Acknowledge(uint32_t shard, uint64_t seq);
   // Deletes closed segments that are fully acknowledged and past retention
-  // (in the background).
-  void CollectGarbage();
+  // (in the background); then runs `done`, if given, on the background
+  // thread with the number deleted.
+  void CollectGarbage(std::function<void(size_t deleted)> done = {});
 
   bool failed() const { return failed_.load(); }
   nlohmann::json StatsJson() const;
@@ -129,6 +134,7 @@ class Oplog {
   Status AppendBatch(const OplogBatch& batch);
   Status SyncTimed();
   void WriterLoop();
+  size_t DeleteCollectableSegments();  // on background_
   void Compress(uint64_t id);  // on background_: gzips on compressor_
   void FinishCompress(uint64_t id, const std::string& plain, const Status& st);
   std::string SegmentPath(uint64_t id, bool compressed) const;

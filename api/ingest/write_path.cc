@@ -18,7 +18,6 @@
 #include "ingest/write_path.h"
 
 #include <algorithm>
-#include <ctime>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,10 +47,11 @@ bool HasIncrementArgs(const QueryArgs& args) {
 
 class WritePathImpl : public WritePath {
  public:
-  WritePathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client)
+  WritePathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client, const Clock& clock)
       : ctx_(ctx),
         server_(server),
         client_(client),
+        clock_(clock),
         shard_count_(static_cast<uint32_t>(ctx.cluster.realtime_shards)),
         max_batch_bytes_(std::clamp<size_t>(ctx.cluster.http.max_body_bytes / 2, 4096, 16u << 20)),
         combiner_(shard_count_),
@@ -96,6 +96,7 @@ class WritePathImpl : public WritePath {
   DaemonContext ctx_;
   HttpServer& server_;
   HttpClient& client_;
+  const Clock& clock_;  // the default hour of an increment, the oplog's retention
   const uint32_t shard_count_;
   // Largest batch (one POST to a shard): well under the shards' body limit.
   const size_t max_batch_bytes_;
@@ -144,6 +145,7 @@ Status WritePathImpl::Init() {
   o.sync_interval_ms = cfg.oplog_sync_interval_ms;
   o.segment_bytes = cfg.oplog_segment_bytes;
   o.retention_hours = cfg.oplog_retention_hours;
+  o.clock = &clock_;
   auto oplog = Oplog::Open(std::move(o), Poster());
   if (!oplog.ok()) return oplog.status();
   oplog_ = std::move(oplog).value();
@@ -198,7 +200,7 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
     return;
   }
   IncrementLimits limits;
-  limits.now = static_cast<int64_t>(std::time(nullptr));
+  limits.now = clock_.NowUnixSeconds();
   limits.future_margin_hours = ctx_.cluster.api.future_margin_hours;
   scratch_.clear();
   size_t increments = 0;
@@ -478,8 +480,8 @@ std::string WritePathImpl::StatsPrometheus() const {
 }  // namespace
 
 Result<std::unique_ptr<WritePath>> WritePath::Create(const DaemonContext& ctx, HttpServer& server,
-                                                     HttpClient& client) {
-  auto path = std::make_unique<WritePathImpl>(ctx, server, client);
+                                                     HttpClient& client, const Clock& clock) {
+  auto path = std::make_unique<WritePathImpl>(ctx, server, client, clock);
   CLICKATRON_RETURN_IF_ERROR(path->Init());
   return std::unique_ptr<WritePath>(std::move(path));
 }

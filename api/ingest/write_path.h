@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clickatron/clock.h"
 #include "clickatron/daemon.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
@@ -17,8 +18,11 @@ namespace clickatron::api {
 class WritePath {
  public:
   // Opens the oplog under ctx.member.data_dir, recovers (re-sends what shards
-  // have not acknowledged) and registers its routes on `server`.
-  static Result<std::unique_ptr<WritePath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client);
+  // have not acknowledged) and registers its routes on `server`. `clock`
+  // (which must outlive the WritePath) gives an increment without ts its
+  // hour and ages the oplog's segments.
+  static Result<std::unique_ptr<WritePath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client,
+                                                   const Clock& clock = SystemClock::Instance());
   virtual ~WritePath() = default;
   // Figures for /stats (merged into data) and /metrics.
   virtual nlohmann::json StatsJson() const = 0;

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <ctime>
 #include <limits>
 #include <type_traits>
 
@@ -137,8 +136,9 @@ nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>&
 
 class ReadPathImpl : public ReadPath {
  public:
-  ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client)
-      : max_query_hours_(ctx.cluster.api.max_query_hours),
+  ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client, const Clock& clock)
+      : clock_(clock),
+        max_query_hours_(ctx.cluster.api.max_query_hours),
         metric_labels_(BaseLabels(ctx.http.daemon, ctx.http.member)),
         archive_(ctx.cluster, client, stats_,
                  ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
@@ -159,7 +159,8 @@ class ReadPathImpl : public ReadPath {
   std::string StatsPrometheus() const override { return stats_.ToPrometheus(metric_labels_); }
 
  private:
-  static int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
+  // Where the windows end when a query names no reference time.
+  int64_t Now() const { return clock_.NowUnixSeconds(); }
 
   void Fail(const HttpExchangePtr& ex, const Status& st) {
     if (st.code() == StatusCode::kUnavailable) ++stats_.unavailable;
@@ -494,6 +495,7 @@ class ReadPathImpl : public ReadPath {
     });
   }
 
+  const Clock& clock_;
   const int64_t max_query_hours_;
   const std::string metric_labels_;  // daemon and member, on every sample of /metrics
   ReadStats stats_;
@@ -506,11 +508,12 @@ class ReadPathImpl : public ReadPath {
 
 }  // namespace
 
-Result<std::unique_ptr<ReadPath>> ReadPath::Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client) {
+Result<std::unique_ptr<ReadPath>> ReadPath::Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client,
+                                                   const Clock& clock) {
   if (ctx.cluster.api.max_query_hours < 1) {
     return Status::InvalidArgument("api.max_query_hours must be at least 1");
   }
-  return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client));
+  return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client, clock));
 }
 
 }  // namespace clickatron::api

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clickatron/clock.h"
 #include "clickatron/daemon.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
@@ -16,7 +17,10 @@ namespace clickatron::api {
 
 class ReadPath {
  public:
-  static Result<std::unique_ptr<ReadPath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client);
+  // `clock` (which must outlive the ReadPath) says where "now" is: the end of
+  // a query's window when it gives no reference time.
+  static Result<std::unique_ptr<ReadPath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client,
+                                                  const Clock& clock = SystemClock::Instance());
   virtual ~ReadPath() = default;
   virtual nlohmann::json StatsJson() const = 0;
   virtual std::string StatsPrometheus() const = 0;

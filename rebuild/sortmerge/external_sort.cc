@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/file_util.h"
+#include "clickatron/parallel_for.h"
 #include "clickatron/record.h"
 #include "sortmerge/line_combine.h"
 #include "sortmerge/line_sort.h"
@@ -81,30 +82,30 @@ struct Chunk {
   }
 };
 
-// Sorts a chunk's entries, with `threads` threads when it is worth it.
-void SortChunk(Chunk* chunk, int threads) {
+// Sorts a chunk's entries, with `threads` threads when it is worth it: each
+// sorts a part, then the parts are merged in place.
+Status SortChunk(Chunk* chunk, int threads) {
   LineEntry* begin = chunk->entries();
   const char* base = chunk->memory.get();
   const size_t n = chunk->count;
   if (threads < 2 || n < 100000) {
     SortLineEntries(begin, begin + n, base);
-    return;
+    return Status::Ok();
   }
   const size_t parts = static_cast<size_t>(threads);
   std::vector<LineEntry*> bounds;
   for (size_t i = 0; i <= parts; ++i) bounds.push_back(begin + n * i / parts);
-  std::vector<std::thread> workers;
-  for (size_t i = 1; i < parts; ++i) {
-    workers.emplace_back([&, i] { SortLineEntries(bounds[i], bounds[i + 1], base); });
-  }
-  SortLineEntries(bounds[0], bounds[1], base);
-  for (auto& w : workers) w.join();
+  CLICKATRON_RETURN_IF_ERROR(ParallelFor(parts, parts, [&](size_t i) {
+    SortLineEntries(bounds[i], bounds[i + 1], base);
+    return Status::Ok();
+  }));
   const auto less = [base](const LineEntry& a, const LineEntry& b) { return LineEntryLess(base, a, b); };
   for (size_t width = 1; width < parts; width *= 2) {
     for (size_t i = 0; i + width < parts; i += 2 * width) {
       std::inplace_merge(bounds[i], bounds[i + width], bounds[std::min(i + 2 * width, parts)], less);
     }
   }
+  return Status::Ok();
 }
 
 // A sorted chunk (or the entries [begin, end) of it, which must start and
@@ -265,7 +266,7 @@ struct ExternalSorter::Impl {
   }
 
   Status SpillChunk(Chunk* chunk) {
-    SortChunk(chunk, 1);
+    CLICKATRON_RETURN_IF_ERROR(SortChunk(chunk, 1));
     const std::string path = NewRunPath();
     auto writer = LineWriter::Create(path, {.buffer_bytes = 1u << 20, .fsync = false});
     if (!writer.ok()) return writer.status();
@@ -461,20 +462,10 @@ Status FinishProducers(ExternalSorter::Impl& s, LineSink* out) {
     spilled = !s.runs.empty();
   }
   // Sorts (spilled: spills) chunks[1…] on threads of their own, chunks[0] here.
-  std::vector<Status> results(chunks.size());
-  std::vector<std::thread> helpers;
-  for (size_t i = 1; i < chunks.size(); ++i) {
-    helpers.emplace_back([&, i] {
-      if (spilled) {
-        results[i] = s.SpillChunk(chunks[i].get());
-      } else {
-        SortChunk(chunks[i].get(), 1);
-      }
-    });
-  }
-  if (!chunks.empty()) SortChunk(chunks[0].get(), chunks.size() == 1 && !spilled ? s.options.threads : 1);
-  for (auto& h : helpers) h.join();
-  for (const Status& st : results) CLICKATRON_RETURN_IF_ERROR(st);
+  CLICKATRON_RETURN_IF_ERROR(ParallelFor(chunks.size(), chunks.size(), [&](size_t i) {
+    if (i == 0) return SortChunk(chunks[0].get(), chunks.size() == 1 && !spilled ? s.options.threads : 1);
+    return spilled ? s.SpillChunk(chunks[i].get()) : SortChunk(chunks[i].get(), 1);
+  }));
   if (!spilled) {
     std::vector<std::unique_ptr<ChunkSource>> owned;
     std::vector<LineSource*> sources;
@@ -504,7 +495,7 @@ Status ExternalSorter::Finish(LineSink* out) {
   if (!spilled) {
     // Everything fit in one chunk: sort it in memory with every thread.
     if (s.current) {
-      SortChunk(s.current.get(), s.options.threads);
+      CLICKATRON_RETURN_IF_ERROR(SortChunk(s.current.get(), s.options.threads));
       uint64_t lines_out = 0;
       CLICKATRON_RETURN_IF_ERROR(DrainChunk(s.current.get(), out, &lines_out));
       s.stats.lines_out = lines_out;
@@ -522,7 +513,7 @@ Status ExternalSorter::Finish(LineSink* out) {
   }
   std::unique_ptr<Chunk> last = std::move(s.current);
   if (last && last->count == 0) last.reset();
-  if (last) SortChunk(last.get(), s.options.threads);
+  if (last) CLICKATRON_RETURN_IF_ERROR(SortChunk(last.get(), s.options.threads));
   return MergeWithRuns(s, std::move(last), out);
 }
 

@@ -4,12 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <thread>
+#include <stop_token>
 
 #include <fmt/format.h>
 
+#include "clickatron/parallel_for.h"
 #include "clickatron/record.h"
 
 namespace clickatron::rebuild {
@@ -50,15 +49,15 @@ std::vector<std::string> ChoosePivots(const std::vector<const RangeInput*>& inpu
 // for nothing.
 class StopOnFailureSink : public LineSink {
  public:
-  StopOnFailureSink(LineSink* inner, const std::atomic<bool>* failed) : inner_(inner), failed_(failed) {}
+  StopOnFailureSink(LineSink* inner, std::stop_token stop) : inner_(inner), stop_(std::move(stop)) {}
   Status Put(std::string_view line) override {
-    if (failed_->load(std::memory_order_relaxed)) return Status::Internal("stopped: another range failed");
+    if (stop_.stop_requested()) return Status::Internal("stopped: another range failed");
     return inner_->Put(line);
   }
 
  private:
   LineSink* inner_;
-  const std::atomic<bool>* failed_;
+  std::stop_token stop_;
 };
 
 Status MergeRange(const std::vector<const RangeInput*>& inputs, const Cuts& cuts, size_t range, size_t buffer_bytes,
@@ -138,34 +137,20 @@ Status MergeByKeyRange(const std::vector<const RangeInput*>& inputs, LineSink* o
 
   TempFiles temp;
   for (size_t r = 1; r < ranges; ++r) temp.paths.push_back(fmt::format("{}/final-range-{}.csv", options.temp_dir, r));
-  std::atomic<bool> failed{false};
-  std::mutex mutex;
-  Status first_error;  // guarded by mutex; set before `failed`, so a stop is never the first
-  const auto fail = [&](const Status& st) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (first_error.ok()) first_error = st;
-    failed.store(true, std::memory_order_relaxed);
-  };
   std::vector<MergeStats> range_stats(ranges);
-  std::vector<std::thread> workers;
-  for (size_t r = 1; r < ranges; ++r) {
-    workers.emplace_back([&, r] {
-      const std::string& path = temp.paths[r - 1];
-      auto writer = LineWriter::Create(path, {.buffer_bytes = buffer_bytes, .fsync = false});
-      if (!writer.ok()) return fail(writer.status());
-      StopOnFailureSink sink(writer->get(), &failed);
-      Status st = MergeRange(inputs, cuts, r, buffer_bytes, &sink, options.progress, &range_stats[r]);
-      if (st.ok()) st = (*writer)->Finish();
-      if (!st.ok()) fail(st);
-    });
-  }
-  {
-    StopOnFailureSink sink(out, &failed);
-    const Status st = MergeRange(inputs, cuts, 0, buffer_bytes, &sink, options.progress, &range_stats[0]);
-    if (!st.ok()) fail(st);
-  }
-  for (auto& w : workers) w.join();
-  if (!first_error.ok()) return first_error;
+  // A thread per range; range 0, task 0 of ParallelFor, runs on this thread
+  // and writes `out` itself.
+  CLICKATRON_RETURN_IF_ERROR(ParallelFor(ranges, ranges, [&](size_t r, const std::stop_token& stop) -> Status {
+    if (r == 0) {
+      StopOnFailureSink sink(out, stop);
+      return MergeRange(inputs, cuts, 0, buffer_bytes, &sink, options.progress, &range_stats[0]);
+    }
+    auto writer = LineWriter::Create(temp.paths[r - 1], {.buffer_bytes = buffer_bytes, .fsync = false});
+    if (!writer.ok()) return writer.status();
+    StopOnFailureSink sink(writer->get(), stop);
+    CLICKATRON_RETURN_IF_ERROR(MergeRange(inputs, cuts, r, buffer_bytes, &sink, options.progress, &range_stats[r]));
+    return (*writer)->Finish();
+  }));
   // The readers are closed: the copy may use the whole budget.
   const auto copy_bytes =
       static_cast<size_t>(std::clamp<uint64_t>(options.buffer_budget / 2, kMinBuffer, kMaxBuffer));

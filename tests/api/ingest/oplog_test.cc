@@ -1,7 +1,8 @@
 // The oplog: what is committed is found again after a reopen (seqs and
 // lines), across segment rollovers and gzip; damage is refused, a torn tail
-// cut; fully acknowledged segments are deleted, and the checkpoint keeps the
-// seq floor when they are.
+// cut; fully acknowledged segments are deleted once retention_hours have
+// passed by the oplog's clock (never before, never unacknowledged ones), and
+// the checkpoint keeps the seq floor when they are.
 #include "ingest/oplog.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,10 @@
 #include <map>
 #include <set>
 
+#include "clickatron/clock.h"
 #include "clickatron/framed_log.h"
 #include "clickatron/oplog_record.h"
+#include "clickatron/ymdh.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::api {
@@ -53,6 +56,17 @@ Status CommitAndWait(Oplog& log, std::vector<BatchPtr> batches) {
   log.Commit(std::move(batches), [&p](Status st) { p.set_value(st); });
   return f.get();
 }
+
+// One garbage collection pass, waited for: how many segments it deleted.
+size_t CollectAndWait(Oplog& log) {
+  std::promise<size_t> p;
+  auto f = p.get_future();
+  log.CollectGarbage([&p](size_t deleted) { p.set_value(deleted); });
+  return f.get();
+}
+
+// Segments the oplog keeps, the current one included.
+size_t SegmentCount(const Oplog& log) { return log.StatsJson()["segments"].get<size_t>(); }
 
 std::vector<std::string> Files(const std::string& dir) {
   std::vector<std::string> out;
@@ -191,6 +205,60 @@ TEST(WriteOplogTest, OnlyFullyAcknowledgedSegmentsAreDeletedAndTheCheckpointKeep
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   // No batch is left, yet the next seq is known from the checkpoint.
   EXPECT_EQ((*log)->recovered_last_seq(), std::vector<uint64_t>({40, 40}));
+}
+
+// retention_hours = 2 on a ManualClock: acknowledged segments stay for two
+// hours after they close and go at the second the two hours are up; a
+// segment holding a batch a shard has not acknowledged stays however old.
+TEST(WriteOplogTest, AcknowledgedSegmentsAreKeptUntilRetentionHoursPassByTheClock) {
+  using namespace std::chrono_literals;
+  TempDir dir;
+  ManualClock clock(DaysFromCivil({2026, 3, 21}) * kSecondsPerDay);
+  OplogOptions o = Options(dir.path(), 2);
+  o.segment_bytes = 1500;
+  o.retention_hours = 2;
+  o.clock = &clock;
+  auto log = Oplog::Open(o, Inline());
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  for (uint64_t seq = 1; seq <= 40; ++seq) {
+    std::string lines;
+    for (int i = 0; i < 5; ++i) lines += Line(seq, i);
+    ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, seq, lines), MakeBatch(1, seq, lines)}).ok());
+  }
+  const size_t all = SegmentCount(**log);  // every closed one closed at the clock's start
+  ASSERT_GE(all, 4u);
+  (*log)->Acknowledge(0, 40);
+  (*log)->Acknowledge(1, 20);
+
+  clock.Advance(2h - 1s);
+  EXPECT_EQ(CollectAndWait(**log), 0u) << "a segment younger than retention_hours was deleted";
+  EXPECT_EQ(SegmentCount(**log), all);
+  auto early = (*log)->ReadBatches(0, 0, 40, 1000000);
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  EXPECT_EQ(early->batches.size(), 40u);
+
+  clock.Advance(1s);
+  const size_t deleted = CollectAndWait(**log);
+  EXPECT_GT(deleted, 0u) << "a fully acknowledged segment outlived retention_hours";
+  EXPECT_EQ(SegmentCount(**log), all - deleted);
+  auto shard0 = (*log)->ReadBatches(0, 0, 40, 1000000);
+  ASSERT_TRUE(shard0.ok()) << shard0.status().ToString();
+  ASSERT_FALSE(shard0->batches.empty());
+  EXPECT_GT(shard0->batches.front()->seq, 1u);  // the oldest batches went
+  auto needed = (*log)->ReadBatches(1, 20, 40, 1000000);
+  ASSERT_TRUE(needed.ok()) << needed.status().ToString();
+  EXPECT_EQ(needed->batches.size(), 20u);  // none that shard 1 has not acknowledged
+
+  clock.Advance(24h * 365 * 10);
+  EXPECT_EQ(CollectAndWait(**log), 0u) << "a segment with unacknowledged batches was deleted";
+  auto shard1 = (*log)->ReadBatches(1, 20, 40, 1000000);
+  ASSERT_TRUE(shard1.ok()) << shard1.status().ToString();
+  ASSERT_EQ(shard1->batches.size(), 20u);
+  EXPECT_EQ(shard1->batches.front()->seq, 21u);
+
+  (*log)->Acknowledge(1, 40);
+  EXPECT_EQ(CollectAndWait(**log), all - deleted - 1);  // every closed one; the current segment stays
+  EXPECT_EQ(SegmentCount(**log), 1u);
 }
 
 TEST(WriteOplogTest, TornTailIsCutOnOpen) {
