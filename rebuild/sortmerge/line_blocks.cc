@@ -18,14 +18,13 @@ Result<std::unique_ptr<LineBlockReader>> LineBlockReader::Open(const std::string
   reader->path_ = path;
   reader->block_bytes_ = block_bytes < 4096 ? 4096 : block_bytes;
   reader->file_bytes_ = in->file_bytes;
-  reader->fd_ = in->fd;
+  reader->fd_ = std::move(in->fd);
   reader->gz_ = in->gz;
   return reader;
 }
 
 LineBlockReader::~LineBlockReader() {
   if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status LineBlockReader::status() const {
@@ -36,7 +35,7 @@ Status LineBlockReader::status() const {
 Result<size_t> LineBlockReader::ReadMore(std::string* out, size_t want) {
   const size_t old = out->size();
   out->resize(old + want);
-  auto n = ReadInput(fd_, gz_, path_, out->data() + old, want);
+  auto n = ReadInput(fd_.get(), gz_, path_, out->data() + old, want);
   out->resize(old + (n.ok() ? *n : 0));
   return n;
 }

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "clickatron/status.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron::rebuild {
 
@@ -49,7 +50,7 @@ class LineBlockReader {
   std::string path_;
   size_t block_bytes_ = 0;
   uint64_t file_bytes_ = 0;
-  int fd_ = -1;
+  UniqueFd fd_;
   void* gz_ = nullptr;  // gzFile
   mutable std::mutex mutex_;
   // Guarded by mutex_:

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "clickatron/status.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron::rebuild {
 
@@ -71,7 +72,7 @@ class LineReader : public LineSource {
 
   std::string path_;
   Options options_;
-  int fd_ = -1;
+  UniqueFd fd_;
   void* gz_ = nullptr;  // gzFile, kept opaque so zlib.h stays out of this header
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;
@@ -97,7 +98,7 @@ class LineWriter : public LineSink {
   };
   static Result<std::unique_ptr<LineWriter>> Create(const std::string& path, Options options);
   static Result<std::unique_ptr<LineWriter>> Create(const std::string& path) { return Create(path, Options{}); }
-  ~LineWriter() override;  // closes (without fsync) if Finish() was not called
+  ~LineWriter() override = default;  // closes (without fsync) if Finish() was not called
 
   Status Put(std::string_view line) override;  // appends line + '\n'
   Status PutRaw(std::string_view bytes);       // appends bytes as they are
@@ -120,7 +121,7 @@ class LineWriter : public LineSink {
 
   std::string path_;
   Options options_;
-  int fd_ = -1;
+  UniqueFd fd_;
   std::unique_ptr<char[]> buffer_;
   size_t used_ = 0;
   size_t crc_done_ = 0;  // buffer bytes [0, crc_done_) are in crc_
@@ -137,9 +138,9 @@ uint64_t CountNewlines(std::string_view bytes);
 // A data file opened for streaming reads: gzip (known by its magic bytes)
 // through zlib with a 256 KiB buffer, else the plain descriptor with
 // sequential read-ahead. Exactly one of fd and gz is set; the caller closes
-// it (gz is a gzFile, kept opaque like LineReader's).
+// gz (a gzFile, kept opaque like LineReader's).
 struct OpenedInput {
-  int fd = -1;
+  UniqueFd fd;
   void* gz = nullptr;
   uint64_t file_bytes = 0;
 };
