@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "clickatron/file_util.h"
+#include "clickatron/gzip_file.h"
 #include "clickatron/shard.h"
 #include "clickatron/unique_fd.h"
 
@@ -71,32 +71,15 @@ class FdSource : public ByteSource {
   std::string path_;
 };
 
+// A compressed segment is written whole and renamed into place, so a short
+// or damaged stream is corruption (GzipReader says so), not a torn tail.
 class GzSource : public ByteSource {
  public:
-  GzSource(gzFile gz, std::string path) : gz_(gz), path_(std::move(path)) {}
-  ~GzSource() override { gzclose(gz_); }
-  Result<size_t> ReadSome(char* buf, size_t n) override {
-    int got = gzread(gz_, buf, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
-    if (got < 0) {
-      int errnum = 0;
-      const char* msg = gzerror(gz_, &errnum);
-      // A compressed segment is written whole and renamed into place, so a
-      // short or damaged stream is corruption, not a torn tail.
-      return Status::Corruption(fmt::format("{}: gzip stream: {}", path_, msg ? msg : "error"));
-    }
-    if (got == 0) {
-      int errnum = 0;
-      const char* msg = gzerror(gz_, &errnum);
-      if (errnum != Z_OK && errnum != Z_STREAM_END) {
-        return Status::Corruption(fmt::format("{}: gzip stream: {}", path_, msg ? msg : "error"));
-      }
-    }
-    return static_cast<size_t>(got);
-  }
+  explicit GzSource(GzipReader reader) : reader_(std::move(reader)) {}
+  Result<size_t> ReadSome(char* buf, size_t n) override { return reader_.Read(buf, n); }
 
  private:
-  gzFile gz_;
-  std::string path_;
+  GzipReader reader_;
 };
 
 class FramedLogReaderImpl : public FramedLogReader {
@@ -283,19 +266,10 @@ class FramedLogWriterImpl : public FramedLogWriter {
 
 Result<std::unique_ptr<FramedLogReader>> FramedLogReader::Open(const std::string& path) {
   if (HasSuffix(path, ".gz")) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-      return Errno("open", path);
-    }
-    gzFile gz = gzdopen(fd, "rb");
-    if (gz == nullptr) {
-      ::close(fd);
-      return Status::IoError(fmt::format("gzdopen {}: failed", path));
-    }
-    gzbuffer(gz, 1 << 16);
+    Result<GzipReader> gz = GzipReader::Open(path, GzipReader::Options{.buffer_bytes = 1u << 16});
+    if (!gz.ok()) return gz.status();
     return std::unique_ptr<FramedLogReader>(
-        std::make_unique<FramedLogReaderImpl>(std::make_unique<GzSource>(gz, path), path));
+        std::make_unique<FramedLogReaderImpl>(std::make_unique<GzSource>(std::move(gz).value()), path));
   }
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {

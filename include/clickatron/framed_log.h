@@ -8,7 +8,9 @@
 // A crash can leave a torn last frame: the reader reports it as a truncated
 // tail (and where the good data ends) so the writer can cut it off before
 // appending. A bad frame followed by more data is CORRUPTION, never skipped.
-// Files ending in ".gz" are read through zlib (closed, compressed segments).
+// Files ending in ".gz" (closed, compressed segments) are read through
+// GzipReader (gzip_file.h): one truncated or damaged is CORRUPTION, never a
+// torn tail, since it was written whole and renamed into place.
 //
 // A failed append is cut back off the file, so the next append starts on a
 // frame boundary. If that cut itself fails, the writer is poisoned: every

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -28,9 +27,9 @@ Status Errno(std::string_view what, const std::string& path) {
 
 // gzip files start with 1f 8b; anything else is read as plain text.
 bool HasGzipMagic(int fd) {
-  unsigned char magic[2] = {0, 0};
+  char magic[2] = {0, 0};
   const ssize_t n = ::pread(fd, magic, 2, 0);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  return n == 2 && LooksLikeGzip(std::string_view(magic, 2));
 }
 
 }  // namespace
@@ -44,34 +43,22 @@ Result<OpenedInput> OpenInput(const std::string& path) {
   OpenedInput in;
   struct stat st;
   if (::fstat(fd.get(), &st) == 0) in.file_bytes = static_cast<uint64_t>(st.st_size);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   if (HasGzipMagic(fd.get())) {
-    gzFile gz = gzdopen(fd.get(), "rb");
-    if (gz == nullptr) return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
-    (void)fd.Release();  // gzclose closes it now
-    gzbuffer(gz, 256u << 10);
-    in.gz = gz;
+    Result<GzipReader> gzip = GzipReader::FromFd(std::move(fd), path, GzipReader::Options{.buffer_bytes = 256u << 10});
+    if (!gzip.ok()) return gzip.status();
+    in.gzip.emplace(std::move(gzip).value());
   } else {
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
     in.fd = std::move(fd);
   }
   return in;
 }
 
-Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room) {
-  if (gz != nullptr) {
-    auto* file = static_cast<gzFile>(gz);
-    const unsigned ask = room > (1u << 30) ? (1u << 30) : static_cast<unsigned>(room);  // gzread takes unsigned
-    const int n = gzread(file, dst, ask);
-    if (n < 0) {
-      int err = 0;
-      const char* message = gzerror(file, &err);
-      return Status::Corruption(fmt::format("{}: gzip: {}", path, message ? message : "read error"));
-    }
-    return static_cast<size_t>(n);
-  }
+Result<size_t> OpenedInput::Read(const std::string& path, char* dst, size_t room) {
+  if (gzip.has_value()) return gzip->Read(dst, room);
   ssize_t n = 0;
   do {
-    n = room == 0 ? 0 : ::read(fd, dst, room);
+    n = room == 0 ? 0 : ::read(fd.get(), dst, room);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return Errno("read", path);
   return static_cast<size_t>(n);
@@ -106,12 +93,9 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Op
   reader->path_ = path;
   reader->options_ = options;
   reader->file_bytes_ = in->file_bytes;
-  reader->fd_ = std::move(in->fd);
-  reader->gz_ = in->gz;
+  reader->input_ = std::move(in).value();
   if (options.begin_offset > 0 || options.end_offset != UINT64_MAX) {
-    if (in->gz != nullptr) {
-      gzclose(static_cast<gzFile>(in->gz));
-      reader->gz_ = nullptr;
+    if (reader->gzip()) {
       return Status::InvalidArgument(fmt::format("{}: a byte range of a gzip file cannot be read", path));
     }
     if (options.end_offset < options.begin_offset) {
@@ -119,18 +103,14 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Op
                                                  options.end_offset));
     }
     if (options.begin_offset > 0 &&
-        ::lseek(reader->fd_.get(), static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
-      return Errno("seek", path);  // the reader's destructor closes fd
+        ::lseek(reader->input_.fd.get(), static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
+      return Errno("seek", path);
     }
     reader->bytes_left_ = options.end_offset - options.begin_offset;
   }
   reader->capacity_ = options.buffer_bytes < 4096 ? 4096 : options.buffer_bytes;
   reader->buffer_.reset(new char[reader->capacity_]);
   return reader;
-}
-
-LineReader::~LineReader() {
-  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
 }
 
 bool LineReader::Refill() {
@@ -151,15 +131,15 @@ bool LineReader::Refill() {
   char* dst = buffer_.get() + end_;
   const size_t room = capacity_ - end_;
   // A byte range of a plain file stops at its end (bytes_left_).
-  const size_t ask = gz_ == nullptr && bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
-  auto read = ReadInput(fd_.get(), gz_, path_, dst, ask);
+  const size_t ask = !gzip() && bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
+  auto read = input_.Read(path_, dst, ask);
   if (!read.ok()) {
     status_ = read.status();
     return false;
   }
   const size_t n = *read;
-  if (gz_ != nullptr) {
-    bytes_read_ = static_cast<uint64_t>(gzoffset(static_cast<gzFile>(gz_)));
+  if (gzip()) {
+    bytes_read_ = input_.gzip->compressed_bytes_read();
   } else {
     bytes_read_ += n;
     if (bytes_left_ != UINT64_MAX) bytes_left_ -= n;

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "clickatron/gzip_file.h"
 #include "clickatron/status.h"
 #include "clickatron/unique_fd.h"
 
@@ -40,6 +42,21 @@ class LineSource {
   virtual const std::string& name() const = 0;
 };
 
+// A data file opened for streaming reads: gzip (known by its magic bytes)
+// through GzipReader with a 256 KiB buffer, else the plain descriptor with
+// sequential read-ahead. Exactly one of fd and gzip is set.
+struct OpenedInput {
+  UniqueFd fd;
+  std::optional<GzipReader> gzip;
+  uint64_t file_bytes = 0;
+
+  // One read of at most `room` bytes into dst (EINTR retried). 0 at the end;
+  // CORRUPTION for a damaged or truncated gzip file, IO_ERROR otherwise,
+  // both naming the file.
+  Result<size_t> Read(const std::string& path, char* dst, size_t room);
+};
+Result<OpenedInput> OpenInput(const std::string& path);
+
 class LineReader : public LineSource {
  public:
   struct Options {
@@ -54,7 +71,6 @@ class LineReader : public LineSource {
   };
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path, Options options);
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path) { return Open(path, Options{}); }
-  ~LineReader() override;
 
   bool Next(std::string_view* line) override;
   const Status& status() const override { return status_; }
@@ -64,7 +80,7 @@ class LineReader : public LineSource {
   uint64_t bytes_read() const { return bytes_read_; }    // raw file bytes consumed so far (from begin_offset)
   uint64_t file_bytes() const { return file_bytes_; }    // size on disk (compressed if gzip)
   uint32_t crc32() const { return crc_; }                // with Options::compute_crc
-  bool gzip() const { return gz_ != nullptr; }
+  bool gzip() const { return input_.gzip.has_value(); }
 
  private:
   LineReader() = default;
@@ -72,8 +88,7 @@ class LineReader : public LineSource {
 
   std::string path_;
   Options options_;
-  UniqueFd fd_;
-  void* gz_ = nullptr;  // gzFile, kept opaque so zlib.h stays out of this header
+  OpenedInput input_;
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;
   size_t begin_ = 0;  // first unread byte
@@ -134,21 +149,6 @@ class LineWriter : public LineSink {
 // Number of '\n' bytes in `bytes` (16 at a time: the archive merge counts
 // the lines of every span it copies, hundreds of megabytes a night).
 uint64_t CountNewlines(std::string_view bytes);
-
-// A data file opened for streaming reads: gzip (known by its magic bytes)
-// through zlib with a 256 KiB buffer, else the plain descriptor with
-// sequential read-ahead. Exactly one of fd and gz is set; the caller closes
-// gz (a gzFile, kept opaque like LineReader's).
-struct OpenedInput {
-  UniqueFd fd;
-  void* gz = nullptr;
-  uint64_t file_bytes = 0;
-};
-Result<OpenedInput> OpenInput(const std::string& path);
-// One read of at most `room` bytes into dst from what OpenInput opened (gz
-// when set, else fd; EINTR retried). 0 at the end; CORRUPTION for damaged
-// gzip, IO_ERROR otherwise, both naming `path`.
-Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room);
 
 // Lines held in memory (tests, small inputs).
 class VectorLineSink : public LineSink {
