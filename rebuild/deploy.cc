@@ -15,6 +15,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -46,18 +47,15 @@ std::string BodyText(const HttpResponse& r) {
 }
 
 Status CopyFile(const std::string& from, const std::string& to) {
-  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return Errno("open", from);
-  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) {
-    ::close(in);
-    return Errno("create", to);
-  }
+  const UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return Errno("open", from);
+  UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!out.valid()) return Errno("create", to);
   constexpr size_t kBlock = 4u << 20;
   std::unique_ptr<char[]> block(new char[kBlock]);
   Status st;
   while (st.ok()) {
-    const ssize_t n = ::read(in, block.get(), kBlock);
+    const ssize_t n = ::read(in.get(), block.get(), kBlock);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       st = Errno("read", from);
@@ -65,15 +63,15 @@ Status CopyFile(const std::string& from, const std::string& to) {
     }
     if (n == 0) break;
     for (ssize_t done = 0; done < n && st.ok();) {
-      const ssize_t w = ::write(out, block.get() + done, static_cast<size_t>(n - done));
+      const ssize_t w = ::write(out.get(), block.get() + done, static_cast<size_t>(n - done));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) st = Errno("write", to);
       else done += w;
     }
   }
-  if (st.ok() && ::fsync(out) != 0) st = Errno("fsync", to);
-  ::close(in);
-  ::close(out);
+  if (st.ok() && ::fsync(out.get()) != 0) st = Errno("fsync", to);
+  // The copy is served as the shard's file: a close error fails it too.
+  if (Status closed = out.Close(); st.ok() && !closed.ok()) st = closed.WithContext(to);
   return st;
 }
 

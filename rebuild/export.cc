@@ -12,6 +12,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_fd.h"
 #include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
@@ -43,11 +44,10 @@ class StreamCheck {
 
 // The line at `offset` (at most max_bytes of it).
 std::string ReadLineAt(const std::string& path, int64_t offset, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
   std::string out(max_bytes, '\0');
-  const ssize_t n = ::pread(fd, out.data(), max_bytes, offset);
-  ::close(fd);
+  const ssize_t n = ::pread(fd.get(), out.data(), max_bytes, offset);
   out.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return out.substr(0, out.find('\n'));
 }

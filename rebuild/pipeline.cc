@@ -19,6 +19,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/parallel_for.h"
+#include "clickatron/unique_fd.h"
 #include "clickatron/ymdh.h"
 #include "deploy.h"
 #include "export.h"
@@ -36,20 +37,18 @@ class WorkLock {
   static Result<std::unique_ptr<WorkLock>> Acquire(const std::string& work_dir) {
     CLICKATRON_RETURN_IF_ERROR(MakeDirs(work_dir));
     const std::string path = work_dir + "/lock";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::IoError(fmt::format("open {}", path));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd);
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) return Status::IoError(fmt::format("open {}", path));
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       return Status::FailedPrecondition(
           fmt::format("another clickatron-rebuild is running on {} (it holds {})", work_dir, path), "LOCKED");
     }
-    return std::unique_ptr<WorkLock>(new WorkLock(fd));
+    return std::unique_ptr<WorkLock>(new WorkLock(std::move(fd)));
   }
-  ~WorkLock() { ::close(fd_); }
 
  private:
-  explicit WorkLock(int fd) : fd_(fd) {}
-  int fd_;
+  explicit WorkLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;  // closing it releases the lock
 };
 
 std::string NowIso() {

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "clickatron/unique_fd.h"
+
 namespace clickatron {
 namespace {
 
@@ -38,20 +40,16 @@ bool FileExists(const std::string& path) {
 }
 
 Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Errno("open dir", dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno("fsync dir", dir);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Errno("open dir", dir);
+  if (::fsync(fd.get()) != 0) return Errno("fsync dir", dir);
   return Status::Ok();
 }
 
 Status FsyncFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return Errno("open", path);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno("fsync", path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Errno("open", path);
+  if (::fsync(fd.get()) != 0) return Errno("fsync", path);
   return Status::Ok();
 }
 
@@ -62,78 +60,68 @@ Status RenameDurably(const std::string& from, const std::string& to) {
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", tmp);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Errno("create", tmp);
   size_t done = 0;
   while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       Status st = Errno("write", tmp);
-      ::close(fd);
+      fd.Reset();
       ::unlink(tmp.c_str());
       return st;
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    Status st = Errno("fsync", tmp);
-    ::close(fd);
+  Status st;
+  if (::fsync(fd.get()) != 0) st = Errno("fsync", tmp);
+  // A close error after a good fsync still means the file may be bad.
+  if (Status closed = fd.Close(); st.ok() && !closed.ok()) st = closed.WithContext(tmp);
+  if (!st.ok()) {
     ::unlink(tmp.c_str());
     return st;
   }
-  ::close(fd);
   return RenameDurably(tmp, path);
 }
 
 Result<std::string> ReadFileToString(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
     return Errno("open", path);
   }
   std::string out;
   char buf[65536];
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
-      Status st = Errno("read", path);
-      ::close(fd);
-      return st;
+      return Errno("read", path);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
   return out;
 }
 
 Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  // Closed on return: the mapping keeps the file alive, even after a rename over it.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
     return Errno("open", path);
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("stat", path);
-    ::close(fd);
-    return s;
-  }
+  if (::fstat(fd.get(), &st) != 0) return Errno("stat", path);
   std::unique_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
   f->size_ = static_cast<size_t>(st.st_size);
   if (f->size_ > 0) {
-    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      Status s = Errno("mmap", path);
-      ::close(fd);
-      return s;
-    }
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return Errno("mmap", path);
     f->data_ = static_cast<const char*>(p);
   }
-  ::close(fd);  // the mapping keeps the file alive, even after a rename over it
   return f;
 }
 

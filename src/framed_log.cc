@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -23,7 +22,9 @@
 #include <spdlog/spdlog.h>
 
 #include "clickatron/file_util.h"
+#include "clickatron/gzip_file.h"
 #include "clickatron/shard.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron {
 namespace {
@@ -56,47 +57,29 @@ class ByteSource {
 
 class FdSource : public ByteSource {
  public:
-  FdSource(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  ~FdSource() override { ::close(fd_); }
+  FdSource(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
   Result<size_t> ReadSome(char* buf, size_t n) override {
     while (true) {
-      ssize_t got = ::read(fd_, buf, n);
+      ssize_t got = ::read(fd_.get(), buf, n);
       if (got >= 0) return static_cast<size_t>(got);
       if (errno != EINTR) return Errno("read", path_);
     }
   }
 
  private:
-  int fd_;
+  UniqueFd fd_;
   std::string path_;
 };
 
+// A compressed segment is written whole and renamed into place, so a short
+// or damaged stream is corruption (GzipReader says so), not a torn tail.
 class GzSource : public ByteSource {
  public:
-  GzSource(gzFile gz, std::string path) : gz_(gz), path_(std::move(path)) {}
-  ~GzSource() override { gzclose(gz_); }
-  Result<size_t> ReadSome(char* buf, size_t n) override {
-    int got = gzread(gz_, buf, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
-    if (got < 0) {
-      int errnum = 0;
-      const char* msg = gzerror(gz_, &errnum);
-      // A compressed segment is written whole and renamed into place, so a
-      // short or damaged stream is corruption, not a torn tail.
-      return Status::Corruption(fmt::format("{}: gzip stream: {}", path_, msg ? msg : "error"));
-    }
-    if (got == 0) {
-      int errnum = 0;
-      const char* msg = gzerror(gz_, &errnum);
-      if (errnum != Z_OK && errnum != Z_STREAM_END) {
-        return Status::Corruption(fmt::format("{}: gzip stream: {}", path_, msg ? msg : "error"));
-      }
-    }
-    return static_cast<size_t>(got);
-  }
+  explicit GzSource(GzipReader reader) : reader_(std::move(reader)) {}
+  Result<size_t> ReadSome(char* buf, size_t n) override { return reader_.Read(buf, n); }
 
  private:
-  gzFile gz_;
-  std::string path_;
+  GzipReader reader_;
 };
 
 class FramedLogReaderImpl : public FramedLogReader {
@@ -212,13 +195,11 @@ class FramedLogReaderImpl : public FramedLogReader {
 
 class FramedLogWriterImpl : public FramedLogWriter {
  public:
-  FramedLogWriterImpl(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
-  ~FramedLogWriterImpl() override {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  FramedLogWriterImpl(UniqueFd fd, std::string path, uint64_t size)
+      : fd_(std::move(fd)), path_(std::move(path)), size_(size) {}
 
   Status Append(std::string_view payload) override {
-    if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{} is closed", path_));
+    if (!fd_.valid()) return Status::FailedPrecondition(fmt::format("{} is closed", path_));
     if (!broken_.ok()) return broken_;
     if (payload.size() > kMaxFramePayload) {
       return Status::InvalidArgument(fmt::format("{}: frame of {} bytes is over the {} byte limit", path_,
@@ -244,13 +225,13 @@ class FramedLogWriterImpl : public FramedLogWriter {
         rest[n++] = {static_cast<char*>(v.iov_base) + skip, v.iov_len - skip};
         skip = 0;
       }
-      ssize_t w = ::writev(fd_, rest, n);
+      ssize_t w = ::writev(fd_.get(), rest, n);
       if (w < 0) {
         if (errno == EINTR) continue;
         Status st = Errno("append to", path_);
         // Cut the partial frame so later appends do not follow garbage
         // (which a reader would then call corruption).
-        if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+        if (::ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0) {
           broken_ = Status::IoError(fmt::format("{}: cannot cut a failed append ({}); no more appends", path_,
                                                 std::strerror(errno)));
           spdlog::error("{}", broken_.message());
@@ -264,24 +245,18 @@ class FramedLogWriterImpl : public FramedLogWriter {
   }
 
   Status Sync() override {
-    if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{} is closed", path_));
-    if (::fdatasync(fd_) != 0) return Errno("fdatasync", path_);
+    if (!fd_.valid()) return Status::FailedPrecondition(fmt::format("{} is closed", path_));
+    if (::fdatasync(fd_.get()) != 0) return Errno("fdatasync", path_);
     return Status::Ok();
   }
 
-  Status Close() override {
-    if (fd_ < 0) return Status::Ok();
-    int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) return Errno("close", path_);
-    return Status::Ok();
-  }
+  Status Close() override { return fd_.Close().WithContext(path_); }
 
   uint64_t size() const override { return size_; }
   const std::string& path() const override { return path_; }
 
  private:
-  int fd_;
+  UniqueFd fd_;
   std::string path_;
   uint64_t size_;
   Status broken_;
@@ -291,27 +266,18 @@ class FramedLogWriterImpl : public FramedLogWriter {
 
 Result<std::unique_ptr<FramedLogReader>> FramedLogReader::Open(const std::string& path) {
   if (HasSuffix(path, ".gz")) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-      return Errno("open", path);
-    }
-    gzFile gz = gzdopen(fd, "rb");
-    if (gz == nullptr) {
-      ::close(fd);
-      return Status::IoError(fmt::format("gzdopen {}: failed", path));
-    }
-    gzbuffer(gz, 1 << 16);
+    Result<GzipReader> gz = GzipReader::Open(path, GzipReader::Options{.buffer_bytes = 1u << 16});
+    if (!gz.ok()) return gz.status();
     return std::unique_ptr<FramedLogReader>(
-        std::make_unique<FramedLogReaderImpl>(std::make_unique<GzSource>(gz, path), path));
+        std::make_unique<FramedLogReaderImpl>(std::make_unique<GzSource>(std::move(gz).value()), path));
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
     return Errno("open", path);
   }
   return std::unique_ptr<FramedLogReader>(
-      std::make_unique<FramedLogReaderImpl>(std::make_unique<FdSource>(fd, path), path));
+      std::make_unique<FramedLogReaderImpl>(std::make_unique<FdSource>(std::move(fd), path), path));
 }
 
 Result<std::unique_ptr<FramedLogWriter>> FramedLogWriter::Open(const std::string& path) {
@@ -334,23 +300,14 @@ Result<std::unique_ptr<FramedLogWriter>> FramedLogWriter::Open(const std::string
       CLICKATRON_RETURN_IF_ERROR(FsyncFile(path));
     }
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("open for append", path);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Errno("open for append", path);
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("stat", path);
-    ::close(fd);
-    return s;
-  }
-  if (!existed) {
-    // The new name must survive a crash as well as the data synced into it.
-    if (Status s = FsyncDir(DirName(path)); !s.ok()) {
-      ::close(fd);
-      return s;
-    }
-  }
+  if (::fstat(fd.get(), &st) != 0) return Errno("stat", path);
+  // The new name must survive a crash as well as the data synced into it.
+  if (!existed) CLICKATRON_RETURN_IF_ERROR(FsyncDir(DirName(path)));
   return std::unique_ptr<FramedLogWriter>(
-      std::make_unique<FramedLogWriterImpl>(fd, path, static_cast<uint64_t>(st.st_size)));
+      std::make_unique<FramedLogWriterImpl>(std::move(fd), path, static_cast<uint64_t>(st.st_size)));
 }
 
 }  // namespace clickatron

@@ -13,21 +13,21 @@
 namespace clickatron {
 
 Result<std::unique_ptr<PreciseTimers>> PreciseTimers::Create(event_base* base) {
-  const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (fd < 0) return Status::IoError(fmt::format("timerfd_create: {}", std::strerror(errno)));
-  std::unique_ptr<PreciseTimers> timers(new PreciseTimers(fd, base));
+  UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!fd.valid()) return Status::IoError(fmt::format("timerfd_create: {}", std::strerror(errno)));
+  std::unique_ptr<PreciseTimers> timers(new PreciseTimers(std::move(fd), base));
   if (!timers->ev_ || event_add(timers->ev_.get(), nullptr) != 0) {
     return Status::Internal("cannot watch the timerfd on the event loop");
   }
   return timers;
 }
 
-PreciseTimers::PreciseTimers(int fd, event_base* base)
-    : fd_(fd), ev_(event_new(base, fd, EV_READ | EV_PERSIST, &PreciseTimers::OnFire, this)) {}
+PreciseTimers::PreciseTimers(UniqueFd fd, event_base* base)
+    : fd_(std::move(fd)), ev_(event_new(base, fd_.get(), EV_READ | EV_PERSIST, &PreciseTimers::OnFire, this)) {}
 
 PreciseTimers::~PreciseTimers() {
-  ev_.reset();
-  ::close(fd_);
+  ev_.reset();  // stop watching the descriptor before it is closed
+  fd_.Reset();
 }
 
 void PreciseTimers::After(std::chrono::microseconds delay, std::function<void()> fn) {
@@ -48,7 +48,7 @@ void PreciseTimers::Arm() {
     spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
     if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
   }
-  if (::timerfd_settime(fd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+  if (::timerfd_settime(fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
     // Not armed: the next After() or firing tries again.
     armed_for_ = Clock::time_point::max();
     spdlog::error("timerfd_settime: {}", std::strerror(errno));

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "clickatron/status.h"
+#include "clickatron/unique_fd.h"
 #include "libevent_ptr.h"
 
 namespace clickatron {
@@ -39,11 +40,11 @@ class PreciseTimers {
 
  private:
   using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC, as the timerfd
-  PreciseTimers(int fd, event_base* base);
+  PreciseTimers(UniqueFd fd, event_base* base);
   static void OnFire(evutil_socket_t fd, short, void* arg);
   void Arm();
 
-  int fd_;
+  UniqueFd fd_;
   EventPtr ev_;
   std::multimap<Clock::time_point, std::function<void()>> pending_;
   Clock::time_point armed_for_ = Clock::time_point::max();

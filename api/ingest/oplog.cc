@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "clickatron/file_util.h"
+#include "clickatron/gzip_file.h"
 #include "clickatron/oplog_record.h"
 
 namespace clickatron::api {
@@ -31,41 +31,9 @@ int64_t FileMtime(const std::string& path, int64_t if_unknown) {
 
 size_t CountLines(std::string_view text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
-// Copies `from` into a gzip file `to` (through a temp file, fsynced, renamed).
-Status GzipFile(const std::string& from, const std::string& to) {
-  const std::string tmp = to + ".tmp";
-  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return Status::IoError(fmt::format("open {}: {}", from, std::strerror(errno)));
-  // Level 1: segments are compressed on a shared machine while it serves;
-  // counter lines still shrink several times.
-  gzFile gz = gzopen(tmp.c_str(), "wb1");
-  if (gz == nullptr) {
-    ::close(in);
-    return Status::IoError(fmt::format("gzopen {}: failed", tmp));
-  }
-  std::vector<char> buf(1 << 20);
-  Status st;
-  while (true) {
-    ssize_t n = ::read(in, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      st = Status::IoError(fmt::format("read {}: {}", from, std::strerror(errno)));
-      break;
-    }
-    if (n == 0) break;
-    if (gzwrite(gz, buf.data(), static_cast<unsigned>(n)) != static_cast<int>(n)) {
-      int errnum = 0;
-      st = Status::IoError(fmt::format("gzwrite {}: {}", tmp, gzerror(gz, &errnum)));
-      break;
-    }
-  }
-  ::close(in);
-  if (gzclose(gz) != Z_OK && st.ok()) st = Status::IoError(fmt::format("gzclose {}: failed", tmp));
-  if (st.ok()) st = FsyncFile(tmp);
-  if (st.ok()) st = RenameDurably(tmp, to);
-  if (!st.ok()) ::unlink(tmp.c_str());
-  return st;
-}
+// Level 1: segments are compressed on a shared machine while it serves;
+// counter lines still shrink several times.
+constexpr int kSegmentGzipLevel = 1;
 
 }  // namespace
 
@@ -418,7 +386,7 @@ void Oplog::Compress(uint64_t id) {
       std::lock_guard lock(mu_);
       if (stopping_ || !segments_.count(id)) return;
     }
-    Status st = GzipFile(plain, gz);
+    Status st = CompressFileAtomically(plain, gz, kSegmentGzipLevel);
     background_->Post([this, id, plain, st] { FinishCompress(id, plain, st); });
   });
 }

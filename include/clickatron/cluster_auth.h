@@ -21,7 +21,8 @@
 // (ReadSecretFile refuses anything else), not in the cluster file, which is
 // usually readable by everyone who can read the configuration.
 //
-// Thread-safety: all functions are pure (no shared state).
+// Thread-safety: no shared state; any thread may call any function at any
+// time (GenerateSecret draws from OpenSSL's RAND_bytes, which is thread-safe).
 #pragma once
 
 #include <cstdint>

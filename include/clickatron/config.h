@@ -4,6 +4,12 @@
 // Parsed once into typed structs (never looked up by string at run time).
 // Every field has a default, documented in conf/local.toml. Load() reports a
 // bad file with the line and the field at fault.
+//
+// Thread-safety: Load and Parse share no state; any thread may call them. A
+// ClusterConfig is a plain value: its const methods may run on any number
+// of threads at once (daemons load it before starting threads and never
+// change it); LoadSecrets() changes it and needs it to itself. The
+// client_tls it holds is shared and immutable (tls.h).
 #pragma once
 
 #include <cstdint>

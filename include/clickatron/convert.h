@@ -6,7 +6,8 @@
 // sort, or an in-memory sort for small inputs) and equal keys are combined
 // (ArchiveCombiner). Combining is also how archive generations are merged.
 //
-// Thread-safety: pure functions of their arguments; any thread may call them.
+// Thread-safety: the functions are pure; any thread may call them. An
+// ArchiveCombiner holds the record being combined: one thread at a time.
 #pragma once
 
 #include <functional>

@@ -8,12 +8,21 @@
 // A crash can leave a torn last frame: the reader reports it as a truncated
 // tail (and where the good data ends) so the writer can cut it off before
 // appending. A bad frame followed by more data is CORRUPTION, never skipped.
-// Files ending in ".gz" are read through zlib (closed, compressed segments).
+// Files ending in ".gz" (closed, compressed segments) are read through
+// GzipReader (gzip_file.h): one truncated or damaged is CORRUPTION, never a
+// torn tail, since it was written whole and renamed into place.
 //
-// A failed append is cut back off the file, so the next append starts on a
-// frame boundary. If that cut itself fails, the writer is poisoned: every
-// later Append returns the same IO_ERROR (nothing more is written after
-// bytes a reader would call corruption); Sync and Close still work.
+// A failed append (a write error, whatever part of the frame went out first)
+// is cut back off the file with ftruncate to the size before it, so the next
+// append starts on a frame boundary and the writer stays usable; the failing
+// Append returns the write's IO_ERROR. The cut is not fsynced by itself: the
+// next Sync persists it with the frames after it. Only when the cut itself
+// fails is the writer poisoned: that Append still returns the write's error,
+// and every later Append returns one IO_ERROR ("cannot cut a failed
+// append"), so nothing is written after bytes a reader would call
+// corruption. Sync and Close still work on a poisoned writer. An oversized
+// payload is refused (INVALID_ARGUMENT) before anything is written and
+// poisons nothing; after Close, Append returns FAILED_PRECONDITION.
 //
 // Thread-safety: a writer or reader belongs to one thread at a time.
 #pragma once

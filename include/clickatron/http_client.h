@@ -5,11 +5,20 @@
 // BlockingHttpClient: the same for tools, the rebuild and tests, which have no
 // loop of their own; it can stream a large answer into a sink chunk by chunk.
 //
-// Destruction: requests still in flight when an HttpClient is destroyed are
-// dropped with its connections: their callbacks never run. Destroy it only
-// once its event_base's loop has stopped for good (daemons do, at shutdown),
-// never with requests in flight on a running loop: their timeout events
-// would then fire for requests already freed.
+// Destruction: freeing the client frees its connections, and libevent frees
+// the requests queued on them without calling back. Each request's own state
+// (its callback with whatever the callback captured, and its timeout event)
+// is not freed: it is leaked, and nothing reports the request's end. So:
+//   - with the loop stopped for good (daemons destroy it after Run()
+//     returned), requests in flight are dropped silently and leaked; their
+//     callbacks never run.
+//   - with the loop still running, destroying it with requests in flight is
+//     UNSAFE: each request's timeout still fires, cancels a request libevent
+//     has already freed (use after free) and then runs the callback, which may
+//     touch objects gone with the client's owner.
+// There is no way to cancel requests in flight; a caller that must destroy
+// the client early has to wait for every callback first. A BlockingHttpClient
+// has nothing in flight between calls, so destroying it is always safe.
 //
 // Thread-safety: an HttpClient belongs to the thread running its event_base.
 // A BlockingHttpClient belongs to one thread at a time.

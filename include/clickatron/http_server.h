@@ -7,8 +7,12 @@
 // loop callbacks (never work inside a signal handler).
 //
 // Thread-safety: everything runs on the loop thread except RunInLoop() and
-// Stop(), which any thread may call. An HttpExchange must be answered on the
-// loop thread; work done elsewhere posts its answer back with RunInLoop().
+// Stop(), which any thread may call, and stats() (HttpStats is thread-safe).
+// The set-up calls (Route, InternalRoute, AdminRoute, SetStatsProvider,
+// OnSignal, OnStop, Every, After) are made before Run() by the thread that
+// will call it, or later on the loop thread. An HttpExchange must be answered
+// on the loop thread; work done elsewhere posts its answer back with
+// RunInLoop().
 #pragma once
 
 #include <chrono>

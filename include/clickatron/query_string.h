@@ -8,7 +8,9 @@
 // escape pass through (`/get?key=u|jehiah.c3hh` works unencoded). A malformed
 // %-escape is an error, never a silent guess.
 //
-// Thread-safety: pure functions of their arguments; any thread may call them.
+// Thread-safety: the functions are pure; any thread may call them. A
+// QueryArgs is a plain value: const methods from any number of threads,
+// Add/Clear with it to one thread.
 #pragma once
 
 #include <string>

@@ -1,8 +1,9 @@
 // One background thread running jobs in the order they were posted: file work
 // (fsync, gzip, reads) that must stay off the event loop.
 //
-// Thread-safety: Post() from any thread. The destructor runs the jobs already
-// posted, then joins.
+// Thread-safety: Post() from any thread, jobs included, but not racing with
+// the destructor: it runs the jobs already posted, then joins, and a Post()
+// after that is a use after free.
 #pragma once
 
 #include <condition_variable>

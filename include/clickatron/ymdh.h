@@ -12,7 +12,10 @@
 // (alone, or followed by ',' or ':' in a line) is time order across every
 // boundary. Times outside 1970-2127 are an error, never a wrapped code.
 // Also the civil-calendar helpers (days since epoch <-> Y-M-D) used by the
-// ring, the rebuild and the rollups. All functions are pure and thread-safe.
+// ring, the rebuild and the rollups.
+//
+// Thread-safety: pure functions of their arguments (no time zone database,
+// no libc time calls, no shared state); any thread may call them.
 #pragma once
 
 #include <cstdint>

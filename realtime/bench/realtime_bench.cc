@@ -33,6 +33,7 @@
 
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
+#include "clickatron/unique_fd.h"
 #include "clickatron/ymdh.h"
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
@@ -190,14 +191,13 @@ double CheckpointSeconds(const Flags& f, const std::vector<std::string>& keys, i
 
 // A loopback port nothing listens on right now (the kernel picks it).
 uint16_t PickPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
   return ntohs(addr.sin_port);
 }
 

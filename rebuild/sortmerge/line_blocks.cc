@@ -1,13 +1,6 @@
 #include "sortmerge/line_blocks.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
-
 #include <fmt/format.h>
-
-#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 
@@ -18,14 +11,8 @@ Result<std::unique_ptr<LineBlockReader>> LineBlockReader::Open(const std::string
   reader->path_ = path;
   reader->block_bytes_ = block_bytes < 4096 ? 4096 : block_bytes;
   reader->file_bytes_ = in->file_bytes;
-  reader->fd_ = in->fd;
-  reader->gz_ = in->gz;
+  reader->input_ = std::move(in).value();
   return reader;
-}
-
-LineBlockReader::~LineBlockReader() {
-  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status LineBlockReader::status() const {
@@ -36,7 +23,7 @@ Status LineBlockReader::status() const {
 Result<size_t> LineBlockReader::ReadMore(std::string* out, size_t want) {
   const size_t old = out->size();
   out->resize(old + want);
-  auto n = ReadInput(fd_, gz_, path_, out->data() + old, want);
+  auto n = input_.Read(path_, out->data() + old, want);
   out->resize(old + (n.ok() ? *n : 0));
   return n;
 }

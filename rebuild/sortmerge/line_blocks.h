@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "clickatron/status.h"
+#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 
@@ -31,7 +32,6 @@ class LineBlockReader {
 
   // block_bytes: about how much each block holds (more when one line is longer).
   static Result<std::unique_ptr<LineBlockReader>> Open(const std::string& path, size_t block_bytes);
-  ~LineBlockReader();
 
   // Fills *block with the next lines; false at the end or on an error
   // (status() tells which). Thread-safe.
@@ -49,10 +49,9 @@ class LineBlockReader {
   std::string path_;
   size_t block_bytes_ = 0;
   uint64_t file_bytes_ = 0;
-  int fd_ = -1;
-  void* gz_ = nullptr;  // gzFile
   mutable std::mutex mutex_;
   // Guarded by mutex_:
+  OpenedInput input_;
   std::string carry_;  // a partial line read past the end of the last block
   bool eof_ = false;
   uint64_t next_line_ = 1;

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -28,52 +27,38 @@ Status Errno(std::string_view what, const std::string& path) {
 
 // gzip files start with 1f 8b; anything else is read as plain text.
 bool HasGzipMagic(int fd) {
-  unsigned char magic[2] = {0, 0};
+  char magic[2] = {0, 0};
   const ssize_t n = ::pread(fd, magic, 2, 0);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  return n == 2 && LooksLikeGzip(std::string_view(magic, 2));
 }
 
 }  // namespace
 
 Result<OpenedInput> OpenInput(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
     return Errno("open", path);
   }
   OpenedInput in;
   struct stat st;
-  if (::fstat(fd, &st) == 0) in.file_bytes = static_cast<uint64_t>(st.st_size);
-  if (HasGzipMagic(fd)) {
-    gzFile gz = gzdopen(fd, "rb");
-    if (gz == nullptr) {
-      ::close(fd);
-      return Status::IoError(fmt::format("gzdopen {}: out of memory", path));
-    }
-    gzbuffer(gz, 256u << 10);
-    in.gz = gz;
+  if (::fstat(fd.get(), &st) == 0) in.file_bytes = static_cast<uint64_t>(st.st_size);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  if (HasGzipMagic(fd.get())) {
+    Result<GzipReader> gzip = GzipReader::FromFd(std::move(fd), path, GzipReader::Options{.buffer_bytes = 256u << 10});
+    if (!gzip.ok()) return gzip.status();
+    in.gzip.emplace(std::move(gzip).value());
   } else {
-    in.fd = fd;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    in.fd = std::move(fd);
   }
   return in;
 }
 
-Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room) {
-  if (gz != nullptr) {
-    auto* file = static_cast<gzFile>(gz);
-    const unsigned ask = room > (1u << 30) ? (1u << 30) : static_cast<unsigned>(room);  // gzread takes unsigned
-    const int n = gzread(file, dst, ask);
-    if (n < 0) {
-      int err = 0;
-      const char* message = gzerror(file, &err);
-      return Status::Corruption(fmt::format("{}: gzip: {}", path, message ? message : "read error"));
-    }
-    return static_cast<size_t>(n);
-  }
+Result<size_t> OpenedInput::Read(const std::string& path, char* dst, size_t room) {
+  if (gzip.has_value()) return gzip->Read(dst, room);
   ssize_t n = 0;
   do {
-    n = room == 0 ? 0 : ::read(fd, dst, room);
+    n = room == 0 ? 0 : ::read(fd.get(), dst, room);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return Errno("read", path);
   return static_cast<size_t>(n);
@@ -108,31 +93,24 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Op
   reader->path_ = path;
   reader->options_ = options;
   reader->file_bytes_ = in->file_bytes;
-  reader->fd_ = in->fd;
-  reader->gz_ = in->gz;
+  reader->input_ = std::move(in).value();
   if (options.begin_offset > 0 || options.end_offset != UINT64_MAX) {
-    if (in->gz != nullptr) {
-      gzclose(static_cast<gzFile>(in->gz));
-      reader->gz_ = nullptr;
+    if (reader->gzip()) {
       return Status::InvalidArgument(fmt::format("{}: a byte range of a gzip file cannot be read", path));
     }
     if (options.end_offset < options.begin_offset) {
       return Status::InvalidArgument(fmt::format("{}: byte range {}..{} is reversed", path, options.begin_offset,
                                                  options.end_offset));
     }
-    if (options.begin_offset > 0 && ::lseek(in->fd, static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
-      return Errno("seek", path);  // the reader's destructor closes fd
+    if (options.begin_offset > 0 &&
+        ::lseek(reader->input_.fd.get(), static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
+      return Errno("seek", path);
     }
     reader->bytes_left_ = options.end_offset - options.begin_offset;
   }
   reader->capacity_ = options.buffer_bytes < 4096 ? 4096 : options.buffer_bytes;
   reader->buffer_.reset(new char[reader->capacity_]);
   return reader;
-}
-
-LineReader::~LineReader() {
-  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
-  if (fd_ >= 0) ::close(fd_);
 }
 
 bool LineReader::Refill() {
@@ -153,15 +131,15 @@ bool LineReader::Refill() {
   char* dst = buffer_.get() + end_;
   const size_t room = capacity_ - end_;
   // A byte range of a plain file stops at its end (bytes_left_).
-  const size_t ask = gz_ == nullptr && bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
-  auto read = ReadInput(fd_, gz_, path_, dst, ask);
+  const size_t ask = !gzip() && bytes_left_ < room ? static_cast<size_t>(bytes_left_) : room;
+  auto read = input_.Read(path_, dst, ask);
   if (!read.ok()) {
     status_ = read.status();
     return false;
   }
   const size_t n = *read;
-  if (gz_ != nullptr) {
-    bytes_read_ = static_cast<uint64_t>(gzoffset(static_cast<gzFile>(gz_)));
+  if (gzip()) {
+    bytes_read_ = input_.gzip->compressed_bytes_read();
   } else {
     bytes_read_ += n;
     if (bytes_left_ != UINT64_MAX) bytes_left_ -= n;
@@ -206,26 +184,22 @@ bool LineReader::Next(std::string_view* line) {
 }
 
 Result<std::unique_ptr<LineWriter>> LineWriter::Create(const std::string& path, Options options) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", path);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Errno("create", path);
   std::unique_ptr<LineWriter> writer(new LineWriter());
   writer->path_ = path;
   writer->options_ = options;
-  writer->fd_ = fd;
+  writer->fd_ = std::move(fd);
   if (writer->options_.buffer_bytes < 4096) writer->options_.buffer_bytes = 4096;
   writer->buffer_.reset(new char[writer->options_.buffer_bytes]);
   return writer;
-}
-
-LineWriter::~LineWriter() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status LineWriter::Flush() {
   if (!failed_.ok()) return failed_;
   size_t done = 0;
   while (done < used_) {
-    const ssize_t n = ::write(fd_, buffer_.get() + done, used_ - done);
+    const ssize_t n = ::write(fd_.get(), buffer_.get() + done, used_ - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       failed_ = Errno("write", path_);
@@ -252,7 +226,7 @@ Status LineWriter::PutRaw(std::string_view bytes) {
       // Too big to buffer: write it straight through (crc kept in order).
       size_t done = 0;
       while (done < bytes.size()) {
-        const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+        const ssize_t n = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
         if (n < 0) {
           if (errno == EINTR) continue;
           failed_ = Errno("write", path_);
@@ -297,13 +271,13 @@ Status LineWriter::PutLines(std::string_view bytes, uint64_t lines) {
 
 Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
   CLICKATRON_RETURN_IF_ERROR(Flush());  // what is buffered goes first
-  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return Errno("open", path);
+  const UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return Errno("open", path);
   Status status;
   uint64_t copied = 0;
   bool by_kernel = !options_.compute_crc;
   while (by_kernel) {
-    const ssize_t n = ::copy_file_range(in, nullptr, fd_, nullptr, size_t{1} << 30, 0);
+    const ssize_t n = ::copy_file_range(in.get(), nullptr, fd_.get(), nullptr, size_t{1} << 30, 0);
     if (n > 0) {
       copied += static_cast<uint64_t>(n);
     } else if (n == 0) {
@@ -321,25 +295,21 @@ Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
   if (status.ok() && !by_kernel) {
     std::unique_ptr<char[]> block(new char[options_.buffer_bytes]);
     while (status.ok()) {
-      const ssize_t n = ::read(in, block.get(), options_.buffer_bytes);
+      const ssize_t n = ::read(in.get(), block.get(), options_.buffer_bytes);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) status = Errno("read", path);
       if (n <= 0) break;
       status = PutRaw(std::string_view(block.get(), static_cast<size_t>(n)));
     }
   }
-  ::close(in);
   if (status.ok()) lines_ += lines;
   return status;
 }
 
 Status LineWriter::Finish() {
   CLICKATRON_RETURN_IF_ERROR(Flush());
-  if (options_.fsync && ::fsync(fd_) != 0) return Errno("fsync", path_);
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) return Errno("close", path_);
-  return Status::Ok();
+  if (options_.fsync && ::fsync(fd_.get()) != 0) return Errno("fsync", path_);
+  return fd_.Close().WithContext(path_);
 }
 
 }  // namespace clickatron::rebuild

@@ -11,11 +11,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "clickatron/gzip_file.h"
 #include "clickatron/status.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron::rebuild {
 
@@ -39,6 +42,21 @@ class LineSource {
   virtual const std::string& name() const = 0;
 };
 
+// A data file opened for streaming reads: gzip (known by its magic bytes)
+// through GzipReader with a 256 KiB buffer, else the plain descriptor with
+// sequential read-ahead. Exactly one of fd and gzip is set.
+struct OpenedInput {
+  UniqueFd fd;
+  std::optional<GzipReader> gzip;
+  uint64_t file_bytes = 0;
+
+  // One read of at most `room` bytes into dst (EINTR retried). 0 at the end;
+  // CORRUPTION for a damaged or truncated gzip file, IO_ERROR otherwise,
+  // both naming the file.
+  Result<size_t> Read(const std::string& path, char* dst, size_t room);
+};
+Result<OpenedInput> OpenInput(const std::string& path);
+
 class LineReader : public LineSource {
  public:
   struct Options {
@@ -53,7 +71,6 @@ class LineReader : public LineSource {
   };
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path, Options options);
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path) { return Open(path, Options{}); }
-  ~LineReader() override;
 
   bool Next(std::string_view* line) override;
   const Status& status() const override { return status_; }
@@ -63,7 +80,7 @@ class LineReader : public LineSource {
   uint64_t bytes_read() const { return bytes_read_; }    // raw file bytes consumed so far (from begin_offset)
   uint64_t file_bytes() const { return file_bytes_; }    // size on disk (compressed if gzip)
   uint32_t crc32() const { return crc_; }                // with Options::compute_crc
-  bool gzip() const { return gz_ != nullptr; }
+  bool gzip() const { return input_.gzip.has_value(); }
 
  private:
   LineReader() = default;
@@ -71,8 +88,7 @@ class LineReader : public LineSource {
 
   std::string path_;
   Options options_;
-  int fd_ = -1;
-  void* gz_ = nullptr;  // gzFile, kept opaque so zlib.h stays out of this header
+  OpenedInput input_;
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;
   size_t begin_ = 0;  // first unread byte
@@ -97,7 +113,7 @@ class LineWriter : public LineSink {
   };
   static Result<std::unique_ptr<LineWriter>> Create(const std::string& path, Options options);
   static Result<std::unique_ptr<LineWriter>> Create(const std::string& path) { return Create(path, Options{}); }
-  ~LineWriter() override;  // closes (without fsync) if Finish() was not called
+  ~LineWriter() override = default;  // closes (without fsync) if Finish() was not called
 
   Status Put(std::string_view line) override;  // appends line + '\n'
   Status PutRaw(std::string_view bytes);       // appends bytes as they are
@@ -120,7 +136,7 @@ class LineWriter : public LineSink {
 
   std::string path_;
   Options options_;
-  int fd_ = -1;
+  UniqueFd fd_;
   std::unique_ptr<char[]> buffer_;
   size_t used_ = 0;
   size_t crc_done_ = 0;  // buffer bytes [0, crc_done_) are in crc_
@@ -133,21 +149,6 @@ class LineWriter : public LineSink {
 // Number of '\n' bytes in `bytes` (16 at a time: the archive merge counts
 // the lines of every span it copies, hundreds of megabytes a night).
 uint64_t CountNewlines(std::string_view bytes);
-
-// A data file opened for streaming reads: gzip (known by its magic bytes)
-// through zlib with a 256 KiB buffer, else the plain descriptor with
-// sequential read-ahead. Exactly one of fd and gz is set; the caller closes
-// it (gz is a gzFile, kept opaque like LineReader's).
-struct OpenedInput {
-  int fd = -1;
-  void* gz = nullptr;
-  uint64_t file_bytes = 0;
-};
-Result<OpenedInput> OpenInput(const std::string& path);
-// One read of at most `room` bytes into dst from what OpenInput opened (gz
-// when set, else fd; EINTR retried). 0 at the end; CORRUPTION for damaged
-// gzip, IO_ERROR otherwise, both naming `path`.
-Result<size_t> ReadInput(int fd, void* gz, const std::string& path, char* dst, size_t room);
 
 // Lines held in memory (tests, small inputs).
 class VectorLineSink : public LineSink {

@@ -13,6 +13,7 @@
 
 #include "clickatron/cluster_auth.h"
 #include "clickatron/file_util.h"
+#include "clickatron/unique_fd.h"
 #include "commands.h"
 
 namespace clickatron::tool {
@@ -24,18 +25,21 @@ Status WriteNewSecret(const std::string& path) {
   if (const std::string dir = DirName(path); !dir.empty()) CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
   // O_EXCL: never replace an existing secret; mode 600 from the start, so
   // the secret is never readable by others, not even for a moment.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
     if (errno == EEXIST) return Status::FailedPrecondition(fmt::format("{} exists: not replacing a secret", path), "EXISTS");
     return Status::IoError(fmt::format("create {}: {}", path, std::strerror(errno)));
   }
   const std::string text = *secret + "\n";
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!written) {
+  Status st;
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) || ::fsync(fd.get()) != 0) {
+    st = Status::IoError(fmt::format("write {}: {}", path, std::strerror(errno)));
+  }
+  // A secret half on disk is worse than none: a close error counts too.
+  if (Status closed = fd.Close(); st.ok() && !closed.ok()) st = closed.WithContext(path);
+  if (!st.ok()) {
     ::unlink(path.c_str());
-    return Status::IoError(fmt::format("write {}: {}", path, std::strerror(saved)));
+    return st;
   }
   PrintLine(fmt::format("wrote a new secret to {} (mode 600)", path));
   return Status::Ok();

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <random>
@@ -93,6 +94,25 @@ TEST(LineBlockReader, GzipFilesGiveTheSameLines) {
   ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
   ASSERT_EQ(gzclose(gz), Z_OK);
   EXPECT_EQ(ReadWithThreads(path, 2), ExpectedLines(text));
+}
+
+TEST(LineBlockReader, TruncatedGzipFileIsAnError) {
+  TempDir tmp;
+  const std::string text = RandomText(4, 3000, true);
+  const std::string path = tmp / "lines.csv.gz";
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+  std::ifstream in(path, std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() - 10);
+  auto reader = LineBlockReader::Open(path, 4096);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  LineBlockReader::Block block;
+  while ((*reader)->Next(&block)) {
+  }
+  EXPECT_EQ((*reader)->status().code(), StatusCode::kCorruption) << (*reader)->status().ToString();
 }
 
 TEST(LineBlockReader, EmptyFileAndMissingFile) {
