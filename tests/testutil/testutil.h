@@ -1,6 +1,6 @@
 // Test helpers: temp dirs, free loopback ports, real daemons started as child
 // processes and stopped by PID, waiting on conditions (never on sleeps), and
-// a blocking HTTP client.
+// a blocking HTTP client. Whole clusters of daemons: testutil/cluster.h.
 #pragma once
 
 #include <sys/types.h>
@@ -47,8 +47,12 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
-  // Starts `binary args…` and, when `ping` has a port, waits until GET /ping
-  // answers 200. Returns false (with the log tail in *error) otherwise.
+  // Starts `binary args…` and, given `ready`, waits until it holds (a
+  // cluster member: GET /ping answers 200). Returns false (with the log tail
+  // in *error) when the process exits first or `ready` never holds.
+  bool Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
+             const std::function<bool()>& ready, std::string* error = nullptr);
+  // The same, waiting until GET /ping on `ping` answers 200 (no wait for port 0).
   bool Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
              const HostPort& ping, std::string* error = nullptr);
   // Starts `BINARY --config CONFIG --member NAME` for a cluster member.
@@ -81,11 +85,17 @@ bool WriteWithMode(const std::string& path, const std::string& contents, mode_t 
 // helpers below sign with it (a test of unsigned requests uses its own
 // BlockingHttpClient).
 inline constexpr const char* kTestClusterSecret = "clickatron-test-cluster-secret-0123456789";
-// Writes kTestClusterSecret to DIR/cluster.secret (mode 600) and returns the
-// line naming it, for a cluster file's [cluster] table.
+// Writes kTestClusterSecret to DIR/cluster.secret (mode 600) unless it is
+// there already, and returns its path.
+std::string WriteTestSecret(const std::string& dir);
+// The address of an API member that no test starts (ClusterSpec::loaders):
+// on 127.255.0.1, where no started member listens (FreePort hands out
+// 127.0.0.1 ports only).
+HostPort NeverStartedAddress();
+// Writes the secret and returns the line naming it, for a cluster file's
+// [cluster] table.
 std::string TestSecretToml(const std::string& dir);
-// An API member that no test starts: tests that post batches to a realtime
-// shard themselves do so under its name (shards take only API members').
+// A [[member]] table for such an API member.
 std::string LoaderMemberToml(const std::string& name, const std::string& dir);
 
 // Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
