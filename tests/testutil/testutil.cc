@@ -166,18 +166,6 @@ bool DaemonProcess::Start(const std::string& binary, const std::vector<std::stri
   return true;
 }
 
-bool DaemonProcess::Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-                          const HostPort& ping, std::string* error) {
-  if (ping.port == 0) return Start(binary, args, log_path, std::function<bool()>(), error);
-  return Start(binary, args, log_path, [&] { return HttpGet(ping, "/ping", 1000).status_code == 200; }, error);
-}
-
-bool DaemonProcess::StartMember(const std::string& binary, const std::string& config_path, const MemberConfig& member,
-                                const std::string& log_dir, std::string* error) {
-  return Start(binary, {"--config", config_path, "--member", member.name}, log_dir + "/" + member.name + ".log",
-               member.listen, error);
-}
-
 int DaemonProcess::Stop(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -1;
   ::kill(pid_, SIGTERM);
@@ -267,15 +255,6 @@ HostPort NeverStartedAddress() {
   // test process hands out the same ones, so such a member must never start.
   static std::atomic<int> next{1};
   return HostPort{"127.255.0.1", static_cast<uint16_t>(next.fetch_add(1) % 65535 + 1)};
-}
-
-std::string TestSecretToml(const std::string& dir) {
-  return "cluster_secret_file = \"" + WriteTestSecret(dir) + "\"\n";
-}
-
-std::string LoaderMemberToml(const std::string& name, const std::string& dir) {
-  return "[[member]]\nname = \"" + name + "\"\nrole = \"api\"\nlisten = \"" + NeverStartedAddress().ToString() +
-         "\"\ndata_dir = \"" + dir + "/" + name + "\"\n\n";
 }
 
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms) {

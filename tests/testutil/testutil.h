@@ -52,12 +52,6 @@ class DaemonProcess {
   // in *error) when the process exits first or `ready` never holds.
   bool Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
              const std::function<bool()>& ready, std::string* error = nullptr);
-  // The same, waiting until GET /ping on `ping` answers 200 (no wait for port 0).
-  bool Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-             const HostPort& ping, std::string* error = nullptr);
-  // Starts `BINARY --config CONFIG --member NAME` for a cluster member.
-  bool StartMember(const std::string& binary, const std::string& config_path, const MemberConfig& member,
-                   const std::string& log_dir, std::string* error = nullptr);
   // SIGTERM and wait for exit; returns the exit status (or -1).
   int Stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // SIGKILL and reap.
@@ -92,11 +86,6 @@ std::string WriteTestSecret(const std::string& dir);
 // on 127.255.0.1, where no started member listens (FreePort hands out
 // 127.0.0.1 ports only).
 HostPort NeverStartedAddress();
-// Writes the secret and returns the line naming it, for a cluster file's
-// [cluster] table.
-std::string TestSecretToml(const std::string& dir);
-// A [[member]] table for such an API member.
-std::string LoaderMemberToml(const std::string& name, const std::string& dir);
 
 // Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000);
