@@ -1,17 +1,15 @@
-// Shared fixtures for the archive tests: sortdb's published sample, archive
-// files written with their manifest, and the cluster file of one replica.
+// Shared fixtures for the archive tests: sortdb's published sample and
+// archive files written with their manifest.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "clickatron/file_util.h"
 #include "clickatron/manifest.h"
-#include "testutil/testutil.h"
 
 namespace clickatron::archive::testing {
 
@@ -43,36 +41,6 @@ inline void WriteArchive(const std::string& path, std::string_view contents, uin
   DescribeArchiveData(contents, &m);
   ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(path), m).ok());
   ASSERT_TRUE(WriteFileAtomically(path, contents).ok());
-}
-
-// A cluster of one archive replica serving `file` (the realtime member is
-// required by the config and never started). `archive_table` adds [archive]
-// options.
-inline std::string OneReplicaCluster(uint16_t port, const std::string& file, const std::string& admin_token = "",
-                                     const std::string& archive_table = "") {
-  return fmt::format(R"([cluster]
-realtime_shards = 1
-archive_shards = 1
-admin_token = "{}"
-log_level = "info"
-{}
-[archive]
-{}
-
-[[member]]
-name = "realtime-0"
-role = "realtime"
-listen = "127.0.0.1:1"
-shard = 0
-
-[[member]]
-name = "archive-0"
-role = "archive"
-listen = "127.0.0.1:{}"
-shard = 0
-file = "{}"
-)",
-                     admin_token, clickatron::testing::TestSecretToml(DirName(file)), archive_table, port, file);
 }
 
 }  // namespace clickatron::archive::testing

@@ -165,7 +165,7 @@ TEST_F(ReplicaTest, LargeFwmatchIsStreamedWhole) {
 
 TEST_F(ReplicaTest, OtherFieldSeparatorFromTheClusterFile) {
   ASSERT_NO_FATAL_FAILURE(WriteArchive(file(), "k1\tv1\nk1a\tv,2\n", 1, ""));
-  StartReplica("", "field_separator = \"\\t\"\n");
+  StartReplica("", clickatron::testing::TomlTable().SetString("field_separator", "\t"));
   EXPECT_EQ(Get("/get?key=k1").body, "v1\n");
   EXPECT_EQ(Get("/get?key=k1a").body, "v,2\n");
   EXPECT_EQ(Get("/mget?key=k1a").body, "k1a\tv,2\n");
@@ -174,50 +174,22 @@ TEST_F(ReplicaTest, OtherFieldSeparatorFromTheClusterFile) {
 // sortdb: "start a second sortdb process pointed at the same data file for
 // higher read throughput".
 TEST(TwoReplicasTest, ServeOneFileSideBySide) {
-  clickatron::testing::TempDir dir;
-  std::string file = dir / "shard-0.csv";
-  WriteArchive(file, kSortdbSample, 4, "2012-03-25");
-  uint16_t ports[2] = {clickatron::testing::FreePort(), clickatron::testing::FreePort()};
-  std::string toml = fmt::format(R"([cluster]
-realtime_shards = 1
-archive_shards = 1
-{}
-[[member]]
-name = "realtime-0"
-role = "realtime"
-listen = "127.0.0.1:1"
-shard = 0
-[[member]]
-name = "archive-0"
-role = "archive"
-listen = "127.0.0.1:{}"
-shard = 0
-file = "{}"
-[[member]]
-name = "archive-0b"
-role = "archive"
-listen = "127.0.0.1:{}"
-shard = 0
-file = "{}"
-)",
-                                 clickatron::testing::TestSecretToml(dir.path()), ports[0], file, ports[1], file);
-  ASSERT_TRUE(WriteFileAtomically(dir / "cluster.toml", toml).ok());
-  clickatron::testing::DaemonProcess replicas[2];
-  const char* names[2] = {"archive-0", "archive-0b"};
-  for (int i = 0; i < 2; ++i) {
+  clickatron::testing::ClusterSpec spec;
+  spec.api_nodes = 0;
+  spec.archive_replicas = 2;  // both serve the shard's one file
+  clickatron::testing::Cluster cluster(spec);
+  WriteArchive(cluster.ArchiveFile(0), kSortdbSample, 4, "2012-03-25");
+  const std::string names[2] = {cluster.ArchiveName(0, 0), cluster.ArchiveName(0, 1)};
+  for (const std::string& name : names) {
     std::string error;
-    ASSERT_TRUE(replicas[i].Start(clickatron::testing::BinaryPath("clickatron-archive"),
-                                  {"--config", dir / "cluster.toml", "--member", names[i]},
-                                  dir / (std::string(names[i]) + ".log"), clickatron::testing::Loopback(ports[i]),
-                                  &error))
-        << error;
+    ASSERT_TRUE(cluster.Start(name, &error)) << error;
   }
   for (int i = 0; i < 2; ++i) {
-    HttpResponse r = clickatron::testing::HttpGet(clickatron::testing::Loopback(ports[i]), "/get?key=u|jehiah.c3i0");
+    HttpResponse r = clickatron::testing::HttpGet(cluster.Address(names[i]), "/get?key=u|jehiah.c3i0");
     EXPECT_EQ(r.body, "7\n") << names[i];
     EXPECT_EQ(r.Header("X-Archive-Generation"), "4") << names[i];
   }
-  for (auto& replica : replicas) EXPECT_EQ(replica.Stop(), 0);
+  for (const std::string& name : names) EXPECT_EQ(cluster.Stop(name), 0);
 }
 
 }  // namespace

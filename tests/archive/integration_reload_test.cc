@@ -77,7 +77,7 @@ std::string CheckAnswer(const HttpResponse& r, const std::map<uint64_t, const Ge
 TEST_F(ReplicaTest, ReloadsUnderReadLoadFailNoRequest) {
   Generation a = MakeGeneration(101, 'a', 0);
   Generation b = MakeGeneration(202, 'b', 1);
-  std::string staged_a = dir_ / "staged-a.csv", staged_b = dir_ / "staged-b.csv";
+  std::string staged_a = cluster_ / "staged-a.csv", staged_b = cluster_ / "staged-b.csv";
   WriteArchive(staged_a, a.Contents(), a.number, a.last_day);
   WriteArchive(staged_b, b.Contents(), b.number, b.last_day);
   Deploy(staged_a);
@@ -186,7 +186,7 @@ TEST_F(ReplicaTest, CorruptReplacementsAreRefusedWhileTheOldFileServes) {
   // A new generation whose bytes were damaged after its manifest was written.
   std::string next(kSortdbSample);
   next.replace(next.find("u|jehiah.c3i0,7"), 15, "u|jehiah.c3i0,8");
-  std::string staged = dir_ / "staged.csv";
+  std::string staged = cluster_ / "staged.csv";
   WriteArchive(staged, next, 6, "2012-03-26");
   std::string damaged(next);
   damaged[damaged.find("US:7")] = 'X';
@@ -273,10 +273,10 @@ TEST_F(ReplicaTest, SighupReloads) {
   std::string next(kSortdbSample);
   next += "u|zed,1\n";
   WriteArchive(file(), next, 2, "2012-03-26");
-  ASSERT_EQ(::kill(daemon_.pid(), SIGHUP), 0);
+  ASSERT_EQ(::kill(pid(), SIGHUP), 0);
   EXPECT_TRUE(clickatron::testing::WaitFor([&] {
     return Get("/get?key=u|zed").Header("X-Archive-Generation") == "2";
-  })) << daemon_.LogTail();
+  })) << LogTail();
   EXPECT_EQ(Get("/get?key=u|zed").body, "1\n");
   EXPECT_EQ(ArchiveStats()["reloads_ok"], 1);
 }
@@ -291,7 +291,7 @@ TEST_F(ReplicaTest, AStreamStartedBeforeAReloadFinishesOnTheOldFile) {
     new_data += fmt::format("p|{:07d},new {}\n", i, i);
   }
   WriteArchive(file(), old_data, 1, "2012-03-24");
-  std::string staged = dir_ / "staged.csv";
+  std::string staged = cluster_ / "staged.csv";
   WriteArchive(staged, new_data, 2, "2012-03-25");
   StartReplica();
 

@@ -68,7 +68,7 @@ class ManifestCommandTest : public ReplicaTest {
  protected:
   // Writes `contents` to dir/name and returns its path.
   std::string WriteData(const std::string& name, std::string_view contents) {
-    const std::string path = dir_ / name;
+    const std::string path = cluster_ / name;
     EXPECT_TRUE(WriteFileAtomically(path, contents).ok());
     return path;
   }
@@ -124,10 +124,10 @@ TEST_F(ManifestCommandTest, GoodFileGetsAManifestTheArchiveServerServes) {
   }
 
   // A one-shard cluster's replica, with the full order check on, serves it.
-  StartReplica("", "verify_sorted_on_load = true");
+  StartReplica("", clickatron::testing::TomlTable().SetBool("verify_sorted_on_load", true));
   HttpResponse total = Get("/get?key=u|jehiah");
-  ASSERT_TRUE(total.ok()) << total.transport.ToString() << "\n" << daemon_.LogTail();
-  EXPECT_EQ(total.status_code, 200) << daemon_.LogTail();
+  ASSERT_TRUE(total.ok()) << total.transport.ToString() << "\n" << LogTail();
+  EXPECT_EQ(total.status_code, 200) << LogTail();
   EXPECT_EQ(total.body, "c3hh:13 c3i0:7\n");
   EXPECT_EQ(total.Header("X-Archive-Generation"), "1");
   EXPECT_EQ(total.Header("X-Archive-Last-Day"), kGoodLastDay);
@@ -142,13 +142,13 @@ TEST_F(ManifestCommandTest, GoodFileGetsAManifestTheArchiveServerServes) {
 TEST_F(ManifestCommandTest, LastDayIsTheDayOfTheLatestHourOrEmpty) {
   // The latest hour in a total's column: w0111 is the era code of 2032-01-01
   // 01:00 ('w' = 2032 + 0, month 1, day 1, hour 1).
-  const std::string totals = dir_ / "totals.csv";
+  const std::string totals = cluster_ / "totals.csv";
   ASSERT_TRUE(WriteFileAtomically(totals, "c.u|a.c3hh,US:1\nu|a,c3hh:1 w0111:2\n").ok());
   ToolRun run = RunManifest({totals});
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_EQ(ReadJsonFile(ManifestPathFor(totals))["last_day"], "2032-01-01");
   // Only lookups: no dated record, last_day "".
-  const std::string lookups = dir_ / "lookups.csv";
+  const std::string lookups = cluster_ / "lookups.csv";
   ASSERT_TRUE(WriteFileAtomically(lookups, "l|h0aMB8AuNw4=,http://www.facebook.com/\n").ok());
   run = RunManifest({lookups});
   ASSERT_EQ(run.code, 0) << run.output;

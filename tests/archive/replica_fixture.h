@@ -1,8 +1,6 @@
-// One clickatron-archive daemon started for a test: its own temp dir, port,
-// cluster file and log; stopped by PID when the test ends.
+// One clickatron-archive replica of a test cluster (testutil/cluster.h)
+// started for a test; stopped by PID when the test ends.
 #pragma once
-
-#include <signal.h>
 
 #include <filesystem>
 #include <string>
@@ -11,30 +9,31 @@
 #include <nlohmann/json.hpp>
 
 #include "archive_fixture.h"
-#include "clickatron/file_util.h"
 #include "clickatron/manifest.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron::archive::testing {
 
 class ReplicaTest : public ::testing::Test {
  protected:
+  static constexpr const char* kReplica = "archive-0";
+
+  // The cluster file exists from the start, so a test can write file()
+  // before it starts the replica.
+  ReplicaTest() { WriteCluster("", {}); }
+
   void TearDown() override {
-    if (daemon_.running()) {
-      EXPECT_EQ(daemon_.Stop(), 0) << daemon_.LogTail();
+    if (cluster_.Running(kReplica)) {
+      EXPECT_EQ(cluster_.Stop(kReplica), 0) << LogTail();
     }
   }
 
-  // Starts the replica over file() (which may not exist yet).
-  void StartReplica(const std::string& admin_token = "", const std::string& archive_table = "") {
-    port_ = clickatron::testing::FreePort();
-    config_ = dir_ / "cluster.toml";
-    ASSERT_TRUE(WriteFileAtomically(config_, OneReplicaCluster(port_, file(), admin_token, archive_table)).ok());
+  // Starts the replica over file() (which may not exist yet). `archive`
+  // adds keys to the [archive] table.
+  void StartReplica(const std::string& admin_token = "", const clickatron::testing::TomlTable& archive = {}) {
+    WriteCluster(admin_token, archive);
     std::string error;
-    ASSERT_TRUE(daemon_.Start(clickatron::testing::BinaryPath("clickatron-archive"),
-                              {"--config", config_, "--member", "archive-0"}, dir_ / "archive-0.log", peer(),
-                              &error))
-        << error;
+    ASSERT_TRUE(cluster_.Start(kReplica, &error)) << error;
   }
 
   // Puts `staged` (a file with its manifest, written earlier) at file() the
@@ -45,8 +44,10 @@ class ReplicaTest : public ::testing::Test {
     LinkOver(staged, file());
   }
 
-  std::string file() const { return dir_ / "shard-0.csv"; }
-  HostPort peer() const { return clickatron::testing::Loopback(port_); }
+  std::string file() const { return cluster_.ArchiveFile(0); }
+  HostPort peer() const { return cluster_.Address(kReplica); }
+  pid_t pid() const { return cluster_.Pid(kReplica); }
+  std::string LogTail() const { return cluster_.LogTail(kReplica); }
   HttpResponse Get(const std::string& target) { return clickatron::testing::HttpGet(peer(), target); }
   HttpResponse Reload(const std::string& token = "") {
     return clickatron::testing::HttpPost(peer(), "/reload", "", 20000, token);
@@ -60,12 +61,22 @@ class ReplicaTest : public ::testing::Test {
   }
   static nlohmann::json Json(const HttpResponse& r) { return nlohmann::json::parse(r.body, nullptr, false); }
 
-  clickatron::testing::TempDir dir_;
-  clickatron::testing::DaemonProcess daemon_;
-  uint16_t port_ = 0;
-  std::string config_;
+  // The cluster's directory holds the file, its manifest and whatever a test stages.
+  clickatron::testing::Cluster cluster_;
 
  private:
+  // One realtime and one archive member (the realtime one is required by the
+  // cluster file and never started).
+  void WriteCluster(const std::string& admin_token, const clickatron::testing::TomlTable& archive) {
+    clickatron::testing::ClusterSpec spec;
+    spec.api_nodes = 0;
+    spec.cluster.SetString("log_level", "info");
+    if (!admin_token.empty()) spec.cluster.SetString("admin_token", admin_token);
+    spec.archive = archive;
+    const Status written = cluster_.Write(spec);
+    ASSERT_TRUE(written.ok()) << written.ToString();
+  }
+
   static void LinkOver(const std::string& from, const std::string& to) {
     std::string tmp = to + ".deploying";
     std::error_code ec;

@@ -245,42 +245,32 @@ TEST_F(AuthTest, AReplayedSignedBatchCannotRaiseAWatermarkOrAddCounts) {
 // A daemon started where other hosts can reach it without a cluster secret,
 // or with a secret file others may read, refuses to start and says why.
 TEST(AuthStartTest, OpenListenWithoutSecretsAndReadableSecretFilesAreRefused) {
-  clickatron::testing::TempDir dir;
-  const std::string members = fmt::format(R"(
-[[member]]
-name = "realtime-0"
-role = "realtime"
-listen = "0.0.0.0:{}"
-data_dir = "{}/realtime-0"
-shard = 0
-
-[[member]]
-name = "archive-0"
-role = "archive"
-listen = "127.0.0.1:{}"
-shard = 0
-file = "{}/archive.csv"
-)",
-                                          clickatron::testing::FreePort(), dir.path(), clickatron::testing::FreePort(),
-                                          dir.path());
-  auto start = [&](const std::string& cluster_table, std::string* out) {
-    EXPECT_TRUE(WriteFileAtomically(dir / "cluster.toml", "[cluster]\n" + cluster_table + members).ok());
-    return clickatron::testing::RunCommand({clickatron::testing::BinaryPath("clickatron-realtime"), "--config",
-                                            dir / "cluster.toml", "--member", "realtime-0"},
-                                           out);
-  };
+  // Deliberately insecure files, from the spec: the realtime member listens
+  // on 0.0.0.0 (MemberOverride::listen_host), first with no secret at all.
+  clickatron::testing::ClusterSpec spec;
+  spec.api_nodes = 0;
+  spec.cluster_secret = false;
+  spec.members["realtime-0"].listen_host = "0.0.0.0";
+  clickatron::testing::Cluster cluster;
+  auto start = [&](std::string* out) { return cluster.RunToExit("realtime-0", out); };
   std::string out;
-  EXPECT_NE(start("", &out), 0);
+  ASSERT_TRUE(cluster.Write(spec).ok());
+  EXPECT_NE(start(&out), 0);
   EXPECT_NE(out.find("INSECURE_LISTEN"), std::string::npos) << out;
   EXPECT_NE(out.find("cluster_secret_file"), std::string::npos) << out;
 
-  const std::string secret_line = clickatron::testing::TestSecretToml(dir.path());
-  EXPECT_NE(start(secret_line, &out), 0);  // a secret, but no admin token
+  spec.cluster_secret = true;
+  ASSERT_TRUE(cluster.Write(spec).ok());
+  EXPECT_NE(start(&out), 0);  // a secret, but no admin token
   EXPECT_NE(out.find("INSECURE_LISTEN"), std::string::npos) << out;
   EXPECT_NE(out.find("admin token"), std::string::npos) << out;
 
-  ASSERT_EQ(::chmod((dir / "cluster.secret").c_str(), 0644), 0);
-  EXPECT_NE(start(secret_line + "admin_token = \"an-admin-token-for-tests\"\n", &out), 0);
+  ASSERT_EQ(::chmod((cluster / "cluster.secret").c_str(), 0644), 0);
+  spec.cluster.SetString("admin_token", "an-admin-token-for-tests");
+  // The harness's own load of the file refuses the readable secret as well;
+  // the file is written all the same, and the daemon's refusal is tested.
+  EXPECT_FALSE(cluster.Write(spec).ok());
+  EXPECT_NE(start(&out), 0);
   EXPECT_NE(out.find("BAD_SECRET_FILE"), std::string::npos) << out;
   EXPECT_NE(out.find("chmod 600"), std::string::npos) << out;
 }

@@ -1,12 +1,9 @@
 #include "integration/cluster_fixture.h"
 
-#include <signal.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <set>
 
 #include "clickatron/query_string.h"
@@ -14,106 +11,33 @@
 namespace clickatron::integration {
 
 using clickatron::testing::BinaryPath;
-using clickatron::testing::DaemonProcess;
-using clickatron::testing::FreePort;
+using clickatron::testing::ClusterSpec;
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
-using clickatron::testing::LoaderMemberToml;
-using clickatron::testing::TestSecretToml;
 
 namespace {
 
-std::string MemberToml(const std::string& name, const std::string& role, uint16_t port, const std::string& data_dir,
-                       int shard, const std::string& file) {
-  std::string out = fmt::format("[[member]]\nname = \"{}\"\nrole = \"{}\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}\"\n",
-                                name, role, port, data_dir);
-  if (shard >= 0) out += fmt::format("shard = {}\n", shard);
-  if (!file.empty()) out += fmt::format("file = \"{}\"\n", file);
-  return out + "\n";
-}
-
-std::string BinaryForRole(MemberRole role) {
-  switch (role) {
-    case MemberRole::kApi: return BinaryPath("clickatron-api");
-    case MemberRole::kRealtime: return BinaryPath("clickatron-realtime");
-    case MemberRole::kArchive: return BinaryPath("clickatron-archive");
-    default: return "";
-  }
+ClusterSpec SpecOf(const Cluster::Options& options) {
+  ClusterSpec spec;
+  spec.realtime_shards = options.realtime_shards;
+  spec.archive_shards = options.archive_shards;
+  spec.archive_replicas = options.replicas_per_archive_shard;
+  spec.loaders = {kLoaderMember};  // tests that post to a realtime shard themselves
+  spec.cluster.SetString("clock", "manual").SetString("admin_token", kToken).SetString("log_level", "info");
+  spec.api.SetInt("flush_window_ms", options.flush_window_ms)
+      .SetInt("retry_backoff_min_ms", 20)
+      .SetInt("retry_backoff_max_ms", 500)
+      .SetInt("request_timeout_ms", 3000);
+  spec.rebuild.SetInt("memory_mb", options.rebuild_memory_mb);  // work_dir DIR/rebuild, backup_dir DIR/backup
+  return spec;
 }
 
 }  // namespace
 
-Cluster::Cluster(Options options) : options_(options) {
-  const std::string& d = dir_.path();
-  std::string toml = fmt::format(
-      "[cluster]\nrealtime_shards = {}\narchive_shards = {}\nclock = \"manual\"\nadmin_token = \"{}\"\n{}"
-      "log_level = \"info\"\n\n[api]\nflush_window_ms = {}\nretry_backoff_min_ms = 20\nretry_backoff_max_ms = 500\n"
-      "request_timeout_ms = 3000\n\n"
-      "[rebuild]\nwork_dir = \"{}/rebuild\"\nbackup_dir = \"{}/backup\"\nmemory_mb = {}\n\n",
-      options.realtime_shards, options.archive_shards, kToken, TestSecretToml(d), options.flush_window_ms, d, d, options.rebuild_memory_mb);
-  toml += MemberToml("api-0", "api", FreePort(), d + "/api-0", -1, "");
-  toml += LoaderMemberToml(kLoaderMember, d);  // tests that post to a realtime shard themselves; never started
-  for (int s = 0; s < options.realtime_shards; ++s) {
-    toml += MemberToml(fmt::format("realtime-{}", s), "realtime", FreePort(), fmt::format("{}/realtime-{}", d, s), s, "");
-  }
-  for (int s = 0; s < options.archive_shards; ++s) {
-    for (int r = 0; r < options.replicas_per_archive_shard; ++r) {
-      std::string name = options.replicas_per_archive_shard == 1 ? fmt::format("archive-{}", s)
-                                                                 : fmt::format("archive-{}{}", s, static_cast<char>('a' + r));
-      toml += MemberToml(name, "archive", FreePort(), fmt::format("{}/{}", d, name), s,
-                         fmt::format("{}/archive/shard-{}.csv", d, s));
-    }
-  }
-  config_path_ = d + "/cluster.toml";
-  std::ofstream(config_path_) << toml;
-  auto loaded = ClusterConfig::Load(config_path_);
-  if (loaded.ok()) config_ = std::move(loaded).value();
-}
-
-Cluster::~Cluster() {
-  for (auto& [name, p] : processes_) p->Kill();
-}
-
-const MemberConfig& Cluster::member(const std::string& name) const { return *config_.FindMember(name); }
-
-HostPort Cluster::api() const { return config_.MembersWithRole(MemberRole::kApi).front()->listen; }
-
-bool Cluster::Start(const std::string& name, std::string* error) {
-  const MemberConfig* m = config_.FindMember(name);
-  if (!m) {
-    *error = "no member " + name;
-    return false;
-  }
-  auto& slot = processes_[name];
-  if (!slot) slot = std::make_unique<DaemonProcess>();
-  return slot->StartMember(BinaryForRole(m->role), config_path_, *m, dir_.path(), error);
-}
-
-bool Cluster::StartAll(std::string* error) {
-  // Storage first, then the API (it asks the shards for watermarks on start).
-  for (MemberRole role : {MemberRole::kRealtime, MemberRole::kArchive, MemberRole::kApi}) {
-    for (const MemberConfig* m : config_.MembersWithRole(role)) {
-      // The loader is a name tests sign batches with, not a daemon: its
-      // address is shared by every test process, so starting it would collide.
-      if (m->name == kLoaderMember) continue;
-      if (!Start(m->name, error)) return false;
-    }
-  }
-  return true;
-}
-
-void Cluster::Kill(const std::string& name) {
-  if (processes_.count(name)) processes_[name]->Kill();
-}
-
-void Cluster::Signal(const std::string& name, int signo) {
-  if (processes_.count(name) && processes_[name]->running()) ::kill(processes_[name]->pid(), signo);
-}
-
-int Cluster::Stop(const std::string& name) { return processes_.count(name) ? processes_[name]->Stop() : -1; }
+Cluster::Cluster(Options options) : cluster_(SpecOf(options)) {}
 
 bool Cluster::RotateAll(const std::string& date, std::string* error) {
-  for (const MemberConfig* m : config_.MembersWithRole(MemberRole::kRealtime)) {
+  for (const MemberConfig* m : config().MembersWithRole(MemberRole::kRealtime)) {
     auto r = HttpPost(m->listen, "/rotate?today=" + date, "", 10000, kToken);
     if (r.status_code != 200) {
       *error = fmt::format("rotate {} to {}: HTTP {} {}", m->name, date, r.status_code, r.body);
@@ -134,11 +58,11 @@ bool Cluster::SealLateData(std::string* error) {
 
 int Cluster::Rebuild(const std::string& date, std::string* output) {
   return clickatron::testing::RunCommand(
-      {BinaryPath("clickatron-rebuild"), "run", "--config", config_path_, "--date", date}, output);
+      {BinaryPath("clickatron-rebuild"), "run", "--config", config_path(), "--date", date}, output);
 }
 
 int Cluster::Load(const std::vector<std::string>& args, std::string* output) {
-  std::vector<std::string> argv = {BinaryPath("clickatron-rebuild"), "load", "--config", config_path_};
+  std::vector<std::string> argv = {BinaryPath("clickatron-rebuild"), "load", "--config", config_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return clickatron::testing::RunCommand(argv, output);
 }

@@ -1,13 +1,13 @@
-// A whole Clickatron cluster on loopback for end-to-end and fault tests:
-// 1 API node, 2 realtime shards, 2 archive shards (one replica each unless
-// asked for more), a manual clock, every file in a temp dir. Daemons are real
-// child processes stopped by PID.
+// A whole Clickatron cluster on loopback for end-to-end and fault tests, on
+// testutil/cluster.h: 1 API node, 2 realtime shards, 2 archive shards (one
+// replica each unless asked for more), a manual clock, every file in a temp
+// dir; plus the day's operations (rotate, seal, rebuild, load) and queries.
+// Daemons are real child processes stopped by PID.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <set>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clickatron/config.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron::integration {
 
@@ -33,20 +33,19 @@ class Cluster {
   };
   Cluster() : Cluster(Options{}) {}
   explicit Cluster(Options options);
-  ~Cluster();
 
   // Starts every member; false with the failing member's log tail in *error.
-  bool StartAll(std::string* error);
-  bool Start(const std::string& member, std::string* error);
-  void Kill(const std::string& member);  // SIGKILL
-  int Stop(const std::string& member);   // SIGTERM
-  void Signal(const std::string& member, int signo);  // e.g. SIGSTOP / SIGCONT
+  bool StartAll(std::string* error) { return cluster_.StartAll(error); }
+  bool Start(const std::string& member, std::string* error) { return cluster_.Start(member, error); }
+  void Kill(const std::string& member) { cluster_.Kill(member); }         // SIGKILL
+  int Stop(const std::string& member) { return cluster_.Stop(member); }   // SIGTERM
+  void Signal(const std::string& member, int signo) { cluster_.Signal(member, signo); }  // e.g. SIGSTOP / SIGCONT
 
-  const ClusterConfig& config() const { return config_; }
-  const std::string& config_path() const { return config_path_; }
-  const std::string& dir() const { return dir_.path(); }
-  HostPort api() const;
-  const MemberConfig& member(const std::string& name) const;
+  const ClusterConfig& config() const { return cluster_.config(); }
+  const std::string& config_path() const { return cluster_.config_path(); }
+  const std::string& dir() const { return cluster_.dir(); }
+  HostPort api() const { return cluster_.Api(); }
+  const MemberConfig& member(const std::string& name) const { return cluster_.Member(name); }
 
   // POST /rotate?today=DATE on every realtime shard; false with a reason.
   bool RotateAll(const std::string& date, std::string* error);
@@ -63,11 +62,7 @@ class Cluster {
   int64_t DayTotal(const std::string& key, const std::string& day) const;
 
  private:
-  Options options_;
-  clickatron::testing::TempDir dir_;
-  std::string config_path_;
-  ClusterConfig config_;
-  std::map<std::string, std::unique_ptr<clickatron::testing::DaemonProcess>> processes_;
+  clickatron::testing::Cluster cluster_;
 };
 
 // One increment as the API takes it.

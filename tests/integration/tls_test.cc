@@ -17,17 +17,13 @@
 #include "clickatron/query_string.h"
 #include "clickatron/tls.h"
 #include "clickatron/ymdh.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron {
 namespace {
 
-using testing::BinaryPath;
-using testing::DaemonProcess;
-using testing::FreePort;
 using testing::kTestClusterSecret;
 using testing::RunCommand;
-using testing::TempDir;
 using testing::WaitFor;
 
 // openssl in a shell, in `dir`; false with its output on failure.
@@ -57,67 +53,33 @@ class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string out;
-    ASSERT_TRUE(MakeCertificates(dir_.path(), "ca", &out)) << out;
-    ASSERT_TRUE(Openssl(dir_.path(), "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other -keyout other.key "
+    // The certificates live in the cluster's directory, made before its file.
+    ASSERT_TRUE(MakeCertificates(cluster_.dir(), "ca", &out)) << out;
+    ASSERT_TRUE(Openssl(cluster_.dir(), "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other -keyout other.key "
                                      "-out other.crt",
                         &out))
         << out;
-    api_ = {"127.0.0.1", FreePort()};
-    realtime_ = {"127.0.0.1", FreePort()};
-    const std::string toml = fmt::format(R"([cluster]
-realtime_shards = 1
-archive_shards = 1
-clock = "manual"
-admin_token = "tls-test-admin-token"
-{0}tls_cert_file = "{1}/member.crt"
-tls_key_file = "{1}/member.key"
-tls_ca_file = "{1}/ca.crt"
-
-[api]
-request_timeout_ms = 2000
-retry_backoff_min_ms = 20
-retry_backoff_max_ms = 200
-
-[[member]]
-name = "api-0"
-role = "api"
-listen = "{2}"
-data_dir = "{1}/api-0"
-
-[[member]]
-name = "realtime-0"
-role = "realtime"
-listen = "{3}"
-data_dir = "{1}/realtime-0"
-shard = 0
-
-[[member]]
-name = "archive-0"
-role = "archive"
-listen = "127.0.0.1:{4}"
-shard = 0
-file = "{1}/archive.csv"
-)",
-                                         testing::TestSecretToml(dir_.path()), dir_.path(), api_.ToString(),
-                                         realtime_.ToString(), FreePort());
-    config_path_ = dir_ / "cluster.toml";
-    ASSERT_TRUE(WriteFileAtomically(config_path_, toml).ok());
-    auto cluster = ClusterConfig::Load(config_path_);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-    cluster_ = std::move(cluster).value();
-    ASSERT_NE(cluster_.client_tls, nullptr);
+    testing::ClusterSpec spec;
+    spec.cluster.SetString("clock", "manual")
+        .SetString("admin_token", "tls-test-admin-token")
+        .SetString("tls_cert_file", cluster_ / "member.crt")
+        .SetString("tls_key_file", cluster_ / "member.key")
+        .SetString("tls_ca_file", cluster_ / "ca.crt");
+    spec.api.SetInt("request_timeout_ms", 2000).SetInt("retry_backoff_min_ms", 20).SetInt("retry_backoff_max_ms", 200);
+    const Status written = cluster_.Write(spec);
+    ASSERT_TRUE(written.ok()) << written.ToString();
+    ASSERT_NE(cluster_.config().client_tls, nullptr);
+    api_ = cluster_.Address("api-0");
+    realtime_ = cluster_.Address("realtime-0");
   }
 
   // Starts a member and waits until it answers /ping over TLS.
-  void StartMember(DaemonProcess& p, const std::string& binary, const std::string& name, const HostPort& at) {
+  void StartMember(const std::string& name) {
     std::string error;
-    ASSERT_TRUE(p.Start(BinaryPath(binary), {"--config", config_path_, "--member", name}, dir_ / (name + ".log"),
-                        HostPort{"127.0.0.1", 0}, &error))
-        << error;
-    ASSERT_TRUE(WaitFor([&] { return Get(at, "/ping").status_code == 200; })) << p.LogTail();
+    ASSERT_TRUE(cluster_.Start(name, &error)) << error;
   }
   HttpResponse Get(const HostPort& at, const std::string& target, const std::string& bearer = "") const {
-    BlockingHttpClient client(cluster_);
+    BlockingHttpClient client(cluster_.config());
     HttpRequestSpec spec;
     spec.target = target;
     spec.bearer_token = bearer;
@@ -125,7 +87,7 @@ file = "{1}/archive.csv"
     return client.Fetch(at, std::move(spec));
   }
   HttpResponse Post(const HostPort& at, const std::string& target, const std::string& bearer) const {
-    BlockingHttpClient client(cluster_);
+    BlockingHttpClient client(cluster_.config());
     HttpRequestSpec spec;
     spec.method = "POST";
     spec.target = target;
@@ -141,15 +103,12 @@ file = "{1}/archive.csv"
   }
 
   static constexpr const char* kDay = "2024-06-01";
-  TempDir dir_;
-  std::string config_path_;
-  ClusterConfig cluster_;
+  testing::Cluster cluster_;
   HostPort api_, realtime_;
 };
 
 TEST_F(TlsTest, MembersServeTlsOnlyAndClientsCheckTheCaAndTheAddress) {
-  DaemonProcess realtime;
-  StartMember(realtime, "clickatron-realtime", "realtime-0", realtime_);
+  StartMember("realtime-0");
   // Signed and over TLS: answered.
   EXPECT_EQ(Get(realtime_, "/watermark?source=api-0").status_code, 200);
 
@@ -161,21 +120,20 @@ TEST_F(TlsTest, MembersServeTlsOnlyAndClientsCheckTheCaAndTheAddress) {
   EXPECT_FALSE(plain.ok()) << plain.status_code << " " << plain.body;
 
   // A client trusting another CA refuses the member's certificate.
-  auto other = TlsContext::ForClient({"", "", dir_ / "other.crt"});
+  auto other = TlsContext::ForClient({"", "", cluster_ / "other.crt"});
   ASSERT_TRUE(other.ok()) << other.status().ToString();
   EXPECT_FALSE(BlockingHttpClient(kTestClusterSecret, *other).Fetch(realtime_, ping).ok());
 
   // The certificate names 127.0.0.1 only: the same server reached as
   // "localhost" is refused (the address is checked, not just the CA).
-  EXPECT_FALSE(BlockingHttpClient(cluster_).Fetch(HostPort{"localhost", realtime_.port}, ping).ok());
-  EXPECT_EQ(BlockingHttpClient(cluster_).Fetch(realtime_, ping).status_code, 200);
+  EXPECT_FALSE(BlockingHttpClient(cluster_.config()).Fetch(HostPort{"localhost", realtime_.port}, ping).ok());
+  EXPECT_EQ(BlockingHttpClient(cluster_.config()).Fetch(realtime_, ping).status_code, 200);
 }
 
 TEST_F(TlsTest, TheApiNodesBatchesReachAShardOverTlsAlsoAfterTheShardRestarts) {
-  DaemonProcess realtime, api;
-  StartMember(realtime, "clickatron-realtime", "realtime-0", realtime_);
+  StartMember("realtime-0");
   ASSERT_EQ(Post(realtime_, std::string("/rotate?today=") + kDay, "tls-test-admin-token").status_code, 200);
-  StartMember(api, "clickatron-api", "api-0", api_);
+  StartMember("api-0");
   const int64_t ts = *ParseDate(kDay) * 86400 + 60;
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(Get(api_, fmt::format("/incr?ns=u&key=secure&ts={}", ts)).status_code, 200);
@@ -184,14 +142,14 @@ TEST_F(TlsTest, TheApiNodesBatchesReachAShardOverTlsAlsoAfterTheShardRestarts) {
 
   // The API node's pooled TLS connections die with the shard; the next
   // batches need new TLS sessions.
-  ASSERT_EQ(realtime.Stop(), 0);
-  StartMember(realtime, "clickatron-realtime", "realtime-0", realtime_);
+  ASSERT_EQ(cluster_.Stop("realtime-0"), 0);
+  StartMember("realtime-0");
   // More batches than the API keeps connections per peer (16): every pooled
   // connection, closed ones included, carries one.
   for (int i = 0; i < 40; ++i) {
     ASSERT_EQ(Get(api_, fmt::format("/incr?ns=u&key=secure&ts={}", ts)).status_code, 200);
     ASSERT_TRUE(WaitFor([&] { return RealtimeValue("secure") == fmt::format("{}\n", 6 + i); }))
-        << i << ": " << RealtimeValue("secure") << api.LogTail();
+        << i << ": " << RealtimeValue("secure") << cluster_.LogTail("api-0");
   }
 }
 

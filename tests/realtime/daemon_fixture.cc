@@ -2,68 +2,34 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <gtest/gtest.h>
 
 #include "clickatron/query_string.h"
 #include "clickatron/ymdh.h"
 
 namespace clickatron::realtime::testing {
 
-using clickatron::testing::BinaryPath;
-using clickatron::testing::FreePort;
-
-RealtimeDaemon::RealtimeDaemon(const std::string& clock, const std::string& realtime_extra) {
-  member_.name = "realtime-0";
-  member_.role = MemberRole::kRealtime;
-  member_.listen = HostPort{"127.0.0.1", FreePort()};
-  member_.data_dir = dir_ / "realtime-0";
-  member_.shard = 0;
-  config_path_ = dir_ / "cluster.toml";
-  std::ofstream out(config_path_);
-  // Small RocksDB memory so the tests stay light on a shared machine; an
-  // archive member only because every cluster file needs one per shard.
-  out << fmt::format(R"([cluster]
-realtime_shards = 1
-archive_shards = 1
-clock = "{}"
-admin_token = "{}"
-log_level = "info"
-{}
-[realtime]
-write_buffer_mb = 4
-block_cache_mb = 8
-{}
-
-[[member]]
-name = "realtime-0"
-role = "realtime"
-listen = "{}"
-data_dir = "{}"
-shard = 0
-
-[[member]]
-name = "archive-0"
-role = "archive"
-listen = "127.0.0.1:{}"
-data_dir = "{}"
-shard = 0
-file = "{}"
-
-{})",
-                     clock, kAdminToken, clickatron::testing::TestSecretToml(dir_.path()), realtime_extra, member_.listen.ToString(), member_.data_dir, FreePort(), dir_ / "archive-0",
-                     dir_ / "archive-0.csv", clickatron::testing::LoaderMemberToml("api-0", dir_.path()) + clickatron::testing::LoaderMemberToml("api-1", dir_.path()));
-}
-
-bool RealtimeDaemon::Start(std::string* error) {
-  return process_.StartMember(BinaryPath("clickatron-realtime"), config_path_, member_, dir_.path(), error);
+RealtimeDaemon::RealtimeDaemon(const std::string& clock, const clickatron::testing::TomlTable& realtime) {
+  clickatron::testing::ClusterSpec spec;
+  spec.api_nodes = 0;
+  // Batches are posted under these API members' names; the archive member
+  // is there only because every cluster file needs one per shard.
+  spec.loaders = {"api-0", "api-1"};
+  spec.cluster.SetString("clock", clock).SetString("admin_token", kAdminToken).SetString("log_level", "info");
+  // Small RocksDB memory so the tests stay light on a shared machine.
+  spec.realtime = realtime;
+  if (!spec.realtime.Has("write_buffer_mb")) spec.realtime.SetInt("write_buffer_mb", 4);
+  if (!spec.realtime.Has("block_cache_mb")) spec.realtime.SetInt("block_cache_mb", 8);
+  const Status written = cluster_.Write(spec);
+  EXPECT_TRUE(written.ok()) << written.ToString();
 }
 
 HttpResponse RealtimeDaemon::Get(const std::string& target) const {
-  return clickatron::testing::HttpGet(member_.listen, target, 20000);
+  return clickatron::testing::HttpGet(address(), target, 20000);
 }
 
 HttpResponse RealtimeDaemon::Post(const std::string& target, const std::string& body) const {
-  return clickatron::testing::HttpPost(member_.listen, target, body, 20000);
+  return clickatron::testing::HttpPost(address(), target, body, 20000);
 }
 
 HttpResponse RealtimeDaemon::AdminGet(const std::string& target) const {
@@ -73,11 +39,11 @@ HttpResponse RealtimeDaemon::AdminGet(const std::string& target) const {
   spec.target = target;
   spec.bearer_token = kAdminToken;
   spec.timeout_ms = 20000;
-  return client.Fetch(member_.listen, std::move(spec));
+  return client.Fetch(address(), std::move(spec));
 }
 
 HttpResponse RealtimeDaemon::AdminPost(const std::string& target) const {
-  return clickatron::testing::HttpPost(member_.listen, target, "", 20000, kAdminToken);
+  return clickatron::testing::HttpPost(address(), target, "", 20000, kAdminToken);
 }
 
 nlohmann::json RealtimeDaemon::Incr(const std::string& source, uint64_t seq, const std::string& body,

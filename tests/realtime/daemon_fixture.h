@@ -1,10 +1,9 @@
-// Helpers for the realtime integration tests: a clickatron-realtime child
-// process on a free loopback port with a temp data dir and a manual clock,
-// and small HTTP/JSON conveniences.
+// Helpers for the realtime integration tests: one clickatron-realtime
+// member of a test cluster (testutil/cluster.h) with a manual clock, and
+// small HTTP/JSON conveniences.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +11,7 @@
 
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron::realtime::testing {
 
@@ -20,18 +19,19 @@ inline constexpr const char* kAdminToken = "test-admin-token";
 
 class RealtimeDaemon {
  public:
-  // Writes the cluster file (clock "manual" or "system"; `realtime_extra`:
-  // more lines for its [realtime] table); does not start.
-  explicit RealtimeDaemon(const std::string& clock = "manual", const std::string& realtime_extra = "");
+  // Writes the cluster file (clock "manual" or "system"; `realtime`: more
+  // keys for its [realtime] table); does not start.
+  explicit RealtimeDaemon(const std::string& clock = "manual",
+                          const clickatron::testing::TomlTable& realtime = {});
   // Starts (or restarts) the daemon and waits for /ping. Errors: *error.
-  bool Start(std::string* error);
-  void Kill() { process_.Kill(); }      // SIGKILL
-  int Stop() { return process_.Stop(); }  // SIGTERM
-  bool running() const { return process_.running(); }
-  std::string LogTail() const { return process_.LogTail(); }
+  bool Start(std::string* error) { return cluster_.Start(kMember, error); }
+  void Kill() { cluster_.Kill(kMember); }          // SIGKILL
+  int Stop() { return cluster_.Stop(kMember); }    // SIGTERM
+  bool running() const { return cluster_.Running(kMember); }
+  std::string LogTail() const { return cluster_.LogTail(kMember); }
 
-  const HostPort& address() const { return member_.listen; }
-  const std::string& data_dir() const { return member_.data_dir; }
+  HostPort address() const { return cluster_.Address(kMember); }
+  std::string data_dir() const { return cluster_.DataDir(kMember); }
   HttpResponse Get(const std::string& target) const;
   HttpResponse Post(const std::string& target, const std::string& body = "") const;
   // Admin routes, with the bearer token.
@@ -45,10 +45,8 @@ class RealtimeDaemon {
   int64_t Today() const;
 
  private:
-  clickatron::testing::TempDir dir_;
-  std::string config_path_;
-  MemberConfig member_;
-  clickatron::testing::DaemonProcess process_;
+  static constexpr const char* kMember = "realtime-0";
+  clickatron::testing::Cluster cluster_;
 };
 
 // "u|tkey.YMDH" for `hour` of `day` (core codec).

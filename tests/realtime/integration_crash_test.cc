@@ -159,14 +159,16 @@ bool CheckpointRunning(const RealtimeDaemon& daemon) {
 }
 
 TEST(RealtimeCrashTest, KillNineBetweenCheckpointsLosesNothingDurableAndCountsOnce) {
-  RealtimeDaemon daemon("manual", "checkpoint_interval_ms = 40");
+  RealtimeDaemon daemon("manual", clickatron::testing::TomlTable().SetInt("checkpoint_interval_ms", 40));
   KillRestartAndResend(daemon, [](int acked) { return acked >= 150; });
 }
 
 TEST(RealtimeCrashTest, KillNineInsideACheckpointLosesNothingDurableAndCountsOnce) {
   // Every checkpoint stalls between its write and its flush, so the kill
   // lands while one is under way (the test waits to see it running).
-  RealtimeDaemon daemon("manual", "checkpoint_interval_ms = 40\nfault_injection = true");
+  RealtimeDaemon daemon("manual", clickatron::testing::TomlTable()
+                                      .SetInt("checkpoint_interval_ms", 40)
+                                      .SetBool("fault_injection", true));
   ASSERT_TRUE(MakeDirs(daemon.data_dir() + "/fault").ok());
   ASSERT_TRUE(WriteFileAtomically(daemon.data_dir() + "/fault/checkpoint-delay-ms", "150").ok());
   KillRestartAndResend(daemon, [&](int acked) { return acked >= 100 && CheckpointRunning(daemon); });

@@ -24,21 +24,17 @@
 #include "clickatron/oplog_record.h"
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron {
 namespace {
 
 using testing::BinaryPath;
-using testing::DaemonProcess;
-using testing::FreePort;
 using testing::HttpGet;
 using testing::HttpPost;
 using testing::Loopback;
+using testing::RealtimeMemberName;
 using testing::RunCommand;
-using testing::TempDir;
-using testing::LoaderMemberToml;
-using testing::TestSecretToml;
 using testing::WaitFor;
 
 constexpr const char* kToken = "s3cret";
@@ -114,52 +110,24 @@ std::string Ymdh(int64_t day, int hour) { return *YmdhFromUnix(day * kSecondsPer
 class RebuildIntegration : public ::testing::Test {
  protected:
   void SetUp() override {
+    testing::ClusterSpec spec;
+    spec.realtime_shards = kShards;
+    spec.archive_shards = kShards;
+    spec.api_nodes = 0;
+    spec.loaders = {"test"};  // SendRealtimeLines posts under this API member's name
+    spec.cluster.SetString("clock", "manual").SetString("admin_token", kToken).SetString("log_level", "info");
+    spec.rebuild.SetString("work_dir", cluster_ / "work")
+        .SetString("backup_dir", cluster_ / "backup")
+        .SetInt("memory_mb", 1)
+        .SetInt("threads", 2)
+        .SetRaw("max_bad_line_ratio", "0.1")
+        .SetStrings("oplog_dirs", {cluster_ / "api-0"});  // late data a test writes there by hand
+    const Status written = cluster_.Write(spec);
+    ASSERT_TRUE(written.ok()) << written.ToString();
     for (int i = 0; i < kShards; ++i) {
-      realtime_ports_[i] = FreePort();
-      archive_ports_[i] = FreePort();
+      realtime_ports_[i] = cluster_.Address(RealtimeMemberName(i)).port;
+      archive_ports_[i] = cluster_.Address(ArchiveName(i)).port;
     }
-    config_path_ = tmp_ / "cluster.toml";
-    std::string toml = fmt::format(R"([cluster]
-realtime_shards = {0}
-archive_shards = {0}
-clock = "manual"
-admin_token = "{1}"
-log_level = "info"
-{3}
-[rebuild]
-work_dir = "{2}/work"
-backup_dir = "{2}/backup"
-memory_mb = 1
-threads = 2
-max_bad_line_ratio = 0.1
-oplog_dirs = ["{2}/api-0"]
-)",
-                                   kShards, kToken, tmp_.path(), TestSecretToml(tmp_.path()));
-    toml += LoaderMemberToml("test", tmp_.path());
-    for (int i = 0; i < kShards; ++i) {
-      toml += fmt::format(R"(
-[[member]]
-name = "realtime-{0}"
-role = "realtime"
-listen = "127.0.0.1:{1}"
-data_dir = "{2}/realtime-{0}"
-shard = {0}
-
-[[member]]
-name = "archive-{0}"
-role = "archive"
-listen = "127.0.0.1:{3}"
-data_dir = "{2}/archive-{0}"
-shard = {0}
-file = "{2}/archive/shard-{0}.csv"
-)",
-                          i, realtime_ports_[i], tmp_.path(), archive_ports_[i]);
-    }
-    ASSERT_TRUE(WriteFileAtomically(config_path_, toml).ok());
-    auto cluster = ClusterConfig::Load(config_path_);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-    cluster_ = *cluster;
-    ASSERT_TRUE(MakeDirs(tmp_ / "logs").ok());
     for (int i = 0; i < kShards; ++i) {
       StartRealtime(i);
       StartArchive(i);
@@ -169,17 +137,14 @@ file = "{2}/archive/shard-{0}.csv"
     day_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay) + 1;
   }
 
+  static std::string ArchiveName(int shard) { return testing::ArchiveMemberName(shard, 0, 1); }
   void StartRealtime(int i) {
     std::string error;
-    ASSERT_TRUE(realtime_[i].StartMember(BinaryPath("clickatron-realtime"), config_path_,
-                                         *cluster_.FindMember(fmt::format("realtime-{}", i)), tmp_ / "logs", &error))
-        << error;
+    ASSERT_TRUE(cluster_.Start(RealtimeMemberName(i), &error)) << error;
   }
   void StartArchive(int i) {
     std::string error;
-    ASSERT_TRUE(archive_[i].StartMember(BinaryPath("clickatron-archive"), config_path_,
-                                        *cluster_.FindMember(fmt::format("archive-{}", i)), tmp_ / "logs", &error))
-        << error;
+    ASSERT_TRUE(cluster_.Start(ArchiveName(i), &error)) << error;
   }
 
   HttpResponse Admin(const std::string& method, uint16_t port, const std::string& target) {
@@ -254,10 +219,10 @@ file = "{2}/archive/shard-{0}.csv"
     return RunCommand(argv, output);
   }
   int RunDay(int64_t day, std::string* output) {
-    return Rebuild({"run", "--config", config_path_, "--date", FormatDate(day)}, output);
+    return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day)}, output);
   }
 
-  std::string ArchiveFile(int shard) const { return tmp_ / fmt::format("archive/shard-{}.csv", shard); }
+  std::string ArchiveFile(int shard) const { return cluster_ / fmt::format("archive/shard-{}.csv", shard); }
 
   void ExpectArchiveEquals(const Expectation& expect) {
     for (int s = 0; s < kShards; ++s) {
@@ -278,13 +243,9 @@ file = "{2}/archive/shard-{0}.csv"
     return j["data"].value("generation", int64_t{-1});
   }
 
-  TempDir tmp_;
-  std::string config_path_;
-  ClusterConfig cluster_;
+  testing::Cluster cluster_;  // its directory holds the archive, work and backup dirs
   uint16_t realtime_ports_[kShards] = {};
   uint16_t archive_ports_[kShards] = {};
-  DaemonProcess realtime_[kShards];
-  DaemonProcess archive_[kShards];
   int64_t day_ = 0;
   uint64_t seq_ = 0;
 };
@@ -306,7 +267,7 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
     ASSERT_TRUE(manifest.ok());
     EXPECT_EQ(manifest->last_day, FormatDate(day_));
     EXPECT_EQ(manifest->records, expect.ShardLines(i).size());
-    EXPECT_TRUE(FileExists(tmp_ / fmt::format("backup/gen-1/shard-{}.csv.gz", i)));
+    EXPECT_TRUE(FileExists(cluster_ / fmt::format("backup/gen-1/shard-{}.csv.gz", i)));
   }
   // The realtime day is exported: it may be cleared now.
   for (int i = 0; i < kShards; ++i) {
@@ -327,15 +288,15 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
   // be counted twice if it had been: refused.
   EXPECT_NE(RunDay(day_ - 30, &out), 0);
   EXPECT_NE(out.find("ALREADY_ARCHIVED"), std::string::npos) << out;
-  ASSERT_EQ(Rebuild({"status", "--config", config_path_}, &out), 0) << out;
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
   EXPECT_NE(out.find(FormatDate(day_) + "  export [xx]  sorted yes"), std::string::npos) << out;
   EXPECT_NE(out.find("COMPLETE"), std::string::npos) << out;
   EXPECT_NE(out.find("shard 0: generation 1"), std::string::npos) << out;
 
   // Day two, plus a sealed late-data file holding more of day one.
   PutRandomDay(day_ + 1, 2, 400, &expect);
-  ASSERT_TRUE(MakeDirs(tmp_ / "api-0/late").ok());
-  const std::string late = tmp_ / ("api-0/late/" + LateFileName(1700000000, true));
+  ASSERT_TRUE(MakeDirs(cluster_ / "api-0/late").ok());
+  const std::string late = cluster_ / ("api-0/late/" + LateFileName(1700000000, true));
   {
     auto writer = FramedLogWriter::Open(late);
     ASSERT_TRUE(writer.ok()) << writer.status().ToString();
@@ -382,52 +343,52 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
   expect.AddTotal("u", "hist1", Ymdh(old_day - 1, 1), 2);
   plain.insert(plain.begin() + 10, "u|hist1.c3p1");  // bad: no value (line 11)
   {
-    std::ofstream f(tmp_ / "history.csv");
+    std::ofstream f(cluster_ / "history.csv");
     for (const auto& l : plain) f << l << "\n";
   }
   {
-    gzFile gz = gzopen((tmp_ / "history.csv.gz").c_str(), "wb");
+    gzFile gz = gzopen((cluster_ / "history.csv.gz").c_str(), "wb");
     ASSERT_NE(gz, nullptr);
     for (const auto& l : packed) gzprintf(gz, "%s\n", l.c_str());
     gzputs(gz, "not a record\n");  // bad (line 151)
     gzclose(gz);
   }
   std::string out;
-  ASSERT_EQ(Rebuild({"load", "--config", config_path_, "--now", tmp_ / "history.csv", tmp_ / "history.csv.gz"}, &out),
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "history.csv", cluster_ / "history.csv.gz"}, &out),
             0)
       << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 1);
   // The rejects name file and line.
   std::string rejects;
-  for (const auto& entry : std::filesystem::directory_iterator(tmp_ / "work/queue")) {
+  for (const auto& entry : std::filesystem::directory_iterator(cluster_ / "work/queue")) {
     if (FileExists(entry.path().string() + "/rejects.txt")) {
       rejects = ReadFileToString(entry.path().string() + "/rejects.txt").value();
     }
   }
-  EXPECT_NE(rejects.find(tmp_ / "history.csv:11:"), std::string::npos) << rejects;
-  EXPECT_NE(rejects.find(tmp_ / "history.csv.gz:151:"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find(cluster_ / "history.csv:11:"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find(cluster_ / "history.csv.gz:151:"), std::string::npos) << rejects;
 
   // Too many bad lines (more than 10%): the load fails, nothing is queued.
   {
-    std::ofstream f(tmp_ / "junk.csv");
+    std::ofstream f(cluster_ / "junk.csv");
     for (int i = 0; i < 10; ++i) f << "u|junk.c3p1,1\n";
     for (int i = 0; i < 5; ++i) f << "junk\n";
   }
-  EXPECT_NE(Rebuild({"load", "--config", config_path_, "--now", tmp_ / "junk.csv"}, &out), 0);
+  EXPECT_NE(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "junk.csv"}, &out), 0);
   EXPECT_NE(out.find("TOO_MANY_BAD_LINES"), std::string::npos) << out;
   // A bound for one load: the cluster file allows 10%, this load none, and
   // history.csv has one bad line: refused, nothing queued or served.
-  EXPECT_NE(Rebuild({"load", "--config", config_path_, "--max-bad-line-ratio", "0", "--now", tmp_ / "history.csv"},
+  EXPECT_NE(Rebuild({"load", "--config", cluster_.config_path(), "--max-bad-line-ratio", "0", "--now", cluster_ / "history.csv"},
                     &out),
             0);
   EXPECT_NE(out.find("TOO_MANY_BAD_LINES"), std::string::npos) << out;
   EXPECT_NE(out.find("more than the 0.0000% allowed"), std::string::npos) << out;
-  EXPECT_NE(Rebuild({"load", "--config", config_path_, "--max-bad-line-ratio", "1.5", tmp_ / "history.csv"}, &out), 0);
+  EXPECT_NE(Rebuild({"load", "--config", cluster_.config_path(), "--max-bad-line-ratio", "1.5", cluster_ / "history.csv"}, &out), 0);
   EXPECT_EQ(ServedGeneration(0), 1);
   // Archive-format history is taken in as well (and normalised).
   {
-    std::ofstream f(tmp_ / "history-archive.csv");
+    std::ofstream f(cluster_ / "history-archive.csv");
     f << "u|hist1," << Ymdh(old_day - 9, 3) << ":0007 " << Ymdh(old_day - 9, 4) << ":1\n";
     f << "c.u|hist1." << Ymdh(old_day - 9, 3) << ",JP:2 US:5\n";
   }
@@ -435,13 +396,13 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
   expect.AddTotal("u", "hist1", Ymdh(old_day - 9, 4), 1);
   expect.AddSubtotal("c", "u", "hist1", "JP", Ymdh(old_day - 9, 3), 2);
   expect.AddSubtotal("c", "u", "hist1", "US", Ymdh(old_day - 9, 3), 5);
-  ASSERT_EQ(Rebuild({"load", "--config", config_path_, "--format", "archive", "--now", tmp_ / "history-archive.csv"},
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--format", "archive", "--now", cluster_ / "history-archive.csv"},
                     &out),
             0)
       << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 2);
-  ASSERT_EQ(Rebuild({"load", "--config", config_path_, tmp_ / "history.csv"}, &out), 0) << out;  // queued, not now
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), cluster_ / "history.csv"}, &out), 0) << out;  // queued, not now
   EXPECT_EQ(ServedGeneration(0), 2);  // nothing served changed
   ExpectArchiveEquals(expect);
   // The next day's run folds the queued load in (and only that one).
@@ -509,7 +470,7 @@ TEST_F(RebuildIntegration, FailedDeployKeepsOldGenerationAndDayThenRerunDeploys)
 
   PutRandomDay(day_ + 1, 5, 200, &expect);
   RotateAll(day_ + 2);
-  archive_[1].Stop();
+  cluster_.Stop(ArchiveName(1));
   const auto shard0_before = FileLines(ArchiveFile(0));
   EXPECT_NE(RunDay(day_ + 1, &out), 0);
   EXPECT_NE(out.find("archive-1"), std::string::npos) << out;
@@ -533,7 +494,7 @@ TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   RotateAll(day_);
   PutRandomDay(day_, 6, 80, &expect);
   RotateAll(day_ + 1);
-  realtime_[1].Stop();
+  cluster_.Stop(RealtimeMemberName(1));
   std::string out;
   EXPECT_NE(RunDay(day_, &out), 0);
   EXPECT_NE(out.find("EXPORT_FAILED"), std::string::npos) << out;

@@ -128,7 +128,7 @@ HostPort Loopback(uint16_t port) { return HostPort{"127.0.0.1", port}; }
 DaemonProcess::~DaemonProcess() { Kill(); }
 
 bool DaemonProcess::Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-                          const HostPort& ping, std::string* error) {
+                          const std::function<bool()>& ready, std::string* error) {
   log_path_ = log_path;
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -149,14 +149,14 @@ bool DaemonProcess::Start(const std::string& binary, const std::vector<std::stri
     ::_exit(127);
   }
   pid_ = pid;
-  if (ping.port == 0) return true;
+  if (!ready) return true;
   bool up = WaitFor([&] {
     int status;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       return true;  // exited: stop waiting
     }
-    return HttpGet(ping, "/ping", 1000).status_code == 200;
+    return ready();
   });
   if (!up || pid_ < 0) {
     if (error) *error = "daemon did not come up: " + LogTail();
@@ -164,12 +164,6 @@ bool DaemonProcess::Start(const std::string& binary, const std::vector<std::stri
     return false;
   }
   return true;
-}
-
-bool DaemonProcess::StartMember(const std::string& binary, const std::string& config_path, const MemberConfig& member,
-                                const std::string& log_dir, std::string* error) {
-  return Start(binary, {"--config", config_path, "--member", member.name}, log_dir + "/" + member.name + ".log",
-               member.listen, error);
 }
 
 int DaemonProcess::Stop(std::chrono::milliseconds timeout) {
@@ -248,21 +242,19 @@ bool WriteWithMode(const std::string& path, const std::string& contents, mode_t 
   return ::close(fd) == 0 && ok;
 }
 
-std::string TestSecretToml(const std::string& dir) {
+std::string WriteTestSecret(const std::string& dir) {
   const std::string path = dir + "/cluster.secret";
   if (!FileExists(path) && !WriteWithMode(path, std::string(kTestClusterSecret) + "\n", 0600)) {
-    std::fprintf(stderr, "TestSecretToml: cannot write %s\n", path.c_str());
+    std::fprintf(stderr, "WriteTestSecret: cannot write %s\n", path.c_str());
   }
-  return "cluster_secret_file = \"" + path + "\"\n";
+  return path;
 }
 
-std::string LoaderMemberToml(const std::string& name, const std::string& dir) {
-  // An address no started member can have (a FreePort() here once collided
-  // with one). Every test process hands out the same ones, so a loader
-  // member must never be started.
+HostPort NeverStartedAddress() {
+  // Not a FreePort(): one here once collided with a started member. Every
+  // test process hands out the same ones, so such a member must never start.
   static std::atomic<int> next{1};
-  return "[[member]]\nname = \"" + name + "\"\nrole = \"api\"\nlisten = \"127.255.0.1:" +
-         std::to_string(next.fetch_add(1) % 65535 + 1) + "\"\ndata_dir = \"" + dir + "/" + name + "\"\n\n";
+  return HostPort{"127.255.0.1", static_cast<uint16_t>(next.fetch_add(1) % 65535 + 1)};
 }
 
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms) {

@@ -1,6 +1,6 @@
 // Test helpers: temp dirs, free loopback ports, real daemons started as child
 // processes and stopped by PID, waiting on conditions (never on sleeps), and
-// a blocking HTTP client.
+// a blocking HTTP client. Whole clusters of daemons: testutil/cluster.h.
 #pragma once
 
 #include <sys/types.h>
@@ -47,13 +47,11 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
-  // Starts `binary args…` and, when `ping` has a port, waits until GET /ping
-  // answers 200. Returns false (with the log tail in *error) otherwise.
+  // Starts `binary args…` and, given `ready`, waits until it holds (a
+  // cluster member: GET /ping answers 200). Returns false (with the log tail
+  // in *error) when the process exits first or `ready` never holds.
   bool Start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-             const HostPort& ping, std::string* error = nullptr);
-  // Starts `BINARY --config CONFIG --member NAME` for a cluster member.
-  bool StartMember(const std::string& binary, const std::string& config_path, const MemberConfig& member,
-                   const std::string& log_dir, std::string* error = nullptr);
+             const std::function<bool()>& ready, std::string* error = nullptr);
   // SIGTERM and wait for exit; returns the exit status (or -1).
   int Stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // SIGKILL and reap.
@@ -81,12 +79,13 @@ bool WriteWithMode(const std::string& path, const std::string& contents, mode_t 
 // helpers below sign with it (a test of unsigned requests uses its own
 // BlockingHttpClient).
 inline constexpr const char* kTestClusterSecret = "clickatron-test-cluster-secret-0123456789";
-// Writes kTestClusterSecret to DIR/cluster.secret (mode 600) and returns the
-// line naming it, for a cluster file's [cluster] table.
-std::string TestSecretToml(const std::string& dir);
-// An API member that no test starts: tests that post batches to a realtime
-// shard themselves do so under its name (shards take only API members').
-std::string LoaderMemberToml(const std::string& name, const std::string& dir);
+// Writes kTestClusterSecret to DIR/cluster.secret (mode 600) unless it is
+// there already, and returns its path.
+std::string WriteTestSecret(const std::string& dir);
+// The address of an API member that no test starts (ClusterSpec::loaders):
+// on 127.255.0.1, where no started member listens (FreePort hands out
+// 127.0.0.1 ports only).
+HostPort NeverStartedAddress();
 
 // Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000);

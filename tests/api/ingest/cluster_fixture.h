@@ -1,6 +1,7 @@
-// A loopback cluster for the write-path integration tests: one API node and
-// realtime shards, real binaries, a manual clock (the ring does not turn
-// during a test) and figures read back from the realtime daemons themselves.
+// A loopback cluster for the write-path integration tests (on
+// testutil/cluster.h): one API node and realtime shards, real binaries, a
+// manual clock (the ring does not turn during a test) and figures read back
+// from the realtime daemons themselves.
 //
 // Shards of test keys are computed here with zlib's crc32 (docs/protocols.md), not
 // with the code under test.
@@ -8,9 +9,7 @@
 
 #include <zlib.h>
 
-#include <filesystem>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,17 +17,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "clickatron/file_util.h"
 #include "clickatron/query_string.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron::api::write_testing {
 
-using clickatron::testing::DaemonProcess;
+using clickatron::testing::ClusterSpec;
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
-using clickatron::testing::Loopback;
-using clickatron::testing::TempDir;
 using clickatron::testing::WaitFor;
 
 inline uint32_t ShardOfKey(const std::string& shard_key, uint32_t shards) {
@@ -49,67 +45,41 @@ inline std::vector<std::string> KeysOnShard(const std::string& ns, const std::st
 
 class WriteCluster {
  public:
-  // `api_settings`: extra lines for the [api] table.
-  explicit WriteCluster(int realtime_shards = 2, const std::string& api_settings = "")
-      : shards_(realtime_shards) {
-    std::string toml = fmt::format(R"([cluster]
-realtime_shards = {}
-archive_shards = 1
-clock = "manual"
-log_level = "info"
-{}
-[api]
-request_timeout_ms = 2000
-retry_backoff_min_ms = 20
-retry_backoff_max_ms = 200
-{}
-
-)",
-                                   realtime_shards, clickatron::testing::TestSecretToml(dir_.path()), api_settings);
-    auto member = [&](const std::string& name, const std::string& role, int shard) {
-      ports_[name] = clickatron::testing::FreePort();
-      toml += fmt::format("[[member]]\nname = \"{}\"\nrole = \"{}\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}\"\n",
-                          name, role, ports_[name], dir_ / name);
-      if (shard >= 0) toml += fmt::format("shard = {}\n", shard);
-      toml += "\n";
-    };
-    member("api-0", "api", -1);
-    for (int s = 0; s < realtime_shards; ++s) member(Realtime(s), "realtime", s);
+  // The write tests' cluster: one API node, `realtime_shards` shards, short
+  // API timeouts and backoffs. Tests add keys to it and pass it in.
+  static ClusterSpec Spec(int realtime_shards = 2) {
+    ClusterSpec spec;
+    spec.realtime_shards = realtime_shards;
     // The cluster file wants a replica per archive shard; writes never use it.
-    member("archive-0", "archive", 0);
-    toml += fmt::format("file = \"{}\"\n", dir_ / "archive-0.csv");
-    config_ = dir_ / "cluster.toml";
-    EXPECT_TRUE(WriteFileAtomically(config_, toml).ok());
+    spec.archive_shards = 1;
+    spec.cluster.SetString("clock", "manual").SetString("log_level", "info");
+    spec.api.SetInt("request_timeout_ms", 2000).SetInt("retry_backoff_min_ms", 20).SetInt("retry_backoff_max_ms", 200);
+    return spec;
   }
+  explicit WriteCluster(int realtime_shards = 2) : WriteCluster(Spec(realtime_shards)) {}
+  explicit WriteCluster(const ClusterSpec& spec) : cluster_(spec) {}
 
-  static std::string Realtime(int shard) { return fmt::format("realtime-{}", shard); }
-  HostPort Peer(const std::string& name) const { return Loopback(ports_.at(name)); }
-  HostPort Api() const { return Peer("api-0"); }
-  const std::string& dir() const { return dir_.path(); }
-  std::string DataDir(const std::string& name) const { return dir_ / name; }
-  const std::string& config() const { return config_; }
-  int shards() const { return shards_; }
+  static std::string Realtime(int shard) { return clickatron::testing::RealtimeMemberName(shard); }
+  HostPort Peer(const std::string& name) const { return cluster_.Address(name); }
+  HostPort Api() const { return cluster_.Api(); }
+  const std::string& dir() const { return cluster_.dir(); }
+  std::string DataDir(const std::string& name) const { return cluster_.DataDir(name); }
+  const std::string& config() const { return cluster_.config_path(); }
+  int shards() const { return cluster_.spec().realtime_shards; }
 
   // Starts a member and waits for /ping; false (and the log tail) if it did not come up.
-  bool TryStart(const std::string& name, std::string* error) {
-    auto& d = daemons_[name];
-    if (!d) d = std::make_unique<DaemonProcess>();
-    std::filesystem::create_directories(dir_ / name);
-    const std::string binary = name.starts_with("api") ? "clickatron-api" : "clickatron-realtime";
-    return d->Start(clickatron::testing::BinaryPath(binary), {"--config", config_, "--member", name},
-                    dir_ / (name + ".log"), Peer(name), error);
-  }
+  bool TryStart(const std::string& name, std::string* error) { return cluster_.Start(name, error); }
   void Start(const std::string& name) {
     std::string error;
     ASSERT_TRUE(TryStart(name, &error)) << name << ": " << error;
   }
   void StartAll() {
-    for (int s = 0; s < shards_; ++s) Start(Realtime(s));
+    for (int s = 0; s < shards(); ++s) Start(Realtime(s));
     Start("api-0");
   }
-  void Kill(const std::string& name) { daemons_.at(name)->Kill(); }
-  int Stop(const std::string& name) { return daemons_.at(name)->Stop(); }
-  std::string LogTail(const std::string& name) const { return daemons_.at(name)->LogTail(); }
+  void Kill(const std::string& name) { cluster_.Kill(name); }
+  int Stop(const std::string& name) { return cluster_.Stop(name); }
+  std::string LogTail(const std::string& name) const { return cluster_.LogTail(name); }
 
   // data of GET /stats on the API.
   nlohmann::json ApiStats() const {
@@ -133,7 +103,7 @@ retry_backoff_max_ms = 200
   // and which shard it was found on.
   std::map<std::string, std::pair<std::string, int>> Records(const std::string& prefix) const {
     std::map<std::string, std::pair<std::string, int>> out;
-    for (int s = 0; s < shards_; ++s) {
+    for (int s = 0; s < shards(); ++s) {
       auto r = HttpGet(Peer(Realtime(s)), "/fwmatch?key=" + PercentEncode(prefix), 10000);
       EXPECT_EQ(r.status_code, 200) << r.body;
       size_t pos = 0;
@@ -159,11 +129,7 @@ retry_backoff_max_ms = 200
   }
 
  private:
-  int shards_;
-  TempDir dir_;
-  std::string config_;
-  std::map<std::string, uint16_t> ports_;
-  std::map<std::string, std::unique_ptr<DaemonProcess>> daemons_;
+  clickatron::testing::Cluster cluster_;
 };
 
 }  // namespace clickatron::api::write_testing

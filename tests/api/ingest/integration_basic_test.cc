@@ -146,7 +146,9 @@ TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
 
 TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesUp) {
   // Room for a handful of lines per shard while it is down.
-  WriteCluster c(2, "max_queued_increments = 40");
+  ClusterSpec spec = WriteCluster::Spec(2);
+  spec.api.SetInt("max_queued_increments", 40);
+  WriteCluster c(spec);
   c.StartAll();
   const int64_t ts = static_cast<int64_t>(std::time(nullptr));
   const std::string ymdh = HourCode(ts);
@@ -187,7 +189,9 @@ TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesU
 
 TEST(IntegrationWriteBasicTest, AWindowLargerThanOneShardRequestIsSplitIntoSeveralBatches) {
   // 64 KiB bodies everywhere: the API cuts its batches at 32 KiB.
-  WriteCluster c(1, "\n[http]\nmax_body_bytes = 65536");
+  ClusterSpec spec = WriteCluster::Spec(1);
+  spec.http.SetInt("max_body_bytes", 65536);
+  WriteCluster c(spec);
   c.StartAll();
   const int64_t ts = static_cast<int64_t>(std::time(nullptr));
   const std::string h = HourCode(ts);

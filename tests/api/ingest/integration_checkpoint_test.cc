@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
 #include "api/ingest/cluster_fixture.h"
 #include "api/ingest/increment_stream.h"
@@ -117,8 +118,11 @@ void ClearFault(const WriteCluster& c, int shard, const std::string& name) {
   std::filesystem::remove(FaultDir(c, shard) + "/" + name);
 }
 
-std::string RealtimeSettings(int checkpoint_interval_ms) {
-  return fmt::format("\n[realtime]\ncheckpoint_interval_ms = {}\nfault_injection = true", checkpoint_interval_ms);
+// The checkpointing tests' cluster: checkpoints this often, faults injectable.
+ClusterSpec CheckpointSpec(int checkpoint_interval_ms) {
+  ClusterSpec spec = WriteCluster::Spec(kShards);
+  spec.realtime.SetInt("checkpoint_interval_ms", checkpoint_interval_ms).SetBool("fault_injection", true);
+  return spec;
 }
 
 // Kills `shard`, preferably while one of its checkpoints is running after
@@ -141,7 +145,7 @@ bool KillInsideACheckpoint(WriteCluster& c, int shard, const Stream& stream) {
 // slow checkpoint: what was only in memory is re-sent from the oplog.
 TEST(IntegrationWriteCheckpointTest, ShardKilledInsideACheckpointLosesNothing) {
   const auto started = std::chrono::steady_clock::now();
-  WriteCluster c(kShards, RealtimeSettings(50));
+  WriteCluster c(CheckpointSpec(50));
   SetFault(c, 1, "checkpoint-delay-ms", "100");
   c.StartAll();
   Stream stream(c, "a", 3, 250, static_cast<int64_t>(std::time(nullptr)));
@@ -206,7 +210,7 @@ TEST(IntegrationWriteCheckpointTest, ShardKilledInsideACheckpointLosesNothing) {
 
 // 2. kill -9 of the API and of a shard together, mid-stream.
 TEST(IntegrationWriteCheckpointTest, ApiAndShardKilledTogetherLoseNothingAcknowledged) {
-  WriteCluster c(kShards, RealtimeSettings(50));
+  WriteCluster c(CheckpointSpec(50));
   SetFault(c, 1, "checkpoint-delay-ms", "100");
   c.StartAll();
   Stream stream(c, "b", 3, 200, static_cast<int64_t>(std::time(nullptr)));
@@ -239,7 +243,7 @@ TEST(IntegrationWriteCheckpointTest, ApiAndShardKilledTogetherLoseNothingAcknowl
 // and read exactly, the durable watermark stops, the oplog keeps everything;
 // a kill then loses the shard's memory, not a single increment.
 TEST(IntegrationWriteCheckpointTest, FailingCheckpointsThenAKillLoseNothing) {
-  WriteCluster c(kShards, RealtimeSettings(50));
+  WriteCluster c(CheckpointSpec(50));
   c.StartAll();
   const int64_t ts = static_cast<int64_t>(std::time(nullptr));
   std::vector<const Stream*> all;
@@ -344,7 +348,7 @@ TEST(IntegrationWriteCheckpointTest, FailingCheckpointsThenAKillLoseNothing) {
 // API re-sends them; the export of Yesterday has exactly them.
 TEST(IntegrationWriteCheckpointTest, ExportAfterACrashWithUnpersistedData) {
   // Checkpoints only when something waits for them (the export).
-  WriteCluster c(kShards, RealtimeSettings(3600000));
+  WriteCluster c(CheckpointSpec(3600000));
   c.StartAll();
   constexpr int64_t kDay = kSecondsPerDay;
   const int64_t now = static_cast<int64_t>(std::time(nullptr));

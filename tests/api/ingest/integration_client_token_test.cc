@@ -21,7 +21,9 @@ HttpResponse GetWithToken(const HostPort& api, const std::string& target, const 
 }
 
 TEST(IntegrationWriteClientTokenTest, PublicRoutesWantTheClientTokenAndProbesStayOpen) {
-  WriteCluster c(1, fmt::format("client_token = \"{}\"", kClientToken));
+  ClusterSpec spec = WriteCluster::Spec(1);
+  spec.api.SetString("client_token", kClientToken);
+  WriteCluster c(spec);
   c.StartAll();
   const int64_t ts = static_cast<int64_t>(std::time(nullptr));
   const std::string incr = fmt::format("/incr?ns=t&key=guarded&ts={}", ts);

@@ -7,13 +7,9 @@
 // manifest), realtime lines through the realtime /incr endpoint.
 #pragma once
 
-#include <signal.h>
-
 #include <algorithm>
 #include <ctime>
-#include <filesystem>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,7 +26,7 @@
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "api/query/oracle.h"
-#include "testutil/testutil.h"
+#include "testutil/cluster.h"
 
 namespace clickatron::api::testing {
 
@@ -38,8 +34,6 @@ namespace oracle = clickatron::testing::oracle;
 using clickatron::testing::DaemonProcess;
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
-using clickatron::testing::Loopback;
-using clickatron::testing::TempDir;
 
 // Increments, with where each one is stored; the oracle counts each once.
 class ReadDataset {
@@ -183,8 +177,9 @@ inline nlohmann::json ExpectedTop(const std::map<std::string, int64_t>& by_value
   return list;
 }
 
-// The cluster: realtime shards (one member each), archive shards with
-// `replicas` members each (serving one file per shard), one API node.
+// The cluster (on testutil/cluster.h): realtime shards (one member each),
+// archive shards with `replicas` members each (serving one file per shard),
+// one API node.
 class ReadCluster {
  public:
   struct Spec {
@@ -198,53 +193,22 @@ class ReadCluster {
   };
 
   explicit ReadCluster(Spec spec) : spec_(spec) {}
-  ~ReadCluster() {
-    // A stopped (SIGSTOP) replica must be able to take its SIGKILL.
-    for (auto& [name, d] : daemons_) {
-      if (d->running()) ::kill(d->pid(), SIGCONT);
-    }
-  }
 
-  const std::string& dir() const { return dir_.path(); }
+  const std::string& dir() const { return cluster_.dir(); }
   Spec& spec() { return spec_; }
-  std::string ArchiveFilePath(int shard) const { return dir_ / fmt::format("archive-shard-{}.csv", shard); }
-  std::string ArchiveMember(int shard, int replica) const { return fmt::format("archive-{}-{}", shard, replica); }
+  std::string ArchiveFilePath(int shard) const { return cluster_.ArchiveFile(shard); }
+  std::string ArchiveMember(int shard, int replica) const { return cluster_.ArchiveName(shard, replica); }
 
   void WriteConfig() {
-    std::string toml = fmt::format(R"([cluster]
-realtime_shards = {}
-archive_shards = {}
-clock = "manual"
-log_level = "warn"
-{}
-[api]
-request_timeout_ms = {}
-oplog_sync = "none"
-
-)",
-                                   spec_.realtime_shards, spec_.archive_shards,
-                                   clickatron::testing::TestSecretToml(dir_.path()), spec_.request_timeout_ms);
-    toml += clickatron::testing::LoaderMemberToml("test", dir_.path());
-    const auto member = [&](const std::string& name, const std::string& role, uint16_t port, int shard,
-                            const std::string& file) {
-      ports_[name] = port;
-      toml += fmt::format("[[member]]\nname = \"{}\"\nrole = \"{}\"\nlisten = \"127.0.0.1:{}\"\ndata_dir = \"{}\"\n",
-                          name, role, port, dir_ / name);
-      if (shard >= 0) toml += fmt::format("shard = {}\n", shard);
-      if (!file.empty()) toml += fmt::format("file = \"{}\"\n", file);
-      toml += "\n";
-    };
-    member("api-0", "api", clickatron::testing::FreePort(), -1, "");
-    for (int s = 0; s < spec_.realtime_shards; ++s) {
-      member(fmt::format("realtime-{}", s), "realtime", clickatron::testing::FreePort(), s, "");
-    }
-    for (int s = 0; s < spec_.archive_shards; ++s) {
-      for (int r = 0; r < spec_.replicas; ++r) {
-        member(ArchiveMember(s, r), "archive", clickatron::testing::FreePort(), s, ArchiveFilePath(s));
-      }
-    }
-    config_ = dir_ / "cluster.toml";
-    ASSERT_TRUE(WriteFileAtomically(config_, toml).ok());
+    clickatron::testing::ClusterSpec cluster;
+    cluster.realtime_shards = spec_.realtime_shards;
+    cluster.archive_shards = spec_.archive_shards;
+    cluster.archive_replicas = spec_.replicas;
+    cluster.loaders = {"test"};  // LoadRealtime posts batches under this API member's name
+    cluster.cluster.SetString("clock", "manual").SetString("log_level", "warn");
+    cluster.api.SetInt("request_timeout_ms", spec_.request_timeout_ms).SetString("oplog_sync", "none");
+    const Status written = cluster_.Write(cluster);
+    ASSERT_TRUE(written.ok()) << written.ToString();
   }
 
   void WriteArchives(const ReadDataset& data, uint64_t generation, const std::string& last_day) {
@@ -262,23 +226,18 @@ oplog_sync = "none"
     }
   }
 
-  void Start(const std::string& name, const std::string& binary) {
-    auto& d = daemons_[name];
-    if (!d) d = std::make_unique<DaemonProcess>();
-    std::filesystem::create_directories(dir_ / name);
+  void Start(const std::string& name) {
     std::string error;
-    ASSERT_TRUE(d->Start(clickatron::testing::BinaryPath(binary), {"--config", config_, "--member", name},
-                         dir_ / (name + ".log"), Peer(name), &error))
-        << name << ": " << error;
+    ASSERT_TRUE(cluster_.Start(name, &error)) << name << ": " << error;
   }
 
   void StartStorage() {
-    for (int s = 0; s < spec_.realtime_shards; ++s) Start(fmt::format("realtime-{}", s), "clickatron-realtime");
+    for (int s = 0; s < spec_.realtime_shards; ++s) Start(fmt::format("realtime-{}", s));
     for (int s = 0; s < spec_.archive_shards; ++s) {
-      for (int r = 0; r < spec_.replicas; ++r) Start(ArchiveMember(s, r), "clickatron-archive");
+      for (int r = 0; r < spec_.replicas; ++r) Start(ArchiveMember(s, r));
     }
   }
-  void StartApi() { Start("api-0", "clickatron-api"); }
+  void StartApi() { Start("api-0"); }
 
   // The usual start: `data` in archive generation `generation` (last day
   // today-1) and in realtime (the ring at Today = `today`), then the API.
@@ -307,8 +266,8 @@ oplog_sync = "none"
     }
   }
 
-  DaemonProcess& Daemon(const std::string& name) { return *daemons_.at(name); }
-  HostPort Peer(const std::string& name) const { return Loopback(ports_.at(name)); }
+  DaemonProcess& Daemon(const std::string& name) { return cluster_.Process(name); }
+  HostPort Peer(const std::string& name) const { return cluster_.Address(name); }
 
   // GET on the API node; the parsed envelope (status_code added from HTTP).
   nlohmann::json Api(const std::string& target) const {
@@ -321,10 +280,7 @@ oplog_sync = "none"
 
  private:
   Spec spec_;
-  TempDir dir_;
-  std::string config_;
-  std::map<std::string, uint16_t> ports_;
-  std::map<std::string, std::unique_ptr<DaemonProcess>> daemons_;
+  clickatron::testing::Cluster cluster_;
 };
 
 inline std::string Enc(const std::string& s) { return PercentEncode(s); }

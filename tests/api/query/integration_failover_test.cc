@@ -121,7 +121,7 @@ TEST_F(IntegrationReadFailoverTest, BothReplicasDownIsShardUnavailable) {
   }
   EXPECT_GE(ReadFigure("unavailable"), 2);
   // Back: answers are whole again.
-  cluster_.Start(cluster_.ArchiveMember(0, 1), "clickatron-archive");
+  cluster_.Start(cluster_.ArchiveMember(0, 1));
   std::string why;
   EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
 }
@@ -138,7 +138,7 @@ TEST_F(IntegrationReadFailoverTest, RestartedApiStillRefusesReplicasThatLostThei
   const std::string file = cluster_.ArchiveFilePath(0);
   ASSERT_EQ(std::remove(file.c_str()), 0);
   ASSERT_EQ(std::remove(ManifestPathFor(file).c_str()), 0);
-  for (int r = 0; r < 2; ++r) cluster_.Start(cluster_.ArchiveMember(0, r), "clickatron-archive");
+  for (int r = 0; r < 2; ++r) cluster_.Start(cluster_.ArchiveMember(0, r));
   cluster_.StartApi();
   for (const std::string& target : {series_target_, breakdown_target_}) {
     auto j = cluster_.Api(target);
