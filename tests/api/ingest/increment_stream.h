@@ -12,8 +12,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +68,10 @@ class Stream {
     for (size_t client = 0; client < requests_.size(); ++client) {
       threads_.emplace_back([this, client] {
         for (Request& r : requests_[client]) {
+          {
+            std::unique_lock lock(gate_mutex_);
+            gate_.wait(lock, [&] { return !paused_; });
+          }
           std::string body = fmt::format("ns=t&key={}&ts={}&value={}&sub=c:M\n", r.marker, ts_, r.marker_value);
           for (const auto& [key, value] : r.hot) body += fmt::format("ns=t&key={}&ts={}&value={}&sub=c:H\n", key, ts_, value);
           auto resp = HttpPost(c_.Api(), "/incr", body, 5000);
@@ -82,7 +88,21 @@ class Stream {
       });
     }
   }
+  // Pause(): no client starts another request (those in flight go on)
+  // until Resume(), so a test can be sure requests are left for later.
+  void Pause() {
+    std::lock_guard lock(gate_mutex_);
+    paused_ = true;
+  }
+  void Resume() {
+    {
+      std::lock_guard lock(gate_mutex_);
+      paused_ = false;
+    }
+    gate_.notify_all();
+  }
   void Join() {
+    Resume();
     for (auto& t : threads_) t.join();
     threads_.clear();
   }
@@ -100,6 +120,9 @@ class Stream {
   std::vector<std::vector<Request>> requests_;
   std::vector<std::thread> threads_;
   std::atomic<int> done_{0}, acked_{0}, unanswered_{0};
+  std::mutex gate_mutex_;
+  std::condition_variable gate_;
+  bool paused_ = false;
 };
 
 // Compares realtime (every shard, memory and store) with the oracle built
