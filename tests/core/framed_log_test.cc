@@ -18,18 +18,8 @@ namespace clickatron {
 namespace {
 
 using testing::TempDir;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteAll(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
+using testing::ReadAll;
+using testing::WriteAll;
 
 // Builds a frame by hand from the format in framed_log.h (independent of the writer).
 std::string Frame(const std::string& payload) {

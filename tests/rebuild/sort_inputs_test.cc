@@ -22,13 +22,7 @@ namespace clickatron::rebuild {
 namespace {
 
 using clickatron::testing::TempDir;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using clickatron::testing::ReadAll;
 
 // Sums per key and column of one-column archive lines, as sorted lines.
 std::string SumOracle(const std::vector<std::string>& archive_lines) {

@@ -234,6 +234,18 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output, const 
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
 bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;

@@ -72,6 +72,11 @@ std::string LinesWithAnyPrefix(const std::map<std::string, int64_t>& records, co
 
 int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data = "");
 
+// The whole file's bytes ("" when it cannot be read), and a plain overwrite:
+// tests that corrupt or cut files on purpose want no atomic rename.
+std::string ReadAll(const std::string& path);
+void WriteAll(const std::string& path, const std::string& data);
+
 // Writes `contents` to `path` and sets exactly `mode` (independent of umask).
 bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode);
 
