@@ -8,12 +8,13 @@
 #include <optional>
 #include <utility>
 
-#include "block_stream.h"
+#include "clickatron/byte_stream.h"
+#include "clickatron/generation_fetch.h"
 
 namespace clickatron::archive {
 namespace {
 
-constexpr std::string_view kGenerationHeader = "X-Archive-Generation";
+constexpr std::string_view kGenerationHeader = kArchiveGenerationHeader;
 constexpr std::string_view kLastDayHeader = "X-Archive-Last-Day";
 
 // limit=N: a non-negative decimal integer.
@@ -36,6 +37,7 @@ ArchiveServer::ArchiveServer(HttpServer& server, ArchiveServerOptions options)
 
 Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server, ArchiveServerOptions options) {
   if (options.load.path.empty()) return Status::InvalidArgument("archive member has no file", "BAD_CONFIG");
+  options.fetch.load = options.load;  // a fetched file is checked and served as a reloaded one
   std::unique_ptr<ArchiveServer> self(new ArchiveServer(server, std::move(options)));
   ArchiveServer* s = self.get();
   s->reloader_ = std::make_unique<Reloader>(
@@ -59,7 +61,41 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
     }
   }
   s->counters_.last_load_ms = s->last_load_ms_.load();
+  if (s->current_) {
+    s->serving_generation_.store(s->current_->generation());
+    s->serving_crc32_.store(s->current_->manifest() ? s->current_->manifest()->crc32 : 0);
+  }
   s->RegisterRoutes();
+  if (!s->options_.peers.empty()) {
+    // Runs once the loop does; reads are served from what was loaded above
+    // meanwhile.
+    s->counters_.catch_up = "running";
+    const uint64_t before = s->serving_generation_.load();
+    // No peer answering is no failed reload (the metric that says so would
+    // alarm whenever replicas start together): it only shows in catch_up.
+    auto unasked = std::make_shared<std::string>();
+    s->reloader_->RequestLoad(
+        [s, unasked]() -> Result<SortedFilePtr> {
+          auto caught_up = CatchUpFromPeers(s->options_.fetch, s->options_.peers,
+                                            ServingId{s->serving_generation_.load(), s->serving_crc32_.load()});
+          if (caught_up.ok() || caught_up.status().code() != StatusCode::kUnavailable) return caught_up;
+          *unasked = caught_up.status().message();
+          return SortedFilePtr();
+        },
+        [s, before, unasked](const Status& outcome) {
+          if (!outcome.ok()) {
+            spdlog::warn("catching up from the other replicas failed: {}", outcome.ToString());
+            s->counters_.catch_up = "failed: " + outcome.message();
+          } else if (!unasked->empty()) {
+            spdlog::warn("could not catch up: {}", *unasked);
+            s->counters_.catch_up = "not done: " + *unasked;
+          } else if (s->serving_generation_.load() != before) {
+            s->counters_.catch_up = fmt::format("fetched generation {}", s->serving_generation_.load());
+          } else {
+            s->counters_.catch_up = "up to date";
+          }
+        });
+  }
   return self;
 }
 
@@ -70,6 +106,8 @@ void ArchiveServer::RegisterRoutes() {
   // Open like /stats: what generation is served, no data.
   server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
   server_.AdminRoute("/reload", [this](const HttpExchangePtr& ex) { HandleReload(ex); }, kPost);
+  server_.InternalRoute("/file", [this](const HttpExchangePtr& ex) { HandleFile(ex); }, kGet);
+  server_.AdminRoute("/fetch", [this](const HttpExchangePtr& ex) { HandleFetch(ex); }, kPost);
   // A signal only asks for a reload; the work happens on the reload thread.
   server_.OnSignal(SIGHUP, [this] {
     spdlog::info("SIGHUP: reloading {}", options_.load.path);
@@ -160,10 +198,21 @@ void ArchiveServer::HandleFwmatch(const HttpExchangePtr& ex) {
     return;
   }
   ++counters_.fwmatch_streamed;
-  BlockStream::Start(ex, std::move(file), range, options_.stream_chunk_bytes);
+  const std::string_view block = file->data().substr(range.begin, range.size());
+  StreamBytes(ex, std::move(file), block,
+              {.chunk_bytes = options_.stream_chunk_bytes, .end_with_newline = true});
+}
+
+bool ArchiveServer::ShardMatches(const HttpExchangePtr& ex) {
+  const std::string* shard = ex->args().Get("shard");
+  if (shard == nullptr || *shard == std::to_string(options_.fetch.shard)) return true;
+  ex->ReplyError(400, "WRONG_SHARD",
+                 fmt::format("this replica serves archive shard {}, not {}", options_.fetch.shard, *shard));
+  return false;
 }
 
 void ArchiveServer::HandleManifest(const HttpExchangePtr& ex) {
+  if (!ShardMatches(ex)) return;
   SortedFilePtr file = Serving(ex);
   if (!file) return;
   const Manifest* manifest = file->manifest();
@@ -176,13 +225,73 @@ void ArchiveServer::HandleReload(const HttpExchangePtr& ex) {
       ex->ReplyError(500, "RELOAD_FAILED", outcome.message());
       return;
     }
-    ex->ReplyJson({{"generation", current_->generation()},
-                   {"records", current_->records()},
-                   {"bytes", current_->data().size()},
-                   {"last_day", current_->last_day()},
-                   {"has_file", current_->has_file()},
-                   {"load_ms", counters_.last_load_ms}});
+    ReplyServing(ex);
   });
+}
+
+void ArchiveServer::HandleFile(const HttpExchangePtr& ex) {
+  if (ex->args().Get("shard") == nullptr) {
+    ex->ReplyError(400, "MISSING_ARG_SHARD", "file needs shard=S");
+    return;
+  }
+  if (!ShardMatches(ex)) return;
+  SortedFilePtr file = Serving(ex);
+  if (!file) return;
+  if (!file->has_file()) {
+    ex->ReplyError(404, "NO_FILE", fmt::format("{} does not exist yet", file->path()));
+    return;
+  }
+  ++counters_.files_served;
+  const std::string_view bytes = file->data();
+  counters_.file_bytes_served += bytes.size();
+  StreamBytes(ex, std::move(file), bytes,
+              {.chunk_bytes = options_.stream_chunk_bytes, .content_type = "application/octet-stream"});
+}
+
+void ArchiveServer::HandleFetch(const HttpExchangePtr& ex) {
+  const std::string* source_text = ex->args().Get("source");
+  if (source_text == nullptr) {
+    ex->ReplyError(400, "MISSING_ARG_SOURCE", "fetch needs source=HOST:PORT");
+    return;
+  }
+  Result<HostPort> source = ParseHostPort(*source_text);
+  if (!source.ok()) {
+    ex->ReplyError(400, "INVALID_SOURCE", source.status().message());
+    return;
+  }
+  std::optional<uint64_t> want;
+  if (const std::string* g = ex->args().Get("generation"); g != nullptr) {
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(g->data(), g->data() + g->size(), value);
+    if (g->empty() || ec != std::errc() || end != g->data() + g->size() || value == 0) {
+      ex->ReplyError(400, "INVALID_GENERATION", fmt::format("generation must be a positive integer, got \"{}\"", *g));
+      return;
+    }
+    want = value;
+  }
+  reloader_->RequestLoad(
+      [this, source = *source, want] {
+        return FetchGeneration(options_.fetch, source, want,
+                               ServingId{serving_generation_.load(), serving_crc32_.load()});
+      },
+      [this, ex](const Status& outcome) {
+        if (outcome.reason() == "GENERATION_MISMATCH") {
+          ex->ReplyError(409, outcome.reason(), outcome.message());
+        } else if (!outcome.ok()) {
+          ex->ReplyError(502, "FETCH_FAILED", outcome.message());
+        } else {
+          ReplyServing(ex);
+        }
+      });
+}
+
+void ArchiveServer::ReplyServing(const HttpExchangePtr& ex) {
+  ex->ReplyJson({{"generation", current_->generation()},
+                 {"records", current_->records()},
+                 {"bytes", current_->data().size()},
+                 {"last_day", current_->last_day()},
+                 {"has_file", current_->has_file()},
+                 {"load_ms", counters_.last_load_ms}});
 }
 
 Result<SortedFilePtr> ArchiveServer::TimedLoad() {
@@ -196,6 +305,10 @@ Result<SortedFilePtr> ArchiveServer::TimedLoad() {
 Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
   counters_.last_load_ms = last_load_ms_.load();
   Status refused;
+  if (loaded.ok() && *loaded == nullptr) {
+    // A fetch of the generation already served: nothing changes.
+    return Status::Ok();
+  }
   if (!loaded.ok()) {
     refused = loaded.status();
   } else if (!(*loaded)->has_file() && current_ && current_->has_file()) {
@@ -213,6 +326,8 @@ Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
     return outcome;
   }
   current_ = std::move(loaded).value();  // in-flight streams keep the old one alive
+  serving_generation_.store(current_->generation());
+  serving_crc32_.store(current_->manifest() ? current_->manifest()->crc32 : 0);
   unavailable_reason_.clear();
   counters_.last_reload_error.clear();
   ++counters_.reloads_ok;

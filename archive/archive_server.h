@@ -4,8 +4,14 @@
 //   GET /get?key=K                 200 "VALUE\n" | 404 empty | 400 MISSING_ARG_KEY
 //   GET /mget?key=A&key=B…         200 the "key,value" line of each hit, in request order
 //   GET /fwmatch?key=P[&limit=N]   200 the whole lines starting with P (chunked when large)
-//   GET /manifest                  the serving generation's manifest, data null without a file
+//   GET /manifest[?shard=S]        the serving generation's manifest, data null without a file
+//   GET /file?shard=S (internal)   the serving file's bytes (another replica catching up)
 //   POST /reload (admin), SIGHUP   swap in the file now at the member's path
+//   POST /fetch?source=H:P&generation=G (admin)
+//                                  fetch generation G from a source (the rebuild's
+//                                  publish server), check it, swap it in
+// shard=S names the shard the caller means: another answers 400 WRONG_SHARD,
+// so a misconfigured peer is never copied from.
 // Every get/mget/fwmatch/manifest answer carries X-Archive-Generation and
 // X-Archive-Last-Day, naming the generation that produced it.
 //
@@ -13,18 +19,24 @@
 // the reads answer 503 ARCHIVE_UNAVAILABLE until a reload succeeds: an empty
 // answer would look like "no clicks" to the API, a 503 makes it fail over.
 //
+// At start, a replica with peers (the other replicas of its shard) asks them
+// what they serve and fetches a newer generation if one has it: a replica that
+// was down while a generation was deployed catches up by itself.
+//
 // Thread-safety: everything runs on the server's loop thread; only file
-// loads run on the Reloader's thread.
+// loads and fetches run on the Reloader's thread.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "archive_stats.h"
 #include "clickatron/http_server.h"
 #include "clickatron/status.h"
 #include "file_loader.h"
+#include "generation_fetcher.h"
 #include "reloader.h"
 #include "sorted_file.h"
 
@@ -36,6 +48,10 @@ struct ArchiveServerOptions {
   // are streamed in chunks of stream_chunk_bytes.
   size_t single_reply_max_bytes = 256 << 10;
   size_t stream_chunk_bytes = 64 << 10;
+  // Fetching generations (archive/generation_fetcher.h): this replica's
+  // shard, the requests' signing and TLS, and the other replicas of the shard.
+  FetcherOptions fetch;
+  std::vector<HostPort> peers;
 };
 
 class ArchiveServer {
@@ -58,6 +74,12 @@ class ArchiveServer {
   void HandleFwmatch(const HttpExchangePtr& ex);
   void HandleManifest(const HttpExchangePtr& ex);
   void HandleReload(const HttpExchangePtr& ex);
+  void HandleFile(const HttpExchangePtr& ex);
+  void HandleFetch(const HttpExchangePtr& ex);
+  // False after answering 400 when shard=S names another shard.
+  bool ShardMatches(const HttpExchangePtr& ex);
+  // What a successful reload or fetch answers: what is served now.
+  void ReplyServing(const HttpExchangePtr& ex);
 
   // The serving generation, with its headers added to `ex`; or null after
   // answering 503 when there is none.
@@ -72,6 +94,10 @@ class ArchiveServer {
   std::string unavailable_reason_;   // why current_ is null
   ArchiveCounters counters_;
   std::atomic<int64_t> last_load_ms_{0};  // written by the reload thread
+  // What current_ is, for fetches deciding on the reload thread whether
+  // there is anything to do.
+  std::atomic<uint64_t> serving_generation_{0};
+  std::atomic<uint32_t> serving_crc32_{0};
   // Last: destroyed first, so a running load ends before the rest goes.
   std::unique_ptr<Reloader> reloader_;
 };

@@ -36,11 +36,14 @@ nlohmann::json ArchiveStatsJson(const ArchiveCounters& c, const SortedFile* file
             {"misses", c.misses},
             {"fwmatch_streamed", c.fwmatch_streamed},
             {"bytes_served", c.bytes_served},
+            {"files_served", c.files_served},
+            {"file_bytes_served", c.file_bytes_served},
             {"reloads_ok", c.reloads_ok},
             {"reloads_failed", c.reloads_failed},
             {"reload_running", reload_running},
             {"last_load_ms", c.last_load_ms},
             {"last_reload_error", c.last_reload_error},
+            {"catch_up", c.catch_up},
             {"generations_mapped", SortedFile::alive_count()}}}};
 }
 
@@ -50,7 +53,7 @@ namespace {
 // every figure of /stats has its row, so the two views cannot drift. Left
 // out as rows, not being figures: file.path and file.last_day (labels of
 // clickatron_archive_file_info instead), file.mapped_since (the text form of
-// file.mapped_since_unix) and last_reload_error (text;
+// file.mapped_since_unix), catch_up (text) and last_reload_error (text;
 // clickatron_archive_last_reload_failed says whether there is one).
 constexpr MetricRow kMetricRows[] = {
     {"/archive/requests/{endpoint}", "clickatron_archive_requests_total", "counter", "Read requests by endpoint."},
@@ -60,6 +63,10 @@ constexpr MetricRow kMetricRows[] = {
      "fwmatch answers large enough to be streamed in chunks."},
     {"/archive/bytes_served", "clickatron_archive_bytes_served_total", "counter",
      "Answer body bytes of get, mget and fwmatch."},
+    {"/archive/files_served", "clickatron_archive_files_served_total", "counter",
+     "Whole files sent by GET /file to replicas catching up."},
+    {"/archive/file_bytes_served", "clickatron_archive_file_bytes_served_total", "counter",
+     "Bytes of whole files sent by GET /file."},
     {"/archive/reloads_ok", "clickatron_archive_reloads_ok_total", "counter", "Reloads that swapped in a file."},
     {"/archive/reloads_failed", "clickatron_archive_reloads_failed_total", "counter",
      "Reloads refused (the old file kept serving)."},

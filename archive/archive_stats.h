@@ -22,10 +22,15 @@ struct ArchiveCounters {
   uint64_t misses = 0;          // keys not found by get and mget
   uint64_t fwmatch_streamed = 0;  // fwmatch answers large enough to be chunked
   uint64_t bytes_served = 0;    // answer bodies of get, mget, fwmatch
+  uint64_t files_served = 0;    // whole files sent by GET /file (to replicas catching up)
+  uint64_t file_bytes_served = 0;
   uint64_t reloads_ok = 0;
   uint64_t reloads_failed = 0;
   int64_t last_load_ms = 0;
   std::string last_reload_error;  // "" after a successful reload
+  // Catching up from the other replicas at start: "" (no peers), "running",
+  // then what it found ("up to date", "fetched generation G", "failed: …").
+  std::string catch_up;
 };
 
 // `file` is the generation now serving, or null when none could be loaded.

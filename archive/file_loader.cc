@@ -79,7 +79,7 @@ Result<SortedFilePtr> LoadSortedFile(const LoadOptions& options) {
     if (Status st = (*mapping)->Lock(); !st.ok()) spdlog::warn("{} (raise RLIMIT_MEMLOCK?)", st.ToString());
   }
   if (options.warmup) (void)(*mapping)->Touch();
-  return SortedFile::Create(options.path, std::move(mapping).value(), std::move(manifest).value(), options.separator);
+  return SortedFile::Create(options.served_path.empty() ? options.path : options.served_path, std::move(mapping).value(), std::move(manifest).value(), options.separator);
 }
 
 }  // namespace clickatron::archive

@@ -31,6 +31,9 @@ struct LoadOptions {
   bool mlock = false;
   bool warmup = false;
   bool verify_sorted = false;   // archive.verify_sorted_on_load
+  // The name the file is served under when it is checked under another (a
+  // fetched generation is checked before it is renamed into place); "" = path.
+  std::string served_path;
 
   static LoadOptions From(const MemberConfig& member, const ArchiveConfig& archive);
 };

@@ -29,6 +29,12 @@ int main(int argc, char** argv) {
   }
   archive::ArchiveServerOptions options;
   options.load = archive::LoadOptions::From(ctx->member, ctx->cluster.archive);
+  options.fetch.shard = ctx->member.shard;
+  options.fetch.cluster_secret = ctx->cluster.cluster_secret;
+  options.fetch.client_tls = ctx->cluster.client_tls;
+  for (const MemberConfig* replica : ctx->cluster.ArchiveReplicas(ctx->member.shard)) {
+    if (replica->name != ctx->member.name) options.peers.push_back(replica->listen);
+  }
   auto archive = archive::ArchiveServer::Create(**server, options);
   if (!archive.ok()) {
     spdlog::critical("{}", archive.status().ToString());

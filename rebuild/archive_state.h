@@ -1,7 +1,9 @@
-// What the archive tier serves now, read from the manifests beside the
-// serving files (member.file + ".manifest" of each shard's first replica).
-// The rebuild merges with these files, numbers the next generation after
-// them and skips late-data files they already hold.
+// What the archive tier serves now, asked over HTTP (GET /manifest?shard=S of
+// every replica), and a copy of it in the rebuild's own work dir to merge
+// with: the generation as this work dir built it (gen/G/), or else fetched
+// from a replica that serves it (fetched/G/; a new rebuild host, files
+// restored from a backup, or a `clickatron manifest` import). The rebuild
+// numbers the next generation after it and skips late-data files it holds.
 #pragma once
 
 #include <cstdint>
@@ -20,16 +22,27 @@ struct ServingArchive {
   uint64_t generation = 0;        // 0: no archive yet
   std::string last_day;           // "" when none
   int shard_count = 0;            // of the files (may differ from the config after a reshard)
-  std::vector<std::string> files; // the serving file of shard i ("" if it does not exist yet)
+  std::vector<std::string> files; // a local copy of shard i's serving file
   std::vector<Manifest> manifests;
   std::set<std::string> late_inputs;  // union over shards
 };
 
-// FAILED_PRECONDITION when the shards disagree on the generation (a deploy
-// that stopped half-way and has no pending generation to finish it).
-Result<ServingArchive> ReadServingArchive(const ClusterConfig& cluster);
+// Per shard, the newest generation a replica serves (replicas that do not
+// answer are skipped; a shard none answers for is UNAVAILABLE), with a local
+// copy of its file, fetched when the work dir has none. FAILED_PRECONDITION
+// when the shards disagree on the generation (a deploy that stopped half-way
+// and has no pending generation to finish it), or two replicas serve one
+// generation with different contents.
+// `transfer_timeout_ms` bounds the fetch of a whole file.
+Result<ServingArchive> ReadServingArchive(const ClusterConfig& cluster, int timeout_ms, int transfer_timeout_ms);
 
-// The generation each shard's first replica file holds (0 if none).
-Result<std::vector<uint64_t>> ServingGenerations(const ClusterConfig& cluster);
+// What each replica of each shard answers at GET /manifest?shard=S.
+struct ReplicaState {
+  const MemberConfig* member = nullptr;
+  int shard = 0;
+  Status status;                    // not ok: it did not answer
+  std::optional<Manifest> manifest; // nullopt: it has no file
+};
+std::vector<ReplicaState> AskArchiveReplicas(const ClusterConfig& cluster, int timeout_ms);
 
 }  // namespace clickatron::rebuild

@@ -1,18 +1,18 @@
 // Step: deploy a built generation, then let realtime clear the day.
 //
-// Before anything is touched every archive replica must answer GET /manifest:
-// with a replica down the deploy does not start, so the old generation keeps
-// serving everywhere. Then, shard by shard (docs/protocols.md, "Files shared
-// between daemons"): the built file is linked (or copied) to FILE.new, its
-// manifest written to FILE.manifest.new, both fsynced, the current pair kept
-// as FILE.prev / FILE.manifest.prev, the manifest renamed then the file;
-// every replica of the shard gets POST /reload and must then report the new
-// generation at GET /manifest. If a replica fails, the shard's previous
-// files are put back and its replicas reloaded onto them.
+// The rebuild serves the built files itself
+// (publish_server.h) and tells every replica of every shard
+// POST /fetch?source=ADDRESS&generation=G: the replica fetches its shard's
+// file over HTTP, checks it against its manifest and swaps it in (its own
+// files only: no path is shared between hosts), and must then report G with
+// the built file's crc32 at GET /manifest. A replica that already serves G
+// (a rerun after a crash) is not asked again.
 //
-// A shard whose serving manifest already names this generation with the
-// built file's checksum is not staged again (a rerun after a crash), only
-// reloaded and verified.
+// A replica that fails (or is down) keeps what it served; the others serve
+// G. That is safe (each answer names its generation's last day, and realtime
+// keeps the day until every replica serves G). A replica that was down
+// catches up from its shard's other replicas when it starts, and a rerun
+// asks whoever still lacks G.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +33,6 @@ struct DeployOptions {
   int http_timeout_ms = 10000;
   int reload_timeout_ms = 600000;        // a replica answers /reload once the file is loaded
 };
-
-// GET /manifest on every archive replica; UNAVAILABLE naming the ones down.
-Status CheckArchiveReplicas(const ClusterConfig& cluster, int timeout_ms);
 
 Status DeployGeneration(const DeployOptions& options);
 

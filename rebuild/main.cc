@@ -43,20 +43,24 @@ int main(int argc, char** argv) {
   bool now = false;
   std::vector<std::string> files;
   int export_timeout_s = 6 * 3600;
-  int reload_timeout_s = 600;
+  int transfer_timeout_s = 6 * 3600;
 
   CLI::App* run = app.add_subcommand("run", "fold one day (yesterday) into a new archive generation and deploy it");
   run->add_option("--config", config_path, "cluster file")->required();
   run->add_option("--date", date, "the day to fold, YYYY-MM-DD (UTC)")->required();
   run->add_flag("--force", force, "fold the day even if the archive's last_day already reaches it");
   run->add_option("--export-timeout", export_timeout_s, "seconds one realtime export may take");
-  run->add_option("--reload-timeout", reload_timeout_s, "seconds an archive replica may take to reload");
+  run->add_option("--transfer-timeout,--reload-timeout", transfer_timeout_s,
+                  "seconds an archive replica may take to fetch and load its file (and the rebuild to fetch "
+                  "a generation it does not have)");
 
   CLI::App* load = app.add_subcommand("load", "queue historical data for the next generation (or deploy it --now)");
   load->add_option("--config", config_path, "cluster file")->required();
   load->add_option("--format", format, "format of the data files")->check(CLI::IsMember({"realtime", "archive"}));
   load->add_flag("--now", now, "build and deploy a generation with this data at once");
-  load->add_option("--reload-timeout", reload_timeout_s, "seconds an archive replica may take to reload");
+  load->add_option("--transfer-timeout,--reload-timeout", transfer_timeout_s,
+                  "seconds an archive replica may take to fetch and load its file (and the rebuild to fetch "
+                  "a generation it does not have)");
   std::optional<double> max_bad_line_ratio;
   load->add_option("--max-bad-line-ratio", max_bad_line_ratio,
                    "for this load only: the share of bad lines (0..1) above which it fails and queues nothing "
@@ -76,7 +80,7 @@ int main(int argc, char** argv) {
 
   clickatron::rebuild::Timeouts timeouts;
   timeouts.export_ms = export_timeout_s * 1000;
-  timeouts.reload_ms = reload_timeout_s * 1000;
+  timeouts.transfer_ms = transfer_timeout_s * 1000;
   if (run->parsed()) {
     return Report(clickatron::rebuild::RunDay(*cluster, {date, force, timeouts}));
   }

@@ -56,14 +56,18 @@ std::string NowIso() {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-// Generations before `keep` are gone from the serving tier (the backups hold them).
+// Generations before `keep` are gone from the serving tier (the backups hold
+// them): their builds, and copies fetched from replicas, which are only
+// needed while they are the previous generation.
 void RemoveOlderGenerations(const WorkDir& work, uint64_t keep) {
-  std::error_code ec;
-  if (!std::filesystem::exists(work.GenRoot(), ec)) return;
-  for (const auto& entry : std::filesystem::directory_iterator(work.GenRoot(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (std::stoull(name) < keep) std::filesystem::remove_all(entry.path(), ec);
+  for (const std::string& root : {work.GenRoot(), work.FetchedRoot()}) {
+    std::error_code ec;
+    if (!std::filesystem::exists(root, ec)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (std::stoull(name) < keep) std::filesystem::remove_all(entry.path(), ec);
+    }
   }
 }
 
@@ -78,7 +82,7 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
     deploy.built_files = plan.shard_files;
     deploy.manifests = plan.manifests;
     deploy.http_timeout_ms = timeouts.http_ms;
-    deploy.reload_timeout_ms = timeouts.reload_ms;
+    deploy.reload_timeout_ms = timeouts.transfer_ms;
     CLICKATRON_RETURN_IF_ERROR(DeployGeneration(deploy).WithContext(fmt::format("deploying generation {}", g)));
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenDeployed(g), NowIso() + "\n"));
     spdlog::info("generation {} deployed on every archive replica", g);
@@ -308,7 +312,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
     return TellOlderDaysExported(cluster, options.date, options.timeouts);
   }
 
-  auto previous = ReadServingArchive(cluster);
+  auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
   if (!previous.ok()) return previous.status();
   if (!options.force && !previous->last_day.empty() && options.date <= previous->last_day) {
     return Status::FailedPrecondition(
@@ -365,7 +369,7 @@ Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
   if (!lock.ok()) return lock.status().WithContext(fmt::format("load {} stays queued", queued->id));
   CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
   if (FileExists(work.QueueFolded(queued->id))) return Status::Ok();
-  auto previous = ReadServingArchive(cluster);
+  auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
   if (!previous.ok()) return previous.status();
   BuildOptions build;
   build.cluster = &cluster;

@@ -27,7 +27,9 @@ namespace clickatron::rebuild {
 struct Timeouts {
   int http_ms = 10000;
   int export_ms = 6 * 3600 * 1000;  // a whole day's stream
-  int reload_ms = 600000;           // a replica answers /reload once loaded
+  // A replica answers POST /fetch once it has fetched, checked and loaded
+  // its file; a file is fetched whole within this too.
+  int transfer_ms = 6 * 3600 * 1000;
 };
 
 struct RunOptions {

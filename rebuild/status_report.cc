@@ -9,7 +9,6 @@
 #include "archive_state.h"
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
-#include "clickatron/manifest.h"
 #include "generation.h"
 #include "late_inputs.h"
 #include "work_dir.h"
@@ -19,18 +18,17 @@ namespace clickatron::rebuild {
 Result<std::string> StatusReport(const ClusterConfig& cluster) {
   const WorkDir work(cluster.rebuild.work_dir);
   std::string out;
-  auto serving = ServingGenerations(cluster);
-  if (!serving.ok()) return serving.status();
-  out += "archive shards (serving files):\n";
-  for (int shard = 0; shard < cluster.archive_shards; ++shard) {
-    const MemberConfig* first = cluster.ArchiveReplicas(shard).front();
-    auto manifest = ReadManifest(ManifestPathFor(first->file));
-    if (manifest.ok()) {
-      out += fmt::format("  shard {}: generation {}, {} records, {} bytes, last_day {}  ({})\n", shard,
-                         manifest->generation, manifest->records, manifest->bytes,
-                         manifest->last_day.empty() ? "-" : manifest->last_day, first->file);
+  out += "archive replicas (GET /manifest):\n";
+  for (const ReplicaState& r : AskArchiveReplicas(cluster, /*timeout_ms=*/5000)) {
+    const std::string who = fmt::format("{} {}", r.member->name, r.member->listen.ToString());
+    if (!r.status.ok()) {
+      out += fmt::format("  shard {}: NOT ANSWERING ({}): {}\n", r.shard, who, r.status.message());
+    } else if (!r.manifest) {
+      out += fmt::format("  shard {}: no archive yet ({})\n", r.shard, who);
     } else {
-      out += fmt::format("  shard {}: no archive yet ({})\n", shard, first->file);
+      out += fmt::format("  shard {}: generation {}, {} records, {} bytes, last_day {}  ({})\n", r.shard,
+                         r.manifest->generation, r.manifest->records, r.manifest->bytes,
+                         r.manifest->last_day.empty() ? "-" : r.manifest->last_day, who);
     }
   }
   auto pending = FindPendingGeneration(work);

@@ -15,6 +15,8 @@
 //   gen/G/plan.json            marker: G is built; what went into it
 //   gen/G/deployed.done        every replica serves G
 //   gen/G/finished.done        the steps after the deploy are done too
+//   fetched/G/shard-S.csv(.manifest)  generation G fetched from a replica (when this
+//                              work dir did not build it: a new rebuild host, a restore)
 //   tmp/                       external-sort runs (removed when a sort ends)
 //
 // Every file is written under a temporary name and renamed when complete, so
@@ -58,6 +60,11 @@ class WorkDir {
   std::string GenPlan(uint64_t generation) const { return GenDir(generation) + "/plan.json"; }
   std::string GenDeployed(uint64_t generation) const { return GenDir(generation) + "/deployed.done"; }
   std::string GenFinished(uint64_t generation) const { return GenDir(generation) + "/finished.done"; }
+
+  std::string FetchedRoot() const { return root_ + "/fetched"; }
+  std::string FetchedShard(uint64_t generation, int shard) const {
+    return FetchedRoot() + "/" + std::to_string(generation) + "/shard-" + std::to_string(shard) + ".csv";
+  }
 
   std::string TempDir(const std::string& name) const { return root_ + "/tmp/" + name; }
 

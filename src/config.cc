@@ -195,7 +195,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "rebuild"), "rebuild");
     RebuildConfig& rb = c->rebuild;
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "oplog_dirs"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "oplog_dirs", "publish_address"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("work_dir", &rb.work_dir));
     CLICKATRON_RETURN_IF_ERROR(r.String("backup_dir", &rb.backup_dir));
     CLICKATRON_RETURN_IF_ERROR(r.Int("backup_keep", 0, 1 << 20, &rb.backup_keep));
@@ -203,6 +203,22 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("threads", 1, 256, &rb.threads));
     CLICKATRON_RETURN_IF_ERROR(r.Double("max_bad_line_ratio", 0.0, 1.0, &rb.max_bad_line_ratio));
     CLICKATRON_RETURN_IF_ERROR(r.StringList("oplog_dirs", &rb.oplog_dirs));
+    std::string publish = rb.publish_address.ToString();
+    CLICKATRON_RETURN_IF_ERROR(r.String("publish_address", &publish));
+    // Port 0 (any free port) is allowed here, unlike in a member's listen.
+    const bool any_port = publish.size() > 2 && publish.compare(publish.size() - 2, 2, ":0") == 0;
+    auto publish_address = ParseHostPort(any_port ? publish.substr(0, publish.size() - 1) + "1" : publish);
+    if (publish_address.ok() && any_port) publish_address->port = 0;
+    if (!publish_address.ok()) {
+      return Status::InvalidArgument(fmt::format("[rebuild] publish_address: {}", publish_address.status().message()),
+                                     "BAD_CONFIG");
+    }
+    if (publish_address->host == "0.0.0.0" || publish_address->host == "::" || publish_address->host == "[::]") {
+      return Status::InvalidArgument(
+          "[rebuild] publish_address: replicas are told this address, so it must name this host (not a wildcard)",
+          "BAD_CONFIG");
+    }
+    rb.publish_address = *publish_address;
   }
   for (const auto& [key, node] : root) {
     static const std::set<std::string_view> known = {"cluster", "http", "api", "realtime", "archive", "rebuild", "member"};

@@ -15,7 +15,10 @@
 #include <map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "clickatron/cluster_auth.h"
+#include "clickatron/key_codec.h"
 #include "clickatron/tls.h"
 #include "libevent_ptr.h"
 
@@ -273,6 +276,15 @@ HttpResponse BlockingHttpClient::FetchStreaming(const HostPort& peer, HttpReques
       std::move(sink));
   while (!finished) event_base_loop(base, EVLOOP_ONCE);
   return out;
+}
+
+std::string DescribeHttpAnswer(const HttpResponse& r) {
+  if (!r.ok()) return r.transport.message();
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string()) {
+    return fmt::format("HTTP {} {}: {}", r.status_code, j.value("status_txt", ""), j["message"].get<std::string>());
+  }
+  return fmt::format("HTTP {}: {}", r.status_code, QuoteForMessage(r.body.substr(0, 300)));
 }
 
 }  // namespace clickatron

@@ -396,11 +396,13 @@ Status HttpServerImpl::Init() {
 
   wake_.reset(event_new(base_.get(), -1, EV_PERSIST, &HttpServerImpl::OnWake, this));
   event_add(wake_.get(), nullptr);
-  for (int signo : {SIGINT, SIGTERM}) {
-    signal_handlers_[signo] = [this, signo] {
-      spdlog::info("signal {}: stopping", signo);
-      Stop();
-    };
+  if (options_.stop_on_signals) {
+    for (int signo : {SIGINT, SIGTERM}) {
+      signal_handlers_[signo] = [this, signo] {
+        spdlog::info("signal {}: stopping", signo);
+        Stop();
+      };
+    }
   }
   return Status::Ok();
 }
@@ -449,8 +451,10 @@ Status HttpServerImpl::Run() {
   // The loop no longer delivers signals: a second Ctrl-C or SIGTERM while the
   // daemon closes its stores must not kill it half-way.
   events_.clear();
-  std::signal(SIGINT, SIG_IGN);
-  std::signal(SIGTERM, SIG_IGN);
+  if (options_.stop_on_signals) {
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+  }
   if (!stopping_) RunStopHooks();
   if (rc < 0) return Status::Internal("event loop failed");
   return Status::Ok();

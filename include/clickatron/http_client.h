@@ -53,6 +53,10 @@ struct HttpResponse {
 };
 using HttpResponseCallback = std::function<void(HttpResponse)>;
 
+// For error messages: the transport error, or "HTTP 409 REASON: message"
+// from an error envelope, or the status and the body's start.
+std::string DescribeHttpAnswer(const HttpResponse& response);
+
 struct HttpRequestSpec {
   std::string method = "GET";  // GET | POST
   std::string target;          // path and query: "/get?key=u%7Cjehiah"

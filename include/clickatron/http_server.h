@@ -90,6 +90,9 @@ struct HttpServerOptions {
   std::string cluster_secret;  // empty: internal routes are open (clickatron/cluster_auth.h)
   std::string client_token;    // non-empty: public routes need "Authorization: Bearer TOKEN"
   std::shared_ptr<const TlsContext> tls;  // set: serve TLS only (clickatron/tls.h)
+  // A daemon stops on SIGINT/SIGTERM (and ignores them while it closes). A
+  // server inside a command-line tool leaves the signals to the process.
+  bool stop_on_signals = true;
 };
 
 class HttpServer {

@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <memory>
 
@@ -184,8 +185,17 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   const double cpu1 = CpuSeconds();
 
   const auto t1 = std::chrono::steady_clock::now();
-  auto previous = cr::ReadServingArchive(cluster);
-  if (!previous.ok()) return Fail(previous.status());
+  // The previous generation is the generator's files (no replicas here).
+  std::optional<cr::ServingArchive> previous(std::in_place);
+  previous->shard_count = shards;
+  for (const clickatron::MemberConfig& m : cluster.members) {
+    auto manifest = clickatron::ReadManifest(clickatron::ManifestPathFor(m.file));
+    if (!manifest.ok()) return Fail(manifest.status());
+    previous->generation = manifest->generation;
+    previous->last_day = std::max(previous->last_day, manifest->last_day);
+    previous->files.push_back(m.file);
+    previous->manifests.push_back(*manifest);
+  }
   cr::BuildOptions build;
   build.cluster = &cluster;
   build.previous = &previous.value();

@@ -83,6 +83,27 @@ TEST(ConfigTest, RejectsUnknownFieldsAndBadValues) {
   EXPECT_NE(ParseError(syntax).message().find("line"), std::string::npos);
 }
 
+// [rebuild] publish_address: a free port is allowed (unlike a member's
+// listen); a wildcard host is not, because replicas are told this address.
+TEST(ConfigTest, PublishAddressTakesPortZeroAndRefusesWildcards) {
+  auto defaults = ClusterConfig::Parse(kGood, "test.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->rebuild.publish_address.ToString(), "127.0.0.1:0");
+  const auto with = [](const std::string& address) {
+    return std::string(kGood) + "\n[rebuild]\npublish_address = \"" + address + "\"\n";
+  };
+  auto fixed = ClusterConfig::Parse(with("10.0.0.5:9300"), "test.toml");
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ(fixed->rebuild.publish_address.host, "10.0.0.5");
+  EXPECT_EQ(fixed->rebuild.publish_address.port, 9300);
+  auto any_port = ClusterConfig::Parse(with("10.0.0.5:0"), "test.toml");
+  ASSERT_TRUE(any_port.ok()) << any_port.status().ToString();
+  EXPECT_EQ(any_port->rebuild.publish_address.port, 0);
+  EXPECT_NE(ParseError(with("0.0.0.0:9300")).message().find("wildcard"), std::string::npos);
+  EXPECT_NE(ParseError(with("no-port")).message().find("publish_address"), std::string::npos);
+  EXPECT_NE(ParseError(with("10.0.0.5:70000")).message().find("publish_address"), std::string::npos);
+}
+
 TEST(ConfigTest, RejectsInconsistentShards) {
   std::string missing = kGood;
   missing.replace(missing.find("shard = 1"), 9, "shard = 0");

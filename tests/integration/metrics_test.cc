@@ -171,6 +171,8 @@ const std::vector<Figure> kArchiveFigures = {
     {"/archive/misses", "clickatron_archive_misses_total"},
     {"/archive/fwmatch_streamed", "clickatron_archive_fwmatch_streamed_total"},
     {"/archive/bytes_served", "clickatron_archive_bytes_served_total"},
+    {"/archive/files_served", "clickatron_archive_files_served_total"},
+    {"/archive/file_bytes_served", "clickatron_archive_file_bytes_served_total"},
     {"/archive/reloads_ok", "clickatron_archive_reloads_ok_total"},
     {"/archive/reloads_failed", "clickatron_archive_reloads_failed_total"},
     {"/archive/reload_running", "clickatron_archive_reload_running"},

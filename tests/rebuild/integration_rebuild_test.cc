@@ -113,6 +113,14 @@ class RebuildIntegration : public ::testing::Test {
     testing::ClusterSpec spec;
     spec.realtime_shards = kShards;
     spec.archive_shards = kShards;
+    spec.archive_replicas = replicas_;
+    // Every replica reads and writes only its own directory.
+    for (int shard = 0; shard < kShards; ++shard) {
+      for (int r = 0; r < replicas_; ++r) {
+        const std::string name = testing::ArchiveMemberName(shard, r, replicas_);
+        spec.members[name].file = cluster_ / fmt::format("{}/shard-{}.csv", name, shard);
+      }
+    }
     spec.api_nodes = 0;
     spec.loaders = {"test"};  // SendRealtimeLines posts under this API member's name
     spec.cluster.SetString("clock", "manual").SetString("admin_token", kToken).SetString("log_level", "info");
@@ -126,7 +134,7 @@ class RebuildIntegration : public ::testing::Test {
     ASSERT_TRUE(written.ok()) << written.ToString();
     for (int i = 0; i < kShards; ++i) {
       realtime_ports_[i] = cluster_.Address(RealtimeMemberName(i)).port;
-      archive_ports_[i] = cluster_.Address(ArchiveName(i)).port;
+      archive_ports_[i] = cluster_.Address(ArchiveName(i)).port;  // its first replica
     }
     for (int i = 0; i < kShards; ++i) {
       StartRealtime(i);
@@ -137,14 +145,19 @@ class RebuildIntegration : public ::testing::Test {
     day_ = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay) + 1;
   }
 
-  static std::string ArchiveName(int shard) { return testing::ArchiveMemberName(shard, 0, 1); }
+  std::string ArchiveName(int shard, int replica = 0) const {
+    return testing::ArchiveMemberName(shard, replica, replicas_);
+  }
   void StartRealtime(int i) {
     std::string error;
     ASSERT_TRUE(cluster_.Start(RealtimeMemberName(i), &error)) << error;
   }
   void StartArchive(int i) {
+    for (int r = 0; r < replicas_; ++r) StartArchiveReplica(i, r);
+  }
+  void StartArchiveReplica(int shard, int replica) {
     std::string error;
-    ASSERT_TRUE(cluster_.Start(ArchiveName(i), &error)) << error;
+    ASSERT_TRUE(cluster_.Start(ArchiveName(shard, replica), &error)) << error;
   }
 
   HttpResponse Admin(const std::string& method, uint16_t port, const std::string& target) {
@@ -222,7 +235,8 @@ class RebuildIntegration : public ::testing::Test {
     return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day)}, output);
   }
 
-  std::string ArchiveFile(int shard) const { return cluster_ / fmt::format("archive/shard-{}.csv", shard); }
+  // The file of the shard's first replica (each replica has its own).
+  std::string ArchiveFile(int shard, int replica = 0) const { return cluster_.Member(ArchiveName(shard, replica)).file; }
 
   void ExpectArchiveEquals(const Expectation& expect) {
     for (int s = 0; s < kShards; ++s) {
@@ -232,9 +246,10 @@ class RebuildIntegration : public ::testing::Test {
     }
   }
 
-  // data.generation at GET /manifest of archive replica i (0: no file yet; -1: down).
-  int64_t ServedGeneration(int i) {
-    HttpResponse r = HttpGet(Loopback(archive_ports_[i]), "/manifest");
+  // data.generation at GET /manifest of archive shard i's first replica (0: no file yet; -1: down).
+  int64_t ServedGeneration(int i) { return ServedGeneration(i, 0); }
+  int64_t ServedGeneration(int shard, int replica) {
+    HttpResponse r = HttpGet(cluster_.Address(ArchiveName(shard, replica)), "/manifest");
     if (!r.ok() || r.status_code != 200) return -1;
     auto j = nlohmann::json::parse(r.body, nullptr, false);
     if (!j.is_object() || !j.contains("data")) return -1;
@@ -243,6 +258,7 @@ class RebuildIntegration : public ::testing::Test {
     return j["data"].value("generation", int64_t{-1});
   }
 
+  int replicas_ = 1;          // archive replicas per shard (set by a subclass's constructor)
   testing::Cluster cluster_;  // its directory holds the archive, work and backup dirs
   uint16_t realtime_ports_[kShards] = {};
   uint16_t archive_ports_[kShards] = {};
@@ -449,6 +465,10 @@ TEST_F(RebuildIntegration, AGenerationWithoutDaySubtotalsGetsThemOnTheNextRun) {
     DescribeArchiveData(hours_only, &*manifest);
     ASSERT_TRUE(WriteFileAtomically(ArchiveFile(i), hours_only).ok());
     ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(ArchiveFile(i)), *manifest).ok());
+    // The replica serves it; the rebuild's own copy of generation 1 no longer
+    // matches, so it fetches the served one.
+    HttpResponse reloaded = Admin("POST", archive_ports_[i], "/reload");
+    ASSERT_EQ(reloaded.status_code, 200) << reloaded.body;
   }
   PutRandomDay(day_ + 1, 7, 300, &expect);
   RotateAll(day_ + 2);
@@ -505,6 +525,63 @@ TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   // The export that succeeded the first time is not fetched again.
   EXPECT_NE(out.find("realtime shard 0: done by an earlier run"), std::string::npos) << out;
   ExpectArchiveEquals(expect);
+}
+
+// A new rebuild host (or a work dir lost): the serving generation is fetched
+// from the replicas, checked against their manifests, and merged with as if
+// this work dir had built it.
+TEST_F(RebuildIntegration, AFreshWorkDirFetchesTheServingGenerationFromTheReplicas) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(8, 300, &expect));
+  std::filesystem::remove_all(cluster_ / "work/gen");
+  PutRandomDay(day_ + 1, 9, 300, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("this work dir has no copy of generation 1: fetching it from archive-0"), std::string::npos)
+      << out;
+  ExpectArchiveEquals(expect);
+  for (int i = 0; i < kShards; ++i) EXPECT_EQ(ServedGeneration(i), 2);
+  // The fetched copies were only needed to build generation 2.
+  EXPECT_FALSE(FileExists(cluster_ / "work/fetched/1"));
+}
+
+class RebuildWithReplicas : public RebuildIntegration {
+ protected:
+  RebuildWithReplicas() { replicas_ = 2; }
+};
+
+// A replica down while a generation is deployed: the others get it, the run
+// fails and realtime keeps the day; the replica, started again, catches up
+// from its peer by itself, and the rerun finds every replica serving it.
+TEST_F(RebuildWithReplicas, AReplicaDownDuringTheDeployCatchesUpByItself) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(10, 300, &expect));
+  for (int shard = 0; shard < kShards; ++shard) {
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(ServedGeneration(shard, r), 1);
+  }
+  PutRandomDay(day_ + 1, 11, 300, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(cluster_.Stop(ArchiveName(1, 1)), 0);
+  EXPECT_NE(RunDay(day_ + 1, &out), 0);
+  EXPECT_NE(out.find("REPLICA_UNAVAILABLE"), std::string::npos) << out;
+  EXPECT_NE(out.find(ArchiveName(1, 1)), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0, 0), 2);
+  EXPECT_EQ(ServedGeneration(0, 1), 2);
+  EXPECT_EQ(ServedGeneration(1, 0), 2);
+  // Not every replica serves the day: realtime still holds it.
+  EXPECT_EQ(Admin("POST", realtime_ports_[1], "/clear?date=" + FormatDate(day_ + 1)).status_code, 409);
+
+  StartArchiveReplica(1, 1);
+  ASSERT_TRUE(testing::WaitFor([&] { return ServedGeneration(1, 1) == 2; })) << cluster_.LogTail(ArchiveName(1, 1));
+  EXPECT_EQ(FileLines(ArchiveFile(1, 1)), FileLines(ArchiveFile(1, 0)));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  for (int shard = 0; shard < kShards; ++shard) {
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(FileLines(ArchiveFile(shard, r)), expect.ShardLines(shard));
+  }
+  EXPECT_EQ(Admin("POST", realtime_ports_[1], "/clear?date=" + FormatDate(day_ + 1)).status_code, 200);
 }
 
 }  // namespace
