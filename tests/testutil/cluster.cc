@@ -39,6 +39,7 @@ Cluster::~Cluster() {
 
 Status Cluster::Write(const ClusterSpec& spec) {
   spec_ = spec;
+  paths_.private_hosts = spec.private_hosts;
   paths_.secret_file = "";
   if (spec.cluster_secret) {
     // Written once: a test may chmod it between rewrites.
@@ -60,6 +61,10 @@ Status Cluster::Write(const ClusterSpec& spec) {
     addresses[m.name] = listen;
   }
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir_ / "archive"));
+  if (spec.private_hosts) {
+    for (const PlannedMember& m : members) CLICKATRON_RETURN_IF_ERROR(MakeDirs(paths_.HostDir(m.name)));
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(paths_.HostDir("rebuild")));
+  }
   config_path_ = dir_ / "cluster.toml";
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(config_path_, ClusterToml(spec, members, addresses, paths_)));
   Result<ClusterConfig> loaded = ClusterConfig::Load(config_path_);
@@ -88,9 +93,28 @@ bool Cluster::Start(const std::string& name, std::string* error) {
   std::filesystem::create_directories(m->data_dir, ec);
   auto& process = processes_[name];
   if (!process) process = std::make_unique<DaemonProcess>();
+  std::vector<std::string> command =
+      HostCommand(name, {MemberBinary(m->role), "--config", config_path_, "--member", name});
+  const std::string binary = command.front();
+  command.erase(command.begin());
   // The cluster's own client: it speaks TLS when the members do.
-  return process->Start(MemberBinary(m->role), {"--config", config_path_, "--member", name}, LogPath(name),
+  return process->Start(binary, command, LogPath(name),
                         [&] { return Get(name, "/ping", "", 1000).status_code == 200; }, error);
+}
+
+std::vector<std::string> Cluster::HostCommand(const std::string& host, std::vector<std::string> argv) const {
+  if (!spec_.private_hosts) return argv;
+  // unshare execs the shell, and the shell execs the program: one process,
+  // whose PID the harness holds. An empty tmpfs over every other host's
+  // directory; a mount that fails stops the start (exit 97), so the test
+  // never runs with a host it meant to hide visible.
+  std::string script = "for d in \"$HOSTS\"/*; do [ \"$d\" = \"$HOSTS/$SELF\" ] || "
+                       "mount -t tmpfs -o size=64k,mode=000 tmpfs \"$d\" || exit 97; done; exec \"$@\"";
+  std::vector<std::string> command = {"/usr/bin/env", "HOSTS=" + dir_ / "hosts", "SELF=" + host,
+                                      "/usr/bin/unshare", "--user", "--map-root-user", "--mount",
+                                      "/bin/sh", "-c", script, "sh"};
+  command.insert(command.end(), argv.begin(), argv.end());
+  return command;
 }
 
 bool Cluster::StartAll(std::string* error) {

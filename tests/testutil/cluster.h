@@ -74,6 +74,11 @@ class Cluster {
   HostPort Api(int index = 0) const { return Address(ApiMemberName(index)); }
   std::string DataDir(const std::string& name) const { return paths_.DataDir(name); }
   std::string ArchiveFile(int shard) const { return paths_.ArchiveFile(shard); }
+  std::string HostDir(const std::string& host) const { return paths_.HostDir(host); }
+  // `argv` as run on `host` (a member's name, or "rebuild"): as it is, or
+  // with ClusterSpec::private_hosts inside a mount namespace that hides
+  // every other host's directory. The first element is the program's path.
+  std::vector<std::string> HostCommand(const std::string& host, std::vector<std::string> argv) const;
   std::string ArchiveName(int shard, int replica) const {
     return ArchiveMemberName(shard, replica, spec_.archive_replicas);
   }

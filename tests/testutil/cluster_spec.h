@@ -58,6 +58,13 @@ struct ClusterSpec {
   // kTestClusterSecret (mode 600). Off only for tests of running without one.
   bool cluster_secret = true;
 
+  // Every member (and the rebuild, as host "rebuild") on a "host" of its own:
+  // its data_dir, archive file, work and backup dirs under DIR/hosts/NAME/,
+  // and its process started in a mount namespace where every other host's
+  // directory is hidden under an empty tmpfs, so a path that one member
+  // reads of another fails as it would across machines (Cluster::HostCommand).
+  bool private_hosts = false;
+
   // Extra keys per table. [cluster] always gets the shard counts (and the
   // secret file); [rebuild] gets work_dir DIR/rebuild and backup_dir
   // DIR/backup unless set here.

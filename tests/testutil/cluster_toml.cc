@@ -45,8 +45,8 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
   // Rebuild intermediates inside the cluster's directory, never the
   // default var/ under whatever directory the test runs in.
   TomlTable rebuild = spec.rebuild;
-  if (!rebuild.Has("work_dir")) rebuild.SetString("work_dir", paths.dir + "/rebuild");
-  if (!rebuild.Has("backup_dir")) rebuild.SetString("backup_dir", paths.dir + "/backup");
+  if (!rebuild.Has("work_dir")) rebuild.SetString("work_dir", paths.RebuildDir("rebuild"));
+  if (!rebuild.Has("backup_dir")) rebuild.SetString("backup_dir", paths.RebuildDir("backup"));
 
   std::string toml = Table("cluster", cluster) + Table("http", spec.http.Lines()) + Table("api", spec.api.Lines()) +
                      Table("realtime", spec.realtime.Lines()) + Table("archive", spec.archive.Lines()) +
@@ -61,7 +61,7 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
     t.SetString("data_dir", paths.DataDir(m.name));
     if (m.shard >= 0) t.SetInt("shard", m.shard);
     if (m.role == MemberRole::kArchive) {
-      t.SetString("file", change && !change->file.empty() ? change->file : paths.ArchiveFile(m.shard));
+      t.SetString("file", change && !change->file.empty() ? change->file : paths.ArchiveFile(m.shard, m.name));
     }
     toml += "[[member]]\n" + t.Lines() + (change ? change->extra_lines : "") + "\n";
   }

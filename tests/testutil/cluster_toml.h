@@ -32,8 +32,21 @@ std::vector<PlannedMember> PlanMembers(const ClusterSpec& spec);
 struct ClusterPaths {
   std::string dir;
   std::string secret_file;  // "" when the spec has no secret
-  std::string DataDir(const std::string& member) const { return dir + "/" + member; }
-  std::string ArchiveFile(int shard) const { return dir + "/archive/shard-" + std::to_string(shard) + ".csv"; }
+  bool private_hosts = false;  // ClusterSpec::private_hosts
+  // A member's (or "rebuild"'s) own directory when hosts are private.
+  std::string HostDir(const std::string& host) const { return dir + "/hosts/" + host; }
+  std::string DataDir(const std::string& member) const {
+    return private_hosts ? HostDir(member) + "/data" : dir + "/" + member;
+  }
+  // The file of the shard's replicas: shared by them on one host, or each
+  // replica's own when hosts are private.
+  std::string ArchiveFile(int shard, const std::string& member = "") const {
+    const std::string name = "/archive/shard-" + std::to_string(shard) + ".csv";
+    return private_hosts && !member.empty() ? HostDir(member) + name : dir + name;
+  }
+  std::string RebuildDir(const std::string& what) const {
+    return private_hosts ? HostDir("rebuild") + "/" + what : dir + "/" + what;
+  }
 };
 
 // The cluster file: [cluster] with the shard counts and the secret file, the
