@@ -102,7 +102,6 @@ struct RebuildConfig {
   uint64_t memory_mb = 512;            // external sort bound
   int threads = 2;
   double max_bad_line_ratio = 0.001;   // a load with more bad lines fails
-  std::vector<std::string> oplog_dirs; // late-data sources (default: every API data_dir)
 };
 
 struct ClusterConfig {
