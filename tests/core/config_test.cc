@@ -93,7 +93,7 @@ TEST(ConfigTest, RemovedOplogDirsNamesWhatReplacedIt) {
   EXPECT_EQ(st.reason(), "BAD_CONFIG");
   EXPECT_NE(st.message().find("[rebuild] oplog_dirs: removed"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("GET /late/files"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("line 6"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("line 7"), std::string::npos) << st.message();
 }
 
 TEST(ConfigTest, RejectsInconsistentShards) {

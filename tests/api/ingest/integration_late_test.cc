@@ -223,7 +223,10 @@ class LateFilesTest : public ::testing::Test {
     spec.target = target;
     spec.bearer_token = token;
     spec.timeout_ms = 20000;
-    return client_.Fetch(c_.Api(), spec);
+    // A client per request: one kept across a restart of the node would
+    // first try its dead keep-alive connection.
+    BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
+    return client.Fetch(c_.Api(), spec);
   }
   // data.files of GET /late/files as name -> bytes.
   std::map<std::string, uint64_t> Listed() {
@@ -241,7 +244,6 @@ class LateFilesTest : public ::testing::Test {
   }
 
   WriteCluster c_;
-  BlockingHttpClient client_{clickatron::testing::kTestClusterSecret};
   std::string late_dir_, big_, small_;
 };
 
