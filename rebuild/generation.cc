@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -148,7 +149,7 @@ nlohmann::json GenerationPlan::ToJson() const {
   for (const Manifest& m : manifests) manifests_json.push_back(m.ToJson());
   return {{"generation", generation}, {"previous_generation", previous_generation},
           {"day", day},               {"queue_ids", queue_ids},
-          {"late_files", late_files}, {"last_day", last_day},
+          {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"last_day", last_day},
           {"shard_files", shard_files}, {"manifests", manifests_json},
           {"created", created}};
 }
@@ -161,6 +162,7 @@ Result<GenerationPlan> GenerationPlan::FromJson(const nlohmann::json& j) {
     plan.day = j.at("day").get<std::string>();
     plan.queue_ids = j.at("queue_ids").get<std::vector<std::string>>();
     plan.late_files = j.at("late_files").get<std::vector<std::string>>();
+    if (j.contains("late_still_sealed")) plan.late_still_sealed = j["late_still_sealed"].get<std::vector<std::string>>();
     plan.last_day = j.at("last_day").get<std::string>();
     plan.shard_files = j.at("shard_files").get<std::vector<std::string>>();
     plan.created = j.value("created", "");
@@ -195,12 +197,22 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
 
   std::vector<std::string> inputs;
   if (!options.day.empty()) inputs.push_back(options.day_sorted);
+  // What the next manifests' late_inputs keep of the previous ones (below).
+  std::set<std::string> previous_late;
+  for (const std::string& entry : previous.late_inputs) previous_late.insert(NormalizeLateInputId(cluster, entry));
+  std::vector<std::string> kept_late(previous_late.begin(), previous_late.end());
   if (options.include_late) {
-    auto late = ListLateInputs({LateDataDirs(cluster), previous.late_inputs});
+    FetchLateOptions fetch;
+    fetch.cluster = &cluster;
+    fetch.already_folded = previous_late;
+    fetch.dest_dir = work.GenLateDir(plan.generation);
+    fetch.http_timeout_ms = options.http_timeout_ms;
+    fetch.transfer_timeout_ms = options.late_transfer_timeout_ms;
+    auto late = FetchLateInputs(fetch);
     if (!late.ok()) return late.status();
-    if (!late->empty()) {
+    if (!late->ids.empty()) {
       SortInputsOptions sort;
-      sort.inputs = *late;
+      sort.inputs = late->paths;
       sort.format = InputFormat::kLateData;
       sort.output = work.GenLateSorted(plan.generation);
       sort.rejects_path = work.GenLateRejects(plan.generation);
@@ -211,9 +223,25 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
       sort.label = "late data";
       auto sorted = SortInputs(sort);
       if (!sorted.ok()) return sorted.status().WithContext("late data");
-      spdlog::info("late data: {} files, {} lines -> {} records", late->size(), sorted->lines, sorted->records);
+      spdlog::info("late data: {} files, {} lines -> {} records", late->ids.size(), sorted->lines, sorted->records);
       inputs.push_back(sort.output);
-      plan.late_files = *late;
+      plan.late_files = late->ids;
+    }
+    // Files folded earlier stay listed while their API node still has them
+    // sealed (its /late/done has not happened), or while it did not answer,
+    // so they are still skipped; the ones marked done drop off and the list
+    // stays short.
+    std::set<std::string> unknown_members;
+    for (const auto& [member, why] : late->skipped_members) unknown_members.insert(member);
+    const std::set<std::string> still_sealed(late->still_sealed.begin(), late->still_sealed.end());
+    plan.late_still_sealed = late->still_sealed;
+    kept_late.clear();
+    for (const std::string& id : previous_late) {
+      std::string member, name;
+      const bool is_id = SplitLateInputId(id, &member, &name);
+      const MemberConfig* m = is_id ? cluster.FindMember(member) : nullptr;
+      const bool answered = m != nullptr && m->role == MemberRole::kApi && unknown_members.count(member) == 0;
+      if (!answered || still_sealed.count(id) > 0) kept_late.push_back(id);
     }
   }
   if (options.include_queue) {
@@ -226,12 +254,8 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
     std::filesystem::remove_all(dir, ec);
     return Status::NotFound("nothing to fold into a new generation (no day, no late data, no queued load)");
   }
-  // Files folded earlier whose rename to .done has not happened stay listed,
-  // so they are still skipped; renamed ones drop off and the list stays short.
   std::vector<std::string> late_inputs = plan.late_files;
-  for (const std::string& path : previous.late_inputs) {
-    if (FileExists(path)) late_inputs.push_back(path);
-  }
+  late_inputs.insert(late_inputs.end(), kept_late.begin(), kept_late.end());
 
   uint64_t total_bytes = 0;
   for (const std::string& f : previous.files) total_bytes += SizeOf(f);

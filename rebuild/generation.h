@@ -27,7 +27,11 @@ struct GenerationPlan {
   uint64_t previous_generation = 0;
   std::string day;                      // the realtime day folded in ("" for a load)
   std::vector<std::string> queue_ids;   // bulk loads folded in
-  std::vector<std::string> late_files;  // sealed late-data files folded in
+  // Late-data files folded in, as late-input ids "<api member>/late-<unix>.sealed".
+  std::vector<std::string> late_files;
+  // Late inputs an earlier generation folded whose API node still had them
+  // sealed (their /late/done was lost): marked done with this generation.
+  std::vector<std::string> late_still_sealed;
   std::string last_day;
   std::vector<std::string> shard_files; // built files, index: shard
   std::vector<Manifest> manifests;      // index: shard
@@ -43,6 +47,8 @@ struct BuildOptions {
   std::string day;                       // "" for none
   std::string day_sorted;                // the day's sorted.csv
   bool include_late = true;
+  int http_timeout_ms = 10000;               // GET /late/files of each API member
+  int late_transfer_timeout_ms = 3600 * 1000;  // one GET /late/file, whole
   bool include_queue = true;
   bool backup = true;                    // false only for benchmarks
 };

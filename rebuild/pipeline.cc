@@ -95,7 +95,14 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
                                      g, plan.day)));
     spdlog::info("realtime told {} is exported: the ring may clear it", plan.day);
   }
-  for (const std::string& late : plan.late_files) CLICKATRON_RETURN_IF_ERROR(MarkLateInputDone(late));
+  std::vector<std::string> late_done = plan.late_files;
+  late_done.insert(late_done.end(), plan.late_still_sealed.begin(), plan.late_still_sealed.end());
+  for (const std::string& late : late_done) {
+    CLICKATRON_RETURN_IF_ERROR(MarkLateInputDone(cluster, late, timeouts.http_ms)
+                                   .WithContext(fmt::format("generation {} is deployed, but its late-data file was "
+                                                            "not marked done (rerun to retry)",
+                                                            g)));
+  }
   for (const std::string& id : plan.queue_ids) {
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.QueueFolded(id), fmt::format("{{\"generation\": {}}}\n", g)));
     ::unlink(work.QueueSorted(id).c_str());  // its data lives in the archive now
@@ -351,6 +358,8 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   build.previous = &previous.value();
   build.day = options.date;
   build.day_sorted = work.DaySorted(options.date);
+  build.http_timeout_ms = options.timeouts.http_ms;
+  build.late_transfer_timeout_ms = options.timeouts.export_ms;
   auto plan = BuildGeneration(build);
   if (!plan.ok()) return plan.status();
   CLICKATRON_RETURN_IF_ERROR(FinishGeneration(cluster, *plan, options.timeouts));

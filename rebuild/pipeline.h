@@ -5,11 +5,13 @@
 //   0. finish a generation a previous run built but did not finish
 //   1. export day D from every realtime shard      days/D/export-S.csv
 //   2. convert + external sort of the exports      days/D/sorted.csv
-//   3. late data + queued loads, merge with the previous generation, split
+//   3. late data (fetched from each API node over HTTP) + queued loads,
+//      merge with the previous generation, split
 //      by shard, manifests, gzip backup            gen/G/
 //   4. deploy (atomic rename, reload, verify)      gen/G/deployed.done
-//   5. POST /exported?date=D to every realtime shard, late files -> .done,
-//      loads marked folded                          gen/G/finished.done, days/D/complete.done
+//   5. POST /exported?date=D to every realtime shard, POST /late/done for each
+//      late file on its API node, loads marked folded
+//                                                  gen/G/finished.done, days/D/complete.done
 //
 // One rebuild at a time: a lock file in work_dir makes a second one fail fast.
 #pragma once

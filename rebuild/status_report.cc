@@ -63,8 +63,15 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   if (!loads.ok()) return loads.status();
   out += fmt::format("queued loads: {}\n", loads->size());
   for (const std::string& id : *loads) out += "  " + id + "\n";
-  auto late = ListLateInputs({LateDataDirs(cluster), {}});
-  if (late.ok()) out += fmt::format("sealed late-data files waiting: {}\n", late->size());
+  // Sealed files each API node still holds (GET /late/files): folded by the
+  // next run, or folded and waiting for their /late/done.
+  for (const LateListing& listing : ListLateFiles(cluster, 5000)) {
+    if (listing.status.ok()) {
+      out += fmt::format("sealed late-data files on {}: {}\n", listing.member, listing.files.size());
+    } else {
+      out += fmt::format("sealed late-data files on {}: unknown ({})\n", listing.member, listing.status.message());
+    }
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 //   queue/ID/rejects.txt       its bad lines
 //   queue/ID/folded.done       marker: folded into a deployed generation
 //   gen/G/shard-S.csv(.manifest)  generation G as built (kept until G+1 is deployed)
+//   gen/G/late/M/late-U.sealed a late-data file fetched from API member M
 //   gen/G/late-sorted.csv      late data folded into G
 //   gen/G/plan.json            marker: G is built; what went into it
 //   gen/G/deployed.done        every replica serves G
@@ -55,6 +56,7 @@ class WorkDir {
   std::string GenShard(uint64_t generation, int shard) const {
     return GenDir(generation) + "/shard-" + std::to_string(shard) + ".csv";
   }
+  std::string GenLateDir(uint64_t generation) const { return GenDir(generation) + "/late"; }
   std::string GenLateSorted(uint64_t generation) const { return GenDir(generation) + "/late-sorted.csv"; }
   std::string GenLateRejects(uint64_t generation) const { return GenDir(generation) + "/late-rejects.txt"; }
   std::string GenPlan(uint64_t generation) const { return GenDir(generation) + "/plan.json"; }

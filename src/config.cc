@@ -195,14 +195,18 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "rebuild"), "rebuild");
     RebuildConfig& rb = c->rebuild;
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "oplog_dirs", "publish_address"}));
+    if (const toml::table* t = SubTable(root, "rebuild"); t != nullptr && t->get("oplog_dirs") != nullptr) {
+      return FieldError(*t->get("oplog_dirs"), "rebuild", "oplog_dirs",
+                        "removed: the rebuild fetches late data from every API member over HTTP "
+                        "(GET /late/files, GET /late/file), so it reads no API node's data_dir; delete this line");
+    }
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "publish_address"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("work_dir", &rb.work_dir));
     CLICKATRON_RETURN_IF_ERROR(r.String("backup_dir", &rb.backup_dir));
     CLICKATRON_RETURN_IF_ERROR(r.Int("backup_keep", 0, 1 << 20, &rb.backup_keep));
     CLICKATRON_RETURN_IF_ERROR(r.Int("memory_mb", 1, 1 << 20, &rb.memory_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("threads", 1, 256, &rb.threads));
     CLICKATRON_RETURN_IF_ERROR(r.Double("max_bad_line_ratio", 0.0, 1.0, &rb.max_bad_line_ratio));
-    CLICKATRON_RETURN_IF_ERROR(r.StringList("oplog_dirs", &rb.oplog_dirs));
     std::string publish = rb.publish_address.ToString();
     CLICKATRON_RETURN_IF_ERROR(r.String("publish_address", &publish));
     // Port 0 (any free port) is allowed here, unlike in a member's listen.

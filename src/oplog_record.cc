@@ -142,4 +142,17 @@ bool ParseLateFileName(std::string_view name, int64_t* created_unix, bool* seale
   return true;
 }
 
+bool IsSealedLateFileName(std::string_view name) {
+  constexpr std::string_view kPrefix = "late-", kSuffix = ".sealed";
+  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) {
+    return false;
+  }
+  const std::string_view digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (digits.size() > 19) return false;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace clickatron

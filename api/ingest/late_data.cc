@@ -1,6 +1,12 @@
 #include "ingest/late_data.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -137,6 +143,109 @@ void LateData::SealIfOlder(int64_t max_age_seconds) {
     auto result = SealNow();
     if (!result.ok()) spdlog::error("late data: sealing failed: {}", result.status().ToString());
   });
+}
+
+template <typename T>
+void LateData::OnWorker(std::function<T()> work, std::function<void(T)> done) {
+  worker_->Post([this, work = std::move(work), done = std::move(done)]() mutable {
+    auto result = std::make_shared<T>(work());
+    post_([done = std::move(done), result]() mutable { done(std::move(*result)); });
+  });
+}
+
+void LateData::ListSealed(std::function<void(Result<std::vector<FileInfo>>)> done) {
+  OnWorker<Result<std::vector<FileInfo>>>(
+      [this]() -> Result<std::vector<FileInfo>> {
+        std::vector<std::pair<int64_t, FileInfo>> found;  // oldest first
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+          const std::string name = entry.path().filename().string();
+          int64_t created = 0;
+          bool sealed = false;
+          if (!IsSealedLateFileName(name) || !ParseLateFileName(name, &created, &sealed)) continue;
+          struct stat st;
+          if (::stat(entry.path().c_str(), &st) != 0) {
+            if (errno == ENOENT) continue;  // removed meanwhile by someone else
+            return Status::IoError(fmt::format("stat {}: {}", entry.path().string(), std::strerror(errno)));
+          }
+          if (!S_ISREG(st.st_mode)) continue;
+          found.emplace_back(created, FileInfo{name, static_cast<uint64_t>(st.st_size)});
+        }
+        if (ec) return Status::IoError(fmt::format("list {}: {}", dir_, ec.message()));
+        std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::vector<FileInfo> files;
+        for (auto& [created, info] : found) files.push_back(std::move(info));
+        return files;
+      },
+      std::move(done));
+}
+
+void LateData::OpenSealed(std::string name, std::function<void(Result<std::shared_ptr<const OpenFile>>)> done) {
+  OnWorker<Result<std::shared_ptr<const OpenFile>>>(
+      [this, name = std::move(name)]() -> Result<std::shared_ptr<const OpenFile>> {
+        if (!IsSealedLateFileName(name)) {
+          return Status::InvalidArgument(fmt::format("\"{}\" is not a sealed late-data file name (late-<unix>.sealed)",
+                                                     name));
+        }
+        const std::string path = dir_ + "/" + name;
+        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd.valid()) {
+          if (errno == ENOENT) return Status::NotFound(fmt::format("no sealed late-data file {}", name));
+          return Status::IoError(fmt::format("open {}: {}", path, std::strerror(errno)));
+        }
+        struct stat st;
+        if (::fstat(fd.get(), &st) != 0) return Status::IoError(fmt::format("fstat {}: {}", path, std::strerror(errno)));
+        if (!S_ISREG(st.st_mode)) return Status::NotFound(fmt::format("no sealed late-data file {}", name));
+        auto file = std::make_shared<OpenFile>();
+        file->name = name;
+        file->fd = std::move(fd);
+        file->bytes = static_cast<uint64_t>(st.st_size);
+        return std::shared_ptr<const OpenFile>(std::move(file));
+      },
+      std::move(done));
+}
+
+void LateData::ReadAt(std::shared_ptr<const OpenFile> file, uint64_t offset, size_t max_bytes,
+                      std::function<void(Result<std::string>)> done) {
+  OnWorker<Result<std::string>>(
+      [file = std::move(file), offset, max_bytes]() -> Result<std::string> {
+        const uint64_t left = offset < file->bytes ? file->bytes - offset : 0;
+        std::string out(static_cast<size_t>(std::min<uint64_t>(left, max_bytes)), '\0');
+        size_t got = 0;
+        while (got < out.size()) {
+          const ssize_t n = ::pread(file->fd.get(), out.data() + got, out.size() - got,
+                                    static_cast<off_t>(offset + got));
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) return Status::IoError(fmt::format("read {}: {}", file->name, std::strerror(errno)));
+          if (n == 0) {
+            return Status::IoError(fmt::format("{} ended at {} bytes, {} were there when it was opened", file->name,
+                                               offset + got, file->bytes));
+          }
+          got += static_cast<size_t>(n);
+        }
+        return out;
+      },
+      std::move(done));
+}
+
+void LateData::MarkDone(std::string name, std::function<void(Result<bool>)> done) {
+  OnWorker<Result<bool>>(
+      [this, name = std::move(name)]() -> Result<bool> {
+        if (!IsSealedLateFileName(name)) {
+          return Status::InvalidArgument(fmt::format("\"{}\" is not a sealed late-data file name (late-<unix>.sealed)",
+                                                     name));
+        }
+        const std::string sealed = dir_ + "/" + name;
+        const std::string done_path = sealed.substr(0, sealed.size() - std::string_view(".sealed").size()) + ".done";
+        if (FileExists(sealed)) {
+          CLICKATRON_RETURN_IF_ERROR(RenameDurably(sealed, done_path));
+          spdlog::info("late data: {} is in a deployed archive generation: marked done", name);
+          return false;
+        }
+        if (FileExists(done_path)) return true;
+        return Status::NotFound(fmt::format("no late-data file {} (sealed or done)", name));
+      },
+      std::move(done));
 }
 
 }  // namespace clickatron::api

@@ -2,6 +2,12 @@
 // (their day was already exported or is not in the ring) are kept here for
 // the next rebuild instead of being dropped.
 //
+// The rebuild fetches sealed files over HTTP (admin routes of the API node,
+// late_files_http.h): it lists them (ListSealed), streams each (OpenSealed,
+// ReadAt) and, once the generation holding them is deployed, marks each done
+// (MarkDone: late-<unix>.sealed -> late-<unix>.done, which is kept for its
+// (shard, seq) records but never listed again).
+//
 // Files (DATA_DIR/late): framed logs; the one being written is
 // "late-<unix>.open", renamed to "late-<unix>.sealed" when it is an hour old
 // or on POST /late/seal; the rebuild only reads sealed files. Each frame is
@@ -10,8 +16,9 @@
 // that (shard, seq) was late-handled: after a crash, the batch is re-sent from
 // the oplog minus the keys already moved, so no line reaches late data twice.
 //
-// Thread-safety: Write, Seal, SealIfOlder from the loop; file work runs on an
-// internal thread and answers through `post`.
+// Thread-safety: Write, Seal, SealIfOlder, ListSealed, OpenSealed, ReadAt,
+// MarkDone from the loop; file work runs on an internal thread, in the order
+// asked, and answers through `post`.
 #pragma once
 
 #include <atomic>
@@ -27,6 +34,7 @@
 #include "clickatron/framed_log.h"
 #include "clickatron/status.h"
 #include "clickatron/serial_executor.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron::api {
 
@@ -35,6 +43,18 @@ class LateData {
   using Post = std::function<void(std::function<void()>)>;
   // (shard, seq) -> keys of that batch already in late data.
   using MovedKeys = std::map<std::pair<uint32_t, uint64_t>, std::unordered_set<std::string>>;
+
+  struct FileInfo {
+    std::string name;  // late-<unix>.sealed
+    uint64_t bytes = 0;
+  };
+  // A sealed file opened for reading. Sealed files never change, so `bytes`
+  // (its size when opened) is what a reader sends.
+  struct OpenFile {
+    std::string name;
+    UniqueFd fd;
+    uint64_t bytes = 0;
+  };
 
   // Reads every late file of this source (refusing to start on a damaged
   // one), then seals the files an earlier run left open.
@@ -51,6 +71,19 @@ class LateData {
   // Seals the open file if it was created more than max_age_seconds ago.
   void SealIfOlder(int64_t max_age_seconds);
 
+  // The sealed files not yet marked done, oldest first.
+  void ListSealed(std::function<void(Result<std::vector<FileInfo>>)> done);
+  // Opens a sealed file: INVALID_ARGUMENT for a name that is not exactly
+  // late-<digits>.sealed, NOT_FOUND when there is no such sealed file.
+  void OpenSealed(std::string name, std::function<void(Result<std::shared_ptr<const OpenFile>>)> done);
+  // Up to max_bytes of `file` from `offset` ("" at its end).
+  void ReadAt(std::shared_ptr<const OpenFile> file, uint64_t offset, size_t max_bytes,
+              std::function<void(Result<std::string>)> done);
+  // late-<unix>.sealed -> late-<unix>.done, the directory fsynced. done gets
+  // true when it was already done (a rerun), NOT_FOUND when neither exists,
+  // INVALID_ARGUMENT for a bad name.
+  void MarkDone(std::string name, std::function<void(Result<bool>)> done);
+
   uint64_t lines_written() const { return lines_written_.load(); }
   uint64_t frames_written() const { return frames_written_.load(); }
   const std::string& dir() const { return dir_; }
@@ -59,6 +92,9 @@ class LateData {
   LateData(std::string dir, std::string source, Post post);
   Status ScanFile(const std::string& path);
   Result<std::vector<std::string>> SealNow();  // executor thread
+  // Runs work() on the executor and hands its result to done() through post_.
+  template <typename T>
+  void OnWorker(std::function<T()> work, std::function<void(T)> done);
 
   std::string dir_;
   std::string source_;

@@ -27,6 +27,7 @@
 #include "ingest/increment_parser.h"
 #include "ingest/increment_records.h"
 #include "ingest/late_data.h"
+#include "ingest/late_files_http.h"
 #include "ingest/oplog.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/serial_executor.h"
@@ -177,6 +178,13 @@ Status WritePathImpl::Init() {
 
   server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleIncr(ex); }), kGetOrPost);
   server_.AdminRoute("/late/seal", Guarded([this](const HttpExchangePtr& ex) { HandleSeal(ex); }), kPost);
+  // The rebuild fetches sealed late files over HTTP (late_files_http.h).
+  server_.AdminRoute(
+      "/late/files", Guarded([this](const HttpExchangePtr& ex) { HandleLateFiles(ex, *late_, alive_); }), kGet);
+  server_.AdminRoute(
+      "/late/file", Guarded([this](const HttpExchangePtr& ex) { HandleLateFile(ex, *late_, alive_); }), kGet);
+  server_.AdminRoute(
+      "/late/done", Guarded([this](const HttpExchangePtr& ex) { HandleLateDone(ex, *late_, alive_); }), kPost);
   server_.Every(kHousekeepingPeriod, Guarded([this] {
     oplog_->CollectGarbage();
     late_->SealIfOlder(kLateSealAgeSeconds);

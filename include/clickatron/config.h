@@ -102,7 +102,6 @@ struct RebuildConfig {
   uint64_t memory_mb = 512;            // external sort bound
   int threads = 2;
   double max_bad_line_ratio = 0.001;   // a load with more bad lines fails
-  std::vector<std::string> oplog_dirs; // late-data sources (default: every API data_dir)
   // Where the rebuild serves a generation while it deploys it: the archive
   // replicas fetch their shard's file from here (port 0: any free port).
   HostPort publish_address{"127.0.0.1", 0};

@@ -67,5 +67,9 @@ bool ParseOplogSegmentName(std::string_view name, uint64_t* id, bool* compressed
 
 std::string LateFileName(int64_t created_unix, bool sealed);  // "late-1333249200.open|.sealed"
 bool ParseLateFileName(std::string_view name, int64_t* created_unix, bool* sealed);
+// Exactly "late-<1 to 19 digits>.sealed": the only names the API's late-file
+// endpoints take and the rebuild accepts from them (no path, no sign, nothing
+// after the extension).
+bool IsSealedLateFileName(std::string_view name);
 
 }  // namespace clickatron

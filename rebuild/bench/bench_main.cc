@@ -164,7 +164,6 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   cluster.rebuild.backup_dir = work_dir + "/backup";
   cluster.rebuild.memory_mb = memory_mb;
   cluster.rebuild.threads = threads;
-  cluster.rebuild.oplog_dirs = {work_dir + "/no-api"};
   for (int s = 0; s < shards; ++s) {
     clickatron::MemberConfig m;
     m.name = fmt::format("archive-{}", s);

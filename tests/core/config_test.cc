@@ -104,6 +104,19 @@ TEST(ConfigTest, PublishAddressTakesPortZeroAndRefusesWildcards) {
   EXPECT_NE(ParseError(with("10.0.0.5:70000")).message().find("publish_address"), std::string::npos);
 }
 
+// [rebuild] oplog_dirs pointed the rebuild at API data dirs by path; late
+// data is fetched over HTTP now, and a file still setting it is told so.
+TEST(ConfigTest, RemovedOplogDirsNamesWhatReplacedIt) {
+  std::string old = kGood;
+  old.replace(old.find("[api]"), 5, "[rebuild]\noplog_dirs = [\"/var/lib/clickatron/api-0\"]\n[api]");
+  const Status st = ParseError(old);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "BAD_CONFIG");
+  EXPECT_NE(st.message().find("[rebuild] oplog_dirs: removed"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("GET /late/files"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("line 7"), std::string::npos) << st.message();
+}
+
 TEST(ConfigTest, RejectsInconsistentShards) {
   std::string missing = kGood;
   missing.replace(missing.find("shard = 1"), 9, "shard = 0");

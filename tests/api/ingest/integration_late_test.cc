@@ -1,13 +1,18 @@
 // Late data: lines for a day the realtime ring no longer holds go to a late
 // file (exactly once, even across restarts), the rest of their batch is
 // applied, and POST /late/seal seals the file for the rebuild.
+#include <atomic>
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 
+#include "clickatron/file_util.h"
 #include "clickatron/framed_log.h"
+#include "clickatron/http_client.h"
 #include "clickatron/oplog_record.h"
 #include "clickatron/ymdh.h"
 #include "api/ingest/cluster_fixture.h"
@@ -119,6 +124,20 @@ TEST(IntegrationWriteLateTest, LinesForClosedDaysGoToLateDataOnceAndTheRestIsApp
   EXPECT_TRUE(std::filesystem::exists(sealed[0].get<std::string>()));
   for (const LateFrame& f : ReadLateFrames(late_dir)) EXPECT_TRUE(f.file.ends_with(".sealed")) << f.file;
   EXPECT_EQ(SumLines(ReadLateFrames(late_dir)), want_late);
+  // What the rebuild fetches (no admin token in this cluster: the admin
+  // routes are open): every sealed file, byte for byte.
+  r = HttpGet(c.Api(), "/late/files");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  auto listed = nlohmann::json::parse(r.body)["data"]["files"];
+  ASSERT_EQ(listed.size(), 2u) << r.body;  // the one sealed by the restart, and the one sealed just now
+  for (const auto& f : listed) {
+    const std::string name = f["name"].get<std::string>();
+    const std::string bytes = clickatron::testing::ReadAll(late_dir + "/" + name);
+    EXPECT_EQ(f["bytes"].get<uint64_t>(), bytes.size());
+    auto file = HttpGet(c.Api(), "/late/file?name=" + name);
+    EXPECT_EQ(file.status_code, 200);
+    EXPECT_TRUE(file.body == bytes) << name;
+  }
 }
 
 // The crash window of a DAY_NOT_OPEN batch: its late lines are fsynced, then
@@ -156,6 +175,177 @@ TEST(IntegrationWriteLateTest, RestartAfterTheLateWriteDoesNotMoveLinesTwice) {
   ASSERT_TRUE(WaitFor([&] { return c.Drained(); }));
   EXPECT_EQ(c.Counters("t|")["t|fresh." + today_h], 6);
   EXPECT_EQ(c.ApiStats()["write"]["shards"][0]["acked_seq"], 2);
+}
+
+constexpr const char* kAdminToken = "late-admin-token";
+
+// A late-data file as the API writes it: frames of batches of `source`.
+// Returns its bytes.
+std::string WriteSealedFile(const std::string& path, const std::string& source, int frames, size_t line_bytes,
+                            uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto writer = FramedLogWriter::Open(path);
+  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+  for (int i = 0; i < frames; ++i) {
+    std::string payload = FormatBatchHeader(source, i % 2, static_cast<uint64_t>(1000 + i));
+    while (payload.size() < line_bytes) {
+      payload += fmt::format("t|k{}.c41l,{}\n", rng() % 100000, 1 + rng() % 9);
+    }
+    EXPECT_TRUE((*writer)->Append(payload).ok());
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  return clickatron::testing::ReadAll(path);
+}
+
+class LateFilesTest : public ::testing::Test {
+ protected:
+  static ClusterSpec Spec() {
+    ClusterSpec spec = WriteCluster::Spec(1);
+    spec.cluster.SetString("admin_token", kAdminToken);
+    return spec;
+  }
+  LateFilesTest() : c_(Spec()) {}
+
+  void SetUp() override {
+    late_dir_ = c_.DataDir("api-0") + "/late";
+    ASSERT_TRUE(MakeDirs(late_dir_).ok());
+    // Left by earlier runs: a big sealed file (many 256 KiB chunks, an odd
+    // size), a small one, and one the rebuild already marked done.
+    big_ = WriteSealedFile(late_dir_ + "/late-1700000100.sealed", "api-0", 48, 100 * 1024 + 17, 1);
+    small_ = WriteSealedFile(late_dir_ + "/late-1700000000.sealed", "api-0", 2, 100, 2);
+    (void)WriteSealedFile(late_dir_ + "/late-1600000000.done", "api-0", 1, 100, 3);
+    ASSERT_NO_FATAL_FAILURE(c_.StartAll());
+  }
+
+  HttpResponse Ask(const std::string& method, const std::string& target, const std::string& token = kAdminToken) {
+    HttpRequestSpec spec;
+    spec.method = method;
+    spec.target = target;
+    spec.bearer_token = token;
+    spec.timeout_ms = 20000;
+    // A client per request: one kept across a restart of the node would
+    // first try its dead keep-alive connection.
+    BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
+    return client.Fetch(c_.Api(), spec);
+  }
+  // data.files of GET /late/files as name -> bytes.
+  std::map<std::string, uint64_t> Listed() {
+    HttpResponse r = Ask("GET", "/late/files");
+    EXPECT_EQ(r.status_code, 200) << r.body;
+    std::map<std::string, uint64_t> out;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded()) return out;
+    for (const auto& f : j["data"]["files"]) out[f["name"].get<std::string>()] = f["bytes"].get<uint64_t>();
+    return out;
+  }
+  static std::string Reason(const HttpResponse& r) {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() ? j.value("status_txt", "") : "";
+  }
+
+  WriteCluster c_;
+  std::string late_dir_, big_, small_;
+};
+
+TEST_F(LateFilesTest, ListsSealedFilesOldestFirstWithTheirSizes) {
+  HttpResponse r = Ask("GET", "/late/files");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["status_code"], 200);
+  ASSERT_EQ(j["data"]["files"].size(), 2u) << r.body;  // not the .done one
+  EXPECT_EQ(j["data"]["files"][0]["name"], "late-1700000000.sealed");
+  EXPECT_EQ(j["data"]["files"][0]["bytes"], small_.size());
+  EXPECT_EQ(j["data"]["files"][1]["name"], "late-1700000100.sealed");
+  EXPECT_EQ(j["data"]["files"][1]["bytes"], big_.size());
+}
+
+TEST_F(LateFilesTest, StreamsABigFileIntact) {
+  ASSERT_GT(big_.size(), 4u << 20);
+  HttpResponse r = Ask("GET", "/late/file?name=late-1700000100.sealed");
+  ASSERT_EQ(r.status_code, 200) << r.body.substr(0, 300);
+  EXPECT_EQ(r.Header("Content-Type"), "application/octet-stream");
+  EXPECT_EQ(r.Header("Transfer-Encoding"), "chunked");  // streamed, not built whole
+  EXPECT_EQ(r.body.size(), big_.size());
+  EXPECT_TRUE(r.body == big_) << "the bytes differ";
+  r = Ask("GET", "/late/file?name=late-1700000000.sealed");
+  ASSERT_EQ(r.status_code, 200);
+  EXPECT_TRUE(r.body == small_);
+  // Many at once (the daemon reads each a chunk at a time between the others).
+  std::vector<std::thread> readers;
+  std::atomic<int> intact{0};
+  for (int i = 0; i < 4; ++i) {
+    readers.emplace_back([&] {
+      BlockingHttpClient client(clickatron::testing::kTestClusterSecret);
+      HttpRequestSpec spec;
+      spec.target = "/late/file?name=late-1700000100.sealed";
+      spec.bearer_token = kAdminToken;
+      spec.timeout_ms = 20000;
+      HttpResponse got = client.Fetch(c_.Api(), spec);
+      if (got.status_code == 200 && got.body == big_) ++intact;
+    });
+  }
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(intact.load(), 4);
+}
+
+TEST_F(LateFilesTest, RefusesBadNamesAndUnknownFiles) {
+  for (const char* bad : {"late-1700000000.open", "..%2Flate-1700000000.sealed", "late-1700000000.sealed%2Fx",
+                          "%2Ftmp%2Flate-1700000000.sealed", "late-abc.sealed", "late-.sealed",
+                          "late-1600000000.done", "late-1700000000.sealed.done", "late--1.sealed",
+                          "late-%2B1700000000.sealed", "late-1700000000.sealed%20", "x"}) {
+    for (const char* method : {"GET", "POST"}) {
+      const std::string target = std::string(method) == "GET" ? "/late/file?name=" : "/late/done?name=";
+      HttpResponse r = Ask(method, target + bad);
+      EXPECT_EQ(r.status_code, 400) << method << " " << bad << ": " << r.body;
+      EXPECT_EQ(Reason(r), "INVALID_NAME") << r.body;
+    }
+  }
+  EXPECT_EQ(Reason(Ask("GET", "/late/file")), "MISSING_ARG_NAME");
+  EXPECT_EQ(Reason(Ask("POST", "/late/done?name=")), "MISSING_ARG_NAME");
+  HttpResponse r = Ask("GET", "/late/file?name=late-1800000000.sealed");
+  EXPECT_EQ(r.status_code, 404) << r.body;
+  EXPECT_EQ(Reason(r), "NOT_FOUND");
+  r = Ask("POST", "/late/done?name=late-1800000000.sealed");
+  EXPECT_EQ(r.status_code, 404) << r.body;
+  // A file already done is not served any more.
+  EXPECT_EQ(Ask("GET", "/late/file?name=late-1600000000.sealed").status_code, 404);
+  EXPECT_EQ(Listed().size(), 2u);  // nothing changed
+}
+
+TEST_F(LateFilesTest, NeedTheAdminToken) {
+  for (const std::string& token : {std::string(), std::string("wrong-token")}) {
+    EXPECT_EQ(Ask("GET", "/late/files", token).status_code, 401);
+    HttpResponse r = Ask("GET", "/late/file?name=late-1700000000.sealed", token);
+    EXPECT_EQ(r.status_code, 401);
+    EXPECT_EQ(r.body.find(small_.substr(kFrameHeaderBytes, 20)), std::string::npos);
+    EXPECT_EQ(Ask("POST", "/late/done?name=late-1700000000.sealed", token).status_code, 401);
+  }
+  EXPECT_TRUE(std::filesystem::exists(late_dir_ + "/late-1700000000.sealed"));
+  // Methods: listing and fetching are GETs, done is a POST.
+  EXPECT_EQ(Ask("POST", "/late/files").status_code, 405);
+  EXPECT_EQ(Ask("GET", "/late/done?name=late-1700000000.sealed").status_code, 405);
+}
+
+TEST_F(LateFilesTest, DoneRenamesOnceAndARerunIsSuccess) {
+  HttpResponse r = Ask("POST", "/late/done?name=late-1700000000.sealed");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["data"]["name"], "late-1700000000.sealed");
+  EXPECT_EQ(j["data"]["already_done"], false);
+  EXPECT_FALSE(std::filesystem::exists(late_dir_ + "/late-1700000000.sealed"));
+  EXPECT_EQ(clickatron::testing::ReadAll(late_dir_ + "/late-1700000000.done"), small_);
+  EXPECT_EQ(Listed(), (std::map<std::string, uint64_t>{{"late-1700000100.sealed", big_.size()}}));
+  EXPECT_EQ(Ask("GET", "/late/file?name=late-1700000000.sealed").status_code, 404);
+  // Again (a rebuild rerun after a crash): success, nothing changes.
+  r = Ask("POST", "/late/done?name=late-1700000000.sealed");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["data"]["already_done"], true);
+  EXPECT_EQ(clickatron::testing::ReadAll(late_dir_ + "/late-1700000000.done"), small_);
+  // A restart reads the .done file back (its records keep late lines from
+  // being moved twice) and lists the same.
+  EXPECT_EQ(c_.Stop("api-0"), 0);
+  ASSERT_NO_FATAL_FAILURE(c_.Start("api-0"));
+  EXPECT_EQ(Listed(), (std::map<std::string, uint64_t>{{"late-1700000100.sealed", big_.size()}}));
 }
 
 }  // namespace
