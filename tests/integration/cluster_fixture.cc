@@ -22,6 +22,7 @@ ClusterSpec SpecOf(const Cluster::Options& options) {
   spec.realtime_shards = options.realtime_shards;
   spec.archive_shards = options.archive_shards;
   spec.archive_replicas = options.replicas_per_archive_shard;
+  spec.private_hosts = options.private_hosts;
   spec.loaders = {kLoaderMember};  // tests that post to a realtime shard themselves
   spec.cluster.SetString("clock", "manual").SetString("admin_token", kToken).SetString("log_level", "info");
   spec.api.SetInt("flush_window_ms", options.flush_window_ms)
@@ -58,13 +59,15 @@ bool Cluster::SealLateData(std::string* error) {
 
 int Cluster::Rebuild(const std::string& date, std::string* output) {
   return clickatron::testing::RunCommand(
-      {BinaryPath("clickatron-rebuild"), "run", "--config", config_path(), "--date", date}, output);
+      cluster_.HostCommand("rebuild",
+                           {BinaryPath("clickatron-rebuild"), "run", "--config", config_path(), "--date", date}),
+      output);
 }
 
 int Cluster::Load(const std::vector<std::string>& args, std::string* output) {
   std::vector<std::string> argv = {BinaryPath("clickatron-rebuild"), "load", "--config", config_path()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return clickatron::testing::RunCommand(argv, output);
+  return clickatron::testing::RunCommand(cluster_.HostCommand("rebuild", argv), output);
 }
 
 nlohmann::json Cluster::ApiGet(const std::string& target, int* status) const {

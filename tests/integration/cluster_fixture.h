@@ -30,6 +30,8 @@ class Cluster {
     int replicas_per_archive_shard = 1;
     int flush_window_ms = 2;
     int rebuild_memory_mb = 16;
+    // Every member and the rebuild on a "host" of its own (ClusterSpec::private_hosts).
+    bool private_hosts = false;
   };
   Cluster() : Cluster(Options{}) {}
   explicit Cluster(Options options);
@@ -45,6 +47,8 @@ class Cluster {
   const std::string& config_path() const { return cluster_.config_path(); }
   const std::string& dir() const { return cluster_.dir(); }
   HostPort api() const { return cluster_.Api(); }
+  // The harness below, for what this class does not wrap.
+  clickatron::testing::Cluster& hosts() { return cluster_; }
   const MemberConfig& member(const std::string& name) const { return cluster_.Member(name); }
 
   // POST /rotate?today=DATE on every realtime shard; false with a reason.
