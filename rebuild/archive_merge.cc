@@ -90,18 +90,6 @@ class SortedText {
 
 }  // namespace
 
-std::string_view SortedFileCursor::LinesWithPrefix(std::string_view prefix, size_t max_extra) {
-  const SortedText text(data_);
-  pos_ = text.LowerBound(pos_, prefix);
-  size_t end = pos_;
-  while (end < text.size()) {
-    const std::string_view key = LineKey(text.Line(end));
-    if (!key.starts_with(prefix) || key.size() > prefix.size() + max_extra) break;
-    end = text.LineEnd(end) + 1;
-  }
-  return data_.substr(pos_, end - pos_);
-}
-
 Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardFileWriter* out,
                         const ArchiveMergeOptions& options, ArchiveMergeStats* stats) {
   Progress* progress = options.progress;

@@ -38,23 +38,6 @@ struct ArchiveMergeOptions {
   bool previous_is_file_mapping = false;
 };
 
-// Reads blocks of a whole archive file (sorted, every line ending in '\n') by
-// key prefix, for prefixes asked in increasing order: each search gallops on
-// from where the last one stopped, so a pass over the file in key order costs
-// about one sequential read, not a binary search per prefix.
-class SortedFileCursor {
- public:
-  explicit SortedFileCursor(std::string_view data) : data_(data) {}
-  // The lines (each with its '\n') whose keys start with `prefix`, and are
-  // at most `max_extra` bytes longer than it; empty if none.
-  // REQUIRES: `prefix` not below the one asked before.
-  std::string_view LinesWithPrefix(std::string_view prefix, size_t max_extra);
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
-
 // REQUIRES: `previous` is a whole archive file (sorted, unique keys, every
 // line ending in '\n'); `additions` yields sorted unique keys (a MergingSource).
 Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardFileWriter* out,

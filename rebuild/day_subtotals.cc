@@ -2,7 +2,6 @@
 
 #include <utility>
 
-
 #include "clickatron/record.h"
 #include "sortmerge/line_combine.h"
 
@@ -44,36 +43,19 @@ bool DaySubtotalSource::ReadGroup() {
   // The day's record: its key and the first hour's columns, then every other
   // hour combined in as the rebuild combines equal keys (columns summed).
   std::string day_line;
-  size_t hours = 0;
-  const auto add_hour = [&](std::string_view hour_line) -> Status {
-    ++hours;
-    if (day_line.empty()) {
-      day_line = day_key;
-      day_line.append(hour_line.substr(hour_line.find(',')));
-      return Status::Ok();
-    }
-    return CombineArchiveLineInto(&day_line, hour_line);
-  };
   do {
     out_.emplace_back(lookahead_);
-    if (Status st = add_hour(out_.back()); !st.ok()) return Fail(std::move(st));
+    if (day_line.empty()) {
+      day_line = day_key;
+      day_line.append(lookahead_.substr(lookahead_.find(',')));
+    } else if (Status st = CombineArchiveLineInto(&day_line, lookahead_); !st.ok()) {
+      return Fail(std::move(st));
+    }
     has_lookahead_ = false;
   } while (ReadAhead() && InGroup(LineKey(lookahead_), day_key));
   if (!status_.ok()) return false;
-  // What the previous generation holds of the day (its record sorts first):
-  // with its record, ours is an addition to it; without, its hours join ours.
-  std::string_view before = previous_ ? previous_(day_key) : std::string_view();
-  bool addition = false;
-  while (!before.empty() && !addition) {
-    const size_t nl = before.find('\n');
-    const std::string_view line = before.substr(0, nl);
-    before.remove_prefix(nl == std::string_view::npos ? before.size() : nl + 1);
-    addition = LineKey(line) == day_key;
-    if (!addition) {
-      if (Status st = add_hour(line); !st.ok()) return Fail(std::move(st));
-    }
-  }
-  if (!addition && hours < 2) return true;  // one hour of the day in all: no day record
+  // Every day of one hour or more has its record (see the header): where the
+  // previous generation has one, the merge adds this one to it.
   out_.push_front(std::move(day_line));
   ++days_written_;
   return true;

@@ -1,34 +1,35 @@
 // Step: day subtotal records (docs/protocols.md, "Day subtotals").
 //
-// For every UTC day that has two or more subtotal hours of a key, the
-// archive holds one more record beside them, `sns.ns|tkey.DAY,skey:sum …`,
-// the sum of that day's hours column by column, so a breakdown over whole
-// days reads one record per day instead of up to 24. A day of one hour has
-// none: reading that hour costs the same, and most keys are sparse.
+// For every UTC day that has one or more subtotal hours of a key, the archive
+// holds one more record beside them, `sns.ns|tkey.DAY,skey:sum …`, the sum of
+// that day's hours column by column, so a breakdown over whole days reads one
+// record per day instead of up to 24. Also a day of one hour has one: a reader
+// knows which hours the key's total has, not which of them carry this subtotal
+// namespace, so it can take a day record that is absent for a day without
+// hours of the namespace only if every day with hours has one.
 //
 // The rebuild keeps them by addition, like everything else it merges: the
 // new lines of a generation (a day's export, late data, loads) pass through
 // a DaySubtotalSource, which puts before each day's group of subtotal hours
-// a day record; the merge with the previous generation then adds it to the
-// day record already there, as it adds hours to hours. So the source looks
-// up what the previous generation holds of that day: with a day record
-// there, it writes the sum of the new hours (the addition); without one, the
-// sum of the new hours and the previous ones, once they are two or more.
-// That is exact only if the previous generation's day records are whole,
-// which its manifest says (`day_subtotals`); a generation without them (built
-// before they existed, or a file brought in with `clickatron manifest`) is
-// read in full through a DaySubtotalSource once, and every later one is whole.
+// a day record, the sum of the group; the merge with the previous generation
+// then adds it to the day record already there, as it adds hours to hours.
+// Where the previous generation has no record of that day it has no hour of
+// it either, so the new record is the whole day. That is exact only if the
+// previous generation's day records are whole, which its manifest says
+// (`day_subtotals_every_day`); a generation without them (built before they
+// existed, built under the older two-hour rule, or a file brought in with
+// `clickatron manifest`) is read in full through a DaySubtotalSource once,
+// and every later one is whole.
 //
-// Day records arriving in the input (an archive-format load) are dropped and
-// made again from the hours beside them: the hours are the data, a day record
-// only their sum.
+// Day records arriving in the input (an archive-format load, or the previous
+// generation read in full) are dropped and made again from the hours beside
+// them: the hours are the data, a day record only their sum.
 //
 // Thread-safety: one instance per thread.
 #pragma once
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,14 +40,8 @@ namespace clickatron::rebuild {
 
 class DaySubtotalSource : public LineSource {
  public:
-  // The previous generation's lines of one day of one key (its day record
-  // and its hours, each with its '\n'), asked in increasing key order.
-  using PreviousDay = std::function<std::string_view(std::string_view day_key)>;
-
-  // REQUIRES: `input` yields sorted archive lines with unique keys, none of
-  // them in the previous generation reached through `previous` (null: none).
-  explicit DaySubtotalSource(LineSource* input, PreviousDay previous = nullptr)
-      : input_(input), previous_(std::move(previous)) {}
+  // REQUIRES: `input` yields sorted archive lines with unique keys.
+  explicit DaySubtotalSource(LineSource* input) : input_(input) {}
 
   bool Next(std::string_view* line) override;
   const Status& status() const override { return status_; }
@@ -64,7 +59,6 @@ class DaySubtotalSource : public LineSource {
   bool ReadGroup();
 
   LineSource* input_;
-  PreviousDay previous_;
   Status status_;
   std::string_view lookahead_;
   bool has_lookahead_ = false;

@@ -77,26 +77,23 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
     sources.push_back(filters.back().get());
     readers.push_back(std::move(reader).value());
   }
-  // A previous file without whole day subtotals (built before them, or
-  // brought in by hand) is read in full, as one more input, once: its day
-  // records are made from its hours instead of being added to.
+  // A previous file without a day record for every day with subtotal hours
+  // (built before day records or under the older two-hour rule, or brought in
+  // by hand) is read in full, as one more input, once: its day records are
+  // made from its hours instead of being added to.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file && !previous.manifests[static_cast<size_t>(shard)].day_subtotals) {
+  if (previous_file && !previous.manifests[static_cast<size_t>(shard)].day_subtotals_every_day) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
     sources.push_back(previous_lines.get());
     merge_base = {};
-    spdlog::info("generation {} shard {}: {} has no day subtotals yet; adding them to every day it holds",
+    spdlog::info("generation {} shard {}: {} lacks day subtotals of one-hour days; adding them to every day it holds",
                  generation, shard, previous_file->path());
   }
   MergingSource merged(std::move(sources), "new inputs");
-  // A day's record and hours already in the previous generation (its record,
-  // if any, sorts first; an hour's key is one character longer).
-  SortedFileCursor previous_days(merge_base);
-  DaySubtotalSource additions(&merged, merge_base.empty() ? DaySubtotalSource::PreviousDay()
-                                                          : [&previous_days](std::string_view day_key) {
-                                                              return previous_days.LinesWithPrefix(day_key, 1);
-                                                            });
+  // Each day's record of the new hours; the merge adds it to the previous
+  // generation's record of that day, if it has one.
+  DaySubtotalSource additions(&merged);
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;
@@ -124,7 +121,8 @@ Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
   manifest.last_day = job.plan->last_day;
   manifest.created = job.plan->created;
   manifest.late_inputs = *job.late_inputs;
-  manifest.day_subtotals = true;
+  manifest.day_subtotals = true;  // implied by the next, kept for older readers of the manifest
+  manifest.day_subtotals_every_day = true;
   CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(ManifestPathFor(out_path), manifest));
 
   BackupOptions backup;

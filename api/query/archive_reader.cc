@@ -2,6 +2,7 @@
 #include "query/archive_reader.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <strings.h>
 
 #include <algorithm>
@@ -50,6 +51,7 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
     : client_(client), stats_(stats), options_(options), known_generation_(options_.generation_file) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
+  day_records_every_day_.resize(replicas_.size());
   for (size_t shard = 0; shard < replicas_.size(); ++shard) {
     for (const MemberConfig* m : cluster.ArchiveReplicas(static_cast<int>(shard))) {
       replicas_[shard].push_back(Replica{m->name, m->listen, {}});
@@ -223,6 +225,31 @@ void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vec
            part(Status::Ok());
          });
   }
+}
+
+void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
+                                       std::function<void(bool)> done) {
+  const size_t shard = static_cast<size_t>(session->shard);
+  if (shard >= day_records_every_day_.size()) return done(false);
+  auto& known = day_records_every_day_[shard];
+  if (auto it = known.find(generation); it != known.end()) return done(it->second);
+  std::weak_ptr<bool> alive = alive_;
+  Send(session, fmt::format("/manifest?shard={}", shard), Attempts(session->shard),
+       [this, alive, shard, generation, done = std::move(done)](Result<ArchiveReply> reply) {
+         if (alive.expired()) return;
+         if (!reply.ok() || !reply->found) return done(false);
+         // {"data": the manifest, or null for a file without one, ...}
+         const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+         bool every_day = false;
+         if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
+           const nlohmann::json& flag = answer["data"].value("day_subtotals_every_day", nlohmann::json(false));
+           every_day = flag.is_boolean() && flag.get<bool>();
+         }
+         auto& known = day_records_every_day_[shard];
+         known[reply->view.generation] = every_day;
+         while (known.size() > 4) known.erase(known.begin());  // generations only grow
+         done(reply->view.generation == generation && every_day);
+       });
 }
 
 }  // namespace clickatron::api

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,17 @@ class ArchiveReader {
   void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
+  // Whether the session's shard's file of `generation` has a day subtotal
+  // record for every UTC day with subtotal hours of a key (its manifest's
+  // day_subtotals_every_day), so that a day record it lacks means that day
+  // has no hours of that key. Asked once per shard and generation (GET
+  // /manifest on the session's replica) and then remembered. false when the
+  // answer names another generation (a reload in between: asked again next
+  // time), when no replica answers, and for a manifest that does not say so;
+  // a caller that gets false reads a lacking day by its hours. Never fails.
+  void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
+                          std::function<void(bool)> done);
+
  private:
   struct Replica {
     std::string name;
@@ -109,6 +121,9 @@ class ArchiveReader {
   // a replica serving no file (generation 0) after the cluster has an
   // archive has lost its file, and its answers would drop archived days.
   KnownGeneration known_generation_;
+  // By shard: generation -> its manifest's day_subtotals_every_day (the
+  // newest few generations asked about).
+  std::vector<std::map<uint64_t, bool>> day_records_every_day_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -295,8 +295,18 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
   }
-  archive_.MGet(job->session, keys, [this, job, view, days = std::move(days), archived = std::move(archived)](
-                                        Result<std::vector<ArchiveReply>> replies) mutable {
+  // Whether a day record the file lacks means a day without hours of this
+  // subtotal namespace (a file that has one for every day with hours: its
+  // manifest says so) is asked beside the mget, once per generation.
+  struct Answers {
+    std::optional<Result<std::vector<ArchiveReply>>> replies;
+    bool every_day = false;
+  };
+  auto answers = std::make_shared<Answers>();
+  const bool ask_every_day = !days.empty();
+  auto join = FanIn::Create([this, job, view, answers, days = std::move(days),
+                             archived = std::move(archived)](Status) mutable {
+    Result<std::vector<ArchiveReply>>& replies = *answers->replies;
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -308,13 +318,16 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     Status st = AddArchiveBreakdownLines(*job, *replies, days, data.get(), &days_found);
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_subtotals_read += days_found.size();
-    // A day whose record is absent (an archive file from before day records)
-    // is read by its hours, in one more request on the same replica.
+    // A day whose record is absent has no hours of this namespace when the
+    // file has a record for every day with hours. Otherwise (a file from
+    // before day records, or of the older rule: a record only for a day of
+    // two or more hours) it is read by its hours, in one more request on the
+    // same replica.
     std::sort(days_found.begin(), days_found.end());
     std::vector<std::string> hour_keys;
     for (const auto& [hour, count] : archived) {
       const int64_t day = FloorDiv(hour, kSecondsPerDay);
-      if (!std::binary_search(days.begin(), days.end(), day) ||
+      if (answers->every_day || !std::binary_search(days.begin(), days.end(), day) ||
           std::binary_search(days_found.begin(), days_found.end(), day)) {
         continue;
       }
@@ -337,6 +350,21 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       CompleteBreakdown(job, std::move(*data));
     });
   });
+  auto mget_part = join->Part();
+  std::function<void(Status)> every_day_part;
+  if (ask_every_day) every_day_part = join->Part();
+  join->Arm();
+  archive_.MGet(job->session, keys,
+                [answers, part = std::move(mget_part)](Result<std::vector<ArchiveReply>> replies) {
+                  answers->replies = std::move(replies);
+                  part(Status::Ok());
+                });
+  if (ask_every_day) {
+    archive_.DayRecordsEveryDay(job->session, view.generation, [answers, part = std::move(every_day_part)](bool yes) {
+      answers->every_day = yes;
+      part(Status::Ok());
+    });
+  }
 }
 
 // Adds the lines of archive mget answers: subtotal hours, day records (only

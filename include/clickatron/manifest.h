@@ -6,12 +6,17 @@
 //   {"format":1, "generation":7, "shard":0, "shard_count":2,
 //    "records":12345, "bytes":678901, "crc32":305419896,
 //    "first_key":"c.u|a.c3p0", "last_key":"u|zz", "last_day":"2012-03-25",
-//    "created":"2012-03-26T02:10:00Z", "late_inputs":["…"], "day_subtotals":true}
+//    "created":"2012-03-26T02:10:00Z", "late_inputs":["…"], "day_subtotals":true,
+//    "day_subtotals_every_day":true}
 // crc32 is zlib's crc32 of the whole file; records is its line count.
 // last_day "" means the file holds no day yet (an empty generation).
-// day_subtotals (absent: false) says every UTC day with subtotal hours of a
-// key also has its day subtotal record (record.h), so the next rebuild may
-// add to them; the rebuild writes it, a file brought in by hand lacks it.
+// day_subtotals_every_day (absent: false) says every UTC day with one or more
+// subtotal hours of a key also has its day subtotal record (record.h), so the
+// next rebuild may add to them and a reader may take a day record the file
+// lacks for a day without hours of that key; the rebuild writes it, a file
+// brought in by hand lacks it. day_subtotals (absent: false) is the older,
+// weaker promise: every UTC day with two or more hours has its record (files
+// of that rule still exist; a file of the newer one keeps it too).
 //
 // Thread-safety: plain values and functions; files are written atomically
 // (temp file, fsync, rename), so a reader never sees half a manifest.
@@ -40,7 +45,8 @@ struct Manifest {
   std::string last_day;  // YYYY-MM-DD, "" when none
   std::string created;
   std::vector<std::string> late_inputs;  // late-data segments folded into this generation
-  bool day_subtotals = false;             // day subtotal records are whole (see above)
+  bool day_subtotals = false;             // a record for every day of 2+ hours (see above)
+  bool day_subtotals_every_day = false;   // a record for every day of 1+ hours (see above)
 
   nlohmann::json ToJson() const;
   static Result<Manifest> FromJson(const nlohmann::json& json);

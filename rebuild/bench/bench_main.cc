@@ -6,7 +6,11 @@
 //       after a bulk load (the worst case for the sort).
 //   clickatron-rebuild-bench gen-archive --records M --shards K --out-dir DIR
 //       generation 1 of an archive with M records up to 2012-03-24, one sorted
-//       file per shard with its manifest (written in order: no sort needed).
+//       file per shard with its manifest (written in order: no sort needed),
+//       as the rebuild leaves it: each day's subtotal hours with their day
+//       record, and manifests that say so (day_subtotals_every_day), so the
+//       pipeline takes the nightly path, not the one-time migration of a
+//       file without them.
 //   clickatron-rebuild-bench pipeline --day FILE --archive-dir DIR --work-dir W
 //       --shards K --memory-mb MB --threads T
 //       the rebuild's own steps on them: convert + external sort of the day
@@ -92,14 +96,19 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     if (!w.ok()) return Fail(w.status());
     writers.push_back(std::move(w).value());
   }
-  // 5 records per tkey: 4 subtotal hours and 1 total with 8 hour columns.
-  const uint64_t tkeys = std::max<uint64_t>(1, records / 5);
+  // 6 records per tkey: a day of 4 subtotal hours, its day record, and 1
+  // total with 8 hour columns.
+  const uint64_t tkeys = std::max<uint64_t>(1, records / 6);
   const auto shard_of = [&](uint64_t t) {
     return clickatron::ShardOf(fmt::format("u|k{:08d}", t), static_cast<uint32_t>(shards));
   };
   // "c.u|…" lines sort before "u|…" lines: two passes keep the files sorted.
   for (uint64_t t = 0; t < tkeys; ++t) {
     const char day = kB32[1 + t % 24];
+    // The day record sorts before its hours ("c3X," < "c3X0,"): their sum.
+    const std::string day_line = fmt::format("c.u|k{:08d}.c3{},DE:{} JP:{} US:{}", t, day, 4 * (1 + t % 3),
+                                             4 * (1 + t % 5), 4 * (2 + t % 7));
+    if (Status st = writers[shard_of(t)]->Put(day_line); !st.ok()) return Fail(st);
     for (int h = 0; h < 4; ++h) {
       const std::string line = fmt::format("c.u|k{:08d}.c3{}{},DE:{} JP:{} US:{}", t, day, kB32[h], 1 + t % 3,
                                            1 + t % 5, 2 + t % 7);
@@ -121,6 +130,8 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     m.shard = s;
     m.shard_count = shards;
     m.last_day = "2012-03-24";
+    m.day_subtotals = true;
+    m.day_subtotals_every_day = true;
     writers[s]->Describe(&m);
     if (Status st = clickatron::WriteManifestAtomically(
             clickatron::ManifestPathFor(fmt::format("{}/shard-{}.csv", dir, s)), m);
@@ -208,10 +219,12 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   const double merge_seconds = Since(t1);
   const double merge_cpu = CpuSeconds() - cpu1;
 
-  uint64_t archive_in = 0, archive_in_bytes = 0, out_records = 0, out_bytes = 0;
+  uint64_t archive_in = 0, archive_in_bytes = 0, out_records = 0, out_bytes = 0, nightly_shards = 0;
   for (const auto& m : previous->manifests) {
     archive_in += m.records;
     archive_in_bytes += m.bytes;
+    // Whole day records: the nightly merge; else the one-time migration.
+    if (m.day_subtotals_every_day) ++nightly_shards;
   }
   for (const auto& m : plan->manifests) {
     out_records += m.records;
@@ -227,6 +240,7 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   std::printf("sort_cpu_seconds %.3f\n", sort_cpu);
   std::printf("archive_records %llu\n", static_cast<unsigned long long>(archive_in));
   std::printf("archive_bytes %llu\n", static_cast<unsigned long long>(archive_in_bytes));
+  std::printf("nightly_path_shards %llu\n", static_cast<unsigned long long>(nightly_shards));
   std::printf("merge_seconds %.3f\n", merge_seconds);
   std::printf("merge_cpu_seconds %.3f\n", merge_cpu);
   std::printf("output_records %llu\n", static_cast<unsigned long long>(out_records));

@@ -1,12 +1,15 @@
 // The test cluster harness (tests/testutil/cluster.h) itself: the file a
 // spec describes is what the daemons' own parser reads back, and a member
-// it starts answers /ping on its reserved port and stops by PID.
+// it starts answers /ping on its reserved port and stops by PID. Also the
+// file helpers of testutil.h: a file they cannot read or write fails the test.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "clickatron/file_util.h"
 #include "testutil/cluster.h"
+#include "testutil/testutil.h"
 
 namespace clickatron {
 namespace {
@@ -96,6 +99,14 @@ TEST(ClusterHarnessTest, AStartedMemberAnswersPingAndStopsByPid) {
   EXPECT_FALSE(HttpGet(cluster.Address("realtime-0"), "/ping", 1000).ok());
 
   EXPECT_FALSE(cluster.Start("no-such-member", &error));
+}
+
+TEST(TestFileHelpers, ReadAllAndWriteAllFailTheTestOnAFileTheyCannotUse) {
+  testing::TempDir tmp;
+  testing::WriteAll(tmp / "a", "bytes");
+  EXPECT_EQ(testing::ReadAll(tmp / "a"), "bytes");
+  EXPECT_NONFATAL_FAILURE(EXPECT_EQ(testing::ReadAll(tmp / "missing"), ""), "ReadAll");
+  EXPECT_NONFATAL_FAILURE(testing::WriteAll(tmp / "no-such-dir/b", "bytes"), "WriteAll");
 }
 
 }  // namespace

@@ -571,9 +571,9 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
     EXPECT_EQ(total.body, columns + "\n") << key;
     EXPECT_EQ(total.Header("X-Archive-Last-Day"), "2031-12-31");
 
-    // Each hour's record, and each UTC day's sum of them (days of two hours or
-    // more) under the day's code (the hour code without its hour character),
-    // in key+"," order.
+    // Each hour's record, and each UTC day's sum of them (every day with hours,
+    // also a day of one hour) under the day's code (the hour code without its
+    // hour character), in key+"," order.
     std::map<int64_t, std::map<std::string, int64_t>> days;  // day start -> skey -> clicks
     std::vector<std::pair<std::string, std::string>> lines;  // key + ",", line
     const auto add_line = [&](const std::string& code, const std::map<std::string, int64_t>& skeys) {
@@ -589,10 +589,7 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
       add_line(HourCode(h), skeys);
       for (const auto& [s, n] : skeys) days[h - h % 86400][s] += n;
     }
-    std::map<int64_t, int> hours_of_day;
-    for (const auto& [h, skeys] : archived.subtotals[key]) ++hours_of_day[h - h % 86400];
     for (const auto& [day, skeys] : days) {
-      if (hours_of_day[day] < 2) continue;  // a day of one hour has no day record
       const std::string hour_code = HourCode(day);
       add_line(hour_code.substr(0, hour_code.size() - 1), skeys);
     }

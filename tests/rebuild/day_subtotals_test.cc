@@ -1,7 +1,8 @@
-// DaySubtotalSource: a day record before each UTC day's group of two or more
-// subtotal hours (counting the previous generation's), everything else passed
-// on untouched; SortedFileCursor; TextLineSource. Expected lines are written
-// out by hand.
+// DaySubtotalSource: a day record before each UTC day's group of subtotal
+// hours, everything else passed on untouched; merged into a previous
+// generation, the day records stay the sums of their days' hours (late data
+// into hours the previous generation has, new days, one-hour days);
+// TextLineSource. Expected lines are written out by hand.
 #include "day_subtotals.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "archive_merge.h"
+#include "sortmerge/merge.h"
+#include "testutil/testutil.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -29,9 +32,9 @@ std::vector<std::string> WithDays(std::vector<std::string> lines) {
   return out;
 }
 
-TEST(DaySubtotalSource, EachDayOfTwoHoursOrMoreGetsItsSumBeforeItsHours) {
+TEST(DaySubtotalSource, EachDayWithHoursGetsItsSumBeforeItsHours) {
   const std::vector<std::string> got = WithDays({
-      "c.u|a.c3o5,US:1",  // the only hour of its day: no day record
+      "c.u|a.c3o5,US:1",  // the only hour of its day: a day record all the same
       "c.u|a.c3p0,JP:2 US:3",
       "c.u|a.c3p1,DE:4 US:-1",
       "c.u|a.c3pn,JP:5",
@@ -44,11 +47,13 @@ TEST(DaySubtotalSource, EachDayOfTwoHoursOrMoreGetsItsSumBeforeItsHours) {
       "~c.u|a.c3p1,US:eAQ",
   });
   const std::vector<std::string> want = {
+      "c.u|a.c3o,US:1",
       "c.u|a.c3o5,US:1",
       "c.u|a.c3p,DE:4 JP:7 US:2",
       "c.u|a.c3p0,JP:2 US:3",
       "c.u|a.c3p1,DE:4 US:-1",
       "c.u|a.c3pn,JP:5",
+      "c.u|b.c3p,US:7",
       "c.u|b.c3p1,US:7",
       "l|AAAAAAAAAAA=,http://x",
       "r.u|a.c3p,AbCdEfGhIjK=:7 ZZZZZZZZZZZ=:2",
@@ -66,47 +71,60 @@ TEST(DaySubtotalSource, FiveCharacterCodesAndTheBoundaryBetweenEras) {
                       "c.u|k.w0120,US:4"}),
             (std::vector<std::string>{"c.u|k.vcv,US:2", "c.u|k.vcvm,US:1", "c.u|k.vcvn,US:1",
                                       "c.u|k.w011,JP:3 US:2", "c.u|k.w0110,US:2", "c.u|k.w0113,JP:3",
-                                      "c.u|k.w0120,US:4"}));
+                                      "c.u|k.w012,US:4", "c.u|k.w0120,US:4"}));
 }
 
-// Against a previous generation: where it has the day's record, the new one
-// is an addition (the merge adds the two); where it has one hour of the day
-// and no record, the record is made of that hour and the new ones.
-TEST(DaySubtotalSource, ConsultsThePreviousGenerationForEachDay) {
-  const std::string previous =
-      "c.u|a.c3p,US:5\n"
-      "c.u|a.c3p0,US:2\n"
-      "c.u|a.c3p1,US:3\n"
-      "c.u|b.c3p4,JP:9\n"
-      "c.u|c.c3p7,DE:1\n"
-      "u|a,c3p0:2 c3p1:3\n";
-  SortedFileCursor cursor(previous);
-  std::vector<std::string> asked;
-  VectorLineSource input({"c.u|a.c3p2,US:1", "c.u|b.c3p5,JP:1", "c.u|d.c3p1,FR:4"});
-  DaySubtotalSource days(&input, [&](std::string_view day_key) {
-    asked.emplace_back(day_key);
-    return cursor.LinesWithPrefix(day_key, 1);
-  });
-  EXPECT_EQ(Drain(&days), (std::vector<std::string>{
-                              "c.u|a.c3p,US:1",   // added to US:5 by the merge
-                              "c.u|a.c3p2,US:1",
-                              "c.u|b.c3p,JP:10",  // b's previous hour and the new one
-                              "c.u|b.c3p5,JP:1",
-                              "c.u|d.c3p1,FR:4",  // one hour in all: none
-                          }));
-  EXPECT_TRUE(days.status().ok()) << days.status().ToString();
-  EXPECT_EQ(asked, (std::vector<std::string>{"c.u|a.c3p", "c.u|b.c3p", "c.u|d.c3p"}));
-}
-
-TEST(SortedFileCursor, BlocksByPrefixInIncreasingOrder) {
-  const std::string file = "a.c3p,1\na.c3p0,2\na.c3p1,3\na.c3q0,4\nab.c3p0,5\nb,6\n";
-  SortedFileCursor cursor(file);
-  EXPECT_EQ(cursor.LinesWithPrefix("a.c3o", 1), "");
-  EXPECT_EQ(cursor.LinesWithPrefix("a.c3p", 1), "a.c3p,1\na.c3p0,2\na.c3p1,3\n");
-  EXPECT_EQ(cursor.LinesWithPrefix("a.c3q", 1), "a.c3q0,4\n");
-  EXPECT_EQ(cursor.LinesWithPrefix("ab.c3p", 0), "");
-  EXPECT_EQ(cursor.LinesWithPrefix("b", 0), "b,6\n");
-  EXPECT_EQ(cursor.LinesWithPrefix("c", 5), "");
+// The new lines' day records merged into a previous generation whose day
+// records are whole give exactly the day records of all the hours: late data
+// into an hour the previous generation has (of a one-hour day and of a longer
+// one), a new hour of a day it has, a day it lacks, a key it lacks.
+TEST(DaySubtotalSource, MergedIntoThePreviousGenerationEveryDayRecordIsItsDaysSum) {
+  const std::vector<std::string> previous_lines = {
+      "c.u|a.c3o,US:5",       "c.u|a.c3o3,US:5",
+      "c.u|a.c3p,JP:1 US:5",  "c.u|a.c3p0,US:2",  "c.u|a.c3p1,JP:1 US:3",
+      "c.u|b.c3p,JP:9",       "c.u|b.c3p4,JP:9",
+      "u|a,c3o3:5 c3p0:2 c3p1:4", "u|b,c3p4:9",
+  };
+  const std::vector<std::string> new_lines = {
+      "c.u|a.c3o3,US:1",  // late data into the previous one-hour day's hour
+      "c.u|a.c3p1,US:2",  // late data into an hour of a longer day
+      "c.u|a.c3p2,DE:1",  // a new hour of a day the previous generation has
+      "c.u|a.c3q0,US:4",  // a day it lacks
+      "c.u|c.c3p1,FR:4",  // a key it lacks
+      "u|a,c3o3:1 c3p1:2 c3p2:1 c3q0:4",
+      "u|c,c3p1:4",
+  };
+  std::string previous;
+  for (const std::string& line : previous_lines) previous += line + "\n";
+  clickatron::testing::TempDir tmp;
+  VectorLineSource added(new_lines, "new");
+  MergingSource merged({&added});
+  DaySubtotalSource days(&merged);
+  auto writer = ShardFileWriter::Create(tmp / "out.csv");
+  ASSERT_TRUE(writer.ok());
+  ArchiveMergeStats stats;
+  const Status st = MergeIntoArchive(previous, &days, writer->get(), {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE((*writer)->Finish().ok());
+  EXPECT_EQ(days.days_written(), 4u);
+  // As if built from scratch: every hour summed, and each day's record the
+  // sum of its hours (also a day of one hour).
+  EXPECT_EQ(clickatron::testing::ReadAll(tmp / "out.csv"),
+            "c.u|a.c3o,US:6\n"
+            "c.u|a.c3o3,US:6\n"
+            "c.u|a.c3p,DE:1 JP:1 US:7\n"
+            "c.u|a.c3p0,US:2\n"
+            "c.u|a.c3p1,JP:1 US:5\n"
+            "c.u|a.c3p2,DE:1\n"
+            "c.u|a.c3q,US:4\n"
+            "c.u|a.c3q0,US:4\n"
+            "c.u|b.c3p,JP:9\n"
+            "c.u|b.c3p4,JP:9\n"
+            "c.u|c.c3p,FR:4\n"
+            "c.u|c.c3p1,FR:4\n"
+            "u|a,c3o3:6 c3p0:2 c3p1:6 c3p2:1 c3q0:4\n"
+            "u|b,c3p4:9\n"
+            "u|c,c3p1:4\n");
 }
 
 TEST(DaySubtotalSource, DayRecordsInTheInputAreMadeAgainFromTheHours) {

@@ -57,19 +57,14 @@ class Expectation {
 
   // Sorted archive lines of one archive shard, formatted here.
   std::vector<std::string> ShardLines(int shard) const {
-    // Day subtotals beside the hours: a day of two or more subtotal hours of
-    // a key gets their sum under the day's code (the hours' code without its
-    // hour character).
+    // Day subtotals beside the hours: every day with subtotal hours of a key
+    // (also one hour) gets their sum under the day's code (the hours' code
+    // without its hour character).
     std::map<std::string, std::map<std::string, int64_t>> records = counters_;
-    std::map<std::string, int> hours_of_day;
     for (const auto& [key, columns] : counters_) {
       if (key.find('.') > key.find('|')) continue;  // a total
       const std::string day = key.substr(0, key.size() - 1);
-      ++hours_of_day[day];
       for (const auto& [name, count] : columns) records[day][name] += count;
-    }
-    for (const auto& [day, hours] : hours_of_day) {
-      if (hours < 2) records.erase(day);
     }
     std::vector<std::string> lines;
     for (const auto& [key, columns] : records) {
@@ -617,34 +612,54 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
   EXPECT_EQ(ServedGeneration(1), 3);
 }
 
-// A generation whose files have no day subtotal records (built before them,
-// or brought in by hand) gets them for every day it holds on the next run,
-// and says so in its manifests.
-TEST_F(RebuildIntegration, AGenerationWithoutDaySubtotalsGetsThemOnTheNextRun) {
+// A generation whose files lack day subtotal records of some days gets them
+// for every day it holds on the next run, and says so in its manifests: files
+// of hours only (built before day records, or brought in by hand), and files
+// of the older rule (a record only for a day of two or more hours).
+class RebuildDaySubtotalsMigration : public RebuildIntegration, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(RebuildDaySubtotalsMigration, AGenerationLackingDayRecordsGetsThemOnTheNextRun) {
+  const bool two_hour_rule = GetParam();
   Expectation expect;
   std::string out;
-  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(6, 300, &expect));
+  // Few increments over 40 keys: days of one hour and days of more.
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(6, 80, &expect));
   for (int i = 0; i < kShards; ++i) {
     auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
     ASSERT_TRUE(manifest.ok());
     EXPECT_TRUE(manifest->day_subtotals);
-    // Make it a file of hours only, as an older rebuild wrote it: drop every
-    // line whose code (after the key's last '.') has 3 characters.
-    std::string hours_only;
-    size_t dropped = 0;
-    for (const std::string& line : FileLines(ArchiveFile(i))) {
-      const std::string key = line.substr(0, line.find(','));
+    EXPECT_TRUE(manifest->day_subtotals_every_day);
+    // A day record's code (after the key's last '.') has 3 characters. Hours
+    // only: drop every day record; the two-hour rule: those of one-hour days.
+    const std::vector<std::string> lines = FileLines(ArchiveFile(i));
+    const auto day_record = [](const std::string& key) {
       const size_t dot = key.rfind('.');
-      if (key.find('|') < dot && key.find('.') < key.find('|') && key.size() - dot - 1 == 3) {
+      return key.find('|') < dot && key.find('.') < key.find('|') && key.size() - dot - 1 == 3;
+    };
+    std::map<std::string, int> hours_of_day;
+    for (const std::string& line : lines) {
+      const std::string key = line.substr(0, line.find(','));
+      if (key.find('|') < key.rfind('.') && key.find('.') < key.find('|') && !day_record(key)) {
+        ++hours_of_day[key.substr(0, key.size() - 1)];
+      }
+    }
+    std::string older;
+    size_t dropped = 0, kept = 0;
+    for (const std::string& line : lines) {
+      const std::string key = line.substr(0, line.find(','));
+      if (day_record(key) && (!two_hour_rule || hours_of_day[key] < 2)) {
         ++dropped;
         continue;
       }
-      hours_only += line + "\n";
+      if (day_record(key)) ++kept;
+      older += line + "\n";
     }
     EXPECT_GT(dropped, 0u);
-    manifest->day_subtotals = false;
-    DescribeArchiveData(hours_only, &*manifest);
-    ASSERT_TRUE(WriteFileAtomically(ArchiveFile(i), hours_only).ok());
+    EXPECT_EQ(kept > 0, two_hour_rule);
+    manifest->day_subtotals = two_hour_rule;
+    manifest->day_subtotals_every_day = false;
+    DescribeArchiveData(older, &*manifest);
+    ASSERT_TRUE(WriteFileAtomically(ArchiveFile(i), older).ok());
     ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(ArchiveFile(i)), *manifest).ok());
     // The replica serves it; the rebuild's own copy of generation 1 no longer
     // matches, so it fetches the served one.
@@ -659,9 +674,15 @@ TEST_F(RebuildIntegration, AGenerationWithoutDaySubtotalsGetsThemOnTheNextRun) {
     auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(i)));
     ASSERT_TRUE(manifest.ok());
     EXPECT_TRUE(manifest->day_subtotals);
+    EXPECT_TRUE(manifest->day_subtotals_every_day);
     EXPECT_EQ(ServedGeneration(i), 2);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(OlderFiles, RebuildDaySubtotalsMigration, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "TwoHourRule" : "HoursOnly";
+                         });
 
 TEST_F(RebuildIntegration, FailedDeployKeepsOldGenerationAndDayThenRerunDeploys) {
   Expectation expect;

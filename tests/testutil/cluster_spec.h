@@ -42,8 +42,6 @@ struct MemberOverride {
   std::string listen_host;
   // Archive members: the file served. Default DIR/archive/shard-S.csv.
   std::string file;
-  // Escape hatch: raw lines appended to the member's [[member]] table.
-  std::string extra_lines;
 };
 
 struct ClusterSpec {
@@ -70,8 +68,6 @@ struct ClusterSpec {
   // DIR/backup unless set here.
   TomlTable cluster, http, api, realtime, archive, rebuild;
   std::map<std::string, MemberOverride> members;  // by member name
-  // Escape hatch: appended to the file as is, for deliberately unusual files.
-  std::string extra_toml;
 };
 
 }  // namespace clickatron::testing

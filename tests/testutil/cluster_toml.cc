@@ -63,9 +63,9 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
     if (m.role == MemberRole::kArchive) {
       t.SetString("file", change && !change->file.empty() ? change->file : paths.ArchiveFile(m.shard, m.name));
     }
-    toml += "[[member]]\n" + t.Lines() + (change ? change->extra_lines : "") + "\n";
+    toml += "[[member]]\n" + t.Lines() + "\n";
   }
-  return toml + spec.extra_toml;
+  return toml;
 }
 
 }  // namespace clickatron::testing

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -235,15 +237,19 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output, const 
 }
 
 std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto bytes = ReadFileToString(path);
+  if (!bytes.ok()) {
+    ADD_FAILURE() << "ReadAll: " << bytes.status().ToString();
+    return "";
+  }
+  return std::move(bytes).value();
 }
 
 void WriteAll(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
+  out.close();
+  if (!out) ADD_FAILURE() << "WriteAll: cannot write " << path;
 }
 
 bool WriteWithMode(const std::string& path, const std::string& contents, mode_t mode) {

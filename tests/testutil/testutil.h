@@ -72,8 +72,9 @@ std::string LinesWithAnyPrefix(const std::map<std::string, int64_t>& records, co
 
 int RunCommand(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_data = "");
 
-// The whole file's bytes ("" when it cannot be read), and a plain overwrite:
-// tests that corrupt or cut files on purpose want no atomic rename.
+// The whole file's bytes, and a plain overwrite: tests that corrupt or cut
+// files on purpose want no atomic rename. Either fails the test (ADD_FAILURE)
+// when the file cannot be read or written; ReadAll then gives "".
 std::string ReadAll(const std::string& path);
 void WriteAll(const std::string& path, const std::string& data);
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,17 @@ namespace oracle = clickatron::testing::oracle;
 using clickatron::testing::DaemonProcess;
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
+
+// Which day subtotal records an archive file holds beside its hours.
+enum class DayRecords {
+  kNone,          // hours only: a file from before day records
+  kTwoHourRule,   // the older rule: a record for each day of two or more hours
+  kEveryDay,      // as the rebuild writes them now: every day with hours
+};
+
+inline void PrintTo(DayRecords d, std::ostream* os) {
+  *os << (d == DayRecords::kEveryDay ? "every day" : d == DayRecords::kTwoHourRule ? "two-hour rule" : "none");
+}
 
 // Increments, with where each one is stored; the oracle counts each once.
 class ReadDataset {
@@ -82,13 +94,13 @@ class ReadDataset {
     return it == subtotals_.end() ? std::map<std::string, std::map<int64_t, int64_t>>{} : it->second;
   }
 
-  // The archive file of one shard: whole lines, bytewise sorted. With
-  // `day_subtotals`, as the rebuild writes it: each UTC day of two or more
-  // subtotal hours of a key also summed into one record keyed by the day's
+  // The archive file of one shard: whole lines, bytewise sorted. With day
+  // records, each UTC day of subtotal hours of a key (kEveryDay: one or more;
+  // kTwoHourRule: two or more) also summed into one record keyed by the day's
   // code (the hour code without its hour character), worked out here.
-  std::string ArchiveFile(int shard, int shards, bool day_subtotals) const {
+  std::string ArchiveFile(int shard, int shards, DayRecords day_records) const {
     std::map<std::string, std::map<std::string, int64_t>> records = archive_;
-    if (day_subtotals) {
+    if (day_records != DayRecords::kNone) {
       std::map<std::string, int> hours_of_day;
       for (const auto& [key, columns] : archive_) {
         if (RecordTypeOfKey(key) != RecordType::kSubtotal) continue;
@@ -97,7 +109,7 @@ class ReadDataset {
         for (const auto& [name, count] : columns) records[day][name] += count;
       }
       for (const auto& [day, hours] : hours_of_day) {
-        if (hours < 2) records.erase(day);  // a day of one hour has no day record
+        if (hours < 2 && day_records == DayRecords::kTwoHourRule) records.erase(day);
       }
     }
     std::vector<std::string> lines;
@@ -187,9 +199,10 @@ class ReadCluster {
     int archive_shards = 2;
     int replicas = 1;
     int request_timeout_ms = 5000;
-    // Archive files with day subtotal records (as the rebuild writes them),
-    // or hours only (a file from before them: the API reads hours).
-    bool day_subtotals = true;
+    // Archive files with day subtotal records as the rebuild writes them (and
+    // their manifests saying so), as the older rule wrote them, or hours only
+    // (a file from before them: the API reads hours).
+    DayRecords day_records = DayRecords::kEveryDay;
   };
 
   explicit ReadCluster(Spec spec) : spec_(spec) {}
@@ -213,8 +226,10 @@ class ReadCluster {
 
   void WriteArchives(const ReadDataset& data, uint64_t generation, const std::string& last_day) {
     for (int s = 0; s < spec_.archive_shards; ++s) {
-      const std::string contents = data.ArchiveFile(s, spec_.archive_shards, spec_.day_subtotals);
+      const std::string contents = data.ArchiveFile(s, spec_.archive_shards, spec_.day_records);
       Manifest m;
+      m.day_subtotals = spec_.day_records != DayRecords::kNone;
+      m.day_subtotals_every_day = spec_.day_records == DayRecords::kEveryDay;
       m.generation = generation;
       m.shard = s;
       m.shard_count = spec_.archive_shards;
@@ -293,7 +308,7 @@ inline int64_t TestRingToday() { return FloorDiv(static_cast<int64_t>(std::time(
 class ReadClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_.spec().day_subtotals = WithDaySubtotals();
+    cluster_.spec().day_records = WithDayRecords();
     cluster_.WriteConfig();
     today_ = TestRingToday();
     BuildDataset();
@@ -301,8 +316,8 @@ class ReadClusterTest : public ::testing::Test {
   }
   // Fills data_ (hours placed by ReadDataset::AddAtRing with today_).
   virtual void BuildDataset() = 0;
-  // Whether the archive files carry day subtotal records.
-  virtual bool WithDaySubtotals() const { return true; }
+  // Which day subtotal records the archive files carry.
+  virtual DayRecords WithDayRecords() const { return DayRecords::kEveryDay; }
 
   ReadCluster cluster_{ReadCluster::Spec{}};
   ReadDataset data_;

@@ -3,8 +3,11 @@
 // (last_day = D-1), realtime data goes in through realtime /incr with the
 // ring turned to Today = D, and the day D-1 sits in both (deployed but not
 // yet cleared). Every answer is compared with the dataset's own oracle, over
-// archive files with day subtotal records (as the rebuild writes them) and
-// over files of hours only (as before them).
+// archive files with day subtotal records (as the rebuild writes them: every
+// day with hours), with those of the older rule (days of two or more hours)
+// and over files of hours only (as before them). One subtotal namespace ("p")
+// is on only some of the hot key's hours: days without it, days with one
+// hour of it, days with several.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -20,6 +23,7 @@ constexpr int64_t kHour = 3600;
 const std::vector<std::string> kCountries = {"US", "JP", "DE", "FR", "BR"};
 const std::vector<std::string> kReferrers = {"direct", "http://www.facebook.com/", "http://twitter.com/some/path",
                                              "https://news.ycombinator.com/item?id=1"};
+const std::vector<std::string> kPlans = {"free", "pro", "team"};
 const std::string kRealtimeOnlyReferrer = "http://realtime-only.example/x";
 const std::string kArchiveOnlyReferrer = "http://archive-only.example/y";
 const std::string kHotKey = "jehiah";
@@ -27,9 +31,9 @@ const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a 
 const std::string kSparseKey = "sparse1";
 const std::string kEmptyKey = "nothing-here";
 
-class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<bool> {
+class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<DayRecords> {
  protected:
-  bool WithDaySubtotals() const override { return GetParam(); }
+  DayRecords WithDayRecords() const override { return GetParam(); }
 
   int64_t ReadFigure(const std::string& name) {
     auto stats = cluster_.Api("/stats");
@@ -42,18 +46,27 @@ class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithP
   void BuildDataset() override {
     std::mt19937_64 rng(2024);
     std::uniform_int_distribution<int64_t> value(1, 5);
-    const auto add = [&](const std::string& key, int64_t hour) {
+    const auto add = [&](const std::string& key, int64_t hour, bool with_plan = false) {
       const int64_t day = FloorDiv(hour, kDay);
       std::string referrer = kReferrers[rng() % kReferrers.size()];
       if (day < today_ - 1 && rng() % 7 == 0) referrer = kArchiveOnlyReferrer;
       if (day >= today_ && rng() % 5 == 0) referrer = kRealtimeOnlyReferrer;
-      data_.AddAtRing("u", key, hour, value(rng), {{"c", kCountries[rng() % kCountries.size()]}, {"r", referrer}},
-                      today_);
+      std::vector<ReadDataset::Sub> subs = {{"c", kCountries[rng() % kCountries.size()]}, {"r", referrer}};
+      if (with_plan) subs.push_back({"p", kPlans[rng() % kPlans.size()]});
+      data_.AddAtRing("u", key, hour, value(rng), subs, today_);
     };
     const int64_t first = (today_ - 40) * kDay;
     const int64_t end = (today_ + 2) * kDay;
+    // "p" by day, in turn: on none of the key's hours, on its first hour of
+    // the day only, on about a third of them (twice).
+    int64_t day_seen = -1;
     for (int64_t h = first; h < end; h += kHour) {
-      if (rng() % 4 != 0) add(kHotKey, h);  // dense
+      if (rng() % 4 == 0) continue;  // dense
+      const int64_t day = FloorDiv(h, kDay);
+      const bool first_of_day = day != day_seen;
+      day_seen = day;
+      const int64_t turn = ((day % 4) + 4) % 4;
+      add(kHotKey, h, (turn == 1 && first_of_day) || (turn >= 2 && rng() % 3 == 0));
     }
     for (int i = 0; i < 40; ++i) add(kHashedKey, first + static_cast<int64_t>(rng() % ((end - first) / kHour)) * kHour);
     for (int64_t h : {first + 5 * kHour, (today_ - 1) * kDay + 3 * kHour, today_ * kDay + 7 * kHour}) add(kSparseKey, h);
@@ -156,22 +169,13 @@ TEST_P(IntegrationReadMergeTest, UnitsMinusOneAndEmptyKeys) {
 TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleWithExpandedValues) {
   const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
   for (const std::string& key : {kHotKey, kHashedKey}) {
-    for (const char* sns : {"c", "r"}) {
+    for (const char* sns : {"c", "r", "p"}) {
       for (int tz : {0, -5}) {
         ExpectBreakdown(sns, key, "day", 45, tz, ref, 100, true);
         ExpectBreakdown(sns, key, "day", 45, tz, ref, 2, true);
         ExpectBreakdown(sns, key, "week", 4, tz, ref, 3, false);
       }
     }
-  }
-  // Whole UTC days came as day records when the files have them, and were
-  // read by their hours (after asking) when they do not.
-  if (GetParam()) {
-    EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
-    EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
-  } else {
-    EXPECT_EQ(ReadFigure("day_subtotals_read"), 0);
-    EXPECT_GT(ReadFigure("day_subtotals_missing"), 0);
   }
   // Hashed referrers come back as full values, from realtime-only and
   // archive-only lookup records alike.
@@ -222,6 +226,39 @@ TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleInEveryUnitAndOffset) {
       EXPECT_EQ(row["clicks"], current[value]) << target << " " << value;
       EXPECT_EQ(row["compare"]["clicks"], earlier[value]) << target << " " << value;
     }
+  }
+}
+
+// A namespace on only some hours of a key: the key's total says which days
+// to ask as day records, the namespace has no hour on some of them and one on
+// others. A file as the rebuild writes it answers all of it in one mget
+// (a day record it lacks is a day without hours of the namespace); one of the
+// older rule reads its one-hour days again by their hours, one of hours only
+// every day. The answers are the oracle's in every case.
+TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHoursAgain) {
+  const int64_t refs[] = {(today_ + 1) * kDay + 10 * kHour, (today_ - 3) * kDay + 17 * kHour + 1800};
+  for (const auto& [unit, n] : std::vector<std::pair<std::string, int64_t>>{{"day", 38}, {"week", 5}, {"month", 2}}) {
+    for (int tz : {-12, -7, -1, 0, 3, 9, 14}) {
+      for (int64_t ref : refs) {
+        ExpectBreakdown("p", kHotKey, unit, n, tz, ref, 100, true);
+        ExpectBreakdown("p", kHotKey, unit, n, tz, ref, 100, false);
+      }
+    }
+  }
+  ExpectBreakdown("p", kHotKey, "day", -1, 0, refs[0], 100, true);
+  switch (GetParam()) {
+    case DayRecords::kEveryDay:
+      EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
+      EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
+      break;
+    case DayRecords::kTwoHourRule:
+      EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
+      EXPECT_GT(ReadFigure("day_subtotals_missing"), 0);
+      break;
+    case DayRecords::kNone:
+      EXPECT_EQ(ReadFigure("day_subtotals_read"), 0);
+      EXPECT_GT(ReadFigure("day_subtotals_missing"), 0);
+      break;
   }
 }
 
@@ -301,9 +338,15 @@ TEST_P(IntegrationReadMergeTest, StatsCountGatherRequests) {
   EXPECT_EQ(read["unavailable"].get<int64_t>(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "WithDaySubtotals" : "HoursOnly";
+INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest,
+                         ::testing::Values(DayRecords::kEveryDay, DayRecords::kTwoHourRule, DayRecords::kNone),
+                         [](const ::testing::TestParamInfo<DayRecords>& info) {
+                           switch (info.param) {
+                             case DayRecords::kEveryDay: return "WithDaySubtotals";
+                             case DayRecords::kTwoHourRule: return "TwoHourRule";
+                             case DayRecords::kNone: break;
+                           }
+                           return "HoursOnly";
                          });
 
 }  // namespace

@@ -13,7 +13,6 @@
 #include <sstream>
 #include <thread>
 
-#include "clickatron/file_util.h"
 #include "clickatron/record.h"
 #include "sortmerge/external_sort.h"
 #include "testutil/sort_oracle.h"
@@ -23,7 +22,9 @@
 namespace clickatron::rebuild {
 namespace {
 
+using clickatron::testing::ReadAll;
 using clickatron::testing::TempDir;
+using clickatron::testing::WriteAll;
 namespace fs = std::filesystem;
 
 // 1 MiB: chunks of 256 KiB (Add) or 384 KiB (2 producers), and room for
@@ -111,10 +112,6 @@ std::vector<fs::path> Files(const fs::path& dir) {
   std::sort(files.begin(), files.end());
   return files;
 }
-
-std::string ReadAll(const fs::path& path) { return ReadFileToString(path.string()).value(); }
-
-void WriteAll(const fs::path& path, const std::string& bytes) { ASSERT_TRUE(WriteFileAtomically(path.string(), bytes).ok()); }
 
 // Swaps two neighbouring lines of a run (same bytes, so its index still
 // holds): `from_end` false swaps the first two, true the last two. The run
