@@ -27,22 +27,6 @@ bool UsableMemberName(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-// The "message" of an error envelope, or the body's start.
-std::string ErrorText(const std::string& body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object()) {
-    std::string reason = j.value("status_txt", "");
-    std::string message = j.value("message", "");
-    if (!reason.empty() || !message.empty()) return fmt::format("{} {}", reason, message);
-  }
-  return QuoteForMessage(body.substr(0, 300));
-}
-
-std::string HttpFailure(const HttpResponse& r) {
-  if (!r.ok()) return r.transport.ToString();
-  return fmt::format("HTTP {}: {}", r.status_code, ErrorText(r.body));
-}
-
 // GET /late/files of one member: name and bytes of each sealed file.
 Result<std::vector<std::pair<std::string, uint64_t>>> ListMember(BlockingHttpClient& client,
                                                                  const ClusterConfig& cluster,
@@ -53,7 +37,7 @@ Result<std::vector<std::pair<std::string, uint64_t>>> ListMember(BlockingHttpCli
   spec.timeout_ms = timeout_ms;
   HttpResponse r = client.Fetch(member.listen, spec);
   if (!r.ok() || r.status_code != 200) {
-    return Status::Unavailable(fmt::format("GET /late/files: {}", HttpFailure(r)));
+    return Status::Unavailable(fmt::format("GET /late/files: {}", DescribeHttpAnswer(r)));
   }
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j["data"].is_object() || !j["data"]["files"].is_array()) {
@@ -120,7 +104,7 @@ Status FetchOne(BlockingHttpClient& client, const ClusterConfig& cluster, const 
   if (r.status_code != 200) {
     auto body = ReadFileToString(tmp);
     r.body = body.ok() ? body->substr(0, 4096) : "";
-    return fail(Status::Unavailable(fmt::format("GET /late/file {}: {}", name, HttpFailure(r))));
+    return fail(Status::Unavailable(fmt::format("GET /late/file {}: {}", name, DescribeHttpAnswer(r))));
   }
   if (received != bytes) {
     return fail(Status::Unavailable(
@@ -234,7 +218,7 @@ Status MarkLateInputDone(const ClusterConfig& cluster, const std::string& id, in
   HttpResponse r = client.Fetch(member->listen, spec);
   if (!r.ok() || r.status_code != 200) {
     return Status::Unavailable(
-        fmt::format("POST /late/done?name={} on {}: {}", name, member_name, HttpFailure(r)), "LATE_DONE_FAILED");
+        fmt::format("POST /late/done?name={} on {}: {}", name, member_name, DescribeHttpAnswer(r)), "LATE_DONE_FAILED");
   }
   return Status::Ok();
 }
