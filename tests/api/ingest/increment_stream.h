@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -70,7 +71,8 @@ class Stream {
         for (Request& r : requests_[client]) {
           {
             std::unique_lock lock(gate_mutex_);
-            gate_.wait(lock, [&] { return !paused_; });
+            gate_.wait(lock, [&] { return started_ < pause_after_; });
+            ++started_;
           }
           std::string body = fmt::format("ns=t&key={}&ts={}&value={}&sub=c:M\n", r.marker, ts_, r.marker_value);
           for (const auto& [key, value] : r.hot) body += fmt::format("ns=t&key={}&ts={}&value={}&sub=c:H\n", key, ts_, value);
@@ -88,16 +90,16 @@ class Stream {
       });
     }
   }
-  // Pause(): no client starts another request (those in flight go on)
-  // until Resume(), so a test can be sure requests are left for later.
-  void Pause() {
+  // PauseAfter(n): once n requests have started, no client starts another
+  // until Resume(): an exact point in the stream, whatever the clients' speed.
+  void PauseAfter(int n) {
     std::lock_guard lock(gate_mutex_);
-    paused_ = true;
+    pause_after_ = n;
   }
   void Resume() {
     {
       std::lock_guard lock(gate_mutex_);
-      paused_ = false;
+      pause_after_ = std::numeric_limits<int>::max();
     }
     gate_.notify_all();
   }
@@ -122,7 +124,8 @@ class Stream {
   std::atomic<int> done_{0}, acked_{0}, unanswered_{0};
   std::mutex gate_mutex_;
   std::condition_variable gate_;
-  bool paused_ = false;
+  int started_ = 0;                                   // guarded by gate_mutex_
+  int pause_after_ = std::numeric_limits<int>::max();  // guarded by gate_mutex_
 };
 
 // Compares realtime (every shard, memory and store) with the oracle built
