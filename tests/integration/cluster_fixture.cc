@@ -232,6 +232,18 @@ std::map<std::string, int64_t> Oracle::BreakdownUniques(const std::string& sns, 
   return out;
 }
 
+std::string WaitForQueriesToMatch(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
+                                  int64_t reference_ts) {
+  std::string diff;
+  clickatron::testing::WaitFor(
+      [&] {
+        diff = CompareQueries(cluster, oracle, keys, reference_ts);
+        return diff.empty();
+      },
+      std::chrono::seconds(30));
+  return diff;
+}
+
 std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
                            int64_t reference_ts) {
   struct Shape {

@@ -122,6 +122,10 @@ class Oracle {
 // difference described.
 std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
                            int64_t reference_ts);
+// CompareQueries until it answers "" or 30 s have passed (the API may still be
+// catching up after a step); "" or the last difference.
+std::string WaitForQueriesToMatch(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
+                                  int64_t reference_ts);
 
 int64_t UnixOfDate(const std::string& yyyy_mm_dd);
 

@@ -13,7 +13,6 @@ namespace {
 
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
-using clickatron::testing::WaitFor;
 
 const std::string kD0 = "2024-03-08";  // yesterday at the start
 const std::string kD1 = "2024-03-09";
@@ -51,15 +50,10 @@ class DayCycleTest : public ::testing::Test {
 
   // Waits (bounded) until every query equals the oracle.
   void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
-    std::string diff;
-    bool equal = WaitFor(
-        [&] {
-          diff = CompareQueries(cluster_, oracle, kKeys, reference_ts_);
-          return diff.empty();
-        },
-        std::chrono::seconds(30));
-    EXPECT_TRUE(equal) << "after " << step << ": " << diff;
+    const std::string diff = WaitForQueriesToMatch(cluster_, oracle, kKeys, reference_ts_);
+    EXPECT_EQ(diff, "") << "after " << step;
   }
+
 
   void Rotate(const std::string& day) {
     std::string error;

@@ -52,15 +52,10 @@ class ManyHostsTest : public ::testing::Test {
   }
 
   void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
-    std::string diff;
-    const bool equal = WaitFor(
-        [&] {
-          diff = CompareQueries(cluster_, oracle, kKeys, reference_ts_);
-          return diff.empty();
-        },
-        std::chrono::seconds(30));
-    EXPECT_TRUE(equal) << "after " << step << ": " << diff;
+    const std::string diff = WaitForQueriesToMatch(cluster_, oracle, kKeys, reference_ts_);
+    EXPECT_EQ(diff, "") << "after " << step;
   }
+
 
   void Rotate(const std::string& day) {
     std::string error;
