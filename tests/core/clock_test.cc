@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <ctime>
 
 #include "clickatron/ymdh.h"
@@ -14,9 +15,15 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(Clock, SystemClockReadsTheRealTime) {
-  const int64_t before = static_cast<int64_t>(std::time(nullptr));
+  // Bounds from the same clock source: glibc's time() reads the coarse
+  // clock, which can still show the previous second for a few ms after
+  // system_clock has turned it (one CI run saw now = after + 1).
+  const auto unix_now = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  const int64_t before = unix_now();
   const int64_t now = SystemClock::Instance().NowUnixSeconds();
-  const int64_t after = static_cast<int64_t>(std::time(nullptr));
+  const int64_t after = unix_now();
   EXPECT_LE(before, now);
   EXPECT_LE(now, after);
   EXPECT_EQ(SystemClock::Instance().TodayUtc(), FloorDiv(now, kSecondsPerDay));
