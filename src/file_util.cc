@@ -58,21 +58,26 @@ Status RenameDurably(const std::string& from, const std::string& to) {
   return FsyncDir(DirName(to));
 }
 
+Status WriteAllToFd(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return Errno("create", tmp);
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status st = Errno("write", tmp);
-      fd.Reset();
-      ::unlink(tmp.c_str());
-      return st;
-    }
-    done += static_cast<size_t>(n);
+  if (Status written = WriteAllToFd(fd.get(), contents, tmp); !written.ok()) {
+    fd.Reset();
+    ::unlink(tmp.c_str());
+    return written;
   }
   Status st;
   if (::fsync(fd.get()) != 0) st = Errno("fsync", tmp);

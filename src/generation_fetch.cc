@@ -15,19 +15,6 @@
 #include "clickatron/unique_fd.h"
 
 namespace clickatron {
-namespace {
-
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IoError(fmt::format("write {}: {}", path, std::strerror(errno)));
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::optional<Manifest>> FetchShardManifest(BlockingHttpClient& client, const HostPort& source, int shard,
                                                    int timeout_ms) {
@@ -73,7 +60,7 @@ Status FetchShardFile(BlockingHttpClient& client, const HostPort& source, const 
       return Status::Corruption(fmt::format("more than the manifest's {} bytes", expected.bytes));
     }
     crc = Crc32Extend(crc, chunk);
-    return WriteAll(out.get(), chunk, part);
+    return WriteAllToFd(out.get(), chunk, part);
   });
   const auto fail = [&](Status st) {
     ::unlink(part.c_str());

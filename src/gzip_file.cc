@@ -43,20 +43,6 @@ Result<UniqueFd> OpenForReading(const std::string& path) {
   return fd;
 }
 
-// Writes all of `bytes` (short writes continued, EINTR retried).
-Status WriteAll(int fd, const unsigned char* bytes, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, bytes, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Errno("write", path);
-    }
-    bytes += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 bool LooksLikeGzip(std::string_view head) {
@@ -194,7 +180,9 @@ struct GzipWriter::Impl {
   // Writes out the compressed bytes collected so far.
   Status Drain() {
     const size_t have = kWriteBufferBytes - stream.avail_out;
-    if (Status st = WriteAll(fd.get(), output.get(), have, path); !st.ok()) return Fail(st);
+    if (Status st = WriteAllToFd(fd.get(), {reinterpret_cast<const char*>(output.get()), have}, path); !st.ok()) {
+      return Fail(st);
+    }
     stream.next_out = output.get();
     stream.avail_out = static_cast<uInt>(kWriteBufferBytes);
     return Status::Ok();

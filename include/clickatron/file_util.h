@@ -19,6 +19,9 @@ Status FsyncDir(const std::string& dir);
 Status FsyncFile(const std::string& path);
 // Crash-safe replace: readers see the old contents or the new, never a mix.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
+// Writes all of `data` to `fd` (short writes continued, EINTR retried);
+// `path` names the file in the error.
+Status WriteAllToFd(int fd, std::string_view data, const std::string& path);
 Result<std::string> ReadFileToString(const std::string& path);
 Status RenameDurably(const std::string& from, const std::string& to);
 bool FileExists(const std::string& path);

@@ -54,7 +54,6 @@ class DayCycleTest : public ::testing::Test {
     EXPECT_EQ(diff, "") << "after " << step;
   }
 
-
   void Rotate(const std::string& day) {
     std::string error;
     ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;

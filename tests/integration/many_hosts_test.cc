@@ -56,7 +56,6 @@ class ManyHostsTest : public ::testing::Test {
     EXPECT_EQ(diff, "") << "after " << step;
   }
 
-
   void Rotate(const std::string& day) {
     std::string error;
     ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
