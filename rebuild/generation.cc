@@ -4,25 +4,22 @@
 
 #include <chrono>
 #include <filesystem>
-#include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "backup.h"
-#include "clickatron/shard.h"
-#include "day_subtotals.h"
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
-#include "clickatron/parallel_for.h"
 #include "clickatron/ymdh.h"
+#include "engine/engine.h"
 #include "late_inputs.h"
-#include "sortmerge/line_io.h"
-#include "archive_merge.h"
-#include "sortmerge/merge.h"
-#include "sortmerge/progress.h"
+#include "merge_shard_task.h"
 #include "sort_inputs.h"
+#include "sort_shard_task.h"
+#include "sortmerge/progress.h"
 #include "split.h"
 
 namespace clickatron::rebuild {
@@ -38,105 +35,200 @@ std::string NowIso() {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-struct ShardJob {
-  const BuildOptions* options;
-  const GenerationPlan* plan;
-  const std::vector<std::string>* inputs;       // new sorted inputs (every shard's lines)
-  const std::vector<std::string>* late_inputs;  // for the manifests
-  Progress* progress;
+// The fixed input set of a generation being built (gen/G/inputs.json):
+// written before its merge tasks start, so a rerun after a failed task
+// merges the same inputs and runs only the tasks not done.
+struct GenerationInputs {
+  uint64_t previous_generation = 0;
+  std::string day;
+  std::string created;
+  std::vector<std::string> late_files, late_still_sealed, late_inputs, queue_ids;
+  std::vector<std::string> whole_inputs;  // late-sorted + queued loads: every shard's lines
+
+  nlohmann::json ToJson() const {
+    return {{"previous_generation", previous_generation}, {"day", day}, {"created", created},
+            {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"late_inputs", late_inputs},
+            {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs}};
+  }
+  static std::optional<GenerationInputs> Read(const std::string& path) {
+    auto text = ReadFileToString(path);
+    if (!text.ok()) return std::nullopt;
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return std::nullopt;
+    GenerationInputs in;
+    try {
+      in.previous_generation = j.at("previous_generation").get<uint64_t>();
+      in.day = j.at("day").get<std::string>();
+      in.created = j.at("created").get<std::string>();
+      in.late_files = j.at("late_files").get<std::vector<std::string>>();
+      in.late_still_sealed = j.at("late_still_sealed").get<std::vector<std::string>>();
+      in.late_inputs = j.at("late_inputs").get<std::vector<std::string>>();
+      in.queue_ids = j.at("queue_ids").get<std::vector<std::string>>();
+      in.whole_inputs = j.at("whole_inputs").get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception&) {
+      return std::nullopt;
+    }
+    return in;
+  }
 };
 
-// Merges shard `shard` of the previous generation with that shard's part of
-// every new input, then writes its manifest and its backup.
-Status BuildShard(const ShardJob& job, int shard, Manifest* manifest_out) {
-  const ClusterConfig& cluster = *job.options->cluster;
-  const ServingArchive& previous = *job.options->previous;
+// Late data (fetched from every API node) and queued loads: what goes into
+// G besides the day. NOT_FOUND when there is nothing at all to fold.
+Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t generation) {
+  const ClusterConfig& cluster = *options.cluster;
+  const ServingArchive& previous = *options.previous;
   const WorkDir work(cluster.rebuild.work_dir);
-  const uint64_t generation = job.plan->generation;
-  const std::string out_path = work.GenShard(generation, shard);
-
-  // The previous generation's shard file, mapped (empty for the first generation).
-  std::unique_ptr<MappedFile> previous_file;
-  std::string_view previous_data;
-  if (previous.generation > 0) {
-    auto mapped = MappedFile::Open(previous.files[static_cast<size_t>(shard)]);
-    if (!mapped.ok()) return mapped.status();
-    previous_file = std::move(mapped).value();
-    (void)previous_file->Advise("sequential");  // a hint only
-    previous_data = previous_file->data();
-  }
-  // This shard's part of every new input, merged into one sorted stream.
-  std::vector<std::unique_ptr<LineReader>> readers;
-  std::vector<std::unique_ptr<ShardFilter>> filters;
-  std::vector<LineSource*> sources;
-  for (const std::string& input : *job.inputs) {
-    auto reader = LineReader::Open(input, {.buffer_bytes = 1u << 20});
-    if (!reader.ok()) return reader.status();
-    filters.push_back(std::make_unique<ShardFilter>(reader->get(), static_cast<uint32_t>(shard),
-                                                    static_cast<uint32_t>(cluster.archive_shards)));
-    sources.push_back(filters.back().get());
-    readers.push_back(std::move(reader).value());
-  }
-  // A previous file without a day record for every day with subtotal hours
-  // (built before day records or under the older two-hour rule, or brought in
-  // by hand) is read in full, as one more input, once: its day records are
-  // made from its hours instead of being added to.
-  std::unique_ptr<TextLineSource> previous_lines;
-  std::string_view merge_base = previous_data;
-  if (previous_file && !previous.manifests[static_cast<size_t>(shard)].day_subtotals_every_day) {
-    previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
-    sources.push_back(previous_lines.get());
-    merge_base = {};
-    spdlog::info("generation {} shard {}: {} lacks day subtotals of one-hour days; adding them to every day it holds",
-                 generation, shard, previous_file->path());
-  }
-  MergingSource merged(std::move(sources), "new inputs");
-  // Each day's record of the new hours; the merge adds it to the previous
-  // generation's record of that day, if it has one.
-  DaySubtotalSource additions(&merged);
-  auto writer = ShardFileWriter::Create(out_path + ".tmp");
-  if (!writer.ok()) return writer.status();
-  ArchiveMergeStats stats;
-  CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(merge_base, &additions, writer->get(),
-                                              {.progress = job.progress, .previous_is_file_mapping = true}, &stats));
-  if (previous_file) {
-    const Manifest& m = previous.manifests[static_cast<size_t>(shard)];
-    // The merge checksums its base as it copies it; a file read as an input
-    // is checksummed here.
-    const uint32_t previous_crc = previous_lines ? Crc32(previous_data) : stats.previous_crc32;
-    if (previous_crc != m.crc32 || previous_data.size() != m.bytes) {
-      return Status::Corruption(fmt::format(
-          "{} does not match its manifest (crc32 {} vs {}, {} vs {} bytes); not building on it",
-          previous_file->path(), previous_crc, m.crc32, previous_data.size(), m.bytes));
+  GenerationInputs in;
+  in.previous_generation = previous.generation;
+  in.day = options.day;
+  in.created = NowIso();
+  // What the next manifests' late_inputs keep of the previous ones (below).
+  std::set<std::string> previous_late;
+  for (const std::string& entry : previous.late_inputs) previous_late.insert(NormalizeLateInputId(cluster, entry));
+  std::vector<std::string> kept_late(previous_late.begin(), previous_late.end());
+  if (options.include_late) {
+    FetchLateOptions fetch;
+    fetch.cluster = &cluster;
+    fetch.already_folded = previous_late;
+    fetch.dest_dir = work.GenLateDir(generation);
+    fetch.http_timeout_ms = options.http_timeout_ms;
+    fetch.transfer_timeout_ms = options.late_transfer_timeout_ms;
+    auto late = FetchLateInputs(fetch);
+    if (!late.ok()) return late.status();
+    if (!late->ids.empty()) {
+      SortInputsOptions sort;
+      sort.inputs = late->paths;
+      sort.format = InputFormat::kLateData;
+      sort.output = work.GenLateSorted(generation);
+      sort.rejects_path = work.GenLateRejects(generation);
+      sort.temp_dir = work.TempDir(fmt::format("late-{}", generation));
+      sort.memory_bytes = cluster.rebuild.memory_mb << 20;
+      sort.threads = cluster.rebuild.threads;
+      sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
+      sort.label = "late data";
+      auto sorted = SortInputs(sort);
+      if (!sorted.ok()) return sorted.status().WithContext("late data");
+      spdlog::info("late data: {} files, {} lines -> {} records", late->ids.size(), sorted->lines, sorted->records);
+      in.whole_inputs.push_back(sort.output);
+      in.late_files = late->ids;
+    }
+    // Files folded earlier stay listed while their API node still has them
+    // sealed (its /late/done has not happened), or while it did not answer,
+    // so they are still skipped; the ones marked done drop off and the list
+    // stays short.
+    std::set<std::string> unknown_members;
+    for (const auto& [member, why] : late->skipped_members) unknown_members.insert(member);
+    const std::set<std::string> still_sealed(late->still_sealed.begin(), late->still_sealed.end());
+    in.late_still_sealed = late->still_sealed;
+    kept_late.clear();
+    for (const std::string& id : previous_late) {
+      std::string member, name;
+      const bool is_id = SplitLateInputId(id, &member, &name);
+      const MemberConfig* m = is_id ? cluster.FindMember(member) : nullptr;
+      const bool answered = m != nullptr && m->role == MemberRole::kApi && unknown_members.count(member) == 0;
+      if (!answered || still_sealed.count(id) > 0) kept_late.push_back(id);
     }
   }
-  CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
-  CLICKATRON_RETURN_IF_ERROR(RenameDurably(out_path + ".tmp", out_path));
+  if (options.include_queue) {
+    auto ids = PendingLoads(work);
+    if (!ids.ok()) return ids.status();
+    for (const std::string& id : *ids) in.whole_inputs.push_back(work.QueueSorted(id));
+    in.queue_ids = *ids;
+  }
+  if (options.day.empty() && in.whole_inputs.empty()) {
+    return Status::NotFound("nothing to fold into a new generation (no day, no late data, no queued load)");
+  }
+  in.late_inputs = in.late_files;
+  in.late_inputs.insert(in.late_inputs.end(), kept_late.begin(), kept_late.end());
+  return in;
+}
 
-  Manifest manifest;
-  manifest.generation = generation;
-  manifest.shard = shard;
-  manifest.shard_count = cluster.archive_shards;
-  (*writer)->Describe(&manifest);
-  manifest.last_day = job.plan->last_day;
-  manifest.created = job.plan->created;
-  manifest.late_inputs = *job.late_inputs;
-  manifest.day_subtotals = true;  // implied by the next, kept for older readers of the manifest
-  manifest.day_subtotals_every_day = true;
-  CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(ManifestPathFor(out_path), manifest));
+std::string MergeTaskDir(const WorkDir& work, uint64_t generation, int shard) {
+  return fmt::format("{}/tasks/merge-{}", work.GenDir(generation), shard);
+}
 
-  BackupOptions backup;
-  backup.source = out_path;
-  backup.dest_gz = fmt::format("{}/shard-{}.csv.gz", BackupDir(cluster.rebuild.backup_dir, generation), shard);
-  backup.manifest = manifest;
-  if (job.options->backup) CLICKATRON_RETURN_IF_ERROR(BackupShardFile(backup));
-  spdlog::info(
-      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals) -> {} records ({} bytes), "
-      "backup {}",
-      generation, shard, stats.previous_lines, merged.lines_out(), stats.combined, additions.days_written(),
-      manifest.records, manifest.bytes,
-               job.options->backup ? backup.dest_gz : std::string("skipped"));
-  *manifest_out = manifest;
+// A whole input cut by archive shard (for an engine that ships each task
+// only its own part): gen/G/parts/input-K/archive-A.csv, made once.
+Result<std::vector<std::string>> SplitWholeInput(const WorkDir& work, uint64_t generation, size_t k,
+                                                 const std::string& input, int shards) {
+  const std::string dir = fmt::format("{}/parts/input-{}", work.GenDir(generation), k);
+  std::vector<std::string> parts;
+  for (int a = 0; a < shards; ++a) parts.push_back(fmt::format("{}/archive-{}.csv", dir, a));
+  if (FileExists(dir + "/split.done")) return parts;
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+  CLICKATRON_RETURN_IF_ERROR(SplitSortedFile(input, static_cast<uint32_t>(shards), parts));
+  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(dir + "/split.done", input + "\n"));
+  return parts;
+}
+
+// The merge-shard task of shard `shard`: its spec, and with a shipping
+// engine its inputs linked into its in/.
+Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan, const GenerationInputs& in,
+                        const std::vector<std::vector<std::string>>& whole_parts, int shard, const TaskPaths& task) {
+  const ClusterConfig& cluster = *options.cluster;
+  const ServingArchive& previous = *options.previous;
+  const bool ship = options.engine->ships_inputs();
+  MergeShardSpec spec;
+  spec.shard = shard;
+  spec.shard_count = cluster.archive_shards;
+  spec.generation = plan.generation;
+  spec.last_day = plan.last_day;
+  spec.created = in.created;
+  spec.late_inputs = in.late_inputs;
+  std::vector<std::string> inputs;  // local paths, this shard's lines among them
+  for (const TaskPaths& sort : options.sort_tasks) inputs.push_back(SortShardPart(sort, shard));
+  for (size_t k = 0; k < in.whole_inputs.size(); ++k) {
+    inputs.push_back(ship ? whole_parts[k][static_cast<size_t>(shard)] : in.whole_inputs[k]);
+  }
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(task.In()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!ship) {
+      spec.inputs.push_back(inputs[i]);
+      continue;
+    }
+    spec.inputs.push_back(fmt::format("in/input-{}.csv", i));
+    CLICKATRON_RETURN_IF_ERROR(LinkOrCopyFile(inputs[i], task.Resolve(spec.inputs.back())));
+  }
+  if (previous.generation > 0) {
+    spec.previous_manifest = previous.manifests[static_cast<size_t>(shard)];
+    spec.previous_file = previous.files[static_cast<size_t>(shard)];
+    if (ship) {
+      CLICKATRON_RETURN_IF_ERROR(LinkOrCopyFile(spec.previous_file, task.dir + "/in/previous.csv"));
+      spec.previous_file = "in/previous.csv";
+    }
+  }
+  if (options.backup) {
+    spec.backup = ship ? fmt::format("out/backup/shard-{}.csv.gz", shard)
+                       : fmt::format("{}/shard-{}.csv.gz", BackupDir(cluster.rebuild.backup_dir, plan.generation), shard);
+  }
+  return WriteTaskSpec(task, spec.ToJson());
+}
+
+// A finished merge task's file (and backup) moved to where the generation
+// keeps them; done again harmlessly after a crash half-way.
+Status CollectMergeTask(const BuildOptions& options, const GenerationPlan& plan, int shard, const TaskPaths& task,
+                        Manifest* manifest) {
+  const ClusterConfig& cluster = *options.cluster;
+  const WorkDir work(cluster.rebuild.work_dir);
+  auto done = ReadTaskDone(task);
+  if (!done.ok()) return done.status();
+  auto parsed = Manifest::FromJson(done->at("manifest"));
+  if (!parsed.ok()) return parsed.status().WithContext(task.Done());
+  *manifest = *parsed;
+  const std::string built = MergeShardOutput(task, shard);
+  const std::string kept = work.GenShard(plan.generation, shard);
+  for (const auto& [from, to] : {std::pair{ManifestPathFor(built), ManifestPathFor(kept)}, std::pair{built, kept}}) {
+    if (FileExists(from)) CLICKATRON_RETURN_IF_ERROR(RenameDurably(from, to));
+  }
+  if (!FileExists(kept)) return Status::Corruption(fmt::format("{} is done but {} is missing", task.dir, kept));
+  const std::string backup = fmt::format("{}/out/backup/shard-{}.csv.gz", task.dir, shard);
+  if (FileExists(backup)) {  // shipped back by the engine
+    const std::string dest = BackupDir(cluster.rebuild.backup_dir, plan.generation);
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(dest));
+    const std::string backup_manifest = fmt::format("{}/out/backup/shard-{}.csv.manifest", task.dir, shard);
+    CLICKATRON_RETURN_IF_ERROR(MoveFileDurably(backup_manifest, fmt::format("{}/shard-{}.csv.manifest", dest, shard)));
+    CLICKATRON_RETURN_IF_ERROR(MoveFileDurably(backup, fmt::format("{}/shard-{}.csv.gz", dest, shard)));
+  }
   return Status::Ok();
 }
 
@@ -187,91 +279,64 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   plan.previous_generation = previous.generation;
   plan.day = options.day;
   plan.last_day = std::max(previous.last_day, options.day);
-  plan.created = NowIso();
   const std::string dir = work.GenDir(plan.generation);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);  // a build that stopped half-way: its plan was never written
-  CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+  const std::string inputs_path = dir + "/inputs.json";
 
-  std::vector<std::string> inputs;
-  if (!options.day.empty()) inputs.push_back(options.day_sorted);
-  // What the next manifests' late_inputs keep of the previous ones (below).
-  std::set<std::string> previous_late;
-  for (const std::string& entry : previous.late_inputs) previous_late.insert(NormalizeLateInputId(cluster, entry));
-  std::vector<std::string> kept_late(previous_late.begin(), previous_late.end());
-  if (options.include_late) {
-    FetchLateOptions fetch;
-    fetch.cluster = &cluster;
-    fetch.already_folded = previous_late;
-    fetch.dest_dir = work.GenLateDir(plan.generation);
-    fetch.http_timeout_ms = options.http_timeout_ms;
-    fetch.transfer_timeout_ms = options.late_transfer_timeout_ms;
-    auto late = FetchLateInputs(fetch);
-    if (!late.ok()) return late.status();
-    if (!late->ids.empty()) {
-      SortInputsOptions sort;
-      sort.inputs = late->paths;
-      sort.format = InputFormat::kLateData;
-      sort.output = work.GenLateSorted(plan.generation);
-      sort.rejects_path = work.GenLateRejects(plan.generation);
-      sort.temp_dir = work.TempDir(fmt::format("late-{}", plan.generation));
-      sort.memory_bytes = cluster.rebuild.memory_mb << 20;
-      sort.threads = cluster.rebuild.threads;
-      sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
-      sort.label = "late data";
-      auto sorted = SortInputs(sort);
-      if (!sorted.ok()) return sorted.status().WithContext("late data");
-      spdlog::info("late data: {} files, {} lines -> {} records", late->ids.size(), sorted->lines, sorted->records);
-      inputs.push_back(sort.output);
-      plan.late_files = late->ids;
-    }
-    // Files folded earlier stay listed while their API node still has them
-    // sealed (its /late/done has not happened), or while it did not answer,
-    // so they are still skipped; the ones marked done drop off and the list
-    // stays short.
-    std::set<std::string> unknown_members;
-    for (const auto& [member, why] : late->skipped_members) unknown_members.insert(member);
-    const std::set<std::string> still_sealed(late->still_sealed.begin(), late->still_sealed.end());
-    plan.late_still_sealed = late->still_sealed;
-    kept_late.clear();
-    for (const std::string& id : previous_late) {
-      std::string member, name;
-      const bool is_id = SplitLateInputId(id, &member, &name);
-      const MemberConfig* m = is_id ? cluster.FindMember(member) : nullptr;
-      const bool answered = m != nullptr && m->role == MemberRole::kApi && unknown_members.count(member) == 0;
-      if (!answered || still_sealed.count(id) > 0) kept_late.push_back(id);
-    }
-  }
-  if (options.include_queue) {
-    auto ids = PendingLoads(work);
-    if (!ids.ok()) return ids.status();
-    for (const std::string& id : *ids) inputs.push_back(work.QueueSorted(id));
-    plan.queue_ids = *ids;
-  }
-  if (options.day.empty() && inputs.empty()) {
+  // A build an earlier run started on the same previous generation and day
+  // goes on with the same inputs and keeps its finished tasks; anything else
+  // there is stale.
+  std::optional<GenerationInputs> in = GenerationInputs::Read(inputs_path);
+  if (in && in->previous_generation == previous.generation && in->day == options.day) {
+    spdlog::info("generation {}: continuing the build an earlier run started ({} late files, {} loads)",
+                 plan.generation, in->late_files.size(), in->queue_ids.size());
+  } else {
+    std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    return Status::NotFound("nothing to fold into a new generation (no day, no late data, no queued load)");
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+    auto gathered = GatherInputs(options, plan.generation);
+    if (!gathered.ok()) {
+      std::filesystem::remove_all(dir, ec);
+      return gathered.status();
+    }
+    in = std::move(gathered).value();
+    CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(inputs_path, in->ToJson().dump(2) + "\n"));
   }
-  std::vector<std::string> late_inputs = plan.late_files;
-  late_inputs.insert(late_inputs.end(), kept_late.begin(), kept_late.end());
+  plan.created = in->created;
+  plan.late_files = in->late_files;
+  plan.late_still_sealed = in->late_still_sealed;
+  plan.queue_ids = in->queue_ids;
 
+  const int shards = cluster.archive_shards;
+  std::vector<std::vector<std::string>> whole_parts;
+  if (options.engine->ships_inputs()) {
+    for (size_t k = 0; k < in->whole_inputs.size(); ++k) {
+      auto parts = SplitWholeInput(work, plan.generation, k, in->whole_inputs[k], shards);
+      if (!parts.ok()) return parts.status();
+      whole_parts.push_back(std::move(parts).value());
+    }
+  }
+  std::vector<TaskPaths> tasks;
   uint64_t total_bytes = 0;
   for (const std::string& f : previous.files) total_bytes += SizeOf(f);
-  for (const std::string& f : inputs) total_bytes += SizeOf(f);
+  for (const TaskPaths& sort : options.sort_tasks) {
+    for (int s = 0; s < shards; ++s) total_bytes += SizeOf(SortShardPart(sort, s));
+  }
+  for (const std::string& f : in->whole_inputs) total_bytes += SizeOf(f);
+  for (int s = 0; s < shards; ++s) {
+    tasks.push_back(TaskPaths{MergeTaskDir(work, plan.generation, s)});
+    if (TaskDone(tasks.back())) continue;
+    CLICKATRON_RETURN_IF_ERROR(PrepareMergeTask(options, plan, *in, whole_parts, s, tasks.back()));
+  }
   Progress progress(fmt::format("merge into generation {}", plan.generation), total_bytes);
-  const int shards = cluster.archive_shards;
-  plan.manifests.resize(static_cast<size_t>(shards));
-  for (int s = 0; s < shards; ++s) plan.shard_files.push_back(work.GenShard(plan.generation, s));
-  ShardJob job{&options, &plan, &inputs, &late_inputs, &progress};
-  // A failed shard stops the others from starting: the whole generation is
-  // built again by the next run anyway.
-  const auto threads = static_cast<size_t>(std::max(1, cluster.rebuild.threads));
-  const Status built = ParallelFor(static_cast<size_t>(shards), threads, [&](size_t s) {
-    return BuildShard(job, static_cast<int>(s), &plan.manifests[s])
-        .WithContext(fmt::format("building generation {} shard {}", plan.generation, s));
-  });
+  const Status merged = options.engine->Run("merge", tasks, &progress);
   progress.Finish();
-  CLICKATRON_RETURN_IF_ERROR(built);
+  CLICKATRON_RETURN_IF_ERROR(merged.WithContext(fmt::format("building generation {}", plan.generation)));
+  plan.manifests.resize(static_cast<size_t>(shards));
+  for (int s = 0; s < shards; ++s) {
+    CLICKATRON_RETURN_IF_ERROR(CollectMergeTask(options, plan, s, tasks[static_cast<size_t>(s)],
+                                                &plan.manifests[static_cast<size_t>(s)]));
+    plan.shard_files.push_back(work.GenShard(plan.generation, s));
+  }
   // The plan is the marker: written last, G is built.
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenPlan(plan.generation), plan.ToJson().dump(2) + "\n"));
   return plan;

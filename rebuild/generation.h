@@ -18,9 +18,12 @@
 #include "clickatron/config.h"
 #include "clickatron/manifest.h"
 #include "clickatron/status.h"
+#include "task_dir.h"
 #include "work_dir.h"
 
 namespace clickatron::rebuild {
+
+class Engine;
 
 struct GenerationPlan {
   uint64_t generation = 0;
@@ -44,8 +47,10 @@ struct GenerationPlan {
 struct BuildOptions {
   const ClusterConfig* cluster = nullptr;
   const ServingArchive* previous = nullptr;
+  Engine* engine = nullptr;              // where the merge-shard tasks run
   std::string day;                       // "" for none
-  std::string day_sorted;                // the day's sorted.csv
+  // The day's finished sort-shard tasks: merge task A reads part A of each.
+  std::vector<TaskPaths> sort_tasks;
   bool include_late = true;
   int http_timeout_ms = 10000;               // GET /late/files of each API member
   int late_transfer_timeout_ms = 3600 * 1000;  // one GET /late/file, whole

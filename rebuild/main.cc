@@ -3,6 +3,7 @@
 //   clickatron-rebuild run    --config FILE --date YYYY-MM-DD [--force]
 //   clickatron-rebuild load   --config FILE [--format realtime|archive] [--now] DATAFILE…
 //   clickatron-rebuild status --config FILE
+//   clickatron-rebuild task   --config FILE --dir TASK_DIR   (what an engine runs on a host)
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "clickatron/logging.h"
 #include "pipeline.h"
 #include "status_report.h"
+#include "task_dir.h"
 
 namespace {
 
@@ -71,6 +73,12 @@ int main(int argc, char** argv) {
   CLI::App* status = app.add_subcommand("status", "which steps are done per day; the serving generation");
   status->add_option("--config", config_path, "cluster file")->required();
 
+  std::string task_dir;
+  CLI::App* task = app.add_subcommand(
+      "task", "run one rebuild task from its directory (TASK/in/task.json); engines run this on their hosts");
+  task->add_option("--config", config_path, "cluster file")->required();
+  task->add_option("--dir", task_dir, "the task's directory")->required();
+
   CLI11_PARSE(app, argc, argv);
 
   auto cluster = clickatron::ClusterConfig::Load(config_path);
@@ -83,6 +91,12 @@ int main(int argc, char** argv) {
   timeouts.transfer_ms = transfer_timeout_s * 1000;
   if (run->parsed()) {
     return Report(clickatron::rebuild::RunDay(*cluster, {date, force, timeouts}));
+  }
+  if (task->parsed()) {
+    clickatron::rebuild::TaskResources resources;
+    resources.threads = cluster->rebuild.threads;
+    resources.memory_bytes = cluster->rebuild.memory_mb << 20;
+    return Report(clickatron::rebuild::RunTaskDir({task_dir}, *cluster, resources));
   }
   if (load->parsed()) {
     clickatron::rebuild::LoadOptions options;

@@ -22,9 +22,11 @@
 #include "clickatron/unique_fd.h"
 #include "clickatron/ymdh.h"
 #include "deploy.h"
+#include "engine/engine.h"
 #include "export.h"
 #include "generation.h"
 #include "late_inputs.h"
+#include "sort_shard_task.h"
 #include "sortmerge/progress.h"
 #include "work_dir.h"
 
@@ -109,6 +111,7 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
   }
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenFinished(g), NowIso() + "\n"));
   if (!plan.day.empty()) {
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(plan.day)));
     CLICKATRON_RETURN_IF_ERROR(
         WriteFileAtomically(work.DayComplete(plan.day), fmt::format("{{\"generation\": {}}}\n", g)));
   }
@@ -137,150 +140,116 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
   return FinishGeneration(cluster, plan, timeouts);
 }
 
-// Step 1: every realtime shard's export of `date`, in parallel.
-Status ExportAll(const ClusterConfig& cluster, const std::string& date, const Timeouts& timeouts) {
-  const WorkDir work(cluster.rebuild.work_dir);
-  CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(date)));
-  std::vector<int> todo;
-  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
-    if (cluster.RealtimeMember(shard) == nullptr) {
-      return Status::InvalidArgument(fmt::format("realtime shard {} has no member in {}", shard, cluster.path));
-    }
-    if (FileExists(work.ExportPath(date, shard))) {
-      spdlog::info("export of {} from realtime shard {}: done by an earlier run", date, shard);
-    } else {
-      todo.push_back(shard);
-    }
-  }
-  if (todo.empty()) return Status::Ok();
-  Progress progress(fmt::format("export {}", date), 0);
-  std::mutex mutex;
-  std::vector<std::string> failures;  // guarded by mutex
-  // Every shard is tried, whatever the others do: the error names all that failed.
-  const auto threads = static_cast<size_t>(std::max(1, cluster.rebuild.threads));
-  const Status exported = ParallelFor(todo.size(), threads, [&](size_t i) {
-    const int shard = todo[i];
-    const MemberConfig& member = *cluster.RealtimeMember(shard);
-    ExportOptions options;
-    options.peer = member.listen;
-    options.member_name = member.name;
-    options.date = date;
-    options.admin_token = cluster.admin_token;
-    options.cluster_secret = cluster.cluster_secret;
-    options.tls = cluster.client_tls;
-    options.path = work.ExportPath(date, shard);
-    options.timeout_ms = timeouts.export_ms;
-    options.progress = &progress;
-    auto result = ExportDay(options);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!result.ok()) {
-      failures.push_back(fmt::format("realtime shard {}: {}", shard, result.status().message()));
-    } else {
-      spdlog::info("exported {} from realtime shard {} ({}): {} records, {} bytes", date, shard, member.name,
-                   result->lines, result->bytes);
-    }
-    return Status::Ok();
-  });
-  progress.Finish();
-  CLICKATRON_RETURN_IF_ERROR(exported);
-  if (!failures.empty()) {
-    std::string list;
-    for (const std::string& f : failures) list += (list.empty() ? "" : "; ") + f;
-    return Status::Unavailable(
-        fmt::format("could not export {}; nothing was deployed and the day stays in realtime: {}", date, list),
-        "EXPORT_FAILED");
-  }
-  return Status::Ok();
+std::string SortTaskDir(const WorkDir& work, const std::string& date, int shard) {
+  return fmt::format("{}/tasks/sort-{}", work.DayDir(date), shard);
 }
 
-// Step 2: the day's exports converted, sorted and combined.
-Status SortDay(const ClusterConfig& cluster, const std::string& date, const std::vector<std::string>& older_days) {
+// Days before `date` that realtime shard `shard` still holds and has not
+// been told are exported (GET /ring), and that no generation folded: a day
+// that left the ring unexported (a missed night, or the first Yesterday of a
+// new cluster). They must be folded with `date`, because readers ignore
+// realtime days the archive already reaches.
+Result<std::vector<std::string>> UnexportedDaysBefore(const ClusterConfig& cluster, int shard,
+                                                      const std::string& date, int timeout_ms) {
   const WorkDir work(cluster.rebuild.work_dir);
-  if (FileExists(work.DaySortedDone(date)) && FileExists(work.DaySorted(date))) {
-    spdlog::info("sort of {}: done by an earlier run", date);
-    return Status::Ok();
-  }
-  SortInputsOptions sort;
-  for (const std::string& day : older_days) {
-    for (int shard = 0; shard < cluster.realtime_shards; ++shard) sort.inputs.push_back(work.ExportPath(day, shard));
-  }
-  for (int shard = 0; shard < cluster.realtime_shards; ++shard) sort.inputs.push_back(work.ExportPath(date, shard));
-  sort.format = InputFormat::kRealtime;
-  sort.output = work.DaySorted(date);
-  sort.rejects_path = work.DayRejects(date);
-  sort.temp_dir = work.TempDir("day-" + date);
-  sort.memory_bytes = cluster.rebuild.memory_mb << 20;
-  sort.threads = cluster.rebuild.threads;
-  sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
-  sort.label = "sort " + date;
-  auto sorted = SortInputs(sort);
-  if (!sorted.ok()) return sorted.status().WithContext(fmt::format("sorting {}", date));
-  const nlohmann::json marker = {{"lines", sorted->lines},     {"bad_lines", sorted->bad_lines},
-                                 {"records", sorted->records}, {"runs", sorted->runs},
-                                 {"seconds", sorted->seconds}, {"finished", NowIso()}};
-  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.DaySortedDone(date), marker.dump(2) + "\n"));
-  spdlog::info("sorted {}: {} lines ({} bad) -> {} records, {} runs, {:.1f}s", date, sorted->lines,
-               sorted->bad_lines, sorted->records, sorted->runs, sorted->seconds);
-  return Status::Ok();
-}
-
-}  // namespace
-
-namespace {
-
-// Days before `date` that some realtime shard still holds and has not been
-// told are exported: a day that left the ring unexported (a missed night, or
-// the first Yesterday of a new cluster). They must be folded before `date`,
-// because readers ignore realtime days the archive already reaches.
-Result<std::vector<std::string>> UnexportedDaysBefore(const ClusterConfig& cluster, const std::string& date,
-                                                      int timeout_ms) {
-  std::set<std::string> days;
+  const MemberConfig* member = cluster.RealtimeMember(shard);
   BlockingHttpClient client(cluster);
-  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
-    const MemberConfig* member = cluster.RealtimeMember(shard);
-    HttpRequestSpec spec;
-    spec.target = "/ring";
-    spec.timeout_ms = timeout_ms;
-    HttpResponse r = client.Fetch(member->listen, spec);
-    if (!r.ok() || r.status_code != 200) {
-      return Status::Unavailable(fmt::format("realtime shard {} ({}) did not answer /ring: {}", shard, member->name,
-                                             r.ok() ? std::to_string(r.status_code) : r.transport.message()),
-                                 "EXPORT_FAILED");
-    }
-    auto j = nlohmann::json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || !j["data"]["stores"].is_array()) {
-      return Status::Corruption(fmt::format("realtime shard {}: /ring is not the expected JSON", shard));
-    }
-    for (const auto& store : j["data"]["stores"]) {
-      std::string day = store.value("date", "");
-      if (!day.empty() && day < date && store.value("state", "") != "exported") days.insert(day);
+  HttpRequestSpec spec;
+  spec.target = "/ring";
+  spec.timeout_ms = timeout_ms;
+  HttpResponse r = client.Fetch(member->listen, spec);
+  if (!r.ok() || r.status_code != 200) {
+    return Status::Unavailable(fmt::format("realtime shard {} ({}) did not answer /ring: {}", shard, member->name,
+                                           r.ok() ? std::to_string(r.status_code) : r.transport.message()),
+                               "EXPORT_FAILED");
+  }
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || !j["data"]["stores"].is_array()) {
+    return Status::Corruption(fmt::format("realtime shard {}: /ring is not the expected JSON", shard));
+  }
+  std::set<std::string> days;
+  for (const auto& store : j["data"]["stores"]) {
+    std::string day = store.value("date", "");
+    if (!day.empty() && day < date && store.value("state", "") != "exported" && !FileExists(work.DayComplete(day))) {
+      days.insert(day);
     }
   }
   return std::vector<std::string>(days.begin(), days.end());
 }
 
-// A shard that never had `day` (it was added later, or cleared it) has an
-// empty export: write it so the export step does not ask for it.
-Status WriteEmptyExportsWhereAbsent(const ClusterConfig& cluster, const std::string& day, int timeout_ms) {
+// Steps 1-2: one sort-shard task per realtime shard (sort_shard_task.h):
+// export `date` and the older unexported days the shard holds, convert,
+// sort, cut by archive shard. Every shard is tried whatever the others do, so
+// a rerun after one failed does only that one.
+Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& engine, const std::string& date,
+                                          const Timeouts& timeouts) {
   const WorkDir work(cluster.rebuild.work_dir);
-  CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(day)));
-  BlockingHttpClient client(cluster);
+  std::vector<TaskPaths> tasks, runnable;
+  std::vector<std::string> unreachable;
   for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
-    if (FileExists(work.ExportPath(day, shard))) continue;
-    HttpRequestSpec spec;
-    spec.target = "/ring";
-    spec.timeout_ms = timeout_ms;
-    HttpResponse r = client.Fetch(cluster.RealtimeMember(shard)->listen, spec);
-    if (!r.ok() || r.status_code != 200) continue;  // the export step reports the shard
-    auto j = nlohmann::json::parse(r.body, nullptr, false);
-    bool has_day = false;
-    if (!j.is_discarded() && j["data"]["stores"].is_array()) {
-      for (const auto& store : j["data"]["stores"]) has_day |= store.value("date", "") == day;
+    if (cluster.RealtimeMember(shard) == nullptr) {
+      return Status::InvalidArgument(fmt::format("realtime shard {} has no member in {}", shard, cluster.path));
     }
-    if (!has_day) CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.ExportPath(day, shard), ""));
+    tasks.push_back(TaskPaths{SortTaskDir(work, date, shard)});
+    if (TaskDone(tasks.back())) {
+      spdlog::info("export and sort of {} on realtime shard {}: done by an earlier run", date, shard);
+      continue;
+    }
+    auto older = UnexportedDaysBefore(cluster, shard, date, timeouts.http_ms);
+    if (!older.ok()) {
+      unreachable.push_back(older.status().message());
+      continue;
+    }
+    SortShardSpec spec;
+    spec.realtime_shard = shard;
+    spec.archive_shards = cluster.archive_shards;
+    spec.export_timeout_ms = timeouts.export_ms;
+    spec.days = *older;
+    for (const std::string& day : spec.days) {
+      spdlog::warn("{} is still in realtime shard {}'s ring and was never exported: folding it with {}", day, shard,
+                   date);
+    }
+    spec.days.push_back(date);
+    CLICKATRON_RETURN_IF_ERROR(WriteTaskSpec(tasks.back(), spec.ToJson()));
+    runnable.push_back(tasks.back());
   }
-  return Status::Ok();
+  Progress progress(fmt::format("export and sort {}", date), 0);
+  Status sorted = engine.Run("sort", runnable, &progress);
+  progress.Finish();
+  if (sorted.ok() && !unreachable.empty()) {
+    std::string list;
+    for (const std::string& u : unreachable) list += (list.empty() ? "" : "; ") + u;
+    sorted = Status::Unavailable(list, "EXPORT_FAILED");
+  }
+  if (!sorted.ok()) {
+    return sorted.WithContext(fmt::format("could not export and sort {}; nothing was deployed and the day stays in "
+                                          "realtime",
+                                          date));
+  }
+  return tasks;
 }
+
+// The older days the sort tasks folded with `date` (every day in their specs
+// but `date`).
+Result<std::vector<std::string>> OlderDaysOf(const std::vector<TaskPaths>& tasks, const std::string& date) {
+  std::set<std::string> days;
+  for (const TaskPaths& task : tasks) {
+    auto text = ReadFileToString(task.Spec());
+    if (!text.ok()) return text.status();
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded()) return Status::Corruption(task.Spec() + ": not JSON");
+    auto spec = SortShardSpec::FromJson(j);
+    if (!spec.ok()) return spec.status().WithContext(task.Spec());
+    for (const std::string& day : spec->days) {
+      if (day != date) days.insert(day);
+    }
+  }
+  return std::vector<std::string>(days.begin(), days.end());
+}
+
+}  // namespace
+
+namespace {
 
 // Older days folded into `date`'s generation are recorded beside it, so a
 // rerun after a crash tells realtime about them too (and never folds them
@@ -296,6 +265,7 @@ Status TellOlderDaysExported(const ClusterConfig& cluster, const std::string& da
   for (const auto& d : days) {
     const std::string day = d.get<std::string>();
     CLICKATRON_RETURN_IF_ERROR(TellRealtimeExported(cluster, day, timeouts.http_ms));
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(day)));  // folded with `date`: it has no tasks of its own
     CLICKATRON_RETURN_IF_ERROR(
         WriteFileAtomically(work.DayComplete(day), fmt::format("{{\"folded_with\": \"{}\"}}\n", date)));
   }
@@ -328,36 +298,24 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
                     previous->generation, previous->last_day, options.date, options.date),
         "ALREADY_ARCHIVED");
   }
-  CLICKATRON_RETURN_IF_ERROR(ExportAll(cluster, options.date, options.timeouts));
   // Days before this one that the ring still holds unexported (a missed
-  // night, the first Yesterday of a new cluster) go into the same generation:
-  // readers ignore realtime days the archive reaches, so they cannot wait.
-  // The list is fixed by the first run that sorts this day.
-  std::vector<std::string> older;
-  if (auto saved = ReadFileToString(OlderDaysPath(work, options.date)); saved.ok()) {
-    auto j = nlohmann::json::parse(*saved, nullptr, false);
-    if (!j.is_discarded() && j.is_array()) older = j.get<std::vector<std::string>>();
-  } else {
-    auto found = UnexportedDaysBefore(cluster, options.date, options.timeouts.http_ms);
-    if (!found.ok()) return found.status();
-    for (const std::string& day : *found) {
-      if (!FileExists(work.DayComplete(day))) older.push_back(day);
-    }
-    CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(options.date)));
-    CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(OlderDaysPath(work, options.date), nlohmann::json(older).dump() + "\n"));
-  }
-  for (const std::string& day : older) {
-    spdlog::warn("{} is still in the realtime ring and was never exported: folding it with {}", day, options.date);
-    CLICKATRON_RETURN_IF_ERROR(WriteEmptyExportsWhereAbsent(cluster, day, options.timeouts.http_ms));
-    CLICKATRON_RETURN_IF_ERROR(ExportAll(cluster, day, options.timeouts));
-  }
-  CLICKATRON_RETURN_IF_ERROR(SortDay(cluster, options.date, older));
+  // night, the first Yesterday of a new cluster) go into the same generation
+  // (each sort task finds its shard's): readers ignore realtime days the
+  // archive reaches, so they cannot wait.
+  auto engine = MakeEngine(cluster);
+  if (!engine.ok()) return engine.status();
+  auto sort_tasks = SortShards(cluster, **engine, options.date, options.timeouts);
+  if (!sort_tasks.ok()) return sort_tasks.status();
+  auto older = OlderDaysOf(*sort_tasks, options.date);
+  if (!older.ok()) return older.status();
+  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(OlderDaysPath(work, options.date), nlohmann::json(*older).dump() + "\n"));
 
   BuildOptions build;
   build.cluster = &cluster;
   build.previous = &previous.value();
+  build.engine = engine->get();
   build.day = options.date;
-  build.day_sorted = work.DaySorted(options.date);
+  build.sort_tasks = *sort_tasks;
   build.http_timeout_ms = options.timeouts.http_ms;
   build.late_transfer_timeout_ms = options.timeouts.export_ms;
   auto plan = BuildGeneration(build);
@@ -380,9 +338,12 @@ Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
   if (FileExists(work.QueueFolded(queued->id))) return Status::Ok();
   auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
   if (!previous.ok()) return previous.status();
+  auto engine = MakeEngine(cluster);
+  if (!engine.ok()) return engine.status();
   BuildOptions build;
   build.cluster = &cluster;
   build.previous = &previous.value();
+  build.engine = engine->get();
   build.include_late = false;  // late data waits for the nightly run
   build.include_queue = true;
   auto plan = BuildGeneration(build);

@@ -10,6 +10,7 @@
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
 #include "generation.h"
+#include "task_dir.h"
 #include "late_inputs.h"
 #include "work_dir.h"
 
@@ -50,13 +51,15 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   }
   std::sort(days.begin(), days.end());
   for (const std::string& day : days) {
-    std::string exports;
+    std::string sorted;
+    bool rejects = false;
     for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
-      exports += FileExists(work.ExportPath(day, shard)) ? "x" : ".";
+      const TaskPaths task{fmt::format("{}/tasks/sort-{}", work.DayDir(day), shard)};
+      sorted += TaskDone(task) ? "x" : ".";
+      rejects |= FileExists(task.Out() + "/rejects.txt");
     }
-    out += fmt::format("  {}  export [{}]  sorted {}  rejects {}  {}\n", day, exports,
-                       FileExists(work.DaySortedDone(day)) ? "yes" : "no",
-                       FileExists(work.DayRejects(day)) ? "yes" : "no",
+    out += fmt::format("  {}  exported+sorted per realtime shard [{}]  rejects {}  {}\n", day, sorted,
+                       rejects ? "yes" : "no",
                        FileExists(work.DayComplete(day)) ? "COMPLETE (deployed, realtime told)" : "in progress");
   }
   auto loads = PendingLoads(work);

@@ -1,10 +1,10 @@
 // The rebuild's working directory: where each step leaves its finished
 // result, so a rerun skips what is done (docs/rebuild.md has the tree).
 //
-//   days/D/export-S.csv        realtime shard S's records of day D (complete file = step done)
-//   days/D/sorted.csv          D's records converted, sorted, combined
-//   days/D/sorted.done         marker + figures of the sort step
-//   days/D/rejects.txt         bad lines (file:line: reason), if any
+//   days/D/tasks/sort-S/       realtime shard S's sort-shard task (task_dir.h): D exported,
+//                              converted, sorted and cut by archive shard (out/archive-A.csv),
+//                              its bad lines in out/rejects.txt; out/done.json = done
+//   days/D/older-days.json     unexported older days folded with D
 //   days/D/complete.done       D is in a deployed generation and realtime was told
 //   queue/ID/sorted.csv        a bulk load waiting for the next generation
 //   queue/ID/queued.done       marker: the load is complete and accepted
@@ -13,6 +13,9 @@
 //   gen/G/shard-S.csv(.manifest)  generation G as built (kept until G+1 is deployed)
 //   gen/G/late/M/late-U.sealed a late-data file fetched from API member M
 //   gen/G/late-sorted.csv      late data folded into G
+//   gen/G/inputs.json          what G folds in besides the day, fixed before its tasks run
+//   gen/G/tasks/merge-A/       archive shard A's merge-shard task (its file is moved up when done)
+//   gen/G/parts/input-K/       a late or load input cut by shard (for an engine on other hosts)
 //   gen/G/plan.json            marker: G is built; what went into it
 //   gen/G/deployed.done        every replica serves G
 //   gen/G/finished.done        the steps after the deploy are done too
@@ -36,12 +39,6 @@ class WorkDir {
 
   std::string DaysDir() const { return root_ + "/days"; }
   std::string DayDir(const std::string& day) const { return DaysDir() + "/" + day; }
-  std::string ExportPath(const std::string& day, int shard) const {
-    return DayDir(day) + "/export-" + std::to_string(shard) + ".csv";
-  }
-  std::string DaySorted(const std::string& day) const { return DayDir(day) + "/sorted.csv"; }
-  std::string DaySortedDone(const std::string& day) const { return DayDir(day) + "/sorted.done"; }
-  std::string DayRejects(const std::string& day) const { return DayDir(day) + "/rejects.txt"; }
   std::string DayComplete(const std::string& day) const { return DayDir(day) + "/complete.done"; }
 
   std::string QueueRoot() const { return root_ + "/queue"; }

@@ -200,7 +200,9 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
                         "removed: the rebuild fetches late data from every API member over HTTP "
                         "(GET /late/files, GET /late/file), so it reads no API node's data_dir; delete this line");
     }
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "publish_address"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"work_dir", "backup_dir", "backup_keep", "memory_mb", "threads", "max_bad_line_ratio", "publish_address",
+                                                 "engine", "engine_hosts", "engine_ssh", "engine_command",
+                                                 "engine_retries"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("work_dir", &rb.work_dir));
     CLICKATRON_RETURN_IF_ERROR(r.String("backup_dir", &rb.backup_dir));
     CLICKATRON_RETURN_IF_ERROR(r.Int("backup_keep", 0, 1 << 20, &rb.backup_keep));
@@ -223,6 +225,18 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
           "BAD_CONFIG");
     }
     rb.publish_address = *publish_address;
+    CLICKATRON_RETURN_IF_ERROR(r.String("engine", &rb.engine, {"local", "gnu-parallel"}));
+    CLICKATRON_RETURN_IF_ERROR(r.StringList("engine_hosts", &rb.engine_hosts));
+    CLICKATRON_RETURN_IF_ERROR(r.String("engine_ssh", &rb.engine_ssh));
+    CLICKATRON_RETURN_IF_ERROR(r.String("engine_command", &rb.engine_command));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("engine_retries", 1, 100, &rb.engine_retries));
+    if (rb.engine == "gnu-parallel" && rb.engine_hosts.empty()) {
+      return Status::InvalidArgument(
+          "[rebuild] engine = \"gnu-parallel\" needs engine_hosts, the hosts its tasks run on", "BAD_CONFIG");
+    }
+    if (rb.engine_ssh.empty() || rb.engine_command.empty()) {
+      return Status::InvalidArgument("[rebuild] engine_ssh and engine_command must not be empty", "BAD_CONFIG");
+    }
   }
   for (const auto& [key, node] : root) {
     static const std::set<std::string_view> known = {"cluster", "http", "api", "realtime", "archive", "rebuild", "member"};

@@ -58,6 +58,35 @@ Status RenameDurably(const std::string& from, const std::string& to) {
   return FsyncDir(DirName(to));
 }
 
+namespace {
+
+// A fsynced copy under a temporary name, renamed into place.
+Status CopyFileDurably(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  const std::string tmp = to + ".copy";
+  std::filesystem::copy_file(from, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return Status::IoError(fmt::format("copy {} to {}: {}", from, tmp, ec.message()));
+  CLICKATRON_RETURN_IF_ERROR(FsyncFile(tmp));
+  return RenameDurably(tmp, to);
+}
+
+}  // namespace
+
+Status LinkOrCopyFile(const std::string& from, const std::string& to) {
+  ::unlink(to.c_str());
+  if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
+  if (errno != EXDEV && errno != EPERM && errno != EMLINK) return Errno("link " + from + " to", to);
+  return CopyFileDurably(from, to);
+}
+
+Status MoveFileDurably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) == 0) return FsyncDir(DirName(to));
+  if (errno != EXDEV) return Errno("rename " + from + " to", to);
+  CLICKATRON_RETURN_IF_ERROR(CopyFileDurably(from, to));
+  if (::unlink(from.c_str()) != 0) return Errno("unlink", from);
+  return Status::Ok();
+}
+
 Status WriteAllToFd(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());

@@ -105,6 +105,15 @@ struct RebuildConfig {
   // Where the rebuild serves a generation while it deploys it: the archive
   // replicas fetch their shard's file from here (port 0: any free port).
   HostPort publish_address{"127.0.0.1", 0};
+  // Where the rebuild's tasks (docs/rebuild.md "Tasks and engines") run:
+  // "local" in this process, or "gnu-parallel": GNU parallel over ssh on
+  // engine_hosts, each of which has clickatron-rebuild installed and this
+  // cluster file (and the files it names) at the same path.
+  std::string engine = "local";
+  std::vector<std::string> engine_hosts;  // GNU parallel --sshlogin entries ("4/host", "user@host")
+  std::string engine_ssh = "ssh";          // the ssh command parallel uses (--ssh)
+  std::string engine_command = "clickatron-rebuild";  // the program on the engine hosts
+  int engine_retries = 3;                  // attempts per task, each on another host when it can
 };
 
 struct ClusterConfig {

@@ -24,6 +24,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents);
 Status WriteAllToFd(int fd, std::string_view data, const std::string& path);
 Result<std::string> ReadFileToString(const std::string& path);
 Status RenameDurably(const std::string& from, const std::string& to);
+// `to` becomes a hard link to `from`, or a copy where a link cannot be made
+// (another filesystem); an existing `to` is replaced.
+Status LinkOrCopyFile(const std::string& from, const std::string& to);
+// RenameDurably, or across filesystems a copy (fsynced, renamed into place)
+// and then the removal of `from`.
+Status MoveFileDurably(const std::string& from, const std::string& to);
 bool FileExists(const std::string& path);
 std::string DirName(const std::string& path);
 

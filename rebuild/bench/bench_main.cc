@@ -34,7 +34,10 @@
 #include "clickatron/file_util.h"
 #include "clickatron/manifest.h"
 #include "clickatron/shard.h"
+#include "engine/engine.h"
 #include "generation.h"
+#include "sort_shard_task.h"
+#include "split.h"
 #include "sortmerge/line_io.h"
 #include "sortmerge/progress.h"
 #include "sort_inputs.h"
@@ -190,6 +193,12 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   const cr::SortInputsOptions sort = DaySort(day, work_dir + "/sorted.csv", work_dir, memory_mb, threads);
   auto sorted = cr::SortInputs(sort);
   if (!sorted.ok()) return Fail(sorted.status());
+  // The day cut by archive shard, as a sort-shard task leaves it.
+  const cr::TaskPaths day_task{work_dir + "/day-task"};
+  std::vector<std::string> parts;
+  for (int s = 0; s < shards; ++s) parts.push_back(cr::SortShardPart(day_task, s));
+  if (Status st = clickatron::MakeDirs(day_task.Out()); !st.ok()) return Fail(st);
+  if (Status st = cr::SplitSortedFile(sort.output, static_cast<uint32_t>(shards), parts); !st.ok()) return Fail(st);
   const double sort_seconds = Since(t0);
   const double sort_cpu = CpuSeconds() - cpu0;
   const double cpu1 = CpuSeconds();
@@ -206,11 +215,14 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
     previous->files.push_back(m.file);
     previous->manifests.push_back(*manifest);
   }
+  auto engine = cr::MakeEngine(cluster);
+  if (!engine.ok()) return Fail(engine.status());
   cr::BuildOptions build;
   build.cluster = &cluster;
   build.previous = &previous.value();
+  build.engine = engine->get();
   build.day = "2012-03-25";
-  build.day_sorted = sort.output;
+  build.sort_tasks = {day_task};
   build.include_late = false;
   build.include_queue = false;
   build.backup = false;

@@ -366,7 +366,7 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
   EXPECT_NE(RunDay(day_ - 30, &out), 0);
   EXPECT_NE(out.find("ALREADY_ARCHIVED"), std::string::npos) << out;
   ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
-  EXPECT_NE(out.find(FormatDate(day_) + "  export [xx]  sorted yes"), std::string::npos) << out;
+  EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]"), std::string::npos) << out;
   EXPECT_NE(out.find("COMPLETE"), std::string::npos) << out;
   EXPECT_NE(out.find("shard 0: generation 1"), std::string::npos) << out;
 

@@ -1,0 +1,171 @@
+#include "merge_shard_task.h"
+
+#include <sys/stat.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "archive_merge.h"
+#include "backup.h"
+#include "clickatron/file_util.h"
+#include "clickatron/shard.h"
+#include "day_subtotals.h"
+#include "sortmerge/line_io.h"
+#include "sortmerge/merge.h"
+#include "sortmerge/progress.h"
+#include "split.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+uint64_t SizeOf(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+nlohmann::json MergeShardSpec::ToJson() const {
+  nlohmann::json j = {{"kind", "merge-shard"}, {"shard", shard},     {"shard_count", shard_count},
+                      {"generation", generation}, {"last_day", last_day}, {"created", created},
+                      {"late_inputs", late_inputs}, {"inputs", inputs}, {"backup", backup}};
+  if (previous_manifest) {
+    j["previous"] = {{"file", previous_file}, {"manifest", previous_manifest->ToJson()}};
+  } else {
+    j["previous"] = nullptr;
+  }
+  return j;
+}
+
+Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
+  MergeShardSpec spec;
+  spec.shard = j.at("shard").get<int>();
+  spec.shard_count = j.at("shard_count").get<int>();
+  spec.generation = j.at("generation").get<uint64_t>();
+  spec.last_day = j.at("last_day").get<std::string>();
+  spec.created = j.at("created").get<std::string>();
+  spec.late_inputs = j.at("late_inputs").get<std::vector<std::string>>();
+  spec.inputs = j.at("inputs").get<std::vector<std::string>>();
+  spec.backup = j.value("backup", "");
+  if (const nlohmann::json& previous = j.at("previous"); !previous.is_null()) {
+    spec.previous_file = previous.at("file").get<std::string>();
+    auto manifest = Manifest::FromJson(previous.at("manifest"));
+    if (!manifest.ok()) return manifest.status();
+    spec.previous_manifest = *manifest;
+  }
+  if (spec.shard_count < 1 || spec.shard < 0 || spec.shard >= spec.shard_count) {
+    return Status::InvalidArgument(fmt::format("merge-shard: shard {} of {}", spec.shard, spec.shard_count));
+  }
+  return spec;
+}
+
+std::string MergeShardOutput(const TaskPaths& task, int shard) {
+  return fmt::format("{}/shard-{}.csv", task.Out(), shard);
+}
+
+Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec& spec,
+                                     const TaskResources& resources) {
+  const std::string out_path = MergeShardOutput(task, spec.shard);
+  std::unique_ptr<Progress> own_progress;
+  Progress* progress = resources.progress;
+  if (progress == nullptr) {
+    uint64_t total = spec.previous_manifest ? SizeOf(task.Resolve(spec.previous_file)) : 0;
+    for (const std::string& input : spec.inputs) total += SizeOf(task.Resolve(input));
+    own_progress = std::make_unique<Progress>(fmt::format("merge shard {}", spec.shard), total);
+    progress = own_progress.get();
+  }
+
+  // The previous generation's shard file, mapped (none for the first generation).
+  std::unique_ptr<MappedFile> previous_file;
+  std::string_view previous_data;
+  if (spec.previous_manifest) {
+    auto mapped = MappedFile::Open(task.Resolve(spec.previous_file));
+    if (!mapped.ok()) return mapped.status();
+    previous_file = std::move(mapped).value();
+    (void)previous_file->Advise("sequential");  // a hint only
+    previous_data = previous_file->data();
+  }
+  // This shard's part of every new input, merged into one sorted stream.
+  std::vector<std::unique_ptr<LineReader>> readers;
+  std::vector<std::unique_ptr<ShardFilter>> filters;
+  std::vector<LineSource*> sources;
+  for (const std::string& input : spec.inputs) {
+    auto reader = LineReader::Open(task.Resolve(input), {.buffer_bytes = 1u << 20});
+    if (!reader.ok()) return reader.status();
+    filters.push_back(std::make_unique<ShardFilter>(reader->get(), static_cast<uint32_t>(spec.shard),
+                                                    static_cast<uint32_t>(spec.shard_count)));
+    sources.push_back(filters.back().get());
+    readers.push_back(std::move(reader).value());
+  }
+  // A previous file without a day record for every day with subtotal hours
+  // (built before day records or under the older two-hour rule, or brought in
+  // by hand) is read in full, as one more input, once: its day records are
+  // made from its hours instead of being added to.
+  std::unique_ptr<TextLineSource> previous_lines;
+  std::string_view merge_base = previous_data;
+  if (previous_file && !spec.previous_manifest->day_subtotals_every_day) {
+    previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
+    sources.push_back(previous_lines.get());
+    merge_base = {};
+    spdlog::info("generation {} shard {}: {} lacks day subtotals of one-hour days; adding them to every day it holds",
+                 spec.generation, spec.shard, previous_file->path());
+  }
+  MergingSource merged(std::move(sources), "new inputs");
+  // Each day's record of the new hours; the merge adds it to the previous
+  // generation's record of that day, if it has one.
+  DaySubtotalSource additions(&merged);
+  auto writer = ShardFileWriter::Create(out_path + ".tmp");
+  if (!writer.ok()) return writer.status();
+  ArchiveMergeStats stats;
+  CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(merge_base, &additions, writer->get(),
+                                              {.progress = progress, .previous_is_file_mapping = true}, &stats));
+  if (previous_file) {
+    const Manifest& m = *spec.previous_manifest;
+    // The merge checksums its base as it copies it; a file read as an input
+    // is checksummed here.
+    const uint32_t previous_crc = previous_lines ? Crc32(previous_data) : stats.previous_crc32;
+    if (previous_crc != m.crc32 || previous_data.size() != m.bytes) {
+      return Status::Corruption(fmt::format(
+          "{} does not match its manifest (crc32 {} vs {}, {} vs {} bytes); not building on it",
+          previous_file->path(), previous_crc, m.crc32, previous_data.size(), m.bytes));
+    }
+  }
+  CLICKATRON_RETURN_IF_ERROR((*writer)->Finish());
+  CLICKATRON_RETURN_IF_ERROR(RenameDurably(out_path + ".tmp", out_path));
+
+  Manifest manifest;
+  manifest.generation = spec.generation;
+  manifest.shard = spec.shard;
+  manifest.shard_count = spec.shard_count;
+  (*writer)->Describe(&manifest);
+  manifest.last_day = spec.last_day;
+  manifest.created = spec.created;
+  manifest.late_inputs = spec.late_inputs;
+  manifest.day_subtotals = true;  // implied by the next, kept for older readers of the manifest
+  manifest.day_subtotals_every_day = true;
+  CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(ManifestPathFor(out_path), manifest));
+
+  if (!spec.backup.empty()) {
+    BackupOptions backup;
+    backup.source = out_path;
+    backup.dest_gz = task.Resolve(spec.backup);
+    backup.manifest = manifest;
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(DirName(backup.dest_gz)));
+    CLICKATRON_RETURN_IF_ERROR(BackupShardFile(backup));
+  }
+  spdlog::info(
+      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals) -> {} records ({} bytes), "
+      "backup {}",
+      spec.generation, spec.shard, stats.previous_lines, merged.lines_out(), stats.combined, additions.days_written(),
+      manifest.records, manifest.bytes, spec.backup.empty() ? std::string("skipped") : spec.backup);
+  if (own_progress) own_progress->Finish();
+  return nlohmann::json{{"manifest", manifest.ToJson()},
+                        {"previous_lines", stats.previous_lines},
+                        {"new_lines", merged.lines_out()},
+                        {"combined", stats.combined},
+                        {"day_subtotals", additions.days_written()}};
+}
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,52 @@
+// Task "merge-shard": one archive shard of a new generation.
+//
+// Merges the previous generation's file of shard `shard` with that shard's
+// part of every new input (each input is filtered by shard, so a whole file
+// and a part cut by a sort-shard task are both fine), adds the day subtotal
+// records, and writes
+//
+//   out/shard-S.csv, out/shard-S.csv.manifest   the new generation's file
+//   `backup` (+ .manifest beside it)           its gzip copy, when asked
+//
+// The result depends only on the lines that go in, never on how they were
+// cut into inputs or which host ran the task: the engines' runs give
+// byte-identical files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/manifest.h"
+#include "clickatron/status.h"
+#include "task_dir.h"
+
+namespace clickatron::rebuild {
+
+struct MergeShardSpec {
+  int shard = 0;
+  int shard_count = 1;
+  uint64_t generation = 0;
+  std::string last_day;
+  std::string created;
+  std::vector<std::string> late_inputs;  // for the manifest
+  // The previous generation's file and its manifest (none for the first).
+  std::string previous_file;
+  std::optional<Manifest> previous_manifest;
+  std::vector<std::string> inputs;  // sorted archive files
+  std::string backup;               // the .csv.gz to write; "" for none
+
+  nlohmann::json ToJson() const;
+  static Result<MergeShardSpec> FromJson(const nlohmann::json& json);
+};
+
+std::string MergeShardOutput(const TaskPaths& task, int shard);  // out/shard-S.csv
+
+// Returns the figures for out/done.json, the manifest among them.
+Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec& spec,
+                                     const TaskResources& resources);
+
+}  // namespace clickatron::rebuild

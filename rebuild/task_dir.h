@@ -1,0 +1,62 @@
+// A rebuild task and the directory it works in: the unit an engine runs
+// (rebuild/engine/), here in this process or on another host.
+//
+//   TASK/in/task.json   what to do: {"kind": "sort-shard" | "merge-shard", …}
+//   TASK/in/…           its input files (names in task.json are relative to
+//                       TASK, or absolute when the task runs where they are)
+//   TASK/out/…          its results
+//   TASK/out/done.json  written last: the task finished, with its figures
+//   TASK/tmp/           scratch (external-sort runs, exports)
+//
+// A task reads nothing but TASK/in (and the cluster over HTTP) and writes
+// nothing but TASK/out and TASK/tmp, so an engine can ship `in` to any host,
+// run it there, and ship `out` back. A task run again starts from an empty
+// out/, so a half-done earlier attempt (a killed process, a lost host)
+// leaves nothing behind. Thread-safety: different tasks may run at once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/status.h"
+
+namespace clickatron::rebuild {
+
+struct TaskPaths {
+  std::string dir;
+  std::string In() const { return dir + "/in"; }
+  std::string Spec() const { return dir + "/in/task.json"; }
+  std::string Out() const { return dir + "/out"; }
+  std::string Done() const { return dir + "/out/done.json"; }
+  std::string Tmp() const { return dir + "/tmp"; }
+  // A name from task.json: relative names are under the task dir.
+  std::string Resolve(const std::string& name) const {
+    return !name.empty() && name[0] == '/' ? name : dir + "/" + name;
+  }
+};
+
+class Progress;
+
+// What the host running a task gives it: its share of [rebuild] threads and
+// memory_mb when several tasks share a host, and where to count progress
+// (nullptr: the task keeps its own).
+struct TaskResources {
+  int threads = 2;
+  uint64_t memory_bytes = 512ull << 20;
+  Progress* progress = nullptr;
+};
+
+// Writes TASK/in/task.json (creating TASK/in) and clears TASK/out.
+Status WriteTaskSpec(const TaskPaths& task, const nlohmann::json& spec);
+bool TaskDone(const TaskPaths& task);
+Result<nlohmann::json> ReadTaskDone(const TaskPaths& task);
+
+// Runs the task in `task.dir`: clears out/ and tmp/, runs it by its kind,
+// writes out/done.json last, removes tmp/. `clickatron-rebuild task` and
+// the local engine both come here.
+Status RunTaskDir(const TaskPaths& task, const ClusterConfig& cluster, const TaskResources& resources);
+
+}  // namespace clickatron::rebuild
