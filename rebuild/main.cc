@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   run->add_option("--config", config_path, "cluster file")->required();
   run->add_option("--date", date, "the day to fold, YYYY-MM-DD (UTC)")->required();
   run->add_flag("--force", force, "fold the day even if the archive's last_day already reaches it");
+  bool build_only = false;
+  run->add_flag("--build-only", build_only,
+                "build the generation and stop before deploying it (the next run deploys it)");
   run->add_option("--export-timeout", export_timeout_s, "seconds one realtime export may take");
   run->add_option("--transfer-timeout,--reload-timeout", transfer_timeout_s,
                   "seconds an archive replica may take to fetch and load its file (and the rebuild to fetch "
@@ -90,7 +93,7 @@ int main(int argc, char** argv) {
   timeouts.export_ms = export_timeout_s * 1000;
   timeouts.transfer_ms = transfer_timeout_s * 1000;
   if (run->parsed()) {
-    return Report(clickatron::rebuild::RunDay(*cluster, {date, force, timeouts}));
+    return Report(clickatron::rebuild::RunDay(*cluster, {date, force, build_only, timeouts}));
   }
   if (task->parsed()) {
     clickatron::rebuild::TaskResources resources;

@@ -284,6 +284,15 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
     spdlog::info("{} is already in a deployed generation and exported: nothing to do", options.date);
     return Status::Ok();
   }
+  if (options.build_only) {
+    auto pending = FindPendingGeneration(work);
+    if (!pending.ok()) return pending.status();
+    if (pending->has_value()) {
+      spdlog::info("generation {} (day \"{}\") is built and waits for its deploy: nothing to build (--build-only)",
+                   (*pending)->generation, (*pending)->day);
+      return Status::Ok();
+    }
+  }
   CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
   if (FileExists(work.DayComplete(options.date))) {
     return TellOlderDaysExported(cluster, options.date, options.timeouts);
@@ -320,6 +329,11 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   build.late_transfer_timeout_ms = options.timeouts.export_ms;
   auto plan = BuildGeneration(build);
   if (!plan.ok()) return plan.status();
+  if (options.build_only) {
+    spdlog::info("generation {} is built in {} and not deployed (--build-only); the next run deploys it",
+                 plan->generation, work.GenDir(plan->generation));
+    return Status::Ok();
+  }
   CLICKATRON_RETURN_IF_ERROR(FinishGeneration(cluster, *plan, options.timeouts));
   return TellOlderDaysExported(cluster, options.date, options.timeouts);
 }

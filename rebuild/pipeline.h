@@ -39,6 +39,9 @@ struct RunOptions {
   // Fold D even though the archive's last_day is D or later (normally a sign
   // that D is in the archive already and would be counted twice).
   bool force = false;
+  // Build the generation and stop before its deploy: nothing the cluster
+  // serves or holds changes; the next run without it deploys what was built.
+  bool build_only = false;
   Timeouts timeouts;
 };
 

@@ -104,6 +104,27 @@ TEST(ConfigTest, PublishAddressTakesPortZeroAndRefusesWildcards) {
   EXPECT_NE(ParseError(with("10.0.0.5:70000")).message().find("publish_address"), std::string::npos);
 }
 
+// [rebuild] engine: local by default; gnu-parallel needs the hosts it runs on.
+TEST(ConfigTest, RebuildEngineIsLocalOrGnuParallelWithHosts) {
+  auto defaults = ClusterConfig::Parse(kGood, "test.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->rebuild.engine, "local");
+  EXPECT_EQ(defaults->rebuild.engine_command, "clickatron-rebuild");
+  EXPECT_EQ(defaults->rebuild.engine_retries, 3);
+  const auto with = [](const std::string& lines) { return std::string(kGood) + "\n[rebuild]\n" + lines + "\n"; };
+  auto engine = ClusterConfig::Parse(with("engine = \"gnu-parallel\"\nengine_hosts = [\"4/a\", \"b\"]\n"
+                                          "engine_ssh = \"ssh -p 2222\"\nengine_retries = 5"),
+                                     "test.toml");
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_EQ(engine->rebuild.engine_hosts, (std::vector<std::string>{"4/a", "b"}));
+  EXPECT_EQ(engine->rebuild.engine_ssh, "ssh -p 2222");
+  EXPECT_EQ(engine->rebuild.engine_retries, 5);
+  EXPECT_NE(ParseError(with("engine = \"gnu-parallel\"")).message().find("engine_hosts"), std::string::npos);
+  EXPECT_NE(ParseError(with("engine = \"slurm\"")).message().find("engine"), std::string::npos);
+  EXPECT_NE(ParseError(with("engine_retries = 0")).message().find("engine_retries"), std::string::npos);
+  EXPECT_NE(ParseError(with("engine_command = \"\"")).message().find("engine_command"), std::string::npos);
+}
+
 // [rebuild] oplog_dirs pointed the rebuild at API data dirs by path; late
 // data is fetched over HTTP now, and a file still setting it is told so.
 TEST(ConfigTest, RemovedOplogDirsNamesWhatReplacedIt) {
