@@ -93,7 +93,7 @@ Status DeployGeneration(const DeployOptions& options) {
 
 Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {
   BlockingHttpClient client(cluster);
-  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
+  for (int shard = 0; shard < cluster.RealtimeShardSlots(); ++shard) {
     const MemberConfig* member = cluster.RealtimeMember(shard);
     if (member == nullptr) return Status::InvalidArgument(fmt::format("realtime shard {} has no member", shard));
     HttpRequestSpec request;

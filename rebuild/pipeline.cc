@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/parallel_for.h"
+#include "clickatron/realtime_shard_map.h"
 #include "clickatron/unique_fd.h"
 #include "clickatron/ymdh.h"
 #include "deploy.h"
@@ -144,14 +146,8 @@ std::string SortTaskDir(const WorkDir& work, const std::string& date, int shard)
   return fmt::format("{}/tasks/sort-{}", work.DayDir(date), shard);
 }
 
-// Days before `date` that realtime shard `shard` still holds and has not
-// been told are exported (GET /ring), and that no generation folded: a day
-// that left the ring unexported (a missed night, or the first Yesterday of a
-// new cluster). They must be folded with `date`, because readers ignore
-// realtime days the archive already reaches.
-Result<std::vector<std::string>> UnexportedDaysBefore(const ClusterConfig& cluster, int shard,
-                                                      const std::string& date, int timeout_ms) {
-  const WorkDir work(cluster.rebuild.work_dir);
+// The days realtime shard `shard` holds (GET /ring) and their states.
+Result<std::map<std::string, std::string>> RingDays(const ClusterConfig& cluster, int shard, int timeout_ms) {
   const MemberConfig* member = cluster.RealtimeMember(shard);
   BlockingHttpClient client(cluster);
   HttpRequestSpec spec;
@@ -167,14 +163,34 @@ Result<std::vector<std::string>> UnexportedDaysBefore(const ClusterConfig& clust
   if (j.is_discarded() || !j["data"]["stores"].is_array()) {
     return Status::Corruption(fmt::format("realtime shard {}: /ring is not the expected JSON", shard));
   }
-  std::set<std::string> days;
+  std::map<std::string, std::string> days;
   for (const auto& store : j["data"]["stores"]) {
-    std::string day = store.value("date", "");
-    if (!day.empty() && day < date && store.value("state", "") != "exported" && !FileExists(work.DayComplete(day))) {
-      days.insert(day);
-    }
+    const std::string day = store.value("date", "");
+    if (!day.empty()) days[day] = store.value("state", "");
   }
-  return std::vector<std::string>(days.begin(), days.end());
+  return days;
+}
+
+// What realtime shard `shard` exports for `date`: the days before it that
+// the shard still holds and was never told are exported, and that no
+// generation folded (a day that left the ring unexported: a missed night, or
+// the first Yesterday of a new cluster; they must be folded with `date`,
+// because readers ignore realtime days the archive already reaches), then
+// `date` itself, unless the shard was added after it (a shard at or above
+// that day's count that does not hold it never had it).
+Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, const RealtimeShardMap& shards, int shard,
+                                              const std::string& date, int timeout_ms) {
+  const WorkDir work(cluster.rebuild.work_dir);
+  auto ring = RingDays(cluster, shard, timeout_ms);
+  if (!ring.ok()) return ring.status();
+  std::vector<std::string> days;
+  for (const auto& [day, state] : *ring) {
+    if (day < date && state != "exported" && !FileExists(work.DayComplete(day))) days.push_back(day);
+  }
+  auto day_number = ParseDate(date);
+  if (!day_number.ok()) return day_number.status();
+  if (ring->count(date) > 0 || shard < static_cast<int>(shards.CountForDay(*day_number))) days.push_back(date);
+  return days;
 }
 
 // Steps 1-2: one sort-shard task per realtime shard (sort_shard_task.h):
@@ -186,7 +202,8 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
   const WorkDir work(cluster.rebuild.work_dir);
   std::vector<TaskPaths> tasks, runnable;
   std::vector<std::string> unreachable;
-  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
+  const RealtimeShardMap shards(cluster);
+  for (int shard = 0; shard < shards.slots(); ++shard) {
     if (cluster.RealtimeMember(shard) == nullptr) {
       return Status::InvalidArgument(fmt::format("realtime shard {} has no member in {}", shard, cluster.path));
     }
@@ -195,21 +212,26 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
       spdlog::info("export and sort of {} on realtime shard {}: done by an earlier run", date, shard);
       continue;
     }
-    auto older = UnexportedDaysBefore(cluster, shard, date, timeouts.http_ms);
-    if (!older.ok()) {
-      unreachable.push_back(older.status().message());
+    auto days = DaysToExport(cluster, shards, shard, date, timeouts.http_ms);
+    if (!days.ok()) {
+      unreachable.push_back(days.status().message());
       continue;
     }
     SortShardSpec spec;
     spec.realtime_shard = shard;
     spec.archive_shards = cluster.archive_shards;
     spec.export_timeout_ms = timeouts.export_ms;
-    spec.days = *older;
+    spec.days = *days;
     for (const std::string& day : spec.days) {
-      spdlog::warn("{} is still in realtime shard {}'s ring and was never exported: folding it with {}", day, shard,
+      if (day < date) {
+        spdlog::warn("{} is still in realtime shard {}'s ring and was never exported: folding it with {}", day,
+                     shard, date);
+      }
+    }
+    if (spec.days.empty() || spec.days.back() != date) {
+      spdlog::info("realtime shard {} never held {} (it was added after it): nothing of that day to export", shard,
                    date);
     }
-    spec.days.push_back(date);
     CLICKATRON_RETURN_IF_ERROR(WriteTaskSpec(tasks.back(), spec.ToJson()));
     runnable.push_back(tasks.back());
   }

@@ -2,6 +2,7 @@
 // at load time, and turned into a Status naming the line (exceptions never
 // reach a daemon's event loop).
 #include "clickatron/config.h"
+#include "clickatron/ymdh.h"
 
 #include <fmt/format.h>
 
@@ -116,10 +117,27 @@ const toml::table* SubTable(const toml::table& root, std::string_view name) {
 Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "cluster"), "cluster");
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "archive_shards", "clock", "admin_token", "admin_token_file",
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "realtime_shards_since", "previous_realtime_shards",
+                                                "archive_shards", "clock", "admin_token", "admin_token_file",
                                                 "cluster_secret_file", "tls_cert_file", "tls_key_file", "tls_ca_file",
                                                 "log_level"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("realtime_shards", 1, 4096, &c->realtime_shards));
+    CLICKATRON_RETURN_IF_ERROR(r.String("realtime_shards_since", &c->realtime_shards_since));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("previous_realtime_shards", 1, 4096, &c->previous_realtime_shards));
+    if (c->realtime_shards_since.empty() != (c->previous_realtime_shards == 0)) {
+      return Status::InvalidArgument(
+          "[cluster] realtime_shards_since and previous_realtime_shards go together: the day the new "
+          "realtime_shards takes effect, and the count of the days before it",
+          "BAD_CONFIG");
+    }
+    if (!c->realtime_shards_since.empty()) {
+      auto since = ParseDate(c->realtime_shards_since);
+      if (!since.ok()) {
+        return Status::InvalidArgument(
+            fmt::format("[cluster] realtime_shards_since: {}", since.status().message()), "BAD_CONFIG");
+      }
+      c->realtime_shards_since_day = *since;
+    }
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_shards", 1, 4096, &c->archive_shards));
     CLICKATRON_RETURN_IF_ERROR(r.String("clock", &c->clock, {"system", "manual"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("admin_token", &c->admin_token));
@@ -282,7 +300,7 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
     }
     if (m.data_dir.empty()) m.data_dir = "var/" + m.name;
     if (m.role == MemberRole::kRealtime || m.role == MemberRole::kArchive) {
-      int count = m.role == MemberRole::kRealtime ? c->realtime_shards : c->archive_shards;
+      int count = m.role == MemberRole::kRealtime ? c->RealtimeShardSlots() : c->archive_shards;
       if (m.shard < 0) return FieldError(item, "member", "shard", fmt::format("member \"{}\" needs a shard", m.name));
       if (m.shard >= count) {
         return FieldError(item, "member", "shard", fmt::format("shard {} but the cluster has {} {} shards", m.shard, count, role));
@@ -293,7 +311,7 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
     }
     c->members.push_back(std::move(m));
   }
-  for (int s = 0; s < c->realtime_shards; ++s) {
+  for (int s = 0; s < c->RealtimeShardSlots(); ++s) {
     int n = 0;
     for (const auto& m : c->members) n += (m.role == MemberRole::kRealtime && m.shard == s);
     if (n != 1) {

@@ -5,23 +5,25 @@
 namespace clickatron::api {
 namespace {
 
-void AddLookup(const IncrementKeyPart& part, uint32_t shard_count, std::vector<RoutedRecord>* out) {
+template <typename ShardOfKey>
+void AddLookup(const IncrementKeyPart& part, const ShardOfKey& shard_of, std::vector<RoutedRecord>* out) {
   if (!part.hashed) return;
   RoutedRecord& r = out->emplace_back();
-  r.shard = ShardOf(part.stored, shard_count);
+  r.shard = shard_of(part.stored);
   r.lookup = true;
   r.key = part.stored;
   r.lookup_value = part.full;
 }
 
-}  // namespace
-
-void ExpandIncrement(const Increment& inc, uint32_t shard_count, std::vector<RoutedRecord>* out) {
+// shard_of(shard key) -> shard: the increment's records, lookups included,
+// all go by the count of its day.
+template <typename ShardOfKey>
+void Expand(const Increment& inc, const ShardOfKey& shard_of, std::vector<RoutedRecord>* out) {
   // "ns|tkey" is both the shard key and the prefix of the total's key.
   std::string shard_key;
   shard_key.reserve(inc.ns.size() + 1 + inc.tkey.stored.size());
   shard_key.append(inc.ns).append("|").append(inc.tkey.stored);
-  const uint32_t shard = ShardOf(shard_key, shard_count);
+  const uint32_t shard = shard_of(shard_key);
 
   RoutedRecord& total = out->emplace_back();
   total.shard = shard;
@@ -40,8 +42,18 @@ void ExpandIncrement(const Increment& inc, uint32_t shard_count, std::vector<Rou
     sub.has_visitor = inc.has_visitor;
     sub.visitor = inc.visitor;
   }
-  AddLookup(inc.tkey, shard_count, out);
-  for (const auto& [sns, skey] : inc.subs) AddLookup(skey, shard_count, out);
+  AddLookup(inc.tkey, shard_of, out);
+  for (const auto& [sns, skey] : inc.subs) AddLookup(skey, shard_of, out);
+}
+
+}  // namespace
+
+void ExpandIncrement(const Increment& inc, const RealtimeShardMap& shards, std::vector<RoutedRecord>* out) {
+  Expand(inc, [&](std::string_view key) { return shards.ShardOfHour(key, inc.ymdh); }, out);
+}
+
+void ExpandIncrement(const Increment& inc, uint32_t shard_count, std::vector<RoutedRecord>* out) {
+  Expand(inc, [&](std::string_view key) { return ShardOf(key, shard_count); }, out);
 }
 
 }  // namespace clickatron::api

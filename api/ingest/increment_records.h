@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "clickatron/realtime_shard_map.h"
 #include "ingest/increment_parser.h"
 
 namespace clickatron::api {
@@ -25,7 +26,10 @@ struct RoutedRecord {
   std::string lookup_value;  // lookups: the full value
 };
 
-// Appends the records of `inc` to *out (which it does not clear).
+// Appends the records of `inc` to *out (which it does not clear), each for
+// the realtime shard of its key under the count of the increment's day.
+void ExpandIncrement(const Increment& inc, const RealtimeShardMap& shards, std::vector<RoutedRecord>* out);
+// The same with one count for every day.
 void ExpandIncrement(const Increment& inc, uint32_t shard_count, std::vector<RoutedRecord>* out);
 
 }  // namespace clickatron::api

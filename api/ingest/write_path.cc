@@ -53,7 +53,8 @@ class WritePathImpl : public WritePath {
         server_(server),
         client_(client),
         clock_(clock),
-        shard_count_(static_cast<uint32_t>(ctx.cluster.realtime_shards)),
+        shard_map_(ctx.cluster),
+        shard_count_(static_cast<uint32_t>(shard_map_.slots())),
         max_batch_bytes_(std::clamp<size_t>(ctx.cluster.http.max_body_bytes / 2, 4096, 16u << 20)),
         combiner_(shard_count_),
         next_seq_(shard_count_, 0),
@@ -98,7 +99,8 @@ class WritePathImpl : public WritePath {
   HttpServer& server_;
   HttpClient& client_;
   const Clock& clock_;  // the default hour of an increment, the oplog's retention
-  const uint32_t shard_count_;
+  const RealtimeShardMap shard_map_;  // which shard each record goes to
+  const uint32_t shard_count_;        // realtime members sent to (slots)
   // Largest batch (one POST to a shard): well under the shards' body limit.
   const size_t max_batch_bytes_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
@@ -221,14 +223,14 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
       return;
     }
     st = ParseIncrementBatch(ex->body(), limits, ctx_.cluster.http.max_query_args, [&](const Increment& inc) {
-      ExpandIncrement(inc, shard_count_, &scratch_);
+      ExpandIncrement(inc, shard_map_, &scratch_);
       ++increments;
     });
   } else {
     Increment inc;
     st = ParseIncrement(ex->args(), limits, &hour_cache_, &inc);
     if (st.ok()) {
-      ExpandIncrement(inc, shard_count_, &scratch_);
+      ExpandIncrement(inc, shard_map_, &scratch_);
       increments = 1;
     }
   }

@@ -90,8 +90,7 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 
 QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, ReadStats& stats)
-    : realtime_shards_(cluster.realtime_shards),
-      archive_shards_(cluster.archive_shards),
+    : archive_shards_(cluster.archive_shards),
       archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
@@ -137,8 +136,8 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                  if (reply.ok()) state->archive = std::move(*reply);
                  part(reply.status());
                });
-  realtime_.Fwmatch(ShardFor(state->key, realtime_shards_), state->key + ".",
-                    RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)));
+  realtime_.FwmatchKey(state->key, state->key + ".",
+                       RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)));
 }
 
 // ---- breakdown ---------------------------------------------------------------
@@ -201,7 +200,6 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
     if (reply.ok()) job->archive_total = std::move(*reply);
     part(reply.status());
   });
-  const int rt_shard = ShardFor(job->total_key, realtime_shards_);
   job->realtime_missing = Status::Ok();
   job->realtime_total.clear();
   job->realtime_subtotals.clear();
@@ -209,12 +207,13 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   const auto realtime_done = [job](std::string* into, std::function<void(Status)> part) {
     return RealtimeBodyInto(job, into, &job->realtime_missing, std::move(part));
   };
-  realtime_.Fwmatch(rt_shard, job->total_key + ".", realtime_done(&job->realtime_total, std::move(total_part)));
-  realtime_.Fwmatch(rt_shard, job->subtotal_prefix,
-                    realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
+  realtime_.FwmatchKey(job->total_key, job->total_key + ".",
+                       realtime_done(&job->realtime_total, std::move(total_part)));
+  realtime_.FwmatchKey(job->total_key, job->subtotal_prefix,
+                       realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
   if (job->uniques_from) {
-    realtime_.Fwmatch(rt_shard, kUniqueMark + job->subtotal_prefix,
-                      realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)));
+    realtime_.FwmatchKey(job->total_key, kUniqueMark + job->subtotal_prefix,
+                         realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)));
   }
 }
 
@@ -460,8 +459,8 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   });
   job->realtime_missing = Status::Ok();
   job->realtime.clear();
-  realtime_.Fwmatch(ShardFor(job->total_key, realtime_shards_), job->realtime_prefix,
-                    RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)));
+  realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
+                       RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)));
 }
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
@@ -534,7 +533,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
       continue;
     }
     by_archive_shard[ShardFor(hash, archive_shards_)].push_back(LookupKey(hash));
-    by_realtime_shard[ShardFor(hash, realtime_shards_)].push_back(LookupKey(hash));
+    for (int shard : realtime_.shard_map().ShardsOfKey(hash)) by_realtime_shard[shard].push_back(LookupKey(hash));
     state->pending.insert(std::move(hash));
   }
   if (state->pending.empty()) {

@@ -131,7 +131,6 @@ class QueryGather {
                                   std::vector<int64_t>* days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
 
-  int realtime_shards_;
   int archive_shards_;
   ArchiveReader& archive_;
   RealtimeReader& realtime_;

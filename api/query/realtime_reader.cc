@@ -1,6 +1,8 @@
 // Realtime shard reads; see realtime_reader.h.
 #include "query/realtime_reader.h"
 
+#include <array>
+
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
@@ -18,8 +20,8 @@ constexpr int kAttempts = 2;
 }  // namespace
 
 RealtimeReader::RealtimeReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
-    : client_(client), stats_(stats), options_(options) {
-  const int shards = std::max(cluster.realtime_shards, 1);
+    : shard_map_(cluster), client_(client), stats_(stats), options_(options) {
+  const int shards = shard_map_.slots();
   for (int shard = 0; shard < shards; ++shard) {
     const MemberConfig* m = cluster.RealtimeMember(shard);
     members_.push_back(m != nullptr ? std::optional<MemberConfig>(*m) : std::nullopt);
@@ -86,6 +88,28 @@ void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback do
     return;
   }
   coalescers_[static_cast<size_t>(shard)]->Submit(std::string(prefix), std::move(done));
+}
+
+void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done) {
+  const RealtimeShardMap::Shards shards = shard_map_.ShardsOfKey(shard_key);
+  if (shards.size == 1) {
+    Fwmatch(shards.shard[0], prefix, std::move(done));
+    return;
+  }
+  auto bodies = std::make_shared<std::array<std::string, 2>>();
+  // The first failure is the answer (SHARD_UNAVAILABLE of either shard).
+  auto join = FanIn::Create([bodies, done = std::move(done)](Status st) {
+    if (!st.ok()) return done(std::move(st));
+    done((*bodies)[0] + (*bodies)[1]);
+  });
+  std::function<void(Status)> parts[2] = {join->Part(), join->Part()};
+  join->Arm();
+  for (int i = 0; i < 2; ++i) {
+    Fwmatch(shards.shard[i], prefix, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
+      if (body.ok()) (*bodies)[static_cast<size_t>(i)] = std::move(*body);
+      part(body.status());
+    });
+  }
 }
 
 void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {

@@ -20,6 +20,7 @@
 
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
+#include "clickatron/realtime_shard_map.h"
 #include "clickatron/status.h"
 #include "query/coalescer.h"
 #include "query/read_stats.h"
@@ -43,6 +44,11 @@ class RealtimeReader {
   // The body of the answer: "key,value" lines, "" when nothing matched.
   using BodyCallback = std::function<void(Result<std::string>)>;
   void Fwmatch(int shard, std::string_view prefix, BodyCallback done);
+  // Fwmatch on every shard that may hold `shard_key` (realtime_shard_map.h):
+  // one, or two while the shard count changes, whose bodies are joined (a
+  // record is on one of them only; readers add lines up, in any order).
+  void FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done);
+  const RealtimeShardMap& shard_map() const { return shard_map_; }
   // The bodies of the batched /mget requests.
   void MGet(int shard, const std::vector<std::string>& keys, std::function<void(Result<std::vector<std::string>>)> done);
 
@@ -52,6 +58,7 @@ class RealtimeReader {
   void Send(int shard, std::string target, int attempts_left, bool not_found_is_empty, BodyCallback done);
   void SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done);
 
+  const RealtimeShardMap shard_map_;
   HttpClient& client_;
   ReadStats& stats_;
   Options options_;

@@ -12,6 +12,8 @@
 // client_tls it holds is shared and immutable (tls.h).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -119,6 +121,12 @@ struct RebuildConfig {
 struct ClusterConfig {
   std::string path;             // the file it came from
   int realtime_shards = 1;
+  // A change of realtime_shards takes effect at a day boundary: increments
+  // of days before realtime_shards_since (YYYY-MM-DD, UTC) keep routing by
+  // previous_realtime_shards (realtime_shard_map.h). Both unset: no change.
+  std::string realtime_shards_since;
+  int64_t realtime_shards_since_day = 0;  // realtime_shards_since as days since 1970
+  int previous_realtime_shards = 0;
   int archive_shards = 1;
   std::string clock = "system"; // system | manual
   std::string admin_token;      // empty: admin endpoints are open (loopback only)
@@ -152,6 +160,9 @@ struct ClusterConfig {
   std::vector<const MemberConfig*> MembersWithRole(MemberRole role) const;
   // The realtime member serving `shard` (exactly one per shard).
   const MemberConfig* RealtimeMember(int shard) const;
+  // Realtime members there are to talk to (export, read, send to): the larger
+  // of realtime_shards and previous_realtime_shards.
+  int RealtimeShardSlots() const { return std::max(realtime_shards, previous_realtime_shards); }
   // Every archive replica serving `shard`, in file order.
   std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
   bool manual_clock() const { return clock == "manual"; }

@@ -1,9 +1,12 @@
 #include "clickatron/config.h"
+#include "clickatron/ymdh.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "clickatron/daemon.h"
 #include "clickatron/file_util.h"
@@ -102,6 +105,45 @@ TEST(ConfigTest, PublishAddressTakesPortZeroAndRefusesWildcards) {
   EXPECT_NE(ParseError(with("0.0.0.0:9300")).message().find("wildcard"), std::string::npos);
   EXPECT_NE(ParseError(with("no-port")).message().find("publish_address"), std::string::npos);
   EXPECT_NE(ParseError(with("10.0.0.5:70000")).message().find("publish_address"), std::string::npos);
+}
+
+// [cluster] realtime_shards_since + previous_realtime_shards: a change of the
+// realtime shard count at a day boundary; members cover the larger count.
+TEST(ConfigTest, RealtimeShardChangeNeedsBothKeysAndMembersForTheLargerCount) {
+  std::string text = kGood;
+  ASSERT_NE(text.find("realtime_shards = "), std::string::npos);
+  auto with = [&](const std::string& lines) {
+    std::string t = text;
+    t.replace(t.find("[cluster]\n"), 10, "[cluster]\n" + lines + "\n");
+    return t;
+  };
+  auto base = ClusterConfig::Parse(kGood, "test.toml");
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  const int n = base->realtime_shards;
+  EXPECT_EQ(base->RealtimeShardSlots(), n);
+  // Shrinking by one from a day: the members of the old count still cover it.
+  auto shrink = ClusterConfig::Parse(
+      [&] {
+        std::string t = kGood;
+        const std::string from = fmt::format("realtime_shards = {}", n);
+        t.replace(t.find(from), from.size(),
+                  fmt::format("realtime_shards = {}\nrealtime_shards_since = \"2026-12-01\"\n"
+                              "previous_realtime_shards = {}",
+                              n > 1 ? n - 1 : n, n));
+        return t;
+      }(),
+      "test.toml");
+  ASSERT_TRUE(shrink.ok()) << shrink.status().ToString();
+  EXPECT_EQ(shrink->RealtimeShardSlots(), n);
+  EXPECT_EQ(shrink->realtime_shards_since_day, *ParseDate("2026-12-01"));
+  EXPECT_NE(ParseError(with("realtime_shards_since = \"2026-12-01\"")).message().find("previous_realtime_shards"),
+            std::string::npos);
+  EXPECT_NE(ParseError(with("previous_realtime_shards = 1")).message().find("realtime_shards_since"),
+            std::string::npos);
+  EXPECT_NE(ParseError(with("realtime_shards_since = \"2026-13-01\"\nprevious_realtime_shards = 1"))
+                .message()
+                .find("realtime_shards_since"),
+            std::string::npos);
 }
 
 // [rebuild] engine: local by default; gnu-parallel needs the hosts it runs on.

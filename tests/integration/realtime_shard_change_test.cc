@@ -1,0 +1,126 @@
+// A realtime shard added at a day boundary: [cluster] realtime_shards = 3
+// with realtime_shards_since = D2 and previous_realtime_shards = 2. Every
+// increment goes to its key's shard under the count of its own day, readers
+// ask both candidate shards of a key, and the rebuild exports every shard
+// (the new one only from the days it holds). /clicks and /breakdown equal an
+// oracle of the raw increments before the change, after it, and after each
+// nightly run.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
+#include "integration/cluster_fixture.h"
+
+namespace clickatron::integration {
+namespace {
+
+using clickatron::testing::HttpPost;
+
+const std::string kD0 = "2024-06-09";
+const std::string kD1 = "2024-06-10";
+const std::string kD2 = "2024-06-11";  // the first day of three realtime shards
+const std::string kD3 = "2024-06-12";
+
+std::vector<std::string> Keys() {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) keys.push_back(fmt::format("key{}", i));
+  return keys;
+}
+
+class RealtimeShardChangeTest : public ::testing::Test {
+ protected:
+  void SendIncrements(const std::vector<std::string>& days, int n, Oracle* oracle) {
+    std::string body;
+    for (int i = 0; i < n; ++i) {
+      Increment inc;
+      inc.key = keys_[rng_() % keys_.size()];
+      inc.ts = UnixOfDate(days[rng_() % days.size()]) + static_cast<int64_t>(rng_() % 86400);
+      inc.value = 1 + static_cast<int64_t>(rng_() % 4);
+      inc.subs.emplace_back("c", rng_() % 2 == 0 ? "US" : "JP");
+      oracle->Add(inc);
+      body += inc.QueryString() + "\n";
+      if ((i + 1) % 50 == 0 || i + 1 == n) {
+        auto r = HttpPost(cluster_.api(), "/incr", body, 15000);
+        ASSERT_EQ(r.status_code, 200) << r.body;
+        body.clear();
+      }
+    }
+  }
+  void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
+    EXPECT_EQ(WaitForQueriesToMatch(cluster_, oracle, keys_, reference_ts_), "") << "after " << step;
+  }
+  void Rotate(const std::string& day) {
+    std::string error;
+    ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
+  }
+  // The hours (as UTC days) of the total records realtime member `name` holds.
+  std::set<std::string> DaysHeldBy(const std::string& name) {
+    std::set<std::string> days;
+    auto r = cluster_.hosts().Get(name, "/fwmatch?key=u%7C");
+    EXPECT_TRUE(r.status_code == 200 || r.status_code == 404) << r.status_code << " " << r.body;
+    size_t start = 0;
+    while (start < r.body.size()) {
+      const size_t nl = r.body.find('\n', start);
+      const std::string line = r.body.substr(start, nl - start);
+      start = nl == std::string::npos ? r.body.size() : nl + 1;
+      const std::string key = line.substr(0, line.find(','));
+      auto unix = UnixFromYmdh(key.substr(key.rfind('.') + 1));
+      if (unix.ok()) days.insert(FormatDate(FloorDiv(*unix, kSecondsPerDay)));
+    }
+    return days;
+  }
+
+  Cluster cluster_;
+  std::vector<std::string> keys_ = Keys();
+  std::mt19937 rng_{20240611};
+  int64_t reference_ts_ = UnixOfDate(kD3) + 86400 - 1;
+};
+
+TEST_F(RealtimeShardChangeTest, AShardAddedAtADayBoundaryTakesThatDaysIncrementsAndReadsStayExact) {
+  std::string error;
+  ASSERT_TRUE(cluster_.StartAll(&error)) << error;
+  Rotate(kD1);
+  Oracle oracle;
+  SendIncrements({kD0, kD1, kD2}, 300, &oracle);  // kD2 under two shards: made before the change
+  ExpectQueriesMatch(oracle, "increments under two shards");
+
+  // The change, during kD1: a third realtime member, and realtime_shards = 3
+  // from kD2 on. The new member starts, then the API node restarts with the file.
+  testing::ClusterSpec spec = cluster_.hosts().spec();
+  spec.realtime_shards = 3;
+  spec.cluster.SetString("realtime_shards_since", kD2).SetInt("previous_realtime_shards", 2);
+  const Status written = cluster_.hosts().Write(spec);
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  ASSERT_TRUE(cluster_.Start("realtime-2", &error)) << error;
+  Rotate(kD1);
+  ASSERT_EQ(cluster_.Stop("api-0"), 0);
+  ASSERT_TRUE(cluster_.Start("api-0", &error)) << error;
+  ExpectQueriesMatch(oracle, "the change (nothing on the new shard yet)");
+
+  SendIncrements({kD1, kD2}, 400, &oracle);
+  ExpectQueriesMatch(oracle, "increments on both sides of the boundary");
+  // The new shard holds kD2's increments of its keys, and nothing of kD1.
+  EXPECT_EQ(DaysHeldBy("realtime-2"), std::set<std::string>{kD2});
+  // Under the old count the same keys' kD1 hours stay on shards 0 and 1.
+  std::set<std::string> old_days = DaysHeldBy("realtime-0");
+  for (const std::string& day : DaysHeldBy("realtime-1")) old_days.insert(day);
+  EXPECT_TRUE(old_days.count(kD1) > 0);
+
+  // kD1 is folded from the two shards it was counted on (the new one holds
+  // it empty), kD2 from all three.
+  Rotate(kD2);
+  std::string output;
+  ASSERT_EQ(cluster_.Rebuild(kD1, &output), 0) << output;
+  ExpectQueriesMatch(oracle, "the rebuild of " + kD1);
+  Rotate(kD3);
+  ASSERT_EQ(cluster_.Rebuild(kD2, &output), 0) << output;
+  EXPECT_NE(output.find("from realtime shard 2"), std::string::npos) << output;
+  ExpectQueriesMatch(oracle, "the rebuild of " + kD2);
+}
+
+}  // namespace
+}  // namespace clickatron::integration
