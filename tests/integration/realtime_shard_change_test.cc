@@ -4,7 +4,8 @@
 // ask both candidate shards of a key, and the rebuild exports every shard
 // (the new one only from the days it holds). /clicks and /breakdown equal an
 // oracle of the raw increments before the change, after it, and after each
-// nightly run.
+// nightly run. Every member and the rebuild run on a "host" of their own
+// (ClusterSpec::private_hosts).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -74,7 +75,9 @@ class RealtimeShardChangeTest : public ::testing::Test {
     return days;
   }
 
-  Cluster cluster_;
+  // Each member (and the rebuild) on a "host" of its own, as in
+  // many_hosts_test.cc: the new shard is reached over HTTP only.
+  Cluster cluster_{Cluster::Options{.private_hosts = true}};
   std::vector<std::string> keys_ = Keys();
   std::mt19937 rng_{20240611};
   int64_t reference_ts_ = UnixOfDate(kD3) + 86400 - 1;
