@@ -2,7 +2,8 @@
 // include/clickatron/tls.h), on loopback with a CA and a certificate made
 // here by the openssl command line: members serve TLS only, clients verify
 // the certificate and the address, and the API node's batches reach a shard
-// over TLS, again after the shard restarts (fresh TLS sessions).
+// over TLS, again after the shard restarts (fresh TLS sessions); the nightly
+// run exports, publishes and deploys over TLS.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -151,6 +152,41 @@ TEST_F(TlsTest, TheApiNodesBatchesReachAShardOverTlsAlsoAfterTheShardRestarts) {
     ASSERT_TRUE(WaitFor([&] { return RealtimeValue("secure") == fmt::format("{}\n", 6 + i); }))
         << i << ": " << RealtimeValue("secure") << cluster_.LogTail("api-0");
   }
+}
+
+// The rebuild over TLS: the export from the realtime shard, the publish
+// server the archive replica fetches the generation from, and the checks of
+// every replica's manifest; then the API reads the day from the archive.
+TEST_F(TlsTest, TheNightlyRunExportsPublishesAndDeploysOverTls) {
+  StartMember("realtime-0");
+  StartMember("archive-0");
+  StartMember("api-0");
+  ASSERT_EQ(Post(realtime_, std::string("/rotate?today=") + kDay, "tls-test-admin-token").status_code, 200);
+  const int64_t ts = *ParseDate(kDay) * 86400 + 60;
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_EQ(Get(api_, fmt::format("/incr?ns=u&key=nightly&ts={}", ts)).status_code, 200);
+  }
+  ASSERT_TRUE(WaitFor([&] { return RealtimeValue("nightly") == "7\n"; })) << RealtimeValue("nightly");
+  const std::string next_day = FormatDate(*ParseDate(kDay) + 1);
+  ASSERT_EQ(Post(realtime_, "/rotate?today=" + next_day, "tls-test-admin-token").status_code, 200);
+
+  std::string out;
+  ASSERT_EQ(RunCommand({testing::BinaryPath("clickatron-rebuild"), "run", "--config", cluster_.config_path(), "--date",
+                        kDay},
+                       &out),
+            0)
+      << out;
+  auto manifest = Get(cluster_.Address("archive-0"), "/manifest?shard=0");
+  ASSERT_EQ(manifest.status_code, 200) << manifest.body;
+  auto j = nlohmann::json::parse(manifest.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << manifest.body;
+  EXPECT_EQ(j["data"]["generation"], 1) << manifest.body;
+  EXPECT_EQ(j["data"]["last_day"], kDay) << manifest.body;
+  auto clicks = Get(api_, fmt::format("/clicks?ns=u&key=nightly&unit=day&units=1&unit_reference_ts={}", ts));
+  ASSERT_EQ(clicks.status_code, 200) << clicks.body;
+  auto c = nlohmann::json::parse(clicks.body, nullptr, false);
+  ASSERT_TRUE(c.is_object()) << clicks.body;
+  EXPECT_EQ(c["data"]["clicks"][0]["clicks"], 7) << clicks.body;
 }
 
 }  // namespace
