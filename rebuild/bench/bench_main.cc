@@ -16,6 +16,7 @@
 //       the rebuild's own steps on them: convert + external sort of the day
 //       (SortInputs), then merge with the archive + split + manifests
 //       (BuildGeneration, backup off). Prints the figures, one "name value" a line.
+//       --engine-config FILE: the merge tasks run on FILE's [rebuild] engine.
 //   clickatron-rebuild-bench sort --day FILE --out FILE --work-dir W --memory-mb MB --threads T
 //       the convert + external sort step alone (SortInputs), for profiling it and
 //       checking its output against an earlier build's byte for byte.
@@ -171,8 +172,16 @@ double Since(std::chrono::steady_clock::time_point start) {
 }
 
 int Pipeline(const std::string& day, const std::string& archive_dir, const std::string& work_dir, int shards,
-             uint64_t memory_mb, int threads) {
+             uint64_t memory_mb, int threads, const std::string& engine_config) {
   clickatron::ClusterConfig cluster;
+  if (!engine_config.empty()) {
+    // A cluster file naming the engine ([rebuild] engine = "gnu-parallel"):
+    // the merge tasks run there, and the hosts load this file.
+    auto loaded = clickatron::ClusterConfig::Load(engine_config);
+    if (!loaded.ok()) return Fail(loaded.status());
+    cluster = std::move(loaded).value();
+    cluster.members.clear();
+  }
   cluster.archive_shards = shards;
   cluster.rebuild.work_dir = work_dir;
   cluster.rebuild.backup_dir = work_dir + "/backup";
@@ -258,6 +267,7 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   std::printf("output_records %llu\n", static_cast<unsigned long long>(out_records));
   std::printf("output_bytes %llu\n", static_cast<unsigned long long>(out_bytes));
   std::printf("max_rss_kb %ld\n", usage.ru_maxrss);
+  std::printf("engine %s\n", cluster.rebuild.engine.c_str());
   return 0;
 }
 
@@ -304,6 +314,8 @@ int main(int argc, char** argv) {
   pipeline->add_option("--shards", shards);
   pipeline->add_option("--memory-mb", memory_mb);
   pipeline->add_option("--threads", threads);
+  std::string engine_config;
+  pipeline->add_option("--engine-config", engine_config, "a cluster file whose [rebuild] engine runs the merges");
   auto* sort_only = app.add_subcommand("sort");
   sort_only->add_option("--day", day)->required();
   sort_only->add_option("--out", out)->required();
@@ -314,5 +326,5 @@ int main(int argc, char** argv) {
   if (gen_day->parsed()) return GenDay(records, stride, out);
   if (gen_archive->parsed()) return GenArchive(records, shards, dir);
   if (sort_only->parsed()) return SortOnly(day, out, work, memory_mb, threads);
-  return Pipeline(day, dir, work, shards, memory_mb, threads);
+  return Pipeline(day, dir, work, shards, memory_mb, threads, engine_config);
 }
