@@ -192,9 +192,12 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   if (previous.generation > 0) {
     spec.previous_manifest = previous.manifests[static_cast<size_t>(shard)];
     spec.previous_file = previous.files[static_cast<size_t>(shard)];
+    // On another host the task fetches it from a replica of the shard
+    // itself: the archive is most of the bytes, and the replicas serve it.
     if (ship) {
-      CLICKATRON_RETURN_IF_ERROR(LinkOrCopyFile(spec.previous_file, task.dir + "/in/previous.csv"));
-      spec.previous_file = "in/previous.csv";
+      spec.fetch_previous = true;
+      spec.fetch_timeout_ms = options.transfer_timeout_ms;
+      spec.previous_file = "";
     }
   }
   if (options.backup) {

@@ -54,6 +54,7 @@ struct BuildOptions {
   bool include_late = true;
   int http_timeout_ms = 10000;               // GET /late/files of each API member
   int late_transfer_timeout_ms = 3600 * 1000;  // one GET /late/file, whole
+  int transfer_timeout_ms = 6 * 3600 * 1000;   // a merge task's fetch of the previous generation
   bool include_queue = true;
   bool backup = true;                    // false only for benchmarks
 };

@@ -10,6 +10,8 @@
 #include "archive_merge.h"
 #include "backup.h"
 #include "clickatron/file_util.h"
+#include "clickatron/generation_fetch.h"
+#include "clickatron/http_client.h"
 #include "clickatron/shard.h"
 #include "day_subtotals.h"
 #include "sortmerge/line_io.h"
@@ -25,6 +27,25 @@ uint64_t SizeOf(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+// The previous generation's file of the shard from the first replica that
+// serves it whole (FetchShardFile checks size, crc32 and generation).
+Status FetchPrevious(const MergeShardSpec& spec, const ClusterConfig& cluster, const std::string& path) {
+  BlockingHttpClient client(cluster);
+  std::string failures;
+  for (const MemberConfig* replica : cluster.ArchiveReplicas(spec.shard)) {
+    const Status fetched = FetchShardFile(client, replica->listen, *spec.previous_manifest, path, spec.fetch_timeout_ms);
+    if (fetched.ok()) {
+      spdlog::info("shard {}: generation {} fetched from {} ({} bytes)", spec.shard, spec.previous_manifest->generation,
+                   replica->name, spec.previous_manifest->bytes);
+      return Status::Ok();
+    }
+    failures += fmt::format("{}{}: {}", failures.empty() ? "" : "; ", replica->name, fetched.message());
+  }
+  return Status::Unavailable(fmt::format("no replica of archive shard {} gave generation {}: {}", spec.shard,
+                                         spec.previous_manifest->generation,
+                                         failures.empty() ? "the cluster file names none" : failures));
+}
+
 }  // namespace
 
 nlohmann::json MergeShardSpec::ToJson() const {
@@ -32,7 +53,10 @@ nlohmann::json MergeShardSpec::ToJson() const {
                       {"generation", generation}, {"last_day", last_day}, {"created", created},
                       {"late_inputs", late_inputs}, {"inputs", inputs}, {"backup", backup}};
   if (previous_manifest) {
-    j["previous"] = {{"file", previous_file}, {"manifest", previous_manifest->ToJson()}};
+    j["previous"] = {{"file", previous_file},
+                     {"manifest", previous_manifest->ToJson()},
+                     {"fetch", fetch_previous},
+                     {"fetch_timeout_ms", fetch_timeout_ms}};
   } else {
     j["previous"] = nullptr;
   }
@@ -51,6 +75,8 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
   spec.backup = j.value("backup", "");
   if (const nlohmann::json& previous = j.at("previous"); !previous.is_null()) {
     spec.previous_file = previous.at("file").get<std::string>();
+    spec.fetch_previous = previous.value("fetch", false);
+    spec.fetch_timeout_ms = previous.value("fetch_timeout_ms", spec.fetch_timeout_ms);
     auto manifest = Manifest::FromJson(previous.at("manifest"));
     if (!manifest.ok()) return manifest.status();
     spec.previous_manifest = *manifest;
@@ -65,13 +91,18 @@ std::string MergeShardOutput(const TaskPaths& task, int shard) {
   return fmt::format("{}/shard-{}.csv", task.Out(), shard);
 }
 
-Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec& spec,
+Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec& spec, const ClusterConfig& cluster,
                                      const TaskResources& resources) {
   const std::string out_path = MergeShardOutput(task, spec.shard);
+  std::string previous_path = spec.previous_manifest ? task.Resolve(spec.previous_file) : "";
+  if (spec.previous_manifest && spec.fetch_previous) {
+    previous_path = task.Tmp() + "/previous.csv";
+    CLICKATRON_RETURN_IF_ERROR(FetchPrevious(spec, cluster, previous_path));
+  }
   std::unique_ptr<Progress> own_progress;
   Progress* progress = resources.progress;
   if (progress == nullptr) {
-    uint64_t total = spec.previous_manifest ? SizeOf(task.Resolve(spec.previous_file)) : 0;
+    uint64_t total = spec.previous_manifest ? spec.previous_manifest->bytes : 0;
     for (const std::string& input : spec.inputs) total += SizeOf(task.Resolve(input));
     own_progress = std::make_unique<Progress>(fmt::format("merge shard {}", spec.shard), total);
     progress = own_progress.get();
@@ -81,7 +112,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   std::unique_ptr<MappedFile> previous_file;
   std::string_view previous_data;
   if (spec.previous_manifest) {
-    auto mapped = MappedFile::Open(task.Resolve(spec.previous_file));
+    auto mapped = MappedFile::Open(previous_path);
     if (!mapped.ok()) return mapped.status();
     previous_file = std::move(mapped).value();
     (void)previous_file->Advise("sequential");  // a hint only

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clickatron/config.h"
 #include "clickatron/manifest.h"
 #include "clickatron/status.h"
 #include "task_dir.h"
@@ -36,6 +37,12 @@ struct MergeShardSpec {
   // The previous generation's file and its manifest (none for the first).
   std::string previous_file;
   std::optional<Manifest> previous_manifest;
+  // Instead of previous_file: fetch it from a replica of the shard (GET
+  // /file?shard=S, checked against previous_manifest as it arrives) into
+  // tmp/. A task on another host so pulls the largest input straight from
+  // the archive tier instead of having it shipped from the rebuild host.
+  bool fetch_previous = false;
+  int fetch_timeout_ms = 6 * 3600 * 1000;
   std::vector<std::string> inputs;  // sorted archive files
   std::string backup;               // the .csv.gz to write; "" for none
 
@@ -46,7 +53,8 @@ struct MergeShardSpec {
 std::string MergeShardOutput(const TaskPaths& task, int shard);  // out/shard-S.csv
 
 // Returns the figures for out/done.json, the manifest among them.
-Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec& spec,
+// `cluster` names the replicas fetch_previous asks.
+Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec& spec, const ClusterConfig& cluster,
                                      const TaskResources& resources);
 
 }  // namespace clickatron::rebuild

@@ -349,6 +349,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   build.sort_tasks = *sort_tasks;
   build.http_timeout_ms = options.timeouts.http_ms;
   build.late_transfer_timeout_ms = options.timeouts.export_ms;
+  build.transfer_timeout_ms = options.timeouts.transfer_ms;
   auto plan = BuildGeneration(build);
   if (!plan.ok()) return plan.status();
   if (options.build_only) {
@@ -381,6 +382,7 @@ Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
   build.previous = &previous.value();
   build.engine = engine->get();
   build.include_late = false;  // late data waits for the nightly run
+  build.transfer_timeout_ms = options.timeouts.transfer_ms;
   build.include_queue = true;
   auto plan = BuildGeneration(build);
   if (!plan.ok()) return plan.status();

@@ -56,7 +56,7 @@ Status RunTaskDir(const TaskPaths& task, const ClusterConfig& cluster, const Tas
     } else if (kind == "merge-shard") {
       auto parsed = MergeShardSpec::FromJson(*spec);
       if (!parsed.ok()) return parsed.status().WithContext(task.Spec());
-      done = RunMergeShard(task, *parsed, resources);
+      done = RunMergeShard(task, *parsed, cluster, resources);
     }
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(fmt::format("{}: {}", task.Spec(), e.what()));

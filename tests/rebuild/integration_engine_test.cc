@@ -112,6 +112,9 @@ TEST_F(RebuildOnGnuParallel, BuildsByteForByteWhatTheLocalEngineBuilds) {
   ASSERT_EQ(RunWith(cluster_.config_path(), day_ + 1, &out, /*build_only=*/true), 0) << out;
   EXPECT_EQ(ServedGeneration(0), 1) << "--build-only deploys nothing";
   ASSERT_EQ(RunWith(engine_config(), day_ + 1, &out), 0) << out;
+  // Each merge task fetched its shard of generation 1 from a replica itself.
+  EXPECT_NE(out.find("shard 0: generation 1 fetched from archive-"), std::string::npos) << out;
+  EXPECT_NE(out.find("shard 1: generation 1 fetched from archive-"), std::string::npos) << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 2);
   for (int s = 0; s < kShards; ++s) {
