@@ -40,13 +40,15 @@ std::string NowIso() {
 // merges the same inputs and runs only the tasks not done.
 struct GenerationInputs {
   uint64_t previous_generation = 0;
+  int archive_shards = 0;  // the count its merge tasks cut by
   std::string day;
   std::string created;
   std::vector<std::string> late_files, late_still_sealed, late_inputs, queue_ids;
   std::vector<std::string> whole_inputs;  // late-sorted + queued loads: every shard's lines
 
   nlohmann::json ToJson() const {
-    return {{"previous_generation", previous_generation}, {"day", day}, {"created", created},
+    return {{"previous_generation", previous_generation}, {"archive_shards", archive_shards}, {"day", day},
+            {"created", created},
             {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"late_inputs", late_inputs},
             {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs}};
   }
@@ -58,6 +60,7 @@ struct GenerationInputs {
     GenerationInputs in;
     try {
       in.previous_generation = j.at("previous_generation").get<uint64_t>();
+      in.archive_shards = j.value("archive_shards", 0);
       in.day = j.at("day").get<std::string>();
       in.created = j.at("created").get<std::string>();
       in.late_files = j.at("late_files").get<std::vector<std::string>>();
@@ -80,6 +83,7 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
   const WorkDir work(cluster.rebuild.work_dir);
   GenerationInputs in;
   in.previous_generation = previous.generation;
+  in.archive_shards = cluster.archive_shards;
   in.day = options.day;
   in.created = NowIso();
   // What the next manifests' late_inputs keep of the previous ones (below).
@@ -289,7 +293,8 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   // goes on with the same inputs and keeps its finished tasks; anything else
   // there is stale.
   std::optional<GenerationInputs> in = GenerationInputs::Read(inputs_path);
-  if (in && in->previous_generation == previous.generation && in->day == options.day) {
+  if (in && in->previous_generation == previous.generation && in->day == options.day &&
+      in->archive_shards == cluster.archive_shards) {
     spdlog::info("generation {}: continuing the build an earlier run started ({} late files, {} loads)",
                  plan.generation, in->late_files.size(), in->queue_ids.size());
   } else {
