@@ -41,13 +41,15 @@ std::string NowIso() {
 struct GenerationInputs {
   uint64_t previous_generation = 0;
   int archive_shards = 0;  // the count its merge tasks cut by
+  int sort_tasks = 0;      // the day's sort tasks (realtime shards) its merges read
   std::string day;
   std::string created;
   std::vector<std::string> late_files, late_still_sealed, late_inputs, queue_ids;
   std::vector<std::string> whole_inputs;  // late-sorted + queued loads: every shard's lines
 
   nlohmann::json ToJson() const {
-    return {{"previous_generation", previous_generation}, {"archive_shards", archive_shards}, {"day", day},
+    return {{"previous_generation", previous_generation}, {"archive_shards", archive_shards},
+            {"sort_tasks", sort_tasks}, {"day", day},
             {"created", created},
             {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"late_inputs", late_inputs},
             {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs}};
@@ -61,6 +63,7 @@ struct GenerationInputs {
     try {
       in.previous_generation = j.at("previous_generation").get<uint64_t>();
       in.archive_shards = j.value("archive_shards", 0);
+      in.sort_tasks = j.value("sort_tasks", 0);
       in.day = j.at("day").get<std::string>();
       in.created = j.at("created").get<std::string>();
       in.late_files = j.at("late_files").get<std::vector<std::string>>();
@@ -84,6 +87,7 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
   GenerationInputs in;
   in.previous_generation = previous.generation;
   in.archive_shards = cluster.archive_shards;
+  in.sort_tasks = static_cast<int>(options.sort_tasks.size());
   in.day = options.day;
   in.created = NowIso();
   // What the next manifests' late_inputs keep of the previous ones (below).
@@ -205,7 +209,7 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
     }
   }
   if (options.backup) {
-    spec.backup = ship ? fmt::format("out/backup/shard-{}.csv.gz", shard)
+    spec.backup = ship ? fmt::format("backup/shard-{}.csv.gz", shard)
                        : fmt::format("{}/shard-{}.csv.gz", BackupDir(cluster.rebuild.backup_dir, plan.generation), shard);
   }
   return WriteTaskSpec(task, spec.ToJson());
@@ -228,13 +232,15 @@ Status CollectMergeTask(const BuildOptions& options, const GenerationPlan& plan,
     if (FileExists(from)) CLICKATRON_RETURN_IF_ERROR(RenameDurably(from, to));
   }
   if (!FileExists(kept)) return Status::Corruption(fmt::format("{} is done but {} is missing", task.dir, kept));
-  const std::string backup = fmt::format("{}/out/backup/shard-{}.csv.gz", task.dir, shard);
-  if (FileExists(backup)) {  // shipped back by the engine
-    const std::string dest = BackupDir(cluster.rebuild.backup_dir, plan.generation);
+  // The backup copy, when the engine shipped it back: the .gz first and its
+  // manifest last, each only while it is still there (a rerun after a crash
+  // between the two moves finishes the second).
+  const std::string dest = BackupDir(cluster.rebuild.backup_dir, plan.generation);
+  for (const char* suffix : {".csv.gz", ".csv.manifest"}) {
+    const std::string from = fmt::format("{}/backup/shard-{}{}", task.Out(), shard, suffix);
+    if (!FileExists(from)) continue;
     CLICKATRON_RETURN_IF_ERROR(MakeDirs(dest));
-    const std::string backup_manifest = fmt::format("{}/out/backup/shard-{}.csv.manifest", task.dir, shard);
-    CLICKATRON_RETURN_IF_ERROR(MoveFileDurably(backup_manifest, fmt::format("{}/shard-{}.csv.manifest", dest, shard)));
-    CLICKATRON_RETURN_IF_ERROR(MoveFileDurably(backup, fmt::format("{}/shard-{}.csv.gz", dest, shard)));
+    CLICKATRON_RETURN_IF_ERROR(MoveFileDurably(from, fmt::format("{}/shard-{}{}", dest, shard, suffix)));
   }
   return Status::Ok();
 }
@@ -246,6 +252,7 @@ nlohmann::json GenerationPlan::ToJson() const {
   for (const Manifest& m : manifests) manifests_json.push_back(m.ToJson());
   return {{"generation", generation}, {"previous_generation", previous_generation},
           {"day", day},               {"queue_ids", queue_ids},
+          {"older_days", older_days},
           {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"last_day", last_day},
           {"shard_files", shard_files}, {"manifests", manifests_json},
           {"created", created}};
@@ -257,6 +264,7 @@ Result<GenerationPlan> GenerationPlan::FromJson(const nlohmann::json& j) {
     plan.generation = j.at("generation").get<uint64_t>();
     plan.previous_generation = j.at("previous_generation").get<uint64_t>();
     plan.day = j.at("day").get<std::string>();
+    if (j.contains("older_days")) plan.older_days = j["older_days"].get<std::vector<std::string>>();
     plan.queue_ids = j.at("queue_ids").get<std::vector<std::string>>();
     plan.late_files = j.at("late_files").get<std::vector<std::string>>();
     if (j.contains("late_still_sealed")) plan.late_still_sealed = j["late_still_sealed"].get<std::vector<std::string>>();
@@ -285,6 +293,7 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   plan.generation = previous.generation + 1;
   plan.previous_generation = previous.generation;
   plan.day = options.day;
+  plan.older_days = options.older_days;
   plan.last_day = std::max(previous.last_day, options.day);
   const std::string dir = work.GenDir(plan.generation);
   const std::string inputs_path = dir + "/inputs.json";
@@ -294,7 +303,7 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   // there is stale.
   std::optional<GenerationInputs> in = GenerationInputs::Read(inputs_path);
   if (in && in->previous_generation == previous.generation && in->day == options.day &&
-      in->archive_shards == cluster.archive_shards) {
+      in->archive_shards == cluster.archive_shards && in->sort_tasks == static_cast<int>(options.sort_tasks.size())) {
     spdlog::info("generation {}: continuing the build an earlier run started ({} late files, {} loads)",
                  plan.generation, in->late_files.size(), in->queue_ids.size());
   } else {

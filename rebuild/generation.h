@@ -29,6 +29,8 @@ struct GenerationPlan {
   uint64_t generation = 0;
   uint64_t previous_generation = 0;
   std::string day;                      // the realtime day folded in ("" for a load)
+  // Older days the realtime ring still held unexported, folded in with `day`.
+  std::vector<std::string> older_days;
   std::vector<std::string> queue_ids;   // bulk loads folded in
   // Late-data files folded in, as late-input ids "<api member>/late-<unix>.sealed".
   std::vector<std::string> late_files;
@@ -51,6 +53,7 @@ struct BuildOptions {
   std::string day;                       // "" for none
   // The day's finished sort-shard tasks: merge task A reads part A of each.
   std::vector<TaskPaths> sort_tasks;
+  std::vector<std::string> older_days;   // folded with `day` (the sort tasks exported them)
   bool include_late = true;
   int http_timeout_ms = 10000;               // GET /late/files of each API member
   int late_transfer_timeout_ms = 3600 * 1000;  // one GET /late/file, whole

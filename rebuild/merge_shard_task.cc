@@ -181,7 +181,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   if (!spec.backup.empty()) {
     BackupOptions backup;
     backup.source = out_path;
-    backup.dest_gz = task.Resolve(spec.backup);
+    backup.dest_gz = spec.backup[0] == '/' ? spec.backup : task.Out() + "/" + spec.backup;
     backup.manifest = manifest;
     CLICKATRON_RETURN_IF_ERROR(MakeDirs(DirName(backup.dest_gz)));
     CLICKATRON_RETURN_IF_ERROR(BackupShardFile(backup));

@@ -44,7 +44,7 @@ struct MergeShardSpec {
   bool fetch_previous = false;
   int fetch_timeout_ms = 6 * 3600 * 1000;
   std::vector<std::string> inputs;  // sorted archive files
-  std::string backup;               // the .csv.gz to write; "" for none
+  std::string backup;               // the .csv.gz to write (relative: under out/); "" for none
 
   nlohmann::json ToJson() const;
   static Result<MergeShardSpec> FromJson(const nlohmann::json& json);

@@ -99,6 +99,19 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
                                      g, plan.day)));
     spdlog::info("realtime told {} is exported: the ring may clear it", plan.day);
   }
+  // Days the ring still held unexported, folded with plan.day: marked
+  // complete here, with the generation (a run for a later day finishes this
+  // generation first, so it never exports them again).
+  for (const std::string& day : plan.older_days) {
+    CLICKATRON_RETURN_IF_ERROR(
+        TellRealtimeExported(cluster, day, timeouts.http_ms)
+            .WithContext(fmt::format("generation {} is deployed, but realtime was not told {} (folded with {}) is "
+                                     "exported (rerun to retry)",
+                                     g, day, plan.day)));
+    CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(day)));  // it has no tasks of its own
+    CLICKATRON_RETURN_IF_ERROR(
+        WriteFileAtomically(work.DayComplete(day), fmt::format("{{\"folded_with\": \"{}\"}}\n", plan.day)));
+  }
   std::vector<std::string> late_done = plan.late_files;
   late_done.insert(late_done.end(), plan.late_still_sealed.begin(), plan.late_still_sealed.end());
   for (const std::string& late : late_done) {
@@ -291,27 +304,6 @@ Result<std::vector<std::string>> OlderDaysOf(const std::vector<TaskPaths>& tasks
 
 namespace {
 
-// Older days folded into `date`'s generation are recorded beside it, so a
-// rerun after a crash tells realtime about them too (and never folds them
-// again: each gets its DayComplete marker once the generation is deployed).
-std::string OlderDaysPath(const WorkDir& work, const std::string& date) { return work.DayDir(date) + "/older-days.json"; }
-
-Status TellOlderDaysExported(const ClusterConfig& cluster, const std::string& date, const Timeouts& timeouts) {
-  const WorkDir work(cluster.rebuild.work_dir);
-  auto text = ReadFileToString(OlderDaysPath(work, date));
-  if (!text.ok()) return Status::Ok();  // none were folded with this day
-  auto days = nlohmann::json::parse(*text, nullptr, false);
-  if (days.is_discarded() || !days.is_array()) return Status::Corruption(OlderDaysPath(work, date) + " is not a JSON list");
-  for (const auto& d : days) {
-    const std::string day = d.get<std::string>();
-    CLICKATRON_RETURN_IF_ERROR(TellRealtimeExported(cluster, day, timeouts.http_ms));
-    CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(day)));  // folded with `date`: it has no tasks of its own
-    CLICKATRON_RETURN_IF_ERROR(
-        WriteFileAtomically(work.DayComplete(day), fmt::format("{{\"folded_with\": \"{}\"}}\n", date)));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
@@ -320,7 +312,6 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   auto lock = WorkLock::Acquire(work.root());
   if (!lock.ok()) return lock.status();
   if (FileExists(work.DayComplete(options.date))) {
-    CLICKATRON_RETURN_IF_ERROR(TellOlderDaysExported(cluster, options.date, options.timeouts));
     spdlog::info("{} is already in a deployed generation and exported: nothing to do", options.date);
     return Status::Ok();
   }
@@ -334,9 +325,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
     }
   }
   CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
-  if (FileExists(work.DayComplete(options.date))) {
-    return TellOlderDaysExported(cluster, options.date, options.timeouts);
-  }
+  if (FileExists(work.DayComplete(options.date))) return Status::Ok();
 
   auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
   if (!previous.ok()) return previous.status();
@@ -357,7 +346,6 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   if (!sort_tasks.ok()) return sort_tasks.status();
   auto older = OlderDaysOf(*sort_tasks, options.date);
   if (!older.ok()) return older.status();
-  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(OlderDaysPath(work, options.date), nlohmann::json(*older).dump() + "\n"));
 
   BuildOptions build;
   build.cluster = &cluster;
@@ -365,6 +353,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   build.engine = engine->get();
   build.day = options.date;
   build.sort_tasks = *sort_tasks;
+  build.older_days = *older;
   build.http_timeout_ms = options.timeouts.http_ms;
   build.late_transfer_timeout_ms = options.timeouts.export_ms;
   build.transfer_timeout_ms = options.timeouts.transfer_ms;
@@ -376,7 +365,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
     return Status::Ok();
   }
   CLICKATRON_RETURN_IF_ERROR(FinishGeneration(cluster, *plan, options.timeouts));
-  return TellOlderDaysExported(cluster, options.date, options.timeouts);
+  return Status::Ok();
 }
 
 Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {

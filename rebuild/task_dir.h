@@ -5,14 +5,16 @@
 //   TASK/in/…           its input files (names in task.json are relative to
 //                       TASK, or absolute when the task runs where they are)
 //   TASK/out/…          its results
-//   TASK/out/done.json  written last: the task finished, with its figures
+//   TASK/out/done.json  the task finished: its figures, and the size of every
+//                       file of out/ (a copy of out/ cut short is not done)
 //   TASK/tmp/           scratch (external-sort runs, exports)
 //
 // A task reads nothing but TASK/in (and the cluster over HTTP) and writes
 // nothing but TASK/out and TASK/tmp, so an engine can ship `in` to any host,
-// run it there, and ship `out` back. A task run again starts from an empty
-// out/, so a half-done earlier attempt (a killed process, a lost host)
-// leaves nothing behind. Thread-safety: different tasks may run at once.
+// run it there, and ship `out` back. It writes its results into
+// TASK/out.partial/ and renames that to out/ when it is done, so an attempt
+// that dies (a killed process, a lost host) leaves no out/ an engine could
+// ship back over a finished one. Thread-safety: different tasks may run at once.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +29,11 @@ namespace clickatron::rebuild {
 
 struct TaskPaths {
   std::string dir;
+  std::string out_name = "out";  // "out.partial" while the task runs
   std::string In() const { return dir + "/in"; }
   std::string Spec() const { return dir + "/in/task.json"; }
-  std::string Out() const { return dir + "/out"; }
-  std::string Done() const { return dir + "/out/done.json"; }
+  std::string Out() const { return dir + "/" + out_name; }
+  std::string Done() const { return Out() + "/done.json"; }
   std::string Tmp() const { return dir + "/tmp"; }
   // A name from task.json: relative names are under the task dir.
   std::string Resolve(const std::string& name) const {
@@ -51,11 +54,13 @@ struct TaskResources {
 
 // Writes TASK/in/task.json (creating TASK/in) and clears TASK/out.
 Status WriteTaskSpec(const TaskPaths& task, const nlohmann::json& spec);
+// done.json is there and every file it lists has its size.
 bool TaskDone(const TaskPaths& task);
 Result<nlohmann::json> ReadTaskDone(const TaskPaths& task);
 
-// Runs the task in `task.dir`: clears out/ and tmp/, runs it by its kind,
-// writes out/done.json last, removes tmp/. `clickatron-rebuild task` and
+// Runs the task in `task.dir`: clears out/ and tmp/, runs it by its kind
+// into out.partial/, writes its done.json there, renames it to out/,
+// removes tmp/. `clickatron-rebuild task` and
 // the local engine both come here.
 Status RunTaskDir(const TaskPaths& task, const ClusterConfig& cluster, const TaskResources& resources);
 

@@ -137,6 +137,18 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
             fmt::format("[cluster] realtime_shards_since: {}", since.status().message()), "BAD_CONFIG");
       }
       c->realtime_shards_since_day = *since;
+      // Its first hour must have an hour code (1970-2127): routing compares codes.
+      if (!YmdhFromUnix(*since * kSecondsPerDay).ok()) {
+        return Status::InvalidArgument("[cluster] realtime_shards_since: outside the years hour codes cover (1970-2127)",
+                                       "BAD_CONFIG");
+      }
+      if (c->previous_realtime_shards >= c->realtime_shards) {
+        return Status::InvalidArgument(
+            fmt::format("[cluster] previous_realtime_shards = {} must be below realtime_shards = {}: the count only "
+                        "grows (docs/operations.md, \"Adding a realtime shard\")",
+                        c->previous_realtime_shards, c->realtime_shards),
+            "BAD_CONFIG");
+      }
     }
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_shards", 1, 4096, &c->archive_shards));
     CLICKATRON_RETURN_IF_ERROR(r.String("clock", &c->clock, {"system", "manual"}));

@@ -1,10 +1,13 @@
 #include "clickatron/subprocess.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -34,11 +37,26 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const std
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::IoError(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
-    // Only async-signal-safe calls from here on.
-    ::dup2(in_read.get(), 0);
+    // Only async-signal-safe calls from here on. The child starts with the
+    // default signal dispositions and mask (our daemons ignore SIGPIPE,
+    // which exec would pass on), and dies with us: a program left running
+    // after the rebuild died (GNU parallel) must not go on copying results
+    // into a work dir a rerun owns.
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // we died before prctl
+    if (in_read.get() == 0) {
+      ::fcntl(0, F_SETFD, 0);  // already stdin: keep it open across exec
+    } else {
+      ::dup2(in_read.get(), 0);
+    }
     int err = 0;
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) err = errno;
     if (err == 0) {
@@ -51,9 +69,19 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const std
   in_read.Reset();
   exec_write.Reset();
   int child_errno = 0;
-  const bool exec_failed = ::read(exec_read.get(), &child_errno, sizeof(child_errno)) == sizeof(child_errno);
+  ssize_t got;
+  while ((got = ::read(exec_read.get(), &child_errno, sizeof(child_errno))) < 0 && errno == EINTR) {
+  }
+  const bool exec_failed = got == sizeof(child_errno);
 
   std::thread writer([&] {
+    // A child that exits without reading all of stdin must give EPIPE here,
+    // not a SIGPIPE that kills the caller: blocked in this thread, the
+    // signal a write raises stays with it and goes when it ends.
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
     size_t done = 0;
     while (!exec_failed && done < stdin_data.size()) {
       const ssize_t n = ::write(in_write.get(), stdin_data.data() + done, stdin_data.size() - done);
@@ -64,9 +92,12 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const std
     in_write.Reset();
   });
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  const int wait_errno = errno;
   writer.join();
+  if (waited < 0) return Status::IoError(fmt::format("waitpid {}: {}", argv[0], std::strerror(wait_errno)));
   if (exec_failed) {
     const std::string what = fmt::format("cannot run {}{}: {}", argv[0], cwd.empty() ? "" : " in " + cwd,
                                          std::strerror(child_errno));

@@ -3,7 +3,9 @@
 //
 // The child's stdout and stderr are the caller's (the engine's own progress
 // and the tasks' logs land in the rebuild's log); its stdin is `stdin_data`,
-// written from a thread so a child that reads slowly cannot deadlock us.
+// written from a thread so a child that reads slowly cannot deadlock us. The
+// child gets default signal handling, and SIGKILL when the caller's thread
+// dies (PR_SET_PDEATHSIG): nothing it started outlives a killed caller.
 //
 // Thread-safety: may be called from any thread; each call has its own child.
 #pragma once

@@ -121,21 +121,30 @@ TEST(ConfigTest, RealtimeShardChangeNeedsBothKeysAndMembersForTheLargerCount) {
   ASSERT_TRUE(base.ok()) << base.status().ToString();
   const int n = base->realtime_shards;
   EXPECT_EQ(base->RealtimeShardSlots(), n);
-  // Shrinking by one from a day: the members of the old count still cover it.
-  auto shrink = ClusterConfig::Parse(
+  // Growing by one from a day: members of the new count; slots are the larger.
+  auto grow = ClusterConfig::Parse(
       [&] {
         std::string t = kGood;
         const std::string from = fmt::format("realtime_shards = {}", n);
         t.replace(t.find(from), from.size(),
                   fmt::format("realtime_shards = {}\nrealtime_shards_since = \"2026-12-01\"\n"
                               "previous_realtime_shards = {}",
-                              n > 1 ? n - 1 : n, n));
+                              n, n - 1));
         return t;
       }(),
       "test.toml");
-  ASSERT_TRUE(shrink.ok()) << shrink.status().ToString();
-  EXPECT_EQ(shrink->RealtimeShardSlots(), n);
-  EXPECT_EQ(shrink->realtime_shards_since_day, *ParseDate("2026-12-01"));
+  ASSERT_TRUE(grow.ok()) << grow.status().ToString();
+  EXPECT_EQ(grow->RealtimeShardSlots(), n);
+  EXPECT_EQ(grow->realtime_shards_since_day, *ParseDate("2026-12-01"));
+  // The same count, or a smaller one, is refused.
+  EXPECT_NE(ParseError(with(fmt::format("realtime_shards_since = \"2026-12-01\"\nprevious_realtime_shards = {}", n)))
+                .message()
+                .find("only grows"),
+            std::string::npos);
+  EXPECT_NE(ParseError(with("realtime_shards_since = \"2200-01-01\"\nprevious_realtime_shards = 1"))
+                .message()
+                .find("hour codes"),
+            std::string::npos);
   EXPECT_NE(ParseError(with("realtime_shards_since = \"2026-12-01\"")).message().find("previous_realtime_shards"),
             std::string::npos);
   EXPECT_NE(ParseError(with("previous_realtime_shards = 1")).message().find("realtime_shards_since"),

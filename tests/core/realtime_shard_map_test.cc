@@ -68,12 +68,5 @@ TEST(RealtimeShardMapTest, TheHoursOfEachDayGoByThatDaysCount) {
   EXPECT_EQ(map.ShardOfHour("u|k1", HourCode("2040-01-01", 5)), ShardOf("u|k1", 3));
 }
 
-TEST(RealtimeShardMapTest, ShrinkingKeepsTheOldShardsInSlots) {
-  const RealtimeShardMap map(Changing(3, 2, "2026-12-01"));
-  EXPECT_EQ(map.slots(), 3);
-  EXPECT_EQ(map.ShardOfHour("u|x", HourCode("2026-11-30", 0)), ShardOf("u|x", 3));
-  EXPECT_EQ(map.ShardOfHour("u|x", HourCode("2026-12-01", 0)), ShardOf("u|x", 2));
-}
-
 }  // namespace
 }  // namespace clickatron

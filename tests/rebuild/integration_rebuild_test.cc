@@ -394,6 +394,30 @@ TEST_F(RebuildIntegration, FailedDeployKeepsOldGenerationAndDayThenRerunDeploys)
   EXPECT_EQ(Admin("POST", realtime_ports_[1], "/clear?date=" + FormatDate(day_ + 1)).status_code, 200);
 }
 
+// An older day folded with D in a generation that --build-only left
+// undeployed is marked complete when the next day's run finishes that
+// generation, so that run does not export and fold it a second time.
+TEST_F(RebuildIntegration, AnOlderDayInABuiltOnlyGenerationIsFoldedOnce) {
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 61, 200, &expect);
+  RotateAll(day_ + 1);
+  PutRandomDay(day_ + 1, 62, 200, &expect);
+  RotateAll(day_ + 2);  // day_ left the ring unexported: retained
+  std::string out;
+  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("folding it with " + FormatDate(day_ + 1)), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 0) << "--build-only deploys nothing";
+  PutRandomDay(day_ + 2, 63, 200, &expect);
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 2);
+  ExpectArchiveEquals(expect);
+  EXPECT_TRUE(FileExists(cluster_ / ("work/days/" + FormatDate(day_) + "/complete.done")));
+}
+
 TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   Expectation expect;
   RotateAll(day_);
