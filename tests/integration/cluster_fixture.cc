@@ -232,6 +232,19 @@ std::map<std::string, int64_t> Oracle::BreakdownUniques(const std::string& sns, 
   return out;
 }
 
+std::string PostIncrements(const Cluster& cluster, const std::vector<Increment>& increments) {
+  std::string body;
+  for (size_t i = 0; i < increments.size(); ++i) {
+    body += increments[i].QueryString() + "\n";
+    if ((i + 1) % 50 == 0 || i + 1 == increments.size()) {
+      auto r = clickatron::testing::HttpPost(cluster.api(), "/incr", body, 15000);
+      if (r.status_code != 200) return fmt::format("HTTP {} {} {}", r.status_code, r.body, r.transport.ToString());
+      body.clear();
+    }
+  }
+  return "";
+}
+
 std::string WaitForQueriesToMatch(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
                                   int64_t reference_ts) {
   std::string diff;

@@ -80,6 +80,11 @@ struct Increment {
   std::string QueryString() const;  // "ns=u&key=…&ts=…&value=…&sub=c%3AUS…[&uniq=…]"
 };
 
+// POSTs `increments` to the cluster's API node in batches of 50 lines (one
+// query string a line): "" when every batch was acknowledged, else what the
+// failing one got.
+std::string PostIncrements(const Cluster& cluster, const std::vector<Increment>& increments);
+
 // The answers a query must give, computed from raw increments with no code
 // of the project's: an independent reference for /clicks and /breakdown.
 class Oracle {

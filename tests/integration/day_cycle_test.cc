@@ -12,7 +12,6 @@ namespace clickatron::integration {
 namespace {
 
 using clickatron::testing::HttpGet;
-using clickatron::testing::HttpPost;
 
 const std::string kD0 = "2024-03-08";  // yesterday at the start
 const std::string kD1 = "2024-03-09";
@@ -27,10 +26,9 @@ class DayCycleTest : public ::testing::Test {
   // Sends `n` random increments for hours of `days`, as batched POSTs;
   // every one must be acknowledged. Adds each to the given oracles.
   void SendIncrements(const std::vector<std::string>& days, int n, std::vector<Oracle*> oracles) {
-    std::string body;
-    int in_body = 0;
+    std::vector<Increment> increments;
     for (int i = 0; i < n; ++i) {
-      Increment inc;
+      Increment& inc = increments.emplace_back();
       inc.key = kKeys[rng_() % 10 < 6 ? 1 : rng_() % kKeys.size()];  // "hot" takes most
       const std::string& day = days[rng_() % days.size()];
       inc.ts = UnixOfDate(day) + static_cast<int64_t>(rng_() % 86400);
@@ -38,15 +36,10 @@ class DayCycleTest : public ::testing::Test {
       inc.subs.emplace_back("c", kCountries[rng_() % kCountries.size()]);
       if (rng_() % 2) inc.subs.emplace_back("r", kReferrers[rng_() % kReferrers.size()]);
       for (Oracle* o : oracles) o->Add(inc);
-      body += inc.QueryString() + "\n";
-      if (++in_body == 50 || i + 1 == n) {
-        auto r = HttpPost(cluster_.api(), "/incr", body, 15000);
-        ASSERT_EQ(r.status_code, 200) << r.body << r.transport.ToString();
-        body.clear();
-        in_body = 0;
-      }
     }
+    ASSERT_EQ(PostIncrements(cluster_, increments), "");
   }
+
 
   // Waits (bounded) until every query equals the oracle.
   void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {

@@ -18,7 +18,6 @@
 namespace clickatron::integration {
 namespace {
 
-using clickatron::testing::HttpPost;
 using clickatron::testing::RunCommand;
 using clickatron::testing::WaitFor;
 
@@ -34,22 +33,18 @@ class ManyHostsTest : public ::testing::Test {
   ManyHostsTest() : cluster_(Cluster::Options{.replicas_per_archive_shard = 2, .private_hosts = true}) {}
 
   void SendIncrements(const std::vector<std::string>& days, int n, std::vector<Oracle*> oracles) {
-    std::string body;
+    std::vector<Increment> increments;
     for (int i = 0; i < n; ++i) {
-      Increment inc;
+      Increment& inc = increments.emplace_back();
       inc.key = kKeys[rng_() % kKeys.size()];
       inc.ts = UnixOfDate(days[rng_() % days.size()]) + static_cast<int64_t>(rng_() % 86400);
       inc.value = 1 + static_cast<int64_t>(rng_() % 4);
       inc.subs.emplace_back("c", kCountries[rng_() % kCountries.size()]);
       for (Oracle* o : oracles) o->Add(inc);
-      body += inc.QueryString() + "\n";
-      if ((i + 1) % 50 == 0 || i + 1 == n) {
-        auto r = HttpPost(cluster_.api(), "/incr", body, 15000);
-        ASSERT_EQ(r.status_code, 200) << r.body;
-        body.clear();
-      }
     }
+    ASSERT_EQ(PostIncrements(cluster_, increments), "");
   }
+
 
   void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
     const std::string diff = WaitForQueriesToMatch(cluster_, oracle, kKeys, reference_ts_);

@@ -20,7 +20,6 @@
 namespace clickatron::integration {
 namespace {
 
-using clickatron::testing::HttpPost;
 
 const std::string kD0 = "2024-06-09";
 const std::string kD1 = "2024-06-10";
@@ -42,22 +41,18 @@ const std::vector<std::string> kSubValues = {"US", "JP", "https://t.co/a.b", "ht
 class RealtimeShardChangeTest : public ::testing::Test {
  protected:
   void SendIncrements(const std::vector<std::string>& days, int n, Oracle* oracle) {
-    std::string body;
+    std::vector<Increment> increments;
     for (int i = 0; i < n; ++i) {
-      Increment inc;
+      Increment& inc = increments.emplace_back();
       inc.key = keys_[rng_() % keys_.size()];
       inc.ts = UnixOfDate(days[rng_() % days.size()]) + static_cast<int64_t>(rng_() % 86400);
       inc.value = 1 + static_cast<int64_t>(rng_() % 4);
       inc.subs.emplace_back("c", kSubValues[rng_() % kSubValues.size()]);
       oracle->Add(inc);
-      body += inc.QueryString() + "\n";
-      if ((i + 1) % 50 == 0 || i + 1 == n) {
-        auto r = HttpPost(cluster_.api(), "/incr", body, 15000);
-        ASSERT_EQ(r.status_code, 200) << r.body;
-        body.clear();
-      }
     }
+    ASSERT_EQ(PostIncrements(cluster_, increments), "");
   }
+
   void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
     EXPECT_EQ(WaitForQueriesToMatch(cluster_, oracle, keys_, reference_ts_), "") << "after " << step;
   }
