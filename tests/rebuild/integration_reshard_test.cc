@@ -1,0 +1,113 @@
+// Changing archive_shards on a live cluster (rebuild_cluster_fixture.h): the
+// next generation re-partitions the whole archive into the new count, and the
+// files deployed hold exactly the oracle's records cut by it.
+#include <gtest/gtest.h>
+
+#include "rebuild_cluster_fixture.h"
+
+namespace clickatron {
+namespace {
+
+class ReshardIntegration : public RebuildIntegration {
+ protected:
+  // Day `day` put into realtime and rebuilt.
+  void RunNextDay(int64_t day, uint32_t seed, int increments, Expectation* expect, std::string* out) {
+    PutRandomDay(day, seed, increments, expect);
+    RotateAll(day + 1);
+    ASSERT_EQ(RunDay(day, out), 0) << *out;
+  }
+};
+
+TEST_F(ReshardIntegration, RaisingArchiveShardsRepartitionsAtTheNextDay) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(1, 800, &expect));
+  ExpectArchiveCutInto(expect, kShards, 1);
+
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  EXPECT_EQ(ServedGeneration(2), 0);  // the new shard's member has no file yet
+  std::string out;
+  // Day two has keys and days of day one: the re-partition merges them.
+  ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 1, 2, 400, &expect, &out));
+  EXPECT_NE(out.find("re-partitions the archive from 2 to 3 archive shards"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+
+  // The generation after it is the nightly merge again, on 3 shards.
+  ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 2, 3, 400, &expect, &out));
+  EXPECT_EQ(out.find("re-partitions"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 3);
+}
+
+TEST_F(ReshardIntegration, LoweringArchiveShardsTakesTheDroppedShardFromTheWorkDir) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(4, 800, &expect));
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(1));
+  EXPECT_EQ(cluster_.Stop(ArchiveName(1)), 0);  // its member is no longer in the cluster file
+
+  // Without the work dir's copy of the dropped shard's file the rebuild
+  // cannot re-partition, and says what to do.
+  const std::string kept = cluster_ / "work/gen/1/shard-1.csv";
+  ASSERT_TRUE(FileExists(kept));
+  const std::string aside = cluster_ / "shard-1.aside";
+  ASSERT_TRUE(RenameDurably(kept, aside).ok());
+  PutRandomDay(day_ + 1, 5, 400, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("RESHARD_NEEDS_FILE"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+
+  ASSERT_TRUE(RenameDurably(aside, kept).ok());
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("re-partitions the archive from 2 to 1 archive shards"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 1, 2);
+}
+
+// A generation built for the old count and not deployed is deployed with
+// the cluster file it was built for, never with the new one.
+TEST_F(ReshardIntegration, AGenerationBuiltForTheOldCountIsNotDeployedWithTheNew) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(7, 400, &expect));
+  PutRandomDay(day_ + 1, 8, 300, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
+            0)
+      << out;
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("SHARD_COUNT_CHANGED"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+
+  // Deployed with its own count, then the next day re-partitions.
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(2));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveCutInto(expect, 2, 2);
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 2, 9, 300, &expect, &out));
+  ExpectArchiveCutInto(expect, 3, 3);
+}
+
+// `load --now` is a generation too: it re-partitions like a nightly run.
+TEST_F(ReshardIntegration, LoadNowRepartitions) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(6, 600, &expect));
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  const std::string load = cluster_ / "load.csv";
+  std::string lines;
+  for (int k = 0; k < 30; ++k) {
+    lines += fmt::format("u|key{}.{},{}\n", k, Ymdh(day_, 5), k + 1);
+    lines += fmt::format("c.u|key{}.US.{},{}\n", k, Ymdh(day_, 5), k + 1);
+    expect.AddTotal("u", fmt::format("key{}", k), Ymdh(day_, 5), k + 1);
+    expect.AddSubtotal("c", "u", fmt::format("key{}", k), "US", Ymdh(day_, 5), k + 1);
+  }
+  ASSERT_TRUE(WriteFileAtomically(load, lines).ok());
+  std::string out;
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", load}, &out), 0) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+}
+
+}  // namespace
+}  // namespace clickatron
