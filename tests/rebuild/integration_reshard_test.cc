@@ -10,6 +10,20 @@ namespace {
 
 class ReshardIntegration : public RebuildIntegration {
  protected:
+  // GET on API node 0: the parsed answer, with "http_status".
+  nlohmann::json Api(const std::string& target) {
+    HttpResponse r = HttpGet(cluster_.Api(0), target, 20000);
+    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded()) j = nlohmann::json{{"unparsed", r.body}};
+    j["http_status"] = r.status_code;
+    return j;
+  }
+  int64_t ReadFigure(const std::string& name) {
+    const nlohmann::json stats = Api("/stats");
+    const nlohmann::json& figure = stats["data"]["read"][name];
+    return figure.is_number() ? figure.get<int64_t>() : -1;
+  }
+
   // Day `day` put into realtime and rebuilt.
   void RunNextDay(int64_t day, uint32_t seed, int increments, Expectation* expect, std::string* out) {
     PutRandomDay(day, seed, increments, expect);
@@ -87,6 +101,58 @@ TEST_F(ReshardIntegration, AGenerationBuiltForTheOldCountIsNotDeployedWithTheNew
   ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
   ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 2, 9, 300, &expect, &out));
   ExpectArchiveCutInto(expect, 3, 3);
+}
+
+// The API reads the archive by the shard count it serves: with the new
+// cluster file loaded before the re-partitioned generation is deployed, and
+// after, every query answers exactly what was counted.
+TEST_F(ReshardIntegration, QueriesAnswerExactlyBeforeAndAfterTheRepartitionIsDeployed) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(11, 800, &expect));
+  // Day one only in the archive from now on: an answer that missed it
+  // (asked of a shard without the key) could not be made whole by realtime.
+  for (int i = 0; i < kShards; ++i) {
+    HttpResponse r = Admin("POST", realtime_ports_[i], "/clear?date=" + FormatDate(day_));
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));  // archive_shards = 3 while the archive serves 2
+  // Keys of the new shard 2 first: the API's very first read is of a key
+  // that the cluster file's count puts on the shard with no file yet.
+  std::vector<std::string> keys;
+  for (int k = 0; k < 40; ++k) keys.push_back(fmt::format("key{}", k));
+  std::stable_partition(keys.begin(), keys.end(), [](const std::string& key) { return ShardOf("u|" + key, 3) == 2; });
+  ASSERT_EQ(ShardOf("u|" + keys.front(), 3), 2u);
+  const int64_t reference = (day_ + 3) * kSecondsPerDay;  // 5 days: every day of the test
+  const auto expect_queries = [&](const std::string& when) {
+    for (const std::string& key : keys) {
+      auto clicks = Api(fmt::format("/clicks?ns=u&key={}&unit=day&units=5&unit_reference_ts={}&rollup=true", key,
+                                    reference));
+      ASSERT_EQ(clicks["http_status"], 200) << when << " " << clicks.dump();
+      EXPECT_EQ(clicks["data"]["clicks"].get<int64_t>(), expect.Clicks("u|" + key)) << when << " " << key;
+      for (const std::string sns : {"c", "r"}) {  // r: hashed referrers, resolved by lookups
+        auto breakdown = Api(fmt::format(
+            "/breakdown?sns={}&ns=u&key={}&unit=day&units=5&unit_reference_ts={}&rollup=true&limit=100", sns, key,
+            reference));
+        ASSERT_EQ(breakdown["http_status"], 200) << when << " " << breakdown.dump();
+        std::map<std::string, int64_t> got;
+        for (const auto& row : breakdown["data"]["breakdown"]) got[row["value"]] = row["clicks"].get<int64_t>();
+        EXPECT_EQ(got, expect.Breakdown(sns, "u|" + key)) << when << " " << key << " " << sns;
+      }
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(expect_queries("generation 1 (2 shards), API file with 3"));
+  PutRandomDay(day_ + 1, 12, 400, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_NO_FATAL_FAILURE(expect_queries("day two in realtime, before the re-partition"));
+  EXPECT_EQ(ReadFigure("archive_reroutes"), 0) << "routed by the served count from the first read";
+
+  std::string out;
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+  ASSERT_NO_FATAL_FAILURE(expect_queries("generation 2 (3 shards)"));
+  EXPECT_GT(ReadFigure("archive_reroutes"), 0) << "the first reads after the deploy learned the new count";
 }
 
 // `load --now` is a generation too: it re-partitions like a nightly run.

@@ -55,6 +55,27 @@ class Expectation {
   }
   void AddLookup(const std::string& hash, const std::string& value) { lookups_["l|" + hash] = value; }
 
+  // Every click of `ns|tkey`, and per subtotal value (full values, as the
+  // API shows hashed ones), what a query over all its hours answers.
+  int64_t Clicks(const std::string& total_key) const {
+    int64_t sum = 0;
+    if (auto it = counters_.find(total_key); it != counters_.end()) {
+      for (const auto& [hour, count] : it->second) sum += count;
+    }
+    return sum;
+  }
+  std::map<std::string, int64_t> Breakdown(const std::string& sns, const std::string& total_key) const {
+    std::map<std::string, int64_t> by_value;
+    const std::string prefix = sns + "." + total_key + ".";
+    for (auto it = counters_.lower_bound(prefix); it != counters_.end() && it->first.starts_with(prefix); ++it) {
+      for (const auto& [stored, count] : it->second) {
+        auto lookup = lookups_.find("l|" + stored);
+        by_value[lookup == lookups_.end() ? stored : lookup->second] += count;
+      }
+    }
+    return by_value;
+  }
+
   // Sorted archive lines of one archive shard of `shard_count`, formatted here.
   std::vector<std::string> ShardLines(int shard, int shard_count = kShards) const {
     // Day subtotals beside the hours: every day with subtotal hours of a key
