@@ -3,6 +3,8 @@
 // files deployed hold exactly the oracle's records cut by it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include "rebuild_cluster_fixture.h"
 
 namespace clickatron {
@@ -101,6 +103,27 @@ TEST_F(ReshardIntegration, AGenerationBuiltForTheOldCountIsNotDeployedWithTheNew
   ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
   ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 2, 9, 300, &expect, &out));
   ExpectArchiveCutInto(expect, 3, 3);
+}
+
+// A day's sort tasks finished under the old count (their parts cut by it)
+// are not redone: every merge task reads all their parts through its filter.
+TEST_F(ReshardIntegration, SortTasksCutByTheOldCountAreReadWhole) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(13, 400, &expect));
+  PutRandomDay(day_ + 1, 14, 300, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
+            0)
+      << out;
+  // Its build forgotten (as if it had failed before its plan was written):
+  // only the sort tasks, cut into 2, are left of it.
+  ASSERT_EQ(::unlink((cluster_ / "work/gen/2/plan.json").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("done by an earlier run"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
 }
 
 // The API reads the archive by the shard count it serves: with the new
