@@ -16,6 +16,11 @@ namespace {
 
 constexpr std::string_view kGenerationHeader = kArchiveGenerationHeader;
 constexpr std::string_view kLastDayHeader = "X-Archive-Last-Day";
+// The shard count the served file was cut with (its manifest's shard_count):
+// the API routes its archive reads by it, so that between a change of
+// archive_shards and the deploy of the re-partitioned generation it still
+// asks the shard that holds a key. Absent for a file without a manifest.
+constexpr std::string_view kShardCountHeader = "X-Archive-Shard-Count";
 
 // limit=N: a non-negative decimal integer.
 Result<std::optional<uint64_t>> ParseLimit(const QueryArgs& args) {
@@ -122,6 +127,9 @@ SortedFilePtr ArchiveServer::Serving(const HttpExchangePtr& ex) {
   }
   ex->AddHeader(kGenerationHeader, current_->generation_text());
   ex->AddHeader(kLastDayHeader, current_->last_day());
+  if (const Manifest* manifest = current_->manifest()) {
+    ex->AddHeader(kShardCountHeader, std::to_string(manifest->shard_count));
+  }
   return current_;
 }
 

@@ -13,7 +13,8 @@
 // shard=S names the shard the caller means: another answers 400 WRONG_SHARD,
 // so a misconfigured peer is never copied from.
 // Every get/mget/fwmatch/manifest answer carries X-Archive-Generation and
-// X-Archive-Last-Day, naming the generation that produced it.
+// X-Archive-Last-Day, naming the generation that produced it, and (a file with
+// a manifest) X-Archive-Shard-Count, the shard count that file was cut with.
 //
 // When no generation could be loaded at start (a file that fails its checks)
 // the reads answer 503 ARCHIVE_UNAVAILABLE until a reload succeeds: an empty

@@ -1,5 +1,8 @@
 #include "archive_state.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -66,16 +69,49 @@ std::vector<ReplicaState> AskArchiveReplicas(const ClusterConfig& cluster, int t
   return states;
 }
 
+namespace {
+
+// Shrinking archive_shards: the old shards beyond the new count have no
+// member in the cluster file any more, so their files of generation
+// `generation` can only come from this work dir (its own build, kept until
+// the next generation is finished, or a copy in fetched/).
+Result<std::pair<std::string, Manifest>> LocalCopyOfDroppedShard(const ClusterConfig& cluster, uint64_t generation,
+                                                                  int shard, int shard_count) {
+  const WorkDir work(cluster.rebuild.work_dir);
+  for (const std::string& path : {work.GenShard(generation, shard), work.FetchedShard(generation, shard)}) {
+    if (!FileExists(path)) continue;
+    auto manifest = ReadManifest(ManifestPathFor(path));
+    if (manifest.ok() && manifest->generation == generation && manifest->shard == shard &&
+        manifest->shard_count == shard_count) {
+      return std::pair{path, *std::move(manifest)};
+    }
+  }
+  return Status::FailedPrecondition(
+      fmt::format("the serving archive (generation {}) has {} shards and the cluster file says archive_shards = {}: "
+                  "re-partitioning it needs the file of archive shard {}, whose replicas are no longer in the cluster "
+                  "file, and this work dir has no copy of it ({} or {}, with its manifest). Run the rebuild on the "
+                  "host whose work dir built generation {}, or copy that shard's file and its manifest from one of "
+                  "its old replicas (or gunzip backup_dir/gen-{}/shard-{}.csv.gz, manifest beside it) to {}",
+                  generation, shard_count, cluster.archive_shards, shard, work.GenShard(generation, shard),
+                  work.FetchedShard(generation, shard), generation, generation, shard,
+                  work.FetchedShard(generation, shard)),
+      "RESHARD_NEEDS_FILE");
+}
+
+}  // namespace
+
 Result<ServingArchive> ReadServingArchive(const ClusterConfig& cluster, int timeout_ms, int transfer_timeout_ms) {
   const std::vector<ReplicaState> replicas = AskArchiveReplicas(cluster, timeout_ms);
   BlockingHttpClient client(cluster);
-  ServingArchive state;
-  bool any = false;
-  bool none = false;
-  for (int shard = 0; shard < cluster.archive_shards; ++shard) {
-    // The newest generation a replica of this shard serves, and who serves it.
+  // Per shard of the cluster file: the newest generation a replica serves
+  // (nullptr: none has a file), and who serves it.
+  struct Served {
     const Manifest* newest = nullptr;
     std::vector<const MemberConfig*> sources;
+  };
+  std::vector<Served> served(static_cast<size_t>(cluster.archive_shards));
+  for (int shard = 0; shard < cluster.archive_shards; ++shard) {
+    Served& sv = served[static_cast<size_t>(shard)];
     std::string down;
     bool answered = false;
     for (const ReplicaState& r : replicas) {
@@ -87,61 +123,89 @@ Result<ServingArchive> ReadServingArchive(const ClusterConfig& cluster, int time
       answered = true;
       if (!r.manifest) continue;
       const Manifest& m = *r.manifest;
-      if (newest != nullptr && m.generation == newest->generation && !SameContents(m, *newest)) {
+      if (sv.newest != nullptr && m.generation == sv.newest->generation && !SameContents(m, *sv.newest)) {
         return Status::FailedPrecondition(fmt::format(
             "archive shard {}: replicas serve two different files as generation {} ({} has crc32 {}, another {})",
-            shard, m.generation, r.member->name, m.crc32, newest->crc32));
+            shard, m.generation, r.member->name, m.crc32, sv.newest->crc32));
       }
-      if (newest == nullptr || m.generation > newest->generation) {
-        newest = &m;
-        sources.clear();
+      if (sv.newest == nullptr || m.generation > sv.newest->generation) {
+        sv.newest = &m;
+        sv.sources.clear();
       }
-      if (m.generation == newest->generation) sources.push_back(r.member);
+      if (m.generation == sv.newest->generation) sv.sources.push_back(r.member);
     }
     if (!answered) {
       return Status::Unavailable(fmt::format("archive shard {}: no replica answers GET /manifest: {}", shard, down),
                                  "REPLICA_UNAVAILABLE");
     }
-    if (newest == nullptr) {
-      none = true;
-      continue;
-    }
-    const Manifest& m = *newest;
-    if (any && m.generation != state.generation) {
+  }
+
+  // The generation and the shard count its files were cut with: every file
+  // served must agree on both.
+  ServingArchive state;
+  for (const Served& sv : served) {
+    if (sv.newest == nullptr) continue;
+    const Manifest& m = *sv.newest;
+    if (state.generation != 0 && m.generation != state.generation) {
       return Status::FailedPrecondition(fmt::format(
           "archive shards serve different generations ({} and {}): a deploy stopped half-way; "
           "rerun the rebuild to finish it (or restore the files of one generation from the backup)",
           state.generation, m.generation));
     }
-    any = true;
+    if (state.generation != 0 && m.shard_count != state.shard_count) {
+      return Status::FailedPrecondition(
+          fmt::format("archive manifests of generation {} disagree on shard_count ({} and {})", m.generation,
+                      state.shard_count, m.shard_count));
+    }
     state.generation = m.generation;
-    if (m.last_day > state.last_day) state.last_day = m.last_day;
-    state.late_inputs.insert(m.late_inputs.begin(), m.late_inputs.end());
-    state.manifests.push_back(m);
-    auto copy = LocalCopy(cluster, m, sources, client, transfer_timeout_ms);
-    if (!copy.ok()) return copy.status();
-    state.files.push_back(std::move(copy).value());
+    state.shard_count = m.shard_count;
   }
-  if (any && none) {
-    return Status::FailedPrecondition(
-        fmt::format("some archive shards have a file (generation {}) and some do not", state.generation));
-  }
-  if (any) {
-    // Every file of one generation was cut with the same shard count.
-    state.shard_count = state.manifests.front().shard_count;
-    for (const Manifest& m : state.manifests) {
-      if (m.shard_count != state.shard_count) {
-        return Status::FailedPrecondition("archive manifests disagree on shard_count");
-      }
-    }
-    if (state.shard_count != cluster.archive_shards) {
-      return Status::FailedPrecondition(fmt::format(
-          "the serving archive has {} shards but the cluster file says archive_shards = {}; "
-          "resharding is not supported by this rebuild",
-          state.shard_count, cluster.archive_shards));
-    }
-  } else {
+  if (state.generation == 0) {
     state.shard_count = cluster.archive_shards;
+    return state;
+  }
+  if (state.shard_count < 1) {
+    return Status::Corruption(fmt::format("archive manifests of generation {} say shard_count {}", state.generation,
+                                          state.shard_count));
+  }
+  if (state.shard_count != cluster.archive_shards) {
+    spdlog::warn("the serving archive (generation {}) has {} shards and the cluster file says archive_shards = {}: "
+                 "the next generation re-partitions it",
+                 state.generation, state.shard_count, cluster.archive_shards);
+  }
+  // Shards of the old count are the files to build on. Growing, the new
+  // shards' members have no file yet; shrinking, the dropped shards' files
+  // come from this work dir.
+  for (int shard = 0; shard < std::max(state.shard_count, cluster.archive_shards); ++shard) {
+    const bool old_shard = shard < state.shard_count;
+    const bool listed = shard < cluster.archive_shards;
+    const Manifest* m = listed ? served[static_cast<size_t>(shard)].newest : nullptr;
+    if (listed && old_shard && m == nullptr) {
+      return Status::FailedPrecondition(fmt::format(
+          "some archive shards have a file (generation {}) and shard {} does not", state.generation, shard));
+    }
+    if (listed && !old_shard && m != nullptr) {
+      return Status::FailedPrecondition(fmt::format(
+          "archive shard {} serves a file of generation {}, whose files were cut into {} shards", shard,
+          m->generation, state.shard_count));
+    }
+    if (!old_shard) continue;
+    if (!listed) {
+      auto copy = LocalCopyOfDroppedShard(cluster, state.generation, shard, state.shard_count);
+      if (!copy.ok()) return copy.status();
+      spdlog::info("archive shard {} of generation {} (not in the cluster file any more): {}", shard,
+                   state.generation, copy->first);
+      state.files.push_back(copy->first);
+      state.manifests.push_back(copy->second);
+    } else {
+      auto copy = LocalCopy(cluster, *m, served[static_cast<size_t>(shard)].sources, client, transfer_timeout_ms);
+      if (!copy.ok()) return copy.status();
+      state.files.push_back(std::move(copy).value());
+      state.manifests.push_back(*m);
+    }
+    const Manifest& kept = state.manifests.back();
+    if (kept.last_day > state.last_day) state.last_day = kept.last_day;
+    state.late_inputs.insert(kept.late_inputs.begin(), kept.late_inputs.end());
   }
   return state;
 }

@@ -31,8 +31,15 @@ struct ServingArchive {
 // answer are skipped; a shard none answers for is UNAVAILABLE), with a local
 // copy of its file, fetched when the work dir has none. FAILED_PRECONDITION
 // when the shards disagree on the generation (a deploy that stopped half-way
-// and has no pending generation to finish it), or two replicas serve one
-// generation with different contents.
+// and has no pending generation to finish it) or on shard_count, or two
+// replicas serve one generation with different contents.
+//
+// The files are those of the serving generation's own shard count, which
+// differs from the cluster file's archive_shards once it was changed (the
+// next generation re-partitions them). Raised: the new shards' members have
+// no file yet. Lowered: the dropped shards have no member in the cluster
+// file, so their files must be in this work dir (gen/G/ or fetched/G/);
+// FAILED_PRECONDITION (RESHARD_NEEDS_FILE) naming them otherwise.
 // `transfer_timeout_ms` bounds the fetch of a whole file.
 Result<ServingArchive> ReadServingArchive(const ClusterConfig& cluster, int timeout_ms, int transfer_timeout_ms);
 

@@ -52,6 +52,17 @@ Status FetchAndVerify(BlockingHttpClient* client, const MemberConfig& replica, c
 
 Status DeployGeneration(const DeployOptions& options) {
   const ClusterConfig& cluster = *options.cluster;
+  // A generation is deployed to the shards it was cut into: one built before
+  // archive_shards was changed (and not deployed then) has no file for some
+  // shard of the cluster file, or files for shards it no longer lists.
+  if (options.manifests.size() != static_cast<size_t>(cluster.archive_shards)) {
+    return Status::FailedPrecondition(
+        fmt::format("generation {} was built for {} archive shards and the cluster file says archive_shards = {}: "
+                    "deploy it with the cluster file it was built for (rerun the rebuild with archive_shards = {}), "
+                    "then change archive_shards; the next generation re-partitions the archive",
+                    options.generation, options.manifests.size(), cluster.archive_shards, options.manifests.size()),
+        "SHARD_COUNT_CHANGED");
+  }
   auto publish = PublishServer::Start(cluster, options.built_files, options.manifests);
   if (!publish.ok()) return publish.status();
   const HostPort source = (*publish)->address();

@@ -169,13 +169,56 @@ Result<std::vector<std::string>> SplitWholeInput(const WorkDir& work, uint64_t g
   return parts;
 }
 
+// A reshard for an engine that ships each task only its own part: every
+// file of the previous generation, checked against its manifest, cut by the
+// new shard count: gen/G/parts/previous-S/archive-A.csv, made once.
+Result<std::vector<std::string>> SplitPreviousFile(const WorkDir& work, uint64_t generation, const std::string& file,
+                                                   const Manifest& manifest, int shards) {
+  const std::string dir = fmt::format("{}/parts/previous-{}", work.GenDir(generation), manifest.shard);
+  std::vector<std::string> parts;
+  for (int a = 0; a < shards; ++a) parts.push_back(fmt::format("{}/archive-{}.csv", dir, a));
+  if (FileExists(dir + "/split.done")) return parts;
+  auto mapped = MapCheckedPreviousFile(file, manifest);
+  if (!mapped.ok()) return mapped.status();
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+  TextLineSource lines((*mapped)->data(), file);
+  CLICKATRON_RETURN_IF_ERROR(SplitSortedLines(&lines, static_cast<uint32_t>(shards), parts));
+  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(dir + "/split.done", file + "\n"));
+  return parts;
+}
+
+// The files of a finished sort-shard task that hold archive shard `shard`'s
+// lines: its part for that shard, or, when it was cut by another shard count
+// (archive_shards changed between its run and this build), all its parts:
+// the merge task's shard filter keeps the right lines either way.
+Result<std::vector<std::string>> SortTaskInputs(const TaskPaths& sort, int shard, int shards) {
+  auto text = ReadFileToString(sort.Spec());
+  if (!text.ok()) return text.status();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(sort.Spec() + ": not JSON");
+  auto spec = SortShardSpec::FromJson(j);
+  if (!spec.ok()) return spec.status().WithContext(sort.Spec());
+  if (spec->archive_shards == shards) return std::vector<std::string>{SortShardPart(sort, shard)};
+  std::vector<std::string> parts;
+  for (int a = 0; a < spec->archive_shards; ++a) parts.push_back(SortShardPart(sort, a));
+  return parts;
+}
+
+// Inputs shared by the merge tasks, cut by archive shard for a shipping
+// engine (index: input, then shard).
+struct CutInputs {
+  std::vector<std::vector<std::string>> whole_parts;     // of GenerationInputs::whole_inputs
+  std::vector<std::vector<std::string>> previous_parts;  // of the previous files, in a reshard
+};
+
 // The merge-shard task of shard `shard`: its spec, and with a shipping
 // engine its inputs linked into its in/.
 Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan, const GenerationInputs& in,
-                        const std::vector<std::vector<std::string>>& whole_parts, int shard, const TaskPaths& task) {
+                        const CutInputs& cut, int shard, const TaskPaths& task) {
   const ClusterConfig& cluster = *options.cluster;
   const ServingArchive& previous = *options.previous;
   const bool ship = options.engine->ships_inputs();
+  const bool reshard = previous.generation > 0 && previous.shard_count != cluster.archive_shards;
   MergeShardSpec spec;
   spec.shard = shard;
   spec.shard_count = cluster.archive_shards;
@@ -184,10 +227,17 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   spec.created = in.created;
   spec.late_inputs = in.late_inputs;
   std::vector<std::string> inputs;  // local paths, this shard's lines among them
-  for (const TaskPaths& sort : options.sort_tasks) inputs.push_back(SortShardPart(sort, shard));
-  for (size_t k = 0; k < in.whole_inputs.size(); ++k) {
-    inputs.push_back(ship ? whole_parts[k][static_cast<size_t>(shard)] : in.whole_inputs[k]);
+  for (const TaskPaths& sort : options.sort_tasks) {
+    auto parts = SortTaskInputs(sort, shard, cluster.archive_shards);
+    if (!parts.ok()) return parts.status();
+    inputs.insert(inputs.end(), parts->begin(), parts->end());
   }
+  for (size_t k = 0; k < in.whole_inputs.size(); ++k) {
+    inputs.push_back(ship ? cut.whole_parts[k][static_cast<size_t>(shard)] : in.whole_inputs[k]);
+  }
+  // A shipping engine's reshard: this shard's part of every previous file,
+  // cut (and checked) on this host, is an input like the others.
+  for (const std::vector<std::string>& parts : cut.previous_parts) inputs.push_back(parts[static_cast<size_t>(shard)]);
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(task.In()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!ship) {
@@ -197,7 +247,10 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
     spec.inputs.push_back(fmt::format("in/input-{}.csv", i));
     CLICKATRON_RETURN_IF_ERROR(LinkOrCopyFile(inputs[i], task.Resolve(spec.inputs.back())));
   }
-  if (previous.generation > 0) {
+  if (reshard && !ship) {
+    // Every previous file whole: the task checks each and filters its lines.
+    for (size_t s = 0; s < previous.files.size(); ++s) spec.reshard_from.push_back({previous.files[s], previous.manifests[s]});
+  } else if (previous.generation > 0 && !reshard) {
     spec.previous_manifest = previous.manifests[static_cast<size_t>(shard)];
     spec.previous_file = previous.files[static_cast<size_t>(shard)];
     // On another host the task fetches it from a replica of the shard
@@ -324,17 +377,32 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   plan.queue_ids = in->queue_ids;
 
   const int shards = cluster.archive_shards;
-  std::vector<std::vector<std::string>> whole_parts;
+  const bool reshard = previous.generation > 0 && previous.shard_count != shards;
+  if (reshard) {
+    spdlog::warn("generation {} re-partitions the archive from {} to {} archive shards (the cluster file's "
+                 "archive_shards): every shard of it is made from all {} files of generation {} and the new inputs",
+                 plan.generation, previous.shard_count, shards, previous.files.size(), previous.generation);
+  }
+  CutInputs cut;
   if (options.engine->ships_inputs()) {
     for (size_t k = 0; k < in->whole_inputs.size(); ++k) {
       auto parts = SplitWholeInput(work, plan.generation, k, in->whole_inputs[k], shards);
       if (!parts.ok()) return parts.status();
-      whole_parts.push_back(std::move(parts).value());
+      cut.whole_parts.push_back(std::move(parts).value());
+    }
+    if (reshard) {
+      for (size_t s = 0; s < previous.files.size(); ++s) {
+        auto parts = SplitPreviousFile(work, plan.generation, previous.files[s], previous.manifests[s], shards);
+        if (!parts.ok()) return parts.status().WithContext(fmt::format("re-partitioning generation {}", previous.generation));
+        cut.previous_parts.push_back(std::move(parts).value());
+      }
     }
   }
   std::vector<TaskPaths> tasks;
   uint64_t total_bytes = 0;
-  for (const std::string& f : previous.files) total_bytes += SizeOf(f);
+  // In a reshard on this host every task reads every previous file.
+  const uint64_t previous_reads = reshard && !options.engine->ships_inputs() ? static_cast<uint64_t>(shards) : 1;
+  for (const std::string& f : previous.files) total_bytes += SizeOf(f) * previous_reads;
   for (const TaskPaths& sort : options.sort_tasks) {
     for (int s = 0; s < shards; ++s) total_bytes += SizeOf(SortShardPart(sort, s));
   }
@@ -342,7 +410,7 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   for (int s = 0; s < shards; ++s) {
     tasks.push_back(TaskPaths{MergeTaskDir(work, plan.generation, s)});
     if (TaskDone(tasks.back())) continue;
-    CLICKATRON_RETURN_IF_ERROR(PrepareMergeTask(options, plan, *in, whole_parts, s, tasks.back()));
+    CLICKATRON_RETURN_IF_ERROR(PrepareMergeTask(options, plan, *in, cut, s, tasks.back()));
   }
   Progress progress(fmt::format("merge into generation {}", plan.generation), total_bytes);
   const Status merged = options.engine->Run("merge", tasks, &progress);

@@ -60,6 +60,11 @@ nlohmann::json MergeShardSpec::ToJson() const {
   } else {
     j["previous"] = nullptr;
   }
+  if (!reshard_from.empty()) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const PreviousShardFile& f : reshard_from) files.push_back({{"file", f.file}, {"manifest", f.manifest.ToJson()}});
+    j["reshard_from"] = std::move(files);
+  }
   return j;
 }
 
@@ -81,10 +86,34 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
     if (!manifest.ok()) return manifest.status();
     spec.previous_manifest = *manifest;
   }
+  if (j.contains("reshard_from")) {
+    for (const nlohmann::json& f : j.at("reshard_from")) {
+      auto manifest = Manifest::FromJson(f.at("manifest"));
+      if (!manifest.ok()) return manifest.status();
+      spec.reshard_from.push_back({f.at("file").get<std::string>(), *manifest});
+    }
+  }
+  if (spec.previous_manifest && !spec.reshard_from.empty()) {
+    return Status::InvalidArgument("merge-shard: a previous file to merge into and files to reshard from");
+  }
   if (spec.shard_count < 1 || spec.shard < 0 || spec.shard >= spec.shard_count) {
     return Status::InvalidArgument(fmt::format("merge-shard: shard {} of {}", spec.shard, spec.shard_count));
   }
   return spec;
+}
+
+Result<std::unique_ptr<MappedFile>> MapCheckedPreviousFile(const std::string& path, const Manifest& manifest) {
+  auto mapped = MappedFile::Open(path);
+  if (!mapped.ok()) return mapped.status();
+  (void)(*mapped)->Advise("sequential");  // a hint only
+  const std::string_view data = (*mapped)->data();
+  const uint32_t crc = Crc32(data);
+  if (crc != manifest.crc32 || data.size() != manifest.bytes) {
+    return Status::Corruption(fmt::format(
+        "{} does not match its manifest (generation {} shard {}: crc32 {} vs {}, {} vs {} bytes); not building on it",
+        path, manifest.generation, manifest.shard, crc, manifest.crc32, data.size(), manifest.bytes));
+  }
+  return mapped;
 }
 
 std::string MergeShardOutput(const TaskPaths& task, int shard) {
@@ -104,6 +133,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   if (progress == nullptr) {
     uint64_t total = spec.previous_manifest ? spec.previous_manifest->bytes : 0;
     for (const std::string& input : spec.inputs) total += SizeOf(task.Resolve(input));
+    for (const PreviousShardFile& f : spec.reshard_from) total += SizeOf(task.Resolve(f.file));
     own_progress = std::make_unique<Progress>(fmt::format("merge shard {}", spec.shard), total);
     progress = own_progress.get();
   }
@@ -142,6 +172,26 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     merge_base = {};
     spdlog::info("generation {} shard {}: {} lacks day subtotals of one-hour days; adding them to every day it holds",
                  spec.generation, spec.shard, previous_file->path());
+  }
+  // A reshard: this shard's lines of every previous file are inputs like the
+  // new ones (their day records dropped and made again from the hours, so a
+  // day's record is the sum of its hours exactly once).
+  std::vector<std::unique_ptr<MappedFile>> reshard_files;
+  std::vector<std::unique_ptr<TextLineSource>> reshard_lines;
+  for (const PreviousShardFile& f : spec.reshard_from) {
+    auto mapped = MapCheckedPreviousFile(task.Resolve(f.file), f.manifest);
+    if (!mapped.ok()) return mapped.status();
+    reshard_files.push_back(std::move(mapped).value());
+    reshard_lines.push_back(std::make_unique<TextLineSource>(reshard_files.back()->data(), reshard_files.back()->path()));
+    filters.push_back(std::make_unique<ShardFilter>(reshard_lines.back().get(), static_cast<uint32_t>(spec.shard),
+                                                    static_cast<uint32_t>(spec.shard_count)));
+    sources.push_back(filters.back().get());
+  }
+  if (!spec.reshard_from.empty()) {
+    spdlog::info("generation {} shard {}: re-partitioned from the {} files of generation {} (cut into {} shards) "
+                 "into {} shards",
+                 spec.generation, spec.shard, spec.reshard_from.size(), spec.reshard_from.front().manifest.generation,
+                 spec.reshard_from.front().manifest.shard_count, spec.shard_count);
   }
   MergingSource merged(std::move(sources), "new inputs");
   // Each day's record of the new hours; the merge adds it to the previous

@@ -8,12 +8,16 @@
 //   out/shard-S.csv, out/shard-S.csv.manifest   the new generation's file
 //   `backup` (+ .manifest beside it)           its gzip copy, when asked
 //
+// In a re-partition (archive_shards changed) there is no previous file of
+// shard S to merge into: every previous file is an input (`reshard_from`).
+//
 // The result depends only on the lines that go in, never on how they were
 // cut into inputs or which host ran the task: the engines' runs give
 // byte-identical files.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,11 +25,18 @@
 #include <nlohmann/json.hpp>
 
 #include "clickatron/config.h"
+#include "clickatron/file_util.h"
 #include "clickatron/manifest.h"
 #include "clickatron/status.h"
 #include "task_dir.h"
 
 namespace clickatron::rebuild {
+
+// A whole file of the previous generation and the manifest it must match.
+struct PreviousShardFile {
+  std::string file;
+  Manifest manifest;
+};
 
 struct MergeShardSpec {
   int shard = 0;
@@ -43,6 +54,12 @@ struct MergeShardSpec {
   // the archive tier instead of having it shipped from the rebuild host.
   bool fetch_previous = false;
   int fetch_timeout_ms = 6 * 3600 * 1000;
+  // A reshard (the previous generation was cut into another shard count):
+  // every file of the previous generation, each checked against its
+  // manifest and then read as one more input through the shard filter. There
+  // is then no previous_file: nothing is merged into in place, and the day
+  // records in those files are dropped and made again from their hours.
+  std::vector<PreviousShardFile> reshard_from;
   std::vector<std::string> inputs;  // sorted archive files
   std::string backup;               // the .csv.gz to write (relative: under out/); "" for none
 
@@ -51,6 +68,12 @@ struct MergeShardSpec {
 };
 
 std::string MergeShardOutput(const TaskPaths& task, int shard);  // out/shard-S.csv
+
+// A previous generation's file mapped whole, once its bytes match its
+// manifest (CORRUPTION otherwise): a reshard reads it as an input, so the
+// merge's own checksum of its base does not cover it, and nothing may be
+// built on a damaged file.
+Result<std::unique_ptr<MappedFile>> MapCheckedPreviousFile(const std::string& path, const Manifest& manifest);
 
 // Returns the figures for out/done.json, the manifest among them.
 // `cluster` names the replicas fetch_previous asks.

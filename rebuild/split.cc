@@ -76,11 +76,15 @@ void ShardFileWriter::Describe(Manifest* manifest) const {
 
 Status SplitSortedFile(const std::string& input, uint32_t shard_count,
                        const std::vector<std::string>& paths) {
+  auto reader = LineReader::Open(input);
+  if (!reader.ok()) return reader.status();
+  return SplitSortedLines(reader->get(), shard_count, paths);
+}
+
+Status SplitSortedLines(LineSource* input, uint32_t shard_count, const std::vector<std::string>& paths) {
   if (paths.size() != shard_count) {
     return Status::InvalidArgument(fmt::format("{} output paths for {} shards", paths.size(), shard_count));
   }
-  auto reader = LineReader::Open(input);
-  if (!reader.ok()) return reader.status();
   std::vector<std::unique_ptr<LineWriter>> writers;
   for (const std::string& path : paths) {
     auto writer = LineWriter::Create(path);
@@ -88,10 +92,10 @@ Status SplitSortedFile(const std::string& input, uint32_t shard_count,
     writers.push_back(std::move(writer).value());
   }
   std::string_view line;
-  while ((*reader)->Next(&line)) {
+  while (input->Next(&line)) {
     CLICKATRON_RETURN_IF_ERROR(writers[ShardOfValidArchiveLine(line, shard_count)]->Put(line));
   }
-  CLICKATRON_RETURN_IF_ERROR((*reader)->status());
+  CLICKATRON_RETURN_IF_ERROR(input->status());
   for (auto& writer : writers) CLICKATRON_RETURN_IF_ERROR(writer->Finish());
   return Status::Ok();
 }

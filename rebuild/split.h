@@ -75,5 +75,7 @@ class ShardFileWriter : public LineSink {
 // the plain split for tools and tests; the pipeline filters instead (above).
 Status SplitSortedFile(const std::string& input, uint32_t shard_count,
                        const std::vector<std::string>& paths);
+// The same for lines from any sorted source (a mapped file).
+Status SplitSortedLines(LineSource* input, uint32_t shard_count, const std::vector<std::string>& paths);
 
 }  // namespace clickatron::rebuild

@@ -2,6 +2,7 @@
 #include "query/archive_reader.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 #include <strings.h>
 
@@ -9,6 +10,7 @@
 #include <charconv>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "query/coalesced_reads.h"
 #include "query/fan_in.h"
@@ -44,11 +46,21 @@ Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
     if (!day.ok()) return Status::Corruption(fmt::format("bad X-Archive-Last-Day {}", QuoteForMessage(*last_day)));
     view.last_day = *day;
   }
+  if (const std::string* count = FindHeader(response, "X-Archive-Shard-Count")) {
+    const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), view.shard_count);
+    if (ec != std::errc() || end != count->data() + count->size() || view.shard_count < 1) {
+      return Status::Corruption(fmt::format("bad X-Archive-Shard-Count {}", QuoteForMessage(*count)));
+    }
+  }
   return view;
 }
 
 ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
-    : client_(client), stats_(stats), options_(options), known_generation_(options_.generation_file) {
+    : client_(client),
+      stats_(stats),
+      options_(options),
+      config_shards_(std::max(cluster.archive_shards, 1)),
+      known_generation_(options_.generation_file) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
   day_records_every_day_.resize(replicas_.size());
@@ -87,12 +99,79 @@ size_t ArchiveReader::PickFrom(int shard, size_t first) const {
   return first % replicas.size();  // all penalised: try anyway, in turn
 }
 
-std::shared_ptr<ArchiveReader::Session> ArchiveReader::Begin(int shard) {
+int ArchiveReader::ShardCount() const { return routing_shards_ > 0 ? routing_shards_ : config_shards_; }
+
+int ArchiveReader::ShardFor(std::string_view shard_key) const {
+  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(ShardCount())));
+}
+
+std::shared_ptr<ArchiveReader::Session> ArchiveReader::BeginShard(int shard, int shard_count) {
   auto session = std::make_shared<Session>();
   session->shard = shard;
-  const auto& replicas = replicas_[static_cast<size_t>(shard)];
-  if (!replicas.empty()) session->replica = PickFrom(shard, round_robin_[static_cast<size_t>(shard)]++);
+  session->shard_count = shard_count;
+  // A shard the cluster file has no replica for (a count larger than the
+  // file's) fails when the session sends.
+  if (static_cast<size_t>(shard) < replicas_.size() && !replicas_[static_cast<size_t>(shard)].empty()) {
+    session->replica = PickFrom(shard, round_robin_[static_cast<size_t>(shard)]++);
+  }
   return session;
+}
+
+std::shared_ptr<ArchiveReader::Session> ArchiveReader::Begin(std::string_view shard_key) {
+  auto session = BeginShard(ShardFor(shard_key), ShardCount());
+  session->shard_key = std::string(shard_key);
+  return session;
+}
+
+bool ArchiveReader::Misrouted(const Session& session, const ArchiveView& view) {
+  return view.shard_count != 0 && view.shard_count != session.shard_count;
+}
+
+bool ArchiveReader::Reroute(Session& session, int shard_count) {
+  constexpr int kMaxReroutes = 3;  // more only while a re-partitioned generation is half deployed
+  if (session.shard_key.empty() || session.reroutes >= kMaxReroutes) return false;
+  ++session.reroutes;
+  ++stats_.archive_reroutes;
+  PointAt(session, shard_count);
+  return true;
+}
+
+void ArchiveReader::PointAt(Session& session, int shard_count) {
+  const auto fresh = BeginShard(static_cast<int>(ShardOf(session.shard_key, static_cast<uint32_t>(shard_count))),
+                                shard_count);
+  session.shard = fresh->shard;
+  session.replica = fresh->replica;
+  session.shard_count = shard_count;
+}
+
+void ArchiveReader::LearnShardCount(const ArchiveView& view) {
+  if (view.shard_count == 0 || view.generation < routing_generation_) return;
+  if (view.shard_count != routing_shards_) {
+    spdlog::info("archive generation {} is cut into {} shards (the cluster file says {}): archive reads are routed "
+                 "by {}",
+                 view.generation, view.shard_count, config_shards_, view.shard_count);
+  }
+  routing_generation_ = view.generation;
+  routing_shards_ = view.shard_count;
+}
+
+void ArchiveReader::WhenRouted(std::function<void()> then) {
+  if (routing_asked_ || routing_shards_ > 0) return then();
+  routing_waiters_.push_back(std::move(then));
+  if (routing_waiters_.size() > 1) return;  // the question is out
+  // Shard 0 exists under every count, and has a file whenever any shard has.
+  auto session = BeginShard(0, config_shards_);
+  std::weak_ptr<bool> alive = alive_;
+  Send(session, "/manifest?shard=0", Attempts(0), [this, alive](Result<ArchiveReply> reply) {
+    if (alive.expired()) return;
+    // Answered: its count is learned (Interpret), or it says none (no file:
+    // the cluster file's count until an answer says one). Not answered: these
+    // reads go by the cluster file's count and the next read asks again.
+    if (reply.ok()) routing_asked_ = true;
+    std::vector<std::function<void()>> waiters;
+    waiters.swap(routing_waiters_);
+    for (auto& waiter : waiters) waiter();
+  });
 }
 
 Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) {
@@ -108,6 +187,7 @@ Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const Http
   auto view = ParseArchiveView(response);
   if (!view.ok()) return ShardUnavailable(fmt::format("archive replica {}: {}", replica.name, view.status().message()));
   known_generation_.Saw(view->generation);
+  LearnShardCount(*view);
   if (view->generation == 0 && known_generation_.newest() > 0) {
     return ShardUnavailable(fmt::format(
         "archive replica {} serves no file while the archive is at generation {}: its file is missing (if the "
@@ -165,17 +245,38 @@ int ArchiveReader::Attempts(int shard) const {
 }
 
 void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
+  WhenRouted([this, session, key = std::string(key), done = std::move(done)]() mutable {
+    // Begun before the count was learned: on the shard of the learned one.
+    if (!session->shard_key.empty() && session->shard_count != ShardCount() && session->reroutes == 0) {
+      PointAt(*session, ShardCount());
+    }
+    GetRouted(session, std::move(key), std::move(done));
+  });
+}
+
+void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done) {
+  const auto checked = [this, session, key, done](Result<ArchiveReply> reply) mutable {
+    if (reply.ok() && Misrouted(*session, reply->view)) {
+      if (!Reroute(*session, reply->view.shard_count)) {
+        return done(ShardUnavailable(fmt::format(
+            "archive shard {}: asked by {} shards, it answers for {} (a re-partitioned generation is being deployed)",
+            session->shard, session->shard_count, reply->view.shard_count)));
+      }
+      return GetRouted(session, std::move(key), std::move(done));
+    }
+    done(std::move(reply));
+  };
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= coalescers_.size() || coalescers_[shard].empty()) {
-    Send(session, GetTarget(key), Attempts(session->shard), std::move(done));
+    Send(session, GetTarget(key), Attempts(session->shard), std::move(checked));
     return;
   }
   auto& replicas = coalescers_[shard];
   replicas[session->replica % replicas.size()]->Submit(
-      std::string(key), [session, done = std::move(done)](Result<ArchiveReply> reply) {
+      key, [session, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
         // The session follows the batch's failover, as a get of its own would.
         if (reply.ok()) session->replica = reply->replica;
-        done(std::move(reply));
+        checked(std::move(reply));
       });
 }
 
@@ -183,7 +284,10 @@ void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string
                               Coalescer<ArchiveReply>::BatchDone done) {
   // A replica that failed since the gets were queued is skipped at once, not
   // after another timeout.
-  auto session = std::make_shared<Session>(Session{.shard = shard, .replica = PickFrom(shard, replica)});
+  // Not re-routed itself: each get's own session checks its reply's view.
+  auto session = std::make_shared<Session>();
+  session->shard = shard;
+  session->replica = PickFrom(shard, replica);
   if (keys.size() == 1) {  // a lone get stays a get: the same request as without coalescing
     Send(session, GetTarget(keys.front()), Attempts(shard), AsBatchOfOne<ArchiveReply>(std::move(done)));
     return;
@@ -202,9 +306,36 @@ void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string
 
 void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
                          std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  WhenRouted([this, session, keys, done = std::move(done)]() mutable {
+    if (!session->shard_key.empty() && session->shard_count != ShardCount() && session->reroutes == 0) {
+      PointAt(*session, ShardCount());
+    }
+    MGetRouted(session, std::move(keys), std::move(done));
+  });
+}
+
+void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys,
+                               std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  // A keyed session answered for another count is asked again on the shard
+  // of that count; a shard's session (lookups) hands the answers back for
+  // its caller to check.
+  auto checked = [this, session, keys, done = std::move(done)](Result<std::vector<ArchiveReply>> replies) mutable {
+    if (replies.ok() && !session->shard_key.empty()) {
+      for (const ArchiveReply& reply : *replies) {
+        if (!Misrouted(*session, reply.view)) continue;
+        if (!Reroute(*session, reply.view.shard_count)) {
+          return done(ShardUnavailable(fmt::format("archive shard {}: asked by {} shards, it answers for {} (a "
+                                                   "re-partitioned generation is being deployed)",
+                                                   session->shard, session->shard_count, reply.view.shard_count)));
+        }
+        return MGetRouted(session, std::move(keys), std::move(done));
+      }
+    }
+    done(std::move(replies));
+  };
   const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
-  auto join = FanIn::Create([replies, done = std::move(done)](Status st) {
+  auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
     if (!st.ok()) {
       done(std::move(st));
       return;

@@ -7,6 +7,18 @@
 // sticks to one replica while it answers: its answers come from one file
 // generation unless a reload happens mid-query (the caller compares views).
 //
+// Routing: a key's archive shard is crc32(shard key) % the shard count the
+// serving files were cut with, which answers carry (X-Archive-Shard-Count)
+// and which differs from the cluster file's archive_shards between a change
+// of it and the deploy of the generation that re-partitions the archive
+// (docs/protocols.md, "Archive shard count"). The reader routes by the count
+// of the newest generation it has seen: before it has seen one it first asks
+// shard 0 (GET /manifest, which every count has), and falls back to the
+// cluster file's count when that answer names none. A session begun for a
+// shard key whose answer names another count than it was routed by is sent
+// again to the shard of that count (a deploy in progress: a few times, then
+// SHARD_UNAVAILABLE), so every answer comes from the shard holding the key.
+//
 // A replica that fails (no answer, timeout, 5xx, an answer without the
 // headers) is skipped for a short penalty and the request goes to the next;
 // when none answers, the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503).
@@ -41,6 +53,7 @@ namespace clickatron::api {
 struct ArchiveView {
   uint64_t generation = 0;
   ArchiveLastDay last_day;
+  int shard_count = 0;  // X-Archive-Shard-Count; 0: not said (no file, or a file without a manifest)
   friend bool operator==(const ArchiveView&, const ArchiveView&) = default;
 };
 
@@ -51,7 +64,8 @@ struct ArchiveReply {
   size_t replica = 0;  // which replica of the shard answered
 };
 
-// Reads the two headers; CORRUPTION when either is missing or malformed.
+// Reads the headers; CORRUPTION when X-Archive-Generation or
+// X-Archive-Last-Day is missing, or any is malformed.
 Result<ArchiveView> ParseArchiveView(const HttpResponse& response);
 
 class ArchiveReader {
@@ -76,8 +90,25 @@ class ArchiveReader {
   struct Session {
     int shard = 0;
     size_t replica = 0;
+    int shard_count = 0;    // the count `shard` was computed with
+    std::string shard_key;  // empty: a session for one shard, not one key (lookups)
+    int reroutes = 0;
   };
-  std::shared_ptr<Session> Begin(int shard);
+  // A session for the keys of one shard key, on its shard by the current
+  // routing count (call inside WhenRouted to have a learned one).
+  std::shared_ptr<Session> Begin(std::string_view shard_key);
+  // A session for shard `shard` of `shard_count` (lookups: keys of many
+  // shard keys, grouped by ShardFor); its answers are not re-routed, the
+  // caller checks them with Misrouted.
+  std::shared_ptr<Session> BeginShard(int shard, int shard_count);
+
+  // Runs `then` once the routing count is known (at once but for the first
+  // reads after start; see the header comment).
+  void WhenRouted(std::function<void()> then);
+  int ShardCount() const;
+  int ShardFor(std::string_view shard_key) const;
+  // True when `view` names another shard count than the session was routed by.
+  static bool Misrouted(const Session& session, const ArchiveView& view);
 
   using ReplyCallback = std::function<void(Result<ArchiveReply>)>;
   void Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done);
@@ -108,12 +139,29 @@ class ArchiveReader {
                  Coalescer<ArchiveReply>::BatchDone done);
   int Attempts(int shard) const;
   size_t PickFrom(int shard, size_t first) const;
-  // Not const: it remembers the newest generation any replica has served.
+  // Not const: it remembers the newest generation any replica has served,
+  // and the shard count of the newest that said one.
   Result<ArchiveReply> Interpret(const Replica& replica, const HttpResponse& response);
+  void LearnShardCount(const ArchiveView& view);
+  // Points a keyed session at its shard under `shard_count`; false when it
+  // has been re-routed too often (or has no shard key).
+  bool Reroute(Session& session, int shard_count);
+  // The same without counting: a session begun before the count was learned.
+  void PointAt(Session& session, int shard_count);
+  void GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done);
+  void MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys,
+                  std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
   HttpClient& client_;
   ReadStats& stats_;
   Options options_;
+  int config_shards_;
+  // The shard count of the newest generation whose answer said one (0: none
+  // yet), and that generation.
+  int routing_shards_ = 0;
+  uint64_t routing_generation_ = 0;
+  bool routing_asked_ = false;                     // shard 0 answered the first question (or failed to)
+  std::vector<std::function<void()>> routing_waiters_;  // reads waiting for that answer
   std::vector<std::vector<Replica>> replicas_;  // by shard
   std::vector<size_t> round_robin_;             // by shard
   std::vector<std::vector<std::unique_ptr<Coalescer<ArchiveReply>>>> coalescers_;  // by shard, replica

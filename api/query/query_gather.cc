@@ -88,10 +88,11 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
   return archived_through.has_value() && end_ts <= (*archived_through + 1) * kSecondsPerDay;
 }
 
-QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
+// Shard counts come from the readers: the archive's as the replicas serve
+// it, realtime's by day (realtime_shard_map.h).
+QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, ReadStats& stats)
-    : archive_shards_(cluster.archive_shards),
-      archive_(archive),
+    : archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
       stats_(stats) {}
@@ -131,7 +132,7 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
   join->Arm();
-  archive_.Get(archive_.Begin(ShardFor(state->key, archive_shards_)), state->key,
+  archive_.Get(archive_.Begin(state->key), state->key,
                [state, part = std::move(archive_part)](Result<ArchiveReply> reply) {
                  if (reply.ok()) state->archive = std::move(*reply);
                  part(reply.status());
@@ -182,7 +183,7 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
 
 void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   ++job->attempts;
-  job->session = archive_.Begin(ShardFor(job->total_key, archive_shards_));
+  job->session = archive_.Begin(job->total_key);
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) {
       job->done(std::move(st));
@@ -445,7 +446,7 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
 
 void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   ++job->attempts;
-  job->session = archive_.Begin(ShardFor(job->total_key, archive_shards_));
+  job->session = archive_.Begin(job->total_key);
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) return job->done(std::move(st));
     FinishUniques(job);
@@ -524,7 +525,8 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
     std::set<std::string> source_failed;     // a source of this hash did not answer
   };
   auto state = std::make_shared<State>();
-  std::map<int, std::vector<std::string>> by_archive_shard, by_realtime_shard;
+  std::vector<std::string> archive_keys;
+  std::map<int, std::vector<std::string>> by_realtime_shard;
   for (std::string& hash : hashes) {
     if (state->values.count(hash) || state->pending.count(hash)) continue;
     if (const std::string* cached = lookups_.Get(hash)) {
@@ -532,7 +534,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
       state->values.emplace(hash, *cached);
       continue;
     }
-    by_archive_shard[ShardFor(hash, archive_shards_)].push_back(LookupKey(hash));
+    archive_keys.push_back(LookupKey(hash));
     for (int shard : realtime_.shard_map().ShardsOfKey(hash)) by_realtime_shard[shard].push_back(LookupKey(hash));
     state->pending.insert(std::move(hash));
   }
@@ -582,18 +584,11 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
     return Status::Ok();
   };
   std::vector<std::function<void()>> sends;
-  for (auto& [shard, keys] : by_archive_shard) {
-    auto part = join->Part();
-    sends.push_back([this, shard, keys = std::move(keys), part, absorb]() {
-      archive_.MGet(archive_.Begin(shard), keys, [keys, part, absorb](Result<std::vector<ArchiveReply>> replies) {
-        std::vector<std::string_view> bodies;
-        if (replies.ok()) {
-          for (const ArchiveReply& r : *replies) bodies.push_back(r.body);
-        }
-        part(absorb(keys, replies.status(), bodies));
-      });
+  sends.push_back([this, keys = std::move(archive_keys), part = join->Part(), absorb]() mutable {
+    archive_.WhenRouted([this, keys = std::move(keys), part = std::move(part), absorb]() mutable {
+      ArchiveLookups(std::move(keys), archive_.ShardCount(), /*attempts_left=*/3, absorb, std::move(part));
     });
-  }
+  });
   for (auto& [shard, keys] : by_realtime_shard) {
     auto part = join->Part();
     sends.push_back([this, shard, keys = std::move(keys), part, absorb]() {
@@ -608,6 +603,57 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
   }
   join->Arm();
   for (auto& send : sends) send();
+}
+
+void QueryGather::ArchiveLookups(std::vector<std::string> keys, int shard_count, int attempts_left,
+                                 LookupAbsorb absorb, std::function<void(Status)> done) {
+  // Grouped by their shards under `shard_count`; a group answered for
+  // another count (a re-partitioned generation is being deployed) is
+  // grouped again by the count the answer named, a few times, then counts as
+  // a source that did not answer.
+  std::map<int, std::vector<std::string>> by_shard;
+  for (std::string& key : keys) by_shard[ShardFor(std::string_view(key).substr(2), shard_count)].push_back(std::move(key));
+  struct Pending {
+    std::vector<std::string> misrouted;
+    int named_count = 0;  // the count a misrouted group's answer named
+    size_t groups = 0;
+    Status failed;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->groups = by_shard.size();
+  auto group_done = [this, pending, attempts_left, absorb, done]() {
+    if (--pending->groups > 0) return;
+    if (!pending->failed.ok()) return done(pending->failed);
+    if (pending->misrouted.empty()) return done(Status::Ok());
+    if (attempts_left <= 1) {
+      return done(absorb(pending->misrouted, Status::Unavailable("lookups answered for another archive shard count",
+                                                             "SHARD_UNAVAILABLE"),
+                         {}));
+    }
+    ArchiveLookups(std::move(pending->misrouted), pending->named_count, attempts_left - 1, absorb, done);
+  };
+  if (by_shard.empty()) return done(Status::Ok());
+  for (auto& [shard, group] : by_shard) {
+    auto session = archive_.BeginShard(shard, shard_count);
+    archive_.MGet(session, group, [session, group, pending, absorb, group_done](
+                                      Result<std::vector<ArchiveReply>> replies) mutable {
+      if (replies.ok()) {
+        for (const ArchiveReply& r : *replies) {
+          if (ArchiveReader::Misrouted(*session, r.view)) {
+            pending->misrouted.insert(pending->misrouted.end(), group.begin(), group.end());
+            pending->named_count = r.view.shard_count;
+            return group_done();
+          }
+        }
+      }
+      std::vector<std::string_view> bodies;
+      if (replies.ok()) {
+        for (const ArchiveReply& r : *replies) bodies.push_back(r.body);
+      }
+      if (Status st = absorb(group, replies.status(), bodies); !st.ok() && pending->failed.ok()) pending->failed = st;
+      group_done();
+    });
+  }
 }
 
 }  // namespace clickatron::api

@@ -11,6 +11,10 @@
 //              sums (a day record the archive lacks is read by its hours).
 //   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
 //              through a cache.
+//
+// Archive shards are those of the count the archive serves (ArchiveReader:
+// it follows a change of archive_shards once the re-partitioned generation
+// is deployed); realtime shards those of the cluster file.
 //   uniques:   the total (its archived hours are the index of which archive
 //              unique records exist) and realtime fwmatch "~ns|tkey." (or
 //              "~sns.ns|tkey.skey."), then archive mget "~ns|tkey.YMDH" (or
@@ -131,7 +135,15 @@ class QueryGather {
                                   std::vector<int64_t>* days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
 
-  int archive_shards_;
+  // Takes lookup lines of `keys` from one source's answer (bodies), or marks
+  // them as from a source that did not answer (st UNAVAILABLE).
+  using LookupAbsorb = std::function<Status(const std::vector<std::string>& keys, const Status& st,
+                                            const std::vector<std::string_view>& bodies)>;
+  // Archive mget of lookup keys "l|HASH" on their shards under
+  // `shard_count` (see the .cc).
+  void ArchiveLookups(std::vector<std::string> keys, int shard_count, int attempts_left, LookupAbsorb absorb,
+                      std::function<void(Status)> done);
+
   ArchiveReader& archive_;
   RealtimeReader& realtime_;
   LookupCache& lookups_;

@@ -12,6 +12,9 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("archive_requests", "Requests sent to archive replicas.", s.archive_requests.load());
   fn("archive_failovers", "Archive requests that failed on a replica and were tried on another.",
      s.archive_failovers.load());
+  fn("archive_reroutes",
+     "Archive reads asked again on another shard: the answer named another shard count than they were routed by.",
+     s.archive_reroutes.load());
   fn("realtime_requests", "Requests sent to realtime shards.", s.realtime_requests.load());
   fn("realtime_retries", "Realtime requests sent again after a failure.", s.realtime_retries.load());
   fn("archive_coalesced_requests", "Coalesced archive requests (one mget for several queries' lookups).",

@@ -15,6 +15,9 @@ namespace clickatron::api {
 struct ReadStats {
   std::atomic<uint64_t> archive_requests{0};    // sent to archive replicas
   std::atomic<uint64_t> archive_failovers{0};   // a replica failed; another was tried
+  // An archive answer named another shard count than the request was routed
+  // by (archive_shards changed): asked again on the shard of that count.
+  std::atomic<uint64_t> archive_reroutes{0};
   std::atomic<uint64_t> realtime_requests{0};   // sent to realtime shards
   std::atomic<uint64_t> realtime_retries{0};    // a realtime request was sent again
   // Coalesced requests (several queries' lookups in one mget / mfwmatch) and

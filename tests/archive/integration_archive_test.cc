@@ -25,6 +25,7 @@ class ArchiveDaemonTest : public ReplicaTest {
   void ExpectGenerationHeaders(const HttpResponse& r) {
     EXPECT_EQ(r.Header("X-Archive-Generation"), "5");
     EXPECT_EQ(r.Header("X-Archive-Last-Day"), "2012-03-25");
+    EXPECT_EQ(r.Header("X-Archive-Shard-Count"), "1");  // the manifest's shard_count
   }
 };
 

@@ -96,6 +96,7 @@ const std::vector<Figure> kApiFigures = {
     {"/write/shards/[shard]/held/since_unix", "clickatron_api_shard_held_since_seconds"},
     {"/read/archive_requests", "clickatron_api_read_archive_requests_total"},
     {"/read/archive_failovers", "clickatron_api_read_archive_failovers_total"},
+    {"/read/archive_reroutes", "clickatron_api_read_archive_reroutes_total"},
     {"/read/realtime_requests", "clickatron_api_read_realtime_requests_total"},
     {"/read/realtime_retries", "clickatron_api_read_realtime_retries_total"},
     {"/read/archive_coalesced_requests", "clickatron_api_read_archive_coalesced_requests_total"},

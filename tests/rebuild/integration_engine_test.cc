@@ -132,6 +132,31 @@ TEST_F(RebuildOnGnuParallel, BuildsByteForByteWhatTheLocalEngineBuilds) {
   }
 }
 
+// A re-partition on the engine: every previous file is checked and cut by
+// the new count on the rebuild host, each task gets its part of each; the
+// files are those the local engine builds reading the whole files.
+TEST_F(RebuildOnGnuParallel, RepartitionsByteForByteAsTheLocalEngine) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(51, 400, &expect));
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  WriteEngineConfig(BinaryPath("clickatron-rebuild"), 3);
+  PutRandomDay(day_ + 1, 52, 400, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(RunWith(cluster_.config_path(), day_ + 1, &out, /*build_only=*/true), 0) << out;
+  ASSERT_EQ(RunWith(engine_config(), day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("re-partitions the archive from 2 to 3 archive shards"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+  for (int s = 0; s < 3; ++s) {
+    const std::string local = testing::ReadAll(cluster_ / fmt::format("work/gen/2/shard-{}.csv", s));
+    const std::string engine = testing::ReadAll(engine_work() + fmt::format("/gen/2/shard-{}.csv", s));
+    EXPECT_FALSE(local.empty());
+    EXPECT_TRUE(local == engine) << "shard " << s << ": " << local.size() << " vs " << engine.size() << " bytes";
+    EXPECT_TRUE(FileExists(engine_work() + fmt::format("/gen/2/parts/previous-{}/split.done", s % 2)));
+  }
+}
+
 TEST_F(RebuildOnGnuParallel, AKilledTaskIsRetriedAndARerunDoesOnlyWhatFailed) {
   WriteEngineConfig(WriteTaskWrapper(), 2);
   testing::WriteAll(control_dir() + "/kill-once-merge-0", "");

@@ -55,8 +55,29 @@ class Expectation {
   }
   void AddLookup(const std::string& hash, const std::string& value) { lookups_["l|" + hash] = value; }
 
-  // Sorted archive lines of one archive shard, formatted here.
-  std::vector<std::string> ShardLines(int shard) const {
+  // Every click of `ns|tkey`, and per subtotal value (full values, as the
+  // API shows hashed ones), what a query over all its hours answers.
+  int64_t Clicks(const std::string& total_key) const {
+    int64_t sum = 0;
+    if (auto it = counters_.find(total_key); it != counters_.end()) {
+      for (const auto& [hour, count] : it->second) sum += count;
+    }
+    return sum;
+  }
+  std::map<std::string, int64_t> Breakdown(const std::string& sns, const std::string& total_key) const {
+    std::map<std::string, int64_t> by_value;
+    const std::string prefix = sns + "." + total_key + ".";
+    for (auto it = counters_.lower_bound(prefix); it != counters_.end() && it->first.starts_with(prefix); ++it) {
+      for (const auto& [stored, count] : it->second) {
+        auto lookup = lookups_.find("l|" + stored);
+        by_value[lookup == lookups_.end() ? stored : lookup->second] += count;
+      }
+    }
+    return by_value;
+  }
+
+  // Sorted archive lines of one archive shard of `shard_count`, formatted here.
+  std::vector<std::string> ShardLines(int shard, int shard_count = kShards) const {
     // Day subtotals beside the hours: every day with subtotal hours of a key
     // (also one hour) gets their sum under the day's code (the hours' code
     // without its hour character).
@@ -70,7 +91,7 @@ class Expectation {
     for (const auto& [key, columns] : records) {
       const std::string ns_tkey = key.substr(key.find('.') < key.find('|') ? key.find('.') + 1 : 0);
       const std::string shard_key = ns_tkey.substr(0, ns_tkey.find('.'));
-      if (static_cast<int>(Crc32(shard_key) % kShards) != shard) continue;
+      if (static_cast<int>(Crc32(shard_key) % static_cast<uint32_t>(shard_count)) != shard) continue;
       std::string line = key + ",";
       for (const auto& [name, count] : columns) {
         if (line.back() != ',') line += ' ';
@@ -79,7 +100,9 @@ class Expectation {
       lines.push_back(line);
     }
     for (const auto& [key, value] : lookups_) {
-      if (static_cast<int>(Crc32(key.substr(2)) % kShards) == shard) lines.push_back(key + "," + value);
+      if (static_cast<int>(Crc32(key.substr(2)) % static_cast<uint32_t>(shard_count)) == shard) {
+        lines.push_back(key + "," + value);
+      }
     }
     std::sort(lines.begin(), lines.end());
     return lines;
@@ -305,6 +328,40 @@ class RebuildIntegration : public ::testing::Test {
         for (size_t i = 0; i < only_want.size() && i < 10; ++i) ADD_FAILURE() << "only expected: " << only_want[i];
       }
     }
+  }
+
+  // The cluster file rewritten with `shards` archive shards (one replica
+  // each); members keep their ports, a new shard's member gets its own file.
+  void RewriteArchiveShards(int shards) {
+    testing::ClusterSpec spec = cluster_.spec();
+    spec.archive_shards = shards;
+    for (int s = 0; s < shards; ++s) {
+      const std::string name = ArchiveName(s);
+      if (spec.members[name].file.empty()) spec.members[name].file = cluster_ / fmt::format("{}/shard-{}.csv", name, s);
+    }
+    const Status written = cluster_.Write(spec);
+    ASSERT_TRUE(written.ok()) << written.ToString();
+  }
+
+  // Every archive file equals the oracle cut by `shards`, and its manifest
+  // says generation `generation` of `shards`.
+  void ExpectArchiveCutInto(const Expectation& expect, int shards, uint64_t generation) {
+    uint64_t records = 0;
+    for (int s = 0; s < shards; ++s) {
+      const std::vector<std::string> want = expect.ShardLines(s, shards);
+      EXPECT_FALSE(want.empty());
+      EXPECT_EQ(FileLines(ArchiveFile(s)), want) << "archive shard " << s << " of " << shards;
+      auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(s)));
+      ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+      EXPECT_EQ(manifest->generation, generation);
+      EXPECT_EQ(manifest->shard, s);
+      EXPECT_EQ(manifest->shard_count, shards);
+      EXPECT_EQ(ServedGeneration(s), static_cast<int64_t>(generation)) << "archive shard " << s;
+      records += manifest->records;
+    }
+    uint64_t want_records = 0;
+    for (int s = 0; s < shards; ++s) want_records += expect.ShardLines(s, shards).size();
+    EXPECT_EQ(records, want_records);
   }
 
   // data.generation at GET /manifest of archive shard i's first replica (0: no file yet; -1: down).

@@ -131,6 +131,15 @@ TEST(ReadRecordsTest, ArchiveViewFromHeaders) {
   EXPECT_FALSE(ParseArchiveView(r).ok());
   r.headers = {{"X-Archive-Generation", "1"}, {"X-Archive-Last-Day", "2012-13-01"}};
   EXPECT_FALSE(ParseArchiveView(r).ok());
+  // The shard count the file was cut with: optional (no file, no manifest).
+  r.headers = {{"X-Archive-Generation", "7"}, {"X-Archive-Last-Day", ""}};
+  EXPECT_EQ(ParseArchiveView(r)->shard_count, 0);
+  r.headers = {{"X-Archive-Generation", "7"}, {"X-Archive-Last-Day", ""}, {"x-archive-shard-count", "3"}};
+  EXPECT_EQ(ParseArchiveView(r)->shard_count, 3);
+  for (const char* bad : {"0", "-1", "3x", ""}) {
+    r.headers = {{"X-Archive-Generation", "7"}, {"X-Archive-Last-Day", ""}, {"X-Archive-Shard-Count", bad}};
+    EXPECT_FALSE(ParseArchiveView(r).ok()) << bad;
+  }
 }
 
 TEST(ReadRecordsTest, MGetTargetsCoverEveryKeyOnceWithinBounds) {

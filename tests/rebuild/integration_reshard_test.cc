@@ -1,0 +1,202 @@
+// Changing archive_shards on a live cluster (rebuild_cluster_fixture.h): the
+// next generation re-partitions the whole archive into the new count, and the
+// files deployed hold exactly the oracle's records cut by it.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "rebuild_cluster_fixture.h"
+
+namespace clickatron {
+namespace {
+
+class ReshardIntegration : public RebuildIntegration {
+ protected:
+  // GET on API node 0: the parsed answer, with "http_status".
+  nlohmann::json Api(const std::string& target) {
+    HttpResponse r = HttpGet(cluster_.Api(0), target, 20000);
+    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded()) j = nlohmann::json{{"unparsed", r.body}};
+    j["http_status"] = r.status_code;
+    return j;
+  }
+  int64_t ReadFigure(const std::string& name) {
+    const nlohmann::json stats = Api("/stats");
+    const nlohmann::json& figure = stats["data"]["read"][name];
+    return figure.is_number() ? figure.get<int64_t>() : -1;
+  }
+
+  // Day `day` put into realtime and rebuilt.
+  void RunNextDay(int64_t day, uint32_t seed, int increments, Expectation* expect, std::string* out) {
+    PutRandomDay(day, seed, increments, expect);
+    RotateAll(day + 1);
+    ASSERT_EQ(RunDay(day, out), 0) << *out;
+  }
+};
+
+TEST_F(ReshardIntegration, RaisingArchiveShardsRepartitionsAtTheNextDay) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(1, 800, &expect));
+  ExpectArchiveCutInto(expect, kShards, 1);
+
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  EXPECT_EQ(ServedGeneration(2), 0);  // the new shard's member has no file yet
+  std::string out;
+  // Day two has keys and days of day one: the re-partition merges them.
+  ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 1, 2, 400, &expect, &out));
+  EXPECT_NE(out.find("re-partitions the archive from 2 to 3 archive shards"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+
+  // The generation after it is the nightly merge again, on 3 shards.
+  ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 2, 3, 400, &expect, &out));
+  EXPECT_EQ(out.find("re-partitions"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 3);
+}
+
+TEST_F(ReshardIntegration, LoweringArchiveShardsTakesTheDroppedShardFromTheWorkDir) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(4, 800, &expect));
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(1));
+  EXPECT_EQ(cluster_.Stop(ArchiveName(1)), 0);  // its member is no longer in the cluster file
+
+  // Without the work dir's copy of the dropped shard's file the rebuild
+  // cannot re-partition, and says what to do.
+  const std::string kept = cluster_ / "work/gen/1/shard-1.csv";
+  ASSERT_TRUE(FileExists(kept));
+  const std::string aside = cluster_ / "shard-1.aside";
+  ASSERT_TRUE(RenameDurably(kept, aside).ok());
+  PutRandomDay(day_ + 1, 5, 400, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("RESHARD_NEEDS_FILE"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+
+  ASSERT_TRUE(RenameDurably(aside, kept).ok());
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("re-partitions the archive from 2 to 1 archive shards"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 1, 2);
+}
+
+// A generation built for the old count and not deployed is deployed with
+// the cluster file it was built for, never with the new one.
+TEST_F(ReshardIntegration, AGenerationBuiltForTheOldCountIsNotDeployedWithTheNew) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(7, 400, &expect));
+  PutRandomDay(day_ + 1, 8, 300, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
+            0)
+      << out;
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("SHARD_COUNT_CHANGED"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+
+  // Deployed with its own count, then the next day re-partitions.
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(2));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveCutInto(expect, 2, 2);
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(RunNextDay(day_ + 2, 9, 300, &expect, &out));
+  ExpectArchiveCutInto(expect, 3, 3);
+}
+
+// A day's sort tasks finished under the old count (their parts cut by it)
+// are not redone: every merge task reads all their parts through its filter.
+TEST_F(ReshardIntegration, SortTasksCutByTheOldCountAreReadWhole) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(13, 400, &expect));
+  PutRandomDay(day_ + 1, 14, 300, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
+            0)
+      << out;
+  // Its build forgotten (as if it had failed before its plan was written):
+  // only the sort tasks, cut into 2, are left of it.
+  ASSERT_EQ(::unlink((cluster_ / "work/gen/2/plan.json").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("done by an earlier run"), std::string::npos) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+}
+
+// The API reads the archive by the shard count it serves: with the new
+// cluster file loaded before the re-partitioned generation is deployed, and
+// after, every query answers exactly what was counted.
+TEST_F(ReshardIntegration, QueriesAnswerExactlyBeforeAndAfterTheRepartitionIsDeployed) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(11, 800, &expect));
+  // Day one only in the archive from now on: an answer that missed it
+  // (asked of a shard without the key) could not be made whole by realtime.
+  for (int i = 0; i < kShards; ++i) {
+    HttpResponse r = Admin("POST", realtime_ports_[i], "/clear?date=" + FormatDate(day_));
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));  // archive_shards = 3 while the archive serves 2
+  // Keys of the new shard 2 first: the API's very first read is of a key
+  // that the cluster file's count puts on the shard with no file yet.
+  std::vector<std::string> keys;
+  for (int k = 0; k < 40; ++k) keys.push_back(fmt::format("key{}", k));
+  std::stable_partition(keys.begin(), keys.end(), [](const std::string& key) { return ShardOf("u|" + key, 3) == 2; });
+  ASSERT_EQ(ShardOf("u|" + keys.front(), 3), 2u);
+  const int64_t reference = (day_ + 3) * kSecondsPerDay;  // 5 days: every day of the test
+  const auto expect_queries = [&](const std::string& when) {
+    for (const std::string& key : keys) {
+      auto clicks = Api(fmt::format("/clicks?ns=u&key={}&unit=day&units=5&unit_reference_ts={}&rollup=true", key,
+                                    reference));
+      ASSERT_EQ(clicks["http_status"], 200) << when << " " << clicks.dump();
+      EXPECT_EQ(clicks["data"]["clicks"].get<int64_t>(), expect.Clicks("u|" + key)) << when << " " << key;
+      for (const std::string sns : {"c", "r"}) {  // r: hashed referrers, resolved by lookups
+        auto breakdown = Api(fmt::format(
+            "/breakdown?sns={}&ns=u&key={}&unit=day&units=5&unit_reference_ts={}&rollup=true&limit=100", sns, key,
+            reference));
+        ASSERT_EQ(breakdown["http_status"], 200) << when << " " << breakdown.dump();
+        std::map<std::string, int64_t> got;
+        for (const auto& row : breakdown["data"]["breakdown"]) got[row["value"]] = row["clicks"].get<int64_t>();
+        EXPECT_EQ(got, expect.Breakdown(sns, "u|" + key)) << when << " " << key << " " << sns;
+      }
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(expect_queries("generation 1 (2 shards), API file with 3"));
+  PutRandomDay(day_ + 1, 12, 400, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_NO_FATAL_FAILURE(expect_queries("day two in realtime, before the re-partition"));
+  EXPECT_EQ(ReadFigure("archive_reroutes"), 0) << "routed by the served count from the first read";
+
+  std::string out;
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+  ASSERT_NO_FATAL_FAILURE(expect_queries("generation 2 (3 shards)"));
+  EXPECT_GT(ReadFigure("archive_reroutes"), 0) << "the first reads after the deploy learned the new count";
+}
+
+// `load --now` is a generation too: it re-partitions like a nightly run.
+TEST_F(ReshardIntegration, LoadNowRepartitions) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(6, 600, &expect));
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  const std::string load = cluster_ / "load.csv";
+  std::string lines;
+  for (int k = 0; k < 30; ++k) {
+    lines += fmt::format("u|key{}.{},{}\n", k, Ymdh(day_, 5), k + 1);
+    lines += fmt::format("c.u|key{}.US.{},{}\n", k, Ymdh(day_, 5), k + 1);
+    expect.AddTotal("u", fmt::format("key{}", k), Ymdh(day_, 5), k + 1);
+    expect.AddSubtotal("c", "u", fmt::format("key{}", k), "US", Ymdh(day_, 5), k + 1);
+  }
+  ASSERT_TRUE(WriteFileAtomically(load, lines).ok());
+  std::string out;
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", load}, &out), 0) << out;
+  ExpectArchiveCutInto(expect, 3, 2);
+}
+
+}  // namespace
+}  // namespace clickatron
