@@ -76,7 +76,12 @@ Status DeployGeneration(const DeployOptions& options) {
   // the others of its shard when it starts, and a rerun asks whoever still
   // lacks the generation.
   std::vector<std::string> failed;
-  for (int shard = 0; shard < cluster.archive_shards; ++shard) {
+  // Highest shard first, shard 0 last. API nodes learn the shard count the
+  // archive serves from shard 0 (api/query/archive_reader.h): when a
+  // generation re-partitions the archive into more shards, the new shards
+  // (read by nobody until then) and most of the others already serve it
+  // when shard 0 switches the readers to the new count.
+  for (int shard = cluster.archive_shards - 1; shard >= 0; --shard) {
     const Manifest& manifest = options.manifests[static_cast<size_t>(shard)];
     const std::vector<const MemberConfig*> replicas = cluster.ArchiveReplicas(shard);
     size_t serving = 0;

@@ -187,10 +187,10 @@ Result<std::vector<std::string>> SplitPreviousFile(const WorkDir& work, uint64_t
   return parts;
 }
 
-// The files of a finished sort-shard task that hold archive shard `shard`'s
-// lines: its part for that shard, or, when it was cut by another shard count
-// (archive_shards changed between its run and this build), all its parts:
-// the merge task's shard filter keeps the right lines either way.
+// The file of a finished sort-shard task that holds archive shard `shard`'s
+// lines. Its parts are cut by the count its spec names; the pipeline runs a
+// sort task again when that is not the cluster's (pipeline.cc, SortShards),
+// so another count here is a bug, never a reason to read the wrong part.
 Result<std::vector<std::string>> SortTaskInputs(const TaskPaths& sort, int shard, int shards) {
   auto text = ReadFileToString(sort.Spec());
   if (!text.ok()) return text.status();
@@ -198,10 +198,11 @@ Result<std::vector<std::string>> SortTaskInputs(const TaskPaths& sort, int shard
   if (j.is_discarded()) return Status::Corruption(sort.Spec() + ": not JSON");
   auto spec = SortShardSpec::FromJson(j);
   if (!spec.ok()) return spec.status().WithContext(sort.Spec());
-  if (spec->archive_shards == shards) return std::vector<std::string>{SortShardPart(sort, shard)};
-  std::vector<std::string> parts;
-  for (int a = 0; a < spec->archive_shards; ++a) parts.push_back(SortShardPart(sort, a));
-  return parts;
+  if (spec->archive_shards != shards) {
+    return Status::Internal(fmt::format("{} was cut into {} archive shards, not {}", sort.dir, spec->archive_shards,
+                                        shards));
+  }
+  return std::vector<std::string>{SortShardPart(sort, shard)};
 }
 
 // Inputs shared by the merge tasks, cut by archive shard for a shipping

@@ -214,12 +214,26 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
   spec.target = target;
   spec.timeout_ms = options_.timeout_ms;
   std::weak_ptr<bool> alive = alive_;
+  // `shard` and `index` are where this request went: another request of the
+  // session may reroute it (session->shard) while this one is out.
   client_.Send(replicas_[shard][index].peer, std::move(spec),
-               [this, alive, session, target = std::move(target), attempts_left, index,
+               [this, alive, session, shard, target = std::move(target), attempts_left, index,
                 done = std::move(done)](HttpResponse response) mutable {
                  if (alive.expired()) return;
-                 Replica& replica = replicas_[static_cast<size_t>(session->shard)][index];
+                 Replica& replica = replicas_[shard][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
+                 // A shard other than 0 serving no file, before any answer
+                 // said which count the archive is cut into (shard 0 did not
+                 // answer): it may be a new shard of a count not deployed
+                 // yet, whose "not found" would drop archived clicks.
+                 if (reply.ok() && reply->view.generation == 0 && shard != 0 && !routing_asked_ &&
+                     routing_shards_ == 0) {
+                   done(ShardUnavailable(fmt::format(
+                       "archive shard {} serves no file and shard 0, which says how the archive is cut, did not "
+                       "answer",
+                       shard)));
+                   return;
+                 }
                  if (reply.ok()) reply->replica = index;
                  if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
                    done(std::move(reply));
@@ -227,12 +241,16 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  }
                  replica.down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
                  if (attempts_left <= 1) {
-                   done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {})",
-                                                     session->shard, reply.status().message())));
+                   done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {})", shard,
+                                                     reply.status().message())));
                    return;
                  }
                  ++stats_.archive_failovers;
-                 session->replica = PickFrom(session->shard, index + 1);
+                 // The next replica of this shard, unless the session was
+                 // rerouted meanwhile (then its own pick stands).
+                 if (static_cast<size_t>(session->shard) == shard) {
+                   session->replica = PickFrom(session->shard, index + 1);
+                 }
                  Send(session, std::move(target), attempts_left - 1, std::move(done));
                });
 }

@@ -179,6 +179,40 @@ TEST_F(ReshardIntegration, QueriesAnswerExactlyBeforeAndAfterTheRepartitionIsDep
   EXPECT_GT(ReadFigure("archive_reroutes"), 0) << "the first reads after the deploy learned the new count";
 }
 
+// An API node that starts with the new count while shard 0 (which says how
+// the archive is cut) is down cannot tell a new shard's "no file" from an
+// empty key: it answers 503 rather than zero clicks, and the exact count once
+// shard 0 answers.
+TEST_F(ReshardIntegration, ANewShardsEmptyAnswerIsNotZeroWhileShardZeroIsDown) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(21, 800, &expect));
+  for (int i = 0; i < kShards; ++i) {  // the day in the archive only
+    HttpResponse r = Admin("POST", realtime_ports_[i], "/clear?date=" + FormatDate(day_));
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  // A key the new count puts on the new shard 2 and the served count on 1.
+  std::string key;
+  for (int k = 0; k < 40 && key.empty(); ++k) {
+    const std::string candidate = fmt::format("key{}", k);
+    if (ShardOf("u|" + candidate, 3) == 2 && ShardOf("u|" + candidate, 2) == 1 && expect.Clicks("u|" + candidate) > 0) {
+      key = candidate;
+    }
+  }
+  ASSERT_FALSE(key.empty());
+  ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
+  ASSERT_EQ(cluster_.Stop(ArchiveName(0)), 0);
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  const std::string query = fmt::format("/clicks?ns=u&key={}&unit=day&units=3&unit_reference_ts={}&rollup=true", key,
+                                        (day_ + 1) * kSecondsPerDay);
+  auto down = Api(query);
+  EXPECT_EQ(down["http_status"], 503) << down.dump();
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(0, 0));
+  auto up = Api(query);
+  ASSERT_EQ(up["http_status"], 200) << up.dump();
+  EXPECT_EQ(up["data"]["clicks"].get<int64_t>(), expect.Clicks("u|" + key));
+}
+
 // `load --now` is a generation too: it re-partitions like a nightly run.
 TEST_F(ReshardIntegration, LoadNowRepartitions) {
   Expectation expect;
