@@ -405,9 +405,7 @@ TEST_F(RebuildIntegration, AnOlderDayInABuiltOnlyGenerationIsFoldedOnce) {
   PutRandomDay(day_ + 1, 62, 200, &expect);
   RotateAll(day_ + 2);  // day_ left the ring unexported: retained
   std::string out;
-  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
-            0)
-      << out;
+  ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;
   EXPECT_NE(out.find("folding it with " + FormatDate(day_ + 1)), std::string::npos) << out;
   EXPECT_EQ(ServedGeneration(0), 0) << "--build-only deploys nothing";
   PutRandomDay(day_ + 2, 63, 200, &expect);

@@ -26,6 +26,15 @@ class ReshardIntegration : public RebuildIntegration {
     return figure.is_number() ? figure.get<int64_t>() : -1;
   }
 
+  // Generation 1 deployed, the next day's generation built and not deployed
+  // (run --build-only), under the fixture's two archive shards.
+  void ArchiveADayThenBuildOnlyTheNext(uint32_t seed, uint32_t next_seed, Expectation* expect, std::string* out) {
+    ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(seed, 400, expect));
+    PutRandomDay(day_ + 1, next_seed, 300, expect);
+    RotateAll(day_ + 2);
+    ASSERT_EQ(BuildDayOnly(day_ + 1, out), 0) << *out;
+  }
+
   // Day `day` put into realtime and rebuilt.
   void RunNextDay(int64_t day, uint32_t seed, int increments, Expectation* expect, std::string* out) {
     PutRandomDay(day, seed, increments, expect);
@@ -83,13 +92,8 @@ TEST_F(ReshardIntegration, LoweringArchiveShardsTakesTheDroppedShardFromTheWorkD
 // the cluster file it was built for, never with the new one.
 TEST_F(ReshardIntegration, AGenerationBuiltForTheOldCountIsNotDeployedWithTheNew) {
   Expectation expect;
-  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(7, 400, &expect));
-  PutRandomDay(day_ + 1, 8, 300, &expect);
-  RotateAll(day_ + 2);
   std::string out;
-  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
-            0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveADayThenBuildOnlyTheNext(7, 8, &expect, &out));
   ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
   ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
   EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
@@ -109,13 +113,8 @@ TEST_F(ReshardIntegration, AGenerationBuiltForTheOldCountIsNotDeployedWithTheNew
 // are run again, cut by the new count, before the merges read their parts.
 TEST_F(ReshardIntegration, SortTasksCutByTheOldCountAreRunAgain) {
   Expectation expect;
-  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(13, 400, &expect));
-  PutRandomDay(day_ + 1, 14, 300, &expect);
-  RotateAll(day_ + 2);
   std::string out;
-  ASSERT_EQ(Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day_ + 1), "--build-only"}, &out),
-            0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveADayThenBuildOnlyTheNext(13, 14, &expect, &out));
   // Its build forgotten (as if it had failed before its plan was written):
   // only the sort tasks, cut into 2, are left of it.
   ASSERT_EQ(::unlink((cluster_ / "work/gen/2/plan.json").c_str()), 0);

@@ -310,6 +310,10 @@ class RebuildIntegration : public ::testing::Test {
   int RunDay(int64_t day, std::string* output) {
     return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day)}, output);
   }
+  // `run --build-only`: the generation built, not deployed.
+  int BuildDayOnly(int64_t day, std::string* output) {
+    return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day), "--build-only"}, output);
+  }
 
   // The file of the shard's first replica (each replica has its own).
   std::string ArchiveFile(int shard, int replica = 0) const { return cluster_.Member(ArchiveName(shard, replica)).file; }
