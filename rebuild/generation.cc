@@ -212,6 +212,15 @@ struct CutInputs {
   std::vector<std::vector<std::string>> previous_parts;  // of the previous files, in a reshard
 };
 
+// A task resolves relative names against its own directory; paths in the
+// rebuild's own tree (work_dir and backup_dir may be relative to where it
+// runs) go into a local task's spec whole.
+std::string AbsolutePath(const std::string& path) {
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
+}
+
 // The merge-shard task of shard `shard`: its spec, and with a shipping
 // engine its inputs linked into its in/.
 Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan, const GenerationInputs& in,
@@ -242,7 +251,7 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(task.In()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!ship) {
-      spec.inputs.push_back(inputs[i]);
+      spec.inputs.push_back(AbsolutePath(inputs[i]));
       continue;
     }
     spec.inputs.push_back(fmt::format("in/input-{}.csv", i));
@@ -250,10 +259,12 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   }
   if (reshard && !ship) {
     // Every previous file whole: the task checks each and filters its lines.
-    for (size_t s = 0; s < previous.files.size(); ++s) spec.reshard_from.push_back({previous.files[s], previous.manifests[s]});
+    for (size_t s = 0; s < previous.files.size(); ++s) {
+      spec.reshard_from.push_back({AbsolutePath(previous.files[s]), previous.manifests[s]});
+    }
   } else if (previous.generation > 0 && !reshard) {
     spec.previous_manifest = previous.manifests[static_cast<size_t>(shard)];
-    spec.previous_file = previous.files[static_cast<size_t>(shard)];
+    spec.previous_file = AbsolutePath(previous.files[static_cast<size_t>(shard)]);
     // On another host the task fetches it from a replica of the shard
     // itself: the archive is most of the bytes, and the replicas serve it.
     if (ship) {
@@ -264,7 +275,8 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   }
   if (options.backup) {
     spec.backup = ship ? fmt::format("backup/shard-{}.csv.gz", shard)
-                       : fmt::format("{}/shard-{}.csv.gz", BackupDir(cluster.rebuild.backup_dir, plan.generation), shard);
+                       : AbsolutePath(fmt::format("{}/shard-{}.csv.gz",
+                                                  BackupDir(cluster.rebuild.backup_dir, plan.generation), shard));
   }
   return WriteTaskSpec(task, spec.ToJson());
 }

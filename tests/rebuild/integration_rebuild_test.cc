@@ -416,6 +416,42 @@ TEST_F(RebuildIntegration, AnOlderDayInABuiltOnlyGenerationIsFoldedOnce) {
   EXPECT_TRUE(FileExists(cluster_ / ("work/days/" + FormatDate(day_) + "/complete.done")));
 }
 
+// conf/local.toml names work_dir and backup_dir relative to where the
+// rebuild runs: a load (and the next night's merge with it) must work there
+// as with absolute paths.
+TEST_F(RebuildIntegration, WorksWithAWorkDirRelativeToWhereItRuns) {
+  std::string toml = testing::ReadAll(cluster_.config_path());
+  for (const std::string& dir : {"work", "backup"}) {
+    const std::string absolute = "\"" + (cluster_ / dir) + "\"";
+    ASSERT_NE(toml.find(absolute), std::string::npos) << toml;
+    toml.replace(toml.find(absolute), absolute.size(), "\"rel/" + dir + "\"");
+  }
+  testing::WriteAll(cluster_ / "relative.toml", toml);
+  Expectation expect;
+  std::string data;
+  for (int i = 0; i < 24; ++i) {  // 12 keys: both archive shards get some
+    data += fmt::format("u|relkey{}.{},{}\n", i % 12, Ymdh(day_ - 10, i), i + 1);
+    expect.AddTotal("u", fmt::format("relkey{}", i % 12), Ymdh(day_ - 10, i), i + 1);
+  }
+  testing::WriteAll(cluster_ / "history.csv", data);
+  const auto rebuild_in_dir = [&](const std::string& args, std::string* out) {
+    return RunCommand({"sh", "-c", fmt::format("cd '{}' && exec '{}' {}", cluster_.dir(),
+                                               BinaryPath("clickatron-rebuild"), args)},
+                      out);
+  };
+  std::string out;
+  ASSERT_EQ(rebuild_in_dir("load --config relative.toml --now history.csv", &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_TRUE(FileExists(cluster_ / "rel/backup/gen-1/shard-0.csv.gz"));
+  // The next generation merges with the first (a previous file in rel/work).
+  RotateAll(day_);
+  PutRandomDay(day_, 71, 200, &expect);
+  RotateAll(day_ + 1);
+  ASSERT_EQ(rebuild_in_dir("run --config relative.toml --date " + FormatDate(day_), &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(0), 2);
+}
+
 TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   Expectation expect;
   RotateAll(day_);
