@@ -379,21 +379,28 @@ Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
   auto lock = WorkLock::Acquire(work.root());
   if (!lock.ok()) return lock.status().WithContext(fmt::format("load {} stays queued", queued->id));
   CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
-  if (FileExists(work.QueueFolded(queued->id))) return Status::Ok();
-  auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
-  if (!previous.ok()) return previous.status();
   auto engine = MakeEngine(cluster);
   if (!engine.ok()) return engine.status();
-  BuildOptions build;
-  build.cluster = &cluster;
-  build.previous = &previous.value();
-  build.engine = engine->get();
-  build.include_late = false;  // late data waits for the nightly run
-  build.transfer_timeout_ms = options.timeouts.transfer_ms;
-  build.include_queue = true;
-  auto plan = BuildGeneration(build);
-  if (!plan.ok()) return plan.status();
-  return FinishGeneration(cluster, *plan, options.timeouts);
+  // Twice at most: a build an earlier --now started (and failed) has its
+  // inputs fixed without this load, and goes first; the next takes this one.
+  for (int attempt = 0; attempt < 2 && !FileExists(work.QueueFolded(queued->id)); ++attempt) {
+    auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
+    if (!previous.ok()) return previous.status();
+    BuildOptions build;
+    build.cluster = &cluster;
+    build.previous = &previous.value();
+    build.engine = engine->get();
+    build.include_late = false;  // late data waits for the nightly run
+    build.transfer_timeout_ms = options.timeouts.transfer_ms;
+    build.include_queue = true;
+    auto plan = BuildGeneration(build);
+    if (!plan.ok()) return plan.status();
+    CLICKATRON_RETURN_IF_ERROR(FinishGeneration(cluster, *plan, options.timeouts));
+  }
+  if (!FileExists(work.QueueFolded(queued->id))) {
+    return Status::Internal(fmt::format("load {} is still queued after two generations", queued->id));
+  }
+  return Status::Ok();
 }
 
 }  // namespace clickatron::rebuild

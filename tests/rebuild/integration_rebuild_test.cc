@@ -421,7 +421,7 @@ TEST_F(RebuildIntegration, AnOlderDayInABuiltOnlyGenerationIsFoldedOnce) {
 // as with absolute paths.
 TEST_F(RebuildIntegration, WorksWithAWorkDirRelativeToWhereItRuns) {
   std::string toml = testing::ReadAll(cluster_.config_path());
-  for (const std::string& dir : {"work", "backup"}) {
+  for (const std::string dir : {"work", "backup"}) {
     const std::string absolute = "\"" + (cluster_ / dir) + "\"";
     ASSERT_NE(toml.find(absolute), std::string::npos) << toml;
     toml.replace(toml.find(absolute), absolute.size(), "\"rel/" + dir + "\"");
@@ -448,6 +448,37 @@ TEST_F(RebuildIntegration, WorksWithAWorkDirRelativeToWhereItRuns) {
   PutRandomDay(day_, 71, 200, &expect);
   RotateAll(day_ + 1);
   ASSERT_EQ(rebuild_in_dir("run --config relative.toml --date " + FormatDate(day_), &out), 0) << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(0), 2);
+}
+
+// A `load --now` after one whose build failed: the failed build's inputs
+// were fixed without the new load, so that generation goes first and the
+// new load gets the next one; the command returns once its own data serves.
+TEST_F(RebuildIntegration, ALoadNowAfterAFailedBuildDeploysItsOwnDataToo) {
+  Expectation expect;
+  const auto write_load = [&](const std::string& name, int first_key) {
+    std::string data;
+    for (int i = 0; i < 24; ++i) {
+      const std::string key = fmt::format("load{}", first_key + i % 12);
+      data += fmt::format("u|{}.{},{}\n", key, Ymdh(day_ - 20, i), i + 1);
+      expect.AddTotal("u", key, Ymdh(day_ - 20, i), i + 1);
+    }
+    testing::WriteAll(cluster_ / name, data);
+    return cluster_ / name;
+  };
+  std::string out;
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), write_load("a.csv", 0)}, &out), 0) << out;
+  // A's queued file gone for a while: the --now of B builds (inputs A and B
+  // fixed) and fails.
+  std::string queued_a;
+  for (const auto& entry : std::filesystem::directory_iterator(cluster_ / "work/queue")) {
+    queued_a = entry.path().string() + "/sorted.csv";
+  }
+  ASSERT_TRUE(RenameDurably(queued_a, queued_a + ".aside").ok());
+  EXPECT_NE(Rebuild({"load", "--config", cluster_.config_path(), "--now", write_load("b.csv", 100)}, &out), 0) << out;
+  ASSERT_TRUE(RenameDurably(queued_a + ".aside", queued_a).ok());
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", write_load("c.csv", 200)}, &out), 0) << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 2);
 }
