@@ -25,11 +25,6 @@
 namespace clickatron::rebuild {
 namespace {
 
-uint64_t SizeOf(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
 std::string NowIso() {
   return FormatIsoTime(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -187,22 +182,18 @@ Result<std::vector<std::string>> SplitPreviousFile(const WorkDir& work, uint64_t
   return parts;
 }
 
-// The file of a finished sort-shard task that holds archive shard `shard`'s
+// The part of a finished sort-shard task that holds archive shard `shard`'s
 // lines. Its parts are cut by the count its spec names; the pipeline runs a
 // sort task again when that is not the cluster's (pipeline.cc, SortShards),
 // so another count here is a bug, never a reason to read the wrong part.
-Result<std::vector<std::string>> SortTaskInputs(const TaskPaths& sort, int shard, int shards) {
-  auto text = ReadFileToString(sort.Spec());
-  if (!text.ok()) return text.status();
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption(sort.Spec() + ": not JSON");
-  auto spec = SortShardSpec::FromJson(j);
-  if (!spec.ok()) return spec.status().WithContext(sort.Spec());
+Result<std::string> SortTaskPart(const TaskPaths& sort, int shard, int shards) {
+  auto spec = ReadSortShardSpec(sort);
+  if (!spec.ok()) return spec.status();
   if (spec->archive_shards != shards) {
     return Status::Internal(fmt::format("{} was cut into {} archive shards, not {}", sort.dir, spec->archive_shards,
                                         shards));
   }
-  return std::vector<std::string>{SortShardPart(sort, shard)};
+  return SortShardPart(sort, shard);
 }
 
 // Inputs shared by the merge tasks, cut by archive shard for a shipping
@@ -238,9 +229,9 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   spec.late_inputs = in.late_inputs;
   std::vector<std::string> inputs;  // local paths, this shard's lines among them
   for (const TaskPaths& sort : options.sort_tasks) {
-    auto parts = SortTaskInputs(sort, shard, cluster.archive_shards);
-    if (!parts.ok()) return parts.status();
-    inputs.insert(inputs.end(), parts->begin(), parts->end());
+    auto part = SortTaskPart(sort, shard, cluster.archive_shards);
+    if (!part.ok()) return part.status();
+    inputs.push_back(*part);
   }
   for (size_t k = 0; k < in.whole_inputs.size(); ++k) {
     inputs.push_back(ship ? cut.whole_parts[k][static_cast<size_t>(shard)] : in.whole_inputs[k]);
@@ -415,11 +406,11 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   uint64_t total_bytes = 0;
   // In a reshard on this host every task reads every previous file.
   const uint64_t previous_reads = reshard && !options.engine->ships_inputs() ? static_cast<uint64_t>(shards) : 1;
-  for (const std::string& f : previous.files) total_bytes += SizeOf(f) * previous_reads;
+  for (const std::string& f : previous.files) total_bytes += FileSizeOrZero(f) * previous_reads;
   for (const TaskPaths& sort : options.sort_tasks) {
-    for (int s = 0; s < shards; ++s) total_bytes += SizeOf(SortShardPart(sort, s));
+    for (int s = 0; s < shards; ++s) total_bytes += FileSizeOrZero(SortShardPart(sort, s));
   }
-  for (const std::string& f : in->whole_inputs) total_bytes += SizeOf(f);
+  for (const std::string& f : in->whole_inputs) total_bytes += FileSizeOrZero(f);
   for (int s = 0; s < shards; ++s) {
     tasks.push_back(TaskPaths{MergeTaskDir(work, plan.generation, s)});
     if (TaskDone(tasks.back())) continue;

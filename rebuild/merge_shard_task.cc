@@ -22,11 +22,6 @@
 namespace clickatron::rebuild {
 namespace {
 
-uint64_t SizeOf(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
 // The previous generation's file of the shard from the first replica that
 // serves it whole (FetchShardFile checks size, crc32 and generation).
 Status FetchPrevious(const MergeShardSpec& spec, const ClusterConfig& cluster, const std::string& path) {
@@ -132,8 +127,8 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   Progress* progress = resources.progress;
   if (progress == nullptr) {
     uint64_t total = spec.previous_manifest ? spec.previous_manifest->bytes : 0;
-    for (const std::string& input : spec.inputs) total += SizeOf(task.Resolve(input));
-    for (const PreviousShardFile& f : spec.reshard_from) total += SizeOf(task.Resolve(f.file));
+    for (const std::string& input : spec.inputs) total += FileSizeOrZero(task.Resolve(input));
+    for (const PreviousShardFile& f : spec.reshard_from) total += FileSizeOrZero(task.Resolve(f.file));
     own_progress = std::make_unique<Progress>(fmt::format("merge shard {}", spec.shard), total);
     progress = own_progress.get();
   }

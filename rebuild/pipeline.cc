@@ -206,20 +206,6 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
   return days;
 }
 
-Result<SortShardSpec> ReadSortSpec(const TaskPaths& task) {
-  auto text = ReadFileToString(task.Spec());
-  if (!text.ok()) return text.status();
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return Status::Corruption(task.Spec() + ": not JSON");
-  try {
-    auto spec = SortShardSpec::FromJson(j);
-    if (!spec.ok()) return spec.status().WithContext(task.Spec());
-    return spec;
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Corruption(fmt::format("{}: {}", task.Spec(), e.what()));
-  }
-}
-
 // Steps 1-2: one sort-shard task per realtime shard (sort_shard_task.h):
 // export `date` and the older unexported days the shard holds, convert,
 // sort, cut by archive shard. Every shard is tried whatever the others do, so
@@ -238,7 +224,7 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
     if (TaskDone(tasks.back())) {
       // Its parts are cut by the archive shard count of its spec: done for
       // this run only if that is still the cluster's.
-      auto done_spec = ReadSortSpec(tasks.back());
+      auto done_spec = ReadSortShardSpec(tasks.back());
       if (done_spec.ok() && done_spec->archive_shards == cluster.archive_shards) {
         spdlog::info("export and sort of {} on realtime shard {}: done by an earlier run", date, shard);
         continue;
@@ -291,7 +277,7 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
 Result<std::vector<std::string>> OlderDaysOf(const std::vector<TaskPaths>& tasks, const std::string& date) {
   std::set<std::string> days;
   for (const TaskPaths& task : tasks) {
-    auto spec = ReadSortSpec(task);
+    auto spec = ReadSortShardSpec(task);
     if (!spec.ok()) return spec.status();
     for (const std::string& day : spec->days) {
       if (day != date) days.insert(day);

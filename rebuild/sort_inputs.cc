@@ -33,11 +33,6 @@ constexpr uint64_t kProgressBatch = 4096;
 // Line files are read in blocks of this size, one block at a time per thread.
 constexpr size_t kBlockBytes = 1u << 20;
 
-uint64_t SizeOf(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
 // Counts lines and bad lines; bad ones go to the reject file.
 class Intake {
  public:
@@ -231,7 +226,7 @@ Result<SortInputsResult> SortInputs(const SortInputsOptions& options) {
                                         .producers = parallel ? threads : 0});
   if (!sorter.ok()) return sorter.status();
   uint64_t total_bytes = 0;
-  for (const std::string& path : options.inputs) total_bytes += SizeOf(path);
+  for (const std::string& path : options.inputs) total_bytes += FileSizeOrZero(path);
   Progress progress(options.label + ": reading", total_bytes);
   Intake intake(options, sorter->get(), &progress);
   SortInputsOptions run_options = options;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "clickatron/file_util.h"
 #include "export.h"
 #include "sort_inputs.h"
 #include "split.h"
@@ -27,6 +28,20 @@ Result<SortShardSpec> SortShardSpec::FromJson(const nlohmann::json& j) {
     return Status::InvalidArgument("sort-shard: archive_shards must be >= 1 and realtime_shard >= 0");
   }
   return spec;
+}
+
+Result<SortShardSpec> ReadSortShardSpec(const TaskPaths& task) {
+  auto text = ReadFileToString(task.Spec());
+  if (!text.ok()) return text.status();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(task.Spec() + ": not JSON");
+  try {
+    auto spec = SortShardSpec::FromJson(j);
+    if (!spec.ok()) return spec.status().WithContext(task.Spec());
+    return spec;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(fmt::format("{}: {}", task.Spec(), e.what()));
+  }
 }
 
 std::string SortShardPart(const TaskPaths& task, int archive_shard) {

@@ -32,6 +32,9 @@ struct SortShardSpec {
   static Result<SortShardSpec> FromJson(const nlohmann::json& json);
 };
 
+// The spec in a sort-shard task's in/task.json.
+Result<SortShardSpec> ReadSortShardSpec(const TaskPaths& task);
+
 // The part of archive shard `archive_shard` in a finished task's out/.
 std::string SortShardPart(const TaskPaths& task, int archive_shard);
 

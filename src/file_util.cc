@@ -34,6 +34,11 @@ std::string DirName(const std::string& path) {
   return parent.empty() ? "." : parent;
 }
 
+uint64_t FileSizeOrZero(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

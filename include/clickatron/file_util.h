@@ -31,6 +31,8 @@ Status LinkOrCopyFile(const std::string& from, const std::string& to);
 // and then the removal of `from`.
 Status MoveFileDurably(const std::string& from, const std::string& to);
 bool FileExists(const std::string& path);
+// Its size in bytes; 0 when it cannot be stat()ed (progress figures, estimates).
+uint64_t FileSizeOrZero(const std::string& path);
 std::string DirName(const std::string& path);
 
 // A read-only mapping of a whole file (RAII). An empty file maps to size 0.

@@ -134,6 +134,28 @@ std::string WaitForQueriesToMatch(const Cluster& cluster, const Oracle& oracle, 
 
 int64_t UnixOfDate(const std::string& yyyy_mm_dd);
 
+// A test of a whole cluster over days: its realtime shards turned to a day,
+// and every query of `keys` (windows ending at `reference_ts`) compared with
+// an oracle. Subclasses pass what their cluster and queries are.
+class ClusterDaysTest : public ::testing::Test {
+ protected:
+  ClusterDaysTest(Cluster::Options options, std::vector<std::string> keys, int64_t reference_ts)
+      : cluster_(options), keys_(std::move(keys)), reference_ts_(reference_ts) {}
+
+  void Rotate(const std::string& day) {
+    std::string error;
+    ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
+  }
+  // Waits (bounded) until every query equals the oracle.
+  void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
+    EXPECT_EQ(WaitForQueriesToMatch(cluster_, oracle, keys_, reference_ts_), "") << "after " << step;
+  }
+
+  Cluster cluster_;
+  const std::vector<std::string> keys_;
+  const int64_t reference_ts_;
+};
+
 // A default cluster, started, with every realtime shard rotated to `day`.
 class StartedClusterTest : public ::testing::Test {
  protected:

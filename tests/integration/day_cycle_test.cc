@@ -21,8 +21,11 @@ const std::vector<std::string> kKeys = {"jehiah", "hot", "https://example.com/a/
 const std::vector<std::string> kCountries = {"US", "JP", "DE", "BR", "IN"};
 const std::vector<std::string> kReferrers = {"http://www.facebook.com/", "direct", "https://t.co/x"};
 
-class DayCycleTest : public ::testing::Test {
+class DayCycleTest : public ClusterDaysTest {
  protected:
+  // The end of kD2: windows reach back over every day with data.
+  DayCycleTest() : ClusterDaysTest({}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
+
   // Sends `n` random increments for hours of `days`, as batched POSTs;
   // every one must be acknowledged. Adds each to the given oracles.
   void SendIncrements(const std::vector<std::string>& days, int n, std::vector<Oracle*> oracles) {
@@ -41,16 +44,7 @@ class DayCycleTest : public ::testing::Test {
   }
 
 
-  // Waits (bounded) until every query equals the oracle.
-  void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
-    const std::string diff = WaitForQueriesToMatch(cluster_, oracle, kKeys, reference_ts_);
-    EXPECT_EQ(diff, "") << "after " << step;
-  }
 
-  void Rotate(const std::string& day) {
-    std::string error;
-    ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
-  }
 
   void Rebuild(const std::string& day) {
     std::string output;
@@ -58,10 +52,7 @@ class DayCycleTest : public ::testing::Test {
     ASSERT_EQ(rc, 0) << "rebuild " << day << " failed:\n" << output;
   }
 
-  Cluster cluster_;
   std::mt19937 rng_{20240309};
-  // The end of kD2: windows reach back over every day with data.
-  int64_t reference_ts_ = UnixOfDate(kD2) + 86400 - 1;
 };
 
 TEST_F(DayCycleTest, QueriesEqualTheOracleThroughRotationRebuildLateDataAndClear) {

@@ -28,9 +28,10 @@ const std::string kD3 = "2024-11-03";  // DST ends in New York this day
 const std::vector<std::string> kKeys = {"jehiah", "hot", "cold", "https://example.com/x?y=1"};
 const std::vector<std::string> kCountries = {"US", "JP", "DE", "BR"};
 
-class ManyHostsTest : public ::testing::Test {
+class ManyHostsTest : public ClusterDaysTest {
  protected:
-  ManyHostsTest() : cluster_(Cluster::Options{.replicas_per_archive_shard = 2, .private_hosts = true}) {}
+  ManyHostsTest()
+      : ClusterDaysTest({.replicas_per_archive_shard = 2, .private_hosts = true}, kKeys, UnixOfDate(kD3) + 86400 - 1) {}
 
   void SendIncrements(const std::vector<std::string>& days, int n, std::vector<Oracle*> oracles) {
     std::vector<Increment> increments;
@@ -46,15 +47,7 @@ class ManyHostsTest : public ::testing::Test {
   }
 
 
-  void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
-    const std::string diff = WaitForQueriesToMatch(cluster_, oracle, kKeys, reference_ts_);
-    EXPECT_EQ(diff, "") << "after " << step;
-  }
 
-  void Rotate(const std::string& day) {
-    std::string error;
-    ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
-  }
 
   // GET /manifest's data.generation of an archive replica (-1: no answer).
   int64_t Generation(const std::string& replica) {
@@ -71,9 +64,7 @@ class ManyHostsTest : public ::testing::Test {
     return RunCommand(cluster_.hosts().HostCommand(host, {"/bin/ls", path}), &output) == 0;
   }
 
-  Cluster cluster_;
   std::mt19937 rng_{20241101};
-  int64_t reference_ts_ = UnixOfDate(kD3) + 86400 - 1;
 };
 
 TEST_F(ManyHostsTest, ADayCycleWithLateDataAndAReplicaDownNeedsNoSharedPath) {

@@ -38,8 +38,12 @@ std::vector<std::string> Keys() {
 // finding its lookup record, on whichever shard the day's count sent it to.
 const std::vector<std::string> kSubValues = {"US", "JP", "https://t.co/a.b", "https://t.co/c.d", "https://t.co/e.f"};
 
-class RealtimeShardChangeTest : public ::testing::Test {
+class RealtimeShardChangeTest : public ClusterDaysTest {
  protected:
+  // Each member (and the rebuild) on a "host" of its own, as in
+  // many_hosts_test.cc: the new shard is reached over HTTP only.
+  RealtimeShardChangeTest() : ClusterDaysTest({.private_hosts = true}, Keys(), UnixOfDate(kD3) + 86400 - 1) {}
+
   void SendIncrements(const std::vector<std::string>& days, int n, Oracle* oracle) {
     std::vector<Increment> increments;
     for (int i = 0; i < n; ++i) {
@@ -53,13 +57,6 @@ class RealtimeShardChangeTest : public ::testing::Test {
     ASSERT_EQ(PostIncrements(cluster_, increments), "");
   }
 
-  void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {
-    EXPECT_EQ(WaitForQueriesToMatch(cluster_, oracle, keys_, reference_ts_), "") << "after " << step;
-  }
-  void Rotate(const std::string& day) {
-    std::string error;
-    ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
-  }
   // The hours (as UTC days) of the total records realtime member `name` holds.
   std::set<std::string> DaysHeldBy(const std::string& name) {
     std::set<std::string> days;
@@ -77,12 +74,7 @@ class RealtimeShardChangeTest : public ::testing::Test {
     return days;
   }
 
-  // Each member (and the rebuild) on a "host" of its own, as in
-  // many_hosts_test.cc: the new shard is reached over HTTP only.
-  Cluster cluster_{Cluster::Options{.private_hosts = true}};
-  std::vector<std::string> keys_ = Keys();
   std::mt19937 rng_{20240611};
-  int64_t reference_ts_ = UnixOfDate(kD3) + 86400 - 1;
 };
 
 TEST_F(RealtimeShardChangeTest, AShardAddedAtADayBoundaryTakesThatDaysIncrementsAndReadsStayExact) {

@@ -428,12 +428,7 @@ TEST_F(RebuildIntegration, WorksWithAWorkDirRelativeToWhereItRuns) {
   }
   testing::WriteAll(cluster_ / "relative.toml", toml);
   Expectation expect;
-  std::string data;
-  for (int i = 0; i < 24; ++i) {  // 12 keys: both archive shards get some
-    data += fmt::format("u|relkey{}.{},{}\n", i % 12, Ymdh(day_ - 10, i), i + 1);
-    expect.AddTotal("u", fmt::format("relkey{}", i % 12), Ymdh(day_ - 10, i), i + 1);
-  }
-  testing::WriteAll(cluster_ / "history.csv", data);
+  testing::WriteAll(cluster_ / "history.csv", TwelveKeysOfHistory("relkey", 0, day_ - 10, &expect));
   const auto rebuild_in_dir = [&](const std::string& args, std::string* out) {
     return RunCommand({"sh", "-c", fmt::format("cd '{}' && exec '{}' {}", cluster_.dir(),
                                                BinaryPath("clickatron-rebuild"), args)},
@@ -458,13 +453,7 @@ TEST_F(RebuildIntegration, WorksWithAWorkDirRelativeToWhereItRuns) {
 TEST_F(RebuildIntegration, ALoadNowAfterAFailedBuildDeploysItsOwnDataToo) {
   Expectation expect;
   const auto write_load = [&](const std::string& name, int first_key) {
-    std::string data;
-    for (int i = 0; i < 24; ++i) {
-      const std::string key = fmt::format("load{}", first_key + i % 12);
-      data += fmt::format("u|{}.{},{}\n", key, Ymdh(day_ - 20, i), i + 1);
-      expect.AddTotal("u", key, Ymdh(day_ - 20, i), i + 1);
-    }
-    testing::WriteAll(cluster_ / name, data);
+    testing::WriteAll(cluster_ / name, TwelveKeysOfHistory("load", first_key, day_ - 20, &expect));
     return cluster_ / name;
   };
   std::string out;

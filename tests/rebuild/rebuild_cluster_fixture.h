@@ -310,6 +310,18 @@ class RebuildIntegration : public ::testing::Test {
   int RunDay(int64_t day, std::string* output) {
     return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day)}, output);
   }
+  // 24 realtime lines "u|PREFIXn.YMDH,v" of day `day` over 12 keys
+  // (first_key..first_key+11: both archive shards get some), added to *expect.
+  std::string TwelveKeysOfHistory(const std::string& prefix, int first_key, int64_t day, Expectation* expect) {
+    std::string data;
+    for (int i = 0; i < 24; ++i) {
+      const std::string key = fmt::format("{}{}", prefix, first_key + i % 12);
+      data += fmt::format("u|{}.{},{}\n", key, Ymdh(day, i), i + 1);
+      expect->AddTotal("u", key, Ymdh(day, i), i + 1);
+    }
+    return data;
+  }
+
   // `run --build-only`: the generation built, not deployed.
   int BuildDayOnly(int64_t day, std::string* output) {
     return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day), "--build-only"}, output);
