@@ -13,7 +13,7 @@
 #include "clickatron/generation_fetch.h"
 #include "clickatron/http_client.h"
 #include "clickatron/shard.h"
-#include "day_subtotals.h"
+#include "day_records.h"
 #include "sortmerge/line_io.h"
 #include "sortmerge/merge.h"
 #include "sortmerge/progress.h"
@@ -155,17 +155,19 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     sources.push_back(filters.back().get());
     readers.push_back(std::move(reader).value());
   }
-  // A previous file without a day record for every day with subtotal hours
-  // (built before day records or under the older two-hour rule, or brought in
-  // by hand) is read in full, as one more input, once: its day records are
-  // made from its hours instead of being added to.
+  // A previous file without a day record for every day with subtotal or
+  // unique hours (built before day records or under the older two-hour rule,
+  // before day unique records, or brought in by hand) is read in full, as one
+  // more input, once: its day records are made from its hours instead of
+  // being added to.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file && !spec.previous_manifest->day_subtotals_every_day) {
+  if (previous_file &&
+      !(spec.previous_manifest->day_subtotals_every_day && spec.previous_manifest->day_uniques_every_day)) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
     sources.push_back(previous_lines.get());
     merge_base = {};
-    spdlog::info("generation {} shard {}: {} lacks day subtotals of one-hour days; adding them to every day it holds",
+    spdlog::info("generation {} shard {}: {} lacks day records of some days; adding them to every day it holds",
                  spec.generation, spec.shard, previous_file->path());
   }
   // A reshard: this shard's lines of every previous file are inputs like the
@@ -191,7 +193,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   MergingSource merged(std::move(sources), "new inputs");
   // Each day's record of the new hours; the merge adds it to the previous
   // generation's record of that day, if it has one.
-  DaySubtotalSource additions(&merged);
+  DayRecordSource additions(&merged);
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;
@@ -221,6 +223,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   manifest.late_inputs = spec.late_inputs;
   manifest.day_subtotals = true;  // implied by the next, kept for older readers of the manifest
   manifest.day_subtotals_every_day = true;
+  manifest.day_uniques_every_day = true;
   CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(ManifestPathFor(out_path), manifest));
 
   if (!spec.backup.empty()) {
@@ -232,16 +235,18 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     CLICKATRON_RETURN_IF_ERROR(BackupShardFile(backup));
   }
   spdlog::info(
-      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals) -> {} records ({} bytes), "
-      "backup {}",
-      spec.generation, spec.shard, stats.previous_lines, merged.lines_out(), stats.combined, additions.days_written(),
+      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals, {} day uniques) -> {} "
+      "records ({} bytes), backup {}",
+      spec.generation, spec.shard, stats.previous_lines, merged.lines_out(), stats.combined,
+      additions.subtotal_days_written(), additions.unique_days_written(),
       manifest.records, manifest.bytes, spec.backup.empty() ? std::string("skipped") : spec.backup);
   if (own_progress) own_progress->Finish();
   return nlohmann::json{{"manifest", manifest.ToJson()},
                         {"previous_lines", stats.previous_lines},
                         {"new_lines", merged.lines_out()},
                         {"combined", stats.combined},
-                        {"day_subtotals", additions.days_written()}};
+                        {"day_subtotals", additions.subtotal_days_written()},
+                        {"day_uniques", additions.unique_days_written()}};
 }
 
 }  // namespace clickatron::rebuild

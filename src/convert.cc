@@ -62,6 +62,8 @@ Result<std::string> RealtimeToArchiveLine(std::string_view realtime_line) {
       return fmt::format("{},{}:{}", UniqueSubtotalArchiveKey(k.sns, k.ns, k.tkey, k.ymdh), k.skey,
                          line->sketch.ToText());
     case RecordType::kDaySubtotal:
+    case RecordType::kDayUniqueTotal:
+    case RecordType::kDayUniqueSubtotal:
       break;  // never parsed from a realtime line
   }
   return Status::Internal("unknown record type");
@@ -74,9 +76,9 @@ Status ArchiveToRealtimeLines(std::string_view archive_line, std::vector<std::st
     out->push_back(FormatArchiveLine(*record));  // the same line in both formats
     return Status::Ok();
   }
-  // A day subtotal is the sum of its day's subtotal hours, which convert on
+  // A day record is the sum (or union) of its day's hours, which convert on
   // their own: converting it too would count the day twice.
-  if (record->type == RecordType::kDaySubtotal) return Status::Ok();
+  if (IsDayType(record->type)) return Status::Ok();
   // The key parsed above, so its parts are known to be there.
   Result<RealtimeKey> parts = ParseArchiveKey(record->key);
   if (!parts.ok()) return parts.status();
@@ -108,13 +110,13 @@ Status CombineArchiveRecords(ArchiveRecord* into, const ArchiveRecord& from) {
                                           QuoteForMessage(into->lookup_value),
                                           QuoteForMessage(from.lookup_value)));
   }
-  if (into->type == RecordType::kUniqueTotal) {
+  if (IsSketchValueType(into->type)) {
     into->sketch.Merge(from.sketch);
     return Status::Ok();
   }
   // Merge into a fresh vector so that `into` is untouched on error.
   std::vector<ArchiveColumn> merged;
-  CLICKATRON_RETURN_IF_ERROR(MergeColumns(into->key, into->type == RecordType::kUniqueSubtotal, into->columns,
+  CLICKATRON_RETURN_IF_ERROR(MergeColumns(into->key, IsUniqueType(into->type), into->columns,
                                           from.columns, &merged));
   into->columns = std::move(merged);
   return Status::Ok();

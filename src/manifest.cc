@@ -15,7 +15,8 @@ nlohmann::json Manifest::ToJson() const {
           {"shard_count", shard_count}, {"records", records},   {"bytes", bytes},
           {"crc32", crc32},         {"first_key", first_key},   {"last_key", last_key},
           {"last_day", last_day},   {"created", created},       {"late_inputs", late_inputs},
-          {"day_subtotals", day_subtotals}, {"day_subtotals_every_day", day_subtotals_every_day}};
+          {"day_subtotals", day_subtotals}, {"day_subtotals_every_day", day_subtotals_every_day},
+          {"day_uniques_every_day", day_uniques_every_day}};
 }
 
 Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
@@ -36,6 +37,7 @@ Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
     if (j.contains("late_inputs")) m.late_inputs = j.at("late_inputs").get<std::vector<std::string>>();
     m.day_subtotals = j.value("day_subtotals", false);
     m.day_subtotals_every_day = j.value("day_subtotals_every_day", false);
+    m.day_uniques_every_day = j.value("day_uniques_every_day", false);
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(fmt::format("manifest: {}", e.what()));
   }

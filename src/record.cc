@@ -88,6 +88,13 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     out->ns = std::string(prefix);
     out->tkey = std::string(parts[0]);
     if (with_hour) ymdh = parts[1];
+    // Only the archive has day records.
+    if (unique && !realtime && LooksLikeDayCode(ymdh)) {
+      if (Result<int64_t> day = DaysFromDayCode(ymdh); !day.ok()) return day.status();
+      out->type = RecordType::kDayUniqueTotal;
+      out->ymdh = std::string(ymdh);
+      return Status::Ok();
+    }
   } else {
     const std::string_view sns = prefix.substr(0, dot);
     const std::string_view ns = prefix.substr(dot + 1);
@@ -105,10 +112,10 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     out->tkey = std::string(parts[0]);
     if (realtime) out->skey = std::string(parts[1]);
     ymdh = parts[realtime ? 2 : 1];
-    // Only the archive has day subtotals, and only for counters.
-    if (!realtime && !unique && LooksLikeDayCode(ymdh)) {
+    // Only the archive has day records.
+    if (!realtime && LooksLikeDayCode(ymdh)) {
       if (Result<int64_t> day = DaysFromDayCode(ymdh); !day.ok()) return day.status();
-      out->type = RecordType::kDaySubtotal;
+      out->type = unique ? RecordType::kDayUniqueSubtotal : RecordType::kDaySubtotal;
       out->ymdh = std::string(ymdh);
       return Status::Ok();
     }
@@ -136,8 +143,7 @@ Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColu
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos) {
     return Status::InvalidArgument(
-        fmt::format("column {} {} is not name:{}", k, QuoteForMessage(text),
-                    type == RecordType::kUniqueSubtotal ? "sketch" : "count"));
+        fmt::format("column {} {} is not name:{}", k, QuoteForMessage(text), IsUniqueType(type) ? "sketch" : "count"));
   }
   const std::string_view name = text.substr(0, colon);
   if (type == RecordType::kTotal) {
@@ -149,7 +155,7 @@ Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColu
         ValidateStoredKeyPart(name, "skey").WithContext(fmt::format("column {}", k)));
   }
   out->name = std::string(name);
-  if (type == RecordType::kUniqueSubtotal) {
+  if (IsUniqueType(type)) {
     Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(colon + 1));
     if (!sketch.ok()) return sketch.status().WithContext(fmt::format("column {}", k));
     out->sketch = std::move(sketch).value();
@@ -200,6 +206,8 @@ std::string FormatRealtimeKey(const RealtimeKey& key) {
     case RecordType::kUniqueSubtotal:
       return fmt::format("{}{}.{}|{}.{}.{}", kUniqueMark, key.sns, key.ns, key.tkey, key.skey, key.ymdh);
     case RecordType::kDaySubtotal:
+    case RecordType::kDayUniqueTotal:
+    case RecordType::kDayUniqueSubtotal:
       return {};  // archive only: no realtime key
   }
   return {};
@@ -270,7 +278,7 @@ Result<ArchiveRecord> ParseArchiveLine(std::string_view line) {
   if (out.type == RecordType::kLookup) {
     st = ValidateLookup(parts->tkey, value);
     out.lookup_value = std::string(value);
-  } else if (out.type == RecordType::kUniqueTotal) {
+  } else if (IsSketchValueType(out.type)) {
     Result<UniqueSketch> sketch = UniqueSketch::FromText(value);
     st = sketch.status();
     if (sketch.ok()) out.sketch = std::move(sketch).value();
@@ -288,7 +296,7 @@ std::string FormatArchiveLine(const ArchiveRecord& record) {
     out += record.lookup_value;
     return out;
   }
-  if (record.type == RecordType::kUniqueTotal) {
+  if (IsSketchValueType(record.type)) {
     record.sketch.AppendText(&out);
     return out;
   }
@@ -302,7 +310,7 @@ std::string FormatArchiveLine(const ArchiveRecord& record) {
     std::stable_sort(sorted.begin(), sorted.end(), by_name);
     columns = &sorted;
   }
-  const bool sketches = record.type == RecordType::kUniqueSubtotal;
+  const bool sketches = IsUniqueType(record.type);
   for (size_t i = 0; i < columns->size(); ++i) {
     if (i > 0) out += ' ';
     if (sketches) {
@@ -344,12 +352,14 @@ RecordType RecordTypeOfKey(std::string_view key) {
   const std::string_view prefix = key.substr(0, key.find('|'));
   if (prefix == kLookupNamespace) return RecordType::kLookup;
   const bool sub = prefix.find('.') != std::string_view::npos;
-  if (unique) return sub ? RecordType::kUniqueSubtotal : RecordType::kUniqueTotal;
-  if (!sub) return RecordType::kTotal;
+  if (!unique && !sub) return RecordType::kTotal;
   const size_t dot = key.rfind('.');
-  return dot != std::string_view::npos && dot > prefix.size() && LooksLikeDayCode(key.substr(dot + 1))
-             ? RecordType::kDaySubtotal
-             : RecordType::kSubtotal;
+  const bool day = dot != std::string_view::npos && dot > prefix.size() && LooksLikeDayCode(key.substr(dot + 1));
+  if (unique) {
+    if (sub) return day ? RecordType::kDayUniqueSubtotal : RecordType::kUniqueSubtotal;
+    return day ? RecordType::kDayUniqueTotal : RecordType::kUniqueTotal;
+  }
+  return day ? RecordType::kDaySubtotal : RecordType::kSubtotal;
 }
 
 int CompareArchiveKeys(std::string_view a, std::string_view b) {

@@ -18,7 +18,7 @@ std::string_view ShardKeyOfValidKey(std::string_view key, RecordType type) {
   const size_t bar = key.find('|');
   if (type == RecordType::kLookup) return key.substr(bar + 1);
   const bool sub = type == RecordType::kSubtotal || type == RecordType::kDaySubtotal ||
-                   type == RecordType::kUniqueSubtotal;
+                   type == RecordType::kUniqueSubtotal || type == RecordType::kDayUniqueSubtotal;
   const size_t begin = sub ? key.find('.') + 1 : IsUniqueType(type) ? 1 : 0;
   const size_t end = key.find('.', bar);  // npos for an archive total: the whole key
   return key.substr(begin, end == std::string_view::npos ? end : end - begin);

@@ -377,27 +377,31 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
 }
 
 void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
-                                       std::function<void(bool)> done) {
+                                       std::function<void(DayRecordRules)> done) {
   const size_t shard = static_cast<size_t>(session->shard);
-  if (shard >= day_records_every_day_.size()) return done(false);
+  if (shard >= day_records_every_day_.size()) return done({});
   auto& known = day_records_every_day_[shard];
   if (auto it = known.find(generation); it != known.end()) return done(it->second);
   std::weak_ptr<bool> alive = alive_;
   Send(session, fmt::format("/manifest?shard={}", shard), Attempts(session->shard),
        [this, alive, shard, generation, done = std::move(done)](Result<ArchiveReply> reply) {
          if (alive.expired()) return;
-         if (!reply.ok() || !reply->found) return done(false);
+         if (!reply.ok() || !reply->found) return done({});
          // {"data": the manifest, or null for a file without one, ...}
          const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
-         bool every_day = false;
+         DayRecordRules rules;
          if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
-           const nlohmann::json& flag = answer["data"].value("day_subtotals_every_day", nlohmann::json(false));
-           every_day = flag.is_boolean() && flag.get<bool>();
+           const auto says = [&](const char* name) {
+             const nlohmann::json& flag = answer["data"].value(name, nlohmann::json(false));
+             return flag.is_boolean() && flag.get<bool>();
+           };
+           rules.subtotals_every_day = says("day_subtotals_every_day");
+           rules.uniques_every_day = says("day_uniques_every_day");
          }
          auto& known = day_records_every_day_[shard];
-         known[reply->view.generation] = every_day;
+         known[reply->view.generation] = rules;
          while (known.size() > 4) known.erase(known.begin());  // generations only grow
-         done(reply->view.generation == generation && every_day);
+         done(reply->view.generation == generation ? rules : DayRecordRules{});
        });
 }
 

@@ -116,16 +116,22 @@ class ArchiveReader {
   void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
-  // Whether the session's shard's file of `generation` has a day subtotal
-  // record for every UTC day with subtotal hours of a key (its manifest's
-  // day_subtotals_every_day), so that a day record it lacks means that day
-  // has no hours of that key. Asked once per shard and generation (GET
-  // /manifest on the session's replica) and then remembered. false when the
-  // answer names another generation (a reload in between: asked again next
-  // time), when no replica answers, and for a manifest that does not say so;
-  // a caller that gets false reads a lacking day by its hours. Never fails.
+  // Whether the session's shard's file of `generation` has a day record
+  // for every UTC day with subtotal hours of a key (its manifest's
+  // day_subtotals_every_day), and for every day with unique hours
+  // (day_uniques_every_day), so that a day record it lacks means that day
+  // has no such hours. Asked once per shard and generation (GET /manifest on
+  // the session's replica) and then remembered (answered at once after
+  // that). Both false when the answer names another generation (a reload in
+  // between: asked again next time), when no replica answers, and for a
+  // manifest that does not say so; a caller that gets false reads a lacking
+  // day by its hours. Never fails.
+  struct DayRecordRules {
+    bool subtotals_every_day = false;
+    bool uniques_every_day = false;
+  };
   void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
-                          std::function<void(bool)> done);
+                          std::function<void(DayRecordRules)> done);
 
  private:
   struct Replica {
@@ -171,7 +177,7 @@ class ArchiveReader {
   KnownGeneration known_generation_;
   // By shard: generation -> its manifest's day_subtotals_every_day (the
   // newest few generations asked about).
-  std::vector<std::map<uint64_t, bool>> day_records_every_day_;
+  std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

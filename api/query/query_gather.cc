@@ -360,8 +360,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
                   part(Status::Ok());
                 });
   if (ask_every_day) {
-    archive_.DayRecordsEveryDay(job->session, view.generation, [answers, part = std::move(every_day_part)](bool yes) {
-      answers->every_day = yes;
+    archive_.DayRecordsEveryDay(job->session, view.generation,
+                                [answers, part = std::move(every_day_part)](ArchiveReader::DayRecordRules rules) {
+      answers->every_day = rules.subtotals_every_day;
       part(Status::Ok());
     });
   }
@@ -420,6 +421,7 @@ struct QueryGather::UniquesJob {
   HourSpan span;
   HourSpan skip{0, 0};
   int64_t max_hours = 0;
+  std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
   int attempts = 0;
   std::function<void(Result<UniquesData>)> done;
   // One attempt's results.
@@ -430,7 +432,8 @@ struct QueryGather::UniquesJob {
 };
 
 void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
-                               std::function<void(Result<UniquesData>)> done) {
+                               std::function<void(Result<UniquesData>)> done,
+                               std::optional<std::vector<int64_t>> splits) {
   auto job = std::make_shared<UniquesJob>();
   job->total_key = TotalArchiveKey(target.ns, target.tkey);
   job->archive_prefix = target.sns.empty() ? fmt::format("{}{}.", kUniqueMark, job->total_key)
@@ -440,6 +443,8 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
   job->span = span;
   job->skip = skip;
   job->max_hours = max_hours;
+  if (splits) std::sort(splits->begin(), splits->end());
+  job->splits = std::move(splits);
   job->done = std::move(done);
   RunUniques(std::move(job));
 }
@@ -479,17 +484,41 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
                     archived.size(), job->max_hours),
         "WINDOW_TOO_LARGE"));
   }
+  // A UTC day wholly inside one unit is read as its day unique record when
+  // the file has one for every day with unique hours (its manifest says so,
+  // known after the first query of a generation on a shard); otherwise, and
+  // for the days at the edges, the hours are read.
+  std::vector<int64_t> days = job->splits ? WholeDays(archived, job->span.begin_ts, job->span.end_ts, job->skip,
+                                                      *job->splits)
+                                          : std::vector<int64_t>{};
+  if (days.empty()) return ReadArchiveUniques(job, std::move(archived), {});
+  archive_.DayRecordsEveryDay(job->session, view.generation,
+                              [this, job, archived = std::move(archived),
+                               days = std::move(days)](ArchiveReader::DayRecordRules rules) mutable {
+                                if (!rules.uniques_every_day) days.clear();
+                                ReadArchiveUniques(job, std::move(archived), std::move(days));
+                              });
+}
+
+void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,
+                                     std::vector<int64_t> days) {
+  const ArchiveView view = job->archive_total.view;
   // The archived hours of the total are the index of the unique records
   // that can exist (an hour with visitors always has clicks).
   std::vector<std::string> keys;
-  keys.reserve(archived.size());
+  keys.reserve(archived.size() + days.size());
+  for (const int64_t day : days) {
+    auto code = DayCodeFromDays(day);
+    if (code.ok()) keys.push_back(job->archive_prefix + *code);
+  }
   for (auto it = archived.begin(); it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
+    if (std::binary_search(days.begin(), days.end(), FloorDiv(it->first, kSecondsPerDay))) continue;
     auto ymdh = YmdhFromUnix(it->first);
     if (!ymdh.ok()) continue;
     keys.push_back(job->archive_prefix + *ymdh);
   }
-  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived)](
+  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived), days = std::move(days)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, job->attempts, [&] { RunUniques(job); },
@@ -499,17 +528,31 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
     UniquesData data;
     data.gap = RealtimeGap{job->realtime_missing, view.last_day};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
+    uint64_t days_read = 0;
     Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
-      auto hour = HourOfKey(key, job->archive_prefix);
-      if (!hour.ok()) return hour.status();
-      return job->target.sns.empty() ? AddArchiveUniqueTotal(value, *hour, &data.hours)
-                                     : AddArchiveUniqueSubtotals(value, *hour, job->target.skey, &data.hours);
+      // A day record stands for its day's hours: entered at its first hour,
+      // which lies in the same unit as all of them.
+      int64_t hour = 0;
+      if (std::optional<int64_t> day = DayOfKey(key, job->archive_prefix)) {
+        if (!std::binary_search(days.begin(), days.end(), *day)) {
+          return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+        }
+        ++days_read;
+        hour = *day * kSecondsPerDay;
+      } else {
+        auto h = HourOfKey(key, job->archive_prefix);
+        if (!h.ok()) return h.status();
+        hour = *h;
+      }
+      return job->target.sns.empty() ? AddArchiveUniqueTotal(value, hour, &data.hours)
+                                     : AddArchiveUniqueSubtotals(value, hour, job->target.skey, &data.hours);
     });
     if (st.ok()) {
       st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
                                   job->span, &data.hours);
     }
     if (!st.ok()) return job->done(std::move(st));
+    stats_.day_uniques_read += days_read;
     for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
     job->done(std::move(data));
   });

@@ -18,7 +18,11 @@
 //   uniques:   the total (its archived hours are the index of which archive
 //              unique records exist) and realtime fwmatch "~ns|tkey." (or
 //              "~sns.ns|tkey.skey."), then archive mget "~ns|tkey.YMDH" (or
-//              "~sns.ns|tkey.YMDH") for the archived hours in the window. A
+//              "~sns.ns|tkey.YMDH") for the archived hours in the window, and
+//              "~ns|tkey.DAY" (or "~sns.ns|tkey.DAY") instead of the hours of
+//              a UTC day wholly inside one unit when the file has a day unique
+//              record for every day with unique hours (its manifest says so;
+//              otherwise hours are read). A
 //              breakdown with uniques adds realtime fwmatch "~sns.ns|tkey." and
 //              "~sns.ns|tkey.YMDH" keys to its archive mget.
 //
@@ -107,9 +111,12 @@ class QueryGather {
   // The visitors per hour of `target` in `span`, skipping archived hours in
   // `skip` (as FetchBreakdown). An unbounded span (units=-1) with more
   // archived hours than `max_hours` answers WINDOW_TOO_LARGE: any window
-  // over them would be larger still.
+  // over them would be larger still. `splits` as for FetchBreakdown: a UTC
+  // day with no split inside it may come as its day unique record (the
+  // union of its hours), entered at the day's first hour.
   void FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
-                    std::function<void(Result<UniquesData>)> done);
+                    std::function<void(Result<UniquesData>)> done,
+                    std::optional<std::vector<int64_t>> splits = std::nullopt);
   // The full values behind hashes. A hash with no lookup record in any source
   // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a
   // hash is unresolved and one of its sources did not answer.
@@ -122,6 +129,9 @@ class QueryGather {
   static constexpr int kMaxGenerationAttempts = 3;
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
+  // The archive mget of a uniques job, whole days in `days` read as their
+  // day records; then the answer.
+  void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days);
   // After a job's second round trip (an archive mget that must see the
   // generation its get saw): true when every answer did. Otherwise it calls
   // run_again, or `fail` with SHARD_UNAVAILABLE after kMaxGenerationAttempts,

@@ -415,12 +415,16 @@ class ReadPathImpl : public ReadPath {
     std::optional<QueryWindows> windows;  // units=-1: known once the data is
     HourSpan span;
     HourSpan skip{0, 0};
+    std::optional<std::vector<int64_t>> splits;  // units=-1: unknown, every hour is read
     if (params->series.window.units != -1) {
       auto fixed = FixedWindows(params->series.window, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       if (!fixed->MayHoldData()) return ReplyUniques(ex, *params, fixed->window, fixed->earlier, HourlySketches{});
       span = fixed->Span();
       skip = fixed->Gap();
+      // Visitors unite per unit (rollup=false) or over each window: a UTC day
+      // inside one of those may come as its day record.
+      splits = fixed->SumSplits(params->series.window.rollup);
       windows = std::move(*fixed);
     }
     UniquesTarget target;
@@ -441,7 +445,8 @@ class ReadPathImpl : public ReadPath {
           }
           if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
           ReplyUniques(ex, p, windows->window, windows->earlier, data->hours);
-        });
+        },
+        std::move(splits));
   }
 
   void ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& p, const UnitWindow& window,

@@ -7,7 +7,7 @@
 //    "records":12345, "bytes":678901, "crc32":305419896,
 //    "first_key":"c.u|a.c3p0", "last_key":"u|zz", "last_day":"2012-03-25",
 //    "created":"2012-03-26T02:10:00Z", "late_inputs":["…"], "day_subtotals":true,
-//    "day_subtotals_every_day":true}
+//    "day_subtotals_every_day":true, "day_uniques_every_day":true}
 // crc32 is zlib's crc32 of the whole file; records is its line count.
 // last_day "" means the file holds no day yet (an empty generation).
 // day_subtotals_every_day (absent: false) says every UTC day with one or more
@@ -17,6 +17,9 @@
 // brought in by hand lacks it. day_subtotals (absent: false) is the older,
 // weaker promise: every UTC day with two or more hours has its record (files
 // of that rule still exist; a file of the newer one keeps it too).
+// day_uniques_every_day (absent: false) makes the same promise for unique
+// records: every UTC day with one or more unique hours of a key (total, or a
+// subtotal namespace's) has its day unique record.
 //
 // Thread-safety: plain values and functions; files are written atomically
 // (temp file, fsync, rename), so a reader never sees half a manifest.
@@ -47,6 +50,7 @@ struct Manifest {
   std::vector<std::string> late_inputs;  // late-data segments folded into this generation
   bool day_subtotals = false;             // a record for every day of 2+ hours (see above)
   bool day_subtotals_every_day = false;   // a record for every day of 1+ hours (see above)
+  bool day_uniques_every_day = false;     // the same for unique records (see above)
 
   nlohmann::json ToJson() const;
   static Result<Manifest> FromJson(const nlohmann::json& json);

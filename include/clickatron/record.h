@@ -16,6 +16,9 @@
 //             reads one record per day instead of 24)
 //   unique total     ~ns|tkey.YMDH,SKETCH            (one line per key-hour)
 //   unique subtotal  ~sns.ns|tkey.YMDH,skey:SKETCH …  (columns by skey)
+//   day unique total     ~ns|tkey.DAY,SKETCH          (a UTC day's unique
+//   day unique subtotal  ~sns.ns|tkey.DAY,skey:SKETCH …  hours united; like
+//             day subtotals, rebuild-written and archive only)
 // A unique record is the counter record's key behind a '~' (a byte no
 // namespace holds, sorting after them all), valued by the text form of a
 // UniqueSketch (unique_sketch.h). Unlike a total, a unique total stays one
@@ -44,10 +47,40 @@
 
 namespace clickatron {
 
-enum class RecordType { kTotal, kSubtotal, kLookup, kUniqueTotal, kUniqueSubtotal, kDaySubtotal };
+// The day types are archive only (docs/protocols.md, "Day records"): a UTC
+// day's hours of one key summed (subtotals) or united (uniques) into one
+// record keyed by the day's code.
+enum class RecordType {
+  kTotal,
+  kSubtotal,
+  kLookup,
+  kUniqueTotal,
+  kUniqueSubtotal,
+  kDaySubtotal,
+  kDayUniqueTotal,
+  kDayUniqueSubtotal,
+};
 inline constexpr char kUniqueMark = '~';
 inline bool IsUniqueType(RecordType type) {
-  return type == RecordType::kUniqueTotal || type == RecordType::kUniqueSubtotal;
+  return type == RecordType::kUniqueTotal || type == RecordType::kUniqueSubtotal ||
+         type == RecordType::kDayUniqueTotal || type == RecordType::kDayUniqueSubtotal;
+}
+// A day record, and the hour type whose hours it holds.
+inline bool IsDayType(RecordType type) {
+  return type == RecordType::kDaySubtotal || type == RecordType::kDayUniqueTotal ||
+         type == RecordType::kDayUniqueSubtotal;
+}
+inline RecordType DayTypeOf(RecordType hour_type) {
+  switch (hour_type) {
+    case RecordType::kSubtotal: return RecordType::kDaySubtotal;
+    case RecordType::kUniqueTotal: return RecordType::kDayUniqueTotal;
+    case RecordType::kUniqueSubtotal: return RecordType::kDayUniqueSubtotal;
+    default: return hour_type;  // totals and lookups have no day records
+  }
+}
+// Records whose value is one sketch (no columns).
+inline bool IsSketchValueType(RecordType type) {
+  return type == RecordType::kUniqueTotal || type == RecordType::kDayUniqueTotal;
 }
 // A unique record's key, in either format (no other check).
 inline bool IsUniqueKey(std::string_view key) { return !key.empty() && key[0] == kUniqueMark; }
@@ -59,7 +92,7 @@ struct RealtimeKey {
   std::string ns;    // all but lookups
   std::string tkey;  // all but lookups (stored form); lookup: the HASH
   std::string skey;  // subtotals only (stored form); in an archive key, empty
-  std::string ymdh;  // all but lookups (and archive totals); a day subtotal's day code
+  std::string ymdh;  // all but lookups (and archive totals); a day record's day code
 };
 
 std::string FormatRealtimeKey(const RealtimeKey& key);
@@ -108,8 +141,9 @@ Result<int64_t> ParseCount(std::string_view text);
 // *sum += delta, or OUT_OF_RANGE (sum untouched) if the result overflows int64.
 Status AddCount(int64_t* sum, int64_t delta);
 
-// Record type from a key's namespace part (and, for an archive subtotal, the
-// shape of its code), without full validation.
+// Record type from a key's namespace part (and, for an archive subtotal or
+// unique, the shape of its code: a day code makes it a day record), without
+// full validation.
 RecordType RecordTypeOfKey(std::string_view key);
 // key+"," order (see above). <0, 0, >0.
 int CompareArchiveKeys(std::string_view a, std::string_view b);

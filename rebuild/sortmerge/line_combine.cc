@@ -99,7 +99,7 @@ Status CombineArchiveLineInto(std::string* into, std::string_view from) {
     *into = FormatArchiveLine(*a);
     return Status::Ok();
   };
-  if (type == RecordType::kUniqueTotal) return unite();  // one sketch, no columns
+  if (IsSketchValueType(type)) return unite();  // one sketch, no columns
   if (type == RecordType::kLookup) {
     if (std::string_view(*into).substr(comma + 1) == from_value) return Status::Ok();
     // Let the core word the conflict (and check both lines on the way).

@@ -60,7 +60,9 @@ Result<std::string> LatestHourOf(const ArchiveRecord& record) {
       // Columns are sorted by name (ParseArchiveLine checks it), and YMDH
       // order is time order: the last column is the latest hour.
       return record.columns.back().name;
-    case RecordType::kDaySubtotal: {  // dated by its day's last hour
+    case RecordType::kDaySubtotal:
+    case RecordType::kDayUniqueTotal:
+    case RecordType::kDayUniqueSubtotal: {  // dated by its day's last hour
       Result<RealtimeKey> key = ParseArchiveKey(record.key);
       if (!key.ok()) return key.status();
       return key->ymdh + "n";

@@ -1,5 +1,6 @@
 // Record formats: realtime and archive keys and lines, counts, key order.
 #include "clickatron/record.h"
+#include "clickatron/shard.h"
 
 #include <gtest/gtest.h>
 
@@ -193,11 +194,40 @@ TEST(ArchiveLine, DaySubtotals) {
   EXPECT_EQ(parts->type, RecordType::kDaySubtotal);
   EXPECT_EQ(parts->ymdh, "w011");
   EXPECT_EQ(DaySubtotalArchiveKey("c", "u", "jehiah", "c41"), "c.u|jehiah.c41");
-  // Only counters' subtotals have day records, only in the archive, only of real days.
-  EXPECT_FALSE(ParseArchiveLine("~c.u|jehiah.c41,US:eAQ").ok());
+  // Day records only in the archive, only of real days, never of a counter total.
   EXPECT_FALSE(ParseRealtimeLine("c.u|jehiah.US.c41,4").ok());
   EXPECT_FALSE(ParseArchiveLine("c.u|jehiah.c2u,US:1").ok());  // 2012-02-30
   EXPECT_FALSE(ParseArchiveLine("u|jehiah.c41,US:1").ok());
+}
+
+TEST(ArchiveLine, DayUniqueRecords) {
+  // eAQ: the explicit sketch of the one hash 1; eAQE: hashes 1 and 2.
+  Result<ArchiveRecord> t = ParseArchiveLine("~u|jehiah.c41,eAQE");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->type, RecordType::kDayUniqueTotal);
+  EXPECT_EQ(t->sketch.Estimate(), 2u);
+  EXPECT_EQ(FormatArchiveLine(*t), "~u|jehiah.c41,eAQE");
+  Result<ArchiveRecord> s = ParseArchiveLine("~c.u|jehiah.w011,JP:eAQ US:eAQE");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->type, RecordType::kDayUniqueSubtotal);
+  ASSERT_EQ(s->columns.size(), 2u);
+  EXPECT_EQ(s->columns[1].name, "US");
+  EXPECT_EQ(s->columns[1].sketch.Estimate(), 2u);
+  EXPECT_EQ(FormatArchiveLine(*s), "~c.u|jehiah.w011,JP:eAQ US:eAQE");
+  EXPECT_EQ(RecordTypeOfKey("~u|jehiah.c41"), RecordType::kDayUniqueTotal);
+  EXPECT_EQ(RecordTypeOfKey("~u|jehiah.c41l"), RecordType::kUniqueTotal);
+  EXPECT_EQ(RecordTypeOfKey("~c.u|jehiah.w011"), RecordType::kDayUniqueSubtotal);
+  EXPECT_EQ(RecordTypeOfKey("~c.u|jehiah.w0110"), RecordType::kUniqueSubtotal);
+  EXPECT_EQ(RecordTypeOfKey("~c.u|jehiah.US.c41l"), RecordType::kUniqueSubtotal);  // realtime
+  // Routed with their counters.
+  EXPECT_EQ(*ShardKeyOfArchiveKey("~c.u|jehiah.c41"), "u|jehiah");
+  EXPECT_EQ(*ShardKeyOfArchiveKey("~u|jehiah.c41"), "u|jehiah");
+  // Never in realtime; only real days; a sketch's value, not a count.
+  EXPECT_FALSE(ParseRealtimeLine("~u|jehiah.c41,eAQ").ok());
+  EXPECT_FALSE(ParseRealtimeLine("~c.u|jehiah.US.c41,eAQ").ok());
+  EXPECT_FALSE(ParseArchiveLine("~u|jehiah.c2u,eAQ").ok());  // 2012-02-30
+  EXPECT_FALSE(ParseArchiveLine("~u|jehiah.c41,3").ok());
+  EXPECT_FALSE(ParseArchiveLine("~c.u|jehiah.c41,US:3").ok());
 }
 
 TEST(ArchiveLine, Lookup) {

@@ -110,6 +110,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read/lookups_missing", "clickatron_api_read_lookups_missing_total"},
     {"/read/day_subtotals_read", "clickatron_api_read_day_subtotals_read_total"},
     {"/read/day_subtotals_missing", "clickatron_api_read_day_subtotals_missing_total"},
+    {"/read/day_uniques_read", "clickatron_api_read_day_uniques_read_total"},
 };
 
 const std::vector<Figure> kRealtimeFigures = {

@@ -25,6 +25,7 @@
 #include "clickatron/query_string.h"
 #include "clickatron/record.h"
 #include "clickatron/shard.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include "api/query/oracle.h"
 #include "testutil/cluster.h"
@@ -73,6 +74,47 @@ class ReadDataset {
     if (in_realtime) realtime_[fmt::format("{}|{}.{}", ns, tkey.stored, ymdh)] += value;
   }
 
+  // Visitor `token` at `hour` of a key and of each of `subs`' values, stored
+  // like Add (the caller adds the hour's clicks too: an hour with visitors
+  // always has clicks). The oracle keeps the tokens themselves.
+  void AddVisitor(const std::string& ns, const std::string& key, int64_t hour, const std::string& token,
+                  const std::vector<Sub>& subs, bool in_archive, bool in_realtime) {
+    visitors_[{"", ns, key}][""][hour].insert(token);
+    for (const Sub& s : subs) visitors_[{s.sns, ns, key}][s.value][hour].insert(token);
+    const std::string tkey = StoreKeyPart(key).stored;
+    const std::string ymdh = *YmdhFromUnix(hour);
+    const uint64_t hash = HashVisitor(token);
+    if (in_archive) archive_uniques_[UniqueTotalKey(ns, tkey, ymdh)][""].insert(hash);
+    if (in_realtime) realtime_uniques_[UniqueTotalKey(ns, tkey, ymdh)].insert(hash);
+    for (const Sub& s : subs) {
+      const std::string skey = StoreKeyPart(s.value).stored;
+      if (in_archive) archive_uniques_[UniqueSubtotalArchiveKey(s.sns, ns, tkey, ymdh)][skey].insert(hash);
+      if (in_realtime) {
+        realtime_uniques_[fmt::format("{}{}.{}|{}.{}.{}", kUniqueMark, s.sns, ns, tkey, skey, ymdh)].insert(hash);
+      }
+    }
+  }
+  void AddVisitorAtRing(const std::string& ns, const std::string& key, int64_t hour, const std::string& token,
+                        const std::vector<Sub>& subs, int64_t today) {
+    const int64_t day = FloorDiv(hour, kSecondsPerDay);
+    AddVisitor(ns, key, hour, token, subs, day <= today - 1, day >= today - 1);
+  }
+  // Oracle: token -> hours it visited, of a key (sns "") or of one subtotal
+  // value.
+  std::map<std::string, std::map<int64_t, int64_t>> VisitorHours(const std::string& sns, const std::string& ns,
+                                                                 const std::string& key,
+                                                                 const std::string& value) const {
+    std::map<std::string, std::map<int64_t, int64_t>> out;
+    auto it = visitors_.find({sns, ns, key});
+    if (it == visitors_.end()) return out;
+    auto v = it->second.find(sns.empty() ? "" : value);
+    if (v == it->second.end()) return out;
+    for (const auto& [hour, tokens] : v->second) {
+      for (const std::string& token : tokens) out[token][hour] = 1;
+    }
+    return out;
+  }
+
   // The same, stored as a running cluster holds it with the ring at Today =
   // `today` (days since the epoch): days before D-1 in the archive only, D-1
   // in both (exported and deployed, not yet cleared), later in realtime only.
@@ -113,6 +155,34 @@ class ReadDataset {
       }
     }
     std::vector<std::string> lines;
+    // Unique records, and with every-day day records each day's union: a
+    // sketch of all the day's hashes, each added (never a union of sketches).
+    std::map<std::string, std::map<std::string, std::set<uint64_t>>> uniques = archive_uniques_;
+    if (day_records == DayRecords::kEveryDay) {
+      for (const auto& [key, columns] : archive_uniques_) {
+        auto& day = uniques[key.substr(0, key.size() - 1)];
+        for (const auto& [name, hashes] : columns) day[name].insert(hashes.begin(), hashes.end());
+      }
+    }
+    for (const auto& [key, columns] : uniques) {
+      auto shard_key = ShardKeyOfArchiveKey(key);
+      EXPECT_TRUE(shard_key.ok()) << key;
+      if (static_cast<int>(ShardOf(*shard_key, shards)) != shard) continue;
+      const auto sketch_of = [](const std::set<uint64_t>& hashes) {
+        UniqueSketch sketch;
+        for (uint64_t h : hashes) sketch.Add(h);
+        return sketch;
+      };
+      ArchiveRecord record;
+      record.type = RecordTypeOfKey(key);
+      record.key = key;
+      if (IsSketchValueType(record.type)) {
+        record.sketch = sketch_of(columns.at(""));
+      } else {
+        for (const auto& [name, hashes] : columns) record.columns.push_back({name, 0, sketch_of(hashes)});
+      }
+      lines.push_back(FormatArchiveLine(record));
+    }
     for (const auto& [key, columns] : records) {
       auto shard_key = ShardKeyOfArchiveKey(key);
       EXPECT_TRUE(shard_key.ok()) << key;
@@ -151,6 +221,14 @@ class ReadDataset {
     for (const auto& [hash, value] : realtime_lookups_) {
       if (static_cast<int>(ShardOf(hash, shards)) == shard) body += fmt::format("l|{},{}\n", hash, value);
     }
+    for (const auto& [key, hashes] : realtime_uniques_) {
+      auto shard_key = ShardKeyOfRealtimeKey(key);
+      EXPECT_TRUE(shard_key.ok()) << key;
+      if (static_cast<int>(ShardOf(*shard_key, shards)) != shard) continue;
+      UniqueSketch sketch;
+      for (uint64_t h : hashes) sketch.Add(h);
+      body += fmt::format("{},{}\n", key, sketch.ToText());
+    }
     return body;
   }
 
@@ -166,6 +244,13 @@ class ReadDataset {
   std::map<std::string, std::map<std::string, int64_t>> archive_;  // archive key -> column -> count
   std::map<std::string, int64_t> realtime_;                        // realtime key -> count
   std::map<std::string, std::string> archive_lookups_, realtime_lookups_;
+  // (sns or "", ns, key) -> subtotal value ("" for the key) -> hour -> tokens
+  std::map<std::tuple<std::string, std::string, std::string>,
+           std::map<std::string, std::map<int64_t, std::set<std::string>>>>
+      visitors_;
+  // unique archive key -> column ("" for a unique total) -> hashes
+  std::map<std::string, std::map<std::string, std::set<uint64_t>>> archive_uniques_;
+  std::map<std::string, std::set<uint64_t>> realtime_uniques_;  // unique realtime key -> hashes
 };
 
 // Expected /clicks data.clicks (rollup=false) from the oracle.
@@ -230,6 +315,7 @@ class ReadCluster {
       Manifest m;
       m.day_subtotals = spec_.day_records != DayRecords::kNone;
       m.day_subtotals_every_day = spec_.day_records == DayRecords::kEveryDay;
+      m.day_uniques_every_day = spec_.day_records == DayRecords::kEveryDay;
       m.generation = generation;
       m.shard = s;
       m.shard_count = spec_.archive_shards;

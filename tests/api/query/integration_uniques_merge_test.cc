@@ -1,0 +1,189 @@
+// /uniques over archive + realtime on real daemons, against plain sets of
+// the visitors' tokens (the dataset's oracle), over archive files with day
+// unique records (every UTC day with unique hours has the union of its hours,
+// and the manifest says so, as the rebuild writes them) and over files of
+// hours only (from before them, or brought in by hand). Every unit, offsets
+// from -12 to +14, windows that start and end mid-day, rolled up, per
+// subtotal value and compared with the previous window. Visitor counts stay
+// small, so sketches are exact and so must every answer be.
+//
+// The hot key has visitors on most of its hours, from a small pool (so a
+// day's union is much smaller than the sum of its hours); some days have
+// clicks and no visitors at all, and some hours of visited days have clicks
+// only (the total's hours are the index of what the reader asks for).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "api/query/cluster_fixture.h"
+
+namespace clickatron::api::testing {
+namespace {
+
+constexpr int64_t kDay = 86400;
+constexpr int64_t kHour = 3600;
+
+const std::vector<std::string> kCountries = {"US", "JP", "DE"};
+const std::string kHotKey = "jehiah";
+const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a hash
+const std::string kSparseKey = "sparse1";
+
+class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<DayRecords> {
+ protected:
+  DayRecords WithDayRecords() const override { return GetParam(); }
+
+  // Days D-40 .. D+1 (archive only before D-1, D-1 in both, later realtime).
+  void BuildDataset() override {
+    std::mt19937_64 rng(14);
+    const auto add = [&](const std::string& key, int64_t hour, int visitors, int pool) {
+      const std::vector<ReadDataset::Sub> subs = {{"c", kCountries[rng() % kCountries.size()]}};
+      data_.AddAtRing("u", key, hour, 1 + static_cast<int64_t>(rng() % 3), subs, today_);
+      for (int v = 0; v < visitors; ++v) {
+        data_.AddVisitorAtRing("u", key, hour, fmt::format("visitor-{}", rng() % pool), subs, today_);
+      }
+    };
+    const int64_t first = (today_ - 40) * kDay;
+    const int64_t end = (today_ + 2) * kDay;
+    for (int64_t h = first; h < end; h += kHour) {
+      if (rng() % 4 == 0) continue;
+      const int64_t day = FloorDiv(h, kDay);
+      // Every fifth day has clicks and no visitors; other days, a hour in
+      // five has clicks only.
+      const bool no_visitors = day % 5 == 0 || rng() % 5 == 0;
+      add(kHotKey, h, no_visitors ? 0 : 1 + static_cast<int>(rng() % 3), 40);
+    }
+    for (int i = 0; i < 60; ++i) {
+      add(kHashedKey, first + static_cast<int64_t>(rng() % ((end - first) / kHour)) * kHour, 1, 15);
+    }
+    for (int64_t h : {first + 5 * kHour, (today_ - 1) * kDay + 3 * kHour, today_ * kDay + 7 * kHour}) {
+      add(kSparseKey, h, 2, 4);
+    }
+  }
+
+  // The oracle's distinct visitors per unit (newest first) of the window:
+  // a visitor counts in a unit when it visited any hour of it.
+  std::vector<oracle::UnitSum> Expected(const std::string& key, const std::string& skey, const std::string& unit,
+                                        int64_t units, int tz, int64_t ref) const {
+    std::vector<oracle::UnitSum> out = oracle::Rollup(unit, tz, ref, units, {});
+    for (const auto& [token, hours] : data_.VisitorHours(skey.empty() ? "" : "c", "u", key, skey)) {
+      const std::vector<oracle::UnitSum> seen = oracle::Rollup(unit, tz, ref, units, hours);
+      for (size_t i = 0; i < out.size(); ++i) out[i].clicks += seen[i].clicks > 0 ? 1 : 0;
+    }
+    return out;
+  }
+  // The distinct visitors over the whole window.
+  int64_t ExpectedOverWindow(const std::string& key, const std::string& skey, const std::string& unit,
+                             int64_t units, int tz, int64_t ref) const {
+    int64_t n = 0;
+    for (const auto& [token, hours] : data_.VisitorHours(skey.empty() ? "" : "c", "u", key, skey)) {
+      int64_t visits = 0;
+      for (const auto& u : oracle::Rollup(unit, tz, ref, units, hours)) visits += u.clicks;
+      n += visits > 0 ? 1 : 0;
+    }
+    return n;
+  }
+
+  std::string Target(const std::string& key, const std::string& skey, const std::string& unit, int64_t units,
+                     int tz, int64_t ref) const {
+    std::string t = fmt::format("/uniques?ns=u&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}", Enc(key),
+                                unit, units, tz, ref);
+    if (!skey.empty()) t += "&sns=c&skey=" + skey;
+    return t;
+  }
+
+  void ExpectUniques(const std::string& key, const std::string& skey, const std::string& unit, int64_t units, int tz,
+                     int64_t ref) {
+    const std::string target = Target(key, skey, unit, units, tz, ref);
+    auto j = cluster_.Api(target);
+    ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+    nlohmann::json want = nlohmann::json::array();
+    for (const auto& u : Expected(key, skey, unit, units, tz, ref)) {
+      want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
+    }
+    EXPECT_EQ(j["data"]["uniques"], want) << target;
+    auto r = cluster_.Api(target + "&rollup=true");
+    ASSERT_EQ(r["http_status"], 200) << target << " " << r.dump();
+    EXPECT_EQ(r["data"]["uniques"], ExpectedOverWindow(key, skey, unit, units, tz, ref)) << target << "&rollup=true";
+  }
+
+  int64_t DayUniquesRead() {
+    auto stats = cluster_.Api("/stats");
+    EXPECT_EQ(stats["http_status"], 200);
+    return stats["data"]["read"]["day_uniques_read"].get<int64_t>();
+  }
+};
+
+TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) {
+  const int64_t at_midnight = today_ * kDay;
+  const int64_t mid_day = today_ * kDay - 5 * kHour - 1234;  // windows ending (and starting) mid-day
+  for (int64_t ref : {at_midnight, mid_day}) {
+    for (int tz : {-12, -5, 0, 3, 9, 14}) {
+      ExpectUniques(kHotKey, "", "day", 30, tz, ref);
+      ExpectUniques(kHotKey, "", "hour", 50, tz, ref);
+      ExpectUniques(kHotKey, "", "week", 5, tz, ref);
+      ExpectUniques(kHotKey, "", "month", 2, tz, ref);
+      ExpectUniques(kHotKey, "JP", "day", 30, tz, ref);
+      ExpectUniques(kHashedKey, "", "day", 42, tz, ref);
+    }
+  }
+  ExpectUniques(kSparseKey, "", "day", 45, 0, at_midnight);
+  ExpectUniques(kSparseKey, "US", "week", 8, -5, at_midnight);
+  // Whole UTC days inside a unit are read as their day records exactly when
+  // the file has one for every day with visitors.
+  if (GetParam() == DayRecords::kEveryDay) {
+    EXPECT_GT(DayUniquesRead(), 0);
+  } else {
+    EXPECT_EQ(DayUniquesRead(), 0);
+  }
+}
+
+TEST_P(IntegrationUniquesMergeTest, ComparedWithThePreviousWindow) {
+  for (int tz : {0, -5}) {
+    for (bool rollup : {false, true}) {
+      const int64_t ref = today_ * kDay + 2 * kHour;
+      const std::string target = Target(kHotKey, "", "day", 14, tz, ref) + "&compare=previous&rollup=" +
+                                  (rollup ? "true" : "false");
+      auto j = cluster_.Api(target);
+      ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+      // The previous window: the 14 days before, as its own query.
+      const int64_t earlier_ref = ref - 14 * kDay;
+      if (rollup) {
+        EXPECT_EQ(j["data"]["uniques"], ExpectedOverWindow(kHotKey, "", "day", 14, tz, ref)) << target;
+        EXPECT_EQ(j["data"]["compare"]["uniques"], ExpectedOverWindow(kHotKey, "", "day", 14, tz, earlier_ref))
+            << target;
+      } else {
+        nlohmann::json earlier = nlohmann::json::array();
+        for (const auto& u : Expected(kHotKey, "", "day", 14, tz, earlier_ref)) {
+          earlier.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
+        }
+        EXPECT_EQ(j["data"]["compare"]["uniques"], earlier) << target;
+      }
+    }
+  }
+}
+
+TEST_P(IntegrationUniquesMergeTest, UnitsMinusOneReadsFromTheFirstHour) {
+  const std::string target = fmt::format("/uniques?ns=u&key={}&unit=week&units=-1&unit_reference_ts={}",
+                                         Enc(kHotKey), today_ * kDay);
+  auto j = cluster_.Api(target);
+  ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+  const auto hours = data_.Hours("u", kHotKey);
+  const int64_t first = hours.begin()->first;
+  nlohmann::json want = nlohmann::json::array();
+  std::vector<oracle::UnitSum> units = oracle::Rollup("week", 0, today_ * kDay, -1, {}, first);
+  for (const auto& [token, visits] : data_.VisitorHours("", "u", kHotKey, "")) {
+    const auto seen = oracle::Rollup("week", 0, today_ * kDay, -1, visits, first);
+    for (size_t i = 0; i < units.size(); ++i) units[i].clicks += seen[i].clicks > 0 ? 1 : 0;
+  }
+  for (const auto& u : units) want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
+  EXPECT_EQ(j["data"]["uniques"], want) << target;
+}
+
+INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationUniquesMergeTest,
+                         ::testing::Values(DayRecords::kEveryDay, DayRecords::kNone),
+                         [](const ::testing::TestParamInfo<DayRecords>& info) {
+                           return info.param == DayRecords::kEveryDay ? "WithDayUniques" : "HoursOnly";
+                         });
+
+}  // namespace
+}  // namespace clickatron::api::testing
