@@ -316,13 +316,19 @@ Status ShardStore::Write(const StoreWrite& write) {
   // Merge operands go into the memtable (a skip list) in key order: each
   // insert then starts its search from the previous one's position instead
   // of from the top, which was most of the cost of applying a batch in
-  // random order (the combiner's hash order).
+  // random order (the combiner's hash order). Counters, then sketches (whose
+  // '~' keys sort after every counter's), each by day and key.
+  const auto by_day_and_key = [](const auto* a, const auto* b) {
+    return a->day != b->day ? a->day < b->day : a->key < b->key;
+  };
   std::vector<const StoreWrite::Increment*> in_order;
   in_order.reserve(write.increments.size());
   for (const StoreWrite::Increment& inc : write.increments) in_order.push_back(&inc);
-  std::sort(in_order.begin(), in_order.end(), [](const StoreWrite::Increment* a, const StoreWrite::Increment* b) {
-    return a->day != b->day ? a->day < b->day : a->key < b->key;
-  });
+  std::sort(in_order.begin(), in_order.end(), by_day_and_key);
+  std::vector<const StoreWrite::Unite*> sketches_in_order;
+  sketches_in_order.reserve(write.sketches.size());
+  for (const StoreWrite::Unite& unite : write.sketches) sketches_in_order.push_back(&unite);
+  std::sort(sketches_in_order.begin(), sketches_in_order.end(), by_day_and_key);
   for (const StoreWrite::Increment* next : in_order) {
     const StoreWrite::Increment& inc = *next;
     rocksdb::ColumnFamilyHandle* cf = family_of(inc.day);
@@ -332,7 +338,8 @@ Status ShardStore::Write(const StoreWrite& write) {
     CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(inc.key), counter), "building a batch"));
   }
   std::string operand;  // reused: the batch copies each operand
-  for (const StoreWrite::Unite& unite : write.sketches) {
+  for (const StoreWrite::Unite* next : sketches_in_order) {
+    const StoreWrite::Unite& unite = *next;
     rocksdb::ColumnFamilyHandle* cf = family_of(unite.day);
     if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(unite.day)));
     operand.clear();
