@@ -81,9 +81,9 @@ void HandleMfwmatch(const Ring& ring, const HttpExchangePtr& ex) {
   std::vector<std::string> prefixes;
   prefixes.reserve(keys.size());
   for (const std::string* k : keys) prefixes.push_back(*k);
-  StreamLines(ex, ChainPrefixScans(DisjointPrefixes(std::move(prefixes)), [&ring, day](std::string_view prefix) {
-                return ring.Scan(prefix, day, 0);
-              }));
+  Result<std::unique_ptr<LineSource>> scan = ring.ScanMany(DisjointPrefixes(std::move(prefixes)), day);
+  if (!scan.ok()) return ex->ReplyError(scan.status());
+  StreamLines(ex, std::move(scan).value());
 }
 
 nlohmann::json DateList(const std::vector<int64_t>& days) {

@@ -132,6 +132,106 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
   return std::unique_ptr<LineSource>(new MergedScan(std::move(cursors), limit));
 }
 
+namespace {
+
+// One prefix's view of a store cursor that other prefixes share: it seeks
+// the cursor and ends where the keys stop starting with the prefix (the
+// shared cursor has no upper bound, since each prefix needs its own).
+class PrefixOfSharedCursor : public StoreCursor {
+ public:
+  PrefixOfSharedCursor(StoreCursor* shared, std::string prefix) : shared_(shared), prefix_(std::move(prefix)) {}
+  void Seek(std::string_view target) override { shared_->Seek(target); }
+  bool Valid() const override { return shared_->Valid() && shared_->key().starts_with(prefix_); }
+  std::string_view key() const override { return shared_->key(); }
+  std::string_view raw_value() const override { return shared_->raw_value(); }
+  void Next() override { shared_->Next(); }
+  Status status() const override { return shared_->status(); }
+
+ private:
+  StoreCursor* shared_;
+  std::string prefix_;
+};
+
+// ScanPrefixes' lines: the prefixes' MergedScans one after another, each
+// made when the one before has ended (so the shared cursors are only ever
+// positioned by one of them).
+class PrefixesScan : public LineSource {
+ public:
+  struct Prefix {
+    std::string prefix;
+    std::vector<std::unique_ptr<StoreCursor>> held;  // the tables' cursors, made (and copied) up front
+  };
+  PrefixesScan(std::vector<std::unique_ptr<StoreCursor>> store, std::vector<Prefix> prefixes)
+      : store_(std::move(store)), prefixes_(std::move(prefixes)) {}
+
+  bool Fill(std::string* out, size_t budget) override {
+    const size_t start = out->size();
+    while (status_.ok()) {
+      const size_t grown = out->size() - start;
+      if (!current_) {
+        if (next_ >= prefixes_.size()) return false;
+        // A filled budget returns before the next prefix is sought.
+        if (grown >= budget) return true;
+        Prefix& p = prefixes_[next_++];
+        std::vector<std::unique_ptr<StoreCursor>> cursors = std::move(p.held);
+        for (const auto& shared : store_) {
+          auto cursor = std::make_unique<PrefixOfSharedCursor>(shared.get(), p.prefix);
+          cursor->Seek(p.prefix);
+          cursors.push_back(std::move(cursor));
+        }
+        current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
+        continue;
+      }
+      if (grown >= budget) return true;
+      if (current_->Fill(out, budget - grown)) continue;
+      finished_lines_ += current_->lines();
+      status_ = current_->status();
+      current_.reset();
+    }
+    return false;
+  }
+  Status status() const override { return status_; }
+  uint64_t lines() const override { return finished_lines_ + (current_ ? current_->lines() : 0); }
+
+ private:
+  std::vector<std::unique_ptr<StoreCursor>> store_;  // one per day, shared by the prefixes
+  std::vector<Prefix> prefixes_;
+  size_t next_ = 0;
+  std::unique_ptr<MergedScan> current_;
+  uint64_t finished_lines_ = 0;
+  Status status_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std::vector<int64_t>& days,
+                                                 std::vector<std::string> prefixes) {
+  std::vector<PrefixesScan::Prefix> scans;
+  scans.reserve(prefixes.size());
+  for (std::string& prefix : prefixes) {
+    PrefixesScan::Prefix p;
+    for (int64_t day : days) {
+      for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {
+        if (!(*t)->HasDay(day)) continue;
+        std::unique_ptr<StoreCursor> mem = (*t)->NewCursor(day, prefix);
+        mem->Seek(prefix);
+        if (mem->Valid()) p.held.push_back(std::move(mem));
+      }
+    }
+    p.prefix = std::move(prefix);
+    scans.push_back(std::move(p));
+  }
+  CursorOptions options;
+  options.at = view.at;
+  std::vector<std::unique_ptr<StoreCursor>> store;
+  for (int64_t day : days) {
+    Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(day, options);
+    if (!cursor.ok()) return cursor.status();
+    store.push_back(std::move(cursor).value());
+  }
+  return std::unique_ptr<LineSource>(new PrefixesScan(std::move(store), std::move(scans)));
+}
+
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day) {
   CursorOptions options;
   options.at = store.Snapshot();

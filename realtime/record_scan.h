@@ -45,6 +45,18 @@ Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::v
 Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,
                                                std::string_view prefix, uint64_t limit);
 
+// The scans of several prefixes of one request (GET /mfwmatch), one after
+// another: REQUIRES `prefixes` sorted, none extending another
+// (DisjointPrefixes). Each prefix's lines are what ScanPrefix answers, but
+// one store cursor per day serves every prefix, sought again for each:
+// opening and closing a RocksDB iterator cost more than its seek, and a
+// coalesced mfwmatch carries many prefixes, most of them keys with nothing in
+// realtime. The tables' matching records are copied when the scan is made,
+// so every prefix reads the view as it was then (the tables may be gone by
+// the time a long answer reaches its last prefix).
+Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std::vector<int64_t>& days,
+                                                 std::vector<std::string> prefixes);
+
 // Every record of one day from a snapshot taken now, for an export: later
 // writes are not seen, blocks read are not cached.
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day);

@@ -360,6 +360,11 @@ Result<std::unique_ptr<LineSource>> Ring::Scan(std::string_view prefix, std::opt
   return ScanPrefix(checkpointer_->View(), ReadDays(only_day), prefix, limit);
 }
 
+Result<std::unique_ptr<LineSource>> Ring::ScanMany(std::vector<std::string> prefixes,
+                                                   std::optional<int64_t> only_day) const {
+  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day), std::move(prefixes));
+}
+
 Result<std::unique_ptr<LineSource>> Ring::Export(int64_t day) const {
   auto it = days_.find(day);
   if (it == days_.end() || it->second.cleared || it->second.clearing) return NotInRing(day);

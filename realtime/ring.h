@@ -122,6 +122,10 @@ class Ring {
   Result<std::optional<std::string>> Get(std::string_view key, std::optional<int64_t> only_day) const;
   Result<std::unique_ptr<LineSource>> Scan(std::string_view prefix, std::optional<int64_t> only_day,
                                            uint64_t limit) const;
+  // Several prefixes (sorted and disjoint: DisjointPrefixes) in one scan
+  // (record_scan.h's ScanPrefixes).
+  Result<std::unique_ptr<LineSource>> ScanMany(std::vector<std::string> prefixes,
+                                               std::optional<int64_t> only_day) const;
   // REQUIRES: Seal(day) succeeded. 503 NOT_PERSISTED while records of the
   // day are still in memory (Checkpointer::WhenPersisted first).
   Result<std::unique_ptr<LineSource>> Export(int64_t day) const;

@@ -1,6 +1,9 @@
 // Several prefix scans as one (GET /mfwmatch) over a real RocksDB ring:
 // the union of the prefixes' records, each once, in key order, checked
-// against a std::map oracle of what was applied.
+// against a std::map oracle of what was applied. Half the data is
+// checkpointed into the store before the rest is applied, so every prefix
+// reads the store (through the day cursors its scan shares with the others)
+// and the in-memory table, and adds them.
 #include "multi_prefix_scan.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +24,16 @@ using clickatron::testing::TempDir;
 const int64_t kToday = DaysFromCivil({2024, 3, 10});
 
 std::string Hour(int64_t day, int hour) { return *YmdhFromUnix(day * kSecondsPerDay + hour * kSecondsPerHour); }
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
 
 class MultiPrefixScanTest : public ::testing::Test {
  protected:
@@ -45,18 +58,35 @@ class MultiPrefixScanTest : public ::testing::Test {
           const std::string sub = std::string("c.u|") + tkey + ".US." + Hour(day, hour);
           for (const std::string& key : {total, sub}) {
             body += key + "," + std::to_string(value) + "\n";
-            oracle_[key] += value;
             ++value;
           }
         }
       }
     }
     body += "u|a." + Hour(kToday, 7) + ",5\n";
-    oracle_["u|a." + Hour(kToday, 7)] += 5;
-    bodies_.push_back(body);
+    // The first half into the store, the second (the same keys again, and
+    // keys of their own) held in memory.
+    const size_t half = body.find('\n', body.size() / 2) + 1;
+    ApplyLines(body.substr(0, half), 1);
+    ring_->checkpointer().Start();
+    ASSERT_GE(ring_->checkpointer().stats().completed, 1u) << "the first half is in the store";
+    std::string again = body.substr(half);
+    for (const char* extra : {"u|aa.", "u|b0.", "c.u|b.JP."}) {
+      const std::string key = extra + Hour(kToday, 5);
+      again += key + ",3\n";
+    }
+    again += "u|a." + Hour(kToday - 1, 0) + ",1000\n";  // also in the store
+    ApplyLines(again, 2);
+  }
+
+  void ApplyLines(const std::string& lines, uint64_t seq) {
+    bodies_.push_back(lines);
     auto batch = ParseBatch(bodies_.back());
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-    ASSERT_TRUE(ring_->Apply("test", 1, *batch).ok());
+    ASSERT_TRUE(ring_->Apply("test", seq, *batch).ok());
+    for (const std::string& line : SplitLines(lines)) {
+      oracle_[line.substr(0, line.find(','))] += std::stoll(line.substr(line.find(',') + 1));
+    }
   }
 
   // The oracle's lines of every key starting with any of `prefixes`, sorted, once.
@@ -64,11 +94,13 @@ class MultiPrefixScanTest : public ::testing::Test {
     return clickatron::testing::LinesWithAnyPrefix(oracle_, prefixes);
   }
 
-  // Every line of a chained scan, read `budget` bytes at a time.
+  // Every line of a multi-prefix scan, read `budget` bytes at a time.
   std::string ReadAll(const std::vector<std::string>& prefixes, size_t budget, Status* status = nullptr,
                       int* fills = nullptr) {
-    auto source = ChainPrefixScans(DisjointPrefixes(prefixes),
-                                   [this](std::string_view p) { return ring_->Scan(p, std::nullopt, 0); });
+    auto scan = ring_->ScanMany(DisjointPrefixes(prefixes), std::nullopt);
+    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+    if (!scan.ok()) return "";
+    std::unique_ptr<LineSource> source = std::move(scan).value();
     std::string out;
     int n = 1;
     while (source->Fill(&out, budget)) ++n;
@@ -113,18 +145,45 @@ TEST_F(MultiPrefixScanTest, ASmallAnswerEndsInOneFill) {
   EXPECT_EQ(fills, 1);  // so the daemon answers a plain 200, not a chunked stream
 }
 
-TEST_F(MultiPrefixScanTest, AScanThatCannotOpenEndsTheLinesWithItsError) {
-  int opened = 0;
-  auto source = ChainPrefixScans({"u|a.", "u|b."}, [&](std::string_view p) -> Result<std::unique_ptr<LineSource>> {
-    if (++opened == 2) return Status::IoError("disk gone");
-    return ring_->Scan(p, std::nullopt, 0);
-  });
-  std::string out;
-  while (source->Fill(&out, 1 << 20)) {
+// Each prefix's share is what a scan of that prefix alone answers.
+TEST_F(MultiPrefixScanTest, EachPrefixsLinesAreItsOwnScan) {
+  const std::vector<std::string> prefixes = DisjointPrefixes({"c.u|a.", "c.u|b.", "u|a.", "u|aa.", "u|abc.", "u|b.",
+                                                              "u|b0.", "u|nothing.", "u|z."});
+  const std::string all = ReadAll(prefixes, 1 << 20);
+  for (const std::string& p : prefixes) {
+    auto one = ring_->Scan(p, std::nullopt, 0);
+    ASSERT_TRUE(one.ok());
+    std::string alone;
+    while ((*one)->Fill(&alone, 1 << 20)) {
+    }
+    std::string mine;
+    for (const std::string& line : SplitLines(all)) {
+      if (line.starts_with(p)) mine += line + "\n";
+    }
+    EXPECT_EQ(mine, alone) << p;
   }
-  EXPECT_EQ(source->status().code(), StatusCode::kIoError);
-  EXPECT_EQ(out, Expected({"u|a."}));  // what came before the failure, whole lines
-  EXPECT_EQ(source->lines(), 9u);  // the "u|a." keys: 3 days x 3 hours
+  EXPECT_EQ(all, Expected(prefixes));
+}
+
+// A scan answers what the ring held when it was made, even once a
+// checkpoint has moved the in-memory records into the store (and dropped
+// the table) and more were applied before its later prefixes are read.
+TEST_F(MultiPrefixScanTest, AScanReadsTheRingAsItWasWhenMade) {
+  const std::vector<std::string> prefixes = {"c.u|a.", "u|a.", "u|b."};
+  const std::string expected = Expected(prefixes);
+  auto scan = ring_->ScanMany(prefixes, std::nullopt);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  std::string out;
+  ASSERT_TRUE((*scan)->Fill(&out, 1));  // the first line only
+  const uint64_t before = ring_->checkpointer().stats().completed;
+  ring_->checkpointer().Start();
+  EXPECT_GT(ring_->checkpointer().stats().completed, before);
+  ApplyLines("u|b." + Hour(kToday, 7) + ",100000\n", 3);
+  while ((*scan)->Fill(&out, 1)) {
+  }
+  EXPECT_TRUE((*scan)->status().ok());
+  EXPECT_EQ(out, expected);
+  EXPECT_NE(ReadAll(prefixes, 1 << 20), expected);  // a new scan sees the newer records
 }
 
 }  // namespace
