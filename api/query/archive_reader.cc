@@ -376,6 +376,16 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   }
 }
 
+std::optional<ArchiveReader::DayRecordRules> ArchiveReader::KnownDayRecordRules(const Session& session,
+                                                                               uint64_t generation) const {
+  const size_t shard = static_cast<size_t>(session.shard);
+  if (shard >= day_records_every_day_.size()) return std::nullopt;
+  const auto& known = day_records_every_day_[shard];
+  auto it = known.find(generation);
+  if (it == known.end()) return std::nullopt;
+  return it->second;
+}
+
 void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
                                        std::function<void(DayRecordRules)> done) {
   const size_t shard = static_cast<size_t>(session->shard);

@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,9 @@ class ArchiveReader {
   };
   void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
                           std::function<void(DayRecordRules)> done);
+  // The same when already known (nullopt: not asked yet for that shard and
+  // generation); never sends anything.
+  std::optional<DayRecordRules> KnownDayRecordRules(const Session& session, uint64_t generation) const;
 
  private:
   struct Replica {

@@ -279,19 +279,37 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // day record.
   std::vector<int64_t> days =
       job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
+  // With uniques, the whole days from uniques_from on are read as their day
+  // unique records too, unless this file is already known not to have one
+  // for every day with unique hours (then their hours are read at once).
+  std::vector<int64_t> unique_days;
+  if (job->uniques_from) {
+    const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
+    if (!known || known->uniques_every_day) {
+      for (const int64_t day : days) {
+        if (day * kSecondsPerDay >= *job->uniques_from) unique_days.push_back(day);
+      }
+    }
+  }
   std::vector<std::string> keys;
   for (const int64_t day : days) {
     auto code = DayCodeFromDays(day);
-    if (code.ok()) keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    if (!code.ok()) continue;
+    keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    if (std::binary_search(unique_days.begin(), unique_days.end(), day)) {
+      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    }
   }
   for (auto it = archived.begin(); it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
     auto ymdh = YmdhFromUnix(it->first);
     if (!ymdh.ok()) continue;
-    if (!std::binary_search(days.begin(), days.end(), FloorDiv(it->first, kSecondsPerDay))) {
+    const int64_t day = FloorDiv(it->first, kSecondsPerDay);
+    if (!std::binary_search(days.begin(), days.end(), day)) {
       keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
-    if (job->uniques_from && it->first >= *job->uniques_from) {
+    if (job->uniques_from && it->first >= *job->uniques_from &&
+        !std::binary_search(unique_days.begin(), unique_days.end(), day)) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
   }
@@ -300,11 +318,11 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // manifest says so) is asked beside the mget, once per generation.
   struct Answers {
     std::optional<Result<std::vector<ArchiveReply>>> replies;
-    bool every_day = false;
+    ArchiveReader::DayRecordRules rules;
   };
   auto answers = std::make_shared<Answers>();
   const bool ask_every_day = !days.empty();
-  auto join = FanIn::Create([this, job, view, answers, days = std::move(days),
+  auto join = FanIn::Create([this, job, view, answers, days = std::move(days), unique_days = std::move(unique_days),
                              archived = std::move(archived)](Status) mutable {
     Result<std::vector<ArchiveReply>>& replies = *answers->replies;
     if (!replies.ok()) return job->done(replies.status());
@@ -314,29 +332,37 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     }
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day};
-    std::vector<int64_t> days_found;
-    Status st = AddArchiveBreakdownLines(*job, *replies, days, data.get(), &days_found);
+    std::vector<int64_t> days_found, unique_days_found;
+    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, data.get(), &days_found,
+                                         &unique_days_found);
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_subtotals_read += days_found.size();
+    stats_.day_uniques_read += unique_days_found.size();
     // A day whose record is absent has no hours of this namespace when the
     // file has a record for every day with hours. Otherwise (a file from
     // before day records, or of the older rule: a record only for a day of
     // two or more hours) it is read by its hours, in one more request on the
     // same replica.
+    // The same for a day unique record the file lacks.
     std::sort(days_found.begin(), days_found.end());
+    std::sort(unique_days_found.begin(), unique_days_found.end());
     std::vector<std::string> hour_keys;
     for (const auto& [hour, count] : archived) {
       const int64_t day = FloorDiv(hour, kSecondsPerDay);
-      if (answers->every_day || !std::binary_search(days.begin(), days.end(), day) ||
-          std::binary_search(days_found.begin(), days_found.end(), day)) {
-        continue;
-      }
       auto ymdh = YmdhFromUnix(hour);
-      if (ymdh.ok()) hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+      if (!ymdh.ok()) continue;
+      if (!answers->rules.subtotals_every_day && std::binary_search(days.begin(), days.end(), day) &&
+          !std::binary_search(days_found.begin(), days_found.end(), day)) {
+        hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+      }
+      if (!answers->rules.uniques_every_day && std::binary_search(unique_days.begin(), unique_days.end(), day) &&
+          !std::binary_search(unique_days_found.begin(), unique_days_found.end(), day)) {
+        hour_keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+      }
     }
     data->total = std::move(archived);
     if (hour_keys.empty()) return CompleteBreakdown(job, std::move(*data));
-    stats_.day_subtotals_missing += days.size() - days_found.size();
+    if (!answers->rules.subtotals_every_day) stats_.day_subtotals_missing += days.size() - days_found.size();
     archive_.MGet(job->session, hour_keys, [this, job, view, data](Result<std::vector<ArchiveReply>> replies) {
       if (!replies.ok()) return job->done(replies.status());
       if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
@@ -344,8 +370,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
         return;
       }
       // Hours only: a day key here was not asked for.
-      std::vector<int64_t> none;
-      Status st = AddArchiveBreakdownLines(*job, *replies, {}, data.get(), &none);
+      std::vector<int64_t> none, no_uniques;
+      Status st = AddArchiveBreakdownLines(*job, *replies, {}, {}, data.get(), &none, &no_uniques);
       if (!st.ok()) return job->done(std::move(st));
       CompleteBreakdown(job, std::move(*data));
     });
@@ -362,7 +388,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   if (ask_every_day) {
     archive_.DayRecordsEveryDay(job->session, view.generation,
                                 [answers, part = std::move(every_day_part)](ArchiveReader::DayRecordRules rules) {
-      answers->every_day = rules.subtotals_every_day;
+      answers->rules = rules;
       part(Status::Ok());
     });
   }
@@ -370,21 +396,25 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
 
 // Adds the lines of archive mget answers: subtotal hours, day records (only
 // of `days`, each noted in *days_found) and, with uniques, unique subtotal
-// hours. A key not asked for is CORRUPTION.
+// hours and day unique records (only of `unique_days`, noted in
+// *unique_days_found). A key not asked for is CORRUPTION.
 Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
-                                             const std::vector<int64_t>& days, BreakdownData* data,
-                                             std::vector<int64_t>* days_found) {
-  // key = [~]sns.ns|tkey.YMDH or sns.ns|tkey.DAY
+                                             const std::vector<int64_t>& days,
+                                             const std::vector<int64_t>& unique_days, BreakdownData* data,
+                                             std::vector<int64_t>* days_found,
+                                             std::vector<int64_t>* unique_days_found) {
+  // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.DAY
   return ForEachMgetLine(replies, [&](std::string_view key, std::string_view value) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
-    if (!unique) {
-      if (std::optional<int64_t> day = DayOfKey(key, job.subtotal_prefix)) {
-        if (!std::binary_search(days.begin(), days.end(), *day)) {
-          return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-        }
-        days_found->push_back(*day);
-        return AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
+    if (std::optional<int64_t> day = DayOfKey(unique ? key.substr(1) : key, job.subtotal_prefix)) {
+      const std::vector<int64_t>& asked = unique ? unique_days : days;
+      if (!std::binary_search(asked.begin(), asked.end(), *day)) {
+        return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
       }
+      // A day record stands for its day's hours, entered at the first.
+      (unique ? unique_days_found : days_found)->push_back(*day);
+      return unique ? AddArchiveUniqueSubtotals(value, *day * kSecondsPerDay, "", &data->unique_subtotals)
+                    : AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
     }
     auto hour = HourOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
     if (!hour.ok()) return hour.status();

@@ -141,8 +141,9 @@ class QueryGather {
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
-                                  const std::vector<int64_t>& days, BreakdownData* data,
-                                  std::vector<int64_t>* days_found);
+                                  const std::vector<int64_t>& days, const std::vector<int64_t>& unique_days,
+                                  BreakdownData* data, std::vector<int64_t>* days_found,
+                                  std::vector<int64_t>* unique_days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
 
   // Takes lookup lines of `keys` from one source's answer (bodies), or marks

@@ -36,7 +36,9 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      "Day subtotal records asked for but absent from a file that does not have one for every day with hours "
      "(from before day records, or of the two-hour rule): read again by their hours.",
      s.day_subtotals_missing.load());
-  fn("day_uniques_read", "UTC days /uniques read as one day unique record (the union of its hours) instead of its hours.",
+  fn("day_uniques_read",
+     "UTC days /uniques and /breakdown?uniques=true read as one day unique record (the union of its hours) instead "
+     "of its hours.",
      s.day_uniques_read.load());
 }
 

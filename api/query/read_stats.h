@@ -36,8 +36,9 @@ struct ReadStats {
   // archive does not have (a file from before them) is read by its hours.
   std::atomic<uint64_t> day_subtotals_read{0};
   std::atomic<uint64_t> day_subtotals_missing{0};
-  // /uniques reads a UTC day wholly inside one unit as its day unique record
-  // when the file has one for every day with unique hours.
+  // /uniques and /breakdown?uniques=true read a UTC day wholly inside one
+  // unit as its day unique record when the file has one for every day with
+  // unique hours.
   std::atomic<uint64_t> day_uniques_read{0};
 
   nlohmann::json ToJson() const;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "api/query/cluster_fixture.h"
 
@@ -177,6 +178,44 @@ TEST_P(IntegrationUniquesMergeTest, UnitsMinusOneReadsFromTheFirstHour) {
   }
   for (const auto& u : units) want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
   EXPECT_EQ(j["data"]["uniques"], want) << target;
+}
+
+// /breakdown?uniques=true: each country's distinct visitors over the window
+// (day unique subtotal records for its whole days when the file has them).
+// The first query of the cluster finds out whether the file has them while
+// it reads; later ones know.
+TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
+  const int64_t at_midnight = today_ * kDay;
+  const int64_t mid_day = today_ * kDay - 5 * kHour - 1234;
+  for (int64_t ref : {at_midnight, mid_day}) {
+    for (int tz : {0, -5, 9}) {
+      for (const std::string& key : {kHotKey, kHashedKey}) {
+        const std::string target = fmt::format(
+            "/breakdown?sns=c&ns=u&key={}&unit=day&units=30&timezone={}&unit_reference_ts={}&uniques=true&limit=10",
+            Enc(key), tz, ref);
+        auto j = cluster_.Api(target);
+        ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+        const auto& rows = j["data"]["breakdown"];
+        ASSERT_TRUE(rows.is_array()) << j.dump();
+        std::set<std::string> seen;
+        for (const auto& row : rows) {
+          const std::string value = row["value"];
+          seen.insert(value);
+          EXPECT_EQ(row["uniques"], ExpectedOverWindow(key, value, "day", 30, tz, ref)) << target << " " << value;
+        }
+        for (const std::string& c : kCountries) {
+          if (!seen.count(c)) {
+            EXPECT_EQ(ExpectedOverWindow(key, c, "day", 30, tz, ref), 0) << target << " " << c;
+          }
+        }
+      }
+    }
+  }
+  if (GetParam() == DayRecords::kEveryDay) {
+    EXPECT_GT(DayUniquesRead(), 0);
+  } else {
+    EXPECT_EQ(DayUniquesRead(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationUniquesMergeTest,
