@@ -27,6 +27,31 @@ std::vector<std::string> Drain(LineSource* source) {
   return out;
 }
 
+// The file a rebuild writes from `previous_lines` (a generation whose day
+// records are whole) and `new_lines` passed through a DayRecordSource, and
+// the day records the source made.
+struct Merged {
+  std::string file;
+  uint64_t subtotal_days = 0, unique_days = 0;
+};
+Merged MergeWithDays(const std::vector<std::string>& previous_lines, std::vector<std::string> new_lines) {
+  std::string previous;
+  for (const std::string& line : previous_lines) previous += line + "\n";
+  clickatron::testing::TempDir tmp;
+  VectorLineSource added(std::move(new_lines), "new");
+  MergingSource merged({&added});
+  DayRecordSource days(&merged);
+  auto writer = ShardFileWriter::Create(tmp / "out.csv");
+  EXPECT_TRUE(writer.ok());
+  if (!writer.ok()) return {};
+  ArchiveMergeStats stats;
+  const Status st = MergeIntoArchive(previous, &days, writer->get(), {}, &stats);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE((*writer)->Finish().ok());
+  return Merged{clickatron::testing::ReadAll(tmp / "out.csv"), days.subtotal_days_written(),
+                days.unique_days_written()};
+}
+
 std::vector<std::string> WithDays(std::vector<std::string> lines) {
   VectorLineSource input(std::move(lines));
   DayRecordSource days(&input);
@@ -106,22 +131,11 @@ TEST(DayRecordSource, MergedIntoThePreviousGenerationEveryDayRecordIsItsDaysSum)
       "u|a,c3o3:1 c3p1:2 c3p2:1 c3q0:4",
       "u|c,c3p1:4",
   };
-  std::string previous;
-  for (const std::string& line : previous_lines) previous += line + "\n";
-  clickatron::testing::TempDir tmp;
-  VectorLineSource added(new_lines, "new");
-  MergingSource merged({&added});
-  DayRecordSource days(&merged);
-  auto writer = ShardFileWriter::Create(tmp / "out.csv");
-  ASSERT_TRUE(writer.ok());
-  ArchiveMergeStats stats;
-  const Status st = MergeIntoArchive(previous, &days, writer->get(), {}, &stats);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_TRUE((*writer)->Finish().ok());
-  EXPECT_EQ(days.subtotal_days_written(), 4u);
+  const Merged out = MergeWithDays(previous_lines, new_lines);
+  EXPECT_EQ(out.subtotal_days, 4u);
   // As if built from scratch: every hour summed, and each day's record the
   // sum of its hours (also a day of one hour).
-  EXPECT_EQ(clickatron::testing::ReadAll(tmp / "out.csv"),
+  EXPECT_EQ(out.file,
             "c.u|a.c3o,US:6\n"
             "c.u|a.c3o3,US:6\n"
             "c.u|a.c3p,DE:1 JP:1 US:7\n"
@@ -188,33 +202,20 @@ TEST(DayRecordSource, UniqueHoursGetTheirDaysUnionBeforeThem) {
 // (late visitors into an hour it has, a new hour of a day it has, a new day)
 // leave every day record the union of its day's hours.
 TEST(DayRecordSource, MergedIntoThePreviousGenerationEveryDayUniqueRecordIsItsDaysUnion) {
-  std::string previous;
-  for (const std::string& line : std::vector<std::string>{
-           "u|a,c3p0:1 c3p1:1",
-           "~c.u|a.c3p,US:" + Visitors(0, 4),
-           "~c.u|a.c3p0,US:" + Visitors(0, 2),
-           "~c.u|a.c3p1,US:" + Visitors(2, 4),
-           "~u|a.c3p," + Visitors(0, 4),
-           "~u|a.c3p0," + Visitors(0, 2),
-           "~u|a.c3p1," + Visitors(2, 4),
-       }) {
-    previous += line + "\n";
-  }
-  VectorLineSource added({"u|a,c3p1:1 c3p2:1 c3q0:1", "~c.u|a.c3p1,JP:" + Visitors(50, 52),
-                          "~c.u|a.c3p2,US:" + Visitors(3, 6), "~u|a.c3p1," + Visitors(3, 9),
-                          "~u|a.c3p2," + Visitors(100, 101), "~u|a.c3q0," + Visitors(0, 1)},
-                         "new");
-  MergingSource merged({&added});
-  DayRecordSource days(&merged);
-  clickatron::testing::TempDir tmp;
-  auto writer = ShardFileWriter::Create(tmp / "out.csv");
-  ASSERT_TRUE(writer.ok());
-  ArchiveMergeStats stats;
-  const Status st = MergeIntoArchive(previous, &days, writer->get(), {}, &stats);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_TRUE((*writer)->Finish().ok());
-  EXPECT_EQ(days.unique_days_written(), 3u);
-  EXPECT_EQ(clickatron::testing::ReadAll(tmp / "out.csv"),
+  const Merged out = MergeWithDays(
+      {
+          "u|a,c3p0:1 c3p1:1",
+          "~c.u|a.c3p,US:" + Visitors(0, 4),
+          "~c.u|a.c3p0,US:" + Visitors(0, 2),
+          "~c.u|a.c3p1,US:" + Visitors(2, 4),
+          "~u|a.c3p," + Visitors(0, 4),
+          "~u|a.c3p0," + Visitors(0, 2),
+          "~u|a.c3p1," + Visitors(2, 4),
+      },
+      {"u|a,c3p1:1 c3p2:1 c3q0:1", "~c.u|a.c3p1,JP:" + Visitors(50, 52), "~c.u|a.c3p2,US:" + Visitors(3, 6),
+       "~u|a.c3p1," + Visitors(3, 9), "~u|a.c3p2," + Visitors(100, 101), "~u|a.c3q0," + Visitors(0, 1)});
+  EXPECT_EQ(out.unique_days, 3u);
+  EXPECT_EQ(out.file,
             "u|a,c3p0:1 c3p1:2 c3p2:1 c3q0:1\n"
             "~c.u|a.c3p,JP:" + Visitors(50, 52) + " US:" + Visitors(0, 6) + "\n"
             "~c.u|a.c3p0,US:" + Visitors(0, 2) + "\n"
