@@ -4,16 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "clickatron/fetch_to_file.h"
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/unique_fd.h"
-#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -52,25 +50,10 @@ std::string ReadLineAt(const std::string& path, int64_t offset, size_t max_bytes
   return out.substr(0, out.find('\n'));
 }
 
-// The "message" of an error envelope, or the body's start.
-std::string ErrorText(const std::string& body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object()) {
-    std::string reason = j.value("status_txt", "");
-    std::string message = j.value("message", "");
-    if (!reason.empty() || !message.empty()) return fmt::format("{} {}", reason, message);
-  }
-  return QuoteForMessage(body);
-}
-
 }  // namespace
 
 Result<ExportResult> ExportDay(const ExportOptions& options) {
-  const std::string tmp = options.path + ".tmp";
-  auto writer = LineWriter::Create(tmp, {.buffer_bytes = 1u << 20, .fsync = true});
-  if (!writer.ok()) return writer.status();
   StreamCheck check;
-  uint64_t received = 0;
   BlockingHttpClient client(options.cluster_secret, options.tls);
   HttpRequestSpec request;
   request.method = "GET";
@@ -79,33 +62,27 @@ Result<ExportResult> ExportDay(const ExportOptions& options) {
   request.timeout_ms = options.timeout_ms;
   const std::string who = fmt::format("export of {} from {} ({})", options.date, options.member_name,
                                       options.peer.ToString());
-  HttpResponse response = client.FetchStreaming(options.peer, request, [&](std::string_view chunk) {
-    check.See(chunk, received);
-    received += chunk.size();
+  FetchToFileOptions fetch;
+  fetch.temp_suffix = ".tmp";
+  fetch.on_chunk = [&](std::string_view chunk, uint64_t offset) {
+    check.See(chunk, offset);
     if (options.progress != nullptr) options.progress->Add(0, chunk.size());
-    return (*writer)->PutRaw(chunk);
-  });
-  const Status finished = (*writer)->Finish();
-  const auto fail = [&](Status st) -> Result<ExportResult> {
-    ::unlink(tmp.c_str());
-    return st;
+    return Status::Ok();
   };
-  if (!response.ok()) return fail(response.transport.WithContext(who));
-  if (!finished.ok()) return fail(finished.WithContext(who));
-  if (response.status_code != 200) {
-    return fail(Status::Unavailable(fmt::format("{}: HTTP {}: {}", who, response.status_code,
-                                                ErrorText(ReadLineAt(tmp, 0, 4096)))));
-  }
-  if (check.error_offset() >= 0) {
-    return fail(Status::Unavailable(
-        fmt::format("{}: the stream broke off: {}", who, QuoteForMessage(ReadLineAt(tmp, check.error_offset(), 4096)))));
-  }
-  if (!check.complete_last_line()) {
-    return fail(Status::Unavailable(fmt::format("{}: the stream ended inside a line (truncated)", who)));
-  }
-  CLICKATRON_RETURN_IF_ERROR(RenameDurably(tmp, options.path));
+  fetch.check = [&](const HttpResponse&, const std::string& tmp, uint64_t) -> Status {
+    if (check.error_offset() >= 0) {
+      return Status::Unavailable(fmt::format("{}: the stream broke off: {}", who,
+                                             QuoteForMessage(ReadLineAt(tmp, check.error_offset(), 4096))));
+    }
+    if (!check.complete_last_line()) {
+      return Status::Unavailable(fmt::format("{}: the stream ended inside a line (truncated)", who));
+    }
+    return Status::Ok();
+  };
+  Result<uint64_t> received = FetchToFile(client, options.peer, std::move(request), options.path, who, fetch);
+  if (!received.ok()) return received.status();
   if (options.progress != nullptr) options.progress->Add(check.lines(), 0);
-  return ExportResult{received, check.lines()};
+  return ExportResult{*received, check.lines()};
 }
 
 }  // namespace clickatron::rebuild

@@ -1,7 +1,5 @@
 #include "late_inputs.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <tuple>
@@ -10,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "clickatron/fetch_to_file.h"
 #include "clickatron/file_util.h"
 #include "clickatron/framed_log.h"
 #include "clickatron/http_client.h"
@@ -82,40 +81,25 @@ Status CheckFramedLog(const std::string& path) {
 // CORRUPTION when the listed bytes came whole but are not a framed log.
 Status FetchOne(BlockingHttpClient& client, const ClusterConfig& cluster, const MemberConfig& member,
                 const std::string& name, uint64_t bytes, const std::string& path, int timeout_ms) {
-  const std::string tmp = path + ".tmp";
-  auto writer = LineWriter::Create(tmp, {.buffer_bytes = 1u << 20, .fsync = true});
-  if (!writer.ok()) return writer.status();
   HttpRequestSpec spec;
   spec.target = "/late/file?name=" + name;
   spec.bearer_token = cluster.admin_token;
   spec.timeout_ms = timeout_ms;
-  uint64_t received = 0;
-  HttpResponse r = client.FetchStreaming(member.listen, spec, [&](std::string_view chunk) {
-    received += chunk.size();
-    return (*writer)->PutRaw(chunk);
-  });
-  const Status finished = (*writer)->Finish();
-  const auto fail = [&](Status st) {
-    ::unlink(tmp.c_str());
-    return st;
+  FetchToFileOptions options;
+  options.temp_suffix = ".tmp";
+  options.check = [&](const HttpResponse&, const std::string& tmp, uint64_t received) -> Status {
+    if (received != bytes) {
+      return Status::Unavailable(
+          fmt::format("GET /late/file {}: {} bytes arrived, /late/files listed {} (the transfer broke off)", name,
+                      received, bytes));
+    }
+    if (Status st = CheckFramedLog(tmp); !st.ok()) {
+      return Status::Corruption(fmt::format("late-data file {} of {} arrived whole ({} bytes) but is damaged: {}",
+                                            name, member.name, bytes, st.message()));
+    }
+    return Status::Ok();
   };
-  if (!r.ok()) return fail(Status::Unavailable(fmt::format("GET /late/file {}: {}", name, r.transport.ToString())));
-  if (!finished.ok()) return fail(finished);
-  if (r.status_code != 200) {
-    auto body = ReadFileToString(tmp);
-    r.body = body.ok() ? body->substr(0, 4096) : "";
-    return fail(Status::Unavailable(fmt::format("GET /late/file {}: {}", name, DescribeHttpAnswer(r))));
-  }
-  if (received != bytes) {
-    return fail(Status::Unavailable(
-        fmt::format("GET /late/file {}: {} bytes arrived, /late/files listed {} (the transfer broke off)", name,
-                    received, bytes)));
-  }
-  if (Status st = CheckFramedLog(tmp); !st.ok()) {
-    return fail(Status::Corruption(fmt::format("late-data file {} of {} arrived whole ({} bytes) but is damaged: {}",
-                                               name, member.name, bytes, st.message())));
-  }
-  return RenameDurably(tmp, path);
+  return FetchToFile(client, member.listen, std::move(spec), path, "GET /late/file " + name, options).status();
 }
 
 }  // namespace
