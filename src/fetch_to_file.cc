@@ -37,6 +37,15 @@ Result<uint64_t> FetchToFile(BlockingHttpClient& client, const HostPort& peer, H
     bytes += chunk.size();
     return WriteAllToFd(out.get(), chunk, temp);
   });
+  // An answer other than 200 says why in its body, even when a hook refused
+  // its bytes (the hooks cannot know the status before the end: an empty
+  // file's check refuses any byte, an error answer's too).
+  if (r.status_code != 0 && r.status_code != 200) {
+    HttpResponse answer;
+    answer.status_code = r.status_code;
+    answer.body = std::move(head);
+    return fail(Status::Unavailable(fmt::format("{}: {}", who, DescribeHttpAnswer(answer))));
+  }
   if (!r.ok()) {
     // A hook's or the disk's own error keeps its code; the wire's is UNAVAILABLE.
     const Status& st = r.transport;
@@ -44,10 +53,6 @@ Result<uint64_t> FetchToFile(BlockingHttpClient& client, const HostPort& peer, H
       return fail(Status::Unavailable(fmt::format("{}: {}", who, st.message())));
     }
     return fail(st.WithContext(who));
-  }
-  if (r.status_code != 200) {
-    r.body = std::move(head);
-    return fail(Status::Unavailable(fmt::format("{}: {}", who, DescribeHttpAnswer(r))));
   }
   if (::fsync(out.get()) != 0) return fail(Status::IoError(fmt::format("fsync {}: {}", temp, std::strerror(errno))));
   if (Status closed = out.Close(); !closed.ok()) return fail(closed.WithContext(temp));

@@ -8,7 +8,8 @@
 //       generation 1 of an archive with M records up to 2012-03-24, one sorted
 //       file per shard with its manifest (written in order: no sort needed),
 //       as the rebuild leaves it: each day's subtotal hours with their day
-//       record, and manifests that say so (day_subtotals_every_day), so the
+//       record, and manifests that say so (day_subtotals_every_day and
+//       day_uniques_every_day: it has no unique records), so the
 //       pipeline takes the nightly path, not the one-time migration of a
 //       file without them.
 //   clickatron-rebuild-bench pipeline --day FILE --archive-dir DIR --work-dir W
@@ -136,6 +137,7 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     m.last_day = "2012-03-24";
     m.day_subtotals = true;
     m.day_subtotals_every_day = true;
+    m.day_uniques_every_day = true;  // it has no unique records: every day with some has its day record
     writers[s]->Describe(&m);
     if (Status st = clickatron::WriteManifestAtomically(
             clickatron::ManifestPathFor(fmt::format("{}/shard-{}.csv", dir, s)), m);
@@ -245,7 +247,7 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
     archive_in += m.records;
     archive_in_bytes += m.bytes;
     // Whole day records: the nightly merge; else the one-time migration.
-    if (m.day_subtotals_every_day) ++nightly_shards;
+    if (m.day_subtotals_every_day && m.day_uniques_every_day) ++nightly_shards;
   }
   for (const auto& m : plan->manifests) {
     out_records += m.records;

@@ -112,12 +112,15 @@ TEST(UniqueSketchTest, RelativeErrorWithinTwoPercentAtEveryScale) {
 
 TEST(UniqueSketchTest, UnionIsTheSketchOfAllTokensWhateverTheOrderAndForms) {
   // Overlapping ranges in every pair of forms: explicit+explicit staying
-  // explicit, explicit+explicit turning dense, explicit+dense, dense+dense.
+  // explicit, explicit+explicit turning dense, explicit+dense, dense+dense;
+  // and a few visitors into many (what a realtime shard does with each
+  // window's), staying explicit or turning dense.
   struct Case {
     uint64_t a_first, a_count, b_first, b_count;
   };
   for (const Case& c : {Case{0, 300, 200, 400}, Case{0, 1000, 900, 1000}, Case{0, 50, 10, 50'000},
-                        Case{0, 30'000, 20'000, 30'000}}) {
+                        Case{0, 30'000, 20'000, 30'000}, Case{0, 1000, 998, 5}, Case{0, 1000, 0, 1},
+                        Case{0, 1540, 1538, 20}}) {
     UniqueSketch a = SketchOf(c.a_first, c.a_count);
     UniqueSketch b = SketchOf(c.b_first, c.b_count);
     const uint64_t end = std::max(c.a_first + c.a_count, c.b_first + c.b_count);

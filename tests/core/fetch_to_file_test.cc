@@ -1,0 +1,148 @@
+// FetchToFile against a stand-in server (the core HTTP server in this
+// process): a 200 answer lands whole; an error answer, a hook's refusal or
+// a dead peer leave the old file as it was and no temporary file behind; an
+// error answer is reported by its own message even when a hook refused its
+// bytes.
+#include "clickatron/fetch_to_file.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "clickatron/file_util.h"
+#include "clickatron/http_server.h"
+#include "testutil/testutil.h"
+
+namespace clickatron {
+namespace {
+
+using clickatron::testing::TempDir;
+
+class FileServer {
+ public:
+  FileServer() {
+    HttpServerOptions options;
+    options.daemon = "fake";
+    options.member = "fake-0";
+    options.listen = HostPort{"127.0.0.1", 0};
+    auto server = HttpServer::Create(options);
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(server).value();
+    server_->Route("/file", [](const HttpExchangePtr& ex) {
+      const std::string* name = ex->args().Get("name");
+      if (name != nullptr && *name == "good") {
+        ex->StartStream(200, "text/plain");
+        ex->SendChunk(Body().substr(0, 5000));
+        ex->SendChunk(Body().substr(5000));
+        ex->EndStream();
+      } else {
+        ex->ReplyError(404, "NO_SUCH_FILE", "there is no such file here");
+      }
+    }, kGet);
+    thread_ = std::thread([this] { (void)server_->Run(); });
+  }
+  ~FileServer() {
+    server_->Stop();
+    thread_.join();
+  }
+  HostPort peer() const { return HostPort{"127.0.0.1", server_->port()}; }
+  static std::string Body() {
+    std::string body;
+    for (int i = 0; i < 2000; ++i) body += "line " + std::to_string(i) + "\n";
+    return body;
+  }
+
+ private:
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+};
+
+HttpRequestSpec Get(const std::string& name) {
+  HttpRequestSpec request;
+  request.target = "/file?name=" + name;
+  request.timeout_ms = 5000;
+  return request;
+}
+
+TEST(FetchToFile, AWholeAnswerLandsAndTheHooksSeeEveryByte) {
+  FileServer server;
+  TempDir tmp;
+  BlockingHttpClient client;
+  uint64_t seen = 0;
+  bool offsets_in_order = true;
+  FetchToFileOptions options;
+  options.on_chunk = [&](std::string_view chunk, uint64_t offset) {
+    offsets_in_order = offsets_in_order && offset == seen;
+    seen += chunk.size();
+    return Status::Ok();
+  };
+  uint64_t checked = 0;
+  options.check = [&](const HttpResponse& r, const std::string& temp, uint64_t bytes) {
+    EXPECT_EQ(r.status_code, 200);
+    EXPECT_EQ(temp, tmp / "f.csv.part");
+    EXPECT_EQ(*ReadFileToString(temp), FileServer::Body());  // on disk before the rename
+    checked = bytes;
+    return Status::Ok();
+  };
+  Result<uint64_t> got = FetchToFile(client, server.peer(), Get("good"), tmp / "f.csv", "the test file", options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, FileServer::Body().size());
+  EXPECT_EQ(seen, FileServer::Body().size());
+  EXPECT_TRUE(offsets_in_order);
+  EXPECT_EQ(checked, FileServer::Body().size());
+  EXPECT_EQ(*ReadFileToString(tmp / "f.csv"), FileServer::Body());
+  EXPECT_FALSE(FileExists(tmp / "f.csv.part"));
+}
+
+// Every failure keeps the old file and leaves no temporary file.
+TEST(FetchToFile, FailuresKeepTheOldFileAndSayWhy) {
+  FileServer server;
+  TempDir tmp;
+  BlockingHttpClient client;
+  const std::string path = tmp / "f.csv";
+  ASSERT_TRUE(WriteFileAtomically(path, "old\n").ok());
+  const auto expect_kept = [&](const std::string& what) {
+    EXPECT_EQ(*ReadFileToString(path), "old\n") << what;
+    EXPECT_FALSE(FileExists(path + ".tmp")) << what;
+  };
+  FetchToFileOptions options;
+  options.temp_suffix = ".tmp";
+
+  // An error answer, with a hook that refuses any byte (as an empty file's
+  // length check does): the answer's own reason is what is reported.
+  options.on_chunk = [](std::string_view, uint64_t) { return Status::Corruption("more than the 0 bytes expected"); };
+  Result<uint64_t> r = FetchToFile(client, server.peer(), Get("missing"), path, "the test file", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("HTTP 404"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("there is no such file here"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("the test file"), std::string::npos) << r.status().ToString();
+  expect_kept("error answer");
+
+  // A hook refusing a 200 answer's bytes: its own status.
+  options.on_chunk = [](std::string_view, uint64_t offset) {
+    return offset > 0 ? Status::Corruption("the source sent more than it should") : Status::Ok();
+  };
+  r = FetchToFile(client, server.peer(), Get("good"), path, "the test file", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  expect_kept("chunk refused");
+
+  // The whole-file check refusing.
+  options.on_chunk = nullptr;
+  options.check = [](const HttpResponse&, const std::string&, uint64_t) { return Status::Corruption("bad crc"); };
+  r = FetchToFile(client, server.peer(), Get("good"), path, "the test file", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  expect_kept("check refused");
+
+  // Nobody listening (port 1: nothing serves it on a test machine).
+  options.check = nullptr;
+  r = FetchToFile(client, HostPort{"127.0.0.1", 1}, Get("good"), path, "the test file", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  expect_kept("dead peer");
+}
+
+}  // namespace
+}  // namespace clickatron
