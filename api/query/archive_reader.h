@@ -179,8 +179,8 @@ class ArchiveReader {
   // a replica serving no file (generation 0) after the cluster has an
   // archive has lost its file, and its answers would drop archived days.
   KnownGeneration known_generation_;
-  // By shard: generation -> its manifest's day_subtotals_every_day (the
-  // newest few generations asked about).
+  // By shard: generation -> its manifest's day_subtotals_every_day and
+  // day_uniques_every_day (the newest few generations asked about).
   std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -282,6 +282,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // With uniques, the whole days from uniques_from on are read as their day
   // unique records too, unless this file is already known not to have one
   // for every day with unique hours (then their hours are read at once).
+  // Found ones count only when the manifest (asked beside the mget when not
+  // yet known) promises them: otherwise those days are read by their hours.
   std::vector<int64_t> unique_days;
   if (job->uniques_from) {
     const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
@@ -333,8 +335,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day};
     std::vector<int64_t> days_found, unique_days_found;
-    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, data.get(), &days_found,
-                                         &unique_days_found);
+    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, answers->rules.uniques_every_day,
+                                         data.get(), &days_found, &unique_days_found);
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_subtotals_read += days_found.size();
     stats_.day_uniques_read += unique_days_found.size();
@@ -371,7 +373,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       }
       // Hours only: a day key here was not asked for.
       std::vector<int64_t> none, no_uniques;
-      Status st = AddArchiveBreakdownLines(*job, *replies, {}, {}, data.get(), &none, &no_uniques);
+      Status st = AddArchiveBreakdownLines(*job, *replies, {}, {}, false, data.get(), &none, &no_uniques);
       if (!st.ok()) return job->done(std::move(st));
       CompleteBreakdown(job, std::move(*data));
     });
@@ -396,12 +398,13 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
 
 // Adds the lines of archive mget answers: subtotal hours, day records (only
 // of `days`, each noted in *days_found) and, with uniques, unique subtotal
-// hours and day unique records (only of `unique_days`, noted in
-// *unique_days_found). A key not asked for is CORRUPTION.
+// hours and day unique records (only of `unique_days`; taken and noted in
+// *unique_days_found only when `use_unique_days`, else left for their
+// hours). A key not asked for is CORRUPTION.
 Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                              const std::vector<int64_t>& days,
-                                             const std::vector<int64_t>& unique_days, BreakdownData* data,
-                                             std::vector<int64_t>* days_found,
+                                             const std::vector<int64_t>& unique_days, bool use_unique_days,
+                                             BreakdownData* data, std::vector<int64_t>* days_found,
                                              std::vector<int64_t>* unique_days_found) {
   // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.DAY
   return ForEachMgetLine(replies, [&](std::string_view key, std::string_view value) -> Status {
@@ -411,6 +414,7 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
       if (!std::binary_search(asked.begin(), asked.end(), *day)) {
         return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
       }
+      if (unique && !use_unique_days) return Status::Ok();  // no promise: its hours are read instead
       // A day record stands for its day's hours, entered at the first.
       (unique ? unique_days_found : days_found)->push_back(*day);
       return unique ? AddArchiveUniqueSubtotals(value, *day * kSecondsPerDay, "", &data->unique_subtotals)
@@ -515,19 +519,19 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
         "WINDOW_TOO_LARGE"));
   }
   // A UTC day wholly inside one unit is read as its day unique record when
-  // the file has one for every day with unique hours (its manifest says so,
-  // known after the first query of a generation on a shard); otherwise, and
-  // for the days at the edges, the hours are read.
+  // the file has one for every day with unique hours (its manifest says so).
+  // Until that is known for this shard and generation, the hours are read
+  // and the manifest is asked beside them, so no query waits for it; the
+  // days at the edges are always read by their hours.
   std::vector<int64_t> days = job->splits ? WholeDays(archived, job->span.begin_ts, job->span.end_ts, job->skip,
                                                       *job->splits)
                                           : std::vector<int64_t>{};
-  if (days.empty()) return ReadArchiveUniques(job, std::move(archived), {});
-  archive_.DayRecordsEveryDay(job->session, view.generation,
-                              [this, job, archived = std::move(archived),
-                               days = std::move(days)](ArchiveReader::DayRecordRules rules) mutable {
-                                if (!rules.uniques_every_day) days.clear();
-                                ReadArchiveUniques(job, std::move(archived), std::move(days));
-                              });
+  if (!days.empty()) {
+    const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
+    if (!known) archive_.DayRecordsEveryDay(job->session, view.generation, [](ArchiveReader::DayRecordRules) {});
+    if (!known || !known->uniques_every_day) days.clear();
+  }
+  ReadArchiveUniques(job, std::move(archived), std::move(days));
 }
 
 void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,

@@ -142,7 +142,7 @@ class QueryGather {
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                   const std::vector<int64_t>& days, const std::vector<int64_t>& unique_days,
-                                  BreakdownData* data, std::vector<int64_t>* days_found,
+                                  bool use_unique_days, BreakdownData* data, std::vector<int64_t>* days_found,
                                   std::vector<int64_t>* unique_days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
 

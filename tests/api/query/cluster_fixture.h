@@ -157,11 +157,15 @@ class ReadDataset {
     std::vector<std::string> lines;
     // Unique records, and with every-day day records each day's union: a
     // sketch of all the day's hashes, each added (never a union of sketches).
+    // Files of the other kinds make no promise about day unique records, so
+    // readers must not use any they find: these carry wrong ones (an extra
+    // visitor every day) to show that they are not.
     std::map<std::string, std::map<std::string, std::set<uint64_t>>> uniques = archive_uniques_;
-    if (day_records == DayRecords::kEveryDay) {
-      for (const auto& [key, columns] : archive_uniques_) {
-        auto& day = uniques[key.substr(0, key.size() - 1)];
-        for (const auto& [name, hashes] : columns) day[name].insert(hashes.begin(), hashes.end());
+    for (const auto& [key, columns] : archive_uniques_) {
+      auto& day = uniques[key.substr(0, key.size() - 1)];
+      for (const auto& [name, hashes] : columns) {
+        day[name].insert(hashes.begin(), hashes.end());
+        if (day_records != DayRecords::kEveryDay) day[name].insert(HashVisitor("a visitor no hour has"));
       }
     }
     for (const auto& [key, columns] : uniques) {

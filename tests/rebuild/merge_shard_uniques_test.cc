@@ -1,0 +1,143 @@
+// The merge-shard task and day unique records: a previous generation whose
+// manifest does not promise them (unique hours, no day unique records: built
+// before they existed) is read in full once, so the next generation has the
+// union of its hours for every day, old and new, and says so; a previous
+// generation that promises them is merged into, its day records united with
+// the new hours' (late visitors to an old day included). Expected sketches
+// are built by adding every visitor of the day to one sketch.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "clickatron/file_util.h"
+#include "clickatron/manifest.h"
+#include "clickatron/shard.h"
+#include "clickatron/unique_sketch.h"
+#include "merge_shard_task.h"
+#include "rebuild_cluster_fixture.h"
+#include "task_dir.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+// The text of a sketch of the visitors numbered `visitors`, each added.
+std::string VisitorsOf(std::initializer_list<uint64_t> visitors) {
+  UniqueSketch s;
+  for (uint64_t v : visitors) s.Add(HashVisitor(fmt::format("visitor-{}", v)));
+  return s.ToText();
+}
+// Of visitors a..b-1.
+std::string Visitors(uint64_t a, uint64_t b) {
+  UniqueSketch s;
+  for (uint64_t v = a; v < b; ++v) s.Add(HashVisitor(fmt::format("visitor-{}", v)));
+  return s.ToText();
+}
+
+std::string JoinLines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+class UniqueDayRecordsMerge : public ::testing::Test {
+ protected:
+  // Generation 1 of one shard: `lines` with a manifest whose promises are
+  // the arguments.
+  void WritePrevious(const std::vector<std::string>& lines, bool uniques_every_day) {
+    const std::string text = JoinLines(lines);
+    previous_ = dir_ / "gen-1.csv";
+    ASSERT_TRUE(WriteFileAtomically(previous_, text).ok());
+    manifest_.generation = 1;
+    manifest_.shard = 0;
+    manifest_.shard_count = 1;
+    manifest_.last_day = "2024-10-04";
+    manifest_.day_subtotals = true;
+    manifest_.day_subtotals_every_day = true;
+    manifest_.day_uniques_every_day = uniques_every_day;
+    DescribeArchiveData(text, &manifest_);
+    ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(previous_), manifest_).ok());
+  }
+
+  // Generation 2 from the previous file and `new_lines`; its file's lines.
+  std::vector<std::string> Merge(const std::vector<std::string>& new_lines, Manifest* written) {
+    const std::string input = dir_ / "new.csv";
+    EXPECT_TRUE(WriteFileAtomically(input, JoinLines(new_lines)).ok());
+    const TaskPaths task{dir_ / "task"};
+    MergeShardSpec spec;
+    spec.generation = 2;
+    spec.last_day = "2024-10-05";
+    spec.created = "2024-10-06T00:10:00Z";
+    spec.previous_file = previous_;
+    spec.previous_manifest = manifest_;
+    spec.inputs = {input};
+    EXPECT_TRUE(WriteTaskSpec(task, spec.ToJson()).ok());
+    const Status st = RunTaskDir(task, ClusterConfig{}, TaskResources{});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    const std::string out = MergeShardOutput(task, 0);
+    auto m = ReadManifest(ManifestPathFor(out));
+    EXPECT_TRUE(m.ok());
+    if (m.ok()) *written = *m;
+    return FileLines(out);
+  }
+
+  testing::TempDir dir_;
+  std::string previous_;
+  Manifest manifest_;
+};
+
+// Days 2024-10-04 (code "oa4": year 24, month 10, day 4) and 2024-10-05 ("oa5").
+TEST_F(UniqueDayRecordsMerge, APreviousGenerationWithoutThemGetsThemForEveryDay) {
+  WritePrevious(
+      {
+          "u|k,oa40:1 oa41:1",
+          "~c.u|k.oa40,US:" + Visitors(0, 3),
+          "~c.u|k.oa41,JP:" + Visitors(5, 6) + " US:" + Visitors(2, 4),
+          "~u|k.oa40," + Visitors(0, 3),
+          "~u|k.oa41," + Visitors(2, 6),
+      },
+      /*uniques_every_day=*/false);
+  Manifest m;
+  const std::vector<std::string> got = Merge(
+      {"u|k,oa41:1 oa50:1", "~u|k.oa41," + Visitors(6, 7), "~u|k.oa50," + Visitors(0, 2)}, &m);
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "u|k,oa40:1 oa41:2 oa50:1",
+                     "~c.u|k.oa4,JP:" + Visitors(5, 6) + " US:" + Visitors(0, 4),
+                     "~c.u|k.oa40,US:" + Visitors(0, 3),
+                     "~c.u|k.oa41,JP:" + Visitors(5, 6) + " US:" + Visitors(2, 4),
+                     "~u|k.oa4," + Visitors(0, 7),
+                     "~u|k.oa40," + Visitors(0, 3),
+                     "~u|k.oa41," + Visitors(2, 7),
+                     "~u|k.oa5," + Visitors(0, 2),
+                     "~u|k.oa50," + Visitors(0, 2),
+                 }));
+  EXPECT_TRUE(m.day_uniques_every_day);
+  EXPECT_TRUE(m.day_subtotals_every_day);
+}
+
+TEST_F(UniqueDayRecordsMerge, APreviousGenerationWithThemIsUnitedDayByDay) {
+  WritePrevious(
+      {
+          "u|k,oa40:1 oa41:1",
+          "~u|k.oa4," + Visitors(0, 6),
+          "~u|k.oa40," + Visitors(0, 3),
+          "~u|k.oa41," + Visitors(2, 6),
+      },
+      /*uniques_every_day=*/true);
+  Manifest m;
+  // Late visitors to an old hour (one already counted that day, one new),
+  // and a new hour of the old day.
+  const std::vector<std::string> got = Merge(
+      {"u|k,oa41:1 oa42:1", "~u|k.oa41," + Visitors(4, 8), "~u|k.oa42," + Visitors(20, 21)}, &m);
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "u|k,oa40:1 oa41:2 oa42:1",
+                     "~u|k.oa4," + VisitorsOf({0, 1, 2, 3, 4, 5, 6, 7, 20}),
+                     "~u|k.oa40," + Visitors(0, 3),
+                     "~u|k.oa41," + Visitors(2, 8),
+                     "~u|k.oa42," + Visitors(20, 21),
+                 }));
+  EXPECT_TRUE(m.day_uniques_every_day);
+}
+
+}  // namespace
+}  // namespace clickatron::rebuild
