@@ -61,7 +61,10 @@ struct QueryWindows {
   HourSpan Gap() const { return earlier ? HourSpan{earlier->end_ts(), window.begin_ts()} : HourSpan{0, 0}; }
   // Where a breakdown's sums split: the windows' ends, and with rollup=false
   // every unit start too. A UTC day between two splits is one sum's.
-  std::vector<int64_t> SumSplits(bool rollup) const {
+  // nullopt for hourly units (rollup=false): no day fits in one, every hour
+  // is read (and 720 splits for 30 days would only say so slowly).
+  std::optional<std::vector<int64_t>> SumSplits(Unit unit, bool rollup) const {
+    if (!rollup && unit == Unit::kHour) return std::nullopt;
     std::vector<int64_t> splits;
     for (const UnitWindow* w : {&window, earlier ? &*earlier : nullptr}) {
       if (w == nullptr || w->empty()) continue;
@@ -263,7 +266,7 @@ class ReadPathImpl : public ReadPath {
       if (!fixed.ok()) return Fail(ex, fixed.status());
       if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
       skip = fixed->Gap();
-      splits = fixed->SumSplits(w.rollup);
+      splits = fixed->SumSplits(w.unit, w.rollup);
       const HourSpan span = fixed->Span();
       begin_ts = span.begin_ts;
       end_ts = span.end_ts;
@@ -424,7 +427,7 @@ class ReadPathImpl : public ReadPath {
       skip = fixed->Gap();
       // Visitors unite per unit (rollup=false) or over each window: a UTC day
       // inside one of those may come as its day record.
-      splits = fixed->SumSplits(params->series.window.rollup);
+      splits = fixed->SumSplits(params->series.window.unit, params->series.window.rollup);
       windows = std::move(*fixed);
     }
     UniquesTarget target;
