@@ -64,6 +64,7 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
   day_records_every_day_.resize(replicas_.size());
+  day_rules_waiting_.resize(replicas_.size());
   for (size_t shard = 0; shard < replicas_.size(); ++shard) {
     for (const MemberConfig* m : cluster.ArchiveReplicas(static_cast<int>(shard))) {
       replicas_[shard].push_back(Replica{m->name, m->listen, {}});
@@ -392,26 +393,37 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
   if (shard >= day_records_every_day_.size()) return done({});
   auto& known = day_records_every_day_[shard];
   if (auto it = known.find(generation); it != known.end()) return done(it->second);
+  // One /manifest request per shard and generation: the queries that ask
+  // while it is out (a burst at each new generation) wait for its answer.
+  auto& waiting = day_rules_waiting_[shard][generation];
+  waiting.push_back(std::move(done));
+  if (waiting.size() > 1) return;
   std::weak_ptr<bool> alive = alive_;
   Send(session, fmt::format("/manifest?shard={}", shard), Attempts(session->shard),
-       [this, alive, shard, generation, done = std::move(done)](Result<ArchiveReply> reply) {
+       [this, alive, shard, generation](Result<ArchiveReply> reply) {
          if (alive.expired()) return;
-         if (!reply.ok() || !reply->found) return done({});
-         // {"data": the manifest, or null for a file without one, ...}
-         const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
-         DayRecordRules rules;
-         if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
-           const auto says = [&](const char* name) {
-             const nlohmann::json& flag = answer["data"].value(name, nlohmann::json(false));
-             return flag.is_boolean() && flag.get<bool>();
-           };
-           rules.subtotals_every_day = says("day_subtotals_every_day");
-           rules.uniques_every_day = says("day_uniques_every_day");
+         DayRecordRules rules;  // none promised: no answer, or not a manifest
+         if (reply.ok() && reply->found) {
+           // {"data": the manifest, or null for a file without one, ...}
+           const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+           if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
+             const auto says = [&](const char* name) {
+               const nlohmann::json& flag = answer["data"].value(name, nlohmann::json(false));
+               return flag.is_boolean() && flag.get<bool>();
+             };
+             rules.subtotals_every_day = says("day_subtotals_every_day");
+             rules.uniques_every_day = says("day_uniques_every_day");
+           }
+           auto& known = day_records_every_day_[shard];
+           known[reply->view.generation] = rules;
+           while (known.size() > 4) known.erase(known.begin());  // generations only grow
+           // An answer from another generation (a reload in between) says
+           // nothing of the one asked about: asked again next time.
+           if (reply->view.generation != generation) rules = DayRecordRules{};
          }
-         auto& known = day_records_every_day_[shard];
-         known[reply->view.generation] = rules;
-         while (known.size() > 4) known.erase(known.begin());  // generations only grow
-         done(reply->view.generation == generation ? rules : DayRecordRules{});
+         auto node = day_rules_waiting_[shard].extract(generation);
+         if (node.empty()) return;
+         for (auto& waiter : node.mapped()) waiter(rules);  // moved out first: a waiter may ask again
        });
 }
 

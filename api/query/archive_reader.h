@@ -182,6 +182,8 @@ class ArchiveReader {
   // By shard: generation -> its manifest's day_subtotals_every_day and
   // day_uniques_every_day (the newest few generations asked about).
   std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;
+  // By shard: generation -> the callers waiting for its /manifest answer.
+  std::vector<std::map<uint64_t, std::vector<std::function<void(DayRecordRules)>>>> day_rules_waiting_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
