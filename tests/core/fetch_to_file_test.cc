@@ -7,10 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "clickatron/file_util.h"
 #include "clickatron/http_server.h"
+#include "testutil/stand_in_server.h"
 #include "testutil/testutil.h"
 
 namespace clickatron {
@@ -21,14 +20,7 @@ using clickatron::testing::TempDir;
 class FileServer {
  public:
   FileServer() {
-    HttpServerOptions options;
-    options.daemon = "fake";
-    options.member = "fake-0";
-    options.listen = HostPort{"127.0.0.1", 0};
-    auto server = HttpServer::Create(options);
-    EXPECT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(server).value();
-    server_->Route("/file", [](const HttpExchangePtr& ex) {
+    stand_in_.server().Route("/file", [](const HttpExchangePtr& ex) {
       const std::string* name = ex->args().Get("name");
       if (name != nullptr && *name == "good") {
         ex->StartStream(200, "text/plain");
@@ -39,13 +31,9 @@ class FileServer {
         ex->ReplyError(404, "NO_SUCH_FILE", "there is no such file here");
       }
     }, kGet);
-    thread_ = std::thread([this] { (void)server_->Run(); });
+    stand_in_.Start();
   }
-  ~FileServer() {
-    server_->Stop();
-    thread_.join();
-  }
-  HostPort peer() const { return HostPort{"127.0.0.1", server_->port()}; }
+  HostPort peer() const { return stand_in_.peer(); }
   static std::string Body() {
     std::string body;
     for (int i = 0; i < 2000; ++i) body += "line " + std::to_string(i) + "\n";
@@ -53,8 +41,7 @@ class FileServer {
   }
 
  private:
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  clickatron::testing::StandInServer stand_in_{"fake"};
 };
 
 HttpRequestSpec Get(const std::string& name) {

@@ -6,10 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "clickatron/file_util.h"
 #include "clickatron/http_server.h"
+#include "testutil/stand_in_server.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {
@@ -22,22 +21,10 @@ constexpr const char* kToken = "tok";
 class FakeRealtime {
  public:
   FakeRealtime() {
-    HttpServerOptions options;
-    options.daemon = "fake-realtime";
-    options.member = "realtime-0";
-    options.listen = HostPort{"127.0.0.1", 0};
-    options.admin_token = kToken;
-    auto server = HttpServer::Create(options);
-    EXPECT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(server).value();
-    server_->AdminRoute("/export", [this](const HttpExchangePtr& ex) { Export(ex); }, kGet);
-    thread_ = std::thread([this] { (void)server_->Run(); });
+    stand_in_.server().AdminRoute("/export", [this](const HttpExchangePtr& ex) { Export(ex); }, kGet);
+    stand_in_.Start();
   }
-  ~FakeRealtime() {
-    server_->Stop();
-    thread_.join();
-  }
-  HostPort peer() const { return HostPort{"127.0.0.1", server_->port()}; }
+  HostPort peer() const { return stand_in_.peer(); }
 
   // Lines the good export streams, in two chunks.
   static std::string GoodBody() {
@@ -66,8 +53,7 @@ class FakeRealtime {
     }
   }
 
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  clickatron::testing::StandInServer stand_in_{"fake-realtime", kToken};
 };
 
 ExportOptions Options(const FakeRealtime& fake, const std::string& date, const std::string& path) {

@@ -10,7 +10,6 @@
 
 #include <filesystem>
 #include <map>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,7 @@
 #include "clickatron/framed_log.h"
 #include "clickatron/http_server.h"
 #include "clickatron/oplog_record.h"
+#include "testutil/stand_in_server.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::rebuild {
@@ -48,24 +48,13 @@ class FakeApi {
  public:
   explicit FakeApi(std::map<std::string, std::string> files, std::map<std::string, uint64_t> listed_bytes = {})
       : files_(std::move(files)), listed_bytes_(std::move(listed_bytes)) {
-    HttpServerOptions options;
-    options.daemon = "fake-api";
-    options.member = "api";
-    options.listen = HostPort{"127.0.0.1", 0};
-    options.admin_token = kToken;
-    auto server = HttpServer::Create(options);
-    EXPECT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(server).value();
-    server_->AdminRoute("/late/files", [this](const HttpExchangePtr& ex) { List(ex); }, kGet);
-    server_->AdminRoute("/late/file", [this](const HttpExchangePtr& ex) { File(ex); }, kGet);
-    server_->AdminRoute("/late/done", [this](const HttpExchangePtr& ex) { Done(ex); }, kPost);
-    thread_ = std::thread([this] { (void)server_->Run(); });
+    HttpServer& server = stand_in_.server();
+    server.AdminRoute("/late/files", [this](const HttpExchangePtr& ex) { List(ex); }, kGet);
+    server.AdminRoute("/late/file", [this](const HttpExchangePtr& ex) { File(ex); }, kGet);
+    server.AdminRoute("/late/done", [this](const HttpExchangePtr& ex) { Done(ex); }, kPost);
+    stand_in_.Start();
   }
-  ~FakeApi() {
-    server_->Stop();
-    thread_.join();
-  }
-  uint16_t port() const { return server_->port(); }
+  uint16_t port() const { return stand_in_.port(); }
   // Names fetched and marked done, in order (read after the fetch returned).
   const std::vector<std::string>& fetched() const { return fetched_; }
   const std::vector<std::string>& done() const { return done_; }
@@ -100,8 +89,7 @@ class FakeApi {
   std::map<std::string, std::string> files_;
   std::map<std::string, uint64_t> listed_bytes_;
   std::vector<std::string> fetched_, done_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  clickatron::testing::StandInServer stand_in_{"fake-api", kToken};  // last: stopped before the rest goes
 };
 
 ClusterConfig Cluster(const std::vector<std::pair<std::string, uint16_t>>& apis) {
