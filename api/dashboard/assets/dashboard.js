@@ -359,14 +359,16 @@
     if (compared) el['change-heading'].textContent = data.compare.window === 'year' ? 'vs a year earlier' : 'vs period before';
     clear(body);
     if (!rows.length) {
-      add(add(body, 'tr', {'class': 'empty'}), 'td', {colspan: compared ? 4 : 3}, 'No ' + sns + ' values in this window.');
+      add(add(body, 'tr', {'class': 'empty'}), 'td', {colspan: compared ? 5 : 4}, 'No ' + sns + ' values in this window.');
       return;
     }
     var max = rows.reduce(function (a, r) { return Math.max(a, r.clicks); }, 0);
     rows.forEach(function (r) {
-      var tr = add(body, 'tr', {'class': 'breakdown-row', 'data-value': r.value, 'data-clicks': r.clicks});
+      var tr = add(body, 'tr', {'class': 'breakdown-row', 'data-value': r.value, 'data-clicks': r.clicks,
+                                'data-uniques': r.uniques});
       add(tr, 'th', {scope: 'row', title: r.value}, r.value);
       add(tr, 'td', {'class': 'num'}, fmt(r.clicks));
+      add(tr, 'td', {'class': 'num'}, fmt(r.uniques));
       var share = add(add(tr, 'td', {'class': 'share-cell'}), 'div', {'class': 'share'});
       var fill = add(add(share, 'span', {'class': 'share-track', 'aria-hidden': 'true'}), 'span', {'class': 'share-fill'});
       fill.style.width = (max ? (100 * r.clicks / max) : 0).toFixed(1) + '%';
@@ -378,6 +380,15 @@
                        title: fmt(r.compare.clicks) + ' before'}, changeText(change));
       }
     });
+  }
+
+  // Distinct visitors over the window, after the clicks summary.
+  function drawVisitors(data) {
+    var n = data.uniques;
+    el.summary.appendChild(document.createTextNode(' '));
+    add(el.summary, 'strong', {id: 'uniques-total', 'data-total': n}, fmt(n));
+    el.summary.appendChild(document.createTextNode((n === 1 ? ' distinct visitor' : ' distinct visitors') +
+        ' in the window.'));
   }
 
   function run(force) {
@@ -405,18 +416,25 @@
     var clicksParams = apiQuery(q, ['ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts', 'compare']);
     clicksParams.set('rollup', 'false');
     var clicks = settle(getJson('clicks', clicksParams));
-    var breakdown = sns ? settle(getJson('breakdown',
-        apiQuery(q, ['sns', 'ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts', 'limit', 'compare']))) : null;
-    Promise.all([clicks, breakdown]).then(function (answers) {
+    var uniquesParams = apiQuery(q, ['ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts']);
+    uniquesParams.set('rollup', 'true');
+    var uniques = settle(getJson('uniques', uniquesParams));
+    var breakdownParams = apiQuery(q, ['sns', 'ns', 'key', 'unit', 'units', 'timezone', 'unit_reference_ts', 'limit',
+                                       'compare']);
+    breakdownParams.set('uniques', 'true');
+    var breakdown = sns ? settle(getJson('breakdown', breakdownParams)) : null;
+    Promise.all([clicks, breakdown, uniques]).then(function (answers) {
       if (mine !== generation) return;
       inFlight = null;
       var errors = [], total = null;
-      var c = answers[0], b = answers[1];
+      var c = answers[0], b = answers[1], u = answers[2];
       if (c.data) {
         lastSeries = c.data;
         if (el['tz-name'].value.trim()) el.tz.value = String(c.data.tz_offset);
         total = drawChart(c.data);
         drawSummary(c.data, total);
+        if (u.data) drawVisitors(u.data);
+        else errors.push(u.error);
       } else {
         errors.push(c.error);
         clearSeries();

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -165,8 +166,13 @@ class IntegrationDashboardTest : public ::testing::Test {
       const int64_t ts = std::min<int64_t>(hour + static_cast<int64_t>(rng() % kHour), now_);
       const int64_t value = 1 + static_cast<int64_t>(rng() % 4);
       const std::string& country = kCountries[rng() % kCountries.size()];
-      auto r = cluster_.Api(fmt::format("/incr?ns=u&key={}&ts={}&value={}&sub=c:{}", Enc(key_), ts, value, Enc(country)));
+      // A visitor from a small pool (one with a space and a plus in it).
+      const std::string visitor = fmt::format("visitor {}+{}", rng() % 5, rng() % 2);
+      auto r = cluster_.Api(fmt::format("/incr?ns=u&key={}&ts={}&value={}&sub=c:{}&uniq={}", Enc(key_), ts, value,
+                                        Enc(country), Enc(visitor)));
       ASSERT_EQ(r["http_status"], 200) << r.dump();
+      visitors_.insert(visitor);
+      country_visitors_[country].insert(visitor);
       hours_[FloorDiv(ts, kHour) * kHour] += value;
       countries_[country] += value;
       day_countries_[FloorDiv(ts, kDay)][country] += value;
@@ -178,13 +184,18 @@ class IntegrationDashboardTest : public ::testing::Test {
         "/clicks?ns=u&key={}&unit=day&units=7&timezone=0&rollup=true&unit_reference_ts={}", Enc(key_), now_);
     const std::string breakdown = fmt::format(
         "/breakdown?sns=c&ns=u&key={}&unit=day&units=7&timezone=0&unit_reference_ts={}", Enc(key_), now_);
-    nlohmann::json last_clicks, last_breakdown;
+    const std::string uniques = fmt::format(
+        "/uniques?ns=u&key={}&unit=day&units=7&timezone=0&rollup=true&unit_reference_ts={}", Enc(key_), now_);
+    nlohmann::json last_clicks, last_breakdown, last_uniques;
     EXPECT_TRUE(clickatron::testing::WaitFor([&] {
       last_clicks = cluster_.Api(clicks);
       last_breakdown = cluster_.Api(breakdown);
+      last_uniques = cluster_.Api(uniques);
       return last_clicks["data"]["clicks"] == total_ &&
-             last_breakdown["data"]["breakdown"] == ExpectedTop(countries_, 100);
-    })) << "the API never showed the increments: " << last_clicks.dump() << " " << last_breakdown.dump();
+             last_breakdown["data"]["breakdown"] == ExpectedTop(countries_, 100) &&
+             last_uniques["data"]["uniques"] == visitors_.size();
+    })) << "the API never showed the increments: " << last_clicks.dump() << " " << last_breakdown.dump() << " "
+        << last_uniques.dump();
   }
 
   // Loads `target` from the API node in headless Chromium and returns the
@@ -233,6 +244,8 @@ class IntegrationDashboardTest : public ::testing::Test {
   std::map<int64_t, int64_t> hours_;              // oracle: UTC hour start -> clicks
   std::map<std::string, int64_t> countries_;      // oracle: country -> clicks
   std::map<int64_t, std::map<std::string, int64_t>> day_countries_;  // oracle: UTC day -> country -> clicks
+  std::set<std::string> visitors_;                                   // oracle: every visitor (uniq=)
+  std::map<std::string, std::set<std::string>> country_visitors_;    // oracle: country -> its visitors
 };
 
 TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
@@ -270,11 +283,20 @@ TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].Attr("data-value"), want[i]["value"].get<std::string>()) << "row " << i;
     EXPECT_EQ(rows[i].Attr("data-clicks"), std::to_string(want[i]["clicks"].get<int64_t>())) << "row " << i;
+    // Each value's distinct visitors beside its clicks.
+    EXPECT_EQ(rows[i].Attr("data-uniques"),
+              std::to_string(country_visitors_[want[i]["value"].get<std::string>()].size()))
+        << "row " << i;
   }
 
   auto total = ById(dom, "strong", "total");
   ASSERT_TRUE(total.has_value()) << dom;
   EXPECT_EQ(total->Attr("data-total"), std::to_string(total_));
+  // And the window's distinct visitors: the union, not a sum of the rows.
+  auto visitors = ById(dom, "strong", "uniques-total");
+  ASSERT_TRUE(visitors.has_value()) << dom;
+  EXPECT_EQ(visitors->Attr("data-total"), std::to_string(visitors_.size()));
+  EXPECT_GT(visitors_.size(), 1u);
   auto error_box = ById(dom, "div", "error");
   ASSERT_TRUE(error_box.has_value()) << dom;
   EXPECT_TRUE(error_box->Has("hidden")) << "the error box shows on success";
