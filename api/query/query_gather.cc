@@ -348,19 +348,24 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     // The same for a day unique record the file lacks.
     std::sort(days_found.begin(), days_found.end());
     std::sort(unique_days_found.begin(), unique_days_found.end());
+    // A day asked for as a record, not found, on a file that does not
+    // promise one for every day: read by its hours.
+    const auto read_by_hours = [](bool promised, const std::vector<int64_t>& asked,
+                                  const std::vector<int64_t>& found, int64_t day) {
+      return !promised && std::binary_search(asked.begin(), asked.end(), day) &&
+             !std::binary_search(found.begin(), found.end(), day);
+    };
     std::vector<std::string> hour_keys;
-    for (const auto& [hour, count] : archived) {
-      const int64_t day = FloorDiv(hour, kSecondsPerDay);
-      auto ymdh = YmdhFromUnix(hour);
+    const bool all_promised = answers->rules.subtotals_every_day && answers->rules.uniques_every_day;
+    for (auto it = archived.begin(); !all_promised && it != archived.end(); ++it) {
+      const int64_t day = FloorDiv(it->first, kSecondsPerDay);
+      const bool subtotals = read_by_hours(answers->rules.subtotals_every_day, days, days_found, day);
+      const bool uniques = read_by_hours(answers->rules.uniques_every_day, unique_days, unique_days_found, day);
+      if (!subtotals && !uniques) continue;
+      auto ymdh = YmdhFromUnix(it->first);
       if (!ymdh.ok()) continue;
-      if (!answers->rules.subtotals_every_day && std::binary_search(days.begin(), days.end(), day) &&
-          !std::binary_search(days_found.begin(), days_found.end(), day)) {
-        hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-      }
-      if (!answers->rules.uniques_every_day && std::binary_search(unique_days.begin(), unique_days.end(), day) &&
-          !std::binary_search(unique_days_found.begin(), unique_days_found.end(), day)) {
-        hour_keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-      }
+      if (subtotals) hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+      if (uniques) hour_keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
     data->total = std::move(archived);
     if (hour_keys.empty()) return CompleteBreakdown(job, std::move(*data));
