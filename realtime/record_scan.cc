@@ -110,6 +110,23 @@ Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::v
   return std::optional<std::string>(std::move(text));
 }
 
+namespace {
+
+// Appends the cursors of the view's tables over `day`'s records under
+// `prefix` that hold any (each a copy: later Apply() calls do not change it),
+// the newest table first: a lookup takes the first cursor's value.
+void AddHeldCursors(const ReadView& view, int64_t day, std::string_view prefix,
+                    std::vector<std::unique_ptr<StoreCursor>>* cursors) {
+  for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {
+    if (!(*t)->HasDay(day)) continue;
+    std::unique_ptr<StoreCursor> mem = (*t)->NewCursor(day, prefix);
+    mem->Seek(prefix);
+    if (mem->Valid()) cursors->push_back(std::move(mem));
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,
                                                std::string_view prefix, uint64_t limit) {
   CursorOptions options;
@@ -117,13 +134,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
   options.at = view.at;
   std::vector<std::unique_ptr<StoreCursor>> cursors;
   for (int64_t day : days) {
-    // The newest table first: a lookup takes the first cursor's value.
-    for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {
-      if (!(*t)->HasDay(day)) continue;
-      std::unique_ptr<StoreCursor> mem = (*t)->NewCursor(day, prefix);
-      mem->Seek(prefix);
-      if (mem->Valid()) cursors.push_back(std::move(mem));
-    }
+    AddHeldCursors(view, day, prefix, &cursors);
     Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(day, options);
     if (!cursor.ok()) return cursor.status();
     (*cursor)->Seek(prefix);
@@ -210,14 +221,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
   scans.reserve(prefixes.size());
   for (std::string& prefix : prefixes) {
     PrefixesScan::Prefix p;
-    for (int64_t day : days) {
-      for (auto t = view.tables.rbegin(); t != view.tables.rend(); ++t) {
-        if (!(*t)->HasDay(day)) continue;
-        std::unique_ptr<StoreCursor> mem = (*t)->NewCursor(day, prefix);
-        mem->Seek(prefix);
-        if (mem->Valid()) p.held.push_back(std::move(mem));
-      }
-    }
+    for (int64_t day : days) AddHeldCursors(view, day, prefix, &p.held);
     p.prefix = std::move(prefix);
     scans.push_back(std::move(p));
   }
