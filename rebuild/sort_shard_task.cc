@@ -31,12 +31,10 @@ Result<SortShardSpec> SortShardSpec::FromJson(const nlohmann::json& j) {
 }
 
 Result<SortShardSpec> ReadSortShardSpec(const TaskPaths& task) {
-  auto text = ReadFileToString(task.Spec());
-  if (!text.ok()) return text.status();
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption(task.Spec() + ": not JSON");
+  auto j = ReadTaskSpec(task);
+  if (!j.ok()) return j.status();
   try {
-    auto spec = SortShardSpec::FromJson(j);
+    auto spec = SortShardSpec::FromJson(*j);
     if (!spec.ok()) return spec.status().WithContext(task.Spec());
     return spec;
   } catch (const nlohmann::json::exception& e) {

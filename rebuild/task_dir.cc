@@ -48,8 +48,10 @@ bool TaskDone(const TaskPaths& task) {
 
 Result<nlohmann::json> ReadTaskDone(const TaskPaths& task) { return ReadJsonFile(task.Done()); }
 
+Result<nlohmann::json> ReadTaskSpec(const TaskPaths& task) { return ReadJsonFile(task.Spec()); }
+
 Status RunTaskDir(const TaskPaths& task, const ClusterConfig& cluster, const TaskResources& resources) {
-  auto spec = ReadJsonFile(task.Spec());
+  auto spec = ReadTaskSpec(task);
   if (!spec.ok()) return spec.status();
   TaskPaths staging = task;
   staging.out_name = "out.partial";

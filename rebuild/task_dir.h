@@ -57,6 +57,8 @@ Status WriteTaskSpec(const TaskPaths& task, const nlohmann::json& spec);
 // done.json is there and every file it lists has its size.
 bool TaskDone(const TaskPaths& task);
 Result<nlohmann::json> ReadTaskDone(const TaskPaths& task);
+// The task's in/task.json, parsed (CORRUPTION when it is not a JSON object).
+Result<nlohmann::json> ReadTaskSpec(const TaskPaths& task);
 
 // Runs the task in `task.dir`: clears out/ and tmp/, runs it by its kind
 // into out.partial/, writes its done.json there, renames it to out/,
