@@ -160,9 +160,10 @@ struct ClusterConfig {
   std::vector<const MemberConfig*> MembersWithRole(MemberRole role) const;
   // The realtime member serving `shard` (exactly one per shard).
   const MemberConfig* RealtimeMember(int shard) const;
-  // Realtime members there are to talk to (export, read, send to): the larger
-  // of realtime_shards and previous_realtime_shards.
-  int RealtimeShardSlots() const { return std::max(realtime_shards, previous_realtime_shards); }
+  // Realtime members there are to talk to (export, read, send to): every
+  // shard of the current count (a previous count is always smaller: the
+  // config refuses one that is not).
+  int RealtimeShardSlots() const { return realtime_shards; }
   // Every archive replica serving `shard`, in file order.
   std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
   bool manual_clock() const { return clock == "manual"; }

@@ -134,7 +134,7 @@ TEST(ConfigTest, RealtimeShardChangeNeedsBothKeysAndMembersForTheLargerCount) {
       }(),
       "test.toml");
   ASSERT_TRUE(grow.ok()) << grow.status().ToString();
-  EXPECT_EQ(grow->RealtimeShardSlots(), n);
+  EXPECT_EQ(grow->previous_realtime_shards, n - 1);
   EXPECT_EQ(grow->realtime_shards_since_day, *ParseDate("2026-12-01"));
   // The same count, or a smaller one, is refused.
   EXPECT_NE(ParseError(with(fmt::format("realtime_shards_since = \"2026-12-01\"\nprevious_realtime_shards = {}", n)))
