@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -145,6 +146,22 @@ class ClusterDaysTest : public ::testing::Test {
   void Rotate(const std::string& day) {
     std::string error;
     ASSERT_TRUE(cluster_.RotateAll(day, &error)) << error;
+  }
+  // `n` increments of keys_ at random times of `days`, each with one "c"
+  // subtotal of `sub_values`, through the API (batched); added to every
+  // oracle given.
+  void SendIncrements(const std::vector<std::string>& days, int n, const std::vector<Oracle*>& oracles,
+                      const std::vector<std::string>& sub_values, std::mt19937& rng) {
+    std::vector<Increment> increments;
+    for (int i = 0; i < n; ++i) {
+      Increment& inc = increments.emplace_back();
+      inc.key = keys_[rng() % keys_.size()];
+      inc.ts = UnixOfDate(days[rng() % days.size()]) + static_cast<int64_t>(rng() % 86400);
+      inc.value = 1 + static_cast<int64_t>(rng() % 4);
+      inc.subs.emplace_back("c", sub_values[rng() % sub_values.size()]);
+      for (Oracle* o : oracles) o->Add(inc);
+    }
+    ASSERT_EQ(PostIncrements(cluster_, increments), "");
   }
   // Waits (bounded) until every query equals the oracle.
   void ExpectQueriesMatch(const Oracle& oracle, const std::string& step) {

@@ -33,17 +33,8 @@ class ManyHostsTest : public ClusterDaysTest {
   ManyHostsTest()
       : ClusterDaysTest({.replicas_per_archive_shard = 2, .private_hosts = true}, kKeys, UnixOfDate(kD3) + 86400 - 1) {}
 
-  void SendIncrements(const std::vector<std::string>& days, int n, std::vector<Oracle*> oracles) {
-    std::vector<Increment> increments;
-    for (int i = 0; i < n; ++i) {
-      Increment& inc = increments.emplace_back();
-      inc.key = kKeys[rng_() % kKeys.size()];
-      inc.ts = UnixOfDate(days[rng_() % days.size()]) + static_cast<int64_t>(rng_() % 86400);
-      inc.value = 1 + static_cast<int64_t>(rng_() % 4);
-      inc.subs.emplace_back("c", kCountries[rng_() % kCountries.size()]);
-      for (Oracle* o : oracles) o->Add(inc);
-    }
-    ASSERT_EQ(PostIncrements(cluster_, increments), "");
+  void SendIncrements(const std::vector<std::string>& days, int n, const std::vector<Oracle*>& oracles) {
+    ClusterDaysTest::SendIncrements(days, n, oracles, kCountries, rng_);
   }
 
 

@@ -45,16 +45,7 @@ class RealtimeShardChangeTest : public ClusterDaysTest {
   RealtimeShardChangeTest() : ClusterDaysTest({.private_hosts = true}, Keys(), UnixOfDate(kD3) + 86400 - 1) {}
 
   void SendIncrements(const std::vector<std::string>& days, int n, Oracle* oracle) {
-    std::vector<Increment> increments;
-    for (int i = 0; i < n; ++i) {
-      Increment& inc = increments.emplace_back();
-      inc.key = keys_[rng_() % keys_.size()];
-      inc.ts = UnixOfDate(days[rng_() % days.size()]) + static_cast<int64_t>(rng_() % 86400);
-      inc.value = 1 + static_cast<int64_t>(rng_() % 4);
-      inc.subs.emplace_back("c", kSubValues[rng_() % kSubValues.size()]);
-      oracle->Add(inc);
-    }
-    ASSERT_EQ(PostIncrements(cluster_, increments), "");
+    ClusterDaysTest::SendIncrements(days, n, {oracle}, kSubValues, rng_);
   }
 
   // The hours (as UTC days) of the total records realtime member `name` holds.
