@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <thread>
+
 #include "clickatron/generation_fetch.h"
 #include "clickatron/http_client.h"
 #include "publish_server.h"
@@ -97,7 +100,10 @@ Status DeployGeneration(const DeployOptions& options) {
     spdlog::info("archive shard {}: {} of {} replica(s) serve generation {} ({} records)", shard, serving,
                  replicas.size(), options.generation, manifest.records);
   }
-  if (failed.empty()) return Status::Ok();
+  if (failed.empty()) {
+    WaitForArchiveCaches(cluster);
+    return Status::Ok();
+  }
   std::string list;
   for (const std::string& f : failed) list += (list.empty() ? "" : "; ") + f;
   return Status::Unavailable(
@@ -105,6 +111,13 @@ Status DeployGeneration(const DeployOptions& options) {
                   "down catches up from its shard's other replicas when it starts; rerun to finish): {}",
                   options.generation, list),
       "REPLICA_UNAVAILABLE");
+}
+
+void WaitForArchiveCaches(const ClusterConfig& cluster) {
+  const int ms = cluster.ArchiveCacheDrainMs();
+  if (ms <= 0) return;
+  spdlog::info("waiting {} ms: API nodes stop answering from archive answers of the previous generation", ms);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {

@@ -34,7 +34,16 @@ struct DeployOptions {
   int reload_timeout_ms = 600000;        // a replica answers /reload once the file is loaded
 };
 
+// On success, returns only after WaitForArchiveCaches: then no API node
+// answers from the previous generation.
 Status DeployGeneration(const DeployOptions& options);
+
+// Sleeps ClusterConfig::ArchiveCacheDrainMs: API nodes use an archive answer
+// they kept only while its replica confirmed the generation within
+// archive_cache_confirm_ms, so after this every query reads the generation
+// now served. Realtime must not clear a day the new generation holds before
+// that (a query would add an answer without the day to realtime without it).
+void WaitForArchiveCaches(const ClusterConfig& cluster);
 
 // POST /exported?date=D on every realtime shard (all must accept).
 Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms);

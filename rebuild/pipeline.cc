@@ -90,6 +90,10 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
     CLICKATRON_RETURN_IF_ERROR(DeployGeneration(deploy).WithContext(fmt::format("deploying generation {}", g)));
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenDeployed(g), NowIso() + "\n"));
     spdlog::info("generation {} deployed on every archive replica", g);
+  } else {
+    // Deployed by an earlier run that stopped before telling realtime, maybe
+    // a moment ago: API nodes may still answer from the generation before.
+    WaitForArchiveCaches(cluster);
   }
   if (!plan.day.empty()) {
     CLICKATRON_RETURN_IF_ERROR(

@@ -184,7 +184,8 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     ApiConfig& a = c->api;
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"flush_window_ms", "oplog_sync", "oplog_sync_interval_ms",
         "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "future_margin_hours",
-        "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token"}));
+        "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token",
+        "archive_cache_mb", "archive_cache_confirm_ms"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
     CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_sync_interval_ms", 1, 60000, &a.oplog_sync_interval_ms));
@@ -197,6 +198,8 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_hours", 1, 24 * 366 * 100, &a.max_query_hours));
     CLICKATRON_RETURN_IF_ERROR(r.String("client_token", &a.client_token));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_mb", 0, 1 << 20, &a.archive_cache_mb));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_confirm_ms", 10, 60000, &a.archive_cache_confirm_ms));
   }
   {
     TableReader r(SubTable(root, "realtime"), "realtime");

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <unordered_set>
 
 #include "clickatron/key_codec.h"
 #include "clickatron/shard.h"
@@ -60,7 +61,8 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       stats_(stats),
       options_(options),
       config_shards_(std::max(cluster.archive_shards, 1)),
-      known_generation_(options_.generation_file) {
+      known_generation_(options_.generation_file),
+      cache_(options.cache_bytes) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
   day_records_every_day_.resize(replicas_.size());
@@ -70,6 +72,8 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       replicas_[shard].push_back(Replica{m->name, m->listen, {}});
     }
   }
+  confirmed_.resize(replicas_.size());
+  for (size_t shard = 0; shard < replicas_.size(); ++shard) confirmed_[shard].resize(replicas_[shard].size());
   if (options_.coalesce_in_flight > 0) {
     const Coalescer<ArchiveReply>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
                                                     .max_keys = options_.coalesce_max_keys,
@@ -215,14 +219,16 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
   spec.target = target;
   spec.timeout_ms = options_.timeout_ms;
   std::weak_ptr<bool> alive = alive_;
+  const auto sent = std::chrono::steady_clock::now();
   // `shard` and `index` are where this request went: another request of the
   // session may reroute it (session->shard) while this one is out.
   client_.Send(replicas_[shard][index].peer, std::move(spec),
-               [this, alive, session, shard, target = std::move(target), attempts_left, index,
+               [this, alive, session, shard, target = std::move(target), attempts_left, index, sent,
                 done = std::move(done)](HttpResponse response) mutable {
                  if (alive.expired()) return;
                  Replica& replica = replicas_[shard][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
+                 if (reply.ok()) Confirm(shard, index, reply->view.generation, sent);
                  // A shard other than 0 serving no file, before any answer
                  // said which count the archive is cut into (shard 0 did not
                  // answer): it may be a new shard of a count not deployed
@@ -274,7 +280,7 @@ void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_vie
 }
 
 void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done) {
-  const auto checked = [this, session, key, done](Result<ArchiveReply> reply) mutable {
+  auto checked = [this, session, key, done](Result<ArchiveReply> reply) mutable {
     if (reply.ok() && Misrouted(*session, reply->view)) {
       if (!Reroute(*session, reply->view.shard_count)) {
         return done(ShardUnavailable(fmt::format(
@@ -285,16 +291,36 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
     }
     done(std::move(reply));
   };
+  if (const std::optional<uint64_t> generation = CacheGeneration(*session)) {
+    if (const ArchiveReply* kept = cache_.Find(session->shard, key, *generation, session->shard_count)) {
+      ++stats_.archive_cache_hits;
+      ArchiveReply reply = *kept;
+      reply.replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
+      return checked(std::move(reply));
+    }
+    ++stats_.archive_cache_misses;
+  }
+  // Kept for the shard and count it is asked of now (the session may be
+  // rerouted by another of its requests while this one is out).
+  const auto keep = [this, shard = session->shard, shard_count = session->shard_count,
+                     key](const Result<ArchiveReply>& reply) {
+    if (reply.ok()) Keep(shard, key, *reply, shard_count);
+  };
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= coalescers_.size() || coalescers_[shard].empty()) {
-    Send(session, GetTarget(key), Attempts(session->shard), std::move(checked));
+    Send(session, GetTarget(key), Attempts(session->shard),
+         [keep, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
+           keep(reply);
+           checked(std::move(reply));
+         });
     return;
   }
   auto& replicas = coalescers_[shard];
   replicas[session->replica % replicas.size()]->Submit(
-      key, [session, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
+      key, [session, keep, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
         // The session follows the batch's failover, as a get of its own would.
         if (reply.ok()) session->replica = reply->replica;
+        keep(reply);
         checked(std::move(reply));
       });
 }
@@ -352,13 +378,43 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     }
     done(std::move(replies));
   };
-  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  // Keys whose answer is kept come back as one more mget answer of their own
+  // (the lines a replica would have sent for them); only the others are
+  // asked for, and their answers kept.
+  auto asked = std::make_shared<std::vector<std::string>>();
+  std::optional<ArchiveReply> kept_lines;
+  const std::optional<uint64_t> generation = CacheGeneration(*session);
+  if (generation) {
+    for (const std::string& key : keys) {
+      const ArchiveReply* kept = cache_.Find(session->shard, key, *generation, session->shard_count);
+      if (kept == nullptr) {
+        ++stats_.archive_cache_misses;
+        asked->push_back(key);
+        continue;
+      }
+      ++stats_.archive_cache_hits;
+      if (!kept_lines) {
+        kept_lines.emplace();
+        kept_lines->view = kept->view;
+        kept_lines->found = true;
+        kept_lines->replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
+      }
+      if (kept->found) kept_lines->body.append(key).append(",").append(kept->body);
+    }
+  } else {
+    *asked = keys;
+  }
+  const std::vector<std::string> targets = MGetTargets(*asked, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
-  auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
+  auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = generation.has_value(),
+                             shard = session->shard, shard_count = session->shard_count,
+                             done = std::move(checked)](Status st) mutable {
     if (!st.ok()) {
       done(std::move(st));
       return;
     }
+    if (keep) KeepMget(shard, *asked, *replies, shard_count);
+    if (kept_lines) replies->push_back(std::move(*kept_lines));
     done(std::move(*replies));
   });
   std::vector<std::function<void(Status)>> parts;
@@ -374,6 +430,81 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
            (*replies)[i] = std::move(*reply);
            part(Status::Ok());
          });
+  }
+}
+
+std::optional<uint64_t> ArchiveReader::CacheGeneration(const Session& session) {
+  const size_t shard = static_cast<size_t>(session.shard);
+  if (!cache_.enabled() || shard >= confirmed_.size() || confirmed_[shard].empty()) return std::nullopt;
+  const size_t replica = session.replica % confirmed_[shard].size();
+  const Confirmed& confirmed = confirmed_[shard][replica];
+  const auto age = std::chrono::steady_clock::now() - confirmed.sent;
+  if (age >= options_.cache_confirm / 2) Probe(shard, replica);
+  // Generation 0 is no file: nothing to keep answers of.
+  if (age >= options_.cache_confirm || confirmed.generation == 0) return std::nullopt;
+  return confirmed.generation;
+}
+
+void ArchiveReader::Probe(size_t shard, size_t replica) {
+  Confirmed& confirmed = confirmed_[shard][replica];
+  if (confirmed.probe_out) return;
+  confirmed.probe_out = true;
+  ++stats_.archive_cache_probes;
+  auto session = std::make_shared<Session>();
+  session->shard = static_cast<int>(shard);
+  session->replica = replica;
+  std::weak_ptr<bool> alive = alive_;
+  // One attempt: a replica that does not answer is not confirmed, and the
+  // next lookup that needs it probes again.
+  Send(session, fmt::format("/manifest?shard={}", shard), 1, [this, alive, shard, replica](Result<ArchiveReply>) {
+    if (alive.expired()) return;
+    confirmed_[shard][replica].probe_out = false;
+  });
+}
+
+void ArchiveReader::Confirm(size_t shard, size_t replica, uint64_t generation,
+                            std::chrono::steady_clock::time_point sent) {
+  if (shard >= confirmed_.size() || replica >= confirmed_[shard].size()) return;
+  Confirmed& confirmed = confirmed_[shard][replica];
+  if (sent < confirmed.sent) return;  // a later request already said what the replica serves
+  confirmed.generation = generation;
+  confirmed.sent = sent;
+}
+
+void ArchiveReader::Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
+  if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return;
+  const auto& replicas = confirmed_[static_cast<size_t>(shard)];
+  if (reply.replica >= replicas.size() || replicas[reply.replica].generation != reply.view.generation) return;
+  if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) return;
+  cache_.Insert(shard, key, reply, shard_count);
+  stats_.archive_cache_evictions = cache_.figures().evictions;
+}
+
+void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
+                             int shard_count) {
+  if (replies.empty()) return;
+  for (const ArchiveReply& reply : replies) {
+    if (!(reply.view == replies.front().view) || reply.replica != replies.front().replica) return;  // a reload between them
+  }
+  ArchiveReply one;
+  one.view = replies.front().view;
+  one.replica = replies.front().replica;
+  std::unordered_set<std::string_view> found;
+  for (const ArchiveReply& reply : replies) {
+    if (!reply.found) continue;
+    auto lines = SplitKeyValueLines(reply.body);
+    if (!lines.ok()) return;  // the caller reports it
+    for (const auto& [key, value] : *lines) {
+      one.found = true;
+      one.body.assign(value).push_back('\n');
+      Keep(shard, key, one, shard_count);
+      found.insert(key);
+    }
+  }
+  one.found = false;
+  one.body.clear();
+  for (const std::string& key : keys) {
+    if (!found.contains(key)) Keep(shard, key, one, shard_count);
   }
 }
 

@@ -44,26 +44,14 @@
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
+#include "query/archive_reply.h"
+#include "query/archive_reply_cache.h"
 #include "query/coalescer.h"
 #include "query/known_generation.h"
 #include "query/read_records.h"
 #include "query/read_stats.h"
 
 namespace clickatron::api {
-
-struct ArchiveView {
-  uint64_t generation = 0;
-  ArchiveLastDay last_day;
-  int shard_count = 0;  // X-Archive-Shard-Count; 0: not said (no file, or a file without a manifest)
-  friend bool operator==(const ArchiveView&, const ArchiveView&) = default;
-};
-
-struct ArchiveReply {
-  ArchiveView view;
-  bool found = false;  // 200; false for 404 (no such key)
-  std::string body;    // as /get answers it: "value\n"
-  size_t replica = 0;  // which replica of the shard answered
-};
 
 // Reads the headers; CORRUPTION when X-Archive-Generation or
 // X-Archive-Last-Day is missing, or any is malformed.
@@ -84,6 +72,14 @@ class ArchiveReader {
     // Where the newest generation seen is kept across restarts
     // (known_generation.h); empty: memory only.
     std::string generation_file;
+    // Answers kept per key and generation (archive_reply_cache.h); 0: off.
+    size_t cache_bytes = 0;
+    // A kept answer is used only while an answer sent to the same replica
+    // within this long said the replica still serves its generation; after
+    // half of it a lookup sends GET /manifest to learn it again. A deploy
+    // waits this long (and a margin) before realtime may clear a day, so no
+    // query adds a kept answer to realtime days that miss a day it lacks.
+    std::chrono::milliseconds cache_confirm{1000};
   };
   ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
   ~ArchiveReader();
@@ -144,6 +140,20 @@ class ArchiveReader {
     std::chrono::steady_clock::time_point down_until{};
   };
   void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
+  // The generation kept answers for `session` must be of: the one its
+  // replica confirmed within cache_confirm (nullopt: none, or the cache is
+  // off). Asks the replica again (Probe) when the confirmation is getting old.
+  std::optional<uint64_t> CacheGeneration(const Session& session);
+  void Probe(size_t shard, size_t replica);
+  // An answer sent at `sent` said `generation`: newer than what the replica
+  // last confirmed unless a later request's answer came first.
+  void Confirm(size_t shard, size_t replica, uint64_t generation, std::chrono::steady_clock::time_point sent);
+  // Keeps `reply` for `key` if it is of the generation its replica confirmed.
+  void Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
+  // Keeps every key of mget answers (absent ones as not found), when they
+  // all come from one confirmed generation.
+  void KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
+                int shard_count);
   // One coalesced request for `keys` to `replica` of `shard` (failing over).
   void SendBatch(int shard, size_t replica, std::vector<std::string> keys,
                  Coalescer<ArchiveReply>::BatchDone done);
@@ -184,6 +194,15 @@ class ArchiveReader {
   std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;
   // By shard: generation -> the callers waiting for its /manifest answer.
   std::vector<std::map<uint64_t, std::vector<std::function<void(DayRecordRules)>>>> day_rules_waiting_;
+  // By shard, replica: the generation the replica's newest answer (by the
+  // time its request was sent) said, and whether a probe is out.
+  struct Confirmed {
+    uint64_t generation = 0;
+    std::chrono::steady_clock::time_point sent{};
+    bool probe_out = false;
+  };
+  std::vector<std::vector<Confirmed>> confirmed_;
+  ArchiveReplyCache cache_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -144,10 +144,12 @@ class ReadPathImpl : public ReadPath {
         max_query_hours_(ctx.cluster.api.max_query_hours),
         metric_labels_(BaseLabels(ctx.http.daemon, ctx.http.member)),
         archive_(ctx.cluster, client, stats_,
-                 ArchiveReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
-                                        .generation_file = ctx.member.data_dir.empty()
-                                                               ? std::string()
-                                                               : ctx.member.data_dir + "/archive-generation"}),
+                 ArchiveReader::Options{
+                     .timeout_ms = ctx.cluster.api.request_timeout_ms,
+                     .generation_file = ctx.member.data_dir.empty() ? std::string()
+                                                                    : ctx.member.data_dir + "/archive-generation",
+                     .cache_bytes = static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20,
+                     .cache_confirm = std::chrono::milliseconds(ctx.cluster.api.archive_cache_confirm_ms)}),
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
         lookups_(kLookupCacheEntries),

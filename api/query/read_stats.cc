@@ -40,6 +40,14 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      "UTC days /uniques and /breakdown?uniques=true read as one day unique record (the union of its hours) instead "
      "of its hours.",
      s.day_uniques_read.load());
+  fn("archive_cache_hits", "Archive keys answered from the API node's cache of the served generation.",
+     s.archive_cache_hits.load());
+  fn("archive_cache_misses", "Archive keys asked of a replica while the cache was on: not kept, or kept from an "
+     "older generation.", s.archive_cache_misses.load());
+  fn("archive_cache_evictions", "Kept archive answers dropped to stay within archive_cache_mb.",
+     s.archive_cache_evictions.load());
+  fn("archive_cache_probes", "GET /manifest requests sent to confirm which generation a replica serves.",
+     s.archive_cache_probes.load());
 }
 
 }  // namespace

@@ -40,6 +40,15 @@ struct ReadStats {
   // unit as its day unique record when the file has one for every day with
   // unique hours.
   std::atomic<uint64_t> day_uniques_read{0};
+  // Archive answers kept per key and generation (archive_reply_cache.h):
+  // keys answered from the cache, keys asked for while the cache could have
+  // answered (not kept yet, or kept from an older generation), entries
+  // dropped for room, and GET /manifest requests sent to confirm which
+  // generation a replica serves.
+  std::atomic<uint64_t> archive_cache_hits{0};
+  std::atomic<uint64_t> archive_cache_misses{0};
+  std::atomic<uint64_t> archive_cache_evictions{0};
+  std::atomic<uint64_t> archive_cache_probes{0};
 
   nlohmann::json ToJson() const;
   // clickatron_api_read_<figure>_total, each sample with `base_labels`

@@ -68,6 +68,12 @@ struct ApiConfig {
   int retry_backoff_min_ms = 50;
   int retry_backoff_max_ms = 5000;
   int max_query_hours = 24 * 366 * 5;   // widest window a query may span
+  // Archive answers kept per key and file generation (0: off), used while a
+  // replica confirmed its generation within archive_cache_confirm_ms. A
+  // deploy waits archive_cache_confirm_ms (and a margin) before realtime may
+  // clear a day (ClusterConfig::ArchiveCacheDrainMs).
+  int archive_cache_mb = 64;
+  int archive_cache_confirm_ms = 1000;
   // Non-empty: /incr, /clicks, /breakdown, /uniques, /lookup and the
   // dashboard need "Authorization: Bearer CLIENT_TOKEN" (401 otherwise).
   std::string client_token;
@@ -167,6 +173,12 @@ struct ClusterConfig {
   // Every archive replica serving `shard`, in file order.
   std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
   bool manual_clock() const { return clock == "manual"; }
+  // How long a deploy waits after every replica serves the new generation,
+  // before it lets realtime clear a day: by then no API node answers from
+  // archive answers it kept of the old generation (their replicas' last
+  // confirmation is older than archive_cache_confirm_ms), which would lack
+  // that day while realtime no longer has it. 0 with the cache off.
+  int ArchiveCacheDrainMs() const { return api.archive_cache_mb > 0 ? api.archive_cache_confirm_ms + 500 : 0; }
 };
 
 }  // namespace clickatron

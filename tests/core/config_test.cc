@@ -339,6 +339,28 @@ TEST(ConfigTest, ParsesApiClientToken) {
   EXPECT_EQ(c->api.flush_window_ms, 5);  // the rest of [api] still parsed
 }
 
+TEST(ConfigTest, ArchiveCacheSettingsAndTheDeployWaitTheyImply) {
+  auto defaults = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->api.archive_cache_mb, 64);
+  EXPECT_EQ(defaults->api.archive_cache_confirm_ms, 1000);
+  EXPECT_EQ(defaults->ArchiveCacheDrainMs(), 1500);  // the confirmation window and a margin
+  auto set = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 8\narchive_cache_confirm_ms = 250\n"), "a.toml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->api.archive_cache_mb, 8);
+  EXPECT_EQ(set->ArchiveCacheDrainMs(), 750);
+  // Off: no API node keeps answers, so a deploy has nothing to wait for.
+  auto off = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 0\n"), "a.toml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->ArchiveCacheDrainMs(), 0);
+  for (const char* bad : {"archive_cache_mb = -1\n", "archive_cache_confirm_ms = 0\n",
+                          "archive_cache_confirm_ms = 600000\n"}) {
+    auto refused = ClusterConfig::Parse(GoodWith("[api]", bad), "bad.toml");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("archive_cache"), std::string::npos) << refused.status().message();
+  }
+}
+
 // kGood's api-0, listening on `host`.
 MemberConfig MemberOn(const ClusterConfig& c, const std::string& host) {
   MemberConfig m = *c.FindMember("api-0");

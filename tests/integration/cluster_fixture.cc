@@ -28,7 +28,9 @@ ClusterSpec SpecOf(const Cluster::Options& options) {
   spec.api.SetInt("flush_window_ms", options.flush_window_ms)
       .SetInt("retry_backoff_min_ms", 20)
       .SetInt("retry_backoff_max_ms", 500)
-      .SetInt("request_timeout_ms", 3000);
+      .SetInt("request_timeout_ms", 3000)
+      .SetInt("archive_cache_mb", options.archive_cache_mb)
+      .SetInt("archive_cache_confirm_ms", options.archive_cache_confirm_ms);
   spec.rebuild.SetInt("memory_mb", options.rebuild_memory_mb);  // work_dir DIR/rebuild, backup_dir DIR/backup
   return spec;
 }

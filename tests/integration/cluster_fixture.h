@@ -33,6 +33,10 @@ class Cluster {
     int rebuild_memory_mb = 16;
     // Every member and the rebuild on a "host" of its own (ClusterSpec::private_hosts).
     bool private_hosts = false;
+    // The API's archive answer cache ([api] archive_cache_mb): off as in the
+    // rest of the suite unless a test turns it on.
+    int archive_cache_mb = 0;
+    int archive_cache_confirm_ms = 1000;
   };
   Cluster() : Cluster(Options{}) {}
   explicit Cluster(Options options);

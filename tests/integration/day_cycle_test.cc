@@ -23,8 +23,11 @@ const std::vector<std::string> kReferrers = {"http://www.facebook.com/", "direct
 
 class DayCycleTest : public ClusterDaysTest {
  protected:
-  // The end of kD2: windows reach back over every day with data.
-  DayCycleTest() : ClusterDaysTest({}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
+  // The end of kD2: windows reach back over every day with data. With the
+  // API's archive answer cache on, as in production: each deploy changes the
+  // generation under answers the API has kept, and every query after the
+  // rebuild must read the new one.
+  DayCycleTest() : ClusterDaysTest({.archive_cache_mb = 16}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
 
   // Sends `n` random increments for hours of `days`, as batched POSTs;
   // every one must be acknowledged. Adds each to the given oracles.
@@ -103,6 +106,11 @@ TEST_F(DayCycleTest, QueriesEqualTheOracleThroughRotationRebuildLateDataAndClear
   // A rerun of a finished night changes nothing.
   Rebuild(kD2);
   ExpectQueriesMatch(all, "rerun of " + kD2);
+
+  // The answers above were read through the cache: the same keys' archive
+  // parts were asked for by query after query.
+  auto stats = nlohmann::json::parse(HttpGet(cluster_.api(), "/stats").body);
+  EXPECT_GT(stats["data"]["read"]["archive_cache_hits"].get<int64_t>(), 0) << stats["data"]["read"].dump();
 }
 
 }  // namespace

@@ -111,6 +111,10 @@ const std::vector<Figure> kApiFigures = {
     {"/read/day_subtotals_read", "clickatron_api_read_day_subtotals_read_total"},
     {"/read/day_subtotals_missing", "clickatron_api_read_day_subtotals_missing_total"},
     {"/read/day_uniques_read", "clickatron_api_read_day_uniques_read_total"},
+    {"/read/archive_cache_hits", "clickatron_api_read_archive_cache_hits_total"},
+    {"/read/archive_cache_misses", "clickatron_api_read_archive_cache_misses_total"},
+    {"/read/archive_cache_evictions", "clickatron_api_read_archive_cache_evictions_total"},
+    {"/read/archive_cache_probes", "clickatron_api_read_archive_cache_probes_total"},
 };
 
 const std::vector<Figure> kRealtimeFigures = {

@@ -292,6 +292,11 @@ class ReadCluster {
     // their manifests saying so), as the older rule wrote them, or hours only
     // (a file from before them: the API reads hours).
     DayRecords day_records = DayRecords::kEveryDay;
+    // The API's archive answer cache ([api] archive_cache_mb; 0: off, as in
+    // the rest of the suite) and how recent a replica's confirmation of its
+    // generation must be for a kept answer to be used.
+    int archive_cache_mb = 0;
+    int archive_cache_confirm_ms = 1000;
   };
 
   explicit ReadCluster(Spec spec) : spec_(spec) {}
@@ -309,6 +314,8 @@ class ReadCluster {
     cluster.loaders = {"test"};  // LoadRealtime posts batches under this API member's name
     cluster.cluster.SetString("clock", "manual").SetString("log_level", "warn");
     cluster.api.SetInt("request_timeout_ms", spec_.request_timeout_ms).SetString("oplog_sync", "none");
+    cluster.api.SetInt("archive_cache_mb", spec_.archive_cache_mb)
+        .SetInt("archive_cache_confirm_ms", spec_.archive_cache_confirm_ms);
     const Status written = cluster_.Write(cluster);
     ASSERT_TRUE(written.ok()) << written.ToString();
   }

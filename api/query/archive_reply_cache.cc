@@ -1,0 +1,59 @@
+// Archive answers kept per key and generation; see archive_reply_cache.h.
+#include "query/archive_reply_cache.h"
+
+namespace clickatron::api {
+
+ArchiveReplyCache::Index& ArchiveReplyCache::IndexOf(int shard) {
+  // Shards are small numbers (a count grows only by re-partitioning).
+  if (static_cast<size_t>(shard) >= shards_.size()) shards_.resize(static_cast<size_t>(shard) + 1);
+  return shards_[static_cast<size_t>(shard)];
+}
+
+void ArchiveReplyCache::Erase(Index& index, Index::iterator it) {
+  auto entry = it->second;
+  figures_.bytes -= entry->Bytes();
+  index.erase(it);  // before the entry: the map's key is a view into it
+  order_.erase(entry);
+  figures_.entries = order_.size();
+}
+
+const ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uint64_t generation, int shard_count) {
+  if (!enabled() || shard < 0) return nullptr;
+  Index& index = IndexOf(shard);
+  auto it = index.find(key);
+  if (it == index.end()) {
+    ++figures_.misses;
+    return nullptr;
+  }
+  const Entry& entry = *it->second;
+  if (entry.reply.view.generation != generation || entry.shard_count != shard_count) {
+    // A newer file is served (or the archive was re-partitioned): this
+    // answer will not be asked for again.
+    Erase(index, it);
+    ++figures_.misses;
+    return nullptr;
+  }
+  order_.splice(order_.begin(), order_, it->second);
+  ++figures_.hits;
+  return &it->second->reply;
+}
+
+void ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
+  if (!enabled() || shard < 0) return;
+  const size_t bytes = key.size() + reply.body.size() + kEntryOverhead;
+  if (bytes > max_bytes_ / 8) return;  // one huge value would push out everything else
+  Index& index = IndexOf(shard);
+  if (auto it = index.find(key); it != index.end()) Erase(index, it);
+  while (!order_.empty() && figures_.bytes + bytes > max_bytes_) {
+    const Entry& last = order_.back();
+    Index& owner = shards_[static_cast<size_t>(last.shard)];
+    Erase(owner, owner.find(std::string_view(last.key)));
+    ++figures_.evictions;
+  }
+  order_.push_front(Entry{shard, shard_count, std::string(key), reply});
+  index.emplace(std::string_view(order_.front().key), order_.begin());
+  figures_.bytes += bytes;
+  figures_.entries = order_.size();
+}
+
+}  // namespace clickatron::api

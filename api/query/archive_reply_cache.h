@@ -1,0 +1,81 @@
+// Archive answers kept per (shard, key) and file generation, so that a hot
+// key's archived hours are not asked for, sent and copied again with every
+// query. A deployed archive file never changes (a new generation is a new
+// file), so the answer a generation gave for a key is its answer for as long
+// as that generation is served. Knowing that it still is served is the
+// reader's job (archive_reader.h: an entry is used only while an answer sent
+// within the last archive_cache_confirm_ms confirmed the generation on the
+// replica the query reads from); this class only keeps and bounds.
+//
+// Absent keys are kept too (found = false): a breakdown asks for day records
+// a file may not have, and "not there" is as stable as a value.
+//
+// Least recently used out first, within a byte budget (keys, values and a
+// fixed overhead per entry). A budget of 0 turns the cache off.
+//
+// Thread-safety: none; one instance belongs to the loop thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "query/archive_reply.h"
+
+namespace clickatron::api {
+
+class ArchiveReplyCache {
+ public:
+  explicit ArchiveReplyCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  bool enabled() const { return max_bytes_ > 0; }
+
+  // The reply kept for `key` on `shard`, if it came from `generation` of a
+  // file cut into `shard_count` shards; nullptr otherwise (an entry of
+  // another generation is dropped). Valid until the next Insert.
+  const ArchiveReply* Find(int shard, std::string_view key, uint64_t generation, int shard_count);
+  // Keeps (or replaces) the reply for `key` on `shard`; its view says the
+  // generation. `shard_count` is the count the request was routed by.
+  void Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
+
+  struct Figures {
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    uint64_t evictions = 0;  // dropped for room
+    size_t bytes = 0;
+    size_t entries = 0;
+  };
+  const Figures& figures() const { return figures_; }
+
+  // What an entry is charged beyond its key and value (list and map nodes,
+  // the view): an estimate that keeps many tiny entries within the budget.
+  static constexpr size_t kEntryOverhead = 128;
+
+ private:
+  struct Entry {
+    int shard = 0;
+    int shard_count = 0;
+    std::string key;
+    ArchiveReply reply;
+    size_t Bytes() const { return key.size() + reply.body.size() + kEntryOverhead; }
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Index = std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>>;
+
+  Index& IndexOf(int shard);
+  void Erase(Index& index, Index::iterator it);
+
+  size_t max_bytes_;
+  std::list<Entry> order_;     // most recently used first
+  std::vector<Index> shards_;  // by shard: key (a view into its entry) -> entry
+  Figures figures_;
+};
+
+}  // namespace clickatron::api

@@ -1,0 +1,337 @@
+// The API node's cache of archive answers (archive_reply_cache.h), end to
+// end: real daemons on loopback, every expected answer from the dataset's own
+// oracle (ReadDataset + oracle::Rollup), never from the code under test.
+//
+//  - answers served from the cache are exact, and repeats are served from it;
+//  - a new archive generation loaded by the replicas is picked up: while it
+//    happens every answer is wholly the old generation's or wholly the new
+//    one's, and a query that starts archive_cache_confirm_ms after every
+//    replica serves the new generation answers the new one (no confirmation
+//    sent before then can vouch for the old one);
+//  - a kept answer is not used once its replica stops confirming: a query
+//    that starts archive_cache_confirm_ms after the only replica died
+//    answers 503 SHARD_UNAVAILABLE, not the kept answer;
+//  - with archive_cache_mb = 0 nothing is kept, probed or counted.
+//
+// Waits poll a condition with a bounded deadline; the short pauses between
+// polls only pace the loop.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "api/query/cluster_fixture.h"
+
+namespace clickatron::api::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int64_t kDay = 86400;
+constexpr int64_t kHour = 3600;
+constexpr auto kDeadline = std::chrono::seconds(10);
+constexpr auto kPace = milliseconds(20);
+
+const std::string kKey = "cached";
+const std::string kOtherKey = "also-cached";
+const std::vector<std::string> kValues = {"US", "JP", "http://long.example/referrer"};
+
+// One query and its answer by the oracle.
+struct Expected {
+  std::string target;
+  std::string field;  // data.<field> holds the answer: "clicks" or "breakdown"
+  nlohmann::json want;
+};
+
+class IntegrationArchiveCacheTest : public ::testing::Test {
+ protected:
+  // Hours over D-20 .. D (D = the ring's Today): days before D-1 in the
+  // archive only, D-1 in both, D in realtime only; one subtotal namespace.
+  void BuildDataset() {
+    today_ = TestRingToday();
+    ref_ = today_ * kDay + 20 * kHour;
+    std::mt19937_64 rng(11);
+    for (int64_t h = (today_ - 20) * kDay; h < (today_ + 1) * kDay; h += kHour) {
+      if (rng() % 3 == 0) continue;
+      data_.AddAtRing("u", kKey, h, 1 + static_cast<int64_t>(rng() % 9), {{"c", kValues[rng() % kValues.size()]}},
+                      today_);
+      if (rng() % 5 == 0) {
+        data_.AddAtRing("u", kOtherKey, h, 20 + static_cast<int64_t>(rng() % 30),
+                        {{"c", rng() % 2 ? "FR" : "US"}}, today_);
+      }
+    }
+  }
+
+  void StartCluster(ReadCluster::Spec spec) {
+    cluster_ = std::make_unique<ReadCluster>(spec);
+    cluster_->WriteConfig();
+    BuildDataset();
+    cluster_->StartWithData(data_, today_, 1);
+  }
+
+  static std::string SeriesTarget(const std::string& key, int tz, int64_t ref) {
+    return fmt::format("/clicks?ns=u&key={}&unit=day&units=25&hour_offset={}&unit_reference_ts={}", Enc(key), tz,
+                       ref);
+  }
+  static std::string BreakdownTarget(const std::string& key, int tz, int64_t ref) {
+    return fmt::format("/breakdown?sns=c&ns=u&key={}&unit=day&units=25&hour_offset={}&unit_reference_ts={}",
+                       Enc(key), tz, ref);
+  }
+
+  // The series and the breakdown of `key` at offset `tz`, as the oracle of
+  // `data` has them.
+  std::vector<Expected> Queries(const ReadDataset& data, const std::string& key, int tz) const {
+    std::vector<Expected> out;
+    out.push_back({SeriesTarget(key, tz, ref_), "clicks",
+                   ExpectedSeries(oracle::Rollup("day", tz, ref_, 25, data.Hours("u", key)))});
+    std::map<std::string, int64_t> sums;
+    for (const auto& [value, hours] : data.SubHours("c", "u", key)) {
+      for (const auto& u : oracle::Rollup("day", tz, ref_, 25, hours)) sums[value] += u.clicks;
+    }
+    out.push_back({BreakdownTarget(key, tz, ref_), "breakdown", ExpectedTop(sums, 100)});
+    return out;
+  }
+
+  // Every query of keys x offsets.
+  std::vector<Expected> AllQueries(const ReadDataset& data, const std::vector<std::string>& keys,
+                                   const std::vector<int>& tzs) const {
+    std::vector<Expected> out;
+    for (const std::string& key : keys) {
+      for (int tz : tzs) {
+        for (Expected& e : Queries(data, key, tz)) out.push_back(std::move(e));
+      }
+    }
+    return out;
+  }
+
+  // Asks `q`; true when the answer is 200 and equals the oracle.
+  bool Matches(const nlohmann::json& answer, const Expected& q) const {
+    return answer["http_status"] == 200 && answer.contains("data") && answer["data"].is_object() &&
+           answer["data"][q.field] == q.want;
+  }
+  void ExpectExact(const Expected& q) {
+    auto j = cluster_->Api(q.target);
+    EXPECT_TRUE(Matches(j, q)) << q.target << "\n got: " << j.dump() << "\n want: " << q.want.dump();
+  }
+
+  int64_t ReadFigure(const std::string& name) {
+    auto stats = cluster_->Api("/stats");
+    EXPECT_EQ(stats["http_status"], 200) << stats.dump();
+    const auto& figure = stats["data"]["read"][name];
+    EXPECT_TRUE(figure.is_number_integer()) << name << " missing from /stats data.read: " << stats.dump();
+    return figure.is_number_integer() ? figure.get<int64_t>() : -1;
+  }
+
+  // The generation archive member `name` serves, by its own /manifest (-1: no
+  // answer or no manifest).
+  int64_t ServedGeneration(const std::string& name) {
+    auto r = HttpGet(cluster_->Peer(name), "/manifest?shard=0", 2000);
+    if (r.status_code != 200) return -1;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded() || !j["data"].is_object() || !j["data"]["generation"].is_number_integer()) return -1;
+    return j["data"]["generation"].get<int64_t>();
+  }
+
+  std::unique_ptr<ReadCluster> cluster_;
+  ReadDataset data_;
+  int64_t today_ = 0;
+  int64_t ref_ = 0;
+};
+
+// Repeated queries are answered from the cache, and those answers are the
+// oracle's, in every offset, for two keys side by side.
+TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
+  StartCluster({.realtime_shards = 1, .archive_shards = 2, .replicas = 1, .archive_cache_mb = 16});
+  const std::vector<Expected> queries = AllQueries(data_, {kKey, kOtherKey}, {0, -5, 9, -12, 14});
+  for (const Expected& q : queries) ASSERT_GT(q.want.size(), 0u) << q.target;
+
+  // The first round fills the cache.
+  for (const Expected& q : queries) ExpectExact(q);
+  const int64_t requests_before = ReadFigure("archive_requests");
+  const int64_t hits_before = ReadFigure("archive_cache_hits");
+  ASSERT_GT(requests_before, 0);
+
+  constexpr int kRepeats = 3;
+  int asked = 0;
+  for (int round = 0; round < kRepeats; ++round) {
+    for (const Expected& q : queries) {
+      ExpectExact(q);
+      ++asked;
+    }
+  }
+  const int64_t hits = ReadFigure("archive_cache_hits") - hits_before;
+  const int64_t requests = ReadFigure("archive_requests") - requests_before;
+  EXPECT_GT(hits, 0);
+  std::cout << "[ info ] " << asked << " repeated queries: " << hits << " cache hits, " << requests
+            << " archive requests (first round: " << requests_before << ")\n";
+  // Every one of these queries reads archived days; had each gone to a
+  // replica, there would be at least one archive request per query.
+  EXPECT_LT(requests, asked) << "archive requests " << requests << " for " << asked << " repeated queries";
+  EXPECT_GT(ReadFigure("archive_cache_misses"), 0);  // the first round
+  EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
+}
+
+// Generation 2 (other counts for the same key, same last day) loaded by both
+// replicas is picked up; meanwhile each answer is one generation's, whole.
+TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) {
+  constexpr int kConfirmMs = 300;
+  StartCluster({.realtime_shards = 1,
+                .archive_shards = 1,
+                .replicas = 2,
+                .archive_cache_mb = 16,
+                .archive_cache_confirm_ms = kConfirmMs});
+  // Generation 2: the same, plus clicks on archived days only (before D-1,
+  // which realtime also holds), some under a value generation 1 lacks.
+  ReadDataset next = data_;
+  for (int64_t day = today_ - 20; day <= today_ - 2; day += 2) {
+    next.Add("u", kKey, day * kDay + 7 * kHour, 40, {{"c", "DE"}}, /*in_archive=*/true, /*in_realtime=*/false);
+    next.Add("u", kKey, day * kDay + 13 * kHour, 3, {{"c", "JP"}}, true, false);
+  }
+  const std::vector<Expected> old_queries = AllQueries(data_, {kKey}, {0, -5});
+  const std::vector<Expected> new_queries = AllQueries(next, {kKey}, {0, -5});
+  ASSERT_EQ(old_queries.size(), new_queries.size());
+  for (size_t i = 0; i < old_queries.size(); ++i) {
+    ASSERT_EQ(old_queries[i].target, new_queries[i].target);
+    ASSERT_NE(old_queries[i].want, new_queries[i].want) << old_queries[i].target << ": the generations must differ";
+  }
+
+  // Generation 1, kept.
+  for (int round = 0; round < 3; ++round) {
+    for (const Expected& q : old_queries) ExpectExact(q);
+  }
+  ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
+
+  cluster_->WriteArchives(next, 2, FormatDate(today_ - 1));
+  const std::vector<std::string> replicas = {cluster_->ArchiveMember(0, 0), cluster_->ArchiveMember(0, 1)};
+  for (const std::string& r : replicas) ASSERT_EQ(::kill(cluster_->Daemon(r).pid(), SIGHUP), 0);
+
+  // When both replicas were first seen serving generation 2: a request sent
+  // after that can only have been answered from generation 2.
+  std::optional<Clock::time_point> all_serve_new;
+  int old_answers = 0, new_answers = 0, bound_rounds = 0, new_streak = 0;
+  const auto deadline = Clock::now() + kDeadline;
+  while (Clock::now() < deadline && !(new_streak >= 8 && bound_rounds >= 3)) {
+    if (!all_serve_new) {
+      bool all = true;
+      for (const std::string& r : replicas) all = all && ServedGeneration(r) == 2;
+      if (all) all_serve_new = Clock::now();
+    }
+    const auto started = Clock::now();
+    const bool bound = all_serve_new && started >= *all_serve_new + milliseconds(kConfirmMs);
+    bool round_new = true;
+    for (size_t i = 0; i < old_queries.size(); ++i) {
+      auto j = cluster_->Api(old_queries[i].target);
+      if (Matches(j, new_queries[i])) {
+        ++new_answers;
+        continue;
+      }
+      round_new = false;
+      if (Matches(j, old_queries[i])) {
+        ++old_answers;
+        if (!bound) continue;
+        ADD_FAILURE() << old_queries[i].target << ": generation 1's answer from a query started "
+                      << std::chrono::duration_cast<milliseconds>(started - *all_serve_new).count()
+                      << " ms after both replicas served generation 2 (archive_cache_confirm_ms " << kConfirmMs
+                      << ")";
+        return;
+      }
+      ADD_FAILURE() << old_queries[i].target << ": neither generation's answer: " << j.dump()
+                    << "\n generation 1: " << old_queries[i].want.dump()
+                    << "\n generation 2: " << new_queries[i].want.dump();
+      return;
+    }
+    if (bound) ++bound_rounds;
+    new_streak = round_new ? new_streak + 1 : 0;
+    std::this_thread::sleep_for(kPace);
+  }
+  ASSERT_TRUE(all_serve_new.has_value()) << "the replicas never served generation 2";
+  std::cout << "[ info ] answers after the reload: " << old_answers << " of generation 1, " << new_answers
+            << " of generation 2\n";
+  EXPECT_GE(new_streak, 8) << "generation 2 not picked up (or not for good) within the deadline; old answers "
+                           << old_answers << ", new " << new_answers;
+  EXPECT_GE(bound_rounds, 3);
+  // Nothing but kept answers was read before the reload: it was a probe
+  // that learned generation 2.
+  EXPECT_GT(ReadFigure("archive_cache_probes"), 0);
+  // And from then on it is kept again, exactly.
+  const int64_t hits_before = ReadFigure("archive_cache_hits");
+  for (const Expected& q : new_queries) ExpectExact(q);
+  EXPECT_GT(ReadFigure("archive_cache_hits"), hits_before);
+}
+
+// The only replica of the shard killed: kept answers are not served past the
+// confirmation window; the query answers SHARD_UNAVAILABLE.
+TEST_F(IntegrationArchiveCacheTest, KeptAnswerNotUsedOnceReplicaStopsConfirming) {
+  constexpr int kConfirmMs = 300;
+  StartCluster({.realtime_shards = 1,
+                .archive_shards = 1,
+                .replicas = 1,
+                .archive_cache_mb = 16,
+                .archive_cache_confirm_ms = kConfirmMs});
+  const std::vector<Expected> queries = AllQueries(data_, {kKey}, {0});
+  for (int round = 0; round < 2; ++round) {
+    for (const Expected& q : queries) ExpectExact(q);
+  }
+  ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
+
+  cluster_->Daemon(cluster_->ArchiveMember(0, 0)).Kill();
+  // Every request the replica answered was sent before this.
+  const auto killed = Clock::now();
+  int bound_rounds = 0, kept_answers = 0;
+  std::optional<milliseconds> first_unavailable;
+  const auto deadline = Clock::now() + kDeadline;
+  while (Clock::now() < deadline && bound_rounds < 3) {
+    const auto started = Clock::now();
+    const bool bound = started >= killed + milliseconds(kConfirmMs);
+    for (const Expected& q : queries) {
+      auto j = cluster_->Api(q.target);
+      if (j["http_status"] == 503 && j["status_txt"] == "SHARD_UNAVAILABLE") {
+        if (!first_unavailable) first_unavailable = std::chrono::duration_cast<milliseconds>(started - killed);
+        continue;
+      }
+      if (!bound && Matches(j, q)) {  // still within the window: a kept answer, exact
+        ++kept_answers;
+        continue;
+      }
+      ADD_FAILURE() << q.target << " started "
+                    << std::chrono::duration_cast<milliseconds>(started - killed).count()
+                    << " ms after the replica was killed: " << j.dump();
+      return;
+    }
+    if (bound) ++bound_rounds;
+    std::this_thread::sleep_for(kPace);
+  }
+  EXPECT_GE(bound_rounds, 3);
+  ASSERT_TRUE(first_unavailable.has_value());
+  std::cout << "[ info ] kept answers after the kill: " << kept_answers << "; first 503 from a query started "
+            << first_unavailable->count() << " ms after it\n";
+}
+
+// archive_cache_mb = 0: every query goes to the archive, nothing is kept or
+// probed, the answers are the oracle's.
+TEST_F(IntegrationArchiveCacheTest, OffMeansOff) {
+  StartCluster({.realtime_shards = 1, .archive_shards = 2, .replicas = 1, .archive_cache_mb = 0});
+  const std::vector<Expected> queries = AllQueries(data_, {kKey, kOtherKey}, {0, -5, 9});
+  const int64_t requests_before = ReadFigure("archive_requests");
+  int asked = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (const Expected& q : queries) {
+      ExpectExact(q);
+      ++asked;
+    }
+  }
+  EXPECT_EQ(ReadFigure("archive_cache_hits"), 0);
+  EXPECT_EQ(ReadFigure("archive_cache_probes"), 0);
+  EXPECT_EQ(ReadFigure("archive_cache_misses"), 0);
+  EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);
+  EXPECT_GE(ReadFigure("archive_requests") - requests_before, asked);
+}
+
+}  // namespace
+}  // namespace clickatron::api::testing
