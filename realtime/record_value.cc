@@ -40,7 +40,9 @@ Status RecordValue::AddStored(std::string_view raw) {
 }
 
 Status RecordValue::AddCounter(int64_t delta) {
-  CLICKATRON_RETURN_IF_ERROR(AddCount(&sum_, delta).WithContext(QuoteForMessage(key_)));
+  // The key is quoted only for an error: this runs for every record a read
+  // or an export passes.
+  if (Status st = AddCount(&sum_, delta); !st.ok()) return st.WithContext(QuoteForMessage(key_));
   found_ = true;
   return Status::Ok();
 }

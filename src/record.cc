@@ -151,8 +151,8 @@ Status ParseColumn(std::string_view text, size_t k, RecordType type, ArchiveColu
       return t.status().WithContext(fmt::format("column {}", k));
     }
   } else {
-    CLICKATRON_RETURN_IF_ERROR(
-        ValidateStoredKeyPart(name, "skey").WithContext(fmt::format("column {}", k)));
+    // The context is formatted only for an error: this runs for every column.
+    if (Status st = ValidateStoredKeyPart(name, "skey"); !st.ok()) return st.WithContext(fmt::format("column {}", k));
   }
   out->name = std::string(name);
   if (IsUniqueType(type)) {

@@ -63,7 +63,7 @@ Result<bool> FoldSameKey(std::string* last, std::string_view line) {
   Result<int64_t> add = ParseCount(value);
   if (!sum.ok()) return sum.status();
   if (!add.ok()) return add.status();
-  CLICKATRON_RETURN_IF_ERROR(AddCount(&*sum, *add).WithContext(fmt::format("key {}", key)));
+  if (Status st = AddCount(&*sum, *add); !st.ok()) return st.WithContext(fmt::format("key {}", key));
   *last = fmt::format("{},{}", key, *sum);
   return true;
 }
