@@ -294,7 +294,14 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
   if (const std::optional<uint64_t> generation = CacheGeneration(*session)) {
     if (const ArchiveReply* kept = cache_.Find(session->shard, key, *generation, session->shard_count)) {
       ++stats_.archive_cache_hits;
-      ArchiveReply reply = *kept;
+      ArchiveReply reply;
+      reply.view = kept->view;
+      reply.found = kept->found;
+      reply.kept = true;
+      reply.total_hours = kept->total_hours;
+      // A decoded total is read from its hours (QueryGather::AddArchiveTotal):
+      // its text (a busy key's years of hours) is not copied again.
+      if (!reply.total_hours) reply.body = kept->body;
       reply.replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
       return checked(std::move(reply));
     }
@@ -303,8 +310,8 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
   // Kept for the shard and count it is asked of now (the session may be
   // rerouted by another of its requests while this one is out).
   const auto keep = [this, shard = session->shard, shard_count = session->shard_count,
-                     key](const Result<ArchiveReply>& reply) {
-    if (reply.ok()) Keep(shard, key, *reply, shard_count);
+                     key](Result<ArchiveReply>& reply) {
+    if (reply.ok()) reply->kept = Keep(shard, key, *reply, shard_count);
   };
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= coalescers_.size() || coalescers_[shard].empty()) {
@@ -471,12 +478,21 @@ void ArchiveReader::Confirm(size_t shard, size_t replica, uint64_t generation,
   confirmed.sent = sent;
 }
 
-void ArchiveReader::Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
-  if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return;
+bool ArchiveReader::Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
+  if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return false;
   const auto& replicas = confirmed_[static_cast<size_t>(shard)];
-  if (reply.replica >= replicas.size() || replicas[reply.replica].generation != reply.view.generation) return;
-  if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) return;
+  if (reply.replica >= replicas.size() || replicas[reply.replica].generation != reply.view.generation) return false;
+  if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) {
+    return false;
+  }
   cache_.Insert(shard, key, reply, shard_count);
+  stats_.archive_cache_evictions = cache_.figures().evictions;
+  return true;
+}
+
+void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
+                                     std::shared_ptr<const ArchiveTotalHours> hours) {
+  cache_.AttachTotalHours(session.shard, key, reply.view.generation, session.shard_count, std::move(hours));
   stats_.archive_cache_evictions = cache_.figures().evictions;
 }
 

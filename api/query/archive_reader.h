@@ -113,6 +113,11 @@ class ArchiveReader {
   void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
+  // Keeps the decoded columns of a kept total record's answer with it
+  // (ArchiveReply::total_hours), for the queries that read it next.
+  void KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
+                        std::shared_ptr<const ArchiveTotalHours> hours);
+
   // Whether the session's shard's file of `generation` has a day record
   // for every UTC day with subtotal hours of a key (its manifest's
   // day_subtotals_every_day), and for every day with unique hours
@@ -149,7 +154,7 @@ class ArchiveReader {
   // last confirmed unless a later request's answer came first.
   void Confirm(size_t shard, size_t replica, uint64_t generation, std::chrono::steady_clock::time_point sent);
   // Keeps `reply` for `key` if it is of the generation its replica confirmed.
-  void Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
+  bool Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
   // Keeps every key of mget answers (absent ones as not found), when they
   // all come from one confirmed generation.
   void KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "query/read_records.h"
@@ -22,6 +23,13 @@ struct ArchiveReply {
   bool found = false;  // 200; false for 404 (no such key)
   std::string body;    // as /get answers it: "value\n"
   size_t replica = 0;  // which replica of the shard answered
+  // Kept by the API node's cache (archive_reply_cache.h): an answer of the
+  // served generation, read again by later queries.
+  bool kept = false;
+  // For a kept total record, once a query decoded it: its columns
+  // (ArchiveReader::KeepDecodedTotal). A reply from the cache that has them
+  // comes without its body: read it with QueryGather::AddArchiveTotal.
+  std::shared_ptr<const ArchiveTotalHours> total_hours;
 };
 
 }  // namespace clickatron::api

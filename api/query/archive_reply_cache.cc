@@ -17,7 +17,32 @@ void ArchiveReplyCache::Erase(Index& index, Index::iterator it) {
   figures_.entries = order_.size();
 }
 
-const ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uint64_t generation, int shard_count) {
+void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, uint64_t generation, int shard_count,
+                                         std::shared_ptr<const ArchiveTotalHours> hours) {
+  if (!enabled() || shard < 0 || static_cast<size_t>(shard) >= shards_.size() || !hours) return;
+  Index& index = shards_[static_cast<size_t>(shard)];
+  auto it = index.find(key);
+  if (it == index.end()) return;
+  Entry& entry = *it->second;
+  if (entry.reply.view.generation != generation || entry.shard_count != shard_count || entry.reply.total_hours) return;
+  const size_t before = entry.Bytes();
+  entry.reply.total_hours = std::move(hours);
+  if (entry.Bytes() > max_bytes_ / 8) {  // as Insert's rule: not worth what it would push out
+    entry.reply.total_hours.reset();
+    return;
+  }
+  figures_.bytes += entry.Bytes() - before;
+  // Over the budget now: the least recently used go (never this entry, the
+  // most recently used one, while anything else is left).
+  while (figures_.bytes > max_bytes_ && order_.size() > 1) {
+    const Entry& last = order_.back();
+    Index& owner = shards_[static_cast<size_t>(last.shard)];
+    Erase(owner, owner.find(std::string_view(last.key)));
+    ++figures_.evictions;
+  }
+}
+
+ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uint64_t generation, int shard_count) {
   if (!enabled() || shard < 0) return nullptr;
   Index& index = IndexOf(shard);
   auto it = index.find(key);
@@ -25,7 +50,7 @@ const ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uin
     ++figures_.misses;
     return nullptr;
   }
-  const Entry& entry = *it->second;
+  Entry& entry = *it->second;
   if (entry.reply.view.generation != generation || entry.shard_count != shard_count) {
     // A newer file is served (or the archive was re-partitioned): this
     // answer will not be asked for again.
@@ -51,6 +76,7 @@ void ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveRep
     ++figures_.evictions;
   }
   order_.push_front(Entry{shard, shard_count, std::string(key), reply});
+  order_.front().reply.kept = true;
   index.emplace(std::string_view(order_.front().key), order_.begin());
   figures_.bytes += bytes;
   figures_.entries = order_.size();

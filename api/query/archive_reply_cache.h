@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,7 +38,11 @@ class ArchiveReplyCache {
   // The reply kept for `key` on `shard`, if it came from `generation` of a
   // file cut into `shard_count` shards; nullptr otherwise (an entry of
   // another generation is dropped). Valid until the next Insert.
-  const ArchiveReply* Find(int shard, std::string_view key, uint64_t generation, int shard_count);
+  ArchiveReply* Find(int shard, std::string_view key, uint64_t generation, int shard_count);
+  // Keeps a total record's decoded hours with its kept answer (if it is
+  // still kept, of that generation and count), charged to the budget.
+  void AttachTotalHours(int shard, std::string_view key, uint64_t generation, int shard_count,
+                        std::shared_ptr<const ArchiveTotalHours> hours);
   // Keeps (or replaces) the reply for `key` on `shard`; its view says the
   // generation. `shard_count` is the count the request was routed by.
   void Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
@@ -61,7 +66,10 @@ class ArchiveReplyCache {
     int shard_count = 0;
     std::string key;
     ArchiveReply reply;
-    size_t Bytes() const { return key.size() + reply.body.size() + kEntryOverhead; }
+    size_t Bytes() const {
+      return key.size() + reply.body.size() + kEntryOverhead +
+             (reply.total_hours ? reply.total_hours->hours.size() * sizeof(reply.total_hours->hours[0]) : 0);
+    }
   };
   struct Hash {
     using is_transparent = void;

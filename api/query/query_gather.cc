@@ -97,19 +97,36 @@ QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archiv
       lookups_(lookups),
       stats_(stats) {}
 
+Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
+                                    const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
+  if (!reply.found) return Status::Ok();
+  if (reply.total_hours) return AddArchiveTotalHours(*reply.total_hours, hours, span);
+  // Read once: only the span's columns are decoded.
+  if (!reply.kept) return AddArchiveTotalColumns(reply.body, hours, span);
+  // Kept: later queries of the key read it too, so all of it is decoded now
+  // and kept with it.
+  auto decoded = DecodeArchiveTotal(reply.body);
+  if (!decoded.ok()) return decoded.status();
+  auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
+  archive_.KeepDecodedTotal(session, key, reply, total);
+  return AddArchiveTotalHours(*total, hours, span);
+}
+
 // ---- total -------------------------------------------------------------------
 
 void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                              std::function<void(Result<TotalData>)> done) {
   struct State {
     std::string key;
+    std::shared_ptr<ArchiveReader::Session> session;
     ArchiveReply archive;
     std::string realtime;
     Status realtime_missing;
   };
   auto state = std::make_shared<State>();
   state->key = TotalArchiveKey(ns, tkey);
-  auto join = FanIn::Create([state, span, done = std::move(done)](Status st) {
+  state->session = archive_.Begin(state->key);
+  auto join = FanIn::Create([this, state, span, done = std::move(done)](Status st) {
     if (!st.ok()) {
       done(std::move(st));
       return;
@@ -117,9 +134,7 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
     TotalData data;
     data.archive = state->archive.view;
     data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
-    if (state->archive.found) {
-      st = AddArchiveTotalColumns(state->archive.body, &data.hours, span);
-    }
+    st = AddArchiveTotal(*state->session, state->key, state->archive, &data.hours, span);
     if (st.ok()) {
       st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, span);
     }
@@ -132,7 +147,7 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
   join->Arm();
-  archive_.Get(archive_.Begin(state->key), state->key,
+  archive_.Get(state->session, state->key,
                [state, part = std::move(archive_part)](Result<ArchiveReply> reply) {
                  if (reply.ok()) state->archive = std::move(*reply);
                  part(reply.status());
@@ -266,13 +281,11 @@ std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
   HourlyCounts archived;
-  if (job->archive_total.found) {
-    Status st = AddArchiveTotalColumns(job->archive_total.body, &archived,
-                                       HourSpan{job->begin_ts, job->end_ts});
-    if (!st.ok()) {
-      job->done(std::move(st));
-      return;
-    }
+  if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
+                                  HourSpan{job->begin_ts, job->end_ts});
+      !st.ok()) {
+    job->done(std::move(st));
+    return;
   }
   // The archived hours of the total are the index of the archive subtotal
   // records that exist: fetch only those in the window, a whole day's as its
@@ -511,10 +524,9 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
   HourlyCounts archived;
-  if (job->archive_total.found) {
-    if (Status st = AddArchiveTotalColumns(job->archive_total.body, &archived, job->span); !st.ok()) {
-      return job->done(std::move(st));
-    }
+  if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
+      !st.ok()) {
+    return job->done(std::move(st));
   }
   const bool unbounded = job->span.begin_ts == HourSpan{}.begin_ts;
   if (unbounded && static_cast<int64_t>(archived.size()) > job->max_hours) {

@@ -127,6 +127,12 @@ class QueryGather {
   struct BreakdownJob;
   struct UniquesJob;
   static constexpr int kMaxGenerationAttempts = 3;
+  // The archived hours in `span` of a total record's answer (none when not
+  // found): from its decoded columns when the cache kept them with it; a kept
+  // answer without them is decoded whole and they are kept (the key's next
+  // queries bisect them); another answer is read from its text.
+  Status AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key, const ArchiveReply& reply,
+                         HourlyCounts* hours, const HourSpan& span);
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
   // The archive mget of a uniques job, whole days in `days` read as their

@@ -138,6 +138,23 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
   return Status::Ok();
 }
 
+Result<ArchiveTotalHours> DecodeArchiveTotal(std::string_view value) {
+  HourlyCounts counts;
+  CLICKATRON_RETURN_IF_ERROR(AddArchiveTotalColumns(value, &counts));
+  ArchiveTotalHours total;
+  total.hours.assign(counts.begin(), counts.end());
+  return total;
+}
+
+Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours, const HourSpan& span) {
+  auto it = std::lower_bound(total.hours.begin(), total.hours.end(), span.begin_ts,
+                             [](const std::pair<int64_t, int64_t>& h, int64_t ts) { return h.first < ts; });
+  for (; it != total.hours.end() && it->first < span.end_ts; ++it) {
+    CLICKATRON_RETURN_IF_ERROR(hours->Add(it->first, it->second));
+  }
+  return Status::Ok();
+}
+
 Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out) {
   return ForEachColumn(value, "archive subtotal", [&](std::string_view skey, std::string_view count_text) -> Status {
     auto count = ParseColumnCount(count_text, "archive subtotal", value);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 namespace clickatron::api {
@@ -92,6 +93,30 @@ TEST(ArchiveReplyCacheTest, AValueTooLargeForItsShareIsNotKept) {
   cache.Insert(0, "u|huge", Reply(1, std::string(2000, 'v')), 2);  // more than an eighth of the budget
   EXPECT_EQ(cache.Find(0, "u|huge", 1, 2), nullptr);
   EXPECT_NE(cache.Find(0, "u|small", 1, 2), nullptr);  // and it pushed nothing out
+}
+
+TEST(ArchiveReplyCacheTest, DecodedHoursGoWithTheirEntryAndCountInTheBudget) {
+  ArchiveReplyCache cache(1 << 20);
+  cache.Insert(0, "u|a", Reply(3, "c413:2\n"), 2);
+  const size_t bytes = cache.figures().bytes;
+  auto hours = std::make_shared<ArchiveTotalHours>();
+  hours->hours = {{100, 2}, {200, 3}};
+  // Not for another generation's entry, nor for a key not kept.
+  cache.AttachTotalHours(0, "u|a", 4, 2, hours);
+  cache.AttachTotalHours(0, "u|b", 3, 2, hours);
+  ASSERT_NE(cache.Find(0, "u|a", 3, 2), nullptr);
+  EXPECT_EQ(cache.Find(0, "u|a", 3, 2)->total_hours, nullptr);
+  cache.AttachTotalHours(0, "u|a", 3, 2, hours);
+  const ArchiveReply* kept = cache.Find(0, "u|a", 3, 2);
+  ASSERT_NE(kept, nullptr);
+  ASSERT_NE(kept->total_hours, nullptr);
+  EXPECT_EQ(kept->total_hours->hours, hours->hours);
+  EXPECT_TRUE(kept->kept);
+  EXPECT_EQ(cache.figures().bytes, bytes + 2 * sizeof(hours->hours[0]));
+  // Replacing the entry drops them (a new answer is decoded again).
+  cache.Insert(0, "u|a", Reply(5, "c413:9\n"), 2);
+  EXPECT_EQ(cache.Find(0, "u|a", 5, 2)->total_hours, nullptr);
+  EXPECT_EQ(cache.figures().bytes, bytes);
 }
 
 TEST(ArchiveReplyCacheTest, ZeroBudgetKeepsNothing) {

@@ -2,6 +2,9 @@
 // batching and the lookup cache.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "clickatron/http_client.h"
 #include "clickatron/query_string.h"
 #include "clickatron/ymdh.h"
@@ -54,6 +57,45 @@ TEST(ReadRecordsTest, ArchiveBadColumnsAreCorruption) {
   for (std::string_view bad : {"c413", "c413:x", "zzzz:1", "c413:1  c41l:2", ":4"}) {
     EXPECT_EQ(AddArchiveTotalColumns(bad, &hours).code(), StatusCode::kCorruption) << bad;
   }
+}
+
+TEST(ReadRecordsTest, DecodedTotalAnswersEverySpanAsTheTextDoes) {
+  // Hours of 60 days, some missing, with their counts: the expected hours of
+  // any span are picked from this map directly.
+  std::mt19937 rng(3);
+  std::map<int64_t, int64_t> truth;
+  std::string value;
+  for (int64_t h = kApr1 * 86400; h < (kApr1 + 60) * 86400; h += 3600) {
+    if (rng() % 3 == 0) continue;
+    const int64_t count = 1 + static_cast<int64_t>(rng() % 1000);
+    truth[h] = count;
+    value += (value.empty() ? "" : " ") + *YmdhFromUnix(h) + ":" + std::to_string(count);
+  }
+  auto decoded = DecodeArchiveTotal(value + "\n");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->hours.size(), truth.size());
+  for (int i = 0; i < 200; ++i) {
+    // Spans starting and ending anywhere, also off the hour and outside the data.
+    int64_t begin = (kApr1 - 2) * 86400 + static_cast<int64_t>(rng() % (64 * 86400));
+    int64_t end = begin + static_cast<int64_t>(rng() % (30 * 86400));
+    if (i % 2 == 0) {  // on hour starts, as queries' windows are: the end hour itself is outside
+      begin -= begin % 3600;
+      end -= end % 3600;
+    }
+    HourlyCounts want;
+    for (auto it = truth.lower_bound(begin); it != truth.end() && it->first < end; ++it) {
+      ASSERT_TRUE(want.Add(it->first, it->second).ok());
+    }
+    HourlyCounts got;
+    ASSERT_TRUE(AddArchiveTotalHours(*decoded, &got, HourSpan{begin, end}).ok());
+    EXPECT_EQ(got, want) << "span " << begin << " .. " << end;
+  }
+  HourlyCounts all;
+  ASSERT_TRUE(AddArchiveTotalHours(*decoded, &all).ok());
+  EXPECT_EQ(all.size(), truth.size());
+  // A damaged record is refused whole, whatever span a query would read.
+  EXPECT_EQ(DecodeArchiveTotal(value + " zzzz:1").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(DecodeArchiveTotal("c41l:5 c413:2").status().code(), StatusCode::kCorruption);  // out of order
 }
 
 TEST(ReadRecordsTest, RealtimeHoursOfArchivedDaysAreIgnored) {
