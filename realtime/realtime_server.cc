@@ -64,8 +64,8 @@ bool DateArg(const HttpExchangePtr& ex, std::string_view name, bool required, st
 // sends at most 64).
 constexpr size_t kMaxMfwmatchPrefixes = 256;
 
-// GET /mfwmatch?key=P1&key=P2…[&date=D]: every record matching any prefix,
-// once, sorted (see multi_prefix_scan.h); streamed like /fwmatch.
+// GET /mfwmatch?key=P1&key=P2…[&date=D][&after=D]: every record matching any
+// prefix, once, sorted (see multi_prefix_scan.h); streamed like /fwmatch.
 void HandleMfwmatch(const Ring& ring, const HttpExchangePtr& ex) {
   std::vector<const std::string*> keys = ex->args().GetAll("key");
   if (keys.empty()) {
@@ -76,12 +76,12 @@ void HandleMfwmatch(const Ring& ring, const HttpExchangePtr& ex) {
     ex->ReplyError(400, "TOO_MANY_KEYS", fmt::format("at most {} prefixes per request", kMaxMfwmatchPrefixes));
     return;
   }
-  std::optional<int64_t> day;
-  if (!DateArg(ex, "date", false, &day)) return;
+  std::optional<int64_t> day, after;
+  if (!DateArg(ex, "date", false, &day) || !DateArg(ex, "after", false, &after)) return;
   std::vector<std::string> prefixes;
   prefixes.reserve(keys.size());
   for (const std::string* k : keys) prefixes.push_back(*k);
-  Result<std::unique_ptr<LineSource>> scan = ring.ScanMany(DisjointPrefixes(std::move(prefixes)), day);
+  Result<std::unique_ptr<LineSource>> scan = ring.ScanMany(DisjointPrefixes(std::move(prefixes)), day, after);
   if (!scan.ok()) return ex->ReplyError(scan.status());
   StreamLines(ex, std::move(scan).value());
 }
@@ -351,14 +351,14 @@ void RealtimeServer::HandleMget(const HttpExchangePtr& ex) {
 
 void RealtimeServer::HandleFwmatch(const HttpExchangePtr& ex) {
   const std::string* prefix = Required(ex, "key");
-  std::optional<int64_t> day;
-  if (prefix == nullptr || !DateArg(ex, "date", false, &day)) return;
+  std::optional<int64_t> day, after;
+  if (prefix == nullptr || !DateArg(ex, "date", false, &day) || !DateArg(ex, "after", false, &after)) return;
   uint64_t limit = 0;
   if (const std::string* l = ex->args().Get("limit"); l != nullptr && (!ParseUint(*l, &limit) || limit == 0)) {
     ex->ReplyError(400, "INVALID_LIMIT", "limit must be a positive integer");
     return;
   }
-  Result<std::unique_ptr<LineSource>> scan = ring_->Scan(*prefix, day, limit);
+  Result<std::unique_ptr<LineSource>> scan = ring_->Scan(*prefix, day, limit, after);
   if (!scan.ok()) {
     ex->ReplyError(scan.status());
     return;

@@ -342,8 +342,9 @@ Status Ring::Clear(int64_t day) {
   return Reconcile();
 }
 
-std::vector<int64_t> Ring::ReadDays(std::optional<int64_t> only_day) const {
+std::vector<int64_t> Ring::ReadDays(std::optional<int64_t> only_day, std::optional<int64_t> after) const {
   std::vector<int64_t> days = ReadableDays();
+  if (after) std::erase_if(days, [&](int64_t d) { return d <= *after; });
   if (!only_day) return days;
   for (int64_t d : days) {
     if (d == *only_day) return {d};
@@ -356,13 +357,14 @@ Result<std::optional<std::string>> Ring::Get(std::string_view key, std::optional
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Scan(std::string_view prefix, std::optional<int64_t> only_day,
-                                               uint64_t limit) const {
-  return ScanPrefix(checkpointer_->View(), ReadDays(only_day), prefix, limit);
+                                               uint64_t limit, std::optional<int64_t> after) const {
+  return ScanPrefix(checkpointer_->View(), ReadDays(only_day, after), prefix, limit);
 }
 
 Result<std::unique_ptr<LineSource>> Ring::ScanMany(std::vector<std::string> prefixes,
-                                                   std::optional<int64_t> only_day) const {
-  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day), std::move(prefixes));
+                                                   std::optional<int64_t> only_day,
+                                                   std::optional<int64_t> after) const {
+  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day, after), std::move(prefixes));
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Export(int64_t day) const {

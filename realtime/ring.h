@@ -118,14 +118,15 @@ class Ring {
   // 404 DAY_NOT_IN_RING, 409 NOT_EXPORTED.
   Status Clear(int64_t day);
 
-  // Reads over the readable days, or only `only_day`.
+  // Reads over the readable days, or only `only_day`; scans also only the
+  // days after `after` (a reader that has those days from the archive).
   Result<std::optional<std::string>> Get(std::string_view key, std::optional<int64_t> only_day) const;
   Result<std::unique_ptr<LineSource>> Scan(std::string_view prefix, std::optional<int64_t> only_day,
-                                           uint64_t limit) const;
+                                           uint64_t limit, std::optional<int64_t> after = std::nullopt) const;
   // Several prefixes (sorted and disjoint: DisjointPrefixes) in one scan
   // (record_scan.h's ScanPrefixes).
-  Result<std::unique_ptr<LineSource>> ScanMany(std::vector<std::string> prefixes,
-                                               std::optional<int64_t> only_day) const;
+  Result<std::unique_ptr<LineSource>> ScanMany(std::vector<std::string> prefixes, std::optional<int64_t> only_day,
+                                               std::optional<int64_t> after = std::nullopt) const;
   // REQUIRES: Seal(day) succeeded. 503 NOT_PERSISTED while records of the
   // day are still in memory (Checkpointer::WhenPersisted first).
   Result<std::unique_ptr<LineSource>> Export(int64_t day) const;
@@ -143,7 +144,7 @@ class Ring {
   // Creates and drops column families until the store matches days_.
   Status Reconcile();
   bool InPositions(int64_t day) const { return day >= today_ - 1 && day <= today_ + 1; }
-  std::vector<int64_t> ReadDays(std::optional<int64_t> only_day) const;
+  std::vector<int64_t> ReadDays(std::optional<int64_t> only_day, std::optional<int64_t> after = std::nullopt) const;
 
   ShardStore* store_;
   int64_t today_ = 0;

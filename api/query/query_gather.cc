@@ -114,35 +114,27 @@ Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::
 
 // ---- total -------------------------------------------------------------------
 
+struct QueryGather::TotalJob {
+  std::string key;
+  std::shared_ptr<ArchiveReader::Session> session;
+  HourSpan span;
+  bool all_days = false;  // realtime read again without skipping (FinishTotal)
+  std::function<void(Result<TotalData>)> done;
+  ArchiveReply archive;
+  std::string realtime;
+  Status realtime_missing;
+};
+
 void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                              std::function<void(Result<TotalData>)> done) {
-  struct State {
-    std::string key;
-    std::shared_ptr<ArchiveReader::Session> session;
-    ArchiveReply archive;
-    std::string realtime;
-    Status realtime_missing;
-  };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<TotalJob>();
   state->key = TotalArchiveKey(ns, tkey);
   state->session = archive_.Begin(state->key);
-  auto join = FanIn::Create([this, state, span, done = std::move(done)](Status st) {
-    if (!st.ok()) {
-      done(std::move(st));
-      return;
-    }
-    TotalData data;
-    data.archive = state->archive.view;
-    data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
-    st = AddArchiveTotal(*state->session, state->key, state->archive, &data.hours, span);
-    if (st.ok()) {
-      st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, span);
-    }
-    if (!st.ok()) {
-      done(std::move(st));
-      return;
-    }
-    done(std::move(data));
+  state->span = span;
+  state->done = std::move(done);
+  auto join = FanIn::Create([this, state](Status st) {
+    if (!st.ok()) return state->done(std::move(st));
+    FinishTotal(state);
   });
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
@@ -156,6 +148,38 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                        RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)));
 }
 
+void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
+  const ArchiveView& view = state->archive.view;
+  if (!state->all_days && realtime_.MaySkipPast(view.last_day)) {
+    // Realtime may have left out days this archive answer does not hold (a
+    // generation older than others seen): read realtime again, every day.
+    ++stats_.realtime_skip_rereads;
+    state->all_days = true;
+    state->realtime.clear();
+    state->realtime_missing = Status::Ok();
+    auto join = FanIn::Create([this, state](Status st) {
+      if (!st.ok()) return state->done(std::move(st));
+      FinishTotal(state);
+    });
+    auto part = join->Part();
+    join->Arm();
+    realtime_.FwmatchKey(state->key, state->key + ".",
+                         RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(part)),
+                         /*all_days=*/true);
+    return;
+  }
+  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
+  TotalData data;
+  data.archive = view;
+  data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
+  Status st = AddArchiveTotal(*state->session, state->key, state->archive, &data.hours, state->span);
+  if (st.ok()) {
+    st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, state->span);
+  }
+  if (!st.ok()) return state->done(std::move(st));
+  state->done(std::move(data));
+}
+
 // ---- breakdown ---------------------------------------------------------------
 
 struct QueryGather::BreakdownJob {
@@ -167,6 +191,7 @@ struct QueryGather::BreakdownJob {
   std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
   int attempts = 0;
+  bool all_days = false;  // realtime read without skipping (FinishBreakdown)
   std::function<void(Result<BreakdownData>)> done;
   // One attempt's results.
   std::shared_ptr<ArchiveReader::Session> session;
@@ -224,12 +249,12 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
     return RealtimeBodyInto(job, into, &job->realtime_missing, std::move(part));
   };
   realtime_.FwmatchKey(job->total_key, job->total_key + ".",
-                       realtime_done(&job->realtime_total, std::move(total_part)));
+                       realtime_done(&job->realtime_total, std::move(total_part)), job->all_days);
   realtime_.FwmatchKey(job->total_key, job->subtotal_prefix,
-                       realtime_done(&job->realtime_subtotals, std::move(subtotal_part)));
+                       realtime_done(&job->realtime_subtotals, std::move(subtotal_part)), job->all_days);
   if (job->uniques_from) {
     realtime_.FwmatchKey(job->total_key, kUniqueMark + job->subtotal_prefix,
-                         realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)));
+                         realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)), job->all_days);
   }
 }
 
@@ -280,6 +305,15 @@ std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
+  if (!job->all_days && realtime_.MaySkipPast(view.last_day)) {
+    // Realtime may have left out days this archive answer does not hold:
+    // again, reading every realtime day (not counted as a generation retry).
+    ++stats_.realtime_skip_rereads;
+    job->all_days = true;
+    --job->attempts;
+    return RunBreakdown(job);
+  }
+  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
                                   HourSpan{job->begin_ts, job->end_ts});
@@ -475,6 +509,7 @@ struct QueryGather::UniquesJob {
   int64_t max_hours = 0;
   std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
   int attempts = 0;
+  bool all_days = false;  // realtime read without skipping (FinishUniques)
   std::function<void(Result<UniquesData>)> done;
   // One attempt's results.
   std::shared_ptr<ArchiveReader::Session> session;
@@ -518,11 +553,19 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   job->realtime_missing = Status::Ok();
   job->realtime.clear();
   realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
-                       RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)));
+                       RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)),
+                       job->all_days);
 }
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
+  if (!job->all_days && realtime_.MaySkipPast(view.last_day)) {
+    ++stats_.realtime_skip_rereads;  // as FinishBreakdown
+    job->all_days = true;
+    --job->attempts;
+    return RunUniques(job);
+  }
+  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
       !st.ok()) {

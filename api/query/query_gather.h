@@ -124,8 +124,10 @@ class QueryGather {
                      std::function<void(Result<std::map<std::string, std::string>>)> done);
 
  private:
+  struct TotalJob;
   struct BreakdownJob;
   struct UniquesJob;
+  void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;
   // The archived hours in `span` of a total record's answer (none when not
   // found): from its decoded columns when the cache kept them with it; a kept

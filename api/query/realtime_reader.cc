@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
 #include "query/coalesced_reads.h"
 #include "query/fan_in.h"
 #include "query/read_targets.h"
@@ -82,18 +83,32 @@ void RealtimeReader::Send(int shard, std::string target, int attempts_left, bool
                });
 }
 
-void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done) {
-  if (shard < 0 || static_cast<size_t>(shard) >= coalescers_.size()) {
+void RealtimeReader::SkipDaysThrough(int64_t day) {
+  if (!skip_through_ || day > *skip_through_) skip_through_ = day;
+}
+
+std::string RealtimeReader::Skipping(std::string target) const {
+  if (skip_through_) target += "&after=" + FormatDate(*skip_through_);
+  return target;
+}
+
+void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done, bool all_days) {
+  if (all_days) {
     Send(shard, FwmatchTarget(prefix), kAttempts, true, std::move(done));
+    return;
+  }
+  if (shard < 0 || static_cast<size_t>(shard) >= coalescers_.size()) {
+    Send(shard, Skipping(FwmatchTarget(prefix)), kAttempts, true, std::move(done));
     return;
   }
   coalescers_[static_cast<size_t>(shard)]->Submit(std::string(prefix), std::move(done));
 }
 
-void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done) {
+void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done,
+                                bool all_days) {
   const RealtimeShardMap::Shards shards = shard_map_.ShardsOfKey(shard_key);
   if (shards.size == 1) {
-    Fwmatch(shards.shard[0], prefix, std::move(done));
+    Fwmatch(shards.shard[0], prefix, std::move(done), all_days);
     return;
   }
   auto bodies = std::make_shared<std::array<std::string, 2>>();
@@ -105,21 +120,25 @@ void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view pre
   std::function<void(Status)> parts[2] = {join->Part(), join->Part()};
   join->Arm();
   for (int i = 0; i < 2; ++i) {
-    Fwmatch(shards.shard[i], prefix, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
-      if (body.ok()) (*bodies)[static_cast<size_t>(i)] = std::move(*body);
-      part(body.status());
-    });
+    Fwmatch(
+        shards.shard[i], prefix,
+        [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
+          if (body.ok()) (*bodies)[static_cast<size_t>(i)] = std::move(*body);
+          part(body.status());
+        },
+        all_days);
   }
 }
 
 void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
   if (prefixes.size() == 1) {  // a lone fwmatch stays a fwmatch
-    Send(shard, FwmatchTarget(prefixes.front()), kAttempts, true, AsBatchOfOne<std::string>(std::move(done)));
+    Send(shard, Skipping(FwmatchTarget(prefixes.front())), kAttempts, true,
+         AsBatchOfOne<std::string>(std::move(done)));
     return;
   }
   ++stats_.realtime_coalesced_requests;
   stats_.realtime_coalesced_prefixes += prefixes.size();
-  std::string target = MFwmatchTarget(prefixes);
+  std::string target = Skipping(MFwmatchTarget(prefixes));
   Send(shard, std::move(target), kAttempts, false,
        [prefixes = std::move(prefixes), done = std::move(done)](Result<std::string> body) {
          if (!body.ok()) return done(body.status());

@@ -43,11 +43,27 @@ class RealtimeReader {
 
   // The body of the answer: "key,value" lines, "" when nothing matched.
   using BodyCallback = std::function<void(Result<std::string>)>;
-  void Fwmatch(int shard, std::string_view prefix, BodyCallback done);
+  // Fwmatches skip the ring's days up to skip_through() (after=D): days the
+  // archive holds, which readers ignore anyway (the overlap day Yesterday
+  // stays in the ring until midnight after its rebuild). `all_days`: every
+  // day, in a request of its own (a query whose archive answer ends before
+  // skip_through(), see SkipDaysThrough).
+  void Fwmatch(int shard, std::string_view prefix, BodyCallback done, bool all_days = false);
   // Fwmatch on every shard that may hold `shard_key` (realtime_shard_map.h):
   // one, or two while the shard count changes, whose bodies are joined (a
   // record is on one of them only; readers add lines up, in any order).
-  void FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done);
+  void FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done, bool all_days = false);
+  // Raises the day fwmatches skip through (never lowers it: a query that
+  // reads skip_through() when its answers are in knows that no fwmatch it
+  // sent skipped more). Readers call it with the last day of archive answers.
+  void SkipDaysThrough(int64_t day);
+  std::optional<int64_t> skip_through() const { return skip_through_; }
+  // True when a fwmatch sent (not all_days) for a query whose archive answer
+  // ends at `last_day` may have skipped a day that answer lacks: the query
+  // must read realtime again with all_days.
+  bool MaySkipPast(const std::optional<int64_t>& last_day) const {
+    return skip_through_.has_value() && (!last_day.has_value() || *skip_through_ > *last_day);
+  }
   const RealtimeShardMap& shard_map() const { return shard_map_; }
   // The bodies of the batched /mget requests.
   void MGet(int shard, const std::vector<std::string>& keys, std::function<void(Result<std::vector<std::string>>)> done);
@@ -57,6 +73,8 @@ class RealtimeReader {
   // missing endpoint (mfwmatch on a daemon that predates it).
   void Send(int shard, std::string target, int attempts_left, bool not_found_is_empty, BodyCallback done);
   void SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done);
+  // `target` with &after=skip_through() when set.
+  std::string Skipping(std::string target) const;
 
   const RealtimeShardMap shard_map_;
   HttpClient& client_;
@@ -64,6 +82,7 @@ class RealtimeReader {
   Options options_;
   std::vector<std::optional<MemberConfig>> members_;  // by shard; empty when the file names none
   std::vector<std::unique_ptr<Coalescer<std::string>>> coalescers_;  // by shard; empty when off
+  std::optional<int64_t> skip_through_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

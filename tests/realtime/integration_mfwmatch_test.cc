@@ -76,9 +76,31 @@ TEST_F(MfwmatchIntegrationTest, UnionOfPrefixesMatchesTheOracleAndEachFwmatch) {
   EXPECT_FALSE(expected_day.empty());
 }
 
+TEST_F(MfwmatchIntegrationTest, AfterSkipsTheDaysUpToIt) {
+  // The days after D only: what a reader that has D from the archive asks.
+  std::string expected_today;
+  for (const std::string& key : {TotalKey("a", today_, 3), TotalKey("a", today_, 4), TotalKey("b", today_, 3),
+                                 TotalKey("b", today_, 4)}) {
+    expected_today += key + "," + std::to_string(oracle_.at(key)) + "\n";
+  }
+  HttpResponse many = daemon_.Get(Target({"u|a.", "u|b."}) + "&after=" + Date(today_ - 1));
+  ASSERT_EQ(many.status_code, 200) << many.body;
+  EXPECT_EQ(many.body, expected_today);
+  HttpResponse one = daemon_.Get("/fwmatch?key=" + Q("u|a.") + "&after=" + Date(today_ - 1));
+  ASSERT_EQ(one.status_code, 200) << one.body;
+  EXPECT_EQ(one.body, expected_today.substr(0, expected_today.find("u|b.")));
+  // After a day before every store: all of them, as without it.
+  EXPECT_EQ(daemon_.Get(Target({"u|a.", "u|b."}) + "&after=" + Date(today_ - 30)).body,
+            daemon_.Get(Target({"u|a.", "u|b."})).body);
+  // After today: nothing (Tomorrow holds nothing here).
+  EXPECT_EQ(daemon_.Get("/fwmatch?key=" + Q("u|a.") + "&after=" + Date(today_)).body, "");
+}
+
 TEST_F(MfwmatchIntegrationTest, BadRequestsAreRefused) {
   EXPECT_EQ(daemon_.Get("/mfwmatch").status_code, 400);
   EXPECT_EQ(daemon_.Get("/mfwmatch?key=u%7Ca.&date=yesterday").status_code, 400);
+  EXPECT_EQ(daemon_.Get("/mfwmatch?key=u%7Ca.&after=yesterday").status_code, 400);
+  EXPECT_EQ(daemon_.Get("/fwmatch?key=u%7Ca.&after=2024-02-30").status_code, 400);
   std::vector<std::string> many;
   for (int i = 0; i < 257; ++i) many.push_back("u|k" + std::to_string(i) + ".");
   HttpResponse r = daemon_.Get(Target(many));
