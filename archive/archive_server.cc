@@ -21,6 +21,10 @@ constexpr std::string_view kLastDayHeader = "X-Archive-Last-Day";
 // archive_shards and the deploy of the re-partitioned generation it still
 // asks the shard that holds a key. Absent for a file without a manifest.
 constexpr std::string_view kShardCountHeader = "X-Archive-Shard-Count";
+// The served file's crc32 (its manifest's): which file, not only which
+// generation number. A rolled-back generation's number is built again, as
+// another file; API nodes keep answers per file (archive_reply_cache.h).
+constexpr std::string_view kFileCrc32Header = "X-Archive-Crc32";
 
 // limit=N: a non-negative decimal integer.
 Result<std::optional<uint64_t>> ParseLimit(const QueryArgs& args) {
@@ -129,6 +133,7 @@ SortedFilePtr ArchiveServer::Serving(const HttpExchangePtr& ex) {
   ex->AddHeader(kLastDayHeader, current_->last_day());
   if (const Manifest* manifest = current_->manifest()) {
     ex->AddHeader(kShardCountHeader, std::to_string(manifest->shard_count));
+    ex->AddHeader(kFileCrc32Header, std::to_string(manifest->crc32));
   }
   return current_;
 }

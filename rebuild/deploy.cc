@@ -114,9 +114,9 @@ Status DeployGeneration(const DeployOptions& options) {
 }
 
 void WaitForArchiveCaches(const ClusterConfig& cluster) {
-  const int ms = cluster.ArchiveCacheDrainMs();
+  const int ms = cluster.DeployDrainMs();
   if (ms <= 0) return;
-  spdlog::info("waiting {} ms: API nodes stop answering from archive answers of the previous generation", ms);
+  spdlog::info("waiting {} ms: API nodes stop reading the previous generation before realtime may clear a day", ms);
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 

@@ -38,11 +38,12 @@ struct DeployOptions {
 // answers from the previous generation.
 Status DeployGeneration(const DeployOptions& options);
 
-// Sleeps ClusterConfig::ArchiveCacheDrainMs: API nodes use an archive answer
+// Sleeps ClusterConfig::DeployDrainMs: API nodes use an archive answer
 // they kept only while its replica confirmed the generation within
-// archive_cache_confirm_ms, so after this every query reads the generation
-// now served. Realtime must not clear a day the new generation holds before
-// that (a query would add an answer without the day to realtime without it).
+// archive_cache_confirm_ms, and a query's reads take well under a second,
+// so after this every query reads the generation now served. Realtime must
+// not clear a day the new generation holds before that (a query would add an
+// answer without the day to realtime without it).
 void WaitForArchiveCaches(const ClusterConfig& cluster);
 
 // POST /exported?date=D on every realtime shard (all must accept).

@@ -47,6 +47,14 @@ Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
     if (!day.ok()) return Status::Corruption(fmt::format("bad X-Archive-Last-Day {}", QuoteForMessage(*last_day)));
     view.last_day = *day;
   }
+  if (const std::string* crc = FindHeader(response, "X-Archive-Crc32")) {
+    uint32_t value = 0;
+    const auto [end, ec] = std::from_chars(crc->data(), crc->data() + crc->size(), value);
+    if (ec != std::errc() || end != crc->data() + crc->size()) {
+      return Status::Corruption(fmt::format("bad X-Archive-Crc32 {}", QuoteForMessage(*crc)));
+    }
+    view.file_crc32 = value;
+  }
   if (const std::string* count = FindHeader(response, "X-Archive-Shard-Count")) {
     const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), view.shard_count);
     if (ec != std::errc() || end != count->data() + count->size() || view.shard_count < 1) {
@@ -228,7 +236,7 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  if (alive.expired()) return;
                  Replica& replica = replicas_[shard][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
-                 if (reply.ok()) Confirm(shard, index, reply->view.generation, sent);
+                 if (reply.ok()) Confirm(shard, index, reply->view, sent);
                  // A shard other than 0 serving no file, before any answer
                  // said which count the archive is cut into (shard 0 did not
                  // answer): it may be a new shard of a count not deployed
@@ -291,8 +299,8 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
     }
     done(std::move(reply));
   };
-  if (const std::optional<uint64_t> generation = CacheGeneration(*session)) {
-    if (const ArchiveReply* kept = cache_.Find(session->shard, key, *generation, session->shard_count)) {
+  if (const std::optional<ServedFile> file = CachedFile(*session)) {
+    if (const ArchiveReply* kept = cache_.Find(session->shard, key, *file, session->shard_count)) {
       ++stats_.archive_cache_hits;
       ArchiveReply reply;
       reply.view = kept->view;
@@ -390,10 +398,10 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   // asked for, and their answers kept.
   auto asked = std::make_shared<std::vector<std::string>>();
   std::optional<ArchiveReply> kept_lines;
-  const std::optional<uint64_t> generation = CacheGeneration(*session);
-  if (generation) {
+  const std::optional<ServedFile> file = CachedFile(*session);
+  if (file) {
     for (const std::string& key : keys) {
-      const ArchiveReply* kept = cache_.Find(session->shard, key, *generation, session->shard_count);
+      const ArchiveReply* kept = cache_.Find(session->shard, key, *file, session->shard_count);
       if (kept == nullptr) {
         ++stats_.archive_cache_misses;
         asked->push_back(key);
@@ -413,7 +421,7 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   }
   const std::vector<std::string> targets = MGetTargets(*asked, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
-  auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = generation.has_value(),
+  auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = file.has_value(),
                              shard = session->shard, shard_count = session->shard_count,
                              done = std::move(checked)](Status st) mutable {
     if (!st.ok()) {
@@ -440,16 +448,17 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   }
 }
 
-std::optional<uint64_t> ArchiveReader::CacheGeneration(const Session& session) {
+std::optional<ServedFile> ArchiveReader::CachedFile(const Session& session) {
   const size_t shard = static_cast<size_t>(session.shard);
   if (!cache_.enabled() || shard >= confirmed_.size() || confirmed_[shard].empty()) return std::nullopt;
   const size_t replica = session.replica % confirmed_[shard].size();
   const Confirmed& confirmed = confirmed_[shard][replica];
   const auto age = std::chrono::steady_clock::now() - confirmed.sent;
   if (age >= options_.cache_confirm / 2) Probe(shard, replica);
-  // Generation 0 is no file: nothing to keep answers of.
-  if (age >= options_.cache_confirm || confirmed.generation == 0) return std::nullopt;
-  return confirmed.generation;
+  // Generation 0 is no file; a file that does not say its crc32 cannot be
+  // told from another of its number: nothing to keep answers of.
+  if (age >= options_.cache_confirm || confirmed.view.generation == 0) return std::nullopt;
+  return ArchiveReplyCache::FileOf(confirmed.view);
 }
 
 void ArchiveReader::Probe(size_t shard, size_t replica) {
@@ -469,30 +478,33 @@ void ArchiveReader::Probe(size_t shard, size_t replica) {
   });
 }
 
-void ArchiveReader::Confirm(size_t shard, size_t replica, uint64_t generation,
+void ArchiveReader::Confirm(size_t shard, size_t replica, const ArchiveView& view,
                             std::chrono::steady_clock::time_point sent) {
   if (shard >= confirmed_.size() || replica >= confirmed_[shard].size()) return;
   Confirmed& confirmed = confirmed_[shard][replica];
   if (sent < confirmed.sent) return;  // a later request already said what the replica serves
-  confirmed.generation = generation;
+  confirmed.view = view;
   confirmed.sent = sent;
 }
 
 bool ArchiveReader::Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
   if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return false;
   const auto& replicas = confirmed_[static_cast<size_t>(shard)];
-  if (reply.replica >= replicas.size() || replicas[reply.replica].generation != reply.view.generation) return false;
+  // Of the file the replica said it serves by its newest answer.
+  if (reply.replica >= replicas.size() || !(replicas[reply.replica].view == reply.view)) return false;
   if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) {
     return false;
   }
-  cache_.Insert(shard, key, reply, shard_count);
+  const bool kept = cache_.Insert(shard, key, reply, shard_count);
   stats_.archive_cache_evictions = cache_.figures().evictions;
-  return true;
+  return kept;
 }
 
 void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
                                      std::shared_ptr<const ArchiveTotalHours> hours) {
-  cache_.AttachTotalHours(session.shard, key, reply.view.generation, session.shard_count, std::move(hours));
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(reply.view);
+  if (!file) return;
+  cache_.AttachTotalHours(session.shard, key, *file, session.shard_count, std::move(hours));
   stats_.archive_cache_evictions = cache_.figures().evictions;
 }
 

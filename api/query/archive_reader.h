@@ -145,14 +145,15 @@ class ArchiveReader {
     std::chrono::steady_clock::time_point down_until{};
   };
   void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
-  // The generation kept answers for `session` must be of: the one its
-  // replica confirmed within cache_confirm (nullopt: none, or the cache is
-  // off). Asks the replica again (Probe) when the confirmation is getting old.
-  std::optional<uint64_t> CacheGeneration(const Session& session);
+  // The file kept answers for `session` must be of: the one its replica
+  // confirmed within cache_confirm (nullopt: none, a file that does not say
+  // its crc32, or the cache is off). Asks the replica again (Probe) when the
+  // confirmation is getting old.
+  std::optional<ServedFile> CachedFile(const Session& session);
   void Probe(size_t shard, size_t replica);
-  // An answer sent at `sent` said `generation`: newer than what the replica
-  // last confirmed unless a later request's answer came first.
-  void Confirm(size_t shard, size_t replica, uint64_t generation, std::chrono::steady_clock::time_point sent);
+  // An answer sent at `sent` said `view`: newer than what the replica last
+  // confirmed unless a later request's answer came first.
+  void Confirm(size_t shard, size_t replica, const ArchiveView& view, std::chrono::steady_clock::time_point sent);
   // Keeps `reply` for `key` if it is of the generation its replica confirmed.
   bool Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
   // Keeps every key of mget answers (absent ones as not found), when they
@@ -199,10 +200,11 @@ class ArchiveReader {
   std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;
   // By shard: generation -> the callers waiting for its /manifest answer.
   std::vector<std::map<uint64_t, std::vector<std::function<void(DayRecordRules)>>>> day_rules_waiting_;
-  // By shard, replica: the generation the replica's newest answer (by the
-  // time its request was sent) said, and whether a probe is out.
+  // By shard, replica: the view (generation, file crc32) the replica's
+  // newest answer (by the time its request was sent) said, and whether a
+  // probe is out.
   struct Confirmed {
-    uint64_t generation = 0;
+    ArchiveView view;
     std::chrono::steady_clock::time_point sent{};
     bool probe_out = false;
   };

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "query/read_records.h"
@@ -15,6 +16,9 @@ struct ArchiveView {
   uint64_t generation = 0;
   ArchiveLastDay last_day;
   int shard_count = 0;  // X-Archive-Shard-Count; 0: not said (no file, or a file without a manifest)
+  // X-Archive-Crc32: the served file's crc32 (nullopt: not said). Two files
+  // may carry one generation number (a rollback, then a new build).
+  std::optional<uint32_t> file_crc32 = std::nullopt;
   friend bool operator==(const ArchiveView&, const ArchiveView&) = default;
 };
 

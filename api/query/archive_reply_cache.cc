@@ -17,14 +17,19 @@ void ArchiveReplyCache::Erase(Index& index, Index::iterator it) {
   figures_.entries = order_.size();
 }
 
-void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, uint64_t generation, int shard_count,
+std::optional<ServedFile> ArchiveReplyCache::FileOf(const ArchiveView& view) {
+  if (!view.file_crc32) return std::nullopt;
+  return ServedFile{view.generation, *view.file_crc32};
+}
+
+void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
                                          std::shared_ptr<const ArchiveTotalHours> hours) {
   if (!enabled() || shard < 0 || static_cast<size_t>(shard) >= shards_.size() || !hours) return;
   Index& index = shards_[static_cast<size_t>(shard)];
   auto it = index.find(key);
   if (it == index.end()) return;
   Entry& entry = *it->second;
-  if (entry.reply.view.generation != generation || entry.shard_count != shard_count || entry.reply.total_hours) return;
+  if (FileOf(entry.reply.view) != file || entry.shard_count != shard_count || entry.reply.total_hours) return;
   const size_t before = entry.Bytes();
   entry.reply.total_hours = std::move(hours);
   if (entry.Bytes() > max_bytes_ / 8) {  // as Insert's rule: not worth what it would push out
@@ -32,8 +37,8 @@ void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, uint64
     return;
   }
   figures_.bytes += entry.Bytes() - before;
-  // Over the budget now: the least recently used go (never this entry, the
-  // most recently used one, while anything else is left).
+  // The entry was just used: first in line, so the room is made by others.
+  order_.splice(order_.begin(), order_, it->second);
   while (figures_.bytes > max_bytes_ && order_.size() > 1) {
     const Entry& last = order_.back();
     Index& owner = shards_[static_cast<size_t>(last.shard)];
@@ -42,7 +47,7 @@ void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, uint64
   }
 }
 
-ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uint64_t generation, int shard_count) {
+ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, const ServedFile& file, int shard_count) {
   if (!enabled() || shard < 0) return nullptr;
   Index& index = IndexOf(shard);
   auto it = index.find(key);
@@ -51,10 +56,10 @@ ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uint64_t 
     return nullptr;
   }
   Entry& entry = *it->second;
-  if (entry.reply.view.generation != generation || entry.shard_count != shard_count) {
-    // A newer file is served (or the archive was re-partitioned): this
-    // answer will not be asked for again.
-    Erase(index, it);
+  if (FileOf(entry.reply.view) != file || entry.shard_count != shard_count) {
+    // Of an older file (or, with the same number, another one): it will not
+    // be asked for again. Of a newer one: another replica is ahead.
+    if (entry.reply.view.generation <= file.generation || entry.shard_count != shard_count) Erase(index, it);
     ++figures_.misses;
     return nullptr;
   }
@@ -63,10 +68,13 @@ ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, uint64_t 
   return &it->second->reply;
 }
 
-void ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
-  if (!enabled() || shard < 0) return;
-  const size_t bytes = key.size() + reply.body.size() + kEntryOverhead;
-  if (bytes > max_bytes_ / 8) return;  // one huge value would push out everything else
+bool ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
+  if (!enabled() || shard < 0 || !FileOf(reply.view)) return false;
+  Entry entry{shard, shard_count, std::string(key), reply};
+  entry.reply.kept = true;
+  entry.reply.total_hours.reset();  // attached by AttachTotalHours, charged there
+  const size_t bytes = entry.Bytes();
+  if (bytes > max_bytes_ / 8) return false;  // one huge value would push out everything else
   Index& index = IndexOf(shard);
   if (auto it = index.find(key); it != index.end()) Erase(index, it);
   while (!order_.empty() && figures_.bytes + bytes > max_bytes_) {
@@ -75,11 +83,11 @@ void ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveRep
     Erase(owner, owner.find(std::string_view(last.key)));
     ++figures_.evictions;
   }
-  order_.push_front(Entry{shard, shard_count, std::string(key), reply});
-  order_.front().reply.kept = true;
+  order_.push_front(std::move(entry));
   index.emplace(std::string_view(order_.front().key), order_.begin());
   figures_.bytes += bytes;
   figures_.entries = order_.size();
+  return true;
 }
 
 }  // namespace clickatron::api

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,23 +30,36 @@
 
 namespace clickatron::api {
 
+// Which file a replica serves: a generation number alone does not say (a
+// rolled-back generation's number is built again, as another file).
+struct ServedFile {
+  uint64_t generation = 0;
+  uint32_t crc32 = 0;
+  friend bool operator==(const ServedFile&, const ServedFile&) = default;
+};
+
 class ArchiveReplyCache {
  public:
   explicit ArchiveReplyCache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   bool enabled() const { return max_bytes_ > 0; }
 
-  // The reply kept for `key` on `shard`, if it came from `generation` of a
-  // file cut into `shard_count` shards; nullptr otherwise (an entry of
-  // another generation is dropped). Valid until the next Insert.
-  ArchiveReply* Find(int shard, std::string_view key, uint64_t generation, int shard_count);
+  // The reply kept for `key` on `shard`, if it came from `file`, routed by
+  // `shard_count`; nullptr otherwise. An entry of an older generation, or of
+  // another file with the same number, is dropped; one of a newer generation
+  // stays (this replica is behind another). Valid until the next Insert.
+  ArchiveReply* Find(int shard, std::string_view key, const ServedFile& file, int shard_count);
   // Keeps a total record's decoded hours with its kept answer (if it is
   // still kept, of that generation and count), charged to the budget.
-  void AttachTotalHours(int shard, std::string_view key, uint64_t generation, int shard_count,
+  void AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
                         std::shared_ptr<const ArchiveTotalHours> hours);
   // Keeps (or replaces) the reply for `key` on `shard`; its view says the
-  // generation. `shard_count` is the count the request was routed by.
-  void Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
+  // file (a reply whose view has no X-Archive-Crc32 is not kept).
+  // `shard_count` is the count the request was routed by. False when not
+  // kept (no file identity, or too large a value).
+  bool Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
+  // The file a kept reply came from (nullopt: it does not say).
+  static std::optional<ServedFile> FileOf(const ArchiveView& view);
 
   struct Figures {
     uint64_t hits = 0;

@@ -118,7 +118,7 @@ struct QueryGather::TotalJob {
   std::string key;
   std::shared_ptr<ArchiveReader::Session> session;
   HourSpan span;
-  bool all_days = false;  // realtime read again without skipping (FinishTotal)
+  bool all_days = false;  // realtime read without skipping (FinishTotal)
   std::function<void(Result<TotalData>)> done;
   ArchiveReply archive;
   std::string realtime;
@@ -129,9 +129,16 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                              std::function<void(Result<TotalData>)> done) {
   auto state = std::make_shared<TotalJob>();
   state->key = TotalArchiveKey(ns, tkey);
-  state->session = archive_.Begin(state->key);
   state->span = span;
   state->done = std::move(done);
+  RunTotal(std::move(state));
+}
+
+void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
+  state->session = archive_.Begin(state->key);
+  state->archive = ArchiveReply{};
+  state->realtime.clear();
+  state->realtime_missing = Status::Ok();
   auto join = FanIn::Create([this, state](Status st) {
     if (!st.ok()) return state->done(std::move(st));
     FinishTotal(state);
@@ -145,28 +152,20 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                  part(reply.status());
                });
   realtime_.FwmatchKey(state->key, state->key + ".",
-                       RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)));
+                       RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)),
+                       state->all_days);
 }
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive.view;
   if (!state->all_days && realtime_.MaySkipPast(view.last_day)) {
     // Realtime may have left out days this archive answer does not hold (a
-    // generation older than others seen): read realtime again, every day.
+    // generation older than others seen): both again, realtime with every
+    // day. Both at once, as the first time: a realtime read sent a round
+    // trip after this archive answer could find such a day already cleared.
     ++stats_.realtime_skip_rereads;
     state->all_days = true;
-    state->realtime.clear();
-    state->realtime_missing = Status::Ok();
-    auto join = FanIn::Create([this, state](Status st) {
-      if (!st.ok()) return state->done(std::move(st));
-      FinishTotal(state);
-    });
-    auto part = join->Part();
-    join->Arm();
-    realtime_.FwmatchKey(state->key, state->key + ".",
-                         RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(part)),
-                         /*all_days=*/true);
-    return;
+    return RunTotal(state);
   }
   if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
   TotalData data;
@@ -307,7 +306,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!job->all_days && realtime_.MaySkipPast(view.last_day)) {
     // Realtime may have left out days this archive answer does not hold:
-    // again, reading every realtime day (not counted as a generation retry).
+    // again, reading every realtime day (not counted as a generation retry),
+    // the archive too (see FinishTotal).
     ++stats_.realtime_skip_rereads;
     job->all_days = true;
     --job->attempts;

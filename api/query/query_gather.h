@@ -127,6 +127,7 @@ class QueryGather {
   struct TotalJob;
   struct BreakdownJob;
   struct UniquesJob;
+  void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;
   // The archived hours in `span` of a total record's answer (none when not

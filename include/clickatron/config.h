@@ -71,7 +71,8 @@ struct ApiConfig {
   // Archive answers kept per key and file generation (0: off), used while a
   // replica confirmed its generation within archive_cache_confirm_ms. A
   // deploy waits archive_cache_confirm_ms (and a margin) before realtime may
-  // clear a day (ClusterConfig::ArchiveCacheDrainMs).
+  // clear a day (ClusterConfig::DeployDrainMs). Every API node's value must
+  // be the rebuild host's: the rebuild waits by its own file's.
   int archive_cache_mb = 64;
   int archive_cache_confirm_ms = 1000;
   // Non-empty: /incr, /clicks, /breakdown, /uniques, /lookup and the
@@ -174,11 +175,14 @@ struct ClusterConfig {
   std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
   bool manual_clock() const { return clock == "manual"; }
   // How long a deploy waits after every replica serves the new generation,
-  // before it lets realtime clear a day: by then no API node answers from
-  // archive answers it kept of the old generation (their replicas' last
-  // confirmation is older than archive_cache_confirm_ms), which would lack
-  // that day while realtime no longer has it. 0 with the cache off.
-  int ArchiveCacheDrainMs() const { return api.archive_cache_mb > 0 ? api.archive_cache_confirm_ms + 500 : 0; }
+  // before it returns (and the rebuild lets realtime clear a day the new
+  // generation holds). By then no API node answers from archive answers it
+  // kept of the old generation (their replicas' last confirmation is older
+  // than archive_cache_confirm_ms), which lack that day, and a query whose
+  // archive answer came from the old file had a second to read realtime
+  // (its reads go out together; a query that must read realtime again
+  // sends the archive read along).
+  int DeployDrainMs() const { return (api.archive_cache_mb > 0 ? api.archive_cache_confirm_ms : 0) + 1000; }
 };
 
 }  // namespace clickatron

@@ -344,15 +344,15 @@ TEST(ConfigTest, ArchiveCacheSettingsAndTheDeployWaitTheyImply) {
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
   EXPECT_EQ(defaults->api.archive_cache_mb, 64);
   EXPECT_EQ(defaults->api.archive_cache_confirm_ms, 1000);
-  EXPECT_EQ(defaults->ArchiveCacheDrainMs(), 1500);  // the confirmation window and a margin
+  EXPECT_EQ(defaults->DeployDrainMs(), 2000);  // the confirmation window and a second
   auto set = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 8\narchive_cache_confirm_ms = 250\n"), "a.toml");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->api.archive_cache_mb, 8);
-  EXPECT_EQ(set->ArchiveCacheDrainMs(), 750);
-  // Off: no API node keeps answers, so a deploy has nothing to wait for.
+  EXPECT_EQ(set->DeployDrainMs(), 1250);
+  // Off: no API node keeps answers; the second for queries in flight stays.
   auto off = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 0\n"), "a.toml");
   ASSERT_TRUE(off.ok()) << off.status().ToString();
-  EXPECT_EQ(off->ArchiveCacheDrainMs(), 0);
+  EXPECT_EQ(off->DeployDrainMs(), 1000);
   for (const char* bad : {"archive_cache_mb = -1\n", "archive_cache_confirm_ms = 0\n",
                           "archive_cache_confirm_ms = 600000\n"}) {
     auto refused = ClusterConfig::Parse(GoodWith("[api]", bad), "bad.toml");

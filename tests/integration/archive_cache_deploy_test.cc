@@ -8,6 +8,7 @@
 // it returns is exact: compared once, without waiting for it to become so.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 
 #include "integration/cluster_fixture.h"
@@ -60,8 +61,13 @@ TEST_F(ArchiveCacheDeployTest, AQueryTheMomentTheRebuildReturnsCountsTheRetained
   ASSERT_EQ(CompareQueries(cluster_, all, keys_, reference_ts_), "");
   ASSERT_GT(ReadFigure("archive_cache_hits"), hits_before) << "the queries did not read kept answers";
 
-  // Generation 2 (last day kD2) folds kD1, and realtime clears kD1 at once.
+  // Generation 2 (last day kD2) folds kD1, and realtime clears kD1 at once,
+  // but only after the deploy waited out the confirmation window (without
+  // that wait the queries below could still read generation 1's answers).
+  const auto started = std::chrono::steady_clock::now();
   Rebuild(kD2);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(3000))
+      << "the rebuild did not wait for the API nodes' kept answers to expire";
   for (const MemberConfig* shard : cluster_.config().MembersWithRole(MemberRole::kRealtime)) {
     auto ring = nlohmann::json::parse(HttpGet(shard->listen, "/ring").body)["data"];
     for (const auto& store : ring["stores"]) {

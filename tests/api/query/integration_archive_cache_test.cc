@@ -128,14 +128,16 @@ class IntegrationArchiveCacheTest : public ::testing::Test {
     return figure.is_number_integer() ? figure.get<int64_t>() : -1;
   }
 
-  // The generation archive member `name` serves, by its own /manifest (-1: no
-  // answer or no manifest).
-  int64_t ServedGeneration(const std::string& name) {
+  void ExpectNextFilePickedUp(uint64_t next_generation);
+
+  // The crc32 of the file archive member `name` serves, by its own /manifest
+  // (-1: no answer or no manifest).
+  int64_t ServedCrc32(const std::string& name) {
     auto r = HttpGet(cluster_->Peer(name), "/manifest?shard=0", 2000);
     if (r.status_code != 200) return -1;
     auto j = nlohmann::json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || !j["data"].is_object() || !j["data"]["generation"].is_number_integer()) return -1;
-    return j["data"]["generation"].get<int64_t>();
+    if (j.is_discarded() || !j["data"].is_object() || !j["data"]["crc32"].is_number_integer()) return -1;
+    return j["data"]["crc32"].get<int64_t>();
   }
 
   std::unique_ptr<ReadCluster> cluster_;
@@ -177,9 +179,10 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
   EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
 }
 
-// Generation 2 (other counts for the same key, same last day) loaded by both
-// replicas is picked up; meanwhile each answer is one generation's, whole.
-TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) {
+// The next file (other counts for the same key, same last day), numbered
+// `next_generation`, loaded by both replicas is picked up; meanwhile each
+// answer is one file's, whole.
+void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generation) {
   constexpr int kConfirmMs = 300;
   StartCluster({.realtime_shards = 1,
                 .archive_shards = 1,
@@ -207,19 +210,22 @@ TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) {
   }
   ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
 
-  cluster_->WriteArchives(next, 2, FormatDate(today_ - 1));
+  cluster_->WriteArchives(next, next_generation, FormatDate(today_ - 1));
+  auto next_manifest = ReadManifest(ManifestPathFor(cluster_->ArchiveFilePath(0)));
+  ASSERT_TRUE(next_manifest.ok()) << next_manifest.status().ToString();
+  const int64_t next_crc = next_manifest->crc32;
   const std::vector<std::string> replicas = {cluster_->ArchiveMember(0, 0), cluster_->ArchiveMember(0, 1)};
   for (const std::string& r : replicas) ASSERT_EQ(::kill(cluster_->Daemon(r).pid(), SIGHUP), 0);
 
-  // When both replicas were first seen serving generation 2: a request sent
-  // after that can only have been answered from generation 2.
+  // When both replicas were first seen serving the next file: a request sent
+  // after that can only have been answered from it.
   std::optional<Clock::time_point> all_serve_new;
   int old_answers = 0, new_answers = 0, bound_rounds = 0, new_streak = 0;
   const auto deadline = Clock::now() + kDeadline;
   while (Clock::now() < deadline && !(new_streak >= 8 && bound_rounds >= 3)) {
     if (!all_serve_new) {
       bool all = true;
-      for (const std::string& r : replicas) all = all && ServedGeneration(r) == 2;
+      for (const std::string& r : replicas) all = all && ServedCrc32(r) == next_crc;
       if (all) all_serve_new = Clock::now();
     }
     const auto started = Clock::now();
@@ -235,24 +241,24 @@ TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) {
       if (Matches(j, old_queries[i])) {
         ++old_answers;
         if (!bound) continue;
-        ADD_FAILURE() << old_queries[i].target << ": generation 1's answer from a query started "
+        ADD_FAILURE() << old_queries[i].target << ": the first file's answer from a query started "
                       << std::chrono::duration_cast<milliseconds>(started - *all_serve_new).count()
-                      << " ms after both replicas served generation 2 (archive_cache_confirm_ms " << kConfirmMs
+                      << " ms after both replicas served the next one (archive_cache_confirm_ms " << kConfirmMs
                       << ")";
         return;
       }
       ADD_FAILURE() << old_queries[i].target << ": neither generation's answer: " << j.dump()
-                    << "\n generation 1: " << old_queries[i].want.dump()
-                    << "\n generation 2: " << new_queries[i].want.dump();
+                    << "\n first file: " << old_queries[i].want.dump()
+                    << "\n next file: " << new_queries[i].want.dump();
       return;
     }
     if (bound) ++bound_rounds;
     new_streak = round_new ? new_streak + 1 : 0;
     std::this_thread::sleep_for(kPace);
   }
-  ASSERT_TRUE(all_serve_new.has_value()) << "the replicas never served generation 2";
-  std::cout << "[ info ] answers after the reload: " << old_answers << " of generation 1, " << new_answers
-            << " of generation 2\n";
+  ASSERT_TRUE(all_serve_new.has_value()) << "the replicas never served the next file";
+  std::cout << "[ info ] answers after the reload: " << old_answers << " of the first file, " << new_answers
+            << " of the next one\n";
   EXPECT_GE(new_streak, 8) << "generation 2 not picked up (or not for good) within the deadline; old answers "
                            << old_answers << ", new " << new_answers;
   EXPECT_GE(bound_rounds, 3);
@@ -264,6 +270,12 @@ TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) {
   for (const Expected& q : new_queries) ExpectExact(q);
   EXPECT_GT(ReadFigure("archive_cache_hits"), hits_before);
 }
+
+TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) { ExpectNextFilePickedUp(2); }
+
+// A rollback, then a new build: another file with the number of the one
+// whose answers were kept. Those must not be taken for the new file's.
+TEST_F(IntegrationArchiveCacheTest, AnotherFileWithTheSameGenerationNumberIsPickedUp) { ExpectNextFilePickedUp(1); }
 
 // The only replica of the shard killed: kept answers are not served past the
 // confirmation window; the query answers SHARD_UNAVAILABLE.
