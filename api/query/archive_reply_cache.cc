@@ -1,4 +1,4 @@
-// Archive answers kept per key and generation; see archive_reply_cache.h.
+// Archive answers kept per key and file; see archive_reply_cache.h.
 #include "query/archive_reply_cache.h"
 
 namespace clickatron::api {
@@ -17,9 +17,22 @@ void ArchiveReplyCache::Erase(Index& index, Index::iterator it) {
   figures_.entries = order_.size();
 }
 
+void ArchiveReplyCache::MakeRoom(size_t budget, size_t keep) {
+  while (order_.size() > keep && figures_.bytes > budget) {
+    const Entry& last = order_.back();
+    Index& owner = shards_[static_cast<size_t>(last.shard)];
+    Erase(owner, owner.find(std::string_view(last.key)));
+    ++figures_.evictions;
+  }
+}
+
 std::optional<ServedFile> ArchiveReplyCache::FileOf(const ArchiveView& view) {
   if (!view.file_crc32) return std::nullopt;
   return ServedFile{view.generation, *view.file_crc32};
+}
+
+bool ArchiveReplyCache::Entry::Of(const ServedFile& file, int count) const {
+  return FileOf(reply.view) == file && shard_count == count;
 }
 
 void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
@@ -27,9 +40,8 @@ void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const 
   if (!enabled() || shard < 0 || static_cast<size_t>(shard) >= shards_.size() || !hours) return;
   Index& index = shards_[static_cast<size_t>(shard)];
   auto it = index.find(key);
-  if (it == index.end()) return;
+  if (it == index.end() || !it->second->Of(file, shard_count) || it->second->reply.total_hours) return;
   Entry& entry = *it->second;
-  if (FileOf(entry.reply.view) != file || entry.shard_count != shard_count || entry.reply.total_hours) return;
   const size_t before = entry.Bytes();
   entry.reply.total_hours = std::move(hours);
   if (entry.Bytes() > max_bytes_ / 8) {  // as Insert's rule: not worth what it would push out
@@ -39,32 +51,24 @@ void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const 
   figures_.bytes += entry.Bytes() - before;
   // The entry was just used: first in line, so the room is made by others.
   order_.splice(order_.begin(), order_, it->second);
-  while (figures_.bytes > max_bytes_ && order_.size() > 1) {
-    const Entry& last = order_.back();
-    Index& owner = shards_[static_cast<size_t>(last.shard)];
-    Erase(owner, owner.find(std::string_view(last.key)));
-    ++figures_.evictions;
-  }
+  MakeRoom(max_bytes_, 1);
 }
 
 ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, const ServedFile& file, int shard_count) {
   if (!enabled() || shard < 0) return nullptr;
   Index& index = IndexOf(shard);
   auto it = index.find(key);
-  if (it == index.end()) {
-    ++figures_.misses;
-    return nullptr;
-  }
-  Entry& entry = *it->second;
-  if (FileOf(entry.reply.view) != file || entry.shard_count != shard_count) {
-    // Of an older file (or, with the same number, another one): it will not
-    // be asked for again. Of a newer one: another replica is ahead.
-    if (entry.reply.view.generation <= file.generation || entry.shard_count != shard_count) Erase(index, it);
-    ++figures_.misses;
+  if (it == index.end()) return nullptr;
+  if (!it->second->Of(file, shard_count)) {
+    // Of an older file (or, with the same number, another one), or routed by
+    // another count: it will not be asked for again. Of a newer one: another
+    // replica is ahead of this one, and it stays for that one.
+    if (it->second->reply.view.generation <= file.generation || it->second->shard_count != shard_count) {
+      Erase(index, it);
+    }
     return nullptr;
   }
   order_.splice(order_.begin(), order_, it->second);
-  ++figures_.hits;
   return &it->second->reply;
 }
 
@@ -77,12 +81,7 @@ bool ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveRep
   if (bytes > max_bytes_ / 8) return false;  // one huge value would push out everything else
   Index& index = IndexOf(shard);
   if (auto it = index.find(key); it != index.end()) Erase(index, it);
-  while (!order_.empty() && figures_.bytes + bytes > max_bytes_) {
-    const Entry& last = order_.back();
-    Index& owner = shards_[static_cast<size_t>(last.shard)];
-    Erase(owner, owner.find(std::string_view(last.key)));
-    ++figures_.evictions;
-  }
+  MakeRoom(max_bytes_ - bytes, 0);
   order_.push_front(std::move(entry));
   index.emplace(std::string_view(order_.front().key), order_.begin());
   figures_.bytes += bytes;

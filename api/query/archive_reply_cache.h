@@ -61,9 +61,9 @@ class ArchiveReplyCache {
   // The file a kept reply came from (nullopt: it does not say).
   static std::optional<ServedFile> FileOf(const ArchiveView& view);
 
+  // Hits and misses are the reader's to count (ReadStats): it knows which
+  // lookups could have been answered.
   struct Figures {
-    uint64_t hits = 0;
-    uint64_t misses = 0;
     uint64_t evictions = 0;  // dropped for room
     size_t bytes = 0;
     size_t entries = 0;
@@ -80,6 +80,8 @@ class ArchiveReplyCache {
     int shard_count = 0;
     std::string key;
     ArchiveReply reply;
+    // Kept from `file`, asked by `count` shards.
+    bool Of(const ServedFile& file, int count) const;
     size_t Bytes() const {
       return key.size() + reply.body.size() + kEntryOverhead +
              (reply.total_hours ? reply.total_hours->hours.size() * sizeof(reply.total_hours->hours[0]) : 0);
@@ -92,6 +94,9 @@ class ArchiveReplyCache {
   using Index = std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>>;
 
   Index& IndexOf(int shard);
+  // Drops the least recently used entries, but the first `keep`, until the
+  // bytes kept are within `budget`.
+  void MakeRoom(size_t budget, size_t keep);
   void Erase(Index& index, Index::iterator it);
 
   size_t max_bytes_;

@@ -63,24 +63,35 @@ Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
 
 }  // namespace
 
-bool QueryGather::SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int attempts,
+bool QueryGather::SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int* attempts,
                                  const std::function<void()>& run_again,
                                  const std::function<void(Status)>& fail) {
   for (const ArchiveReply& reply : replies) {
     if (reply.view == view) continue;
     // A reload (or a failover to a replica on another generation) between
     // the two round trips: the day split would not hold. Start again.
-    if (attempts >= kMaxGenerationAttempts) {
+    if (*attempts >= kMaxGenerationAttempts) {
       fail(Status::Unavailable(
-          fmt::format("archive generation kept changing during the query ({} attempts)", attempts),
+          fmt::format("archive generation kept changing during the query ({} attempts)", *attempts),
           "SHARD_UNAVAILABLE"));
     } else {
+      ++*attempts;
       ++stats_.generation_retries;
       run_again();
     }
     return false;
   }
   return true;
+}
+
+bool QueryGather::MustReadAllDays(const ArchiveView& view, bool* all_days) {
+  if (!*all_days && realtime_.MaySkipPast(view.last_day)) {
+    ++stats_.realtime_skip_rereads;
+    *all_days = true;
+    return true;
+  }
+  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
+  return false;
 }
 
 bool RealtimeGap::CoversWindow(int64_t end_ts) const {
@@ -158,16 +169,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive.view;
-  if (!state->all_days && realtime_.MaySkipPast(view.last_day)) {
-    // Realtime may have left out days this archive answer does not hold (a
-    // generation older than others seen): both again, realtime with every
-    // day. Both at once, as the first time: a realtime read sent a round
-    // trip after this archive answer could find such a day already cleared.
-    ++stats_.realtime_skip_rereads;
-    state->all_days = true;
-    return RunTotal(state);
-  }
-  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
+  if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
   TotalData data;
   data.archive = view;
   data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day};
@@ -189,7 +191,7 @@ struct QueryGather::BreakdownJob {
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
   std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
-  int attempts = 0;
+  int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
   bool all_days = false;  // realtime read without skipping (FinishBreakdown)
   std::function<void(Result<BreakdownData>)> done;
   // One attempt's results.
@@ -221,7 +223,6 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
 }
 
 void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
-  ++job->attempts;
   job->session = archive_.Begin(job->total_key);
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) {
@@ -304,16 +305,7 @@ std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
-  if (!job->all_days && realtime_.MaySkipPast(view.last_day)) {
-    // Realtime may have left out days this archive answer does not hold:
-    // again, reading every realtime day (not counted as a generation retry),
-    // the archive too (see FinishTotal).
-    ++stats_.realtime_skip_rereads;
-    job->all_days = true;
-    --job->attempts;
-    return RunBreakdown(job);
-  }
-  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
+  if (MustReadAllDays(view, &job->all_days)) return RunBreakdown(job);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
                                   HourSpan{job->begin_ts, job->end_ts});
@@ -375,7 +367,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
                              archived = std::move(archived)](Status) mutable {
     Result<std::vector<ArchiveReply>>& replies = *answers->replies;
     if (!replies.ok()) return job->done(replies.status());
-    if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
+    if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
       return;
     }
@@ -419,7 +411,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     if (!answers->rules.subtotals_every_day) stats_.day_subtotals_missing += days.size() - days_found.size();
     archive_.MGet(job->session, hour_keys, [this, job, view, data](Result<std::vector<ArchiveReply>> replies) {
       if (!replies.ok()) return job->done(replies.status());
-      if (!SameGeneration(*replies, view, job->attempts, [&] { RunBreakdown(job); },
+      if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
                           [&](Status st) { job->done(std::move(st)); })) {
         return;
       }
@@ -508,7 +500,7 @@ struct QueryGather::UniquesJob {
   HourSpan skip{0, 0};
   int64_t max_hours = 0;
   std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
-  int attempts = 0;
+  int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
   bool all_days = false;  // realtime read without skipping (FinishUniques)
   std::function<void(Result<UniquesData>)> done;
   // One attempt's results.
@@ -537,7 +529,6 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
 }
 
 void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
-  ++job->attempts;
   job->session = archive_.Begin(job->total_key);
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) return job->done(std::move(st));
@@ -559,13 +550,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
-  if (!job->all_days && realtime_.MaySkipPast(view.last_day)) {
-    ++stats_.realtime_skip_rereads;  // as FinishBreakdown
-    job->all_days = true;
-    --job->attempts;
-    return RunUniques(job);
-  }
-  if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
+  if (MustReadAllDays(view, &job->all_days)) return RunUniques(job);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
       !st.ok()) {
@@ -615,7 +600,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived), days = std::move(days)](
                                         Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
-    if (!SameGeneration(*replies, view, job->attempts, [&] { RunUniques(job); },
+    if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
       return;
     }

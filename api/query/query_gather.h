@@ -127,6 +127,14 @@ class QueryGather {
   struct TotalJob;
   struct BreakdownJob;
   struct UniquesJob;
+  // A gather's first answers are in, its archive answer of `view`: true
+  // when realtime, read skipping days (RealtimeReader::skip_through), may
+  // lack days that answer does not hold; *all_days is then set and the
+  // caller runs the gather again, archive and realtime together as the
+  // first time (a realtime read sent a round trip after the archive answer
+  // could find such a day already cleared). Otherwise raises the skip to
+  // the answer's last day.
+  bool MustReadAllDays(const ArchiveView& view, bool* all_days);
   void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;
@@ -143,9 +151,9 @@ class QueryGather {
   void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days);
   // After a job's second round trip (an archive mget that must see the
   // generation its get saw): true when every answer did. Otherwise it calls
-  // run_again, or `fail` with SHARD_UNAVAILABLE after kMaxGenerationAttempts,
-  // and returns false.
-  bool SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int attempts,
+  // run_again (counting the attempt), or `fail` with SHARD_UNAVAILABLE after
+  // kMaxGenerationAttempts, and returns false.
+  bool SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int* attempts,
                       const std::function<void()>& run_again, const std::function<void(Status)>& fail);
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
