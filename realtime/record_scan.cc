@@ -145,12 +145,12 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
 
 namespace {
 
-// One prefix's view of a store cursor that other prefixes share: it seeks
-// the cursor and ends where the keys stop starting with the prefix (the
-// shared cursor has no upper bound, since each prefix needs its own).
+// One prefix's view of a store cursor that other prefixes share: it ends
+// where the keys stop starting with the prefix (the shared cursor has no
+// upper bound, since each prefix needs its own). `prefix` outlives it.
 class PrefixOfSharedCursor : public StoreCursor {
  public:
-  PrefixOfSharedCursor(StoreCursor* shared, std::string prefix) : shared_(shared), prefix_(std::move(prefix)) {}
+  PrefixOfSharedCursor(StoreCursor* shared, std::string_view prefix) : shared_(shared), prefix_(prefix) {}
   void Seek(std::string_view target) override { shared_->Seek(target); }
   bool Valid() const override { return shared_->Valid() && shared_->key().starts_with(prefix_); }
   std::string_view key() const override { return shared_->key(); }
@@ -160,7 +160,7 @@ class PrefixOfSharedCursor : public StoreCursor {
 
  private:
   StoreCursor* shared_;
-  std::string prefix_;
+  std::string_view prefix_;
 };
 
 // ScanPrefixes' lines: the prefixes' MergedScans one after another, each
@@ -186,10 +186,16 @@ class PrefixesScan : public LineSource {
         Prefix& p = prefixes_[next_++];
         std::vector<std::unique_ptr<StoreCursor>> cursors = std::move(p.held);
         for (const auto& shared : store_) {
-          auto cursor = std::make_unique<PrefixOfSharedCursor>(shared.get(), p.prefix);
-          cursor->Seek(p.prefix);
-          cursors.push_back(std::move(cursor));
+          // The prefixes are sorted and disjoint, and the one before ran to
+          // the first key past its own: where a seek to this prefix would
+          // land already, unless that key is still before it. (At the end,
+          // every later seek ends there too: a cursor reads one snapshot.)
+          if (!positioned_ || (shared->Valid() && shared->key() < std::string_view(p.prefix))) {
+            shared->Seek(p.prefix);
+          }
+          cursors.push_back(std::make_unique<PrefixOfSharedCursor>(shared.get(), p.prefix));
         }
+        positioned_ = true;
         current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
         continue;
       }
@@ -208,6 +214,7 @@ class PrefixesScan : public LineSource {
   std::vector<std::unique_ptr<StoreCursor>> store_;  // one per day, shared by the prefixes
   std::vector<Prefix> prefixes_;
   size_t next_ = 0;
+  bool positioned_ = false;  // the shared cursors have been sought once
   std::unique_ptr<MergedScan> current_;
   uint64_t finished_lines_ = 0;
   Status status_;

@@ -17,6 +17,9 @@ namespace {
 
 // An error answer's start is all its message needs.
 constexpr size_t kErrorHeadBytes = 4096;
+// Chunks arrive a socket read at a time (16 KiB or less): written in blocks
+// of this size, not with a write(2) each.
+constexpr size_t kWriteBytes = 1 << 20;
 
 }  // namespace
 
@@ -31,11 +34,17 @@ Result<uint64_t> FetchToFile(BlockingHttpClient& client, const HostPort& peer, H
   };
   uint64_t bytes = 0;
   std::string head;  // an error answer's start, for its message
+  std::string pending;  // not written yet
+  pending.reserve(kWriteBytes);
   HttpResponse r = client.FetchStreaming(peer, std::move(request), [&](std::string_view chunk) -> Status {
     if (head.size() < kErrorHeadBytes) head.append(chunk.substr(0, kErrorHeadBytes - head.size()));
     if (options.on_chunk) CLICKATRON_RETURN_IF_ERROR(options.on_chunk(chunk, bytes));
     bytes += chunk.size();
-    return WriteAllToFd(out.get(), chunk, temp);
+    pending.append(chunk);
+    if (pending.size() < kWriteBytes) return Status::Ok();
+    Status written = WriteAllToFd(out.get(), pending, temp);
+    pending.clear();
+    return written;
   });
   // An answer other than 200 says why in its body, even when a hook refused
   // its bytes (the hooks cannot know the status before the end: an empty
@@ -54,6 +63,7 @@ Result<uint64_t> FetchToFile(BlockingHttpClient& client, const HostPort& peer, H
     }
     return fail(st.WithContext(who));
   }
+  if (Status written = WriteAllToFd(out.get(), pending, temp); !written.ok()) return fail(std::move(written));
   if (::fsync(out.get()) != 0) return fail(Status::IoError(fmt::format("fsync {}: {}", temp, std::strerror(errno))));
   if (Status closed = out.Close(); !closed.ok()) return fail(closed.WithContext(temp));
   if (options.check) {

@@ -208,8 +208,10 @@ void UniqueSketch::Merge(const UniqueSketch& other) {
     }
     // A few visitors into many (a realtime shard uniting each window's into
     // an hour's): inserted in place, no new list and no recount of the
-    // whole payload.
-    if (other.hashes_.size() * 16 <= hashes_.size()) {
+    // whole payload. Each insert moves the list's tail, so only for a few:
+    // beyond that one pass of set_union moves less.
+    constexpr size_t kInPlace = 4;
+    if (other.hashes_.size() <= kInPlace && other.hashes_.size() < hashes_.size()) {
       for (uint64_t h : other.hashes_) Add(h);
       return;
     }
