@@ -122,7 +122,7 @@ void WaitForArchiveCaches(const ClusterConfig& cluster) {
 
 Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {
   BlockingHttpClient client(cluster);
-  for (int shard = 0; shard < cluster.RealtimeShardSlots(); ++shard) {
+  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
     const MemberConfig* member = cluster.RealtimeMember(shard);
     if (member == nullptr) return Status::InvalidArgument(fmt::format("realtime shard {} has no member", shard));
     HttpRequestSpec request;

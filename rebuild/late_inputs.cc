@@ -14,7 +14,6 @@
 #include "clickatron/http_client.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/oplog_record.h"
-#include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
 namespace {

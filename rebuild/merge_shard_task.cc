@@ -162,8 +162,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   // being added to.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file &&
-      !(spec.previous_manifest->day_subtotals_every_day && spec.previous_manifest->day_uniques_every_day)) {
+  if (previous_file && !spec.previous_manifest->DayRecordsWhole()) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
     sources.push_back(previous_lines.get());
     merge_base = {};

@@ -53,7 +53,7 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   for (const std::string& day : days) {
     std::string sorted;
     bool rejects = false;
-    for (int shard = 0; shard < cluster.RealtimeShardSlots(); ++shard) {
+    for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
       const TaskPaths task{fmt::format("{}/tasks/sort-{}", work.DayDir(day), shard)};
       sorted += TaskDone(task) ? "x" : ".";
       rejects |= FileExists(task.Out() + "/rejects.txt");

@@ -315,7 +315,7 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
     }
     if (m.data_dir.empty()) m.data_dir = "var/" + m.name;
     if (m.role == MemberRole::kRealtime || m.role == MemberRole::kArchive) {
-      int count = m.role == MemberRole::kRealtime ? c->RealtimeShardSlots() : c->archive_shards;
+      int count = m.role == MemberRole::kRealtime ? c->realtime_shards : c->archive_shards;
       if (m.shard < 0) return FieldError(item, "member", "shard", fmt::format("member \"{}\" needs a shard", m.name));
       if (m.shard >= count) {
         return FieldError(item, "member", "shard", fmt::format("shard {} but the cluster has {} {} shards", m.shard, count, role));
@@ -326,7 +326,7 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
     }
     c->members.push_back(std::move(m));
   }
-  for (int s = 0; s < c->RealtimeShardSlots(); ++s) {
+  for (int s = 0; s < c->realtime_shards; ++s) {
     int n = 0;
     for (const auto& m : c->members) n += (m.role == MemberRole::kRealtime && m.shard == s);
     if (n != 1) {

@@ -9,7 +9,7 @@ RealtimeShardMap::RealtimeShardMap(const ClusterConfig& cluster)
     : count_(static_cast<uint32_t>(std::max(cluster.realtime_shards, 1))),
       previous_(static_cast<uint32_t>(std::max(cluster.previous_realtime_shards, 0))),
       since_day_(cluster.realtime_shards_since_day),
-      slots_(std::max(cluster.RealtimeShardSlots(), 1)) {
+      slots_(std::max(cluster.realtime_shards, 1)) {
   if (previous_ != 0) {
     // Days outside the hour codes' years would fail the config's date
     // check first; an empty code would send every hour to the new count.

@@ -550,8 +550,7 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
                                        std::function<void(DayRecordRules)> done) {
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= day_records_every_day_.size()) return done({});
-  auto& known = day_records_every_day_[shard];
-  if (auto it = known.find(generation); it != known.end()) return done(it->second);
+  if (const std::optional<DayRecordRules> known = KnownDayRecordRules(*session, generation)) return done(*known);
   // One /manifest request per shard and generation: the queries that ask
   // while it is out (a burst at each new generation) wait for its answer.
   auto& waiting = day_rules_waiting_[shard][generation];

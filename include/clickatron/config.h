@@ -12,7 +12,6 @@
 // client_tls it holds is shared and immutable (tls.h).
 #pragma once
 
-#include <algorithm>
 
 #include <cstdint>
 #include <memory>
@@ -167,10 +166,6 @@ struct ClusterConfig {
   std::vector<const MemberConfig*> MembersWithRole(MemberRole role) const;
   // The realtime member serving `shard` (exactly one per shard).
   const MemberConfig* RealtimeMember(int shard) const;
-  // Realtime members there are to talk to (export, read, send to): every
-  // shard of the current count (a previous count is always smaller: the
-  // config refuses one that is not).
-  int RealtimeShardSlots() const { return realtime_shards; }
   // Every archive replica serving `shard`, in file order.
   std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
   bool manual_clock() const { return clock == "manual"; }

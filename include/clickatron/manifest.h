@@ -51,6 +51,9 @@ struct Manifest {
   bool day_subtotals = false;             // a record for every day of 2+ hours (see above)
   bool day_subtotals_every_day = false;   // a record for every day of 1+ hours (see above)
   bool day_uniques_every_day = false;     // the same for unique records (see above)
+  // Both kinds of day record for every day: a generation merged with this
+  // file adds to its day records; otherwise it makes them again from hours.
+  bool DayRecordsWhole() const { return day_subtotals_every_day && day_uniques_every_day; }
 
   nlohmann::json ToJson() const;
   static Result<Manifest> FromJson(const nlohmann::json& json);

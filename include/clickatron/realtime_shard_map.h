@@ -10,8 +10,9 @@
 // one or two shards) and add what they answer: a record is only ever on one
 // shard, so the sum is exact whichever count routed it, also for a batch an
 // API node made under the old count and replays later. The rebuild exports
-// every shard of RealtimeShardSlots(). Once the last day before the change is
-// archived, the two keys can go and readers ask one shard again.
+// every shard of realtime_shards (a previous count is always smaller). Once
+// the last day before the change is archived, the two keys can go and
+// readers ask one shard again.
 //
 // Thread-safety: immutable after construction; any thread may use it.
 #pragma once

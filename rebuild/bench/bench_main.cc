@@ -247,7 +247,7 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
     archive_in += m.records;
     archive_in_bytes += m.bytes;
     // Whole day records: the nightly merge; else the one-time migration.
-    if (m.day_subtotals_every_day && m.day_uniques_every_day) ++nightly_shards;
+    if (m.DayRecordsWhole()) ++nightly_shards;
   }
   for (const auto& m : plan->manifests) {
     out_records += m.records;

@@ -45,15 +45,18 @@ void AddSketchCommand(CLI::App& app) {
       CLICKATRON_RETURN_IF_ERROR(ForEachFileLine(none, [&](std::string_view line) -> Status {
         const size_t comma = line.find(',');
         const std::string_view key = line.substr(0, comma);
-        Result<RealtimeKey> parsed = ParseRealtimeKey(key);
-        if (comma == std::string_view::npos || !parsed.ok() || !IsUniqueType(parsed->type)) {
-          return Status::InvalidArgument(fmt::format(
-              "{} is not \"KEY,TOKEN\" with KEY a unique record's realtime key (~ns|tkey.YMDH or "
-              "~sns.ns|tkey.skey.YMDH){}",
-              QuoteForMessage(line), parsed.ok() ? "" : ": " + parsed.status().message()));
+        auto it = comma == std::string_view::npos ? by_key.end() : by_key.find(key);
+        if (it == by_key.end()) {
+          // A key seen before was checked then: a visitor log repeats keys.
+          Result<RealtimeKey> parsed = ParseRealtimeKey(key);
+          if (comma == std::string_view::npos || !parsed.ok() || !IsUniqueType(parsed->type)) {
+            return Status::InvalidArgument(fmt::format(
+                "{} is not \"KEY,TOKEN\" with KEY a unique record's realtime key (~ns|tkey.YMDH or "
+                "~sns.ns|tkey.skey.YMDH){}",
+                QuoteForMessage(line), parsed.ok() ? "" : ": " + parsed.status().message()));
+          }
+          it = by_key.emplace(std::string(key), UniqueSketch()).first;
         }
-        auto it = by_key.find(key);
-        if (it == by_key.end()) it = by_key.emplace(std::string(key), UniqueSketch()).first;
         it->second.Add(HashVisitor(line.substr(comma + 1)));
         return Status::Ok();
       }));

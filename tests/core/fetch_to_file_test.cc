@@ -125,7 +125,7 @@ TEST(FetchToFile, FailuresKeepTheOldFileAndSayWhy) {
 
   // Nobody listening (port 1: nothing serves it on a test machine).
   options.check = nullptr;
-  r = FetchToFile(client, HostPort{"127.0.0.1", 1}, Get("good"), path, "the test file", options);
+  r = FetchToFile(client, clickatron::testing::NeverStartedAddress(), Get("good"), path, "the test file", options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   expect_kept("dead peer");
