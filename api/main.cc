@@ -9,6 +9,7 @@
 #include "dashboard/dashboard.h"
 #include "ingest/write_path.h"
 #include "openapi/openapi.h"
+#include "query/read_loops.h"
 #include "query/read_path.h"
 
 using namespace clickatron;
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", ctx.status().ToString().c_str());
     return 2;
   }
+  const int loops = ctx->cluster.api.ReadLoops();
+  ctx->http.share_port = loops > 1;  // the read loops' siblings listen on it too
   auto server = HttpServer::Create(ctx->http);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());
@@ -30,20 +33,31 @@ int main(int argc, char** argv) {
   client_options.connections_per_peer = 16;
   client_options.cluster_secret = ctx->cluster.cluster_secret;
   client_options.tls = ctx->cluster.client_tls;
-  auto client = HttpClient::Create((*server)->base(), std::move(client_options));
+  auto client = HttpClient::Create((*server)->base(), client_options);
   auto write = api::WritePath::Create(*ctx, **server, *client);
   if (!write.ok()) {
     spdlog::critical("write path: {}", write.status().ToString());
     return 1;
   }
-  auto read = api::ReadPath::Create(*ctx, **server, *client);
+  auto shared = api::ReadShared::Make(*ctx, loops);
+  auto read = api::ReadPath::Create(*ctx, **server, *client, SystemClock::Instance(), shared);
   if (!read.ok()) {
     spdlog::critical("read path: {}", read.status().ToString());
     return 1;
   }
-  (*server)->Route("/", api::ServeDashboard, kGet);
-  (*server)->Route("/dashboard.js", api::ServeDashboardScript, kGet);
-  (*server)->Route("/openapi.yaml", api::ServeOpenApi, kGet);
+  auto static_pages = [](HttpServer& s) {
+    s.Route("/", api::ServeDashboard, kGet);
+    s.Route("/dashboard.js", api::ServeDashboardScript, kGet);
+    s.Route("/openapi.yaml", api::ServeOpenApi, kGet);
+  };
+  static_pages(**server);
+  // Last: siblings hand the first loop every route it has by now.
+  auto read_loops = api::ReadLoops::Start(*ctx, **server, client_options, shared, static_pages);
+  if (!read_loops.ok()) {
+    spdlog::critical("read loops: {}", read_loops.status().ToString());
+    return 1;
+  }
+  (*server)->OnStop([&] { (*read_loops)->Stop(); });
   (*server)->SetStatsProvider(
       [&] {
         nlohmann::json j = (*write)->StatsJson();

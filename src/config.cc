@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <toml++/toml.h>
 
 #include "clickatron/cluster_auth.h"
@@ -185,7 +187,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"flush_window_ms", "oplog_sync", "oplog_sync_interval_ms",
         "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "future_margin_hours",
         "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token",
-        "archive_cache_mb", "archive_cache_confirm_ms"}));
+        "archive_cache_mb", "archive_cache_confirm_ms", "read_loops"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
     CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_sync_interval_ms", 1, 60000, &a.oplog_sync_interval_ms));
@@ -200,6 +202,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.String("client_token", &a.client_token));
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_mb", 0, 1 << 20, &a.archive_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_confirm_ms", 10, 60000, &a.archive_cache_confirm_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("read_loops", 0, 64, &a.read_loops));
   }
   {
     TableReader r(SubTable(root, "realtime"), "realtime");
@@ -351,6 +354,11 @@ const char* MemberRoleName(MemberRole role) {
     case MemberRole::kRebuild: return "rebuild";
   }
   return "?";
+}
+
+int ApiConfig::ReadLoops() const {
+  if (read_loops > 0) return read_loops;
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
 }
 
 std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }

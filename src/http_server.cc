@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <event2/thread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,18 +13,24 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/tls.h"
+#include "clickatron/unique_fd.h"
+#include "forwarded_exchange.h"
 #include "libevent_ptr.h"
+#include "loop_mailbox.h"
 #include "http_error_page.h"
 #include "request_deadline.h"
 #include "precise_timers.h"
@@ -104,6 +111,7 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
 
   void ConnectionClosed();
   const std::string& endpoint() const { return endpoint_; }
+  HeaderList RequestHeaders() const;
 
  private:
   static void ChunkSent(evhttp_connection*, void* arg);
@@ -143,13 +151,17 @@ class HttpServerImpl : public HttpServer {
     http_.reset();
     deadlines_.reset();  // after evhttp has let go of its connections
     for (auto& e : events_) e.reset();
+    // Work still posted is dropped here, while the server is whole; later
+    // posts (a sibling's forwarded answer) are refused by the mailbox.
+    if (mailbox_) mailbox_->Close();
     wake_.reset();
     timers_.clear();
     precise_.reset();
     base_.reset();
   }
 
-  Status Init();
+  // joining: a sibling's socket, on a port its primary holds.
+  Status Init(bool joining = false);
   void Route(std::string path, HttpHandler handler, unsigned methods) override {
     routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kPublic};
   }
@@ -172,9 +184,10 @@ class HttpServerImpl : public HttpServer {
   Status Run() override;
   void Stop() override;
   void RunInLoop(std::function<void()> fn) override;
+  Result<std::unique_ptr<HttpServer>> NewSibling() override;
   event_base* base() override { return base_.get(); }
   uint16_t port() const override { return port_; }
-  HttpStats& stats() override { return stats_; }
+  HttpStats& stats() override { return *stats_; }
   const HttpServerOptions& options() const override { return options_; }
 
   // Called by exchanges.
@@ -195,7 +208,12 @@ class HttpServerImpl : public HttpServer {
   static void OnTimer(evutil_socket_t, short, void* arg);
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
+  // Routes a parsed exchange (received here, or forwarded by a sibling).
+  void Handle(const HttpExchangePtr& ex, std::string_view uri);
+  // A sibling hands `ex` to its primary's loop.
+  void Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri);
   void Builtin(const HttpExchangePtr& ex);
+  Result<evhttp_bound_socket*> Listen(bool joining);
   // evhttp's bufferevent factory: a socket, or TLS with one SSL per
   // connection, watched for the request deadline.
   static bufferevent* NewBufferevent(event_base* base, void* arg);
@@ -209,7 +227,12 @@ class HttpServerImpl : public HttpServer {
   uint16_t port_ = 0;
   std::string signed_address_;  // "HOST:PORT" that signatures to this server name
   std::map<std::string, RouteEntry, std::less<>> routes_;
-  HttpStats stats_;
+  std::shared_ptr<HttpStats> stats_ = std::make_shared<HttpStats>();  // a sibling's is its primary's
+  // A sibling's primary (only ever used through its mailbox, on its loop)
+  // and the paths handed to it: its routes, /stats and /metrics.
+  HttpServerImpl* primary_ = nullptr;
+  LoopMailboxPtr primary_mailbox_;
+  std::set<std::string, std::less<>> forwarded_paths_;
   std::function<nlohmann::json()> stats_json_;
   std::function<std::string()> stats_prom_;
   std::vector<std::function<void()>> stop_hooks_;
@@ -218,10 +241,9 @@ class HttpServerImpl : public HttpServer {
   std::vector<std::unique_ptr<Timer>> timers_;
   std::unordered_map<evhttp_connection*, std::weak_ptr<ExchangeImpl>> open_;
   EventPtr wake_;
+  LoopMailboxPtr mailbox_;  // RunInLoop's work, woken by wake_
   std::unique_ptr<PreciseTimers> precise_;
   std::unique_ptr<RequestDeadlines> deadlines_;
-  std::mutex posted_mu_;
-  std::vector<std::function<void()>> posted_;  // GUARDED_BY(posted_mu_)
   Clock::time_point started_ = Clock::now();
   bool stopping_ = false;
 };
@@ -281,6 +303,14 @@ Status ExchangeImpl::Parse(size_t max_args) {
   }
   if (q != std::string_view::npos) return ParseQueryString(uri.substr(q + 1), &args_, max_args);
   return Status::Ok();
+}
+
+HeaderList ExchangeImpl::RequestHeaders() const {
+  HeaderList out;
+  if (!req_) return out;
+  const evkeyvalq* headers = evhttp_request_get_input_headers(req_);
+  for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) out.emplace_back(h->key, h->value);
+  return out;
 }
 
 std::string ExchangeImpl::header(std::string_view name) const {
@@ -344,7 +374,7 @@ void ExchangeImpl::EndStream() {
   server_->RunInLoop([keep] {});
 }
 
-Status HttpServerImpl::Init() {
+Status HttpServerImpl::Init(bool joining) {
   EnableLibeventThreads();
   // The epoll changelist batches the enable/disable calls libevent makes per
   // request into one epoll_ctl each loop turn: with short keep-alive
@@ -374,12 +404,9 @@ Status HttpServerImpl::Init() {
   (void)JsonErrorPagesLinked();  // links http_error_page.o (see there); nothing to check at run time
   deadlines_ = std::make_unique<RequestDeadlines>(base_.get(), std::chrono::seconds(l.request_deadline_seconds));
   evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewBufferevent, this);
-  evhttp_bound_socket* sock =
-      evhttp_bind_socket_with_handle(http_.get(), options_.listen.host.c_str(), options_.listen.port);
-  if (!sock) {
-    return Status::IoError(fmt::format("cannot listen on {}: {}", options_.listen.ToString(),
-                                       evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR())));
-  }
+  auto bound = Listen(joining);
+  if (!bound.ok()) return bound.status();
+  evhttp_bound_socket* sock = *bound;
   // TCP_NODELAY, inherited by every accepted connection (Linux): libevent
   // writes an answer in pieces of at most 16 KiB, and with Nagle on, the
   // last piece waits for the ACK of the first, which the client delays by
@@ -396,6 +423,7 @@ Status HttpServerImpl::Init() {
 
   wake_.reset(event_new(base_.get(), -1, EV_PERSIST, &HttpServerImpl::OnWake, this));
   event_add(wake_.get(), nullptr);
+  mailbox_ = std::make_shared<LoopMailbox>(wake_.get());
   if (options_.stop_on_signals) {
     for (int signo : {SIGINT, SIGTERM}) {
       signal_handlers_[signo] = [this, signo] {
@@ -405,6 +433,76 @@ Status HttpServerImpl::Init() {
     }
   }
   return Status::Ok();
+}
+
+Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
+  const HostPort& at = options_.listen;
+  auto refused = [&](std::string_view why) {
+    return Status::IoError(fmt::format("cannot listen on {}: {}", at.ToString(), why));
+  };
+  if (!options_.share_port) {
+    evhttp_bound_socket* sock = evhttp_bind_socket_with_handle(http_.get(), at.host.c_str(), at.port);
+    if (!sock) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    return sock;
+  }
+  evutil_addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
+  evutil_addrinfo* found = nullptr;
+  const std::string port_text = std::to_string(at.port);
+  if (int rc = evutil_getaddrinfo(at.host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
+    return refused(evutil_gai_strerror(rc));
+  }
+  std::unique_ptr<evutil_addrinfo, void (*)(evutil_addrinfo*)> owned(found, evutil_freeaddrinfo);
+  sockaddr_storage addr{};
+  std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
+  const auto addr_len = static_cast<int>(found->ai_addrlen);
+  auto* port_field = addr.ss_family == AF_INET6 ? &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                                : &reinterpret_cast<sockaddr_in*>(&addr)->sin_port;
+  if (!joining) {
+    // SO_REUSEPORT would let this socket join any group already on the
+    // port (another daemon of the same user): first bind without it, which
+    // fails if anything holds the port, and learns the port that 0 picks.
+    UniqueFd probe(socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    int on = 1;
+    if (!probe.valid() || setsockopt(probe.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+        bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+      return refused(std::strerror(errno));
+    }
+    sockaddr_storage picked{};
+    socklen_t picked_len = sizeof(picked);
+    getsockname(probe.get(), reinterpret_cast<sockaddr*>(&picked), &picked_len);
+    *port_field = picked.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&picked)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&picked)->sin_port;
+  }
+  evconnlistener* listener = evconnlistener_new_bind(
+      base_.get(), nullptr, nullptr,
+      LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
+      reinterpret_cast<sockaddr*>(&addr), addr_len);
+  if (listener == nullptr) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+  evhttp_bound_socket* sock = evhttp_bind_listener(http_.get(), listener);  // owns the listener from here
+  if (sock == nullptr) {
+    evconnlistener_free(listener);
+    return refused("evhttp_bind_listener failed");
+  }
+  return sock;
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
+  if (!options_.share_port) return Status::FailedPrecondition("NewSibling needs a server made with share_port");
+  HttpServerOptions options = options_;
+  options.listen.port = port_;
+  options.stop_on_signals = false;  // the primary stops on signals, and stops its siblings
+  auto sibling = std::make_unique<HttpServerImpl>(std::move(options));
+  sibling->primary_ = this;
+  sibling->primary_mailbox_ = mailbox_;
+  sibling->stats_ = stats_;
+  for (const auto& [path, entry] : routes_) sibling->forwarded_paths_.insert(path);
+  sibling->forwarded_paths_.insert("/stats");
+  sibling->forwarded_paths_.insert("/metrics");
+  CLICKATRON_RETURN_IF_ERROR(sibling->Init(/*joining=*/true));
+  return std::unique_ptr<HttpServer>(std::move(sibling));
 }
 
 void HttpServerImpl::OnSignal(int signo, std::function<void()> fn) { signal_handlers_[signo] = std::move(fn); }
@@ -473,22 +571,11 @@ void HttpServerImpl::Stop() {
   });
 }
 
-void HttpServerImpl::RunInLoop(std::function<void()> fn) {
-  {
-    std::lock_guard lock(posted_mu_);
-    posted_.push_back(std::move(fn));
-  }
-  event_active(wake_.get(), EV_READ, 0);
-}
+void HttpServerImpl::RunInLoop(std::function<void()> fn) { mailbox_->Post(std::move(fn)); }
 
 void HttpServerImpl::OnWake(evutil_socket_t, short, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
-  std::vector<std::function<void()>> work;
-  {
-    std::lock_guard lock(self->posted_mu_);
-    work.swap(self->posted_);
-  }
-  for (auto& fn : work) fn();
+  for (auto& fn : self->mailbox_->Take()) fn();
 }
 
 void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
@@ -523,12 +610,14 @@ bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
 
 void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) { static_cast<HttpServerImpl*>(arg)->Dispatch(req); }
 
+bool IsBuiltin(std::string_view path) { return path == "/ping" || path == "/stats" || path == "/metrics"; }
+
 void HttpServerImpl::Dispatch(evhttp_request* req) {
   std::string_view uri = evhttp_request_get_uri(req);
   std::string_view path = uri.substr(0, uri.find('?'));
-  auto route = routes_.find(path);
-  bool builtin = path == "/ping" || path == "/stats" || path == "/metrics";
-  std::string endpoint = (route != routes_.end() || builtin) ? std::string(path) : std::string("(unknown)");
+  const bool local = routes_.find(path) != routes_.end();
+  const bool forward = !local && forwarded_paths_.find(path) != forwarded_paths_.end();
+  std::string endpoint = (local || forward || IsBuiltin(path)) ? std::string(path) : std::string("(unknown)");
   evhttp_connection* conn = evhttp_request_get_connection(req);
   deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
@@ -538,7 +627,21 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     ex->ReplyError(st);
     return;
   }
-  if (builtin && route == routes_.end()) {
+  if (forward) return Forward(ex, uri);
+  Handle(ex, uri);
+}
+
+void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri) {
+  auto forwarded = std::make_shared<ForwardedExchange>(ex, ex->RequestHeaders(), mailbox_, primary_mailbox_);
+  const bool posted = primary_mailbox_->Post(
+      [primary = primary_, forwarded, uri = std::string(uri)] { primary->Handle(forwarded, uri); });
+  if (!posted) ex->ReplyError(503, "STOPPING", "the daemon is stopping");
+}
+
+void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri) {
+  const std::string& path = ex->path();
+  auto route = routes_.find(path);
+  if (IsBuiltin(path) && route == routes_.end()) {
     Builtin(ex);
     return;
   }
@@ -602,7 +705,7 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
   auto uptime = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count();
   if (ex->path() == "/stats") {
     nlohmann::json data = {{"daemon", options_.daemon}, {"member", options_.member}, {"uptime_s", uptime},
-                           {"endpoints", stats_.ToJson()}};
+                           {"endpoints", stats_->ToJson()}};
     if (stats_json_) {
       nlohmann::json extra = stats_json_();
       if (extra.is_object()) data.update(extra);
@@ -611,7 +714,7 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
     return;
   }
   const std::string labels = BaseLabels(options_.daemon, options_.member);
-  std::string text = stats_.ToPrometheus(labels);
+  std::string text = stats_->ToPrometheus(labels);
   text += "# HELP clickatron_uptime_seconds Seconds since the daemon started.\n# TYPE clickatron_uptime_seconds gauge\n";
   text += fmt::format("clickatron_uptime_seconds{{{}}} {}\n", labels, uptime);
   if (stats_prom_) text += stats_prom_();

@@ -69,7 +69,8 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       stats_(stats),
       options_(options),
       config_shards_(std::max(cluster.archive_shards, 1)),
-      known_generation_(options_.generation_file),
+      known_generation_(options_.known_generation ? options_.known_generation
+                                                  : std::make_shared<KnownGeneration>(std::string())),
       cache_(options.cache_bytes) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
@@ -199,14 +200,14 @@ Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const Http
   }
   auto view = ParseArchiveView(response);
   if (!view.ok()) return ShardUnavailable(fmt::format("archive replica {}: {}", replica.name, view.status().message()));
-  known_generation_.Saw(view->generation);
+  known_generation_->Saw(view->generation);
   LearnShardCount(*view);
-  if (view->generation == 0 && known_generation_.newest() > 0) {
+  if (view->generation == 0 && known_generation_->newest() > 0) {
     return ShardUnavailable(fmt::format(
         "archive replica {} serves no file while the archive is at generation {}: its file is missing (if the "
         "archive was reset on purpose, remove {} on this API node)",
-        replica.name, known_generation_.newest(),
-        known_generation_.path().empty() ? std::string("the archive-generation file") : known_generation_.path()));
+        replica.name, known_generation_->newest(),
+        known_generation_->path().empty() ? std::string("the archive-generation file") : known_generation_->path()));
   }
   ArchiveReply reply;
   reply.view = *view;

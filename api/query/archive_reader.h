@@ -69,9 +69,9 @@ class ArchiveReader {
     // turns coalescing off.
     int coalesce_in_flight = 1;
     size_t coalesce_max_keys = 64;
-    // Where the newest generation seen is kept across restarts
-    // (known_generation.h); empty: memory only.
-    std::string generation_file;
+    // The newest generation seen, kept across restarts (known_generation.h)
+    // and shared by the node's read loops; null: one of its own, in memory.
+    std::shared_ptr<KnownGeneration> known_generation;
     // Answers kept per key and generation (archive_reply_cache.h); 0: off.
     size_t cache_bytes = 0;
     // A kept answer is used only while an answer sent to the same replica
@@ -194,7 +194,7 @@ class ArchiveReader {
   // The newest archive generation seen on any shard, also across restarts:
   // a replica serving no file (generation 0) after the cluster has an
   // archive has lost its file, and its answers would drop archived days.
-  KnownGeneration known_generation_;
+  std::shared_ptr<KnownGeneration> known_generation_;
   // By shard: generation -> its manifest's day_subtotals_every_day and
   // day_uniques_every_day (the newest few generations asked about).
   std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;

@@ -29,17 +29,23 @@ KnownGeneration::KnownGeneration(std::string path) : path_(std::move(path)) {
     spdlog::warn("{} does not hold a generation number (going on without it)", path_);
     return;
   }
-  newest_ = persisted_ = value;
+  newest_.store(value);
+  persisted_.store(value);
 }
 
 void KnownGeneration::Saw(uint64_t generation) {
-  newest_ = std::max(newest_, generation);
-  if (path_.empty() || persisted_ >= newest_) return;
-  if (Status st = WriteFileAtomically(path_, std::to_string(newest_) + "\n"); !st.ok()) {
-    spdlog::warn("cannot record archive generation {} in {}: {}", newest_, path_, st.ToString());
+  uint64_t newest = newest_.load(std::memory_order_acquire);
+  while (generation > newest && !newest_.compare_exchange_weak(newest, generation, std::memory_order_acq_rel)) {
+  }
+  if (path_.empty() || persisted_.load(std::memory_order_acquire) >= newest_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(write_mu_);
+  const uint64_t want = newest_.load(std::memory_order_acquire);
+  if (persisted_.load(std::memory_order_relaxed) >= want) return;  // another loop wrote it meanwhile
+  if (Status st = WriteFileAtomically(path_, std::to_string(want) + "\n"); !st.ok()) {
+    spdlog::warn("cannot record archive generation {} in {}: {}", want, path_, st.ToString());
     return;
   }
-  persisted_ = newest_;
+  persisted_.store(want, std::memory_order_release);
 }
 
 }  // namespace clickatron::api

@@ -10,18 +10,20 @@
 // The file makes the comparison hold across restarts.
 //
 // The file changes about once a night (when a new generation first answers);
-// it is written atomically (temp file, fsync, rename) on the loop thread,
-// which a once-a-night fsync can afford. A file that cannot be read is
+// it is written atomically (temp file, fsync, rename) by the loop that saw
+// the generation first, which a once-a-night fsync can afford. A file that cannot be read is
 // reported and ignored; a failed write is reported and tried again at the
 // next answer, while the node goes on with what it knows in memory.
 //
 // An archive wiped on purpose (a new cluster on an old data dir) makes every
 // read 503 until DATA_DIR/archive-generation is removed; the error says so.
 //
-// Thread-safety: loop thread only.
+// Thread-safety: thread-safe; one per API node, shared by its read loops.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace clickatron::api {
@@ -31,15 +33,18 @@ class KnownGeneration {
   // path empty: memory only (tests, members without a data_dir).
   explicit KnownGeneration(std::string path);
 
-  uint64_t newest() const { return newest_; }
+  uint64_t newest() const { return newest_.load(std::memory_order_acquire); }
   const std::string& path() const { return path_; }
   // Records that a replica served `generation`; persists it when it is newer.
   void Saw(uint64_t generation);
 
  private:
-  std::string path_;
-  uint64_t newest_ = 0;
-  uint64_t persisted_ = 0;  // what the file holds; below newest_ after a failed write
+  const std::string path_;
+  std::atomic<uint64_t> newest_{0};
+  // What the file holds; below newest_ after a failed write. Read without
+  // the lock for the common case (nothing new), written under it.
+  std::atomic<uint64_t> persisted_{0};
+  std::mutex write_mu_;  // one writer of the file at a time
 };
 
 }  // namespace clickatron::api

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "query/archive_reader.h"
+#include "query/known_generation.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/record.h"
@@ -139,16 +140,19 @@ nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>&
 
 class ReadPathImpl : public ReadPath {
  public:
-  ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client, const Clock& clock)
+  ReadPathImpl(const DaemonContext& ctx, HttpServer& server, HttpClient& client, const Clock& clock,
+               std::shared_ptr<ReadShared> shared)
       : clock_(clock),
         max_query_hours_(ctx.cluster.api.max_query_hours),
         metric_labels_(BaseLabels(ctx.http.daemon, ctx.http.member)),
+        shared_(std::move(shared)),
+        stats_(*shared_->stats),
         archive_(ctx.cluster, client, stats_,
                  ArchiveReader::Options{
                      .timeout_ms = ctx.cluster.api.request_timeout_ms,
-                     .generation_file = ctx.member.data_dir.empty() ? std::string()
-                                                                    : ctx.member.data_dir + "/archive-generation",
-                     .cache_bytes = static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20,
+                     .known_generation = shared_->known_generation,
+                     .cache_bytes = (static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) /
+                                    static_cast<size_t>(std::max(shared_->loops, 1)),
                      .cache_confirm = std::chrono::milliseconds(ctx.cluster.api.archive_cache_confirm_ms)}),
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
@@ -508,7 +512,8 @@ class ReadPathImpl : public ReadPath {
   const Clock& clock_;
   const int64_t max_query_hours_;
   const std::string metric_labels_;  // daemon and member, on every sample of /metrics
-  ReadStats stats_;
+  const std::shared_ptr<ReadShared> shared_;
+  ReadStats& stats_;  // the node's, shared by its read loops
   TimeZoneDb zones_;
   ArchiveReader archive_;
   RealtimeReader realtime_;
@@ -518,12 +523,22 @@ class ReadPathImpl : public ReadPath {
 
 }  // namespace
 
+std::shared_ptr<ReadShared> ReadShared::Make(const DaemonContext& ctx, int loops) {
+  auto shared = std::make_shared<ReadShared>();
+  shared->stats = std::make_shared<ReadStats>();
+  shared->known_generation = std::make_shared<KnownGeneration>(
+      ctx.member.data_dir.empty() ? std::string() : ctx.member.data_dir + "/archive-generation");
+  shared->loops = std::max(loops, 1);
+  return shared;
+}
+
 Result<std::unique_ptr<ReadPath>> ReadPath::Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client,
-                                                   const Clock& clock) {
+                                                   const Clock& clock, std::shared_ptr<ReadShared> shared) {
   if (ctx.cluster.api.max_query_hours < 1) {
     return Status::InvalidArgument("api.max_query_hours must be at least 1");
   }
-  return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client, clock));
+  if (!shared) shared = ReadShared::Make(ctx, 1);
+  return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client, clock, std::move(shared)));
 }
 
 }  // namespace clickatron::api

@@ -15,12 +15,27 @@
 
 namespace clickatron::api {
 
+struct ReadStats;
+class KnownGeneration;
+
+// What an API node's read paths share, one per read loop (read_loops.h):
+// the figures in /stats, the newest archive generation seen, and the archive
+// cache budget ([api] archive_cache_mb), a 1/loops share for each.
+struct ReadShared {
+  static std::shared_ptr<ReadShared> Make(const DaemonContext& ctx, int loops);
+  std::shared_ptr<ReadStats> stats;
+  std::shared_ptr<KnownGeneration> known_generation;
+  int loops = 1;
+};
+
 class ReadPath {
  public:
   // `clock` (which must outlive the ReadPath) says where "now" is: the end of
-  // a query's window when it gives no reference time.
+  // a query's window when it gives no reference time. `shared` null: a node
+  // with this one read path.
   static Result<std::unique_ptr<ReadPath>> Create(const DaemonContext& ctx, HttpServer& server, HttpClient& client,
-                                                  const Clock& clock = SystemClock::Instance());
+                                                  const Clock& clock = SystemClock::Instance(),
+                                                  std::shared_ptr<ReadShared> shared = nullptr);
   virtual ~ReadPath() = default;
   virtual nlohmann::json StatsJson() const = 0;
   virtual std::string StatsPrometheus() const = 0;

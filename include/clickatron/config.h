@@ -74,6 +74,13 @@ struct ApiConfig {
   // be the rebuild host's: the rebuild waits by its own file's.
   int archive_cache_mb = 64;
   int archive_cache_confirm_ms = 1000;
+  // Event loops serving queries, each on a thread of its own and sharing the
+  // port (the first also takes increments and admin requests, which the
+  // others hand to it). 0: one per core, at most 8. More than one pays on
+  // an API node with cores of its own; where the API shares two cores with
+  // the other daemons (a local cluster) one loop answered more queries.
+  int read_loops = 1;
+  int ReadLoops() const;  // read_loops with 0 resolved
   // Non-empty: /incr, /clicks, /breakdown, /uniques, /lookup and the
   // dashboard need "Authorization: Bearer CLIENT_TOKEN" (401 otherwise).
   std::string client_token;

@@ -1,6 +1,8 @@
 // HttpServer: the one HTTP core every daemon shares (simplehttp's idea).
 //
-// libevent evhttp underneath, HTTP/1.1 keep-alive, one event loop thread.
+// libevent evhttp underneath, HTTP/1.1 keep-alive, one event loop thread
+// per server; sibling servers (NewSibling) serve the same port on loops of
+// their own.
 // Built in: /ping, /stats (JSON), /metrics (Prometheus text), per-endpoint
 // counts and latency percentiles, limits on headers/body/idle time, bearer
 // token on admin routes, cluster signatures on internal routes, SIGINT/SIGTERM stop, signals delivered as ordinary
@@ -93,6 +95,10 @@ struct HttpServerOptions {
   // A daemon stops on SIGINT/SIGTERM (and ignores them while it closes). A
   // server inside a command-line tool leaves the signals to the process.
   bool stop_on_signals = true;
+  // Sibling servers (NewSibling) may listen on this port too, each on a loop
+  // of its own; the kernel spreads new connections over them (SO_REUSEPORT).
+  // A port that anything else holds is still refused.
+  bool share_port = false;
 };
 
 class HttpServer {
@@ -128,6 +134,15 @@ class HttpServer {
   virtual Status Run() = 0;
   virtual void Stop() = 0;                                // any thread
   virtual void RunInLoop(std::function<void()> fn) = 0;   // any thread
+
+  // Another server on this server's port (which needs share_port) for a
+  // loop of its own: another thread calls its Run(). It serves the routes
+  // set on it (its handlers run on its loop) and /ping; a request for any
+  // route of this server, /stats or /metrics is handed to this server's
+  // loop, handled there and answered through the sibling, so handlers that
+  // are not thread-safe stay on one loop. Endpoint figures are shared.
+  // Make siblings once this server's routes are set.
+  virtual Result<std::unique_ptr<HttpServer>> NewSibling() = 0;
 
   virtual event_base* base() = 0;
   virtual uint16_t port() const = 0;  // the bound port

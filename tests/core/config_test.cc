@@ -3,6 +3,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -336,6 +339,24 @@ TEST(ConfigTest, ParsesApiClientToken) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->api.client_token, "client-token-abc");
   EXPECT_EQ(c->api.flush_window_ms, 5);  // the rest of [api] still parsed
+}
+
+TEST(ConfigTest, ReadLoopsDefaultToOneAndZeroMeansACore) {
+  auto defaults = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->api.ReadLoops(), 1);
+  auto set = ClusterConfig::Parse(GoodWith("[api]", "read_loops = 3\n"), "a.toml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->api.ReadLoops(), 3);
+  auto per_core = ClusterConfig::Parse(GoodWith("[api]", "read_loops = 0\n"), "a.toml");
+  ASSERT_TRUE(per_core.ok()) << per_core.status().ToString();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(per_core->api.ReadLoops(), std::min(cores, 8));
+  for (const char* bad : {"read_loops = -1\n", "read_loops = 65\n"}) {
+    auto refused = ClusterConfig::Parse(GoodWith("[api]", bad), "bad.toml");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("read_loops"), std::string::npos) << refused.status().message();
+  }
 }
 
 TEST(ConfigTest, ArchiveCacheSettingsAndTheDeployWaitTheyImply) {

@@ -37,6 +37,9 @@ class Cluster {
     // rest of the suite unless a test turns it on.
     int archive_cache_mb = 0;
     int archive_cache_confirm_ms = 1000;
+    // [api] read_loops: more than one hands increments and admin requests
+    // from the other loops to the first.
+    int read_loops = 1;
   };
   Cluster() : Cluster(Options{}) {}
   explicit Cluster(Options options);

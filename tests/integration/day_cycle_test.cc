@@ -26,8 +26,12 @@ class DayCycleTest : public ClusterDaysTest {
   // The end of kD2: windows reach back over every day with data. With the
   // API's archive answer cache on, as in production: each deploy changes the
   // generation under answers the API has kept, and every query after the
-  // rebuild must read the new one.
-  DayCycleTest() : ClusterDaysTest({.archive_cache_mb = 16}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
+  // rebuild must read the new one. With three read loops: most increment
+  // batches, the late-data seal and the rebuild's late-file downloads land
+  // on a loop that hands them to the first, and queries are answered by
+  // each loop's own readers and caches.
+  DayCycleTest()
+      : ClusterDaysTest({.archive_cache_mb = 16, .read_loops = 3}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
 
   // Sends `n` random increments for hours of `days`, as batched POSTs;
   // every one must be acknowledged. Adds each to the given oracles.

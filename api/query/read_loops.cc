@@ -1,0 +1,44 @@
+#include "query/read_loops.h"
+
+#include <spdlog/spdlog.h>
+
+namespace clickatron::api {
+
+Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, HttpServer& primary,
+                                                    const HttpClient::Options& client_options,
+                                                    std::shared_ptr<ReadShared> shared,
+                                                    const std::function<void(HttpServer&)>& also_route) {
+  std::unique_ptr<ReadLoops> loops(new ReadLoops());
+  for (int i = 1; i < shared->loops; ++i) {
+    Loop loop;
+    auto server = primary.NewSibling();
+    if (!server.ok()) return server.status();
+    loop.server = std::move(*server);
+    loop.client = HttpClient::Create(loop.server->base(), client_options);
+    auto read = ReadPath::Create(ctx, *loop.server, *loop.client, SystemClock::Instance(), shared);
+    if (!read.ok()) return read.status();
+    loop.read = std::move(*read);
+    if (also_route) also_route(*loop.server);
+    loops->loops_.push_back(std::move(loop));
+  }
+  // Threads start once every loop is made: a failure above leaves none running.
+  for (size_t i = 0; i < loops->loops_.size(); ++i) {
+    HttpServer* server = loops->loops_[i].server.get();
+    loops->loops_[i].thread = std::thread([server, n = i + 2] {
+      if (Status st = server->Run(); !st.ok()) spdlog::critical("read loop {}: {}", n, st.ToString());
+    });
+  }
+  return loops;
+}
+
+ReadLoops::~ReadLoops() { Stop(); }
+
+void ReadLoops::Stop() {
+  for (Loop& loop : loops_) loop.server->Stop();
+  for (Loop& loop : loops_) {
+    if (loop.thread.joinable()) loop.thread.join();
+  }
+  loops_.clear();
+}
+
+}  // namespace clickatron::api
