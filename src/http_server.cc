@@ -214,6 +214,8 @@ class HttpServerImpl : public HttpServer {
   void Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri);
   void Builtin(const HttpExchangePtr& ex);
   Result<evhttp_bound_socket*> Listen(bool joining);
+  // SO_REUSEPORT on exactly `addr`.
+  Result<evhttp_bound_socket*> ListenOn(const sockaddr_storage& addr, size_t addr_len);
   // evhttp's bufferevent factory: a socket, or TLS with one SSL per
   // connection, watched for the request deadline.
   static bufferevent* NewBufferevent(event_base* base, void* arg);
@@ -246,6 +248,8 @@ class HttpServerImpl : public HttpServer {
   std::unique_ptr<RequestDeadlines> deadlines_;
   Clock::time_point started_ = Clock::now();
   bool stopping_ = false;
+  // The address listened on (share_port): siblings bind exactly it.
+  sockaddr_storage bound_{};
 };
 
 ExchangeImpl::~ExchangeImpl() {
@@ -445,6 +449,11 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
     if (!sock) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     return sock;
   }
+  if (joining) {
+    // The primary's own address: a name that resolves differently now must
+    // not put a sibling somewhere else.
+    return ListenOn(bound_, bound_.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  }
   evutil_addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -457,17 +466,17 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
   std::unique_ptr<evutil_addrinfo, void (*)(evutil_addrinfo*)> owned(found, evutil_freeaddrinfo);
   sockaddr_storage addr{};
   std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
-  const auto addr_len = static_cast<int>(found->ai_addrlen);
+  const size_t addr_len = found->ai_addrlen;
   auto* port_field = addr.ss_family == AF_INET6 ? &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
                                                 : &reinterpret_cast<sockaddr_in*>(&addr)->sin_port;
-  if (!joining) {
+  {
     // SO_REUSEPORT would let this socket join any group already on the
     // port (another daemon of the same user): first bind without it, which
     // fails if anything holds the port, and learns the port that 0 picks.
     UniqueFd probe(socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int on = 1;
     if (!probe.valid() || setsockopt(probe.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-        bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+        bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), static_cast<socklen_t>(addr_len)) != 0) {
       return refused(std::strerror(errno));
     }
     sockaddr_storage picked{};
@@ -476,10 +485,18 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
     *port_field = picked.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&picked)->sin6_port
                                                : reinterpret_cast<sockaddr_in*>(&picked)->sin_port;
   }
+  bound_ = addr;
+  return ListenOn(addr, addr_len);
+}
+
+Result<evhttp_bound_socket*> HttpServerImpl::ListenOn(const sockaddr_storage& addr, size_t addr_len) {
+  auto refused = [&](std::string_view why) {
+    return Status::IoError(fmt::format("cannot listen on {}: {}", options_.listen.ToString(), why));
+  };
   evconnlistener* listener = evconnlistener_new_bind(
       base_.get(), nullptr, nullptr,
       LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
-      reinterpret_cast<sockaddr*>(&addr), addr_len);
+      reinterpret_cast<const sockaddr*>(&addr), static_cast<int>(addr_len));
   if (listener == nullptr) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
   evhttp_bound_socket* sock = evhttp_bind_listener(http_.get(), listener);  // owns the listener from here
   if (sock == nullptr) {
@@ -496,11 +513,12 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   options.stop_on_signals = false;  // the primary stops on signals, and stops its siblings
   auto sibling = std::make_unique<HttpServerImpl>(std::move(options));
   sibling->primary_ = this;
+  sibling->bound_ = bound_;
   sibling->primary_mailbox_ = mailbox_;
   sibling->stats_ = stats_;
   for (const auto& [path, entry] : routes_) sibling->forwarded_paths_.insert(path);
-  sibling->forwarded_paths_.insert("/stats");
-  sibling->forwarded_paths_.insert("/metrics");
+  // /ping too: a health check asks the loop that takes increments.
+  for (const char* builtin : {"/ping", "/stats", "/metrics"}) sibling->forwarded_paths_.insert(builtin);
   CLICKATRON_RETURN_IF_ERROR(sibling->Init(/*joining=*/true));
   return std::unique_ptr<HttpServer>(std::move(sibling));
 }
@@ -633,8 +651,12 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
 
 void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri) {
   auto forwarded = std::make_shared<ForwardedExchange>(ex, ex->RequestHeaders(), mailbox_, primary_mailbox_);
-  const bool posted = primary_mailbox_->Post(
-      [primary = primary_, forwarded, uri = std::string(uri)] { primary->Handle(forwarded, uri); });
+  const bool posted = primary_mailbox_->Post([primary = primary_, forwarded, uri = std::string(uri)] {
+    // Once the primary's stop hooks have begun (the write path flushed and
+    // closed), a request handed over meanwhile is refused, not half taken.
+    if (primary->stopping_) return forwarded->ReplyError(503, "STOPPING", "the daemon is stopping");
+    primary->Handle(forwarded, uri);
+  });
   if (!posted) ex->ReplyError(503, "STOPPING", "the daemon is stopping");
 }
 

@@ -38,7 +38,10 @@ void KnownGeneration::Saw(uint64_t generation) {
   while (generation > newest && !newest_.compare_exchange_weak(newest, generation, std::memory_order_acq_rel)) {
   }
   if (path_.empty() || persisted_.load(std::memory_order_acquire) >= newest_.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(write_mu_);
+  // Another loop writing the file now writes what it saw; a newer one is
+  // written at this loop's next answer. No loop waits for another's fsync.
+  std::unique_lock lock(write_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   const uint64_t want = newest_.load(std::memory_order_acquire);
   if (persisted_.load(std::memory_order_relaxed) >= want) return;  // another loop wrote it meanwhile
   if (Status st = WriteFileAtomically(path_, std::to_string(want) + "\n"); !st.ok()) {

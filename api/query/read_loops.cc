@@ -24,8 +24,12 @@ Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, Ht
   // Threads start once every loop is made: a failure above leaves none running.
   for (size_t i = 0; i < loops->loops_.size(); ++i) {
     HttpServer* server = loops->loops_[i].server.get();
-    loops->loops_[i].thread = std::thread([server, n = i + 2] {
-      if (Status st = server->Run(); !st.ok()) spdlog::critical("read loop {}: {}", n, st.ToString());
+    loops->loops_[i].thread = std::thread([server, &primary, n = i + 2] {
+      if (Status st = server->Run(); !st.ok()) {
+        // Its socket would still take a share of the connections: stop all.
+        spdlog::critical("read loop {}: {}; stopping", n, st.ToString());
+        primary.Stop();
+      }
     });
   }
   return loops;

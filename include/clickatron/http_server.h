@@ -97,7 +97,9 @@ struct HttpServerOptions {
   bool stop_on_signals = true;
   // Sibling servers (NewSibling) may listen on this port too, each on a loop
   // of its own; the kernel spreads new connections over them (SO_REUSEPORT).
-  // A port that anything else holds is still refused.
+  // A port that anything else holds at start is still refused; afterwards
+  // another process of the same user could join the port as SO_REUSEPORT
+  // allows (run each daemon as its own user, as the package does).
   bool share_port = false;
 };
 
@@ -137,10 +139,11 @@ class HttpServer {
 
   // Another server on this server's port (which needs share_port) for a
   // loop of its own: another thread calls its Run(). It serves the routes
-  // set on it (its handlers run on its loop) and /ping; a request for any
-  // route of this server, /stats or /metrics is handed to this server's
+  // set on it (its handlers run on its loop); a request for any route of
+  // this server, /ping, /stats or /metrics is handed to this server's
   // loop, handled there and answered through the sibling, so handlers that
-  // are not thread-safe stay on one loop. Endpoint figures are shared.
+  // are not thread-safe stay on one loop; once this server's stop hooks have
+  // begun they are answered 503 STOPPING. Endpoint figures are shared.
   // Make siblings once this server's routes are set.
   virtual Result<std::unique_ptr<HttpServer>> NewSibling() = 0;
 

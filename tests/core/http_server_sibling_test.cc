@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <future>
 #include <map>
 #include <thread>
 
+#include "clickatron/cluster_auth.h"
 #include "clickatron/unique_fd.h"
 #include "testutil/testutil.h"
 
@@ -116,6 +118,7 @@ class HttpServerSiblingTest : public ::testing::Test {
     options.member = "t-0";
     options.listen = HostPort{"127.0.0.1", 0};
     options.admin_token = "sekrit";
+    options.cluster_secret = kSecret;
     options.stop_on_signals = false;
     options.share_port = true;
     auto created = HttpServer::Create(options);
@@ -124,13 +127,14 @@ class HttpServerSiblingTest : public ::testing::Test {
     primary_->Route("/loop", [](const HttpExchangePtr& ex) { ex->Reply(200, "primary"); }, kGet);
     // The primary's own routes: where they run, and what they saw.
     primary_->Route("/write", [this](const HttpExchangePtr& ex) {
-      const bool on_primary = std::this_thread::get_id() == primary_thread_.get_id();
+      const bool on_primary = std::this_thread::get_id() == primary_loop_.load();
       const std::string* key = ex->args().Get("key");
       ex->AddHeader("X-Ran-On", on_primary ? "primary" : "elsewhere");
       ex->Reply(201, (key ? *key : std::string("<none>")) + "|" + ex->body() + "|" + ex->header("x-test"),
                 "text/x-test");
     });
     primary_->AdminRoute("/admin", [](const HttpExchangePtr& ex) { ex->Reply(200, "done"); });
+    primary_->InternalRoute("/internal", [](const HttpExchangePtr& ex) { ex->Reply(200, "member"); });
     primary_->Route("/stream", [](const HttpExchangePtr& ex) {
       // Each chunk is sent from the previous one's on_sent: on the primary's
       // loop, or the stream would stall.
@@ -158,17 +162,23 @@ class HttpServerSiblingTest : public ::testing::Test {
     sibling_ = std::move(sibling).value();
     sibling_->Route("/loop", [](const HttpExchangePtr& ex) { ex->Reply(200, "sibling"); }, kGet);
     ASSERT_EQ(sibling_->port(), primary_->port());
-    primary_thread_ = std::thread([this] { EXPECT_TRUE(primary_->Run().ok()); });
+    primary_thread_ = std::thread([this] {
+      primary_loop_ = std::this_thread::get_id();
+      EXPECT_TRUE(primary_->Run().ok());
+    });
     sibling_thread_ = std::thread([this] { EXPECT_TRUE(sibling_->Run().ok()); });
   }
 
   void TearDown() override {
     if (sibling_) sibling_->Stop();
     if (sibling_thread_.joinable()) sibling_thread_.join();
+    if (!primary_) return;
     primary_->RunInLoop([this] { held_.clear(); });
     primary_->Stop();
-    primary_thread_.join();
+    if (primary_thread_.joinable()) primary_thread_.join();
   }
+
+  static constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
 
   // A connection the kernel gave to `loop` ("primary" or "sibling"): new
   // connections are spread over the two sockets, so a handful of tries finds
@@ -186,6 +196,7 @@ class HttpServerSiblingTest : public ::testing::Test {
   std::unique_ptr<HttpServer> primary_;
   std::unique_ptr<HttpServer> sibling_;
   std::thread primary_thread_;
+  std::atomic<std::thread::id> primary_loop_;  // set by the primary's thread itself
   std::thread sibling_thread_;
   std::vector<HttpExchangePtr> held_;  // primary loop only
   std::atomic<size_t> held_count_{0};
@@ -221,6 +232,20 @@ TEST_F(HttpServerSiblingTest, AdminAndMethodRulesHoldThroughTheSibling) {
   EXPECT_EQ(c->Ask("POST", "/loop").status, 405);        // the sibling's own route
   EXPECT_EQ(c->Ask("GET", "/no-such-path").status, 404);  // neither loop has it
   EXPECT_EQ(c->Ask("GET", "/ping").status, 200);
+}
+
+TEST_F(HttpServerSiblingTest, SignedInternalRoutesVerifyThroughTheSibling) {
+  auto c = ConnectionTo("sibling");
+  ASSERT_NE(c, nullptr);
+  const std::string address = "127.0.0.1:" + std::to_string(primary_->port());
+  const std::string signature = SignRequest(kSecret, address, "POST", "/internal?x=1", "payload", std::time(nullptr));
+  EXPECT_EQ(c->Ask("POST", "/internal?x=1", "payload").status, 401);
+  auto tampered = c->Ask("POST", "/internal?x=1", "other payload",
+                         std::string(kSignatureHeader) + ": " + signature + "\r\n");
+  EXPECT_EQ(tampered.status, 401);
+  auto ok = c->Ask("POST", "/internal?x=1", "payload", std::string(kSignatureHeader) + ": " + signature + "\r\n");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, "member");
 }
 
 TEST_F(HttpServerSiblingTest, AStreamedAnswerArrivesWholeThroughTheSibling) {
@@ -266,12 +291,20 @@ TEST_F(HttpServerSiblingTest, AnAnswerAfterTheSiblingIsGoneIsDroppedSafely) {
   auto c = ConnectionTo("sibling");
   ASSERT_NE(c, nullptr);
   // Sent without waiting: the primary holds the exchange unanswered.
-  std::thread asker([&] { c->Ask("GET", "/held"); });
+  RawConnection::Answer seen;
+  std::thread asker([&] { seen = c->Ask("GET", "/held"); });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{asker};
   ASSERT_TRUE(testing::WaitFor([&] { return held_count_.load() == 1; }));
   sibling_->Stop();
   sibling_thread_.join();
   sibling_.reset();  // its loop and its connections are gone
-  asker.join();      // the client saw its connection close
+  asker.join();
+  EXPECT_EQ(seen.status, 0);  // the client saw its connection close, with no answer
   // The primary answers the held exchange now, and drops it.
   std::promise<void> done;
   primary_->RunInLoop([&] {
