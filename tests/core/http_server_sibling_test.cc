@@ -138,18 +138,7 @@ class HttpServerSiblingTest : public ::testing::Test {
     primary_->Route("/stream", [](const HttpExchangePtr& ex) {
       // Each chunk is sent from the previous one's on_sent: on the primary's
       // loop, or the stream would stall.
-      ex->StartStream(200, "text/plain");
-      auto remaining = std::make_shared<int>(20);
-      auto next = std::make_shared<std::function<void()>>();
-      *next = [ex, remaining, next] {
-        if ((*remaining)-- == 0) {
-          ex->EndStream();
-          *next = nullptr;
-          return;
-        }
-        ex->SendChunk(std::string(3000, static_cast<char>('a' + *remaining % 26)), *next);
-      };
-      (*next)();
+      testing::StreamPieces(ex, 20, [](int i) { return std::string(3000, static_cast<char>('a' + i % 26)); });
     });
     primary_->Route("/forgotten", [](const HttpExchangePtr&) {});  // a handler that never answers
     primary_->Route("/held", [this](const HttpExchangePtr& ex) {

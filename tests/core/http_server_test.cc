@@ -51,18 +51,7 @@ class HttpServerTest : public ::testing::Test {
       std::thread([this, ex] { server_->RunInLoop([ex] { ex->Reply(200, "later"); }); }).detach();
     });
     server_->Route("/stream", [](const HttpExchangePtr& ex) {
-      ex->StartStream(200, "text/plain");
-      auto remaining = std::make_shared<int>(50);
-      auto next = std::make_shared<std::function<void()>>();
-      *next = [ex, remaining, next] {
-        if ((*remaining)-- == 0) {
-          ex->EndStream();
-          *next = nullptr;  // break the cycle
-          return;
-        }
-        ex->SendChunk(std::string(1000, static_cast<char>('a' + *remaining % 26)) + "\n", *next);
-      };
-      (*next)();
+      testing::StreamPieces(ex, 50, [](int i) { return std::string(1000, static_cast<char>('a' + i % 26)) + "\n"; });
     });
     server_->AdminRoute("/admin", [](const HttpExchangePtr& ex) { ex->Reply(200, "done"); });
     // Starts a stream and leaves it open in held_ (loop thread only): the

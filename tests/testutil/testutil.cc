@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -126,6 +127,21 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 std::string BinaryPath(const std::string& name) { return std::string(CLICKATRON_BIN_DIR) + "/" + name; }
 
 HostPort Loopback(uint16_t port) { return HostPort{"127.0.0.1", port}; }
+
+void StreamPieces(const HttpExchangePtr& ex, int chunks, std::function<std::string(int)> piece) {
+  ex->StartStream(200, "text/plain");
+  auto remaining = std::make_shared<int>(chunks);
+  auto next = std::make_shared<std::function<void()>>();
+  *next = [ex, remaining, next, piece = std::move(piece)] {
+    if ((*remaining)-- == 0) {
+      ex->EndStream();
+      *next = nullptr;  // break the cycle
+      return;
+    }
+    ex->SendChunk(piece(*remaining), *next);
+  };
+  (*next)();
+}
 
 DaemonProcess::~DaemonProcess() { Kill(); }
 
