@@ -417,10 +417,10 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
       }
       if (kept->found) kept_lines->body.append(key).append(",").append(kept->body);
     }
-  } else {
-    *asked = keys;
   }
-  const std::vector<std::string> targets = MGetTargets(*asked, options_.max_target_bytes, options_.max_keys_per_mget);
+  // Without a confirmed file every key is asked, and none is kept.
+  const std::vector<std::string> targets =
+      MGetTargets(file ? *asked : keys, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
   auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = file.has_value(),
                              shard = session->shard, shard_count = session->shard_count,
@@ -488,7 +488,7 @@ void ArchiveReader::Confirm(size_t shard, size_t replica, const ArchiveView& vie
   confirmed.sent = sent;
 }
 
-bool ArchiveReader::Keep(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
+bool ArchiveReader::Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
   if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return false;
   const auto& replicas = confirmed_[static_cast<size_t>(shard)];
   // Of the file the replica said it serves by its newest answer.
@@ -496,17 +496,23 @@ bool ArchiveReader::Keep(int shard, std::string_view key, const ArchiveReply& re
   if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) {
     return false;
   }
-  const bool kept = cache_.Insert(shard, key, reply, shard_count);
-  stats_.archive_cache_evictions = cache_.figures().evictions;
+  const uint64_t before = cache_.figures().evictions;
+  const bool kept = cache_.Insert(shard, key, std::move(reply), shard_count);
+  CountEvictions(before);
   return kept;
+}
+
+void ArchiveReader::CountEvictions(uint64_t before) {
+  stats_.archive_cache_evictions += cache_.figures().evictions - before;
 }
 
 void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
                                      std::shared_ptr<const ArchiveTotalHours> hours) {
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(reply.view);
   if (!file) return;
+  const uint64_t before = cache_.figures().evictions;
   cache_.AttachTotalHours(session.shard, key, *file, session.shard_count, std::move(hours));
-  stats_.archive_cache_evictions = cache_.figures().evictions;
+  CountEvictions(before);
 }
 
 void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
@@ -515,25 +521,30 @@ void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, co
   for (const ArchiveReply& reply : replies) {
     if (!(reply.view == replies.front().view) || reply.replica != replies.front().replica) return;  // a reload between them
   }
-  ArchiveReply one;
-  one.view = replies.front().view;
-  one.replica = replies.front().replica;
+  // Each key's answer as a get of it would have come: its line, or not found.
+  auto answer = [&](bool found, std::string body) {
+    ArchiveReply one;
+    one.view = replies.front().view;
+    one.replica = replies.front().replica;
+    one.found = found;
+    one.body = std::move(body);
+    return one;
+  };
   std::unordered_set<std::string_view> found;
   for (const ArchiveReply& reply : replies) {
     if (!reply.found) continue;
     auto lines = SplitKeyValueLines(reply.body);
     if (!lines.ok()) return;  // the caller reports it
     for (const auto& [key, value] : *lines) {
-      one.found = true;
-      one.body.assign(value).push_back('\n');
-      Keep(shard, key, one, shard_count);
+      std::string body;
+      body.reserve(value.size() + 1);
+      body.append(value).push_back('\n');
+      Keep(shard, key, answer(true, std::move(body)), shard_count);
       found.insert(key);
     }
   }
-  one.found = false;
-  one.body.clear();
   for (const std::string& key : keys) {
-    if (!found.contains(key)) Keep(shard, key, one, shard_count);
+    if (!found.contains(key)) Keep(shard, key, answer(false, std::string()), shard_count);
   }
 }
 

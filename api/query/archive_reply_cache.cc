@@ -11,18 +11,17 @@ ArchiveReplyCache::Index& ArchiveReplyCache::IndexOf(int shard) {
 
 void ArchiveReplyCache::Erase(Index& index, Index::iterator it) {
   auto entry = it->second;
-  figures_.bytes -= entry->Bytes();
+  bytes_ -= entry->Bytes();
   index.erase(it);  // before the entry: the map's key is a view into it
   order_.erase(entry);
-  figures_.entries = order_.size();
 }
 
 void ArchiveReplyCache::MakeRoom(size_t budget, size_t keep) {
-  while (order_.size() > keep && figures_.bytes > budget) {
+  while (order_.size() > keep && bytes_ > budget) {
     const Entry& last = order_.back();
     Index& owner = shards_[static_cast<size_t>(last.shard)];
     Erase(owner, owner.find(std::string_view(last.key)));
-    ++figures_.evictions;
+    ++evictions_;
   }
 }
 
@@ -48,7 +47,7 @@ void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const 
     entry.reply.total_hours.reset();
     return;
   }
-  figures_.bytes += entry.Bytes() - before;
+  bytes_ += entry.Bytes() - before;
   // The entry was just used: first in line, so the room is made by others.
   order_.splice(order_.begin(), order_, it->second);
   MakeRoom(max_bytes_, 1);
@@ -72,9 +71,9 @@ ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, const Ser
   return &it->second->reply;
 }
 
-bool ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count) {
+bool ArchiveReplyCache::Insert(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
   if (!enabled() || shard < 0 || !FileOf(reply.view)) return false;
-  Entry entry{shard, shard_count, std::string(key), reply};
+  Entry entry{shard, shard_count, std::string(key), std::move(reply)};
   entry.reply.kept = true;
   entry.reply.total_hours.reset();  // attached by AttachTotalHours, charged there
   const size_t bytes = entry.Bytes();
@@ -84,8 +83,7 @@ bool ArchiveReplyCache::Insert(int shard, std::string_view key, const ArchiveRep
   MakeRoom(max_bytes_ - bytes, 0);
   order_.push_front(std::move(entry));
   index.emplace(std::string_view(order_.front().key), order_.begin());
-  figures_.bytes += bytes;
-  figures_.entries = order_.size();
+  bytes_ += bytes;
   return true;
 }
 

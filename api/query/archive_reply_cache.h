@@ -57,18 +57,18 @@ class ArchiveReplyCache {
   // file (a reply whose view has no X-Archive-Crc32 is not kept).
   // `shard_count` is the count the request was routed by. False when not
   // kept (no file identity, or too large a value).
-  bool Insert(int shard, std::string_view key, const ArchiveReply& reply, int shard_count);
+  bool Insert(int shard, std::string_view key, ArchiveReply reply, int shard_count);
   // The file a kept reply came from (nullopt: it does not say).
   static std::optional<ServedFile> FileOf(const ArchiveView& view);
 
   // Hits and misses are the reader's to count (ReadStats): it knows which
   // lookups could have been answered.
   struct Figures {
-    uint64_t evictions = 0;  // dropped for room
+    uint64_t evictions = 0;  // dropped for room, since the cache was made
     size_t bytes = 0;
     size_t entries = 0;
   };
-  const Figures& figures() const { return figures_; }
+  Figures figures() const { return Figures{evictions_, bytes_, order_.size()}; }
 
   // What an entry is charged beyond its key and value (list and map nodes,
   // the view): an estimate that keeps many tiny entries within the budget.
@@ -102,7 +102,8 @@ class ArchiveReplyCache {
   size_t max_bytes_;
   std::list<Entry> order_;     // most recently used first
   std::vector<Index> shards_;  // by shard: key (a view into its entry) -> entry
-  Figures figures_;
+  uint64_t evictions_ = 0;
+  size_t bytes_ = 0;  // charged by the entries kept (Entry::Bytes)
 };
 
 }  // namespace clickatron::api

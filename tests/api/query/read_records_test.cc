@@ -181,8 +181,11 @@ TEST(ReadRecordsTest, ArchiveViewFromHeaders) {
   for (const char* bad : {"0", "-1", "3x", ""}) {
     r.headers = {{"X-Archive-Generation", "7"}, {"X-Archive-Last-Day", ""}, {"X-Archive-Shard-Count", bad}};
     EXPECT_FALSE(ParseArchiveView(r).ok()) << bad;
-  }  // The served file's crc32: optional too (no manifest); it tells files of
+  }
+  // The served file's crc32: optional too (no manifest); it tells files of
   // one generation number apart.
+  r.headers = {{"X-Archive-Generation", "7"}, {"X-Archive-Last-Day", ""}};
+  ASSERT_TRUE(ParseArchiveView(r).ok());
   EXPECT_EQ(ParseArchiveView(r)->file_crc32, std::nullopt);
   r.headers = {{"X-Archive-Generation", "7"}, {"X-Archive-Last-Day", ""}, {"X-Archive-Crc32", "4294967295"}};
   EXPECT_EQ(ParseArchiveView(r)->file_crc32, std::optional<uint32_t>(4294967295u));
