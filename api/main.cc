@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", ctx.status().ToString().c_str());
     return 2;
   }
-  const int loops = ctx->cluster.api.ReadLoops();
-  ctx->http.share_port = loops > 1;  // the read loops' siblings listen on it too
+  auto shared = api::ReadShared::Make(*ctx);
+  ctx->http.share_port = shared->loops > 1;  // the read loops' siblings listen on it too
   auto server = HttpServer::Create(ctx->http);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());
@@ -39,7 +39,6 @@ int main(int argc, char** argv) {
     spdlog::critical("write path: {}", write.status().ToString());
     return 1;
   }
-  auto shared = api::ReadShared::Make(*ctx, loops);
   auto read = api::ReadPath::Create(*ctx, **server, *client, SystemClock::Instance(), shared);
   if (!read.ok()) {
     spdlog::critical("read path: {}", read.status().ToString());

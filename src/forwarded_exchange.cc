@@ -35,11 +35,7 @@ ForwardedExchange::ForwardedExchange(HttpExchangePtr origin, HeaderList request_
     : origin_(std::move(origin)),
       request_headers_(std::move(request_headers)),
       origin_loop_(std::move(origin_loop)),
-      handler_loop_(std::move(handler_loop)),
-      method_(origin_->method()),
-      path_(origin_->path()),
-      args_(origin_->args()),
-      body_(origin_->body()) {}
+      handler_loop_(std::move(handler_loop)) {}
 
 ForwardedExchange::~ForwardedExchange() {
   // The original's last reference goes on its own loop (a 500 if unanswered).

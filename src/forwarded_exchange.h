@@ -10,7 +10,8 @@
 // answers 500 like any exchange a handler forgot.
 //
 // Thread-safety: the handler's loop uses this object; the constructor runs on
-// the receiving loop (it reads the original).
+// the receiving loop. The request itself (method, path, args, body) is read
+// from the original, which no loop changes once it is parsed.
 #pragma once
 
 #include <atomic>
@@ -35,10 +36,12 @@ class ForwardedExchange : public HttpExchange {
                     LoopMailboxPtr handler_loop);
   ~ForwardedExchange() override;
 
-  const std::string& method() const override { return method_; }
-  const std::string& path() const override { return path_; }
-  const QueryArgs& args() const override { return args_; }
-  const std::string& body() const override { return body_; }
+  // The original's: set when it was parsed, never changed after, and read
+  // here only after the post that handed it over (no copy of a large body).
+  const std::string& method() const override { return origin_->method(); }
+  const std::string& path() const override { return origin_->path(); }
+  const QueryArgs& args() const override { return origin_->args(); }
+  const std::string& body() const override { return origin_->body(); }
   std::string header(std::string_view name) const override;
   // True until an answer posted back found the client gone.
   bool alive() const override { return !gone_->load(std::memory_order_relaxed); }
@@ -58,10 +61,6 @@ class ForwardedExchange : public HttpExchange {
   HeaderList request_headers_;
   LoopMailboxPtr origin_loop_;
   LoopMailboxPtr handler_loop_;
-  std::string method_;
-  std::string path_;
-  QueryArgs args_;
-  std::string body_;
   HeaderList reply_headers_;
   bool answered_ = false;
   bool streaming_ = false;

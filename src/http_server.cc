@@ -140,6 +140,8 @@ struct RouteEntry {
   Access access;
 };
 
+using RouteMap = std::map<std::string, RouteEntry, std::less<>>;
+
 class HttpServerImpl : public HttpServer {
  public:
   explicit HttpServerImpl(HttpServerOptions options) : options_(std::move(options)) {}
@@ -160,8 +162,7 @@ class HttpServerImpl : public HttpServer {
     base_.reset();
   }
 
-  // joining: a sibling's socket, on a port its primary holds.
-  Status Init(bool joining = false);
+  Status Init();
   void Route(std::string path, HttpHandler handler, unsigned methods) override {
     routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kPublic};
   }
@@ -209,11 +210,13 @@ class HttpServerImpl : public HttpServer {
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   // Routes a parsed exchange (received here, or forwarded by a sibling).
-  void Handle(const HttpExchangePtr& ex, std::string_view uri);
+  // `route`: routes_.find(ex->path()), found by the caller.
+  void Handle(const HttpExchangePtr& ex, std::string_view uri, RouteMap::const_iterator route);
   // A sibling hands `ex` to its primary's loop.
   void Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri);
   void Builtin(const HttpExchangePtr& ex);
-  Result<evhttp_bound_socket*> Listen(bool joining);
+  // A sibling (primary_ set) joins its primary's bound address.
+  Result<evhttp_bound_socket*> Listen();
   // SO_REUSEPORT on exactly `addr`.
   Result<evhttp_bound_socket*> ListenOn(const sockaddr_storage& addr, size_t addr_len);
   // evhttp's bufferevent factory: a socket, or TLS with one SSL per
@@ -228,10 +231,10 @@ class HttpServerImpl : public HttpServer {
   EvhttpPtr http_;
   uint16_t port_ = 0;
   std::string signed_address_;  // "HOST:PORT" that signatures to this server name
-  std::map<std::string, RouteEntry, std::less<>> routes_;
+  RouteMap routes_;
   std::shared_ptr<HttpStats> stats_ = std::make_shared<HttpStats>();  // a sibling's is its primary's
   // A sibling's primary (only ever used through its mailbox, on its loop)
-  // and the paths handed to it: its routes, /stats and /metrics.
+  // and its routes' paths, handed to it (with the built-in ones).
   HttpServerImpl* primary_ = nullptr;
   LoopMailboxPtr primary_mailbox_;
   std::set<std::string, std::less<>> forwarded_paths_;
@@ -250,6 +253,7 @@ class HttpServerImpl : public HttpServer {
   bool stopping_ = false;
   // The address listened on (share_port): siblings bind exactly it.
   sockaddr_storage bound_{};
+  size_t bound_len_ = 0;
 };
 
 ExchangeImpl::~ExchangeImpl() {
@@ -378,7 +382,7 @@ void ExchangeImpl::EndStream() {
   server_->RunInLoop([keep] {});
 }
 
-Status HttpServerImpl::Init(bool joining) {
+Status HttpServerImpl::Init() {
   EnableLibeventThreads();
   // The epoll changelist batches the enable/disable calls libevent makes per
   // request into one epoll_ctl each loop turn: with short keep-alive
@@ -408,7 +412,7 @@ Status HttpServerImpl::Init(bool joining) {
   (void)JsonErrorPagesLinked();  // links http_error_page.o (see there); nothing to check at run time
   deadlines_ = std::make_unique<RequestDeadlines>(base_.get(), std::chrono::seconds(l.request_deadline_seconds));
   evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewBufferevent, this);
-  auto bound = Listen(joining);
+  auto bound = Listen();
   if (!bound.ok()) return bound.status();
   evhttp_bound_socket* sock = *bound;
   // TCP_NODELAY, inherited by every accepted connection (Linux): libevent
@@ -439,7 +443,7 @@ Status HttpServerImpl::Init(bool joining) {
   return Status::Ok();
 }
 
-Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
+Result<evhttp_bound_socket*> HttpServerImpl::Listen() {
   const HostPort& at = options_.listen;
   auto refused = [&](std::string_view why) {
     return Status::IoError(fmt::format("cannot listen on {}: {}", at.ToString(), why));
@@ -449,10 +453,10 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
     if (!sock) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     return sock;
   }
-  if (joining) {
+  if (primary_ != nullptr) {
     // The primary's own address: a name that resolves differently now must
     // not put a sibling somewhere else.
-    return ListenOn(bound_, bound_.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+    return ListenOn(bound_, bound_len_);
   }
   evutil_addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -486,6 +490,7 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen(bool joining) {
                                                : reinterpret_cast<sockaddr_in*>(&picked)->sin_port;
   }
   bound_ = addr;
+  bound_len_ = addr_len;
   return ListenOn(addr, addr_len);
 }
 
@@ -514,12 +519,11 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   auto sibling = std::make_unique<HttpServerImpl>(std::move(options));
   sibling->primary_ = this;
   sibling->bound_ = bound_;
+  sibling->bound_len_ = bound_len_;
   sibling->primary_mailbox_ = mailbox_;
   sibling->stats_ = stats_;
   for (const auto& [path, entry] : routes_) sibling->forwarded_paths_.insert(path);
-  // /ping too: a health check asks the loop that takes increments.
-  for (const char* builtin : {"/ping", "/stats", "/metrics"}) sibling->forwarded_paths_.insert(builtin);
-  CLICKATRON_RETURN_IF_ERROR(sibling->Init(/*joining=*/true));
+  CLICKATRON_RETURN_IF_ERROR(sibling->Init());
   return std::unique_ptr<HttpServer>(std::move(sibling));
 }
 
@@ -633,8 +637,12 @@ bool IsBuiltin(std::string_view path) { return path == "/ping" || path == "/stat
 void HttpServerImpl::Dispatch(evhttp_request* req) {
   std::string_view uri = evhttp_request_get_uri(req);
   std::string_view path = uri.substr(0, uri.find('?'));
-  const bool local = routes_.find(path) != routes_.end();
-  const bool forward = !local && forwarded_paths_.find(path) != forwarded_paths_.end();
+  const auto route = routes_.find(path);
+  const bool local = route != routes_.end();
+  // A sibling hands over its primary's routes and the built-in ones (/ping
+  // too: a health check asks the loop that takes increments).
+  const bool forward = !local && primary_ != nullptr &&
+                       (IsBuiltin(path) || forwarded_paths_.find(path) != forwarded_paths_.end());
   std::string endpoint = (local || forward || IsBuiltin(path)) ? std::string(path) : std::string("(unknown)");
   evhttp_connection* conn = evhttp_request_get_connection(req);
   deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
@@ -646,7 +654,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     return;
   }
   if (forward) return Forward(ex, uri);
-  Handle(ex, uri);
+  Handle(ex, uri, route);
 }
 
 void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri) {
@@ -655,14 +663,13 @@ void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::strin
     // Once the primary's stop hooks have begun (the write path flushed and
     // closed), a request handed over meanwhile is refused, not half taken.
     if (primary->stopping_) return forwarded->ReplyError(503, "STOPPING", "the daemon is stopping");
-    primary->Handle(forwarded, uri);
+    primary->Handle(forwarded, uri, primary->routes_.find(forwarded->path()));
   });
   if (!posted) ex->ReplyError(503, "STOPPING", "the daemon is stopping");
 }
 
-void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri) {
+void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri, RouteMap::const_iterator route) {
   const std::string& path = ex->path();
-  auto route = routes_.find(path);
   if (IsBuiltin(path) && route == routes_.end()) {
     Builtin(ex);
     return;

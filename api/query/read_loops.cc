@@ -1,6 +1,9 @@
 #include "query/read_loops.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
+
+#include <string>
 
 namespace clickatron::api {
 
@@ -9,7 +12,7 @@ Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, Ht
                                                     std::shared_ptr<ReadShared> shared,
                                                     const std::function<void(HttpServer&)>& also_route) {
   std::unique_ptr<ReadLoops> loops(new ReadLoops());
-  for (int i = 1; i < shared->loops; ++i) {
+  for (int i = 1; i < shared->loops; ++i) {  // the first loop is `primary`
     Loop loop;
     auto server = primary.NewSibling();
     if (!server.ok()) return server.status();
@@ -25,6 +28,7 @@ Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, Ht
   for (size_t i = 0; i < loops->loops_.size(); ++i) {
     HttpServer* server = loops->loops_[i].server.get();
     loops->loops_[i].thread = std::thread([server, &primary, n = i + 2] {
+      pthread_setname_np(pthread_self(), ("read-loop-" + std::to_string(n)).c_str());
       if (Status st = server->Run(); !st.ok()) {
         // Its socket would still take a share of the connections: stop all.
         spdlog::critical("read loop {}: {}; stopping", n, st.ToString());

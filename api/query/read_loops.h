@@ -11,7 +11,8 @@
 // write path lives, and answered through the loop that received them.
 //
 // Thread-safety: Start and Stop from the first loop's thread (Stop is also
-// its OnStop hook).
+// its OnStop hook). The threads are named read-loop-2, read-loop-3, … (top
+// -H, /proc/PID/task/*/comm).
 #pragma once
 
 #include <functional>
@@ -43,7 +44,6 @@ class ReadLoops {
   // Stops every sibling loop and waits for its thread; then frees them.
   // Idempotent.
   void Stop();
-  size_t size() const { return loops_.size(); }
 
  private:
   ReadLoops() = default;

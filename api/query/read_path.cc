@@ -152,7 +152,7 @@ class ReadPathImpl : public ReadPath {
                      .timeout_ms = ctx.cluster.api.request_timeout_ms,
                      .known_generation = shared_->known_generation,
                      .cache_bytes = (static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) /
-                                    static_cast<size_t>(std::max(shared_->loops, 1)),
+                                    static_cast<size_t>(shared_->loops),
                      .cache_confirm = std::chrono::milliseconds(ctx.cluster.api.archive_cache_confirm_ms)}),
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
@@ -523,12 +523,12 @@ class ReadPathImpl : public ReadPath {
 
 }  // namespace
 
-std::shared_ptr<ReadShared> ReadShared::Make(const DaemonContext& ctx, int loops) {
+std::shared_ptr<ReadShared> ReadShared::Make(const DaemonContext& ctx) {
   auto shared = std::make_shared<ReadShared>();
   shared->stats = std::make_shared<ReadStats>();
   shared->known_generation = std::make_shared<KnownGeneration>(
       ctx.member.data_dir.empty() ? std::string() : ctx.member.data_dir + "/archive-generation");
-  shared->loops = std::max(loops, 1);
+  shared->loops = ctx.cluster.api.ReadLoops();
   return shared;
 }
 
@@ -537,7 +537,10 @@ Result<std::unique_ptr<ReadPath>> ReadPath::Create(const DaemonContext& ctx, Htt
   if (ctx.cluster.api.max_query_hours < 1) {
     return Status::InvalidArgument("api.max_query_hours must be at least 1");
   }
-  if (!shared) shared = ReadShared::Make(ctx, 1);
+  if (!shared) {
+    shared = ReadShared::Make(ctx);
+    shared->loops = 1;  // this read path is the node's only one
+  }
   return std::unique_ptr<ReadPath>(std::make_unique<ReadPathImpl>(ctx, server, client, clock, std::move(shared)));
 }
 

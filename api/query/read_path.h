@@ -22,10 +22,11 @@ class KnownGeneration;
 // the figures in /stats, the newest archive generation seen, and the archive
 // cache budget ([api] archive_cache_mb), a 1/loops share for each.
 struct ReadShared {
-  static std::shared_ptr<ReadShared> Make(const DaemonContext& ctx, int loops);
+  // For ctx's [api] read_loops (ApiConfig::ReadLoops).
+  static std::shared_ptr<ReadShared> Make(const DaemonContext& ctx);
   std::shared_ptr<ReadStats> stats;
   std::shared_ptr<KnownGeneration> known_generation;
-  int loops = 1;
+  int loops = 1;  // at least 1
 };
 
 class ReadPath {

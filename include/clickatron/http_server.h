@@ -99,7 +99,7 @@ struct HttpServerOptions {
   // of its own; the kernel spreads new connections over them (SO_REUSEPORT).
   // A port that anything else holds at start is still refused; afterwards
   // another process of the same user could join the port as SO_REUSEPORT
-  // allows (run each daemon as its own user, as the package does).
+  // allows (so only the daemons' user may run anything on their host).
   bool share_port = false;
 };
 

@@ -320,10 +320,9 @@ TEST(HttpServerSharePortTest, APortSomeoneHoldsIsStillRefused) {
   auto second = HttpServer::Create(options);
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("cannot listen"), std::string::npos) << second.status().message();
-  options.share_port = false;
-  EXPECT_FALSE(HttpServer::Create(options).ok());
 
   options.listen.port = 0;
+  options.share_port = false;
   auto plain = HttpServer::Create(options);
   ASSERT_TRUE(plain.ok());
   auto sibling = (*plain)->NewSibling();

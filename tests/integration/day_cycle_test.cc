@@ -4,6 +4,8 @@
 // zones must equal an oracle computed here from the raw increments.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "integration/cluster_fixture.h"
@@ -59,12 +61,25 @@ class DayCycleTest : public ClusterDaysTest {
     ASSERT_EQ(rc, 0) << "rebuild " << day << " failed:\n" << output;
   }
 
+  // The API's extra read loops running (threads named read-loop-N).
+  int ReadLoopThreads() {
+    const pid_t pid = cluster_.hosts().Pid("api-0");
+    int n = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name) && name.rfind("read-loop-", 0) == 0) ++n;
+    }
+    return n;
+  }
+
   std::mt19937 rng_{20240309};
 };
 
 TEST_F(DayCycleTest, QueriesEqualTheOracleThroughRotationRebuildLateDataAndClear) {
   std::string error;
   ASSERT_TRUE(cluster_.StartAll(&error)) << error;
+  EXPECT_EQ(ReadLoopThreads(), 2) << "read_loops = 3: the first loop and two more";
   Rotate(kD1);
 
   Oracle visible;  // what queries must show now

@@ -94,12 +94,12 @@ std::string WriteTestSecret(const std::string& dir);
 // 127.0.0.1 ports only).
 HostPort NeverStartedAddress();
 
-// Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
 // Answers `ex` with a 200 text stream of `chunks` pieces, piece(chunks - 1)
 // first and piece(0) last, each sent from the previous one's on_sent (as a
 // daemon's streams do: one chunk in memory at a time).
 void StreamPieces(const HttpExchangePtr& ex, int chunks, std::function<std::string(int)> piece);
 
+// Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
 HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000);
 HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std::string& body,
                       int timeout_ms = 10000, const std::string& bearer = "");
