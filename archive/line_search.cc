@@ -1,19 +1,60 @@
 #include "line_search.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 namespace clickatron::archive {
 namespace {
 
-// <0 if `line` sorts before every line starting with `prefix`, 0 if it starts
-// with `prefix`, >0 if it sorts after them. Bytes compare unsigned (memcmp),
-// as LC_ALL=C sort does.
-int ComparePrefix(std::string_view line, std::string_view prefix) {
-  size_t n = line.size() < prefix.size() ? line.size() : prefix.size();
-  int c = n == 0 ? 0 : std::memcmp(line.data(), prefix.data(), n);
+// <0 if the line starting at `start` sorts before every line starting with
+// `prefix`, 0 if it starts with `prefix`, >0 if it sorts after them. Bytes
+// compare unsigned (memcmp), as LC_ALL=C sort does. Reads at most
+// prefix.size() bytes of the line: its end is never looked for.
+int ComparePrefixAt(std::string_view data, size_t start, std::string_view prefix) {
+  const size_t avail = std::min(prefix.size(), data.size() - start);
+  const char* line = data.data() + start;
+  // A newline within those bytes ends a line shorter than the prefix.
+  const void* nl = avail == 0 ? nullptr : std::memchr(line, '\n', avail);
+  const size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - line) : avail;
+  const int c = n == 0 ? 0 : std::memcmp(line, prefix.data(), n);
   if (c != 0) return c;
-  return line.size() < prefix.size() ? -1 : 0;
+  return n < prefix.size() ? -1 : 0;
+}
+
+// The first line start whose line is not `before` (data.size() when every
+// line is). REQUIRES: `before` is true for a prefix of the lines and false
+// for the rest (monotone).
+//
+// First a binary search over the blocks' first line starts (line_index.h)
+// finds the block K whose first line start is the first that is not
+// `before`; the answer is then one of the lines that start in block K - 1
+// after its first one (they start before byte K * block), or K's first.
+template <typename Before>
+size_t PartitionPoint(const LineIndex& lines, Before before) {
+  const std::string_view data = lines.data();
+  auto before_at = [&](size_t start) { return start < data.size() && before(start); };
+  if (!before_at(0)) return 0;
+  size_t lo = 1, hi = lines.blocks();  // block lo - 1's first line is before; block hi's is not
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (before_at(lines.FirstLineStartOfBlock(mid))) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  const size_t upper = lines.FirstLineStartOfBlock(lo);
+  // Newlines before byte lo * block - 1 start lines inside block lo - 1.
+  const size_t scan_end = std::min(lo * lines.block_bytes(), data.size()) - 1;
+  size_t pos = lines.FirstLineStartOfBlock(lo - 1);
+  while (pos < scan_end) {
+    const void* nl = std::memchr(data.data() + pos, '\n', scan_end - pos);
+    if (nl == nullptr) break;
+    pos = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
+    if (!before_at(pos)) return pos;
+  }
+  return upper;
 }
 
 // The end of the line starting at `start` (the offset of its newline, or
@@ -23,55 +64,29 @@ size_t LineEnd(std::string_view data, size_t start, size_t limit) {
   return nl ? static_cast<size_t>(static_cast<const char*>(nl) - data.data()) : limit;
 }
 
-// The first line start at or after `lo` whose line is not `before`.
-// REQUIRES: lo is a line start; `before` is true for a prefix of the lines and
-// false for the rest (monotone).
-// Invariant: lines starting before lo are `before`; lines starting at or after
-// hi are not; lo and hi are line starts or data.size().
-template <typename Before>
-size_t PartitionPoint(std::string_view data, size_t lo, Before before) {
-  size_t hi = data.size();
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    size_t start = lo;
-    if (mid > lo) {
-      const void* nl = memrchr(data.data() + lo, '\n', mid - lo);
-      if (nl) start = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
-    }
-    // hi is a line start, so the line at `start` ends before it (or at the
-    // end of data when the last line has no newline).
-    size_t end = LineEnd(data, start, hi);
-    if (before(data.substr(start, end - start))) {
-      lo = end < hi ? end + 1 : hi;  // end >= mid, so lo moves past mid
-    } else {
-      hi = start;  // start <= mid < hi
-    }
-  }
-  return lo;
-}
-
 }  // namespace
 
-LineRange FindPrefixRange(std::string_view data, std::string_view prefix) {
+LineRange FindPrefixRange(const LineIndex& lines, std::string_view prefix) {
+  const std::string_view data = lines.data();
   LineRange r;
-  r.begin = PartitionPoint(data, 0, [&](std::string_view line) { return ComparePrefix(line, prefix) < 0; });
-  r.end = PartitionPoint(data, r.begin, [&](std::string_view line) { return ComparePrefix(line, prefix) <= 0; });
+  r.begin = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, prefix) < 0; });
+  r.end = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, prefix) <= 0; });
   return r;
 }
 
-std::optional<std::string_view> FindKeyLine(std::string_view data, std::string_view key, char separator) {
+std::optional<std::string_view> FindKeyLine(const LineIndex& lines, std::string_view key, char separator) {
   // A key ends at the first separator, so no line has a key containing one
   // (though "KEY,VAL" + "," might well be the start of a lookup line).
   if (key.find(separator) != std::string_view::npos) return std::nullopt;
+  const std::string_view data = lines.data();
   std::string prefix;
   prefix.reserve(key.size() + 1);
   prefix.append(key);
   prefix.push_back(separator);
-  size_t start = PartitionPoint(data, 0, [&](std::string_view line) { return ComparePrefix(line, prefix) < 0; });
-  if (start == data.size()) return std::nullopt;
-  std::string_view line = data.substr(start, LineEnd(data, start, data.size()) - start);
-  if (ComparePrefix(line, prefix) != 0) return std::nullopt;
-  return line;
+  const size_t start =
+      PartitionPoint(lines, [&](size_t at) { return ComparePrefixAt(data, at, prefix) < 0; });
+  if (start == data.size() || ComparePrefixAt(data, start, prefix) != 0) return std::nullopt;
+  return data.substr(start, LineEnd(data, start, data.size()) - start);
 }
 
 size_t EndAfterLines(std::string_view data, LineRange range, uint64_t max_lines) {

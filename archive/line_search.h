@@ -12,8 +12,12 @@
 // Offsets are byte offsets into `data`; a line range [begin, end) always
 // starts at a line start and ends just after a newline or at the end of data.
 //
-// Cost: O(log(bytes)) probes; each probe scans one line with memchr/memrchr.
-// Thread-safety: pure functions over immutable data.
+// Cost: O(log(blocks)) probes of a LineIndex (line_index.h), each a compare
+// of the prefix's bytes, then a scan of at most one block (4 KiB): a long
+// line is never scanned to find where it starts or ends, except the line a
+// key lookup returns.
+// Thread-safety: pure functions over immutable data (the index is safe to
+// share).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +26,7 @@
 #include <string_view>
 
 #include "clickatron/sorted_lines.h"
+#include "line_index.h"
 
 namespace clickatron::archive {
 
@@ -35,12 +40,12 @@ struct LineRange {
 // The block of whole lines that start with `prefix` (every line when the
 // prefix is empty). Empty when none; then begin == end is where such a line
 // would go.
-LineRange FindPrefixRange(std::string_view data, std::string_view prefix);
+LineRange FindPrefixRange(const LineIndex& lines, std::string_view prefix);
 
 // The line (without its newline) whose key is exactly `key`: the first line
 // starting with key + separator. nullopt when there is none, and always for
 // a key that contains the separator.
-std::optional<std::string_view> FindKeyLine(std::string_view data, std::string_view key, char separator);
+std::optional<std::string_view> FindKeyLine(const LineIndex& lines, std::string_view key, char separator);
 
 // The end of the first `max_lines` lines of `range` (range.end if it holds
 // fewer). REQUIRES: range.begin is a line start.

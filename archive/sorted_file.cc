@@ -10,10 +10,11 @@ SortedFile::SortedFile(std::string path, std::unique_ptr<MappedFile> mapping, st
                        char separator)
     : path_(std::move(path)),
       mapping_(std::move(mapping)),
+      data_(mapping_ ? mapping_->data() : std::string_view()),
+      lines_(data_),
       manifest_(std::move(manifest)),
       separator_(separator),
       mapped_at_(std::chrono::system_clock::now()) {
-  if (mapping_) data_ = mapping_->data();
   if (manifest_) last_day_ = manifest_->last_day;
   generation_text_ = std::to_string(generation());
   alive_.fetch_add(1, std::memory_order_relaxed);
@@ -31,7 +32,7 @@ SortedFilePtr SortedFile::Empty(std::string path, char separator) {
 }
 
 std::optional<std::string_view> SortedFile::GetLine(std::string_view key) const {
-  return FindKeyLine(data_, key, separator_);
+  return FindKeyLine(lines_, key, separator_);
 }
 
 std::optional<std::string_view> SortedFile::Get(std::string_view key) const {
@@ -41,7 +42,7 @@ std::optional<std::string_view> SortedFile::Get(std::string_view key) const {
 }
 
 LineRange SortedFile::Prefix(std::string_view prefix, std::optional<uint64_t> max_lines) const {
-  LineRange range = FindPrefixRange(data_, prefix);
+  LineRange range = FindPrefixRange(lines_, prefix);
   if (max_lines) range.end = EndAfterLines(data_, range, *max_lines);
   return range;
 }

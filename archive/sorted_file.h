@@ -74,6 +74,7 @@ class SortedFile {
   std::string path_;
   std::unique_ptr<MappedFile> mapping_;  // null for an empty SortedFile
   std::string_view data_;
+  LineIndex lines_;  // over data_
   std::optional<Manifest> manifest_;
   std::string last_day_;
   std::string generation_text_;

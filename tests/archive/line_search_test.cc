@@ -71,24 +71,50 @@ std::string Join(const std::vector<std::string>& lines, bool trailing_newline) {
   return out;
 }
 
+// The searches over a LineIndex at several block sizes (1 byte: every line
+// start is some block's first; 3 and 16: blocks inside lines and lines across
+// blocks; the default 4 KiB: the scan inside one block). Every size must
+// give the same answer; the default's is returned.
+std::optional<std::string_view> KeyLine(std::string_view data, std::string_view key, char sep) {
+  LineIndex standard(data);
+  std::optional<std::string_view> want = FindKeyLine(standard, key, sep);
+  for (size_t block : {1, 3, 16}) {
+    LineIndex lines(data, block);
+    EXPECT_EQ(FindKeyLine(lines, key, sep), want) << "block " << block << " key " << key;
+  }
+  return want;
+}
+
+LineRange PrefixRange(std::string_view data, std::string_view prefix) {
+  LineIndex standard(data);
+  LineRange want = FindPrefixRange(standard, prefix);
+  for (size_t block : {1, 3, 16}) {
+    LineIndex lines(data, block);
+    LineRange got = FindPrefixRange(lines, prefix);
+    EXPECT_EQ(got.begin, want.begin) << "block " << block << " prefix " << prefix;
+    EXPECT_EQ(got.end, want.end) << "block " << block << " prefix " << prefix;
+  }
+  return want;
+}
+
 TEST(LineSearchTest, SortdbSampleGivesThePublishedAnswers) {
   // seeds/sortdb.txt: get u|jehiah.c3hh → 13, get c.u|jehiah.c3hh → "DE:1 None:5 US:7".
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "u|jehiah.c3hh", ','), "u|jehiah.c3hh,13");
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "c.u|jehiah.c3hh", ','), "c.u|jehiah.c3hh,DE:1 None:5 US:7");
+  EXPECT_EQ(KeyLine(kSortdbSample, "u|jehiah.c3hh", ','), "u|jehiah.c3hh,13");
+  EXPECT_EQ(KeyLine(kSortdbSample, "c.u|jehiah.c3hh", ','), "c.u|jehiah.c3hh,DE:1 None:5 US:7");
   // fwmatch u|jehiah. → the two total lines.
-  LineRange r = FindPrefixRange(kSortdbSample, "u|jehiah.");
+  LineRange r = PrefixRange(kSortdbSample, "u|jehiah.");
   ExpectWholeLines(kSortdbSample, r);
   EXPECT_EQ(std::string(kSortdbSample.substr(r.begin, r.size())), "u|jehiah.c3hh,13\nu|jehiah.c3i0,7\n");
 }
 
 TEST(LineSearchTest, FindsTheFirstAndTheLastKey) {
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "c.u|jehiah.c3h5", ','), "c.u|jehiah.c3h5,US:2");
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "u|jehiah.c3i0", ','), "u|jehiah.c3i0,7");
+  EXPECT_EQ(KeyLine(kSortdbSample, "c.u|jehiah.c3h5", ','), "c.u|jehiah.c3h5,US:2");
+  EXPECT_EQ(KeyLine(kSortdbSample, "u|jehiah.c3i0", ','), "u|jehiah.c3i0,7");
   // Just outside either end.
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "c.u|jehiah.c3h4", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "u|jehiah.c3i1", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "a", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine(kSortdbSample, "zzz", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(kSortdbSample, "c.u|jehiah.c3h4", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(kSortdbSample, "u|jehiah.c3i1", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(kSortdbSample, "a", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(kSortdbSample, "zzz", ','), std::nullopt);
 }
 
 TEST(LineSearchTest, KeysThatArePrefixesOfOneAnother) {
@@ -97,47 +123,47 @@ TEST(LineSearchTest, KeysThatArePrefixesOfOneAnother) {
   // '!' (0x21) < ',' (0x2c) < '-' (0x2d) < '.' (0x2e) < 'b'.
   ASSERT_EQ(lines, (std::vector<std::string>{"u|a!,3", "u|a,1", "u|a-,2", "u|a.c3hh,5", "u|ab,4"}));
   std::string data = Join(lines, true);
-  EXPECT_EQ(FindKeyLine(data, "u|a", ','), "u|a,1");
-  EXPECT_EQ(FindKeyLine(data, "u|a-", ','), "u|a-,2");
-  EXPECT_EQ(FindKeyLine(data, "u|a!", ','), "u|a!,3");
-  EXPECT_EQ(FindKeyLine(data, "u|ab", ','), "u|ab,4");
-  EXPECT_EQ(FindKeyLine(data, "u|a.c3hh", ','), "u|a.c3hh,5");
-  EXPECT_EQ(FindKeyLine(data, "u|", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine(data, "u|a.", ','), std::nullopt);
-  EXPECT_EQ(BlockLines(data, FindPrefixRange(data, "u|a")), lines);
-  EXPECT_EQ(BlockLines(data, FindPrefixRange(data, "u|a,")), std::vector<std::string>{"u|a,1"});
-  EXPECT_EQ(BlockLines(data, FindPrefixRange(data, "u|a-")), std::vector<std::string>{"u|a-,2"});
+  EXPECT_EQ(KeyLine(data, "u|a", ','), "u|a,1");
+  EXPECT_EQ(KeyLine(data, "u|a-", ','), "u|a-,2");
+  EXPECT_EQ(KeyLine(data, "u|a!", ','), "u|a!,3");
+  EXPECT_EQ(KeyLine(data, "u|ab", ','), "u|ab,4");
+  EXPECT_EQ(KeyLine(data, "u|a.c3hh", ','), "u|a.c3hh,5");
+  EXPECT_EQ(KeyLine(data, "u|", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(data, "u|a.", ','), std::nullopt);
+  EXPECT_EQ(BlockLines(data, PrefixRange(data, "u|a")), lines);
+  EXPECT_EQ(BlockLines(data, PrefixRange(data, "u|a,")), std::vector<std::string>{"u|a,1"});
+  EXPECT_EQ(BlockLines(data, PrefixRange(data, "u|a-")), std::vector<std::string>{"u|a-,2"});
 }
 
 TEST(LineSearchTest, EmptyFileFindsNothing) {
-  EXPECT_EQ(FindKeyLine("", "u|a", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine("", "", ','), std::nullopt);
-  EXPECT_TRUE(FindPrefixRange("", "u").empty());
-  EXPECT_TRUE(FindPrefixRange("", "").empty());
+  EXPECT_EQ(KeyLine("", "u|a", ','), std::nullopt);
+  EXPECT_EQ(KeyLine("", "", ','), std::nullopt);
+  EXPECT_TRUE(PrefixRange("", "u").empty());
+  EXPECT_TRUE(PrefixRange("", "").empty());
 }
 
 TEST(LineSearchTest, OneLineFileWithAndWithoutNewline) {
   for (std::string data : {"u|a,5\n", "u|a,5"}) {
     SCOPED_TRACE(data);
-    EXPECT_EQ(FindKeyLine(data, "u|a", ','), "u|a,5");
-    EXPECT_EQ(FindKeyLine(data, "u|", ','), std::nullopt);
-    EXPECT_EQ(FindKeyLine(data, "u|b", ','), std::nullopt);
-    EXPECT_EQ(FindKeyLine(data, "u|a,5", ','), std::nullopt);
-    LineRange all = FindPrefixRange(data, "u");
+    EXPECT_EQ(KeyLine(data, "u|a", ','), "u|a,5");
+    EXPECT_EQ(KeyLine(data, "u|", ','), std::nullopt);
+    EXPECT_EQ(KeyLine(data, "u|b", ','), std::nullopt);
+    EXPECT_EQ(KeyLine(data, "u|a,5", ','), std::nullopt);
+    LineRange all = PrefixRange(data, "u");
     EXPECT_EQ(all.begin, 0u);
     EXPECT_EQ(all.end, data.size());
-    EXPECT_TRUE(FindPrefixRange(data, "v").empty());
+    EXPECT_TRUE(PrefixRange(data, "v").empty());
   }
 }
 
 TEST(LineSearchTest, QueryKeyThatIsAPrefixOfALineUpToItsSeparator) {
   // A lookup's value may hold commas: the key ends at the first one.
   std::string data = "l|abc,x,y\nl|abd,z\n";
-  EXPECT_EQ(FindKeyLine(data, "l|abc", ','), "l|abc,x,y");
+  EXPECT_EQ(KeyLine(data, "l|abc", ','), "l|abc,x,y");
   // "l|abc,x" is the start of the first line but no line's key.
-  EXPECT_EQ(FindKeyLine(data, "l|abc,x", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine(data, "l|ab", ','), std::nullopt);
-  EXPECT_EQ(FindKeyLine(data, "l|abc,x,y", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(data, "l|abc,x", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(data, "l|ab", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(data, "l|abc,x,y", ','), std::nullopt);
 }
 
 TEST(LineSearchTest, LongLines) {
@@ -145,13 +171,13 @@ TEST(LineSearchTest, LongLines) {
   for (char c = 'a'; c <= 'f'; ++c) lines.push_back(std::string("k") + c + "," + std::string(1 << 20, c));
   std::string data = Join(lines, true);
   for (char c = 'a'; c <= 'f'; ++c) {
-    auto line = FindKeyLine(data, std::string("k") + c, ',');
+    auto line = KeyLine(data, std::string("k") + c, ',');
     ASSERT_TRUE(line.has_value());
     EXPECT_EQ(line->size(), 3u + (1u << 20));
     EXPECT_EQ(line->back(), c);
   }
-  EXPECT_EQ(FindKeyLine(data, "kc0", ','), std::nullopt);
-  EXPECT_EQ(BlockLines(data, FindPrefixRange(data, "kd")), std::vector<std::string>{lines[3]});
+  EXPECT_EQ(KeyLine(data, "kc0", ','), std::nullopt);
+  EXPECT_EQ(BlockLines(data, PrefixRange(data, "kd")), std::vector<std::string>{lines[3]});
 }
 
 TEST(LineSearchTest, FileWithoutTrailingNewlineIsSearchedInsideItsBounds) {
@@ -159,28 +185,28 @@ TEST(LineSearchTest, FileWithoutTrailingNewlineIsSearchedInsideItsBounds) {
   // the last line (sortdb's strchr ran past the end of the mapping).
   std::string buffer = "a,1\nb,2XYZ\nc,3\n";
   std::string_view data(buffer.data(), 7);  // "a,1\nb,2"
-  EXPECT_EQ(FindKeyLine(data, "b", ','), "b,2");
-  EXPECT_EQ(FindKeyLine(data, "a", ','), "a,1");
-  EXPECT_EQ(FindKeyLine(data, "c", ','), std::nullopt);
-  LineRange r = FindPrefixRange(data, "b");
+  EXPECT_EQ(KeyLine(data, "b", ','), "b,2");
+  EXPECT_EQ(KeyLine(data, "a", ','), "a,1");
+  EXPECT_EQ(KeyLine(data, "c", ','), std::nullopt);
+  LineRange r = PrefixRange(data, "b");
   EXPECT_EQ(r.begin, 4u);
   EXPECT_EQ(r.end, 7u);
-  EXPECT_EQ(EndAfterLines(data, FindPrefixRange(data, ""), 5), 7u);
+  EXPECT_EQ(EndAfterLines(data, PrefixRange(data, ""), 5), 7u);
 }
 
 TEST(LineSearchTest, PrefixMatchingNothingBetweenTwoLines) {
   // c3h6 sorts between c3h5 and c3h7 in the sample.
-  LineRange r = FindPrefixRange(kSortdbSample, "c.u|jehiah.c3h6");
+  LineRange r = PrefixRange(kSortdbSample, "c.u|jehiah.c3h6");
   EXPECT_TRUE(r.empty());
   EXPECT_EQ(r.begin, kSortdbSample.find("c.u|jehiah.c3h7"));
   // And between the subtotal and the total blocks.
-  r = FindPrefixRange(kSortdbSample, "d");
+  r = PrefixRange(kSortdbSample, "d");
   EXPECT_TRUE(r.empty());
   EXPECT_EQ(r.begin, kSortdbSample.find("\nu|jehiah.c3hh") + 1);
 }
 
 TEST(LineSearchTest, EndAfterLinesStopsAtTheLimit) {
-  LineRange r = FindPrefixRange(kSortdbSample, "c.u|");
+  LineRange r = PrefixRange(kSortdbSample, "c.u|");
   std::vector<std::string> all = LinearPrefix(kSortdbSample, "c.u|");
   ASSERT_EQ(all.size(), 12u);
   for (uint64_t limit : {0u, 1u, 5u, 12u, 100u}) {
@@ -192,16 +218,16 @@ TEST(LineSearchTest, EndAfterLinesStopsAtTheLimit) {
 
 TEST(LineSearchTest, OtherFieldSeparator) {
   std::string data = "k1\tv1\nk1a\tv2\nk2\tv3\n";
-  EXPECT_EQ(FindKeyLine(data, "k1", '\t'), "k1\tv1");
-  EXPECT_EQ(FindKeyLine(data, "k1a", '\t'), "k1a\tv2");
-  EXPECT_EQ(FindKeyLine(data, "k1", ','), std::nullopt);
+  EXPECT_EQ(KeyLine(data, "k1", '\t'), "k1\tv1");
+  EXPECT_EQ(KeyLine(data, "k1a", '\t'), "k1a\tv2");
+  EXPECT_EQ(KeyLine(data, "k1", ','), std::nullopt);
 }
 
 // Random files over an alphabet crowded around the separator, searched for
 // every key, every prefix of every key, and random strings; the binary search
 // must agree with the linear scan each time.
-TEST(LineSearchTest, AgreesWithALinearScanOnRandomFiles) {
-  std::mt19937 rng(12345);
+void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned seed) {
+  std::mt19937 rng(seed);
   const std::string alphabet = "!+-.0ab|";  // around ',' (0x2c) and '.'
   auto random_string = [&](size_t min_len, size_t max_len) {
     std::uniform_int_distribution<size_t> len(min_len, max_len);
@@ -215,7 +241,7 @@ TEST(LineSearchTest, AgreesWithALinearScanOnRandomFiles) {
     size_t n = std::uniform_int_distribution<size_t>(0, 80)(rng);
     while (keys.size() < n) keys.insert(random_string(1, 5));
     std::vector<std::string> lines;
-    for (const auto& k : keys) lines.push_back(k + "," + random_string(0, 4));
+    for (const auto& k : keys) lines.push_back(k + "," + random_string(0, max_value_len));
     std::sort(lines.begin(), lines.end());
     for (bool trailing : {true, false}) {
       std::string data = Join(lines, trailing);
@@ -226,14 +252,31 @@ TEST(LineSearchTest, AgreesWithALinearScanOnRandomFiles) {
       for (int i = 0; i < 40; ++i) queries.push_back(random_string(0, 6));
       for (const std::string& q : queries) {
         SCOPED_TRACE("round " + std::to_string(round) + " query \"" + q + "\"");
-        auto got = FindKeyLine(data, q, ',');
+        LineIndex index(data, block_bytes);
+        auto got = FindKeyLine(index, q, ',');
         auto want = LinearKeyLine(data, q, ',');
         ASSERT_EQ(got ? std::optional<std::string>(std::string(*got)) : std::nullopt, want);
-        LineRange r = FindPrefixRange(data, q);
+        LineRange r = FindPrefixRange(index, q);
         ExpectWholeLines(data, r);
         ASSERT_EQ(BlockLines(data, r), LinearPrefix(data, q));
       }
     }
+  }
+}
+
+TEST(LineSearchTest, AgreesWithALinearScanOnRandomFiles) {
+  for (size_t block : {size_t{1}, size_t{5}, size_t{32}, LineIndex::kDefaultBlockBytes}) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    AgreeWithALinearScan(4, block, 12345);
+  }
+}
+
+// Values of up to 300 bytes over blocks of 7 and 64: lines span many blocks,
+// and blocks hold several short lines.
+TEST(LineSearchTest, AgreesWithALinearScanWhenLinesSpanBlocks) {
+  for (size_t block : {size_t{7}, size_t{64}}) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    AgreeWithALinearScan(300, block, 777);
   }
 }
 
