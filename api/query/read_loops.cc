@@ -27,14 +27,18 @@ Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, Ht
   // Threads start once every loop is made: a failure above leaves none running.
   for (size_t i = 0; i < loops->loops_.size(); ++i) {
     HttpServer* server = loops->loops_[i].server.get();
-    loops->loops_[i].thread = std::thread([server, &primary, n = i + 2] {
-      pthread_setname_np(pthread_self(), ("read-loop-" + std::to_string(n)).c_str());
+    const size_t n = i + 2;
+    loops->loops_[i].thread = std::thread([server, &primary, n] {
       if (Status st = server->Run(); !st.ok()) {
         // Its socket would still take a share of the connections: stop all.
         spdlog::critical("read loop {}: {}; stopping", n, st.ToString());
         primary.Stop();
       }
     });
+    // Named here, not by the thread itself: the name is there once the
+    // loops are made, before the daemon answers anyone (tools and tests
+    // looking for read-loop-N never race the thread's start).
+    pthread_setname_np(loops->loops_[i].thread.native_handle(), ("read-loop-" + std::to_string(n)).c_str());
   }
   return loops;
 }
