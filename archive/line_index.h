@@ -10,16 +10,18 @@
 // is found the first time a search asks (one scan to the next newline) and
 // kept, so later probes cost a load and a compare of the prefix's bytes.
 //
-// Memory: 8 bytes per block (0.2% of the file at the default 4 KiB), zeroed
-// at construction; nothing of the file is read until a search asks.
+// Memory: 8 bytes per block, 0.2% of the file at the default 4 KiB (about
+// 400 MB for a 197 GB shard file), taken from calloc's zeroed pages so it
+// becomes resident only as searches fill it; nothing of the file is read
+// until a search asks.
 //
 // Thread-safety: any thread may search. A block's entry is computed from the
 // immutable data alone, so two threads racing on it store the same value.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string_view>
 
@@ -46,8 +48,12 @@ class LineIndex {
   std::string_view data_;
   size_t block_bytes_;
   size_t blocks_;
-  // Per block: its first line start + 1; 0 while not yet found.
-  std::unique_ptr<std::atomic<uint64_t>[]> starts_;
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  // Per block: its first line start + 1; 0 while not yet found. Read and
+  // written through std::atomic_ref.
+  std::unique_ptr<uint64_t[], Free> starts_;
 };
 
 }  // namespace clickatron::archive
