@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "clickatron/ymdh.h"
 
@@ -173,11 +175,16 @@ Result<std::vector<KeyCounts>> SumBreakdownByUnit(const UnitWindow& window, cons
 Result<KeyCounts> SumBreakdownWindow(const UnitWindow& window, const HourlyBreakdown& hours) {
   KeyCounts sums;
   if (window.empty()) return sums;
+  // Summed by a hash of the value first: a 365-day window has thousands of
+  // (day, value) counts over a few dozen values, and a tree insert per count
+  // compared strings all the way down.
+  std::unordered_map<std::string_view, int64_t> by_value;
   for (const SubtotalCount& c : hours) {
     if (c.hour < window.begin_ts() || c.hour >= window.end_ts()) continue;
-    int64_t& slot = sums[c.key];
+    int64_t& slot = by_value[c.key];
     if (__builtin_add_overflow(slot, c.count, &slot)) return SumOverflow();
   }
+  for (const auto& [value, count] : by_value) sums.emplace(value, count);
   DropZeros(&sums);
   return sums;
 }
