@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <iterator>
+#include <concepts>
 
 namespace clickatron::api {
 namespace {
@@ -12,11 +12,8 @@ namespace {
 // "{{\"clicks\":{},\"dt\":{}}}" for each of a series' units was 10% of an
 // API node's CPU answering 30-day series (perf, bench-query series run).
 void Append(fmt::memory_buffer* out, std::string_view text) { out->append(text); }
-void Append(fmt::memory_buffer* out, int64_t n) {
-  const fmt::format_int digits(n);
-  out->append(digits.data(), digits.data() + digits.size());
-}
-void Append(fmt::memory_buffer* out, uint64_t n) {
+template <std::integral Number>
+void Append(fmt::memory_buffer* out, Number n) {
   const fmt::format_int digits(n);
   out->append(digits.data(), digits.data() + digits.size());
 }
@@ -34,13 +31,13 @@ void AppendUnitFields(const WindowParams& w, fmt::memory_buffer* out) {
     Append(out, w.reference_echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   Append(out, ",\"units\":");
-  Append(out, static_cast<int64_t>(w.units));
+  Append(out, w.units);
 }
 
 // The echo after "clicks" (which sorts before all of it), closing the object.
 void AppendEcho(const WindowParams& w, fmt::memory_buffer* out) {
   Append(out, ",\"tz_offset\":");
-  Append(out, static_cast<int64_t>(w.tz_offset));
+  Append(out, w.tz_offset);
   out->push_back(',');
   AppendUnitFields(w, out);
   out->push_back('}');
@@ -55,7 +52,7 @@ std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const st
     Append(&out, "{\"clicks\":");
     Append(&out, sums[i]);
     Append(&out, ",\"dt\":");
-    Append(&out, static_cast<int64_t>(window.start(i)));
+    Append(&out, window.start(i));
     Append(&out, i > 0 ? "}," : "}");
   }
   out.push_back(']');
@@ -67,11 +64,11 @@ std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, c
   fmt::memory_buffer out;
   // Keys sorted as the DOM dumps them: "tz_offset" < "uniques" < "unit…".
   Append(&out, "{\"tz_offset\":");
-  Append(&out, static_cast<int64_t>(w.tz_offset));
+  Append(&out, w.tz_offset);
   Append(&out, ",\"uniques\":[");
   for (size_t i = window.size(); i-- > 0;) {
     Append(&out, "{\"dt\":");
-    Append(&out, static_cast<int64_t>(window.start(i)));
+    Append(&out, window.start(i));
     Append(&out, ",\"uniques\":");
     Append(&out, uniques[i]);
     Append(&out, i > 0 ? "}," : "}");
@@ -84,7 +81,11 @@ std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, c
 
 std::string UniquesRollupJson(const WindowParams& w, uint64_t uniques) {
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "{{\"tz_offset\":{},\"uniques\":{},", w.tz_offset, uniques);
+  Append(&out, "{\"tz_offset\":");
+  Append(&out, w.tz_offset);
+  Append(&out, ",\"uniques\":");
+  Append(&out, uniques);
+  out.push_back(',');
   AppendUnitFields(w, &out);
   out.push_back('}');
   return fmt::to_string(out);
@@ -92,7 +93,8 @@ std::string UniquesRollupJson(const WindowParams& w, uint64_t uniques) {
 
 std::string RollupJson(const WindowParams& w, int64_t clicks) {
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "{{\"clicks\":{}", clicks);
+  Append(&out, "{\"clicks\":");
+  Append(&out, clicks);
   AppendEcho(w, &out);
   return fmt::to_string(out);
 }
