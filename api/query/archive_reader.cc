@@ -414,8 +414,14 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
         kept_lines->view = kept->view;
         kept_lines->found = true;
         kept_lines->replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
+        kept_lines->kept = true;
       }
-      if (kept->found) kept_lines->body.append(key).append(",").append(kept->body);
+      if (!kept->found) continue;
+      if (kept->columns) {
+        kept_lines->decoded_lines.push_back(DecodedLine{key, kept->columns});
+      } else {
+        kept_lines->body.append(key).append(",").append(kept->body);
+      }
     }
   }
   // Without a confirmed file every key is asked, and none is kept.
@@ -512,6 +518,15 @@ void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view ke
   if (!file) return;
   const uint64_t before = cache_.figures().evictions;
   cache_.AttachTotalHours(session.shard, key, *file, session.shard_count, std::move(hours));
+  CountEvictions(before);
+}
+
+void ArchiveReader::KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
+                                       std::shared_ptr<const DecodedColumns> columns) {
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+  if (!file) return;
+  const uint64_t before = cache_.figures().evictions;
+  cache_.AttachColumns(session.shard, key, *file, session.shard_count, std::move(columns));
   CountEvictions(before);
 }
 

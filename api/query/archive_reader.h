@@ -109,7 +109,10 @@ class ArchiveReader {
 
   using ReplyCallback = std::function<void(Result<ArchiveReply>)>;
   void Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done);
-  // One reply per request sent (keys are batched); hits are "key,value" lines.
+  // One reply per request sent (keys are batched); hits are "key,value"
+  // lines. Keys answered from the cache come as one more reply (kept = true):
+  // their lines, or their decoded columns (decoded_lines) once a query
+  // decoded them (KeepDecodedColumns).
   void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
@@ -117,6 +120,11 @@ class ArchiveReader {
   // (ArchiveReply::total_hours), for the queries that read it next.
   void KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
                         std::shared_ptr<const ArchiveTotalHours> hours);
+
+  // The same for a kept subtotal or unique record (ArchiveReply::columns)
+  // read from an mget answer of the cache (its `view`).
+  void KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
+                          std::shared_ptr<const DecodedColumns> columns);
 
   // Whether the session's shard's file of `generation` has a day record
   // for every UTC day with subtotal hours of a key (its manifest's

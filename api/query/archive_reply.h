@@ -6,7 +6,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "query/decoded_columns.h"
 #include "query/read_records.h"
 
 namespace clickatron::api {
@@ -22,6 +25,13 @@ struct ArchiveView {
   friend bool operator==(const ArchiveView&, const ArchiveView&) = default;
 };
 
+// One key of an mget answer from the cache whose columns were decoded
+// before: its line is not in the answer's body.
+struct DecodedLine {
+  std::string key;
+  std::shared_ptr<const DecodedColumns> columns;
+};
+
 struct ArchiveReply {
   ArchiveView view;
   bool found = false;  // 200; false for 404 (no such key)
@@ -34,6 +44,11 @@ struct ArchiveReply {
   // (ArchiveReader::KeepDecodedTotal). A reply from the cache that has them
   // comes without its body: read it with QueryGather::AddArchiveTotal.
   std::shared_ptr<const ArchiveTotalHours> total_hours;
+  // For a kept subtotal or unique record, once a query decoded it.
+  std::shared_ptr<const DecodedColumns> columns;
+  // An mget answer made of kept answers (ArchiveReader::MGet): the keys
+  // whose columns are decoded, beside the lines of the others in `body`.
+  std::vector<DecodedLine> decoded_lines;
 };
 
 }  // namespace clickatron::api

@@ -34,23 +34,35 @@ bool ArchiveReplyCache::Entry::Of(const ServedFile& file, int count) const {
   return FileOf(reply.view) == file && shard_count == count;
 }
 
-void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
-                                         std::shared_ptr<const ArchiveTotalHours> hours) {
-  if (!enabled() || shard < 0 || static_cast<size_t>(shard) >= shards_.size() || !hours) return;
+template <typename Decoded>
+void ArchiveReplyCache::Attach(int shard, std::string_view key, const ServedFile& file, int shard_count,
+                               std::shared_ptr<const Decoded> ArchiveReply::*decoded,
+                               std::shared_ptr<const Decoded> value) {
+  if (!enabled() || shard < 0 || static_cast<size_t>(shard) >= shards_.size() || !value) return;
   Index& index = shards_[static_cast<size_t>(shard)];
   auto it = index.find(key);
-  if (it == index.end() || !it->second->Of(file, shard_count) || it->second->reply.total_hours) return;
+  if (it == index.end() || !it->second->Of(file, shard_count) || it->second->reply.*decoded) return;
   Entry& entry = *it->second;
   const size_t before = entry.Bytes();
-  entry.reply.total_hours = std::move(hours);
+  entry.reply.*decoded = std::move(value);
   if (entry.Bytes() > max_bytes_ / 8) {  // as Insert's rule: not worth what it would push out
-    entry.reply.total_hours.reset();
+    (entry.reply.*decoded).reset();
     return;
   }
   bytes_ += entry.Bytes() - before;
   // The entry was just used: first in line, so the room is made by others.
   order_.splice(order_.begin(), order_, it->second);
   MakeRoom(max_bytes_, 1);
+}
+
+void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
+                                         std::shared_ptr<const ArchiveTotalHours> hours) {
+  Attach(shard, key, file, shard_count, &ArchiveReply::total_hours, std::move(hours));
+}
+
+void ArchiveReplyCache::AttachColumns(int shard, std::string_view key, const ServedFile& file, int shard_count,
+                                      std::shared_ptr<const DecodedColumns> columns) {
+  Attach(shard, key, file, shard_count, &ArchiveReply::columns, std::move(columns));
 }
 
 ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, const ServedFile& file, int shard_count) {
@@ -75,7 +87,9 @@ bool ArchiveReplyCache::Insert(int shard, std::string_view key, ArchiveReply rep
   if (!enabled() || shard < 0 || !FileOf(reply.view)) return false;
   Entry entry{shard, shard_count, std::string(key), std::move(reply)};
   entry.reply.kept = true;
-  entry.reply.total_hours.reset();  // attached by AttachTotalHours, charged there
+  entry.reply.total_hours.reset();  // attached by AttachTotalHours or AttachColumns, charged there
+  entry.reply.columns.reset();
+  entry.reply.decoded_lines.clear();
   const size_t bytes = entry.Bytes();
   if (bytes > max_bytes_ / 8) return false;  // one huge value would push out everything else
   Index& index = IndexOf(shard);

@@ -53,6 +53,9 @@ class ArchiveReplyCache {
   // still kept, of that generation and count), charged to the budget.
   void AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
                         std::shared_ptr<const ArchiveTotalHours> hours);
+  // The same for a subtotal or unique record's decoded columns.
+  void AttachColumns(int shard, std::string_view key, const ServedFile& file, int shard_count,
+                     std::shared_ptr<const DecodedColumns> columns);
   // Keeps (or replaces) the reply for `key` on `shard`; its view says the
   // file (a reply whose view has no X-Archive-Crc32 is not kept).
   // `shard_count` is the count the request was routed by. False when not
@@ -84,7 +87,8 @@ class ArchiveReplyCache {
     bool Of(const ServedFile& file, int count) const;
     size_t Bytes() const {
       return key.size() + reply.body.size() + kEntryOverhead +
-             (reply.total_hours ? reply.total_hours->hours.size() * sizeof(reply.total_hours->hours[0]) : 0);
+             (reply.total_hours ? reply.total_hours->hours.size() * sizeof(reply.total_hours->hours[0]) : 0) +
+             (reply.columns ? reply.columns->Bytes() : 0);
     }
   };
   struct Hash {
@@ -94,6 +98,10 @@ class ArchiveReplyCache {
   using Index = std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>>;
 
   Index& IndexOf(int shard);
+  // Sets reply.*decoded of the kept entry (AttachTotalHours, AttachColumns).
+  template <typename Decoded>
+  void Attach(int shard, std::string_view key, const ServedFile& file, int shard_count,
+              std::shared_ptr<const Decoded> ArchiveReply::*decoded, std::shared_ptr<const Decoded> value);
   // Drops the least recently used entries, but the first `keep`, until the
   // bytes kept are within `budget`.
   void MakeRoom(size_t budget, size_t keep);

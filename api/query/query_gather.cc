@@ -40,14 +40,18 @@ std::function<void(Result<std::string>)> RealtimeBodyInto(std::shared_ptr<Owner>
   };
 }
 
-// Calls fn(key, value) for every line of archive mget answers.
+// Calls fn(key, answer) for every key found in archive mget answers: a
+// line's value, or a kept key's decoded columns.
 template <typename Fn>
-Status ForEachMgetLine(const std::vector<ArchiveReply>& replies, Fn&& fn) {
+Status ForEachMgetAnswer(const std::vector<ArchiveReply>& replies, Fn&& fn) {
   for (const ArchiveReply& reply : replies) {
     if (!reply.found) continue;
     auto lines = SplitKeyValueLines(reply.body);
     if (!lines.ok()) return lines.status();
-    for (const auto& [key, value] : *lines) CLICKATRON_RETURN_IF_ERROR(fn(key, value));
+    for (const auto& [key, value] : *lines) CLICKATRON_RETURN_IF_ERROR(fn(key, MgetAnswer{value, nullptr, &reply}));
+    for (const DecodedLine& line : reply.decoded_lines) {
+      CLICKATRON_RETURN_IF_ERROR(fn(line.key, MgetAnswer{{}, &line.columns, &reply}));
+    }
   }
   return Status::Ok();
 }
@@ -471,7 +475,22 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   // per answer up front: a 365-day window's answers grew the vector (and
   // moved its strings) a dozen times.
   data->subtotals.reserve(data->subtotals.size() + 8 * replies.size());
-  return ForEachMgetLine(replies, [&](std::string_view key, std::string_view value) -> Status {
+  // A record's columns: decoded (and kept) once its answer comes from the
+  // cache, else read from the text.
+  auto add = [&](std::string_view key, const MgetAnswer& answer, bool unique, int64_t hour) -> Status {
+    auto columns = ColumnsOf(*job.session, key, answer, [unique](std::string_view value) {
+      return unique ? DecodeUniqueRecord(value, /*total=*/false) : DecodeSubtotalRecord(value);
+    });
+    if (!columns.ok()) return columns.status();
+    if (*columns) {
+      unique ? AddDecodedSketches(**columns, hour, "", &data->unique_subtotals)
+             : AddDecodedSubtotals(**columns, hour, &data->subtotals);
+      return Status::Ok();
+    }
+    return unique ? AddArchiveUniqueSubtotals(answer.text, hour, "", &data->unique_subtotals)
+                  : AddArchiveSubtotalColumns(answer.text, hour, &data->subtotals);
+  };
+  return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
     if (std::optional<int64_t> day = DayOfKey(unique ? key.substr(1) : key, job.subtotal_prefix)) {
       const std::vector<int64_t>& asked = unique ? unique_days : days;
@@ -481,14 +500,27 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
       if (unique && !use_unique_days) return Status::Ok();  // no promise: its hours are read instead
       // A day record stands for its day's hours, entered at the first.
       (unique ? unique_days_found : days_found)->push_back(*day);
-      return unique ? AddArchiveUniqueSubtotals(value, *day * kSecondsPerDay, "", &data->unique_subtotals)
-                    : AddArchiveSubtotalColumns(value, *day * kSecondsPerDay, &data->subtotals);
+      return add(key, answer, unique, *day * kSecondsPerDay);
     }
     auto hour = HourOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
     if (!hour.ok()) return hour.status();
-    return unique ? AddArchiveUniqueSubtotals(value, *hour, "", &data->unique_subtotals)
-                  : AddArchiveSubtotalColumns(value, *hour, &data->subtotals);
+    return add(key, answer, unique, *hour);
   });
+}
+
+Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(
+    const ArchiveReader::Session& session, std::string_view key, const MgetAnswer& answer,
+    const std::function<Result<DecodedColumns>(std::string_view)>& decode) {
+  if (answer.columns != nullptr) {
+    ++stats_.archive_cache_decoded_hits;
+    return *answer.columns;
+  }
+  if (!answer.reply->kept) return std::shared_ptr<const DecodedColumns>();
+  auto decoded = decode(answer.text);
+  if (!decoded.ok()) return decoded.status();
+  auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
+  archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);
+  return columns;
 }
 
 // The realtime half, once the archive's is in `data` (total: the archived hours).
@@ -628,7 +660,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     data.gap = RealtimeGap{job->realtime_missing, view.last_day};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
     uint64_t days_read = 0;
-    Status st = ForEachMgetLine(*replies, [&](std::string_view key, std::string_view value) -> Status {
+    const bool total = job->target.sns.empty();
+    Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
       // A day record stands for its day's hours: entered at its first hour,
       // which lies in the same unit as all of them.
       int64_t hour = 0;
@@ -643,8 +676,15 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
         if (!h.ok()) return h.status();
         hour = *h;
       }
-      return job->target.sns.empty() ? AddArchiveUniqueTotal(value, hour, &data.hours)
-                                     : AddArchiveUniqueSubtotals(value, hour, job->target.skey, &data.hours);
+      auto columns = ColumnsOf(*job->session, key, answer,
+                               [total](std::string_view value) { return DecodeUniqueRecord(value, total); });
+      if (!columns.ok()) return columns.status();
+      if (*columns) {
+        AddDecodedSketches(**columns, hour, total ? "" : job->target.skey, &data.hours);
+        return Status::Ok();
+      }
+      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
+                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
     });
     if (st.ok()) {
       st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,

@@ -38,12 +38,15 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "query/archive_reader.h"
 #include "clickatron/config.h"
+#include "query/archive_reader.h"
+#include "query/decoded_columns.h"
 #include "query/lookup_cache.h"
 #include "query/read_stats.h"
 #include "query/realtime_reader.h"
@@ -85,6 +88,14 @@ struct UniquesData {
 struct UniquesTarget {
   std::string ns, tkey;    // stored forms
   std::string sns, skey;   // both empty, or one subtotal value (skey stored)
+};
+
+// One key's answer in archive mget replies: a line's value (text), or the
+// decoded columns the cache kept with it (columns, text empty).
+struct MgetAnswer {
+  std::string_view text;
+  const std::shared_ptr<const DecodedColumns>* columns = nullptr;
+  const ArchiveReply* reply = nullptr;  // the reply it came in (kept: from the cache)
 };
 
 class QueryGather {
@@ -162,6 +173,14 @@ class QueryGather {
                                   bool use_unique_days, BreakdownData* data, std::vector<int64_t>* days_found,
                                   std::vector<int64_t>* unique_days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
+  // The decoded columns of a subtotal or unique record's mget answer: those
+  // the cache kept with it; for a kept answer without them, `decode` of its
+  // text, kept with it now (its key was asked at least twice: the next
+  // queries will read them); nullptr for an answer a replica sent (read
+  // its text once).
+  Result<std::shared_ptr<const DecodedColumns>> ColumnsOf(
+      const ArchiveReader::Session& session, std::string_view key, const MgetAnswer& answer,
+      const std::function<Result<DecodedColumns>(std::string_view)>& decode);
 
   // Takes lookup lines of `keys` from one source's answer (bodies), or marks
   // them as from a source that did not answer (st UNAVAILABLE).

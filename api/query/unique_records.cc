@@ -1,43 +1,70 @@
 // Unique-record decoding and rollup; see unique_records.h.
 #include "query/unique_records.h"
 
+#include <optional>
+
 namespace clickatron::api {
 namespace {
 
 Status AddSketch(std::string_view text, int64_t hour, std::string_view key, std::string_view what,
                  HourlySketches* out) {
-  Result<UniqueSketch> sketch = UniqueSketch::FromText(text);
-  if (!sketch.ok()) return BadPeerValue(what, sketch.status().message());
+  auto sketch = DecodeSketch(text, what);
+  if (!sketch.ok()) return sketch.status();
   out->push_back(HourSketch{hour, std::string(key), std::move(sketch).value()});
   return Status::Ok();
 }
 
+// The sketches of one (unit, key): the first as it is, the union made only
+// when a second comes (a unit of one day record is the record's sketch).
+class Union {
+ public:
+  void Add(const std::shared_ptr<const UniqueSketch>& sketch) {
+    if (!first_) {
+      first_ = sketch;
+      return;
+    }
+    if (!merged_) merged_ = *first_;
+    merged_->Merge(*sketch);
+  }
+  uint64_t Estimate() const { return merged_ ? merged_->Estimate() : first_ ? first_->Estimate() : 0; }
+
+ private:
+  std::shared_ptr<const UniqueSketch> first_;
+  std::optional<UniqueSketch> merged_;
+};
+
 // The sketches of the window's hours united per (unit, key): one group for
 // the whole window unless `per_unit`, and one key ("") unless `per_key`.
-std::vector<std::map<std::string, UniqueSketch>> Unite(const UnitWindow& window, const HourlySketches& hours,
-                                                        bool per_unit, bool per_key) {
-  std::vector<std::map<std::string, UniqueSketch>> groups(per_unit ? window.size() : 1);
+std::vector<std::map<std::string, Union>> Unite(const UnitWindow& window, const HourlySketches& hours, bool per_unit,
+                                                bool per_key) {
+  std::vector<std::map<std::string, Union>> groups(per_unit ? window.size() : 1);
   static const std::string kAll;
   for (const HourSketch& h : hours) {
     const int64_t i = window.IndexOf(h.hour);
     if (i < 0) continue;
-    groups[per_unit ? static_cast<size_t>(i) : 0][per_key ? h.key : kAll].Merge(h.sketch);
+    groups[per_unit ? static_cast<size_t>(i) : 0][per_key ? h.key : kAll].Add(h.sketch);
   }
   return groups;
 }
 
-KeyUniques Estimates(const std::map<std::string, UniqueSketch>& sketches) {
+KeyUniques Estimates(const std::map<std::string, Union>& unions) {
   KeyUniques out;
-  for (const auto& [key, sketch] : sketches) out.emplace(key, sketch.Estimate());
+  for (const auto& [key, u] : unions) out.emplace(key, u.Estimate());
   return out;
 }
 
-uint64_t EstimateOfAll(const std::map<std::string, UniqueSketch>& sketches) {
-  auto it = sketches.find("");
-  return it == sketches.end() ? 0 : it->second.Estimate();
+uint64_t EstimateOfAll(const std::map<std::string, Union>& unions) {
+  auto it = unions.find("");
+  return it == unions.end() ? 0 : it->second.Estimate();
 }
 
 }  // namespace
+
+Result<std::shared_ptr<const UniqueSketch>> DecodeSketch(std::string_view text, std::string_view what) {
+  Result<UniqueSketch> sketch = UniqueSketch::FromText(text);
+  if (!sketch.ok()) return BadPeerValue(what, sketch.status().message());
+  return std::make_shared<const UniqueSketch>(std::move(sketch).value());
+}
 
 Status AddArchiveUniqueTotal(std::string_view value, int64_t hour, HourlySketches* out) {
   while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);

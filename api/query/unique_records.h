@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,12 +24,17 @@ namespace clickatron::api {
 
 // Sketches as they come: (hour, subtotal key or "", sketch), any order, an
 // hour (and key) possibly more than once: the rollup unites them.
+// A sketch is shared, not copied: a kept record's decoded sketches
+// (decoded_columns.h) are read by every query of its key.
 struct HourSketch {
   int64_t hour = 0;
   std::string key;  // the stored skey of a subtotal; "" for a total
-  UniqueSketch sketch;
+  std::shared_ptr<const UniqueSketch> sketch;
 };
 using HourlySketches = std::vector<HourSketch>;
+
+// A sketch's text from a peer (CORRUPTION naming `what` when it is not one).
+Result<std::shared_ptr<const UniqueSketch>> DecodeSketch(std::string_view text, std::string_view what);
 
 // An archive unique total value (a sketch's text; a trailing newline allowed).
 Status AddArchiveUniqueTotal(std::string_view value, int64_t hour, HourlySketches* out);

@@ -115,6 +115,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read/archive_cache_misses", "clickatron_api_read_archive_cache_misses_total"},
     {"/read/archive_cache_evictions", "clickatron_api_read_archive_cache_evictions_total"},
     {"/read/archive_cache_probes", "clickatron_api_read_archive_cache_probes_total"},
+    {"/read/archive_cache_decoded_hits", "clickatron_api_read_archive_cache_decoded_hits_total"},
     {"/read/realtime_skip_rereads", "clickatron_api_read_realtime_skip_rereads_total"},
 };
 

@@ -150,6 +150,32 @@ TEST(ArchiveReplyCacheTest, DecodedHoursGoWithTheirEntryAndCountInTheBudget) {
   EXPECT_EQ(cache.figures().bytes, bytes);
 }
 
+TEST(ArchiveReplyCacheTest, DecodedColumnsGoWithTheirEntryAndCountInTheBudget) {
+  ArchiveReplyCache cache(1 << 20);
+  const std::string first = "US:2 a-value-longer-than-a-small-string:5\n", second = "US:9\n";
+  cache.Insert(0, "c.u|a.c413", Reply(3, first), 2);
+  const size_t bytes = cache.figures().bytes;
+  auto columns = std::make_shared<DecodedColumns>();
+  columns->counts = {{"US", 2}, {"a-value-longer-than-a-small-string", 5}};
+  // Not for another generation's entry, nor for a key not kept.
+  cache.AttachColumns(0, "c.u|a.c413", File(4), 2, columns);
+  cache.AttachColumns(0, "c.u|b.c413", File(3), 2, columns);
+  ASSERT_NE(cache.Find(0, "c.u|a.c413", File(3), 2), nullptr);
+  EXPECT_EQ(cache.Find(0, "c.u|a.c413", File(3), 2)->columns, nullptr);
+  cache.AttachColumns(0, "c.u|a.c413", File(3), 2, columns);
+  const ArchiveReply* kept = cache.Find(0, "c.u|a.c413", File(3), 2);
+  ASSERT_NE(kept, nullptr);
+  ASSERT_NE(kept->columns, nullptr);
+  EXPECT_EQ(kept->columns->counts, columns->counts);
+  // Charged: the vector and the long key's heap block at least.
+  EXPECT_GE(cache.figures().bytes, bytes + 2 * sizeof(columns->counts[0]) + columns->counts[1].first.size());
+  EXPECT_EQ(cache.figures().bytes, bytes + columns->Bytes());
+  // Replacing the entry drops them, and their charge.
+  cache.Insert(0, "c.u|a.c413", Reply(5, second), 2);
+  EXPECT_EQ(cache.Find(0, "c.u|a.c413", File(5), 2)->columns, nullptr);
+  EXPECT_EQ(cache.figures().bytes, bytes - first.size() + second.size());
+}
+
 TEST(ArchiveReplyCacheTest, ZeroBudgetKeepsNothing) {
   ArchiveReplyCache cache(0);
   EXPECT_FALSE(cache.enabled());

@@ -406,6 +406,7 @@ class ReadClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cluster_.spec().day_records = WithDayRecords();
+    cluster_.spec().archive_cache_mb = ArchiveCacheMb();
     cluster_.WriteConfig();
     today_ = TestRingToday();
     BuildDataset();
@@ -415,6 +416,8 @@ class ReadClusterTest : public ::testing::Test {
   virtual void BuildDataset() = 0;
   // Which day subtotal records the archive files carry.
   virtual DayRecords WithDayRecords() const { return DayRecords::kEveryDay; }
+  // The API's archive answer cache ([api] archive_cache_mb; 0: off).
+  virtual int ArchiveCacheMb() const { return 0; }
 
   ReadCluster cluster_{ReadCluster::Spec{}};
   ReadDataset data_;

@@ -186,6 +186,8 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
   EXPECT_LT(requests, asked) << "archive requests " << requests << " for " << asked << " repeated queries";
   EXPECT_GT(ReadFigure("archive_cache_misses"), 0);  // the first round
   EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
+  // From the third ask on, kept subtotal records are read decoded.
+  EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
 }
 
 // The next file (other counts for the same key, same last day), numbered
