@@ -20,6 +20,7 @@
 #include "query/read_stats.h"
 #include "query/realtime_reader.h"
 #include "query/rollup.h"
+#include "query/breakdown_json.h"
 #include "query/series_json.h"
 #include "timezone/timezone.h"
 #include "query/unique_records.h"
@@ -114,28 +115,6 @@ std::optional<int64_t> FirstHour(const HourlyCounts& total, const HourlyBreakdow
 nlohmann::json Change(int64_t current, int64_t earlier) {
   if (earlier == 0) return nullptr;
   return static_cast<double>(current - earlier) / static_cast<double>(earlier);
-}
-
-// Rows of a breakdown; with `earlier` (compare=), each row also carries the
-// earlier window's clicks of its value and the change; with `uniques`
-// (uniques=true), its distinct visitors.
-nlohmann::json BreakdownList(const std::vector<std::pair<std::string, int64_t>>& top,
-                             const KeyCounts* earlier = nullptr, const KeyUniques* uniques = nullptr) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& [value, clicks] : top) {
-    nlohmann::json row = {{"value", value}, {"clicks", clicks}};
-    if (uniques != nullptr) {
-      auto it = uniques->find(value);
-      row["uniques"] = it == uniques->end() ? 0 : it->second;
-    }
-    if (earlier != nullptr) {
-      auto it = earlier->find(value);
-      const int64_t before = it == earlier->end() ? 0 : it->second;
-      row["compare"] = {{"clicks", before}, {"change", Change(clicks, before)}};
-    }
-    list.push_back(std::move(row));
-  }
-  return list;
 }
 
 class ReadPathImpl : public ReadPath {
@@ -382,38 +361,9 @@ class ReadPathImpl : public ReadPath {
   }
 
   void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
-                      const std::vector<std::vector<std::pair<std::string, int64_t>>>& tops,
-                      const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
-                      const std::vector<KeyUniques>& uniques = {}) {
-    static const KeyUniques kNoVisitors;
-    auto uniques_of = [&](size_t i) -> const KeyUniques* {
-      if (!p.uniques) return nullptr;
-      return i < uniques.size() ? &uniques[i] : &kNoVisitors;
-    };
-    nlohmann::json data = WindowEcho(p.window);
-    data["sns"] = p.sns;
-    data["limit"] = p.limit;
-    static const KeyCounts kNothing;
-    auto before_of = [&](size_t i) -> const KeyCounts* {
-      if (!earlier) return nullptr;
-      return i < before.size() ? &before[i] : &kNothing;
-    };
-    if (p.window.rollup) {
-      data["breakdown"] =
-          tops.empty() ? nlohmann::json::array() : BreakdownList(tops.front(), before_of(0), uniques_of(0));
-    } else {
-      nlohmann::json list = nlohmann::json::array();
-      for (size_t i = window.size(); i-- > 0;) {
-        nlohmann::json unit = {{"dt", window.start(i)},
-                               {"breakdown", i < tops.size() ? BreakdownList(tops[i], before_of(i), uniques_of(i))
-                                                             : nlohmann::json::array()}};
-        if (earlier && i < earlier->size()) unit["compare_dt"] = earlier->start(i);
-        list.push_back(std::move(unit));
-      }
-      data["breakdown"] = std::move(list);
-    }
-    if (earlier) data["compare"] = {{"window", CompareName(p.window.compare)}};
-    ex->ReplyJson(std::move(data));
+                      const std::vector<TopValues>& tops, const std::optional<UnitWindow>& earlier,
+                      const std::vector<KeyCounts>& before, const std::vector<KeyUniques>& uniques = {}) {
+    ex->ReplyJsonData(BreakdownJson(p, window, tops, earlier, before, uniques));
   }
 
   // ---- /uniques --------------------------------------------------------------

@@ -1,38 +1,13 @@
 // /clicks answers as JSON text; see series_json.h.
 #include "query/series_json.h"
 
-#include <fmt/format.h>
-
-#include <concepts>
+#include "query/json_text.h"
 
 namespace clickatron::api {
 namespace {
 
-// Numbers and fixed text appended without a format string: fmt parsing
-// "{{\"clicks\":{},\"dt\":{}}}" for each of a series' units was 10% of an
-// API node's CPU answering 30-day series (perf, bench-query series run).
-void Append(fmt::memory_buffer* out, std::string_view text) { out->append(text); }
-template <std::integral Number>
-void Append(fmt::memory_buffer* out, Number n) {
-  const fmt::format_int digits(n);
-  out->append(digits.data(), digits.data() + digits.size());
-}
-
-// The echo's "unit…" fields, keys in sorted order as the DOM has them.
-void AppendUnitFields(const WindowParams& w, fmt::memory_buffer* out) {
-  // unit names and numbers need no escaping; the reference is echoed as
-  // given (a number or a string), so it goes through the JSON library.
-  Append(out, "\"unit\":\"");
-  Append(out, UnitName(w.unit));
-  Append(out, "\",\"unit_reference_ts\":");
-  if (w.reference_echo.is_number_integer()) {
-    Append(out, w.reference_echo.get<int64_t>());
-  } else {
-    Append(out, w.reference_echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
-  Append(out, ",\"units\":");
-  Append(out, w.units);
-}
+using json_text::Append;
+using json_text::AppendUnitFields;
 
 // The echo after "clicks" (which sorts before all of it), closing the object.
 void AppendEcho(const WindowParams& w, fmt::memory_buffer* out) {

@@ -1,0 +1,34 @@
+// The data part of a /breakdown answer, written as JSON text.
+//
+// Why not nlohmann::json: a DOM node per row (and per unit without rollup),
+// then its dump, was about 5% of an API node's CPU answering breakdowns
+// (perf of bench-query's breakdown run). The output is what the DOM would
+// dump (json_text.h): same keys, same order, same escaping.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "query/query_params.h"
+#include "query/rollup.h"
+#include "query/unique_records.h"
+
+namespace clickatron::api {
+
+// A unit's top values, most clicks first.
+using TopValues = std::vector<std::pair<std::string, int64_t>>;
+
+// {"breakdown": rows (rollup) | [{"breakdown": rows, ["compare_dt": T,]
+//  "dt": T}, …newest first], ["compare": {"window": …},] "limit", "sns",
+//  "tz_offset", "unit", "unit_reference_ts", "units"}; each row
+//  {"clicks", ["compare": {"change", "clicks"},] ["uniques",] "value"}.
+// tops[i] (and before[i], uniques[i]) belong to window unit i (to the whole
+// window with rollup); missing ones are empty. `earlier` is compare='s
+// window (its rows' "compare"), p.uniques adds "uniques".
+std::string BreakdownJson(const BreakdownParams& p, const UnitWindow& window, const std::vector<TopValues>& tops,
+                          const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
+                          const std::vector<KeyUniques>& uniques);
+
+}  // namespace clickatron::api
