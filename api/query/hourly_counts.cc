@@ -11,11 +11,7 @@ HourlyCounts::HourlyCounts(std::initializer_list<value_type> entries) {
   for (const auto& [hour, count] : entries) (void)Add(hour, count);
 }
 
-Status HourlyCounts::Add(int64_t hour, int64_t count) {
-  if (entries_.empty() || entries_.back().first < hour) {
-    entries_.emplace_back(hour, count);
-    return Status::Ok();
-  }
+Status HourlyCounts::AddInOrder(int64_t hour, int64_t count) {
   if (entries_.back().first == hour) return AddCount(&entries_.back().second, count);
   // Out of order: an archive hour after realtime ones (bulk-loaded history
   // past the archive's last day). Rare, so a vector insert is fine.

@@ -147,12 +147,10 @@ Result<ArchiveTotalHours> DecodeArchiveTotal(std::string_view value) {
 }
 
 Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours, const HourSpan& span) {
-  auto it = std::lower_bound(total.hours.begin(), total.hours.end(), span.begin_ts,
-                             [](const std::pair<int64_t, int64_t>& h, int64_t ts) { return h.first < ts; });
-  for (; it != total.hours.end() && it->first < span.end_ts; ++it) {
-    CLICKATRON_RETURN_IF_ERROR(hours->Add(it->first, it->second));
-  }
-  return Status::Ok();
+  const auto before = [](const std::pair<int64_t, int64_t>& h, int64_t ts) { return h.first < ts; };
+  const auto first = std::lower_bound(total.hours.begin(), total.hours.end(), span.begin_ts, before);
+  const auto last = std::lower_bound(first, total.hours.end(), span.end_ts, before);
+  return hours->AddAscending(first, last);
 }
 
 Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 
@@ -135,12 +136,16 @@ int64_t UnitWindow::IndexOf(int64_t utc_ts) const {
 Result<std::vector<int64_t>> SumByUnit(const UnitWindow& window, const HourlyCounts& hours) {
   std::vector<int64_t> sums(window.size(), 0);
   if (window.empty()) return sums;
-  // Hours and units are both in time order: one walk, the unit index only
-  // moves forward.
-  size_t i = 0;
-  for (auto it = hours.LowerBound(window.begin_ts()); it != hours.end() && it->first < window.end_ts(); ++it) {
-    while (i + 1 < window.size() && it->first >= window.start(i + 1)) ++i;
-    if (__builtin_add_overflow(sums[i], it->second, &sums[i])) return SumOverflow();
+  // Hours and units are both in time order: one walk, unit by unit. Each
+  // unit's hours are summed wide and checked once (a check per hour was a
+  // tenth of a 365-day series' CPU): 2^63 hours of any count fit in 128 bits.
+  auto it = hours.LowerBound(window.begin_ts());
+  for (size_t i = 0; i < window.size(); ++i) {
+    const int64_t unit_end = i + 1 < window.size() ? window.start(i + 1) : window.end_ts();
+    __int128 sum = 0;
+    for (; it != hours.end() && it->first < unit_end; ++it) sum += it->second;
+    if (sum > std::numeric_limits<int64_t>::max() || sum < std::numeric_limits<int64_t>::min()) return SumOverflow();
+    sums[i] = static_cast<int64_t>(sum);
   }
   return sums;
 }

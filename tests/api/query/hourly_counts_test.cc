@@ -122,6 +122,27 @@ TEST(ArchiveTotalBisectionTest, EdgesOfSpansAndValues) {
   EXPECT_EQ(AsMap(one), (std::map<int64_t, int64_t>{{first, 3}}));
 }
 
+// AddAscending is Add of each entry in turn: one copy after the hours held,
+// else entry by entry (an hour held already sums, an earlier one is inserted).
+TEST(HourlyCountsTest, AddAscendingIsAddOfEach) {
+  const std::vector<std::pair<int64_t, int64_t>> run = {{7200, 1}, {10800, 2}, {14400, 3}};
+  for (const HourlyCounts& start : {HourlyCounts{}, HourlyCounts{{0, 5}, {3600, 6}},
+                                    HourlyCounts{{10800, 4}, {18000, 1}}, HourlyCounts{{14400, 9}}}) {
+    HourlyCounts bulk = start, one_by_one = start;
+    ASSERT_TRUE(bulk.AddAscending(run.begin(), run.end()).ok());
+    for (const auto& [hour, count] : run) ASSERT_TRUE(one_by_one.Add(hour, count).ok());
+    EXPECT_EQ(bulk, one_by_one);
+  }
+  HourlyCounts summed{{10800, 4}};
+  ASSERT_TRUE(summed.AddAscending(run.begin(), run.end()).ok());
+  EXPECT_EQ(AsMap(summed), (std::map<int64_t, int64_t>{{7200, 1}, {10800, 6}, {14400, 3}}));
+  HourlyCounts full{{10800, INT64_MAX}};
+  EXPECT_EQ(full.AddAscending(run.begin(), run.end()).code(), StatusCode::kOutOfRange);
+  HourlyCounts empty;
+  EXPECT_TRUE(empty.AddAscending(run.end(), run.end()).ok());
+  EXPECT_TRUE(empty.empty());
+}
+
 TEST(ArchiveTotalBisectionTest, DamageAfterTheSpanIsStillReported) {
   std::mt19937_64 rng(3);
   const int64_t first = *ParseDate("2022-06-01") * kSecondsPerDay;
