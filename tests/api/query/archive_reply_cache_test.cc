@@ -126,54 +126,50 @@ TEST(ArchiveReplyCacheTest, AValueTooLargeForItsShareIsNotKept) {
   EXPECT_NE(cache.Find(0, "u|small", File(1), 2), nullptr);  // and it pushed nothing out
 }
 
-TEST(ArchiveReplyCacheTest, DecodedHoursGoWithTheirEntryAndCountInTheBudget) {
+// What AttachTotalHours and AttachColumns share: nothing is attached to
+// another generation's entry or to a key not kept; once attached, the decoded
+// form comes back with the entry and `charge` more bytes count in the
+// budget; a new answer for the key drops both.
+template <typename Decoded>
+void ExpectAttachedWithTheEntry(
+    const std::string& key, const std::string& other_key, const std::string& first, const std::string& second,
+    void (ArchiveReplyCache::*attach)(int, std::string_view, const ServedFile&, int, std::shared_ptr<const Decoded>),
+    std::shared_ptr<const Decoded> ArchiveReply::*member, std::shared_ptr<const Decoded> decoded, size_t charge) {
   ArchiveReplyCache cache(1 << 20);
-  cache.Insert(0, "u|a", Reply(3, "c413:2\n"), 2);
+  cache.Insert(0, key, Reply(3, first), 2);
   const size_t bytes = cache.figures().bytes;
+  (cache.*attach)(0, key, File(4), 2, decoded);
+  (cache.*attach)(0, other_key, File(3), 2, decoded);
+  ASSERT_NE(cache.Find(0, key, File(3), 2), nullptr);
+  EXPECT_EQ(cache.Find(0, key, File(3), 2)->*member, nullptr);
+  EXPECT_EQ(cache.figures().bytes, bytes);
+  (cache.*attach)(0, key, File(3), 2, decoded);
+  const ArchiveReply* kept = cache.Find(0, key, File(3), 2);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->*member, decoded);
+  EXPECT_TRUE(kept->kept);
+  EXPECT_EQ(cache.figures().bytes, bytes + charge);
+  cache.Insert(0, key, Reply(5, second), 2);
+  EXPECT_EQ(cache.Find(0, key, File(5), 2)->*member, nullptr);
+  EXPECT_EQ(cache.figures().bytes, bytes - first.size() + second.size());
+}
+
+TEST(ArchiveReplyCacheTest, DecodedHoursGoWithTheirEntryAndCountInTheBudget) {
   auto hours = std::make_shared<ArchiveTotalHours>();
   hours->hours = {{100, 2}, {200, 3}};
-  // Not for another generation's entry, nor for a key not kept.
-  cache.AttachTotalHours(0, "u|a", File(4), 2, hours);
-  cache.AttachTotalHours(0, "u|b", File(3), 2, hours);
-  ASSERT_NE(cache.Find(0, "u|a", File(3), 2), nullptr);
-  EXPECT_EQ(cache.Find(0, "u|a", File(3), 2)->total_hours, nullptr);
-  cache.AttachTotalHours(0, "u|a", File(3), 2, hours);
-  const ArchiveReply* kept = cache.Find(0, "u|a", File(3), 2);
-  ASSERT_NE(kept, nullptr);
-  ASSERT_NE(kept->total_hours, nullptr);
-  EXPECT_EQ(kept->total_hours->hours, hours->hours);
-  EXPECT_TRUE(kept->kept);
-  EXPECT_EQ(cache.figures().bytes, bytes + 2 * sizeof(hours->hours[0]));
-  // Replacing the entry drops them (a new answer is decoded again).
-  cache.Insert(0, "u|a", Reply(5, "c413:9\n"), 2);
-  EXPECT_EQ(cache.Find(0, "u|a", File(5), 2)->total_hours, nullptr);
-  EXPECT_EQ(cache.figures().bytes, bytes);
+  ExpectAttachedWithTheEntry<ArchiveTotalHours>("u|a", "u|b", "c413:2\n", "c413:9\n",
+                                                &ArchiveReplyCache::AttachTotalHours, &ArchiveReply::total_hours,
+                                                hours, 2 * sizeof(hours->hours[0]));
 }
 
 TEST(ArchiveReplyCacheTest, DecodedColumnsGoWithTheirEntryAndCountInTheBudget) {
-  ArchiveReplyCache cache(1 << 20);
-  const std::string first = "US:2 a-value-longer-than-a-small-string:5\n", second = "US:9\n";
-  cache.Insert(0, "c.u|a.c413", Reply(3, first), 2);
-  const size_t bytes = cache.figures().bytes;
   auto columns = std::make_shared<DecodedColumns>();
   columns->counts = {{"US", 2}, {"a-value-longer-than-a-small-string", 5}};
-  // Not for another generation's entry, nor for a key not kept.
-  cache.AttachColumns(0, "c.u|a.c413", File(4), 2, columns);
-  cache.AttachColumns(0, "c.u|b.c413", File(3), 2, columns);
-  ASSERT_NE(cache.Find(0, "c.u|a.c413", File(3), 2), nullptr);
-  EXPECT_EQ(cache.Find(0, "c.u|a.c413", File(3), 2)->columns, nullptr);
-  cache.AttachColumns(0, "c.u|a.c413", File(3), 2, columns);
-  const ArchiveReply* kept = cache.Find(0, "c.u|a.c413", File(3), 2);
-  ASSERT_NE(kept, nullptr);
-  ASSERT_NE(kept->columns, nullptr);
-  EXPECT_EQ(kept->columns->counts, columns->counts);
   // Charged: the vector and the long key's heap block at least.
-  EXPECT_GE(cache.figures().bytes, bytes + 2 * sizeof(columns->counts[0]) + columns->counts[1].first.size());
-  EXPECT_EQ(cache.figures().bytes, bytes + columns->Bytes());
-  // Replacing the entry drops them, and their charge.
-  cache.Insert(0, "c.u|a.c413", Reply(5, second), 2);
-  EXPECT_EQ(cache.Find(0, "c.u|a.c413", File(5), 2)->columns, nullptr);
-  EXPECT_EQ(cache.figures().bytes, bytes - first.size() + second.size());
+  EXPECT_GE(columns->Bytes(), 2 * sizeof(columns->counts[0]) + columns->counts[1].first.size());
+  ExpectAttachedWithTheEntry<DecodedColumns>("c.u|a.c413", "c.u|b.c413", "US:2 a-value-longer-than-a-small-string:5\n",
+                                             "US:9\n", &ArchiveReplyCache::AttachColumns, &ArchiveReply::columns,
+                                             columns, columns->Bytes());
 }
 
 TEST(ArchiveReplyCacheTest, ZeroBudgetKeepsNothing) {
