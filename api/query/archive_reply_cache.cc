@@ -89,7 +89,6 @@ bool ArchiveReplyCache::Insert(int shard, std::string_view key, ArchiveReply rep
   entry.reply.kept = true;
   entry.reply.total_hours.reset();  // attached by AttachTotalHours or AttachColumns, charged there
   entry.reply.columns.reset();
-  entry.reply.decoded_lines.clear();
   const size_t bytes = entry.Bytes();
   if (bytes > max_bytes_ / 8) return false;  // one huge value would push out everything else
   Index& index = IndexOf(shard);

@@ -1,7 +1,6 @@
 // Kept records' decoded columns; see decoded_columns.h.
 #include "query/decoded_columns.h"
 
-#include "clickatron/record.h"
 #include "query/read_records.h"
 
 namespace clickatron::api {
@@ -24,10 +23,8 @@ size_t DecodedColumns::Bytes() const {
 
 Result<DecodedColumns> DecodeSubtotalRecord(std::string_view value) {
   DecodedColumns out;
-  Status st = ForEachColumn(value, "archive subtotal", [&](std::string_view skey, std::string_view text) -> Status {
-    auto count = ParseCount(text);
-    if (!count.ok()) return BadPeerValue("archive subtotal", value);
-    out.counts.emplace_back(std::string(skey), *count);
+  Status st = ForEachSubtotalCount(value, [&](std::string_view skey, int64_t count) {
+    out.counts.emplace_back(std::string(skey), count);
     return Status::Ok();
   });
   if (!st.ok()) return st;
@@ -37,21 +34,11 @@ Result<DecodedColumns> DecodeSubtotalRecord(std::string_view value) {
 
 Result<DecodedColumns> DecodeUniqueRecord(std::string_view value, bool total) {
   DecodedColumns out;
-  auto add = [&](std::string_view skey, std::string_view text, std::string_view what) -> Status {
-    auto sketch = DecodeSketch(text, what);
-    if (!sketch.ok()) return sketch.status();
-    out.sketches.emplace_back(std::string(skey), std::move(sketch).value());
-    return Status::Ok();
-  };
-  Status st = Status::Ok();
-  if (total) {
-    while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
-    st = add("", value, "archive unique total");
-  } else {
-    st = ForEachColumn(value, "archive unique subtotal", [&](std::string_view skey, std::string_view text) {
-      return add(skey, text, "archive unique subtotal");
-    });
-  }
+  Status st = ForEachArchiveSketch(value, total, "",
+                                   [&](std::string_view skey, std::shared_ptr<const UniqueSketch> sketch) {
+                                     out.sketches.emplace_back(std::string(skey), std::move(sketch));
+                                     return Status::Ok();
+                                   });
   if (!st.ok()) return st;
   out.sketches.shrink_to_fit();
   return out;

@@ -478,9 +478,7 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   // A record's columns: decoded (and kept) once its answer comes from the
   // cache, else read from the text.
   auto add = [&](std::string_view key, const MgetAnswer& answer, bool unique, int64_t hour) -> Status {
-    auto columns = ColumnsOf(*job.session, key, answer, [unique](std::string_view value) {
-      return unique ? DecodeUniqueRecord(value, /*total=*/false) : DecodeSubtotalRecord(value);
-    });
+    auto columns = ColumnsOf(*job.session, key, answer, unique ? RecordKind::kUniqueSubtotal : RecordKind::kSubtotal);
     if (!columns.ok()) return columns.status();
     if (*columns) {
       unique ? AddDecodedSketches(**columns, hour, "", &data->unique_subtotals)
@@ -508,15 +506,16 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   });
 }
 
-Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(
-    const ArchiveReader::Session& session, std::string_view key, const MgetAnswer& answer,
-    const std::function<Result<DecodedColumns>(std::string_view)>& decode) {
+Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(const ArchiveReader::Session& session,
+                                                                     std::string_view key, const MgetAnswer& answer,
+                                                                     RecordKind kind) {
   if (answer.columns != nullptr) {
     ++stats_.archive_cache_decoded_hits;
     return *answer.columns;
   }
   if (!answer.reply->kept) return std::shared_ptr<const DecodedColumns>();
-  auto decoded = decode(answer.text);
+  auto decoded = kind == RecordKind::kSubtotal ? DecodeSubtotalRecord(answer.text)
+                                               : DecodeUniqueRecord(answer.text, kind == RecordKind::kUniqueTotal);
   if (!decoded.ok()) return decoded.status();
   auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
   archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);
@@ -677,7 +676,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
         hour = *h;
       }
       auto columns = ColumnsOf(*job->session, key, answer,
-                               [total](std::string_view value) { return DecodeUniqueRecord(value, total); });
+                               total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
       if (!columns.ok()) return columns.status();
       if (*columns) {
         AddDecodedSketches(**columns, hour, total ? "" : job->target.skey, &data.hours);

@@ -174,13 +174,14 @@ class QueryGather {
                                   std::vector<int64_t>* unique_days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
   // The decoded columns of a subtotal or unique record's mget answer: those
-  // the cache kept with it; for a kept answer without them, `decode` of its
-  // text, kept with it now (its key was asked at least twice: the next
-  // queries will read them); nullptr for an answer a replica sent (read
+  // the cache kept with it; for a kept answer without them, its text decoded
+  // as `kind` and kept with it now (its key was asked at least twice: the
+  // next queries will read them); nullptr for an answer a replica sent (read
   // its text once).
-  Result<std::shared_ptr<const DecodedColumns>> ColumnsOf(
-      const ArchiveReader::Session& session, std::string_view key, const MgetAnswer& answer,
-      const std::function<Result<DecodedColumns>(std::string_view)>& decode);
+  enum class RecordKind { kSubtotal, kUniqueSubtotal, kUniqueTotal };
+  Result<std::shared_ptr<const DecodedColumns>> ColumnsOf(const ArchiveReader::Session& session,
+                                                          std::string_view key, const MgetAnswer& answer,
+                                                          RecordKind kind);
 
   // Takes lookup lines of `keys` from one source's answer (bodies), or marks
   // them as from a source that did not answer (st UNAVAILABLE).

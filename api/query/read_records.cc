@@ -153,11 +153,18 @@ Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours,
   return hours->AddAscending(first, last);
 }
 
-Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out) {
+Status ForEachSubtotalCount(std::string_view value,
+                            const std::function<Status(std::string_view skey, int64_t count)>& fn) {
   return ForEachColumn(value, "archive subtotal", [&](std::string_view skey, std::string_view count_text) -> Status {
     auto count = ParseColumnCount(count_text, "archive subtotal", value);
     if (!count.ok()) return count.status();
-    out->push_back(SubtotalCount{hour, std::string(skey), *count});
+    return fn(skey, *count);
+  });
+}
+
+Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out) {
+  return ForEachSubtotalCount(value, [&](std::string_view skey, int64_t count) {
+    out->push_back(SubtotalCount{hour, std::string(skey), count});
     return Status::Ok();
   });
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -109,7 +110,12 @@ struct ArchiveTotalHours {
 Result<ArchiveTotalHours> DecodeArchiveTotal(std::string_view value);
 // AddArchiveTotalColumns' result, from the decoded hours.
 Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours, const HourSpan& span = {});
-// An archive subtotal value "skey:v skey:v …" of `hour`: appends every column.
+// Calls fn(skey, count) for each column of an archive subtotal value
+// "skey:v skey:v …" (a trailing newline allowed); a count that is not one is
+// CORRUPTION naming the value.
+Status ForEachSubtotalCount(std::string_view value,
+                            const std::function<Status(std::string_view skey, int64_t count)>& fn);
+// The same, each column appended at `hour`.
 Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out);
 
 // Realtime answers to fwmatch "ns|tkey." ("ns|tkey.YMDH,v" lines): adds the

@@ -66,17 +66,44 @@ Result<std::shared_ptr<const UniqueSketch>> DecodeSketch(std::string_view text, 
   return std::make_shared<const UniqueSketch>(std::move(sketch).value());
 }
 
+Status ForEachArchiveSketch(
+    std::string_view value, bool total, std::string_view only_key,
+    const std::function<Status(std::string_view skey, std::shared_ptr<const UniqueSketch> sketch)>& fn) {
+  const auto decoded = [&](std::string_view skey, std::string_view text, std::string_view what) -> Status {
+    auto sketch = DecodeSketch(text, what);
+    if (!sketch.ok()) return sketch.status();
+    return fn(skey, std::move(sketch).value());
+  };
+  if (total) {
+    while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
+    return decoded("", value, "archive unique total");
+  }
+  return ForEachColumn(value, "archive unique subtotal", [&](std::string_view skey, std::string_view text) -> Status {
+    if (!only_key.empty() && skey != only_key) return Status::Ok();  // not decoded at all
+    return decoded(skey, text, "archive unique subtotal");
+  });
+}
+
+namespace {
+
+Status AddArchiveSketches(std::string_view value, bool total, int64_t hour, std::string_view only_key,
+                          HourlySketches* out) {
+  return ForEachArchiveSketch(value, total, only_key,
+                              [&](std::string_view skey, std::shared_ptr<const UniqueSketch> sketch) {
+                                out->push_back(HourSketch{hour, std::string(skey), std::move(sketch)});
+                                return Status::Ok();
+                              });
+}
+
+}  // namespace
+
 Status AddArchiveUniqueTotal(std::string_view value, int64_t hour, HourlySketches* out) {
-  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
-  return AddSketch(value, hour, "", "archive unique total", out);
+  return AddArchiveSketches(value, /*total=*/true, hour, "", out);
 }
 
 Status AddArchiveUniqueSubtotals(std::string_view value, int64_t hour, std::string_view only_key,
                                  HourlySketches* out) {
-  return ForEachColumn(value, "archive unique subtotal", [&](std::string_view key, std::string_view text) -> Status {
-    if (!only_key.empty() && key != only_key) return Status::Ok();
-    return AddSketch(text, hour, key, "archive unique subtotal", out);
-  });
+  return AddArchiveSketches(value, /*total=*/false, hour, only_key, out);
 }
 
 Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bool keyed_lines,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,13 @@ using HourlySketches = std::vector<HourSketch>;
 // A sketch's text from a peer (CORRUPTION naming `what` when it is not one).
 Result<std::shared_ptr<const UniqueSketch>> DecodeSketch(std::string_view text, std::string_view what);
 
+// Calls fn(skey, sketch) for each sketch of an archive unique value: a
+// unique total value "SKETCH" (`total`; skey "") or a unique subtotal value
+// "skey:SKETCH …" (every column, or only the one named `only_key` when it is
+// not empty); a trailing newline allowed. A bad sketch is CORRUPTION.
+Status ForEachArchiveSketch(
+    std::string_view value, bool total, std::string_view only_key,
+    const std::function<Status(std::string_view skey, std::shared_ptr<const UniqueSketch> sketch)>& fn);
 // An archive unique total value (a sketch's text; a trailing newline allowed).
 Status AddArchiveUniqueTotal(std::string_view value, int64_t hour, HourlySketches* out);
 // An archive unique subtotal value "skey:SKETCH …" of `hour`: every column,
