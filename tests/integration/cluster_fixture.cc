@@ -90,6 +90,15 @@ int64_t Cluster::DayTotal(const std::string& key, const std::string& day) const 
   return j["data"]["clicks"].get<int64_t>();
 }
 
+int64_t Cluster::DayUniques(const std::string& key, const std::string& day) const {
+  int status = 0;
+  auto j = ApiGet("/uniques?ns=u&key=" + PercentEncode(key) +
+                      "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" + std::to_string(UnixOfDate(day)),
+                  &status);
+  if (status != 200 || !j["data"]["uniques"].is_number_integer()) return -1;
+  return j["data"]["uniques"].get<int64_t>();
+}
+
 int ExpectExactOrUnavailable(const Cluster& cluster, const std::string& day,
                              const std::map<std::string, int64_t>& expected) {
   int unavailable = 0;

@@ -72,6 +72,9 @@ class Cluster {
   nlohmann::json ApiGet(const std::string& target, int* status = nullptr) const;
   // The key's (ns u) clicks over one UTC day by /clicks rollup; -1 when not answered.
   int64_t DayTotal(const std::string& key, const std::string& day) const;
+  // The key's (ns u) distinct visitors over one UTC day by /uniques rollup;
+  // -1 when not answered.
+  int64_t DayUniques(const std::string& key, const std::string& day) const;
 
  private:
   clickatron::testing::Cluster cluster_;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "integration/cluster_fixture.h"
@@ -24,6 +25,8 @@ const std::string kDay = "2024-06-01";
 const std::string kNextDay = "2024-06-02";
 
 // A batch of increments all for one key, so that its effect is all or nothing.
+// Each increment carries a visitor (uniq=) from a small pool, so a key's
+// visitors repeat and are few enough to be counted exactly.
 struct Batch {
   std::vector<Increment> incs;
   std::string Body() const {
@@ -43,6 +46,7 @@ std::vector<Batch> MakeBatches(int count, int per_batch, const std::string& key_
       inc.ts = UnixOfDate(kDay) + static_cast<int64_t>(rng() % 86400);
       inc.value = 1 + static_cast<int64_t>(rng() % 5);
       inc.subs.emplace_back("c", rng() % 2 ? "US" : "FR");
+      inc.uniq = "visitor-" + std::to_string(rng() % 12);
       out[b].incs.push_back(inc);
     }
   }
@@ -53,6 +57,19 @@ int64_t BatchTotal(const Batch& b) {
   int64_t t = 0;
   for (const auto& i : b.incs) t += i.value;
   return t;
+}
+
+// Distinct visitors of the batch's key: a plain set of its tokens.
+int64_t BatchVisitors(const Batch& b) {
+  std::set<std::string> tokens;
+  for (const auto& i : b.incs) tokens.insert(i.uniq);
+  return static_cast<int64_t>(tokens.size());
+}
+
+// Waits for the key's day to show `expected` visitors (a unique record may
+// reach its shard apart from the counters); true when it did.
+bool VisitorsBecome(const Cluster& cluster, const std::string& key, int64_t expected) {
+  return WaitFor([&] { return cluster.DayUniques(key, kDay) == expected; }, std::chrono::seconds(30));
 }
 
 class FaultTest : public StartedClusterTest {
@@ -83,14 +100,15 @@ TEST_F(FaultTest, RealtimeShardKilledUnderLoadLosesAndDoublesNothing) {
   std::string error;
   ASSERT_TRUE(cluster_.Start("realtime-0", &error)) << error;
   sender.join();
-  Oracle oracle;
-  for (const auto& b : batches) for (const auto& i : b.incs) oracle.Add(i);
-  std::string diff;
   for (size_t b = 0; b < batches.size(); ++b) {
     std::string key = "rt" + std::to_string(b);
     int64_t expected = BatchTotal(batches[b]);
     EXPECT_TRUE(WaitFor([&] { return cluster_.DayTotal(key, kDay) == expected; }, std::chrono::seconds(30)))
         << key << ": " << cluster_.DayTotal(key, kDay) << " != " << expected;
+    // Its visitors too: none lost with the shard's memory, and the sketch
+    // is exact at this size.
+    EXPECT_TRUE(VisitorsBecome(cluster_, key, BatchVisitors(batches[b])))
+        << key << ": " << cluster_.DayUniques(key, kDay) << " visitors, expected " << BatchVisitors(batches[b]);
   }
 }
 
@@ -123,10 +141,16 @@ TEST_F(FaultTest, ApiKilledUnderLoadKeepsEveryAcknowledgedIncrementExactlyOnce) 
     if (answer[b] == 200) {
       EXPECT_TRUE(WaitFor([&] { return cluster_.DayTotal(key, kDay) == expected; }, std::chrono::seconds(30)))
           << key << " acknowledged: " << cluster_.DayTotal(key, kDay) << " != " << expected;
+      EXPECT_TRUE(VisitorsBecome(cluster_, key, BatchVisitors(batches[b])))
+          << key << " acknowledged: " << cluster_.DayUniques(key, kDay) << " visitors";
     } else {
-      // Never answered: applied whole or not at all, never twice.
+      // Never answered: applied whole or not at all, never twice; its
+      // visitors with it.
       int64_t got = cluster_.DayTotal(key, kDay);
       EXPECT_TRUE(got == 0 || got == expected) << key << " unanswered: " << got;
+      const int64_t visitors = got == 0 ? 0 : BatchVisitors(batches[b]);
+      EXPECT_TRUE(VisitorsBecome(cluster_, key, visitors))
+          << key << " unanswered: " << cluster_.DayUniques(key, kDay) << " visitors, expected " << visitors;
     }
   }
 }
@@ -267,6 +291,9 @@ TEST_F(FaultTest, RebuildKilledMidRunDeploysNothingAndTheRerunFinishes) {
   std::string output;
   ASSERT_EQ(cluster_.Rebuild(kDay, &output), 0) << output;
   EXPECT_TRUE(WaitFor(all_applied, std::chrono::seconds(30)));
+  for (size_t b = 0; b < batches.size(); ++b) {
+    EXPECT_TRUE(VisitorsBecome(cluster_, "rb" + std::to_string(b), BatchVisitors(batches[b]))) << "rb" << b;
+  }
   // And the day is in the archive now: the archive replicas report it.
   auto r = clickatron::testing::HttpGet(cluster_.member("archive-0").listen, "/manifest");
   auto manifest = nlohmann::json::parse(r.body)["data"];
