@@ -49,7 +49,8 @@ class MergedScan : public LineSource {
     for (auto& c : cursors_) {
       if (!c->Valid() || c->key() != key) continue;
       if (const UniqueSketch* held = c->sketch()) {
-        value.AddSketch(*held);  // the in-memory table's, already decoded
+        // The in-memory table's, already decoded.
+        if (Status st = value.AddSketch(*held); !st.ok()) return Fail(st);
       } else if (Status st = value.AddStored(c->raw_value()); !st.ok()) {
         return Fail(st);
       }
@@ -80,7 +81,7 @@ Status AddHeld(const MemTable& table, int64_t day, std::string_view key, RecordV
   if (value->lookup()) {
     if (const std::string* held = table.Lookup(day, key)) value->AddLookup(*held);
   } else if (value->unique()) {
-    if (const UniqueSketch* held = table.Sketch(day, key)) value->AddSketch(*held);
+    if (const UniqueSketch* held = table.Sketch(day, key)) return value->AddSketch(*held);
   } else if (std::optional<int64_t> delta = table.Counter(day, key)) {
     return value->AddCounter(*delta);
   }

@@ -20,11 +20,20 @@ Status RecordValue::AddStored(std::string_view raw) {
       AddLookup(raw);
       return Status::Ok();
     case Kind::kUnique: {
+      if (!found_) {
+        if (Status st = UniqueSketch::AppendTextOfBinary(raw, &pending_text_); !st.ok()) {
+          return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), st.message()));
+        }
+        text_pending_ = true;
+        found_ = true;
+        return Status::Ok();
+      }
+      CLICKATRON_RETURN_IF_ERROR(DecodePendingText());
       Result<UniqueSketch> sketch = UniqueSketch::FromBinary(raw);
       if (!sketch.ok()) {
         return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), sketch.status().message()));
       }
-      AddSketch(*sketch);
+      visitors_.Merge(*sketch);
       return Status::Ok();
     }
     case Kind::kCounter: {
@@ -47,9 +56,22 @@ Status RecordValue::AddCounter(int64_t delta) {
   return Status::Ok();
 }
 
-void RecordValue::AddSketch(const UniqueSketch& sketch) {
+Status RecordValue::AddSketch(const UniqueSketch& sketch) {
+  CLICKATRON_RETURN_IF_ERROR(DecodePendingText());
   visitors_.Merge(sketch);
   found_ = true;
+  return Status::Ok();
+}
+
+Status RecordValue::DecodePendingText() {
+  if (!text_pending_) return Status::Ok();
+  text_pending_ = false;
+  Result<UniqueSketch> sketch = UniqueSketch::FromText(pending_text_);
+  if (!sketch.ok()) {
+    return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), sketch.status().message()));
+  }
+  visitors_.Merge(*sketch);
+  return Status::Ok();
 }
 
 void RecordValue::AddLookup(std::string_view value) {
@@ -64,7 +86,11 @@ void RecordValue::AppendText(std::string* out) const {
       out->append(lookup_);
       return;
     case Kind::kUnique:
-      visitors_.AppendText(out);
+      if (text_pending_) {
+        out->append(pending_text_);
+      } else {
+        visitors_.AppendText(out);
+      }
       return;
     case Kind::kCounter:
       fmt::format_to(std::back_inserter(*out), "{}", sum_);

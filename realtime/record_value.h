@@ -31,7 +31,8 @@ class RecordValue {
   // when a sum overflows.
   Status AddStored(std::string_view raw);
   Status AddCounter(int64_t delta);
-  void AddSketch(const UniqueSketch& sketch);
+  // CORRUPTION when a part held as text (above) does not decode.
+  Status AddSketch(const UniqueSketch& sketch);
   void AddLookup(std::string_view value);  // ignored once a value is held
 
   // The value as it follows the comma of a line: decimal, text sketch, lookup.
@@ -39,11 +40,19 @@ class RecordValue {
 
  private:
   enum class Kind { kCounter, kUnique, kLookup };
+  // Decodes a sketch held only as text (below) into visitors_.
+  Status DecodePendingText();
+
   std::string_view key_;
   Kind kind_;
   bool found_ = false;
   int64_t sum_ = 0;
   UniqueSketch visitors_;
+  // A unique record stored in one place only (the common case) is sent as
+  // it is stored, turned into text without decoding its sketch; it is
+  // decoded only when a second part must be united with it.
+  std::string pending_text_;
+  bool text_pending_ = false;
   std::string lookup_;
 };
 

@@ -17,14 +17,8 @@ constexpr char kExplicitForm = 'e';
 constexpr char kDenseForm = 'd';
 constexpr int kHashRestBits = 64 - kSketchPrecision;  // bits left for the register value
 
-size_t VarintBytes(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
+// 1 byte per 7 significant bits (0 takes one byte).
+size_t VarintBytes(uint64_t v) { return (63 - static_cast<size_t>(__builtin_clzll(v | 1)) + 7) / 7; }
 
 void AppendVarint(uint64_t v, std::string* out) {
   while (v >= 0x80) {
@@ -162,13 +156,15 @@ double Tau(double x) {
 
 uint64_t HashVisitor(std::string_view token) { return XXH3_64bits(token.data(), token.size()); }
 
-void UniqueSketch::AddToRegisters(uint64_t hash) {
+void UniqueSketch::AddHashToRegisters(uint64_t hash, uint8_t* registers) {
   const size_t index = static_cast<size_t>(hash >> kHashRestBits);
   const uint64_t rest = hash << kSketchPrecision;  // the other bits, at the top
   const uint8_t value =
       rest == 0 ? kMaxSketchRegister : static_cast<uint8_t>(__builtin_clzll(rest) + 1);
-  if (registers_[index] < value) registers_[index] = value;
+  if (registers[index] < value) registers[index] = value;
 }
+
+void UniqueSketch::AddToRegisters(uint64_t hash) { AddHashToRegisters(hash, registers_.data()); }
 
 void UniqueSketch::Densify() {
   registers_.assign(kSketchRegisters, 0);
@@ -179,8 +175,13 @@ void UniqueSketch::Densify() {
 }
 
 void UniqueSketch::SetHashes(std::vector<uint64_t> hashes) {
+  const size_t bytes = ExplicitBytes(hashes);
+  SetHashes(std::move(hashes), bytes);
+}
+
+void UniqueSketch::SetHashes(std::vector<uint64_t> hashes, size_t explicit_bytes) {
   hashes_ = std::move(hashes);
-  explicit_bytes_ = ExplicitBytes(hashes_);
+  explicit_bytes_ = explicit_bytes;
   if (explicit_bytes_ > kDenseSketchBytes) Densify();
 }
 
@@ -215,11 +216,31 @@ void UniqueSketch::Merge(const UniqueSketch& other) {
       for (uint64_t h : other.hashes_) Add(h);
       return;
     }
-    std::vector<uint64_t> united;
-    united.reserve(hashes_.size() + other.hashes_.size());
-    std::set_union(hashes_.begin(), hashes_.end(), other.hashes_.begin(), other.hashes_.end(),
-                   std::back_inserter(united));
-    SetHashes(std::move(united));
+    // One pass: the union and its payload size together.
+    std::vector<uint64_t> united(hashes_.size() + other.hashes_.size());
+    auto a = hashes_.cbegin(), b = other.hashes_.cbegin();
+    const auto a_end = hashes_.cend(), b_end = other.hashes_.cend();
+    size_t n = 0, bytes = 0;
+    uint64_t previous = 0;
+    const auto put = [&](uint64_t h) {
+      bytes += VarintBytes(h - previous);
+      previous = h;
+      united[n++] = h;
+    };
+    while (a != a_end && b != b_end) {
+      if (*a < *b) {
+        put(*a++);
+      } else if (*b < *a) {
+        put(*b++);
+      } else {
+        put(*a++);
+        ++b;
+      }
+    }
+    for (; a != a_end; ++a) put(*a);
+    for (; b != b_end; ++b) put(*b);
+    united.resize(n);
+    SetHashes(std::move(united), bytes);
     return;
   }
   if (registers_.empty()) Densify();
@@ -232,8 +253,46 @@ void UniqueSketch::Merge(const UniqueSketch& other) {
 
 uint64_t UniqueSketch::Estimate() const {
   if (registers_.empty()) return hashes_.size();
+  return EstimateRegisters(registers_);
+}
+
+uint64_t UniqueSketch::EstimateUnion(const std::vector<const UniqueSketch*>& parts) {
+  if (parts.empty()) return 0;
+  if (parts.size() == 1) return parts.front()->Estimate();
+  // Which form the union takes depends on its set alone, and a register
+  // keeps the largest value any hash gives it: so every hash into one
+  // list (sorted once) or one register array, in any order, gives what
+  // merging the parts one by one gives, with one allocation.
+  size_t hashes = 0;
+  bool dense = false;
+  for (const UniqueSketch* p : parts) {
+    hashes += p->hashes_.size();
+    dense = dense || !p->registers_.empty();
+  }
+  thread_local std::vector<uint64_t> all;
+  all.clear();
+  if (!dense) {
+    all.reserve(hashes);
+    for (const UniqueSketch* p : parts) all.insert(all.end(), p->hashes_.begin(), p->hashes_.end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    if (ExplicitBytes(all) <= kDenseSketchBytes) return all.size();
+  }
+  thread_local std::vector<uint8_t> registers;
+  registers.assign(kSketchRegisters, 0);
+  for (const UniqueSketch* p : parts) {
+    if (p->registers_.empty()) continue;
+    for (size_t i = 0; i < kSketchRegisters; ++i) registers[i] = std::max(registers[i], p->registers_[i]);
+  }
+  for (const UniqueSketch* p : parts) {
+    for (uint64_t h : p->hashes_) AddHashToRegisters(h, registers.data());
+  }
+  return EstimateRegisters(registers);
+}
+
+uint64_t UniqueSketch::EstimateRegisters(const std::vector<uint8_t>& registers) {
   std::array<uint32_t, kMaxSketchRegister + 1> histogram{};
-  for (uint8_t r : registers_) ++histogram[r];
+  for (uint8_t r : registers) ++histogram[r];
   const double m = static_cast<double>(kSketchRegisters);
   double z = m * Tau((m - histogram[kMaxSketchRegister]) / m);
   for (int k = kMaxSketchRegister - 1; k >= 1; --k) z = 0.5 * (z + histogram[k]);
@@ -282,6 +341,23 @@ void UniqueSketch::AppendText(std::string* out) const {
   AppendBase64(payload, out);
 }
 
+Status UniqueSketch::AppendTextOfBinary(std::string_view binary, std::string* out) {
+  if (binary.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
+  const std::string_view payload = binary.substr(1);
+  if (binary[0] == kDenseForm) {
+    if (payload.size() != kDenseSketchBytes) {
+      return Status::InvalidArgument(
+          fmt::format("dense sketch holds {} bytes, not {}", payload.size(), kDenseSketchBytes));
+    }
+  } else if (binary[0] != kExplicitForm) {
+    return Status::InvalidArgument(
+        fmt::format("sketch form '{}' is neither 'e' (explicit) nor 'd' (dense)", static_cast<char>(binary[0])));
+  }
+  out->push_back(binary[0]);
+  AppendBase64(payload, out);
+  return Status::Ok();
+}
+
 std::string UniqueSketch::ToText() const {
   std::string out;
   AppendText(&out);
@@ -305,7 +381,12 @@ Result<UniqueSketch> UniqueSketch::FromBinary(std::string_view bytes) {
         const auto b = static_cast<unsigned char>(payload[i++]);
         if (shift == 63 && (b & 0x7e) != 0) return Status::InvalidArgument("sketch varint passes 64 bits");
         delta |= static_cast<uint64_t>(b & 0x7f) << shift;
-        if ((b & 0x80) == 0) break;
+        if ((b & 0x80) == 0) {
+          // One spelling per set: a trailing zero byte would make the
+          // payload longer than the encoder writes it.
+          if (b == 0 && shift > 0) return Status::InvalidArgument("sketch varint has a redundant zero byte");
+          break;
+        }
         shift += 7;
         if (shift > 63) return Status::InvalidArgument("sketch varint passes 64 bits");
       }
@@ -317,7 +398,9 @@ Result<UniqueSketch> UniqueSketch::FromBinary(std::string_view bytes) {
       hashes.push_back(hash);
       previous = hash;
     }
-    out.SetHashes(std::move(hashes));  // an over-long explicit list becomes dense: one form per set
+    // Minimal varints: the payload's size is the list's encoded size. An
+    // over-long explicit list becomes dense: one form per set.
+    out.SetHashes(std::move(hashes), payload.size());
     return out;
   }
   if (bytes[0] == kDenseForm) {

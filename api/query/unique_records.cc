@@ -14,23 +14,16 @@ Status AddSketch(std::string_view text, int64_t hour, std::string_view key, std:
   return Status::Ok();
 }
 
-// The sketches of one (unit, key): the first as it is, the union made only
-// when a second comes (a unit of one day record is the record's sketch).
+// The sketches of one (unit, key), counted as one union when asked (a unit
+// of one day record is the record's own estimate).
 class Union {
  public:
-  void Add(const std::shared_ptr<const UniqueSketch>& sketch) {
-    if (!first_) {
-      first_ = sketch;
-      return;
-    }
-    if (!merged_) merged_ = *first_;
-    merged_->Merge(*sketch);
-  }
-  uint64_t Estimate() const { return merged_ ? merged_->Estimate() : first_ ? first_->Estimate() : 0; }
+  void Add(const std::shared_ptr<const UniqueSketch>& sketch) { parts_.push_back(sketch.get()); }
+  uint64_t Estimate() const { return UniqueSketch::EstimateUnion(parts_); }
 
  private:
-  std::shared_ptr<const UniqueSketch> first_;
-  std::optional<UniqueSketch> merged_;
+  // The hours the Union is made from own the sketches and outlive it.
+  std::vector<const UniqueSketch*> parts_;
 };
 
 // The sketches of the window's hours united per (unit, key): one group for

@@ -56,6 +56,10 @@ class UniqueSketch {
 
   // The number of distinct visitors: exact in the explicit form.
   uint64_t Estimate() const;
+  // Estimate() of the union of `parts` (none null), without building it
+  // sketch by sketch: the same figure as merging them all into one, for a
+  // reader that only counts (a unit's hours and days at query time).
+  static uint64_t EstimateUnion(const std::vector<const UniqueSketch*>& parts);
   bool exact() const { return registers_.empty(); }
   bool empty() const { return registers_.empty() && hashes_.empty(); }
 
@@ -63,6 +67,10 @@ class UniqueSketch {
   std::string ToBinary() const;
   void AppendText(std::string* out) const;
   std::string ToText() const;
+  // The text of a binary sketch without decoding it (a store's value sent
+  // as a line): the form letter and the payload's size are checked, the
+  // rest is left to whoever decodes the text (FromText validates fully).
+  static Status AppendTextOfBinary(std::string_view binary, std::string* out);
   // Validate fully (form letter, encoding, strictly ascending hashes, register
   // range, exact payload length): CORRUPTION-free input or INVALID_ARGUMENT.
   static Result<UniqueSketch> FromBinary(std::string_view bytes);
@@ -77,8 +85,11 @@ class UniqueSketch {
 
  private:
   void AddToRegisters(uint64_t hash);
+  static void AddHashToRegisters(uint64_t hash, uint8_t* registers);
+  static uint64_t EstimateRegisters(const std::vector<uint8_t>& registers);
   void Densify();
   void SetHashes(std::vector<uint64_t> hashes);  // sorted, distinct; densifies if large
+  void SetHashes(std::vector<uint64_t> hashes, size_t explicit_bytes);  // the same, its payload size known
   void AppendPayload(std::string* out) const;
 
   std::vector<uint64_t> hashes_;   // explicit form: sorted, distinct

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 namespace clickatron {
 namespace {
@@ -140,6 +141,60 @@ TEST(UniqueSketchTest, UnionIsTheSketchOfAllTokensWhateverTheOrderAndForms) {
   }
 }
 
+// EstimateUnion counts what merging the parts one by one into one sketch
+// counts: checked against that sketch, and against a plain set of the
+// tokens while the union is small enough to be exact.
+TEST(UniqueSketchTest, EstimateUnionIsTheEstimateOfTheMergedSketch) {
+  struct Range {
+    uint64_t first, count;
+  };
+  const std::vector<std::vector<Range>> families = {
+      {},
+      {{0, 40}},
+      {{0, 50}, {12, 50}, {24, 50}, {36, 50}},       // neighbouring hours sharing visitors
+      {{0, 700}, {600, 700}, {1200, 300}},           // explicit parts, the union past the dense size
+      {{0, 1000}, {0, 1000}},                         // the same set twice
+      {{0, 5}, {0, 20'000}, {10, 3}},                 // a dense part among explicit ones
+      {{0, 20'000}, {15'000, 20'000}},                // dense with dense
+      {{0, 1}, {}, {1, 1}},                           // an empty part
+  };
+  for (size_t f = 0; f < families.size(); ++f) {
+    std::vector<UniqueSketch> parts;
+    std::set<std::string> tokens;
+    for (const Range& r : families[f]) {
+      parts.push_back(SketchOf(r.first, r.count));
+      for (uint64_t i = r.first; i < r.first + r.count; ++i) tokens.insert(Token(i));
+    }
+    std::vector<const UniqueSketch*> pointers;
+    UniqueSketch merged;
+    for (const UniqueSketch& p : parts) {
+      pointers.push_back(&p);
+      merged.Merge(p);
+    }
+    const uint64_t estimate = UniqueSketch::EstimateUnion(pointers);
+    EXPECT_EQ(estimate, merged.Estimate()) << "family " << f;
+    if (merged.exact()) {
+      EXPECT_EQ(estimate, tokens.size()) << "family " << f;
+    }
+  }
+}
+
+// A stored sketch sent as text without decoding: the same text as decoding
+// and encoding it, and a form or size that cannot be is refused.
+TEST(UniqueSketchTest, TextOfBinaryIsTheTextOfTheDecodedSketch) {
+  for (uint64_t n : {1ull, 50ull, 1400ull, 5000ull}) {
+    const UniqueSketch s = SketchOf(3, n);
+    std::string text = "prefix,";
+    ASSERT_TRUE(UniqueSketch::AppendTextOfBinary(s.ToBinary(), &text).ok());
+    EXPECT_EQ(text, "prefix," + s.ToText()) << n;
+  }
+  const std::string dense = SketchOf(0, 5000).ToBinary();
+  for (const std::string& bad : {std::string(), std::string("x\x01"), dense.substr(0, dense.size() - 1)}) {
+    std::string out;
+    EXPECT_FALSE(UniqueSketch::AppendTextOfBinary(bad, &out).ok()) << bad.size();
+  }
+}
+
 TEST(UniqueSketchTest, TextAndBinaryRoundTrip) {
   for (uint64_t n : {0ull, 1ull, 7ull, 1400ull, 5000ull}) {
     const UniqueSketch s = SketchOf(5, n);
@@ -190,6 +245,7 @@ TEST(UniqueSketchTest, RefusesMalformedSketches) {
   descending.push_back(0);  // a repeated hash (delta 0)
   const std::string bad_binary[] = {"", "x", "d", dense.substr(0, dense.size() - 3), high_register, descending,
                                     std::string("e\x80", 2),
+                                    std::string("e\x81\x00", 3),  // delta 1 spelled in two bytes
                                     std::string("e\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11)};
   for (const std::string& b : bad_binary) {
     EXPECT_FALSE(UniqueSketch::FromBinary(b).ok()) << b.size();
