@@ -185,7 +185,8 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     TableReader r(SubTable(root, "api"), "api");
     ApiConfig& a = c->api;
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"flush_window_ms", "oplog_sync", "oplog_sync_interval_ms",
-        "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "future_margin_hours",
+        "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "queue_wait_increments",
+        "queue_wait_ms", "future_margin_hours",
         "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token",
         "archive_cache_mb", "archive_cache_confirm_ms", "read_loops"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
@@ -194,6 +195,8 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_segment_bytes", 4096, int64_t{1} << 40, &a.oplog_segment_bytes));
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_retention_hours", 0, 24 * 365, &a.oplog_retention_hours));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_queued_increments", 1, int64_t{1} << 40, &a.max_queued_increments));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("queue_wait_increments", 0, int64_t{1} << 40, &a.queue_wait_increments));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("queue_wait_ms", 1, 600000, &a.queue_wait_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("future_margin_hours", 0, 24 * 365, &a.future_margin_hours));
     CLICKATRON_RETURN_IF_ERROR(r.Int("request_timeout_ms", 1, 600000, &a.request_timeout_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_min_ms", 1, 600000, &a.retry_backoff_min_ms));

@@ -103,6 +103,8 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   void Pump();
 
   uint64_t queued_lines() const { return queued_lines_; }
+  // Sending normally: not recovering, backing off, down or held.
+  bool up() const { return state_ == State::kUp; }
   nlohmann::json StatsJson() const;
 
  private:

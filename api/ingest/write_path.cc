@@ -18,6 +18,7 @@
 #include "ingest/write_path.h"
 
 #include <algorithm>
+#include <deque>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,6 +39,9 @@ namespace {
 
 constexpr int64_t kLateSealAgeSeconds = 3600;
 constexpr auto kHousekeepingPeriod = std::chrono::seconds(30);
+// How often requests waiting for a shard's queue look again (a check of a
+// few counters each; a request is parsed again only once it may go).
+constexpr auto kResumeCheckPeriod = std::chrono::milliseconds(2);
 
 bool HasIncrementArgs(const QueryArgs& args) {
   for (const auto& [k, v] : args.items()) {
@@ -78,8 +82,31 @@ class WritePathImpl : public WritePath {
     size_t increments;
   };
 
+  // A request that waits for a shard's queue (flow control), parsed and
+  // routed already: admitted once the shards it goes to are below the mark.
+  struct Parked {
+    HttpExchangePtr ex;
+    std::vector<RoutedRecord> records;
+    size_t increments = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
+
   void HandleIncr(const HttpExchangePtr& ex);
-  void HandleSeal(const HttpExchangePtr& ex);
+  // Takes the routed records of one request into the window, or parks the
+  // request (a shard it goes to is behind), or refuses it (a queue is full).
+  // `resumed`: it waited already (counted once in waited_requests).
+  void Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, size_t increments,
+             std::chrono::steady_clock::time_point deadline, bool resumed);
+  // The shards `records` go to, ascending.
+  std::vector<uint32_t> ShardsOf(const std::vector<RoutedRecord>& records) const;
+  uint64_t QueuedLines(uint32_t shard) const {
+    return senders_[shard]->queued_lines() + committing_lines_[shard] + combiner_.lines(shard);
+  }
+  // Whether new increments for the shard wait: it is up (a shard that is
+  // down is not waited for: the oplog keeps its lines) and has the mark's
+  // lines waiting.
+  bool MustWaitFor(uint32_t shard) const;
+  void ResumeParked();  void HandleSeal(const HttpExchangePtr& ex);
   void ArmWindow(std::chrono::microseconds delay);
   void MaybeFlush(bool from_timer);
   void Flush(bool force);
@@ -117,6 +144,8 @@ class WritePathImpl : public WritePath {
   std::vector<uint64_t> committing_lines_;  // per shard: lines in commits not yet done
   std::vector<Waiter> waiters_;             // clients of the window being filled
   std::vector<RoutedRecord> scratch_;
+  std::deque<Parked> parked_;  // oldest first
+  bool resume_armed_ = false;
   HourCache hour_cache_;
   bool window_armed_ = false;
   bool committing_ = false;
@@ -130,6 +159,7 @@ class WritePathImpl : public WritePath {
   uint64_t batches_out_ = 0;
   uint64_t rejected_invalid_ = 0;
   uint64_t rejected_overloaded_ = 0;
+  uint64_t waited_requests_ = 0;
   uint64_t commit_errors_ = 0;
 };
 
@@ -203,6 +233,51 @@ Status WritePathImpl::Init() {
   return Status::Ok();
 }
 
+
+bool WritePathImpl::MustWaitFor(uint32_t shard) const {
+  const uint64_t mark = ctx_.cluster.api.queue_wait_increments;
+  return mark > 0 && senders_[shard]->up() && QueuedLines(shard) >= mark;
+}
+
+std::vector<uint32_t> WritePathImpl::ShardsOf(const std::vector<RoutedRecord>& records) const {
+  std::vector<bool> touched(shard_count_, false);
+  for (const RoutedRecord& r : records) touched[r.shard] = true;
+  std::vector<uint32_t> shards;
+  for (uint32_t s = 0; s < shard_count_; ++s) {
+    if (touched[s]) shards.push_back(s);
+  }
+  return shards;
+}
+
+void WritePathImpl::ResumeParked() {
+  resume_armed_ = false;
+  // Oldest first; one admitted may park again (at the back, so the order
+  // holds). A check of a few counters per request and turn: it was parsed
+  // once, when it came.
+  std::deque<Parked> parked;
+  parked.swap(parked_);
+  const auto now = std::chrono::steady_clock::now();
+  for (Parked& p : parked) {
+    const std::vector<uint32_t> shards = ShardsOf(p.records);
+    const bool still = std::any_of(shards.begin(), shards.end(), [&](uint32_t s) { return MustWaitFor(s); });
+    if (still && now < p.deadline) {
+      parked_.push_back(std::move(p));
+    } else if (still) {
+      ++rejected_overloaded_;
+      p.ex->ReplyError(503, "OVERLOADED",
+                       fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this request "
+                                   "was taken; retry later",
+                                   ctx_.cluster.api.queue_wait_increments, ctx_.cluster.api.queue_wait_ms));
+    } else {
+      Admit(p.ex, p.records, p.increments, p.deadline, /*resumed=*/true);
+    }
+  }
+  if (!parked_.empty() && !resume_armed_) {
+    resume_armed_ = true;
+    server_.After(kResumeCheckPeriod, Guarded([this] { ResumeParked(); }));
+  }
+}
+
 void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
   ++incr_requests_;
   if (oplog_->failed()) {
@@ -243,14 +318,20 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyJson({{"increments", 0}});
     return;
   }
+  Admit(ex, scratch_, increments,
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx_.cluster.api.queue_wait_ms),
+        /*resumed=*/false);
+}
+
+void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, size_t increments,
+                          std::chrono::steady_clock::time_point deadline, bool resumed) {
   // Back-pressure: a shard that is down keeps its batches queued (and in the
-  // oplog); past max_queued_increments lines, refuse rather than grow.
+  // oplog); past max_queued_increments lines, refuse rather than grow. A
+  // shard that is up but behind makes the request wait (flow control).
   const uint64_t max_queued = ctx_.cluster.api.max_queued_increments;
-  std::vector<bool> touched(shard_count_, false);
-  for (const RoutedRecord& r : scratch_) touched[r.shard] = true;
-  for (uint32_t s = 0; s < shard_count_; ++s) {
-    if (!touched[s]) continue;
-    uint64_t queued = senders_[s]->queued_lines() + committing_lines_[s] + combiner_.lines(s);
+  bool wait = false;
+  for (const uint32_t s : ShardsOf(records)) {
+    const uint64_t queued = QueuedLines(s);
     if (queued >= max_queued) {
       ++rejected_overloaded_;
       ex->ReplyError(503, "OVERLOADED",
@@ -258,10 +339,21 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
                                  max_queued));
       return;
     }
+    wait = wait || MustWaitFor(s);
   }
-  records_in_ += scratch_.size();
+  if (wait) {
+    if (!resumed) ++waited_requests_;
+    parked_.push_back(Parked{ex, std::move(records), increments, deadline});
+    records.clear();  // moved from: left valid and empty for the next request
+    if (!resume_armed_) {
+      resume_armed_ = true;
+      server_.After(kResumeCheckPeriod, Guarded([this] { ResumeParked(); }));
+    }
+    return;
+  }
+  records_in_ += records.size();
   increments_in_ += increments;
-  for (RoutedRecord& r : scratch_) combiner_.Add(std::move(r));
+  for (RoutedRecord& r : records) combiner_.Add(std::move(r));
   waiters_.push_back(Waiter{ex, increments});
   // While a commit runs, its completion flushes this window (MaybeFlush).
   if (!committing_) MaybeFlush(false);
@@ -378,6 +470,8 @@ nlohmann::json WritePathImpl::StatsJson() const {
       {"combining_ratio", records_out_ ? static_cast<double>(records_in_) / static_cast<double>(records_out_) : 0.0},
       {"rejected_invalid", rejected_invalid_},
       {"rejected_overloaded", rejected_overloaded_},
+      {"waiting_requests", parked_.size()},
+      {"waited_requests", waited_requests_},
       {"commit_errors", commit_errors_},
       {"late_lines_written", late_->lines_written()},
       {"late_frames_written", late_->frames_written()},
@@ -408,6 +502,10 @@ constexpr MetricRow kMetricRows[] = {
      "Increment requests refused with a 400."},
     {"/write/rejected_overloaded", "clickatron_api_rejected_overloaded_total", "counter",
      "Increment requests refused with 503 OVERLOADED."},
+    {"/write/waiting_requests", "clickatron_api_waiting_requests", "gauge",
+     "Increment requests waiting for a realtime shard's queue to fall below queue_wait_increments."},
+    {"/write/waited_requests", "clickatron_api_waited_requests_total", "counter",
+     "Increment requests that had to wait for a realtime shard's queue (flow control)."},
     {"/write/commit_errors", "clickatron_api_commit_errors_total", "counter",
      "Flush windows whose oplog commit failed (their increments answered with an error)."},
     {"/write/late_lines_written", "clickatron_api_late_lines_total", "counter",

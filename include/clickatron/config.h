@@ -62,6 +62,14 @@ struct ApiConfig {
   uint64_t oplog_segment_bytes = 64u << 20;
   int oplog_retention_hours = 48;       // keep acknowledged segments this long
   uint64_t max_queued_increments = 2'000'000;  // per shard, beyond it 503 OVERLOADED
+  // Flow control for a shard that is up but slower than this node: while
+  // it has this many lines waiting, new increments for it wait (up to
+  // queue_wait_ms, then 503 OVERLOADED) instead of growing its queue, so
+  // what is acknowledged reaches queries within seconds. 0: never wait. A
+  // shard that is down is not waited for: the oplog keeps its lines, up to
+  // max_queued_increments.
+  uint64_t queue_wait_increments = 500'000;
+  int queue_wait_ms = 5000;
   int future_margin_hours = 24;         // increments later than now+margin are refused (<= 24: always in the ring)
   int request_timeout_ms = 5000;        // to realtime / archive peers
   int retry_backoff_min_ms = 50;

@@ -78,6 +78,7 @@ class WriteCluster {
     Start("api-0");
   }
   void Kill(const std::string& name) { cluster_.Kill(name); }
+  void Signal(const std::string& name, int signo) { cluster_.Signal(name, signo); }  // e.g. SIGSTOP, SIGCONT
   int Stop(const std::string& name) { return cluster_.Stop(name); }
   std::string LogTail(const std::string& name) const { return cluster_.LogTail(name); }
 

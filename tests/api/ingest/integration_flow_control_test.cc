@@ -1,0 +1,109 @@
+// Flow control ([api] queue_wait_increments, queue_wait_ms): a realtime
+// shard that is up but behind makes new increments for it wait, instead of
+// letting its queue grow; they are taken once it catches up, or refused with
+// 503 OVERLOADED (nothing of them taken) when the wait runs out. A shard
+// that is up but behind is made here by stopping it (SIGSTOP) inside a
+// request timeout far longer than the test: the API still counts it as up,
+// with the lines sent to it unacknowledged.
+#include <chrono>
+#include <ctime>
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+
+#include "api/ingest/cluster_fixture.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::api::write_testing {
+namespace {
+
+nlohmann::json Json(const HttpResponse& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+std::string HourCode(int64_t ts) { return *YmdhFromUnix(ts); }
+
+// A batch body of one increment per key.
+std::string Body(const std::vector<std::string>& keys, int64_t ts) {
+  std::string body;
+  for (const std::string& key : keys) body += fmt::format("ns=t&key={}&ts={}\n", key, ts);
+  return body;
+}
+
+ClusterSpec FlowControlSpec(int wait_ms) {
+  ClusterSpec spec = WriteCluster::Spec(2);
+  spec.api.SetInt("queue_wait_increments", 10).SetInt("queue_wait_ms", wait_ms);
+  // A stopped shard stays "up" (its request unanswered) for the whole test.
+  spec.api.SetInt("request_timeout_ms", 60000);
+  return spec;
+}
+
+uint64_t WriteFigure(const WriteCluster& c, const char* name) {
+  nlohmann::json s = c.ApiStats();
+  if (!s.is_object() || !s["write"][name].is_number()) return ~uint64_t{0};
+  return s["write"][name].get<uint64_t>();
+}
+
+TEST(IntegrationFlowControlTest, IncrementsForAShardThatIsBehindWaitThenAreTaken) {
+  WriteCluster c(FlowControlSpec(60000));
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string ymdh = HourCode(ts);
+  const auto on0 = KeysOnShard("t", "slow", 0, 2, 40);
+  const auto on1 = KeysOnShard("t", "fast", 1, 2, 5);
+  const std::vector<std::string> first(on0.begin(), on0.begin() + 20), second(on0.begin() + 20, on0.end());
+
+  c.Signal(WriteCluster::Realtime(0), SIGSTOP);
+  // Shard 0's queue was empty: taken, and left unacknowledged by the stopped shard.
+  ASSERT_EQ(HttpPost(c.Api(), "/incr", Body(first, ts), 10000).status_code, 200);
+  // Now 20 lines wait for it, over the mark of 10: the next request for it waits.
+  auto waiting = std::async(std::launch::async, [&] { return HttpPost(c.Api(), "/incr", Body(second, ts), 60000); });
+  ASSERT_TRUE(WaitFor([&] { return WriteFigure(c, "waiting_requests") == 1; })) << c.ApiStats().dump();
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  // Another shard's increments do not wait behind it.
+  ASSERT_EQ(HttpPost(c.Api(), "/incr", Body(on1, ts), 10000).status_code, 200);
+
+  c.Signal(WriteCluster::Realtime(0), SIGCONT);
+  const HttpResponse r = waiting.get();
+  EXPECT_EQ(r.status_code, 200) << r.body;
+  EXPECT_EQ(Json(r)["data"]["increments"], second.size()) << r.body;
+  EXPECT_EQ(WriteFigure(c, "waiting_requests"), 0u);
+  EXPECT_EQ(WriteFigure(c, "waited_requests"), 1u);
+
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+  std::map<std::string, int64_t> expected;
+  for (const auto& keys : {on0, on1}) {
+    for (const std::string& key : keys) expected["t|" + key + "." + ymdh] = 1;
+  }
+  EXPECT_EQ(c.Counters("t|"), expected);
+}
+
+TEST(IntegrationFlowControlTest, AWaitThatRunsOutIsRefusedAndTakesNothing) {
+  WriteCluster c(FlowControlSpec(300));
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string ymdh = HourCode(ts);
+  const auto on0 = KeysOnShard("t", "slow", 0, 2, 40);
+  const std::vector<std::string> first(on0.begin(), on0.begin() + 20), refused(on0.begin() + 20, on0.end());
+
+  c.Signal(WriteCluster::Realtime(0), SIGSTOP);
+  ASSERT_EQ(HttpPost(c.Api(), "/incr", Body(first, ts), 10000).status_code, 200);
+  const HttpResponse r = HttpPost(c.Api(), "/incr", Body(refused, ts), 10000);
+  EXPECT_EQ(r.status_code, 503) << r.body;
+  EXPECT_EQ(Json(r)["status_txt"], "OVERLOADED") << r.body;
+  EXPECT_NE(r.body.find("300 ms"), std::string::npos) << r.body;
+  EXPECT_EQ(WriteFigure(c, "waiting_requests"), 0u);
+  c.Signal(WriteCluster::Realtime(0), SIGCONT);
+
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+  std::map<std::string, int64_t> expected;
+  for (const std::string& key : first) expected["t|" + key + "." + ymdh] = 1;
+  EXPECT_EQ(c.Counters("t|"), expected) << "the refused request's increments must not be stored";
+}
+
+}  // namespace
+}  // namespace clickatron::api::write_testing
