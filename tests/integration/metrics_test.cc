@@ -59,6 +59,8 @@ const std::vector<Figure> kApiFigures = {
     {"/write/combining_ratio", "clickatron_api_combining_ratio"},
     {"/write/rejected_invalid", "clickatron_api_rejected_invalid_total"},
     {"/write/rejected_overloaded", "clickatron_api_rejected_overloaded_total"},
+    {"/write/waiting_requests", "clickatron_api_waiting_requests"},
+    {"/write/waited_requests", "clickatron_api_waited_requests_total"},
     {"/write/commit_errors", "clickatron_api_commit_errors_total"},
     {"/write/late_lines_written", "clickatron_api_late_lines_total"},
     {"/write/late_frames_written", "clickatron_api_late_frames_total"},
