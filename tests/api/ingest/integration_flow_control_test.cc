@@ -34,6 +34,13 @@ std::string Body(const std::vector<std::string>& keys, int64_t ts) {
   return body;
 }
 
+// Every shard's sender is up (a sender still asking a shard's watermark is
+// not "up", and nothing waits for it), with nothing queued.
+void StartAndSettle(WriteCluster& c) {
+  c.StartAll();
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+}
+
 ClusterSpec FlowControlSpec(int wait_ms) {
   ClusterSpec spec = WriteCluster::Spec(2);
   spec.api.SetInt("queue_wait_increments", 10).SetInt("queue_wait_ms", wait_ms);
@@ -50,7 +57,7 @@ uint64_t WriteFigure(const WriteCluster& c, const char* name) {
 
 TEST(IntegrationFlowControlTest, IncrementsForAShardThatIsBehindWaitThenAreTaken) {
   WriteCluster c(FlowControlSpec(60000));
-  c.StartAll();
+  ASSERT_NO_FATAL_FAILURE(StartAndSettle(c));
   const int64_t ts = static_cast<int64_t>(std::time(nullptr));
   const std::string ymdh = HourCode(ts);
   const auto on0 = KeysOnShard("t", "slow", 0, 2, 40);
@@ -84,7 +91,7 @@ TEST(IntegrationFlowControlTest, IncrementsForAShardThatIsBehindWaitThenAreTaken
 
 TEST(IntegrationFlowControlTest, AWaitThatRunsOutIsRefusedAndTakesNothing) {
   WriteCluster c(FlowControlSpec(300));
-  c.StartAll();
+  ASSERT_NO_FATAL_FAILURE(StartAndSettle(c));
   const int64_t ts = static_cast<int64_t>(std::time(nullptr));
   const std::string ymdh = HourCode(ts);
   const auto on0 = KeysOnShard("t", "slow", 0, 2, 40);
