@@ -40,7 +40,7 @@ namespace {
 constexpr int64_t kLateSealAgeSeconds = 3600;
 constexpr auto kHousekeepingPeriod = std::chrono::seconds(30);
 // How often requests waiting for a shard's queue look again (a check of a
-// few counters each; a request is parsed again only once it may go).
+// few counters each: a request is parsed once, when it comes).
 constexpr auto kResumeCheckPeriod = std::chrono::milliseconds(2);
 
 bool HasIncrementArgs(const QueryArgs& args) {
@@ -106,7 +106,8 @@ class WritePathImpl : public WritePath {
   // down is not waited for: the oplog keeps its lines) and has the mark's
   // lines waiting.
   bool MustWaitFor(uint32_t shard) const;
-  void ResumeParked();  void HandleSeal(const HttpExchangePtr& ex);
+  void ResumeParked();
+  void HandleSeal(const HttpExchangePtr& ex);
   void ArmWindow(std::chrono::microseconds delay);
   void MaybeFlush(bool from_timer);
   void Flush(bool force);
@@ -232,7 +233,6 @@ Status WritePathImpl::Init() {
                shard_count_, cfg.oplog_sync, cfg.flush_window_ms, fmt::join(next_seq_, ", "));
   return Status::Ok();
 }
-
 
 bool WritePathImpl::MustWaitFor(uint32_t shard) const {
   const uint64_t mark = ctx_.cluster.api.queue_wait_increments;
