@@ -81,22 +81,14 @@ nlohmann::json Cluster::ApiGet(const std::string& target, int* status) const {
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
-int64_t Cluster::DayTotal(const std::string& key, const std::string& day) const {
+int64_t Cluster::DayFigure(const std::string& endpoint, const std::string& figure, const std::string& key,
+                           const std::string& day) const {
   int status = 0;
-  auto j = ApiGet("/clicks?ns=u&key=" + PercentEncode(key) +
+  auto j = ApiGet(endpoint + "?ns=u&key=" + PercentEncode(key) +
                       "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" + std::to_string(UnixOfDate(day)),
                   &status);
-  if (status != 200 || !j["data"]["clicks"].is_number_integer()) return -1;
-  return j["data"]["clicks"].get<int64_t>();
-}
-
-int64_t Cluster::DayUniques(const std::string& key, const std::string& day) const {
-  int status = 0;
-  auto j = ApiGet("/uniques?ns=u&key=" + PercentEncode(key) +
-                      "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" + std::to_string(UnixOfDate(day)),
-                  &status);
-  if (status != 200 || !j["data"]["uniques"].is_number_integer()) return -1;
-  return j["data"]["uniques"].get<int64_t>();
+  if (status != 200 || !j["data"][figure].is_number_integer()) return -1;
+  return j["data"][figure].get<int64_t>();
 }
 
 int ExpectExactOrUnavailable(const Cluster& cluster, const std::string& day,

@@ -71,12 +71,21 @@ class Cluster {
   // GET against the API; the parsed envelope (null JSON on a transport error).
   nlohmann::json ApiGet(const std::string& target, int* status = nullptr) const;
   // The key's (ns u) clicks over one UTC day by /clicks rollup; -1 when not answered.
-  int64_t DayTotal(const std::string& key, const std::string& day) const;
+  int64_t DayTotal(const std::string& key, const std::string& day) const {
+    return DayFigure("/clicks", "clicks", key, day);
+  }
   // The key's (ns u) distinct visitors over one UTC day by /uniques rollup;
   // -1 when not answered.
-  int64_t DayUniques(const std::string& key, const std::string& day) const;
+  int64_t DayUniques(const std::string& key, const std::string& day) const {
+    return DayFigure("/uniques", "uniques", key, day);
+  }
 
  private:
+  // data.FIGURE of ENDPOINT for the key's one UTC day, rolled up; -1 when
+  // not answered.
+  int64_t DayFigure(const std::string& endpoint, const std::string& figure, const std::string& key,
+                    const std::string& day) const;
+
   clickatron::testing::Cluster cluster_;
 };
 

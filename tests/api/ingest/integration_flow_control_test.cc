@@ -49,6 +49,18 @@ ClusterSpec FlowControlSpec(int wait_ms) {
   return spec;
 }
 
+// A settled cluster and the keys both tests send: 40 on shard 0 (the one
+// stopped), split in two requests of 20, over a mark of 10 lines.
+struct StoppedShardCase {
+  explicit StoppedShardCase(int wait_ms) : c(FlowControlSpec(wait_ms)) {}
+  WriteCluster c;
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string ymdh = HourCode(ts);
+  const std::vector<std::string> on0 = KeysOnShard("t", "slow", 0, 2, 40);
+  const std::vector<std::string> first{on0.begin(), on0.begin() + 20};
+  const std::vector<std::string> second{on0.begin() + 20, on0.end()};
+};
+
 uint64_t WriteFigure(const WriteCluster& c, const char* name) {
   nlohmann::json s = c.ApiStats();
   if (!s.is_object() || !s["write"][name].is_number()) return ~uint64_t{0};
@@ -56,13 +68,10 @@ uint64_t WriteFigure(const WriteCluster& c, const char* name) {
 }
 
 TEST(IntegrationFlowControlTest, IncrementsForAShardThatIsBehindWaitThenAreTaken) {
-  WriteCluster c(FlowControlSpec(60000));
+  StoppedShardCase t(60000);
+  auto& [c, ts, ymdh, on0, first, second] = t;
   ASSERT_NO_FATAL_FAILURE(StartAndSettle(c));
-  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
-  const std::string ymdh = HourCode(ts);
-  const auto on0 = KeysOnShard("t", "slow", 0, 2, 40);
   const auto on1 = KeysOnShard("t", "fast", 1, 2, 5);
-  const std::vector<std::string> first(on0.begin(), on0.begin() + 20), second(on0.begin() + 20, on0.end());
 
   c.Signal(WriteCluster::Realtime(0), SIGSTOP);
   // Shard 0's queue was empty: taken, and left unacknowledged by the stopped shard.
@@ -90,12 +99,9 @@ TEST(IntegrationFlowControlTest, IncrementsForAShardThatIsBehindWaitThenAreTaken
 }
 
 TEST(IntegrationFlowControlTest, AWaitThatRunsOutIsRefusedAndTakesNothing) {
-  WriteCluster c(FlowControlSpec(300));
+  StoppedShardCase t(300);
+  auto& [c, ts, ymdh, on0, first, refused] = t;
   ASSERT_NO_FATAL_FAILURE(StartAndSettle(c));
-  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
-  const std::string ymdh = HourCode(ts);
-  const auto on0 = KeysOnShard("t", "slow", 0, 2, 40);
-  const std::vector<std::string> first(on0.begin(), on0.begin() + 20), refused(on0.begin() + 20, on0.end());
 
   c.Signal(WriteCluster::Realtime(0), SIGSTOP);
   ASSERT_EQ(HttpPost(c.Api(), "/incr", Body(first, ts), 10000).status_code, 200);
