@@ -21,18 +21,14 @@ Status RecordValue::AddStored(std::string_view raw) {
       return Status::Ok();
     case Kind::kUnique: {
       if (!found_) {
-        if (Status st = UniqueSketch::AppendTextOfBinary(raw, &pending_text_); !st.ok()) {
-          return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), st.message()));
-        }
+        if (Status st = UniqueSketch::AppendTextOfBinary(raw, &pending_text_); !st.ok()) return BadSketch(st);
         text_pending_ = true;
         found_ = true;
         return Status::Ok();
       }
       CLICKATRON_RETURN_IF_ERROR(DecodePendingText());
       Result<UniqueSketch> sketch = UniqueSketch::FromBinary(raw);
-      if (!sketch.ok()) {
-        return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), sketch.status().message()));
-      }
+      if (!sketch.ok()) return BadSketch(sketch.status());
       visitors_.Merge(*sketch);
       return Status::Ok();
     }
@@ -67,11 +63,13 @@ Status RecordValue::DecodePendingText() {
   if (!text_pending_) return Status::Ok();
   text_pending_ = false;
   Result<UniqueSketch> sketch = UniqueSketch::FromText(pending_text_);
-  if (!sketch.ok()) {
-    return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), sketch.status().message()));
-  }
+  if (!sketch.ok()) return BadSketch(sketch.status());
   visitors_.Merge(*sketch);
   return Status::Ok();
+}
+
+Status RecordValue::BadSketch(const Status& why) const {
+  return Status::Corruption(fmt::format("sketch {}: {}", QuoteForMessage(key_), why.message()));
 }
 
 void RecordValue::AddLookup(std::string_view value) {

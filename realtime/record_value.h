@@ -42,6 +42,8 @@ class RecordValue {
   enum class Kind { kCounter, kUnique, kLookup };
   // Decodes a sketch held only as text (below) into visitors_.
   Status DecodePendingText();
+  // CORRUPTION naming the key, for a stored sketch that does not decode.
+  Status BadSketch(const Status& why) const;
 
   std::string_view key_;
   Kind kind_;

@@ -152,6 +152,24 @@ double Tau(double x) {
   return z / 3.0;
 }
 
+// The checks every binary sketch passes before its payload is read: a form
+// letter, and for the dense form the exact payload size.
+Status CheckFormAndSize(std::string_view binary) {
+  if (binary.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
+  const size_t payload = binary.size() - 1;
+  if (binary[0] == kDenseForm) {
+    if (payload != kDenseSketchBytes) {
+      return Status::InvalidArgument(fmt::format("dense sketch holds {} bytes, not {}", payload, kDenseSketchBytes));
+    }
+    return Status::Ok();
+  }
+  if (binary[0] != kExplicitForm) {
+    return Status::InvalidArgument(
+        fmt::format("sketch form '{}' is neither 'e' (explicit) nor 'd' (dense)", static_cast<char>(binary[0])));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 uint64_t HashVisitor(std::string_view token) { return XXH3_64bits(token.data(), token.size()); }
@@ -342,19 +360,9 @@ void UniqueSketch::AppendText(std::string* out) const {
 }
 
 Status UniqueSketch::AppendTextOfBinary(std::string_view binary, std::string* out) {
-  if (binary.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
-  const std::string_view payload = binary.substr(1);
-  if (binary[0] == kDenseForm) {
-    if (payload.size() != kDenseSketchBytes) {
-      return Status::InvalidArgument(
-          fmt::format("dense sketch holds {} bytes, not {}", payload.size(), kDenseSketchBytes));
-    }
-  } else if (binary[0] != kExplicitForm) {
-    return Status::InvalidArgument(
-        fmt::format("sketch form '{}' is neither 'e' (explicit) nor 'd' (dense)", static_cast<char>(binary[0])));
-  }
+  CLICKATRON_RETURN_IF_ERROR(CheckFormAndSize(binary));
   out->push_back(binary[0]);
-  AppendBase64(payload, out);
+  AppendBase64(binary.substr(1), out);
   return Status::Ok();
 }
 
@@ -365,7 +373,7 @@ std::string UniqueSketch::ToText() const {
 }
 
 Result<UniqueSketch> UniqueSketch::FromBinary(std::string_view bytes) {
-  if (bytes.empty()) return Status::InvalidArgument("sketch is empty (no form letter)");
+  CLICKATRON_RETURN_IF_ERROR(CheckFormAndSize(bytes));
   const std::string_view payload = bytes.substr(1);
   UniqueSketch out;
   if (bytes[0] == kExplicitForm) {
@@ -403,29 +411,22 @@ Result<UniqueSketch> UniqueSketch::FromBinary(std::string_view bytes) {
     out.SetHashes(std::move(hashes), payload.size());
     return out;
   }
-  if (bytes[0] == kDenseForm) {
-    if (payload.size() != kDenseSketchBytes) {
-      return Status::InvalidArgument(
-          fmt::format("dense sketch holds {} bytes, not {}", payload.size(), kDenseSketchBytes));
-    }
-    out.registers_.resize(kSketchRegisters);
-    for (size_t i = 0, r = 0; i < payload.size(); i += 3, r += 4) {
-      const uint32_t v = uint32_t{static_cast<unsigned char>(payload[i])} << 16 |
-                         uint32_t{static_cast<unsigned char>(payload[i + 1])} << 8 |
-                         static_cast<unsigned char>(payload[i + 2]);
-      for (int k = 0; k < 4; ++k) {
-        const auto value = static_cast<uint8_t>((v >> (18 - 6 * k)) & 63);
-        if (value > kMaxSketchRegister) {
-          return Status::InvalidArgument(
-              fmt::format("dense sketch register {} is {}, over {}", r + k, value, kMaxSketchRegister));
-        }
-        out.registers_[r + k] = value;
+  // The dense form, its size checked above.
+  out.registers_.resize(kSketchRegisters);
+  for (size_t i = 0, r = 0; i < payload.size(); i += 3, r += 4) {
+    const uint32_t v = uint32_t{static_cast<unsigned char>(payload[i])} << 16 |
+                       uint32_t{static_cast<unsigned char>(payload[i + 1])} << 8 |
+                       static_cast<unsigned char>(payload[i + 2]);
+    for (int k = 0; k < 4; ++k) {
+      const auto value = static_cast<uint8_t>((v >> (18 - 6 * k)) & 63);
+      if (value > kMaxSketchRegister) {
+        return Status::InvalidArgument(
+            fmt::format("dense sketch register {} is {}, over {}", r + k, value, kMaxSketchRegister));
       }
+      out.registers_[r + k] = value;
     }
-    return out;
   }
-  return Status::InvalidArgument(
-      fmt::format("sketch form '{}' is neither 'e' (explicit) nor 'd' (dense)", static_cast<char>(bytes[0])));
+  return out;
 }
 
 Result<UniqueSketch> UniqueSketch::FromText(std::string_view text) {

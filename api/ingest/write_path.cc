@@ -87,16 +87,18 @@ class WritePathImpl : public WritePath {
   struct Parked {
     HttpExchangePtr ex;
     std::vector<RoutedRecord> records;
+    std::vector<uint32_t> shards;  // ShardsOf(records), found once
     size_t increments = 0;
     std::chrono::steady_clock::time_point deadline;
   };
 
   void HandleIncr(const HttpExchangePtr& ex);
-  // Takes the routed records of one request into the window, or parks the
-  // request (a shard it goes to is behind), or refuses it (a queue is full).
-  // `resumed`: it waited already (counted once in waited_requests).
-  void Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, size_t increments,
-             std::chrono::steady_clock::time_point deadline, bool resumed);
+  // Takes the routed records of one request (going to `shards`) into the
+  // window, or parks the request (a shard it goes to is behind), or refuses
+  // it (a queue is full). `resumed`: it waited already (counted once in
+  // waited_requests).
+  void Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, std::vector<uint32_t> shards,
+             size_t increments, std::chrono::steady_clock::time_point deadline, bool resumed);
   // The shards `records` go to, ascending.
   std::vector<uint32_t> ShardsOf(const std::vector<RoutedRecord>& records) const;
   uint64_t QueuedLines(uint32_t shard) const {
@@ -258,8 +260,7 @@ void WritePathImpl::ResumeParked() {
   parked.swap(parked_);
   const auto now = std::chrono::steady_clock::now();
   for (Parked& p : parked) {
-    const std::vector<uint32_t> shards = ShardsOf(p.records);
-    const bool still = std::any_of(shards.begin(), shards.end(), [&](uint32_t s) { return MustWaitFor(s); });
+    const bool still = std::any_of(p.shards.begin(), p.shards.end(), [&](uint32_t s) { return MustWaitFor(s); });
     if (still && now < p.deadline) {
       parked_.push_back(std::move(p));
     } else if (still) {
@@ -269,7 +270,7 @@ void WritePathImpl::ResumeParked() {
                                    "was taken; retry later",
                                    ctx_.cluster.api.queue_wait_increments, ctx_.cluster.api.queue_wait_ms));
     } else {
-      Admit(p.ex, p.records, p.increments, p.deadline, /*resumed=*/true);
+      Admit(p.ex, p.records, std::move(p.shards), p.increments, p.deadline, /*resumed=*/true);
     }
   }
   if (!parked_.empty() && !resume_armed_) {
@@ -318,19 +319,20 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyJson({{"increments", 0}});
     return;
   }
-  Admit(ex, scratch_, increments,
+  Admit(ex, scratch_, ShardsOf(scratch_), increments,
         std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx_.cluster.api.queue_wait_ms),
         /*resumed=*/false);
 }
 
-void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, size_t increments,
+void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records,
+                          std::vector<uint32_t> shards, size_t increments,
                           std::chrono::steady_clock::time_point deadline, bool resumed) {
   // Back-pressure: a shard that is down keeps its batches queued (and in the
   // oplog); past max_queued_increments lines, refuse rather than grow. A
   // shard that is up but behind makes the request wait (flow control).
   const uint64_t max_queued = ctx_.cluster.api.max_queued_increments;
   bool wait = false;
-  for (const uint32_t s : ShardsOf(records)) {
+  for (const uint32_t s : shards) {
     const uint64_t queued = QueuedLines(s);
     if (queued >= max_queued) {
       ++rejected_overloaded_;
@@ -343,7 +345,7 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
   }
   if (wait) {
     if (!resumed) ++waited_requests_;
-    parked_.push_back(Parked{ex, std::move(records), increments, deadline});
+    parked_.push_back(Parked{ex, std::move(records), std::move(shards), increments, deadline});
     records.clear();  // moved from: left valid and empty for the next request
     if (!resume_armed_) {
       resume_armed_ = true;
