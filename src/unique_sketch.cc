@@ -38,6 +38,51 @@ size_t ExplicitBytes(const std::vector<uint64_t>& hashes) {
   return bytes;
 }
 
+// Sorted, distinct lists of hashes (the explicit parts of a union) united
+// pairwise, run by run: set_union drops a hash both hold, so log2(runs)
+// linear passes give the sorted, distinct union without sorting every hash
+// again. Its two buffers are kept for the next union.
+class SortedRuns {
+ public:
+  // Room for `hashes` hashes in all, no runs yet.
+  void Reset(size_t hashes) {
+    from_.resize(hashes);
+    to_.resize(hashes);
+    from_ends_.clear();
+    filled_ = 0;
+  }
+  void Append(const std::vector<uint64_t>& run) {
+    if (run.empty()) return;
+    std::copy(run.begin(), run.end(), from_.begin() + static_cast<ptrdiff_t>(filled_));
+    filled_ += run.size();
+    from_ends_.push_back(filled_);
+  }
+  // The union of the runs appended (valid until Reset).
+  const std::vector<uint64_t>& Unite() {
+    while (from_ends_.size() > 1) {
+      to_ends_.clear();
+      uint64_t* out = to_.data();
+      const uint64_t* begin = from_.data();
+      for (size_t r = 0; r < from_ends_.size(); r += 2) {
+        const uint64_t* middle = from_.data() + from_ends_[r];
+        const uint64_t* end = r + 1 < from_ends_.size() ? from_.data() + from_ends_[r + 1] : middle;
+        out = std::set_union(begin, middle, middle, end, out);
+        to_ends_.push_back(static_cast<size_t>(out - to_.data()));
+        begin = end;
+      }
+      from_.swap(to_);
+      from_ends_.swap(to_ends_);
+    }
+    from_.resize(from_ends_.empty() ? 0 : from_ends_.front());
+    return from_;
+  }
+
+ private:
+  std::vector<uint64_t> from_, to_;
+  std::vector<size_t> from_ends_, to_ends_;  // where each run ends in from_ / to_
+  size_t filled_ = 0;
+};
+
 // Standard base64 without padding: record values need no '=' and this keeps
 // one spelling per payload (trailing bits must be zero on decode).
 constexpr std::string_view kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -279,21 +324,20 @@ uint64_t UniqueSketch::EstimateUnion(const std::vector<const UniqueSketch*>& par
   if (parts.size() == 1) return parts.front()->Estimate();
   // Which form the union takes depends on its set alone, and a register
   // keeps the largest value any hash gives it: so every hash into one
-  // list (sorted once) or one register array, in any order, gives what
-  // merging the parts one by one gives, with one allocation.
+  // list (the parts' sorted lists united, SortedRuns) or one register
+  // array, in any order, gives what merging the parts one by one gives,
+  // in buffers kept per thread.
   size_t hashes = 0;
   bool dense = false;
   for (const UniqueSketch* p : parts) {
     hashes += p->hashes_.size();
     dense = dense || !p->registers_.empty();
   }
-  thread_local std::vector<uint64_t> all;
-  all.clear();
   if (!dense) {
-    all.reserve(hashes);
-    for (const UniqueSketch* p : parts) all.insert(all.end(), p->hashes_.begin(), p->hashes_.end());
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
+    thread_local SortedRuns runs;
+    runs.Reset(hashes);
+    for (const UniqueSketch* p : parts) runs.Append(p->hashes_);
+    const std::vector<uint64_t>& all = runs.Unite();
     if (ExplicitBytes(all) <= kDenseSketchBytes) return all.size();
   }
   thread_local std::vector<uint8_t> registers;

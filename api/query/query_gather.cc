@@ -121,10 +121,11 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archive, RealtimeReader& realtime,
-                         LookupCache& lookups, ReadStats& stats)
+                         LookupCache& lookups, SketchTextCache& sketch_texts, ReadStats& stats)
     : archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
+      sketch_texts_(sketch_texts),
       stats_(stats) {}
 
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
@@ -534,7 +535,7 @@ void QueryGather::CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, Br
   if (st.ok() && job->uniques_from) {
     st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
                                 /*keyed_lines=*/true, last_day, HourSpan{*job->uniques_from, job->end_ts},
-                                &data.unique_subtotals);
+                                sketch_texts_, &data.unique_subtotals);
   }
   if (!st.ok()) return job->done(std::move(st));
   job->done(std::move(data));
@@ -687,7 +688,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     });
     if (st.ok()) {
       st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
-                                  job->span, &data.hours);
+                                  job->span, sketch_texts_, &data.hours);
     }
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_uniques_read += days_read;

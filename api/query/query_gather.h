@@ -51,6 +51,7 @@
 #include "query/read_stats.h"
 #include "query/realtime_reader.h"
 #include "query/rollup.h"
+#include "query/sketch_text_cache.h"
 #include "query/unique_records.h"
 
 namespace clickatron::api {
@@ -101,7 +102,7 @@ struct MgetAnswer {
 class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              ReadStats& stats);
+              SketchTextCache& sketch_texts, ReadStats& stats);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -195,6 +196,7 @@ class QueryGather {
   ArchiveReader& archive_;
   RealtimeReader& realtime_;
   LookupCache& lookups_;
+  SketchTextCache& sketch_texts_;
   ReadStats& stats_;
 };
 

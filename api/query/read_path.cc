@@ -29,6 +29,10 @@ namespace clickatron::api {
 namespace {
 
 constexpr size_t kLookupCacheEntries = 200'000;
+// Decoded realtime sketches kept by their text (sketch_text_cache.h), per
+// node, shared out among its read loops: some 500 dense hours (32 KiB each
+// with their text) or tens of thousands of small ones.
+constexpr size_t kSketchTextCacheBytes = size_t{16} << 20;
 
 // No record can hold an hour outside the YMDH years: a window wholly outside
 // them is answered without asking anyone.
@@ -136,7 +140,8 @@ class ReadPathImpl : public ReadPath {
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
         lookups_(kLookupCacheEntries),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, stats_) {
+        sketch_texts_(kSketchTextCacheBytes / static_cast<size_t>(shared_->loops), stats_),
+        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, stats_) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -468,6 +473,7 @@ class ReadPathImpl : public ReadPath {
   ArchiveReader archive_;
   RealtimeReader realtime_;
   LookupCache lookups_;
+  SketchTextCache sketch_texts_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

@@ -6,14 +6,6 @@
 namespace clickatron::api {
 namespace {
 
-Status AddSketch(std::string_view text, int64_t hour, std::string_view key, std::string_view what,
-                 HourlySketches* out) {
-  auto sketch = DecodeSketch(text, what);
-  if (!sketch.ok()) return sketch.status();
-  out->push_back(HourSketch{hour, std::string(key), std::move(sketch).value()});
-  return Status::Ok();
-}
-
 // The sketches of one (unit, key), counted as one union when asked (a unit
 // of one day record is the record's own estimate).
 class Union {
@@ -100,12 +92,16 @@ Status AddArchiveUniqueSubtotals(std::string_view value, int64_t hour, std::stri
 }
 
 Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bool keyed_lines,
-                              const ArchiveLastDay& last_day, const HourSpan& span, HourlySketches* out) {
+                              const ArchiveLastDay& last_day, const HourSpan& span, SketchTextCache& decoded,
+                              HourlySketches* out) {
   return ForEachRealtimeHourLine(
       body, prefix, keyed_lines, "realtime unique",
       [&](int64_t hour, std::string_view skey, std::string_view value) -> Status {
         if (HourIsArchived(hour, last_day) || !span.Contains(hour)) return Status::Ok();
-        return AddSketch(value, hour, skey, "realtime unique", out);
+        auto sketch = decoded.Decode(value, "realtime unique");
+        if (!sketch.ok()) return sketch.status();
+        out->push_back(HourSketch{hour, std::string(skey), std::move(sketch).value()});
+        return Status::Ok();
       });
 }
 

@@ -20,6 +20,7 @@
 #include "clickatron/unique_sketch.h"
 #include "query/read_records.h"
 #include "query/rollup.h"
+#include "query/sketch_text_cache.h"
 
 namespace clickatron::api {
 
@@ -54,9 +55,11 @@ Status AddArchiveUniqueSubtotals(std::string_view value, int64_t hour, std::stri
 // with `keyed_lines` each line names its skey after the prefix
 // ("~sns.ns|tkey." for a breakdown); without, the prefix is the record up to
 // its hour ("~ns|tkey." or "~sns.ns|tkey.skey."; key ""). Hours archived or
-// outside `span` are skipped.
+// outside `span` are skipped. Sketches are decoded through `decoded` (a
+// realtime hour's text is mostly the same from one query to the next).
 Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bool keyed_lines,
-                              const ArchiveLastDay& last_day, const HourSpan& span, HourlySketches* out);
+                              const ArchiveLastDay& last_day, const HourSpan& span, SketchTextCache& decoded,
+                              HourlySketches* out);
 
 // Distinct visitors per unit (index as in the window), and over the window.
 std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours);

@@ -148,7 +148,7 @@ TEST(UniqueSketchTest, EstimateUnionIsTheEstimateOfTheMergedSketch) {
   struct Range {
     uint64_t first, count;
   };
-  const std::vector<std::vector<Range>> families = {
+  std::vector<std::vector<Range>> families = {
       {},
       {{0, 40}},
       {{0, 50}, {12, 50}, {24, 50}, {36, 50}},       // neighbouring hours sharing visitors
@@ -157,7 +157,12 @@ TEST(UniqueSketchTest, EstimateUnionIsTheEstimateOfTheMergedSketch) {
       {{0, 5}, {0, 20'000}, {10, 3}},                 // a dense part among explicit ones
       {{0, 20'000}, {15'000, 20'000}},                // dense with dense
       {{0, 1}, {}, {1, 1}},                           // an empty part
+      {{0, 50}, {12, 50}, {24, 50}, {36, 50}, {48, 50}, {60, 50}, {72, 50}},  // an odd count of runs
+      {{500, 10}, {0, 10}, {5, 10}, {1000, 1}, {0, 600}},                     // runs in no order
   };
+  std::vector<Range> day;  // a day's hours as a reader unites them: 24 runs, neighbours sharing 38
+  for (uint64_t hour = 0; hour < 24; ++hour) day.push_back({12 * hour, 50});
+  families.push_back(day);
   for (size_t f = 0; f < families.size(); ++f) {
     std::vector<UniqueSketch> parts;
     std::set<std::string> tokens;

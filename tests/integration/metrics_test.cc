@@ -119,6 +119,8 @@ const std::vector<Figure> kApiFigures = {
     {"/read/archive_cache_probes", "clickatron_api_read_archive_cache_probes_total"},
     {"/read/archive_cache_decoded_hits", "clickatron_api_read_archive_cache_decoded_hits_total"},
     {"/read/realtime_skip_rereads", "clickatron_api_read_realtime_skip_rereads_total"},
+    {"/read/sketch_cache_hits", "clickatron_api_read_sketch_cache_hits_total"},
+    {"/read/sketch_cache_misses", "clickatron_api_read_sketch_cache_misses_total"},
 };
 
 const std::vector<Figure> kRealtimeFigures = {

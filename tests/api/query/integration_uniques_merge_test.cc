@@ -264,6 +264,37 @@ TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
   ExpectDecodedHitsOnlyWhenCached();
 }
 
+// Realtime sketches are decoded once per text: asking a window again reads
+// the kept sketches, and an hour whose visitors change (a new text) is
+// decoded anew, so the next answer counts the new visitor.
+TEST_P(IntegrationUniquesMergeTest, RealtimeSketchesKeptByTextFollowChanges) {
+  const int64_t end_of_today = (today_ + 1) * kDay;
+  ExpectUniques(kHotKey, "", "hour", 30, 0, end_of_today);
+  const int64_t misses = ReadFigure("sketch_cache_misses");
+  const int64_t hits = ReadFigure("sketch_cache_hits");
+  EXPECT_GT(misses, 0) << "today's hours are realtime";
+  ExpectUniques(kHotKey, "", "hour", 30, 0, end_of_today);
+  EXPECT_GT(ReadFigure("sketch_cache_hits"), hits);
+  EXPECT_EQ(ReadFigure("sketch_cache_misses"), misses) << "nothing changed, nothing decoded again";
+
+  // A new visitor in an hour of today, sent to the key's realtime shard as
+  // a shard takes it (the oracle learns it too).
+  const int64_t hour = today_ * kDay + 5 * kHour;
+  const std::string token = "a visitor no other hour has";
+  data_.AddVisitorAtRing("u", kHotKey, hour, token, {}, today_);
+  UniqueSketch one;
+  one.Add(HashVisitor(token));
+  const std::string key = fmt::format("{}u|{}.{}", kUniqueMark, kHotKey, *YmdhFromUnix(hour));
+  auto shard_key = ShardKeyOfRealtimeKey(key);
+  ASSERT_TRUE(shard_key.ok()) << key;
+  const int shard = static_cast<int>(ShardOf(*shard_key, cluster_.spec().realtime_shards));
+  auto r = HttpPost(cluster_.Peer(fmt::format("realtime-{}", shard)), "/incr?source=test&seq=2",
+                    fmt::format("{},{}\n", key, one.ToText()));
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  ExpectUniques(kHotKey, "", "hour", 30, 0, end_of_today);
+  EXPECT_GT(ReadFigure("sketch_cache_misses"), misses) << "the changed hour decoded anew";
+}
+
 INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationUniquesMergeTest,
                          ::testing::Values(Files{DayRecords::kEveryDay, false}, Files{DayRecords::kNone, false},
                                            Files{DayRecords::kEveryDay, true}),
