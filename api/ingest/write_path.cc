@@ -15,16 +15,18 @@
 //      batches join their shard's send queue.
 // While a commit runs, the next window keeps filling, so under load windows
 // grow, combining improves, and there is one fsync per window.
+// Before step 1, a request for a shard that is behind (or that older
+// requests wait for) waits its turn: flow control, flow_queue.h.
 #include "ingest/write_path.h"
 
 #include <algorithm>
-#include <deque>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "ingest/combiner.h"
+#include "ingest/flow_queue.h"
 #include "ingest/increment_parser.h"
 #include "ingest/increment_records.h"
 #include "ingest/late_data.h"
@@ -62,7 +64,8 @@ class WritePathImpl : public WritePath {
         max_batch_bytes_(std::clamp<size_t>(ctx.cluster.http.max_body_bytes / 2, 4096, 16u << 20)),
         combiner_(shard_count_),
         next_seq_(shard_count_, 0),
-        committing_lines_(shard_count_, 0) {}
+        committing_lines_(shard_count_, 0),
+        parked_(shard_count_) {}
 
   ~WritePathImpl() override {
     *alive_ = false;
@@ -82,14 +85,12 @@ class WritePathImpl : public WritePath {
     size_t increments;
   };
 
-  // A request that waits for a shard's queue (flow control), parsed and
-  // routed already: admitted once the shards it goes to are below the mark.
+  // A request that waits for a shard's queue (flow control, flow_queue.h),
+  // parsed and routed already.
   struct Parked {
     HttpExchangePtr ex;
     std::vector<RoutedRecord> records;
-    std::vector<uint32_t> shards;  // ShardsOf(records), found once
     size_t increments = 0;
-    std::chrono::steady_clock::time_point deadline;
   };
 
   void HandleIncr(const HttpExchangePtr& ex);
@@ -104,10 +105,9 @@ class WritePathImpl : public WritePath {
   uint64_t QueuedLines(uint32_t shard) const {
     return senders_[shard]->queued_lines() + committing_lines_[shard] + combiner_.lines(shard);
   }
-  // Whether new increments for the shard wait: it is up (a shard that is
-  // down is not waited for: the oplog keeps its lines) and has the mark's
-  // lines waiting.
-  bool MustWaitFor(uint32_t shard) const;
+  // Whether the shard is behind: it is up (a shard that is down is not
+  // waited for: the oplog keeps its lines) and has the mark's lines waiting.
+  bool Behind(uint32_t shard) const;
   void ResumeParked();
   void HandleSeal(const HttpExchangePtr& ex);
   void ArmWindow(std::chrono::microseconds delay);
@@ -147,7 +147,8 @@ class WritePathImpl : public WritePath {
   std::vector<uint64_t> committing_lines_;  // per shard: lines in commits not yet done
   std::vector<Waiter> waiters_;             // clients of the window being filled
   std::vector<RoutedRecord> scratch_;
-  std::deque<Parked> parked_;  // oldest first
+  FlowQueue<Parked> parked_;
+  const FlowQueue<Parked>::Behind behind_ = [this](uint32_t shard) { return Behind(shard); };
   bool resume_armed_ = false;
   HourCache hour_cache_;
   bool window_armed_ = false;
@@ -236,7 +237,7 @@ Status WritePathImpl::Init() {
   return Status::Ok();
 }
 
-bool WritePathImpl::MustWaitFor(uint32_t shard) const {
+bool WritePathImpl::Behind(uint32_t shard) const {
   const uint64_t mark = ctx_.cluster.api.queue_wait_increments;
   return mark > 0 && senders_[shard]->up() && QueuedLines(shard) >= mark;
 }
@@ -256,23 +257,18 @@ void WritePathImpl::ResumeParked() {
   // Oldest first; one admitted may park again (at the back, so the order
   // holds). A check of a few counters per request and turn: it was parsed
   // once, when it came.
-  std::deque<Parked> parked;
-  parked.swap(parked_);
-  const auto now = std::chrono::steady_clock::now();
-  for (Parked& p : parked) {
-    const bool still = std::any_of(p.shards.begin(), p.shards.end(), [&](uint32_t s) { return MustWaitFor(s); });
-    if (still && now < p.deadline) {
-      parked_.push_back(std::move(p));
-    } else if (still) {
-      ++rejected_overloaded_;
-      p.ex->ReplyError(503, "OVERLOADED",
-                       fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this request "
-                                   "was taken; retry later",
-                                   ctx_.cluster.api.queue_wait_increments, ctx_.cluster.api.queue_wait_ms));
-    } else {
-      Admit(p.ex, p.records, std::move(p.shards), p.increments, p.deadline, /*resumed=*/true);
-    }
-  }
+  parked_.Resume(
+      std::chrono::steady_clock::now(), behind_,
+      [&](Parked& p, std::vector<uint32_t>& shards, std::chrono::steady_clock::time_point deadline) {
+        Admit(p.ex, p.records, std::move(shards), p.increments, deadline, /*resumed=*/true);
+      },
+      [&](Parked& p) {
+        ++rejected_overloaded_;
+        p.ex->ReplyError(503, "OVERLOADED",
+                         fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this "
+                                     "request was taken; retry later",
+                                     ctx_.cluster.api.queue_wait_increments, ctx_.cluster.api.queue_wait_ms));
+      });
   if (!parked_.empty() && !resume_armed_) {
     resume_armed_ = true;
     server_.After(kResumeCheckPeriod, Guarded([this] { ResumeParked(); }));
@@ -331,7 +327,6 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
   // oplog); past max_queued_increments lines, refuse rather than grow. A
   // shard that is up but behind makes the request wait (flow control).
   const uint64_t max_queued = ctx_.cluster.api.max_queued_increments;
-  bool wait = false;
   for (const uint32_t s : shards) {
     const uint64_t queued = QueuedLines(s);
     if (queued >= max_queued) {
@@ -341,11 +336,10 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
                                  max_queued));
       return;
     }
-    wait = wait || MustWaitFor(s);
   }
-  if (wait) {
+  if (parked_.MustWait(shards, behind_)) {
     if (!resumed) ++waited_requests_;
-    parked_.push_back(Parked{ex, std::move(records), std::move(shards), increments, deadline});
+    parked_.Park(Parked{ex, std::move(records), increments}, std::move(shards), behind_, deadline);
     records.clear();  // moved from: left valid and empty for the next request
     if (!resume_armed_) {
       resume_armed_ = true;
