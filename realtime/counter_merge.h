@@ -10,7 +10,9 @@
 //
 // Unique records ("~" keys) hold a binary UniqueSketch instead; for them the
 // same operator unites sketches (an operand that does not decode fails the
-// merge the same way).
+// merge the same way). A merge takes all of a key's operands at once
+// (FullMergeV2, PartialMergeMulti), so a sketch is decoded once per operand
+// and the union encoded once.
 //
 // This header keeps RocksDB types out: the operator is handed over as an
 // opaque shared_ptr that only shard_store.cc unwraps.
