@@ -38,7 +38,7 @@ class FlowQueue {
   // older requests wait for it.
   bool MustWait(const std::vector<uint32_t>& shards, const Behind& behind) const {
     for (const uint32_t s : shards) {
-      if (waiting_for_[s] > 0 || behind(s)) return true;
+      if (WaitsFor(s, behind)) return true;
     }
     return false;
   }
@@ -47,7 +47,7 @@ class FlowQueue {
   void Park(Request request, std::vector<uint32_t> shards, const Behind& behind, Clock::time_point deadline) {
     Waiting w{std::move(request), std::move(shards), {}, deadline};
     for (const uint32_t s : w.shards) {
-      if (waiting_for_[s] > 0 || behind(s)) w.waits_for.push_back(s);
+      if (WaitsFor(s, behind)) w.waits_for.push_back(s);
     }
     for (const uint32_t s : w.waits_for) ++waiting_for_[s];
     waiting_.push_back(std::move(w));
@@ -76,6 +76,10 @@ class FlowQueue {
   }
 
  private:
+  // A request going to `shard` waits for it: it is behind, or older
+  // requests wait for it.
+  bool WaitsFor(uint32_t shard, const Behind& behind) const { return waiting_for_[shard] > 0 || behind(shard); }
+
   struct Waiting {
     Request request;
     std::vector<uint32_t> shards;     // every shard it goes to

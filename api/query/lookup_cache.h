@@ -6,27 +6,22 @@
 #pragma once
 
 #include <cstddef>
-#include <list>
 #include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
+
+#include "query/lru_map.h"
 
 namespace clickatron::api {
 
 class LookupCache {
  public:
-  explicit LookupCache(size_t capacity) : capacity_(capacity) {}
+  explicit LookupCache(size_t capacity) : values_(capacity) {}
   // nullptr when absent. The pointer is valid until the next Put.
-  const std::string* Get(const std::string& hash);
-  void Put(const std::string& hash, std::string value);
-  size_t size() const { return index_.size(); }
+  const std::string* Get(const std::string& hash) { return values_.Find(hash); }
+  void Put(const std::string& hash, std::string value) { values_.Put(hash, std::move(value), 1); }
+  size_t size() const { return values_.size(); }
 
  private:
-  using Entry = std::pair<std::string, std::string>;  // hash, value
-  size_t capacity_;
-  std::list<Entry> order_;  // most recent first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  LruMap<std::string> values_;  // each entry charged 1: the capacity counts entries
 };
 
 }  // namespace clickatron::api

@@ -15,15 +15,12 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <list>
 #include <memory>
-#include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "clickatron/status.h"
 #include "clickatron/unique_sketch.h"
+#include "query/lru_map.h"
 #include "query/read_stats.h"
 
 namespace clickatron::api {
@@ -32,7 +29,7 @@ class SketchTextCache {
  public:
   // Hits and decodes are counted in `stats` (sketch_cache_hits,
   // sketch_cache_misses), which must outlive the cache.
-  SketchTextCache(size_t max_bytes, ReadStats& stats) : max_bytes_(max_bytes), stats_(stats) {}
+  SketchTextCache(size_t max_bytes, ReadStats& stats) : max_bytes_(max_bytes), kept_(max_bytes), stats_(stats) {}
 
   // The sketch `text` holds: kept, or decoded now and kept. A text that is
   // not a sketch is CORRUPTION naming `what` (and is not kept).
@@ -42,28 +39,16 @@ class SketchTextCache {
     size_t bytes = 0;
     size_t entries = 0;
   };
-  Figures figures() const { return Figures{bytes_, order_.size()}; }
+  Figures figures() const { return Figures{kept_.charged(), kept_.size()}; }
 
   // What an entry is charged beyond its text and decoded hashes or
   // registers (list and map nodes, the shared sketch's control block).
   static constexpr size_t kEntryOverhead = 160;
 
  private:
-  struct Entry {
-    std::string text;
-    std::shared_ptr<const UniqueSketch> sketch;
-    size_t bytes = 0;
-  };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   size_t max_bytes_;
-  std::list<Entry> order_;  // most recently used first
-  std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>> index_;  // views into entries
+  LruMap<std::shared_ptr<const UniqueSketch>> kept_;  // by text, charged in bytes
   ReadStats& stats_;
-  size_t bytes_ = 0;
 };
 
 }  // namespace clickatron::api

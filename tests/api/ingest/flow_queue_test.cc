@@ -29,7 +29,8 @@ struct Outcome {
   std::vector<std::string> admitted, expired;
 };
 
-Outcome Resume(Queue& q, Shards& shards, Clock::time_point now, const std::function<void(const std::string&)>& on_admit = nullptr) {
+Outcome Resume(Queue& q, Shards& shards, Clock::time_point now,
+               const std::function<void(const std::string&)>& on_admit = nullptr) {
   Outcome out;
   q.Resume(
       now, shards.Fn(),
