@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "clickatron/key_codec.h"
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
 
@@ -12,6 +14,28 @@ namespace {
 
 Status BadLine(size_t number, std::string_view why) {
   return Status::InvalidArgument(fmt::format("line {}: {}", number, why), "BAD_LINE");
+}
+
+// A unique line right after its counter's line ("u|k.H,3" then
+// "~u|k.H,SKETCH"): "~" + a valid counter key is a valid unique key of the
+// same hour, so the key need not be parsed again. The line as far as its
+// sketch, or nullopt for any other line.
+std::optional<BatchLine> RideOnCounter(const ParsedBatch& batch, std::string_view text) {
+  if (text[0] != kUniqueMark || batch.lines.empty()) return std::nullopt;
+  const BatchLine& previous = batch.lines.back();
+  if (previous.lookup || previous.unique) return std::nullopt;
+  const std::string_view counter_key = previous.key;
+  // The counter's key holds no ',' (its line was split at the first one).
+  if (text.size() < counter_key.size() + 2 || text.substr(1, counter_key.size()) != counter_key ||
+      text[counter_key.size() + 1] != ',') {
+    return std::nullopt;
+  }
+  BatchLine line;
+  line.key = text.substr(0, counter_key.size() + 1);
+  line.day = previous.day;
+  line.unique = true;
+  line.follows_its_counter = true;
+  return line;
 }
 
 }  // namespace
@@ -30,6 +54,19 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
     start = end + 1;
     ++number;
     if (text.empty()) return BadLine(number, "empty line");
+    if (std::optional<BatchLine> rider = RideOnCounter(out, text)) {
+      Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(rider->key.size() + 1));
+      if (!sketch.ok()) {
+        // The words ParseRealtimeLine would use for the same line.
+        return BadLine(number,
+                       sketch.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(text))).message());
+      }
+      rider->sketch = out.sketches.size();
+      out.sketches.push_back(std::move(sketch).value());
+      ++out.uniques;
+      out.lines.push_back(*rider);
+      continue;
+    }
     Result<RealtimeLine> parsed = ParseRealtimeLine(text);
     if (!parsed.ok()) return BadLine(number, parsed.status().message());
     BatchLine line;

@@ -29,6 +29,10 @@ struct BatchLine {
   bool lookup = false;
   bool unique = false;
   size_t sketch = 0;       // uniques: the index in ParsedBatch::sketches
+  // Uniques: the line before is the counter whose unique record this is
+  // ("key,N" then "~key,SKETCH", as the API sends them). Its key was
+  // validated there, so only the sketch was parsed here.
+  bool follows_its_counter = false;
 };
 
 struct ParsedBatch {

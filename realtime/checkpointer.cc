@@ -182,8 +182,8 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
     job.table->ForEachLookup([&](int64_t day, std::string_view key, std::string_view value) {
       write.puts.push_back({day, key, value});
     });
-    job.table->ForEachSketch([&](int64_t day, std::string_view key, const UniqueSketch& sketch) {
-      write.sketches.push_back({day, key, &sketch});  // the frozen table outlives the write
+    job.table->ForEachSketch([&](int64_t day, std::string_view counter_key, const UniqueSketch& sketch) {
+      write.sketches.push_back({day, counter_key, &sketch});  // the frozen table outlives the write
     });
     write.watermarks = job.watermarks;
     st = store->Write(write);

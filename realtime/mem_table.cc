@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "clickatron/record.h"
 #include "counter_merge.h"
 
 namespace clickatron::realtime {
@@ -17,6 +18,9 @@ namespace {
 constexpr size_t kEntryOverhead = 96;
 // A new group: its hash node (view, vector, flag, next, hash) and bucket.
 constexpr size_t kGroupOverhead = 96;
+// A unique record's sketch object on its counter's entry (its hashes or
+// registers are counted by UniqueSketch::MemoryBytes).
+constexpr size_t kSketchOverhead = 64;
 // std::string keeps up to 15 bytes inline; longer keys take a heap block.
 size_t KeyHeapBytes(std::string_view key) { return key.size() > 15 ? key.size() + 1 : 0; }
 
@@ -71,41 +75,50 @@ std::string_view KeyGroup(std::string_view key) {
 
 MemTable::Day& MemTable::DayFor(int64_t day) { return days_[day]; }
 
-bool MemTable::Add(Day& day, std::string_view key, int64_t delta) {
+MemTable::Entry& MemTable::EntryFor(Day& day, std::string_view key) {
+  auto it = day.counters.find(key);
+  if (it != day.counters.end()) return it->second;
+  it = day.counters.emplace(std::string(key), Entry()).first;
+  Index(day, &*it);
+  return it->second;
+}
+
+bool MemTable::Add(Day& day, std::string_view key, int64_t delta, Entry** entry) {
   auto it = day.counters.find(key);
   if (it != day.counters.end()) {
     int64_t sum = 0;  // the stored value changes only when the sum fits
-    if (__builtin_add_overflow(it->second, delta, &sum)) return false;
-    it->second = sum;
+    if (__builtin_add_overflow(it->second.delta, delta, &sum)) return false;
+    it->second.delta = sum;
+    *entry = &it->second;
     return true;
   }
-  auto [node, inserted] = day.counters.emplace(std::string(key), delta);
-  (void)inserted;
-  Index(day, &*node, &Group::entries);
+  it = day.counters.emplace(std::string(key), Entry{delta, nullptr}).first;
+  Index(day, &*it);
+  *entry = &it->second;
   return true;
 }
 
-template <typename Entry>
-void MemTable::Index(Day& day, const Entry* entry, std::vector<const Entry*> Group::*list) {
-  auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(entry->first));
+void MemTable::Index(Day& day, const EntryNode* node) {
+  auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(node->first));
   if (new_group) bytes_ += kGroupOverhead;
   Group& group = group_it->second;
-  std::vector<const Entry*>& entries = group.*list;
-  if (!entries.empty() && entries.back()->first > entry->first) group.sorted = false;
-  entries.push_back(entry);
+  if (!group.entries.empty() && group.entries.back()->first > node->first) group.sorted = false;
+  group.entries.push_back(node);
   ++keys_;
-  bytes_ += kEntryOverhead + KeyHeapBytes(entry->first);
+  bytes_ += kEntryOverhead + KeyHeapBytes(node->first);
 }
 
-void MemTable::Unite(Day& day, std::string_view key, const UniqueSketch& sketch) {
-  auto it = day.sketches.find(key);
-  if (it == day.sketches.end()) {
-    it = day.sketches.emplace(std::string(key), UniqueSketch()).first;
-    Index(day, &*it, &Group::sketches);
+void MemTable::Unite(Day& day, Entry& entry, const UniqueSketch& sketch) {
+  if (!entry.visitors) {
+    entry.visitors = std::make_unique<UniqueSketch>(sketch);
+    ++day.sketches;
+    ++keys_;
+    bytes_ += kSketchOverhead + entry.visitors->MemoryBytes();
+    return;
   }
-  const size_t before = it->second.MemoryBytes();
-  it->second.Merge(sketch);
-  bytes_ += it->second.MemoryBytes();  // unsigned: also right when turning dense shrank it
+  const size_t before = entry.visitors->MemoryBytes();
+  entry.visitors->Merge(sketch);
+  bytes_ += entry.visitors->MemoryBytes();  // unsigned: also right when turning dense shrank it
   bytes_ -= before;
 }
 
@@ -113,13 +126,16 @@ void MemTable::Undo(Day& day, std::string_view key, int64_t delta) {
   // The entry stays (at 0 if the batch created it): reads and checkpoints
   // skip zeros, as no line ever adds 0.
   auto it = day.counters.find(key);
-  if (it != day.counters.end()) it->second -= delta;
+  if (it != day.counters.end()) it->second.delta -= delta;
 }
 
 Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
   // Lines of a batch nearly always share a day: remember the last one.
   int64_t last_day = 0;
   Day* day = nullptr;
+  // With unique lines: each counter line's entry, for the "~" line after it.
+  std::vector<Entry*> counted;
+  if (batch.uniques > 0) counted.assign(batch.lines.size(), nullptr);
   for (size_t i = 0; i < batch.lines.size(); ++i) {
     const BatchLine& line = batch.lines[i];
     if (line.lookup || line.unique) continue;
@@ -127,7 +143,8 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
       day = &DayFor(line.day);
       last_day = line.day;
     }
-    if (!Add(*day, line.key, line.delta)) {
+    Entry* entry = nullptr;
+    if (!Add(*day, line.key, line.delta, &entry)) {
       for (size_t j = 0; j < i; ++j) {
         const BatchLine& done = batch.lines[j];
         if (!done.lookup && !done.unique) Undo(days_[done.day], done.key, done.delta);
@@ -137,15 +154,18 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
                                 std::string(line.key)),
                     "COUNTER_OVERFLOW");
     }
+    if (!counted.empty()) counted[i] = entry;
   }
   if (batch.uniques > 0) {
-    for (const BatchLine& line : batch.lines) {
+    for (size_t i = 0; i < batch.lines.size(); ++i) {
+      const BatchLine& line = batch.lines[i];
       if (!line.unique) continue;
       if (day == nullptr || line.day != last_day) {
         day = &DayFor(line.day);
         last_day = line.day;
       }
-      Unite(*day, line.key, batch.sketches[line.sketch]);
+      Entry& entry = line.follows_its_counter ? *counted[i - 1] : EntryFor(*day, line.key.substr(1));
+      Unite(*day, entry, batch.sketches[line.sketch]);
     }
   }
   if (batch.lookups > 0) {
@@ -170,15 +190,16 @@ std::optional<int64_t> MemTable::Counter(int64_t day, std::string_view key) cons
   auto d = days_.find(day);
   if (d == days_.end()) return std::nullopt;
   auto it = d->second.counters.find(key);
-  if (it == d->second.counters.end() || it->second == 0) return std::nullopt;
-  return it->second;
+  if (it == d->second.counters.end() || it->second.delta == 0) return std::nullopt;
+  return it->second.delta;
 }
 
 const UniqueSketch* MemTable::Sketch(int64_t day, std::string_view key) const {
+  if (!IsUniqueKey(key)) return nullptr;
   auto d = days_.find(day);
   if (d == days_.end()) return nullptr;
-  auto it = d->second.sketches.find(key);
-  return it == d->second.sketches.end() ? nullptr : &it->second;
+  auto it = d->second.counters.find(key.substr(1));
+  return it == d->second.counters.end() ? nullptr : it->second.visitors.get();
 }
 
 const std::string* MemTable::Lookup(int64_t day, std::string_view key) const {
@@ -193,33 +214,44 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
   auto d = days_.find(day);
   if (d != days_.end()) {
     const Day& t = d->second;
+    // Unique records ride on their counters' entries (see the header): a
+    // "~" prefix is matched against the entries' keys without its '~'.
+    const bool unique_prefix = IsUniqueKey(prefix);
+    const bool want_counters = !unique_prefix;
+    const bool want_sketches = unique_prefix || prefix.empty();
+    const std::string_view entry_prefix = unique_prefix ? prefix.substr(1) : prefix;
     auto take_group = [&](Group& group) {
       if (!group.sorted) {
         std::sort(group.entries.begin(), group.entries.end(),
-                  [](const CounterEntry* a, const CounterEntry* b) { return a->first < b->first; });
-        std::sort(group.sketches.begin(), group.sketches.end(),
-                  [](const SketchEntry* a, const SketchEntry* b) { return a->first < b->first; });
+                  [](const EntryNode* a, const EntryNode* b) { return a->first < b->first; });
         group.sorted = true;
       }
-      for (const CounterEntry* e : group.entries) {
-        if (e->second != 0 && e->first.starts_with(prefix)) {
-          entries.push_back(CursorEntry{e->first, EncodeCounter(e->second), std::nullopt});
+      for (const EntryNode* e : group.entries) {
+        if (!e->first.starts_with(entry_prefix)) continue;
+        const Entry& entry = e->second;
+        if (want_counters && entry.delta != 0) {
+          entries.push_back(CursorEntry{e->first, EncodeCounter(entry.delta), std::nullopt});
+        }
+        if (want_sketches && entry.visitors) {
+          std::string key;
+          key.reserve(e->first.size() + 1);
+          key.push_back(kUniqueMark);
+          key.append(e->first);
+          entries.push_back(CursorEntry{std::move(key), std::string(), *entry.visitors});
         }
       }
-      for (const SketchEntry* e : group.sketches) {
-        if (e->first.starts_with(prefix)) entries.push_back(CursorEntry{e->first, std::string(), e->second});
-      }
     };
-    const size_t bar = prefix.find('|');
-    const bool names_group = bar != std::string_view::npos && prefix.find('.', bar + 1) != std::string_view::npos;
+    const size_t bar = entry_prefix.find('|');
+    const bool names_group =
+        bar != std::string_view::npos && entry_prefix.find('.', bar + 1) != std::string_view::npos;
     if (names_group) {
-      const std::string_view group = KeyGroup(prefix);
-      // The prefix names a whole group (or more): one group holds every match.
-      if (auto g = t.groups.find(group); g != t.groups.end()) take_group(g->second);
+      // The prefix names a whole group (or more): one group holds every
+      // match, of one kind, in key order.
+      if (auto g = t.groups.find(KeyGroup(entry_prefix)); g != t.groups.end()) take_group(g->second);
     } else {
       // A shorter prefix: every group that starts with it (see the header).
       for (auto& [name, g] : t.groups) {
-        if (name.starts_with(prefix)) take_group(g);
+        if (name.starts_with(entry_prefix)) take_group(g);
       }
       std::sort(entries.begin(), entries.end());
     }
@@ -239,8 +271,7 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
 
 bool MemTable::HasDay(int64_t day) const {
   auto d = days_.find(day);
-  return d != days_.end() &&
-         !(d->second.counters.empty() && d->second.lookups.empty() && d->second.sketches.empty());
+  return d != days_.end() && !(d->second.counters.empty() && d->second.lookups.empty());
 }
 
 void MemTable::ReserveLike(const MemTable& previous) {
@@ -255,27 +286,30 @@ void MemTable::ReserveLike(const MemTable& previous) {
 std::vector<int64_t> MemTable::Days() const {
   std::vector<int64_t> out;
   for (const auto& [day, t] : days_) {
-    if (!t.counters.empty() || !t.lookups.empty() || !t.sketches.empty()) out.push_back(day);
+    if (!t.counters.empty() || !t.lookups.empty()) out.push_back(day);
   }
   return out;
 }
 
 size_t MemTable::keys(int64_t day) const {
   auto d = days_.find(day);
-  return d == days_.end() ? 0 : d->second.counters.size() + d->second.lookups.size() + d->second.sketches.size();
+  return d == days_.end() ? 0 : d->second.counters.size() + d->second.lookups.size() + d->second.sketches;
 }
 
 void MemTable::ForEachCounter(const std::function<void(int64_t, std::string_view, int64_t)>& fn) const {
   for (const auto& [day, t] : days_) {
-    for (const auto& [key, delta] : t.counters) {
-      if (delta != 0) fn(day, key, delta);
+    for (const auto& [key, entry] : t.counters) {
+      if (entry.delta != 0) fn(day, key, entry.delta);
     }
   }
 }
 
 void MemTable::ForEachSketch(const std::function<void(int64_t, std::string_view, const UniqueSketch&)>& fn) const {
   for (const auto& [day, t] : days_) {
-    for (const auto& [key, sketch] : t.sketches) fn(day, key, sketch);
+    if (t.sketches == 0) continue;
+    for (const auto& [key, entry] : t.counters) {
+      if (entry.visitors) fn(day, key, *entry.visitors);
+    }
   }
 }
 

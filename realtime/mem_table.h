@@ -9,14 +9,23 @@
 // skip list (one insert per line) to hash-table speed.
 //
 // Contents per UTC day:
-//   counters  record key -> delta added since the last checkpoint (> 0)
-//   sketches  "~" key    -> the visitors added since the last checkpoint
+//   counters  record key -> delta added since the last checkpoint, and the
+//                           visitors added to its unique record ("~" + key)
 //   lookups   "l|HASH"   -> full value (a put: the last one wins)
+//
+// A unique record rides on its counter's entry rather than taking a hash
+// entry of its own: the API sends a record's "~" line right after its
+// counter's line (one increment with uniq= names both), so the "~" line
+// finds the entry the counter line just found, without a second lookup,
+// index entry or key copy (ParseBatch marks such lines). A "~" line alone
+// finds or makes the entry by its key without the '~'; the entry's delta is
+// then 0, which reads and checkpoints skip, as they skip an undone counter.
 //
 // Reads need the records of one key prefix in key order (fwmatch, the API's
 // mfwmatch). A hash table has no order, so counters are also indexed by
 // *group*: the key up to the first '.' after its '|' ("u|jehiah." holds the
-// total's hours, "c.u|jehiah." every country's hours). Every prefix the API
+// total's hours, "c.u|jehiah." every country's hours, and their unique
+// records: "~u|jehiah." is read from the group "u|jehiah."). Every prefix the API
 // scans is at least a group, so a scan sorts one group's keys (lazily, once
 // per change), not the table; a shorter prefix (an operator's "u|je") walks
 // the groups.
@@ -72,7 +81,7 @@ class MemTable {
   Status Apply(const ParsedBatch& batch, int64_t lookup_day);
 
   // The delta held for a counter (nullopt: none), a unique record's
-  // sketch, or a lookup's value.
+  // sketch (`key` with its '~'), or a lookup's value.
   std::optional<int64_t> Counter(int64_t day, std::string_view key) const;
   const UniqueSketch* Sketch(int64_t day, std::string_view key) const;
   const std::string* Lookup(int64_t day, std::string_view key) const;
@@ -99,34 +108,40 @@ class MemTable {
   // Every record, day by day (ascending), in no particular key order.
   void ForEachCounter(const std::function<void(int64_t day, std::string_view key, int64_t delta)>& fn) const;
   void ForEachLookup(const std::function<void(int64_t day, std::string_view key, std::string_view value)>& fn) const;
-  void ForEachSketch(const std::function<void(int64_t day, std::string_view key, const UniqueSketch& sketch)>& fn) const;
+  // Every unique record: `counter_key` is its key without the '~' (the
+  // table holds no "~" key to point into).
+  void ForEachSketch(
+      const std::function<void(int64_t day, std::string_view counter_key, const UniqueSketch& sketch)>& fn) const;
 
  private:
-  using CounterEntry = std::pair<const std::string, int64_t>;
-  using SketchEntry = std::pair<const std::string, UniqueSketch>;
-  // A group's keys are all counters or all sketches ("~" starts the group).
+  // A counter key's entry (see above).
+  struct Entry {
+    int64_t delta = 0;                        // 0: none (undone, or only visitors)
+    std::unique_ptr<UniqueSketch> visitors;   // its unique record's, once a "~" line named it
+  };
+  using EntryNode = std::pair<const std::string, Entry>;
   struct Group {
-    std::vector<const CounterEntry*> entries;  // the counters map's nodes (stable addresses)
-    std::vector<const SketchEntry*> sketches;  // the sketches map's nodes
+    std::vector<const EntryNode*> entries;  // the counters map's nodes (stable addresses)
     bool sorted = true;
   };
   struct Day {
-    std::unordered_map<std::string, int64_t, StringHash, StringEq> counters;
-    std::unordered_map<std::string, UniqueSketch, StringHash, StringEq> sketches;
+    std::unordered_map<std::string, Entry, StringHash, StringEq> counters;
     std::unordered_map<std::string, std::string, StringHash, StringEq> lookups;
     mutable std::unordered_map<std::string_view, Group, StringHash, StringEq> groups;
+    size_t sketches = 0;  // entries with visitors
   };
 
   Day& DayFor(int64_t day);
-  // Adds `delta` to a counter, creating it (and indexing it) when new.
+  // The entry of `key` (a counter key), made and indexed when new.
+  Entry& EntryFor(Day& day, std::string_view key);
+  // Adds `delta` to a counter's entry (made when new) and sets `*entry`.
   // False, with nothing changed, on overflow.
-  bool Add(Day& day, std::string_view key, int64_t delta);
+  bool Add(Day& day, std::string_view key, int64_t delta, Entry** entry);
   // Takes back an Add() of a batch that failed later on.
   void Undo(Day& day, std::string_view key, int64_t delta);
-  void Unite(Day& day, std::string_view key, const UniqueSketch& sketch);
+  void Unite(Day& day, Entry& entry, const UniqueSketch& sketch);
   // Puts a new entry in its group's index and counts it.
-  template <typename Entry>
-  void Index(Day& day, const Entry* entry, std::vector<const Entry*> Group::*list);
+  void Index(Day& day, const EntryNode* node);
 
   std::map<int64_t, Day> days_;
   size_t keys_ = 0;

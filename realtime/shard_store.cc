@@ -321,6 +321,10 @@ Status ShardStore::Write(const StoreWrite& write) {
   const auto by_day_and_key = [](const auto* a, const auto* b) {
     return a->day != b->day ? a->day < b->day : a->key < b->key;
   };
+  // "~" + counter key sorts as the counter keys do.
+  const auto by_day_and_counter_key = [](const auto* a, const auto* b) {
+    return a->day != b->day ? a->day < b->day : a->counter_key < b->counter_key;
+  };
   std::vector<const StoreWrite::Increment*> in_order;
   in_order.reserve(write.increments.size());
   for (const StoreWrite::Increment& inc : write.increments) in_order.push_back(&inc);
@@ -328,7 +332,7 @@ Status ShardStore::Write(const StoreWrite& write) {
   std::vector<const StoreWrite::Unite*> sketches_in_order;
   sketches_in_order.reserve(write.sketches.size());
   for (const StoreWrite::Unite& unite : write.sketches) sketches_in_order.push_back(&unite);
-  std::sort(sketches_in_order.begin(), sketches_in_order.end(), by_day_and_key);
+  std::sort(sketches_in_order.begin(), sketches_in_order.end(), by_day_and_counter_key);
   for (const StoreWrite::Increment* next : in_order) {
     const StoreWrite::Increment& inc = *next;
     rocksdb::ColumnFamilyHandle* cf = family_of(inc.day);
@@ -337,14 +341,17 @@ Status ShardStore::Write(const StoreWrite& write) {
     AppendCounter(inc.delta, &counter);
     CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(inc.key), counter), "building a batch"));
   }
-  std::string operand;  // reused: the batch copies each operand
+  std::string operand;  // reused, as is the key: the batch copies both
+  std::string key;
   for (const StoreWrite::Unite* next : sketches_in_order) {
     const StoreWrite::Unite& unite = *next;
     rocksdb::ColumnFamilyHandle* cf = family_of(unite.day);
     if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(unite.day)));
     operand.clear();
     unite.sketch->AppendBinary(&operand);
-    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(unite.key), operand), "building a batch"));
+    key.assign(1, kUniqueMark);
+    key.append(unite.counter_key);
+    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, key, operand), "building a batch"));
   }
   for (const StoreWrite::Put& put : write.puts) {
     rocksdb::ColumnFamilyHandle* cf = family_of(put.day);

@@ -80,7 +80,7 @@ struct StoreWrite {
   std::vector<Put> puts;
   struct Unite {
     int64_t day;
-    std::string_view key;
+    std::string_view counter_key;  // the unique record is "~" + counter_key
     const UniqueSketch* sketch;
   };
   std::vector<Unite> sketches;  // unique records: united with what is stored (a merge operand each)

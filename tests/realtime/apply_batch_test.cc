@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 
 namespace clickatron::realtime {
@@ -67,6 +68,54 @@ TEST(ParseBatchTest, BadLinesAreNamedByNumber) {
 TEST(ParseBatchTest, DeltasMustBePositive) {
   ExpectBadLine("u|a.c3p1,0\n", "1");
   ExpectBadLine("u|a.c3p1,1\nu|a.c3p1,-3\n", "2");
+}
+
+std::string SketchText(std::initializer_list<std::string_view> tokens) {
+  UniqueSketch sketch;
+  for (std::string_view token : tokens) sketch.Add(HashVisitor(token));
+  return sketch.ToText();
+}
+
+TEST(ParseBatchTest, AUniqueLineAfterItsCounterIsMarkedAndTheOthersAreNot) {
+  const std::string two = SketchText({"a", "b"});
+  const std::string body = "u|k.c3p1,2\n~u|k.c3p1," + two + "\n" +  // the API's shape
+                           "~u|k.c3p1," + SketchText({"c"}) + "\n" +  // after a unique line
+                           "u|k.c3p1,1\n~u|kk.c3p1," + two + "\n" +   // after another key's counter
+                           "u|kk.c3p1,1\n~u|k.c3p1," + two + "\n" +   // a key that is a prefix of it
+                           "c.u|k.JP.c3q0,1\n~c.u|k.JP.c3q0," + two + "\n";  // a subtotal, the next day
+  Result<ParsedBatch> batch = ParseBatch(body);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->lines.size(), 9u);
+  EXPECT_EQ(batch->uniques, 5u);
+  EXPECT_EQ(batch->counters, 4u);
+  const std::vector<bool> follows = {false, true, false, false, false, false, false, false, true};
+  for (size_t i = 0; i < follows.size(); ++i) {
+    EXPECT_EQ(batch->lines[i].follows_its_counter, follows[i]) << "line " << i + 1;
+  }
+  // Riders and the others carry the same key, day and sketch.
+  EXPECT_EQ(batch->lines[1].key, "~u|k.c3p1");
+  EXPECT_EQ(batch->lines[1].day, kMarch25);
+  EXPECT_EQ(batch->sketches[batch->lines[1].sketch].Estimate(), 2u);
+  EXPECT_EQ(batch->lines[8].key, "~c.u|k.JP.c3q0");
+  EXPECT_EQ(batch->lines[8].day, kMarch25 + 1);
+  EXPECT_EQ(batch->lines[2].key, "~u|k.c3p1");
+  EXPECT_EQ(batch->lines[2].day, kMarch25);
+  EXPECT_EQ(batch->lines[4].key, "~u|kk.c3p1");
+  EXPECT_EQ(batch->lines[6].key, "~u|k.c3p1");
+}
+
+TEST(ParseBatchTest, ABadSketchAfterItsCounterIsRefusedInTheSameWords) {
+  // The same bad sketch, alone and after its counter: the same message, but
+  // for the line number.
+  for (const std::string& bad : std::vector<std::string>{"", "x", "e!!!", SketchText({"a"}) + "="}) {
+    Result<ParsedBatch> alone = ParseBatch("u|other.c3p1,1\n~u|k.c3p1," + bad + "\n");
+    Result<ParsedBatch> rider = ParseBatch("u|k.c3p1,1\n~u|k.c3p1," + bad + "\n");
+    ASSERT_FALSE(alone.ok()) << bad;
+    ASSERT_FALSE(rider.ok()) << bad;
+    EXPECT_EQ(rider.status().reason(), "BAD_LINE");
+    EXPECT_EQ(rider.status().message(), alone.status().message()) << bad;
+    EXPECT_EQ(rider.status().message().rfind("line 2:", 0), 0u);
+  }
 }
 
 TEST(TargetDaysTest, LookupsGoToTheLookupDay) {

@@ -4,10 +4,12 @@
 
 #include <limits>
 #include <map>
+#include <set>
 #include <random>
 
 #include "apply_batch.h"
 #include "clickatron/key_codec.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 
 namespace clickatron::realtime {
@@ -334,6 +336,112 @@ TEST(MemTableTest, RandomBatchesMatchAnOracleForEveryPrefixShape) {
     }
   }
   EXPECT_GT(t.keys(), 300u);  // the test is only worth it over many keys
+}
+
+// Unique records ("~" lines) ride on their counters' entries. Lines of both
+// kinds, in random batches: most "~" lines right after their counter's (as
+// the API sends them), some alone, some after another key's counter, some
+// for a key with no counter at all. Every cursor shape, Sketch() and
+// ForEachSketch must equal an oracle of plain token sets.
+TEST(MemTableTest, UniqueRecordsMatchAnOracleWhereverTheirLinesStand) {
+  std::mt19937 rng(20261128);
+  const std::vector<std::string> tkeys = {"a", "ab", "jehiah", "jehiahx", "Z"};
+  const std::vector<std::string> skeys = {"US", "USA", "JP"};
+  MemTable t;
+  std::map<int64_t, Records> counters;                                   // day -> counter oracle
+  std::map<int64_t, std::map<std::string, std::set<std::string>>> visitors;  // day -> "~" key -> tokens
+  auto pick = [&](const auto& v) -> const auto& { return v[rng() % v.size()]; };
+  auto sketch_line = [&](int64_t day, const std::string& counter_key, int count) {
+    UniqueSketch sketch;
+    for (int v = 0; v < count; ++v) {
+      const std::string token = "visitor" + std::to_string(rng() % 300);
+      sketch.Add(HashVisitor(token));
+      visitors[day]["~" + counter_key].insert(token);
+    }
+    return "~" + counter_key + "," + sketch.ToText() + "\n";
+  };
+  size_t riders = 0;
+  for (int b = 0; b < 200; ++b) {
+    std::string body;
+    const int lines = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < lines; ++i) {
+      const int64_t day = kDay + static_cast<int64_t>(rng() % 2);
+      const int hour = static_cast<int>(rng() % 24);
+      const std::string key = rng() % 2 ? Total(pick(tkeys), day, hour) : Sub(pick(tkeys), pick(skeys), day, hour);
+      const int count = 1 + static_cast<int>(rng() % 4);
+      switch (rng() % 4) {
+        case 0:  // a "~" line alone (its counter may come in another batch, or never)
+          body += sketch_line(day, key, count);
+          break;
+        case 1: {  // a counter line, then another key's "~" line
+          body += key + ",2\n";
+          AddTo(counters[day], key, 2);
+          const std::string other = Total(pick(tkeys) + "x", day, hour);
+          body += sketch_line(day, other, count);
+          break;
+        }
+        default:  // the API's shape: the counter, then its "~" line
+          body += key + ",1\n";
+          AddTo(counters[day], key, 1);
+          body += sketch_line(day, key, count);
+          ++riders;
+      }
+    }
+    ASSERT_TRUE(Apply(t, body).ok());
+  }
+  ASSERT_GT(riders, 100u);
+  for (int64_t day : {kDay, kDay + 1}) {
+    Records want = counters[day];
+    Records sketches;
+    for (const auto& [key, tokens] : visitors[day]) {
+      UniqueSketch all;
+      for (const std::string& token : tokens) all.Add(HashVisitor(token));
+      want[key] = sketches[key] = all.ToText();
+      const UniqueSketch* held = t.Sketch(day, key);
+      ASSERT_NE(held, nullptr) << key;
+      EXPECT_EQ(held->Estimate(), tokens.size()) << key;  // exact while small
+      EXPECT_EQ(t.Counter(day, key), std::nullopt) << key;
+    }
+    ASSERT_EQ(Scan(t, "", day), want);
+    Records seen;
+    t.ForEachSketch([&](int64_t d, std::string_view counter_key, const UniqueSketch& sketch) {
+      if (d == day) seen["~" + std::string(counter_key)] = sketch.ToText();
+    });
+    EXPECT_EQ(seen, sketches);
+    // Every cut of every key, counters' and unique records' alike.
+    for (const auto& [key, value] : want) {
+      for (size_t cut = 0; cut <= key.size(); ++cut) {
+        const std::string prefix = key.substr(0, cut);
+        ASSERT_EQ(Scan(t, prefix, day), Filter(want, prefix)) << "prefix " << prefix;
+      }
+    }
+  }
+  // A counter key is not a unique record, nor the other way round.
+  const std::string some = visitors[kDay].begin()->first;
+  EXPECT_EQ(t.Sketch(kDay, some.substr(1) + "x"), nullptr);
+  EXPECT_EQ(t.Sketch(kDay, some.substr(1)), nullptr);
+}
+
+TEST(MemTableTest, UniqueRecordsCountAsKeysAndTheirVisitorsAsBytes) {
+  MemTable t;
+  ASSERT_TRUE(Apply(t, Total("a") + ",1\n").ok());
+  EXPECT_EQ(t.keys(), 1u);
+  const size_t counter_only = t.bytes();
+  UniqueSketch one;
+  one.Add(HashVisitor("v1"));
+  ASSERT_TRUE(Apply(t, Total("a") + ",1\n~" + Total("a") + "," + one.ToText() + "\n").ok());
+  EXPECT_EQ(t.keys(), 2u);  // the counter and its unique record
+  EXPECT_EQ(t.keys(kDay), 2u);
+  const size_t with_sketch = t.bytes();
+  EXPECT_GT(with_sketch, counter_only);
+  UniqueSketch many;
+  for (int v = 0; v < 500; ++v) many.Add(HashVisitor("w" + std::to_string(v)));
+  ASSERT_TRUE(Apply(t, "~" + Total("a") + "," + many.ToText() + "\n").ok());
+  EXPECT_EQ(t.keys(), 2u);
+  EXPECT_GE(t.bytes() - with_sketch, 499 * sizeof(uint64_t));  // the hashes it now holds
+  ASSERT_NE(t.Sketch(kDay, "~" + Total("a")), nullptr);
+  EXPECT_EQ(t.Sketch(kDay, "~" + Total("a"))->Estimate(), 501u);
+  EXPECT_EQ(t.Counter(kDay, Total("a")), 2);
 }
 
 }  // namespace
