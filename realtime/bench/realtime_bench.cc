@@ -8,6 +8,9 @@
 // it could be made durable: the WAL off and one atomic flush of every
 // column family (what ShardStore does), or the WAL on and one fsync of it.
 //
+// With --visitors N every increment also adds a visitor to its key's unique
+// record (a second line per increment, as the API sends it).
+//
 // Keys are skewed the way click data is: a Zipf(1.0) draw over `keys`
 // counters, so a few hot keys take most increments. Each figure is the median
 // of `runs` short runs, each on a fresh data directory. Prints, never asserts.
@@ -34,6 +37,7 @@
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
 #include "clickatron/unique_fd.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
@@ -57,6 +61,10 @@ struct Flags {
   int write_buffer_mb = 64;
   int block_cache_mb = 128;
   std::vector<int> batch_sizes = {1, 100, 1000};
+  // > 0: every increment also names a visitor (uniform over this many), so
+  // each counter line is followed by its unique record's line, as the API
+  // sends them ("key,1" then "~key,SKETCH").
+  uint64_t visitors = 0;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -69,6 +77,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     else if (a == "--keys" && (v = next())) f->keys = std::atoi(v);
     else if (a == "--connections" && (v = next())) f->connections = std::atoi(v);
     else if (a == "--runs" && (v = next())) f->runs = std::atoi(v);
+    else if (a == "--visitors" && (v = next())) f->visitors = std::strtoull(v, nullptr, 10);
     else if (a == "--batches" && (v = next())) {
       f->batch_sizes.clear();
       for (std::string_view rest = v; !rest.empty();) {
@@ -328,6 +337,19 @@ int main(int argc, char** argv) {
   fmt::print("realtime ingest: {} increments, {} keys (Zipf 1.0: top 100 keys take {:.0f}%), {} connections, "
              "median of {} runs, applied in memory, persisted by checkpoint\n",
              f.increments, f.keys, 100.0 * hot / draws.size(), f.connections, f.runs);
+  // One visitor per increment, as a one-visitor sketch's text.
+  std::vector<std::string> visitor_sketches;
+  if (f.visitors > 0) {
+    std::mt19937_64 rng(7);
+    visitor_sketches.reserve(draws.size());
+    for (size_t i = 0; i < draws.size(); ++i) {
+      UniqueSketch one;
+      one.Add(HashVisitor(fmt::format("visitor{}", rng() % f.visitors)));
+      visitor_sketches.push_back(one.ToText());
+    }
+    fmt::print("each increment with a visitor (uniform over {}): a counter line and its unique record's line\n",
+               f.visitors);
+  }
   fmt::print("{:>6}  {:>16}  {:>18}  {:>6}\n", "batch", "http incr/s", "in-process incr/s", "ratio");
   for (int batch : f.batch_sizes) {
     // Batch 1 through HTTP is bounded by round trips: a tenth of the increments keeps it short.
@@ -341,6 +363,13 @@ int main(int argc, char** argv) {
       for (size_t j = i; j < end; ++j) {
         body += keys[slice[j]];
         body += ",1\n";
+        if (!visitor_sketches.empty()) {
+          body += '~';
+          body += keys[slice[j]];
+          body += ',';
+          body += visitor_sketches[j];
+          body += '\n';
+        }
       }
       bodies.push_back(std::move(body));
       lines.push_back(end - i);
