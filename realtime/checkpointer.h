@@ -8,8 +8,8 @@
 //      batches), takes a store snapshot, and notes every source's applied
 //      watermark — O(1), nothing waits for the disk;
 //   2. on the checkpoint thread: writes the frozen table and those
-//      watermarks in one RocksDB write, then one atomic flush of every
-//      family (shard_store.h);
+//      watermarks as one sorted file per column family and ingests them
+//      together, atomically and durably (shard_store.h);
 //   3. back on the loop thread: the noted watermarks become *durable*, the
 //      frozen table and the snapshot are dropped.
 // At most one checkpoint runs at a time. Reads meanwhile see the store as of
@@ -27,9 +27,9 @@
 //
 // A failed checkpoint (a full disk, a read-only remount) keeps its frozen
 // table and is retried on the next tick, resuming the store first: the
-// durable watermarks stop rising, nothing counts twice (a failed write leaves
-// nothing; a failed flush leaves the records in RocksDB's memtable, and the
-// retry only flushes), and /stats and the log say why.
+// durable watermarks stop rising, nothing counts twice (a failed write
+// leaves nothing in the store: its files are ingested all together or not
+// at all), and /stats and the log say why.
 //
 // Thread-safety: the loop thread calls everything; the checkpoint thread
 // touches only the store and the frozen table, and `post` brings its results
@@ -65,10 +65,11 @@ struct CheckpointOptions {
   Runner post;
   size_t memory_budget_bytes = size_t{256} << 20;
   // Fault injection (tests): when DIR/checkpoint-fail exists, checkpoints
-  // fail before writing, as a full disk would; with DIR/checkpoint-fail-flush
-  // the records are written and the flush fails (the retry only flushes);
-  // DIR/checkpoint-delay-ms (a number) stalls a checkpoint that long between
-  // its write and its flush. Empty: off.
+  // fail before writing, as a full disk would; with DIR/checkpoint-fail-ingest
+  // the files are written and their ingestion fails (nothing lands; the
+  // retry writes them anew); DIR/checkpoint-delay-ms (a number) stalls a
+  // checkpoint that long after its records landed in the store, before it
+  // completes on the loop. Empty: off.
   std::string fault_dir;
 };
 

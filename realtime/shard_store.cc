@@ -5,21 +5,26 @@
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
-#include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <climits>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/record.h"
 #include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
+#include "checkpoint_file.h"
+#include "rocks_status.h"
 #include "counter_merge.h"
 #include "record_value.h"
 
@@ -27,13 +32,6 @@ namespace clickatron::realtime {
 namespace {
 
 constexpr std::string_view kDayFamilyPrefix = "day-";
-
-Status FromRocks(const rocksdb::Status& s, std::string_view what) {
-  if (s.ok()) return Status::Ok();
-  if (s.IsCorruption()) return Status::Corruption(fmt::format("{}: {}", what, s.ToString()));
-  if (s.IsIOError()) return Status::IoError(fmt::format("{}: {}", what, s.ToString()));
-  return Status::Internal(fmt::format("{}: {}", what, s.ToString()));
-}
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
@@ -47,19 +45,18 @@ rocksdb::CompressionType LowerLevelCompression() {
 }
 
 // Options for a day's column family, tuned for a write-heavy counter load:
-// - Counters are merge operands (no read before write). A large memtable
-//   (write_buffer_mb) lets the many increments to hot keys collapse in memory;
-//   a flush folds each key's operands into one value, so the files on disk
-//   hold one entry per counter. Three memtables let writes go on while one
-//   is being flushed instead of stalling.
+// - Records arrive as checkpoint files (ShardStore::Write), one per
+//   checkpoint, each holding a key once: counters and sketches as merge
+//   operands (no read before write), lookups as puts. They land in L0;
+//   compactions fold each key's operands into one value. The memtable takes
+//   no checkpoint records (write_buffer_mb sizes it for anything else).
 // - Reads are point lookups (get/mget) and short prefix scans (fwmatch), so
-//   every table gets a 10 bits/key Bloom filter (~1% false positives), and
-//   the memtable gets a whole-key Bloom filter too: a get for a key that is
-//   not there (most hours of most keys) skips the memtable and the files.
+//   every table gets a 10 bits/key Bloom filter (~1% false positives): a get
+//   for a key that is not there (most hours of most keys) skips the files.
 //   Index and filter blocks live in the shared block cache, so memory is
 //   bounded by block_cache_mb; L0's stay pinned because every read hits them.
 // - L0 and L1 are rewritten often and hold the hottest data: no compression,
-//   so flushes and the first compactions cost CPU only for merging. Lower
+//   so checkpoints and the first compactions cost CPU only for merging. Lower
 //   levels (older, colder data of long-lived retained days) use LZ4 (or
 //   Snappy) to save disk.
 // - level_compaction_dynamic_level_bytes keeps space amplification low as a
@@ -69,15 +66,6 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   rocksdb::ColumnFamilyOptions cf;
   cf.merge_operator = merge;
   cf.write_buffer_size = static_cast<size_t>(std::max(1, options.write_buffer_mb)) << 20;
-  cf.max_write_buffer_number = 3;
-  cf.memtable_prefix_bloom_size_ratio = 0.02;
-  cf.memtable_whole_key_filtering = true;
-  // ShardStore::Write applies a batch in (day, key) order: one insert hint
-  // for every key (a prefix of length 0) starts each skip-list insert from
-  // where the previous one ended, instead of from the head. RocksDB uses
-  // hints on the single-writer path only (allow_concurrent_memtable_write is
-  // off below: a shard has one writer).
-  cf.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(0));
   cf.level_compaction_dynamic_level_bytes = true;
   const rocksdb::CompressionType lower = LowerLevelCompression();
   cf.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, lower, lower, lower, lower, lower};
@@ -88,6 +76,16 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return cf;
+}
+
+// A family's options for the files a checkpoint ingests: no compression (an
+// SstFileWriter would take the last level's), since they land in L0 and are
+// rewritten by the first compaction.
+rocksdb::ColumnFamilyOptions UncompressedFileOptions(rocksdb::ColumnFamilyOptions cf) {
+  cf.compression_per_level.clear();
+  cf.compression = rocksdb::kNoCompression;
+  cf.bottommost_compression = rocksdb::kDisableCompressionOption;
   return cf;
 }
 
@@ -124,6 +122,12 @@ using FamilyPtr = std::shared_ptr<rocksdb::ColumnFamilyHandle>;
 
 struct ShardStore::Impl {
   StoreOptions options;
+  // What checkpoint files are made with (the families' own options, but
+  // uncompressed: they land in L0), and where they are made.
+  rocksdb::Options day_file_options;
+  rocksdb::Options meta_file_options;
+  std::string staging;
+  uint64_t staged_files = 0;  // names them; the checkpoint thread's alone
   std::shared_ptr<rocksdb::Cache> cache;
   std::shared_ptr<rocksdb::MergeOperator> merge;
   std::shared_ptr<DbCore> core;
@@ -212,17 +216,9 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   db_options.create_missing_column_families = true;
   // Two cores on the reference machine: one flush and one compaction at a time.
   db_options.max_background_jobs = 2;
-  // Writes come from one thread: nothing to gain from parallel memtable
-  // inserts, and with them off RocksDB honours the insert hint (see
-  // DayFamilyOptions).
-  db_options.allow_concurrent_memtable_write = false;
-  // Checkpoints are written without the WAL and made durable by flushing
-  // every family at once: the flushed files commit to the MANIFEST together,
-  // so a crash never keeps one day's records without the watermarks (in the
-  // default family) that go with them.
-  db_options.atomic_flush = true;
-  // One WAL is shared by every day. A quiet day (Yesterday, a retained day)
-  // would otherwise pin old WAL files forever; past this size RocksDB
+  // Checkpoints are ingested as files, all of a checkpoint's families in one
+  // MANIFEST record (ShardStore::Write): no memtable, WAL or flush holds
+  // them. The WAL serves the ring state only; past this size RocksDB
   // flushes the families holding the oldest WAL so it can be deleted.
   db_options.max_total_wal_size = (static_cast<uint64_t>(std::max(1, options.write_buffer_mb)) << 20) * 4;
   db_options.bytes_per_sync = 1u << 20;
@@ -231,6 +227,13 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   const rocksdb::ColumnFamilyOptions day_options = DayFamilyOptions(options, impl->cache, impl->merge);
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.write_buffer_size = 4u << 20;  // a few keys, rewritten in place
+  impl->day_file_options = rocksdb::Options(db_options, UncompressedFileOptions(day_options));
+  impl->meta_file_options = rocksdb::Options(db_options, UncompressedFileOptions(meta_options));
+  // Files of a checkpoint that a crash interrupted were never ingested.
+  impl->staging = dir + "/checkpoint-staging";
+  std::error_code ec;
+  std::filesystem::remove_all(impl->staging, ec);
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(impl->staging));
 
   std::vector<std::string> names;
   rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(db_options, dir, &names);
@@ -300,94 +303,98 @@ Status ShardStore::DropDay(int64_t day) {
   return Status::Ok();
 }
 
-Status ShardStore::Write(const StoreWrite& write) {
-  rocksdb::WriteBatch batch;
-  std::string counter;
-  // Lines of a batch are nearly always for one day: remember the last lookup.
-  int64_t last_day = INT64_MIN;
-  rocksdb::ColumnFamilyHandle* family = nullptr;
-  auto family_of = [&](int64_t day) -> rocksdb::ColumnFamilyHandle* {
-    if (day != last_day) {
-      last_day = day;
-      family = impl_->Day(day);
+// Ingestion does not wait for compactions as a write into a memtable would
+// (RocksDB stalls writes, not ingestion, when level 0 fills up): a
+// checkpoint waits here instead while a day it writes has
+// level0_slowdown_writes_trigger files in level 0, so reads never face an
+// unbounded level 0. After kLevel0WaitLimit the checkpoint fails and is
+// retried; the memory budget then pushes back on the API.
+constexpr auto kLevel0WaitLimit = std::chrono::seconds(10);
+constexpr auto kLevel0Poll = std::chrono::milliseconds(20);
+
+Status ShardStore::WaitForRoomInLevel0(const std::vector<FamilyPtr>& families) const {
+  const int limit = std::max(1, impl_->day_file_options.level0_slowdown_writes_trigger);
+  const auto deadline = std::chrono::steady_clock::now() + kLevel0WaitLimit;
+  for (const FamilyPtr& family : families) {
+    uint64_t files = 0;
+    while (impl_->core->db->GetIntProperty(family.get(), "rocksdb.num-files-at-level0", &files) &&
+           files >= static_cast<uint64_t>(limit)) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Status::Unavailable(fmt::format("{} holds {} files in level 0 (compaction is behind); the checkpoint "
+                                               "waits for it and is retried",
+                                               family->GetName(), files),
+                                   "COMPACTION_BEHIND");
+      }
+      std::this_thread::sleep_for(kLevel0Poll);
     }
-    return family;
-  };
-  // Merge operands go into the memtable (a skip list) in key order: each
-  // insert then starts its search from the previous one's position instead
-  // of from the top, which was most of the cost of applying a batch in
-  // random order (the combiner's hash order). Counters, then sketches (whose
-  // '~' keys sort after every counter's), each by day and key.
-  const auto by_day_and_key = [](const auto* a, const auto* b) {
-    return a->day != b->day ? a->day < b->day : a->key < b->key;
-  };
-  // "~" + counter key sorts as the counter keys do.
-  const auto by_day_and_counter_key = [](const auto* a, const auto* b) {
-    return a->day != b->day ? a->day < b->day : a->counter_key < b->counter_key;
-  };
-  std::vector<const StoreWrite::Increment*> in_order;
-  in_order.reserve(write.increments.size());
-  for (const StoreWrite::Increment& inc : write.increments) in_order.push_back(&inc);
-  std::sort(in_order.begin(), in_order.end(), by_day_and_key);
-  std::vector<const StoreWrite::Unite*> sketches_in_order;
-  sketches_in_order.reserve(write.sketches.size());
-  for (const StoreWrite::Unite& unite : write.sketches) sketches_in_order.push_back(&unite);
-  std::sort(sketches_in_order.begin(), sketches_in_order.end(), by_day_and_counter_key);
-  for (const StoreWrite::Increment* next : in_order) {
-    const StoreWrite::Increment& inc = *next;
-    rocksdb::ColumnFamilyHandle* cf = family_of(inc.day);
-    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(inc.day)));
-    counter.clear();
-    AppendCounter(inc.delta, &counter);
-    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, ToSlice(inc.key), counter), "building a batch"));
   }
-  std::string operand;  // reused, as is the key: the batch copies both
-  std::string key;
-  for (const StoreWrite::Unite* next : sketches_in_order) {
-    const StoreWrite::Unite& unite = *next;
-    rocksdb::ColumnFamilyHandle* cf = family_of(unite.day);
-    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(unite.day)));
-    operand.clear();
-    unite.sketch->AppendBinary(&operand);
-    key.assign(1, kUniqueMark);
-    key.append(unite.counter_key);
-    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Merge(cf, key, operand), "building a batch"));
-  }
-  for (const StoreWrite::Put& put : write.puts) {
-    rocksdb::ColumnFamilyHandle* cf = family_of(put.day);
-    if (cf == nullptr) return Status::Internal(fmt::format("no store for {}", FormatDate(put.day)));
-    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Put(cf, ToSlice(put.key), ToSlice(put.value)), "building a batch"));
-  }
-  for (const auto& [source, seq] : write.watermarks) {
-    const std::string key = std::string(kWatermarkPrefix) + source;
-    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Put(impl_->meta.get(), key, std::to_string(seq)), "building a batch"));
-  }
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;  // made durable by Persist() (see the header)
-  return FromRocks(impl_->core->db->Write(wo, &batch), "writing a checkpoint");
+  return Status::Ok();
 }
 
-Status ShardStore::Persist(const std::optional<std::vector<int64_t>>& days) {
-  std::vector<rocksdb::ColumnFamilyHandle*> families;
-  std::vector<FamilyPtr> keep;  // alive while flushing
-  {
-    std::lock_guard lock(impl_->days_mu);
-    keep.push_back(impl_->meta);
-    if (days) {
-      for (int64_t day : *days) {
-        auto it = impl_->days.find(day);
-        if (it == impl_->days.end()) return Status::Internal(fmt::format("no store for {}", FormatDate(day)));
-        keep.push_back(it->second);
-      }
-    } else {
-      for (const auto& [day, family] : impl_->days) keep.push_back(family);
-    }
+Status ShardStore::Write(const StoreWrite& write) {
+  // One file per family the checkpoint touches, ingested together: the
+  // MANIFEST records all of them or none, so after a crash the store holds
+  // whole checkpoints, records and watermarks alike.
+  std::map<int64_t, FamilyRecords> by_day;
+  for (const StoreWrite::Increment& r : write.increments) by_day[r.day].increments.push_back(&r);
+  for (const StoreWrite::Put& r : write.puts) by_day[r.day].puts.push_back(&r);
+  for (const StoreWrite::Unite& r : write.sketches) by_day[r.day].sketches.push_back(&r);
+  std::vector<std::string> watermark_keys;
+  std::vector<std::string> watermark_values;
+  std::vector<StoreWrite::Put> watermark_puts;
+  for (const auto& [source, seq] : write.watermarks) {
+    watermark_keys.push_back(std::string(kWatermarkPrefix) + source);
+    watermark_values.push_back(std::to_string(seq));
   }
-  for (const FamilyPtr& f : keep) families.push_back(f.get());
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  fo.allow_write_stall = true;  // the flush is the point: wait for room rather than fail
-  return FromRocks(impl_->core->db->Flush(fo, families), "persisting a checkpoint (atomic flush)");
+  FamilyRecords meta_records;
+  for (size_t i = 0; i < watermark_keys.size(); ++i) watermark_puts.push_back({0, watermark_keys[i], watermark_values[i]});
+  for (const StoreWrite::Put& put : watermark_puts) meta_records.puts.push_back(&put);
+
+  std::vector<FamilyPtr> keep;  // alive while ingesting
+  std::vector<std::string> files;
+  std::vector<rocksdb::IngestExternalFileArg> args;
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;            // hard links: the bytes are written once
+  ingest.write_global_seqno = false;   // the MANIFEST holds it: no rewrite of the file
+  auto stage = [&](rocksdb::ColumnFamilyHandle* family, const rocksdb::Options& options, FamilyRecords& records,
+                   std::string_view name) -> Status {
+    std::string path = fmt::format("{}/{}-{}.sst", impl_->staging, ++impl_->staged_files, name);
+    files.push_back(path);
+    uint64_t entries = 0;
+    CLICKATRON_RETURN_IF_ERROR(WriteCheckpointFile(options, family, path, records, &entries));
+    rocksdb::IngestExternalFileArg arg;
+    arg.column_family = family;
+    arg.external_files = {std::move(path)};
+    arg.options = ingest;
+    args.push_back(std::move(arg));
+    return Status::Ok();
+  };
+  Status st;
+  for (auto& [day, records] : by_day) {
+    FamilyPtr family;
+    {
+      std::lock_guard lock(impl_->days_mu);
+      auto it = impl_->days.find(day);
+      if (it != impl_->days.end()) family = it->second;
+    }
+    if (!family) {
+      st = Status::Internal(fmt::format("no store for {}", FormatDate(day)));
+      break;
+    }
+    keep.push_back(family);
+    st = stage(family.get(), impl_->day_file_options, records, DayFamilyName(day));
+    if (!st.ok()) break;
+  }
+  if (st.ok() && !meta_records.empty()) st = stage(impl_->meta.get(), impl_->meta_file_options, meta_records, "meta");
+  if (st.ok()) st = WaitForRoomInLevel0(keep);
+  if (st.ok() && write.before_ingest) st = write.before_ingest();
+  if (st.ok() && !args.empty()) {
+    st = FromRocks(impl_->core->db->IngestExternalFiles(args), "ingesting a checkpoint's files");
+  }
+  // Ingested files were linked into the store; whatever is left here
+  // (all of them after a failure) goes.
+  for (const std::string& path : files) std::remove(path.c_str());
+  return st;
 }
 
 Status ShardStore::Resume() { return FromRocks(impl_->core->db->Resume(), "resuming the store after an error"); }

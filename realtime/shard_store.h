@@ -20,24 +20,25 @@
 // stays cheap (DropColumnFamily deletes its files), and metadata never mixes
 // with records, so an export cannot leak a watermark.
 //
-// Durability: Write() goes to the memtables only (no WAL); Persist() then
-// flushes every family in one atomic flush (atomic_flush), so the files on
-// disk always hold whole checkpoints: after a crash a store has exactly the
-// records of the watermarks it holds. The WAL is kept for the ring state
-// (PutMeta), a few small synced writes a day. Why not the WAL for the
-// checkpoints: a WAL write whose fsync fails may still be replayed at the
-// next start, so retrying it could count a checkpoint twice; a failed flush
-// leaves the records in the memtable, and the retry only flushes again.
-// docs/benchmarks.md has the measurement that chose it.
+// Durability: Write() makes a checkpoint durable in one step. It writes one
+// sorted SST file per column family it touches (checkpoint_file.h) and
+// ingests them all with one IngestExternalFiles call, which records them in
+// the MANIFEST together or not at all: after a crash a store has exactly the
+// records of the watermarks it holds. Checkpoint records never pass through
+// a memtable, a WAL or a flush. The WAL is kept for the ring state (PutMeta),
+// a few small synced writes a day. docs/benchmarks.md has the measurements
+// that chose this (and, before it, a memtable write without the WAL and one
+// atomic flush).
 //
-// Thread-safety: the server's loop thread calls everything, except Write(),
-// Persist() and Resume(), which the checkpoint thread calls, one at a time,
+// Thread-safety: the server's loop thread calls everything, except Write()
+// and Resume(), which the checkpoint thread calls, one at a time,
 // for days the loop does not create or drop meanwhile (the Ring keeps days
 // with unpersisted records). Cursors may outlive a DropDay of their day
 // (they keep its data alive until destroyed) and even the ShardStore itself.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +48,10 @@
 
 #include "clickatron/status.h"
 #include "clickatron/unique_sketch.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+}
 
 namespace clickatron::realtime {
 
@@ -63,8 +68,9 @@ class StoreSnapshot {
 };
 using SnapshotPtr = std::shared_ptr<const StoreSnapshot>;
 
-// One atomic write: every entry and the watermarks land in one WriteBatch.
-// Keys and values are views: they must outlive the Write() call only.
+// One atomic, durable write (a checkpoint): every entry and the watermarks
+// land together. Keys and values are views: they must outlive the Write()
+// call only.
 struct StoreWrite {
   struct Increment {
     int64_t day;
@@ -85,6 +91,9 @@ struct StoreWrite {
   };
   std::vector<Unite> sketches;  // unique records: united with what is stored (a merge operand each)
   std::map<std::string, uint64_t> watermarks;  // source -> seq, written beside the records
+  // Fault injection (tests): runs once the files are made, before they are
+  // ingested; an error stops the write there (nothing ingested).
+  std::function<Status()> before_ingest;
 };
 
 // A forward cursor over one day's records in key order.
@@ -126,13 +135,11 @@ class ShardStore {
   // holds it. Dropping a missing day is OK.
   Status DropDay(int64_t day);
 
-  // Applies `write` atomically to the memtables (no WAL: see above).
+  // Applies `write` atomically and durably (see above): all of it, or
+  // nothing. A failed write may be retried as it is. Records of one key are
+  // folded (counters summed, sketches united, the last put kept).
   // REQUIRES: every day named in `write` exists.
   Status Write(const StoreWrite& write);
-  // Makes the writes so far durable: one atomic flush of the metadata and of
-  // `days` (nullopt: every day). A checkpoint names the days it wrote, so a
-  // day the loop drops meanwhile is never part of the flush.
-  Status Persist(const std::optional<std::vector<int64_t>>& days = std::nullopt);
   // After an error (a full disk, a read-only remount) RocksDB refuses
   // writes until resumed; Resume() retries what failed.
   Status Resume();
@@ -160,6 +167,8 @@ class ShardStore {
  private:
   struct Impl;
   ShardStore(std::string dir, std::unique_ptr<Impl> impl);
+  // Waits while one of `families` has too many files in level 0 (see the .cc).
+  Status WaitForRoomInLevel0(const std::vector<std::shared_ptr<rocksdb::ColumnFamilyHandle>>& families) const;
   std::string dir_;
   std::unique_ptr<Impl> impl_;
 };

@@ -96,7 +96,7 @@ struct ApiConfig {
 
 // [realtime]
 struct RealtimeConfig {
-  int write_buffer_mb = 64;         // RocksDB memtable per day: holds a few checkpoints
+  int write_buffer_mb = 64;         // RocksDB memtable per day (checkpoints are ingested as files, not through it)
   int block_cache_mb = 128;
   int checkpoint_interval_ms = 2000;  // persist the in-memory table this often
   int memory_budget_mb = 256;         // in-memory table bound (active + being persisted)

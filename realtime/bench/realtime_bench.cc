@@ -4,9 +4,9 @@
 // and Checkpointer::Apply of the same bodies into the in-memory table, with
 // checkpoints to a real store as the daemon makes them; no HTTP), as a ratio.
 //
-// Then the cost of one checkpoint of `keys` distinct counters, the two ways
-// it could be made durable: the WAL off and one atomic flush of every
-// column family (what ShardStore does), or the WAL on and one fsync of it.
+// Then the cost of one checkpoint of `keys` distinct counters, two ways it
+// could be made durable: a sorted file ingested (what ShardStore does), or
+// a RocksDB write with the WAL on and one fsync of it.
 //
 // With --visitors N every increment also adds a visitor to its key's unique
 // record (a second line per increment, as the API sends it).
@@ -159,8 +159,8 @@ double InProcessRate(const Flags& f, const std::vector<std::string>& bodies, uin
 }
 
 // Seconds to make one checkpoint of `keys` distinct counters durable, on a
-// fresh database. The shard's way: ShardStore::Write (WAL off) of the keys
-// into the day's store, then Persist (one atomic flush). The alternative:
+// fresh database. The shard's way: ShardStore::Write of the keys into the
+// day's store (a sorted file, ingested). The alternative:
 // the same merges with the WAL on and one fsync of it, in a plain RocksDB
 // database with the same write buffer (ShardStore has no WAL mode to time).
 double CheckpointSeconds(const Flags& f, const std::vector<std::string>& keys, int64_t day, bool wal) {
@@ -174,8 +174,7 @@ double CheckpointSeconds(const Flags& f, const std::vector<std::string>& keys, i
     write.increments.reserve(keys.size());
     for (const std::string& k : keys) write.increments.push_back({day, k, 1});
     const auto start = Clock::now();
-    Status st = (*store)->Write(write);
-    if (st.ok()) st = (*store)->Persist(std::vector<int64_t>{day});
+    const Status st = (*store)->Write(write);
     seconds = st.ok() ? std::chrono::duration<double>(Clock::now() - start).count() : 0;
   } else {
     rocksdb::Options options;
@@ -390,7 +389,7 @@ int main(int argc, char** argv) {
     flush.push_back(CheckpointSeconds(f, sorted, day, false));
     wal.push_back(CheckpointSeconds(f, sorted, day, true));
   }
-  fmt::print("checkpoint of {} keys: WAL off + atomic flush {:.3f} s, WAL on + fsync {:.3f} s (medians of {})\n",
+  fmt::print("checkpoint of {} keys: file ingested {:.3f} s, WAL on + fsync {:.3f} s (medians of {})\n",
              sorted.size(), Median(flush), Median(wal), f.runs);
   fmt::print("BENCH_CHECKPOINT keys={} flush_s={:.4f} wal_s={:.4f}\n", sorted.size(), Median(flush), Median(wal));
   return 0;

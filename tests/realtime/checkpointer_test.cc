@@ -300,25 +300,25 @@ TEST_F(CheckpointerTest, FailingCheckpointChangesNothingAndItsRetryPersistsOnce)
   EXPECT_EQ(*store_->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 3}}));
 }
 
-// The records reach RocksDB and then the flush fails: reads must not count
-// them twice (the store now holds them *and* the frozen table does), and
-// the retry must only flush, never write them again.
-TEST_F(CheckpointerTest, FlushFailingAfterTheWriteIsRetriedWithoutWritingTwice) {
+// The checkpoint's files are written and then their ingestion fails:
+// nothing may land, reads must count the frozen table's records once, and
+// the retry (new files) must land them once.
+TEST_F(CheckpointerTest, IngestFailingAfterTheFilesAreWrittenIsRetriedWithoutCountingTwice) {
   Make(/*threaded=*/false);
   ApplyBatch("api-0");
   ApplyBatch("api-1");
-  SetFault("checkpoint-fail-flush");
+  SetFault("checkpoint-fail-ingest");
   cp_->Start();
   EXPECT_EQ(cp_->stats().failed, 1u);
-  EXPECT_NE(cp_->stats().last_error.find("checkpoint-fail-flush"), std::string::npos) << cp_->stats().last_error;
+  EXPECT_NE(cp_->stats().last_error.find("checkpoint-fail-ingest"), std::string::npos) << cp_->stats().last_error;
   EXPECT_EQ(cp_->Durable("api-0"), 0u);
-  ExpectReadsEqualOracle("records written, flush failed");
+  ExpectReadsEqualOracle("files written, ingestion failed");
   ApplyBatch("api-0");
-  cp_->Start();  // the same job again: flush fails again
+  cp_->Start();  // the same job again: its ingestion fails again
   EXPECT_EQ(cp_->stats().failed, 2u);
-  ExpectReadsEqualOracle("second failed flush, a batch in the active table");
-  ClearFault("checkpoint-fail-flush");
-  cp_->Start();  // flushes what was written once
+  ExpectReadsEqualOracle("second failed ingestion, a batch in the active table");
+  ClearFault("checkpoint-fail-ingest");
+  cp_->Start();  // lands the frozen table once
   EXPECT_EQ(cp_->stats().completed, 1u);
   ExpectReadsEqualOracle("after the retry");
   ASSERT_TRUE(cp_->Drain().ok());
@@ -357,9 +357,9 @@ TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
   ExpectStoreEqualsOracle();
 }
 
-// Threaded: the checkpoint stalls 200 ms between its write and its flush, so
-// the test can read while it runs, and after the write has landed but before
-// the loop has heard of it.
+// Threaded: the checkpoint stalls 200 ms after its files are ingested, so
+// the test reads while it runs, with the records in the store before the
+// loop has heard of it.
 TEST_F(CheckpointerTest, ThreadedReadsDuringACheckpointEqualTheOracle) {
   Make(/*threaded=*/true);
   SetFault("checkpoint-delay-ms", "200");
@@ -374,7 +374,7 @@ TEST_F(CheckpointerTest, ThreadedReadsDuringACheckpointEqualTheOracle) {
   }
   EXPECT_GE(rounds_while_working, 1);
   EXPECT_EQ(cp_->Durable("api-0"), 0u);
-  // Once the result is posted the write and flush are done, yet the loop
+  // Once the result is posted the files are ingested, yet the loop
   // still reads the snapshot before them plus the frozen table.
   ASSERT_TRUE(loop_.WaitForPost());
   ASSERT_TRUE(cp_->running());

@@ -164,8 +164,9 @@ TEST(RealtimeCrashTest, KillNineBetweenCheckpointsLosesNothingDurableAndCountsOn
 }
 
 TEST(RealtimeCrashTest, KillNineInsideACheckpointLosesNothingDurableAndCountsOnce) {
-  // Every checkpoint stalls between its write and its flush, so the kill
-  // lands while one is under way (the test waits to see it running).
+  // Every checkpoint stalls after its files are ingested and before it
+  // completes, so the kill lands while one is under way (the test waits to
+  // see it running): the store holds the records, the API has not heard.
   RealtimeDaemon daemon("manual", clickatron::testing::TomlTable()
                                       .SetInt("checkpoint_interval_ms", 40)
                                       .SetBool("fault_injection", true));

@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
+#include "clickatron/file_util.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
 #include "testutil/testutil.h"
@@ -88,7 +91,6 @@ TEST(ShardStoreTest, WatermarkAndDataSurviveReopen) {
     write.puts.push_back({kDay, "l|AAAAAAAAAAA=", "some value"});
     write.watermarks = {{"api-0", 41}};
     ASSERT_TRUE(store->Write(write).ok());
-    ASSERT_TRUE(store->Persist().ok());
   }
   auto store = OpenStore(tmp.path());
   EXPECT_EQ(store->Days(), (std::vector<int64_t>{kDay, kDay + 1}));
@@ -110,22 +112,29 @@ TEST(ShardStoreCrashChild, DISABLED_WritesThenDiesWithTheStoreOpen) {
   StoreWrite first;
   first.increments.push_back({kDay, "u|a.c3p1", 3});
   first.watermarks = {{"api-0", 7}};
-  ok = ok && store->Write(first).ok() && store->Persist().ok();
+  ok = ok && store->Write(first).ok();
   StoreWrite second;
   second.increments.push_back({kDay, "u|a.c3p1", 100});
   second.increments.push_back({kDay, "u|b.c3p1", 1});
   second.watermarks = {{"api-0", 9}, {"api-1", 2}};
   ok = ok && store->Write(second).ok();
-  ok = ok && CounterOf(*store, kDay, "u|a.c3p1") == 103;  // visible before it is durable
+  // A write whose files are made but never ingested leaves nothing.
+  StoreWrite third;
+  third.increments.push_back({kDay, "u|a.c3p1", 1000});
+  third.increments.push_back({kDay, "u|c.c3p1", 5});
+  third.watermarks = {{"api-0", 11}};
+  third.before_ingest = [] { return Status::IoError("injected"); };
+  ok = ok && !store->Write(third).ok();
+  ok = ok && CounterOf(*store, kDay, "u|a.c3p1") == 103;
   // The ring state is written with the WAL (synced): it survives.
   ok = ok && store->PutMeta("ring", "{\"x\":1}", true).ok();
   ::_exit(ok ? 0 : 1);  // no destructors: the store is never closed
 }
 
-// Checkpoints skip the WAL: what was written but not persisted is gone after
-// a crash, records and watermarks together, never one without the other. (A
-// clean close flushes the memtables instead, atomically: consistent too.)
-TEST(ShardStoreTest, UnpersistedWriteIsLostWholeWithItsWatermarkOnACrash) {
+// A write is durable once it returns, records and watermarks together; one
+// that failed before its files were ingested left nothing, before the crash
+// or after it. The process dies with the store open (no close, no flush).
+TEST(ShardStoreTest, WritesSurviveACrashWholeAndAFailedOneLeavesNothing) {
   TempDir tmp;
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -140,9 +149,10 @@ TEST(ShardStoreTest, UnpersistedWriteIsLostWholeWithItsWatermarkOnACrash) {
   ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
   auto store = OpenStore(tmp.path());
-  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 3);
-  EXPECT_FALSE(store->Get(kDay, "u|b.c3p1")->has_value());
-  EXPECT_EQ(*store->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 7}}));
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 103);
+  EXPECT_EQ(CounterOf(*store, kDay, "u|b.c3p1"), 1);
+  EXPECT_FALSE(store->Get(kDay, "u|c.c3p1")->has_value());
+  EXPECT_EQ(*store->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 9}, {"api-1", 2}}));
   EXPECT_EQ(store->GetMeta("ring")->value_or(""), "{\"x\":1}");
 }
 
@@ -238,13 +248,13 @@ TEST(ShardStoreTest, SnapshotCursorDoesNotSeeLaterWrites) {
   EXPECT_FALSE((*cursor)->Valid());
 }
 
-TEST(ShardStoreTest, MergesStayExactThroughFlushesAndCompactions) {
+TEST(ShardStoreTest, MergesStayExactThroughCompactions) {
   TempDir tmp;
   std::map<std::string, int64_t> oracle;
   std::vector<std::string> keys;
   for (int i = 0; i < 2000; ++i) keys.push_back("c.u|key" + std::to_string(i) + ".US.c3p1");
   {
-    auto store = OpenStore(tmp.path(), /*write_buffer_mb=*/1);  // many flushes
+    auto store = OpenStore(tmp.path(), /*write_buffer_mb=*/1);
     ASSERT_TRUE(store->CreateDay(kDay).ok());
     std::mt19937 rng(11);
     for (int w = 0; w < 300; ++w) {
@@ -257,9 +267,8 @@ TEST(ShardStoreTest, MergesStayExactThroughFlushesAndCompactions) {
       }
       ASSERT_TRUE(store->Write(write).ok());
     }
-    // The test is only worth it if flushes happened (merges folded into tables).
+    // 300 ingested files: compactions fold their merge operands.
     EXPECT_GT(store->DayProperty(kDay, "rocksdb.live-sst-files-size").value_or(0), 0u);
-    ASSERT_TRUE(store->Persist().ok());
   }
   auto store = OpenStore(tmp.path(), 1);
   auto records = ReadAll(*store, kDay);
@@ -282,6 +291,62 @@ TEST(ShardStoreTest, CorruptCounterIsAnErrorNotANumber) {
   EXPECT_FALSE(got.ok());
   std::string text;
   EXPECT_FALSE(AppendValueText("u|b.c3p1", "xyz", &text).ok());
+}
+
+// A checkpoint file takes each key once: repeated keys of one write are
+// folded, and a write that fails leaves nothing.
+TEST(ShardStoreTest, OneWriteFoldsRepeatedKeysAndAFailedOneLeavesNothing) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  UniqueSketch ab, bc;
+  ab.Add(HashVisitor("a"));
+  ab.Add(HashVisitor("b"));
+  bc.Add(HashVisitor("b"));
+  bc.Add(HashVisitor("c"));
+  StoreWrite write;
+  write.increments = {{kDay, "u|a.c3p1", 2}, {kDay, "u|b.c3p1", 1}, {kDay, "u|a.c3p1", 5}};
+  write.puts = {{kDay, "l|AAAAAAAAAAA=", "first"}, {kDay, "l|AAAAAAAAAAA=", "second"}};
+  write.sketches = {{kDay, "u|a.c3p1", &ab}, {kDay, "u|a.c3p1", &bc}};
+  write.watermarks = {{"api-0", 4}};
+  ASSERT_TRUE(store->Write(write).ok());
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 7);
+  EXPECT_EQ(CounterOf(*store, kDay, "u|b.c3p1"), 1);
+  EXPECT_EQ(store->Get(kDay, "l|AAAAAAAAAAA=")->value_or(""), "second");  // the last put wins
+  Result<std::optional<std::string>> united = store->Get(kDay, "~u|a.c3p1");
+  ASSERT_TRUE(united.ok() && united->has_value());
+  Result<UniqueSketch> sketch = UniqueSketch::FromBinary(**united);
+  ASSERT_TRUE(sketch.ok());
+  EXPECT_EQ(sketch->Estimate(), 3u);  // a, b, c
+
+  // A counter summed past int64 within one write: refused, nothing of it lands.
+  StoreWrite overflow;
+  overflow.increments = {{kDay, "u|b.c3p1", 10}, {kDay, "u|c.c3p1", std::numeric_limits<int64_t>::max()},
+                         {kDay, "u|c.c3p1", 1}};
+  overflow.watermarks = {{"api-0", 5}};
+  Status st = store->Write(overflow);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "COUNTER_OVERFLOW");
+  EXPECT_EQ(CounterOf(*store, kDay, "u|b.c3p1"), 1);
+  EXPECT_FALSE(store->Get(kDay, "u|c.c3p1")->has_value());
+  EXPECT_EQ(*store->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 4}}));
+}
+
+// A crash between making a checkpoint's files and ingesting them leaves them
+// in the staging directory; the next open removes them, never ingests them.
+TEST(ShardStoreTest, OpenRemovesFilesACrashLeftUningested) {
+  TempDir tmp;
+  {
+    auto store = StoreWithOneCounter(tmp.path(), 5);
+    ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/checkpoint-staging/1-day-left.sst", "half a file").ok());
+  }
+  auto store = OpenStore(tmp.path());
+  EXPECT_FALSE(FileExists(tmp.path() + "/checkpoint-staging/1-day-left.sst"));
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 5);
+  StoreWrite more;
+  more.increments.push_back({kDay, "u|a.c3p1", 1});
+  ASSERT_TRUE(store->Write(more).ok());
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 6);
 }
 
 TEST(ShardStoreTest, DayFamilyNamesRoundTrip) {
