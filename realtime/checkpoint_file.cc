@@ -23,8 +23,7 @@ void SortByKey(std::vector<const Record*>& records, KeyOf key_of) {
 }  // namespace
 
 Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamilyHandle* family,
-                           const std::string& path, FamilyRecords& records, uint64_t* entries) {
-  *entries = 0;
+                           const std::string& path, FamilyRecords& records) {
   SortByKey(records.increments, [](const StoreWrite::Increment& r) { return r.key; });
   SortByKey(records.puts, [](const StoreWrite::Put& r) { return r.key; });
   SortByKey(records.sketches, [](const StoreWrite::Unite& r) { return r.counter_key; });
@@ -32,10 +31,7 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options, family);
   CLICKATRON_RETURN_IF_ERROR(FromRocks(writer.Open(path), fmt::format("creating the checkpoint file {}", path)));
   const auto added = [&](const rocksdb::Status& s, std::string_view key) -> Status {
-    if (s.ok()) {
-      ++*entries;
-      return Status::Ok();
-    }
+    if (s.ok()) return Status::Ok();
     return Status::Internal(fmt::format("writing {} into the checkpoint file {}: {}", QuoteForMessage(key), path,
                                         s.ToString()));
   };

@@ -34,9 +34,9 @@ struct FamilyRecords {
 // takes each key once, so records of one key are folded first: counters
 // summed, sketches united, the last put kept (the in-memory table never
 // repeats a key; other writers may). Counter and lookup keys must sort
-// before every "~" key, as valid keys do. Sets `*entries` to the keys
-// written. Errors: a folded counter past int64, keys out of that order, I/O.
+// before every "~" key, as valid keys do. Errors: a folded counter past
+// int64, keys out of that order, I/O.
 Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamilyHandle* family,
-                           const std::string& path, FamilyRecords& records, uint64_t* entries);
+                           const std::string& path, FamilyRecords& records);
 
 }  // namespace clickatron::realtime

@@ -186,7 +186,7 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
     });
     write.watermarks = job.watermarks;
     if (!fault_dir.empty() && FileExists(fault_dir + "/checkpoint-fail-ingest")) {
-      write.before_ingest = [] {
+      write.before_ingest = [](const std::vector<std::string>&) {
         return Status::IoError("injected fault: checkpoint-fail-ingest (the files are written, their ingestion fails)");
       };
     }

@@ -164,7 +164,10 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
         day = &DayFor(line.day);
         last_day = line.day;
       }
-      Entry& entry = line.follows_its_counter ? *counted[i - 1] : EntryFor(*day, line.key.substr(1));
+      // A batch not made by ParseBatch could set the mark wrongly: find the
+      // entry by key then.
+      Entry* rides_on = line.follows_its_counter && i > 0 ? counted[i - 1] : nullptr;
+      Entry& entry = rides_on != nullptr ? *rides_on : EntryFor(*day, line.key.substr(1));
       Unite(*day, entry, batch.sketches[line.sketch]);
     }
   }

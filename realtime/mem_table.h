@@ -17,9 +17,10 @@
 // entry of its own: the API sends a record's "~" line right after its
 // counter's line (one increment with uniq= names both), so the "~" line
 // finds the entry the counter line just found, without a second lookup,
-// index entry or key copy (ParseBatch marks such lines). A "~" line alone
-// finds or makes the entry by its key without the '~'; the entry's delta is
-// then 0, which reads and checkpoints skip, as they skip an undone counter.
+// index entry or key copy (ParseBatch marks such lines). Any other "~" line
+// finds the entry by its key without the '~', or makes it with a delta of 0
+// when its counter has none yet (reads and checkpoints skip a 0, as they
+// skip an undone counter).
 //
 // Reads need the records of one key prefix in key order (fwmatch, the API's
 // mfwmatch). A hash table has no order, so counters are also indexed by
@@ -99,6 +100,9 @@ class MemTable {
   // Whether the day has records (a day only reserved by ReserveLike has none).
   bool HasDay(int64_t day) const;
   std::vector<int64_t> Days() const;  // the days with records
+  // Entries (counter keys, also one made for a unique record alone) plus
+  // unique records plus lookups: what a checkpoint writes, give or take an
+  // entry that holds only visitors.
   size_t keys() const { return keys_; }
   size_t keys(int64_t day) const;
   // An estimate of the heap the table holds (keys, values, hash nodes,

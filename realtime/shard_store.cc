@@ -47,7 +47,8 @@ rocksdb::CompressionType LowerLevelCompression() {
 // Options for a day's column family, tuned for a write-heavy counter load:
 // - Records arrive as checkpoint files (ShardStore::Write), one per
 //   checkpoint, each holding a key once: counters and sketches as merge
-//   operands (no read before write), lookups as puts. They land in L0;
+//   operands (no read before write), lookups as puts. RocksDB puts each in
+//   the lowest level it does not overlap (L0 once a day has data);
 //   compactions fold each key's operands into one value. The memtable takes
 //   no checkpoint records (write_buffer_mb sizes it for anything else).
 // - Reads are point lookups (get/mget) and short prefix scans (fwmatch), so
@@ -67,6 +68,7 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   cf.merge_operator = merge;
   cf.write_buffer_size = static_cast<size_t>(std::max(1, options.write_buffer_mb)) << 20;
   cf.level_compaction_dynamic_level_bytes = true;
+  cf.disable_auto_compactions = !options.auto_compactions;
   const rocksdb::CompressionType lower = LowerLevelCompression();
   cf.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, lower, lower, lower, lower, lower};
   rocksdb::BlockBasedTableOptions table;
@@ -80,8 +82,9 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
 }
 
 // A family's options for the files a checkpoint ingests: no compression (an
-// SstFileWriter would take the last level's), since they land in L0 and are
-// rewritten by the first compaction.
+// SstFileWriter would take the last level's). Most land in L0 and are
+// rewritten by the next compaction; a day's first few may land lower, and
+// stay uncompressed until a compaction rewrites them.
 rocksdb::ColumnFamilyOptions UncompressedFileOptions(rocksdb::ColumnFamilyOptions cf) {
   cf.compression_per_level.clear();
   cf.compression = rocksdb::kNoCompression;
@@ -229,11 +232,7 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   meta_options.write_buffer_size = 4u << 20;  // a few keys, rewritten in place
   impl->day_file_options = rocksdb::Options(db_options, UncompressedFileOptions(day_options));
   impl->meta_file_options = rocksdb::Options(db_options, UncompressedFileOptions(meta_options));
-  // Files of a checkpoint that a crash interrupted were never ingested.
   impl->staging = dir + "/checkpoint-staging";
-  std::error_code ec;
-  std::filesystem::remove_all(impl->staging, ec);
-  CLICKATRON_RETURN_IF_ERROR(MakeDirs(impl->staging));
 
   std::vector<std::string> names;
   rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(db_options, dir, &names);
@@ -249,6 +248,19 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, descriptors, &handles, &raw);
   if (!s.ok()) return FromRocks(s, fmt::format("opening RocksDB in {}", dir));
+  // Files of a checkpoint that a crash interrupted were never ingested.
+  // Removed only now that RocksDB's lock is ours: a second open of a store
+  // in use fails above instead of taking a running checkpoint's files.
+  {
+    std::error_code ec;
+    std::filesystem::remove_all(impl->staging, ec);
+    Status made = MakeDirs(impl->staging);
+    if (!made.ok()) {
+      for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+      delete raw;
+      return made;
+    }
+  }
   impl->core = std::make_shared<DbCore>();
   impl->core->db.reset(raw);
   for (size_t i = 0; i < handles.size(); ++i) {
@@ -305,20 +317,23 @@ Status ShardStore::DropDay(int64_t day) {
 
 // Ingestion does not wait for compactions as a write into a memtable would
 // (RocksDB stalls writes, not ingestion, when level 0 fills up): a
-// checkpoint waits here instead while a day it writes has
+// checkpoint waits here instead while a family it writes has
 // level0_slowdown_writes_trigger files in level 0, so reads never face an
-// unbounded level 0. After kLevel0WaitLimit the checkpoint fails and is
-// retried; the memory budget then pushes back on the API.
-constexpr auto kLevel0WaitLimit = std::chrono::seconds(10);
+// unbounded level 0. After StoreOptions::level0_wait_ms it fails and is
+// retried; the memory budget then pushes back on the API. The metadata
+// family takes a file every checkpoint too, and is waited for the same way.
 constexpr auto kLevel0Poll = std::chrono::milliseconds(20);
 
-Status ShardStore::WaitForRoomInLevel0(const std::vector<FamilyPtr>& families) const {
-  const int limit = std::max(1, impl_->day_file_options.level0_slowdown_writes_trigger);
-  const auto deadline = std::chrono::steady_clock::now() + kLevel0WaitLimit;
-  for (const FamilyPtr& family : families) {
-    uint64_t files = 0;
-    while (impl_->core->db->GetIntProperty(family.get(), "rocksdb.num-files-at-level0", &files) &&
-           files >= static_cast<uint64_t>(limit)) {
+Status ShardStore::WaitForRoomInLevel0(const std::vector<rocksdb::ColumnFamilyHandle*>& families) const {
+  const int limit = impl_->options.level0_wait_files > 0 ? impl_->options.level0_wait_files
+                                                         : impl_->day_file_options.level0_slowdown_writes_trigger;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(impl_->options.level0_wait_ms);
+  for (rocksdb::ColumnFamilyHandle* family : families) {
+    for (;;) {
+      rocksdb::ColumnFamilyMetaData meta;
+      impl_->core->db->GetColumnFamilyMetaData(family, &meta);
+      const size_t files = meta.levels.empty() ? 0 : meta.levels[0].files.size();
+      if (files < static_cast<size_t>(std::max(1, limit))) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         return Status::Unavailable(fmt::format("{} holds {} files in level 0 (compaction is behind); the checkpoint "
                                                "waits for it and is retried",
@@ -360,8 +375,7 @@ Status ShardStore::Write(const StoreWrite& write) {
                    std::string_view name) -> Status {
     std::string path = fmt::format("{}/{}-{}.sst", impl_->staging, ++impl_->staged_files, name);
     files.push_back(path);
-    uint64_t entries = 0;
-    CLICKATRON_RETURN_IF_ERROR(WriteCheckpointFile(options, family, path, records, &entries));
+    CLICKATRON_RETURN_IF_ERROR(WriteCheckpointFile(options, family, path, records));
     rocksdb::IngestExternalFileArg arg;
     arg.column_family = family;
     arg.external_files = {std::move(path)};
@@ -386,8 +400,12 @@ Status ShardStore::Write(const StoreWrite& write) {
     if (!st.ok()) break;
   }
   if (st.ok() && !meta_records.empty()) st = stage(impl_->meta.get(), impl_->meta_file_options, meta_records, "meta");
-  if (st.ok()) st = WaitForRoomInLevel0(keep);
-  if (st.ok() && write.before_ingest) st = write.before_ingest();
+  if (st.ok()) {
+    std::vector<rocksdb::ColumnFamilyHandle*> families;
+    for (const rocksdb::IngestExternalFileArg& arg : args) families.push_back(arg.column_family);
+    st = WaitForRoomInLevel0(families);
+  }
+  if (st.ok() && write.before_ingest) st = write.before_ingest(files);
   if (st.ok() && !args.empty()) {
     st = FromRocks(impl_->core->db->IngestExternalFiles(args), "ingesting a checkpoint's files");
   }

@@ -1,22 +1,26 @@
 // ShardStore: a realtime shard's RocksDB database: what the checkpoints
-// (checkpointer.h) have persisted. With counter_merge.cc it is the only code
-// that includes RocksDB; everything above it sees days, keys and Status
-// values.
+// (checkpointer.h) have persisted. With the files it uses (checkpoint_file.h,
+// rocks_status.h) and counter_merge.cc it is the only code that includes
+// RocksDB; everything above it sees days, keys and Status values.
 //
 // Layout on disk (DATA_DIR/db, one RocksDB database):
 //   column family "day-YYYY-MM-DD"  that UTC day's records: counters as 8-byte
 //                                   little-endian int64 (counter_merge.h),
-//                                   lookups as their full value
+//                                   lookups as their full value, unique
+//                                   records ("~KEY") as binary sketches
 //   default column family           metadata: "wm|SOURCE" -> decimal seq (the
 //                                   durable watermark of each API node),
 //                                   "ring" -> the ring state as JSON (ring.h)
+//   DATA_DIR/db/checkpoint-staging  a checkpoint's files while they are made
+//                                   (emptied at open: never ingested)
 //
 // Why one database with a column family per day rather than one database per
 // day: a checkpoint touches several days (23:59 and 00:00 increments, lookups
-// in Today beside counters for Yesterday), and a RocksDB WriteBatch is atomic
-// only inside one database. Across the column families of one database it is
-// atomic, so a checkpoint's records for every day and its watermarks commit
-// together or not at all, and exactly-once needs nothing more. Clearing a day
+// in Today beside counters for Yesterday), and a RocksDB ingestion of files
+// (like a WriteBatch) is atomic only inside one database. Across the column
+// families of one database it is atomic, so a checkpoint's records for every
+// day and its watermarks commit together or not at all, and exactly-once
+// needs nothing more. Clearing a day
 // stays cheap (DropColumnFamily deletes its files), and metadata never mixes
 // with records, so an export cannot leak a watermark.
 //
@@ -56,8 +60,14 @@ class ColumnFamilyHandle;
 namespace clickatron::realtime {
 
 struct StoreOptions {
-  int write_buffer_mb = 64;   // memtable per day: hot counters merge in memory
+  int write_buffer_mb = 64;   // memtable per day (checkpoints do not pass through it)
   int block_cache_mb = 128;   // shared by every day
+  // A checkpoint waits while a family it writes has this many files in level
+  // 0 (0: RocksDB's level0_slowdown_writes_trigger), at most level0_wait_ms,
+  // then fails with COMPACTION_BEHIND (retried). Tests lower them.
+  int level0_wait_files = 0;
+  int level0_wait_ms = 10'000;
+  bool auto_compactions = true;  // tests: off, so level 0 only grows
 };
 
 // A consistent point-in-time view of the whole store (RocksDB snapshot);
@@ -91,9 +101,9 @@ struct StoreWrite {
   };
   std::vector<Unite> sketches;  // unique records: united with what is stored (a merge operand each)
   std::map<std::string, uint64_t> watermarks;  // source -> seq, written beside the records
-  // Fault injection (tests): runs once the files are made, before they are
-  // ingested; an error stops the write there (nothing ingested).
-  std::function<Status()> before_ingest;
+  // Fault injection (tests): runs once the files are made (their paths), before
+  // they are ingested; an error stops the write there (nothing ingested).
+  std::function<Status(const std::vector<std::string>& files)> before_ingest;
 };
 
 // A forward cursor over one day's records in key order.
@@ -168,7 +178,7 @@ class ShardStore {
   struct Impl;
   ShardStore(std::string dir, std::unique_ptr<Impl> impl);
   // Waits while one of `families` has too many files in level 0 (see the .cc).
-  Status WaitForRoomInLevel0(const std::vector<std::shared_ptr<rocksdb::ColumnFamilyHandle>>& families) const;
+  Status WaitForRoomInLevel0(const std::vector<rocksdb::ColumnFamilyHandle*>& families) const;
   std::string dir_;
   std::unique_ptr<Impl> impl_;
 };

@@ -123,7 +123,7 @@ TEST(ShardStoreCrashChild, DISABLED_WritesThenDiesWithTheStoreOpen) {
   third.increments.push_back({kDay, "u|a.c3p1", 1000});
   third.increments.push_back({kDay, "u|c.c3p1", 5});
   third.watermarks = {{"api-0", 11}};
-  third.before_ingest = [] { return Status::IoError("injected"); };
+  third.before_ingest = [](const std::vector<std::string>&) { return Status::IoError("injected"); };
   ok = ok && !store->Write(third).ok();
   ok = ok && CounterOf(*store, kDay, "u|a.c3p1") == 103;
   // The ring state is written with the WAL (synced): it survives.
@@ -347,6 +347,70 @@ TEST(ShardStoreTest, OpenRemovesFilesACrashLeftUningested) {
   more.increments.push_back({kDay, "u|a.c3p1", 1});
   ASSERT_TRUE(store->Write(more).ok());
   EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 6);
+}
+
+// A failure inside RocksDB's ingestion itself, with files for two days and
+// the watermarks: one of them is gone when RocksDB comes to it. Nothing of
+// the write may land, in any family, and the store takes the next write.
+TEST(ShardStoreTest, AnIngestionFailingPartwayLeavesEveryFamilyAsItWas) {
+  TempDir tmp;
+  auto store = StoreWithOneCounter(tmp.path(), 5);
+  ASSERT_TRUE(store->CreateDay(kDay + 1).ok());
+  StoreWrite write;
+  write.increments = {{kDay, "u|a.c3p1", 1}, {kDay + 1, "u|a.c3q0", 2}};
+  write.watermarks = {{"api-0", 8}};
+  size_t staged = 0;
+  write.before_ingest = [&](const std::vector<std::string>& files) {
+    staged = files.size();
+    ::unlink(files[1].c_str());  // the second day's file
+    return Status::Ok();
+  };
+  EXPECT_FALSE(store->Write(write).ok());
+  EXPECT_EQ(staged, 3u);  // two days and the watermarks
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 5);
+  EXPECT_FALSE(store->Get(kDay + 1, "u|a.c3q0")->has_value());
+  EXPECT_TRUE(store->LoadWatermarks()->empty());
+  write.before_ingest = nullptr;
+  ASSERT_TRUE(store->Write(write).ok());  // the same write again, whole
+  EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 6);
+  EXPECT_EQ(CounterOf(*store, kDay + 1, "u|a.c3q0"), 2);
+  EXPECT_EQ(*store->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 8}}));
+}
+
+// With compactions off, level 0 only grows: once a family holds
+// level0_wait_files there, a write waits level0_wait_ms and then fails with
+// COMPACTION_BEHIND, leaving nothing; the files it waited for are still
+// readable.
+TEST(ShardStoreTest, AWriteWaitsForLevel0AndFailsWhenCompactionIsBehind) {
+  TempDir tmp;
+  StoreOptions options;
+  options.block_cache_mb = 4;
+  options.auto_compactions = false;
+  options.level0_wait_files = 3;
+  options.level0_wait_ms = 50;
+  Result<std::unique_ptr<ShardStore>> opened = ShardStore::Open(tmp.path(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ShardStore& store = **opened;
+  ASSERT_TRUE(store.CreateDay(kDay).ok());
+  int64_t sum = 0;
+  Status refused;
+  uint64_t seq = 0;
+  // Bounded: each write is one file; the first few may land below level 0.
+  for (int w = 0; w < 40 && refused.ok(); ++w) {
+    StoreWrite write;
+    write.increments.push_back({kDay, "u|a.c3p1", 1});
+    write.watermarks = {{"api-0", seq + 1}};
+    refused = store.Write(write);
+    if (refused.ok()) {
+      ++sum;
+      ++seq;
+    }
+  }
+  ASSERT_FALSE(refused.ok()) << "level 0 never filled";
+  EXPECT_EQ(refused.reason(), "COMPACTION_BEHIND");
+  EXPECT_NE(refused.message().find("level 0"), std::string::npos) << refused.message();
+  EXPECT_EQ(CounterOf(store, kDay, "u|a.c3p1"), sum);
+  EXPECT_EQ(*store.LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", seq}}));
 }
 
 TEST(ShardStoreTest, DayFamilyNamesRoundTrip) {
