@@ -13,11 +13,16 @@
 namespace clickatron::realtime {
 namespace {
 
-// Sorts by `key_of` and keeps the order of equal keys (the last put wins).
+// Sorts by `key_of`. Equal keys of counters and sketches fold the same in
+// any order (a sum, a union); puts keep theirs (the last one wins).
 template <typename Record, typename KeyOf>
-void SortByKey(std::vector<const Record*>& records, KeyOf key_of) {
-  std::stable_sort(records.begin(), records.end(),
-                   [&](const Record* a, const Record* b) { return key_of(*a) < key_of(*b); });
+void SortByKey(std::vector<const Record*>& records, KeyOf key_of, bool keep_order_of_equal_keys = false) {
+  const auto by_key = [&](const Record* a, const Record* b) { return key_of(*a) < key_of(*b); };
+  if (keep_order_of_equal_keys) {
+    std::stable_sort(records.begin(), records.end(), by_key);
+  } else {
+    std::sort(records.begin(), records.end(), by_key);
+  }
 }
 
 }  // namespace
@@ -25,7 +30,7 @@ void SortByKey(std::vector<const Record*>& records, KeyOf key_of) {
 Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamilyHandle* family,
                            const std::string& path, FamilyRecords& records) {
   SortByKey(records.increments, [](const StoreWrite::Increment& r) { return r.key; });
-  SortByKey(records.puts, [](const StoreWrite::Put& r) { return r.key; });
+  SortByKey(records.puts, [](const StoreWrite::Put& r) { return r.key; }, /*keep_order_of_equal_keys=*/true);
   SortByKey(records.sketches, [](const StoreWrite::Unite& r) { return r.counter_key; });
 
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options, family);

@@ -84,17 +84,11 @@ MemTable::Entry& MemTable::EntryFor(Day& day, std::string_view key) {
 }
 
 bool MemTable::Add(Day& day, std::string_view key, int64_t delta, Entry** entry) {
-  auto it = day.counters.find(key);
-  if (it != day.counters.end()) {
-    int64_t sum = 0;  // the stored value changes only when the sum fits
-    if (__builtin_add_overflow(it->second.delta, delta, &sum)) return false;
-    it->second.delta = sum;
-    *entry = &it->second;
-    return true;
-  }
-  it = day.counters.emplace(std::string(key), Entry{delta, nullptr}).first;
-  Index(day, &*it);
-  *entry = &it->second;
+  Entry& found = EntryFor(day, key);
+  int64_t sum = 0;  // the stored value changes only when the sum fits (a new entry's 0 + delta always does)
+  if (__builtin_add_overflow(found.delta, delta, &sum)) return false;
+  found.delta = sum;
+  *entry = &found;
   return true;
 }
 

@@ -143,11 +143,13 @@ struct ShardStore::Impl {
     std::shared_ptr<DbCore> keep = core;
     return FamilyPtr(handle, [keep](rocksdb::ColumnFamilyHandle* h) { keep->db->DestroyColumnFamilyHandle(h).PermitUncheckedError(); });
   }
-  rocksdb::ColumnFamilyHandle* Day(int64_t day) const {
+  // The day's family, kept alive by the pointer (null: no such day).
+  FamilyPtr DayFamily(int64_t day) const {
     std::lock_guard lock(days_mu);
     auto it = days.find(day);
-    return it == days.end() ? nullptr : it->second.get();
+    return it == days.end() ? nullptr : it->second;
   }
+  rocksdb::ColumnFamilyHandle* Day(int64_t day) const { return DayFamily(day).get(); }
 };
 
 namespace {
@@ -354,15 +356,16 @@ Status ShardStore::Write(const StoreWrite& write) {
   for (const StoreWrite::Increment& r : write.increments) by_day[r.day].increments.push_back(&r);
   for (const StoreWrite::Put& r : write.puts) by_day[r.day].puts.push_back(&r);
   for (const StoreWrite::Unite& r : write.sketches) by_day[r.day].sketches.push_back(&r);
-  std::vector<std::string> watermark_keys;
-  std::vector<std::string> watermark_values;
-  std::vector<StoreWrite::Put> watermark_puts;
+  // The watermarks as puts into the metadata family: their text is built
+  // first and never moves (reserved), as the puts view it.
+  std::vector<std::pair<std::string, std::string>> watermark_text;
+  watermark_text.reserve(write.watermarks.size());
   for (const auto& [source, seq] : write.watermarks) {
-    watermark_keys.push_back(std::string(kWatermarkPrefix) + source);
-    watermark_values.push_back(std::to_string(seq));
+    watermark_text.emplace_back(std::string(kWatermarkPrefix) + source, std::to_string(seq));
   }
+  std::vector<StoreWrite::Put> watermark_puts;
+  for (const auto& [key, value] : watermark_text) watermark_puts.push_back({0, key, value});
   FamilyRecords meta_records;
-  for (size_t i = 0; i < watermark_keys.size(); ++i) watermark_puts.push_back({0, watermark_keys[i], watermark_values[i]});
   for (const StoreWrite::Put& put : watermark_puts) meta_records.puts.push_back(&put);
 
   std::vector<FamilyPtr> keep;  // alive while ingesting
@@ -385,12 +388,7 @@ Status ShardStore::Write(const StoreWrite& write) {
   };
   Status st;
   for (auto& [day, records] : by_day) {
-    FamilyPtr family;
-    {
-      std::lock_guard lock(impl_->days_mu);
-      auto it = impl_->days.find(day);
-      if (it != impl_->days.end()) family = it->second;
-    }
+    FamilyPtr family = impl_->DayFamily(day);
     if (!family) {
       st = Status::Internal(fmt::format("no store for {}", FormatDate(day)));
       break;
