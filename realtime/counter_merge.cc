@@ -19,9 +19,9 @@ std::atomic<uint64_t> merge_failures{0};
 
 // One merge folds every operand at once: a sketch is decoded once per
 // operand and encoded once per merge. (RocksDB's AssociativeMergeOperator,
-// used before, folds pairwise: a key with N operands in a flush or a
-// compaction had its growing union encoded and decoded again N times, a
-// dense sketch's 12 KiB each time.) Counters sum the same either way.
+// used before, folds pairwise: a key with N operands in a compaction had
+// its growing union encoded and decoded again N times, a dense sketch's
+// 12 KiB each time.) Counters sum the same either way.
 class CounterAddOperator : public rocksdb::MergeOperator {
  public:
   // Part of the on-disk format: RocksDB records the name in each table and
