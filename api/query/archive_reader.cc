@@ -425,8 +425,12 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     }
   }
   // Without a confirmed file every key is asked, and none is kept.
+  const std::vector<std::string>& to_ask = file ? *asked : keys;
+  if (FitsOneBatch(session->shard, to_ask)) {
+    return MGetCoalesced(session, to_ask, std::move(kept_lines), std::move(checked));
+  }
   const std::vector<std::string> targets =
-      MGetTargets(file ? *asked : keys, options_.max_target_bytes, options_.max_keys_per_mget);
+      MGetTargets(to_ask, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
   auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = file.has_value(),
                              shard = session->shard, shard_count = session->shard_count,
@@ -453,6 +457,80 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
            part(Status::Ok());
          });
   }
+}
+
+bool ArchiveReader::FitsOneBatch(int shard, const std::vector<std::string>& keys) const {
+  if (keys.empty() || static_cast<size_t>(shard) >= coalescers_.size() ||
+      coalescers_[static_cast<size_t>(shard)].empty() || keys.size() > options_.coalesce_max_keys) {
+    return false;
+  }
+  size_t bytes = 0;
+  for (const std::string& key : keys) bytes += TargetKeyCost(key);
+  return bytes <= options_.max_target_bytes;
+}
+
+void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, const std::vector<std::string>& keys,
+                                  std::optional<ArchiveReply> kept_lines,
+                                  std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  struct Gathered {
+    std::vector<std::string> keys;
+    std::vector<ArchiveReply> replies;  // by key
+    size_t left = 0;
+    Status failed;
+    std::optional<ArchiveReply> kept_lines;
+    std::function<void(Result<std::vector<ArchiveReply>>)> done;
+  };
+  auto gathered = std::make_shared<Gathered>();
+  gathered->keys = keys;
+  gathered->replies.resize(keys.size());
+  gathered->left = keys.size();
+  gathered->kept_lines = std::move(kept_lines);
+  gathered->done = std::move(done);
+  // Each key's answer is kept as its get's would be: for the shard and count
+  // it is asked of now.
+  const int shard = session->shard;
+  const int shard_count = session->shard_count;
+  auto finish = [this, gathered, shard, shard_count]() {
+    if (!gathered->failed.ok()) return gathered->done(std::move(gathered->failed));
+    // The answers as mget answers: one per (file, replica) they came from
+    // (all one unless a reload or failover fell between two batches; the
+    // caller's view check sees that), each holding the "key,value" lines of
+    // its hits.
+    std::vector<ArchiveReply> out;
+    for (size_t i = 0; i < gathered->keys.size(); ++i) {
+      ArchiveReply& reply = gathered->replies[i];
+      if (cache_.enabled()) Keep(shard, gathered->keys[i], reply, shard_count);
+      auto same = std::find_if(out.begin(), out.end(), [&](const ArchiveReply& o) {
+        return o.view == reply.view && o.replica == reply.replica;
+      });
+      if (same == out.end()) {
+        out.emplace_back();
+        same = std::prev(out.end());
+        same->view = reply.view;
+        same->replica = reply.replica;
+        same->found = true;  // an mget answers 200 with its hits, none or more
+      }
+      if (reply.found) same->body.append(gathered->keys[i]).append(",").append(reply.body);
+    }
+    if (gathered->kept_lines) out.push_back(std::move(*gathered->kept_lines));
+    gathered->done(std::move(out));
+  };
+  std::vector<Coalescer<ArchiveReply>::Lookup> lookups;
+  lookups.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    lookups.push_back({keys[i], [session, gathered, i, finish](Result<ArchiveReply> reply) {
+                         if (!reply.ok()) {
+                           if (gathered->failed.ok()) gathered->failed = reply.status();
+                         } else {
+                           // The session follows the batch's failover, as a get of its own would.
+                           session->replica = reply->replica;
+                           gathered->replies[i] = std::move(*reply);
+                         }
+                         if (--gathered->left == 0) finish();
+                       }});
+  }
+  auto& replicas = coalescers_[static_cast<size_t>(session->shard)];
+  replicas[session->replica % replicas.size()]->SubmitAll(std::move(lookups));
 }
 
 std::optional<ServedFile> ArchiveReader::CachedFile(const Session& session) {

@@ -26,7 +26,9 @@
 // Get is coalesced per replica (coalescer.h): while a request is out to the
 // replica, further gets queue and go out together as one mget; a failed
 // batch fails over (or fails) every get in it, and every get's reply still
-// carries the view of the answer it came from.
+// carries the view of the answer it came from. An mget small enough for one
+// batch (a query's second round trip: a sparse key's few hours) queues the
+// same way, its keys together; a larger one goes out as requests of its own.
 //
 // Thread-safety: loop thread only. Callbacks run on the loop, never after the
 // reader is destroyed.
@@ -188,6 +190,15 @@ class ArchiveReader {
   void GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done);
   void MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys,
                   std::function<void(Result<std::vector<ArchiveReply>>)> done);
+  // Whether `keys` fit one coalesced request to `shard` (coalescing on, and
+  // within its key and byte limits): such an mget queues with other
+  // queries' gets instead of going out as a request of its own.
+  bool FitsOneBatch(int shard, const std::vector<std::string>& keys) const;
+  // The mget of `keys` through the session's replica's coalescer, answered
+  // as MGet answers (`kept_lines`, the cache's part, appended).
+  void MGetCoalesced(std::shared_ptr<Session> session, const std::vector<std::string>& keys,
+                     std::optional<ArchiveReply> kept_lines,
+                     std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
   HttpClient& client_;
   ReadStats& stats_;

@@ -74,6 +74,18 @@ class Coalescer {
     Pump();
   }
 
+  // Several lookups queued before any is sent, so that the first does not
+  // go out alone while the others wait for it: a lone caller's keys leave
+  // together (split only by max_keys / max_bytes).
+  struct Lookup {
+    std::string key;
+    Waiter done;
+  };
+  void SubmitAll(std::vector<Lookup> lookups) {
+    for (Lookup& lookup : lookups) queue_.push_back(Queued{std::move(lookup.key), std::move(lookup.done)});
+    Pump();
+  }
+
   int in_flight() const { return in_flight_; }
   size_t queued() const { return queue_.size(); }
   const Counters& counters() const { return counters_; }

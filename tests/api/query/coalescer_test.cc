@@ -84,6 +84,37 @@ TEST(ReadCoalescerTest, LoneLookupIsSentAtOnceAndQueuedOnesGoTogether) {
   EXPECT_EQ(c.counters().waiters, 4u);
 }
 
+TEST(ReadCoalescerTest, LookupsSubmittedTogetherLeaveTogether) {
+  FakeTarget target;
+  Outcomes out;
+  Coalescer<std::string> c(Opts(1, 3), target.Sender(), nullptr);
+  // Nothing in flight: the first of them does not go out alone.
+  std::vector<Coalescer<std::string>::Lookup> lookups;
+  for (const char* k : {"k1", "k2", "k3", "k4"}) lookups.push_back({k, out.For(k)});
+  c.SubmitAll(std::move(lookups));
+  ASSERT_EQ(target.sent.size(), 1u);
+  EXPECT_EQ(target.sent[0].keys, (std::vector<std::string>{"k1", "k2", "k3"}));  // the key cap still holds
+  EXPECT_EQ(c.queued(), 1u);
+  // While that is out, a second caller's lookups queue behind the rest.
+  std::vector<Coalescer<std::string>::Lookup> more;
+  more.push_back({"k5", out.For("k5")});
+  more.push_back({"k1", out.For("k1 again")});
+  c.SubmitAll(std::move(more));
+  EXPECT_EQ(target.sent.size(), 1u);
+  target.AnswerNext();
+  ASSERT_EQ(target.sent.size(), 2u);
+  EXPECT_EQ(target.sent[1].keys, (std::vector<std::string>{"k4", "k5", "k1"}));
+  target.AnswerNext();
+  EXPECT_EQ(out.got.size(), 6u);
+  for (const char* k : {"k1", "k2", "k3", "k4", "k5"}) {
+    EXPECT_EQ(out.got[k], std::vector<std::string>{std::string("value of ") + k});
+  }
+  EXPECT_EQ(out.got["k1 again"], std::vector<std::string>{"value of k1"});
+  // An empty submission sends nothing.
+  c.SubmitAll({});
+  EXPECT_EQ(target.sent.size(), 2u);
+}
+
 TEST(ReadCoalescerTest, BatchesRespectKeyAndByteCaps) {
   FakeTarget target;
   Outcomes out;

@@ -167,6 +167,24 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   ExpectDecodedHitsOnlyWhenCached();
 }
 
+// A sparse key's /uniques takes two archive round trips: the total's get
+// (its archived hours say which unique records exist), then those records.
+// The second is queued with other queries' gets (one coalesced request per
+// replica), not sent as a request of its own: a lone query's two records go
+// out together as one mget through the coalescer, and the answer stays exact.
+TEST_P(IntegrationUniquesMergeTest, ASparseKeysSecondRoundTripGoesThroughTheCoalescer) {
+  const int64_t requests = ReadFigure("archive_coalesced_requests");
+  const int64_t keys = ReadFigure("archive_coalesced_keys");
+  // Two archived hours with visitors (D-40 and D-1) in the window, on days
+  // no other unit shares: two unique records, read by hour or by day.
+  const std::string target = Target(kSparseKey, "", "day", 45, 0, today_ * kDay) + "&rollup=true";
+  auto j = cluster_.Api(target);
+  ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+  EXPECT_EQ(j["data"]["uniques"], ExpectedOverWindow(kSparseKey, "", "day", 45, 0, today_ * kDay)) << target;
+  EXPECT_EQ(ReadFigure("archive_coalesced_requests") - requests, 1);
+  EXPECT_EQ(ReadFigure("archive_coalesced_keys") - keys, 2);
+}
+
 TEST_P(IntegrationUniquesMergeTest, ComparedWithThePreviousWindow) {
   // compare=previous: the 14 (or 3) days before, a window of its own.
   struct Compare {
