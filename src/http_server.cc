@@ -178,6 +178,7 @@ class HttpServerImpl : public HttpServer {
   }
   void OnSignal(int signo, std::function<void()> fn) override;
   void OnStop(std::function<void()> fn) override { stop_hooks_.push_back(std::move(fn)); }
+  void OnStopDrain(std::function<void(std::function<void()>)> fn) override { drain_hooks_.push_back(std::move(fn)); }
   void Every(std::chrono::milliseconds period, std::function<void()> fn) override { AddTimer(period, std::move(fn), true); }
   void After(std::chrono::microseconds delay, std::function<void()> fn) override {
     precise_->After(delay, std::move(fn));
@@ -194,6 +195,12 @@ class HttpServerImpl : public HttpServer {
   // Called by exchanges.
   void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex) { open_[conn] = ex; }
   void Untrack(evhttp_connection* conn) { open_.erase(conn); }
+  // An answer handed to libevent: counted until it has been written, so a
+  // stop lets it leave before the loop ends.
+  void AnswerLeaving(evhttp_request* req) {
+    ++answers_unsent_;
+    evhttp_request_set_on_complete_cb(req, &HttpServerImpl::OnAnswerSent, this);
+  }
 
  private:
   struct Timer {
@@ -207,6 +214,11 @@ class HttpServerImpl : public HttpServer {
   static void OnWake(evutil_socket_t, short, void* arg);
   static void OnSignalEvent(evutil_socket_t signo, short, void* arg);
   static void OnTimer(evutil_socket_t, short, void* arg);
+  static void OnAnswerSent(evhttp_request*, void* arg);
+  // Stop(), on the loop: no new connections or requests, the drain hooks
+  // run; FinishStop() once they are done (or stop_drain_timeout passed).
+  void BeginStop();
+  void FinishStop();
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   // Routes a parsed exchange (received here, or forwarded by a sibling).
@@ -241,6 +253,12 @@ class HttpServerImpl : public HttpServer {
   std::function<nlohmann::json()> stats_json_;
   std::function<std::string()> stats_prom_;
   std::vector<std::function<void()>> stop_hooks_;
+  std::vector<std::function<void(std::function<void()>)>> drain_hooks_;
+  size_t drains_left_ = 0;
+  bool finishing_ = false;       // FinishStop() began
+  bool stop_hooks_ran_ = false;
+  size_t answers_unsent_ = 0;    // AnswerLeaving, not yet written
+  evhttp_bound_socket* listening_ = nullptr;  // closed when a stop begins
   std::map<int, std::function<void()>> signal_handlers_;
   std::vector<EventPtr> events_;
   std::vector<std::unique_ptr<Timer>> timers_;
@@ -341,6 +359,7 @@ void ExchangeImpl::Reply(int status, std::string_view body, std::string_view con
   EvbufferPtr buf(evbuffer_new());
   evbuffer_add(buf.get(), body.data(), body.size());
   server_->Untrack(evhttp_request_get_connection(req_));
+  server_->AnswerLeaving(req_);
   evhttp_send_reply(req_, status, nullptr, buf.get());
   req_ = nullptr;  // libevent owns and frees it from here
 }
@@ -351,6 +370,7 @@ void ExchangeImpl::StartStream(int status, std::string_view content_type) {
   stream_status_ = status;
   self_while_streaming_ = shared_from_this();
   evhttp_add_header(evhttp_request_get_output_headers(req_), "Content-Type", std::string(content_type).c_str());
+  server_->AnswerLeaving(req_);
   evhttp_send_reply_start(req_, status, nullptr);
 }
 
@@ -415,6 +435,7 @@ Status HttpServerImpl::Init() {
   auto bound = Listen();
   if (!bound.ok()) return bound.status();
   evhttp_bound_socket* sock = *bound;
+  listening_ = sock;
   // TCP_NODELAY, inherited by every accepted connection (Linux): libevent
   // writes an answer in pieces of at most 16 KiB, and with Nagle on, the
   // last piece waits for the ACK of the first, which the client delays by
@@ -575,22 +596,64 @@ Status HttpServerImpl::Run() {
     std::signal(SIGINT, SIG_IGN);
     std::signal(SIGTERM, SIG_IGN);
   }
-  if (!stopping_) RunStopHooks();
+  stopping_ = true;
+  if (!stop_hooks_ran_) RunStopHooks();  // the loop ended without Stop(): no drain
   if (rc < 0) return Status::Internal("event loop failed");
   return Status::Ok();
 }
 
 void HttpServerImpl::RunStopHooks() {
-  stopping_ = true;
+  stop_hooks_ran_ = true;
   for (auto& fn : stop_hooks_) fn();
 }
 
 void HttpServerImpl::Stop() {
-  RunInLoop([this] {
-    if (stopping_) return;
-    RunStopHooks();
-    event_base_loopexit(base_.get(), nullptr);
+  RunInLoop([this] { BeginStop(); });
+}
+
+void HttpServerImpl::BeginStop() {
+  if (stopping_) return;
+  stopping_ = true;
+  // New connections are refused (a client tries another node, or again
+  // later); the open ones are served until the loop ends, new requests on
+  // them answered 503 STOPPING (Dispatch).
+  if (listening_ != nullptr) {
+    evhttp_del_accept_socket(http_.get(), listening_);
+    listening_ = nullptr;
+  }
+  After(options_.stop_drain_timeout, [this] {
+    if (finishing_) {  // answers still unwritten: their clients are gone or stalled
+      event_base_loopexit(base_.get(), nullptr);
+      return;
+    }
+    spdlog::warn("stopping: {} of the work owed an answer did not finish within {} ms; stopping anyway",
+                 drains_left_, options_.stop_drain_timeout.count());
+    FinishStop();
   });
+  drains_left_ = drain_hooks_.size();
+  if (drains_left_ == 0) return FinishStop();
+  for (auto& hook : drain_hooks_) {
+    hook([this, called = std::make_shared<bool>(false)] {
+      if (*called) return;
+      *called = true;
+      if (--drains_left_ == 0 && !finishing_) FinishStop();
+    });
+  }
+}
+
+void HttpServerImpl::FinishStop() {
+  finishing_ = true;
+  RunStopHooks();
+  // The answers given meanwhile are written before the loop ends (or the
+  // stop's deadline passes): a client that got no answer would send again
+  // what was taken.
+  if (answers_unsent_ == 0) event_base_loopexit(base_.get(), nullptr);
+}
+
+void HttpServerImpl::OnAnswerSent(evhttp_request*, void* arg) {
+  auto* self = static_cast<HttpServerImpl*>(arg);
+  if (self->answers_unsent_ > 0) --self->answers_unsent_;
+  if (self->answers_unsent_ == 0 && self->finishing_) event_base_loopexit(self->base_.get(), nullptr);
 }
 
 void HttpServerImpl::RunInLoop(std::function<void()> fn) { mailbox_->Post(std::move(fn)); }
@@ -653,6 +716,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     ex->ReplyError(st);
     return;
   }
+  if (stopping_) return ex->ReplyError(503, "STOPPING", "the daemon is stopping");
   if (forward) return Forward(ex, uri);
   Handle(ex, uri, route);
 }
@@ -660,8 +724,9 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
 void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri) {
   auto forwarded = std::make_shared<ForwardedExchange>(ex, ex->RequestHeaders(), mailbox_, primary_mailbox_);
   const bool posted = primary_mailbox_->Post([primary = primary_, forwarded, uri = std::string(uri)] {
-    // Once the primary's stop hooks have begun (the write path flushed and
-    // closed), a request handed over meanwhile is refused, not half taken.
+    // Once the primary's stop has begun (the write path drains into the
+    // oplog, then closes), a request handed over meanwhile is refused, not
+    // half taken.
     if (primary->stopping_) return forwarded->ReplyError(503, "STOPPING", "the daemon is stopping");
     primary->Handle(forwarded, uri, primary->routes_.find(forwarded->path()));
   });

@@ -114,6 +114,11 @@ class WritePathImpl : public WritePath {
   void MaybeFlush(bool from_timer);
   void Flush(bool force);
   void OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters, const Status& st);
+  // A stop began (the server's drain): parked requests are refused, the
+  // window goes to the oplog, and `drained` runs once every commit is done
+  // and its clients answered.
+  void DrainForStop(std::function<void()> drained);
+  void NotifyIfDrained();
   std::function<void(std::function<void()>)> Poster() {
     return [server = &server_](std::function<void()> fn) { server->RunInLoop(std::move(fn)); };
   }
@@ -153,6 +158,8 @@ class WritePathImpl : public WritePath {
   HourCache hour_cache_;
   bool window_armed_ = false;
   bool committing_ = false;
+  size_t commits_in_flight_ = 0;  // Flush(true) may start one while another is out
+  std::function<void()> stop_drained_;  // set while a stop waits for the commits
   std::chrono::steady_clock::time_point last_flush_{};
 
   // Stats.
@@ -225,8 +232,13 @@ Status WritePathImpl::Init() {
     oplog_->CollectGarbage();
     late_->SealIfOlder(kLateSealAgeSeconds);
   }));
-  // On SIGTERM: what is combined but not yet logged goes to the oplog (its
-  // clients get no answer, but nothing they sent is lost).
+  // On SIGTERM: what is combined but not yet logged goes to the oplog, and
+  // its clients are answered once it is durable there, before the node
+  // exits: a client that got no answer would send again what was taken.
+  server_.OnStopDrain(Guarded([this](std::function<void()> drained) { DrainForStop(std::move(drained)); }));
+  // After the drain (or when the loop ended otherwise, or the drain ran out
+  // of time): whatever is still combined goes to the oplog unanswered, so
+  // nothing taken is lost.
   server_.OnStop(Guarded([this] {
     Flush(true);
     oplog_->Stop();
@@ -413,6 +425,7 @@ void WritePathImpl::Flush(bool force) {
     }
   }
   committing_ = true;
+  ++commits_in_flight_;
   std::vector<Waiter> waiters;
   waiters.swap(waiters_);
   oplog_->Commit(batches, Guarded([this, batches, waiters = std::move(waiters)](Status st) {
@@ -423,6 +436,7 @@ void WritePathImpl::Flush(bool force) {
 void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters,
                                 const Status& st) {
   committing_ = false;
+  --commits_in_flight_;
   for (const BatchPtr& b : batches) committing_lines_[b->shard] -= b->line_count;
   if (st.ok()) {
     for (const Waiter& w : waiters) {
@@ -442,6 +456,28 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
     if (b->seq <= oplog_->durable_seq(b->shard) || st.ok()) senders_[b->shard]->Enqueue(b);
   }
   MaybeFlush(false);
+  NotifyIfDrained();
+}
+
+void WritePathImpl::DrainForStop(std::function<void()> drained) {
+  // Nothing of a parked request was taken: refused as it would be after
+  // its wait, so the client sends it again (elsewhere, or after the restart).
+  parked_.Resume(
+      std::chrono::steady_clock::time_point::max(), [](uint32_t) { return true; },
+      [](Parked&, std::vector<uint32_t>&, std::chrono::steady_clock::time_point) {},
+      [](Parked& p) {
+        p.ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
+      });
+  stop_drained_ = std::move(drained);
+  Flush(true);
+  NotifyIfDrained();
+}
+
+void WritePathImpl::NotifyIfDrained() {
+  if (!stop_drained_ || commits_in_flight_ > 0 || !combiner_.empty()) return;
+  auto drained = std::move(stop_drained_);
+  stop_drained_ = nullptr;
+  drained();
 }
 
 void WritePathImpl::HandleSeal(const HttpExchangePtr& ex) {

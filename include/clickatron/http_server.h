@@ -95,6 +95,9 @@ struct HttpServerOptions {
   // A daemon stops on SIGINT/SIGTERM (and ignores them while it closes). A
   // server inside a command-line tool leaves the signals to the process.
   bool stop_on_signals = true;
+  // How long a stop waits for OnStopDrain hooks and for answers still being
+  // written before the loop ends anyway.
+  std::chrono::milliseconds stop_drain_timeout{10000};
   // Sibling servers (NewSibling) may listen on this port too, each on a loop
   // of its own; the kernel spreads new connections over them (SO_REUSEPORT).
   // A port that anything else holds at start is still refused; afterwards
@@ -126,6 +129,14 @@ class HttpServer {
   virtual void OnSignal(int signo, std::function<void()> fn) = 0;
   // Runs `fn` on the loop thread just before Run() returns (flush, close).
   virtual void OnStop(std::function<void()> fn) = 0;
+  // Work that clients are owed an answer for when the server stops (the
+  // API's increments on their way into the oplog). On Stop() the server
+  // stops accepting connections and answers new requests 503 STOPPING; it
+  // runs each drain hook on the loop thread, keeps the loop serving until
+  // every hook has called its `drained` (once) or stop_drain_timeout
+  // passes, then runs the OnStop hooks, lets the answers given meanwhile be
+  // written, and Run() returns.
+  virtual void OnStopDrain(std::function<void(std::function<void()> drained)> fn) = 0;
   // Runs `fn` on the loop thread every `period`, first after one period.
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
   // Runs `fn` once on the loop thread after `delay`, to the microsecond (a

@@ -128,9 +128,17 @@ class Stream {
   int pause_after_ = std::numeric_limits<int>::max();  // guarded by gate_mutex_
 };
 
+// What Verify found: requests answered 200, the others, and how many of
+// those others realtime holds all the same.
+struct Outcomes {
+  int acked = 0;
+  int unanswered = 0;
+  int applied_unanswered = 0;
+};
+
 // Compares realtime (every shard, memory and store) with the oracle built
 // from the outcomes of every request of `streams`. Call once they are joined.
-inline void Verify(const WriteCluster& c, const std::vector<const Stream*>& streams, const std::string& when) {
+inline Outcomes Verify(const WriteCluster& c, const std::vector<const Stream*>& streams, const std::string& when) {
   SCOPED_TRACE(when);
   std::map<std::string, int64_t> totals = c.Counters("t|");
   std::map<std::string, int64_t> subs = c.Counters("c.t|");
@@ -166,6 +174,7 @@ inline void Verify(const WriteCluster& c, const std::vector<const Stream*>& stre
   EXPECT_EQ(got, want);
   std::printf("[%s] requests: %d acknowledged, %d unanswered (%d of them applied); %zu records\n", when.c_str(),
               acked, unanswered, applied_unanswered, got.size());
+  return Outcomes{acked, unanswered, applied_unanswered};
 }
 
 }  // namespace clickatron::api::write_testing
