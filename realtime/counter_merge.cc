@@ -65,6 +65,17 @@ class CounterAddOperator : public rocksdb::MergeOperator {
   template <typename Operands>
   static bool Unite(const rocksdb::Slice& key, const rocksdb::Slice* existing_value, const Operands& operands,
                     std::string* new_value) {
+    // One operand and no base (a record read from one ingested checkpoint
+    // file, before a compaction folds it): the operand is already the
+    // union, in the encoding a merge would write. Copied as it is instead of
+    // decoded and encoded again on every read of it; checked as far as a
+    // read sending a stored value checks it (UniqueSketch::AppendTextOfBinary).
+    if (existing_value == nullptr && operands.size() == 1) {
+      const std::string_view only = operands.front().ToStringView();
+      if (!UniqueSketch::CheckBinaryForm(only).ok()) return Fail(key, "merge operand is not a sketch");
+      new_value->assign(only);
+      return true;
+    }
     UniqueSketch all;
     if (existing_value != nullptr) {
       Result<UniqueSketch> stored = UniqueSketch::FromBinary(existing_value->ToStringView());

@@ -410,6 +410,8 @@ Status UniqueSketch::AppendTextOfBinary(std::string_view binary, std::string* ou
   return Status::Ok();
 }
 
+Status UniqueSketch::CheckBinaryForm(std::string_view binary) { return CheckFormAndSize(binary); }
+
 std::string UniqueSketch::ToText() const {
   std::string out;
   AppendText(&out);

@@ -71,6 +71,8 @@ class UniqueSketch {
   // as a line): the form letter and the payload's size are checked, the
   // rest is left to whoever decodes the text (FromText validates fully).
   static Status AppendTextOfBinary(std::string_view binary, std::string* out);
+  // The same check alone: the form letter and the payload's size.
+  static Status CheckBinaryForm(std::string_view binary);
   // Validate fully (form letter, encoding, strictly ascending hashes, register
   // range, exact payload length): CORRUPTION-free input or INVALID_ARGUMENT.
   static Result<UniqueSketch> FromBinary(std::string_view bytes);

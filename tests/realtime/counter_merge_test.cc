@@ -145,6 +145,25 @@ TEST(CounterMergeTest, UniqueRecordsUniteEverySketch) {
   EXPECT_EQ(*dense, dense_expected.ToBinary());
 }
 
+// A lone operand without a stored value (a record of one ingested
+// checkpoint file, read before a compaction): the merge gives exactly the
+// bytes merging it into an empty sketch would, explicit or dense, and a
+// malformed one still fails.
+TEST(CounterMergeTest, ALoneSketchOperandMergesToItsOwnBytes) {
+  const std::string key = "~u|jehiah.2026112812";
+  for (uint64_t visitors : {1u, 50u, 3000u}) {
+    const std::string only = SketchOf(7, visitors);
+    UniqueSketch expected;
+    expected.Merge(*UniqueSketch::FromBinary(only));
+    EXPECT_EQ(FullMerge(key, nullptr, {only}), expected.ToBinary()) << visitors;
+  }
+  const uint64_t before = CounterMergeFailures();
+  EXPECT_FALSE(FullMerge(key, nullptr, {"q-not-a-form"}).has_value());
+  EXPECT_FALSE(FullMerge(key, nullptr, {std::string()}).has_value());
+  EXPECT_FALSE(FullMerge(key, nullptr, {"d" + std::string(10, '\0')}).has_value());  // dense, short
+  EXPECT_EQ(CounterMergeFailures(), before + 3);
+}
+
 TEST(CounterMergeTest, BadSketchIsAFailure) {
   const uint64_t before = CounterMergeFailures();
   const std::string key = "~u|jehiah.2026112812";
