@@ -22,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
@@ -195,10 +196,11 @@ class HttpServerImpl : public HttpServer {
   // Called by exchanges.
   void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex) { open_[conn] = ex; }
   void Untrack(evhttp_connection* conn) { open_.erase(conn); }
-  // An answer handed to libevent: counted until it has been written, so a
-  // stop lets it leave before the loop ends.
+  // An answer handed to libevent: its connection is remembered until the
+  // answer has been written (or the connection closed), so a stop lets it
+  // leave before the loop ends.
   void AnswerLeaving(evhttp_request* req) {
-    ++answers_unsent_;
+    if (evhttp_connection* conn = evhttp_request_get_connection(req)) answering_.insert(conn);
     evhttp_request_set_on_complete_cb(req, &HttpServerImpl::OnAnswerSent, this);
   }
 
@@ -216,9 +218,14 @@ class HttpServerImpl : public HttpServer {
   static void OnTimer(evutil_socket_t, short, void* arg);
   static void OnAnswerSent(evhttp_request*, void* arg);
   // Stop(), on the loop: no new connections or requests, the drain hooks
-  // run; FinishStop() once they are done (or stop_drain_timeout passed).
+  // run; FinishStop() once they are done (or stop_drain_timeout passed)
+  // waits for the answers being written, then EndLoop() runs the stop hooks
+  // and ends the loop.
   void BeginStop();
   void FinishStop();
+  void EndLoop();
+  // An answer was written, or its connection closed.
+  void AnswerGone(evhttp_connection* conn);
   void AddTimer(std::chrono::microseconds period, std::function<void()> fn, bool repeat);
   void Dispatch(evhttp_request* req);
   // Routes a parsed exchange (received here, or forwarded by a sibling).
@@ -256,8 +263,9 @@ class HttpServerImpl : public HttpServer {
   std::vector<std::function<void(std::function<void()>)>> drain_hooks_;
   size_t drains_left_ = 0;
   bool finishing_ = false;       // FinishStop() began
+  bool loop_ending_ = false;     // EndLoop() began
   bool stop_hooks_ran_ = false;
-  size_t answers_unsent_ = 0;    // AnswerLeaving, not yet written
+  std::unordered_set<evhttp_connection*> answering_;  // AnswerLeaving, not yet written
   evhttp_bound_socket* listening_ = nullptr;  // closed when a stop begins
   std::map<int, std::function<void()>> signal_handlers_;
   std::vector<EventPtr> events_;
@@ -611,6 +619,9 @@ void HttpServerImpl::Stop() {
   RunInLoop([this] { BeginStop(); });
 }
 
+// How long a stop waits, after its drain, for the answers being written.
+constexpr std::chrono::seconds kAnswerWriteGrace{2};
+
 void HttpServerImpl::BeginStop() {
   if (stopping_) return;
   stopping_ = true;
@@ -622,10 +633,7 @@ void HttpServerImpl::BeginStop() {
     listening_ = nullptr;
   }
   After(options_.stop_drain_timeout, [this] {
-    if (finishing_) {  // answers still unwritten: their clients are gone or stalled
-      event_base_loopexit(base_.get(), nullptr);
-      return;
-    }
+    if (finishing_) return;
     spdlog::warn("stopping: {} of the work owed an answer did not finish within {} ms; stopping anyway",
                  drains_left_, options_.stop_drain_timeout.count());
     FinishStop();
@@ -642,18 +650,37 @@ void HttpServerImpl::BeginStop() {
 }
 
 void HttpServerImpl::FinishStop() {
+  if (finishing_) return;
   finishing_ = true;
-  RunStopHooks();
-  // The answers given meanwhile are written before the loop ends (or the
-  // stop's deadline passes): a client that got no answer would send again
-  // what was taken.
-  if (answers_unsent_ == 0) event_base_loopexit(base_.get(), nullptr);
+  // The answers given meanwhile are written before the loop ends: a client
+  // that got no answer would send again what was taken. A client that does
+  // not read its answer is not waited for past the grace.
+  if (answering_.empty()) return EndLoop();
+  After(kAnswerWriteGrace, [this] {
+    spdlog::warn("stopping: {} answers were still being written after {} s; stopping anyway", answering_.size(),
+                 kAnswerWriteGrace.count());
+    EndLoop();
+  });
 }
 
-void HttpServerImpl::OnAnswerSent(evhttp_request*, void* arg) {
-  auto* self = static_cast<HttpServerImpl*>(arg);
-  if (self->answers_unsent_ > 0) --self->answers_unsent_;
-  if (self->answers_unsent_ == 0 && self->finishing_) event_base_loopexit(self->base_.get(), nullptr);
+void HttpServerImpl::EndLoop() {
+  if (loop_ending_) return;
+  loop_ending_ = true;
+  // The stop hooks run last (they close what the handlers use), and nothing
+  // runs on this loop after them: loopbreak, not loopexit, which would still
+  // run the timers and requests of this turn.
+  RunStopHooks();
+  event_base_loopbreak(base_.get());
+}
+
+void HttpServerImpl::OnAnswerSent(evhttp_request* req, void* arg) {
+  static_cast<HttpServerImpl*>(arg)->AnswerGone(evhttp_request_get_connection(req));
+}
+
+void HttpServerImpl::AnswerGone(evhttp_connection* conn) {
+  if (answering_.erase(conn) == 0 || !answering_.empty() || !finishing_) return;
+  // Not from inside libevent's callback: the hooks may close connections.
+  RunInLoop([this] { EndLoop(); });
 }
 
 void HttpServerImpl::RunInLoop(std::function<void()> fn) { mailbox_->Post(std::move(fn)); }
@@ -665,6 +692,9 @@ void HttpServerImpl::OnWake(evutil_socket_t, short, void* arg) {
 
 void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
+  // An answer cut off (the client left, or stopped reading past evhttp's
+  // timeout): libevent never reports it written.
+  self->AnswerGone(conn);
   auto it = self->open_.find(conn);
   if (it == self->open_.end()) return;
   if (auto ex = it->second.lock()) ex->ConnectionClosed();

@@ -11,7 +11,7 @@
 // Thread-safety: everything runs on the loop thread except RunInLoop() and
 // Stop(), which any thread may call, and stats() (HttpStats is thread-safe).
 // The set-up calls (Route, InternalRoute, AdminRoute, SetStatsProvider,
-// OnSignal, OnStop, Every, After) are made before Run() by the thread that
+// OnSignal, OnStop, OnStopDrain, Every, After) are made before Run() by the thread that
 // will call it, or later on the loop thread. An HttpExchange must be answered
 // on the loop thread; work done elsewhere posts its answer back with
 // RunInLoop().
@@ -134,8 +134,8 @@ class HttpServer {
   // stops accepting connections and answers new requests 503 STOPPING; it
   // runs each drain hook on the loop thread, keeps the loop serving until
   // every hook has called its `drained` (once) or stop_drain_timeout
-  // passes, then runs the OnStop hooks, lets the answers given meanwhile be
-  // written, and Run() returns.
+  // passes, lets the answers given meanwhile be written (for at most 2 s
+  // more), runs the OnStop hooks, and Run() returns.
   virtual void OnStopDrain(std::function<void(std::function<void()> drained)> fn) = 0;
   // Runs `fn` on the loop thread every `period`, first after one period.
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
@@ -153,8 +153,8 @@ class HttpServer {
   // set on it (its handlers run on its loop); a request for any route of
   // this server, /ping, /stats or /metrics is handed to this server's
   // loop, handled there and answered through the sibling, so handlers that
-  // are not thread-safe stay on one loop; once this server's stop hooks have
-  // begun they are answered 503 STOPPING. Endpoint figures are shared.
+  // are not thread-safe stay on one loop; once this server's stop has begun
+  // they are answered 503 STOPPING. Endpoint figures are shared.
   // Make siblings once this server's routes are set.
   virtual Result<std::unique_ptr<HttpServer>> NewSibling() = 0;
 

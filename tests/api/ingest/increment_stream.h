@@ -76,7 +76,9 @@ class Stream {
           }
           std::string body = fmt::format("ns=t&key={}&ts={}&value={}&sub=c:M\n", r.marker, ts_, r.marker_value);
           for (const auto& [key, value] : r.hot) body += fmt::format("ns=t&key={}&ts={}&value={}&sub=c:H\n", key, ts_, value);
-          auto resp = HttpPost(c_.Api(), "/incr", body, 5000);
+          // Longer than the API's stop drain (10 s): a request it took is
+          // answered before its client gives up on it.
+          auto resp = HttpPost(c_.Api(), "/incr", body, 15000);
           if (resp.status_code == 200) {
             r.answered_ok = true;
             ++acked_;

@@ -1,0 +1,161 @@
+// How an HTTP server stops (HttpServer::OnStopDrain, Stop): work owed an
+// answer is finished and answered before Run() returns, the OnStop hooks run
+// after it, and neither a client that left mid-answer nor a drain that never
+// finishes keeps the process from exiting.
+//
+// The drain timeouts here are long (60 s) where the test shows that the stop
+// does NOT wait for them: the bound asserted is half of that, a check that
+// the stop did not hang on the timeout, not a measure of speed.
+#include "clickatron/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testutil/testutil.h"
+
+namespace clickatron {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::Loopback;
+
+std::unique_ptr<HttpServer> NewServer(std::chrono::milliseconds drain_timeout) {
+  HttpServerOptions options;
+  options.daemon = "test-daemon";
+  options.member = "t-0";
+  options.listen = HostPort{"127.0.0.1", 0};
+  options.stop_on_signals = false;
+  options.stop_drain_timeout = drain_timeout;
+  auto created = HttpServer::Create(options);
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  return created.ok() ? std::move(created).value() : nullptr;
+}
+
+// Requests held by a handler are answered by the drain hook, after Stop(),
+// and their clients get those answers; the OnStop hooks run after the drain.
+TEST(HttpServerStop, DrainAnswersHeldRequestsBeforeRunReturns) {
+  auto server = NewServer(std::chrono::seconds(60));
+  ASSERT_TRUE(server);
+  std::vector<HttpExchangePtr> held;  // loop thread only
+  std::atomic<int> arrived{0};
+  std::vector<std::string> order;  // loop thread only; read after Run returns
+  server->Route("/held", [&](const HttpExchangePtr& ex) {
+    held.push_back(ex);
+    ++arrived;
+  });
+  server->OnStopDrain([&](std::function<void()> drained) {
+    order.push_back("drain");
+    // Answered on a later turn, as an oplog commit answers.
+    server->RunInLoop([&, drained = std::move(drained)] {
+      for (const auto& ex : held) ex->Reply(200, "drained");
+      held.clear();
+      order.push_back("answered");
+      drained();
+    });
+  });
+  server->OnStop([&] { order.push_back("stop hook"); });
+  const uint16_t port = server->port();
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+
+  constexpr int kClients = 3;
+  std::vector<HttpResponse> got(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] { got[i] = testing::HttpGet(Loopback(port), "/held", 30000); });
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == kClients; }));
+  const Clock::time_point stop_at = Clock::now();
+  server->Stop();
+  loop.join();
+  EXPECT_LT(Clock::now() - stop_at, std::chrono::seconds(30)) << "the stop waited for its drain timeout";
+  for (auto& c : clients) c.join();
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_EQ(got[i].status_code, 200) << i << ": " << got[i].transport.message();
+    EXPECT_EQ(got[i].body, "drained") << i;
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"drain", "answered", "stop hook"}));
+  // The listener is closed: nobody is served after the stop.
+  EXPECT_NE(testing::HttpGet(Loopback(port), "/held", 2000).status_code, 200);
+}
+
+// A client that leaves in the middle of a streamed answer: libevent never
+// reports that answer written, and the stop must not wait for it.
+TEST(HttpServerStop, AClientThatLeftMidAnswerDoesNotHoldTheStop) {
+  auto server = NewServer(std::chrono::seconds(60));
+  ASSERT_TRUE(server);
+  std::vector<HttpExchangePtr> held;  // loop thread only
+  std::atomic<int> started{0};
+  server->Route("/drip", [&](const HttpExchangePtr& ex) {
+    ex->StartStream(200, "text/plain");
+    ex->SendChunk("first\n", nullptr);
+    held.push_back(ex);
+    ++started;
+  });
+  const uint16_t port = server->port();
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string request = "GET /drip HTTP/1.1\r\nHost: t\r\n\r\n";
+  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(testing::WaitFor([&] { return started.load() == 1; }));
+  ::close(fd);
+  // The server learns of the departure when a write fails: keep writing.
+  const std::string chunk(16384, 'c');
+  std::atomic<bool> gone{false};
+  ASSERT_TRUE(testing::WaitFor([&] {
+    server->RunInLoop([&] {
+      bool all_gone = true;
+      for (const auto& ex : held) {
+        if (ex->alive()) {
+          ex->SendChunk(chunk, nullptr);
+          all_gone = false;
+        }
+      }
+      gone = all_gone;
+    });
+    return gone.load();
+  })) << "the server did not notice its client leave";
+
+  const Clock::time_point stop_at = Clock::now();
+  server->Stop();
+  loop.join();
+  EXPECT_LT(Clock::now() - stop_at, std::chrono::seconds(30)) << "the stop waited for an answer nobody reads";
+}
+
+// A drain that never reports done is given stop_drain_timeout, then the
+// stop goes on: the OnStop hooks run and Run() returns.
+TEST(HttpServerStop, ADrainThatNeverFinishesEndsAtItsTimeout) {
+  auto server = NewServer(std::chrono::milliseconds(200));
+  ASSERT_TRUE(server);
+  bool drain_ran = false, stop_hook_ran = false;  // loop thread; read after Run
+  std::function<void()> never_called;
+  server->OnStopDrain([&](std::function<void()> drained) {
+    drain_ran = true;
+    never_called = std::move(drained);  // kept, never called
+  });
+  server->OnStop([&] { stop_hook_ran = true; });
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+  server->Stop();
+  loop.join();
+  EXPECT_TRUE(drain_ran);
+  EXPECT_TRUE(stop_hook_ran);
+}
+
+}  // namespace
+}  // namespace clickatron
