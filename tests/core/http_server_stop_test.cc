@@ -10,8 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -104,13 +102,8 @@ TEST(HttpServerStop, AClientThatLeftMidAnswerDoesNotHoldTheStop) {
   const uint16_t port = server->port();
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
 
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = testing::ConnectLoopback(port);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string request = "GET /drip HTTP/1.1\r\nHost: t\r\n\r\n";
   ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
   ASSERT_TRUE(testing::WaitFor([&] { return started.load() == 1; }));

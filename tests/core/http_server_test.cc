@@ -4,9 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
 #include <malloc.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -219,13 +217,8 @@ TEST_F(HttpServerTest, AClientThatLeavesAStreamCostsNoMemory) {
   auto depart = [&](int clients) {
     std::vector<int> fds;
     for (int i = 0; i < clients; ++i) {
-      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      const int fd = testing::ConnectLoopback(port_);
       ASSERT_GE(fd, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(port_);
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
       ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
       fds.push_back(fd);
     }

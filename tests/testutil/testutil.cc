@@ -128,6 +128,20 @@ std::string BinaryPath(const std::string& name) { return std::string(CLICKATRON_
 
 HostPort Loopback(uint16_t port) { return HostPort{"127.0.0.1", port}; }
 
+int ConnectLoopback(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 void StreamPieces(const HttpExchangePtr& ex, int chunks, std::function<std::string(int)> piece) {
   ex->StartStream(200, "text/plain");
   auto remaining = std::make_shared<int>(chunks);

@@ -105,5 +105,8 @@ HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std
                       int timeout_ms = 10000, const std::string& bearer = "");
 
 HostPort Loopback(uint16_t port);
+// A raw TCP connection to 127.0.0.1:port, for tests that write requests by
+// hand (a client that leaves mid-answer); -1 if it cannot connect.
+int ConnectLoopback(uint16_t port);
 
 }  // namespace clickatron::testing
