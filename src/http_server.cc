@@ -263,8 +263,7 @@ class HttpServerImpl : public HttpServer {
   std::vector<std::function<void(std::function<void()>)>> drain_hooks_;
   size_t drains_left_ = 0;
   bool finishing_ = false;       // FinishStop() began
-  bool loop_ending_ = false;     // EndLoop() began
-  bool stop_hooks_ran_ = false;
+  bool stop_hooks_ran_ = false;  // EndLoop() (or Run() ending by itself) ran them
   std::unordered_set<evhttp_connection*> answering_;  // AnswerLeaving, not yet written
   evhttp_bound_socket* listening_ = nullptr;  // closed when a stop begins
   std::map<int, std::function<void()>> signal_handlers_;
@@ -664,8 +663,7 @@ void HttpServerImpl::FinishStop() {
 }
 
 void HttpServerImpl::EndLoop() {
-  if (loop_ending_) return;
-  loop_ending_ = true;
+  if (stop_hooks_ran_) return;
   // The stop hooks run last (they close what the handlers use), and nothing
   // runs on this loop after them: loopbreak, not loopexit, which would still
   // run the timers and requests of this turn.

@@ -13,6 +13,7 @@
 // Thread-safety: none; the API's loop thread owns it.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -73,6 +74,15 @@ class FlowQueue {
         expire(w.request);
       }
     }
+  }
+
+  // Takes every waiting request out, oldest first, to `refuse` (the node
+  // is stopping: none of them will be admitted).
+  void RefuseAll(const std::function<void(Request&)>& refuse) {
+    std::deque<Waiting> all;
+    all.swap(waiting_);
+    std::fill(waiting_for_.begin(), waiting_for_.end(), 0);
+    for (Waiting& w : all) refuse(w.request);
   }
 
  private:

@@ -157,8 +157,9 @@ class WritePathImpl : public WritePath {
   bool resume_armed_ = false;
   HourCache hour_cache_;
   bool window_armed_ = false;
-  bool committing_ = false;
-  size_t commits_in_flight_ = 0;  // Flush(true) may start one while another is out
+  // Commits handed to the oplog and not yet answered: one at a time, but a
+  // forced flush (the stop) may start one while another is out.
+  size_t commits_in_flight_ = 0;
   std::function<void()> stop_drained_;  // set while a stop waits for the commits
   std::chrono::steady_clock::time_point last_flush_{};
 
@@ -364,7 +365,7 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
   for (RoutedRecord& r : records) combiner_.Add(std::move(r));
   waiters_.push_back(Waiter{ex, increments});
   // While a commit runs, its completion flushes this window (MaybeFlush).
-  if (!committing_) MaybeFlush(false);
+  if (commits_in_flight_ == 0) MaybeFlush(false);
 }
 
 void WritePathImpl::ArmWindow(std::chrono::microseconds delay) {
@@ -377,7 +378,7 @@ void WritePathImpl::ArmWindow(std::chrono::microseconds delay) {
 }
 
 void WritePathImpl::MaybeFlush(bool from_timer) {
-  if (combiner_.empty() || committing_) return;
+  if (combiner_.empty() || commits_in_flight_ > 0) return;
   // The timer was armed for the rest of the window: when it fires, the
   // window is over (After() never runs a callback early).
   if (from_timer) {
@@ -396,7 +397,7 @@ void WritePathImpl::MaybeFlush(bool from_timer) {
 
 void WritePathImpl::Flush(bool force) {
   if (combiner_.empty()) return;
-  if (committing_ && !force) return;
+  if (commits_in_flight_ > 0 && !force) return;
   last_flush_ = std::chrono::steady_clock::now();
   std::vector<BatchPtr> batches;
   for (uint32_t s = 0; s < shard_count_; ++s) {
@@ -424,7 +425,6 @@ void WritePathImpl::Flush(bool force) {
       batches.push_back(std::move(b));
     }
   }
-  committing_ = true;
   ++commits_in_flight_;
   std::vector<Waiter> waiters;
   waiters.swap(waiters_);
@@ -435,7 +435,6 @@ void WritePathImpl::Flush(bool force) {
 
 void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters,
                                 const Status& st) {
-  committing_ = false;
   --commits_in_flight_;
   for (const BatchPtr& b : batches) committing_lines_[b->shard] -= b->line_count;
   if (st.ok()) {
@@ -462,12 +461,9 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
 void WritePathImpl::DrainForStop(std::function<void()> drained) {
   // Nothing of a parked request was taken: refused as it would be after
   // its wait, so the client sends it again (elsewhere, or after the restart).
-  parked_.Resume(
-      std::chrono::steady_clock::time_point::max(), [](uint32_t) { return true; },
-      [](Parked&, std::vector<uint32_t>&, std::chrono::steady_clock::time_point) {},
-      [](Parked& p) {
-        p.ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
-      });
+  parked_.RefuseAll([](Parked& p) {
+    p.ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
+  });
   stop_drained_ = std::move(drained);
   Flush(true);
   NotifyIfDrained();

@@ -427,7 +427,8 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   // Without a confirmed file every key is asked, and none is kept.
   const std::vector<std::string>& to_ask = file ? *asked : keys;
   if (FitsOneBatch(session->shard, to_ask)) {
-    return MGetCoalesced(session, to_ask, std::move(kept_lines), std::move(checked));
+    return MGetCoalesced(session, file ? std::move(*asked) : std::move(keys), std::move(kept_lines),
+                         std::move(checked));
   }
   const std::vector<std::string> targets =
       MGetTargets(to_ask, options_.max_target_bytes, options_.max_keys_per_mget);
@@ -469,7 +470,7 @@ bool ArchiveReader::FitsOneBatch(int shard, const std::vector<std::string>& keys
   return bytes <= options_.max_target_bytes;
 }
 
-void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, const std::vector<std::string>& keys,
+void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, std::vector<std::string> keys,
                                   std::optional<ArchiveReply> kept_lines,
                                   std::function<void(Result<std::vector<ArchiveReply>>)> done) {
   struct Gathered {
@@ -481,7 +482,6 @@ void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, const std::v
     std::function<void(Result<std::vector<ArchiveReply>>)> done;
   };
   auto gathered = std::make_shared<Gathered>();
-  gathered->keys = keys;
   gathered->replies.resize(keys.size());
   gathered->left = keys.size();
   gathered->kept_lines = std::move(kept_lines);
@@ -499,7 +499,6 @@ void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, const std::v
     std::vector<ArchiveReply> out;
     for (size_t i = 0; i < gathered->keys.size(); ++i) {
       ArchiveReply& reply = gathered->replies[i];
-      if (cache_.enabled()) Keep(shard, gathered->keys[i], reply, shard_count);
       auto same = std::find_if(out.begin(), out.end(), [&](const ArchiveReply& o) {
         return o.view == reply.view && o.replica == reply.replica;
       });
@@ -511,6 +510,7 @@ void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, const std::v
         same->found = true;  // an mget answers 200 with its hits, none or more
       }
       if (reply.found) same->body.append(gathered->keys[i]).append(",").append(reply.body);
+      if (cache_.enabled()) Keep(shard, gathered->keys[i], std::move(reply), shard_count);
     }
     if (gathered->kept_lines) out.push_back(std::move(*gathered->kept_lines));
     gathered->done(std::move(out));
@@ -529,6 +529,8 @@ void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, const std::v
                          if (--gathered->left == 0) finish();
                        }});
   }
+  // The keys stay for the answers' lines; the coalescer's queue holds its own.
+  gathered->keys = std::move(keys);
   auto& replicas = coalescers_[static_cast<size_t>(session->shard)];
   replicas[session->replica % replicas.size()]->SubmitAll(std::move(lookups));
 }

@@ -196,7 +196,7 @@ class ArchiveReader {
   bool FitsOneBatch(int shard, const std::vector<std::string>& keys) const;
   // The mget of `keys` through the session's replica's coalescer, answered
   // as MGet answers (`kept_lines`, the cache's part, appended).
-  void MGetCoalesced(std::shared_ptr<Session> session, const std::vector<std::string>& keys,
+  void MGetCoalesced(std::shared_ptr<Session> session, std::vector<std::string> keys,
                      std::optional<ArchiveReply> kept_lines,
                      std::function<void(Result<std::vector<ArchiveReply>>)> done);
 

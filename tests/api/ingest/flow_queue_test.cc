@@ -1,7 +1,8 @@
 // FlowQueue: requests that wait for realtime shards go on first come, first
 // served per shard. A new request waits behind older ones for its shards even
 // when those shards have just dropped below the mark; requests for other
-// shards are not held back; a request still waiting at its deadline expires.
+// shards are not held back; a request still waiting at its deadline expires;
+// a stop refuses every waiting request.
 #include "ingest/flow_queue.h"
 
 #include <gtest/gtest.h>
@@ -116,6 +117,21 @@ TEST(FlowQueueTest, RequestStillWaitingAtItsDeadlineExpires) {
   out = Resume(q, shards, kLater + std::chrono::seconds(1));
   EXPECT_EQ(out.admitted, (std::vector<std::string>{"late"}));
   EXPECT_TRUE(out.expired.empty());
+}
+
+TEST(FlowQueueTest, RefuseAllTakesEveryRequestOutOldestFirst) {
+  Shards shards{{0, 1}};
+  Queue q(2);
+  q.Park("first", {0}, shards.Fn(), kLater);
+  q.Park("second", {1}, shards.Fn(), kLater);
+  q.Park("third", {0, 1}, shards.Fn(), kLater);
+  std::vector<std::string> refused;
+  q.RefuseAll([&](std::string& r) { refused.push_back(r); });
+  EXPECT_EQ(refused, (std::vector<std::string>{"first", "second", "third"}));
+  EXPECT_TRUE(q.empty());
+  // Nobody waits for the shards any more: only their own state counts.
+  shards.behind.clear();
+  EXPECT_FALSE(q.MustWait({0, 1}, shards.Fn()));
 }
 
 }  // namespace
