@@ -11,34 +11,23 @@
 #include "rocks_status.h"
 
 namespace clickatron::realtime {
-namespace {
-
-// Sorts by `key_of`. Equal keys of counters and sketches fold the same in
-// any order (a sum, a union); puts keep theirs (the last one wins).
-template <typename Record, typename KeyOf>
-void SortByKey(std::vector<const Record*>& records, KeyOf key_of, bool keep_order_of_equal_keys = false) {
-  const auto by_key = [&](const Record* a, const Record* b) { return key_of(*a) < key_of(*b); };
-  if (keep_order_of_equal_keys) {
-    std::stable_sort(records.begin(), records.end(), by_key);
-  } else {
-    std::sort(records.begin(), records.end(), by_key);
-  }
-}
-
-}  // namespace
 
 Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamilyHandle* family,
                            const std::string& path, FamilyRecords& records) {
-  SortByKey(records.increments, [](const StoreWrite::Increment& r) { return r.key; });
-  SortByKey(records.puts, [](const StoreWrite::Put& r) { return r.key; }, /*keep_order_of_equal_keys=*/true);
-  SortByKey(records.sketches, [](const StoreWrite::Unite& r) { return r.counter_key; });
+  // Equal keys of counters and sketches fold the same in any order (a sum, a
+  // union); puts keep theirs (the last one wins).
+  const auto by_key = [](const auto* a, const auto* b) { return a->key < b->key; };
+  std::sort(records.increments.begin(), records.increments.end(), by_key);
+  std::stable_sort(records.puts.begin(), records.puts.end(), by_key);
+  std::sort(records.sketches.begin(), records.sketches.end(),
+            [](const auto* a, const auto* b) { return a->counter_key < b->counter_key; });
 
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options, family);
   CLICKATRON_RETURN_IF_ERROR(FromRocks(writer.Open(path), fmt::format("creating the checkpoint file {}", path)));
+  // A block is written to disk as it fills: a full disk shows here too.
   const auto added = [&](const rocksdb::Status& s, std::string_view key) -> Status {
-    if (s.ok()) return Status::Ok();
-    return Status::Internal(fmt::format("writing {} into the checkpoint file {}: {}", QuoteForMessage(key), path,
-                                        s.ToString()));
+    if (s.ok()) return Status::Ok();  // the message is built only for a failure: this runs per record
+    return FromRocks(s, fmt::format("writing {} into the checkpoint file {}", QuoteForMessage(key), path));
   };
 
   // Counters and lookups merged by key, each key folded.

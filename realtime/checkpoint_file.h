@@ -3,8 +3,8 @@
 // one atomic step (shard_store.h; docs/protocols.md, "Realtime shard: memory
 // and checkpoints").
 //
-// With shard_store.cc and counter_merge.cc, the only code that includes
-// RocksDB.
+// With shard_store.cc, counter_merge.cc and rocks_status.h, the only code
+// that includes RocksDB.
 #pragma once
 
 #include <cstdint>

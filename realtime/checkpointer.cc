@@ -185,11 +185,6 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
       write.sketches.push_back({day, counter_key, &sketch});  // the frozen table outlives the write
     });
     write.watermarks = job.watermarks;
-    if (!fault_dir.empty() && FileExists(fault_dir + "/checkpoint-fail-ingest")) {
-      write.before_ingest = [](const std::vector<std::string>&) {
-        return Status::IoError("injected fault: checkpoint-fail-ingest (the files are written, their ingestion fails)");
-      };
-    }
     st = store->Write(write);
     if (st.ok()) job.records = write.increments.size() + write.puts.size() + write.sketches.size();
   }

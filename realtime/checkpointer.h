@@ -65,9 +65,7 @@ struct CheckpointOptions {
   Runner post;
   size_t memory_budget_bytes = size_t{256} << 20;
   // Fault injection (tests): when DIR/checkpoint-fail exists, checkpoints
-  // fail before writing, as a full disk would; with DIR/checkpoint-fail-ingest
-  // the files are written and their ingestion fails (nothing lands; the
-  // retry writes them anew); DIR/checkpoint-delay-ms (a number) stalls a
+  // fail before writing, as a full disk would; DIR/checkpoint-delay-ms (a number) stalls a
   // checkpoint that long after its records landed in the store, before it
   // completes on the loop. Empty: off.
   std::string fault_dir;

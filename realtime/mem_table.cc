@@ -280,14 +280,6 @@ void MemTable::ReserveLike(const MemTable& previous) {
   }
 }
 
-std::vector<int64_t> MemTable::Days() const {
-  std::vector<int64_t> out;
-  for (const auto& [day, t] : days_) {
-    if (!t.counters.empty() || !t.lookups.empty()) out.push_back(day);
-  }
-  return out;
-}
-
 size_t MemTable::keys(int64_t day) const {
   auto d = days_.find(day);
   return d == days_.end() ? 0 : d->second.counters.size() + d->second.lookups.size() + d->second.sketches;

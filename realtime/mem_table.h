@@ -99,7 +99,6 @@ class MemTable {
   bool empty() const { return keys_ == 0; }
   // Whether the day has records (a day only reserved by ReserveLike has none).
   bool HasDay(int64_t day) const;
-  std::vector<int64_t> Days() const;  // the days with records
   // Entries (counter keys, also one made for a unique record alone) plus
   // unique records plus lookups: what a checkpoint writes, give or take an
   // entry that holds only visitors.

@@ -6,13 +6,11 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
-#include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -21,7 +19,6 @@
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/record.h"
-#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include "checkpoint_file.h"
 #include "rocks_status.h"
@@ -149,7 +146,6 @@ struct ShardStore::Impl {
     auto it = days.find(day);
     return it == days.end() ? nullptr : it->second;
   }
-  rocksdb::ColumnFamilyHandle* Day(int64_t day) const { return DayFamily(day).get(); }
 };
 
 namespace {
@@ -219,7 +215,8 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
-  // Two cores on the reference machine: one flush and one compaction at a time.
+  // Two cores on the reference machine: two background jobs (compactions;
+  // only the metadata family still flushes).
   db_options.max_background_jobs = 2;
   // Checkpoints are ingested as files, all of a checkpoint's families in one
   // MANIFEST record (ShardStore::Write): no memtable, WAL or flush holds
@@ -250,19 +247,6 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, descriptors, &handles, &raw);
   if (!s.ok()) return FromRocks(s, fmt::format("opening RocksDB in {}", dir));
-  // Files of a checkpoint that a crash interrupted were never ingested.
-  // Removed only now that RocksDB's lock is ours: a second open of a store
-  // in use fails above instead of taking a running checkpoint's files.
-  {
-    std::error_code ec;
-    std::filesystem::remove_all(impl->staging, ec);
-    Status made = MakeDirs(impl->staging);
-    if (!made.ok()) {
-      for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-      delete raw;
-      return made;
-    }
-  }
   impl->core = std::make_shared<DbCore>();
   impl->core->db.reset(raw);
   for (size_t i = 0; i < handles.size(); ++i) {
@@ -276,6 +260,13 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
       impl->foreign.push_back(std::move(family));
     }
   }
+  // Files of a checkpoint that a crash interrupted were never ingested.
+  // Removed only now that RocksDB's lock is ours: a second open of a store
+  // in use fails above instead of taking a running checkpoint's files. (On
+  // a failure the handles and the database close with `impl`.)
+  std::error_code ec;
+  std::filesystem::remove_all(impl->staging, ec);
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(impl->staging));
   return std::unique_ptr<ShardStore>(new ShardStore(dir, std::move(impl)));
 }
 
@@ -317,36 +308,41 @@ Status ShardStore::DropDay(int64_t day) {
   return Status::Ok();
 }
 
+namespace {
+
 // Ingestion does not wait for compactions as a write into a memtable would
 // (RocksDB stalls writes, not ingestion, when level 0 fills up): a
-// checkpoint waits here instead while a family it writes has
-// level0_slowdown_writes_trigger files in level 0, so reads never face an
-// unbounded level 0. After StoreOptions::level0_wait_ms it fails and is
-// retried; the memory budget then pushes back on the API. The metadata
-// family takes a file every checkpoint too, and is waited for the same way.
-constexpr auto kLevel0Poll = std::chrono::milliseconds(20);
-
-Status ShardStore::WaitForRoomInLevel0(const std::vector<rocksdb::ColumnFamilyHandle*>& families) const {
-  const int limit = impl_->options.level0_wait_files > 0 ? impl_->options.level0_wait_files
-                                                         : impl_->day_file_options.level0_slowdown_writes_trigger;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(impl_->options.level0_wait_ms);
+// checkpoint waits here instead, before it writes its files, while a family
+// it writes has `limit` files in level 0, so reads never face an unbounded
+// level 0. After `wait` it fails and is retried; the memory budget then
+// pushes back on the API. The metadata family takes a file every checkpoint
+// too, and is waited for the same way.
+Status WaitForRoomInLevel0(rocksdb::DB& db, const std::vector<rocksdb::ColumnFamilyHandle*>& families, int limit,
+                           std::chrono::milliseconds wait) {
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   for (rocksdb::ColumnFamilyHandle* family : families) {
     for (;;) {
-      rocksdb::ColumnFamilyMetaData meta;
-      impl_->core->db->GetColumnFamilyMetaData(family, &meta);
-      const size_t files = meta.levels.empty() ? 0 : meta.levels[0].files.size();
-      if (files < static_cast<size_t>(std::max(1, limit))) break;
+      // A string property (GetIntProperty does not answer it).
+      std::string files_text;
+      uint64_t files = 0;
+      if (db.GetProperty(family, "rocksdb.num-files-at-level0", &files_text)) {
+        std::from_chars(files_text.data(), files_text.data() + files_text.size(), files);
+      }
+      if (files < static_cast<uint64_t>(std::max(1, limit))) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         return Status::Unavailable(fmt::format("{} holds {} files in level 0 (compaction is behind); the checkpoint "
                                                "waits for it and is retried",
                                                family->GetName(), files),
                                    "COMPACTION_BEHIND");
       }
-      std::this_thread::sleep_for(kLevel0Poll);
+      std::this_thread::sleep_for(kPoll);
     }
   }
   return Status::Ok();
 }
+
+}  // namespace
 
 Status ShardStore::Write(const StoreWrite& write) {
   // One file per family the checkpoint touches, ingested together: the
@@ -368,7 +364,23 @@ Status ShardStore::Write(const StoreWrite& write) {
   FamilyRecords meta_records;
   for (const StoreWrite::Put& put : watermark_puts) meta_records.puts.push_back(&put);
 
-  std::vector<FamilyPtr> keep;  // alive while ingesting
+  // The families first (kept alive while ingesting), and room in their
+  // level 0 before any file is written: a checkpoint that times out there
+  // has written nothing its retry must write again.
+  std::vector<FamilyPtr> keep;
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  for (const auto& [day, records] : by_day) {
+    FamilyPtr family = impl_->DayFamily(day);
+    if (!family) return Status::Internal(fmt::format("no store for {}", FormatDate(day)));
+    families.push_back(family.get());
+    keep.push_back(std::move(family));
+  }
+  if (!meta_records.empty()) families.push_back(impl_->meta.get());
+  const int limit = impl_->options.level0_wait_files > 0 ? impl_->options.level0_wait_files
+                                                         : impl_->day_file_options.level0_slowdown_writes_trigger;
+  CLICKATRON_RETURN_IF_ERROR(WaitForRoomInLevel0(*impl_->core->db, families, limit,
+                                                 std::chrono::milliseconds(impl_->options.level0_wait_ms)));
+
   std::vector<std::string> files;
   std::vector<rocksdb::IngestExternalFileArg> args;
   rocksdb::IngestExternalFileOptions ingest;
@@ -387,22 +399,12 @@ Status ShardStore::Write(const StoreWrite& write) {
     return Status::Ok();
   };
   Status st;
+  size_t next = 0;
   for (auto& [day, records] : by_day) {
-    FamilyPtr family = impl_->DayFamily(day);
-    if (!family) {
-      st = Status::Internal(fmt::format("no store for {}", FormatDate(day)));
-      break;
-    }
-    keep.push_back(family);
-    st = stage(family.get(), impl_->day_file_options, records, DayFamilyName(day));
+    st = stage(families[next++], impl_->day_file_options, records, DayFamilyName(day));
     if (!st.ok()) break;
   }
   if (st.ok() && !meta_records.empty()) st = stage(impl_->meta.get(), impl_->meta_file_options, meta_records, "meta");
-  if (st.ok()) {
-    std::vector<rocksdb::ColumnFamilyHandle*> families;
-    for (const rocksdb::IngestExternalFileArg& arg : args) families.push_back(arg.column_family);
-    st = WaitForRoomInLevel0(families);
-  }
   if (st.ok() && write.before_ingest) st = write.before_ingest(files);
   if (st.ok() && !args.empty()) {
     st = FromRocks(impl_->core->db->IngestExternalFiles(args), "ingesting a checkpoint's files");
@@ -418,25 +420,21 @@ Status ShardStore::Resume() { return FromRocks(impl_->core->db->Resume(), "resum
 SnapshotPtr ShardStore::Snapshot() const { return std::make_shared<SnapshotImpl>(impl_->core); }
 
 Result<std::optional<std::string>> ShardStore::Get(int64_t day, std::string_view key, const StoreSnapshot* at) const {
-  rocksdb::ColumnFamilyHandle* cf = impl_->Day(day);
-  if (cf == nullptr) return std::optional<std::string>();
+  // Held while reading: a day dropped meanwhile keeps its handle until then.
+  const FamilyPtr cf = impl_->DayFamily(day);
+  if (!cf) return std::optional<std::string>();
   std::string value;
   rocksdb::ReadOptions ro;
   ro.snapshot = RocksSnapshot(at);
-  rocksdb::Status s = impl_->core->db->Get(ro, cf, ToSlice(key), &value);
+  rocksdb::Status s = impl_->core->db->Get(ro, cf.get(), ToSlice(key), &value);
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return FromRocks(s, fmt::format("reading {}", QuoteForMessage(key)));
   return std::optional<std::string>(std::move(value));
 }
 
 Result<std::unique_ptr<StoreCursor>> ShardStore::NewCursor(int64_t day, const CursorOptions& options) const {
-  FamilyPtr family;
-  {
-    std::lock_guard lock(impl_->days_mu);
-    auto it = impl_->days.find(day);
-    if (it == impl_->days.end()) return Status::NotFound(fmt::format("no store for {}", FormatDate(day)));
-    family = it->second;
-  }
+  FamilyPtr family = impl_->DayFamily(day);
+  if (!family) return Status::NotFound(fmt::format("no store for {}", FormatDate(day)));
   return std::unique_ptr<StoreCursor>(new CursorImpl(impl_->core, std::move(family), options));
 }
 
@@ -474,9 +472,9 @@ Result<std::map<std::string, uint64_t>> ShardStore::LoadWatermarks() const {
 }
 
 std::optional<uint64_t> ShardStore::DayProperty(int64_t day, const std::string& property) const {
-  rocksdb::ColumnFamilyHandle* cf = impl_->Day(day);
+  const FamilyPtr cf = impl_->DayFamily(day);
   uint64_t value = 0;
-  if (cf == nullptr || !impl_->core->db->GetIntProperty(cf, property, &value)) return std::nullopt;
+  if (!cf || !impl_->core->db->GetIntProperty(cf.get(), property, &value)) return std::nullopt;
   return value;
 }
 

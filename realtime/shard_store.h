@@ -53,10 +53,6 @@
 #include "clickatron/status.h"
 #include "clickatron/unique_sketch.h"
 
-namespace rocksdb {
-class ColumnFamilyHandle;
-}
-
 namespace clickatron::realtime {
 
 struct StoreOptions {
@@ -177,8 +173,6 @@ class ShardStore {
  private:
   struct Impl;
   ShardStore(std::string dir, std::unique_ptr<Impl> impl);
-  // Waits while one of `families` has too many files in level 0 (see the .cc).
-  Status WaitForRoomInLevel0(const std::vector<rocksdb::ColumnFamilyHandle*>& families) const;
   std::string dir_;
   std::unique_ptr<Impl> impl_;
 };

@@ -300,33 +300,6 @@ TEST_F(CheckpointerTest, FailingCheckpointChangesNothingAndItsRetryPersistsOnce)
   EXPECT_EQ(*store_->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 3}}));
 }
 
-// The checkpoint's files are written and then their ingestion fails:
-// nothing may land, reads must count the frozen table's records once, and
-// the retry (new files) must land them once.
-TEST_F(CheckpointerTest, IngestFailingAfterTheFilesAreWrittenIsRetriedWithoutCountingTwice) {
-  Make(/*threaded=*/false);
-  ApplyBatch("api-0");
-  ApplyBatch("api-1");
-  SetFault("checkpoint-fail-ingest");
-  cp_->Start();
-  EXPECT_EQ(cp_->stats().failed, 1u);
-  EXPECT_NE(cp_->stats().last_error.find("checkpoint-fail-ingest"), std::string::npos) << cp_->stats().last_error;
-  EXPECT_EQ(cp_->Durable("api-0"), 0u);
-  ExpectReadsEqualOracle("files written, ingestion failed");
-  ApplyBatch("api-0");
-  cp_->Start();  // the same job again: its ingestion fails again
-  EXPECT_EQ(cp_->stats().failed, 2u);
-  ExpectReadsEqualOracle("second failed ingestion, a batch in the active table");
-  ClearFault("checkpoint-fail-ingest");
-  cp_->Start();  // lands the frozen table once
-  EXPECT_EQ(cp_->stats().completed, 1u);
-  ExpectReadsEqualOracle("after the retry");
-  ASSERT_TRUE(cp_->Drain().ok());
-  Reopen();
-  ExpectStoreEqualsOracle();
-  EXPECT_EQ(*store_->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 3}, {"api-1", 2}}));
-}
-
 TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
   Make(/*threaded=*/false, /*budget=*/4096);
   SetFault("checkpoint-fail");
