@@ -45,7 +45,11 @@ ErrorText TextFor(int code) {
               "malformed HTTP request: the request line, URI, a header or the HTTP version could not be parsed, "
               "or the request line and headers are larger than [http] max_header_bytes"};
     case 413:
-      return {"BODY_TOO_LARGE", "the request body is larger than [http] max_body_bytes"};
+      // libevent answers a chunked body it cannot parse (a chunk size that
+      // is not hex, or has a chunk extension) with the same 413.
+      return {"BODY_TOO_LARGE",
+              "the request body is larger than [http] max_body_bytes (or, sent chunked, a chunk size line "
+              "could not be read: plain hex sizes only, no chunk extensions)"};
     case 501:
       return {"METHOD_NOT_IMPLEMENTED", "this HTTP method is not served (GET, POST, HEAD, PUT, DELETE are)"};
     default:
@@ -86,7 +90,8 @@ extern "C" void evhttp_send_error(evhttp_request* req, int error, const char* re
   }
   evbuffer* buf = evbuffer_new();
   if (buf == nullptr) std::abort();  // as libevent does on allocation failure
-  evbuffer_add(buf, body.data(), body.size());
+  // A HEAD answer has no body (libevent would write it anyway).
+  if (req->type != EVHTTP_REQ_HEAD) evbuffer_add(buf, body.data(), body.size());
   evhttp_send_reply(req, error, reason, buf);
   evbuffer_free(buf);
 }

@@ -9,6 +9,7 @@
 #include <event2/thread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -117,6 +118,8 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
  private:
   static void ChunkSent(evhttp_connection*, void* arg);
   void Finish(int status);
+  // Hands the answer to libevent, which owns and frees the request from here.
+  void Send(int status, std::string_view body, std::string_view content_type, bool length_known = true);
 
   HttpServerImpl* server_;
   evhttp_request* req_;
@@ -126,6 +129,7 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   std::string path_;
   QueryArgs args_;
   std::string body_;
+  bool head_ = false;  // HEAD: every answer goes without its body
   bool answered_ = false;
   bool streaming_ = false;
   int stream_status_ = 0;
@@ -310,7 +314,7 @@ Status ExchangeImpl::Parse(size_t max_args) {
   switch (evhttp_request_get_command(req_)) {
     case EVHTTP_REQ_GET: method_ = "GET"; break;
     case EVHTTP_REQ_POST: method_ = "POST"; break;
-    case EVHTTP_REQ_HEAD: method_ = "HEAD"; break;
+    case EVHTTP_REQ_HEAD: method_ = "HEAD"; head_ = true; break;
     case EVHTTP_REQ_PUT: method_ = "PUT"; break;
     case EVHTTP_REQ_DELETE: method_ = "DELETE"; break;
     default: method_ = "OTHER"; break;
@@ -358,21 +362,41 @@ void ExchangeImpl::Finish(int status) {
   server_->stats().Record(endpoint_, static_cast<uint64_t>(us), status >= 400);
 }
 
+void ExchangeImpl::Send(int status, std::string_view body, std::string_view content_type, bool length_known) {
+  evkeyvalq* headers = evhttp_request_get_output_headers(req_);
+  evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
+  EvbufferPtr buf(evbuffer_new());
+  // libevent 2.1 writes a HEAD answer's body after its headers, and without
+  // a Content-Length: a keep-alive client would read that body as the start
+  // of its next answer. The GET's length goes in the header instead.
+  if (head_) {
+    if (length_known) evhttp_add_header(headers, "Content-Length", std::to_string(body.size()).c_str());
+  } else {
+    evbuffer_add(buf.get(), body.data(), body.size());
+  }
+  server_->Untrack(evhttp_request_get_connection(req_));
+  server_->AnswerLeaving(req_);
+  evhttp_send_reply(req_, status, nullptr, buf.get());
+  req_ = nullptr;
+}
+
 void ExchangeImpl::Reply(int status, std::string_view body, std::string_view content_type) {
   if (answered_ || streaming_) return;
   Finish(status);
   if (!req_) return;
-  evhttp_add_header(evhttp_request_get_output_headers(req_), "Content-Type", std::string(content_type).c_str());
-  EvbufferPtr buf(evbuffer_new());
-  evbuffer_add(buf.get(), body.data(), body.size());
-  server_->Untrack(evhttp_request_get_connection(req_));
-  server_->AnswerLeaving(req_);
-  evhttp_send_reply(req_, status, nullptr, buf.get());
-  req_ = nullptr;  // libevent owns and frees it from here
+  Send(status, body, content_type);
 }
 
 void ExchangeImpl::StartStream(int status, std::string_view content_type) {
   if (answered_ || streaming_ || !req_) return;
+  if (head_) {
+    // The length of a stream is not known before it is produced, so a HEAD
+    // answer says none. Answered here, the producer's chunks are dropped
+    // (SendChunk: not streaming) and it lets go at once.
+    Finish(status);
+    Send(status, {}, content_type, /*length_known=*/false);
+    return;
+  }
   streaming_ = true;
   stream_status_ = status;
   self_while_streaming_ = shared_from_this();
@@ -725,6 +749,25 @@ void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) { static_cast<Htt
 
 bool IsBuiltin(std::string_view path) { return path == "/ping" || path == "/stats" || path == "/metrics"; }
 
+// RFC 9112 section 6.3: a request whose length is ambiguous (two different
+// Content-Length values, or a Content-Length beside a Transfer-Encoding) can
+// be framed one way by a proxy in front and another way here, which is how
+// requests are smuggled past the proxy. libevent reads the first header it
+// finds; such a request is refused instead.
+bool AmbiguousLength(const evkeyvalq* headers) {
+  const char* length = nullptr;
+  bool transfer_encoding = false;
+  for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
+    if (strcasecmp(h->key, "Content-Length") == 0) {
+      if (length != nullptr && std::strcmp(length, h->value) != 0) return true;
+      length = h->value;
+    } else if (strcasecmp(h->key, "Transfer-Encoding") == 0) {
+      transfer_encoding = true;
+    }
+  }
+  return length != nullptr && transfer_encoding;
+}
+
 void HttpServerImpl::Dispatch(evhttp_request* req) {
   std::string_view uri = evhttp_request_get_uri(req);
   std::string_view path = uri.substr(0, uri.find('?'));
@@ -740,6 +783,13 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
+  if (AmbiguousLength(evhttp_request_get_input_headers(req))) {
+    // Where the next request on this connection starts is unknown: close.
+    ex->AddHeader("Connection", "close");
+    return ex->ReplyError(400, "BAD_REQUEST",
+                          "the request has two different Content-Length headers, or a Content-Length beside a "
+                          "Transfer-Encoding: its length is ambiguous");
+  }
   if (Status st = ex->Parse(options_.limits.max_query_args); !st.ok()) {
     ex->ReplyError(st);
     return;
@@ -772,7 +822,11 @@ void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri, Rou
     return;
   }
   const RouteEntry& entry = route->second;
-  unsigned m = ex->method() == "GET" || ex->method() == "HEAD" ? unsigned{kGet} : ex->method() == "POST" ? unsigned{kPost} : 0u;
+  const std::string& method = ex->method();
+  const unsigned m = method == "GET"                                        ? unsigned{kGet}
+                     : method == "POST"                                     ? unsigned{kPost}
+                     : method == "HEAD" && (entry.methods & kUnsafeGet) == 0 ? unsigned{kGet}
+                                                                            : 0u;
   if ((entry.methods & m) == 0) {
     ex->ReplyError(405, "METHOD_NOT_ALLOWED", fmt::format("{} does not take {}", path, ex->method()));
     return;

@@ -47,7 +47,7 @@ constexpr auto kResumeCheckPeriod = std::chrono::milliseconds(2);
 
 bool HasIncrementArgs(const QueryArgs& args) {
   for (const auto& [k, v] : args.items()) {
-    if (k == "ns" || k == "key" || k == "ts" || k == "value" || k == "sub") return true;
+    if (k == "ns" || k == "key" || k == "ts" || k == "value" || k == "sub" || k == "uniq") return true;
   }
   return false;
 }
@@ -220,7 +220,7 @@ Status WritePathImpl::Init() {
     for (auto& s : senders_) s->Pump();
   }));
 
-  server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleIncr(ex); }), kGetOrPost);
+  server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleIncr(ex); }), kGetOrPost | kUnsafeGet);
   server_.AdminRoute("/late/seal", Guarded([this](const HttpExchangePtr& ex) { HandleSeal(ex); }), kPost);
   // The rebuild fetches sealed late files over HTTP (late_files_http.h).
   server_.AdminRoute(

@@ -81,7 +81,11 @@ class HttpExchange {
 using HttpExchangePtr = std::shared_ptr<HttpExchange>;
 using HttpHandler = std::function<void(const HttpExchangePtr&)>;
 
-enum HttpMethods : unsigned { kGet = 1, kPost = 2, kGetOrPost = 3 };
+// Methods a route takes. HEAD is answered wherever GET is (the GET's headers
+// and Content-Length, no body), except on routes marked kUnsafeGet: their GET
+// changes state (GET /incr counts), and HEAD, which clients and proxies send
+// as a harmless probe, must not run them (405).
+enum HttpMethods : unsigned { kGet = 1, kPost = 2, kGetOrPost = 3, kUnsafeGet = 4 };
 
 struct HttpServerOptions {
   std::string daemon;    // "clickatron-archive": names the process in /stats and /metrics

@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "clickatron/http_server.h"
 
@@ -126,6 +128,17 @@ class HttpErrorsTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     server_ = std::move(created).value();
     server_->Route("/echo", [](const HttpExchangePtr& ex) { ex->Reply(200, ex->body()); });
+    server_->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hello world\n"); }, kGet);
+    server_->Route("/stream", [](const HttpExchangePtr& ex) {
+      ex->StartStream(200, "text/plain");
+      ex->SendChunk("streamed\n");
+      ex->EndStream();
+    }, kGet);
+    // A route whose GET changes state, as GET /incr does.
+    server_->Route("/count", [this](const HttpExchangePtr& ex) {
+      ++counted_;
+      ex->Reply(200, "counted\n");
+    }, kGetOrPost | kUnsafeGet);
     thread_ = std::thread([this] { ASSERT_TRUE(server_->Run().ok()); });
   }
   void TearDown() override {
@@ -156,7 +169,27 @@ class HttpErrorsTest : public ::testing::Test {
 
   std::unique_ptr<HttpServer> server_;
   std::thread thread_;
+  std::atomic<int> counted_{0};
 };
+
+// Everything sent for `requests` written in one go, the last of them asking
+// the server to close.
+std::string Exchange(uint16_t port, const std::string& requests) {
+  RawConnection c(port);
+  EXPECT_TRUE(c.connected());
+  EXPECT_TRUE(c.Send(requests));
+  bool timed_out = false;
+  std::string raw = c.ReadUntilClose(std::chrono::seconds(20), &timed_out);
+  EXPECT_FALSE(timed_out) << "no close after: " << raw;
+  return raw;
+}
+
+// The header block of the answer starting at `raw`, and what follows it.
+std::pair<std::string, std::string> SplitHead(const std::string& raw) {
+  const size_t end = raw.find("\r\n\r\n");
+  if (end == std::string::npos) return {raw, ""};
+  return {raw.substr(0, end), raw.substr(end + 4)};
+}
 
 TEST_F(HttpErrorsTest, UnparsableRequestsAre400InTheEnvelopeAndClose) {
   for (const std::string& request : {std::string("GET /ping HTTP/2.7\r\n\r\n"), std::string("GET /ping\r\n\r\n"),
@@ -221,6 +254,63 @@ TEST_F(HttpErrorsTest, AClientTricklingBytesIsCutOffAtTheDeadline) {
   EXPECT_FALSE(timed_out);
   ExpectEnvelope(ParseAnswer(received), 408, "REQUEST_TIMEOUT");
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(4));  // cut off, not served after 5 s
+}
+
+TEST_F(HttpErrorsTest, HeadGivesTheGetsLengthWithoutItsBodyAndTheNextAnswerFollowsAtOnce) {
+  // Pipelined on one keep-alive connection: a body after the HEAD's headers
+  // would be read by the client as the start of the GET's answer.
+  const std::string raw = Exchange(server_->port(),
+                                   "HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n"
+                                   "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto [head, rest] = SplitHead(raw);
+  EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << raw;
+  EXPECT_NE(head.find("Content-Length: 12"), std::string::npos) << head;
+  ASSERT_EQ(rest.rfind("HTTP/1.1 200", 0), 0u) << "bytes after the HEAD answer: " << rest;
+  EXPECT_EQ(SplitHead(rest).second, "hello world\n");
+
+  // A streamed answer: no body, no chunks, and no length claimed.
+  const std::string streamed = Exchange(server_->port(),
+                                        "HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+                                        "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto [stream_head, after] = SplitHead(streamed);
+  EXPECT_EQ(stream_head.rfind("HTTP/1.1 200", 0), 0u) << streamed;
+  EXPECT_EQ(stream_head.find("Content-Length"), std::string::npos) << stream_head;
+  EXPECT_EQ(after.rfind("HTTP/1.1 200", 0), 0u) << "bytes after the streamed HEAD answer: " << after;
+  EXPECT_EQ(SplitHead(after).second, "hello world\n");
+
+  // An error answer to HEAD has no body either.
+  const std::string missing = Exchange(server_->port(),
+                                       "HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+                                       "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto [missing_head, next] = SplitHead(missing);
+  EXPECT_EQ(missing_head.rfind("HTTP/1.1 404", 0), 0u) << missing;
+  EXPECT_EQ(next.rfind("HTTP/1.1 200", 0), 0u) << "bytes after the 404 to HEAD: " << next;
+}
+
+TEST_F(HttpErrorsTest, HeadIsRefusedWhereAGetChangesState) {
+  Answer head = AnswerTo("HEAD /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(head.status, 405);
+  EXPECT_EQ(counted_.load(), 0) << "HEAD ran a handler whose GET changes state";
+  Answer get = AnswerTo("GET /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(get.status, 200);
+  EXPECT_EQ(counted_.load(), 1);
+}
+
+TEST_F(HttpErrorsTest, AnAmbiguousBodyLengthIs400AndCloses) {
+  for (const std::string& framing : {std::string("Content-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"),
+                                     std::string("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                 "5\r\nabcde\r\n0\r\n\r\n")}) {
+    SCOPED_TRACE(framing.substr(0, 40));
+    Answer a = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\n" + framing);
+    ExpectEnvelope(a, 400, "BAD_REQUEST");
+    EXPECT_TRUE(a.closes);
+  }
+  EXPECT_EQ(counted_.load(), 0) << "a request of ambiguous length reached its handler";
+  // The same length twice is not ambiguous.
+  Answer same = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                         "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(same.status, 200);
+  EXPECT_EQ(counted_.load(), 1);
 }
 
 TEST_F(HttpErrorsTest, KeepAliveAndPipelinedRequestsAreServedAndAnIdleConnectionIsNotCutOff) {

@@ -135,13 +135,20 @@ TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
   nlohmann::json j = Json(r);
   EXPECT_EQ(j["status_txt"], "INVALID_VALUE");
   EXPECT_NE(j["message"].get<std::string>().find("line 3"), std::string::npos) << r.body;
+  // Increment fields in the query string beside a body: which one counts
+  // would be a guess, so neither does (uniq too, which was once ignored).
+  for (const std::string target : {"/incr?ns=t", "/incr?uniq=visitor"}) {
+    auto both = HttpPost(c.Api(), target, fmt::format("ns=t&key=good3&ts={}\n", ts));
+    EXPECT_EQ(both.status_code, 400) << target;
+    EXPECT_EQ(Json(both)["status_txt"], "INVALID_ARGUMENT") << target << " " << both.body;
+  }
   // One good increment afterwards, so we know when the pipeline has drained.
   ASSERT_EQ(HttpGet(c.Api(), fmt::format("/incr?ns=t&key=marker&ts={}", ts)).status_code, 200);
   ASSERT_TRUE(WaitFor([&] { return c.Drained(); }));
   auto totals = c.Counters("t|");
   EXPECT_EQ(totals.size(), 1u) << "only the marker may be stored";
   EXPECT_EQ(totals.begin()->first.substr(0, 9), "t|marker.");
-  EXPECT_EQ(c.ApiStats()["write"]["rejected_invalid"], cases.size() + 1);
+  EXPECT_EQ(c.ApiStats()["write"]["rejected_invalid"], cases.size() + 3);
 }
 
 TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesUp) {
