@@ -1,6 +1,7 @@
 #include "ingest/shard_sender.h"
 
 #include <algorithm>
+#include <charconv>
 #include <ctime>
 #include <filesystem>
 #include <set>
@@ -91,7 +92,37 @@ void ShardSender::Start(uint64_t recovered_last_seq) {
   written_seq_ = recovered_last_seq;
   recovered_seq_ = recovered_last_seq;
   LoadHeldMarker();
+  LoadDurableMarker();
   AskWatermark();
+}
+
+void ShardSender::LoadDurableMarker() {
+  if (options_.durable_marker_path.empty() || !FileExists(options_.durable_marker_path)) return;
+  Result<std::string> text = ReadFileToString(options_.durable_marker_path);
+  uint64_t seq = 0;
+  std::string_view digits = text.ok() ? std::string_view(*text) : std::string_view();
+  if (!digits.empty() && digits.back() == '\n') digits.remove_suffix(1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
+  if (!text.ok() || digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+    spdlog::error("shard {}: {} is unreadable; a shard that lost its store would get batches it had already "
+                  "persisted as late data",
+                  options_.shard, options_.durable_marker_path);
+    return;
+  }
+  durable_confirmed_ = seq;
+}
+
+void ShardSender::NoteDurable(uint64_t durable) {
+  if (durable <= durable_confirmed_) return;
+  durable_confirmed_ = durable;
+  if (options_.durable_marker_path.empty()) return;
+  // Off the loop (two fsyncs). The writes run in order, so the file ends at
+  // the highest value; one that lags after a crash only narrows the guard.
+  reader_.Post([path = options_.durable_marker_path, durable, shard = options_.shard] {
+    if (Status st = WriteFileAtomically(path, fmt::format("{}\n", durable)); !st.ok()) {
+      spdlog::error("shard {}: cannot write {}: {}", shard, path, st.ToString());
+    }
+  });
 }
 
 void ShardSender::LoadHeldMarker() {
@@ -160,6 +191,14 @@ void ShardSender::OnWatermark(HttpResponse r) {
 }
 
 void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
+  if (applied < durable_confirmed_) {
+    last_error_ = fmt::format(
+        "the shard's watermark {} is below seq {}, which it had confirmed durable: its store was lost or replaced "
+        "(a wiped or mistyped data_dir?). Seqs up to {} are re-sent without the lines of days it no longer has open "
+        "(those went out with the old store's exports)",
+        applied, durable_confirmed_, durable_confirmed_);
+    spdlog::error("shard {} ({}): {}", options_.shard, options_.member, last_error_);
+  }
   acked_seq_ = applied;
   shard_applied_ = applied;
   shard_durable_ = std::min(durable, applied);
@@ -285,6 +324,7 @@ void ShardSender::Heard(uint64_t applied, uint64_t durable, uint64_t ours) {
     shard_durable_ = durable;
     oplog_.Acknowledge(options_.shard, durable);
     moved_.erase(moved_.begin(), moved_.upper_bound(durable));
+    NoteDurable(durable);
   }
 }
 
@@ -305,9 +345,10 @@ void ShardSender::Rewind(uint64_t applied, uint64_t durable, const std::string& 
 }
 
 void ShardSender::SchedulePoll() {
-  if (poll_pending_ || shard_durable_ >= shard_applied_) return;
+  if (poll_pending_) return;
   poll_pending_ = true;
-  server_.After(std::chrono::milliseconds(options_.durable_poll_ms), [weak = weak_from_this()] {
+  const int wait_ms = shard_durable_ < shard_applied_ ? options_.durable_poll_ms : options_.idle_poll_ms;
+  server_.After(std::chrono::milliseconds(wait_ms), [weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self) return;
     if (self->in_flight_ || self->retry_pending_ || !self->watermark_known_) {
@@ -316,12 +357,16 @@ void ShardSender::SchedulePoll() {
       self->SchedulePoll();
       return;
     }
-    self->GetWatermark([](ShardSender& self, HttpResponse r) {
+    self->GetWatermark([sent_before_poll = self->batches_sent_](ShardSender& self, HttpResponse r) {
       self.poll_pending_ = false;
       uint64_t applied = 0, durable = 0;
       if (WatermarksIn(r, &applied, &durable)) {
         if (self.HoldIfAhead(applied, durable, "a watermark poll")) return;
-        if (applied < self.shard_applied_ && !self.in_flight_ && !self.retry_pending_ && !self.late_pending_) {
+        // A batch sent after the poll may have been answered before it, with
+        // a higher watermark than the poll's: that is no sign of a restart.
+        const bool batch_sent_meanwhile = self.batches_sent_ != sent_before_poll;
+        if (applied < self.shard_applied_ && !batch_sent_meanwhile && !self.in_flight_ && !self.retry_pending_ &&
+            !self.late_pending_) {
           self.Rewind(applied, durable, "seen by a watermark poll (the shard restarted?)");
           return;
         }
@@ -424,6 +469,7 @@ void ShardSender::OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch) {
 void ShardSender::Send(const BatchPtr& b) {
   in_flight_ = true;
   ++requests_;
+  ++batches_sent_;
   // A first attempt: nothing this node sent before (this run, or an
   // earlier process: the oplog's last seq at start) reaches this seq. Its
   // "duplicate" could only be someone else's batch.
@@ -534,6 +580,14 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                                       open_days.dump()));
     return;
   }
+  if (RedeliveredAfterLoss(b->seq)) {
+    spdlog::warn("shard {} ({}): seq {} had been persisted by the shard's lost store: {} lines of closed days "
+                 "dropped (exported before), {} re-sent",
+                 options_.shard, options_.member, b->seq, late_count, rest_count);
+    lost_store_dropped_lines_ += late_count;
+    ContinueWithout(b, std::move(rest), rest_count, late_count);
+    return;
+  }
   late_pending_ = true;
   late_.Write(options_.shard, b->seq, std::move(late), late_count,
               [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count,
@@ -554,15 +608,19 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                   return;
                 }
                 self->late_lines_ += late_count;
-                self->queued_lines_ -= late_count;
-                b->lines = std::move(rest);
-                b->line_count = rest_count;
-                if (rest_count == 0) {
-                  self->Done(b, false);
-                } else {
-                  self->Pump();  // the rest, same seq
-                }
+                self->ContinueWithout(b, std::move(rest), rest_count, late_count);
               });
+}
+
+void ShardSender::ContinueWithout(const BatchPtr& b, std::string rest, size_t rest_count, size_t removed) {
+  queued_lines_ -= removed;
+  b->lines = std::move(rest);
+  b->line_count = rest_count;
+  if (rest_count == 0) {
+    Done(b, false);
+  } else {
+    Pump();  // the rest, same seq
+  }
 }
 
 void ShardSender::Done(const BatchPtr& b, bool duplicate) {
@@ -627,6 +685,8 @@ nlohmann::json ShardSender::StatsJson() const {
       {"duplicates", duplicates_},
       {"replayed", replayed_},
       {"late_lines", late_lines_},
+      {"durable_confirmed_seq", durable_confirmed_},
+      {"lost_store_dropped_lines", lost_store_dropped_lines_},
       {"releases", releases_},
       {"held_polls", held_polls_},
       {"watermark_ahead", state_ == State::kHeld ? 1 : 0},

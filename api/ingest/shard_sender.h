@@ -23,8 +23,10 @@
 //   prev = the applied watermark last heard; a shard that lost what it had
 //   not persisted (a restart) answers 409 WATERMARK_MISMATCH with its
 //   watermarks, and everything above its applied one is re-sent from the
-//   oplog. While applied is ahead of durable and nothing else goes out, the
-//   watermark is polled, so the oplog is released and a restart is noticed.
+//   oplog. While nothing else goes out, the watermark is polled (often while
+//   applied is ahead of durable, so the oplog is released; every second
+//   otherwise), so a restarted or replaced shard is noticed without waiting
+//   for the next batch.
 // - A shard whose watermark this node cannot have put there (another node
 //   under this name, an old or truncated oplog, a forged batch) would take
 //   the node's batches up to it for duplicates. Two signs, checked in every
@@ -44,6 +46,13 @@
 //   ours, and polls the watermark until an operator lowers it (clickatron
 //   oplog release); then it re-sends from there. It never renumbers on its
 //   own.
+// - A shard whose watermark falls below what it once confirmed durable has
+//   lost its store (replaced, wiped, or started on another data_dir): the
+//   batches up to there reached it durably, and their days that it has
+//   closed since were exported with the old store. When they are re-sent,
+//   the lines of days it no longer has open are dropped, not moved to late
+//   data (which the rebuild would add to the archive a second time); lines
+//   of open days are applied again, since the store that had them is gone.
 // - Only batches the oplog has made durable are sent, so a shard can never
 //   hold a seq the oplog could lose in a power cut (which would make later
 //   batches with reused seqs look like duplicates).
@@ -86,10 +95,15 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
     int backoff_max_ms = 5000;
     size_t replay_chunk_lines = 100000;  // oplog re-reads are loaded this much at a time
     int durable_poll_ms = 250;  // GET /watermark this often while the shard's durable lags its applied
+    int idle_poll_ms = 1000;    // and this often otherwise, so a restarted or replaced shard is noticed
     int held_poll_ms = 1000;    // and this often while held (watermark ahead)
     // Where a hold is noted (DATA_DIR/watermark-ahead-shard-N.json), so a
     // restart still knows how far the shard really applied. Empty: nowhere.
     std::string held_marker_path;
+    // Where the highest seq the shard confirmed durable is noted
+    // (DATA_DIR/durable-shard-N), so that a restart still knows which
+    // batches the shard had persisted. Empty: nowhere (this run only).
+    std::string durable_marker_path;
   };
   ShardSender(Options options, HttpServer& server, HttpClient& client, Oplog& oplog, LateData& late,
               SerialExecutor& reader);
@@ -157,6 +171,15 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // The shard's watermark is back where the hold can end.
   void Release(uint64_t applied, uint64_t durable);
   void LoadHeldMarker();
+  // durable_confirmed_ from, and to, durable_marker_path.
+  void LoadDurableMarker();
+  void NoteDurable(uint64_t durable);
+  // Whether the shard's store lost batches it had persisted (see the header
+  // comment): `seq` was confirmed durable before.
+  bool RedeliveredAfterLoss(uint64_t seq) const { return seq <= durable_confirmed_; }
+  // Continues with b's lines other than `removed` of them (moved to late data
+  // or dropped): sends the rest under the same seq, or is done.
+  void ContinueWithout(const BatchPtr& b, std::string rest, size_t rest_count, size_t removed);
 
   Options options_;
   HttpServer& server_;
@@ -176,7 +199,11 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   uint64_t acked_seq_ = 0;     // every seq up to here is applied or in late data
   uint64_t shard_applied_ = 0; // the shard's watermarks, as last heard
   uint64_t shard_durable_ = 0;
+  // The highest seq of ours the shard ever confirmed durable, in this run
+  // or (durable_marker_path) an earlier one.
+  uint64_t durable_confirmed_ = 0;
   bool poll_pending_ = false;
+  uint64_t batches_sent_ = 0;  // attempts: a poll's answer is trusted only if none went out meanwhile
   // Keys of batches this run moved to late data (partly or wholly), until
   // the shard has them durable: a rewind re-reads the oplog's full batch.
   std::map<uint64_t, std::unordered_set<std::string>> moved_;
@@ -203,6 +230,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   uint64_t applied_ = 0;
   uint64_t duplicates_ = 0;
   uint64_t late_lines_ = 0;
+  uint64_t lost_store_dropped_lines_ = 0;  // closed-day lines of batches re-sent after a store loss
   uint64_t rewinds_ = 0;
   uint64_t replayed_ = 0;
   uint64_t releases_ = 0;

@@ -214,6 +214,7 @@ Status WritePathImpl::Init() {
     so.backoff_max_ms = std::max(cfg.retry_backoff_max_ms, cfg.retry_backoff_min_ms);
     so.replay_chunk_lines = std::max<uint64_t>(1000, cfg.max_queued_increments / 4);
     so.held_marker_path = fmt::format("{}/watermark-ahead-shard-{}.json", ctx_.member.data_dir, s);
+    so.durable_marker_path = fmt::format("{}/durable-shard-{}", ctx_.member.data_dir, s);
     senders_.push_back(std::make_shared<ShardSender>(so, server_, client_, *oplog_, *late_, *reader_));
   }
   oplog_->SetDurableListener(Guarded([this] {
@@ -583,6 +584,10 @@ constexpr MetricRow kMetricRows[] = {
      "Batches re-read from the oplog to send again."},
     {"/write/shards/[shard]/late_lines", "clickatron_api_shard_late_lines_total", "counter",
      "Lines a shard refused as DAY_NOT_OPEN, moved to late data."},
+    {"/write/shards/[shard]/durable_confirmed_seq", "clickatron_api_shard_durable_confirmed_seq", "gauge",
+     "The highest seq of this node's the shard ever confirmed persisted (across restarts)."},
+    {"/write/shards/[shard]/lost_store_dropped_lines", "clickatron_api_shard_lost_store_dropped_lines_total",
+     "counter", "Closed-day lines of batches a shard had persisted before it lost its store, dropped on the re-send."},
     {"/write/shards/[shard]/releases", "clickatron_api_shard_releases_total", "counter",
      "Holds (watermark ahead) ended by an operator's release."},
     {"/write/shards/[shard]/held_polls", "clickatron_api_shard_held_polls_total", "counter",
