@@ -231,16 +231,21 @@ class FramedLogWriterImpl : public FramedLogWriter {
         Status st = Errno("append to", path_);
         // Cut the partial frame so later appends do not follow garbage
         // (which a reader would then call corruption).
-        if (::ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0) {
-          broken_ = Status::IoError(fmt::format("{}: cannot cut a failed append ({}); no more appends", path_,
-                                                std::strerror(errno)));
-          spdlog::error("{}", broken_.message());
-        }
+        CutTo(size_);
         return st;
       }
       done += static_cast<size_t>(w);
     }
     size_ += total;
+    return Status::Ok();
+  }
+
+  Status TruncateTo(uint64_t size) override {
+    if (!fd_.valid()) return Status::FailedPrecondition(fmt::format("{} is closed", path_));
+    if (!broken_.ok()) return broken_;
+    if (size > size_) return Status::InvalidArgument(fmt::format("{}: cannot cut to {} bytes, past its end", path_, size));
+    if (!CutTo(size)) return broken_;
+    size_ = size;
     return Status::Ok();
   }
 
@@ -256,6 +261,15 @@ class FramedLogWriterImpl : public FramedLogWriter {
   const std::string& path() const override { return path_; }
 
  private:
+  // ftruncate; when it fails the file's end is unknown, so appends stop.
+  bool CutTo(uint64_t size) {
+    if (::ftruncate(fd_.get(), static_cast<off_t>(size)) == 0) return true;
+    broken_ = Status::IoError(
+        fmt::format("{}: cannot cut a failed append ({}); no more appends", path_, std::strerror(errno)));
+    spdlog::error("{}", broken_.message());
+    return false;
+  }
+
   UniqueFd fd_;
   std::string path_;
   uint64_t size_;

@@ -208,7 +208,7 @@ Status Oplog::StartSegment(uint64_t id) {
   return Status::Ok();
 }
 
-Status Oplog::AppendBatch(const OplogBatch& batch) {
+Status Oplog::RollIfFull() {
   if (current_->size() >= options_.segment_bytes) {
     // Close this segment: synced whatever the policy (it is about to be
     // compressed and its data must not depend on the page cache), then gzip
@@ -225,6 +225,50 @@ Status Oplog::AppendBatch(const OplogBatch& batch) {
     CLICKATRON_RETURN_IF_ERROR(StartSegment(closed_id + 1));
     background_->Post([this, closed_id] { Compress(closed_id); });
   }
+  return Status::Ok();
+}
+
+Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
+  // A segment is closed only between commits, so that a commit that fails
+  // part-way can be cut out of one file.
+  CLICKATRON_RETURN_IF_ERROR(RollIfFull());
+  const uint64_t start_size = current_->size();
+  const std::vector<uint64_t> start_written = written_seq_;
+  std::vector<uint64_t> start_min, start_max;
+  {
+    std::lock_guard lock(mu_);
+    const Segment& seg = segments_[current_id_];
+    start_min = seg.min_seq;
+    start_max = seg.max_seq;
+  }
+  for (const BatchPtr& b : batches) {
+    Status st = AppendBatch(*b);
+    if (st.ok()) continue;
+    spdlog::error("oplog append failed: {}", st.ToString());
+    // The clients get one answer for the whole commit: undo the batches
+    // already written, so that an error means nothing was taken and a retry
+    // counts once (sent, or replayed after a restart, they would count).
+    if (current_->size() == start_size) return st;
+    if (Status cut = current_->TruncateTo(start_size); !cut.ok()) {
+      failed_.store(true);
+      spdlog::critical("oplog: a failed commit could not be cut out, refusing further increments: {}",
+                       cut.ToString());
+      return Status::Unavailable("an append failed part-way and could not be undone (" + st.message() +
+                                     "); some of these increments may be applied after a restart",
+                                 "OPLOG_FAILED");
+    }
+    written_seq_ = start_written;
+    std::lock_guard lock(mu_);
+    Segment& seg = segments_[current_id_];
+    seg.min_seq = std::move(start_min);
+    seg.max_seq = std::move(start_max);
+    seg.bytes = start_size;
+    return st;
+  }
+  return Status::Ok();
+}
+
+Status Oplog::AppendBatch(const OplogBatch& batch) {
   std::string payload = FormatBatchHeader(options_.source, static_cast<int>(batch.shard), batch.seq);
   payload.append(batch.lines);
   CLICKATRON_RETURN_IF_ERROR(current_->Append(payload));
@@ -306,13 +350,7 @@ void Oplog::WriterLoop() {
         results[i] = Status::Unavailable("the oplog failed an fsync; restart after fixing the disk", "OPLOG_FAILED");
         continue;
       }
-      for (const BatchPtr& b : work[i].batches) {
-        results[i] = AppendBatch(*b);
-        if (!results[i].ok()) {
-          spdlog::error("oplog append failed: {}", results[i].ToString());
-          break;
-        }
-      }
+      results[i] = AppendCommit(work[i].batches);
       commits_.fetch_add(1, std::memory_order_relaxed);
     }
     bool synced = false;

@@ -131,6 +131,11 @@ class Oplog {
   Status Scan();
   Status ScanSegment(Segment* seg);
   Status StartSegment(uint64_t id);
+  // Closes the current segment if it is full and starts the next.
+  Status RollIfFull();
+  // Appends a commit's batches, all or none (a failure cuts the ones
+  // written back out of the segment).
+  Status AppendCommit(const std::vector<BatchPtr>& batches);
   Status AppendBatch(const OplogBatch& batch);
   Status SyncTimed();
   void WriterLoop();

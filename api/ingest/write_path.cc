@@ -450,10 +450,11 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
                                           "the oplog could not take these increments: " + st.message());
     }
   }
-  // Batches the oplog holds are sent even if the commit failed part-way: a
-  // restart would replay them anyway, and their clients were told "unknown".
-  for (const BatchPtr& b : batches) {
-    if (b->seq <= oplog_->durable_seq(b->shard) || st.ok()) senders_[b->shard]->Enqueue(b);
+  // A failed commit is not in the oplog (cut back out), or, after a failed
+  // fsync or cut, in an unknown state that only a restart's replay settles
+  // (its clients were told OPLOG_FAILED): either way nothing is sent now.
+  if (st.ok()) {
+    for (const BatchPtr& b : batches) senders_[b->shard]->Enqueue(b);
   }
   MaybeFlush(false);
   NotifyIfDrained();

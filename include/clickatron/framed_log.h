@@ -48,6 +48,9 @@ class FramedLogWriter {
   static Result<std::unique_ptr<FramedLogWriter>> Open(const std::string& path);
   virtual ~FramedLogWriter() = default;
   virtual Status Append(std::string_view payload) = 0;  // buffered write, no fsync
+  // Cuts the file back to `size` bytes (at most size()): frames appended
+  // after that point are undone. If the cut fails, no more appends are taken.
+  virtual Status TruncateTo(uint64_t size) = 0;
   virtual Status Sync() = 0;                             // fdatasync
   virtual Status Close() = 0;
   virtual uint64_t size() const = 0;                     // bytes in the file

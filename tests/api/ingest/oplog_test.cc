@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
+
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -113,6 +117,62 @@ TEST(WriteOplogTest, CommittedBatchesComeBackAfterReopen) {
       EXPECT_EQ(r->batches[i]->lines, oracle[std::make_pair(shard, want_seqs[i])]);
       EXPECT_EQ(r->batches[i]->line_count, 2u);
     }
+  }
+}
+
+// While it lives, writes past `bytes` in any file of this process fail with
+// EFBIG, as they would on a full disk (SIGXFSZ ignored, so they fail rather
+// than kill the test).
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit lower = old_;
+    lower.rlim_cur = bytes;
+    EXPECT_EQ(setrlimit(RLIMIT_FSIZE, &lower), 0);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+TEST(WriteOplogTest, ACommitThatFailsPartWayLeavesNothingOfIt) {
+  TempDir dir;
+  {
+    auto log = Oplog::Open(Options(dir.path()), Inline());
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1)), MakeBatch(1, 1, Line(1, 2))}).ok());
+    std::string segment;
+    for (const std::string& f : Files(dir.path())) {
+      if (f.ends_with(".log")) segment = dir.path() + "/" + f;
+    }
+    ASSERT_FALSE(segment.empty());
+    std::string large;
+    for (int i = 0; i < 200; ++i) large += Line(2, i);
+    {
+      // Room for the commit's first batch, not for its second.
+      FileSizeLimit limit(std::filesystem::file_size(segment) + 200);
+      Status st = CommitAndWait(**log, {MakeBatch(0, 2, Line(2, 1)), MakeBatch(1, 2, large)});
+      EXPECT_FALSE(st.ok());
+    }
+    EXPECT_EQ((*log)->durable_seq(0), 1u) << "the failed commit's first batch counts as written";
+    // Room again: the next commit is taken, and follows the first directly.
+    ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 3, Line(3, 1)), MakeBatch(1, 3, Line(3, 2))}).ok());
+  }
+  auto log = Oplog::Open(Options(dir.path()), Inline());
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  for (uint32_t shard = 0; shard < 2; ++shard) {
+    auto r = (*log)->ReadBatches(shard, 0, 10, 1000000);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<uint64_t> seqs;
+    for (const BatchPtr& b : r->batches) seqs.push_back(b->seq);
+    EXPECT_EQ(seqs, std::vector<uint64_t>({1, 3})) << "shard " << shard;
   }
 }
 
