@@ -256,7 +256,12 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                    return;
                  }
                  replica.down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
-                 if (attempts_left <= 1) {
+                 // A lone replica gets a second try for a keep-alive
+                 // connection it closed (that fails at once), not after it
+                 // let a request time out.
+                 const bool lone_timed_out = replicas_[shard].size() == 1 && !response.ok() &&
+                                             response.transport.reason() == "TIMEOUT";
+                 if (attempts_left <= 1 || lone_timed_out) {
                    done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {})", shard,
                                                      reply.status().message())));
                    return;

@@ -15,7 +15,10 @@
 // sender does) fails every lookup in it with that status. The same key
 // submitted twice while queued is asked once and answered to both.
 // A queued lookup waits at most for one request to the same target to end
-// (each bounded by the request timeout) before its own is sent.
+// (each bounded by the request timeout) before its own is sent. When that
+// request fails as unavailable (its target did not answer), the lookups
+// queued behind it fail with it rather than wait for another timeout from
+// the same target.
 //
 // Thread-safety: loop thread only. The sender may answer synchronously.
 #pragma once
@@ -140,11 +143,22 @@ class Coalescer {
     send_(std::move(keys), [this, alive = alive_, batch](Result<std::vector<Reply>> replies) {
       if (!*alive) return;
       --in_flight_;
+      if (!replies.ok() && replies.status().code() == StatusCode::kUnavailable) {
+        FailQueued(replies.status());
+      }
       // Send what queued up meanwhile before the replies are worked through:
       // the target works on the next request while this loop answers queries.
       Pump();
       Deliver(*batch, std::move(replies));
     });
+  }
+
+  // Fails every queued lookup (waiters may submit again meanwhile: those
+  // queue anew).
+  void FailQueued(const Status& status) {
+    std::deque<Queued> failed;
+    failed.swap(queue_);
+    for (Queued& q : failed) q.done(status);
   }
 
   static void Deliver(Batch& batch, Result<std::vector<Reply>> replies) {

@@ -74,7 +74,11 @@ void RealtimeReader::Send(int shard, std::string target, int attempts_left, bool
                  }
                  const std::string why = response.ok() ? fmt::format("answered {}", response.status_code)
                                                        : response.transport.message();
-                 if (attempts_left <= 1) {
+                 // The second attempt is for a keep-alive connection the
+                 // shard closed, which fails at once; a shard that let a
+                 // request time out would most likely do so again.
+                 const bool timed_out = !response.ok() && response.transport.reason() == "TIMEOUT";
+                 if (attempts_left <= 1 || timed_out) {
                    done(ShardUnavailable(fmt::format("realtime shard {} ({}): {}", shard, member->name, why)));
                    return;
                  }

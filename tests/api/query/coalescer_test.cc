@@ -170,13 +170,31 @@ TEST(ReadCoalescerTest, FailedBatchFailsEveryWaiterAndTheNextBatchStillGoes) {
   c.Submit("k1", out.For("c"));
   target.AnswerNext();
   c.Submit("k3", out.For("later"));  // queued behind the batch that will fail
-  target.FailNext(Status::Unavailable("no replica answered", "SHARD_UNAVAILABLE"));
+  target.FailNext(Status::Internal("a reply could not be read"));
   for (const char* label : {"a", "b", "c"}) {
-    EXPECT_EQ(out.got[label], std::vector<std::string>{"error: no replica answered"}) << label;
+    EXPECT_EQ(out.got[label], std::vector<std::string>{"error: a reply could not be read"}) << label;
   }
   ASSERT_EQ(target.sent.size(), 3u);
   target.AnswerNext();
   EXPECT_EQ(out.got["later"], std::vector<std::string>{"value of k3"});
+}
+
+TEST(ReadCoalescerTest, ATargetThatDidNotAnswerFailsTheLookupsQueuedBehindItsRequest) {
+  FakeTarget target;
+  Outcomes out;
+  Coalescer<std::string> c(Opts(1, 64), target.Sender(), nullptr);
+  c.Submit("k0", out.For("first"));
+  c.Submit("k1", out.For("queued"));  // waits for the request out
+  target.FailNext(Status::Unavailable("realtime shard 0: timed out", "SHARD_UNAVAILABLE"));
+  EXPECT_EQ(out.got["first"], std::vector<std::string>{"error: realtime shard 0: timed out"});
+  EXPECT_EQ(out.got["queued"], std::vector<std::string>{"error: realtime shard 0: timed out"})
+      << "queued behind a request its target never answered, it would wait a whole timeout more";
+  EXPECT_EQ(target.sent.size(), 1u);
+  // Later lookups go out again: the target may be back.
+  c.Submit("k2", out.For("later"));
+  ASSERT_EQ(target.sent.size(), 2u);
+  target.AnswerNext();
+  EXPECT_EQ(out.got["later"], std::vector<std::string>{"value of k2"});
 }
 
 TEST(ReadCoalescerTest, AWrongNumberOfRepliesFailsTheBatch) {

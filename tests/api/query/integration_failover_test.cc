@@ -110,6 +110,25 @@ TEST_F(IntegrationReadFailoverTest, FrozenReplicaTimesOutAndFailsOver) {
   ASSERT_EQ(::kill(frozen.pid(), SIGCONT), 0);
 }
 
+// A frozen realtime shard (SIGSTOP: the connection stays open, nothing is
+// answered) lets a query's request time out; asking it again would only
+// double the client's wait before the 503.
+TEST_F(IntegrationReadFailoverTest, FrozenRealtimeShardIsNotAskedAgainAfterATimeout) {
+  std::string why;
+  ASSERT_TRUE(QueriesCorrect(&why)) << why;
+  DaemonProcess& frozen = cluster_.Daemon("realtime-0");
+  ASSERT_EQ(::kill(frozen.pid(), SIGSTOP), 0);
+  const int64_t requests_before = ReadFigure("realtime_requests");
+  auto j = cluster_.Api(series_target_);
+  EXPECT_EQ(j["http_status"], 503) << j.dump();
+  EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << j.dump();
+  EXPECT_NE(j["message"].get<std::string>().find("timed out"), std::string::npos) << j.dump();
+  EXPECT_EQ(ReadFigure("realtime_retries"), 0);
+  EXPECT_EQ(ReadFigure("realtime_requests") - requests_before, 1) << "the frozen shard was asked again";
+  ASSERT_EQ(::kill(frozen.pid(), SIGCONT), 0);
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
+}
+
 TEST_F(IntegrationReadFailoverTest, BothReplicasDownIsShardUnavailable) {
   cluster_.Daemon(cluster_.ArchiveMember(0, 0)).Kill();
   cluster_.Daemon(cluster_.ArchiveMember(0, 1)).Kill();
