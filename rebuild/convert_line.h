@@ -6,7 +6,10 @@
 // a real YMDH, a decimal count) with no allocation and writes the same bytes
 // RealtimeToArchiveLine would; anything else (lookups, hashes with unusual
 // bytes, non-ASCII, any error) goes to RealtimeToArchiveLine itself, so the
-// accepted set, the output and the error messages are the core's.
+// accepted set, the output and the error messages are the core's, with one
+// rule more for the rebuild's inputs: a counter's count must be positive and
+// at most 10^15 (BAD_COUNT), as /incr's values are (a bulk-loaded -7 would
+// read back as -7 clicks, and huge ones overflow the sums of a query).
 // tests/rebuild/convert_line_test.cc checks the two agree line for line.
 #pragma once
 
@@ -22,7 +25,7 @@ namespace clickatron::rebuild {
 Status ConvertRealtimeLine(std::string_view realtime_line, std::string* out);
 
 // Same for a line already in archive format: validated by ParseArchiveLine
-// and written in canonical form (FormatArchiveLine).
+// (and counts as above) and written in canonical form (FormatArchiveLine).
 Status NormalizeArchiveLine(std::string_view archive_line, std::string* out);
 
 }  // namespace clickatron::rebuild
