@@ -197,7 +197,10 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_queued_increments", 1, int64_t{1} << 40, &a.max_queued_increments));
     CLICKATRON_RETURN_IF_ERROR(r.Int("queue_wait_increments", 0, int64_t{1} << 40, &a.queue_wait_increments));
     CLICKATRON_RETURN_IF_ERROR(r.Int("queue_wait_ms", 1, 600000, &a.queue_wait_ms));
-    CLICKATRON_RETURN_IF_ERROR(r.Int("future_margin_hours", 0, 24 * 365, &a.future_margin_hours));
+    // Past 24 hours an increment could be for a day beyond the ring's
+    // Tomorrow: taken with a 200, it would go to late data and read as 0
+    // until a rebuild folded it.
+    CLICKATRON_RETURN_IF_ERROR(r.Int("future_margin_hours", 0, 24, &a.future_margin_hours));
     CLICKATRON_RETURN_IF_ERROR(r.Int("request_timeout_ms", 1, 600000, &a.request_timeout_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_min_ms", 1, 600000, &a.retry_backoff_min_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));

@@ -228,6 +228,23 @@ Status Oplog::RollIfFull() {
   return Status::Ok();
 }
 
+void Oplog::LogAppendFailure(const Status& st) {
+  // A full disk fails every commit, hundreds a second: one line at first,
+  // then one every 10 s with the count (commit_errors in the API's /stats
+  // counts each).
+  const auto now = SteadyClock::now();
+  ++append_failures_unlogged_;
+  if (now - last_append_failure_log_ < std::chrono::seconds(10)) return;
+  if (append_failures_unlogged_ == 1) {
+    spdlog::error("oplog append failed: {}", st.ToString());
+  } else {
+    spdlog::error("oplog append failed ({} times since the last report): {}", append_failures_unlogged_,
+                  st.ToString());
+  }
+  append_failures_unlogged_ = 0;
+  last_append_failure_log_ = now;
+}
+
 Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
   // A segment is closed only between commits, so that a commit that fails
   // part-way can be cut out of one file.
@@ -244,7 +261,7 @@ Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
   for (const BatchPtr& b : batches) {
     Status st = AppendBatch(*b);
     if (st.ok()) continue;
-    spdlog::error("oplog append failed: {}", st.ToString());
+    LogAppendFailure(st);
     // The clients get one answer for the whole commit: undo the batches
     // already written, so that an error means nothing was taken and a retry
     // counts once (sent, or replayed after a restart, they would count).

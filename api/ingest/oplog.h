@@ -136,6 +136,7 @@ class Oplog {
   // Appends a commit's batches, all or none (a failure cuts the ones
   // written back out of the segment).
   Status AppendCommit(const std::vector<BatchPtr>& batches);
+  void LogAppendFailure(const Status& st);  // rate-limited
   Status AppendBatch(const OplogBatch& batch);
   Status SyncTimed();
   void WriterLoop();
@@ -155,6 +156,8 @@ class Oplog {
   uint64_t current_id_ = 0;
   std::vector<uint64_t> written_seq_;  // per shard, appended so far
   bool dirty_ = false;                 // appended since the last sync
+  uint64_t append_failures_unlogged_ = 0;                // writer thread only
+  std::chrono::steady_clock::time_point last_append_failure_log_{};
   std::chrono::steady_clock::time_point last_sync_;
 
   mutable std::mutex mu_;
