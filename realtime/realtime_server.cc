@@ -170,7 +170,8 @@ void RealtimeServer::RegisterRoutes() {
   h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); });
   h.InternalRoute("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); });
   h.AdminRoute("/watermark/reset", [this](const HttpExchangePtr& ex) { HandleWatermarkReset(ex); }, kPost);
-  h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet);
+  // GET /export seals the day it exports: HEAD must not.
+  h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet | kUnsafeGet);
   h.AdminRoute("/exported", [this](const HttpExchangePtr& ex) { HandleExported(ex); }, kPost);
   h.AdminRoute("/rotate", [this](const HttpExchangePtr& ex) { HandleRotate(ex); }, kPost);
   h.AdminRoute("/clear", [this](const HttpExchangePtr& ex) { HandleClear(ex); }, kPost);

@@ -8,8 +8,9 @@
 // bytes, non-ASCII, any error) goes to RealtimeToArchiveLine itself, so the
 // accepted set, the output and the error messages are the core's, with one
 // rule more for the rebuild's inputs: a counter's count must be positive and
-// at most 10^15 (BAD_COUNT), as /incr's values are (a bulk-loaded -7 would
-// read back as -7 clicks, and huge ones overflow the sums of a query).
+// at most 10^15 (BAD_COUNT): clicks are counted up (a bulk-loaded -7 would
+// read back as -7 clicks), and a key-hour past 10^15 is no real count but
+// would overflow the sums of a query.
 // tests/rebuild/convert_line_test.cc checks the two agree line for line.
 #pragma once
 

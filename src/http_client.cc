@@ -190,7 +190,10 @@ class HttpClientImpl : public HttpClient {
     int code = req ? evhttp_request_get_response_code(req) : 0;
     if (!req || code == 0) {
       const char* why = p->had_error ? RequestErrorText(p->error) : "no answer";
-      p->Complete(TransportError(Status::Unavailable(fmt::format("{}: {}", p->peer, why))));
+      // libevent's own timeout (its connection timeout) is a timeout too.
+      const bool timed_out = p->had_error && p->error == EVREQ_HTTP_TIMEOUT;
+      p->Complete(TransportError(
+          Status::Unavailable(fmt::format("{}: {}", p->peer, why), timed_out ? "TIMEOUT" : "UNAVAILABLE")));
       return;
     }
     HttpResponse r;

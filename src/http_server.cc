@@ -89,7 +89,11 @@ class HttpServerImpl;
 class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<ExchangeImpl> {
  public:
   ExchangeImpl(HttpServerImpl* server, evhttp_request* req, std::string endpoint)
-      : server_(server), req_(req), endpoint_(std::move(endpoint)), start_(Clock::now()) {}
+      : server_(server),
+        req_(req),
+        endpoint_(std::move(endpoint)),
+        start_(Clock::now()),
+        head_(evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {}
   ~ExchangeImpl() override;
 
   Status Parse(size_t max_args);
@@ -125,11 +129,11 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   evhttp_request* req_;
   std::string endpoint_;
   Clock::time_point start_;
+  bool head_;  // HEAD: every answer goes without its body
   std::string method_;
   std::string path_;
   QueryArgs args_;
   std::string body_;
-  bool head_ = false;  // HEAD: every answer goes without its body
   bool answered_ = false;
   bool streaming_ = false;
   int stream_status_ = 0;
@@ -314,7 +318,7 @@ Status ExchangeImpl::Parse(size_t max_args) {
   switch (evhttp_request_get_command(req_)) {
     case EVHTTP_REQ_GET: method_ = "GET"; break;
     case EVHTTP_REQ_POST: method_ = "POST"; break;
-    case EVHTTP_REQ_HEAD: method_ = "HEAD"; head_ = true; break;
+    case EVHTTP_REQ_HEAD: method_ = "HEAD"; break;
     case EVHTTP_REQ_PUT: method_ = "PUT"; break;
     case EVHTTP_REQ_DELETE: method_ = "DELETE"; break;
     default: method_ = "OTHER"; break;

@@ -228,6 +228,13 @@ Status Oplog::RollIfFull() {
   return Status::Ok();
 }
 
+Status Oplog::OplogFailed(const Status& cause) {
+  return Status::Unavailable("the oplog failed (" + cause.message() +
+                                 "); what it holds is unknown, so these increments may be applied after a restart: "
+                                 "fix the disk and restart the node",
+                             "OPLOG_FAILED");
+}
+
 void Oplog::LogAppendFailure(const Status& st) {
   // A full disk fails every commit, hundreds a second: one line at first,
   // then one every 10 s with the count (commit_errors in the API's /stats
@@ -248,7 +255,10 @@ void Oplog::LogAppendFailure(const Status& st) {
 Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
   // A segment is closed only between commits, so that a commit that fails
   // part-way can be cut out of one file.
-  CLICKATRON_RETURN_IF_ERROR(RollIfFull());
+  if (Status rolled = RollIfFull(); !rolled.ok()) {
+    LogAppendFailure(rolled);
+    return failed_.load() ? OplogFailed(rolled) : rolled;
+  }
   const uint64_t start_size = current_->size();
   const std::vector<uint64_t> start_written = written_seq_;
   std::vector<uint64_t> start_min, start_max;
@@ -265,14 +275,13 @@ Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
     // The clients get one answer for the whole commit: undo the batches
     // already written, so that an error means nothing was taken and a retry
     // counts once (sent, or replayed after a restart, they would count).
-    if (current_->size() == start_size) return st;
+    // Also when nothing of it was written: the cut reports a writer that
+    // could not cut its own partial frame.
     if (Status cut = current_->TruncateTo(start_size); !cut.ok()) {
       failed_.store(true);
       spdlog::critical("oplog: a failed commit could not be cut out, refusing further increments: {}",
                        cut.ToString());
-      return Status::Unavailable("an append failed part-way and could not be undone (" + st.message() +
-                                     "); some of these increments may be applied after a restart",
-                                 "OPLOG_FAILED");
+      return OplogFailed(st);
     }
     written_seq_ = start_written;
     std::lock_guard lock(mu_);
@@ -364,7 +373,7 @@ void Oplog::WriterLoop() {
     std::vector<Status> results(work.size());
     for (size_t i = 0; i < work.size(); ++i) {
       if (failed_.load()) {
-        results[i] = Status::Unavailable("the oplog failed an fsync; restart after fixing the disk", "OPLOG_FAILED");
+        results[i] = OplogFailed(Status::IoError("it failed earlier"));
         continue;
       }
       results[i] = AppendCommit(work[i].batches);
@@ -374,18 +383,23 @@ void Oplog::WriterLoop() {
     const bool want_sync = options_.sync == SyncPolicy::kAlways ||
                            (options_.sync == SyncPolicy::kInterval && SteadyClock::now() - last_sync_ >= interval) ||
                            (stop && options_.sync != SyncPolicy::kNone);
-    if (want_sync && dirty_) {
+    if (want_sync && dirty_ && !failed_.load()) {
       Status st = SyncTimed();
-      if (!st.ok()) {
-        for (Status& r : results) {
-          if (r.ok()) r = st;
-        }
-      } else {
-        synced = true;
+      if (st.ok()) synced = true;
+    }
+    if (failed_.load()) {
+      // An fsync failed (here or when a segment was closed): what is on disk
+      // is unknown, and a later fsync that succeeds proves nothing about the
+      // pages the failed one dropped. Nothing of this group is durable, and
+      // its clients must not be told "nothing taken" (a restart may replay
+      // it): OPLOG_FAILED, like every commit after it.
+      synced = false;
+      for (Status& r : results) {
+        if (r.reason() != "OPLOG_FAILED") r = OplogFailed(r.ok() ? Status::IoError("an fsync failed") : r);
       }
     }
     // What may be sent: synced data, or (policy none) whatever was written.
-    if (synced || options_.sync == SyncPolicy::kNone) {
+    if ((synced || options_.sync == SyncPolicy::kNone) && !failed_.load()) {
       for (uint32_t s = 0; s < options_.shard_count; ++s) {
         durable_seq_[s].store(written_seq_[s], std::memory_order_release);
       }

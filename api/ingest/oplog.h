@@ -137,6 +137,9 @@ class Oplog {
   // written back out of the segment).
   Status AppendCommit(const std::vector<BatchPtr>& batches);
   void LogAppendFailure(const Status& st);  // rate-limited
+  // The answer once the oplog has failed (an fsync, or a cut that did not
+  // work): the increments may or may not be applied.
+  static Status OplogFailed(const Status& cause);
   Status AppendBatch(const OplogBatch& batch);
   Status SyncTimed();
   void WriterLoop();

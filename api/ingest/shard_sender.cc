@@ -93,6 +93,12 @@ void ShardSender::Start(uint64_t recovered_last_seq) {
   recovered_seq_ = recovered_last_seq;
   LoadHeldMarker();
   LoadDurableMarker();
+  if (durable_confirmed_ > recovered_last_seq) {
+    // The oplog holds less than the shard once persisted of it (moved aside,
+    // or cut short by a power cut under oplog_sync = "none"): its seqs
+    // start again lower, and only what it holds can be re-sent.
+    SetDurableConfirmed(recovered_last_seq);
+  }
   AskWatermark();
 }
 
@@ -113,13 +119,16 @@ void ShardSender::LoadDurableMarker() {
 }
 
 void ShardSender::NoteDurable(uint64_t durable) {
-  if (durable <= durable_confirmed_) return;
-  durable_confirmed_ = durable;
+  if (durable > durable_confirmed_) SetDurableConfirmed(durable);
+}
+
+void ShardSender::SetDurableConfirmed(uint64_t seq) {
+  durable_confirmed_ = seq;
   if (options_.durable_marker_path.empty()) return;
   // Off the loop (two fsyncs). The writes run in order, so the file ends at
-  // the highest value; one that lags after a crash only narrows the guard.
-  reader_.Post([path = options_.durable_marker_path, durable, shard = options_.shard] {
-    if (Status st = WriteFileAtomically(path, fmt::format("{}\n", durable)); !st.ok()) {
+  // the last value; one that lags after a crash only narrows the guard.
+  reader_.Post([path = options_.durable_marker_path, seq, shard = options_.shard] {
+    if (Status st = WriteFileAtomically(path, fmt::format("{}\n", seq)); !st.ok()) {
       spdlog::error("shard {}: cannot write {}: {}", shard, path, st.ToString());
     }
   });
@@ -192,13 +201,19 @@ void ShardSender::OnWatermark(HttpResponse r) {
 
 void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
   if (applied < durable_confirmed_) {
+    // Batches up to here reached a store that is gone; the lines of days
+    // the shard has closed since are checked against the archive on the
+    // re-send (HandleDayNotOpen). New batches are above this.
+    lost_upto_ = std::max(lost_upto_, std::min(durable_confirmed_, HighestWritten()));
+    archived_through_.reset();  // asked again: a rebuild may have run since
     last_error_ = fmt::format(
         "the shard's watermark {} is below seq {}, which it had confirmed durable: its store was lost or replaced "
-        "(a wiped or mistyped data_dir?). Seqs up to {} are re-sent without the lines of days it no longer has open "
-        "(those went out with the old store's exports)",
-        applied, durable_confirmed_, durable_confirmed_);
+        "(a wiped or mistyped data_dir?). Seqs up to {} are re-sent; their lines of closed days the archive "
+        "already holds are dropped (the old store's export took them there), the others go to late data",
+        applied, durable_confirmed_, lost_upto_);
     spdlog::error("shard {} ({}): {}", options_.shard, options_.member, last_error_);
   }
+  NoteDurable(std::min(durable, applied));
   acked_seq_ = applied;
   shard_applied_ = applied;
   shard_durable_ = std::min(durable, applied);
@@ -311,6 +326,8 @@ void ShardSender::Release(uint64_t applied, uint64_t durable) {
   last_error_.clear();
   watermark_known_ = true;
   ++releases_;
+  // Lowered on purpose: not a lost store.
+  if (durable_confirmed_ > applied) SetDurableConfirmed(applied);
   Rewind(applied, durable, "released by an operator");
 }
 
@@ -557,40 +574,49 @@ void ShardSender::OnAnswer(const BatchPtr& b, HttpResponse r, bool first, uint64
 }
 
 void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open_days) {
+  const bool redelivered = RedeliveredAfterLoss(b->seq);
+  if (redelivered && !archived_through_) {
+    AskArchivedThrough(b, open_days);
+    return;
+  }
   std::set<std::string> open;
   for (const auto& d : open_days) {
     if (d.is_string()) open.insert(d.get<std::string>());
   }
   std::string late, rest;
-  size_t late_count = 0, rest_count = 0;
+  size_t late_count = 0, rest_count = 0, dropped = 0;
   std::unordered_set<std::string> late_keys;
   ForEachPayloadLine(b->lines, [&](std::string_view line) {
     std::string day = DayOfLine(line);
     if (day.empty() || open.count(day)) {
       rest.append(line).push_back('\n');
       ++rest_count;
+    } else if (redelivered && Archived(day)) {
+      ++dropped;
     } else {
       late.append(line).push_back('\n');
       late_keys.insert(std::string(LineKey(line)));
       ++late_count;
     }
   });
-  if (late_count == 0) {
+  if (late_count == 0 && dropped == 0) {
     Fail(State::kBackoff, fmt::format("seq {}: DAY_NOT_OPEN, yet every line's day is open ({})", b->seq,
                                       open_days.dump()));
     return;
   }
-  if (RedeliveredAfterLoss(b->seq)) {
-    spdlog::warn("shard {} ({}): seq {} had been persisted by the shard's lost store: {} lines of closed days "
-                 "dropped (exported before), {} re-sent",
-                 options_.shard, options_.member, b->seq, late_count, rest_count);
-    lost_store_dropped_lines_ += late_count;
-    ContinueWithout(b, std::move(rest), rest_count, late_count);
+  if (dropped > 0) {
+    spdlog::warn("shard {} ({}): seq {} had been persisted by the shard's lost store: {} lines of days the archive "
+                 "holds dropped, {} to late data, {} re-sent",
+                 options_.shard, options_.member, b->seq, dropped, late_count, rest_count);
+    lost_store_dropped_lines_ += dropped;
+  }
+  if (late_count == 0) {
+    ContinueWithout(b, std::move(rest), rest_count, dropped);
     return;
   }
   late_pending_ = true;
   late_.Write(options_.shard, b->seq, std::move(late), late_count,
-              [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count,
+              [weak = weak_from_this(), b, rest = std::move(rest), rest_count, late_count, dropped,
                late_keys = std::move(late_keys), epoch = replay_epoch_](Status st) mutable {
                 auto self = weak.lock();
                 if (!self) return;
@@ -608,8 +634,41 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                   return;
                 }
                 self->late_lines_ += late_count;
-                self->ContinueWithout(b, std::move(rest), rest_count, late_count);
+                self->ContinueWithout(b, std::move(rest), rest_count, late_count + dropped);
               });
+}
+
+bool ShardSender::Archived(const std::string& day) const {
+  if (!archived_through_ || !*archived_through_) return false;  // no archive file: nothing exported into it
+  Result<int64_t> d = ParseDate(day);
+  return d.ok() && *d <= **archived_through_;
+}
+
+void ShardSender::AskArchivedThrough(const BatchPtr& b, const nlohmann::json& open_days) {
+  if (!options_.archived_through) {
+    archived_through_ = std::optional<int64_t>();  // no archive to ask: everything goes to late data
+    HandleDayNotOpen(b, open_days);
+    return;
+  }
+  late_pending_ = true;  // nothing else goes out meanwhile
+  options_.archived_through([weak = weak_from_this(), b, open_days, epoch = replay_epoch_](
+                                Result<std::optional<int64_t>> through) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->late_pending_ = false;
+    if (!through.ok()) {
+      // The batch is tried again after the backoff, and asks again.
+      self->Fail(State::kBackoff, "a shard that lost its store: asking the archive how far it reaches: " +
+                                      through.status().ToString());
+      return;
+    }
+    self->archived_through_ = *through;
+    if (epoch != self->replay_epoch_ || self->state_ == State::kHeld) {
+      self->Pump();
+      return;
+    }
+    self->HandleDayNotOpen(b, open_days);
+  });
 }
 
 void ShardSender::ContinueWithout(const BatchPtr& b, std::string rest, size_t rest_count, size_t removed) {

@@ -48,11 +48,11 @@
 //   own.
 // - A shard whose watermark falls below what it once confirmed durable has
 //   lost its store (replaced, wiped, or started on another data_dir): the
-//   batches up to there reached it durably, and their days that it has
-//   closed since were exported with the old store. When they are re-sent,
-//   the lines of days it no longer has open are dropped, not moved to late
-//   data (which the rebuild would add to the archive a second time); lines
-//   of open days are applied again, since the store that had them is gone.
+//   batches up to there reached it durably. When they are re-sent, lines of
+//   open days are applied again (the store that had them is gone); lines of
+//   days it has closed since are dropped if the archive already reaches
+//   their day (the old store's export took them there, and as late data the
+//   rebuild would add them a second time), and go to late data otherwise.
 // - Only batches the oplog has made durable are sent, so a shard can never
 //   hold a seq the oplog could lose in a power cut (which would make later
 //   batches with reused seqs look like duplicates).
@@ -104,6 +104,9 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
     // (DATA_DIR/durable-shard-N), so that a restart still knows which
     // batches the shard had persisted. Empty: nowhere (this run only).
     std::string durable_marker_path;
+    // Asks the archive its last day (nullopt: no archive file yet), for the
+    // re-send to a shard that lost its store. Empty: no archive to ask.
+    std::function<void(std::function<void(Result<std::optional<int64_t>>)>)> archived_through;
   };
   ShardSender(Options options, HttpServer& server, HttpClient& client, Oplog& oplog, LateData& late,
               SerialExecutor& reader);
@@ -173,10 +176,15 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   void LoadHeldMarker();
   // durable_confirmed_ from, and to, durable_marker_path.
   void LoadDurableMarker();
-  void NoteDurable(uint64_t durable);
-  // Whether the shard's store lost batches it had persisted (see the header
-  // comment): `seq` was confirmed durable before.
-  bool RedeliveredAfterLoss(uint64_t seq) const { return seq <= durable_confirmed_; }
+  void NoteDurable(uint64_t durable);       // raises durable_confirmed_
+  void SetDurableConfirmed(uint64_t seq);   // and notes it in the marker file
+  // `seq` reached a store of the shard that has since been lost (see the
+  // header comment).
+  bool RedeliveredAfterLoss(uint64_t seq) const { return seq <= lost_upto_; }
+  // Whether `day` ("YYYY-MM-DD") is in the archive (archived_through_ known).
+  bool Archived(const std::string& day) const;
+  // Learns archived_through_, then handles b's DAY_NOT_OPEN again.
+  void AskArchivedThrough(const BatchPtr& b, const nlohmann::json& open_days);
   // Continues with b's lines other than `removed` of them (moved to late data
   // or dropped): sends the rest under the same seq, or is done.
   void ContinueWithout(const BatchPtr& b, std::string rest, size_t rest_count, size_t removed);
@@ -202,6 +210,11 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // The highest seq of ours the shard ever confirmed durable, in this run
   // or (durable_marker_path) an earlier one.
   uint64_t durable_confirmed_ = 0;
+  // Batches up to here reached a store of the shard that was lost since.
+  uint64_t lost_upto_ = 0;
+  // The archive's last day, asked once a lost store's batches are re-sent
+  // (outer nullopt: not asked yet; inner: the archive has no file).
+  std::optional<std::optional<int64_t>> archived_through_;
   bool poll_pending_ = false;
   uint64_t batches_sent_ = 0;  // attempts: a poll's answer is trusted only if none went out meanwhile
   // Keys of batches this run moved to late data (partly or wholly), until

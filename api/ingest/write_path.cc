@@ -35,6 +35,7 @@
 #include "clickatron/metrics_table.h"
 #include "clickatron/serial_executor.h"
 #include "ingest/shard_sender.h"
+#include "query/archive_reader.h"
 
 namespace clickatron::api {
 namespace {
@@ -114,6 +115,9 @@ class WritePathImpl : public WritePath {
   void MaybeFlush(bool from_timer);
   void Flush(bool force);
   void OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters, const Status& st);
+  // The archive's last day (nullopt: no file yet), from the manifest of
+  // archive shard 0's replicas, tried from `replica` on.
+  void AskArchiveLastDay(size_t replica, std::function<void(Result<std::optional<int64_t>>)> done);
   // A stop began (the server's drain): parked requests are refused, the
   // window goes to the oplog, and `drained` runs once every commit is done
   // and its clients answered.
@@ -215,6 +219,9 @@ Status WritePathImpl::Init() {
     so.replay_chunk_lines = std::max<uint64_t>(1000, cfg.max_queued_increments / 4);
     so.held_marker_path = fmt::format("{}/watermark-ahead-shard-{}.json", ctx_.member.data_dir, s);
     so.durable_marker_path = fmt::format("{}/durable-shard-{}", ctx_.member.data_dir, s);
+    so.archived_through = [this](std::function<void(Result<std::optional<int64_t>>)> done) {
+      AskArchiveLastDay(0, std::move(done));
+    };
     senders_.push_back(std::make_shared<ShardSender>(so, server_, client_, *oplog_, *late_, *reader_));
   }
   oplog_->SetDurableListener(Guarded([this] {
@@ -434,6 +441,25 @@ void WritePathImpl::Flush(bool force) {
   }));
 }
 
+void WritePathImpl::AskArchiveLastDay(size_t replica, std::function<void(Result<std::optional<int64_t>>)> done) {
+  const std::vector<const MemberConfig*> replicas = ctx_.cluster.ArchiveReplicas(0);
+  if (replica >= replicas.size()) {
+    done(Status::Unavailable("no replica of archive shard 0 answered GET /manifest", "SHARD_UNAVAILABLE"));
+    return;
+  }
+  HttpRequestSpec spec;
+  spec.target = "/manifest?shard=0";
+  spec.timeout_ms = ctx_.cluster.api.request_timeout_ms;
+  client_.Send(replicas[replica]->listen, std::move(spec),
+               Guarded([this, replica, done = std::move(done)](HttpResponse r) mutable {
+                 if (r.ok() && r.status_code == 200) {
+                   Result<ArchiveView> view = ParseArchiveView(r);
+                   if (view.ok()) return done(std::optional<int64_t>(view->last_day));
+                 }
+                 AskArchiveLastDay(replica + 1, std::move(done));
+               }));
+}
+
 void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters,
                                 const Status& st) {
   --commits_in_flight_;
@@ -588,7 +614,7 @@ constexpr MetricRow kMetricRows[] = {
     {"/write/shards/[shard]/durable_confirmed_seq", "clickatron_api_shard_durable_confirmed_seq", "gauge",
      "The highest seq of this node's the shard ever confirmed persisted (across restarts)."},
     {"/write/shards/[shard]/lost_store_dropped_lines", "clickatron_api_shard_lost_store_dropped_lines_total",
-     "counter", "Closed-day lines of batches a shard had persisted before it lost its store, dropped on the re-send."},
+     "counter", "Lines of archived days in batches a shard had persisted before it lost its store, dropped."},
     {"/write/shards/[shard]/releases", "clickatron_api_shard_releases_total", "counter",
      "Holds (watermark ahead) ended by an operator's release."},
     {"/write/shards/[shard]/held_polls", "clickatron_api_shard_held_polls_total", "counter",

@@ -143,22 +143,15 @@ class Coalescer {
     send_(std::move(keys), [this, alive = alive_, batch](Result<std::vector<Reply>> replies) {
       if (!*alive) return;
       --in_flight_;
-      if (!replies.ok() && replies.status().code() == StatusCode::kUnavailable) {
-        FailQueued(replies.status());
-      }
+      std::deque<Queued> failed;
+      if (!replies.ok() && replies.status().code() == StatusCode::kUnavailable) failed.swap(queue_);
       // Send what queued up meanwhile before the replies are worked through:
       // the target works on the next request while this loop answers queries.
       Pump();
+      // Callbacks last, without touching *this: one may destroy it.
+      for (Queued& q : failed) q.done(replies.status());
       Deliver(*batch, std::move(replies));
     });
-  }
-
-  // Fails every queued lookup (waiters may submit again meanwhile: those
-  // queue anew).
-  void FailQueued(const Status& status) {
-    std::deque<Queued> failed;
-    failed.swap(queue_);
-    for (Queued& q : failed) q.done(status);
   }
 
   static void Deliver(Batch& batch, Result<std::vector<Reply>> replies) {

@@ -64,6 +64,8 @@ class WriteCluster {
   HostPort Api() const { return cluster_.Api(); }
   const std::string& dir() const { return cluster_.dir(); }
   std::string DataDir(const std::string& name) const { return cluster_.DataDir(name); }
+  std::string ArchiveName() const { return cluster_.ArchiveName(0, 0); }
+  std::string ArchiveFile() const { return cluster_.ArchiveFile(0); }
   const std::string& config() const { return cluster_.config_path(); }
   int shards() const { return cluster_.spec().realtime_shards; }
 

@@ -161,7 +161,7 @@ TEST(WriteOplogTest, ACommitThatFailsPartWayLeavesNothingOfIt) {
       Status st = CommitAndWait(**log, {MakeBatch(0, 2, Line(2, 1)), MakeBatch(1, 2, large)});
       EXPECT_FALSE(st.ok());
     }
-    EXPECT_EQ((*log)->durable_seq(0), 1u) << "the failed commit's first batch counts as written";
+    EXPECT_EQ((*log)->durable_seq(0), 1u) << "the failed commit's first batch was left in the oplog";
     // Room again: the next commit is taken, and follows the first directly.
     ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 3, Line(3, 1)), MakeBatch(1, 3, Line(3, 2))}).ok());
   }
