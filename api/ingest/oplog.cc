@@ -228,6 +228,14 @@ Status Oplog::RollIfFull() {
   return Status::Ok();
 }
 
+uint64_t Oplog::OldestSeq(uint32_t shard) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, seg] : segments_) {
+    if (shard < seg.min_seq.size() && seg.min_seq[shard] != 0) return seg.min_seq[shard];
+  }
+  return 0;
+}
+
 Status Oplog::OplogFailed(const Status& cause) {
   return Status::Unavailable("the oplog failed (" + cause.message() +
                                  "); what it holds is unknown, so these increments may be applied after a restart: "
@@ -282,6 +290,13 @@ Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
       spdlog::critical("oplog: a failed commit could not be cut out, refusing further increments: {}",
                        cut.ToString());
       return OplogFailed(st);
+    }
+    // The answer says "nothing taken", whatever the sync policy: the cut
+    // must be on disk before it goes out, or a crash could bring the batches
+    // back and a resent request would count twice.
+    if (options_.sync != SyncPolicy::kNone) {
+      dirty_ = true;
+      if (Status synced = SyncTimed(); !synced.ok()) return OplogFailed(synced);
     }
     written_seq_ = start_written;
     std::lock_guard lock(mu_);
@@ -373,7 +388,10 @@ void Oplog::WriterLoop() {
     std::vector<Status> results(work.size());
     for (size_t i = 0; i < work.size(); ++i) {
       if (failed_.load()) {
-        results[i] = OplogFailed(Status::IoError("it failed earlier"));
+        results[i] = Status::Unavailable(
+            "the oplog failed earlier and takes no increments until the node is restarted: nothing of this request "
+            "was taken",
+            "OPLOG_REFUSED");
         continue;
       }
       results[i] = AppendCommit(work[i].batches);
@@ -395,7 +413,9 @@ void Oplog::WriterLoop() {
       // it): OPLOG_FAILED, like every commit after it.
       synced = false;
       for (Status& r : results) {
-        if (r.reason() != "OPLOG_FAILED") r = OplogFailed(r.ok() ? Status::IoError("an fsync failed") : r);
+        if (r.reason() != "OPLOG_FAILED" && r.reason() != "OPLOG_REFUSED") {
+          r = OplogFailed(r.ok() ? Status::IoError("an fsync failed") : r);
+        }
       }
     }
     // What may be sent: synced data, or (policy none) whatever was written.

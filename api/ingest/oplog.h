@@ -87,6 +87,9 @@ class Oplog {
   // Highest seq of `shard` that survives a power cut (fsynced; with "none":
   // written). Only batches up to it may be sent.
   uint64_t durable_seq(uint32_t shard) const { return durable_seq_[shard].load(std::memory_order_acquire); }
+  // The lowest seq of `shard` the oplog still holds (0: none): no batch
+  // below it can be read again.
+  uint64_t OldestSeq(uint32_t shard) const;
   // Runs on the loop whenever a background sync advances durable_seq.
   void SetDurableListener(std::function<void()> fn);
 

@@ -206,6 +206,7 @@ void ShardSender::StartFrom(uint64_t applied, uint64_t durable) {
     // re-send (HandleDayNotOpen). New batches are above this.
     lost_upto_ = std::max(lost_upto_, std::min(durable_confirmed_, HighestWritten()));
     archived_through_.reset();  // asked again: a rebuild may have run since
+    ++losses_;
     last_error_ = fmt::format(
         "the shard's watermark {} is below seq {}, which it had confirmed durable: its store was lost or replaced "
         "(a wiped or mistyped data_dir?). Seqs up to {} are re-sent; their lines of closed days the archive "
@@ -340,7 +341,9 @@ void ShardSender::Heard(uint64_t applied, uint64_t durable, uint64_t ours) {
   if (durable > shard_durable_) {
     shard_durable_ = durable;
     oplog_.Acknowledge(options_.shard, durable);
-    moved_.erase(moved_.begin(), moved_.upper_bound(durable));
+    // Kept while the oplog holds the batch: a shard that loses its store
+    // gets it re-read, and these lines are in late data already.
+    moved_.erase(moved_.begin(), moved_.lower_bound(oplog_.OldestSeq(options_.shard)));
     NoteDurable(durable);
   }
 }
@@ -608,9 +611,9 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
     spdlog::warn("shard {} ({}): seq {} had been persisted by the shard's lost store: {} lines of days the archive "
                  "holds dropped, {} to late data, {} re-sent",
                  options_.shard, options_.member, b->seq, dropped, late_count, rest_count);
-    lost_store_dropped_lines_ += dropped;
   }
   if (late_count == 0) {
+    lost_store_dropped_lines_ += dropped;
     ContinueWithout(b, std::move(rest), rest_count, dropped);
     return;
   }
@@ -634,6 +637,7 @@ void ShardSender::HandleDayNotOpen(const BatchPtr& b, const nlohmann::json& open
                   return;
                 }
                 self->late_lines_ += late_count;
+                self->lost_store_dropped_lines_ += dropped;
                 self->ContinueWithout(b, std::move(rest), rest_count, late_count + dropped);
               });
 }
@@ -651,11 +655,15 @@ void ShardSender::AskArchivedThrough(const BatchPtr& b, const nlohmann::json& op
     return;
   }
   late_pending_ = true;  // nothing else goes out meanwhile
-  options_.archived_through([weak = weak_from_this(), b, open_days, epoch = replay_epoch_](
+  options_.archived_through([weak = weak_from_this(), b, open_days, epoch = replay_epoch_, loss = losses_](
                                 Result<std::optional<int64_t>> through) {
     auto self = weak.lock();
     if (!self) return;
     self->late_pending_ = false;
+    if (loss != self->losses_) {  // asked before another loss: ask again
+      self->Pump();
+      return;
+    }
     if (!through.ok()) {
       // The batch is tried again after the backoff, and asks again.
       self->Fail(State::kBackoff, "a shard that lost its store: asking the archive how far it reaches: " +

@@ -215,6 +215,7 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // The archive's last day, asked once a lost store's batches are re-sent
   // (outer nullopt: not asked yet; inner: the archive has no file).
   std::optional<std::optional<int64_t>> archived_through_;
+  uint64_t losses_ = 0;  // stores lost, seen in this run: an archive answer is for the loss it was asked for
   bool poll_pending_ = false;
   uint64_t batches_sent_ = 0;  // attempts: a poll's answer is trusted only if none went out meanwhile
   // Keys of batches this run moved to late data (partly or wholly), until

@@ -115,9 +115,11 @@ class WritePathImpl : public WritePath {
   void MaybeFlush(bool from_timer);
   void Flush(bool force);
   void OnCommitted(const std::vector<BatchPtr>& batches, const std::vector<Waiter>& waiters, const Status& st);
-  // The archive's last day (nullopt: no file yet), from the manifest of
-  // archive shard 0's replicas, tried from `replica` on.
-  void AskArchiveLastDay(size_t replica, std::function<void(Result<std::optional<int64_t>>)> done);
+  // The archive's last day (nullopt: no file yet), from the manifests of
+  // archive shard 0's replicas (from `replica` on; `best` so far): the one
+  // serving the newest generation. Unavailable if none answers.
+  void AskArchiveLastDay(size_t replica, std::optional<ArchiveView> best,
+                         std::function<void(Result<std::optional<int64_t>>)> done);
   // A stop began (the server's drain): parked requests are refused, the
   // window goes to the oplog, and `drained` runs once every commit is done
   // and its clients answered.
@@ -220,7 +222,7 @@ Status WritePathImpl::Init() {
     so.held_marker_path = fmt::format("{}/watermark-ahead-shard-{}.json", ctx_.member.data_dir, s);
     so.durable_marker_path = fmt::format("{}/durable-shard-{}", ctx_.member.data_dir, s);
     so.archived_through = [this](std::function<void(Result<std::optional<int64_t>>)> done) {
-      AskArchiveLastDay(0, std::move(done));
+      AskArchiveLastDay(0, std::nullopt, std::move(done));
     };
     senders_.push_back(std::make_shared<ShardSender>(so, server_, client_, *oplog_, *late_, *reader_));
   }
@@ -441,22 +443,31 @@ void WritePathImpl::Flush(bool force) {
   }));
 }
 
-void WritePathImpl::AskArchiveLastDay(size_t replica, std::function<void(Result<std::optional<int64_t>>)> done) {
+void WritePathImpl::AskArchiveLastDay(size_t replica, std::optional<ArchiveView> best,
+                                      std::function<void(Result<std::optional<int64_t>>)> done) {
   const std::vector<const MemberConfig*> replicas = ctx_.cluster.ArchiveReplicas(0);
   if (replica >= replicas.size()) {
-    done(Status::Unavailable("no replica of archive shard 0 answered GET /manifest", "SHARD_UNAVAILABLE"));
+    if (!best) {
+      done(Status::Unavailable("no replica of archive shard 0 answered GET /manifest", "SHARD_UNAVAILABLE"));
+    } else {
+      done(std::optional<int64_t>(best->last_day));
+    }
     return;
   }
   HttpRequestSpec spec;
   spec.target = "/manifest?shard=0";
   spec.timeout_ms = ctx_.cluster.api.request_timeout_ms;
   client_.Send(replicas[replica]->listen, std::move(spec),
-               Guarded([this, replica, done = std::move(done)](HttpResponse r) mutable {
+               Guarded([this, replica, best, done = std::move(done)](HttpResponse r) mutable {
                  if (r.ok() && r.status_code == 200) {
+                   // Every replica is asked and the newest generation wins: a
+                   // replica that lags, or lost its file, would understate how
+                   // far the archive reaches, and lines of days it does reach
+                   // would go to late data (counted twice).
                    Result<ArchiveView> view = ParseArchiveView(r);
-                   if (view.ok()) return done(std::optional<int64_t>(view->last_day));
+                   if (view.ok() && (!best || view->generation > best->generation)) best = *view;
                  }
-                 AskArchiveLastDay(replica + 1, std::move(done));
+                 AskArchiveLastDay(replica + 1, std::move(best), std::move(done));
                }));
 }
 
