@@ -123,7 +123,13 @@ void LoseTheStore(bool archived, uint64_t* dropped, uint64_t* late) {
   // by polling, and today's clicks come back without waiting for a batch.
   // (Paused meanwhile, so that the new store's ring has turned before it is
   // polled.) The lines this run already moved to late data are not moved
-  // there a second time.
+  // there a second time, also once their batches are durable on the store
+  // that is lost next (waited for: a sender that forgot them then would
+  // move them again).
+  ASSERT_TRUE(WaitFor([&] {
+    nlohmann::json s = Sender(c);
+    return s.is_object() && s["shard_durable_seq"] == s["written_seq"];
+  })) << Sender(c).dump();
   c.Signal("api-0", SIGSTOP);
   WipeShard(c);
   Rotate(c, today + 1);
