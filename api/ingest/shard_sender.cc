@@ -125,10 +125,16 @@ void ShardSender::NoteDurable(uint64_t durable) {
 void ShardSender::SetDurableConfirmed(uint64_t seq) {
   durable_confirmed_ = seq;
   if (options_.durable_marker_path.empty()) return;
-  // Off the loop (two fsyncs). The writes run in order, so the file ends at
-  // the last value; one that lags after a crash only narrows the guard.
-  reader_.Post([path = options_.durable_marker_path, seq, shard = options_.shard] {
-    if (Status st = WriteFileAtomically(path, fmt::format("{}\n", seq)); !st.ok()) {
+  // Off the loop (two fsyncs), and once for however many values came while
+  // a write was queued (one per checkpoint otherwise, on the executor that
+  // also re-reads the oplog): the job writes the latest value. One that lags
+  // after a crash only narrows the guard.
+  marker_->latest.store(seq);
+  if (marker_->queued.exchange(true)) return;
+  reader_.Post([marker = marker_, path = options_.durable_marker_path, shard = options_.shard] {
+    marker->queued.store(false);
+    const uint64_t value = marker->latest.load();
+    if (Status st = WriteFileAtomically(path, fmt::format("{}\n", value)); !st.ok()) {
       spdlog::error("shard {}: cannot write {}: {}", shard, path, st.ToString());
     }
   });
@@ -343,7 +349,7 @@ void ShardSender::Heard(uint64_t applied, uint64_t durable, uint64_t ours) {
     oplog_.Acknowledge(options_.shard, durable);
     // Kept while the oplog holds the batch: a shard that loses its store
     // gets it re-read, and these lines are in late data already.
-    moved_.erase(moved_.begin(), moved_.lower_bound(oplog_.OldestSeq(options_.shard)));
+    if (!moved_.empty()) moved_.erase(moved_.begin(), moved_.lower_bound(oplog_.OldestSeq(options_.shard)));
     NoteDurable(durable);
   }
 }

@@ -60,6 +60,7 @@
 // Thread-safety: everything runs on the API's event loop.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -210,6 +211,12 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // The highest seq of ours the shard ever confirmed durable, in this run
   // or (durable_marker_path) an earlier one.
   uint64_t durable_confirmed_ = 0;
+  // The value for the marker file's writer job (on reader_), shared with it.
+  struct MarkerWrite {
+    std::atomic<uint64_t> latest{0};
+    std::atomic<bool> queued{false};
+  };
+  std::shared_ptr<MarkerWrite> marker_ = std::make_shared<MarkerWrite>();
   // Batches up to here reached a store of the shard that was lost since.
   uint64_t lost_upto_ = 0;
   // The archive's last day, asked once a lost store's batches are re-sent

@@ -112,6 +112,18 @@ Answer ParseAnswer(const std::string& raw) {
   return a;
 }
 
+// Everything the server sends for `requests` (written in one go) until it
+// closes the connection: the last request asks it to, or it closes by itself.
+std::string Exchange(uint16_t port, const std::string& requests) {
+  RawConnection c(port);
+  EXPECT_TRUE(c.connected());
+  EXPECT_TRUE(c.Send(requests));
+  bool timed_out = false;
+  std::string raw = c.ReadUntilClose(std::chrono::seconds(20), &timed_out);
+  EXPECT_FALSE(timed_out) << "no close after: " << raw;
+  return raw;
+}
+
 class HttpErrorsTest : public ::testing::Test {
  protected:
   static constexpr int kDeadlineSeconds = 1;
@@ -147,15 +159,7 @@ class HttpErrorsTest : public ::testing::Test {
   }
 
   // Sends `request` on a new connection; the server must answer and close.
-  Answer AnswerTo(const std::string& request) {
-    RawConnection c(server_->port());
-    EXPECT_TRUE(c.connected());
-    EXPECT_TRUE(c.Send(request));
-    bool timed_out = false;
-    std::string raw = c.ReadUntilClose(std::chrono::seconds(20), &timed_out);
-    EXPECT_FALSE(timed_out) << "no close after: " << raw;
-    return ParseAnswer(raw);
-  }
+  Answer AnswerTo(const std::string& request) { return ParseAnswer(Exchange(server_->port(), request)); }
 
   void ExpectEnvelope(const Answer& a, int status, const std::string& reason) {
     EXPECT_EQ(a.status, status);
@@ -171,18 +175,6 @@ class HttpErrorsTest : public ::testing::Test {
   std::thread thread_;
   std::atomic<int> counted_{0};
 };
-
-// Everything sent for `requests` written in one go, the last of them asking
-// the server to close.
-std::string Exchange(uint16_t port, const std::string& requests) {
-  RawConnection c(port);
-  EXPECT_TRUE(c.connected());
-  EXPECT_TRUE(c.Send(requests));
-  bool timed_out = false;
-  std::string raw = c.ReadUntilClose(std::chrono::seconds(20), &timed_out);
-  EXPECT_FALSE(timed_out) << "no close after: " << raw;
-  return raw;
-}
 
 // The header block of the answer starting at `raw`, and what follows it.
 std::pair<std::string, std::string> SplitHead(const std::string& raw) {
