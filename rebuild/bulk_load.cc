@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 
 #include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
+#include "load_identity.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -36,7 +36,21 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
     if (!FileExists(file)) return Status::NotFound(fmt::format("data file {} does not exist", file));
   }
   const WorkDir work(cluster.rebuild.work_dir);
+  Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files);
+  if (!inputs.ok()) return inputs.status();
   QueuedLoad load;
+  if (!options.force) {
+    Result<std::vector<PriorLoad>> prior = ReadPriorLoads(work);
+    if (!prior.ok()) return prior.status();
+    Result<std::optional<std::string>> same = MatchPriorLoads(*inputs, *prior);
+    if (!same.ok()) return same.status();
+    if (same->has_value()) {
+      spdlog::info("these files are load {}, queued and not yet folded: not queued again", **same);
+      load.id = **same;
+      load.already_queued = true;
+      return load;
+    }
+  }
   load.id = NewLoadId();
   const std::string dir = work.QueueDir(load.id);
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
@@ -62,6 +76,7 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
   nlohmann::json marker = {
       {"id", load.id},
       {"files", options.files},
+      {"inputs", LoadInputsJson(*inputs)},
       {"format", options.format == InputFormat::kArchive ? "archive" : "realtime"},
       {"lines", sorted->lines},
       {"bad_lines", sorted->bad_lines},
@@ -75,16 +90,12 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
 }
 
 Result<std::vector<std::string>> PendingLoads(const WorkDir& work_dir) {
+  Result<std::vector<PriorLoad>> loads = ReadPriorLoads(work_dir);
+  if (!loads.ok()) return loads.status();
   std::vector<std::string> ids;
-  std::error_code ec;
-  if (!std::filesystem::exists(work_dir.QueueRoot(), ec)) return ids;
-  for (const auto& entry : std::filesystem::directory_iterator(work_dir.QueueRoot(), ec)) {
-    if (!entry.is_directory()) continue;
-    const std::string id = entry.path().filename().string();
-    if (FileExists(work_dir.QueueDone(id)) && !FileExists(work_dir.QueueFolded(id))) ids.push_back(id);
+  for (const PriorLoad& load : *loads) {
+    if (!load.folded_into) ids.push_back(load.id);
   }
-  if (ec) return Status::IoError(fmt::format("list {}: {}", work_dir.QueueRoot(), ec.message()));
-  std::sort(ids.begin(), ids.end());
   return ids;
 }
 

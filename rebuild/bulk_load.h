@@ -4,7 +4,9 @@
 // any order, for any dates, with duplicates (they are counts: they sum), are
 // converted and sorted into work_dir/queue/ID/sorted.csv. Bad lines are listed
 // in queue/ID/rejects.txt as FILE:LINE: reason; above rebuild.max_bad_line_ratio
-// the load fails and nothing is queued (no queued.done marker). A queued load
+// the load fails and nothing is queued (no queued.done marker). The marker
+// names the input files by content; a load of content already loaded is
+// refused or taken as the earlier load (load_identity.h). A queued load
 // touches nothing the cluster serves: the next generation folds it in (the
 // nightly run, or `load --now`), and marks it folded once deployed.
 #pragma once
@@ -25,12 +27,17 @@ struct BulkLoadOptions {
   InputFormat format = InputFormat::kRealtime;  // kRealtime or kArchive
   // This load's bound on bad lines; unset: [rebuild] max_bad_line_ratio.
   std::optional<double> max_bad_line_ratio;
+  // Queue it even when an earlier load has the same content (load_identity.h).
+  bool force = false;
 };
 
 struct QueuedLoad {
   std::string id;
   SortInputsResult figures;
   std::string rejects_path;  // "" when there were no bad lines
+  // The same files as a load already queued and not yet folded: that load's
+  // id, and nothing was queued again (figures and rejects_path unset).
+  bool already_queued = false;
 };
 
 Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOptions& options);

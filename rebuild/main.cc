@@ -1,7 +1,7 @@
 // clickatron-rebuild: the nightly archive build, and the door for history.
 //
 //   clickatron-rebuild run    --config FILE --date YYYY-MM-DD [--force]
-//   clickatron-rebuild load   --config FILE [--format realtime|archive] [--now] DATAFILE…
+//   clickatron-rebuild load   --config FILE [--format realtime|archive] [--now] [--force] DATAFILE…
 //   clickatron-rebuild status --config FILE
 //   clickatron-rebuild task   --config FILE --dir TASK_DIR   (what an engine runs on a host)
 #include <CLI/CLI.hpp>
@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
   load->add_option("--config", config_path, "cluster file")->required();
   load->add_option("--format", format, "format of the data files")->check(CLI::IsMember({"realtime", "archive"}));
   load->add_flag("--now", now, "build and deploy a generation with this data at once");
+  load->add_flag("--force", force,
+                 "load files even though an earlier load has the same content (it would be counted twice)");
   load->add_option("--transfer-timeout,--reload-timeout", transfer_timeout_s,
                   "seconds an archive replica may take to fetch and load its file (and the rebuild to fetch "
                   "a generation it does not have)");
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
     options.now = now;
     options.timeouts = timeouts;
     options.max_bad_line_ratio = max_bad_line_ratio;
+    options.force = force;
     return Report(clickatron::rebuild::LoadHistory(*cluster, options));
   }
   auto report = clickatron::rebuild::StatusReport(*cluster);

@@ -359,10 +359,11 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
 }
 
 Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
-  auto queued = QueueBulkLoad(cluster, {options.files, options.format, options.max_bad_line_ratio});
+  auto queued = QueueBulkLoad(cluster, {options.files, options.format, options.max_bad_line_ratio, options.force});
   if (!queued.ok()) return queued.status();
   if (!options.now) {
-    spdlog::info("load {} is queued for the next generation", queued->id);
+    spdlog::info("load {} is {}queued for the next generation", queued->id,
+                 queued->already_queued ? "already " : "");
     return Status::Ok();
   }
   const WorkDir work(cluster.rebuild.work_dir);

@@ -54,6 +54,8 @@ struct LoadOptions {
   bool now = false;  // build and deploy a generation at once (no realtime export)
   Timeouts timeouts;
   std::optional<double> max_bad_line_ratio;  // unset: [rebuild] max_bad_line_ratio
+  // Load files whose content an earlier load already has (load_identity.h).
+  bool force = false;
 };
 
 // `clickatron-rebuild load`: queue historical data (and with `now`, deploy it).

@@ -7,7 +7,7 @@
 //   days/D/older-days.json     unexported older days folded with D
 //   days/D/complete.done       D is in a deployed generation and realtime was told
 //   queue/ID/sorted.csv        a bulk load waiting for the next generation
-//   queue/ID/queued.done       marker: the load is complete and accepted
+//   queue/ID/queued.done       marker: the load is complete and accepted; its files' sizes and SHA-256
 //   queue/ID/rejects.txt       its bad lines
 //   queue/ID/folded.done       marker: folded into a deployed generation
 //   gen/G/shard-S.csv(.manifest)  generation G as built (kept until G+1 is deployed)

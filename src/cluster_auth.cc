@@ -16,28 +16,14 @@
 #include <cstring>
 
 #include "clickatron/file_util.h"
+#include "clickatron/sha256.h"
 
 namespace clickatron {
 namespace {
 
 constexpr std::string_view kScheme = "v1";
 
-std::string Hex(const unsigned char* data, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(n * 2, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kDigits[data[i] >> 4];
-    out[2 * i + 1] = kDigits[data[i] & 15];
-  }
-  return out;
-}
-
-std::string BodyDigest(std::string_view body) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(body.data(), body.size(), md, &len, EVP_sha256(), nullptr);
-  return Hex(md, len);
-}
+std::string BodyDigest(std::string_view body) { return Sha256Hex(body); }
 
 std::string Signature(std::string_view secret, std::string_view host, int64_t ts, std::string_view method,
                       std::string_view target, std::string_view body) {
@@ -47,7 +33,7 @@ std::string Signature(std::string_view secret, std::string_view host, int64_t ts
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
-  return Hex(md, len);
+  return ToLowerHex(md, len);
 }
 
 // The value after "NAME=" among space-separated fields, or "" when absent.
@@ -147,7 +133,7 @@ Result<std::string> ReadSecretFile(const std::string& path, std::string_view wha
 Result<std::string> GenerateSecret() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof bytes) != 1) return Status::Internal("RAND_bytes failed: no entropy for a secret");
-  return Hex(bytes, sizeof bytes);
+  return ToLowerHex(bytes, sizeof bytes);
 }
 
 bool IsLoopbackHost(std::string_view host) {

@@ -37,6 +37,7 @@ class BulkLoadTest : public StartedClusterTest {
     inc.value = value;
     inc.subs.emplace_back("c", country);
     oracle_.Add(inc);
+    history_increments_.push_back(inc);
     const std::string ymdh = *YmdhFromUnix(ts);
     history_ += fmt::format("u|{}.{},{}\n", key, ymdh, value);
     history_ += fmt::format("c.u|{}.{}.{},{}\n", key, country, ymdh, value);
@@ -65,6 +66,7 @@ class BulkLoadTest : public StartedClusterTest {
 
   Oracle oracle_;
   std::string history_;
+  std::vector<Increment> history_increments_;
   std::string live_body_;
   std::mt19937 rng_{20240610};
   int64_t reference_ts_ = UnixOfDate(kToday) + 86400 - 1;
@@ -109,6 +111,58 @@ TEST_F(BulkLoadTest, LoadedHistoryIsServedAtOnceAndCountedOnceAfterTheNightlyRun
   ASSERT_TRUE(cluster_.RotateAll(kTomorrow, &error)) << error;
   ASSERT_EQ(cluster_.Rebuild(kToday, &output), 0) << output;
   ExpectQueriesMatch("the nightly run after the load");
+}
+
+// The same data loaded twice would be counted twice. A load of the files of
+// a load still queued is taken as that load (a rerun of `load --now`): it is
+// folded once. Content already loaded is refused under any name, and
+// loaded again only with --force. A plain file without its last newline
+// (cut short) is refused before anything is queued.
+TEST_F(BulkLoadTest, TheSameDataIsNotLoadedTwiceByMistake) {
+  const int64_t today = UnixOfDate(kToday);
+  for (int i = 0; i < 200; ++i) {
+    const int64_t ts = today - 20 * 86400 + static_cast<int64_t>(rng_() % (20 * 86400));
+    AddHistory(kKeys[i % 2], ts, 1 + static_cast<int64_t>(rng_() % 5), kCountries[rng_() % kCountries.size()]);
+  }
+  const std::string file = cluster_.dir() + "/history.csv";
+  const std::string copy = cluster_.dir() + "/history-copy.csv";
+  for (const std::string& path : {file, copy}) {
+    std::ofstream out(path);
+    out << history_;
+  }
+  std::string output;
+  // Queued only; then the same command with --now (as after a failed deploy)
+  // folds that load instead of queueing the file a second time.
+  ASSERT_EQ(cluster_.Load({file}, &output), 0) << output;
+  ASSERT_EQ(cluster_.Load({"--now", file}, &output), 0) << output;
+  EXPECT_NE(output.find("not queued again"), std::string::npos) << output;
+  ExpectQueriesMatch("a queued load run again with --now");
+
+  // Folded: the same bytes, under its name or another, are refused.
+  for (const std::string& path : {file, copy}) {
+    EXPECT_NE(cluster_.Load({"--now", path}, &output), 0) << output;
+    EXPECT_NE(output.find("ALREADY_LOADED"), std::string::npos) << output;
+  }
+  // One file given twice in one command.
+  EXPECT_NE(cluster_.Load({file, copy}, &output), 0) << output;
+  EXPECT_NE(output.find("ALREADY_LOADED"), std::string::npos) << output;
+  ExpectQueriesMatch("refused loads of the same data");
+
+  // A file cut mid-line: "…,12" cut to "…,1" would load a wrong count.
+  const std::string cut = cluster_.dir() + "/cut.csv";
+  {
+    std::ofstream out(cut);
+    out << fmt::format("u|{}.{},12\nu|{}.{},1", kKeys[0], *YmdhFromUnix(today - 86400), kKeys[0],
+                       *YmdhFromUnix(today - 86400));
+  }
+  EXPECT_NE(cluster_.Load({"--now", cut}, &output), 0) << output;
+  EXPECT_NE(output.find("CUT_FILE"), std::string::npos) << output;
+  ExpectQueriesMatch("a cut file refused");
+
+  // --force: counted again, on purpose.
+  ASSERT_EQ(cluster_.Load({"--now", "--force", copy}, &output), 0) << output;
+  for (const Increment& inc : history_increments_) oracle_.Add(inc);
+  ExpectQueriesMatch("the copy loaded again with --force");
 }
 
 }  // namespace
