@@ -249,12 +249,13 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
     return Status::InvalidArgument(
         fmt::format("timestamp {} is not a valid int64 of unix seconds", QuoteForMessage(text)));
   }
-  // RFC 3339 with whole seconds: YYYY-MM-DDTHH:MM:SS then Z or ±HH:MM.
+  // RFC 3339 with whole seconds: YYYY-MM-DDTHH:MM:SS then Z or ±HH:MM ('t'
+  // and 'z' in lower case too: section 5.6 allows them).
   const auto bad = [&](std::string_view why) {
     return Status::InvalidArgument(fmt::format(
         "timestamp {} {} (want unix seconds or YYYY-MM-DDTHH:MM:SSZ)", QuoteForMessage(text), why));
   };
-  if (text.size() < 20 || text[10] != 'T' || text[13] != ':' || text[16] != ':') {
+  if (text.size() < 20 || (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
     return bad("is not a timestamp");
   }
   Result<int64_t> days = ParseDate(text.substr(0, 10));
@@ -266,7 +267,7 @@ Result<int64_t> ParseTimestamp(std::string_view text) {
   }
   std::string_view zone = text.substr(19);
   int64_t offset_seconds = 0;
-  if (zone == "Z") {
+  if (zone == "Z" || zone == "z") {
     offset_seconds = 0;
   } else if (!zone.empty() && zone[0] == '.') {
     return bad("has fractional seconds");

@@ -71,10 +71,33 @@ Result<bool> ParseBoolArg(const QueryArgs& args, std::string_view name, bool def
   return Invalid(reason, fmt::format("{} {} must be true or false", name, QuoteForMessage(*text)));
 }
 
+// A query parameter given more than once is refused with its own reason:
+// taking the first silently would answer a question the client did not ask.
+// (timezone, hour_offset and tz_offset may stand beside each other, once
+// each: ParseWindowParams checks that they agree.)
+constexpr std::pair<std::string_view, std::string_view> kSingleArgs[] = {
+    {"ns", "INVALID_NS"},           {"key", "INVALID_KEY"},
+    {"unit", "INVALID_UNIT"},       {"units", "INVALID_UNITS"},
+    {"timezone", "INVALID_TIMEZONE"}, {"hour_offset", "INVALID_TIMEZONE"},
+    {"tz_offset", "INVALID_TIMEZONE"}, {"unit_reference_ts", "INVALID_UNIT_REFERENCE_TS"},
+    {"rollup", "INVALID_ROLLUP"},   {"compare", "INVALID_COMPARE"},
+    {"sns", "INVALID_SNS"},         {"skey", "INVALID_SKEY"},
+    {"limit", "INVALID_LIMIT"},     {"uniques", "INVALID_UNIQUES"},
+};
+
+Status NoRepeatedArgs(const QueryArgs& args) {
+  for (const auto& [name, reason] : kSingleArgs) {
+    int seen = 0;
+    for (const auto& item : args.items()) {
+      if (item.first == name && ++seen > 1) return Invalid(reason, fmt::format("{} is given more than once", name));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<Compare> ParseCompare(const QueryArgs& args) {
   const std::string* text = args.Get("compare");
   if (text == nullptr) return Compare::kNone;
-  if (args.GetAll("compare").size() > 1) return Invalid("INVALID_COMPARE", "compare given twice");
   if (*text == "previous") return Compare::kPrevious;
   if (*text == "year") return Compare::kYear;
   return Invalid("INVALID_COMPARE", fmt::format("compare {} must be previous or year", QuoteForMessage(*text)));
@@ -148,6 +171,7 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
 }
 
 Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones) {
+  CLICKATRON_RETURN_IF_ERROR(NoRepeatedArgs(args));
   WindowParams w;
   if (const std::string* unit = args.Get("unit")) {
     auto u = ParseUnit(*unit);
@@ -205,6 +229,24 @@ Status ParseNamespaceAndKey(const QueryArgs& args, std::string* ns, std::string*
   return Status::Ok();
 }
 
+// sns= and skey=: both or neither.
+Status ParseSubtotalValue(const QueryArgs& args, std::string* sns, std::string* skey) {
+  const bool has_sns = args.Get("sns") != nullptr;
+  const std::string* given_skey = args.Get("skey");
+  if (!has_sns && given_skey == nullptr) return Status::Ok();
+  if (given_skey == nullptr) {
+    return Invalid("MISSING_ARG_SKEY", "sns= names a subtotal namespace: skey= must name its value");
+  }
+  if (!has_sns) return Invalid("MISSING_ARG_SNS", "skey= names a subtotal value: sns= must name its namespace");
+  auto parsed_sns = NamespaceArg(args, "sns", "INVALID_SNS");
+  if (!parsed_sns.ok()) return parsed_sns.status();
+  // Given but empty: not a value any increment can have.
+  if (Status st = ValidateKeyPart(*given_skey, "skey"); !st.ok()) return Invalid("INVALID_SKEY", st.message());
+  *sns = std::move(*parsed_sns);
+  *skey = *given_skey;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones) {
@@ -213,6 +255,7 @@ Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZ
   auto window = ParseWindowParams(args, now, /*default_rollup=*/false, zones);
   if (!window.ok()) return window.status();
   p.window = std::move(*window);
+  CLICKATRON_RETURN_IF_ERROR(ParseSubtotalValue(args, &p.sns, &p.skey));
   return p;
 }
 
@@ -244,18 +287,6 @@ Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, Tim
   auto series = ParseSeriesParams(args, now, zones);
   if (!series.ok()) return series.status();
   p.series = std::move(*series);
-  const bool has_sns = args.Get("sns") != nullptr;
-  const bool has_skey = args.Get("skey") != nullptr;
-  if (!has_sns && !has_skey) return p;
-  if (!has_skey) return Invalid("MISSING_ARG_SKEY", "sns= names a subtotal namespace: skey= must name its value");
-  if (!has_sns) return Invalid("MISSING_ARG_SNS", "skey= names a subtotal value: sns= must name its namespace");
-  auto sns = NamespaceArg(args, "sns", "INVALID_SNS");
-  if (!sns.ok()) return sns.status();
-  p.sns = std::move(*sns);
-  auto skey = RequiredArg(args, "skey");
-  if (!skey.ok()) return skey.status();
-  if (Status st = ValidateKeyPart(*skey, "skey"); !st.ok()) return Invalid("INVALID_SKEY", st.message());
-  p.skey = std::move(*skey);
   return p;
 }
 

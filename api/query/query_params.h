@@ -1,4 +1,4 @@
-// Parsing and validation of /clicks and /breakdown parameters. Every error is
+// Parsing and validation of /clicks, /breakdown and /uniques parameters. Every error is
 // INVALID_ARGUMENT (400) with a reason that names the parameter
 // (MISSING_ARG_NS, INVALID_UNIT, INVALID_TIMEZONE, …); nothing here does I/O
 // except reading tzdata through TimeZoneDb.
@@ -43,6 +43,10 @@ struct SeriesParams {
   std::string ns;
   std::string key;  // as given (not hashed)
   WindowParams window;
+  // With sns= and skey=: one subtotal value's series (/clicks: JP's clicks;
+  // /uniques: visitors from JP) instead of the key's.
+  std::string sns;   // both empty, or both given
+  std::string skey;  // as given (not hashed)
 };
 
 struct BreakdownParams {
@@ -54,17 +58,15 @@ struct BreakdownParams {
   bool uniques = false;  // uniques=true: each row also gives its distinct visitors
 };
 
-// /uniques: /clicks' parameters, and optionally one subtotal value.
+// /uniques: /clicks' parameters.
 struct UniquesParams {
   SeriesParams series;
-  std::string sns;   // both empty, or both given
-  std::string skey;  // as given (not hashed)
 };
 
-// `now` is the unix time "now" stands for.
+// `now` is the unix time "now" stands for. sns= without skey= is
+// MISSING_ARG_SKEY, skey= without sns= MISSING_ARG_SNS.
 Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
-// sns= without skey= is MISSING_ARG_SKEY, skey= without sns= MISSING_ARG_SNS.
 Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 
 // The pieces, for tests and for other endpoints.

@@ -176,6 +176,7 @@ class ReadPathImpl : public ReadPath {
       span = fixed->Span();
       windows = std::move(*fixed);
     }
+    if (!params->sns.empty()) return ValueClicks(ex, std::move(*params), span, std::move(windows));
     // Locals first: the lambda below takes *params by move, and argument
     // evaluation order is unspecified.
     std::string ns = params->ns;
@@ -193,6 +194,48 @@ class ReadPathImpl : public ReadPath {
                          }
                          ReplyClicks(ex, p, windows->window, windows->earlier, data->hours);
                        });
+  }
+
+  // /clicks with sns= and skey=: one subtotal value's clicks, read as a
+  // breakdown's subtotals are (day records for whole UTC days inside a sum,
+  // hours at the edges) and kept for that value only.
+  void ValueClicks(const HttpExchangePtr& ex, SeriesParams p, HourSpan span, std::optional<QueryWindows> windows) {
+    HourSpan skip{0, 0};
+    std::optional<std::vector<int64_t>> splits;  // units=-1: unknown, every hour is read
+    int64_t begin_ts = std::numeric_limits<int64_t>::min();
+    int64_t end_ts = 0;
+    if (windows) {
+      skip = windows->Gap();
+      splits = windows->SumSplits(p.window.unit, p.window.rollup);
+      begin_ts = span.begin_ts;
+      end_ts = span.end_ts;
+    } else {
+      auto last = UnitWindow::Ending(p.window.unit, p.window.tz_offset, p.window.reference_ts, 1, max_query_hours_);
+      if (!last.ok()) return Fail(ex, last.status());
+      end_ts = last->end_ts();
+    }
+    std::string sns = p.sns;
+    std::string ns = p.ns;
+    std::string tkey = StoreKeyPart(p.key).stored;
+    gather_.FetchBreakdown(
+        std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
+        [this, ex, p = std::move(p), windows = std::move(windows)](Result<BreakdownData> data) mutable {
+          if (!data.ok()) return Fail(ex, data.status());
+          const std::string skey = StoreKeyPart(p.skey).stored;
+          HourlyCounts hours;
+          for (const SubtotalCount& column : data->subtotals) {
+            if (column.key != skey) continue;
+            if (Status st = hours.Add(column.hour, column.count); !st.ok()) return Fail(ex, st);
+          }
+          if (!windows) {
+            auto over = WindowsOverData(p.window, FirstHour(hours, {}), max_query_hours_);
+            if (!over.ok()) return Fail(ex, over.status());
+            windows = std::move(*over);
+          }
+          if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
+          ReplyClicks(ex, p, windows->window, windows->earlier, hours);
+        },
+        skip, std::nullopt, std::move(splits));
   }
 
   void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
@@ -394,9 +437,9 @@ class ReadPathImpl : public ReadPath {
     UniquesTarget target;
     target.ns = params->series.ns;
     target.tkey = StoreKeyPart(params->series.key).stored;
-    if (!params->sns.empty()) {
-      target.sns = params->sns;
-      target.skey = StoreKeyPart(params->skey).stored;
+    if (!params->series.sns.empty()) {
+      target.sns = params->series.sns;
+      target.skey = StoreKeyPart(params->series.skey).stored;
     }
     gather_.FetchUniques(
         std::move(target), span, skip, max_query_hours_,

@@ -166,16 +166,34 @@ std::vector<int64_t> WindowStarts(const std::string& unit, int units, int offset
 
 std::vector<std::pair<int64_t, int64_t>> Oracle::Series(const std::string& ns, const std::string& key,
                                                         const std::string& unit, int units, int offset,
-                                                        int64_t reference_ts) const {
+                                                        int64_t reference_ts, const std::string& sns,
+                                                        const std::string& skey) const {
   std::vector<int64_t> starts = WindowStarts(unit, units, offset, reference_ts);
   std::map<int64_t, int64_t> sums;
-  auto it = totals_.find({ns, key});
-  if (it != totals_.end()) {
-    for (const auto& [hour, n] : it->second) sums[UnitStart(unit, hour, offset)] += n;
+  if (sns.empty()) {
+    auto it = totals_.find({ns, key});
+    if (it != totals_.end()) {
+      for (const auto& [hour, n] : it->second) sums[UnitStart(unit, hour, offset)] += n;
+    }
+  } else if (auto it = subtotals_.find({sns, ns, key}); it != subtotals_.end()) {
+    for (const auto& [hour, skeys] : it->second) {
+      if (auto v = skeys.find(skey); v != skeys.end()) sums[UnitStart(unit, hour, offset)] += v->second;
+    }
   }
   std::vector<std::pair<int64_t, int64_t>> out;
   for (int64_t s : starts) out.emplace_back(s, sums.count(s) ? sums[s] : 0);
   return out;
+}
+
+std::set<std::string> Oracle::SubtotalValues(const std::string& sns, const std::string& ns,
+                                             const std::string& key) const {
+  std::set<std::string> values;
+  if (auto it = subtotals_.find({sns, ns, key}); it != subtotals_.end()) {
+    for (const auto& [hour, skeys] : it->second) {
+      for (const auto& [skey, n] : skeys) values.insert(skey);
+    }
+  }
+  return values;
 }
 
 std::vector<std::pair<std::string, int64_t>> Oracle::Breakdown(const std::string& sns, const std::string& ns,
@@ -261,6 +279,29 @@ std::string WaitForQueriesToMatch(const Cluster& cluster, const Oracle& oracle, 
   return diff;
 }
 
+namespace {
+
+// A /clicks answer against the oracle's series: "" when equal.
+std::string CompareSeries(const Cluster& cluster, const std::string& q,
+                          const std::vector<std::pair<int64_t, int64_t>>& expected) {
+  int status = 0;
+  auto j = cluster.ApiGet(q, &status);
+  if (status != 200) return fmt::format("{} → HTTP {} {}", q, status, j.dump());
+  const auto& got = j["data"]["clicks"];
+  if (!got.is_array() || got.size() != expected.size()) {
+    return fmt::format("{} → {} points, expected {}", q, got.size(), expected.size());
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (got[i]["dt"] != expected[i].first || got[i]["clicks"] != expected[i].second) {
+      return fmt::format("{} → point {} is {}, expected dt={} clicks={}", q, i, got[i].dump(), expected[i].first,
+                         expected[i].second);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
                            int64_t reference_ts) {
   struct Shape {
@@ -274,19 +315,21 @@ std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const s
       for (int offset : offsets) {
         std::string q = fmt::format("/clicks?ns=u&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}",
                                     PercentEncode(key), shape.unit, shape.units, offset, reference_ts);
-        int status = 0;
-        auto j = cluster.ApiGet(q, &status);
-        if (status != 200) return fmt::format("{} → HTTP {} {}", q, status, j.dump());
-        auto expected = oracle.Series("u", key, shape.unit, shape.units, offset, reference_ts);
-        const auto& got = j["data"]["clicks"];
-        if (!got.is_array() || got.size() != expected.size()) {
-          return fmt::format("{} → {} points, expected {}", q, got.size(), expected.size());
-        }
-        for (size_t i = 0; i < expected.size(); ++i) {
-          if (got[i]["dt"] != expected[i].first || got[i]["clicks"] != expected[i].second) {
-            return fmt::format("{} → point {} is {}, expected dt={} clicks={}", q, i, got[i].dump(),
-                               expected[i].first, expected[i].second);
-          }
+        std::string diff =
+            CompareSeries(cluster, q, oracle.Series("u", key, shape.unit, shape.units, offset, reference_ts));
+        if (!diff.empty()) return diff;
+      }
+    }
+    // One country's series (/clicks with sns= and skey=), in two zones.
+    for (const std::string& country : oracle.SubtotalValues("c", "u", key)) {
+      for (const Shape& shape : {Shape{"hour", 72}, Shape{"day", 5}}) {
+        for (int offset : {0, -5}) {
+          std::string q = fmt::format(
+              "/clicks?ns=u&key={}&sns=c&skey={}&unit={}&units={}&timezone={}&unit_reference_ts={}",
+              PercentEncode(key), PercentEncode(country), shape.unit, shape.units, offset, reference_ts);
+          std::string diff = CompareSeries(
+              cluster, q, oracle.Series("u", key, shape.unit, shape.units, offset, reference_ts, "c", country));
+          if (!diff.empty()) return diff;
         }
       }
     }

@@ -110,10 +110,14 @@ std::string PostIncrements(const Cluster& cluster, const std::vector<Increment>&
 class Oracle {
  public:
   void Add(const Increment& inc);
-  // Series for /clicks: (unit start unix s, clicks), newest first.
+  // Series for /clicks: (unit start unix s, clicks), newest first: of the
+  // key, or with `sns`/`skey` of one subtotal value.
   std::vector<std::pair<int64_t, int64_t>> Series(const std::string& ns, const std::string& key,
                                                   const std::string& unit, int units, int offset_hours,
-                                                  int64_t reference_ts) const;
+                                                  int64_t reference_ts, const std::string& sns = "",
+                                                  const std::string& skey = "") const;
+  // Every value of subtotal namespace `sns` the key has clicks for.
+  std::set<std::string> SubtotalValues(const std::string& sns, const std::string& ns, const std::string& key) const;
   // Top subtotals over the window: (value, clicks), most clicks first, ties by value.
   std::vector<std::pair<std::string, int64_t>> Breakdown(const std::string& sns, const std::string& ns,
                                                          const std::string& key, const std::string& unit, int units,
@@ -142,9 +146,9 @@ class Oracle {
       visitors_;
 };
 
-// Compares the API's /clicks and /breakdown answers with the oracle for a
-// grid of units and offsets; returns "" when all equal, else the first
-// difference described.
+// Compares the API's /clicks (of the key, and of each country with sns= and
+// skey=) and /breakdown answers with the oracle for a grid of units and
+// offsets; returns "" when all equal, else the first difference described.
 std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const std::vector<std::string>& keys,
                            int64_t reference_ts);
 // CompareQueries until it answers "" or 30 s have passed (the API may still be

@@ -1,4 +1,4 @@
-// /clicks and /breakdown parameter validation: each bad parameter is refused
+// /clicks, /breakdown and /uniques parameter validation: each bad parameter is refused
 // with the reason that names it (docs/protocols.md).
 #include <gtest/gtest.h>
 
@@ -115,6 +115,40 @@ TEST(ReadQueryParamsTest, EachBadParameterIsNamed) {
   EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&limit=ten"), "INVALID_LIMIT");
   EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&limit=1000"), "OK");
   EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&limit=1"), "OK");
+}
+
+// One subtotal value's series: sns= and skey= together, skey= not empty.
+TEST(ReadQueryParamsTest, OneSubtotalValueNeedsBothNames) {
+  TimeZoneDb zones;
+  auto p = ParseSeriesParams(Args("ns=u&key=k&sns=c&skey=JP"), kNow, zones);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->sns, "c");
+  EXPECT_EQ(p->skey, "JP");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&sns=c"), "MISSING_ARG_SKEY");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&skey=JP"), "MISSING_ARG_SNS");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&sns=c&skey="), "INVALID_SKEY");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&sns=l&skey=JP"), "INVALID_SNS");
+}
+
+// A parameter given twice is refused with its own reason, not read as its
+// first value; the three names of the time zone may stand once each.
+TEST(ReadQueryParamsTest, AParameterGivenTwiceIsRefused) {
+  EXPECT_EQ(SeriesReason("ns=u&ns=v&key=k"), "INVALID_NS");
+  EXPECT_EQ(SeriesReason("ns=u&key=a&key=b"), "INVALID_KEY");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&unit=day&unit=hour"), "INVALID_UNIT");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&units=1&units=2"), "INVALID_UNITS");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=5&timezone=6"), "INVALID_TIMEZONE");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=5&timezone=5"), "INVALID_TIMEZONE");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&unit_reference_ts=1&unit_reference_ts=2"), "INVALID_UNIT_REFERENCE_TS");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&rollup=true&rollup=false"), "INVALID_ROLLUP");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&compare=previous&compare=year"), "INVALID_COMPARE");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&sns=c&skey=JP&skey=US"), "INVALID_SKEY");
+  EXPECT_EQ(BreakdownReason("sns=c&sns=d&ns=u&key=k"), "INVALID_SNS");
+  EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&limit=1&limit=2"), "INVALID_LIMIT");
+  EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&uniques=true&uniques=true"), "INVALID_UNIQUES");
+  EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=5&hour_offset=5&tz_offset=5"), "OK");
+  // Parameters the reads do not take are not theirs to police.
+  EXPECT_EQ(SeriesReason("ns=u&key=k&_=1&_=2"), "OK");
 }
 
 TEST(ReadQueryParamsTest, FarAwayReferenceYearsAreNumbersNotErrors) {
