@@ -210,10 +210,19 @@ void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
   stats_.max_seconds = std::max(stats_.max_seconds, job->seconds);
   if (!job->status.ok()) {
     ++stats_.failed;
-    if (stats_.last_error != job->status.ToString()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (stats_.last_error.empty() || now - failure_logged_at_ >= std::chrono::minutes(1)) {
       spdlog::error("checkpoint {} failed ({} keys in memory stay there, durable watermarks unchanged; retried on "
-                    "the next tick): {}",
-                    job->generation, job->table->keys(), job->status.ToString());
+                    "the next tick{}): {}",
+                    job->generation, job->table->keys(),
+                    failures_unlogged_ > 0 ? fmt::format("; {} more failures since the last message",
+                                                         failures_unlogged_)
+                                           : std::string(),
+                    job->status.ToString());
+      failure_logged_at_ = now;
+      failures_unlogged_ = 0;
+    } else {
+      ++failures_unlogged_;
     }
     stats_.last_error = job->status.ToString();
     job->resume_first = true;
@@ -224,6 +233,7 @@ void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
     spdlog::info("checkpoint {} succeeded after {} failed tries: persisting again", job->generation, stats_.failed);
   }
   stats_.last_error.clear();
+  failures_unlogged_ = 0;
   ++stats_.completed;
   stats_.records_written += job->records;
   stats_.bytes_written += job->table->bytes();
