@@ -1,5 +1,6 @@
 // RocksDB's status as ours, with what was being done. For the store's own
-// files (shard_store.cc, checkpoint_file.cc): nothing else includes RocksDB.
+// files (shard_store.cc, checkpoint_file.cc; rocks_logger.cc its log): nothing
+// else includes RocksDB.
 #pragma once
 
 #include <fmt/format.h>

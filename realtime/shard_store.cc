@@ -21,6 +21,7 @@
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
 #include "checkpoint_file.h"
+#include "rocks_logger.h"
 #include "rocks_status.h"
 #include "counter_merge.h"
 #include "record_value.h"
@@ -224,7 +225,9 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   // flushes the families holding the oldest WAL so it can be deleted.
   db_options.max_total_wal_size = (static_cast<uint64_t>(std::max(1, options.write_buffer_mb)) << 20) * 4;
   db_options.bytes_per_sync = 1u << 20;
-  db_options.keep_log_file_num = 5;
+  // RocksDB's log into ours, not a LOG file (rocks_logger.h: a full disk
+  // aborted the daemon there).
+  db_options.info_log = NewDaemonLogForRocks();
 
   const rocksdb::ColumnFamilyOptions day_options = DayFamilyOptions(options, impl->cache, impl->merge);
   rocksdb::ColumnFamilyOptions meta_options;

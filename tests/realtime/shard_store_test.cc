@@ -1,8 +1,10 @@
 #include "shard_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -154,6 +156,58 @@ TEST(ShardStoreTest, WritesSurviveACrashWholeAndAFailedOneLeavesNothing) {
   EXPECT_FALSE(store->Get(kDay, "u|c.c3p1")->has_value());
   EXPECT_EQ(*store->LoadWatermarks(), (std::map<std::string, uint64_t>{{"api-0", 9}, {"api-1", 2}}));
   EXPECT_EQ(store->GetMeta("ring")->value_or(""), "{\"x\":1}");
+}
+
+// Run only by the test below: a store used on a "disk" that takes 16 KiB
+// per file (RLIMIT_FSIZE; SIGXFSZ ignored, so writes fail with EFBIG as
+// they would with ENOSPC). Whatever fails must fail as a status.
+TEST(ShardStoreFullDiskChild, DISABLED_UsesAStoreWhoseWritesFail) {
+  const char* dir = std::getenv("CLICKATRON_STORE_FULL_DIR");
+  ASSERT_NE(dir, nullptr);
+  ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limit = {16 << 10, 16 << 10};
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  StoreOptions options;
+  options.write_buffer_mb = 4;
+  options.block_cache_mb = 4;
+  Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(dir, options);
+  if (store.ok()) {
+    for (int64_t day = kDay; day < kDay + 5; ++day) {
+      if (!(*store)->CreateDay(day).ok()) continue;
+      StoreWrite write;
+      for (int i = 0; i < 2000; ++i) write.increments.push_back({day, "u|k" + std::to_string(i) + ".c3p1", 1});
+      (void)(*store)->Write(write);
+    }
+  }
+  ::_exit(0);
+}
+
+// RocksDB's own log goes to the daemon's log, not to a LOG file: on a full
+// disk, the packaged RocksDB aborted the process on the append after a
+// failed one to that file (a realtime shard restarted on a full disk, or
+// rotated there, died of SIGABRT). Now the store's writes fail as statuses.
+TEST(ShardStoreTest, AFullDiskFailsWritesWithoutAbortingAndNoLogFileIsWritten) {
+  TempDir tmp;
+  {
+    auto store = OpenStore(tmp.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateDay(kDay).ok());
+  }
+  EXPECT_FALSE(FileExists(tmp.path() + "/LOG"));
+  TempDir full;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setenv("CLICKATRON_STORE_FULL_DIR", full.path().c_str(), 1);
+    ::execl("/proc/self/exe", "shard_store_full_disk_child",
+            "--gtest_filter=ShardStoreFullDiskChild.DISABLED_UsesAStoreWhoseWritesFail",
+            "--gtest_also_run_disabled_tests", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  EXPECT_FALSE(WIFSIGNALED(wstatus)) << "the child died of signal " << WTERMSIG(wstatus);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
 }
 
 // A store in `dir` whose day kDay holds u|a.c3p1 = `value`.
