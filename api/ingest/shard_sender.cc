@@ -712,6 +712,7 @@ void ShardSender::Done(const BatchPtr& b, bool duplicate) {
   }
   state_ = State::kUp;
   backoff_ms_ = 0;
+  last_error_.clear();  // "empty when the last exchange succeeded" (the log keeps the history)
   Pump();
 }
 
@@ -760,6 +761,7 @@ nlohmann::json ShardSender::StatsJson() const {
       {"late_lines", late_lines_},
       {"durable_confirmed_seq", durable_confirmed_},
       {"lost_store_dropped_lines", lost_store_dropped_lines_},
+      {"store_losses", losses_},
       {"releases", releases_},
       {"held_polls", held_polls_},
       {"watermark_ahead", state_ == State::kHeld ? 1 : 0},

@@ -626,6 +626,8 @@ constexpr MetricRow kMetricRows[] = {
      "The highest seq of this node's the shard ever confirmed persisted (across restarts)."},
     {"/write/shards/[shard]/lost_store_dropped_lines", "clickatron_api_shard_lost_store_dropped_lines_total",
      "counter", "Lines of archived days in batches a shard had persisted before it lost its store, dropped."},
+    {"/write/shards/[shard]/store_losses", "clickatron_api_shard_store_losses_total", "counter",
+     "Times the shard reported a watermark below what it had confirmed durable: its store lost or replaced."},
     {"/write/shards/[shard]/releases", "clickatron_api_shard_releases_total", "counter",
      "Holds (watermark ahead) ended by an operator's release."},
     {"/write/shards/[shard]/held_polls", "clickatron_api_shard_held_polls_total", "counter",

@@ -91,6 +91,7 @@ const std::vector<Figure> kApiFigures = {
     {"/write/shards/[shard]/late_lines", "clickatron_api_shard_late_lines_total"},
     {"/write/shards/[shard]/durable_confirmed_seq", "clickatron_api_shard_durable_confirmed_seq"},
     {"/write/shards/[shard]/lost_store_dropped_lines", "clickatron_api_shard_lost_store_dropped_lines_total"},
+    {"/write/shards/[shard]/store_losses", "clickatron_api_shard_store_losses_total"},
     {"/write/shards/[shard]/releases", "clickatron_api_shard_releases_total"},
     {"/write/shards/[shard]/held_polls", "clickatron_api_shard_held_polls_total"},
     {"/write/shards/[shard]/watermark_ahead", "clickatron_api_shard_watermark_ahead"},

@@ -188,10 +188,15 @@ TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesU
   nlohmann::json shard1 = c.ApiStats()["write"]["shards"][1];
   EXPECT_NE(shard1["state"], "up");
   EXPECT_GT(shard1["queued_lines"].get<uint64_t>(), 0u);
+  EXPECT_NE(shard1["last_error"], "") << shard1.dump();
 
   c.Start(WriteCluster::Realtime(1));
   ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
   EXPECT_EQ(c.Counters("t|"), expected);
+  // Up again: last_error is empty once an exchange succeeded (openapi.yaml).
+  shard1 = c.ApiStats()["write"]["shards"][1];
+  EXPECT_EQ(shard1["state"], "up") << shard1.dump();
+  EXPECT_EQ(shard1["last_error"], "") << shard1.dump();
 }
 
 TEST(IntegrationWriteBasicTest, AWindowLargerThanOneShardRequestIsSplitIntoSeveralBatches) {
