@@ -211,7 +211,9 @@ void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
   if (!job->status.ok()) {
     ++stats_.failed;
     const auto now = std::chrono::steady_clock::now();
-    if (stats_.last_error.empty() || now - failure_logged_at_ >= std::chrono::minutes(1)) {
+    // At once for a new kind of failure (another code), else once a minute.
+    if (stats_.last_error.empty() || job->status.code() != failure_logged_code_ ||
+        now - failure_logged_at_ >= std::chrono::minutes(1)) {
       spdlog::error("checkpoint {} failed ({} keys in memory stay there, durable watermarks unchanged; retried on "
                     "the next tick{}): {}",
                     job->generation, job->table->keys(),
@@ -220,6 +222,7 @@ void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
                                            : std::string(),
                     job->status.ToString());
       failure_logged_at_ = now;
+      failure_logged_code_ = job->status.code();
       failures_unlogged_ = 0;
     } else {
       ++failures_unlogged_;

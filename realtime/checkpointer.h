@@ -178,8 +178,10 @@ class Checkpointer {
   std::function<void()> persisted_listener_;
   CheckpointStats stats_;
   // Failures are logged once, then once a minute while they last (each
-  // names a new staging file, so comparing messages would log every tick).
+  // names a new staging file, so comparing messages would log every tick);
+  // a failure of another code is logged at once.
   std::chrono::steady_clock::time_point failure_logged_at_{};
+  StatusCode failure_logged_code_ = StatusCode::kOk;
   uint64_t failures_unlogged_ = 0;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // posted results check it
   std::unique_ptr<SerialExecutor> thread_;                  // declared last: joined first

@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <string>
 
 #include <spdlog/spdlog.h>
 
@@ -18,9 +19,21 @@ class DaemonLogForRocks : public rocksdb::Logger {
   void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
     const spdlog::level::level_enum ours = Ours(level);
     if (!spdlog::should_log(ours)) return;
-    char line[1024];
-    const int n = std::vsnprintf(line, sizeof line, format, ap);
+    va_list again;
+    va_copy(again, ap);
+    char small[1024];
+    const int n = std::vsnprintf(small, sizeof small, format, ap);
+    std::string line;
+    if (n >= 0 && static_cast<size_t>(n) < sizeof small) {
+      line.assign(small, static_cast<size_t>(n));
+    } else if (n >= 0) {  // longer (RocksDB's event and stats lines): formatted again whole
+      line.resize(static_cast<size_t>(n) + 1);
+      std::vsnprintf(line.data(), line.size(), format, again);
+      line.resize(static_cast<size_t>(n));
+    }
+    va_end(again);
     if (n < 0) return;
+    while (!line.empty() && line.back() == '\n') line.pop_back();
     spdlog::log(ours, "rocksdb: {}", line);
   }
 

@@ -12,6 +12,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
 #include "load_identity.h"
+#include "work_lock.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -36,20 +37,25 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
     if (!FileExists(file)) return Status::NotFound(fmt::format("data file {} does not exist", file));
   }
   const WorkDir work(cluster.rebuild.work_dir);
-  Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files);
+  const std::string format = options.format == InputFormat::kArchive ? "archive" : "realtime";
+  // One load queued at a time, from its check against the earlier ones to
+  // its marker: two runs of the same command at once would both pass the
+  // check (sorting takes minutes).
+  auto lock = WorkLock::Acquire(work.QueueRoot(), "lock",
+                                fmt::format("another load is being queued in {}", work.QueueRoot()));
+  if (!lock.ok()) return lock.status();
+  Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files, options.force);
   if (!inputs.ok()) return inputs.status();
+  Result<std::vector<PriorLoad>> prior = ReadPriorLoads(work);
+  if (!prior.ok()) return prior.status();
+  Result<std::optional<std::string>> same = MatchPriorLoads(*inputs, format, *prior, options.force);
+  if (!same.ok()) return same.status();
   QueuedLoad load;
-  if (!options.force) {
-    Result<std::vector<PriorLoad>> prior = ReadPriorLoads(work);
-    if (!prior.ok()) return prior.status();
-    Result<std::optional<std::string>> same = MatchPriorLoads(*inputs, *prior);
-    if (!same.ok()) return same.status();
-    if (same->has_value()) {
-      spdlog::info("these files are load {}, queued and not yet folded: not queued again", **same);
-      load.id = **same;
-      load.already_queued = true;
-      return load;
-    }
+  if (same->has_value()) {
+    spdlog::info("these files are load {}, queued and not yet folded: not queued again", **same);
+    load.id = **same;
+    load.already_queued = true;
+    return load;
   }
   load.id = NewLoadId();
   const std::string dir = work.QueueDir(load.id);
@@ -77,7 +83,7 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
       {"id", load.id},
       {"files", options.files},
       {"inputs", LoadInputsJson(*inputs)},
-      {"format", options.format == InputFormat::kArchive ? "archive" : "realtime"},
+      {"format", format},
       {"lines", sorted->lines},
       {"bad_lines", sorted->bad_lines},
       {"records", sorted->records},

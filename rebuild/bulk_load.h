@@ -27,7 +27,8 @@ struct BulkLoadOptions {
   InputFormat format = InputFormat::kRealtime;  // kRealtime or kArchive
   // This load's bound on bad lines; unset: [rebuild] max_bad_line_ratio.
   std::optional<double> max_bad_line_ratio;
-  // Queue it even when an earlier load has the same content (load_identity.h).
+  // Queue it even when an earlier load has the same content (load_identity.h);
+  // exactly the files of a load still queued are still taken as that load.
   bool force = false;
 };
 

@@ -1,6 +1,7 @@
 #include "load_identity.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,18 +22,29 @@ namespace {
 
 constexpr const char* kAlreadyLoaded = "ALREADY_LOADED";
 
-// The first two bytes (gzip's magic) and the last byte of a file.
-Status CheckEnding(const std::string& path, uint64_t bytes) {
-  if (bytes == 0) return Status::Ok();
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+// A regular file (its size), whose last byte is a newline unless it is
+// gzip (its first two bytes) or empty.
+Result<uint64_t> CheckFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block the open
   if (!fd.valid()) return Status::IoError(fmt::format("open {}: {}", path, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::IoError(fmt::format("stat {}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(
+        fmt::format("{} is not a regular file (a pipe or a device?): a load reads its input twice, for its "
+                    "digest and for its lines. Write the data to a file and load that",
+                    path),
+        "NOT_A_FILE");
+  }
+  const uint64_t bytes = static_cast<uint64_t>(st.st_size);
+  if (bytes == 0) return bytes;
   char head[2] = {0, 0};
   char last = 0;
   if (::pread(fd.get(), head, sizeof head, 0) < 0 ||
       ::pread(fd.get(), &last, 1, static_cast<off_t>(bytes - 1)) != 1) {
     return Status::IoError(fmt::format("read {}: {}", path, std::strerror(errno)));
   }
-  if (bytes >= 2 && LooksLikeGzip(std::string_view(head, 2))) return Status::Ok();
+  if (bytes >= 2 && LooksLikeGzip(std::string_view(head, 2))) return bytes;
   if (last != '\n') {
     return Status::FailedPrecondition(
         fmt::format("{} does not end with a newline, so it looks cut short: its last line could load a wrong "
@@ -40,7 +52,13 @@ Status CheckEnding(const std::string& path, uint64_t bytes) {
                     path, path),
         "CUT_FILE");
   }
-  return Status::Ok();
+  return bytes;
+}
+
+// A string member, or "" (a marker edited by hand is not a reason to throw).
+std::string StringField(const nlohmann::json& object, const char* name) {
+  const auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::string Describe(const PriorLoad& load) {
@@ -51,19 +69,20 @@ std::string Describe(const PriorLoad& load) {
 
 }  // namespace
 
-Result<std::vector<LoadInput>> IdentifyLoadInputs(const std::vector<std::string>& files) {
+Result<std::vector<LoadInput>> IdentifyLoadInputs(const std::vector<std::string>& files, bool force) {
   std::vector<LoadInput> inputs;
   std::map<std::string, std::string> file_of_digest;
   for (const std::string& file : files) {
     LoadInput input;
     input.file = file;
-    input.bytes = FileSizeOrZero(file);
-    CLICKATRON_RETURN_IF_ERROR(CheckEnding(file, input.bytes));
+    Result<uint64_t> bytes = CheckFile(file);
+    if (!bytes.ok()) return bytes.status();
+    input.bytes = *bytes;
     Result<std::string> digest = Sha256OfFile(file);
     if (!digest.ok()) return digest.status();
     input.sha256 = std::move(digest).value();
     auto [it, fresh] = file_of_digest.emplace(input.sha256, file);
-    if (!fresh) {
+    if (!fresh && !force && input.bytes > 0) {
       return Status::FailedPrecondition(
           fmt::format("{} and {} have the same content (sha256 {}): it would be counted twice", it->second, file,
                       input.sha256),
@@ -96,15 +115,24 @@ Result<std::vector<PriorLoad>> ReadPriorLoads(const WorkDir& work) {
     if (!marker.is_object()) return Status::Corruption(fmt::format("{} is not a JSON object", work.QueueDone(id)));
     PriorLoad load;
     load.id = id;
-    load.created = marker.value("created", "");
-    for (const auto& in : marker.value("inputs", nlohmann::json::array())) {
-      load.inputs.push_back({in.value("file", ""), in.value("bytes", uint64_t{0}), in.value("sha256", "")});
+    load.created = StringField(marker, "created");
+    load.format = StringField(marker, "format");
+    const auto inputs = marker.find("inputs");
+    if (inputs != marker.end() && inputs->is_array()) {
+      for (const auto& in : *inputs) {
+        if (!in.is_object()) continue;
+        const auto bytes = in.find("bytes");
+        load.inputs.push_back({StringField(in, "file"),
+                               bytes != in.end() && bytes->is_number_unsigned() ? bytes->get<uint64_t>() : 0,
+                               StringField(in, "sha256")});
+      }
     }
     if (FileExists(work.QueueFolded(id))) {
       Result<std::string> folded = ReadFileToString(work.QueueFolded(id));
       if (!folded.ok()) return folded.status();
       auto f = nlohmann::json::parse(*folded, nullptr, false);
-      load.folded_into = f.is_object() ? f.value("generation", int64_t{0}) : int64_t{0};
+      const bool has_generation = f.is_object() && f.contains("generation") && f["generation"].is_number_integer();
+      load.folded_into = has_generation ? f["generation"].get<int64_t>() : int64_t{0};
     }
     loads.push_back(std::move(load));
   }
@@ -113,8 +141,8 @@ Result<std::vector<PriorLoad>> ReadPriorLoads(const WorkDir& work) {
   return loads;
 }
 
-Result<std::optional<std::string>> MatchPriorLoads(const std::vector<LoadInput>& inputs,
-                                                    const std::vector<PriorLoad>& prior) {
+Result<std::optional<std::string>> MatchPriorLoads(const std::vector<LoadInput>& inputs, const std::string& format,
+                                                    const std::vector<PriorLoad>& prior, bool force) {
   const auto digests = [](const std::vector<LoadInput>& in) {
     std::vector<std::string> d;
     for (const LoadInput& i : in) d.push_back(i.sha256);
@@ -123,16 +151,20 @@ Result<std::optional<std::string>> MatchPriorLoads(const std::vector<LoadInput>&
   };
   const std::vector<std::string> mine = digests(inputs);
   for (const PriorLoad& load : prior) {
-    if (!load.folded_into && !load.inputs.empty() && digests(load.inputs) == mine) return {load.id};
+    if (!load.folded_into && load.format == format && !load.inputs.empty() && digests(load.inputs) == mine) {
+      return {load.id};
+    }
   }
+  if (force) return std::optional<std::string>();
   for (const LoadInput& in : inputs) {
+    if (in.bytes == 0) continue;  // adds nothing, whatever loaded it before
     for (const PriorLoad& load : prior) {
       for (const LoadInput& had : load.inputs) {
         if (had.sha256 != in.sha256) continue;
         return Status::FailedPrecondition(
-            fmt::format("{} has the content (sha256 {}) of {} in {}: loading it again would count it twice. "
-                        "Nothing was loaded; --force loads it anyway",
-                        in.file, in.sha256, had.file, Describe(load)),
+            fmt::format("{} has the content (sha256 {}) of {} in {}, loaded as {}: loading it again would count "
+                        "it twice. Nothing was loaded; --force loads it anyway",
+                        in.file, in.sha256, had.file, Describe(load), load.format),
             kAlreadyLoaded);
       }
     }

@@ -2,12 +2,15 @@
 // names each load's input files by content (size and SHA-256) in its queue
 // marker, so that a later load of the same bytes is seen for what it is:
 //
-// - the same files as a load that is queued and not yet folded (a rerun of
-//   `load --now` after its deploy failed, a cron entry run twice): that load
-//   is taken as this one, nothing is queued again;
+// - the same files, in the same format, as a load that is queued and not
+//   yet folded (a rerun of `load --now` after its deploy failed, a cron
+//   entry run twice): that load is taken as this one, nothing is queued
+//   again (with --force too);
 // - any file whose content an earlier load already has (queued or folded,
 //   under any name): refused, ALREADY_LOADED, naming that load; `--force`
 //   loads it again on purpose.
+// Empty files are in neither check: they add nothing. Inputs must be
+// regular files (a pipe could not be read twice: digest, then lines).
 //
 // The memory is the rebuild's work dir: a load made from another work dir,
 // or before inputs were recorded, is not known. A file and its gzip form are
@@ -33,17 +36,20 @@ struct LoadInput {
 };
 
 // Each file's size and digest, in order. Refused before any work:
+// - not a regular file (a pipe, a FIFO, a directory): NOT_A_FILE;
 // - a plain (not gzip) file whose last byte is not a newline: CUT_FILE,
 //   since a file cut short mid-line would load a wrong last count (a cut
 //   gzip file fails by its trailer instead);
-// - two of the files with the same content: ALREADY_LOADED.
-Result<std::vector<LoadInput>> IdentifyLoadInputs(const std::vector<std::string>& files);
+// - unless `force`, two of the files with the same (non-empty) content:
+//   ALREADY_LOADED.
+Result<std::vector<LoadInput>> IdentifyLoadInputs(const std::vector<std::string>& files, bool force = false);
 
 nlohmann::json LoadInputsJson(const std::vector<LoadInput>& inputs);
 
 struct PriorLoad {
   std::string id;
   std::string created;                  // when it was queued (ISO 8601)
+  std::string format;                   // "realtime" or "archive"
   std::optional<int64_t> folded_into;   // the generation that folded it; nullopt: still queued
   std::vector<LoadInput> inputs;        // empty for loads queued before inputs were recorded
 };
@@ -52,9 +58,10 @@ struct PriorLoad {
 Result<std::vector<PriorLoad>> ReadPriorLoads(const WorkDir& work);
 
 // nullopt: a new load. A load id: `inputs` are exactly a queued, unfolded
-// load's (take it as this one). ALREADY_LOADED (FAILED_PRECONDITION): some
-// input's content is an earlier load's.
-Result<std::optional<std::string>> MatchPriorLoads(const std::vector<LoadInput>& inputs,
-                                                    const std::vector<PriorLoad>& prior);
+// load's, in the same `format` (take it as this one). ALREADY_LOADED
+// (FAILED_PRECONDITION), unless `force`: some non-empty input's content is
+// an earlier load's.
+Result<std::optional<std::string>> MatchPriorLoads(const std::vector<LoadInput>& inputs, const std::string& format,
+                                                    const std::vector<PriorLoad>& prior, bool force = false);
 
 }  // namespace clickatron::rebuild

@@ -31,29 +31,15 @@
 #include "sort_shard_task.h"
 #include "sortmerge/progress.h"
 #include "work_dir.h"
+#include "work_lock.h"
 
 namespace clickatron::rebuild {
 namespace {
 
-// One rebuild at a time per work_dir (flock: released when the process dies).
-class WorkLock {
- public:
-  static Result<std::unique_ptr<WorkLock>> Acquire(const std::string& work_dir) {
-    CLICKATRON_RETURN_IF_ERROR(MakeDirs(work_dir));
-    const std::string path = work_dir + "/lock";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-    if (!fd.valid()) return Status::IoError(fmt::format("open {}", path));
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      return Status::FailedPrecondition(
-          fmt::format("another clickatron-rebuild is running on {} (it holds {})", work_dir, path), "LOCKED");
-    }
-    return std::unique_ptr<WorkLock>(new WorkLock(std::move(fd)));
-  }
-
- private:
-  explicit WorkLock(UniqueFd fd) : fd_(std::move(fd)) {}
-  UniqueFd fd_;  // closing it releases the lock
-};
+// One rebuild (a run, or a load --now) at a time per work dir.
+Result<std::unique_ptr<WorkLock>> LockWorkDir(const WorkDir& work) {
+  return WorkLock::Acquire(work.root(), "lock", fmt::format("another clickatron-rebuild is running on {}", work.root()));
+}
 
 std::string NowIso() {
   return FormatIsoTime(
@@ -299,7 +285,7 @@ namespace {
 Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   if (Result<int64_t> day = ParseDate(options.date); !day.ok()) return day.status();
   const WorkDir work(cluster.rebuild.work_dir);
-  auto lock = WorkLock::Acquire(work.root());
+  auto lock = LockWorkDir(work);
   if (!lock.ok()) return lock.status();
   if (FileExists(work.DayComplete(options.date))) {
     spdlog::info("{} is already in a deployed generation and exported: nothing to do", options.date);
@@ -367,7 +353,7 @@ Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
     return Status::Ok();
   }
   const WorkDir work(cluster.rebuild.work_dir);
-  auto lock = WorkLock::Acquire(work.root());
+  auto lock = LockWorkDir(work);
   if (!lock.ok()) return lock.status().WithContext(fmt::format("load {} stays queued", queued->id));
   CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
   auto engine = MakeEngine(cluster);

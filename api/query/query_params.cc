@@ -35,9 +35,25 @@ std::optional<int64_t> ParseInteger(std::string_view text, bool* overflow = null
   return value;
 }
 
-// A namespace or key parameter: missing or empty -> MISSING_ARG_<NAME>.
-Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name) {
-  const std::string* value = args.Get(name);
+// The one value of a parameter (nullptr when absent). Given more than once
+// it is refused with the parameter's own reason: taking the first silently
+// would answer a question the client did not ask.
+Result<const std::string*> SingleArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
+  const std::string* first = nullptr;
+  for (const auto& [k, v] : args.items()) {
+    if (k != name) continue;
+    if (first != nullptr) return Invalid(reason, fmt::format("{} is given more than once", name));
+    first = &v;
+  }
+  return first;
+}
+
+// A namespace or key parameter: missing or empty -> MISSING_ARG_<NAME>;
+// given twice -> `reason`.
+Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
+  auto single = SingleArg(args, name, reason);
+  if (!single.ok()) return single.status();
+  const std::string* value = *single;
   if (value == nullptr || value->empty()) {
     std::string upper(name);
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -47,7 +63,7 @@ Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name) {
 }
 
 Result<std::string> NamespaceArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
-  auto value = RequiredArg(args, name);
+  auto value = RequiredArg(args, name, reason);
   if (!value.ok()) return value.status();
   Status st = ValidateNamespace(*value, name);
   if (!st.ok()) return Invalid(reason, st.message());
@@ -55,7 +71,7 @@ Result<std::string> NamespaceArg(const QueryArgs& args, std::string_view name, s
 }
 
 Result<std::string> KeyArg(const QueryArgs& args) {
-  auto value = RequiredArg(args, "key");
+  auto value = RequiredArg(args, "key", "INVALID_KEY");
   if (!value.ok()) return value.status();
   Status st = ValidateKeyPart(*value, "key");
   if (!st.ok()) return Invalid("INVALID_KEY", st.message());
@@ -64,39 +80,19 @@ Result<std::string> KeyArg(const QueryArgs& args) {
 
 // A true/false parameter ("1"/"0" too); `reason` when it is neither.
 Result<bool> ParseBoolArg(const QueryArgs& args, std::string_view name, bool default_value, std::string_view reason) {
-  const std::string* text = args.Get(name);
+  auto single = SingleArg(args, name, reason);
+  if (!single.ok()) return single.status();
+  const std::string* text = *single;
   if (text == nullptr) return default_value;
   if (*text == "true" || *text == "1") return true;
   if (*text == "false" || *text == "0") return false;
   return Invalid(reason, fmt::format("{} {} must be true or false", name, QuoteForMessage(*text)));
 }
 
-// A query parameter given more than once is refused with its own reason:
-// taking the first silently would answer a question the client did not ask.
-// (timezone, hour_offset and tz_offset may stand beside each other, once
-// each: ParseWindowParams checks that they agree.)
-constexpr std::pair<std::string_view, std::string_view> kSingleArgs[] = {
-    {"ns", "INVALID_NS"},           {"key", "INVALID_KEY"},
-    {"unit", "INVALID_UNIT"},       {"units", "INVALID_UNITS"},
-    {"timezone", "INVALID_TIMEZONE"}, {"hour_offset", "INVALID_TIMEZONE"},
-    {"tz_offset", "INVALID_TIMEZONE"}, {"unit_reference_ts", "INVALID_UNIT_REFERENCE_TS"},
-    {"rollup", "INVALID_ROLLUP"},   {"compare", "INVALID_COMPARE"},
-    {"sns", "INVALID_SNS"},         {"skey", "INVALID_SKEY"},
-    {"limit", "INVALID_LIMIT"},     {"uniques", "INVALID_UNIQUES"},
-};
-
-Status NoRepeatedArgs(const QueryArgs& args) {
-  for (const auto& [name, reason] : kSingleArgs) {
-    int seen = 0;
-    for (const auto& item : args.items()) {
-      if (item.first == name && ++seen > 1) return Invalid(reason, fmt::format("{} is given more than once", name));
-    }
-  }
-  return Status::Ok();
-}
-
 Result<Compare> ParseCompare(const QueryArgs& args) {
-  const std::string* text = args.Get("compare");
+  auto single = SingleArg(args, "compare", "INVALID_COMPARE");
+  if (!single.ok()) return single.status();
+  const std::string* text = *single;
   if (text == nullptr) return Compare::kNone;
   if (*text == "previous") return Compare::kPrevious;
   if (*text == "year") return Compare::kYear;
@@ -104,7 +100,9 @@ Result<Compare> ParseCompare(const QueryArgs& args) {
 }
 
 Result<int64_t> ParseUnits(const QueryArgs& args) {
-  const std::string* text = args.Get("units");
+  auto single = SingleArg(args, "units", "INVALID_UNITS");
+  if (!single.ok()) return single.status();
+  const std::string* text = *single;
   if (text == nullptr) return int64_t{-1};
   bool overflow = false;
   auto units = ParseInteger(*text, &overflow);
@@ -120,7 +118,9 @@ Result<int64_t> ParseUnits(const QueryArgs& args) {
 }
 
 Result<int64_t> ParseReference(const QueryArgs& args, int64_t now, nlohmann::json* echo) {
-  const std::string* text = args.Get("unit_reference_ts");
+  auto single = SingleArg(args, "unit_reference_ts", "INVALID_UNIT_REFERENCE_TS");
+  if (!single.ok()) return single.status();
+  const std::string* text = *single;
   if (text == nullptr || *text == "now") {
     *echo = "now";
     return now;
@@ -171,9 +171,10 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
 }
 
 Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones) {
-  CLICKATRON_RETURN_IF_ERROR(NoRepeatedArgs(args));
   WindowParams w;
-  if (const std::string* unit = args.Get("unit")) {
+  auto unit_arg = SingleArg(args, "unit", "INVALID_UNIT");
+  if (!unit_arg.ok()) return unit_arg.status();
+  if (const std::string* unit = *unit_arg) {
     auto u = ParseUnit(*unit);
     if (!u) {
       return Invalid("INVALID_UNIT", fmt::format("unit {} must be one of hour, day, week, mweek, month",
@@ -194,7 +195,9 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
   std::string_view tz_name;
   bool have_tz = false;
   for (std::string_view name : {"timezone", "hour_offset", "tz_offset"}) {
-    const std::string* value = args.Get(name);
+    auto single = SingleArg(args, name, "INVALID_TIMEZONE");
+    if (!single.ok()) return single.status();
+    const std::string* value = *single;
     if (value == nullptr) continue;
     auto offset = ResolveTimezone(*value, w.reference_ts, zones);
     if (!offset.ok()) return offset.status();
@@ -232,7 +235,9 @@ Status ParseNamespaceAndKey(const QueryArgs& args, std::string* ns, std::string*
 // sns= and skey=: both or neither.
 Status ParseSubtotalValue(const QueryArgs& args, std::string* sns, std::string* skey) {
   const bool has_sns = args.Get("sns") != nullptr;
-  const std::string* given_skey = args.Get("skey");
+  auto skey_arg = SingleArg(args, "skey", "INVALID_SKEY");
+  if (!skey_arg.ok()) return skey_arg.status();
+  const std::string* given_skey = *skey_arg;
   if (!has_sns && given_skey == nullptr) return Status::Ok();
   if (given_skey == nullptr) {
     return Invalid("MISSING_ARG_SKEY", "sns= names a subtotal namespace: skey= must name its value");
@@ -265,7 +270,9 @@ Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now,
   if (!sns.ok()) return sns.status();
   p.sns = std::move(*sns);
   CLICKATRON_RETURN_IF_ERROR(ParseNamespaceAndKey(args, &p.ns, &p.key));
-  if (const std::string* text = args.Get("limit")) {
+  auto limit_arg = SingleArg(args, "limit", "INVALID_LIMIT");
+  if (!limit_arg.ok()) return limit_arg.status();
+  if (const std::string* text = *limit_arg) {
     auto limit = ParseInteger(*text);
     if (!limit || *limit < 1 || *limit > kMaxBreakdownLimit) {
       return Invalid("INVALID_LIMIT", fmt::format("limit {} must be a whole number in 1..{}", QuoteForMessage(*text),

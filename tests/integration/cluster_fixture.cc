@@ -320,9 +320,22 @@ std::string CompareQueries(const Cluster& cluster, const Oracle& oracle, const s
         if (!diff.empty()) return diff;
       }
     }
-    // One country's series (/clicks with sns= and skey=), in two zones.
+    // One country's series (/clicks with sns= and skey=), in two zones, and
+    // its sum over the window (rollup=true).
     for (const std::string& country : oracle.SubtotalValues("c", "u", key)) {
-      for (const Shape& shape : {Shape{"hour", 72}, Shape{"day", 5}}) {
+      for (int offset : {0, -5}) {
+        std::string q = fmt::format(
+            "/clicks?ns=u&key={}&sns=c&skey={}&unit=day&units=5&rollup=true&timezone={}&unit_reference_ts={}",
+            PercentEncode(key), PercentEncode(country), offset, reference_ts);
+        int64_t sum = 0;
+        for (const auto& [dt, n] : oracle.Series("u", key, "day", 5, offset, reference_ts, "c", country)) sum += n;
+        int status = 0;
+        auto j = cluster.ApiGet(q, &status);
+        if (status != 200 || j["data"]["clicks"] != sum) {
+          return fmt::format("{} → HTTP {} {}, expected clicks={}", q, status, j.dump(), sum);
+        }
+      }
+      for (const Shape& shape : {Shape{"hour", 72}, Shape{"day", 5}, Shape{"week", 2}, Shape{"month", 2}}) {
         for (int offset : {0, -5}) {
           std::string q = fmt::format(
               "/clicks?ns=u&key={}&sns=c&skey={}&unit={}&units={}&timezone={}&unit_reference_ts={}",

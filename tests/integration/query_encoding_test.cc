@@ -58,6 +58,13 @@ TEST_F(QueryEncodingTest, PythonUrllibAndCurlDataUrlencodeKeysArriveAsSent) {
   ASSERT_EQ(breakdown["data"]["breakdown"].size(), 1u) << breakdown.dump();
   EXPECT_EQ(breakdown["data"]["breakdown"][0]["value"], "New York") << breakdown.dump();
   EXPECT_EQ(breakdown["data"]["breakdown"][0]["clicks"], 2) << breakdown.dump();
+  // One value's series: "New York" is stored as its hash (it has a space).
+  for (const auto& [value, clicks] : std::vector<std::pair<std::string, int>>{{"New York", 2}, {"New York City", 0}}) {
+    auto series = cluster_.ApiGet("/clicks?ns=u&key=" + PercentEncode("a b+c") + "&sns=c&skey=" +
+                                  PercentEncode(value) + "&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" +
+                                  std::to_string(UnixOfDate(kDay)));
+    EXPECT_EQ(series["data"]["clicks"], clicks) << value << ": " << series.dump();
+  }
 
   // A query string written by hand with '+' for the space reads the same key.
   auto clicks = cluster_.ApiGet("/clicks?ns=u&key=a+b%2Bc&unit=day&units=1&rollup=true&timezone=0&unit_reference_ts=" +

@@ -158,28 +158,33 @@ TEST(ShardStoreTest, WritesSurviveACrashWholeAndAFailedOneLeavesNothing) {
   EXPECT_EQ(store->GetMeta("ring")->value_or(""), "{\"x\":1}");
 }
 
-// Run only by the test below: a store used on a "disk" that takes 16 KiB
+// Run only by the test below: a store used on a "disk" that takes 1 KiB
 // per file (RLIMIT_FSIZE; SIGXFSZ ignored, so writes fail with EFBIG as
-// they would with ENOSPC). Whatever fails must fail as a status.
+// they would with ENOSPC). Whatever fails must fail as a status; exits 0
+// once something did (3 if nothing failed: the limit tested nothing).
 TEST(ShardStoreFullDiskChild, DISABLED_UsesAStoreWhoseWritesFail) {
   const char* dir = std::getenv("CLICKATRON_STORE_FULL_DIR");
   ASSERT_NE(dir, nullptr);
   ::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit limit = {16 << 10, 16 << 10};
+  struct rlimit limit = {1 << 10, 1 << 10};
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
   StoreOptions options;
   options.write_buffer_mb = 4;
   options.block_cache_mb = 4;
   Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(dir, options);
+  bool failed = !store.ok();
   if (store.ok()) {
     for (int64_t day = kDay; day < kDay + 5; ++day) {
-      if (!(*store)->CreateDay(day).ok()) continue;
+      if (!(*store)->CreateDay(day).ok()) {
+        failed = true;
+        continue;
+      }
       StoreWrite write;
-      for (int i = 0; i < 2000; ++i) write.increments.push_back({day, "u|k" + std::to_string(i) + ".c3p1", 1});
-      (void)(*store)->Write(write);
+      for (int i = 0; i < 20000; ++i) write.increments.push_back({day, "u|k" + std::to_string(i) + ".c3p1", 1});
+      failed = !(*store)->Write(write).ok() || failed;
     }
   }
-  ::_exit(0);
+  ::_exit(failed ? 0 : 3);
 }
 
 // RocksDB's own log goes to the daemon's log, not to a LOG file: on a full

@@ -147,8 +147,11 @@ TEST(ReadQueryParamsTest, AParameterGivenTwiceIsRefused) {
   EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&limit=1&limit=2"), "INVALID_LIMIT");
   EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&uniques=true&uniques=true"), "INVALID_UNIQUES");
   EXPECT_EQ(SeriesReason("ns=u&key=k&timezone=5&hour_offset=5&tz_offset=5"), "OK");
-  // Parameters the reads do not take are not theirs to police.
-  EXPECT_EQ(SeriesReason("ns=u&key=k&_=1&_=2"), "OK");
+  // Checked where each is parsed: the first problem in the documented order.
+  EXPECT_EQ(SeriesReason("ns=u&key=k&unit=minute&units=1&units=2"), "INVALID_UNIT");
+  // Parameters a read does not take are not its to police.
+  EXPECT_EQ(SeriesReason("ns=u&key=k&_=1&_=2&limit=1&limit=2"), "OK");
+  EXPECT_EQ(BreakdownReason("sns=c&ns=u&key=k&skey=a&skey=b"), "OK");
 }
 
 TEST(ReadQueryParamsTest, FarAwayReferenceYearsAreNumbersNotErrors) {
