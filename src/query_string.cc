@@ -21,6 +21,18 @@ const std::string* QueryArgs::Get(std::string_view name) const {
   return nullptr;
 }
 
+Result<const std::string*> QueryArgs::GetSingle(std::string_view name, std::string_view reason) const {
+  const std::string* first = nullptr;
+  for (const auto& [k, v] : items_) {
+    if (k != name) continue;
+    if (first != nullptr) {
+      return Status::InvalidArgument(fmt::format("{} is given more than once", name), std::string(reason));
+    }
+    first = &v;
+  }
+  return first;
+}
+
 std::vector<const std::string*> QueryArgs::GetAll(std::string_view name) const {
   std::vector<const std::string*> out;
   for (const auto& [k, v] : items_) {

@@ -16,16 +16,6 @@ Status Invalid(std::string_view reason, std::string message) {
   return Status::InvalidArgument(std::move(message), std::string(reason));
 }
 
-// The one value of a parameter that must not repeat; nullptr when absent.
-Result<const std::string*> Single(const QueryArgs& args, std::string_view name, std::string_view reason) {
-  const std::string* first = nullptr;
-  for (const auto& [k, v] : args.items()) {
-    if (k != name) continue;
-    if (first != nullptr) return Invalid(reason, fmt::format("{} is given more than once", name));
-    first = &v;
-  }
-  return first;
-}
 
 IncrementKeyPart StorePart(std::string_view value) {
   StoredKeyPart stored = StoreKeyPart(value);
@@ -96,19 +86,19 @@ Status ParseSubs(const QueryArgs& args, Increment* out) {
 
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out) {
   *out = Increment();
-  auto ns = Single(args, "ns", "INVALID_NS");
+  auto ns = args.GetSingle("ns", "INVALID_NS");
   if (!ns.ok()) return ns.status();
   if (*ns == nullptr) return Invalid("MISSING_ARG_NS", "ns is required");
   if (Status st = ValidateNamespace(**ns, "ns"); !st.ok()) return Invalid("INVALID_NS", st.message());
   out->ns = **ns;
 
-  auto key = Single(args, "key", "INVALID_KEY");
+  auto key = args.GetSingle("key", "INVALID_KEY");
   if (!key.ok()) return key.status();
   if (*key == nullptr) return Invalid("MISSING_ARG_KEY", "key is required");
   if (Status st = ValidateKeyPart(**key, "key"); !st.ok()) return Invalid("INVALID_KEY", st.message());
   out->tkey = StorePart(**key);
 
-  auto ts_text = Single(args, "ts", "INVALID_TS");
+  auto ts_text = args.GetSingle("ts", "INVALID_TS");
   if (!ts_text.ok()) return ts_text.status();
   Result<int64_t> ts = ParseTs(*ts_text, limits);
   if (!ts.ok()) return ts.status();
@@ -129,13 +119,13 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
   }
   out->ymdh = cache->ymdh;
 
-  auto value_text = Single(args, "value", "INVALID_VALUE");
+  auto value_text = args.GetSingle("value", "INVALID_VALUE");
   if (!value_text.ok()) return value_text.status();
   Result<int64_t> value = ParseValue(*value_text);
   if (!value.ok()) return value.status();
   out->value = *value;
 
-  auto uniq = Single(args, "uniq", "INVALID_UNIQ");
+  auto uniq = args.GetSingle("uniq", "INVALID_UNIQ");
   if (!uniq.ok()) return uniq.status();
   if (*uniq != nullptr) {
     // Any bytes: a token is hashed, never stored or echoed.

@@ -35,23 +35,10 @@ std::optional<int64_t> ParseInteger(std::string_view text, bool* overflow = null
   return value;
 }
 
-// The one value of a parameter (nullptr when absent). Given more than once
-// it is refused with the parameter's own reason: taking the first silently
-// would answer a question the client did not ask.
-Result<const std::string*> SingleArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
-  const std::string* first = nullptr;
-  for (const auto& [k, v] : args.items()) {
-    if (k != name) continue;
-    if (first != nullptr) return Invalid(reason, fmt::format("{} is given more than once", name));
-    first = &v;
-  }
-  return first;
-}
-
 // A namespace or key parameter: missing or empty -> MISSING_ARG_<NAME>;
 // given twice -> `reason`.
 Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
-  auto single = SingleArg(args, name, reason);
+  auto single = args.GetSingle(name, reason);
   if (!single.ok()) return single.status();
   const std::string* value = *single;
   if (value == nullptr || value->empty()) {
@@ -80,7 +67,7 @@ Result<std::string> KeyArg(const QueryArgs& args) {
 
 // A true/false parameter ("1"/"0" too); `reason` when it is neither.
 Result<bool> ParseBoolArg(const QueryArgs& args, std::string_view name, bool default_value, std::string_view reason) {
-  auto single = SingleArg(args, name, reason);
+  auto single = args.GetSingle(name, reason);
   if (!single.ok()) return single.status();
   const std::string* text = *single;
   if (text == nullptr) return default_value;
@@ -90,7 +77,7 @@ Result<bool> ParseBoolArg(const QueryArgs& args, std::string_view name, bool def
 }
 
 Result<Compare> ParseCompare(const QueryArgs& args) {
-  auto single = SingleArg(args, "compare", "INVALID_COMPARE");
+  auto single = args.GetSingle("compare", "INVALID_COMPARE");
   if (!single.ok()) return single.status();
   const std::string* text = *single;
   if (text == nullptr) return Compare::kNone;
@@ -100,7 +87,7 @@ Result<Compare> ParseCompare(const QueryArgs& args) {
 }
 
 Result<int64_t> ParseUnits(const QueryArgs& args) {
-  auto single = SingleArg(args, "units", "INVALID_UNITS");
+  auto single = args.GetSingle("units", "INVALID_UNITS");
   if (!single.ok()) return single.status();
   const std::string* text = *single;
   if (text == nullptr) return int64_t{-1};
@@ -118,7 +105,7 @@ Result<int64_t> ParseUnits(const QueryArgs& args) {
 }
 
 Result<int64_t> ParseReference(const QueryArgs& args, int64_t now, nlohmann::json* echo) {
-  auto single = SingleArg(args, "unit_reference_ts", "INVALID_UNIT_REFERENCE_TS");
+  auto single = args.GetSingle("unit_reference_ts", "INVALID_UNIT_REFERENCE_TS");
   if (!single.ok()) return single.status();
   const std::string* text = *single;
   if (text == nullptr || *text == "now") {
@@ -172,7 +159,7 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
 
 Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones) {
   WindowParams w;
-  auto unit_arg = SingleArg(args, "unit", "INVALID_UNIT");
+  auto unit_arg = args.GetSingle("unit", "INVALID_UNIT");
   if (!unit_arg.ok()) return unit_arg.status();
   if (const std::string* unit = *unit_arg) {
     auto u = ParseUnit(*unit);
@@ -195,7 +182,7 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
   std::string_view tz_name;
   bool have_tz = false;
   for (std::string_view name : {"timezone", "hour_offset", "tz_offset"}) {
-    auto single = SingleArg(args, name, "INVALID_TIMEZONE");
+    auto single = args.GetSingle(name, "INVALID_TIMEZONE");
     if (!single.ok()) return single.status();
     const std::string* value = *single;
     if (value == nullptr) continue;
@@ -235,7 +222,7 @@ Status ParseNamespaceAndKey(const QueryArgs& args, std::string* ns, std::string*
 // sns= and skey=: both or neither.
 Status ParseSubtotalValue(const QueryArgs& args, std::string* sns, std::string* skey) {
   const bool has_sns = args.Get("sns") != nullptr;
-  auto skey_arg = SingleArg(args, "skey", "INVALID_SKEY");
+  auto skey_arg = args.GetSingle("skey", "INVALID_SKEY");
   if (!skey_arg.ok()) return skey_arg.status();
   const std::string* given_skey = *skey_arg;
   if (!has_sns && given_skey == nullptr) return Status::Ok();
@@ -270,7 +257,7 @@ Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now,
   if (!sns.ok()) return sns.status();
   p.sns = std::move(*sns);
   CLICKATRON_RETURN_IF_ERROR(ParseNamespaceAndKey(args, &p.ns, &p.key));
-  auto limit_arg = SingleArg(args, "limit", "INVALID_LIMIT");
+  auto limit_arg = args.GetSingle("limit", "INVALID_LIMIT");
   if (!limit_arg.ok()) return limit_arg.status();
   if (const std::string* text = *limit_arg) {
     auto limit = ParseInteger(*text);

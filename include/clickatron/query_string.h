@@ -26,6 +26,11 @@ class QueryArgs {
  public:
   // The first value of `name`, or nullptr.
   const std::string* Get(std::string_view name) const;
+  // The one value of a parameter that must not repeat (nullptr when
+  // absent); given more than once, INVALID_ARGUMENT with `reason` ("units
+  // is given more than once"): taking the first silently would answer a
+  // question the client did not ask.
+  Result<const std::string*> GetSingle(std::string_view name, std::string_view reason) const;
   std::vector<const std::string*> GetAll(std::string_view name) const;
   bool Has(std::string_view name) const { return Get(name) != nullptr; }
   const std::vector<std::pair<std::string, std::string>>& items() const { return items_; }

@@ -42,5 +42,24 @@ TEST(QueryStringTest, EncodeDecodeRoundTripAllBytes) {
   EXPECT_EQ(decoded, all);
 }
 
+TEST(QueryStringTest, GetSingleRefusesARepeatedParameterWithItsReason) {
+  QueryArgs args;
+  ASSERT_TRUE(ParseQueryString("a=1&b=2&b=3&c=", &args).ok());
+  auto a = args.GetSingle("a", "INVALID_A");
+  ASSERT_TRUE(a.ok());
+  ASSERT_NE(*a, nullptr);
+  EXPECT_EQ(**a, "1");
+  auto missing = args.GetSingle("z", "INVALID_Z");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(*missing, nullptr);
+  auto empty = args.GetSingle("c", "INVALID_C");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(**empty, "");
+  auto b = args.GetSingle("b", "INVALID_B");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().reason(), "INVALID_B");
+  EXPECT_EQ(b.status().message(), "b is given more than once");
+}
+
 }  // namespace
 }  // namespace clickatron
