@@ -108,6 +108,33 @@ Result<QueryWindows> WindowsOverData(const WindowParams& w, std::optional<int64_
   return WithEarlier(w, UnitWindow::Spanning(w.unit, w.tz_offset, first, w.reference_ts, max_hours), max_hours);
 }
 
+// What a breakdown gather reads for a query: [begin_ts, end_ts), the hours
+// skipped between its windows and where its sums split. Without windows
+// (units=-1, known once the data is) every hour up to the end of the
+// reference unit, with no split known.
+struct BreakdownReach {
+  int64_t begin_ts = std::numeric_limits<int64_t>::min();
+  int64_t end_ts = 0;
+  HourSpan skip{0, 0};
+  std::optional<std::vector<int64_t>> splits;
+};
+
+Result<BreakdownReach> ReachOf(const WindowParams& w, const std::optional<QueryWindows>& windows, int64_t max_hours) {
+  BreakdownReach reach;
+  if (windows) {
+    const HourSpan span = windows->Span();
+    reach.begin_ts = span.begin_ts;
+    reach.end_ts = span.end_ts;
+    reach.skip = windows->Gap();
+    reach.splits = windows->SumSplits(w.unit, w.rollup);
+    return reach;
+  }
+  auto last = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, 1, max_hours);
+  if (!last.ok()) return last.status();
+  reach.end_ts = last->end_ts();
+  return reach;
+}
+
 std::optional<int64_t> FirstHour(const HourlyCounts& total, const HourlyBreakdown& subtotals) {
   std::optional<int64_t> first;
   if (!total.empty()) first = total.begin()->first;
@@ -176,7 +203,7 @@ class ReadPathImpl : public ReadPath {
       span = fixed->Span();
       windows = std::move(*fixed);
     }
-    if (!params->sns.empty()) return ValueClicks(ex, std::move(*params), span, std::move(windows));
+    if (!params->sns.empty()) return ValueClicks(ex, std::move(*params), std::move(windows));
     // Locals first: the lambda below takes *params by move, and argument
     // evaluation order is unspecified.
     std::string ns = params->ns;
@@ -199,26 +226,14 @@ class ReadPathImpl : public ReadPath {
   // /clicks with sns= and skey=: one subtotal value's clicks, read as a
   // breakdown's subtotals are (day records for whole UTC days inside a sum,
   // hours at the edges) and kept for that value only.
-  void ValueClicks(const HttpExchangePtr& ex, SeriesParams p, HourSpan span, std::optional<QueryWindows> windows) {
-    HourSpan skip{0, 0};
-    std::optional<std::vector<int64_t>> splits;  // units=-1: unknown, every hour is read
-    int64_t begin_ts = std::numeric_limits<int64_t>::min();
-    int64_t end_ts = 0;
-    if (windows) {
-      skip = windows->Gap();
-      splits = windows->SumSplits(p.window.unit, p.window.rollup);
-      begin_ts = span.begin_ts;
-      end_ts = span.end_ts;
-    } else {
-      auto last = UnitWindow::Ending(p.window.unit, p.window.tz_offset, p.window.reference_ts, 1, max_query_hours_);
-      if (!last.ok()) return Fail(ex, last.status());
-      end_ts = last->end_ts();
-    }
+  void ValueClicks(const HttpExchangePtr& ex, SeriesParams p, std::optional<QueryWindows> windows) {
+    auto reach = ReachOf(p.window, windows, max_query_hours_);
+    if (!reach.ok()) return Fail(ex, reach.status());
     std::string sns = p.sns;
     std::string ns = p.ns;
     std::string tkey = StoreKeyPart(p.key).stored;
     gather_.FetchBreakdown(
-        std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
+        std::move(sns), std::move(ns), std::move(tkey), reach->begin_ts, reach->end_ts,
         [this, ex, p = std::move(p), windows = std::move(windows)](Result<BreakdownData> data) mutable {
           if (!data.ok()) return Fail(ex, data.status());
           const std::string skey = StoreKeyPart(p.skey).stored;
@@ -235,7 +250,7 @@ class ReadPathImpl : public ReadPath {
           if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
           ReplyClicks(ex, p, windows->window, windows->earlier, hours);
         },
-        skip, std::nullopt, std::move(splits));
+        reach->skip, std::nullopt, std::move(reach->splits));
   }
 
   void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
@@ -290,25 +305,14 @@ class ReadPathImpl : public ReadPath {
     if (!params.ok()) return Fail(ex, params.status());
     const WindowParams& w = params->window;
     std::optional<QueryWindows> windows;  // units=-1: known once the data is
-    int64_t begin_ts = std::numeric_limits<int64_t>::min();
-    int64_t end_ts = 0;
-    HourSpan skip{0, 0};
-    std::optional<std::vector<int64_t>> splits;  // units=-1: unknown, every hour is read
     if (w.units != -1) {
       auto fixed = FixedWindows(w, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
       if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
-      skip = fixed->Gap();
-      splits = fixed->SumSplits(w.unit, w.rollup);
-      const HourSpan span = fixed->Span();
-      begin_ts = span.begin_ts;
-      end_ts = span.end_ts;
       windows = std::move(*fixed);
-    } else {
-      auto last = UnitWindow::Ending(w.unit, w.tz_offset, w.reference_ts, 1, max_query_hours_);
-      if (!last.ok()) return Fail(ex, last.status());
-      end_ts = last->end_ts();
     }
+    auto reach = ReachOf(w, windows, max_query_hours_);
+    if (!reach.ok()) return Fail(ex, reach.status());
     // Locals first: the lambda below takes *params by move.
     std::string sns = params->sns;
     std::string ns = params->ns;
@@ -316,7 +320,7 @@ class ReadPathImpl : public ReadPath {
     std::optional<int64_t> uniques_from;  // visitors are shown for the window only
     if (params->uniques) uniques_from = windows ? windows->window.begin_ts() : HourSpan{}.begin_ts;
     gather_.FetchBreakdown(
-        std::move(sns), std::move(ns), std::move(tkey), begin_ts, end_ts,
+        std::move(sns), std::move(ns), std::move(tkey), reach->begin_ts, reach->end_ts,
         [this, ex, p = std::move(*params), windows = std::move(windows)](Result<BreakdownData> data) mutable {
           if (!data.ok()) return Fail(ex, data.status());
           if (!windows) {
@@ -336,7 +340,7 @@ class ReadPathImpl : public ReadPath {
           ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
                          std::move(uniques));
         },
-        skip, uniques_from, std::move(splits));
+        reach->skip, uniques_from, std::move(reach->splits));
   }
 
   // Per unit (or over the window), subtotal key -> sum.

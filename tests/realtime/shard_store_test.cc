@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 
 #include "clickatron/file_util.h"
 #include "clickatron/unique_sketch.h"
@@ -104,6 +105,22 @@ TEST(ShardStoreTest, WatermarkAndDataSurviveReopen) {
   EXPECT_EQ(*wm, (std::map<std::string, uint64_t>{{"api-0", 41}}));
 }
 
+// Runs the disabled test `name` of this binary in a process of its own, with
+// `dir` in environment variable `env`; its wait status (-1: not waited for).
+int RunChildTest(const std::string& name, const char* env, const std::string& dir) {
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    ::setenv(env, dir.c_str(), 1);
+    const std::string filter = "--gtest_filter=" + name;
+    ::execl("/proc/self/exe", "shard_store_child", filter.c_str(), "--gtest_also_run_disabled_tests",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int wstatus = 0;
+  return ::waitpid(child, &wstatus, 0) == child ? wstatus : -1;
+}
+
 // Run only by the test below, in a process of its own (a forked copy of this
 // multi-threaded test process could not run RocksDB's background threads).
 TEST(ShardStoreCrashChild, DISABLED_WritesThenDiesWithTheStoreOpen) {
@@ -138,17 +155,9 @@ TEST(ShardStoreCrashChild, DISABLED_WritesThenDiesWithTheStoreOpen) {
 // or after it. The process dies with the store open (no close, no flush).
 TEST(ShardStoreTest, WritesSurviveACrashWholeAndAFailedOneLeavesNothing) {
   TempDir tmp;
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::setenv("CLICKATRON_STORE_CRASH_DIR", tmp.path().c_str(), 1);
-    ::execl("/proc/self/exe", "shard_store_crash_child",
-            "--gtest_filter=ShardStoreCrashChild.DISABLED_WritesThenDiesWithTheStoreOpen",
-            "--gtest_also_run_disabled_tests", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  const int wstatus = RunChildTest("ShardStoreCrashChild.DISABLED_WritesThenDiesWithTheStoreOpen",
+                                   "CLICKATRON_STORE_CRASH_DIR", tmp.path());
+  ASSERT_NE(wstatus, -1);
   ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
   auto store = OpenStore(tmp.path());
   EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 103);
@@ -200,17 +209,9 @@ TEST(ShardStoreTest, AFullDiskFailsWritesWithoutAbortingAndNoLogFileIsWritten) {
   }
   EXPECT_FALSE(FileExists(tmp.path() + "/LOG"));
   TempDir full;
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::setenv("CLICKATRON_STORE_FULL_DIR", full.path().c_str(), 1);
-    ::execl("/proc/self/exe", "shard_store_full_disk_child",
-            "--gtest_filter=ShardStoreFullDiskChild.DISABLED_UsesAStoreWhoseWritesFail",
-            "--gtest_also_run_disabled_tests", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  const int wstatus = RunChildTest("ShardStoreFullDiskChild.DISABLED_UsesAStoreWhoseWritesFail",
+                                   "CLICKATRON_STORE_FULL_DIR", full.path());
+  ASSERT_NE(wstatus, -1);
   EXPECT_FALSE(WIFSIGNALED(wstatus)) << "the child died of signal " << WTERMSIG(wstatus);
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
 }
