@@ -205,6 +205,9 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
 void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
   if (!running_ || job_ != job) return;  // Drain() finished it already
   running_ = false;
+  // The store may hold this job's records now (a failed try too, to be
+  // safe): views made from here on read another state.
+  ++store_version_;
   stats_.last_seconds = job->seconds;
   stats_.total_seconds += job->seconds;
   stats_.max_seconds = std::max(stats_.max_seconds, job->seconds);
@@ -323,6 +326,7 @@ bool Checkpointer::HoldsDay(int64_t day) const {
 ReadView Checkpointer::View() const {
   ReadView view;
   view.store = store_;
+  view.store_version = store_version_;
   if (job_) {
     view.at = job_->before;
     view.tables.push_back(job_->table.get());

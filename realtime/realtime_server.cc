@@ -122,7 +122,9 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
     checkpoints.fault_dir = context.member.data_dir + "/fault";
     spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);
   }
-  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints));
+  server->scan_cache_budget_bytes_ = static_cast<size_t>(context.cluster.realtime.scan_cache_mb) << 20;
+  Result<std::unique_ptr<Ring>> ring =
+      Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints), server->scan_cache_budget_bytes_);
   if (!ring.ok()) return ring.status();
   server->ring_ = std::move(ring).value();
   server->RegisterRoutes();
@@ -477,6 +479,18 @@ void RealtimeServer::HandleClear(const HttpExchangePtr& ex) {
   ex->ReplyJson({{"date", FormatDate(*day)}, {"state", "cleared"}});
 }
 
+namespace {
+
+nlohmann::json ScanCacheJson(const ScanCache::Figures& f, size_t budget_bytes) {
+  return {{"hits", f.hits},
+          {"misses", f.misses},
+          {"entries", f.entries},
+          {"bytes", f.bytes},
+          {"budget_bytes", budget_bytes}};
+}
+
+}  // namespace
+
 nlohmann::json RealtimeServer::StatsJson() const {
   const RingCounters& rc = ring_->counters();
   nlohmann::json stores = RingJson()["stores"];
@@ -508,6 +522,7 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"watermark_resets", counters_.watermark_resets},
             {"durable_watermarks", ring_->checkpointer().durable()},
             {"memory", ring_->checkpointer().StatsJson()},
+            {"scan_cache", ScanCacheJson(ring_->scan_cache(), scan_cache_budget_bytes_)},
             {"watermarks", ring_->watermarks()},
             {"stores", std::move(stores)},
             {"rocksdb",
@@ -591,6 +606,16 @@ constexpr MetricRow kMetricRows[] = {
      "Average checkpoint try since start."},
     {"/realtime/memory/refused_batches", "clickatron_realtime_memory_full_batches_total", "counter",
      "Batches refused with 503 MEMORY_FULL."},
+    {"/realtime/scan_cache/hits", "clickatron_realtime_scan_cache_hits_total", "counter",
+     "Store scans of a day and prefix answered by the scan cache."},
+    {"/realtime/scan_cache/misses", "clickatron_realtime_scan_cache_misses_total", "counter",
+     "Store scans of a day and prefix the scan cache could not answer (read from RocksDB)."},
+    {"/realtime/scan_cache/entries", "clickatron_realtime_scan_cache_entries", "gauge",
+     "Day and prefix scans kept by the scan cache."},
+    {"/realtime/scan_cache/bytes", "clickatron_realtime_scan_cache_bytes", "gauge",
+     "Bytes the scan cache's entries are charged."},
+    {"/realtime/scan_cache/budget_bytes", "clickatron_realtime_scan_cache_budget_bytes", "gauge",
+     "The scan cache's budget ([realtime] scan_cache_mb; 0: off)."},
     {"/realtime/stores/[date,position]/records_estimate", "clickatron_realtime_store_records_estimate", "gauge",
      "Estimated records per day store."},
     {"/realtime/stores/[date]/records_in_memory", "clickatron_realtime_store_memory_records", "gauge",

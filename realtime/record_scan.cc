@@ -148,20 +148,28 @@ namespace {
 
 // One prefix's view of a store cursor that other prefixes share: it ends
 // where the keys stop starting with the prefix (the shared cursor has no
-// upper bound, since each prefix needs its own). `prefix` outlives it.
+// upper bound, since each prefix needs its own). `prefix` outlives it. With
+// `record`, each record it passes is also added there (for the scan cache).
 class PrefixOfSharedCursor : public StoreCursor {
  public:
-  PrefixOfSharedCursor(StoreCursor* shared, std::string_view prefix) : shared_(shared), prefix_(prefix) {}
+  PrefixOfSharedCursor(StoreCursor* shared, std::string_view prefix, CachedRecords* record)
+      : shared_(shared), prefix_(prefix), record_(record) {}
   void Seek(std::string_view target) override { shared_->Seek(target); }
   bool Valid() const override { return shared_->Valid() && shared_->key().starts_with(prefix_); }
   std::string_view key() const override { return shared_->key(); }
   std::string_view raw_value() const override { return shared_->raw_value(); }
-  void Next() override { shared_->Next(); }
+  void Next() override {
+    // MergedScan moves past a record only once it has read it, and reads
+    // each record once: what passes here is the prefix's records, in order.
+    if (record_ != nullptr && Valid()) record_->Add(key(), raw_value());
+    shared_->Next();
+  }
   Status status() const override { return shared_->status(); }
 
  private:
   StoreCursor* shared_;
   std::string_view prefix_;
+  CachedRecords* record_;
 };
 
 // ScanPrefixes' lines: the prefixes' MergedScans one after another, each
@@ -169,12 +177,26 @@ class PrefixOfSharedCursor : public StoreCursor {
 // positioned by one of them).
 class PrefixesScan : public LineSource {
  public:
+  // One day of one prefix: the records the scan cache kept, or (null) the
+  // day's shared store cursor.
+  struct StoredDay {
+    int64_t day;
+    CachedRecordsPtr kept;
+  };
   struct Prefix {
     std::string prefix;
     std::vector<std::unique_ptr<StoreCursor>> held;  // the tables' cursors, made (and copied) up front
+    std::vector<StoredDay> stored;                   // one per day, in the order of the store cursors
   };
-  PrefixesScan(std::vector<std::unique_ptr<StoreCursor>> store, std::vector<Prefix> prefixes)
-      : store_(std::move(store)), prefixes_(std::move(prefixes)) {}
+  // `store`: one cursor per day (null for a day whose every prefix the cache
+  // kept); `cache` may be null.
+  PrefixesScan(std::vector<std::unique_ptr<StoreCursor>> store, std::vector<Prefix> prefixes,
+               std::shared_ptr<ScanCache> cache, uint64_t store_version)
+      : store_(std::move(store)),
+        positioned_(store_.size(), false),
+        prefixes_(std::move(prefixes)),
+        cache_(std::move(cache)),
+        store_version_(store_version) {}
 
   bool Fill(std::string* out, size_t budget) override {
     const size_t start = out->size();
@@ -184,20 +206,7 @@ class PrefixesScan : public LineSource {
         if (next_ >= prefixes_.size()) return false;
         // A filled budget returns before the next prefix is sought.
         if (grown >= budget) return true;
-        Prefix& p = prefixes_[next_++];
-        std::vector<std::unique_ptr<StoreCursor>> cursors = std::move(p.held);
-        for (const auto& shared : store_) {
-          // The prefixes are sorted and disjoint, and the one before ran to
-          // the first key past its own: where a seek to this prefix would
-          // land already, unless that key is still before it. (At the end,
-          // every later seek ends there too: a cursor reads one snapshot.)
-          if (!positioned_ || (shared->Valid() && shared->key() < std::string_view(p.prefix))) {
-            shared->Seek(p.prefix);
-          }
-          cursors.push_back(std::make_unique<PrefixOfSharedCursor>(shared.get(), p.prefix));
-        }
-        positioned_ = true;
-        current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
+        Begin(prefixes_[next_++]);
         continue;
       }
       if (grown >= budget) return true;
@@ -205,6 +214,11 @@ class PrefixesScan : public LineSource {
       finished_lines_ += current_->lines();
       status_ = current_->status();
       current_.reset();
+      // The prefix's store records were read to their end: keep them.
+      if (status_.ok()) {
+        for (Recording& r : recording_) cache_->Put(r.day, prefixes_[next_ - 1].prefix, store_version_, r.records);
+      }
+      recording_.clear();
     }
     return false;
   }
@@ -212,11 +226,48 @@ class PrefixesScan : public LineSource {
   uint64_t lines() const override { return finished_lines_ + (current_ ? current_->lines() : 0); }
 
  private:
+  struct Recording {
+    int64_t day;
+    std::shared_ptr<CachedRecords> records;
+  };
+
+  void Begin(Prefix& p) {
+    std::vector<std::unique_ptr<StoreCursor>> cursors = std::move(p.held);
+    for (size_t i = 0; i < store_.size(); ++i) {
+      const StoredDay& day = p.stored[i];
+      if (day.kept) {
+        std::unique_ptr<StoreCursor> kept = NewCachedRecordsCursor(day.kept);
+        kept->Seek(p.prefix);
+        if (kept->Valid()) cursors.push_back(std::move(kept));
+        continue;
+      }
+      StoreCursor* shared = store_[i].get();
+      // The prefixes are sorted and disjoint, and the one before ran to the
+      // first key past its own: where a seek to this prefix would land
+      // already, unless that key is still before it. (At the end, every
+      // later seek ends there too: a cursor reads one snapshot.)
+      if (!positioned_[i] || (shared->Valid() && shared->key() < std::string_view(p.prefix))) {
+        shared->Seek(p.prefix);
+      }
+      positioned_[i] = true;
+      CachedRecords* record = nullptr;
+      if (cache_ && cache_->enabled()) {
+        recording_.push_back(Recording{day.day, std::make_shared<CachedRecords>()});
+        record = recording_.back().records.get();
+      }
+      cursors.push_back(std::make_unique<PrefixOfSharedCursor>(shared, p.prefix, record));
+    }
+    current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
+  }
+
   std::vector<std::unique_ptr<StoreCursor>> store_;  // one per day, shared by the prefixes
+  std::vector<bool> positioned_;                     // by day: its cursor has been sought once
   std::vector<Prefix> prefixes_;
+  std::shared_ptr<ScanCache> cache_;
+  uint64_t store_version_;
   size_t next_ = 0;
-  bool positioned_ = false;  // the shared cursors have been sought once
   std::unique_ptr<MergedScan> current_;
+  std::vector<Recording> recording_;  // the current prefix's store records, day by day
   uint64_t finished_lines_ = 0;
   Status status_;
 };
@@ -224,24 +275,36 @@ class PrefixesScan : public LineSource {
 }  // namespace
 
 Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std::vector<int64_t>& days,
-                                                 std::vector<std::string> prefixes) {
+                                                 std::vector<std::string> prefixes, std::shared_ptr<ScanCache> cache) {
+  if (cache && !cache->enabled()) cache.reset();
   std::vector<PrefixesScan::Prefix> scans;
   scans.reserve(prefixes.size());
+  std::vector<bool> day_needs_store(days.size(), cache == nullptr);
   for (std::string& prefix : prefixes) {
     PrefixesScan::Prefix p;
-    for (int64_t day : days) AddHeldCursors(view, day, prefix, &p.held);
+    for (size_t i = 0; i < days.size(); ++i) {
+      AddHeldCursors(view, days[i], prefix, &p.held);
+      CachedRecordsPtr kept = cache ? cache->Find(days[i], prefix, view.store_version) : nullptr;
+      if (!kept) day_needs_store[i] = true;
+      p.stored.push_back(PrefixesScan::StoredDay{days[i], std::move(kept)});
+    }
     p.prefix = std::move(prefix);
     scans.push_back(std::move(p));
   }
   CursorOptions options;
   options.at = view.at;
   std::vector<std::unique_ptr<StoreCursor>> store;
-  for (int64_t day : days) {
-    Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(day, options);
+  for (size_t i = 0; i < days.size(); ++i) {
+    if (!day_needs_store[i]) {
+      store.push_back(nullptr);  // every prefix reads the day from the cache
+      continue;
+    }
+    Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(days[i], options);
     if (!cursor.ok()) return cursor.status();
     store.push_back(std::move(cursor).value());
   }
-  return std::unique_ptr<LineSource>(new PrefixesScan(std::move(store), std::move(scans)));
+  return std::unique_ptr<LineSource>(
+      new PrefixesScan(std::move(store), std::move(scans), std::move(cache), view.store_version));
 }
 
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day) {

@@ -17,6 +17,7 @@
 
 #include "checkpointer.h"
 #include "clickatron/status.h"
+#include "scan_cache.h"
 #include "shard_store.h"
 
 namespace clickatron::realtime {
@@ -54,8 +55,14 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
 // realtime. The tables' matching records are copied when the scan is made,
 // so every prefix reads the view as it was then (the tables may be gone by
 // the time a long answer reaches its last prefix).
+//
+// With a `cache` (scan_cache.h), a (day, prefix) it keeps for the view's
+// store version is read from it instead of the store, and one read from the
+// store to its end is kept there. The cache is looked up when the scan is
+// made, so it too reads the view as it was then.
 Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std::vector<int64_t>& days,
-                                                 std::vector<std::string> prefixes);
+                                                 std::vector<std::string> prefixes,
+                                                 std::shared_ptr<ScanCache> cache = nullptr);
 
 // Every record of one day from a snapshot taken now, for an export: later
 // writes are not seen, blocks read are not cached.

@@ -43,8 +43,9 @@ const char* Ring::StateName(const DayState& state) {
   return "open";
 }
 
-Result<std::unique_ptr<Ring>> Ring::Open(ShardStore* store, int64_t clock_today, CheckpointOptions checkpoints) {
-  std::unique_ptr<Ring> ring(new Ring(store));
+Result<std::unique_ptr<Ring>> Ring::Open(ShardStore* store, int64_t clock_today, CheckpointOptions checkpoints,
+                                         size_t scan_cache_bytes) {
+  std::unique_ptr<Ring> ring(new Ring(store, scan_cache_bytes));
   CLICKATRON_RETURN_IF_ERROR(ring->Load(clock_today, std::move(checkpoints)));
   return ring;
 }
@@ -135,6 +136,7 @@ Status Ring::Reconcile() {
     }
     if (s.clearing) {
       CLICKATRON_RETURN_IF_ERROR(store_->DropDay(day));
+      if (checkpointer_) checkpointer_->StoreChanged();
       spdlog::info("cleared the store for {} (exported)", FormatDate(day));
       ++counters_.days_cleared;
       s.clearing = false;
@@ -152,6 +154,7 @@ Status Ring::Reconcile() {
     } else if (!store_->HasDay(day)) {
       if (InPositions(day)) {
         CLICKATRON_RETURN_IF_ERROR(store_->CreateDay(day));
+        if (checkpointer_) checkpointer_->StoreChanged();
       } else {
         spdlog::error("ring state lists {} but its store is missing: forgotten", FormatDate(day));
         it = days_.erase(it);
@@ -364,7 +367,7 @@ Result<std::unique_ptr<LineSource>> Ring::Scan(std::string_view prefix, std::opt
 Result<std::unique_ptr<LineSource>> Ring::ScanMany(std::vector<std::string> prefixes,
                                                    std::optional<int64_t> only_day,
                                                    std::optional<int64_t> after) const {
-  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day, after), std::move(prefixes));
+  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day, after), std::move(prefixes), scan_cache_);
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Export(int64_t day) const {

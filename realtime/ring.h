@@ -37,6 +37,7 @@
 #include "checkpointer.h"
 #include "clickatron/status.h"
 #include "record_scan.h"
+#include "scan_cache.h"
 #include "shard_store.h"
 
 namespace clickatron::realtime {
@@ -80,8 +81,12 @@ class Ring {
  public:
   // Loads the ring state from `store` (a new store starts with Today =
   // `clock_today`) and brings the store's days in line with it.
+  // `scan_cache_bytes` bounds the cache of stored records that /mfwmatch
+  // scans share (scan_cache.h; 0: none).
   static Result<std::unique_ptr<Ring>> Open(ShardStore* store, int64_t clock_today,
-                                            CheckpointOptions checkpoints = {});
+                                            CheckpointOptions checkpoints = {},
+                                            size_t scan_cache_bytes = kDefaultScanCacheBytes);
+  static constexpr size_t kDefaultScanCacheBytes = size_t{64} << 20;
 
   int64_t today() const { return today_; }
   Position PositionOf(int64_t day) const;
@@ -134,11 +139,13 @@ class Ring {
   const RingCounters& counters() const { return counters_; }
   ShardStore& store() const { return *store_; }
   Checkpointer& checkpointer() const { return *checkpointer_; }
+  ScanCache::Figures scan_cache() const { return scan_cache_->figures(); }
   // "open" | "sealed" | "exported" for /ring.
   static const char* StateName(const DayState& state);
 
  private:
-  explicit Ring(ShardStore* store) : store_(store) {}
+  Ring(ShardStore* store, size_t scan_cache_bytes)
+      : store_(store), scan_cache_(std::make_shared<ScanCache>(scan_cache_bytes)) {}
   Status Load(int64_t clock_today, CheckpointOptions checkpoints);
   Status Persist();
   // Creates and drops column families until the store matches days_.
@@ -150,6 +157,7 @@ class Ring {
   int64_t today_ = 0;
   std::map<int64_t, DayState> days_;
   std::unique_ptr<Checkpointer> checkpointer_;
+  std::shared_ptr<ScanCache> scan_cache_;  // shared with the scans that fill it (they may outlive the ring)
   RingCounters counters_;
 };
 

@@ -214,11 +214,12 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     TableReader r(SubTable(root, "realtime"), "realtime");
     RealtimeConfig& rt = c->realtime;
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"write_buffer_mb", "block_cache_mb", "checkpoint_interval_ms",
-                                                "memory_budget_mb", "fault_injection"}));
+                                                "memory_budget_mb", "scan_cache_mb", "fault_injection"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("write_buffer_mb", 1, 65536, &rt.write_buffer_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("block_cache_mb", 1, 1 << 20, &rt.block_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("checkpoint_interval_ms", 10, 3600000, &rt.checkpoint_interval_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("memory_budget_mb", 1, 1 << 20, &rt.memory_budget_mb));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("scan_cache_mb", 0, 1 << 20, &rt.scan_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("fault_injection", &rt.fault_injection));
   }
   {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "query/lru_map.h"
+#include "clickatron/lru_map.h"
 
 namespace clickatron::api {
 

@@ -20,7 +20,7 @@
 
 #include "clickatron/status.h"
 #include "clickatron/unique_sketch.h"
-#include "query/lru_map.h"
+#include "clickatron/lru_map.h"
 #include "query/read_stats.h"
 
 namespace clickatron::api {

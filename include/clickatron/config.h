@@ -100,6 +100,7 @@ struct RealtimeConfig {
   int block_cache_mb = 128;
   int checkpoint_interval_ms = 2000;  // persist the in-memory table this often
   int memory_budget_mb = 256;         // in-memory table bound (active + being persisted)
+  int scan_cache_mb = 64;             // stored records kept between /mfwmatch scans (0: off)
   // Tests only: DATA_DIR/fault/ files make checkpoints fail or stall
   // (docs/operations.md, "Fault injection").
   bool fault_injection = false;

@@ -171,6 +171,30 @@ class CheckpointerTest : public ::testing::Test {
       }
       EXPECT_EQ(got, want) << "prefix \"" << prefix << "\"";
     }
+    // The API's multi-prefix scans, through a scan cache that lives across
+    // views (as the ring's does): each set twice, the second from the cache.
+    for (const std::vector<std::string>& prefixes : std::vector<std::vector<std::string>>{
+             {"c.", "l|", "u|", "~"}, {"c.u|jehiah.US.", "u|jehiah.", "~u|jehiah."}}) {
+      for (int pass = 0; pass < 2; ++pass) {
+        const uint64_t hits = scan_cache_->figures().hits;
+        Result<std::unique_ptr<LineSource>> scan = ScanPrefixes(view, kDays, prefixes, scan_cache_);
+        ASSERT_TRUE(scan.ok());
+        std::string got;
+        while ((*scan)->Fill(&got, 256)) {
+        }
+        EXPECT_TRUE((*scan)->status().ok());
+        std::string want;
+        for (const auto& [key, value] : oracle) {
+          for (const std::string& prefix : prefixes) {
+            if (key.starts_with(prefix)) want += key + "," + value + "\n";
+          }
+        }
+        EXPECT_EQ(got, want) << "prefixes " << prefixes.front() << "…, pass " << pass;
+        if (pass == 1) {
+          EXPECT_EQ(scan_cache_->figures().hits, hits + prefixes.size() * kDays.size());
+        }
+      }
+    }
   }
 
   // The store alone (what a restart would find) holds exactly the oracle.
@@ -205,6 +229,7 @@ class CheckpointerTest : public ::testing::Test {
   LoopQueue loop_;  // outlives cp_: its thread may still post while it stops
   std::unique_ptr<ShardStore> store_;
   std::unique_ptr<Checkpointer> cp_;
+  std::shared_ptr<ScanCache> scan_cache_ = std::make_shared<ScanCache>(size_t{1} << 20);
   uint64_t seq_ = 0;
   std::map<std::string, int64_t> counters_;
   std::map<std::string, int64_t> days_of_;

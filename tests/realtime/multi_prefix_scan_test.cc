@@ -186,5 +186,46 @@ TEST_F(MultiPrefixScanTest, AScanReadsTheRingAsItWasWhenMade) {
   EXPECT_NE(ReadAll(prefixes, 1 << 20), expected);  // a new scan sees the newer records
 }
 
+// The ring's scan cache: a prefix scanned again is read from it, the
+// in-memory records still added on top; once a checkpoint has moved records
+// into the store, what it kept is not used.
+TEST_F(MultiPrefixScanTest, AScanAgainIsTheCachesUntilACheckpointLands) {
+  const std::vector<std::string> prefixes = {"c.u|a.", "u|a.", "u|b."};
+  const size_t reads = prefixes.size() * ring_->ReadableDays().size();  // (day, prefix) pairs
+  const ScanCache::Figures fresh = ring_->scan_cache();
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
+  EXPECT_EQ(ring_->scan_cache().misses, fresh.misses + reads);
+  EXPECT_EQ(ring_->scan_cache().entries, fresh.entries + reads);
+
+  ApplyLines("u|a." + Hour(kToday, 7) + ",40\nu|b." + Hour(kToday + 1, 2) + ",2\n", 3);  // held in memory
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
+  EXPECT_EQ(ring_->scan_cache().hits, fresh.hits + reads);
+
+  ring_->checkpointer().Start();  // those records are the store's now, and the table is empty
+  ASSERT_EQ(ring_->checkpointer().memory_keys(), 0u);
+  const ScanCache::Figures before = ring_->scan_cache();
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
+  EXPECT_EQ(ring_->scan_cache().hits, before.hits);
+  EXPECT_EQ(ring_->scan_cache().misses, before.misses + reads);
+}
+
+// Only a prefix read to its end is kept: a scan dropped halfway keeps
+// nothing of the prefix it was reading.
+TEST_F(MultiPrefixScanTest, AScanDroppedHalfwayKeepsOnlyThePrefixesItFinished) {
+  const std::vector<std::string> prefixes = {"c.u|a.", "u|a."};
+  const size_t days = ring_->ReadableDays().size();
+  {
+    auto scan = ring_->ScanMany(prefixes, std::nullopt);
+    ASSERT_TRUE(scan.ok());
+    std::string out;
+    // One line at a time until the first line of "u|a." (the second prefix).
+    while ((*scan)->Fill(&out, 1) && out.find("\nu|a.") == std::string::npos) {
+    }
+  }
+  EXPECT_EQ(ring_->scan_cache().entries, days);  // "c.u|a." only
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
+  EXPECT_EQ(ring_->scan_cache().entries, 2 * days);
+}
+
 }  // namespace
 }  // namespace clickatron::realtime

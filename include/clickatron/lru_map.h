@@ -1,7 +1,8 @@
 // String key -> value, least recently used out first, within a budget of
 // "charges" (what each entry is charged is the owner's choice: 1 per entry
 // for a count, or its bytes). The one LRU of the read path's caches that are
-// a plain map (the lookup cache, decoded realtime sketches); the archive
+// a plain map (the API's lookup cache and decoded realtime sketches, a
+// realtime shard's scan cache); the API's archive
 // answer cache keeps its own, keyed per shard and file generation.
 //
 // Thread-safety: none; one instance belongs to a loop thread.
@@ -15,7 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace clickatron::api {
+namespace clickatron {
 
 template <typename Value>
 class LruMap {
@@ -70,4 +71,4 @@ class LruMap {
   std::unordered_map<std::string_view, typename Order::iterator, Hash, std::equal_to<>> index_;  // views into order_
 };
 
-}  // namespace clickatron::api
+}  // namespace clickatron

@@ -1,13 +1,13 @@
 // LruMap: least recently used out first within the budget of charges; a
 // key put again replaces its value and its charge; an entry charged more
 // than the budget is not kept.
-#include "query/lru_map.h"
+#include "clickatron/lru_map.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace clickatron::api {
+namespace clickatron {
 namespace {
 
 TEST(LruMapTest, LeastRecentlyUsedGoFirstWithinTheBudget) {
@@ -47,4 +47,4 @@ TEST(LruMapTest, EntryLargerThanTheBudgetIsNotKept) {
 }
 
 }  // namespace
-}  // namespace clickatron::api
+}  // namespace clickatron

@@ -1,0 +1,99 @@
+// ScanCache: what the store held for one day under one key prefix, as a
+// scan of the API's /mfwmatch read it, kept for the next scan of that prefix
+// while the store has not changed since.
+//
+// Why: a dashboard's hot key is read many times a second, and each read of
+// its realtime hours walked RocksDB again: a day of a busy key's subtotal
+// records is a hundred or more entries, each a merge operand that RocksDB
+// folds on every read (most of a shard's read time, by perf). The store only
+// changes when a checkpoint lands (every checkpoint_interval_ms) or a day is
+// created or dropped, so between two of those the same scan reads the same
+// records. Only the store's part is kept: the in-memory tables, which change
+// with every batch, are read afresh and added on top as before
+// (record_scan.h), so a read is as current as without the cache.
+//
+// Entries are stamped with the store version the scan read
+// (ReadView::store_version, which changes whenever the records a view reads
+// could): an entry of another version is a miss and is replaced. Least
+// recently used out first, within a byte budget; 0 turns the cache off.
+//
+// Thread-safety: none; the loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickatron/lru_map.h"
+#include "shard_store.h"
+
+namespace clickatron::realtime {
+
+// Keys and raw values in key order, packed in one buffer.
+class CachedRecords {
+ public:
+  void Add(std::string_view key, std::string_view raw_value);
+  size_t size() const { return items_.size(); }
+  std::string_view key(size_t i) const { return std::string_view(data_).substr(items_[i].at, items_[i].key_size); }
+  std::string_view value(size_t i) const {
+    return std::string_view(data_).substr(items_[i].at + items_[i].key_size, items_[i].value_size);
+  }
+  // The first record whose key is >= target (size() when none).
+  size_t LowerBound(std::string_view target) const;
+  size_t bytes() const { return data_.capacity() + items_.capacity() * sizeof(Item); }
+
+ private:
+  struct Item {
+    size_t at;
+    uint32_t key_size;
+    uint32_t value_size;
+  };
+  std::string data_;
+  std::vector<Item> items_;
+};
+using CachedRecordsPtr = std::shared_ptr<const CachedRecords>;
+
+// A cursor over kept records; it shares them, so an eviction meanwhile does
+// not end it.
+std::unique_ptr<StoreCursor> NewCachedRecordsCursor(CachedRecordsPtr records);
+
+class ScanCache {
+ public:
+  explicit ScanCache(size_t max_bytes) : entries_(max_bytes), enabled_(max_bytes > 0) {}
+
+  bool enabled() const { return enabled_; }
+  // The records kept for (day, prefix) when a scan of store version
+  // `version` made them; nullptr otherwise. Counts a hit or a miss.
+  CachedRecordsPtr Find(int64_t day, std::string_view prefix, uint64_t version);
+  // Keeps what a whole scan of (day, prefix) at `version` read.
+  void Put(int64_t day, std::string_view prefix, uint64_t version, CachedRecordsPtr records);
+
+  struct Figures {
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    size_t entries = 0;
+    size_t bytes = 0;  // charged: records, keys and a fixed overhead per entry
+  };
+  Figures figures() const { return Figures{hits_, misses_, entries_.size(), entries_.charged()}; }
+
+  // What an entry is charged beyond its records and key (list and hash
+  // nodes, the shared records' control block).
+  static constexpr size_t kEntryOverhead = 160;
+
+ private:
+  struct Entry {
+    uint64_t version = 0;
+    CachedRecordsPtr records;
+  };
+  static std::string KeyOf(int64_t day, std::string_view prefix);
+
+  LruMap<Entry> entries_;
+  bool enabled_;
+  uint64_t hits_ = 0;
+  uint64_t misses_ = 0;
+};
+
+}  // namespace clickatron::realtime

@@ -1,0 +1,83 @@
+// ScanCache: kept records answer only a scan of the same day, prefix and
+// store version; a scan of an older version does not replace newer
+// records; the byte budget bounds what is kept; 0 turns it off. And the
+// cursor over kept records seeks and walks them in key order.
+#include "scan_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+namespace clickatron::realtime {
+namespace {
+
+CachedRecordsPtr RecordsOf(std::initializer_list<std::pair<std::string, std::string>> records) {
+  auto out = std::make_shared<CachedRecords>();
+  for (const auto& [key, value] : records) out->Add(key, value);
+  return out;
+}
+
+TEST(ScanCacheTest, AnswersOnlyTheSameDayPrefixAndVersion) {
+  ScanCache cache(1 << 20);
+  cache.Put(10, "u|a.", 3, RecordsOf({{"u|a.x", "1"}}));
+  ASSERT_NE(cache.Find(10, "u|a.", 3), nullptr);
+  EXPECT_EQ(cache.Find(10, "u|a.", 3)->key(0), "u|a.x");
+  EXPECT_EQ(cache.Find(10, "u|a.", 4), nullptr);  // the store changed since
+  EXPECT_EQ(cache.Find(11, "u|a.", 3), nullptr);
+  EXPECT_EQ(cache.Find(10, "u|a", 3), nullptr);
+  EXPECT_EQ(cache.figures().hits, 2u);
+  EXPECT_EQ(cache.figures().misses, 3u);
+}
+
+TEST(ScanCacheTest, AnOlderScanDoesNotReplaceNewerRecords) {
+  ScanCache cache(1 << 20);
+  cache.Put(10, "u|a.", 5, RecordsOf({{"u|a.x", "new"}}));
+  cache.Put(10, "u|a.", 4, RecordsOf({{"u|a.x", "old"}}));
+  ASSERT_NE(cache.Find(10, "u|a.", 5), nullptr);
+  EXPECT_EQ(cache.Find(10, "u|a.", 5)->value(0), "new");
+  cache.Put(10, "u|a.", 6, RecordsOf({{"u|a.x", "newer"}}));
+  EXPECT_EQ(cache.Find(10, "u|a.", 5), nullptr);
+  EXPECT_EQ(cache.Find(10, "u|a.", 6)->value(0), "newer");
+}
+
+TEST(ScanCacheTest, TheBudgetBoundsWhatIsKeptAndZeroTurnsItOff) {
+  const std::string value(1000, 'v');
+  ScanCache cache(8 * (1000 + ScanCache::kEntryOverhead + 64));
+  for (int i = 0; i < 100; ++i) cache.Put(10, "p" + std::to_string(i), 1, RecordsOf({{"k", value}}));
+  EXPECT_LE(cache.figures().bytes, 8 * (1000 + ScanCache::kEntryOverhead + 64));
+  EXPECT_GE(cache.figures().entries, 1u);
+  EXPECT_LT(cache.figures().entries, 100u);
+  EXPECT_NE(cache.Find(10, "p99", 1), nullptr);  // the last ones stay
+  EXPECT_EQ(cache.Find(10, "p0", 1), nullptr);
+
+  ScanCache off(0);
+  EXPECT_FALSE(off.enabled());
+  off.Put(10, "p", 1, RecordsOf({{"k", "v"}}));
+  EXPECT_EQ(off.Find(10, "p", 1), nullptr);
+  EXPECT_EQ(off.figures().entries, 0u);
+}
+
+TEST(ScanCacheTest, TheCursorSeeksAndWalksInKeyOrder) {
+  std::unique_ptr<StoreCursor> c = NewCachedRecordsCursor(RecordsOf({{"a", "1"}, {"b", ""}, {"d", "44"}}));
+  c->Seek("b");
+  ASSERT_TRUE(c->Valid());
+  EXPECT_EQ(c->key(), "b");
+  EXPECT_EQ(c->raw_value(), "");
+  c->Next();
+  ASSERT_TRUE(c->Valid());
+  EXPECT_EQ(c->key(), "d");
+  EXPECT_EQ(c->raw_value(), "44");
+  c->Next();
+  EXPECT_FALSE(c->Valid());
+  c->Seek("c");
+  EXPECT_EQ(c->key(), "d");
+  c->Seek("e");
+  EXPECT_FALSE(c->Valid());
+  c->Seek("");
+  EXPECT_EQ(c->key(), "a");
+  EXPECT_TRUE(c->status().ok());
+}
+
+}  // namespace
+}  // namespace clickatron::realtime
