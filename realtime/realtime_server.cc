@@ -123,8 +123,8 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
     spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);
   }
   server->scan_cache_budget_bytes_ = static_cast<size_t>(context.cluster.realtime.scan_cache_mb) << 20;
-  Result<std::unique_ptr<Ring>> ring =
-      Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints), server->scan_cache_budget_bytes_);
+  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints),
+                                                  ScanCacheOptions{.max_bytes = server->scan_cache_budget_bytes_});
   if (!ring.ok()) return ring.status();
   server->ring_ = std::move(ring).value();
   server->RegisterRoutes();

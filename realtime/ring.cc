@@ -44,8 +44,8 @@ const char* Ring::StateName(const DayState& state) {
 }
 
 Result<std::unique_ptr<Ring>> Ring::Open(ShardStore* store, int64_t clock_today, CheckpointOptions checkpoints,
-                                         size_t scan_cache_bytes) {
-  std::unique_ptr<Ring> ring(new Ring(store, scan_cache_bytes));
+                                         ScanCacheOptions scan_cache) {
+  std::unique_ptr<Ring> ring(new Ring(store, scan_cache));
   CLICKATRON_RETURN_IF_ERROR(ring->Load(clock_today, std::move(checkpoints)));
   return ring;
 }

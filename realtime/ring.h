@@ -81,12 +81,10 @@ class Ring {
  public:
   // Loads the ring state from `store` (a new store starts with Today =
   // `clock_today`) and brings the store's days in line with it.
-  // `scan_cache_bytes` bounds the cache of stored records that /mfwmatch
-  // scans share (scan_cache.h; 0: none).
+  // `scan_cache`: the cache of stored records that /mfwmatch scans share
+  // (scan_cache.h).
   static Result<std::unique_ptr<Ring>> Open(ShardStore* store, int64_t clock_today,
-                                            CheckpointOptions checkpoints = {},
-                                            size_t scan_cache_bytes = kDefaultScanCacheBytes);
-  static constexpr size_t kDefaultScanCacheBytes = size_t{64} << 20;
+                                            CheckpointOptions checkpoints = {}, ScanCacheOptions scan_cache = {});
 
   int64_t today() const { return today_; }
   Position PositionOf(int64_t day) const;
@@ -144,8 +142,8 @@ class Ring {
   static const char* StateName(const DayState& state);
 
  private:
-  Ring(ShardStore* store, size_t scan_cache_bytes)
-      : store_(store), scan_cache_(std::make_shared<ScanCache>(scan_cache_bytes)) {}
+  Ring(ShardStore* store, ScanCacheOptions scan_cache)
+      : store_(store), scan_cache_(std::make_shared<ScanCache>(scan_cache)) {}
   Status Load(int64_t clock_today, CheckpointOptions checkpoints);
   Status Persist();
   // Creates and drops column families until the store matches days_.

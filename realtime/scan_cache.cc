@@ -67,7 +67,7 @@ CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t 
 }
 
 void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, CachedRecordsPtr records) {
-  if (!enabled_) return;
+  if (!enabled_ || records->size() < min_records_) return;
   const std::string key = KeyOf(day, prefix);
   // A scan that began before the store changed ends after one that began
   // after: it must not replace the newer records.

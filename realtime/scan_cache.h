@@ -60,15 +60,28 @@ using CachedRecordsPtr = std::shared_ptr<const CachedRecords>;
 // not end it.
 std::unique_ptr<StoreCursor> NewCachedRecordsCursor(CachedRecordsPtr records);
 
+struct ScanCacheOptions {
+  size_t max_bytes = size_t{64} << 20;  // 0: off
+  // Scans that read fewer records are not kept. Reading a few records from
+  // RocksDB costs about what a lookup in a large table does, and keeping
+  // every key's few records would fill the table with entries that save
+  // nothing: a key read once, or with little today, is cheaper to read
+  // again (the benchmark's sparse keys ran slower with them kept). 8 keeps a
+  // busy key's day of hours, which is where the reads' time went.
+  size_t min_records = 8;
+};
+
 class ScanCache {
  public:
-  explicit ScanCache(size_t max_bytes) : entries_(max_bytes), enabled_(max_bytes > 0) {}
+  explicit ScanCache(ScanCacheOptions options)
+      : entries_(options.max_bytes), enabled_(options.max_bytes > 0), min_records_(options.min_records) {}
 
   bool enabled() const { return enabled_; }
   // The records kept for (day, prefix) when a scan of store version
   // `version` made them; nullptr otherwise. Counts a hit or a miss.
   CachedRecordsPtr Find(int64_t day, std::string_view prefix, uint64_t version);
-  // Keeps what a whole scan of (day, prefix) at `version` read.
+  // Keeps what a whole scan of (day, prefix) at `version` read, if it read
+  // at least min_records.
   void Put(int64_t day, std::string_view prefix, uint64_t version, CachedRecordsPtr records);
 
   struct Figures {
@@ -92,6 +105,7 @@ class ScanCache {
 
   LruMap<Entry> entries_;
   bool enabled_;
+  size_t min_records_;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
 };

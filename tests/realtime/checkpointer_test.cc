@@ -229,7 +229,7 @@ class CheckpointerTest : public ::testing::Test {
   LoopQueue loop_;  // outlives cp_: its thread may still post while it stops
   std::unique_ptr<ShardStore> store_;
   std::unique_ptr<Checkpointer> cp_;
-  std::shared_ptr<ScanCache> scan_cache_ = std::make_shared<ScanCache>(size_t{1} << 20);
+  std::shared_ptr<ScanCache> scan_cache_ = std::make_shared<ScanCache>(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 0});
   uint64_t seq_ = 0;
   std::map<std::string, int64_t> counters_;
   std::map<std::string, int64_t> days_of_;

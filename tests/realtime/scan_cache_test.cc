@@ -1,6 +1,7 @@
 // ScanCache: kept records answer only a scan of the same day, prefix and
 // store version; a scan of an older version does not replace newer
-// records; the byte budget bounds what is kept; 0 turns it off. And the
+// records; the byte budget bounds what is kept; 0 turns it off; scans of
+// fewer than min_records are not kept. And the
 // cursor over kept records seeks and walks them in key order.
 #include "scan_cache.h"
 
@@ -19,7 +20,7 @@ CachedRecordsPtr RecordsOf(std::initializer_list<std::pair<std::string, std::str
 }
 
 TEST(ScanCacheTest, AnswersOnlyTheSameDayPrefixAndVersion) {
-  ScanCache cache(1 << 20);
+  ScanCache cache(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
   cache.Put(10, "u|a.", 3, RecordsOf({{"u|a.x", "1"}}));
   ASSERT_NE(cache.Find(10, "u|a.", 3), nullptr);
   EXPECT_EQ(cache.Find(10, "u|a.", 3)->key(0), "u|a.x");
@@ -31,7 +32,7 @@ TEST(ScanCacheTest, AnswersOnlyTheSameDayPrefixAndVersion) {
 }
 
 TEST(ScanCacheTest, AnOlderScanDoesNotReplaceNewerRecords) {
-  ScanCache cache(1 << 20);
+  ScanCache cache(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
   cache.Put(10, "u|a.", 5, RecordsOf({{"u|a.x", "new"}}));
   cache.Put(10, "u|a.", 4, RecordsOf({{"u|a.x", "old"}}));
   ASSERT_NE(cache.Find(10, "u|a.", 5), nullptr);
@@ -43,7 +44,7 @@ TEST(ScanCacheTest, AnOlderScanDoesNotReplaceNewerRecords) {
 
 TEST(ScanCacheTest, TheBudgetBoundsWhatIsKeptAndZeroTurnsItOff) {
   const std::string value(1000, 'v');
-  ScanCache cache(8 * (1000 + ScanCache::kEntryOverhead + 64));
+  ScanCache cache(ScanCacheOptions{.max_bytes = 8 * (1000 + ScanCache::kEntryOverhead + 64), .min_records = 1});
   for (int i = 0; i < 100; ++i) cache.Put(10, "p" + std::to_string(i), 1, RecordsOf({{"k", value}}));
   EXPECT_LE(cache.figures().bytes, 8 * (1000 + ScanCache::kEntryOverhead + 64));
   EXPECT_GE(cache.figures().entries, 1u);
@@ -51,11 +52,22 @@ TEST(ScanCacheTest, TheBudgetBoundsWhatIsKeptAndZeroTurnsItOff) {
   EXPECT_NE(cache.Find(10, "p99", 1), nullptr);  // the last ones stay
   EXPECT_EQ(cache.Find(10, "p0", 1), nullptr);
 
-  ScanCache off(0);
+  ScanCache off(ScanCacheOptions{.max_bytes = 0, .min_records = 1});
   EXPECT_FALSE(off.enabled());
   off.Put(10, "p", 1, RecordsOf({{"k", "v"}}));
   EXPECT_EQ(off.Find(10, "p", 1), nullptr);
   EXPECT_EQ(off.figures().entries, 0u);
+}
+
+TEST(ScanCacheTest, ScansOfFewerThanMinRecordsAreNotKept) {
+  ScanCache cache(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 3});
+  cache.Put(10, "few.", 1, RecordsOf({{"few.a", "1"}, {"few.b", "2"}}));
+  cache.Put(10, "none.", 1, RecordsOf({}));
+  cache.Put(10, "enough.", 1, RecordsOf({{"enough.a", "1"}, {"enough.b", "2"}, {"enough.c", "3"}}));
+  EXPECT_EQ(cache.Find(10, "few.", 1), nullptr);
+  EXPECT_EQ(cache.Find(10, "none.", 1), nullptr);
+  ASSERT_NE(cache.Find(10, "enough.", 1), nullptr);
+  EXPECT_EQ(cache.figures().entries, 1u);
 }
 
 TEST(ScanCacheTest, TheCursorSeeksAndWalksInKeyOrder) {
