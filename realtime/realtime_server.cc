@@ -122,9 +122,9 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
     checkpoints.fault_dir = context.member.data_dir + "/fault";
     spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);
   }
-  server->scan_cache_budget_bytes_ = static_cast<size_t>(context.cluster.realtime.scan_cache_mb) << 20;
-  Result<std::unique_ptr<Ring>> ring = Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints),
-                                                  ScanCacheOptions{.max_bytes = server->scan_cache_budget_bytes_});
+  const ScanCacheOptions scan_cache{.max_bytes = static_cast<size_t>(context.cluster.realtime.scan_cache_mb) << 20};
+  Result<std::unique_ptr<Ring>> ring =
+      Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints), scan_cache);
   if (!ring.ok()) return ring.status();
   server->ring_ = std::move(ring).value();
   server->RegisterRoutes();
@@ -481,12 +481,12 @@ void RealtimeServer::HandleClear(const HttpExchangePtr& ex) {
 
 namespace {
 
-nlohmann::json ScanCacheJson(const ScanCache::Figures& f, size_t budget_bytes) {
+nlohmann::json ScanCacheJson(const ScanCache::Figures& f) {
   return {{"hits", f.hits},
           {"misses", f.misses},
           {"entries", f.entries},
           {"bytes", f.bytes},
-          {"budget_bytes", budget_bytes}};
+          {"budget_bytes", f.budget_bytes}};
 }
 
 }  // namespace
@@ -522,7 +522,7 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"watermark_resets", counters_.watermark_resets},
             {"durable_watermarks", ring_->checkpointer().durable()},
             {"memory", ring_->checkpointer().StatsJson()},
-            {"scan_cache", ScanCacheJson(ring_->scan_cache(), scan_cache_budget_bytes_)},
+            {"scan_cache", ScanCacheJson(ring_->scan_cache_figures())},
             {"watermarks", ring_->watermarks()},
             {"stores", std::move(stores)},
             {"rocksdb",

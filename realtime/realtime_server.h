@@ -86,7 +86,6 @@ class RealtimeServer {
   // holding a cursor keep the database open themselves), the store last.
   std::unique_ptr<ShardStore> store_;
   ServerCounters counters_;
-  size_t scan_cache_budget_bytes_ = 0;  // [realtime] scan_cache_mb
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Ring> ring_;
 };

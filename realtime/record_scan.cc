@@ -252,11 +252,13 @@ class PrefixesScan : public LineSource {
       positioned_[i] = true;
       CachedRecords* record = nullptr;
       if (cache_ && cache_->enabled()) {
-        recording_.push_back(Recording{day.day, std::make_shared<CachedRecords>()});
+        recording_.push_back(Recording{day.day, cache_->NewRecording()});
         record = recording_.back().records.get();
       }
       cursors.push_back(std::make_unique<PrefixOfSharedCursor>(shared, p.prefix, record));
     }
+    // No limit: the recordings are kept as the prefix's whole records only
+    // because the scan runs until every cursor has ended.
     current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
   }
 

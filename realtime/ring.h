@@ -137,7 +137,7 @@ class Ring {
   const RingCounters& counters() const { return counters_; }
   ShardStore& store() const { return *store_; }
   Checkpointer& checkpointer() const { return *checkpointer_; }
-  ScanCache::Figures scan_cache() const { return scan_cache_->figures(); }
+  ScanCache::Figures scan_cache_figures() const { return scan_cache_->figures(); }
   // "open" | "sealed" | "exported" for /ring.
   static const char* StateName(const DayState& state);
 

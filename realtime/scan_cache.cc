@@ -6,9 +6,21 @@
 namespace clickatron::realtime {
 
 void CachedRecords::Add(std::string_view key, std::string_view raw_value) {
+  if (overflowed_) return;
+  if (bytes() + key.size() + raw_value.size() + sizeof(Item) > max_bytes_) {
+    overflowed_ = true;
+    data_ = std::string();
+    items_ = std::vector<Item>();
+    return;
+  }
   items_.push_back(Item{data_.size(), static_cast<uint32_t>(key.size()), static_cast<uint32_t>(raw_value.size())});
   data_.append(key);
   data_.append(raw_value);
+}
+
+void CachedRecords::ShrinkToFit() {
+  data_.shrink_to_fit();
+  items_.shrink_to_fit();
 }
 
 size_t CachedRecords::LowerBound(std::string_view target) const {
@@ -48,17 +60,21 @@ std::unique_ptr<StoreCursor> NewCachedRecordsCursor(CachedRecordsPtr records) {
   return std::make_unique<CachedRecordsCursor>(std::move(records));
 }
 
-std::string ScanCache::KeyOf(int64_t day, std::string_view prefix) {
-  std::string key(sizeof day, '\0');
-  std::memcpy(key.data(), &day, sizeof day);
-  key.append(prefix);
-  return key;
+std::string_view ScanCache::KeyOf(int64_t day, std::string_view prefix) {
+  key_.assign(sizeof day, '\0');
+  std::memcpy(key_.data(), &day, sizeof day);
+  key_.append(prefix);
+  return key_;
 }
 
 CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t version) {
-  if (!enabled_) return nullptr;
-  const Entry* entry = entries_.Find(KeyOf(day, prefix));
+  if (!enabled()) return nullptr;
+  newest_version_ = std::max(newest_version_, version);
+  const std::string_view key = KeyOf(day, prefix);
+  const Entry* entry = entries_.Find(key);
   if (entry == nullptr || entry->version != version) {
+    // Views' versions only rise: older records are never used again.
+    if (entry != nullptr && entry->version < version) entries_.Erase(key);
     ++misses_;
     return nullptr;
   }
@@ -66,12 +82,14 @@ CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t 
   return entry->records;
 }
 
-void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, CachedRecordsPtr records) {
-  if (!enabled_ || records->size() < min_records_) return;
-  const std::string key = KeyOf(day, prefix);
-  // A scan that began before the store changed ends after one that began
-  // after: it must not replace the newer records.
-  if (const Entry* kept = entries_.Find(key); kept != nullptr && kept->version > version) return;
+void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records) {
+  if (!enabled() || records->overflowed() || records->size() < min_records_) return;
+  // A scan that began before the store changed can end after one that
+  // began after it: its records must not take the place of newer ones.
+  if (version < newest_version_) return;
+  newest_version_ = version;
+  records->ShrinkToFit();
+  const std::string_view key = KeyOf(day, prefix);
   const size_t charge = records->bytes() + key.size() + kEntryOverhead;
   entries_.Put(key, Entry{version, std::move(records)}, charge);
 }

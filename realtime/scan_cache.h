@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,7 +36,15 @@ namespace clickatron::realtime {
 // Keys and raw values in key order, packed in one buffer.
 class CachedRecords {
  public:
+  // `max_bytes`: a recording that grows past it stops keeping records
+  // (overflowed(): it is not kept), so a scan of a large prefix streams in
+  // bounded memory as it did before the cache.
+  explicit CachedRecords(size_t max_bytes = std::numeric_limits<size_t>::max()) : max_bytes_(max_bytes) {}
   void Add(std::string_view key, std::string_view raw_value);
+  bool overflowed() const { return overflowed_; }
+  // Gives back what the buffers reserved beyond their records (the cache
+  // charges capacity).
+  void ShrinkToFit();
   size_t size() const { return items_.size(); }
   std::string_view key(size_t i) const { return std::string_view(data_).substr(items_[i].at, items_[i].key_size); }
   std::string_view value(size_t i) const {
@@ -53,6 +62,8 @@ class CachedRecords {
   };
   std::string data_;
   std::vector<Item> items_;
+  size_t max_bytes_;
+  bool overflowed_ = false;
 };
 using CachedRecordsPtr = std::shared_ptr<const CachedRecords>;
 
@@ -74,23 +85,31 @@ struct ScanCacheOptions {
 class ScanCache {
  public:
   explicit ScanCache(ScanCacheOptions options)
-      : entries_(options.max_bytes), enabled_(options.max_bytes > 0), min_records_(options.min_records) {}
+      : entries_(options.max_bytes), max_bytes_(options.max_bytes), min_records_(options.min_records) {}
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return max_bytes_ > 0; }
   // The records kept for (day, prefix) when a scan of store version
-  // `version` made them; nullptr otherwise. Counts a hit or a miss.
+  // `version` made them; nullptr otherwise (an entry of another version is
+  // dropped). Counts a hit or a miss.
   CachedRecordsPtr Find(int64_t day, std::string_view prefix, uint64_t version);
+  // A recording for a scan to fill: it stops keeping records past what one
+  // entry may hold (an eighth of the budget).
+  std::shared_ptr<CachedRecords> NewRecording() const {
+    return std::make_shared<CachedRecords>(max_bytes_ / 8);
+  }
   // Keeps what a whole scan of (day, prefix) at `version` read, if it read
-  // at least min_records.
-  void Put(int64_t day, std::string_view prefix, uint64_t version, CachedRecordsPtr records);
+  // at least min_records and did not overflow, unless a scan of a newer
+  // version has been seen (its records would be stale at once).
+  void Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records);
 
   struct Figures {
     uint64_t hits = 0;
     uint64_t misses = 0;
     size_t entries = 0;
     size_t bytes = 0;  // charged: records, keys and a fixed overhead per entry
+    size_t budget_bytes = 0;
   };
-  Figures figures() const { return Figures{hits_, misses_, entries_.size(), entries_.charged()}; }
+  Figures figures() const { return Figures{hits_, misses_, entries_.size(), entries_.charged(), max_bytes_}; }
 
   // What an entry is charged beyond its records and key (list and hash
   // nodes, the shared records' control block).
@@ -101,11 +120,14 @@ class ScanCache {
     uint64_t version = 0;
     CachedRecordsPtr records;
   };
-  static std::string KeyOf(int64_t day, std::string_view prefix);
+  // The entry key of (day, prefix), in key_ (reused: no allocation per lookup).
+  std::string_view KeyOf(int64_t day, std::string_view prefix);
 
   LruMap<Entry> entries_;
-  bool enabled_;
+  size_t max_bytes_;
   size_t min_records_;
+  uint64_t newest_version_ = 0;  // the highest version a Find or Put named
+  std::string key_;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
 };

@@ -44,6 +44,11 @@ class LruMap {
     charged_ += charge;
   }
 
+  // Drops the entry of `key`, if any.
+  void Erase(std::string_view key) {
+    if (auto it = index_.find(key); it != index_.end()) Drop(it->second);
+  }
+
   size_t size() const { return order_.size(); }
   size_t charged() const { return charged_; }  // the sum of the kept entries' charges
 

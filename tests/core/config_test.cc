@@ -381,6 +381,21 @@ TEST(ConfigTest, ArchiveCacheSettingsAndTheDeployWaitTheyImply) {
   }
 }
 
+TEST(ConfigTest, RealtimeScanCacheDefaultsTo64MiBAndZeroTurnsItOff) {
+  auto defaults = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->realtime.scan_cache_mb, 64);
+  for (int mb : {0, 8}) {
+    auto set = ClusterConfig::Parse(std::string(kGood) + "\n[realtime]\nscan_cache_mb = " + std::to_string(mb) + "\n",
+                                    "a.toml");
+    ASSERT_TRUE(set.ok()) << set.status().ToString();
+    EXPECT_EQ(set->realtime.scan_cache_mb, mb);
+  }
+  auto refused = ClusterConfig::Parse(std::string(kGood) + "\n[realtime]\nscan_cache_mb = -1\n", "bad.toml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("scan_cache_mb"), std::string::npos) << refused.status().message();
+}
+
 // kGood's api-0, listening on `host`.
 MemberConfig MemberOn(const ClusterConfig& c, const std::string& host) {
   MemberConfig m = *c.FindMember("api-0");

@@ -100,6 +100,8 @@ class CheckpointerTest : public ::testing::Test {
     options.memory_budget_bytes = budget;
     options.fault_dir = faults_.path();
     cp_ = std::make_unique<Checkpointer>(store_.get(), std::map<std::string, uint64_t>{}, options);
+    // A new checkpointer numbers store versions from 0 again: a new cache.
+    scan_cache_ = NewScanCache();
   }
 
   void SetFault(const std::string& name, const std::string& text = "") { std::ofstream(faults_ / name) << text; }
@@ -229,7 +231,10 @@ class CheckpointerTest : public ::testing::Test {
   LoopQueue loop_;  // outlives cp_: its thread may still post while it stops
   std::unique_ptr<ShardStore> store_;
   std::unique_ptr<Checkpointer> cp_;
-  std::shared_ptr<ScanCache> scan_cache_ = std::make_shared<ScanCache>(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 0});
+  static std::shared_ptr<ScanCache> NewScanCache() {
+    return std::make_shared<ScanCache>(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 0});
+  }
+  std::shared_ptr<ScanCache> scan_cache_ = NewScanCache();
   uint64_t seq_ = 0;
   std::map<std::string, int64_t> counters_;
   std::map<std::string, int64_t> days_of_;

@@ -96,10 +96,13 @@ class MultiPrefixScanTest : public ::testing::Test {
     return clickatron::testing::LinesWithAnyPrefix(oracle_, prefixes);
   }
 
-  // Every line of a multi-prefix scan, read `budget` bytes at a time.
+  // Every line of a multi-prefix scan, read `budget` bytes at a time:
+  // through the ring (and its scan cache), or with `uncached` straight from
+  // the store and tables with no cache.
   std::string ReadAll(const std::vector<std::string>& prefixes, size_t budget, Status* status = nullptr,
-                      int* fills = nullptr) {
-    auto scan = ring_->ScanMany(DisjointPrefixes(prefixes), std::nullopt);
+                      int* fills = nullptr, bool uncached = false) {
+    auto scan = uncached ? ScanPrefixes(ring_->checkpointer().View(), ring_->ReadableDays(), DisjointPrefixes(prefixes))
+                         : ring_->ScanMany(DisjointPrefixes(prefixes), std::nullopt);
     EXPECT_TRUE(scan.ok()) << scan.status().ToString();
     if (!scan.ok()) return "";
     std::unique_ptr<LineSource> source = std::move(scan).value();
@@ -132,10 +135,13 @@ TEST_F(MultiPrefixScanTest, UnionOfThePrefixesInKeyOrderEachRecordOnce) {
            {"u|b.", "u|b.", "c.u|abc.US."},  // duplicates
            {"nothing."}}) {
     const std::string expected = Expected(prefixes);
-    for (size_t budget : {size_t{1}, size_t{64}, size_t{1} << 20}) {
-      Status st;
-      EXPECT_EQ(ReadAll(prefixes, budget, &st), expected) << prefixes.front() << " budget " << budget;
-      EXPECT_TRUE(st.ok()) << st.ToString();
+    for (bool uncached : {true, false}) {
+      for (size_t budget : {size_t{1}, size_t{64}, size_t{1} << 20}) {
+        Status st;
+        EXPECT_EQ(ReadAll(prefixes, budget, &st, nullptr, uncached), expected)
+            << prefixes.front() << " budget " << budget << (uncached ? " uncached" : "");
+        EXPECT_TRUE(st.ok()) << st.ToString();
+      }
     }
   }
 }
@@ -151,7 +157,9 @@ TEST_F(MultiPrefixScanTest, ASmallAnswerEndsInOneFill) {
 TEST_F(MultiPrefixScanTest, EachPrefixsLinesAreItsOwnScan) {
   const std::vector<std::string> prefixes = DisjointPrefixes({"c.u|a.", "c.u|b.", "u|a.", "u|aa.", "u|abc.", "u|b.",
                                                               "u|b0.", "u|nothing.", "u|z."});
-  const std::string all = ReadAll(prefixes, 1 << 20);
+  const std::string all = ReadAll(prefixes, 1 << 20, nullptr, nullptr, /*uncached=*/true);
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), all);  // the first through the cache
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), all);  // and from it
   for (const std::string& p : prefixes) {
     auto one = ring_->Scan(p, std::nullopt, 0);
     ASSERT_TRUE(one.ok());
@@ -185,7 +193,8 @@ TEST_F(MultiPrefixScanTest, AScanReadsTheRingAsItWasWhenMade) {
   }
   EXPECT_TRUE((*scan)->status().ok());
   EXPECT_EQ(out, expected);
-  EXPECT_NE(ReadAll(prefixes, 1 << 20), expected);  // a new scan sees the newer records
+  EXPECT_NE(Expected(prefixes), expected);
+  EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));  // a new scan sees the newer records
 }
 
 // The ring's scan cache: a prefix scanned again is read from it, the
@@ -194,21 +203,44 @@ TEST_F(MultiPrefixScanTest, AScanReadsTheRingAsItWasWhenMade) {
 TEST_F(MultiPrefixScanTest, AScanAgainIsTheCachesUntilACheckpointLands) {
   const std::vector<std::string> prefixes = {"c.u|a.", "u|a.", "u|b."};
   const size_t reads = prefixes.size() * ring_->ReadableDays().size();  // (day, prefix) pairs
-  const ScanCache::Figures fresh = ring_->scan_cache();
+  const ScanCache::Figures fresh = ring_->scan_cache_figures();
   EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
-  EXPECT_EQ(ring_->scan_cache().misses, fresh.misses + reads);
-  EXPECT_EQ(ring_->scan_cache().entries, fresh.entries + reads);
+  EXPECT_EQ(ring_->scan_cache_figures().misses, fresh.misses + reads);
+  EXPECT_EQ(ring_->scan_cache_figures().entries, fresh.entries + reads);
 
   ApplyLines("u|a." + Hour(kToday, 7) + ",40\nu|b." + Hour(kToday + 1, 2) + ",2\n", 3);  // held in memory
   EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
-  EXPECT_EQ(ring_->scan_cache().hits, fresh.hits + reads);
+  EXPECT_EQ(ring_->scan_cache_figures().hits, fresh.hits + reads);
 
   ring_->checkpointer().Start();  // those records are the store's now, and the table is empty
   ASSERT_EQ(ring_->checkpointer().memory_keys(), 0u);
-  const ScanCache::Figures before = ring_->scan_cache();
+  const ScanCache::Figures before = ring_->scan_cache_figures();
   EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
-  EXPECT_EQ(ring_->scan_cache().hits, before.hits);
-  EXPECT_EQ(ring_->scan_cache().misses, before.misses + reads);
+  EXPECT_EQ(ring_->scan_cache_figures().hits, before.hits);
+  EXPECT_EQ(ring_->scan_cache_figures().misses, before.misses + reads);
+}
+
+// A day of a scan whose middle prefix the cache keeps and whose others it
+// does not: the store cursor shared by the others seeks past the kept one.
+TEST_F(MultiPrefixScanTest, APrefixFromTheCacheBetweenPrefixesFromTheStore) {
+  EXPECT_EQ(ReadAll({"u|ab."}, 1 << 20), Expected({"u|ab."}));
+  const std::vector<std::string> prefixes = {"u|a.", "u|ab.", "u|b."};
+  const ScanCache::Figures before = ring_->scan_cache_figures();
+  EXPECT_EQ(ReadAll(prefixes, 1), Expected(prefixes));
+  const size_t days = ring_->ReadableDays().size();
+  EXPECT_EQ(ring_->scan_cache_figures().hits, before.hits + days);        // "u|ab."
+  EXPECT_EQ(ring_->scan_cache_figures().misses, before.misses + 2 * days);  // the others
+}
+
+// A rotation creates a day's store (and may drop one): views get another
+// store version, so nothing kept before it is used after.
+TEST_F(MultiPrefixScanTest, ARotationGivesViewsAnotherStoreVersion) {
+  const uint64_t before = ring_->checkpointer().View().store_version;
+  ring_->checkpointer().Start();  // nothing left in memory: the rotation need not wait
+  const uint64_t persisted = ring_->checkpointer().View().store_version;
+  EXPECT_GT(persisted, before);
+  ASSERT_TRUE(ring_->RotateTo(kToday + 1).ok());
+  EXPECT_GT(ring_->checkpointer().View().store_version, persisted);
 }
 
 // Only a prefix read to its end is kept: a scan dropped halfway keeps
@@ -224,9 +256,9 @@ TEST_F(MultiPrefixScanTest, AScanDroppedHalfwayKeepsOnlyThePrefixesItFinished) {
     while ((*scan)->Fill(&out, 1) && out.find("\nu|a.") == std::string::npos) {
     }
   }
-  EXPECT_EQ(ring_->scan_cache().entries, days);  // "c.u|a." only
+  EXPECT_EQ(ring_->scan_cache_figures().entries, days);  // "c.u|a." only
   EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
-  EXPECT_EQ(ring_->scan_cache().entries, 2 * days);
+  EXPECT_EQ(ring_->scan_cache_figures().entries, 2 * days);
 }
 
 }  // namespace

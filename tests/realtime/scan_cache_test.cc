@@ -13,7 +13,7 @@
 namespace clickatron::realtime {
 namespace {
 
-CachedRecordsPtr RecordsOf(std::initializer_list<std::pair<std::string, std::string>> records) {
+std::shared_ptr<CachedRecords> RecordsOf(std::initializer_list<std::pair<std::string, std::string>> records) {
   auto out = std::make_shared<CachedRecords>();
   for (const auto& [key, value] : records) out->Add(key, value);
   return out;
@@ -40,6 +40,38 @@ TEST(ScanCacheTest, AnOlderScanDoesNotReplaceNewerRecords) {
   cache.Put(10, "u|a.", 6, RecordsOf({{"u|a.x", "newer"}}));
   EXPECT_EQ(cache.Find(10, "u|a.", 5), nullptr);
   EXPECT_EQ(cache.Find(10, "u|a.", 6)->value(0), "newer");
+}
+
+// Once a scan of a newer store version has looked, an older scan's records
+// would be stale at once: not kept. A newer scan's lookup drops older records.
+TEST(ScanCacheTest, RecordsOlderThanTheNewestVersionSeenAreNotKept) {
+  ScanCache cache(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
+  cache.Put(10, "u|a.", 3, RecordsOf({{"u|a.x", "1"}}));
+  EXPECT_EQ(cache.figures().entries, 1u);
+  EXPECT_EQ(cache.Find(10, "u|b.", 4), nullptr);  // a scan of version 4 began
+  cache.Put(10, "u|b.", 3, RecordsOf({{"u|b.x", "1"}}));
+  EXPECT_EQ(cache.Find(10, "u|b.", 3), nullptr);
+  EXPECT_EQ(cache.Find(10, "u|a.", 4), nullptr);  // drops u|a.'s version-3 records
+  EXPECT_EQ(cache.figures().entries, 0u);
+  EXPECT_EQ(cache.figures().bytes, 0u);
+}
+
+// A recording past an eighth of the budget stops keeping records and is
+// not kept: a scan of a large prefix streams in bounded memory.
+TEST(ScanCacheTest, ARecordingPastAnEighthOfTheBudgetIsNotKept) {
+  ScanCache cache(ScanCacheOptions{.max_bytes = 8 * 1000, .min_records = 1});
+  std::shared_ptr<CachedRecords> big = cache.NewRecording();
+  for (int i = 0; i < 100 && !big->overflowed(); ++i) big->Add("k" + std::to_string(1000 + i), "vvvvvvvv");
+  EXPECT_TRUE(big->overflowed());
+  EXPECT_LE(big->bytes(), 1000u);
+  cache.Put(10, "k", 1, big);
+  EXPECT_EQ(cache.Find(10, "k", 1), nullptr);
+  std::shared_ptr<CachedRecords> small = cache.NewRecording();
+  small->Add("k1", "v");
+  EXPECT_FALSE(small->overflowed());
+  cache.Put(10, "k", 1, small);
+  EXPECT_NE(cache.Find(10, "k", 1), nullptr);
+  EXPECT_EQ(cache.figures().budget_bytes, 8000u);
 }
 
 TEST(ScanCacheTest, TheBudgetBoundsWhatIsKeptAndZeroTurnsItOff) {
