@@ -161,17 +161,8 @@ class CheckpointerTest : public ::testing::Test {
     }
     EXPECT_FALSE(ReadRecord(view, kDays, Key("nobody", kDay, 1))->has_value());
     for (const std::string prefix : {"", "u|", "u|jehiah.", "c.u|jehiah.US.", "c.", "l|", "~", "~u|jehiah."}) {
-      Result<std::unique_ptr<LineSource>> scan = ScanPrefix(view, kDays, prefix, 0);
-      ASSERT_TRUE(scan.ok());
-      std::string got;
-      while ((*scan)->Fill(&got, 256)) {
-      }
-      EXPECT_TRUE((*scan)->status().ok());
-      std::string want;
-      for (const auto& [key, value] : oracle) {
-        if (key.starts_with(prefix)) want += key + "," + value + "\n";
-      }
-      EXPECT_EQ(got, want) << "prefix \"" << prefix << "\"";
+      EXPECT_EQ(ReadToEnd(ScanPrefix(view, kDays, prefix, 0)), OracleLines(oracle, {prefix}))
+          << "prefix \"" << prefix << "\"";
     }
     // The API's multi-prefix scans, through a scan cache that lives across
     // views (as the ring's does): each set twice, the second from the cache.
@@ -179,24 +170,38 @@ class CheckpointerTest : public ::testing::Test {
              {"c.", "l|", "u|", "~"}, {"c.u|jehiah.US.", "u|jehiah.", "~u|jehiah."}}) {
       for (int pass = 0; pass < 2; ++pass) {
         const uint64_t hits = scan_cache_->figures().hits;
-        Result<std::unique_ptr<LineSource>> scan = ScanPrefixes(view, kDays, prefixes, scan_cache_);
-        ASSERT_TRUE(scan.ok());
-        std::string got;
-        while ((*scan)->Fill(&got, 256)) {
-        }
-        EXPECT_TRUE((*scan)->status().ok());
-        std::string want;
-        for (const auto& [key, value] : oracle) {
-          for (const std::string& prefix : prefixes) {
-            if (key.starts_with(prefix)) want += key + "," + value + "\n";
-          }
-        }
-        EXPECT_EQ(got, want) << "prefixes " << prefixes.front() << "…, pass " << pass;
+        EXPECT_EQ(ReadToEnd(ScanPrefixes(view, kDays, prefixes, scan_cache_)), OracleLines(oracle, prefixes))
+            << "prefixes " << prefixes.front() << "…, pass " << pass;
         if (pass == 1) {
           EXPECT_EQ(scan_cache_->figures().hits, hits + prefixes.size() * kDays.size());
         }
       }
     }
+  }
+
+  // Every line of a scan, read 256 bytes at a time; "<failed>" when it could
+  // not be made or ended on an error.
+  static std::string ReadToEnd(Result<std::unique_ptr<LineSource>> scan) {
+    if (!scan.ok()) return "<failed> " + scan.status().ToString();
+    std::string got;
+    while ((*scan)->Fill(&got, 256)) {
+    }
+    return (*scan)->status().ok() ? got : "<failed> " + (*scan)->status().ToString();
+  }
+
+  // The oracle's lines whose key starts with any of `prefixes`, in key order.
+  static std::string OracleLines(const std::map<std::string, std::string>& oracle,
+                                 const std::vector<std::string>& prefixes) {
+    std::string want;
+    for (const auto& [key, value] : oracle) {
+      for (const std::string& prefix : prefixes) {
+        if (key.starts_with(prefix)) {
+          want += key + "," + value + "\n";
+          break;
+        }
+      }
+    }
+    return want;
   }
 
   // The store alone (what a restart would find) holds exactly the oracle.
