@@ -7,7 +7,9 @@ namespace clickatron::realtime {
 
 void CachedRecords::Add(std::string_view key, std::string_view raw_value) {
   if (overflowed_) return;
-  if (bytes() + key.size() + raw_value.size() + sizeof(Item) > max_bytes_) {
+  // Measured by what the records use, as they will be charged once shrunk
+  // (capacity, which grows by doubling, would stop them well short of it).
+  if (data_.size() + key.size() + raw_value.size() + (items_.size() + 1) * sizeof(Item) > max_bytes_) {
     overflowed_ = true;
     data_ = std::string();
     items_ = std::vector<Item>();
