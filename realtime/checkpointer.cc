@@ -205,9 +205,6 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
 void Checkpointer::Finish(const std::shared_ptr<Job>& job) {
   if (!running_ || job_ != job) return;  // Drain() finished it already
   running_ = false;
-  // The store may hold this job's records now (a failed try too, to be
-  // safe): views made from here on read another state.
-  ++store_version_;
   stats_.last_seconds = job->seconds;
   stats_.total_seconds += job->seconds;
   stats_.max_seconds = std::max(stats_.max_seconds, job->seconds);
@@ -326,9 +323,10 @@ bool Checkpointer::HoldsDay(int64_t day) const {
 ReadView Checkpointer::View() const {
   ReadView view;
   view.store = store_;
-  view.store_version = store_version_;
+  view.store_version = store_->version();
   if (job_) {
     view.at = job_->before;
+    view.store_version = job_->before->version();
     view.tables.push_back(job_->table.get());
   }
   view.tables.push_back(active_.get());

@@ -76,9 +76,9 @@ struct ReadView {
   const ShardStore* store = nullptr;
   SnapshotPtr at;
   std::vector<const MemTable*> tables;
-  // Names the store state `at` reads: two views with the same number read
-  // the same stored records (scan_cache.h). It changes when a checkpoint
-  // ends, landed or not, and when a day's store is created or dropped.
+  // The ShardStore::version() of the state the view reads (`at`'s, or the
+  // store's now): two views with the same number read the same stored
+  // records (scan_cache.h).
   uint64_t store_version = 0;
 };
 
@@ -142,10 +142,6 @@ class Checkpointer {
   // Whether records of `day` are in memory (not yet durable).
   bool HoldsDay(int64_t day) const;
   ReadView View() const;
-  // Says that the stored records changed other than by a checkpoint (a day's
-  // store created or dropped): views made from here on get another
-  // store_version.
-  void StoreChanged() { ++store_version_; }
 
   size_t memory_bytes() const;
   size_t memory_budget_bytes() const { return options_.memory_budget_bytes; }
@@ -176,7 +172,6 @@ class Checkpointer {
   std::unique_ptr<MemTable> active_;
   std::shared_ptr<Job> job_;  // the frozen table's checkpoint: running, or failed and to retry
   bool running_ = false;
-  uint64_t store_version_ = 0;  // ReadView::store_version: see StoreChanged()
   bool draining_ = false;
   uint64_t next_generation_ = 1;  // the generation the next freeze gets
   struct Waiter {

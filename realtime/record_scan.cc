@@ -149,11 +149,13 @@ namespace {
 // One prefix's view of a store cursor that other prefixes share: it ends
 // where the keys stop starting with the prefix (the shared cursor has no
 // upper bound, since each prefix needs its own). `prefix` outlives it. With
-// `record`, each record it passes is also added there (for the scan cache).
+// a `cache`, each record it passes is also added to `*record` (for the scan
+// cache), made at the first: most prefixes read nothing from the store.
 class PrefixOfSharedCursor : public StoreCursor {
  public:
-  PrefixOfSharedCursor(StoreCursor* shared, std::string_view prefix, CachedRecords* record)
-      : shared_(shared), prefix_(prefix), record_(record) {}
+  PrefixOfSharedCursor(StoreCursor* shared, std::string_view prefix, const ScanCache* cache,
+                       std::shared_ptr<CachedRecords>* record)
+      : shared_(shared), prefix_(prefix), cache_(cache), record_(record) {}
   void Seek(std::string_view target) override { shared_->Seek(target); }
   bool Valid() const override { return shared_->Valid() && shared_->key().starts_with(prefix_); }
   std::string_view key() const override { return shared_->key(); }
@@ -161,7 +163,10 @@ class PrefixOfSharedCursor : public StoreCursor {
   void Next() override {
     // MergedScan moves past a record only once it has read it, and reads
     // each record once: what passes here is the prefix's records, in order.
-    if (record_ != nullptr && Valid()) record_->Add(key(), raw_value());
+    if (cache_ != nullptr && Valid()) {
+      if (!*record_) *record_ = cache_->NewRecording();
+      (*record_)->Add(key(), raw_value());
+    }
     shared_->Next();
   }
   Status status() const override { return shared_->status(); }
@@ -169,7 +174,8 @@ class PrefixOfSharedCursor : public StoreCursor {
  private:
   StoreCursor* shared_;
   std::string_view prefix_;
-  CachedRecords* record_;
+  const ScanCache* cache_;
+  std::shared_ptr<CachedRecords>* record_;
 };
 
 // ScanPrefixes' lines: the prefixes' MergedScans one after another, each
@@ -177,26 +183,25 @@ class PrefixOfSharedCursor : public StoreCursor {
 // positioned by one of them).
 class PrefixesScan : public LineSource {
  public:
-  // One day of one prefix: the records the scan cache kept, or (null) the
-  // day's shared store cursor.
-  struct StoredDay {
-    int64_t day;
-    CachedRecordsPtr kept;
-  };
   struct Prefix {
     std::string prefix;
     std::vector<std::unique_ptr<StoreCursor>> held;  // the tables' cursors, made (and copied) up front
-    std::vector<StoredDay> stored;                   // one per day, in the order of the store cursors
+    // By day: the records the scan cache kept, or null (the day's store
+    // cursor is read).
+    std::vector<CachedRecordsPtr> kept;
   };
-  // `store`: one cursor per day (null for a day whose every prefix the cache
-  // kept); `cache` may be null.
-  PrefixesScan(std::vector<std::unique_ptr<StoreCursor>> store, std::vector<Prefix> prefixes,
-               std::shared_ptr<ScanCache> cache, uint64_t store_version)
-      : store_(std::move(store)),
+  // `store`: one cursor per day of `days` (null for a day whose every
+  // prefix the cache kept); `cache`: null, or enabled.
+  PrefixesScan(std::vector<int64_t> days, std::vector<std::unique_ptr<StoreCursor>> store,
+               std::vector<Prefix> prefixes, std::shared_ptr<ScanCache> cache, uint64_t store_version)
+      : days_(std::move(days)),
+        store_(std::move(store)),
         positioned_(store_.size(), false),
         prefixes_(std::move(prefixes)),
         cache_(std::move(cache)),
-        store_version_(store_version) {}
+        store_version_(store_version) {
+    recording_.reserve(store_.size());  // never moves: the cursors point into it
+  }
 
   bool Fill(std::string* out, size_t budget) override {
     const size_t start = out->size();
@@ -216,7 +221,9 @@ class PrefixesScan : public LineSource {
       current_.reset();
       // The prefix's store records were read to their end: keep them.
       if (status_.ok()) {
-        for (Recording& r : recording_) cache_->Put(r.day, prefixes_[next_ - 1].prefix, store_version_, r.records);
+        for (Recording& r : recording_) {
+          cache_->Put(r.day, prefixes_[next_ - 1].prefix, store_version_, std::move(r.records));
+        }
       }
       recording_.clear();
     }
@@ -228,15 +235,14 @@ class PrefixesScan : public LineSource {
  private:
   struct Recording {
     int64_t day;
-    std::shared_ptr<CachedRecords> records;
+    std::shared_ptr<CachedRecords> records;  // null until a record is read
   };
 
   void Begin(Prefix& p) {
     std::vector<std::unique_ptr<StoreCursor>> cursors = std::move(p.held);
     for (size_t i = 0; i < store_.size(); ++i) {
-      const StoredDay& day = p.stored[i];
-      if (day.kept) {
-        std::unique_ptr<StoreCursor> kept = NewCachedRecordsCursor(day.kept);
+      if (p.kept[i]) {
+        std::unique_ptr<StoreCursor> kept = NewCachedRecordsCursor(p.kept[i]);
         kept->Seek(p.prefix);
         if (kept->Valid()) cursors.push_back(std::move(kept));
         continue;
@@ -250,18 +256,19 @@ class PrefixesScan : public LineSource {
         shared->Seek(p.prefix);
       }
       positioned_[i] = true;
-      CachedRecords* record = nullptr;
-      if (cache_ && cache_->enabled()) {
-        recording_.push_back(Recording{day.day, cache_->NewRecording()});
-        record = recording_.back().records.get();
+      std::shared_ptr<CachedRecords>* record = nullptr;
+      if (cache_) {
+        recording_.push_back(Recording{days_[i], nullptr});
+        record = &recording_.back().records;
       }
-      cursors.push_back(std::make_unique<PrefixOfSharedCursor>(shared, p.prefix, record));
+      cursors.push_back(std::make_unique<PrefixOfSharedCursor>(shared, p.prefix, cache_.get(), record));
     }
     // No limit: the recordings are kept as the prefix's whole records only
     // because the scan runs until every cursor has ended.
     current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
   }
 
+  std::vector<int64_t> days_;
   std::vector<std::unique_ptr<StoreCursor>> store_;  // one per day, shared by the prefixes
   std::vector<bool> positioned_;                     // by day: its cursor has been sought once
   std::vector<Prefix> prefixes_;
@@ -269,7 +276,7 @@ class PrefixesScan : public LineSource {
   uint64_t store_version_;
   size_t next_ = 0;
   std::unique_ptr<MergedScan> current_;
-  std::vector<Recording> recording_;  // the current prefix's store records, day by day
+  std::vector<Recording> recording_;  // the current prefix's store records, by day read from the store
   uint64_t finished_lines_ = 0;
   Status status_;
 };
@@ -288,7 +295,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
       AddHeldCursors(view, days[i], prefix, &p.held);
       CachedRecordsPtr kept = cache ? cache->Find(days[i], prefix, view.store_version) : nullptr;
       if (!kept) day_needs_store[i] = true;
-      p.stored.push_back(PrefixesScan::StoredDay{days[i], std::move(kept)});
+      p.kept.push_back(std::move(kept));
     }
     p.prefix = std::move(prefix);
     scans.push_back(std::move(p));
@@ -306,7 +313,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
     store.push_back(std::move(cursor).value());
   }
   return std::unique_ptr<LineSource>(
-      new PrefixesScan(std::move(store), std::move(scans), std::move(cache), view.store_version));
+      new PrefixesScan(days, std::move(store), std::move(scans), std::move(cache), view.store_version));
 }
 
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day) {

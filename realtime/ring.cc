@@ -136,7 +136,6 @@ Status Ring::Reconcile() {
     }
     if (s.clearing) {
       CLICKATRON_RETURN_IF_ERROR(store_->DropDay(day));
-      checkpointer_->StoreChanged();
       spdlog::info("cleared the store for {} (exported)", FormatDate(day));
       ++counters_.days_cleared;
       s.clearing = false;
@@ -154,8 +153,7 @@ Status Ring::Reconcile() {
     } else if (!store_->HasDay(day)) {
       if (InPositions(day)) {
         CLICKATRON_RETURN_IF_ERROR(store_->CreateDay(day));
-        checkpointer_->StoreChanged();
-      } else {
+        } else {
         spdlog::error("ring state lists {} but its store is missing: forgotten", FormatDate(day));
         it = days_.erase(it);
         changed = true;

@@ -85,6 +85,10 @@ CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t 
 }
 
 void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records) {
+  if (!records) {
+    if (min_records_ > 0) return;
+    records = std::make_shared<CachedRecords>();  // a scan that read nothing, kept when asked to
+  }
   if (!enabled() || records->overflowed() || records->size() < min_records_) return;
   // A scan that began before the store changed can end after one that
   // began after it: its records must not take the place of newer ones.

@@ -97,9 +97,10 @@ class ScanCache {
   std::shared_ptr<CachedRecords> NewRecording() const {
     return std::make_shared<CachedRecords>(max_bytes_ / 8);
   }
-  // Keeps what a whole scan of (day, prefix) at `version` read, if it read
-  // at least min_records and did not overflow, unless a scan of a newer
-  // version has been seen (its records would be stale at once).
+  // Keeps what a whole scan of (day, prefix) at `version` read (null: it
+  // read nothing), if it read at least min_records and did not overflow,
+  // unless a scan of a newer version has been seen (its records would be
+  // stale at once).
   void Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records);
 
   struct Figures {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -104,7 +105,8 @@ namespace {
 
 class SnapshotImpl : public StoreSnapshot {
  public:
-  explicit SnapshotImpl(std::shared_ptr<DbCore> core) : core_(std::move(core)), snapshot_(core_->db->GetSnapshot()) {}
+  SnapshotImpl(std::shared_ptr<DbCore> core, uint64_t version)
+      : StoreSnapshot(version), core_(std::move(core)), snapshot_(core_->db->GetSnapshot()) {}
   ~SnapshotImpl() override { core_->db->ReleaseSnapshot(snapshot_); }
   const rocksdb::Snapshot* get() const { return snapshot_; }
 
@@ -136,6 +138,7 @@ struct ShardStore::Impl {
   std::map<int64_t, FamilyPtr> days;
   std::vector<FamilyPtr> foreign;      // families we don't know: kept open, untouched
   mutable std::mutex days_mu;  // `days` is read by the checkpoint thread
+  std::atomic<uint64_t> version{0};  // version(): bumped by the checkpoint thread too
 
   FamilyPtr Wrap(rocksdb::ColumnFamilyHandle* handle) {
     std::shared_ptr<DbCore> keep = core;
@@ -293,6 +296,7 @@ Status ShardStore::CreateDay(int64_t day) {
   if (!s.ok()) return FromRocks(s, fmt::format("creating the store for {}", FormatDate(day)));
   std::lock_guard lock(impl_->days_mu);
   impl_->days[day] = impl_->Wrap(handle);
+  impl_->version.fetch_add(1);
   return Status::Ok();
 }
 
@@ -308,6 +312,7 @@ Status ShardStore::DropDay(int64_t day) {
                                        fmt::format("dropping the store for {}", FormatDate(day))));
   std::lock_guard lock(impl_->days_mu);
   impl_->days.erase(day);
+  impl_->version.fetch_add(1);
   return Status::Ok();
 }
 
@@ -411,6 +416,7 @@ Status ShardStore::Write(const StoreWrite& write) {
   if (st.ok() && write.before_ingest) st = write.before_ingest(files);
   if (st.ok() && !args.empty()) {
     st = FromRocks(impl_->core->db->IngestExternalFiles(args), "ingesting a checkpoint's files");
+    impl_->version.fetch_add(1);  // a failed ingest changes nothing, but counting it costs nothing
   }
   // Ingested files were linked into the store; whatever is left here
   // (all of them after a failure) goes.
@@ -420,7 +426,11 @@ Status ShardStore::Write(const StoreWrite& write) {
 
 Status ShardStore::Resume() { return FromRocks(impl_->core->db->Resume(), "resuming the store after an error"); }
 
-SnapshotPtr ShardStore::Snapshot() const { return std::make_shared<SnapshotImpl>(impl_->core); }
+SnapshotPtr ShardStore::Snapshot() const {
+  return std::make_shared<SnapshotImpl>(impl_->core, impl_->version.load());
+}
+
+uint64_t ShardStore::version() const { return impl_->version.load(); }
 
 Result<std::optional<std::string>> ShardStore::Get(int64_t day, std::string_view key, const StoreSnapshot* at) const {
   // Held while reading: a day dropped meanwhile keeps its handle until then.

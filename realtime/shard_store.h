@@ -70,7 +70,13 @@ struct StoreOptions {
 // released when the last holder lets go.
 class StoreSnapshot {
  public:
+  explicit StoreSnapshot(uint64_t version) : version_(version) {}
   virtual ~StoreSnapshot() = default;
+  // The store's version() when the snapshot was taken.
+  uint64_t version() const { return version_; }
+
+ private:
+  uint64_t version_;
 };
 using SnapshotPtr = std::shared_ptr<const StoreSnapshot>;
 
@@ -152,6 +158,13 @@ class ShardStore {
 
   // The state now, for reads that must not see writes made after it.
   SnapshotPtr Snapshot() const;
+  // A number that changes whenever the records of any day may have changed:
+  // a Write() that reached its ingest (landed or not), a day created or
+  // dropped. Two reads of one version read the same records (the realtime
+  // scan cache, scan_cache.h, relies on it). Like Snapshot(), it names the
+  // state only while no Write() runs (the checkpointer writes one at a time
+  // and reads a snapshot meanwhile).
+  uint64_t version() const;
 
   // A record's raw value (see AppendValueText), nullopt when absent.
   Result<std::optional<std::string>> Get(int64_t day, std::string_view key, const StoreSnapshot* at = nullptr) const;

@@ -91,6 +91,8 @@ class CheckpointerTest : public ::testing::Test {
         ShardStore::Open(dir_ / "db", StoreOptions{.write_buffer_mb = 4, .block_cache_mb = 4});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
+    // A store opened again numbers its versions from 0 again: a new cache.
+    scan_cache_ = NewScanCache();
   }
 
   void Make(bool threaded, size_t budget = size_t{256} << 20) {
@@ -100,8 +102,6 @@ class CheckpointerTest : public ::testing::Test {
     options.memory_budget_bytes = budget;
     options.fault_dir = faults_.path();
     cp_ = std::make_unique<Checkpointer>(store_.get(), std::map<std::string, uint64_t>{}, options);
-    // A new checkpointer numbers store versions from 0 again: a new cache.
-    scan_cache_ = NewScanCache();
   }
 
   void SetFault(const std::string& name, const std::string& text = "") { std::ofstream(faults_ / name) << text; }

@@ -237,6 +237,30 @@ TEST(ShardStoreTest, SnapshotGetDoesNotSeeLaterWrites) {
   EXPECT_EQ(CounterOf(*store, kDay, "u|a.c3p1"), 7);
 }
 
+// version() changes with every change of the days' records (a write, a
+// day created or dropped) and with nothing else; a snapshot keeps the
+// version of the state it reads.
+TEST(ShardStoreTest, TheVersionChangesWithTheRecordsAndASnapshotKeepsItsOwn) {
+  TempDir tmp;
+  auto store = StoreWithOneCounter(tmp.path(), 2);
+  const uint64_t written = store->version();
+  SnapshotPtr before = store->Snapshot();
+  EXPECT_EQ(before->version(), written);
+  ASSERT_TRUE(store->PutMeta("note", "x", /*sync=*/false).ok());  // metadata: no day's records
+  EXPECT_EQ(store->version(), written);
+  StoreWrite later;
+  later.increments.push_back({kDay, "u|a.c3p1", 5});
+  ASSERT_TRUE(store->Write(later).ok());
+  const uint64_t rewritten = store->version();
+  EXPECT_NE(rewritten, written);
+  EXPECT_EQ(before->version(), written);
+  ASSERT_TRUE(store->CreateDay(kDay + 1).ok());
+  EXPECT_NE(store->version(), rewritten);
+  const uint64_t created = store->version();
+  ASSERT_TRUE(store->DropDay(kDay + 1).ok());
+  EXPECT_NE(store->version(), created);
+}
+
 TEST(ShardStoreTest, CursorYieldsRecordsSortedAndNoMetadata) {
   TempDir tmp;
   auto store = OpenStore(tmp.path());
