@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "clickatron/file_lock.h"
 #include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
 #include "load_identity.h"
-#include "work_lock.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -37,11 +37,11 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
     if (!FileExists(file)) return Status::NotFound(fmt::format("data file {} does not exist", file));
   }
   const WorkDir work(cluster.rebuild.work_dir);
-  const std::string format = options.format == InputFormat::kArchive ? "archive" : "realtime";
+  const std::string format = InputFormatName(options.format);
   // One load queued at a time, from its check against the earlier ones to
   // its marker: two runs of the same command at once would both pass the
   // check (sorting takes minutes).
-  auto lock = WorkLock::Acquire(work.QueueRoot(), "lock",
+  auto lock = FileLock::Acquire(work.QueueRoot(), "lock",
                                 fmt::format("another load is being queued in {}", work.QueueRoot()));
   if (!lock.ok()) return lock.status();
   Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files, options.force);

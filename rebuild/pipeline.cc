@@ -1,7 +1,5 @@
 #include "pipeline.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,11 +15,11 @@
 #include "archive_state.h"
 #include "backup.h"
 #include "bulk_load.h"
+#include "clickatron/file_lock.h"
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
 #include "clickatron/parallel_for.h"
 #include "clickatron/realtime_shard_map.h"
-#include "clickatron/unique_fd.h"
 #include "clickatron/ymdh.h"
 #include "deploy.h"
 #include "engine/engine.h"
@@ -31,14 +29,13 @@
 #include "sort_shard_task.h"
 #include "sortmerge/progress.h"
 #include "work_dir.h"
-#include "work_lock.h"
 
 namespace clickatron::rebuild {
 namespace {
 
 // One rebuild (a run, or a load --now) at a time per work dir.
-Result<std::unique_ptr<WorkLock>> LockWorkDir(const WorkDir& work) {
-  return WorkLock::Acquire(work.root(), "lock", fmt::format("another clickatron-rebuild is running on {}", work.root()));
+Result<std::unique_ptr<FileLock>> LockWorkDir(const WorkDir& work) {
+  return FileLock::Acquire(work.root(), "lock", fmt::format("another clickatron-rebuild is running on {}", work.root()));
 }
 
 std::string NowIso() {

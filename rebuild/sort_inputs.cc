@@ -25,6 +25,19 @@
 #include "sortmerge/progress.h"
 
 namespace clickatron::rebuild {
+
+const char* InputFormatName(InputFormat format) {
+  switch (format) {
+    case InputFormat::kRealtime:
+      return "realtime";
+    case InputFormat::kArchive:
+      return "archive";
+    case InputFormat::kLateData:
+      return "late";
+  }
+  return "realtime";
+}
+
 namespace {
 
 // A reject file stays readable even when a whole file is garbage.

@@ -22,6 +22,10 @@ enum class InputFormat {
   kLateData,  // framed late-data files: "# header" + realtime lines per frame
 };
 
+// "realtime", "archive" or "late": a bulk load's --format, and its queue
+// marker's "format".
+const char* InputFormatName(InputFormat format);
+
 struct SortInputsOptions {
   std::vector<std::string> inputs;
   InputFormat format = InputFormat::kRealtime;

@@ -16,7 +16,6 @@ Status Invalid(std::string_view reason, std::string message) {
   return Status::InvalidArgument(std::move(message), std::string(reason));
 }
 
-
 IncrementKeyPart StorePart(std::string_view value) {
   StoredKeyPart stored = StoreKeyPart(value);
   IncrementKeyPart out;

@@ -1,4 +1,4 @@
-#include "work_lock.h"
+#include "clickatron/file_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,9 +10,9 @@
 
 #include "clickatron/file_util.h"
 
-namespace clickatron::rebuild {
+namespace clickatron {
 
-Result<std::unique_ptr<WorkLock>> WorkLock::Acquire(const std::string& dir, const std::string& name,
+Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& dir, const std::string& name,
                                                     const std::string& holder) {
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
   const std::string path = dir + "/" + name;
@@ -21,7 +21,7 @@ Result<std::unique_ptr<WorkLock>> WorkLock::Acquire(const std::string& dir, cons
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     return Status::FailedPrecondition(fmt::format("{} (it holds {})", holder, path), "LOCKED");
   }
-  return std::unique_ptr<WorkLock>(new WorkLock(std::move(fd)));
+  return std::unique_ptr<FileLock>(new FileLock(std::move(fd)));
 }
 
-}  // namespace clickatron::rebuild
+}  // namespace clickatron
