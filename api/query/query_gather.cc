@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "clickatron/key_codec.h"
 #include "clickatron/record.h"
@@ -121,11 +124,13 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archive, RealtimeReader& realtime,
-                         LookupCache& lookups, SketchTextCache& sketch_texts, ReadStats& stats)
+                         LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
+                         ReadStats& stats)
     : archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
       sketch_texts_(sketch_texts),
+      day_sums_(day_sums),
       stats_(stats) {}
 
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
@@ -284,6 +289,56 @@ namespace {
 // day subtotal record: wholly inside [begin_ts, end_ts), no hour in `skip`,
 // no split of the query's sums inside them (a unit or window boundary), and
 // at least two archived hours (one hour is as cheap to read as its day).
+// `days` (sorted) cut into runs that lie inside one sum: no split between
+// a run's first day's start and its last day's end (each day already has
+// none inside it).
+std::vector<std::vector<int64_t>> RunsInOneSum(const std::vector<int64_t>& days, const std::vector<int64_t>& splits) {
+  std::vector<std::vector<int64_t>> runs;
+  size_t run_sum = 0;
+  for (const int64_t day : days) {
+    // Which sum the day is in: how many splits are at or before its start.
+    const size_t sum = static_cast<size_t>(
+        std::upper_bound(splits.begin(), splits.end(), day * kSecondsPerDay) - splits.begin());
+    if (runs.empty() || sum != run_sum) {
+      runs.emplace_back();
+      run_sum = sum;
+    }
+    runs.back().push_back(day);
+  }
+  return runs;
+}
+
+// Per run (sorted, disjoint), the sum per value of the entries of
+// `subtotals` at its days' first hours; nullopt for a run whose sum would
+// overflow (it is then only read, never kept).
+std::vector<std::optional<ValueCounts>> SumRuns(const std::vector<std::vector<int64_t>>& runs,
+                                                const HourlyBreakdown& subtotals) {
+  std::vector<std::unordered_map<std::string_view, int64_t>> by_value(runs.size());
+  std::vector<bool> overflowed(runs.size(), false);
+  for (const SubtotalCount& c : subtotals) {
+    const int64_t day = FloorDiv(c.hour, kSecondsPerDay);
+    if (c.hour != day * kSecondsPerDay) continue;
+    // The run whose first day is the last at or before `day`.
+    auto it = std::upper_bound(runs.begin(), runs.end(), day,
+                               [](int64_t d, const std::vector<int64_t>& run) { return d < run.front(); });
+    if (it == runs.begin()) continue;
+    --it;
+    if (!std::binary_search(it->begin(), it->end(), day)) continue;
+    const size_t i = static_cast<size_t>(it - runs.begin());
+    int64_t& slot = by_value[i][c.key];
+    if (__builtin_add_overflow(slot, c.count, &slot)) overflowed[i] = true;
+  }
+  std::vector<std::optional<ValueCounts>> sums(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (overflowed[i]) continue;
+    ValueCounts& out = sums[i].emplace();
+    out.reserve(by_value[i].size());
+    for (const auto& [value, count] : by_value[i]) out.emplace_back(std::string(value), count);
+    std::sort(out.begin(), out.end());
+  }
+  return sums;
+}
+
 std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, int64_t end_ts, HourSpan skip,
                                const std::vector<int64_t>& splits) {
   std::vector<int64_t> days;
@@ -338,6 +393,30 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // day record.
   std::vector<int64_t> days =
       job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
+  // Runs of those days inside one sum whose day records were summed before
+  // on this file are added as those sums, entered at the run's first day;
+  // the others are read, and the long ones summed and kept once read.
+  std::vector<SubtotalCount> kept_sums;
+  std::vector<std::vector<int64_t>> runs_to_keep;
+  std::vector<int64_t> whole_day_list;  // with sums added: the days asked and those, whose hours are not read
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+  if (day_sums_.enabled() && file && !job->uniques_from && job->splits) {
+    std::vector<int64_t> to_read;
+    for (std::vector<int64_t>& run : RunsInOneSum(days, *job->splits)) {
+      if (run.size() >= DaySumCache::kMinDays) {
+        if (const ValueCounts* sums = day_sums_.Find(*file, job->session->shard_count, job->subtotal_prefix, run)) {
+          ++stats_.day_sums_hits;
+          for (const auto& [value, count] : *sums) kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
+          continue;
+        }
+        ++stats_.day_sums_misses;
+        runs_to_keep.push_back(run);
+      }
+      to_read.insert(to_read.end(), run.begin(), run.end());
+    }
+    if (!kept_sums.empty() || to_read.size() != days.size()) whole_day_list = days;
+    days = std::move(to_read);
+  }
   // With uniques, the whole days from uniques_from on are read as their day
   // unique records too, unless this file is already known not to have one
   // for every day with unique hours (then their hours are read at once).
@@ -363,7 +442,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   }
   // Only the hours outside the whole days get their code formatted: a busy
   // key's 30-day window has 720 archived hours and about 48 to read.
-  SortedWalk whole_days(days), whole_unique_days(unique_days);
+  SortedWalk whole_days(whole_day_list.empty() ? days : whole_day_list), whole_unique_days(unique_days);
   for (auto it = archived.begin(); it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
     const int64_t day = FloorDiv(it->first, kSecondsPerDay);
@@ -386,7 +465,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   auto answers = std::make_shared<Answers>();
   const bool ask_every_day = !days.empty();
   auto join = FanIn::Create([this, job, view, answers, days = std::move(days), unique_days = std::move(unique_days),
-                             archived = std::move(archived)](Status) mutable {
+                             archived = std::move(archived), kept_sums = std::move(kept_sums),
+                             runs_to_keep = std::move(runs_to_keep), file](Status) mutable {
     Result<std::vector<ArchiveReply>>& replies = *answers->replies;
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
@@ -399,6 +479,18 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, answers->rules.uniques_every_day,
                                          data.get(), &days_found, &unique_days_found);
     if (!st.ok()) return job->done(std::move(st));
+    // The runs read now, summed from their day records (the only entries at
+    // their days' first hours: a whole day's hours are not read), are kept
+    // when an absent day record means a day without hours.
+    if (answers->rules.subtotals_every_day && file) {
+      std::vector<std::optional<ValueCounts>> sums = SumRuns(runs_to_keep, data->subtotals);
+      for (size_t i = 0; i < runs_to_keep.size(); ++i) {
+        if (sums[i]) day_sums_.Put(*file, job->session->shard_count, job->subtotal_prefix, runs_to_keep[i],
+                                   std::move(*sums[i]));
+      }
+    }
+    data->subtotals.insert(data->subtotals.end(), std::make_move_iterator(kept_sums.begin()),
+                           std::make_move_iterator(kept_sums.end()));
     stats_.day_subtotals_read += days_found.size();
     stats_.day_uniques_read += unique_days_found.size();
     // A day whose record is absent has no hours of this namespace when the

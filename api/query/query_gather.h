@@ -46,6 +46,7 @@
 
 #include "clickatron/config.h"
 #include "query/archive_reader.h"
+#include "query/day_sum_cache.h"
 #include "query/decoded_columns.h"
 #include "query/lookup_cache.h"
 #include "query/read_stats.h"
@@ -102,7 +103,7 @@ struct MgetAnswer {
 class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              SketchTextCache& sketch_texts, ReadStats& stats);
+              SketchTextCache& sketch_texts, DaySumCache& day_sums, ReadStats& stats);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -197,6 +198,7 @@ class QueryGather {
   RealtimeReader& realtime_;
   LookupCache& lookups_;
   SketchTextCache& sketch_texts_;
+  DaySumCache& day_sums_;
   ReadStats& stats_;
 };
 

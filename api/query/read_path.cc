@@ -168,7 +168,11 @@ class ReadPathImpl : public ReadPath {
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
         lookups_(kLookupCacheEntries),
         sketch_texts_(kSketchTextCacheBytes / static_cast<size_t>(shared_->loops), stats_),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, stats_) {
+        // An eighth of the archive cache's share: each entry stands for a
+        // run of at least 8 kept day records.
+        day_sums_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
+                  static_cast<size_t>(shared_->loops)),
+        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, stats_) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -521,6 +525,7 @@ class ReadPathImpl : public ReadPath {
   RealtimeReader realtime_;
   LookupCache lookups_;
   SketchTextCache sketch_texts_;
+  DaySumCache day_sums_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

@@ -40,6 +40,12 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      "UTC days /uniques and /breakdown?uniques=true read as one day unique record (the union of its hours) instead "
      "of its hours.",
      s.day_uniques_read.load());
+  fn("day_sums_hits",
+     "Runs of 8 or more whole UTC days inside one breakdown sum added as the sums kept for them on the served file "
+     "instead of their day subtotal records.",
+     s.day_sums_hits.load());
+  fn("day_sums_misses", "Such runs read as their day subtotal records while that cache was on.",
+     s.day_sums_misses.load());
   fn("archive_cache_hits", "Archive keys answered from the API node's cache of the served generation.",
      s.archive_cache_hits.load());
   fn("archive_cache_misses", "Archive keys asked of a replica while the cache was on: not kept, or kept from an "

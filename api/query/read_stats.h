@@ -40,6 +40,11 @@ struct ReadStats {
   // unit as its day unique record when the file has one for every day with
   // unique hours.
   std::atomic<uint64_t> day_uniques_read{0};
+  // Runs of 8 or more such days inside one sum, added as the sums kept for
+  // them (day_sum_cache.h) instead of their day records, and runs read while
+  // that cache was on (not kept yet, or of another file).
+  std::atomic<uint64_t> day_sums_hits{0};
+  std::atomic<uint64_t> day_sums_misses{0};
   // Archive answers kept per key and generation (archive_reply_cache.h):
   // keys answered from the cache, keys asked for while the cache could have
   // answered (not kept yet, or kept from an older generation), entries

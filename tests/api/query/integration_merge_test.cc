@@ -31,9 +31,17 @@ const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a 
 const std::string kSparseKey = "sparse1";
 const std::string kEmptyKey = "nothing-here";
 
-class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<DayRecords> {
+// Which archive files, and whether the API keeps archive answers (and so the
+// sums of runs of whole days, day_sum_cache.h) between queries.
+struct MergeParam {
+  DayRecords day_records;
+  bool cached;
+};
+
+class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<MergeParam> {
  protected:
-  DayRecords WithDayRecords() const override { return GetParam(); }
+  DayRecords WithDayRecords() const override { return GetParam().day_records; }
+  int ArchiveCacheMb() const override { return GetParam().cached ? 16 : 0; }
 
   int64_t ReadFigure(const std::string& name) {
     auto stats = cluster_.Api("/stats");
@@ -203,6 +211,16 @@ TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleInEveryUnitAndOffset) {
       }
     }
   }
+  // The hot key's long sums were asked again and again on one file: runs of
+  // its whole days were answered by the sums kept for them (and the
+  // answers above are still the oracle's). Only a file that has a day
+  // record for every day with hours has its runs kept.
+  if (GetParam().day_records == DayRecords::kEveryDay && GetParam().cached) {
+    EXPECT_GT(ReadFigure("day_sums_hits"), 0);
+    EXPECT_GT(ReadFigure("day_sums_misses"), 0);
+  } else {
+    EXPECT_EQ(ReadFigure("day_sums_hits"), 0);
+  }
   // compare=previous: the earlier window's rows beside the current ones.
   for (int tz : {-12, -7, 0, 5, 14}) {
     const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
@@ -246,7 +264,7 @@ TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHours
     }
   }
   ExpectBreakdown("p", kHotKey, "day", -1, 0, refs[0], 100, true);
-  switch (GetParam()) {
+  switch (GetParam().day_records) {
     case DayRecords::kEveryDay:
       EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
       EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
@@ -339,14 +357,19 @@ TEST_P(IntegrationReadMergeTest, StatsCountGatherRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest,
-                         ::testing::Values(DayRecords::kEveryDay, DayRecords::kTwoHourRule, DayRecords::kNone),
-                         [](const ::testing::TestParamInfo<DayRecords>& info) {
-                           switch (info.param) {
-                             case DayRecords::kEveryDay: return "WithDaySubtotals";
-                             case DayRecords::kTwoHourRule: return "TwoHourRule";
+                         ::testing::Values(MergeParam{DayRecords::kEveryDay, false},
+                                           MergeParam{DayRecords::kEveryDay, true},
+                                           MergeParam{DayRecords::kTwoHourRule, false},
+                                           MergeParam{DayRecords::kTwoHourRule, true},
+                                           MergeParam{DayRecords::kNone, false}),
+                         [](const ::testing::TestParamInfo<MergeParam>& info) {
+                           std::string name = "HoursOnly";
+                           switch (info.param.day_records) {
+                             case DayRecords::kEveryDay: name = "WithDaySubtotals"; break;
+                             case DayRecords::kTwoHourRule: name = "TwoHourRule"; break;
                              case DayRecords::kNone: break;
                            }
-                           return "HoursOnly";
+                           return info.param.cached ? name + "Cached" : name;
                          });
 
 }  // namespace
