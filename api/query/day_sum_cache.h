@@ -10,12 +10,16 @@
 //
 // An entry is the file (generation and crc32), the routing count, the
 // subtotal prefix ("sns.ns|tkey."), the exact list of days it sums, and the
-// sums, most clicks first being the caller's business. It answers only a
+// sums (by value; the caller ranks them). It answers only a
 // lookup of the same file, count, prefix and the same days: a window that
 // starts or ends a day later is another entry. Kept only for files that have
 // a day record for every day with hours (an absent one is a day without
 // hours), and only for runs of kMinDays or more (a few days cost no more to
 // read than to look up).
+//
+// The same for /uniques: a run of whole days inside one unit is the union of
+// their day unique records (DayUnionCache), one sketch instead of a day's
+// each.
 //
 // Least recently used out first, within a byte budget; 0 turns it off.
 //
@@ -24,49 +28,90 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "clickatron/lru_map.h"
+#include "clickatron/unique_sketch.h"
 #include "query/archive_reply_cache.h"
 
 namespace clickatron::api {
 
 using ValueCounts = std::vector<std::pair<std::string, int64_t>>;
 
-class DaySumCache {
- public:
+// What runs of days have in common, whatever they keep (DayRunCache).
+struct DayRuns {
   static constexpr size_t kMinDays = 8;
+  // The first and last day and the count name a run; the exact days are
+  // checked on a lookup, so two runs with the same ends but other days
+  // between never mix.
+  static std::string KeyOf(std::string_view prefix, const std::vector<int64_t>& days);
+  static bool SameDays(const std::vector<int32_t>& kept, const std::vector<int64_t>& days);
+};
 
-  explicit DaySumCache(size_t max_bytes) : map_(max_bytes), enabled_(max_bytes > 0) {}
+template <typename Value>
+class DayRunCache {
+ public:
+  static constexpr size_t kMinDays = DayRuns::kMinDays;
+
+  explicit DayRunCache(size_t max_bytes) : map_(max_bytes), enabled_(max_bytes > 0) {}
   bool enabled() const { return enabled_; }
 
-  // The sums kept for `days` (sorted, distinct UTC day numbers) of `prefix`
+  // The value kept for `days` (sorted, distinct UTC day numbers) of `prefix`
   // in `file`, routed by `shard_count`; nullptr when none. Valid until the
   // next Put.
-  const ValueCounts* Find(const ServedFile& file, int shard_count, std::string_view prefix,
-                          const std::vector<int64_t>& days);
-  // Keeps `sums` for `days` (at least kMinDays of them; fewer are not kept).
+  const Value* Find(const ServedFile& file, int shard_count, std::string_view prefix,
+                    const std::vector<int64_t>& days) {
+    if (!enabled_ || days.size() < kMinDays) return nullptr;
+    Entry* entry = map_.Find(DayRuns::KeyOf(prefix, days));
+    if (entry == nullptr || entry->file != file || entry->shard_count != shard_count ||
+        !DayRuns::SameDays(entry->days, days)) {
+      return nullptr;
+    }
+    return &entry->value;
+  }
+  // Keeps `value` (whose heap holds `value_bytes`) for `days` (at least
+  // kMinDays of them; fewer are not kept), in place of what was kept for the
+  // same run of another file.
   void Put(const ServedFile& file, int shard_count, std::string_view prefix, const std::vector<int64_t>& days,
-           ValueCounts sums);
+           Value value, size_t value_bytes) {
+    if (!enabled_ || days.size() < kMinDays) return;
+    Entry entry{file, shard_count, {}, std::move(value)};
+    entry.days.reserve(days.size());
+    for (const int64_t day : days) entry.days.push_back(static_cast<int32_t>(day));
+    std::string key = DayRuns::KeyOf(prefix, days);
+    const size_t charge =
+        sizeof(Entry) + kEntryOverhead + 2 * key.size() + entry.days.size() * sizeof(int32_t) + value_bytes;
+    map_.Put(key, std::move(entry), charge);
+  }
 
   size_t entries() const { return map_.size(); }
   size_t bytes() const { return map_.charged(); }
+
+  // What an entry is charged beyond what it holds (the LRU's list and map
+  // nodes), as ArchiveReplyCache estimates its own.
+  static constexpr size_t kEntryOverhead = 64;
 
  private:
   struct Entry {
     ServedFile file;
     int shard_count = 0;
     std::vector<int32_t> days;  // day numbers fit: years 1..9999 are within ±3M days
-    ValueCounts sums;
+    Value value;
   };
-  static std::string KeyOf(std::string_view prefix, const std::vector<int64_t>& days);
-  static bool SameDays(const std::vector<int32_t>& kept, const std::vector<int64_t>& days);
 
   LruMap<Entry> map_;
   bool enabled_;
 };
+
+// A breakdown's run: per value, its clicks over the run's days.
+using DaySumCache = DayRunCache<ValueCounts>;
+// What ValueCounts' heap holds, for Put.
+size_t HeapBytes(const ValueCounts& sums);
+// A /uniques run: the union of the run's day unique records.
+using DayUnionCache = DayRunCache<std::shared_ptr<const UniqueSketch>>;
 
 }  // namespace clickatron::api

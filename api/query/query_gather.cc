@@ -285,10 +285,6 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
 
 namespace {
 
-// The UTC days of `archived` whose subtotal hours a breakdown may read as one
-// day subtotal record: wholly inside [begin_ts, end_ts), no hour in `skip`,
-// no split of the query's sums inside them (a unit or window boundary), and
-// at least two archived hours (one hour is as cheap to read as its day).
 // `days` (sorted) cut into runs that lie inside one sum: no split between
 // a run's first day's start and its last day's end (each day already has
 // none inside it).
@@ -339,6 +335,10 @@ std::vector<std::optional<ValueCounts>> SumRuns(const std::vector<std::vector<in
   return sums;
 }
 
+// The UTC days of `archived` whose subtotal hours a breakdown may read as one
+// day subtotal record: wholly inside [begin_ts, end_ts), no hour in `skip`,
+// no split of the query's sums inside them (a unit or window boundary), and
+// at least two archived hours (one hour is as cheap to read as its day).
 std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, int64_t end_ts, HourSpan skip,
                                const std::vector<int64_t>& splits) {
   std::vector<int64_t> days;
@@ -395,26 +395,36 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
   // Runs of those days inside one sum whose day records were summed before
   // on this file are added as those sums, entered at the run's first day;
-  // the others are read, and the long ones summed and kept once read.
+  // the others are read, and the long ones summed and kept once read. Not on
+  // a file known not to promise a day record for every day with hours (its
+  // runs are never kept).
   std::vector<SubtotalCount> kept_sums;
   std::vector<std::vector<int64_t>> runs_to_keep;
-  std::vector<int64_t> whole_day_list;  // with sums added: the days asked and those, whose hours are not read
+  // Every whole day, asked or added from kept sums: its hours are not read.
+  // Empty while it is `days` itself (no run was added from kept sums).
+  std::vector<int64_t> all_whole_days;
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
-  if (day_sums_.enabled() && file && !job->uniques_from && job->splits) {
+  const int shard_count = job->session->shard_count;
+  const std::optional<ArchiveReader::DayRecordRules> rules = archive_.KnownDayRecordRules(*job->session, view.generation);
+  if (day_sums_.enabled() && file && !job->uniques_from && job->splits && (!rules || rules->subtotals_every_day)) {
     std::vector<int64_t> to_read;
     for (std::vector<int64_t>& run : RunsInOneSum(days, *job->splits)) {
       if (run.size() >= DaySumCache::kMinDays) {
-        if (const ValueCounts* sums = day_sums_.Find(*file, job->session->shard_count, job->subtotal_prefix, run)) {
+        if (const ValueCounts* sums = day_sums_.Find(*file, shard_count, job->subtotal_prefix, run)) {
           ++stats_.day_sums_hits;
-          for (const auto& [value, count] : *sums) kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
+          for (const auto& [value, count] : *sums) {
+            kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
+          }
           continue;
         }
         ++stats_.day_sums_misses;
-        runs_to_keep.push_back(run);
+        to_read.insert(to_read.end(), run.begin(), run.end());
+        runs_to_keep.push_back(std::move(run));
+        continue;
       }
       to_read.insert(to_read.end(), run.begin(), run.end());
     }
-    if (!kept_sums.empty() || to_read.size() != days.size()) whole_day_list = days;
+    if (to_read.size() != days.size()) all_whole_days = days;
     days = std::move(to_read);
   }
   // With uniques, the whole days from uniques_from on are read as their day
@@ -442,7 +452,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   }
   // Only the hours outside the whole days get their code formatted: a busy
   // key's 30-day window has 720 archived hours and about 48 to read.
-  SortedWalk whole_days(whole_day_list.empty() ? days : whole_day_list), whole_unique_days(unique_days);
+  SortedWalk whole_days(all_whole_days.empty() ? days : all_whole_days), whole_unique_days(unique_days);
   for (auto it = archived.begin(); it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
     const int64_t day = FloorDiv(it->first, kSecondsPerDay);
@@ -466,7 +476,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const bool ask_every_day = !days.empty();
   auto join = FanIn::Create([this, job, view, answers, days = std::move(days), unique_days = std::move(unique_days),
                              archived = std::move(archived), kept_sums = std::move(kept_sums),
-                             runs_to_keep = std::move(runs_to_keep), file](Status) mutable {
+                             runs_to_keep = std::move(runs_to_keep), file, shard_count](Status) mutable {
     Result<std::vector<ArchiveReply>>& replies = *answers->replies;
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
@@ -485,8 +495,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     if (answers->rules.subtotals_every_day && file) {
       std::vector<std::optional<ValueCounts>> sums = SumRuns(runs_to_keep, data->subtotals);
       for (size_t i = 0; i < runs_to_keep.size(); ++i) {
-        if (sums[i]) day_sums_.Put(*file, job->session->shard_count, job->subtotal_prefix, runs_to_keep[i],
-                                   std::move(*sums[i]));
+        if (!sums[i]) continue;
+        const size_t bytes = HeapBytes(*sums[i]);
+        day_sums_.Put(*file, shard_count, job->subtotal_prefix, runs_to_keep[i], std::move(*sums[i]), bytes);
       }
     }
     data->subtotals.insert(data->subtotals.end(), std::make_move_iterator(kept_sums.begin()),

@@ -168,8 +168,9 @@ class ReadPathImpl : public ReadPath {
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
         lookups_(kLookupCacheEntries),
         sketch_texts_(kSketchTextCacheBytes / static_cast<size_t>(shared_->loops), stats_),
-        // An eighth of the archive cache's share: each entry stands for a
-        // run of at least 8 kept day records.
+        // Beside the archive cache, an eighth of its share: a run's sums are
+        // a few values and its day list (some 1.5 KB for a year), where the
+        // day records they stand for are kept in the archive cache itself.
         day_sums_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
                   static_cast<size_t>(shared_->loops)),
         gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, stats_) {

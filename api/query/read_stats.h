@@ -41,8 +41,9 @@ struct ReadStats {
   // unique hours.
   std::atomic<uint64_t> day_uniques_read{0};
   // Runs of 8 or more such days inside one sum, added as the sums kept for
-  // them (day_sum_cache.h) instead of their day records, and runs read while
-  // that cache was on (not kept yet, or of another file).
+  // them (day_sum_cache.h) instead of their day records, and runs read as
+  // day records while that cache was on and the file may keep them (not
+  // kept yet, or kept from another file or for other days).
   std::atomic<uint64_t> day_sums_hits{0};
   std::atomic<uint64_t> day_sums_misses{0};
   // Archive answers kept per key and generation (archive_reply_cache.h):
