@@ -125,12 +125,13 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
-                         ReadStats& stats)
+                         DayUnionCache& day_unions, ReadStats& stats)
     : archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
       sketch_texts_(sketch_texts),
       day_sums_(day_sums),
+      day_unions_(day_unions),
       stats_(stats) {}
 
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
@@ -333,6 +334,23 @@ std::vector<std::optional<ValueCounts>> SumRuns(const std::vector<std::vector<in
     std::sort(out.begin(), out.end());
   }
   return sums;
+}
+
+// Per run (sorted, disjoint), the union of the sketches of `hours` at its
+// days' first hours.
+std::vector<UniqueSketch> UniteRuns(const std::vector<std::vector<int64_t>>& runs, const HourlySketches& hours) {
+  std::vector<UniqueSketch> unions(runs.size());
+  for (const HourSketch& h : hours) {
+    const int64_t day = FloorDiv(h.hour, kSecondsPerDay);
+    if (h.hour != day * kSecondsPerDay || !h.sketch) continue;
+    auto it = std::upper_bound(runs.begin(), runs.end(), day,
+                               [](int64_t d, const std::vector<int64_t>& run) { return d < run.front(); });
+    if (it == runs.begin()) continue;
+    --it;
+    if (!std::binary_search(it->begin(), it->end(), day)) continue;
+    unions[static_cast<size_t>(it - runs.begin())].Merge(*h.sketch);
+  }
+  return unions;
 }
 
 // The UTC days of `archived` whose subtotal hours a breakdown may read as one
@@ -737,11 +755,40 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
 void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,
                                      std::vector<int64_t> days) {
   const ArchiveView view = job->archive_total.view;
+  // Runs of those days inside one unit whose day records were united before
+  // on this file are added as that union, entered at the run's first day;
+  // the long ones read now are united and kept once read (days is not empty
+  // only on a file that has a day record for every day with unique hours).
+  std::vector<HourSketch> kept_unions;
+  std::vector<std::vector<int64_t>> runs_to_keep;
+  std::vector<int64_t> days_to_read = days;
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+  const int shard_count = job->session->shard_count;
+  // A run is of a key's records, or of one subtotal value's among them.
+  const std::string run_prefix = job->archive_prefix + "\n" + job->target.skey;
+  const std::string run_key = job->target.sns.empty() ? std::string() : job->target.skey;
+  if (day_unions_.enabled() && file && job->splits && !days.empty()) {
+    days_to_read.clear();
+    for (std::vector<int64_t>& run : RunsInOneSum(days, *job->splits)) {
+      if (run.size() >= DayUnionCache::kMinDays) {
+        if (const auto* sketch = day_unions_.Find(*file, shard_count, run_prefix, run)) {
+          ++stats_.day_unions_hits;
+          if (!(*sketch)->empty()) kept_unions.push_back(HourSketch{run.front() * kSecondsPerDay, run_key, *sketch});
+          continue;
+        }
+        ++stats_.day_unions_misses;
+        days_to_read.insert(days_to_read.end(), run.begin(), run.end());
+        runs_to_keep.push_back(std::move(run));
+        continue;
+      }
+      days_to_read.insert(days_to_read.end(), run.begin(), run.end());
+    }
+  }
   // The archived hours of the total are the index of the unique records
   // that can exist (an hour with visitors always has clicks).
   std::vector<std::string> keys;
-  keys.reserve(archived.size() + days.size());
-  for (const int64_t day : days) {
+  keys.reserve(archived.size() + days_to_read.size());
+  for (const int64_t day : days_to_read) {
     auto code = DayCodeFromDays(day);
     if (code.ok()) keys.push_back(job->archive_prefix + *code);
   }
@@ -761,8 +808,10 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     ++it;
   }
-  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived), days = std::move(days)](
-                                        Result<std::vector<ArchiveReply>> replies) mutable {
+  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived), days = std::move(days),
+                                     kept_unions = std::move(kept_unions), runs_to_keep = std::move(runs_to_keep),
+                                     file, shard_count,
+                                     run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -798,6 +847,19 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
       return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
                    : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
     });
+    if (st.ok() && file && !runs_to_keep.empty()) {
+      // The runs read now, from their day records: the only entries at their
+      // days' first hours (a whole day's hours are not read, realtime's
+      // lines come next).
+      std::vector<UniqueSketch> unions = UniteRuns(runs_to_keep, data.hours);
+      for (size_t i = 0; i < runs_to_keep.size(); ++i) {
+        const size_t bytes = unions[i].MemoryBytes();
+        day_unions_.Put(*file, shard_count, run_prefix, runs_to_keep[i],
+                        std::make_shared<const UniqueSketch>(std::move(unions[i])), bytes);
+      }
+    }
+    data.hours.insert(data.hours.end(), std::make_move_iterator(kept_unions.begin()),
+                      std::make_move_iterator(kept_unions.end()));
     if (st.ok()) {
       st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
                                   job->span, sketch_texts_, &data.hours);

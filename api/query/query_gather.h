@@ -103,7 +103,7 @@ struct MgetAnswer {
 class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              SketchTextCache& sketch_texts, DaySumCache& day_sums, ReadStats& stats);
+              SketchTextCache& sketch_texts, DaySumCache& day_sums, DayUnionCache& day_unions, ReadStats& stats);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -199,6 +199,7 @@ class QueryGather {
   LookupCache& lookups_;
   SketchTextCache& sketch_texts_;
   DaySumCache& day_sums_;
+  DayUnionCache& day_unions_;
   ReadStats& stats_;
 };
 

@@ -173,7 +173,10 @@ class ReadPathImpl : public ReadPath {
         // day records they stand for are kept in the archive cache itself.
         day_sums_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
                   static_cast<size_t>(shared_->loops)),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, stats_) {
+        // The same for /uniques' unions (a dense sketch is 16 KB).
+        day_unions_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
+                    static_cast<size_t>(shared_->loops)),
+        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, stats_) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -527,6 +530,7 @@ class ReadPathImpl : public ReadPath {
   LookupCache lookups_;
   SketchTextCache sketch_texts_;
   DaySumCache day_sums_;
+  DayUnionCache day_unions_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

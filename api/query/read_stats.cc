@@ -46,6 +46,12 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      s.day_sums_hits.load());
   fn("day_sums_misses", "Such runs read as their day subtotal records while that cache was on.",
      s.day_sums_misses.load());
+  fn("day_unions_hits",
+     "Runs of 8 or more whole UTC days inside one /uniques unit added as the union kept for them on the served file "
+     "instead of their day unique records.",
+     s.day_unions_hits.load());
+  fn("day_unions_misses", "Such runs read as their day unique records while that cache was on.",
+     s.day_unions_misses.load());
   fn("archive_cache_hits", "Archive keys answered from the API node's cache of the served generation.",
      s.archive_cache_hits.load());
   fn("archive_cache_misses", "Archive keys asked of a replica while the cache was on: not kept, or kept from an "

@@ -46,6 +46,10 @@ struct ReadStats {
   // kept yet, or kept from another file or for other days).
   std::atomic<uint64_t> day_sums_hits{0};
   std::atomic<uint64_t> day_sums_misses{0};
+  // The same for /uniques: runs of 8 or more whole days inside one unit
+  // added as the union kept for them instead of their day unique records.
+  std::atomic<uint64_t> day_unions_hits{0};
+  std::atomic<uint64_t> day_unions_misses{0};
   // Archive answers kept per key and generation (archive_reply_cache.h):
   // keys answered from the cache, keys asked for while the cache could have
   // answered (not kept yet, or kept from an older generation), entries

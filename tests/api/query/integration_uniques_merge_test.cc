@@ -165,6 +165,13 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
     EXPECT_EQ(DayUniquesRead(), 0);
   }
   ExpectDecodedHitsOnlyWhenCached();
+  // Asked again, the months' runs of whole days were added as the unions
+  // kept for them (and the answers above are still the sets' sizes).
+  if (GetParam().day_records == DayRecords::kEveryDay && GetParam().cached) {
+    EXPECT_GT(ReadFigure("day_unions_hits"), 0);
+  } else {
+    EXPECT_EQ(ReadFigure("day_unions_hits"), 0);
+  }
 }
 
 // A sparse key's /uniques takes two archive round trips: the total's get
@@ -280,6 +287,8 @@ TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
     EXPECT_EQ(DayUniquesRead(), 0);
   }
   ExpectDecodedHitsOnlyWhenCached();
+  // Breakdowns' visitors are not read by runs (only /uniques is).
+  EXPECT_EQ(ReadFigure("day_unions_hits"), 0);
 }
 
 // Realtime sketches are decoded once per text: asking a window again reads
