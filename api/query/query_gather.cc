@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -305,6 +306,36 @@ std::vector<std::vector<int64_t>> RunsInOneSum(const std::vector<int64_t>& days,
   return runs;
 }
 
+// What a gather does with its whole days given the runs kept for them: the
+// days to read as day records, and the long runs among those to keep once
+// read. A long run kept for `file` is handed to `on_hit` instead (and not
+// read).
+struct RunPlan {
+  std::vector<int64_t> to_read;
+  std::vector<std::vector<int64_t>> to_keep;
+};
+template <typename Value, typename OnHit>
+RunPlan PlanRuns(const std::vector<int64_t>& days, const std::vector<int64_t>& splits, DayRunCache<Value>& cache,
+                 const ServedFile& file, int shard_count, std::string_view prefix, std::atomic<uint64_t>& hits,
+                 std::atomic<uint64_t>& misses, const OnHit& on_hit) {
+  RunPlan plan;
+  for (std::vector<int64_t>& run : RunsInOneSum(days, splits)) {
+    if (run.size() >= DayRuns::kMinDays) {
+      if (const Value* kept = cache.Find(file, shard_count, prefix, run)) {
+        ++hits;
+        on_hit(run, *kept);
+        continue;
+      }
+      ++misses;
+      plan.to_read.insert(plan.to_read.end(), run.begin(), run.end());
+      plan.to_keep.push_back(std::move(run));
+      continue;
+    }
+    plan.to_read.insert(plan.to_read.end(), run.begin(), run.end());
+  }
+  return plan;
+}
+
 // Per run (sorted, disjoint), the sum per value of the entries of
 // `subtotals` at its days' first hours; nullopt for a run whose sum would
 // overflow (it is then only read, never kept).
@@ -425,23 +456,15 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const int shard_count = job->session->shard_count;
   const std::optional<ArchiveReader::DayRecordRules> rules = archive_.KnownDayRecordRules(*job->session, view.generation);
   if (day_sums_.enabled() && file && !job->uniques_from && job->splits && (!rules || rules->subtotals_every_day)) {
-    std::vector<int64_t> to_read;
-    for (std::vector<int64_t>& run : RunsInOneSum(days, *job->splits)) {
-      if (run.size() >= DaySumCache::kMinDays) {
-        if (const ValueCounts* sums = day_sums_.Find(*file, shard_count, job->subtotal_prefix, run)) {
-          ++stats_.day_sums_hits;
-          for (const auto& [value, count] : *sums) {
-            kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
-          }
-          continue;
-        }
-        ++stats_.day_sums_misses;
-        to_read.insert(to_read.end(), run.begin(), run.end());
-        runs_to_keep.push_back(std::move(run));
-        continue;
-      }
-      to_read.insert(to_read.end(), run.begin(), run.end());
-    }
+    RunPlan plan = PlanRuns(days, *job->splits, day_sums_, *file, shard_count, job->subtotal_prefix,
+                            stats_.day_sums_hits, stats_.day_sums_misses,
+                            [&](const std::vector<int64_t>& run, const ValueCounts& sums) {
+                              for (const auto& [value, count] : sums) {
+                                kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
+                              }
+                            });
+    std::vector<int64_t>& to_read = plan.to_read;
+    runs_to_keep = std::move(plan.to_keep);
     if (to_read.size() != days.size()) all_whole_days = days;
     days = std::move(to_read);
   }
@@ -768,21 +791,15 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   const std::string run_prefix = job->archive_prefix + "\n" + job->target.skey;
   const std::string run_key = job->target.sns.empty() ? std::string() : job->target.skey;
   if (day_unions_.enabled() && file && job->splits && !days.empty()) {
-    days_to_read.clear();
-    for (std::vector<int64_t>& run : RunsInOneSum(days, *job->splits)) {
-      if (run.size() >= DayUnionCache::kMinDays) {
-        if (const auto* sketch = day_unions_.Find(*file, shard_count, run_prefix, run)) {
-          ++stats_.day_unions_hits;
-          if (!(*sketch)->empty()) kept_unions.push_back(HourSketch{run.front() * kSecondsPerDay, run_key, *sketch});
-          continue;
-        }
-        ++stats_.day_unions_misses;
-        days_to_read.insert(days_to_read.end(), run.begin(), run.end());
-        runs_to_keep.push_back(std::move(run));
-        continue;
-      }
-      days_to_read.insert(days_to_read.end(), run.begin(), run.end());
-    }
+    RunPlan plan = PlanRuns(days, *job->splits, day_unions_, *file, shard_count, run_prefix, stats_.day_unions_hits,
+                            stats_.day_unions_misses,
+                            [&](const std::vector<int64_t>& run, const std::shared_ptr<const UniqueSketch>& sketch) {
+                              if (!sketch->empty()) {
+                                kept_unions.push_back(HourSketch{run.front() * kSecondsPerDay, run_key, sketch});
+                              }
+                            });
+    days_to_read = std::move(plan.to_read);
+    runs_to_keep = std::move(plan.to_keep);
   }
   // The archived hours of the total are the index of the unique records
   // that can exist (an hour with visitors always has clicks).
