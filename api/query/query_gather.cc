@@ -825,8 +825,9 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     ++it;
   }
-  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived), days = std::move(days),
-                                     kept_unions = std::move(kept_unions), runs_to_keep = std::move(runs_to_keep),
+  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived),
+                                     days_to_read = std::move(days_to_read), kept_unions = std::move(kept_unions),
+                                     runs_to_keep = std::move(runs_to_keep),
                                      file, shard_count,
                                      run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
@@ -844,7 +845,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
       // which lies in the same unit as all of them.
       int64_t hour = 0;
       if (std::optional<int64_t> day = DayOfKey(key, job->archive_prefix)) {
-        if (!std::binary_search(days.begin(), days.end(), *day)) {
+        // Only the days asked: a day added from a kept union is not read.
+        if (!std::binary_search(days_to_read.begin(), days_to_read.end(), *day)) {
           return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
         }
         ++days_read;
@@ -870,9 +872,10 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
       // lines come next).
       std::vector<UniqueSketch> unions = UniteRuns(runs_to_keep, data.hours);
       for (size_t i = 0; i < runs_to_keep.size(); ++i) {
-        const size_t bytes = unions[i].MemoryBytes();
-        day_unions_.Put(*file, shard_count, run_prefix, runs_to_keep[i],
-                        std::make_shared<const UniqueSketch>(std::move(unions[i])), bytes);
+        // A copy holds no room the merges left spare (charged by MemoryBytes).
+        auto kept = std::make_shared<const UniqueSketch>(unions[i]);
+        const size_t bytes = kept->MemoryBytes();
+        day_unions_.Put(*file, shard_count, run_prefix, runs_to_keep[i], std::move(kept), bytes);
       }
     }
     data.hours.insert(data.hours.end(), std::make_move_iterator(kept_unions.begin()),
