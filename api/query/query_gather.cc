@@ -336,6 +336,20 @@ RunPlan PlanRuns(const std::vector<int64_t>& days, const std::vector<int64_t>& s
   return plan;
 }
 
+// The index of the run (runs sorted, disjoint) that holds the UTC day whose
+// first hour is `hour`; nullopt for another hour or a day in no run.
+std::optional<size_t> RunAtDayStart(const std::vector<std::vector<int64_t>>& runs, int64_t hour) {
+  const int64_t day = FloorDiv(hour, kSecondsPerDay);
+  if (hour != day * kSecondsPerDay) return std::nullopt;
+  // The run whose first day is the last at or before `day`.
+  auto it = std::upper_bound(runs.begin(), runs.end(), day,
+                             [](int64_t d, const std::vector<int64_t>& run) { return d < run.front(); });
+  if (it == runs.begin()) return std::nullopt;
+  --it;
+  if (!std::binary_search(it->begin(), it->end(), day)) return std::nullopt;
+  return static_cast<size_t>(it - runs.begin());
+}
+
 // Per run (sorted, disjoint), the sum per value of the entries of
 // `subtotals` at its days' first hours; nullopt for a run whose sum would
 // overflow (it is then only read, never kept).
@@ -344,17 +358,10 @@ std::vector<std::optional<ValueCounts>> SumRuns(const std::vector<std::vector<in
   std::vector<std::unordered_map<std::string_view, int64_t>> by_value(runs.size());
   std::vector<bool> overflowed(runs.size(), false);
   for (const SubtotalCount& c : subtotals) {
-    const int64_t day = FloorDiv(c.hour, kSecondsPerDay);
-    if (c.hour != day * kSecondsPerDay) continue;
-    // The run whose first day is the last at or before `day`.
-    auto it = std::upper_bound(runs.begin(), runs.end(), day,
-                               [](int64_t d, const std::vector<int64_t>& run) { return d < run.front(); });
-    if (it == runs.begin()) continue;
-    --it;
-    if (!std::binary_search(it->begin(), it->end(), day)) continue;
-    const size_t i = static_cast<size_t>(it - runs.begin());
-    int64_t& slot = by_value[i][c.key];
-    if (__builtin_add_overflow(slot, c.count, &slot)) overflowed[i] = true;
+    const std::optional<size_t> i = RunAtDayStart(runs, c.hour);
+    if (!i) continue;
+    int64_t& slot = by_value[*i][c.key];
+    if (__builtin_add_overflow(slot, c.count, &slot)) overflowed[*i] = true;
   }
   std::vector<std::optional<ValueCounts>> sums(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -372,14 +379,8 @@ std::vector<std::optional<ValueCounts>> SumRuns(const std::vector<std::vector<in
 std::vector<UniqueSketch> UniteRuns(const std::vector<std::vector<int64_t>>& runs, const HourlySketches& hours) {
   std::vector<UniqueSketch> unions(runs.size());
   for (const HourSketch& h : hours) {
-    const int64_t day = FloorDiv(h.hour, kSecondsPerDay);
-    if (h.hour != day * kSecondsPerDay || !h.sketch) continue;
-    auto it = std::upper_bound(runs.begin(), runs.end(), day,
-                               [](int64_t d, const std::vector<int64_t>& run) { return d < run.front(); });
-    if (it == runs.begin()) continue;
-    --it;
-    if (!std::binary_search(it->begin(), it->end(), day)) continue;
-    unions[static_cast<size_t>(it - runs.begin())].Merge(*h.sketch);
+    const std::optional<size_t> i = RunAtDayStart(runs, h.hour);
+    if (i && h.sketch) unions[*i].Merge(*h.sketch);
   }
   return unions;
 }
@@ -450,7 +451,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   std::vector<SubtotalCount> kept_sums;
   std::vector<std::vector<int64_t>> runs_to_keep;
   // Every whole day, asked or added from kept sums: its hours are not read.
-  // Empty while it is `days` itself (no run was added from kept sums).
+  // Empty while that is `days` itself (no run was added from kept sums).
   std::vector<int64_t> all_whole_days;
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   const int shard_count = job->session->shard_count;
@@ -463,10 +464,9 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
                                 kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
                               }
                             });
-    std::vector<int64_t>& to_read = plan.to_read;
     runs_to_keep = std::move(plan.to_keep);
-    if (to_read.size() != days.size()) all_whole_days = days;
-    days = std::move(to_read);
+    if (plan.to_read.size() != days.size()) all_whole_days = std::move(days);
+    days = std::move(plan.to_read);
   }
   // With uniques, the whole days from uniques_from on are read as their day
   // unique records too, unless this file is already known not to have one
@@ -784,28 +784,31 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   // only on a file that has a day record for every day with unique hours).
   std::vector<HourSketch> kept_unions;
   std::vector<std::vector<int64_t>> runs_to_keep;
-  std::vector<int64_t> days_to_read = days;
+  std::vector<int64_t> days_to_read;  // the days asked: `days` itself unless runs were planned
+  bool planned = false;
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   const int shard_count = job->session->shard_count;
   // A run is of a key's records, or of one subtotal value's among them.
   const std::string run_prefix = job->archive_prefix + "\n" + job->target.skey;
-  const std::string run_key = job->target.sns.empty() ? std::string() : job->target.skey;
   if (day_unions_.enabled() && file && job->splits && !days.empty()) {
     RunPlan plan = PlanRuns(days, *job->splits, day_unions_, *file, shard_count, run_prefix, stats_.day_unions_hits,
                             stats_.day_unions_misses,
                             [&](const std::vector<int64_t>& run, const std::shared_ptr<const UniqueSketch>& sketch) {
                               if (!sketch->empty()) {
-                                kept_unions.push_back(HourSketch{run.front() * kSecondsPerDay, run_key, sketch});
+                                kept_unions.push_back(
+                                    HourSketch{run.front() * kSecondsPerDay, job->target.skey, sketch});
                               }
                             });
     days_to_read = std::move(plan.to_read);
     runs_to_keep = std::move(plan.to_keep);
+    planned = true;
   }
+  const std::vector<int64_t>& asked_days = planned ? days_to_read : days;
   // The archived hours of the total are the index of the unique records
   // that can exist (an hour with visitors always has clicks).
   std::vector<std::string> keys;
-  keys.reserve(archived.size() + days_to_read.size());
-  for (const int64_t day : days_to_read) {
+  keys.reserve(archived.size() + asked_days.size());
+  for (const int64_t day : asked_days) {
     auto code = DayCodeFromDays(day);
     if (code.ok()) keys.push_back(job->archive_prefix + *code);
   }
@@ -825,6 +828,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     ++it;
   }
+  if (!planned) days_to_read = std::move(days);  // the walk above was its last use
   archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived),
                                      days_to_read = std::move(days_to_read), kept_unions = std::move(kept_unions),
                                      runs_to_keep = std::move(runs_to_keep),

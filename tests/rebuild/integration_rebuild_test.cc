@@ -464,8 +464,10 @@ TEST_F(RebuildIntegration, ALoadNowAfterAFailedBuildDeploysItsOwnDataToo) {
   // A's queued file gone for a while: the --now of B builds (inputs A and B
   // fixed) and fails.
   std::string queued_a;
+  // The queue's one load folder (beside it the queue's lock file, which a
+  // directory listing may give last).
   for (const auto& entry : std::filesystem::directory_iterator(cluster_ / "work/queue")) {
-    queued_a = entry.path().string() + "/sorted.csv";
+    if (entry.is_directory()) queued_a = entry.path().string() + "/sorted.csv";
   }
   ASSERT_TRUE(RenameDurably(queued_a, queued_a + ".aside").ok());
   EXPECT_NE(Rebuild({"load", "--config", cluster_.config_path(), "--now", write_load("b.csv", 100)}, &out), 0) << out;
