@@ -7,6 +7,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
+#include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <strings.h>
@@ -46,6 +47,30 @@ void EnableLibeventThreads() {
     std::signal(SIGPIPE, SIG_IGN);
   });
 }
+
+namespace {
+
+// The Date header, formatted once a second per thread. libevent formats it
+// for every answer that has none (gmtime and a printf: ~4% of an API node's
+// instructions answering short queries, by callgrind); an answer names the
+// second it was made in either way.
+const char* HttpDateNow() {
+  thread_local time_t second = -1;
+  thread_local char text[64] = "";
+  const time_t now = std::time(nullptr);
+  if (now != second) {
+    struct tm utc;
+    if (gmtime_r(&now, &utc) == nullptr || evutil_date_rfc1123(text, sizeof(text), &utc) <= 0) return nullptr;
+    second = now;
+  }
+  return text;
+}
+
+void AddDateHeader(evkeyvalq* headers) {
+  if (const char* date = HttpDateNow()) evhttp_add_header(headers, "Date", date);
+}
+
+}  // namespace
 
 nlohmann::json Envelope(int status_code, std::string_view status_txt, nlohmann::json data) {
   nlohmann::json out = nlohmann::json::object();
@@ -369,6 +394,7 @@ void ExchangeImpl::Finish(int status) {
 void ExchangeImpl::Send(int status, std::string_view body, std::string_view content_type, bool length_known) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req_);
   evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
+  AddDateHeader(headers);
   EvbufferPtr buf(evbuffer_new());
   // libevent 2.1 writes a HEAD answer's body after its headers, and without
   // a Content-Length: a keep-alive client would read that body as the start
@@ -404,7 +430,9 @@ void ExchangeImpl::StartStream(int status, std::string_view content_type) {
   streaming_ = true;
   stream_status_ = status;
   self_while_streaming_ = shared_from_this();
-  evhttp_add_header(evhttp_request_get_output_headers(req_), "Content-Type", std::string(content_type).c_str());
+  evkeyvalq* headers = evhttp_request_get_output_headers(req_);
+  evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
+  AddDateHeader(headers);
   server_->AnswerLeaving(req_);
   evhttp_send_reply_start(req_, status, nullptr);
 }

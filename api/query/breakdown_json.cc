@@ -11,13 +11,13 @@ using json_text::AppendString;
 
 // (current - earlier) / earlier as the DOM dumps a double; null when the
 // earlier count is 0.
-void AppendChange(fmt::memory_buffer* out, int64_t current, int64_t earlier) {
+void AppendChange(std::string* out, int64_t current, int64_t earlier) {
   if (earlier == 0) return Append(out, "null");
   Append(out, nlohmann::json(static_cast<double>(current - earlier) / static_cast<double>(earlier)).dump());
 }
 
 // One unit's rows; `earlier` and `uniques` as in BreakdownJson (nullptr: not asked).
-void AppendRows(fmt::memory_buffer* out, const TopValues& top, const KeyCounts* earlier, const KeyUniques* uniques) {
+void AppendRows(std::string* out, const TopValues& top, const KeyCounts* earlier, const KeyUniques* uniques) {
   out->push_back('[');
   bool first = true;
   for (const auto& [value, clicks] : top) {
@@ -63,7 +63,7 @@ std::string BreakdownJson(const BreakdownParams& p, const UnitWindow& window, co
     if (!p.uniques) return nullptr;
     return i < uniques.size() ? &uniques[i] : &kNoVisitors;
   };
-  fmt::memory_buffer out;
+  std::string out;
   Append(&out, "{\"breakdown\":");
   if (p.window.rollup) {
     AppendRows(&out, top_of(0), before_of(0), uniques_of(0));
@@ -96,7 +96,7 @@ std::string BreakdownJson(const BreakdownParams& p, const UnitWindow& window, co
   out.push_back(',');
   json_text::AppendUnitFields(p.window, &out);
   out.push_back('}');
-  return fmt::to_string(out);
+  return out;
 }
 
 }  // namespace clickatron::api

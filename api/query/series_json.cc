@@ -10,7 +10,7 @@ using json_text::Append;
 using json_text::AppendUnitFields;
 
 // The echo after "clicks" (which sorts before all of it), closing the object.
-void AppendEcho(const WindowParams& w, fmt::memory_buffer* out) {
+void AppendEcho(const WindowParams& w, std::string* out) {
   Append(out, ",\"tz_offset\":");
   Append(out, w.tz_offset);
   out->push_back(',');
@@ -21,8 +21,9 @@ void AppendEcho(const WindowParams& w, fmt::memory_buffer* out) {
 }  // namespace
 
 std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<int64_t>& sums) {
-  fmt::memory_buffer out;
-  out.append(std::string_view("{\"clicks\":["));
+  std::string out;
+  out.reserve(64 + window.size() * 40);
+  out.append("{\"clicks\":[");
   for (size_t i = window.size(); i-- > 0;) {
     Append(&out, "{\"clicks\":");
     Append(&out, sums[i]);
@@ -32,11 +33,12 @@ std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const st
   }
   out.push_back(']');
   AppendEcho(w, &out);
-  return fmt::to_string(out);
+  return out;
 }
 
 std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<uint64_t>& uniques) {
-  fmt::memory_buffer out;
+  std::string out;
+  out.reserve(96 + window.size() * 40);
   // Keys sorted as the DOM dumps them: "tz_offset" < "uniques" < "unit…".
   Append(&out, "{\"tz_offset\":");
   Append(&out, w.tz_offset);
@@ -48,14 +50,14 @@ std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, c
     Append(&out, uniques[i]);
     Append(&out, i > 0 ? "}," : "}");
   }
-  out.append(std::string_view("],"));
+  out.append("],");
   AppendUnitFields(w, &out);
   out.push_back('}');
-  return fmt::to_string(out);
+  return out;
 }
 
 std::string UniquesRollupJson(const WindowParams& w, uint64_t uniques) {
-  fmt::memory_buffer out;
+  std::string out;
   Append(&out, "{\"tz_offset\":");
   Append(&out, w.tz_offset);
   Append(&out, ",\"uniques\":");
@@ -63,15 +65,15 @@ std::string UniquesRollupJson(const WindowParams& w, uint64_t uniques) {
   out.push_back(',');
   AppendUnitFields(w, &out);
   out.push_back('}');
-  return fmt::to_string(out);
+  return out;
 }
 
 std::string RollupJson(const WindowParams& w, int64_t clicks) {
-  fmt::memory_buffer out;
+  std::string out;
   Append(&out, "{\"clicks\":");
   Append(&out, clicks);
   AppendEcho(w, &out);
-  return fmt::to_string(out);
+  return out;
 }
 
 }  // namespace clickatron::api

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <malloc.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <future>
 #include <thread>
 #include <vector>
@@ -130,6 +132,29 @@ TEST_F(HttpServerTest, JsonEnvelope) {
   auto text = Get("/jsontext");
   EXPECT_EQ(text.Header("content-type"), "application/json");
   EXPECT_EQ(text.body, Get("/json").body);
+}
+
+// Every answer names the second it was made in one Date header (RFC 1123,
+// as HTTP/1.1 asks), including the streamed ones: the server writes it from
+// a per-second copy instead of libevent's per-answer formatting.
+TEST_F(HttpServerTest, AnswersCarryOneDateOfTheirSecond) {
+  for (const std::string target : {"/json", "/stream", "/nope"}) {
+    const time_t before = std::time(nullptr);
+    auto r = Get(target);
+    const time_t after = std::time(nullptr);
+    ASSERT_TRUE(r.ok()) << target;
+    int dates = 0;
+    for (const auto& [name, value] : r.headers) dates += strcasecmp(name.c_str(), "date") == 0 ? 1 : 0;
+    EXPECT_EQ(dates, 1) << target;
+    struct tm utc {};
+    const std::string date = r.Header("date");
+    const char* end = strptime(date.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &utc);
+    ASSERT_NE(end, nullptr) << target << ": " << date;
+    EXPECT_EQ(*end, '\0') << date;
+    const time_t stamped = timegm(&utc);
+    EXPECT_GE(stamped, before) << date;
+    EXPECT_LE(stamped, after) << date;
+  }
 }
 
 TEST_F(HttpServerTest, ErrorEnvelopeCarriesReasonAndStatus) {
