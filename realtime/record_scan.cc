@@ -51,7 +51,8 @@ class MergedScan : public LineSource {
       if (const UniqueSketch* held = c->sketch()) {
         // The in-memory table's, already decoded.
         if (Status st = value.AddSketch(*held); !st.ok()) return Fail(st);
-      } else if (Status st = value.AddStored(c->raw_value()); !st.ok()) {
+      } else if (Status st = c->value_is_text() ? value.AddStoredText(c->raw_value()) : value.AddStored(c->raw_value());
+                 !st.ok()) {
         return Fail(st);
       }
       c->Next();

@@ -44,6 +44,25 @@ Status RecordValue::AddStored(std::string_view raw) {
   return Status::Internal("unknown record kind");
 }
 
+Status RecordValue::AddStoredText(std::string_view text) {
+  if (kind_ != Kind::kUnique) {
+    return Status::Corruption(fmt::format("record {} is not a unique record, yet holds sketch text", QuoteForMessage(key_)));
+  }
+  if (!found_) {
+    // Not copied: a day of a busy key's sketches is most of what a scan
+    // moves, and `text` outlives this value (its cursor's records do).
+    pending_view_ = text;
+    text_pending_ = true;
+    found_ = true;
+    return Status::Ok();
+  }
+  CLICKATRON_RETURN_IF_ERROR(DecodePendingText());
+  Result<UniqueSketch> sketch = UniqueSketch::FromText(text);
+  if (!sketch.ok()) return BadSketch(sketch.status());
+  visitors_.Merge(*sketch);
+  return Status::Ok();
+}
+
 Status RecordValue::AddCounter(int64_t delta) {
   // The key is quoted only for an error: this runs for every record a read
   // or an export passes.
@@ -62,7 +81,7 @@ Status RecordValue::AddSketch(const UniqueSketch& sketch) {
 Status RecordValue::DecodePendingText() {
   if (!text_pending_) return Status::Ok();
   text_pending_ = false;
-  Result<UniqueSketch> sketch = UniqueSketch::FromText(pending_text_);
+  Result<UniqueSketch> sketch = UniqueSketch::FromText(PendingText());
   if (!sketch.ok()) return BadSketch(sketch.status());
   visitors_.Merge(*sketch);
   return Status::Ok();
@@ -85,7 +104,7 @@ void RecordValue::AppendText(std::string* out) const {
       return;
     case Kind::kUnique:
       if (text_pending_) {
-        out->append(pending_text_);
+        out->append(PendingText());
       } else {
         visitors_.AppendText(out);
       }

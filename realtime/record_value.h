@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,12 @@ class RecordValue {
   // value. CORRUPTION naming the key when it does not decode, OUT_OF_RANGE
   // when a sum overflows.
   Status AddStored(std::string_view raw);
+  // A unique record's stored part already as sketch text (the scan cache
+  // keeps them so): sent as it is when it is the only part. REQUIRES: `text`
+  // outlives the value (it is not copied). CORRUPTION for
+  // a record of another kind, or when a second part must be united with
+  // text that does not decode.
+  Status AddStoredText(std::string_view text);
   Status AddCounter(int64_t delta);
   // CORRUPTION when a part held as text (above) does not decode.
   Status AddSketch(const UniqueSketch& sketch);
@@ -54,7 +61,9 @@ class RecordValue {
   // it is stored, turned into text without decoding its sketch; it is
   // decoded only when a second part must be united with it.
   std::string pending_text_;
+  std::optional<std::string_view> pending_view_;  // set: the pending text is held there (AddStoredText)
   bool text_pending_ = false;
+  std::string_view PendingText() const { return pending_view_ ? *pending_view_ : std::string_view(pending_text_); }
   std::string lookup_;
 };
 

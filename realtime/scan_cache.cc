@@ -3,21 +3,33 @@
 #include <algorithm>
 #include <cstring>
 
+#include "clickatron/record.h"
+#include "clickatron/unique_sketch.h"
+
 namespace clickatron::realtime {
 
 void CachedRecords::Add(std::string_view key, std::string_view raw_value) {
   if (overflowed_) return;
   // Measured by what the records use, as they will be charged once shrunk
   // (capacity, which grows by doubling, would stop them well short of it).
-  if (data_.size() + key.size() + raw_value.size() + (items_.size() + 1) * sizeof(Item) > max_bytes_) {
+  // A unique record is kept as text: a third larger than its binary.
+  const size_t value_bytes = IsUniqueKey(key) ? (raw_value.size() * 4 + 2) / 3 : raw_value.size();
+  if (data_.size() + key.size() + value_bytes + (items_.size() + 1) * sizeof(Item) > max_bytes_) {
     overflowed_ = true;
     data_ = std::string();
     items_ = std::vector<Item>();
     return;
   }
-  items_.push_back(Item{data_.size(), static_cast<uint32_t>(key.size()), static_cast<uint32_t>(raw_value.size())});
+  const size_t at = data_.size();
   data_.append(key);
-  data_.append(raw_value);
+  bool text = false;
+  if (IsUniqueKey(key)) {
+    text = UniqueSketch::AppendTextOfBinary(raw_value, &data_).ok();
+    if (!text) data_.resize(at + key.size());
+  }
+  if (!text) data_.append(raw_value);
+  items_.push_back(Item{at, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(data_.size() - at - key.size()),
+                        text});
 }
 
 void CachedRecords::ShrinkToFit() {
@@ -48,6 +60,7 @@ class CachedRecordsCursor : public StoreCursor {
   bool Valid() const override { return at_ < records_->size(); }
   std::string_view key() const override { return records_->key(at_); }
   std::string_view raw_value() const override { return records_->value(at_); }
+  bool value_is_text() const override { return records_->value_is_text(at_); }
   void Next() override { ++at_; }
   Status status() const override { return Status::Ok(); }
 

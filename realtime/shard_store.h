@@ -119,6 +119,9 @@ class StoreCursor {
   // A unique record's sketch when the cursor holds it decoded (the in-memory
   // table's): readers use it instead of decoding raw_value(). nullptr else.
   virtual const UniqueSketch* sketch() const { return nullptr; }
+  // Whether raw_value() is a unique record's sketch text, not its stored
+  // binary (the scan cache's, scan_cache.h): readers add it as text.
+  virtual bool value_is_text() const { return false; }
   virtual void Next() = 0;
   // Not ok when iteration stopped on an error rather than at the end.
   virtual Status status() const = 0;
