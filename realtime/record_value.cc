@@ -26,11 +26,7 @@ Status RecordValue::AddStored(std::string_view raw) {
         found_ = true;
         return Status::Ok();
       }
-      CLICKATRON_RETURN_IF_ERROR(DecodePendingText());
-      Result<UniqueSketch> sketch = UniqueSketch::FromBinary(raw);
-      if (!sketch.ok()) return BadSketch(sketch.status());
-      visitors_.Merge(*sketch);
-      return Status::Ok();
+      return UniteSecondPart(UniqueSketch::FromBinary(raw));
     }
     case Kind::kCounter: {
       int64_t count = 0;
@@ -56,8 +52,11 @@ Status RecordValue::AddStoredText(std::string_view text) {
     found_ = true;
     return Status::Ok();
   }
+  return UniteSecondPart(UniqueSketch::FromText(text));
+}
+
+Status RecordValue::UniteSecondPart(const Result<UniqueSketch>& sketch) {
   CLICKATRON_RETURN_IF_ERROR(DecodePendingText());
-  Result<UniqueSketch> sketch = UniqueSketch::FromText(text);
   if (!sketch.ok()) return BadSketch(sketch.status());
   visitors_.Merge(*sketch);
   return Status::Ok();

@@ -49,6 +49,9 @@ class RecordValue {
   enum class Kind { kCounter, kUnique, kLookup };
   // Decodes a sketch held only as text (below) into visitors_.
   Status DecodePendingText();
+  // A stored part after the first (of another day's store, or the scan
+  // cache's beside the store's): the first is decoded, then both united.
+  Status UniteSecondPart(const Result<UniqueSketch>& sketch);
   // CORRUPTION naming the key, for a stored sketch that does not decode.
   Status BadSketch(const Status& why) const;
 

@@ -13,7 +13,8 @@ void CachedRecords::Add(std::string_view key, std::string_view raw_value) {
   // Measured by what the records use, as they will be charged once shrunk
   // (capacity, which grows by doubling, would stop them well short of it).
   // A unique record is kept as text: a third larger than its binary.
-  const size_t value_bytes = IsUniqueKey(key) ? (raw_value.size() * 4 + 2) / 3 : raw_value.size();
+  const bool unique = IsUniqueKey(key);
+  const size_t value_bytes = unique ? (raw_value.size() * 4 + 2) / 3 : raw_value.size();
   if (data_.size() + key.size() + value_bytes + (items_.size() + 1) * sizeof(Item) > max_bytes_) {
     overflowed_ = true;
     data_ = std::string();
@@ -23,7 +24,7 @@ void CachedRecords::Add(std::string_view key, std::string_view raw_value) {
   const size_t at = data_.size();
   data_.append(key);
   bool text = false;
-  if (IsUniqueKey(key)) {
+  if (unique) {
     text = UniqueSketch::AppendTextOfBinary(raw_value, &data_).ok();
     if (!text) data_.resize(at + key.size());
   }

@@ -36,7 +36,7 @@ namespace clickatron::realtime {
 // Keys and raw values in key order, packed in one buffer. A unique record's
 // value is kept as its sketch text (value_is_text): every read sends it as
 // text, and encoding a busy key's day of sketches again on every scan was
-// 19% of a shard's CPU answering /uniques for hot keys (perf, bench-query).
+// 19% of a shard's perf samples answering /uniques for hot keys (bench-query).
 class CachedRecords {
  public:
   // `max_bytes`: a recording that grows past it stops keeping records

@@ -15,6 +15,7 @@
 #include "clickatron/ymdh.h"
 #include "multi_prefix_scan.h"
 #include "ring.h"
+#include "small_store.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::realtime {
@@ -35,10 +36,7 @@ std::string SketchText(const std::set<std::string>& tokens) {
 class CachedSketchTextTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    StoreOptions options;
-    options.write_buffer_mb = 4;
-    options.block_cache_mb = 4;
-    auto store = ShardStore::Open(tmp_.path(), options);
+    auto store = testing::OpenSmallStore(tmp_.path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     auto ring = Ring::Open(store_.get(), kToday, {}, ScanCacheOptions{.max_bytes = 4 << 20, .min_records = 0});

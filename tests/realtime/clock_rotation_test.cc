@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "clickatron/ymdh.h"
+#include "small_store.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::realtime {
@@ -19,10 +20,7 @@ const int64_t kDay = DaysFromCivil({2024, 3, 10});
 class ClockRotationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    StoreOptions options;
-    options.write_buffer_mb = 4;
-    options.block_cache_mb = 4;
-    Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(tmp_.path(), options);
+    Result<std::unique_ptr<ShardStore>> store = testing::OpenSmallStore(tmp_.path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     Result<std::unique_ptr<Ring>> ring = Ring::Open(store_.get(), clock_.TodayUtc());

@@ -14,6 +14,7 @@
 #include "apply_batch.h"
 #include "clickatron/ymdh.h"
 #include "ring.h"
+#include "small_store.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::realtime {
@@ -38,10 +39,7 @@ std::vector<std::string> SplitLines(const std::string& text) {
 class MultiPrefixScanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    StoreOptions options;
-    options.write_buffer_mb = 4;
-    options.block_cache_mb = 4;
-    auto store = ShardStore::Open(tmp_.path(), options);
+    auto store = testing::OpenSmallStore(tmp_.path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     // Every scan kept, however few records it read, none too (the fixture's

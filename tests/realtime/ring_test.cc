@@ -7,6 +7,7 @@
 
 #include "clickatron/key_codec.h"
 #include "clickatron/ymdh.h"
+#include "small_store.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::realtime {
@@ -28,10 +29,7 @@ class RingTest : public ::testing::Test {
   void Open(int64_t clock_today) {
     ring_.reset();
     store_.reset();
-    StoreOptions options;
-    options.write_buffer_mb = 4;
-    options.block_cache_mb = 4;
-    Result<std::unique_ptr<ShardStore>> store = ShardStore::Open(tmp_.path(), options);
+    Result<std::unique_ptr<ShardStore>> store = testing::OpenSmallStore(tmp_.path());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(store).value();
     Result<std::unique_ptr<Ring>> ring = Ring::Open(store_.get(), clock_today);
