@@ -126,13 +126,14 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
-                         DayUnionCache& day_unions, ReadStats& stats)
+                         DayUnionCache& day_unions, DaySketchCache& day_sketches, ReadStats& stats)
     : archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
       sketch_texts_(sketch_texts),
       day_sums_(day_sums),
       day_unions_(day_unions),
+      day_sketches_(day_sketches),
       stats_(stats) {}
 
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
@@ -796,7 +797,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
                             [&](const std::vector<int64_t>& run, const std::shared_ptr<const UniqueSketch>& sketch) {
                               if (!sketch->empty()) {
                                 kept_unions.push_back(
-                                    HourSketch{run.front() * kSecondsPerDay, job->target.skey, sketch});
+                                    HourSketch{run.front() * kSecondsPerDay, job->target.skey, sketch, std::nullopt});
                               }
                             });
     days_to_read = std::move(plan.to_read);
@@ -804,11 +805,32 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     planned = true;
   }
   const std::vector<int64_t>& asked_days = planned ? days_to_read : days;
+  // Of those, the days read before on this file come from the day cache, a
+  // day without visitors too; the rest are asked of the archive, and kept
+  // once read.
+  std::vector<HourSketch> kept_days;
+  std::vector<int64_t> read_days;
+  const bool keep_days = day_sketches_.enabled() && file && !asked_days.empty();
+  if (keep_days) {
+    const std::vector<KeptDay>* kept = day_sketches_.Find(*file, shard_count, run_prefix);
+    for (const int64_t day : asked_days) {
+      const KeptDay* k = kept ? DaySketchCache::DayIn(*kept, day) : nullptr;
+      if (k == nullptr) {
+        read_days.push_back(day);
+        continue;
+      }
+      if (k->sketch) kept_days.push_back(HourSketch{day * kSecondsPerDay, job->target.skey, k->sketch, k->estimate});
+    }
+    stats_.day_sketches_hits += asked_days.size() - read_days.size();
+    stats_.day_sketches_misses += read_days.size();
+  } else {
+    read_days = asked_days;
+  }
   // The archived hours of the total are the index of the unique records
   // that can exist (an hour with visitors always has clicks).
   std::vector<std::string> keys;
-  keys.reserve(archived.size() + asked_days.size());
-  for (const int64_t day : asked_days) {
+  keys.reserve(archived.size() + read_days.size());
+  for (const int64_t day : read_days) {
     auto code = DayCodeFromDays(day);
     if (code.ok()) keys.push_back(job->archive_prefix + *code);
   }
@@ -828,9 +850,9 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     ++it;
   }
-  if (!planned) days_to_read = std::move(days);  // the walk above was its last use
   archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived),
-                                     days_to_read = std::move(days_to_read), kept_unions = std::move(kept_unions),
+                                     read_days = std::move(read_days), kept_days = std::move(kept_days),
+                                     keep_days, kept_unions = std::move(kept_unions),
                                      runs_to_keep = std::move(runs_to_keep),
                                      file, shard_count,
                                      run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
@@ -843,14 +865,18 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     data.gap = RealtimeGap{job->realtime_missing, view.last_day};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
     uint64_t days_read = 0;
+    std::vector<KeptDay> to_keep;  // the day records read now (not those not there: added below)
+    bool keep = keep_days;
     const bool total = job->target.sns.empty();
     Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
       // A day record stands for its day's hours: entered at its first hour,
       // which lies in the same unit as all of them.
       int64_t hour = 0;
-      if (std::optional<int64_t> day = DayOfKey(key, job->archive_prefix)) {
-        // Only the days asked: a day added from a kept union is not read.
-        if (!std::binary_search(days_to_read.begin(), days_to_read.end(), *day)) {
+      std::optional<int64_t> day = DayOfKey(key, job->archive_prefix);
+      if (day) {
+        // Only the days asked: a day added from a kept union or kept day is
+        // not read.
+        if (!std::binary_search(read_days.begin(), read_days.end(), *day)) {
           return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
         }
         ++days_read;
@@ -860,20 +886,45 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
         if (!h.ok()) return h.status();
         hour = *h;
       }
+      const size_t before = data.hours.size();
       auto columns = ColumnsOf(*job->session, key, answer,
                                total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
       if (!columns.ok()) return columns.status();
+      Status added = Status::Ok();
       if (*columns) {
         AddDecodedSketches(**columns, hour, total ? "" : job->target.skey, &data.hours);
-        return Status::Ok();
+      } else {
+        added = total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
+                      : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
       }
-      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
-                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
+      // A day record adds one sketch, or none (no column of the value
+      // asked); more would be a subtotal read whole, which is not kept.
+      if (added.ok() && day && keep) {
+        const size_t count = data.hours.size() - before;
+        if (count > 1) keep = false;
+        to_keep.push_back(KeptDay{static_cast<int32_t>(*day), count == 1 ? data.hours.back().sketch : nullptr});
+      }
+      return added;
     });
+    if (st.ok() && keep) {
+      // Days asked and not answered have no record on this file: no visitors.
+      std::vector<int64_t> answered;
+      for (const KeptDay& k : to_keep) answered.push_back(k.day);
+      std::sort(answered.begin(), answered.end());
+      for (const int64_t day : read_days) {
+        if (!std::binary_search(answered.begin(), answered.end(), day)) {
+          to_keep.push_back(KeptDay{static_cast<int32_t>(day), nullptr});
+        }
+      }
+      day_sketches_.Add(*file, shard_count, run_prefix, std::move(to_keep));
+    }
+    // Kept days are entered at their first hours, as the days read.
+    data.hours.insert(data.hours.end(), std::make_move_iterator(kept_days.begin()),
+                      std::make_move_iterator(kept_days.end()));
     if (st.ok() && file && !runs_to_keep.empty()) {
-      // The runs read now, from their day records: the only entries at their
-      // days' first hours (a whole day's hours are not read, realtime's
-      // lines come next).
+      // The runs read now, from their day records (read or kept): the only
+      // entries at their days' first hours (a whole day's hours are not
+      // read, realtime's lines come next).
       std::vector<UniqueSketch> unions = UniteRuns(runs_to_keep, data.hours);
       for (size_t i = 0; i < runs_to_keep.size(); ++i) {
         // A copy holds no room the merges left spare (charged by MemoryBytes).

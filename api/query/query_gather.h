@@ -46,6 +46,7 @@
 
 #include "clickatron/config.h"
 #include "query/archive_reader.h"
+#include "query/day_sketch_cache.h"
 #include "query/day_sum_cache.h"
 #include "query/decoded_columns.h"
 #include "query/lookup_cache.h"
@@ -103,7 +104,8 @@ struct MgetAnswer {
 class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              SketchTextCache& sketch_texts, DaySumCache& day_sums, DayUnionCache& day_unions, ReadStats& stats);
+              SketchTextCache& sketch_texts, DaySumCache& day_sums, DayUnionCache& day_unions,
+              DaySketchCache& day_sketches, ReadStats& stats);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -200,6 +202,7 @@ class QueryGather {
   SketchTextCache& sketch_texts_;
   DaySumCache& day_sums_;
   DayUnionCache& day_unions_;
+  DaySketchCache& day_sketches_;
   ReadStats& stats_;
 };
 

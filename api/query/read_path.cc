@@ -176,7 +176,12 @@ class ReadPathImpl : public ReadPath {
         // The same for /uniques' unions (a dense sketch is 16 KB).
         day_unions_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
                     static_cast<size_t>(shared_->loops)),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, stats_) {
+        // A busy key's day sketches, a quarter of the archive cache's share:
+        // 30 days of a few hundred visitors each are some 80 KB.
+        day_sketches_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 4 /
+                      static_cast<size_t>(shared_->loops)),
+        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, day_sketches_,
+                stats_) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -531,6 +536,7 @@ class ReadPathImpl : public ReadPath {
   SketchTextCache sketch_texts_;
   DaySumCache day_sums_;
   DayUnionCache day_unions_;
+  DaySketchCache day_sketches_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

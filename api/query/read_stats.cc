@@ -52,6 +52,12 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      s.day_unions_hits.load());
   fn("day_unions_misses", "Such runs read as their day unique records while that cache was on.",
      s.day_unions_misses.load());
+  fn("day_sketches_hits",
+     "Whole UTC days of /uniques (not in a kept run) added from the key's day sketches kept for the served file "
+     "instead of asking for their day unique records.",
+     s.day_sketches_hits.load());
+  fn("day_sketches_misses", "Such days asked for as their day unique records while that cache was on.",
+     s.day_sketches_misses.load());
   fn("archive_cache_hits", "Archive keys answered from the API node's cache of the served generation.",
      s.archive_cache_hits.load());
   fn("archive_cache_misses", "Archive keys asked of a replica while the cache was on: not kept, or kept from an "

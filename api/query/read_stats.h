@@ -50,6 +50,8 @@ struct ReadStats {
   // added as the union kept for them instead of their day unique records.
   std::atomic<uint64_t> day_unions_hits{0};
   std::atomic<uint64_t> day_unions_misses{0};
+  std::atomic<uint64_t> day_sketches_hits{0};
+  std::atomic<uint64_t> day_sketches_misses{0};
   // Archive answers kept per key and generation (archive_reply_cache.h):
   // keys answered from the cache, keys asked for while the cache could have
   // answered (not kept yet, or kept from an older generation), entries

@@ -10,12 +10,19 @@ namespace {
 // of one day record is the record's own estimate).
 class Union {
  public:
-  void Add(const std::shared_ptr<const UniqueSketch>& sketch) { parts_.push_back(sketch.get()); }
-  uint64_t Estimate() const { return UniqueSketch::EstimateUnion(parts_); }
+  void Add(const HourSketch& h) {
+    parts_.push_back(h.sketch.get());
+    only_estimate_ = h.estimate;  // read only while it is the one part
+  }
+  uint64_t Estimate() const {
+    if (parts_.size() == 1 && only_estimate_) return *only_estimate_;
+    return UniqueSketch::EstimateUnion(parts_);
+  }
 
  private:
   // The hours the Union is made from own the sketches and outlive it.
   std::vector<const UniqueSketch*> parts_;
+  std::optional<uint64_t> only_estimate_;  // of the last part added, when it came with one
 };
 
 // The sketches of the window's hours united per (unit, key): one group for
@@ -27,7 +34,7 @@ std::vector<std::map<std::string, Union>> Unite(const UnitWindow& window, const 
   for (const HourSketch& h : hours) {
     const int64_t i = window.IndexOf(h.hour);
     if (i < 0) continue;
-    groups[per_unit ? static_cast<size_t>(i) : 0][per_key ? h.key : kAll].Add(h.sketch);
+    groups[per_unit ? static_cast<size_t>(i) : 0][per_key ? h.key : kAll].Add(h);
   }
   return groups;
 }
@@ -75,7 +82,7 @@ Status AddArchiveSketches(std::string_view value, bool total, int64_t hour, std:
                           HourlySketches* out) {
   return ForEachArchiveSketch(value, total, only_key,
                               [&](std::string_view skey, std::shared_ptr<const UniqueSketch> sketch) {
-                                out->push_back(HourSketch{hour, std::string(skey), std::move(sketch)});
+                                out->push_back(HourSketch{hour, std::string(skey), std::move(sketch), std::nullopt});
                                 return Status::Ok();
                               });
 }
@@ -100,7 +107,7 @@ Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bo
         if (HourIsArchived(hour, last_day) || !span.Contains(hour)) return Status::Ok();
         auto sketch = decoded.Decode(value, "realtime unique");
         if (!sketch.ok()) return sketch.status();
-        out->push_back(HourSketch{hour, std::string(skey), std::move(sketch).value()});
+        out->push_back(HourSketch{hour, std::string(skey), std::move(sketch).value(), std::nullopt});
         return Status::Ok();
       });
 }

@@ -120,6 +120,8 @@ const std::vector<Figure> kApiFigures = {
     {"/read/day_sums_misses", "clickatron_api_read_day_sums_misses_total"},
     {"/read/day_unions_hits", "clickatron_api_read_day_unions_hits_total"},
     {"/read/day_unions_misses", "clickatron_api_read_day_unions_misses_total"},
+    {"/read/day_sketches_hits", "clickatron_api_read_day_sketches_hits_total"},
+    {"/read/day_sketches_misses", "clickatron_api_read_day_sketches_misses_total"},
     {"/read/archive_cache_hits", "clickatron_api_read_archive_cache_hits_total"},
     {"/read/archive_cache_misses", "clickatron_api_read_archive_cache_misses_total"},
     {"/read/archive_cache_evictions", "clickatron_api_read_archive_cache_evictions_total"},

@@ -15,8 +15,9 @@
 //
 // A third run has the API's archive cache on and asks every query three
 // times: the first answer comes from the replicas, the second from kept text
-// (decoded and kept then), the third from the kept sketches; all three must
-// be the oracle's.
+// (decoded and kept then), the third from the kept sketches; whole days
+// after the first from the key's day sketches (day_sketch_cache.h); all three
+// must be the oracle's.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -171,6 +172,14 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
     EXPECT_GT(ReadFigure("day_unions_hits"), 0);
   } else {
     EXPECT_EQ(ReadFigure("day_unions_hits"), 0);
+  }
+  // And the whole days outside such runs (days, weeks, a window's edges)
+  // came from the key's day sketches kept on the file (the dataset's days
+  // with clicks and no visitors too), never on a file without that promise.
+  if (GetParam().day_records == DayRecords::kEveryDay && GetParam().cached) {
+    EXPECT_GT(ReadFigure("day_sketches_hits"), 0);
+  } else {
+    EXPECT_EQ(ReadFigure("day_sketches_hits"), 0);
   }
 }
 
