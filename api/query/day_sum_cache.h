@@ -111,7 +111,13 @@ class DayRunCache {
 using DaySumCache = DayRunCache<ValueCounts>;
 // What ValueCounts' heap holds, for Put.
 size_t HeapBytes(const ValueCounts& sums);
-// A /uniques run: the union of the run's day unique records.
-using DayUnionCache = DayRunCache<std::shared_ptr<const UniqueSketch>>;
+// A /uniques run: the union of the run's day unique records, and its
+// estimate, made once (a dense union's is a pass over 16,384 registers, and
+// a month's unit is often that union alone).
+struct KeptUnion {
+  std::shared_ptr<const UniqueSketch> sketch;
+  uint64_t estimate = 0;
+};
+using DayUnionCache = DayRunCache<KeptUnion>;
 
 }  // namespace clickatron::api

@@ -794,10 +794,10 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   if (day_unions_.enabled() && file && job->splits && !days.empty()) {
     RunPlan plan = PlanRuns(days, *job->splits, day_unions_, *file, shard_count, run_prefix, stats_.day_unions_hits,
                             stats_.day_unions_misses,
-                            [&](const std::vector<int64_t>& run, const std::shared_ptr<const UniqueSketch>& sketch) {
-                              if (!sketch->empty()) {
-                                kept_unions.push_back(
-                                    HourSketch{run.front() * kSecondsPerDay, job->target.skey, sketch, std::nullopt});
+                            [&](const std::vector<int64_t>& run, const KeptUnion& kept) {
+                              if (!kept.sketch->empty()) {
+                                kept_unions.push_back(HourSketch{run.front() * kSecondsPerDay, job->target.skey,
+                                                                 kept.sketch, kept.estimate});
                               }
                             });
     days_to_read = std::move(plan.to_read);
@@ -930,7 +930,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
         // A copy holds no room the merges left spare (charged by MemoryBytes).
         auto kept = std::make_shared<const UniqueSketch>(unions[i]);
         const size_t bytes = kept->MemoryBytes();
-        day_unions_.Put(*file, shard_count, run_prefix, runs_to_keep[i], std::move(kept), bytes);
+        const uint64_t estimate = kept->Estimate();
+        day_unions_.Put(*file, shard_count, run_prefix, runs_to_keep[i], KeptUnion{std::move(kept), estimate}, bytes);
       }
     }
     data.hours.insert(data.hours.end(), std::make_move_iterator(kept_unions.begin()),
