@@ -850,12 +850,10 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     ++it;
   }
-  archive_.MGet(job->session, keys, [this, job, view, archived = std::move(archived),
-                                     read_days = std::move(read_days), kept_days = std::move(kept_days),
-                                     keep_days, kept_unions = std::move(kept_unions),
-                                     runs_to_keep = std::move(runs_to_keep),
-                                     file, shard_count,
-                                     run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
+  auto answered = [this, job, view, archived = std::move(archived), read_days = std::move(read_days),
+                   kept_days = std::move(kept_days), keep_days, kept_unions = std::move(kept_unions),
+                   runs_to_keep = std::move(runs_to_keep), file, shard_count,
+                   run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -944,7 +942,11 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     stats_.day_uniques_read += days_read;
     for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
     job->done(std::move(data));
-  });
+  };
+  // Nothing to ask (most sparse keys have no archived hour in a window, and
+  // a busy key's kept days may be all of its archived part): no round trip.
+  if (keys.empty()) return answered(std::vector<ArchiveReply>{});
+  archive_.MGet(job->session, keys, std::move(answered));
 }
 
 // ---- lookups -----------------------------------------------------------------
