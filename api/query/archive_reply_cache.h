@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "clickatron/text_hash.h"
 #include "query/archive_reply.h"
 
 namespace clickatron::api {
@@ -91,11 +92,7 @@ class ArchiveReplyCache {
              (reply.columns ? reply.columns->Bytes() : 0);
     }
   };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  using Index = std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>>;
+  using Index = std::unordered_map<std::string_view, std::list<Entry>::iterator, TextHash, std::equal_to<>>;
 
   Index& IndexOf(int shard);
   // Sets reply.*decoded of the kept entry (AttachTotalHours, AttachColumns).

@@ -25,16 +25,24 @@ class Union {
   std::optional<uint64_t> only_estimate_;  // of the last part added, when it came with one
 };
 
-// The sketches of the window's hours united per (unit, key): one group for
-// the whole window unless `per_unit`, and one key ("") unless `per_key`.
-std::vector<std::map<std::string, Union>> Unite(const UnitWindow& window, const HourlySketches& hours, bool per_unit,
-                                                bool per_key) {
-  std::vector<std::map<std::string, Union>> groups(per_unit ? window.size() : 1);
-  static const std::string kAll;
+// The sketches of the window's hours united per unit (one union for the
+// whole window unless `per_unit`).
+std::vector<Union> Unite(const UnitWindow& window, const HourlySketches& hours, bool per_unit) {
+  std::vector<Union> unions(per_unit ? window.size() : 1);
   for (const HourSketch& h : hours) {
     const int64_t i = window.IndexOf(h.hour);
-    if (i < 0) continue;
-    groups[per_unit ? static_cast<size_t>(i) : 0][per_key ? h.key : kAll].Add(h);
+    if (i >= 0) unions[per_unit ? static_cast<size_t>(i) : 0].Add(h);
+  }
+  return unions;
+}
+
+// The same per (unit, stored subtotal key).
+std::vector<std::map<std::string, Union>> UniteByKey(const UnitWindow& window, const HourlySketches& hours,
+                                                     bool per_unit) {
+  std::vector<std::map<std::string, Union>> groups(per_unit ? window.size() : 1);
+  for (const HourSketch& h : hours) {
+    const int64_t i = window.IndexOf(h.hour);
+    if (i >= 0) groups[per_unit ? static_cast<size_t>(i) : 0][h.key].Add(h);
   }
   return groups;
 }
@@ -43,11 +51,6 @@ KeyUniques Estimates(const std::map<std::string, Union>& unions) {
   KeyUniques out;
   for (const auto& [key, u] : unions) out.emplace(key, u.Estimate());
   return out;
-}
-
-uint64_t EstimateOfAll(const std::map<std::string, Union>& unions) {
-  auto it = unions.find("");
-  return it == unions.end() ? 0 : it->second.Estimate();
 }
 
 }  // namespace
@@ -114,22 +117,22 @@ Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bo
 
 std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours) {
   std::vector<uint64_t> out;
-  for (const auto& unit : Unite(window, hours, /*per_unit=*/true, /*per_key=*/false)) out.push_back(EstimateOfAll(unit));
+  for (const Union& unit : Unite(window, hours, /*per_unit=*/true)) out.push_back(unit.Estimate());
   return out;
 }
 
 uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours) {
-  return EstimateOfAll(Unite(window, hours, /*per_unit=*/false, /*per_key=*/false).front());
+  return Unite(window, hours, /*per_unit=*/false).front().Estimate();
 }
 
 std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours) {
   std::vector<KeyUniques> out;
-  for (const auto& unit : Unite(window, hours, /*per_unit=*/true, /*per_key=*/true)) out.push_back(Estimates(unit));
+  for (const auto& unit : UniteByKey(window, hours, /*per_unit=*/true)) out.push_back(Estimates(unit));
   return out;
 }
 
 KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours) {
-  return Estimates(Unite(window, hours, /*per_unit=*/false, /*per_key=*/true).front());
+  return Estimates(UniteByKey(window, hours, /*per_unit=*/false).front());
 }
 
 }  // namespace clickatron::api

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "clickatron/text_hash.h"
+
 namespace clickatron {
 
 template <typename Value>
@@ -58,10 +60,6 @@ class LruMap {
     Value value;
     size_t charge = 0;
   };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   using Order = std::list<Entry>;
 
   void Drop(typename Order::iterator entry) {
@@ -73,7 +71,7 @@ class LruMap {
   size_t budget_;
   size_t charged_ = 0;
   Order order_;  // most recently used first
-  std::unordered_map<std::string_view, typename Order::iterator, Hash, std::equal_to<>> index_;  // views into order_
+  std::unordered_map<std::string_view, typename Order::iterator, TextHash, std::equal_to<>> index_;  // views into order_
 };
 
 }  // namespace clickatron
