@@ -24,6 +24,7 @@
 #include "query/series_json.h"
 #include "timezone/timezone.h"
 #include "query/unique_records.h"
+#include "query/union_estimate_cache.h"
 
 namespace clickatron::api {
 namespace {
@@ -33,6 +34,9 @@ constexpr size_t kLookupCacheEntries = 200'000;
 // node, shared out among its read loops: some 500 dense hours (32 KiB each
 // with their text) or tens of thousands of small ones.
 constexpr size_t kSketchTextCacheBytes = size_t{16} << 20;
+// Unions' estimates kept by their parts (union_estimate_cache.h): a busy
+// key's today is 24 hour sketches, some 10 KB while explicit.
+constexpr size_t kUnionEstimateCacheBytes = size_t{8} << 20;
 
 // No record can hold an hour outside the YMDH years: a window wholly outside
 // them is answered without asking anyone.
@@ -168,6 +172,7 @@ class ReadPathImpl : public ReadPath {
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
         lookups_(kLookupCacheEntries),
         sketch_texts_(kSketchTextCacheBytes / static_cast<size_t>(shared_->loops), stats_),
+        unions_(kUnionEstimateCacheBytes / static_cast<size_t>(shared_->loops), stats_),
         // Beside the archive cache, an eighth of its share: a run's sums are
         // a few values and its day list (some 1.5 KB for a year), where the
         // day records they stand for are kept in the archive cache itself.
@@ -345,9 +350,9 @@ class ReadPathImpl : public ReadPath {
           std::vector<KeyUniques> uniques;
           if (p.uniques) {
             if (p.window.rollup) {
-              uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals));
+              uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals, &unions_));
             } else {
-              uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals);
+              uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals, &unions_);
             }
           }
           ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
@@ -477,13 +482,13 @@ class ReadPathImpl : public ReadPath {
                     const std::optional<UnitWindow>& earlier, const HourlySketches& hours) {
     const WindowParams& w = p.series.window;
     if (!earlier) {
-      if (w.rollup) return ex->ReplyJsonData(UniquesRollupJson(w, UniquesOverWindow(window, hours)));
-      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours)));
+      if (w.rollup) return ex->ReplyJsonData(UniquesRollupJson(w, UniquesOverWindow(window, hours, &unions_)));
+      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours, &unions_)));
     }
     // compare=: "uniques" as without it, and "compare" with the earlier
     // window's, as /clicks answers it.
-    const uint64_t now_total = UniquesOverWindow(window, hours);
-    const uint64_t then_total = UniquesOverWindow(*earlier, hours);
+    const uint64_t now_total = UniquesOverWindow(window, hours, &unions_);
+    const uint64_t then_total = UniquesOverWindow(*earlier, hours, &unions_);
     nlohmann::json data = WindowEcho(w);
     nlohmann::json compare = {{"window", CompareName(w.compare)},
                               {"change", Change(static_cast<int64_t>(now_total), static_cast<int64_t>(then_total))}};
@@ -492,7 +497,7 @@ class ReadPathImpl : public ReadPath {
       compare["uniques"] = then_total;
     } else {
       auto series = [&](const UnitWindow& win) {
-        const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours);
+        const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours, &unions_);
         nlohmann::json list = nlohmann::json::array();
         for (size_t i = win.size(); i-- > 0;) list.push_back({{"dt", win.start(i)}, {"uniques", per_unit[i]}});
         return list;
@@ -534,6 +539,7 @@ class ReadPathImpl : public ReadPath {
   RealtimeReader realtime_;
   LookupCache lookups_;
   SketchTextCache sketch_texts_;
+  UnionEstimateCache unions_;
   DaySumCache day_sums_;
   DayUnionCache day_unions_;
   DaySketchCache day_sketches_;

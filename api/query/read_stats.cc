@@ -74,6 +74,11 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      s.sketch_cache_hits.load());
   fn("sketch_cache_misses", "Realtime visitor sketches decoded while that cache was on (not kept yet, or changed).",
      s.sketch_cache_misses.load());
+  fn("union_cache_hits",
+     "/uniques units of 3 or more sketches whose estimate was kept from an earlier query of the same sketches.",
+     s.union_cache_hits.load());
+  fn("union_cache_misses", "Such units united while that cache was on (not kept yet, or a part changed).",
+     s.union_cache_misses.load());
 }
 
 }  // namespace

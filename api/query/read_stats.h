@@ -71,6 +71,8 @@ struct ReadStats {
   // those decoded while that cache was on.
   std::atomic<uint64_t> sketch_cache_hits{0};
   std::atomic<uint64_t> sketch_cache_misses{0};
+  std::atomic<uint64_t> union_cache_hits{0};
+  std::atomic<uint64_t> union_cache_misses{0};
 
   nlohmann::json ToJson() const;
   // clickatron_api_read_<figure>_total, each sample with `base_labels`

@@ -3,25 +3,32 @@
 
 #include <optional>
 
+#include "query/union_estimate_cache.h"
+
 namespace clickatron::api {
 namespace {
 
 // The sketches of one (unit, key), counted as one union when asked (a unit
-// of one day record is the record's own estimate).
+// of one kept day or run is its kept estimate; a union of the same sketches
+// as an earlier query's, that query's: union_estimate_cache.h).
 class Union {
  public:
   void Add(const HourSketch& h) {
-    parts_.push_back(h.sketch.get());
+    parts_.push_back(&h.sketch);
     only_estimate_ = h.estimate;  // read only while it is the one part
   }
-  uint64_t Estimate() const {
+  uint64_t Estimate(UnionEstimateCache* kept) const {
     if (parts_.size() == 1 && only_estimate_) return *only_estimate_;
-    return UniqueSketch::EstimateUnion(parts_);
+    if (kept != nullptr) return kept->Estimate(parts_);
+    std::vector<const UniqueSketch*> sketches;
+    sketches.reserve(parts_.size());
+    for (const auto* p : parts_) sketches.push_back(p->get());
+    return UniqueSketch::EstimateUnion(sketches);
   }
 
  private:
   // The hours the Union is made from own the sketches and outlive it.
-  std::vector<const UniqueSketch*> parts_;
+  std::vector<const std::shared_ptr<const UniqueSketch>*> parts_;
   std::optional<uint64_t> only_estimate_;  // of the last part added, when it came with one
 };
 
@@ -47,9 +54,9 @@ std::vector<std::map<std::string, Union>> UniteByKey(const UnitWindow& window, c
   return groups;
 }
 
-KeyUniques Estimates(const std::map<std::string, Union>& unions) {
+KeyUniques Estimates(const std::map<std::string, Union>& unions, UnionEstimateCache* kept) {
   KeyUniques out;
-  for (const auto& [key, u] : unions) out.emplace(key, u.Estimate());
+  for (const auto& [key, u] : unions) out.emplace(key, u.Estimate(kept));
   return out;
 }
 
@@ -115,24 +122,25 @@ Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bo
       });
 }
 
-std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours) {
+std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept) {
   std::vector<uint64_t> out;
-  for (const Union& unit : Unite(window, hours, /*per_unit=*/true)) out.push_back(unit.Estimate());
+  for (const Union& unit : Unite(window, hours, /*per_unit=*/true)) out.push_back(unit.Estimate(kept));
   return out;
 }
 
-uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours) {
-  return Unite(window, hours, /*per_unit=*/false).front().Estimate();
+uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept) {
+  return Unite(window, hours, /*per_unit=*/false).front().Estimate(kept);
 }
 
-std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours) {
+std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours,
+                                         UnionEstimateCache* kept) {
   std::vector<KeyUniques> out;
-  for (const auto& unit : UniteByKey(window, hours, /*per_unit=*/true)) out.push_back(Estimates(unit));
+  for (const auto& unit : UniteByKey(window, hours, /*per_unit=*/true)) out.push_back(Estimates(unit, kept));
   return out;
 }
 
-KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours) {
-  return Estimates(UniteByKey(window, hours, /*per_unit=*/false).front());
+KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept) {
+  return Estimates(UniteByKey(window, hours, /*per_unit=*/false).front(), kept);
 }
 
 }  // namespace clickatron::api

@@ -25,6 +25,8 @@
 
 namespace clickatron::api {
 
+class UnionEstimateCache;  // union_estimate_cache.h
+
 // Sketches as they come: (hour, subtotal key or "", sketch), any order, an
 // hour (and key) possibly more than once: the rollup unites them.
 // A sketch is shared, not copied: a kept record's decoded sketches
@@ -66,11 +68,16 @@ Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bo
                               HourlySketches* out);
 
 // Distinct visitors per unit (index as in the window), and over the window.
-std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours);
-uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours);
+// Unions of several sketches are estimated through `kept` when given (the
+// same figure, kept for the next query of the same sketches).
+std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours,
+                                    UnionEstimateCache* kept = nullptr);
+uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept = nullptr);
 // Per unit, stored subtotal key -> distinct visitors; and over the window.
 using KeyUniques = std::map<std::string, uint64_t>;
-std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours);
-KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours);
+std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours,
+                                         UnionEstimateCache* kept = nullptr);
+KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours,
+                                UnionEstimateCache* kept = nullptr);
 
 }  // namespace clickatron::api

@@ -130,6 +130,8 @@ const std::vector<Figure> kApiFigures = {
     {"/read/realtime_skip_rereads", "clickatron_api_read_realtime_skip_rereads_total"},
     {"/read/sketch_cache_hits", "clickatron_api_read_sketch_cache_hits_total"},
     {"/read/sketch_cache_misses", "clickatron_api_read_sketch_cache_misses_total"},
+    {"/read/union_cache_hits", "clickatron_api_read_union_cache_hits_total"},
+    {"/read/union_cache_misses", "clickatron_api_read_union_cache_misses_total"},
 };
 
 const std::vector<Figure> kRealtimeFigures = {

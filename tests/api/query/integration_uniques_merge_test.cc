@@ -181,6 +181,9 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   } else {
     EXPECT_EQ(ReadFigure("day_sketches_hits"), 0);
   }
+  // Units of the same sketches as an earlier ask (today's realtime hours,
+  // a week of kept days) were counted from the estimates kept for them.
+  if (GetParam().cached) EXPECT_GT(ReadFigure("union_cache_hits"), 0);
 }
 
 // A sparse key's /uniques takes two archive round trips: the total's get
