@@ -768,16 +768,18 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   std::vector<int64_t> days = job->splits ? WholeDays(archived, job->span.begin_ts, job->span.end_ts, job->skip,
                                                       *job->splits)
                                           : std::vector<int64_t>{};
+  bool every_day = false;  // the file has a day unique record for every day with unique hours
   if (!days.empty()) {
     const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
     if (!known) archive_.DayRecordsEveryDay(job->session, view.generation, [](ArchiveReader::DayRecordRules) {});
-    if (!known || !known->uniques_every_day) days.clear();
+    every_day = known && known->uniques_every_day;
+    if (!every_day) days.clear();
   }
-  ReadArchiveUniques(job, std::move(archived), std::move(days));
+  ReadArchiveUniques(job, std::move(archived), std::move(days), every_day);
 }
 
 void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,
-                                     std::vector<int64_t> days) {
+                                     std::vector<int64_t> days, bool every_day) {
   const ArchiveView view = job->archive_total.view;
   // Runs of those days inside one unit whose day records were united before
   // on this file are added as that union, entered at the run's first day;
@@ -810,7 +812,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   // once read.
   std::vector<HourSketch> kept_days;
   std::vector<int64_t> read_days;
-  const bool keep_days = day_sketches_.enabled() && file && !asked_days.empty();
+  // Only where an absent day record means no visitors.
+  const bool keep_days = day_sketches_.enabled() && file && every_day && !asked_days.empty();
   if (keep_days) {
     const std::vector<KeptDay>* kept = day_sketches_.Find(*file, shard_count, run_prefix);
     for (const int64_t day : asked_days) {
@@ -830,10 +833,17 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   // that can exist (an hour with visitors always has clicks).
   std::vector<std::string> keys;
   keys.reserve(archived.size() + read_days.size());
+  // Only days actually asked stay in read_days: a day not asked must not be
+  // kept as one without visitors.
+  std::vector<int64_t> asked;
+  asked.reserve(read_days.size());
   for (const int64_t day : read_days) {
     auto code = DayCodeFromDays(day);
-    if (code.ok()) keys.push_back(job->archive_prefix + *code);
+    if (!code.ok()) continue;
+    keys.push_back(job->archive_prefix + *code);
+    asked.push_back(day);
   }
+  read_days = std::move(asked);
   // The hours outside the days read whole: both lists ascend, so a day read
   // whole is stepped over at once (a busy key's 30 days are 720 hours).
   auto next_day = days.begin();
@@ -906,11 +916,11 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     });
     if (st.ok() && keep) {
       // Days asked and not answered have no record on this file: no visitors.
-      std::vector<int64_t> answered;
-      for (const KeptDay& k : to_keep) answered.push_back(k.day);
-      std::sort(answered.begin(), answered.end());
+      std::vector<int64_t> found_days;
+      for (const KeptDay& k : to_keep) found_days.push_back(k.day);
+      std::sort(found_days.begin(), found_days.end());
       for (const int64_t day : read_days) {
-        if (!std::binary_search(answered.begin(), answered.end(), day)) {
+        if (!std::binary_search(found_days.begin(), found_days.end(), day)) {
           to_keep.push_back(KeptDay{static_cast<int32_t>(day), nullptr});
         }
       }

@@ -162,8 +162,10 @@ class QueryGather {
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
   // The archive mget of a uniques job, whole days in `days` read as their
-  // day records; then the answer.
-  void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days);
+  // day records; then the answer. `every_day`: the file promises a day
+  // unique record for every day with unique hours (`days` is empty without).
+  void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days,
+                          bool every_day);
   // After a job's second round trip (an archive mget that must see the
   // generation its get saw): true when every answer did. Otherwise it calls
   // run_again (counting the attempt), or `fail` with SHARD_UNAVAILABLE after

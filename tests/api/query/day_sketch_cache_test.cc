@@ -1,6 +1,7 @@
 // DaySketchCache: a key's days come back only for the same file, routing
-// count and prefix; days read later join those kept; a day kept without a
-// sketch stays "no visitors"; another file's days replace those kept; each
+// count and prefix; days read later join those kept (a day kept first stays
+// as it was); a day kept without a sketch stays "no visitors"; another
+// file's or shard count's days replace those kept; each
 // day's estimate is its visitors' count (exact sketches, counted by the
 // test's own sets); the budget drops the least recently used key; 0 keeps
 // nothing.
@@ -76,6 +77,30 @@ TEST(DaySketchCacheTest, DaysReadLaterJoinThoseKeptAndADayWithoutVisitorsIsKept)
   ASSERT_NE(none, nullptr) << "\"no record\" is an answer too";
   EXPECT_EQ(none->sketch, nullptr);
   EXPECT_EQ(none->estimate, 0u);
+}
+
+TEST(DaySketchCacheTest, ADayKeptWinsOverTheSameDayReadAgain) {
+  DaySketchCache cache(1 << 20);
+  const Visitors first = MakeVisitors(0, 5), again = MakeVisitors(0, 5);  // equal, another object
+  cache.Add(kFile, 1, kPrefix, {KeptDay{20010, first.sketch}});
+  cache.Add(kFile, 1, kPrefix, {KeptDay{20010, again.sketch}, KeptDay{20011, nullptr}});
+  const std::vector<KeptDay>* days = cache.Find(kFile, 1, kPrefix);
+  ASSERT_NE(days, nullptr);
+  ASSERT_EQ(days->size(), 2u);
+  EXPECT_EQ(DaySketchCache::DayIn(*days, 20010)->sketch, first.sketch)
+      << "the object kept first stays (a union keyed by it stays valid)";
+}
+
+TEST(DaySketchCacheTest, AnotherShardCountsDaysReplaceThoseKept) {
+  DaySketchCache cache(1 << 20);
+  const Visitors a = MakeVisitors(0, 5), b = MakeVisitors(50, 9);
+  cache.Add(kFile, 1, kPrefix, {KeptDay{20010, a.sketch}, KeptDay{20011, a.sketch}});
+  cache.Add(kFile, 2, kPrefix, {KeptDay{20010, b.sketch}});
+  EXPECT_EQ(cache.Find(kFile, 1, kPrefix), nullptr);
+  const std::vector<KeptDay>* days = cache.Find(kFile, 2, kPrefix);
+  ASSERT_NE(days, nullptr);
+  ASSERT_EQ(days->size(), 1u);
+  EXPECT_EQ(days->front().sketch, b.sketch);
 }
 
 TEST(DaySketchCacheTest, AnotherFilesDaysReplaceThoseKept) {

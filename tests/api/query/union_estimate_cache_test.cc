@@ -70,6 +70,7 @@ TEST(UnionEstimateCacheTest, APartThatIsAnotherObjectIsUnitedAgain) {
   Hours reversed = day;
   std::reverse(reversed.sketches.begin(), reversed.sketches.end());
   EXPECT_EQ(cache.Estimate(PartsOf(reversed)), day.visitors.size());
+  EXPECT_EQ(stats.union_cache_misses.load(), 3u);
 }
 
 TEST(UnionEstimateCacheTest, AnEntryKeepsItsPartsAlive) {
