@@ -873,18 +873,22 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     data.gap = RealtimeGap{job->realtime_missing, view.last_day};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
     uint64_t days_read = 0;
-    std::vector<KeptDay> to_keep;  // the day records read now (not those not there: added below)
+    // Per day of read_days, its sketch once answered; a day asked and not
+    // answered has no record on this file: no visitors.
+    std::vector<std::shared_ptr<const UniqueSketch>> read_sketches(keep_days ? read_days.size() : 0);
     bool keep = keep_days;
     const bool total = job->target.sns.empty();
     Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
       // A day record stands for its day's hours: entered at its first hour,
       // which lies in the same unit as all of them.
       int64_t hour = 0;
+      size_t read_at = 0;  // a day record's place in read_days
       std::optional<int64_t> day = DayOfKey(key, job->archive_prefix);
       if (day) {
         // Only the days asked: a day added from a kept union or kept day is
         // not read.
-        if (!std::binary_search(read_days.begin(), read_days.end(), *day)) {
+        read_at = std::lower_bound(read_days.begin(), read_days.end(), *day) - read_days.begin();
+        if (read_at == read_days.size() || read_days[read_at] != *day) {
           return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
         }
         ++days_read;
@@ -910,19 +914,15 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
       if (added.ok() && day && keep) {
         const size_t count = data.hours.size() - before;
         if (count > 1) keep = false;
-        to_keep.push_back(KeptDay{static_cast<int32_t>(*day), count == 1 ? data.hours.back().sketch : nullptr});
+        if (count == 1) read_sketches[read_at] = data.hours.back().sketch;
       }
       return added;
     });
     if (st.ok() && keep) {
-      // Days asked and not answered have no record on this file: no visitors.
-      std::vector<int64_t> found_days;
-      for (const KeptDay& k : to_keep) found_days.push_back(k.day);
-      std::sort(found_days.begin(), found_days.end());
-      for (const int64_t day : read_days) {
-        if (!std::binary_search(found_days.begin(), found_days.end(), day)) {
-          to_keep.push_back(KeptDay{static_cast<int32_t>(day), nullptr});
-        }
+      std::vector<KeptDay> to_keep;
+      to_keep.reserve(read_days.size());
+      for (size_t i = 0; i < read_days.size(); ++i) {
+        to_keep.push_back(KeptDay{static_cast<int32_t>(read_days[i]), std::move(read_sketches[i])});
       }
       day_sketches_.Add(*file, shard_count, run_prefix, std::move(to_keep));
     }
