@@ -8,6 +8,7 @@
 
 #include "apply_batch.h"
 #include "clock_rotation.h"
+#include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
@@ -60,12 +61,23 @@ bool DateArg(const HttpExchangePtr& ex, std::string_view name, bool required, st
   return true;
 }
 
+// The optional unite=day argument of /fwmatch and /mfwmatch (record_scan.h's
+// unite_days); false after answering 400.
+bool UniteArg(const HttpExchangePtr& ex, bool* unite_days) {
+  const std::string* v = ex->args().Get("unite");
+  *unite_days = v != nullptr;
+  if (v == nullptr || *v == "day") return true;
+  ex->ReplyError(400, "INVALID_UNITE", fmt::format("unite must be day, not {}", QuoteForMessage(*v)));
+  return false;
+}
+
 // Prefixes one /mfwmatch may carry: bounds the work of one request (the API
 // sends at most 64).
 constexpr size_t kMaxMfwmatchPrefixes = 256;
 
-// GET /mfwmatch?key=P1&key=P2…[&date=D][&after=D]: every record matching any
-// prefix, once, sorted (see multi_prefix_scan.h); streamed like /fwmatch.
+// GET /mfwmatch?key=P1&key=P2…[&date=D][&after=D][&unite=day]: every record
+// matching any prefix, once, sorted (see multi_prefix_scan.h); streamed like
+// /fwmatch.
 void HandleMfwmatch(const Ring& ring, const HttpExchangePtr& ex) {
   std::vector<const std::string*> keys = ex->args().GetAll("key");
   if (keys.empty()) {
@@ -77,11 +89,12 @@ void HandleMfwmatch(const Ring& ring, const HttpExchangePtr& ex) {
     return;
   }
   std::optional<int64_t> day, after;
-  if (!DateArg(ex, "date", false, &day) || !DateArg(ex, "after", false, &after)) return;
+  bool unite_days = false;
+  if (!DateArg(ex, "date", false, &day) || !DateArg(ex, "after", false, &after) || !UniteArg(ex, &unite_days)) return;
   std::vector<std::string> prefixes;
   prefixes.reserve(keys.size());
   for (const std::string* k : keys) prefixes.push_back(*k);
-  Result<std::unique_ptr<LineSource>> scan = ring.ScanMany(DisjointPrefixes(std::move(prefixes)), day, after);
+  Result<std::unique_ptr<LineSource>> scan = ring.ScanMany(DisjointPrefixes(std::move(prefixes)), day, after, unite_days);
   if (!scan.ok()) return ex->ReplyError(scan.status());
   StreamLines(ex, std::move(scan).value());
 }
@@ -355,13 +368,17 @@ void RealtimeServer::HandleMget(const HttpExchangePtr& ex) {
 void RealtimeServer::HandleFwmatch(const HttpExchangePtr& ex) {
   const std::string* prefix = Required(ex, "key");
   std::optional<int64_t> day, after;
-  if (prefix == nullptr || !DateArg(ex, "date", false, &day) || !DateArg(ex, "after", false, &after)) return;
+  bool unite_days = false;
+  if (prefix == nullptr || !DateArg(ex, "date", false, &day) || !DateArg(ex, "after", false, &after) ||
+      !UniteArg(ex, &unite_days)) {
+    return;
+  }
   uint64_t limit = 0;
   if (const std::string* l = ex->args().Get("limit"); l != nullptr && (!ParseUint(*l, &limit) || limit == 0)) {
     ex->ReplyError(400, "INVALID_LIMIT", "limit must be a positive integer");
     return;
   }
-  Result<std::unique_ptr<LineSource>> scan = ring_->Scan(*prefix, day, limit, after);
+  Result<std::unique_ptr<LineSource>> scan = ring_->Scan(*prefix, day, limit, after, unite_days);
   if (!scan.ok()) {
     ex->ReplyError(scan.status());
     return;
@@ -484,6 +501,7 @@ namespace {
 nlohmann::json ScanCacheJson(const ScanCache::Figures& f) {
   return {{"hits", f.hits},
           {"misses", f.misses},
+          {"empty_day_skips", f.empty_day_skips},
           {"entries", f.entries},
           {"bytes", f.bytes},
           {"budget_bytes", f.budget_bytes}};
@@ -610,6 +628,8 @@ constexpr MetricRow kMetricRows[] = {
      "Store scans of a day and prefix answered by the scan cache."},
     {"/realtime/scan_cache/misses", "clickatron_realtime_scan_cache_misses_total", "counter",
      "Store scans of a day and prefix the scan cache could not answer (read from RocksDB)."},
+    {"/realtime/scan_cache/empty_day_skips", "clickatron_realtime_scan_cache_empty_day_skips_total", "counter",
+     "Store scans of a day and prefix not made: the day has no stored record at the store's version."},
     {"/realtime/scan_cache/entries", "clickatron_realtime_scan_cache_entries", "gauge",
      "Day and prefix scans kept by the scan cache."},
     {"/realtime/scan_cache/bytes", "clickatron_realtime_scan_cache_bytes", "gauge",

@@ -12,10 +12,12 @@ namespace clickatron::realtime {
 namespace {
 
 // A k-way merge of per-day cursors (k is at most a handful: no heap needed).
+// With `unite_days`, a unique record's hours of one UTC day are one line
+// (record_scan.h).
 class MergedScan : public LineSource {
  public:
-  MergedScan(std::vector<std::unique_ptr<StoreCursor>> cursors, uint64_t limit)
-      : cursors_(std::move(cursors)), limit_(limit) {}
+  MergedScan(std::vector<std::unique_ptr<StoreCursor>> cursors, uint64_t limit, bool unite_days = false)
+      : cursors_(std::move(cursors)), limit_(limit), unite_days_(unite_days) {}
 
   bool Fill(std::string* out, size_t budget) override {
     const size_t target = out->size() + budget;
@@ -32,30 +34,60 @@ class MergedScan : public LineSource {
   uint64_t lines() const override { return lines_; }
 
  private:
-  // Emits the next line; false at the end or on an error.
-  bool Step(std::string* out) {
-    if (limit_ != 0 && lines_ >= limit_) return false;
+  // The cursor at the smallest key, or nullptr at the end (or on an error:
+  // status_ is set).
+  StoreCursor* Smallest() {
     StoreCursor* first = nullptr;
     for (auto& c : cursors_) {
       if (!c->Valid()) {
-        if (Status st = c->status(); !st.ok()) return Fail(st);
+        if (Status st = c->status(); !st.ok()) {
+          status_ = st;
+          return nullptr;
+        }
         continue;
       }
       if (first == nullptr || c->key() < first->key()) first = c.get();
     }
-    if (first == nullptr) return false;
-    const std::string key(first->key());
-    RecordValue value(key);
+    return first;
+  }
+
+  // Adds every cursor's part of record `key` to `value`, moving past it.
+  Status AddParts(std::string_view key, RecordValue* value) {
     for (auto& c : cursors_) {
       if (!c->Valid() || c->key() != key) continue;
       if (const UniqueSketch* held = c->sketch()) {
         // The in-memory table's, already decoded.
-        if (Status st = value.AddSketch(*held); !st.ok()) return Fail(st);
-      } else if (Status st = c->value_is_text() ? value.AddStoredText(c->raw_value()) : value.AddStored(c->raw_value());
-                 !st.ok()) {
-        return Fail(st);
+        CLICKATRON_RETURN_IF_ERROR(value->AddSketch(*held));
+      } else {
+        CLICKATRON_RETURN_IF_ERROR(c->value_is_text() ? value->AddStoredText(c->raw_value())
+                                                      : value->AddStored(c->raw_value()));
       }
       c->Next();
+    }
+    return Status::Ok();
+  }
+
+  // Emits the next line; false at the end or on an error.
+  bool Step(std::string* out) {
+    if (limit_ != 0 && lines_ >= limit_) return false;
+    StoreCursor* first = Smallest();
+    if (first == nullptr) return false;
+    const std::string key(first->key());
+    RecordValue value(key);
+    if (Status st = AddParts(key, &value); !st.ok()) return Fail(st);
+    // The same record's later hours of the day come next in key order (an
+    // hour code is its day's code and one character): united into this line,
+    // which keeps the day's first hour as its key.
+    const std::string_view day = unite_days_ ? UniqueKeyOfDay(key) : std::string_view();
+    while (!day.empty()) {
+      StoreCursor* next = Smallest();
+      if (next == nullptr) {
+        if (!status_.ok()) return false;
+        break;
+      }
+      if (next->key().size() != key.size() || !next->key().starts_with(day)) break;
+      const std::string hour(next->key());
+      if (Status st = AddParts(hour, &value); !st.ok()) return Fail(st);
     }
     out->append(key);
     out->push_back(',');
@@ -72,6 +104,7 @@ class MergedScan : public LineSource {
 
   std::vector<std::unique_ptr<StoreCursor>> cursors_;
   uint64_t limit_;
+  bool unite_days_;
   uint64_t lines_ = 0;
   bool done_ = false;
   Status status_;
@@ -130,7 +163,7 @@ void AddHeldCursors(const ReadView& view, int64_t day, std::string_view prefix,
 }  // namespace
 
 Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,
-                                               std::string_view prefix, uint64_t limit) {
+                                               std::string_view prefix, uint64_t limit, bool unite_days) {
   CursorOptions options;
   options.upper_bound = PrefixSuccessor(prefix);
   options.at = view.at;
@@ -142,7 +175,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
     (*cursor)->Seek(prefix);
     cursors.push_back(std::move(cursor).value());
   }
-  return std::unique_ptr<LineSource>(new MergedScan(std::move(cursors), limit));
+  return std::unique_ptr<LineSource>(new MergedScan(std::move(cursors), limit, unite_days));
 }
 
 namespace {
@@ -192,15 +225,18 @@ class PrefixesScan : public LineSource {
     std::vector<CachedRecordsPtr> kept;
   };
   // `store`: one cursor per day of `days` (null for a day whose every
-  // prefix the cache kept); `cache`: null, or enabled.
+  // prefix the cache kept, or that the cache knows has no stored record);
+  // `cache`: null, or enabled.
   PrefixesScan(std::vector<int64_t> days, std::vector<std::unique_ptr<StoreCursor>> store,
-               std::vector<Prefix> prefixes, std::shared_ptr<ScanCache> cache, uint64_t store_version)
+               std::vector<Prefix> prefixes, std::shared_ptr<ScanCache> cache, uint64_t store_version,
+               bool unite_days)
       : days_(std::move(days)),
         store_(std::move(store)),
         positioned_(store_.size(), false),
         prefixes_(std::move(prefixes)),
         cache_(std::move(cache)),
-        store_version_(store_version) {
+        store_version_(store_version),
+        unite_days_(unite_days) {
     recording_.reserve(store_.size());  // never moves: the cursors point into it
   }
 
@@ -249,6 +285,7 @@ class PrefixesScan : public LineSource {
         continue;
       }
       StoreCursor* shared = store_[i].get();
+      if (shared == nullptr) continue;  // the day has no stored record
       // The prefixes are sorted and disjoint, and the one before ran to the
       // first key past its own: where a seek to this prefix would land
       // already, unless that key is still before it. (At the end, every
@@ -266,7 +303,7 @@ class PrefixesScan : public LineSource {
     }
     // No limit: the recordings are kept as the prefix's whole records only
     // because the scan runs until every cursor has ended.
-    current_ = std::make_unique<MergedScan>(std::move(cursors), 0);
+    current_ = std::make_unique<MergedScan>(std::move(cursors), 0, unite_days_);
   }
 
   std::vector<int64_t> days_;
@@ -275,6 +312,7 @@ class PrefixesScan : public LineSource {
   std::vector<Prefix> prefixes_;
   std::shared_ptr<ScanCache> cache_;
   uint64_t store_version_;
+  bool unite_days_;
   size_t next_ = 0;
   std::unique_ptr<MergedScan> current_;
   std::vector<Recording> recording_;  // the current prefix's store records, by day read from the store
@@ -285,16 +323,29 @@ class PrefixesScan : public LineSource {
 }  // namespace
 
 Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std::vector<int64_t>& days,
-                                                 std::vector<std::string> prefixes, std::shared_ptr<ScanCache> cache) {
+                                                 std::vector<std::string> prefixes, std::shared_ptr<ScanCache> cache,
+                                                 bool unite_days) {
   if (cache && !cache->enabled()) cache.reset();
   std::vector<PrefixesScan::Prefix> scans;
   scans.reserve(prefixes.size());
   std::vector<bool> day_needs_store(days.size(), cache == nullptr);
+  // Days the cache knows have no stored record: no prefix looks there.
+  std::vector<bool> day_empty(days.size(), false);
+  for (size_t i = 0; cache && i < days.size(); ++i) {
+    day_empty[i] = cache->DayEmpty(days[i], view.store_version).value_or(false);
+  }
   for (std::string& prefix : prefixes) {
     PrefixesScan::Prefix p;
     for (size_t i = 0; i < days.size(); ++i) {
       AddHeldCursors(view, days[i], prefix, &p.held);
-      CachedRecordsPtr kept = cache ? cache->Find(days[i], prefix, view.store_version) : nullptr;
+      if (day_empty[i]) {
+        cache->CountEmptyDaySkip();
+        p.kept.push_back(nullptr);
+        continue;
+      }
+      CachedRecordsPtr kept = !cache        ? nullptr
+                              : unite_days ? cache->FindUnited(days[i], prefix, view.store_version)
+                                           : cache->Find(days[i], prefix, view.store_version);
       if (!kept) day_needs_store[i] = true;
       p.kept.push_back(std::move(kept));
     }
@@ -306,15 +357,27 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
   std::vector<std::unique_ptr<StoreCursor>> store;
   for (size_t i = 0; i < days.size(); ++i) {
     if (!day_needs_store[i]) {
-      store.push_back(nullptr);  // every prefix reads the day from the cache
+      store.push_back(nullptr);  // every prefix reads the day from the cache, or it has no stored record
       continue;
     }
     Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(days[i], options);
     if (!cursor.ok()) return cursor.status();
+    if (cache && !cache->DayEmpty(days[i], view.store_version)) {
+      // Once per day and store version: whether the day has any record (the
+      // shared cursor has no upper bound, so it can tell).
+      (*cursor)->Seek("");
+      if (Status st = (*cursor)->status(); !st.ok()) return st;
+      const bool empty = !(*cursor)->Valid();
+      cache->NoteDayEmpty(days[i], view.store_version, empty);
+      if (empty) {
+        store.push_back(nullptr);
+        continue;
+      }
+    }
     store.push_back(std::move(cursor).value());
   }
   return std::unique_ptr<LineSource>(
-      new PrefixesScan(days, std::move(store), std::move(scans), std::move(cache), view.store_version));
+      new PrefixesScan(days, std::move(store), std::move(scans), std::move(cache), view.store_version, unite_days));
 }
 
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day) {

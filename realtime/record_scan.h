@@ -43,8 +43,16 @@ Result<std::optional<std::string>> ReadRecord(const ReadView& view, const std::v
 // key order, at most `limit` lines (0: no limit). The scan holds the view's
 // snapshot and a copy of the tables' matching records, so batches applied
 // while it streams do not change it.
+//
+// With `unite_days` (a reader that sums visitors over whole UTC days, e.g.
+// /uniques by day), each unique record's hours of one UTC day are one line:
+// the union of their sketches, keyed by the first of those hours. Why: a
+// busy key's day is 24 sketch lines, the largest part of what a read moves,
+// and the API's HTTP client reads an answer 4 KiB per event-loop turn
+// (libevent 2.1), so a hot key's /uniques spent most of its time reading
+// them. Counters and lookups are answered as without it.
 Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::vector<int64_t>& days,
-                                               std::string_view prefix, uint64_t limit);
+                                               std::string_view prefix, uint64_t limit, bool unite_days = false);
 
 // The scans of several prefixes of one request (GET /mfwmatch), one after
 // another: REQUIRES `prefixes` sorted, none extending another
@@ -60,9 +68,10 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
 // store version is read from it instead of the store, and one read from the
 // store to its end is kept there. The cache is looked up when the scan is
 // made, so it too reads the view as it was then.
+// `unite_days` as ScanPrefix's.
 Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std::vector<int64_t>& days,
                                                  std::vector<std::string> prefixes,
-                                                 std::shared_ptr<ScanCache> cache = nullptr);
+                                                 std::shared_ptr<ScanCache> cache = nullptr, bool unite_days = false);
 
 // Every record of one day from a snapshot taken now, for an export: later
 // writes are not seen, blocks read are not cached.

@@ -358,14 +358,21 @@ Result<std::optional<std::string>> Ring::Get(std::string_view key, std::optional
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Scan(std::string_view prefix, std::optional<int64_t> only_day,
-                                               uint64_t limit, std::optional<int64_t> after) const {
-  return ScanPrefix(checkpointer_->View(), ReadDays(only_day, after), prefix, limit);
+                                               uint64_t limit, std::optional<int64_t> after, bool unite_days) const {
+  // Unlimited, a lone prefix reads through the scan cache as a coalesced
+  // one does (a dashboard's hot key is asked alone when reads are few).
+  if (limit == 0) {
+    return ScanPrefixes(checkpointer_->View(), ReadDays(only_day, after), {std::string(prefix)}, scan_cache_,
+                        unite_days);
+  }
+  return ScanPrefix(checkpointer_->View(), ReadDays(only_day, after), prefix, limit, unite_days);
 }
 
 Result<std::unique_ptr<LineSource>> Ring::ScanMany(std::vector<std::string> prefixes,
-                                                   std::optional<int64_t> only_day,
-                                                   std::optional<int64_t> after) const {
-  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day, after), std::move(prefixes), scan_cache_);
+                                                   std::optional<int64_t> only_day, std::optional<int64_t> after,
+                                                   bool unite_days) const {
+  return ScanPrefixes(checkpointer_->View(), ReadDays(only_day, after), std::move(prefixes), scan_cache_,
+                      unite_days);
 }
 
 Result<std::unique_ptr<LineSource>> Ring::Export(int64_t day) const {

@@ -124,12 +124,16 @@ class Ring {
   // Reads over the readable days, or only `only_day`; scans also only the
   // days after `after` (a reader that has those days from the archive).
   Result<std::optional<std::string>> Get(std::string_view key, std::optional<int64_t> only_day) const;
+  // A scan without a limit reads through the scan cache, as ScanMany does.
+  // `unite_days`: record_scan.h's ScanPrefix.
   Result<std::unique_ptr<LineSource>> Scan(std::string_view prefix, std::optional<int64_t> only_day,
-                                           uint64_t limit, std::optional<int64_t> after = std::nullopt) const;
+                                           uint64_t limit, std::optional<int64_t> after = std::nullopt,
+                                           bool unite_days = false) const;
   // Several prefixes (sorted and disjoint: DisjointPrefixes) in one scan
   // (record_scan.h's ScanPrefixes).
   Result<std::unique_ptr<LineSource>> ScanMany(std::vector<std::string> prefixes, std::optional<int64_t> only_day,
-                                               std::optional<int64_t> after = std::nullopt) const;
+                                               std::optional<int64_t> after = std::nullopt,
+                                               bool unite_days = false) const;
   // REQUIRES: Seal(day) succeeded. 503 NOT_PERSISTED while records of the
   // day are still in memory (Checkpointer::WhenPersisted first).
   Result<std::unique_ptr<LineSource>> Export(int64_t day) const;

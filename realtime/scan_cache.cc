@@ -33,6 +33,13 @@ void CachedRecords::Add(std::string_view key, std::string_view raw_value) {
                         text});
 }
 
+void CachedRecords::AddKept(std::string_view key, std::string_view value, bool text) {
+  const size_t at = data_.size();
+  data_.append(key);
+  data_.append(value);
+  items_.push_back(Item{at, static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size()), text});
+}
+
 void CachedRecords::ShrinkToFit() {
   data_.shrink_to_fit();
   items_.shrink_to_fit();
@@ -76,6 +83,37 @@ std::unique_ptr<StoreCursor> NewCachedRecordsCursor(CachedRecordsPtr records) {
   return std::make_unique<CachedRecordsCursor>(std::move(records));
 }
 
+std::shared_ptr<const CachedRecords> UniteDays(const CachedRecords& hours) {
+  auto out = std::make_shared<CachedRecords>();
+  std::string text;
+  for (size_t i = 0; i < hours.size();) {
+    const std::string_view key = hours.key(i);
+    const std::string_view day = UniqueKeyOfDay(key);
+    size_t end = i + 1;
+    while (!day.empty() && end < hours.size() && hours.key(end).size() == key.size() &&
+           hours.key(end).starts_with(day)) {
+      ++end;
+    }
+    if (end == i + 1) {
+      out->AddKept(key, hours.value(i), hours.value_is_text(i));
+      i = end;
+      continue;
+    }
+    UniqueSketch united;
+    for (; i < end; ++i) {
+      Result<UniqueSketch> part = hours.value_is_text(i) ? UniqueSketch::FromText(hours.value(i))
+                                                         : UniqueSketch::FromBinary(hours.value(i));
+      if (!part.ok()) return nullptr;
+      united.Merge(*part);
+    }
+    text.clear();
+    united.AppendText(&text);
+    out->AddKept(key, text, /*text=*/true);
+  }
+  out->ShrinkToFit();
+  return out;
+}
+
 std::string_view ScanCache::KeyOf(int64_t day, std::string_view prefix) {
   key_.assign(sizeof day, '\0');
   std::memcpy(key_.data(), &day, sizeof day);
@@ -98,6 +136,22 @@ CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t 
   return entry->records;
 }
 
+CachedRecordsPtr ScanCache::FindUnited(int64_t day, std::string_view prefix, uint64_t version) {
+  CachedRecordsPtr hours = Find(day, prefix, version);
+  if (!hours) return nullptr;
+  Entry* entry = entries_.Find(key_);  // KeyOf(day, prefix), as Find left it
+  if (!entry->united) {
+    CachedRecordsPtr united = UniteDays(*hours);
+    if (!united) return nullptr;
+    // Kept again with both charged (the budget may drop older entries).
+    const size_t charge = hours->bytes() + united->bytes() + key_.size() + kEntryOverhead;
+    const std::string key = key_;
+    entries_.Put(key, Entry{version, hours, united}, charge);
+    return united;
+  }
+  return entry->united;
+}
+
 void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records) {
   if (!records) {
     if (min_records_ > 0) return;
@@ -111,7 +165,24 @@ void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, std:
   records->ShrinkToFit();
   const std::string_view key = KeyOf(day, prefix);
   const size_t charge = records->bytes() + key.size() + kEntryOverhead;
-  entries_.Put(key, Entry{version, std::move(records)}, charge);
+  entries_.Put(key, Entry{version, std::move(records), nullptr}, charge);
+}
+
+std::optional<bool> ScanCache::DayEmpty(int64_t day, uint64_t version) const {
+  if (!enabled()) return std::nullopt;
+  for (const DayFact& f : day_facts_) {
+    if (f.day == day && f.version == version) return f.empty;
+  }
+  return std::nullopt;
+}
+
+void ScanCache::NoteDayEmpty(int64_t day, uint64_t version, bool empty) {
+  if (!enabled() || version < newest_version_) return;
+  newest_version_ = version;
+  // Facts of older versions are never asked again: dropped, which also
+  // bounds the list by the days read at one version.
+  std::erase_if(day_facts_, [&](const DayFact& f) { return f.day == day || f.version < version; });
+  day_facts_.push_back(DayFact{day, version, empty});
 }
 
 }  // namespace clickatron::realtime

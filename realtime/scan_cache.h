@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,9 @@ class CachedRecords {
   // bounded memory as it did before the cache.
   explicit CachedRecords(size_t max_bytes = std::numeric_limits<size_t>::max()) : max_bytes_(max_bytes) {}
   void Add(std::string_view key, std::string_view raw_value);
+  // A record already in its kept form (`text`: a unique record's sketch
+  // text), past any max_bytes.
+  void AddKept(std::string_view key, std::string_view value, bool text);
   bool overflowed() const { return overflowed_; }
   // Gives back what the buffers reserved beyond their records (the cache
   // charges capacity).
@@ -79,6 +83,12 @@ using CachedRecordsPtr = std::shared_ptr<const CachedRecords>;
 // not end it.
 std::unique_ptr<StoreCursor> NewCachedRecordsCursor(CachedRecordsPtr records);
 
+// `hours` with each unique record's hours of one UTC day as one record, the
+// union of their sketches keyed by the first hour (as unite=day reads them:
+// record_scan.h); the other records as they are. nullptr when a sketch does
+// not decode (the hours are read instead, which reports it).
+std::shared_ptr<const CachedRecords> UniteDays(const CachedRecords& hours);
+
 struct ScanCacheOptions {
   size_t max_bytes = size_t{64} << 20;  // 0: off
   // Scans that read fewer records are not kept. Reading a few records from
@@ -100,6 +110,12 @@ class ScanCache {
   // `version` made them; nullptr otherwise (an entry of another version is
   // dropped). Counts a hit or a miss.
   CachedRecordsPtr Find(int64_t day, std::string_view prefix, uint64_t version);
+  // The same records as united for a unite=day read (UniteDays): made at the
+  // first such read of an entry and kept beside its hours, charged with
+  // them. Why: uniting a busy key's 24 sketches on every read cost the shard
+  // more than sending them had cost the API. nullptr as Find, or when the
+  // records do not unite.
+  CachedRecordsPtr FindUnited(int64_t day, std::string_view prefix, uint64_t version);
   // A recording for a scan to fill: it stops keeping records past what one
   // entry may hold (an eighth of the budget).
   std::shared_ptr<CachedRecords> NewRecording() const {
@@ -111,14 +127,30 @@ class ScanCache {
   // stale at once).
   void Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records);
 
+  // Whether the store held no record of `day` at all at `version`, as a
+  // scan found (NoteDayEmpty); nullopt: not known for that version. Why:
+  // Tomorrow's store is empty until its first checkpoint, yet every read
+  // named it, and an empty scan is never kept (min_records), so each read
+  // opened a RocksDB iterator on it and missed: half of the lookups of a
+  // benchmark of hot keys. A day's emptiness is one fact per version, not
+  // one entry per prefix.
+  std::optional<bool> DayEmpty(int64_t day, uint64_t version) const;
+  void NoteDayEmpty(int64_t day, uint64_t version, bool empty);
+  // A (day, prefix) a scan did not look up because its day is known empty
+  // (neither a hit nor a miss).
+  void CountEmptyDaySkip() { ++empty_day_skips_; }
+
   struct Figures {
     uint64_t hits = 0;
     uint64_t misses = 0;
+    uint64_t empty_day_skips = 0;
     size_t entries = 0;
     size_t bytes = 0;  // charged: records, keys and a fixed overhead per entry
     size_t budget_bytes = 0;
   };
-  Figures figures() const { return Figures{hits_, misses_, entries_.size(), entries_.charged(), max_bytes_}; }
+  Figures figures() const {
+    return Figures{hits_, misses_, empty_day_skips_, entries_.size(), entries_.charged(), max_bytes_};
+  }
 
   // What an entry is charged beyond its records and key (list and hash
   // nodes, the shared records' control block).
@@ -128,6 +160,7 @@ class ScanCache {
   struct Entry {
     uint64_t version = 0;
     CachedRecordsPtr records;
+    CachedRecordsPtr united;  // made at the first FindUnited; null before
   };
   // The entry key of (day, prefix), in key_ (reused: no allocation per lookup).
   std::string_view KeyOf(int64_t day, std::string_view prefix);
@@ -136,9 +169,16 @@ class ScanCache {
   size_t max_bytes_;
   size_t min_records_;
   uint64_t newest_version_ = 0;  // the highest version a Find or Put named
+  struct DayFact {
+    int64_t day;
+    uint64_t version;
+    bool empty;
+  };
+  std::vector<DayFact> day_facts_;  // one per day the ring reads (a handful)
   std::string key_;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
+  uint64_t empty_day_skips_ = 0;
 };
 
 }  // namespace clickatron::realtime

@@ -188,7 +188,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
         "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "queue_wait_increments",
         "queue_wait_ms", "future_margin_hours",
         "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token",
-        "archive_cache_mb", "archive_cache_confirm_ms", "read_loops"}));
+        "archive_cache_mb", "archive_cache_confirm_ms", "read_loops", "realtime_unite_days"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
     CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_sync_interval_ms", 1, 60000, &a.oplog_sync_interval_ms));
@@ -209,6 +209,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_mb", 0, 1 << 20, &a.archive_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_confirm_ms", 10, 60000, &a.archive_cache_confirm_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("read_loops", 0, 64, &a.read_loops));
+    CLICKATRON_RETURN_IF_ERROR(r.Bool("realtime_unite_days", &a.realtime_unite_days));
   }
   {
     TableReader r(SubTable(root, "realtime"), "realtime");

@@ -377,6 +377,13 @@ int CompareArchiveKeys(std::string_view a, std::string_view b) {
 
 std::string_view LineKey(std::string_view line) { return line.substr(0, line.find(',')); }
 
+std::string_view UniqueKeyOfDay(std::string_view key) {
+  if (!IsUniqueKey(key)) return {};
+  const size_t dot = key.rfind('.');
+  if (dot == std::string_view::npos || !LooksLikeYmdh(key.substr(dot + 1))) return {};
+  return key.substr(0, key.size() - 1);
+}
+
 std::string TotalArchiveKey(std::string_view ns, std::string_view tkey) {
   return fmt::format("{}|{}", ns, tkey);
 }

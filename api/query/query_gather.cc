@@ -124,10 +124,11 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
-QueryGather::QueryGather(const ClusterConfig& /*cluster*/, ArchiveReader& archive, RealtimeReader& realtime,
+QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
                          DayUnionCache& day_unions, DaySketchCache& day_sketches, ReadStats& stats)
-    : archive_(archive),
+    : unite_days_(cluster.api.realtime_unite_days),
+      archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
       sketch_texts_(sketch_texts),
@@ -427,6 +428,16 @@ std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
   return *day;
 }
 
+// Whether the span, the gap it skips and every unit boundary fall on UTC
+// midnights: then each UTC day of the span lies wholly inside one unit (or
+// the gap), so its hours' visitors may be united before they are counted.
+bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits) {
+  const auto midnight = [](int64_t ts) { return ts % kSecondsPerDay == 0; };
+  if (!midnight(span.begin_ts) || !midnight(span.end_ts)) return false;
+  if (skip.begin_ts < skip.end_ts && (!midnight(skip.begin_ts) || !midnight(skip.end_ts))) return false;
+  return std::all_of(splits.begin(), splits.end(), midnight);
+}
+
 }  // namespace
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
@@ -699,6 +710,9 @@ struct QueryGather::UniquesJob {
   std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
   int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
   bool all_days = false;  // realtime read without skipping (FinishUniques)
+  // Realtime may answer each UTC day's hours of a record as one union
+  // (unite=day): every day the query reads lies in one unit.
+  bool unite_days = false;
   std::function<void(Result<UniquesData>)> done;
   // One attempt's results.
   std::shared_ptr<ArchiveReader::Session> session;
@@ -720,6 +734,8 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
   job->skip = skip;
   job->max_hours = max_hours;
   if (splits) std::sort(splits->begin(), splits->end());
+  job->unite_days = unite_days_ && splits && WholeUtcDays(span, skip, *splits);
+  if (job->unite_days) ++stats_.realtime_united_reads;
   job->splits = std::move(splits);
   job->done = std::move(done);
   RunUniques(std::move(job));
@@ -742,7 +758,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   job->realtime.clear();
   realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
                        RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)),
-                       job->all_days);
+                       job->all_days, job->unite_days);
 }
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {

@@ -198,6 +198,7 @@ class QueryGather {
   void ArchiveLookups(std::vector<std::string> keys, int shard_count, int attempts_left, LookupAbsorb absorb,
                       std::function<void(Status)> done);
 
+  const bool unite_days_;  // [api] realtime_unite_days
   ArchiveReader& archive_;
   RealtimeReader& realtime_;
   LookupCache& lookups_;

@@ -67,6 +67,8 @@ struct ReadStats {
   // Realtime reads skip the days the archive holds (after=D); a query whose
   // archive answer ends before the day skipped reads realtime again.
   std::atomic<uint64_t> realtime_skip_rereads{0};
+  // /uniques reads of realtime sent with unite=day (docs/protocols.md).
+  std::atomic<uint64_t> realtime_united_reads{0};
   // Realtime sketches found decoded by their text (sketch_text_cache.h), and
   // those decoded while that cache was on.
   std::atomic<uint64_t> sketch_cache_hits{0};

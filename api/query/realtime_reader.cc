@@ -31,13 +31,16 @@ RealtimeReader::RealtimeReader(const ClusterConfig& cluster, HttpClient& client,
     const Coalescer<std::string>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
                                                    .max_keys = options_.coalesce_max_keys,
                                                    .max_bytes = options_.max_target_bytes};
-    for (int shard = 0; shard < shards; ++shard) {
-      coalescers_.push_back(std::make_unique<Coalescer<std::string>>(
-          coalesce,
-          [this, shard](std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
-            SendBatch(shard, std::move(prefixes), std::move(done));
-          },
-          TargetKeyCost));
+    for (const bool unite_days : {false, true}) {
+      auto& coalescers = unite_days ? uniting_coalescers_ : coalescers_;
+      for (int shard = 0; shard < shards; ++shard) {
+        coalescers.push_back(std::make_unique<Coalescer<std::string>>(
+            coalesce,
+            [this, shard, unite_days](std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
+              SendBatch(shard, std::move(prefixes), std::move(done), unite_days);
+            },
+            TargetKeyCost));
+      }
     }
   }
 }
@@ -96,23 +99,33 @@ std::string RealtimeReader::Skipping(std::string target) const {
   return target;
 }
 
-void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done, bool all_days) {
+namespace {
+
+std::string Uniting(std::string target, bool unite_days) {
+  if (unite_days) target += "&unite=day";
+  return target;
+}
+
+}  // namespace
+
+void RealtimeReader::Fwmatch(int shard, std::string_view prefix, BodyCallback done, bool all_days, bool unite_days) {
   if (all_days) {
-    Send(shard, FwmatchTarget(prefix), kAttempts, true, std::move(done));
+    Send(shard, Uniting(FwmatchTarget(prefix), unite_days), kAttempts, true, std::move(done));
     return;
   }
-  if (shard < 0 || static_cast<size_t>(shard) >= coalescers_.size()) {
-    Send(shard, Skipping(FwmatchTarget(prefix)), kAttempts, true, std::move(done));
+  auto& coalescers = unite_days ? uniting_coalescers_ : coalescers_;
+  if (shard < 0 || static_cast<size_t>(shard) >= coalescers.size()) {
+    Send(shard, Uniting(Skipping(FwmatchTarget(prefix)), unite_days), kAttempts, true, std::move(done));
     return;
   }
-  coalescers_[static_cast<size_t>(shard)]->Submit(std::string(prefix), std::move(done));
+  coalescers[static_cast<size_t>(shard)]->Submit(std::string(prefix), std::move(done));
 }
 
 void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done,
-                                bool all_days) {
+                                bool all_days, bool unite_days) {
   const RealtimeShardMap::Shards shards = shard_map_.ShardsOfKey(shard_key);
   if (shards.size == 1) {
-    Fwmatch(shards.shard[0], prefix, std::move(done), all_days);
+    Fwmatch(shards.shard[0], prefix, std::move(done), all_days, unite_days);
     return;
   }
   auto bodies = std::make_shared<std::array<std::string, 2>>();
@@ -130,19 +143,20 @@ void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view pre
           if (body.ok()) (*bodies)[static_cast<size_t>(i)] = std::move(*body);
           part(body.status());
         },
-        all_days);
+        all_days, unite_days);
   }
 }
 
-void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done) {
+void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done,
+                               bool unite_days) {
   if (prefixes.size() == 1) {  // a lone fwmatch stays a fwmatch
-    Send(shard, Skipping(FwmatchTarget(prefixes.front())), kAttempts, true,
+    Send(shard, Uniting(Skipping(FwmatchTarget(prefixes.front())), unite_days), kAttempts, true,
          AsBatchOfOne<std::string>(std::move(done)));
     return;
   }
   ++stats_.realtime_coalesced_requests;
   stats_.realtime_coalesced_prefixes += prefixes.size();
-  std::string target = Skipping(MFwmatchTarget(prefixes));
+  std::string target = Uniting(Skipping(MFwmatchTarget(prefixes)), unite_days);
   Send(shard, std::move(target), kAttempts, false,
        [prefixes = std::move(prefixes), done = std::move(done)](Result<std::string> body) {
          if (!body.ok()) return done(body.status());

@@ -47,12 +47,17 @@ class RealtimeReader {
   // archive holds, which readers ignore anyway (the overlap day Yesterday
   // stays in the ring until midnight after its rebuild). `all_days`: every
   // day, in a request of its own (a query whose archive answer ends before
-  // skip_through(), see SkipDaysThrough).
-  void Fwmatch(int shard, std::string_view prefix, BodyCallback done, bool all_days = false);
+  // skip_through(), see SkipDaysThrough). `unite_days`: a unique record's
+  // hours of one UTC day may come as one line (unite=day, docs/protocols.md),
+  // for a reader that counts visitors over whole UTC days only; sent in
+  // batches of their own.
+  void Fwmatch(int shard, std::string_view prefix, BodyCallback done, bool all_days = false,
+               bool unite_days = false);
   // Fwmatch on every shard that may hold `shard_key` (realtime_shard_map.h):
   // one, or two while the shard count changes, whose bodies are joined (a
   // record is on one of them only; readers add lines up, in any order).
-  void FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done, bool all_days = false);
+  void FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done, bool all_days = false,
+                  bool unite_days = false);
   // Raises the day fwmatches skip through (never lowers it: a query that
   // reads skip_through() when its answers are in knows that no fwmatch it
   // sent skipped more). Readers call it with the last day of archive answers.
@@ -72,7 +77,8 @@ class RealtimeReader {
   // `not_found_is_empty`: a 404 is "nothing matched" (get, fwmatch), not a
   // missing endpoint (mfwmatch on a daemon that predates it).
   void Send(int shard, std::string target, int attempts_left, bool not_found_is_empty, BodyCallback done);
-  void SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done);
+  void SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done,
+                 bool unite_days);
   // `target` with &after=skip_through() when set.
   std::string Skipping(std::string target) const;
 
@@ -82,6 +88,7 @@ class RealtimeReader {
   Options options_;
   std::vector<std::optional<MemberConfig>> members_;  // by shard; empty when the file names none
   std::vector<std::unique_ptr<Coalescer<std::string>>> coalescers_;  // by shard; empty when off
+  std::vector<std::unique_ptr<Coalescer<std::string>>> uniting_coalescers_;  // the same, for unite=day
   std::optional<int64_t> skip_through_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

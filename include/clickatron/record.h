@@ -84,6 +84,11 @@ inline bool IsSketchValueType(RecordType type) {
 }
 // A unique record's key, in either format (no other check).
 inline bool IsUniqueKey(std::string_view key) { return !key.empty() && key[0] == kUniqueMark; }
+// A unique hour record's key up to its day code (the key without its hour
+// character: an hour code is its day's code and one character); empty when
+// the key is not a unique record ending in an hour code. Two keys with the
+// same (non-empty) one are one record's hours of one UTC day.
+std::string_view UniqueKeyOfDay(std::string_view key);
 
 // The parts of a realtime key.
 struct RealtimeKey {

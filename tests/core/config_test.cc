@@ -341,6 +341,16 @@ TEST(ConfigTest, ParsesApiClientToken) {
   EXPECT_EQ(c->api.flush_window_ms, 5);  // the rest of [api] still parsed
 }
 
+TEST(ConfigTest, RealtimeUniteDaysIsOnUnlessTurnedOff) {
+  auto defaults = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_TRUE(defaults->api.realtime_unite_days);
+  auto off = ClusterConfig::Parse(GoodWith("[api]", "realtime_unite_days = false\n"), "a.toml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->api.realtime_unite_days);
+  EXPECT_FALSE(ClusterConfig::Parse(GoodWith("[api]", "realtime_unite_days = 1\n"), "bad.toml").ok());
+}
+
 TEST(ConfigTest, ReadLoopsDefaultToOneAndZeroMeansACore) {
   auto defaults = ClusterConfig::Parse(kGood, "good.toml");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();

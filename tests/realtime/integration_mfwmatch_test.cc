@@ -101,6 +101,13 @@ TEST_F(MfwmatchIntegrationTest, BadRequestsAreRefused) {
   EXPECT_EQ(daemon_.Get("/mfwmatch?key=u%7Ca.&date=yesterday").status_code, 400);
   EXPECT_EQ(daemon_.Get("/mfwmatch?key=u%7Ca.&after=yesterday").status_code, 400);
   EXPECT_EQ(daemon_.Get("/fwmatch?key=u%7Ca.&after=2024-02-30").status_code, 400);
+  for (const char* target : {"/fwmatch?key=u%7Ca.&unite=hour", "/mfwmatch?key=u%7Ca.&key=u%7Cb.&unite="}) {
+    HttpResponse bad = daemon_.Get(target);
+    EXPECT_EQ(bad.status_code, 400) << target;
+    EXPECT_NE(bad.body.find("INVALID_UNITE"), std::string::npos) << bad.body;
+  }
+  // Counters are answered as without it.
+  EXPECT_EQ(daemon_.Get(Target({"u|a.", "u|b."}) + "&unite=day").body, daemon_.Get(Target({"u|a.", "u|b."})).body);
   std::vector<std::string> many;
   for (int i = 0; i < 257; ++i) many.push_back("u|k" + std::to_string(i) + ".");
   HttpResponse r = daemon_.Get(Target(many));

@@ -8,10 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "apply_batch.h"
+#include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 #include "ring.h"
 #include "small_store.h"
@@ -257,6 +260,147 @@ TEST_F(MultiPrefixScanTest, AScanDroppedHalfwayKeepsOnlyThePrefixesItFinished) {
   EXPECT_EQ(ring_->scan_cache_figures().entries, days);  // "c.u|a." only
   EXPECT_EQ(ReadAll(prefixes, 1 << 20), Expected(prefixes));
   EXPECT_EQ(ring_->scan_cache_figures().entries, 2 * days);
+}
+
+// A lone prefix without a limit (/fwmatch) reads through the scan cache
+// too, and its lines are ScanPrefix's; with a limit it is ScanPrefix.
+TEST_F(MultiPrefixScanTest, ALonePrefixReadsThroughTheCache) {
+  const auto read = [&](uint64_t limit) {
+    auto scan = ring_->Scan("u|a.", std::nullopt, limit);
+    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+    std::string out;
+    while (scan.ok() && (*scan)->Fill(&out, 1 << 20)) {
+    }
+    return out;
+  };
+  const size_t days = ring_->ReadableDays().size();
+  EXPECT_EQ(read(0), Expected({"u|a."}));
+  const ScanCache::Figures before = ring_->scan_cache_figures();
+  EXPECT_EQ(read(0), Expected({"u|a."}));
+  EXPECT_EQ(ring_->scan_cache_figures().hits, before.hits + days);
+  const std::vector<std::string> all = SplitLines(Expected({"u|a."}));
+  ASSERT_GT(all.size(), 2u);
+  EXPECT_EQ(read(2), all[0] + "\n" + all[1] + "\n");
+  EXPECT_EQ(ring_->scan_cache_figures().hits, before.hits + days);  // not through the cache
+}
+
+// A day with nothing in the store (Tomorrow before its first checkpoint) is
+// found empty once per store version and then not opened: its records in
+// memory are still read, and once a checkpoint has moved them into the
+// store, the next scan reads them there.
+TEST(MultiPrefixScanEmptyDayTest, ADayEmptyInTheStoreIsReadAgainOnceItsRecordsLand) {
+  TempDir tmp;
+  auto store = testing::OpenSmallStore(tmp.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto ring = Ring::Open(store->get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
+  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+  std::deque<std::string> bodies;
+  uint64_t seq = 0;
+  const auto apply = [&](const std::string& lines) {
+    bodies.push_back(lines);
+    auto batch = ParseBatch(bodies.back());
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    ASSERT_TRUE((*ring)->Apply("test", ++seq, *batch).ok());
+  };
+  const auto read = [&] {
+    auto scan = (*ring)->ScanMany({"u|a.", "u|b."}, std::nullopt);
+    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+    std::string out;
+    while (scan.ok() && (*scan)->Fill(&out, 1 << 20)) {
+    }
+    return out;
+  };
+  const std::string today = "u|a." + Hour(kToday, 3);
+  const std::string tomorrow = "u|b." + Hour(kToday + 1, 4);
+  apply(today + ",5\n");
+  (*ring)->checkpointer().Start();  // Today's record in the store; Tomorrow's store empty
+  apply(tomorrow + ",7\n");        // held in memory
+  const auto skips = [&] { return (*ring)->scan_cache_figures().empty_day_skips; };
+  EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",7\n");
+  EXPECT_EQ(skips(), 0u);  // found empty now: Yesterday's and Tomorrow's stores
+  EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",7\n");
+  EXPECT_EQ(skips(), 2u * 2u);  // both days, both prefixes
+  (*ring)->checkpointer().Start();  // Tomorrow's record moves into the store
+  ASSERT_EQ((*ring)->checkpointer().memory_keys(), 0u);
+  EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",7\n");
+  EXPECT_EQ(skips(), 4u);  // another store version: found again
+  apply(tomorrow + ",1\n");
+  EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",8\n");  // the store's 7 and memory's 1
+  EXPECT_EQ(skips(), 4u + 2u);  // Yesterday only
+}
+
+// unite=day: a unique record's hours of one UTC day are one line, keyed by
+// the first of them, whose sketch is the union of the day's visitors (the
+// store's and memory's parts alike); another record's hours, another day's
+// and counters are lines of their own. Checked against sets of visitors
+// kept by the test (a handful per day: sketches are exact there).
+TEST(MultiPrefixScanUniteDaysTest, AUniqueRecordsHoursOfADayAreOneLineOfItsVisitors) {
+  TempDir tmp;
+  auto store = testing::OpenSmallStore(tmp.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto ring = Ring::Open(store->get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
+  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+  std::deque<std::string> bodies;
+  uint64_t seq = 0;
+  // By (record, day): the visitors added to any of its hours.
+  std::map<std::pair<std::string, int64_t>, std::set<std::string>> visitors;
+  const auto add = [&](const std::string& record, int64_t day, int hour, std::vector<std::string> tokens) {
+    UniqueSketch sketch;
+    for (const std::string& t : tokens) {
+      sketch.Add(HashVisitor(t));
+      visitors[{record, day}].insert(t);
+    }
+    bodies.push_back(record + Hour(day, hour) + "," + sketch.ToText() + "\n");
+    auto batch = ParseBatch(bodies.back());
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    ASSERT_TRUE((*ring)->Apply("test", ++seq, *batch).ok());
+  };
+  add("~u|a.", kToday, 3, {"v1", "v2"});
+  add("~u|a.", kToday, 9, {"v2", "v3"});
+  add("~u|a.", kToday + 1, 0, {"v9"});
+  add("~c.u|a.JP.", kToday, 5, {"v1"});
+  add("~c.u|a.JP.", kToday, 6, {"v4"});
+  add("~c.u|a.US.", kToday, 5, {"v5"});
+  (*ring)->checkpointer().Start();  // those in the store, the rest in memory
+  add("~u|a.", kToday, 9, {"v7"});
+  add("~u|a.", kToday, 23, {"v3", "v8"});
+  add("~c.u|a.JP.", kToday, 7, {"v1", "v6"});
+  bodies.push_back("u|a." + Hour(kToday, 3) + ",4\nu|a." + Hour(kToday, 4) + ",5\n");
+  auto counters = ParseBatch(bodies.back());
+  ASSERT_TRUE(counters.ok());
+  ASSERT_TRUE((*ring)->Apply("test", ++seq, *counters).ok());
+
+  // The records in key order (as the store sorts: "u|" before "~"): the
+  // counters' hours, then the day lines.
+  std::string expected = "u|a." + Hour(kToday, 3) + ",4\nu|a." + Hour(kToday, 4) + ",5\n";
+  const auto line = [&](const std::string& record, int64_t day, int first_hour) {
+    UniqueSketch sketch;
+    for (const std::string& t : visitors.at({record, day})) sketch.Add(HashVisitor(t));
+    expected += record + Hour(day, first_hour) + "," + sketch.ToText() + "\n";
+  };
+  line("~c.u|a.JP.", kToday, 5);
+  line("~c.u|a.US.", kToday, 5);
+  line("~u|a.", kToday, 3);
+  line("~u|a.", kToday + 1, 0);
+  const auto read = [&](bool many) {
+    auto scan = many ? (*ring)->ScanMany({"u|a.", "~c.u|a.", "~u|a."}, std::nullopt, std::nullopt, true)
+                     : (*ring)->Scan("", std::nullopt, 0, std::nullopt, true);
+    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+    std::string out;
+    while (scan.ok() && (*scan)->Fill(&out, 1)) {
+    }
+    return out;
+  };
+  EXPECT_EQ(read(true), expected);
+  EXPECT_EQ(read(true), expected);  // again, the store's part from the scan cache
+  EXPECT_EQ(read(false), expected);
+  // Without it, every hour is a line of its own.
+  auto hours = (*ring)->ScanMany({"~u|a."}, std::nullopt);
+  ASSERT_TRUE(hours.ok());
+  std::string out;
+  while ((*hours)->Fill(&out, 1 << 20)) {
+  }
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4);  // today 03, 09, 23 and tomorrow 00
 }
 
 }  // namespace

@@ -1,14 +1,20 @@
 // ScanCache: kept records answer only a scan of the same day, prefix and
 // store version; a scan of an older version does not replace newer
 // records; the byte budget bounds what is kept; 0 turns it off; scans of
-// fewer than min_records are not kept. And the
+// fewer than min_records are not kept; a day found empty is known so for
+// its store version only; records united for unite=day are made once and
+// charged. And the
 // cursor over kept records seeks and walks them in key order.
 #include "scan_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "clickatron/unique_sketch.h"
+#include "clickatron/ymdh.h"
 
 namespace clickatron::realtime {
 namespace {
@@ -100,6 +106,67 @@ TEST(ScanCacheTest, ScansOfFewerThanMinRecordsAreNotKept) {
   EXPECT_EQ(cache.Find(10, "none.", 1), nullptr);
   ASSERT_NE(cache.Find(10, "enough.", 1), nullptr);
   EXPECT_EQ(cache.figures().entries, 1u);
+}
+
+// A day's emptiness is known for the version it was found at only, and a
+// fact of a newer version replaces older ones (which are never asked again).
+TEST(ScanCacheTest, ADaysEmptinessHoldsForItsVersionOnly) {
+  ScanCache cache(ScanCacheOptions{.max_bytes = 1 << 20});
+  EXPECT_EQ(cache.DayEmpty(11, 3), std::nullopt);
+  cache.NoteDayEmpty(11, 3, true);
+  cache.NoteDayEmpty(10, 3, false);
+  EXPECT_EQ(cache.DayEmpty(11, 3), std::optional<bool>(true));
+  EXPECT_EQ(cache.DayEmpty(10, 3), std::optional<bool>(false));
+  EXPECT_EQ(cache.DayEmpty(11, 4), std::nullopt);  // the store changed since
+  cache.NoteDayEmpty(11, 4, false);
+  EXPECT_EQ(cache.DayEmpty(11, 4), std::optional<bool>(false));
+  EXPECT_EQ(cache.DayEmpty(10, 3), std::nullopt);  // dropped: older than a version seen
+  cache.NoteDayEmpty(12, 3, true);                 // a scan that began before version 4
+  EXPECT_EQ(cache.DayEmpty(12, 3), std::nullopt);
+
+  ScanCache off(ScanCacheOptions{.max_bytes = 0});
+  off.NoteDayEmpty(11, 3, true);
+  EXPECT_EQ(off.DayEmpty(11, 3), std::nullopt);
+}
+
+// A unite=day read of kept records gets each unique record's hours of one
+// UTC day as one record, the union of their visitors keyed by the first
+// hour, made once and then kept (and charged) beside the hours; other
+// records stay as they are.
+TEST(ScanCacheTest, UnitedRecordsAreMadeOnceAndCharged) {
+  const auto sketch = [](std::initializer_list<const char*> tokens) {
+    UniqueSketch s;
+    for (const char* t : tokens) s.Add(HashVisitor(t));
+    return s;
+  };
+  const std::string day = *DayCodeFromDays(DaysFromCivil({2024, 3, 10}));
+  const std::string next_day = *DayCodeFromDays(DaysFromCivil({2024, 3, 11}));
+  auto hours = std::make_shared<CachedRecords>();
+  hours->Add("u|a." + day + "3", std::string(8, '\0'));  // a counter: as it is
+  hours->Add("~u|a." + day + "3", sketch({"v1", "v2"}).ToBinary());
+  hours->Add("~u|a." + day + "7", sketch({"v2", "v3"}).ToBinary());
+  hours->Add("~u|a." + day + "9", sketch({"v4"}).ToBinary());
+  hours->Add("~u|a." + next_day + "0", sketch({"v1"}).ToBinary());
+  hours->Add("~u|b." + day + "0", sketch({"v5"}).ToBinary());
+  ScanCache cache(ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
+  cache.Put(10, "", 1, hours);
+  const size_t hours_only = cache.figures().bytes;
+  CachedRecordsPtr united = cache.FindUnited(10, "", 1);
+  ASSERT_NE(united, nullptr);
+  ASSERT_EQ(united->size(), 4u);
+  EXPECT_EQ(united->key(0), "u|a." + day + "3");
+  EXPECT_EQ(united->value(0), std::string(8, '\0'));
+  EXPECT_FALSE(united->value_is_text(0));
+  EXPECT_EQ(united->key(1), "~u|a." + day + "3");
+  EXPECT_TRUE(united->value_is_text(1));
+  EXPECT_EQ(united->value(1), sketch({"v1", "v2", "v3", "v4"}).ToText());
+  EXPECT_EQ(united->key(2), "~u|a." + next_day + "0");
+  EXPECT_EQ(united->value(2), sketch({"v1"}).ToText());
+  EXPECT_EQ(united->key(3), "~u|b." + day + "0");
+  EXPECT_GT(cache.figures().bytes, hours_only);
+  EXPECT_EQ(cache.FindUnited(10, "", 1), united);  // kept
+  EXPECT_EQ(cache.Find(10, "", 1), hours);         // the hours too
+  EXPECT_EQ(cache.FindUnited(10, "", 2), nullptr);  // another version: a miss, as Find's
 }
 
 TEST(ScanCacheTest, TheCursorSeeksAndWalksInKeyOrder) {

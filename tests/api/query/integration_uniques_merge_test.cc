@@ -183,7 +183,24 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   }
   // Units of the same sketches as an earlier ask (today's realtime hours,
   // a week of kept days) were counted from the estimates kept for them.
-  if (GetParam().cached) EXPECT_GT(ReadFigure("union_cache_hits"), 0);
+  if (GetParam().cached) {
+    EXPECT_GT(ReadFigure("union_cache_hits"), 0);
+  }
+}
+
+// Realtime is asked for each UTC day's hours of a record as one union
+// (unite=day) exactly when every day read lies inside one unit: UTC days,
+// not hours or days of another offset; the answers are the sets' either way.
+TEST_P(IntegrationUniquesMergeTest, RealtimeUnitesDaysOnlyForUnitsOfWholeUtcDays) {
+  const int64_t at_midnight = today_ * kDay;
+  const int64_t before = ReadFigure("realtime_united_reads");
+  ExpectUniques(kHotKey, "", "hour", 50, 0, at_midnight);
+  ExpectUniques(kHotKey, "", "day", 30, 5, at_midnight);
+  ExpectUniques(kHotKey, "", "day", 3, 0, at_midnight - 7 * kHour);  // mid-day in UTC: the units are whole days
+  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 2 * Asks());
+  ExpectUniques(kHotKey, "", "day", 30, 0, at_midnight);
+  ExpectUniques(kHotKey, "JP", "week", 5, 0, at_midnight);
+  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 6 * Asks());  // each a series and its rollup
 }
 
 // A sparse key's /uniques takes two archive round trips: the total's get
