@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -405,14 +406,16 @@ std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, i
     if (split != splits.end() && *split < end) return;
     days.push_back(day);
   };
+  // A division only where a day begins: a busy key's window is 720 hours.
+  int64_t day_end = std::numeric_limits<int64_t>::min();
   for (const auto& [hour, count] : archived) {
-    const int64_t d = FloorDiv(hour, kSecondsPerDay);
-    if (hours > 0 && d == day) {
+    if (hours > 0 && hour < day_end) {
       ++hours;
       continue;
     }
     consider();
-    day = d;
+    day = FloorDiv(hour, kSecondsPerDay);
+    day_end = (day + 1) * kSecondsPerDay;
     hours = 1;
   }
   consider();
