@@ -127,7 +127,8 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
-                         DayUnionCache& day_unions, DaySketchCache& day_sketches, ReadStats& stats)
+                         DayUnionCache& day_unions, DaySketchCache& day_sketches,
+                         UniqueWindowCache& unique_windows, ReadStats& stats)
     : unite_days_(cluster.api.realtime_unite_days),
       archive_(archive),
       realtime_(realtime),
@@ -136,6 +137,7 @@ QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, R
       day_sums_(day_sums),
       day_unions_(day_unions),
       day_sketches_(day_sketches),
+      unique_windows_(unique_windows),
       stats_(stats) {}
 
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
@@ -724,6 +726,18 @@ struct QueryGather::UniquesJob {
   Status realtime_missing;
 };
 
+// A run is of a key's records, or of one subtotal value's among them.
+std::string QueryGather::RunPrefix(const UniquesJob& job) { return job.archive_prefix + "\n" + job.target.skey; }
+
+void QueryGather::AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view,
+                                       UniquesData data) {
+  Status st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
+                                     job->span, sketch_texts_, &data.hours);
+  if (!st.ok()) return job->done(std::move(st));
+  for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
+  job->done(std::move(data));
+}
+
 void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
                                std::function<void(Result<UniquesData>)> done,
                                std::optional<std::vector<int64_t>> splits) {
@@ -767,6 +781,23 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (MustReadAllDays(view, &job->all_days)) return RunUniques(job);
+  // A busy key's window asked before on this file: its archive part as
+  // kept, realtime's hours on top.
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+  if (unique_windows_.enabled() && file && job->splits) {
+    const UniqueWindowCache::Part* kept = unique_windows_.Find(
+        *file, job->session->shard_count, RunPrefix(*job), job->span, job->skip, *job->splits);
+    if (kept == nullptr) {
+      ++stats_.unique_window_misses;
+    } else {
+      ++stats_.unique_window_hits;
+      UniquesData data;
+      data.gap = RealtimeGap{job->realtime_missing, view.last_day};
+      data.first_hour = kept->first_hour;
+      data.hours = kept->hours;
+      return AddRealtimeAndFinish(job, view, std::move(data));
+    }
+  }
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
       !st.ok()) {
@@ -810,8 +841,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   bool planned = false;
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   const int shard_count = job->session->shard_count;
-  // A run is of a key's records, or of one subtotal value's among them.
-  const std::string run_prefix = job->archive_prefix + "\n" + job->target.skey;
+  const std::string run_prefix = RunPrefix(*job);
   if (day_unions_.enabled() && file && job->splits && !days.empty()) {
     RunPlan plan = PlanRuns(days, *job->splits, day_unions_, *file, shard_count, run_prefix, stats_.day_unions_hits,
                             stats_.day_unions_misses,
@@ -963,14 +993,13 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     data.hours.insert(data.hours.end(), std::make_move_iterator(kept_unions.begin()),
                       std::make_move_iterator(kept_unions.end()));
-    if (st.ok()) {
-      st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
-                                  job->span, sketch_texts_, &data.hours);
-    }
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_uniques_read += days_read;
-    for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
-    job->done(std::move(data));
+    if (unique_windows_.enabled() && file && job->splits && archived.size() >= UniqueWindowCache::kMinArchivedHours) {
+      unique_windows_.Put(*file, shard_count, run_prefix, job->span, job->skip, *job->splits,
+                          UniqueWindowCache::Part{data.hours, data.first_hour});
+    }
+    AddRealtimeAndFinish(job, view, std::move(data));
   };
   // Nothing to ask (most sparse keys have no archived hour in a window, and
   // a busy key's kept days may be all of its archived part): no round trip.

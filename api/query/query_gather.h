@@ -47,6 +47,7 @@
 #include "clickatron/config.h"
 #include "query/archive_reader.h"
 #include "query/day_sketch_cache.h"
+#include "query/unique_window_cache.h"
 #include "query/day_sum_cache.h"
 #include "query/decoded_columns.h"
 #include "query/lookup_cache.h"
@@ -105,7 +106,7 @@ class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
               SketchTextCache& sketch_texts, DaySumCache& day_sums, DayUnionCache& day_unions,
-              DaySketchCache& day_sketches, ReadStats& stats);
+              DaySketchCache& day_sketches, UniqueWindowCache& unique_windows, ReadStats& stats);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -161,6 +162,11 @@ class QueryGather {
                          HourlyCounts* hours, const HourSpan& span);
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
+  // The run prefix of a job's unique records (DayUnionCache, DaySketchCache,
+  // UniqueWindowCache name them by it).
+  static std::string RunPrefix(const UniquesJob& job);
+  // Adds realtime's lines to a job's archive part and answers it.
+  void AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view, UniquesData data);
   // The archive mget of a uniques job, whole days in `days` read as their
   // day records; then the answer. `every_day`: the file promises a day
   // unique record for every day with unique hours (`days` is empty without).
@@ -206,6 +212,7 @@ class QueryGather {
   DaySumCache& day_sums_;
   DayUnionCache& day_unions_;
   DaySketchCache& day_sketches_;
+  UniqueWindowCache& unique_windows_;
   ReadStats& stats_;
 };
 

@@ -185,8 +185,12 @@ class ReadPathImpl : public ReadPath {
         // 30 days of a few hundred visitors each are some 80 KB.
         day_sketches_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 4 /
                       static_cast<size_t>(shared_->loops)),
+        // Busy keys' /uniques windows, an eighth of the archive cache's
+        // share: a window of 30 days is some 3 KB beside its sketches.
+        unique_windows_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
+                        static_cast<size_t>(shared_->loops)),
         gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, day_sketches_,
-                stats_) {
+                unique_windows_, stats_) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -543,6 +547,7 @@ class ReadPathImpl : public ReadPath {
   DaySumCache day_sums_;
   DayUnionCache day_unions_;
   DaySketchCache day_sketches_;
+  UniqueWindowCache unique_windows_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

@@ -52,6 +52,12 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      s.day_unions_hits.load());
   fn("day_unions_misses", "Such runs read as their day unique records while that cache was on.",
      s.day_unions_misses.load());
+  fn("unique_window_hits",
+     "/uniques windows answered from the archive part kept for them on the served file (busy keys: 48 or more "
+     "archived hours in the window), realtime's hours added on top.",
+     s.unique_window_hits.load());
+  fn("unique_window_misses", "/uniques windows whose archive part was made while that cache was on.",
+     s.unique_window_misses.load());
   fn("day_sketches_hits",
      "Whole UTC days of /uniques (not in a kept run) added from the key's day sketches kept for the served file "
      "instead of asking for their day unique records.",

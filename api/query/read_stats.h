@@ -50,6 +50,10 @@ struct ReadStats {
   // added as the union kept for them instead of their day unique records.
   std::atomic<uint64_t> day_unions_hits{0};
   std::atomic<uint64_t> day_unions_misses{0};
+  // /uniques windows of busy keys whose archive part was kept
+  // (unique_window_cache.h), and those made while that cache was on.
+  std::atomic<uint64_t> unique_window_hits{0};
+  std::atomic<uint64_t> unique_window_misses{0};
   std::atomic<uint64_t> day_sketches_hits{0};
   std::atomic<uint64_t> day_sketches_misses{0};
   // Archive answers kept per key and generation (archive_reply_cache.h):

@@ -129,6 +129,8 @@ const std::vector<Figure> kApiFigures = {
     {"/read/archive_cache_decoded_hits", "clickatron_api_read_archive_cache_decoded_hits_total"},
     {"/read/realtime_skip_rereads", "clickatron_api_read_realtime_skip_rereads_total"},
     {"/read/realtime_united_reads", "clickatron_api_read_realtime_united_reads_total"},
+    {"/read/unique_window_hits", "clickatron_api_read_unique_window_hits_total"},
+    {"/read/unique_window_misses", "clickatron_api_read_unique_window_misses_total"},
     {"/read/sketch_cache_hits", "clickatron_api_read_sketch_cache_hits_total"},
     {"/read/sketch_cache_misses", "clickatron_api_read_sketch_cache_misses_total"},
     {"/read/union_cache_hits", "clickatron_api_read_union_cache_hits_total"},

@@ -16,8 +16,9 @@
 // A third run has the API's archive cache on and asks every query three
 // times: the first answer comes from the replicas, the second from kept text
 // (decoded and kept then), the third from the kept sketches; whole days
-// after the first from the key's day sketches (day_sketch_cache.h); all three
-// must be the oracle's.
+// after the first from the key's day sketches (day_sketch_cache.h), a busy
+// key's window after the first from its kept archive part
+// (unique_window_cache.h); all three must be the oracle's.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -185,6 +186,13 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   // a week of kept days) were counted from the estimates kept for them.
   if (GetParam().cached) {
     EXPECT_GT(ReadFigure("union_cache_hits"), 0);
+  }
+  // Asked again, a busy key's window had its archive part as kept on the
+  // file, realtime's hours added on top (and the answers are the sets').
+  if (GetParam().cached) {
+    EXPECT_GT(ReadFigure("unique_window_hits"), 0);
+  } else {
+    EXPECT_EQ(ReadFigure("unique_window_hits") + ReadFigure("unique_window_misses"), 0);
   }
 }
 
