@@ -121,14 +121,22 @@ std::string_view ScanCache::KeyOf(int64_t day, std::string_view prefix) {
   return key_;
 }
 
-CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t version) {
-  if (!enabled()) return nullptr;
+ScanCache::Entry* ScanCache::EntryOf(int64_t day, std::string_view prefix, uint64_t version) {
   newest_version_ = std::max(newest_version_, version);
   const std::string_view key = KeyOf(day, prefix);
-  const Entry* entry = entries_.Find(key);
-  if (entry == nullptr || entry->version != version) {
+  Entry* entry = entries_.Find(key);
+  if (entry != nullptr && entry->version != version) {
     // Views' versions only rise: older records are never used again.
-    if (entry != nullptr && entry->version < version) entries_.Erase(key);
+    if (entry->version < version) entries_.Erase(key);
+    return nullptr;
+  }
+  return entry;
+}
+
+CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t version) {
+  if (!enabled()) return nullptr;
+  const Entry* entry = EntryOf(day, prefix, version);
+  if (entry == nullptr) {
     ++misses_;
     return nullptr;
   }
@@ -137,19 +145,26 @@ CachedRecordsPtr ScanCache::Find(int64_t day, std::string_view prefix, uint64_t 
 }
 
 CachedRecordsPtr ScanCache::FindUnited(int64_t day, std::string_view prefix, uint64_t version) {
-  CachedRecordsPtr hours = Find(day, prefix, version);
-  if (!hours) return nullptr;
-  Entry* entry = entries_.Find(key_);  // KeyOf(day, prefix), as Find left it
-  if (!entry->united) {
-    CachedRecordsPtr united = UniteDays(*hours);
-    if (!united) return nullptr;
-    // Kept again with both charged (the budget may drop older entries).
-    const size_t charge = hours->bytes() + united->bytes() + key_.size() + kEntryOverhead;
-    const std::string key = key_;
-    entries_.Put(key, Entry{version, hours, united}, charge);
-    return united;
+  if (!enabled()) return nullptr;
+  Entry* entry = EntryOf(day, prefix, version);
+  CachedRecordsPtr united = entry != nullptr ? entry->united : nullptr;
+  if (entry != nullptr && !united) {
+    united = UniteDays(*entry->records);
+    if (united) {
+      // Kept again with both charged (the budget may drop older entries).
+      const CachedRecordsPtr hours = entry->records;
+      const size_t charge = hours->bytes() + united->bytes() + key_.size() + kEntryOverhead;
+      const std::string key = key_;  // KeyOf(day, prefix), as EntryOf left it
+      entries_.Put(key, Entry{version, hours, united}, charge);
+    }
   }
-  return entry->united;
+  // Records that do not unite are read from the store (which reports them).
+  if (!united) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  return united;
 }
 
 void ScanCache::Put(int64_t day, std::string_view prefix, uint64_t version, std::shared_ptr<CachedRecords> records) {

@@ -114,7 +114,7 @@ class ScanCache {
   // first such read of an entry and kept beside its hours, charged with
   // them. Why: uniting a busy key's 24 sketches on every read cost the shard
   // more than sending them had cost the API. nullptr as Find, or when the
-  // records do not unite.
+  // records do not unite (a miss: the store is read).
   CachedRecordsPtr FindUnited(int64_t day, std::string_view prefix, uint64_t version);
   // A recording for a scan to fill: it stops keeping records past what one
   // entry may hold (an eighth of the budget).
@@ -164,6 +164,9 @@ class ScanCache {
   };
   // The entry key of (day, prefix), in key_ (reused: no allocation per lookup).
   std::string_view KeyOf(int64_t day, std::string_view prefix);
+  // The entry of (day, prefix) made at `version`, or nullptr (one of an
+  // older version is dropped). Counts nothing; leaves its key in key_.
+  Entry* EntryOf(int64_t day, std::string_view prefix, uint64_t version);
 
   LruMap<Entry> entries_;
   size_t max_bytes_;

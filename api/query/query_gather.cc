@@ -819,17 +819,23 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
                                                       *job->splits)
                                           : std::vector<int64_t>{};
   bool every_day = false;  // the file has a day unique record for every day with unique hours
+  // Whether this is the part the file will always give for the window (the
+  // window cache keeps only that): not one read by hours while the rules
+  // are unknown, which later queries would read as ~30 day records instead
+  // of ~720 hours.
+  bool final_part = true;
   if (!days.empty()) {
     const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
     if (!known) archive_.DayRecordsEveryDay(job->session, view.generation, [](ArchiveReader::DayRecordRules) {});
     every_day = known && known->uniques_every_day;
+    final_part = known.has_value();
     if (!every_day) days.clear();
   }
-  ReadArchiveUniques(job, std::move(archived), std::move(days), every_day);
+  ReadArchiveUniques(job, std::move(archived), std::move(days), every_day, final_part);
 }
 
 void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,
-                                     std::vector<int64_t> days, bool every_day) {
+                                     std::vector<int64_t> days, bool every_day, bool final_part) {
   const ArchiveView view = job->archive_total.view;
   // Runs of those days inside one unit whose day records were united before
   // on this file are added as that union, entered at the run's first day;
@@ -911,8 +917,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   }
   auto answered = [this, job, view, archived = std::move(archived), read_days = std::move(read_days),
                    kept_days = std::move(kept_days), keep_days, kept_unions = std::move(kept_unions),
-                   runs_to_keep = std::move(runs_to_keep), file, shard_count,
-                   run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
+                   runs_to_keep = std::move(runs_to_keep), file, shard_count, run_prefix,
+                   final_part](Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -995,7 +1001,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
                       std::make_move_iterator(kept_unions.end()));
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_uniques_read += days_read;
-    if (unique_windows_.enabled() && file && job->splits && archived.size() >= UniqueWindowCache::kMinArchivedHours) {
+    if (unique_windows_.enabled() && file && job->splits && final_part &&
+        archived.size() >= UniqueWindowCache::kMinArchivedHours) {
       unique_windows_.Put(*file, shard_count, run_prefix, job->span, job->skip, *job->splits,
                           UniqueWindowCache::Part{data.hours, data.first_hour});
     }

@@ -170,8 +170,10 @@ class QueryGather {
   // The archive mget of a uniques job, whole days in `days` read as their
   // day records; then the answer. `every_day`: the file promises a day
   // unique record for every day with unique hours (`days` is empty without).
+  // `final_part`: the archive part is the one the file always gives for the
+  // window (the day record rules were known), so it may be kept.
   void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days,
-                          bool every_day);
+                          bool every_day, bool final_part);
   // After a job's second round trip (an archive mget that must see the
   // generation its get saw): true when every answer did. Otherwise it calls
   // run_again (counting the attempt), or `fail` with SHARD_UNAVAILABLE after

@@ -167,6 +167,17 @@ TEST(ScanCacheTest, UnitedRecordsAreMadeOnceAndCharged) {
   EXPECT_EQ(cache.FindUnited(10, "", 1), united);  // kept
   EXPECT_EQ(cache.Find(10, "", 1), hours);         // the hours too
   EXPECT_EQ(cache.FindUnited(10, "", 2), nullptr);  // another version: a miss, as Find's
+
+  // Hours whose sketches do not decode do not unite: a miss (the store is
+  // read, which reports them), not a hit.
+  auto bad = std::make_shared<CachedRecords>();
+  bad->Add("~u|a." + day + "1", "not a sketch");
+  bad->Add("~u|a." + day + "2", "not one either");
+  cache.Put(11, "", 2, bad);
+  const ScanCache::Figures before = cache.figures();
+  EXPECT_EQ(cache.FindUnited(11, "", 2), nullptr);
+  EXPECT_EQ(cache.figures().hits, before.hits);
+  EXPECT_EQ(cache.figures().misses, before.misses + 1);
 }
 
 TEST(ScanCacheTest, TheCursorSeeksAndWalksInKeyOrder) {
