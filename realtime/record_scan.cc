@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "clickatron/record.h"
 #include "clickatron/unique_sketch.h"
 #include "counter_merge.h"
@@ -85,7 +87,7 @@ class MergedScan : public LineSource {
         if (!status_.ok()) return false;
         break;
       }
-      if (next->key().size() != key.size() || !next->key().starts_with(day)) break;
+      if (UniqueKeyOfDay(next->key()) != day) break;
       const std::string hour(next->key());
       if (Status st = AddParts(hour, &value); !st.ok()) return Fail(st);
     }
@@ -329,16 +331,15 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
   std::vector<PrefixesScan::Prefix> scans;
   scans.reserve(prefixes.size());
   std::vector<bool> day_needs_store(days.size(), cache == nullptr);
-  // Days the cache knows have no stored record: no prefix looks there.
-  std::vector<bool> day_empty(days.size(), false);
-  for (size_t i = 0; cache && i < days.size(); ++i) {
-    day_empty[i] = cache->DayEmpty(days[i], view.store_version).value_or(false);
-  }
+  // By day, whether the cache knows its store holds no record (true: no
+  // prefix looks there; unknown: found out below).
+  std::vector<std::optional<bool>> day_empty(days.size());
+  for (size_t i = 0; cache && i < days.size(); ++i) day_empty[i] = cache->DayEmpty(days[i], view.store_version);
   for (std::string& prefix : prefixes) {
     PrefixesScan::Prefix p;
     for (size_t i = 0; i < days.size(); ++i) {
       AddHeldCursors(view, days[i], prefix, &p.held);
-      if (day_empty[i]) {
+      if (day_empty[i].value_or(false)) {
         cache->CountEmptyDaySkip();
         p.kept.push_back(nullptr);
         continue;
@@ -362,7 +363,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
     }
     Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(days[i], options);
     if (!cursor.ok()) return cursor.status();
-    if (cache && !cache->DayEmpty(days[i], view.store_version)) {
+    if (cache && !day_empty[i]) {
       // Once per day and store version: whether the day has any record (the
       // shared cursor has no upper bound, so it can tell).
       (*cursor)->Seek("");

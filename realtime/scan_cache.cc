@@ -5,6 +5,7 @@
 
 #include "clickatron/record.h"
 #include "clickatron/unique_sketch.h"
+#include "record_value.h"
 
 namespace clickatron::realtime {
 
@@ -90,21 +91,18 @@ std::shared_ptr<const CachedRecords> UniteDays(const CachedRecords& hours) {
     const std::string_view key = hours.key(i);
     const std::string_view day = UniqueKeyOfDay(key);
     size_t end = i + 1;
-    while (!day.empty() && end < hours.size() && hours.key(end).size() == key.size() &&
-           hours.key(end).starts_with(day)) {
-      ++end;
-    }
+    while (!day.empty() && end < hours.size() && UniqueKeyOfDay(hours.key(end)) == day) ++end;
     if (end == i + 1) {
       out->AddKept(key, hours.value(i), hours.value_is_text(i));
       i = end;
       continue;
     }
-    UniqueSketch united;
+    // United as a scan unites a record's parts (the hours outlive it).
+    RecordValue united(key);
     for (; i < end; ++i) {
-      Result<UniqueSketch> part = hours.value_is_text(i) ? UniqueSketch::FromText(hours.value(i))
-                                                         : UniqueSketch::FromBinary(hours.value(i));
-      if (!part.ok()) return nullptr;
-      united.Merge(*part);
+      const Status st =
+          hours.value_is_text(i) ? united.AddStoredText(hours.value(i)) : united.AddStored(hours.value(i));
+      if (!st.ok()) return nullptr;
     }
     text.clear();
     united.AppendText(&text);
@@ -154,8 +152,7 @@ CachedRecordsPtr ScanCache::FindUnited(int64_t day, std::string_view prefix, uin
       // Kept again with both charged (the budget may drop older entries).
       const CachedRecordsPtr hours = entry->records;
       const size_t charge = hours->bytes() + united->bytes() + key_.size() + kEntryOverhead;
-      const std::string key = key_;  // KeyOf(day, prefix), as EntryOf left it
-      entries_.Put(key, Entry{version, hours, united}, charge);
+      entries_.Put(key_, Entry{version, hours, united}, charge);  // key_: KeyOf(day, prefix), as EntryOf left it
     }
   }
   // Records that do not unite are read from the store (which reports them).

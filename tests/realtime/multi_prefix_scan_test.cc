@@ -284,47 +284,63 @@ TEST_F(MultiPrefixScanTest, ALonePrefixReadsThroughTheCache) {
   EXPECT_EQ(ring_->scan_cache_figures().hits, before.hits + days);  // not through the cache
 }
 
+// A ring of its own over an empty store, for tests that need days the
+// main fixture's data would fill.
+class FreshRingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = testing::OpenSmallStore(tmp_.path());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    auto ring = Ring::Open(store_.get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
+    ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+    ring_ = std::move(ring).value();
+  }
+
+  void Apply(const std::string& lines) {
+    bodies_.push_back(lines);
+    auto batch = ParseBatch(bodies_.back());
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    ASSERT_TRUE(ring_->Apply("test", ++seq_, *batch).ok());
+  }
+
+  // Every line of a scan, read `budget` bytes at a time.
+  static std::string ReadAll(Result<std::unique_ptr<LineSource>> scan, size_t budget) {
+    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+    std::string out;
+    while (scan.ok() && (*scan)->Fill(&out, budget)) {
+    }
+    return out;
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<ShardStore> store_;
+  std::unique_ptr<Ring> ring_;
+  std::deque<std::string> bodies_;
+  uint64_t seq_ = 0;
+};
+
 // A day with nothing in the store (Tomorrow before its first checkpoint) is
 // found empty once per store version and then not opened: its records in
 // memory are still read, and once a checkpoint has moved them into the
 // store, the next scan reads them there.
-TEST(MultiPrefixScanEmptyDayTest, ADayEmptyInTheStoreIsReadAgainOnceItsRecordsLand) {
-  TempDir tmp;
-  auto store = testing::OpenSmallStore(tmp.path());
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  auto ring = Ring::Open(store->get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
-  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-  std::deque<std::string> bodies;
-  uint64_t seq = 0;
-  const auto apply = [&](const std::string& lines) {
-    bodies.push_back(lines);
-    auto batch = ParseBatch(bodies.back());
-    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-    ASSERT_TRUE((*ring)->Apply("test", ++seq, *batch).ok());
-  };
-  const auto read = [&] {
-    auto scan = (*ring)->ScanMany({"u|a.", "u|b."}, std::nullopt);
-    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
-    std::string out;
-    while (scan.ok() && (*scan)->Fill(&out, 1 << 20)) {
-    }
-    return out;
-  };
+TEST_F(FreshRingTest, ADayEmptyInTheStoreIsReadAgainOnceItsRecordsLand) {
+  const auto read = [&] { return ReadAll(ring_->ScanMany({"u|a.", "u|b."}, std::nullopt), 1 << 20); };
+  const auto skips = [&] { return ring_->scan_cache_figures().empty_day_skips; };
   const std::string today = "u|a." + Hour(kToday, 3);
   const std::string tomorrow = "u|b." + Hour(kToday + 1, 4);
-  apply(today + ",5\n");
-  (*ring)->checkpointer().Start();  // Today's record in the store; Tomorrow's store empty
-  apply(tomorrow + ",7\n");        // held in memory
-  const auto skips = [&] { return (*ring)->scan_cache_figures().empty_day_skips; };
+  Apply(today + ",5\n");
+  ring_->checkpointer().Start();  // Today's record in the store; Tomorrow's store empty
+  Apply(tomorrow + ",7\n");       // held in memory
   EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",7\n");
   EXPECT_EQ(skips(), 0u);  // found empty now: Yesterday's and Tomorrow's stores
   EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",7\n");
   EXPECT_EQ(skips(), 2u * 2u);  // both days, both prefixes
-  (*ring)->checkpointer().Start();  // Tomorrow's record moves into the store
-  ASSERT_EQ((*ring)->checkpointer().memory_keys(), 0u);
+  ring_->checkpointer().Start();  // Tomorrow's record moves into the store
+  ASSERT_EQ(ring_->checkpointer().memory_keys(), 0u);
   EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",7\n");
   EXPECT_EQ(skips(), 4u);  // another store version: found again
-  apply(tomorrow + ",1\n");
+  Apply(tomorrow + ",1\n");
   EXPECT_EQ(read(), today + ",5\n" + tomorrow + ",8\n");  // the store's 7 and memory's 1
   EXPECT_EQ(skips(), 4u + 2u);  // Yesterday only
 }
@@ -334,26 +350,17 @@ TEST(MultiPrefixScanEmptyDayTest, ADayEmptyInTheStoreIsReadAgainOnceItsRecordsLa
 // store's and memory's parts alike); another record's hours, another day's
 // and counters are lines of their own. Checked against sets of visitors
 // kept by the test (a handful per day: sketches are exact there).
-TEST(MultiPrefixScanUniteDaysTest, AUniqueRecordsHoursOfADayAreOneLineOfItsVisitors) {
-  TempDir tmp;
-  auto store = testing::OpenSmallStore(tmp.path());
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  auto ring = Ring::Open(store->get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
-  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-  std::deque<std::string> bodies;
-  uint64_t seq = 0;
+TEST_F(FreshRingTest, AUniqueRecordsHoursOfADayAreOneLineOfItsVisitors) {
   // By (record, day): the visitors added to any of its hours.
   std::map<std::pair<std::string, int64_t>, std::set<std::string>> visitors;
-  const auto add = [&](const std::string& record, int64_t day, int hour, std::vector<std::string> tokens) {
+  const auto sketch_of = [](const auto& tokens) {
     UniqueSketch sketch;
-    for (const std::string& t : tokens) {
-      sketch.Add(HashVisitor(t));
-      visitors[{record, day}].insert(t);
-    }
-    bodies.push_back(record + Hour(day, hour) + "," + sketch.ToText() + "\n");
-    auto batch = ParseBatch(bodies.back());
-    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-    ASSERT_TRUE((*ring)->Apply("test", ++seq, *batch).ok());
+    for (const std::string& t : tokens) sketch.Add(HashVisitor(t));
+    return sketch.ToText();
+  };
+  const auto add = [&](const std::string& record, int64_t day, int hour, std::vector<std::string> tokens) {
+    visitors[{record, day}].insert(tokens.begin(), tokens.end());
+    Apply(record + Hour(day, hour) + "," + sketch_of(tokens) + "\n");
   };
   add("~u|a.", kToday, 3, {"v1", "v2"});
   add("~u|a.", kToday, 9, {"v2", "v3"});
@@ -361,46 +368,32 @@ TEST(MultiPrefixScanUniteDaysTest, AUniqueRecordsHoursOfADayAreOneLineOfItsVisit
   add("~c.u|a.JP.", kToday, 5, {"v1"});
   add("~c.u|a.JP.", kToday, 6, {"v4"});
   add("~c.u|a.US.", kToday, 5, {"v5"});
-  (*ring)->checkpointer().Start();  // those in the store, the rest in memory
+  ring_->checkpointer().Start();  // those in the store, the rest in memory
   add("~u|a.", kToday, 9, {"v7"});
   add("~u|a.", kToday, 23, {"v3", "v8"});
   add("~c.u|a.JP.", kToday, 7, {"v1", "v6"});
-  bodies.push_back("u|a." + Hour(kToday, 3) + ",4\nu|a." + Hour(kToday, 4) + ",5\n");
-  auto counters = ParseBatch(bodies.back());
-  ASSERT_TRUE(counters.ok());
-  ASSERT_TRUE((*ring)->Apply("test", ++seq, *counters).ok());
+  const std::string counters = "u|a." + Hour(kToday, 3) + ",4\nu|a." + Hour(kToday, 4) + ",5\n";
+  Apply(counters);
 
   // The records in key order (as the store sorts: "u|" before "~"): the
   // counters' hours, then the day lines.
-  std::string expected = "u|a." + Hour(kToday, 3) + ",4\nu|a." + Hour(kToday, 4) + ",5\n";
+  std::string expected = counters;
   const auto line = [&](const std::string& record, int64_t day, int first_hour) {
-    UniqueSketch sketch;
-    for (const std::string& t : visitors.at({record, day})) sketch.Add(HashVisitor(t));
-    expected += record + Hour(day, first_hour) + "," + sketch.ToText() + "\n";
+    expected += record + Hour(day, first_hour) + "," + sketch_of(visitors.at({record, day})) + "\n";
   };
   line("~c.u|a.JP.", kToday, 5);
   line("~c.u|a.US.", kToday, 5);
   line("~u|a.", kToday, 3);
   line("~u|a.", kToday + 1, 0);
-  const auto read = [&](bool many) {
-    auto scan = many ? (*ring)->ScanMany({"u|a.", "~c.u|a.", "~u|a."}, std::nullopt, std::nullopt, true)
-                     : (*ring)->Scan("", std::nullopt, 0, std::nullopt, true);
-    EXPECT_TRUE(scan.ok()) << scan.status().ToString();
-    std::string out;
-    while (scan.ok() && (*scan)->Fill(&out, 1)) {
-    }
-    return out;
+  const auto many = [&] {
+    return ReadAll(ring_->ScanMany({"u|a.", "~c.u|a.", "~u|a."}, std::nullopt, std::nullopt, true), 1);
   };
-  EXPECT_EQ(read(true), expected);
-  EXPECT_EQ(read(true), expected);  // again, the store's part from the scan cache
-  EXPECT_EQ(read(false), expected);
+  EXPECT_EQ(many(), expected);
+  EXPECT_EQ(many(), expected);  // again, the store's part from the scan cache
+  EXPECT_EQ(ReadAll(ring_->Scan("", std::nullopt, 0, std::nullopt, true), 1), expected);
   // Without it, every hour is a line of its own.
-  auto hours = (*ring)->ScanMany({"~u|a."}, std::nullopt);
-  ASSERT_TRUE(hours.ok());
-  std::string out;
-  while ((*hours)->Fill(&out, 1 << 20)) {
-  }
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4);  // today 03, 09, 23 and tomorrow 00
+  const std::string hours = ReadAll(ring_->ScanMany({"~u|a."}, std::nullopt), 1 << 20);
+  EXPECT_EQ(std::count(hours.begin(), hours.end(), '\n'), 4);  // today 03, 09, 23 and tomorrow 00
 }
 
 }  // namespace
