@@ -229,6 +229,46 @@ TEST_P(IntegrationUniquesMergeTest, ASparseKeysSecondRoundTripGoesThroughTheCoal
   EXPECT_EQ(ReadFigure("archive_coalesced_keys") - keys, 2);
 }
 
+// A busy key's window read by its hours while the API does not yet know
+// whether the file has a day unique record for every day (the first query
+// of a generation) is not kept: kept, it would stand for the file's life as
+// ~720 hour sketches where the day records give ~30. Once a breakdown has
+// learnt the rules (it waits for the manifest), the window is read from its
+// day records, and only that part is kept for the next query.
+TEST_P(IntegrationUniquesMergeTest, AWindowReadBeforeTheDayRulesAreKnownIsNotKept) {
+  const std::string target = Target(kHotKey, "", "day", 30, 0, today_ * kDay);
+  const auto ask = [&] {
+    auto j = cluster_.Api(target);
+    ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+    nlohmann::json want = nlohmann::json::array();
+    for (const auto& u : Expected(kHotKey, "", "day", 30, 0, today_ * kDay)) {
+      want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
+    }
+    EXPECT_EQ(j["data"]["uniques"], want) << target;
+  };
+  ask();  // the cluster's first query: the rules are not known yet
+  EXPECT_EQ(DayUniquesRead(), 0) << "read by its hours";
+  const std::string breakdown = fmt::format(
+      "/breakdown?sns=c&ns=u&key={}&unit=day&units=30&unit_reference_ts={}&uniques=true", Enc(kHotKey),
+      today_ * kDay);
+  ASSERT_EQ(cluster_.Api(breakdown)["http_status"], 200) << breakdown;
+  const int64_t day_reads = DayUniquesRead();
+  ask();
+  if (!GetParam().cached) {
+    EXPECT_EQ(ReadFigure("unique_window_hits") + ReadFigure("unique_window_misses"), 0) << "the cache is off";
+    return;
+  }
+  // Not served from the hours of the first query: a miss, read again, from
+  // the day records the file has.
+  EXPECT_EQ(ReadFigure("unique_window_hits"), 0);
+  EXPECT_EQ(ReadFigure("unique_window_misses"), 2);
+  if (GetParam().day_records == DayRecords::kEveryDay) {
+    EXPECT_GT(DayUniquesRead(), day_reads);
+  }
+  ask();  // now from the part kept by the second
+  EXPECT_EQ(ReadFigure("unique_window_hits"), 1);
+}
+
 TEST_P(IntegrationUniquesMergeTest, ComparedWithThePreviousWindow) {
   // compare=previous: the 14 (or 3) days before, a window of its own.
   struct Compare {
