@@ -225,6 +225,9 @@ struct QueryGather::BreakdownJob {
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
   int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
   bool all_days = false;  // realtime read without skipping (FinishBreakdown)
+  // Realtime may answer each UTC day's unique hours of a value as one union
+  // (unite=day): every day of the visitors' window lies in one unit.
+  bool unite_days = false;
   std::function<void(Result<BreakdownData>)> done;
   // One attempt's results.
   std::shared_ptr<ArchiveReader::Session> session;
@@ -234,6 +237,20 @@ struct QueryGather::BreakdownJob {
   std::string realtime_unique_subtotals;
   Status realtime_missing;
 };
+
+namespace {
+
+// Whether the span, the gap it skips and every unit boundary fall on UTC
+// midnights: then each UTC day of the span lies wholly inside one unit (or
+// the gap), so its hours' visitors may be united before they are counted.
+bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits) {
+  const auto midnight = [](int64_t ts) { return ts % kSecondsPerDay == 0; };
+  if (!midnight(span.begin_ts) || !midnight(span.end_ts)) return false;
+  if (skip.begin_ts < skip.end_ts && (!midnight(skip.begin_ts) || !midnight(skip.end_ts))) return false;
+  return std::all_of(splits.begin(), splits.end(), midnight);
+}
+
+}  // namespace
 
 void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
                                  std::function<void(Result<BreakdownData>)> done, HourSpan skip,
@@ -249,6 +266,9 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->skip = skip;
   job->uniques_from = uniques_from;
   if (splits) std::sort(splits->begin(), splits->end());
+  job->unite_days = unite_days_ && job->uniques_from && splits &&
+                    WholeUtcDays(HourSpan{*job->uniques_from, end_ts}, skip, *splits);
+  if (job->unite_days) ++stats_.realtime_united_reads;
   job->splits = std::move(splits);
   job->done = std::move(done);
   RunBreakdown(std::move(job));
@@ -286,7 +306,8 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
                        realtime_done(&job->realtime_subtotals, std::move(subtotal_part)), job->all_days);
   if (job->uniques_from) {
     realtime_.FwmatchKey(job->total_key, kUniqueMark + job->subtotal_prefix,
-                         realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)), job->all_days);
+                         realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)), job->all_days,
+                         job->unite_days);
   }
 }
 
@@ -431,16 +452,6 @@ std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
   Result<int64_t> day = DaysFromDayCode(key.substr(prefix.size()));
   if (!day.ok()) return std::nullopt;
   return *day;
-}
-
-// Whether the span, the gap it skips and every unit boundary fall on UTC
-// midnights: then each UTC day of the span lies wholly inside one unit (or
-// the gap), so its hours' visitors may be united before they are counted.
-bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits) {
-  const auto midnight = [](int64_t ts) { return ts % kSecondsPerDay == 0; };
-  if (!midnight(span.begin_ts) || !midnight(span.end_ts)) return false;
-  if (skip.begin_ts < skip.end_ts && (!midnight(skip.begin_ts) || !midnight(skip.end_ts))) return false;
-  return std::all_of(splits.begin(), splits.end(), midnight);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ struct ApiConfig {
   // the other daemons (a local cluster) one loop answered more queries.
   int read_loops = 1;
   int ReadLoops() const;  // read_loops with 0 resolved
-  // /uniques of whole UTC days asks realtime for each day's hours of a
+  // /uniques and /breakdown?uniques=true of whole UTC days ask realtime for each day's hours of a
   // record as one union (unite=day, docs/protocols.md). false: as hours,
   // for an A/B run or realtime shards that predate it.
   bool realtime_unite_days = true;

@@ -211,6 +211,33 @@ TEST_P(IntegrationUniquesMergeTest, RealtimeUnitesDaysOnlyForUnitsOfWholeUtcDays
   EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 6 * Asks());  // each a series and its rollup
 }
 
+// The same for a breakdown's visitors: each value's UTC days united by
+// realtime exactly when the window and its units are whole UTC days (the
+// rows' counts against the sets are BreakdownRowsCountEachValuesVisitors').
+TEST_P(IntegrationUniquesMergeTest, ABreakdownsVisitorsAreUnitedOnlyOverWholeUtcDays) {
+  const int64_t at_midnight = today_ * kDay;
+  const auto ask = [&](const std::string& unit, int64_t units, int tz, int64_t ref, bool rollup) {
+    const std::string target = fmt::format(
+        "/breakdown?sns=c&ns=u&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}&uniques=true&rollup={}",
+        Enc(kHotKey), unit, units, tz, ref, rollup ? "true" : "false");
+    auto j = cluster_.Api(target);
+    ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+    if (!rollup) return;  // per unit: rows of each unit, checked by the sets elsewhere
+    ASSERT_TRUE(j["data"]["breakdown"].is_array()) << j.dump();
+    for (const auto& row : j["data"]["breakdown"]) {
+      EXPECT_EQ(row["uniques"], ExpectedOverWindow(kHotKey, row["value"], unit, units, tz, ref)) << target;
+    }
+  };
+  const int64_t before = ReadFigure("realtime_united_reads");
+  ask("day", 30, 5, at_midnight, true);             // days of another offset
+  ask("hour", 50, 0, at_midnight - 7 * kHour, true);  // a window that ends mid-day in UTC
+  EXPECT_EQ(ReadFigure("realtime_united_reads"), before);
+  ask("day", 30, 0, at_midnight, true);
+  ask("day", 3, 0, at_midnight - 7 * kHour, true);  // the reference's day is whole: so is the window
+  ask("week", 5, 0, at_midnight, false);
+  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 3);
+}
+
 // A sparse key's /uniques takes two archive round trips: the total's get
 // (its archived hours say which unique records exist), then those records.
 // The second is queued with other queries' gets (one coalesced request per
