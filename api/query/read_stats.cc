@@ -77,8 +77,8 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("realtime_skip_rereads", "Queries that read realtime again with every day: their archive answer ended before "
      "the day realtime reads skipped through (a generation older than one seen).", s.realtime_skip_rereads.load());
   fn("realtime_united_reads",
-     "/uniques and /breakdown?uniques=true reads of realtime that asked for each UTC day's hours of a record as one union (unite=day: the window "
-     "and its units are whole UTC days).",
+     "/uniques and /breakdown?uniques=true reads of realtime that asked for each UTC day's hours of a record as one "
+     "union (unite=day: the window and its units are whole UTC days).",
      s.realtime_united_reads.load());
   fn("sketch_cache_hits", "Realtime visitor sketches found already decoded in the API node's cache, by their text.",
      s.sketch_cache_hits.load());

@@ -212,30 +212,53 @@ TEST_P(IntegrationUniquesMergeTest, RealtimeUnitesDaysOnlyForUnitsOfWholeUtcDays
 }
 
 // The same for a breakdown's visitors: each value's UTC days united by
-// realtime exactly when the window and its units are whole UTC days (the
-// rows' counts against the sets are BreakdownRowsCountEachValuesVisitors').
+// realtime exactly when the window and its units are whole UTC days; every
+// row's count, per unit or over the window, is the visitor sets'.
 TEST_P(IntegrationUniquesMergeTest, ABreakdownsVisitorsAreUnitedOnlyOverWholeUtcDays) {
   const int64_t at_midnight = today_ * kDay;
-  const auto ask = [&](const std::string& unit, int64_t units, int tz, int64_t ref, bool rollup) {
+  const auto ask = [&](const std::string& unit, int64_t units, int tz, int64_t ref, bool rollup,
+                       const std::string& extra = "") {
     const std::string target = fmt::format(
-        "/breakdown?sns=c&ns=u&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}&uniques=true&rollup={}",
-        Enc(kHotKey), unit, units, tz, ref, rollup ? "true" : "false");
+        "/breakdown?sns=c&ns=u&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}&uniques=true&rollup={}{}",
+        Enc(kHotKey), unit, units, tz, ref, rollup ? "true" : "false", extra);
     auto j = cluster_.Api(target);
     ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
-    if (!rollup) return;  // per unit: rows of each unit, checked by the sets elsewhere
-    ASSERT_TRUE(j["data"]["breakdown"].is_array()) << j.dump();
-    for (const auto& row : j["data"]["breakdown"]) {
-      EXPECT_EQ(row["uniques"], ExpectedOverWindow(kHotKey, row["value"], unit, units, tz, ref)) << target;
+    const nlohmann::json& breakdown = j["data"]["breakdown"];
+    ASSERT_TRUE(breakdown.is_array()) << j.dump();
+    if (rollup) {
+      ASSERT_FALSE(breakdown.empty()) << target;
+      for (const auto& row : breakdown) {
+        EXPECT_EQ(row["uniques"], ExpectedOverWindow(kHotKey, row["value"], unit, units, tz, ref)) << target;
+      }
+      return;
     }
+    // Per unit, newest first: [{"breakdown": rows, "dt": T}, ...].
+    ASSERT_EQ(breakdown.size(), static_cast<size_t>(units)) << target;
+    size_t rows = 0;
+    for (const std::string& value : kCountries) {
+      const std::vector<oracle::UnitSum> want = Expected(kHotKey, value, unit, units, tz, ref);
+      for (size_t i = 0; i < breakdown.size(); ++i) {
+        ASSERT_EQ(breakdown[i]["dt"], want[i].dt) << target;
+        for (const auto& row : breakdown[i]["breakdown"]) {
+          if (row["value"] != value) continue;
+          EXPECT_EQ(row["uniques"], want[i].clicks) << target << " " << value << " unit " << i;
+          ++rows;
+        }
+      }
+    }
+    EXPECT_GT(rows, static_cast<size_t>(units)) << target << ": the units have rows to check";
   };
   const int64_t before = ReadFigure("realtime_united_reads");
-  ask("day", 30, 5, at_midnight, true);             // days of another offset
+  ask("day", 30, 5, at_midnight, true);               // days of another offset
   ask("hour", 50, 0, at_midnight - 7 * kHour, true);  // a window that ends mid-day in UTC
+  ask("day", 7, 5, at_midnight, false);
   EXPECT_EQ(ReadFigure("realtime_united_reads"), before);
   ask("day", 30, 0, at_midnight, true);
   ask("day", 3, 0, at_midnight - 7 * kHour, true);  // the reference's day is whole: so is the window
   ask("week", 5, 0, at_midnight, false);
-  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 3);
+  ask("day", 7, 0, at_midnight + kDay, false);  // today's and yesterday's units too
+  ask("day", 14, 0, at_midnight, true, "&compare=previous");  // visitors of the current window only
+  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 5);
 }
 
 // A sparse key's /uniques takes two archive round trips: the total's get
