@@ -36,12 +36,9 @@ std::string SketchText(const std::set<std::string>& tokens) {
 class CachedSketchTextTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = testing::OpenSmallStore(tmp_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    auto ring = Ring::Open(store_.get(), kToday, {}, ScanCacheOptions{.max_bytes = 4 << 20, .min_records = 0});
-    ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-    ring_ = std::move(ring).value();
+    const Status opened = testing::OpenSmallRing(
+        tmp_.path(), kToday, ScanCacheOptions{.max_bytes = 4 << 20, .min_records = 0}, &store_, &ring_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     // Ten hours of a key: a few visitors an hour, and hour 5 with enough
     // (3,000) for the dense form.
     for (int hour = 0; hour < 10; ++hour) {

@@ -20,12 +20,8 @@ const int64_t kDay = DaysFromCivil({2024, 3, 10});
 class ClockRotationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Result<std::unique_ptr<ShardStore>> store = testing::OpenSmallStore(tmp_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    Result<std::unique_ptr<Ring>> ring = Ring::Open(store_.get(), clock_.TodayUtc());
-    ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-    ring_ = std::move(ring).value();
+    const Status opened = testing::OpenSmallRing(tmp_.path(), clock_.TodayUtc(), {}, &store_, &ring_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
   }
 
   TempDir tmp_;

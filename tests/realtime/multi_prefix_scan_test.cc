@@ -42,14 +42,11 @@ std::vector<std::string> SplitLines(const std::string& text) {
 class MultiPrefixScanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = testing::OpenSmallStore(tmp_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
     // Every scan kept, however few records it read, none too (the fixture's
     // prefixes hold a handful): what the cache must get right is the same.
-    auto ring = Ring::Open(store_.get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 0});
-    ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-    ring_ = std::move(ring).value();
+    const Status opened = testing::OpenSmallRing(
+        tmp_.path(), kToday, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 0}, &store_, &ring_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     // Keys whose tkeys prefix one another ("a", "ab", "abc"), subtotals, over
     // the three open days; some keys incremented twice.
     std::string body;
@@ -289,12 +286,9 @@ TEST_F(MultiPrefixScanTest, ALonePrefixReadsThroughTheCache) {
 class FreshRingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = testing::OpenSmallStore(tmp_.path());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
-    auto ring = Ring::Open(store_.get(), kToday, {}, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1});
-    ASSERT_TRUE(ring.ok()) << ring.status().ToString();
-    ring_ = std::move(ring).value();
+    const Status opened = testing::OpenSmallRing(
+        tmp_.path(), kToday, ScanCacheOptions{.max_bytes = 1 << 20, .min_records = 1}, &store_, &ring_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
   }
 
   void Apply(const std::string& lines) {
