@@ -15,14 +15,14 @@ file(WRITE "${OUT}" "// Generated from ${name} by cmake/embed_file_script.cmake:
 namespace ${NAMESPACE} {
 namespace {
 
-const unsigned char kBytes[] = {
+const unsigned char k${FUNCTION}Bytes[] = {
 ${bytes}
 };
 
 }  // namespace
 
 std::string_view ${FUNCTION}() {
-  return std::string_view(reinterpret_cast<const char*>(kBytes), sizeof(kBytes));
+  return std::string_view(reinterpret_cast<const char*>(k${FUNCTION}Bytes), sizeof(k${FUNCTION}Bytes));
 }
 
 }  // namespace ${NAMESPACE}

@@ -23,12 +23,13 @@
 #include "split.h"
 
 namespace clickatron::rebuild {
-namespace {
 
 std::string NowIso() {
   return FormatIsoTime(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
+
+namespace {
 
 // The fixed input set of a generation being built (gen/G/inputs.json):
 // written before its merge tasks start, so a rerun after a failed task

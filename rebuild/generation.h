@@ -25,6 +25,9 @@ namespace clickatron::rebuild {
 
 class Engine;
 
+// The time now as ISO 8601 UTC, for the created stamps of plans and files.
+std::string NowIso();
+
 struct GenerationPlan {
   uint64_t generation = 0;
   uint64_t previous_generation = 0;

@@ -38,11 +38,6 @@ Result<std::unique_ptr<FileLock>> LockWorkDir(const WorkDir& work) {
   return FileLock::Acquire(work.root(), "lock", fmt::format("another clickatron-rebuild is running on {}", work.root()));
 }
 
-std::string NowIso() {
-  return FormatIsoTime(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
 // Generations before `keep` are gone from the serving tier (the backups hold
 // them): their builds, and copies fetched from replicas, which are only
 // needed while they are the previous generation.

@@ -14,13 +14,9 @@
 #include "clickatron/unique_fd.h"
 
 namespace clickatron {
-namespace {
-
-Status Errno(std::string_view what, const std::string& path) {
+Status ErrnoStatus(std::string_view what, const std::string& path) {
   return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
 }
-
-}  // namespace
 
 Status MakeDirs(const std::string& path) {
   std::error_code ec;
@@ -46,20 +42,20 @@ bool FileExists(const std::string& path) {
 
 Status FsyncDir(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return Errno("open dir", dir);
-  if (::fsync(fd.get()) != 0) return Errno("fsync dir", dir);
+  if (!fd.valid()) return ErrnoStatus("open dir", dir);
+  if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync dir", dir);
   return Status::Ok();
 }
 
 Status FsyncFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Errno("open", path);
-  if (::fsync(fd.get()) != 0) return Errno("fsync", path);
+  if (!fd.valid()) return ErrnoStatus("open", path);
+  if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync", path);
   return Status::Ok();
 }
 
 Status RenameDurably(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) return Errno("rename to " + to + " from", from);
+  if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename to " + to + " from", from);
   return FsyncDir(DirName(to));
 }
 
@@ -80,15 +76,15 @@ Status CopyFileDurably(const std::string& from, const std::string& to) {
 Status LinkOrCopyFile(const std::string& from, const std::string& to) {
   ::unlink(to.c_str());
   if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
-  if (errno != EXDEV && errno != EPERM && errno != EMLINK) return Errno("link " + from + " to", to);
+  if (errno != EXDEV && errno != EPERM && errno != EMLINK) return ErrnoStatus("link " + from + " to", to);
   return CopyFileDurably(from, to);
 }
 
 Status MoveFileDurably(const std::string& from, const std::string& to) {
   if (::rename(from.c_str(), to.c_str()) == 0) return FsyncDir(DirName(to));
-  if (errno != EXDEV) return Errno("rename " + from + " to", to);
+  if (errno != EXDEV) return ErrnoStatus("rename " + from + " to", to);
   CLICKATRON_RETURN_IF_ERROR(CopyFileDurably(from, to));
-  if (::unlink(from.c_str()) != 0) return Errno("unlink", from);
+  if (::unlink(from.c_str()) != 0) return ErrnoStatus("unlink", from);
   return Status::Ok();
 }
 
@@ -97,7 +93,7 @@ Status WriteAllToFd(int fd, std::string_view data, const std::string& path) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Errno("write", path);
+      return ErrnoStatus("write", path);
     }
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -107,14 +103,14 @@ Status WriteAllToFd(int fd, std::string_view data, const std::string& path) {
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Errno("create", tmp);
+  if (!fd.valid()) return ErrnoStatus("create", tmp);
   if (Status written = WriteAllToFd(fd.get(), contents, tmp); !written.ok()) {
     fd.Reset();
     ::unlink(tmp.c_str());
     return written;
   }
   Status st;
-  if (::fsync(fd.get()) != 0) st = Errno("fsync", tmp);
+  if (::fsync(fd.get()) != 0) st = ErrnoStatus("fsync", tmp);
   // A close error after a good fsync still means the file may be bad.
   if (Status closed = fd.Close(); st.ok() && !closed.ok()) st = closed.WithContext(tmp);
   if (!st.ok()) {
@@ -128,7 +124,7 @@ Result<std::string> ReadFileToString(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Errno("open", path);
+    return ErrnoStatus("open", path);
   }
   std::string out;
   char buf[65536];
@@ -136,7 +132,7 @@ Result<std::string> ReadFileToString(const std::string& path) {
     ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Errno("read", path);
+      return ErrnoStatus("read", path);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
@@ -149,16 +145,16 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Errno("open", path);
+    return ErrnoStatus("open", path);
   }
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Errno("stat", path);
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("stat", path);
   std::unique_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
   f->size_ = static_cast<size_t>(st.st_size);
   if (f->size_ > 0) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd.get(), 0);
-    if (p == MAP_FAILED) return Errno("mmap", path);
+    if (p == MAP_FAILED) return ErrnoStatus("mmap", path);
     f->data_ = static_cast<const char*>(p);
   }
   return f;
@@ -173,13 +169,13 @@ Status MappedFile::Advise(std::string_view how) {
   int advice = how == "random" ? MADV_RANDOM
              : how == "sequential" ? MADV_SEQUENTIAL
              : how == "willneed" ? MADV_WILLNEED : MADV_NORMAL;
-  if (::madvise(const_cast<char*>(data_), size_, advice) != 0) return Errno("madvise", path_);
+  if (::madvise(const_cast<char*>(data_), size_, advice) != 0) return ErrnoStatus("madvise", path_);
   return Status::Ok();
 }
 
 Status MappedFile::Lock() {
   if (size_ == 0) return Status::Ok();
-  if (::mlock(data_, size_) != 0) return Errno("mlock", path_);
+  if (::mlock(data_, size_) != 0) return ErrnoStatus("mlock", path_);
   return Status::Ok();
 }
 

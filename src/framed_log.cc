@@ -29,10 +29,6 @@
 namespace clickatron {
 namespace {
 
-Status Errno(std::string_view what, const std::string& path) {
-  return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-}
-
 void PutU32(char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
@@ -62,7 +58,7 @@ class FdSource : public ByteSource {
     while (true) {
       ssize_t got = ::read(fd_.get(), buf, n);
       if (got >= 0) return static_cast<size_t>(got);
-      if (errno != EINTR) return Errno("read", path_);
+      if (errno != EINTR) return ErrnoStatus("read", path_);
     }
   }
 
@@ -228,7 +224,7 @@ class FramedLogWriterImpl : public FramedLogWriter {
       ssize_t w = ::writev(fd_.get(), rest, n);
       if (w < 0) {
         if (errno == EINTR) continue;
-        Status st = Errno("append to", path_);
+        Status st = ErrnoStatus("append to", path_);
         // Cut the partial frame so later appends do not follow garbage
         // (which a reader would then call corruption).
         CutTo(size_);
@@ -251,7 +247,7 @@ class FramedLogWriterImpl : public FramedLogWriter {
 
   Status Sync() override {
     if (!fd_.valid()) return Status::FailedPrecondition(fmt::format("{} is closed", path_));
-    if (::fdatasync(fd_.get()) != 0) return Errno("fdatasync", path_);
+    if (::fdatasync(fd_.get()) != 0) return ErrnoStatus("fdatasync", path_);
     return Status::Ok();
   }
 
@@ -288,7 +284,7 @@ Result<std::unique_ptr<FramedLogReader>> FramedLogReader::Open(const std::string
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Errno("open", path);
+    return ErrnoStatus("open", path);
   }
   return std::unique_ptr<FramedLogReader>(
       std::make_unique<FramedLogReaderImpl>(std::make_unique<FdSource>(std::move(fd), path), path));
@@ -310,14 +306,14 @@ Result<std::unique_ptr<FramedLogWriter>> FramedLogWriter::Open(const std::string
     if ((*reader)->truncated_tail()) {
       uint64_t good = (*reader)->good_bytes();
       spdlog::warn("{}: cutting a torn tail after byte {}", path, good);
-      if (::truncate(path.c_str(), static_cast<off_t>(good)) != 0) return Errno("truncate", path);
+      if (::truncate(path.c_str(), static_cast<off_t>(good)) != 0) return ErrnoStatus("truncate", path);
       CLICKATRON_RETURN_IF_ERROR(FsyncFile(path));
     }
   }
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Errno("open for append", path);
+  if (!fd.valid()) return ErrnoStatus("open for append", path);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Errno("stat", path);
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("stat", path);
   // The new name must survive a crash as well as the data synced into it.
   if (!existed) CLICKATRON_RETURN_IF_ERROR(FsyncDir(DirName(path)));
   return std::unique_ptr<FramedLogWriter>(

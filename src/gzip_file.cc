@@ -30,15 +30,11 @@ constexpr size_t kMaxZlibChunk = size_t{1} << 30;
 constexpr size_t kWriteBufferBytes = 256u << 10;
 constexpr size_t kCopyBlockBytes = 1u << 20;
 
-Status Errno(std::string_view what, const std::string& path) {
-  return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-}
-
 Result<UniqueFd> OpenForReading(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Errno("open", path);
+    return ErrnoStatus("open", path);
   }
   return fd;
 }
@@ -87,7 +83,7 @@ struct GzipReader::Impl {
       const ssize_t n = ::read(fd.get(), input.get(), input_capacity);
       if (n < 0) {
         if (errno == EINTR) continue;
-        return Fail(Errno("read", path));
+        return Fail(ErrnoStatus("read", path));
       }
       if (n == 0) file_ended = true;
       stream.next_in = input.get();
@@ -223,7 +219,7 @@ struct GzipWriter::Impl {
     if (!error.ok()) return error;
     CLICKATRON_RETURN_IF_ERROR(Deflate(Z_FINISH));
     CLICKATRON_RETURN_IF_ERROR(Drain());
-    if (::fsync(fd.get()) != 0) return Fail(Errno("fsync", path));
+    if (::fsync(fd.get()) != 0) return Fail(ErrnoStatus("fsync", path));
     if (Status st = fd.Close(); !st.ok()) return Fail(st.WithContext(path));
     return Status::Ok();
   }
@@ -241,7 +237,7 @@ Result<GzipWriter> GzipWriter::Create(const std::string& path, int level) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->fd.Reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!impl->fd.valid()) return Errno("create", path);
+  if (!impl->fd.valid()) return ErrnoStatus("create", path);
   impl->output.reset(new unsigned char[kWriteBufferBytes]);
   impl->stream.next_out = impl->output.get();
   impl->stream.avail_out = static_cast<uInt>(kWriteBufferBytes);
@@ -271,7 +267,7 @@ Status CompressInto(const std::string& from, GzipWriter& out) {
     const ssize_t n = ::read(in->get(), block.get(), kCopyBlockBytes);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Errno("read", from);
+      return ErrnoStatus("read", from);
     }
     if (n == 0) return out.Finish();
     CLICKATRON_RETURN_IF_ERROR(out.Write(std::string_view(block.get(), static_cast<size_t>(n))));

@@ -14,6 +14,9 @@
 
 namespace clickatron {
 
+// IO_ERROR "WHAT PATH: strerror(errno)", for the call that just failed.
+Status ErrnoStatus(std::string_view what, const std::string& path);
+
 Status MakeDirs(const std::string& path);
 Status FsyncDir(const std::string& dir);
 Status FsyncFile(const std::string& path);

@@ -1,3 +1,4 @@
+#include "clickatron/file_util.h"
 #include "sortmerge/line_io.h"
 
 #include <fcntl.h>
@@ -21,10 +22,6 @@ namespace {
 // LineWriter checksums its buffer in pieces of this size as they fill.
 constexpr size_t kCrcBatch = 16u << 10;
 
-Status Errno(std::string_view what, const std::string& path) {
-  return Status::IoError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-}
-
 // gzip files start with 1f 8b; anything else is read as plain text.
 bool HasGzipMagic(int fd) {
   char magic[2] = {0, 0};
@@ -38,7 +35,7 @@ Result<OpenedInput> OpenInput(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return Errno("open", path);
+    return ErrnoStatus("open", path);
   }
   OpenedInput in;
   struct stat st;
@@ -60,7 +57,7 @@ Result<size_t> OpenedInput::Read(const std::string& path, char* dst, size_t room
   do {
     n = room == 0 ? 0 : ::read(fd.get(), dst, room);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return Errno("read", path);
+  if (n < 0) return ErrnoStatus("read", path);
   return static_cast<size_t>(n);
 }
 
@@ -104,7 +101,7 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, Op
     }
     if (options.begin_offset > 0 &&
         ::lseek(reader->input_.fd.get(), static_cast<off_t>(options.begin_offset), SEEK_SET) < 0) {
-      return Errno("seek", path);
+      return ErrnoStatus("seek", path);
     }
     reader->bytes_left_ = options.end_offset - options.begin_offset;
   }
@@ -185,7 +182,7 @@ bool LineReader::Next(std::string_view* line) {
 
 Result<std::unique_ptr<LineWriter>> LineWriter::Create(const std::string& path, Options options) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Errno("create", path);
+  if (!fd.valid()) return ErrnoStatus("create", path);
   std::unique_ptr<LineWriter> writer(new LineWriter());
   writer->path_ = path;
   writer->options_ = options;
@@ -202,7 +199,7 @@ Status LineWriter::Flush() {
     const ssize_t n = ::write(fd_.get(), buffer_.get() + done, used_ - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      failed_ = Errno("write", path_);
+      failed_ = ErrnoStatus("write", path_);
       return failed_;
     }
     done += static_cast<size_t>(n);
@@ -229,7 +226,7 @@ Status LineWriter::PutRaw(std::string_view bytes) {
         const ssize_t n = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
         if (n < 0) {
           if (errno == EINTR) continue;
-          failed_ = Errno("write", path_);
+          failed_ = ErrnoStatus("write", path_);
           return failed_;
         }
         done += static_cast<size_t>(n);
@@ -272,7 +269,7 @@ Status LineWriter::PutLines(std::string_view bytes, uint64_t lines) {
 Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
   CLICKATRON_RETURN_IF_ERROR(Flush());  // what is buffered goes first
   const UniqueFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in.valid()) return Errno("open", path);
+  if (!in.valid()) return ErrnoStatus("open", path);
   Status status;
   uint64_t copied = 0;
   bool by_kernel = !options_.compute_crc;
@@ -287,7 +284,7 @@ Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
     } else if (copied == 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
       by_kernel = false;  // not across these file systems: through the buffer
     } else {
-      status = failed_ = Errno("copy_file_range to", path_);
+      status = failed_ = ErrnoStatus("copy_file_range to", path_);
       break;
     }
   }
@@ -297,7 +294,7 @@ Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
     while (status.ok()) {
       const ssize_t n = ::read(in.get(), block.get(), options_.buffer_bytes);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) status = Errno("read", path);
+      if (n < 0) status = ErrnoStatus("read", path);
       if (n <= 0) break;
       status = PutRaw(std::string_view(block.get(), static_cast<size_t>(n)));
     }
@@ -308,7 +305,7 @@ Status LineWriter::AppendFile(const std::string& path, uint64_t lines) {
 
 Status LineWriter::Finish() {
   CLICKATRON_RETURN_IF_ERROR(Flush());
-  if (options_.fsync && ::fsync(fd_.get()) != 0) return Errno("fsync", path_);
+  if (options_.fsync && ::fsync(fd_.get()) != 0) return ErrnoStatus("fsync", path_);
   return fd_.Close().WithContext(path_);
 }
 

@@ -3,11 +3,12 @@
 //
 // Each subcommand group lives in its own <name>_command.cc and registers itself
 // at static-initialisation time, so adding one (status, oplog, …) touches no
-// shared file:
+// shared file (each registrar has a name of its own: unity builds compile
+// several of these files as one):
 //
 //   namespace {
 //   void AddOplogCommand(CLI::App& app) { ... SetAction(sub, [=] { ... }); }
-//   const bool kRegistered = RegisterCommand(60, AddOplogCommand);
+//   const bool kOplogRegistered = RegisterCommand(60, AddOplogCommand);
 //   }
 //
 // This relies on the tool's sources being compiled straight into the

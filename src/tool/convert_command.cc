@@ -106,7 +106,7 @@ void AddConvertCommand(CLI::App& app) {
   SetAction(sub, [to, files] { return *to == "archive" ? ToArchive(*files) : ToRealtime(*files); });
 }
 
-const bool kRegistered = RegisterCommand(40, AddConvertCommand);
+const bool kConvertRegistered = RegisterCommand(40, AddConvertCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

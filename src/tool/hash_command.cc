@@ -30,7 +30,7 @@ void AddHashCommand(CLI::App& app) {
   });
 }
 
-const bool kRegistered = RegisterCommand(20, AddHashCommand);
+const bool kHashRegistered = RegisterCommand(20, AddHashCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

@@ -181,7 +181,7 @@ void AddManifestCommand(CLI::App& app) {
   SetAction(sub, [options] { return WriteManifestFor(*options); });
 }
 
-const bool kRegistered = RegisterCommand(65, AddManifestCommand);
+const bool kManifestRegistered = RegisterCommand(65, AddManifestCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

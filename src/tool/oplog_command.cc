@@ -285,7 +285,7 @@ void AddOplogCommand(CLI::App& app) {
   AddOplogReleaseCommand(oplog);
 }
 
-const bool kRegistered = RegisterCommand(60, AddOplogCommand);
+const bool kOplogRegistered = RegisterCommand(60, AddOplogCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

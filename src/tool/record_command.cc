@@ -122,7 +122,7 @@ void AddRecordCommand(CLI::App& app) {
   SetAction(sub, [opt] { return PrintRecords(*opt); });
 }
 
-const bool kRegistered = RegisterCommand(50, AddRecordCommand);
+const bool kRecordRegistered = RegisterCommand(50, AddRecordCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

@@ -55,7 +55,7 @@ void AddSecretCommand(CLI::App& app) {
   SetAction(sub, [path] { return WriteNewSecret(*path); });
 }
 
-const bool kRegistered = RegisterCommand(75, AddSecretCommand);
+const bool kSecretRegistered = RegisterCommand(75, AddSecretCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

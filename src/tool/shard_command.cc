@@ -53,7 +53,7 @@ void AddShardCommand(CLI::App& app) {
   });
 }
 
-const bool kRegistered = RegisterCommand(30, AddShardCommand);
+const bool kShardRegistered = RegisterCommand(30, AddShardCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

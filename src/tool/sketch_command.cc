@@ -91,7 +91,7 @@ void AddSketchCommand(CLI::App& app) {
   });
 }
 
-const bool kRegistered = RegisterCommand(55, AddSketchCommand);
+const bool kSketchRegistered = RegisterCommand(55, AddSketchCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

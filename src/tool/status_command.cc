@@ -116,7 +116,7 @@ void AddStatusCommand(CLI::App& app) {
   });
 }
 
-const bool kRegistered = RegisterCommand(70, AddStatusCommand);
+const bool kStatusRegistered = RegisterCommand(70, AddStatusCommand);
 
 }  // namespace
 }  // namespace clickatron::tool

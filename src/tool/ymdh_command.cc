@@ -54,7 +54,7 @@ void AddYmdhCommand(CLI::App& app) {
   });
 }
 
-const bool kRegistered = RegisterCommand(10, AddYmdhCommand);
+const bool kYmdhRegistered = RegisterCommand(10, AddYmdhCommand);
 
 }  // namespace
 }  // namespace clickatron::tool
