@@ -10,6 +10,7 @@
 #include "clock_rotation.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
+#include "clickatron/generation_fetch.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
 #include "line_stream.h"
@@ -140,6 +141,7 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
       Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints), scan_cache);
   if (!ring.ok()) return ring.status();
   server->ring_ = std::move(ring).value();
+  server->LearnArchivedThrough(context.cluster);
   server->RegisterRoutes();
   server->http_->Every(std::chrono::milliseconds(context.cluster.realtime.checkpoint_interval_ms),
                        [s = server.get()] {
@@ -188,6 +190,7 @@ void RealtimeServer::RegisterRoutes() {
   // GET /export seals the day it exports: HEAD must not.
   h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet | kUnsafeGet);
   h.AdminRoute("/exported", [this](const HttpExchangePtr& ex) { HandleExported(ex); }, kPost);
+  h.AdminRoute("/archived", [this](const HttpExchangePtr& ex) { HandleArchived(ex); }, kPost);
   h.AdminRoute("/rotate", [this](const HttpExchangePtr& ex) { HandleRotate(ex); }, kPost);
   h.AdminRoute("/clear", [this](const HttpExchangePtr& ex) { HandleClear(ex); }, kPost);
   h.SetStatsProvider([this] { return StatsJson(); }, [this] { return StatsPrometheus(); });
@@ -400,6 +403,7 @@ nlohmann::json RealtimeServer::RingJson() const {
   return {{"clock", ClockIsManual() ? "manual" : "system"},
           {"today", FormatDate(ring_->today())},
           {"open_days", DateList(ring_->OpenDays())},
+          {"archived_through", ring_->archived_through() ? FormatDate(*ring_->archived_through()) : ""},
           {"stores", std::move(stores)}};
 }
 
@@ -458,6 +462,36 @@ void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
     return;
   }
   ex->ReplyJson({{"date", FormatDate(*day)}, {"state", *state}});
+}
+
+// POST /archived?through=L: the rebuild, after a deploy, says the archive
+// holds every day through L (ring.h).
+void RealtimeServer::HandleArchived(const HttpExchangePtr& ex) {
+  std::optional<int64_t> through;
+  if (!DateArg(ex, "through", true, &through)) return;
+  if (Status st = ring_->NoteArchivedThrough(*through); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  ex->ReplyJson(RingJson());
+}
+
+// Before the first batch: a store that was wiped (or is new in a cluster
+// whose archive already reaches some days) learns which days it must not
+// open. Best effort: with no replica answering (a cluster starting, a
+// replica down) the rebuild's POST /archived after its next deploy tells it.
+void RealtimeServer::LearnArchivedThrough(const ClusterConfig& cluster) {
+  constexpr int kTimeoutMs = 2000;
+  Result<std::optional<int64_t>> last_day = FetchArchiveLastDay(cluster, kTimeoutMs);
+  if (!last_day.ok()) {
+    spdlog::warn("could not learn how far the archive reaches ({}); the rebuild's next deploy tells this shard",
+                 last_day.status().message());
+    return;
+  }
+  if (!last_day->has_value()) return;
+  if (Status st = ring_->NoteArchivedThrough(**last_day); !st.ok()) {
+    spdlog::error("noting that the archive reaches {}: {}", FormatDate(**last_day), st.ToString());
+  }
 }
 
 void RealtimeServer::HandleRotate(const HttpExchangePtr& ex) {

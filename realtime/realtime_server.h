@@ -68,6 +68,10 @@ class RealtimeServer {
   // Streams a sealed day whose records are all persisted.
   void StartExport(const HttpExchangePtr& ex, int64_t day);
   void HandleExported(const HttpExchangePtr& ex);
+  // POST /archived?through=L (ring.h, "archived through").
+  void HandleArchived(const HttpExchangePtr& ex);
+  // Asks the archive's replicas how far the deployed archive reaches.
+  void LearnArchivedThrough(const ClusterConfig& cluster);
   void HandleRotate(const HttpExchangePtr& ex);
   void HandleClear(const HttpExchangePtr& ex);
 

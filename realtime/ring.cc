@@ -65,6 +65,11 @@ Status Ring::Load(int64_t clock_today, CheckpointOptions checkpoints) {
     Result<int64_t> today = ParseDate(j["today"].get<std::string>());
     if (!today.ok()) return today.status().WithContext("persisted ring state");
     today_ = *today;
+    if (j.contains("archived_through") && j["archived_through"].is_string()) {
+      Result<int64_t> through = ParseDate(j["archived_through"].get<std::string>());
+      if (!through.ok()) return through.status().WithContext("persisted ring state");
+      archived_through_ = *through;
+    }
     for (const nlohmann::json& d : j["days"]) {
       if (!d.is_object() || !d.contains("date") || !d["date"].is_string()) {
         return Status::Corruption("persisted ring state: a day without a date");
@@ -114,6 +119,7 @@ Status Ring::Persist() {
                     {"cleared", s.cleared}});
   }
   nlohmann::json j = {{"version", kRingStateVersion}, {"today", FormatDate(today_)}, {"days", std::move(days)}};
+  if (archived_through_) j["archived_through"] = FormatDate(*archived_through_);
   // Synced: the ring state is what lets a restart tell a retained day from
   // one that may be dropped.
   return store_->PutMeta(kRingKey, j.dump(), /*sync=*/true);
@@ -177,6 +183,7 @@ Position Ring::PositionOf(int64_t day) const {
 }
 
 bool Ring::IsOpen(int64_t day) const {
+  if (archived_through_ && day <= *archived_through_) return false;
   auto it = days_.find(day);
   return it != days_.end() && InPositions(day) && !it->second.sealed && !it->second.cleared &&
          !it->second.clearing;
@@ -265,7 +272,9 @@ Result<RotateReport> Ring::RotateTo(int64_t new_today) {
   today_ = new_today;
   for (auto& [day, s] : days_) {
     if (InPositions(day) || s.cleared) continue;
-    if (s.exported || backwards) {  // backwards: the shard holds nothing (above)
+    // backwards: the shard holds nothing (above); at or before the archive's
+    // last day: the archive holds it (NoteArchivedThrough).
+    if (s.exported || backwards || (archived_through_ && day <= *archived_through_)) {
       s.clearing = true;
       report.cleared.push_back(day);
     } else {
@@ -339,6 +348,24 @@ Status Ring::Clear(int64_t day) {
         "NOT_EXPORTED");
   }
   s.clearing = true;
+  CLICKATRON_RETURN_IF_ERROR(Persist());
+  return Reconcile();
+}
+
+Status Ring::NoteArchivedThrough(int64_t through) {
+  if (archived_through_ && through <= *archived_through_) return Status::Ok();
+  archived_through_ = through;
+  for (auto& [day, s] : days_) {
+    if (day > through || s.exported || s.cleared || s.clearing) continue;
+    // What this store holds of such a day is either in the archive already
+    // or re-sent after the store was lost: neither may be folded again.
+    s.sealed = true;
+    s.exported = true;
+    if (!InPositions(day)) s.clearing = true;
+    spdlog::info("{} is at or before the archive's last day {}: marked exported", FormatDate(day),
+                 FormatDate(through));
+  }
+  spdlog::info("the deployed archive holds every day through {}: those days are not open", FormatDate(through));
   CLICKATRON_RETURN_IF_ERROR(Persist());
   return Reconcile();
 }

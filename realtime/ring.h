@@ -23,6 +23,14 @@
 // Days with records still in memory are not dropped: a clear decided then
 // is finished after the next checkpoint.
 //
+// Archived through L: the deployed archive holds every day up to L (its
+// manifests' last_day), learned from the archive when the daemon starts and
+// from the rebuild after each deploy (POST /archived). A day at or before L
+// is never open, whatever this store remembers: a store that was wiped and
+// comes back with that day as its Yesterday must not take the API's re-sent
+// lines for it (they would be counted again, docs/operations.md), and such a
+// day is marked exported, since the archive holds it.
+//
 // Thread-safety: not thread-safe; the server's loop thread owns the Ring.
 #pragma once
 
@@ -120,6 +128,10 @@ class Ring {
   Result<std::string> MarkExported(int64_t day);
   // 404 DAY_NOT_IN_RING, 409 NOT_EXPORTED.
   Status Clear(int64_t day);
+  // The deployed archive holds every day through `day`: raises the mark
+  // (never lowers it) and marks every day at or before it exported.
+  Status NoteArchivedThrough(int64_t day);
+  std::optional<int64_t> archived_through() const { return archived_through_; }
 
   // Reads over the readable days, or only `only_day`; scans also only the
   // days after `after` (a reader that has those days from the archive).
@@ -158,6 +170,7 @@ class Ring {
   ShardStore* store_;
   int64_t today_ = 0;
   std::map<int64_t, DayState> days_;
+  std::optional<int64_t> archived_through_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::shared_ptr<ScanCache> scan_cache_;  // shared with the scans that fill it (they may outlive the ring)
   RingCounters counters_;

@@ -139,4 +139,24 @@ Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& dat
   return Status::Ok();
 }
 
+Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, int timeout_ms) {
+  BlockingHttpClient client(cluster);
+  std::string failed;
+  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
+    const MemberConfig* member = cluster.RealtimeMember(shard);
+    if (member == nullptr) continue;
+    HttpRequestSpec request;
+    request.method = "POST";
+    request.target = "/archived?through=" + last_day;
+    request.bearer_token = cluster.admin_token;
+    request.timeout_ms = timeout_ms;
+    const HttpResponse r = client.Fetch(member->listen, request);
+    if (!r.ok() || r.status_code != 200) {
+      failed += fmt::format("{}realtime {}: {}", failed.empty() ? "" : "; ", Describe(*member), DescribeHttpAnswer(r));
+    }
+  }
+  if (!failed.empty()) return Status::Unavailable("POST /archived?through=" + last_day + " on " + failed);
+  return Status::Ok();
+}
+
 }  // namespace clickatron::rebuild

@@ -49,4 +49,9 @@ void WaitForArchiveCaches(const ClusterConfig& cluster);
 // POST /exported?date=D on every realtime shard (all must accept).
 Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms);
 
+// POST /archived?through=LAST_DAY to every realtime shard: the deployed
+// archive holds every day through it (realtime/ring.h). Tries every shard;
+// UNAVAILABLE naming those that did not take it.
+Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, int timeout_ms);
+
 }  // namespace clickatron::rebuild

@@ -94,6 +94,15 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
     CLICKATRON_RETURN_IF_ERROR(
         WriteFileAtomically(work.DayComplete(day), fmt::format("{{\"folded_with\": \"{}\"}}\n", plan.day)));
   }
+  // Every shard learns how far the archive now reaches: days at or before
+  // it are never open again, and any the ring still holds unexported (ones
+  // DaysToExport left out) are marked exported. Best effort: a shard that is
+  // down learns it from the archive when it starts, or from the next run.
+  if (!plan.last_day.empty()) {
+    if (Status told = TellRealtimeArchivedThrough(cluster, plan.last_day, timeouts.http_ms); !told.ok()) {
+      spdlog::warn("realtime was not told the archive reaches {}: {}", plan.last_day, told.ToString());
+    }
+  }
   std::vector<std::string> late_done = plan.late_files;
   late_done.insert(late_done.end(), plan.late_still_sealed.begin(), plan.late_still_sealed.end());
   for (const std::string& late : late_done) {
@@ -173,14 +182,30 @@ Result<std::map<std::string, std::string>> RingDays(const ClusterConfig& cluster
 // because readers ignore realtime days the archive already reaches), then
 // `date` itself, unless the shard was added after it (a shard at or above
 // that day's count that does not hold it never had it).
+//
+// "No generation folded it" is the deployed archive's word, not this work
+// dir's: a day at or before `archived_through` (the serving generation's
+// last_day) is in the archive even if the ring says otherwise (a store wiped
+// and refilled by the API's re-send, a rebuild host lost before it told
+// realtime) or this work dir never saw it (a new rebuild host). Folding it
+// again would count it twice; FinishGeneration's POST /archived marks it
+// exported instead.
 Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, const RealtimeShardMap& shards, int shard,
-                                              const std::string& date, int timeout_ms) {
+                                              const std::string& date, const std::string& archived_through,
+                                              int timeout_ms) {
   const WorkDir work(cluster.rebuild.work_dir);
   auto ring = RingDays(cluster, shard, timeout_ms);
   if (!ring.ok()) return ring.status();
   std::vector<std::string> days;
   for (const auto& [day, state] : *ring) {
-    if (day < date && state != "exported" && !FileExists(work.DayComplete(day))) days.push_back(day);
+    if (day >= date || state == "exported" || FileExists(work.DayComplete(day))) continue;
+    if (!archived_through.empty() && day <= archived_through) {
+      spdlog::warn("{} is still in realtime shard {}'s ring unexported, but the archive already reaches {}: not "
+                   "folded again (it is marked exported after this run's deploy)",
+                   day, shard, archived_through);
+      continue;
+    }
+    days.push_back(day);
   }
   auto day_number = ParseDate(date);
   if (!day_number.ok()) return day_number.status();
@@ -193,7 +218,7 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
 // sort, cut by archive shard. Every shard is tried whatever the others do, so
 // a rerun after one failed does only that one.
 Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& engine, const std::string& date,
-                                          const Timeouts& timeouts) {
+                                          const std::string& archived_through, const Timeouts& timeouts) {
   const WorkDir work(cluster.rebuild.work_dir);
   std::vector<TaskPaths> tasks, runnable;
   std::vector<std::string> unreachable;
@@ -215,7 +240,7 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
                    "count; running it again",
                    date, shard);
     }
-    auto days = DaysToExport(cluster, shards, shard, date, timeouts.http_ms);
+    auto days = DaysToExport(cluster, shards, shard, date, archived_through, timeouts.http_ms);
     if (!days.ok()) {
       unreachable.push_back(days.status().message());
       continue;
@@ -310,7 +335,7 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   // archive reaches, so they cannot wait.
   auto engine = MakeEngine(cluster);
   if (!engine.ok()) return engine.status();
-  auto sort_tasks = SortShards(cluster, **engine, options.date, options.timeouts);
+  auto sort_tasks = SortShards(cluster, **engine, options.date, previous->last_day, options.timeouts);
   if (!sort_tasks.ok()) return sort_tasks.status();
   auto older = OlderDaysOf(*sort_tasks, options.date);
   if (!older.ok()) return older.status();

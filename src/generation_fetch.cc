@@ -7,6 +7,7 @@
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
 
 namespace clickatron {
 
@@ -31,6 +32,31 @@ Result<std::optional<Manifest>> FetchShardManifest(BlockingHttpClient& client, c
         fmt::format("{} answered shard {}'s manifest for shard {}", source.ToString(), manifest->shard, shard));
   }
   return std::optional<Manifest>(std::move(manifest).value());
+}
+
+Result<std::optional<int64_t>> FetchArchiveLastDay(const ClusterConfig& cluster, int timeout_ms) {
+  BlockingHttpClient client(cluster);
+  std::optional<Manifest> newest;
+  bool answered = false;
+  std::string errors;
+  for (const MemberConfig* replica : cluster.ArchiveReplicas(0)) {
+    Result<std::optional<Manifest>> m = FetchShardManifest(client, replica->listen, 0, timeout_ms);
+    if (!m.ok()) {
+      errors += (errors.empty() ? "" : "; ") + m.status().message();
+      continue;
+    }
+    answered = true;
+    if (m->has_value() && (!newest || (*m)->generation > newest->generation)) newest = std::move(*m);
+  }
+  if (!answered) {
+    return Status::Unavailable(
+        fmt::format("no replica of archive shard 0 answered GET /manifest: {}", errors.empty() ? "none listed" : errors),
+        "SHARD_UNAVAILABLE");
+  }
+  if (!newest || newest->last_day.empty()) return std::optional<int64_t>();
+  Result<int64_t> day = ParseDate(newest->last_day);
+  if (!day.ok()) return day.status().WithContext("the archive's last_day");
+  return std::optional<int64_t>(*day);
 }
 
 Status FetchShardFile(BlockingHttpClient& client, const HostPort& source, const Manifest& expected,

@@ -33,6 +33,12 @@ inline constexpr std::string_view kArchiveGenerationHeader = "X-Archive-Generati
 Result<std::optional<Manifest>> FetchShardManifest(BlockingHttpClient& client, const HostPort& source, int shard,
                                                    int timeout_ms);
 
+// How far the deployed archive reaches: the last_day of the newest
+// generation any replica of archive shard 0 serves (every replica is asked:
+// one that lags would understate it). nullopt when no replica serves a file
+// with a day; UNAVAILABLE when none answered.
+Result<std::optional<int64_t>> FetchArchiveLastDay(const ClusterConfig& cluster, int timeout_ms);
+
 // Fetches shard `expected.shard`'s file from `source` into `path` and writes
 // `expected` to ManifestPathFor(path). CORRUPTION when the bytes do not match
 // `expected` (size, crc32) or the source serves another generation;

@@ -321,5 +321,49 @@ TEST_F(RingTest, ScanMergesDaysInKeyOrderWithPrefixAndLimit) {
   EXPECT_EQ(ScanAll("nothing|"), "");
 }
 
+// Issue 53: a store wiped and restarted comes back with a day the archive
+// already holds as its Yesterday; the API's re-send of that day must not be
+// applied (the next rebuild would fold it a second time).
+TEST_F(RingTest, DaysAtOrBeforeTheArchivesLastDayAreNeverOpenAndAreMarkedExported) {
+  const int64_t yesterday = kToday - 1;
+  ASSERT_TRUE(Apply("api-0", 1, TotalKey("a", yesterday, 3) + ",1\n").ok());
+  ASSERT_TRUE(ring_->NoteArchivedThrough(yesterday).ok());
+  EXPECT_FALSE(ring_->IsOpen(yesterday));
+  EXPECT_EQ(ring_->OpenDays(), (std::vector<int64_t>{kToday, kToday + 1}));
+  EXPECT_TRUE(ring_->days().at(yesterday).exported);
+  Result<ApplyOutcome> resent = Apply("api-0", 2, TotalKey("a", yesterday, 3) + ",1\n");
+  ASSERT_FALSE(resent.ok());
+  EXPECT_EQ(resent.status().reason(), "DAY_NOT_OPEN");
+  // Today is untouched.
+  EXPECT_TRUE(Apply("api-0", 3, TotalKey("a", kToday, 3) + ",1\n").ok());
+
+  // The mark survives a restart, and is never lowered.
+  Open(kToday);
+  ASSERT_EQ(ring_->archived_through(), std::optional<int64_t>(yesterday));
+  EXPECT_FALSE(ring_->IsOpen(yesterday));
+  ASSERT_TRUE(ring_->NoteArchivedThrough(kToday - 5).ok());
+  EXPECT_EQ(ring_->archived_through(), std::optional<int64_t>(yesterday));
+}
+
+TEST_F(RingTest, ANewRingThatLearnsTheArchivesLastDayTakesNothingForIt) {
+  // As the server does at start: before any batch.
+  ASSERT_TRUE(ring_->NoteArchivedThrough(kToday - 1).ok());
+  Result<ApplyOutcome> r = Apply("api-0", 1, TotalKey("a", kToday - 1, 23) + ",5\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), "DAY_NOT_OPEN");
+  EXPECT_EQ(Get(TotalKey("a", kToday - 1, 23)), std::nullopt);
+}
+
+TEST_F(RingTest, ADayTheArchiveHoldsIsClearedWhenItLeavesTheRingNotRetained) {
+  const int64_t yesterday = kToday - 1;
+  ASSERT_TRUE(Apply("api-0", 1, TotalKey("a", yesterday, 3) + ",1\n").ok());
+  ASSERT_TRUE(ring_->Seal(yesterday).ok());  // exported by a rebuild whose /exported never came
+  ASSERT_TRUE(ring_->NoteArchivedThrough(yesterday).ok());
+  Result<RotateReport> report = ring_->RotateTo(kToday + 1);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->cleared, (std::vector<int64_t>{yesterday}));
+  EXPECT_TRUE(report->retained.empty());
+}
+
 }  // namespace
 }  // namespace clickatron::realtime
