@@ -10,6 +10,7 @@
 
 #include "clickatron/byte_stream.h"
 #include "clickatron/generation_fetch.h"
+#include "clickatron/http_args.h"
 
 namespace clickatron::archive {
 namespace {
@@ -140,7 +141,8 @@ SortedFilePtr ArchiveServer::Serving(const HttpExchangePtr& ex) {
 
 void ArchiveServer::HandleGet(const HttpExchangePtr& ex) {
   ++counters_.get_requests;
-  const std::string* key = ex->args().Get("key");
+  const std::string* key = nullptr;
+  if (!SingleArg(ex, "key", &key)) return;
   if (key == nullptr) {
     ex->ReplyError(400, "MISSING_ARG_KEY", "get needs key=KEY");
     return;
@@ -188,7 +190,8 @@ void ArchiveServer::HandleMget(const HttpExchangePtr& ex) {
 
 void ArchiveServer::HandleFwmatch(const HttpExchangePtr& ex) {
   ++counters_.fwmatch_requests;
-  const std::string* prefix = ex->args().Get("key");
+  const std::string* prefix = nullptr;
+  if (!SingleArg(ex, "key", &prefix)) return;
   if (prefix == nullptr) {
     ex->ReplyError(400, "MISSING_ARG_KEY", "fwmatch needs key=PREFIX");
     return;
@@ -217,7 +220,8 @@ void ArchiveServer::HandleFwmatch(const HttpExchangePtr& ex) {
 }
 
 bool ArchiveServer::ShardMatches(const HttpExchangePtr& ex) {
-  const std::string* shard = ex->args().Get("shard");
+  const std::string* shard = nullptr;
+  if (!SingleArg(ex, "shard", &shard)) return false;
   if (shard == nullptr || *shard == std::to_string(options_.fetch.shard)) return true;
   ex->ReplyError(400, "WRONG_SHARD",
                  fmt::format("this replica serves archive shard {}, not {}", options_.fetch.shard, *shard));
@@ -262,7 +266,8 @@ void ArchiveServer::HandleFile(const HttpExchangePtr& ex) {
 }
 
 void ArchiveServer::HandleFetch(const HttpExchangePtr& ex) {
-  const std::string* source_text = ex->args().Get("source");
+  const std::string* source_text = nullptr;
+  if (!SingleArg(ex, "source", &source_text)) return;
   if (source_text == nullptr) {
     ex->ReplyError(400, "MISSING_ARG_SOURCE", "fetch needs source=HOST:PORT");
     return;
@@ -273,7 +278,9 @@ void ArchiveServer::HandleFetch(const HttpExchangePtr& ex) {
     return;
   }
   std::optional<uint64_t> want;
-  if (const std::string* g = ex->args().Get("generation"); g != nullptr) {
+  const std::string* g = nullptr;
+  if (!SingleArg(ex, "generation", &g)) return;
+  if (g != nullptr) {
     uint64_t value = 0;
     auto [end, ec] = std::from_chars(g->data(), g->data() + g->size(), value);
     if (g->empty() || ec != std::errc() || end != g->data() + g->size() || value == 0) {

@@ -11,6 +11,7 @@
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/generation_fetch.h"
+#include "clickatron/http_args.h"
 #include "clickatron/ymdh.h"
 #include "counter_merge.h"
 #include "line_stream.h"
@@ -38,9 +39,11 @@ bool ParseUint(std::string_view text, uint64_t* out) {
   return ec == std::errc() && ptr == text.data() + text.size();
 }
 
-// The value of a required argument, or nullptr after answering 400 MISSING_ARG_<NAME>.
+// The value of a required argument, or nullptr after answering 400
+// MISSING_ARG_<NAME> (or INVALID_<NAME> when it is given twice).
 const std::string* Required(const HttpExchangePtr& ex, std::string_view name) {
-  const std::string* v = ex->args().Get(name);
+  const std::string* v = nullptr;
+  if (!SingleArg(ex, name, &v)) return nullptr;
   if (v == nullptr) {
     std::string reason = "MISSING_ARG_";
     for (char c : name) reason += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -51,7 +54,12 @@ const std::string* Required(const HttpExchangePtr& ex, std::string_view name) {
 
 // A YYYY-MM-DD argument; false after answering 400.
 bool DateArg(const HttpExchangePtr& ex, std::string_view name, bool required, std::optional<int64_t>* out) {
-  const std::string* v = required ? Required(ex, name) : ex->args().Get(name);
+  const std::string* v = nullptr;
+  if (required) {
+    v = Required(ex, name);
+  } else if (!SingleArg(ex, name, &v)) {
+    return false;
+  }
   if (v == nullptr) return !required;
   Result<int64_t> day = ParseDate(*v);
   if (!day.ok()) {
@@ -65,7 +73,8 @@ bool DateArg(const HttpExchangePtr& ex, std::string_view name, bool required, st
 // The optional unite=day argument of /fwmatch and /mfwmatch (record_scan.h's
 // unite_days); false after answering 400.
 bool UniteArg(const HttpExchangePtr& ex, bool* unite_days) {
-  const std::string* v = ex->args().Get("unite");
+  const std::string* v = nullptr;
+  if (!SingleArg(ex, "unite", &v)) return false;
   *unite_days = v != nullptr;
   if (v == nullptr || *v == "day") return true;
   ex->ReplyError(400, "INVALID_UNITE", fmt::format("unite must be day, not {}", QuoteForMessage(*v)));

@@ -1,5 +1,7 @@
 #include "clickatron/daemon.h"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -33,6 +35,11 @@ Status CheckExposure(const ClusterConfig& cluster, const MemberConfig& member) {
 }
 
 Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daemon, MemberRole role) {
+  // Every file and directory a daemon creates (oplog, late data, stores,
+  // archive files, markers) is its owner's alone: 0600 and 0700, whatever
+  // the umask it was started with. Counts and keys can name people; only
+  // the data directory's own mode protected them before.
+  ::umask(0077);
   std::string config_path, member_name;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
