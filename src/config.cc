@@ -188,7 +188,8 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
         "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "queue_wait_increments",
         "queue_wait_ms", "future_margin_hours",
         "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token",
-        "archive_cache_mb", "archive_cache_confirm_ms", "read_loops", "realtime_unite_days"}));
+        "archive_cache_mb", "archive_cache_confirm_ms", "read_loops", "realtime_unite_days",
+        "idempotency_window_hours", "idempotency_max_keys", "fault_injection"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
     CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("oplog_sync_interval_ms", 1, 60000, &a.oplog_sync_interval_ms));
@@ -210,6 +211,9 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_confirm_ms", 10, 60000, &a.archive_cache_confirm_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("read_loops", 0, 64, &a.read_loops));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("realtime_unite_days", &a.realtime_unite_days));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("idempotency_window_hours", 1, 24 * 30, &a.idempotency_window_hours));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("idempotency_max_keys", 1, int64_t{1} << 32, &a.idempotency_max_keys));
+    CLICKATRON_RETURN_IF_ERROR(r.Bool("fault_injection", &a.fault_injection));
   }
   {
     TableReader r(SubTable(root, "realtime"), "realtime");

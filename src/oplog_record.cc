@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/sha256.h"
 
 namespace clickatron {
 namespace {
@@ -46,14 +47,55 @@ std::string FormatBatchHeader(std::string_view source, int shard, uint64_t seq) 
   return fmt::format("# source={} shard={} seq={}\n", source, shard, seq);
 }
 
-std::string FormatCheckpointHeader(std::string_view source, const std::vector<std::pair<int, uint64_t>>& last_seq) {
+std::string FormatCheckpointHeader(std::string_view source, const std::vector<std::pair<int, uint64_t>>& last_seq,
+                                   bool commits) {
   std::string out = fmt::format("# checkpoint source={} last_seq=", source);
   for (size_t i = 0; i < last_seq.size(); ++i) {
     if (i > 0) out += ',';
     fmt::format_to(std::back_inserter(out), "{}:{}", last_seq[i].first, last_seq[i].second);
   }
+  if (commits) out += " commits=1";
   out += '\n';
   return out;
+}
+
+std::string FormatCommitFrame(std::string_view source, int64_t unix, const std::vector<CommittedKey>& keys) {
+  std::string out = fmt::format("# commit source={} unix={}\n", source, unix);
+  for (const CommittedKey& k : keys) {
+    out += ToLowerHex(reinterpret_cast<const unsigned char*>(k.key.data()), k.key.size());
+    fmt::format_to(std::back_inserter(out), " {} {}\n", k.digest, k.increments);
+  }
+  return out;
+}
+
+Result<std::vector<CommittedKey>> ParseCommittedKeys(std::string_view lines) {
+  std::vector<CommittedKey> keys;
+  Status bad = Status::Ok();
+  ForEachPayloadLine(lines, [&](std::string_view line) {
+    if (!bad.ok()) return;
+    const size_t a = line.find(' ');
+    const size_t b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+    CommittedKey k;
+    std::string_view hex = line.substr(0, a);
+    if (b == std::string_view::npos || hex.empty() || hex.size() % 2 != 0 ||
+        !ParseNumber(line.substr(b + 1), &k.increments)) {
+      bad = Status::Corruption(fmt::format("commit frame line {}: not KEYHEX DIGEST INCREMENTS", QuoteForMessage(line)));
+      return;
+    }
+    for (size_t i = 0; i < hex.size(); i += 2) {
+      unsigned value = 0;
+      auto [p, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
+      if (ec != std::errc() || p != hex.data() + i + 2) {
+        bad = Status::Corruption(fmt::format("commit frame line {}: the key is not hex", QuoteForMessage(line)));
+        return;
+      }
+      k.key.push_back(static_cast<char>(value));
+    }
+    k.digest = std::string(line.substr(a + 1, b - a - 1));
+    keys.push_back(std::move(k));
+  });
+  if (!bad.ok()) return bad;
+  return keys;
 }
 
 Result<OplogPayload> ParseOplogPayload(std::string_view payload) {
@@ -78,6 +120,11 @@ Result<OplogPayload> ParseOplogPayload(std::string_view payload) {
       first = false;
       continue;
     }
+    if (first && word == "commit") {
+      out.header.kind = OplogHeader::Kind::kCommit;
+      first = false;
+      continue;
+    }
     first = false;
     size_t eq = word.find('=');
     if (eq == std::string_view::npos) return BadHeader(line, fmt::format("\"{}\" is not name=value", word));
@@ -93,6 +140,10 @@ Result<OplogPayload> ParseOplogPayload(std::string_view payload) {
     } else if (name == "last_seq") {
       CLICKATRON_RETURN_IF_ERROR(ParseLastSeq(line, value, &out.header));
       have_last = true;
+    } else if (name == "commits") {
+      out.header.commits = value == "1";
+    } else if (name == "unix") {
+      if (!ParseNumber(value, &out.header.unix)) return BadHeader(line, "bad unix");
     }
   }
   if (out.header.source.empty()) return BadHeader(line, "no source");

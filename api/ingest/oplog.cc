@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -127,6 +128,16 @@ Status Oplog::ScanSegment(Segment* seg) {
   auto reader = FramedLogReader::Open(path);
   if (!reader.ok()) return reader.status();
   uint64_t records = 0;
+  // Segments that end every commit in a commit frame (their checkpoint says
+  // commits=1): batches count once their commit frame is read.
+  bool commits = false;
+  uint64_t committed_bytes = 0;
+  std::vector<std::pair<int, uint64_t>> uncommitted;  // (shard, seq) since the last commit frame
+  auto take = [&](int shard, uint64_t seq) {
+    if (seg->min_seq[shard] == 0) seg->min_seq[shard] = seq;
+    seg->max_seq[shard] = seq;
+    recovered_last_seq_[shard] = std::max(recovered_last_seq_[shard], seq);
+  };
   while (true) {
     auto next = (*reader)->Next();
     if (!next.ok()) {
@@ -150,6 +161,17 @@ Status Oplog::ScanSegment(Segment* seg) {
           recovered_last_seq_[shard] = std::max(recovered_last_seq_[shard], seq);
         }
       }
+      if (records == 1) commits = h.commits;
+      committed_bytes = (*reader)->good_bytes();
+      continue;
+    }
+    if (h.kind == OplogHeader::Kind::kCommit) {
+      auto keys = ParseCommittedKeys(payload->lines);
+      if (!keys.ok()) return keys.status().WithContext(fmt::format("{} record {}", path, records));
+      for (CommittedKey& k : *keys) recovered_keys_.emplace_back(std::move(k), h.unix);
+      for (const auto& [shard, seq] : uncommitted) take(shard, seq);
+      uncommitted.clear();
+      committed_bytes = (*reader)->good_bytes();
       continue;
     }
     if (h.shard >= static_cast<int>(options_.shard_count)) {
@@ -162,9 +184,31 @@ Status Oplog::ScanSegment(Segment* seg) {
       return Status::Corruption(fmt::format("{}: record {}: shard {} seq {} after seq {}", path, records, h.shard,
                                             h.seq, seg->max_seq[h.shard]));
     }
-    if (seg->min_seq[h.shard] == 0) seg->min_seq[h.shard] = h.seq;
-    seg->max_seq[h.shard] = h.seq;
-    recovered_last_seq_[h.shard] = std::max(recovered_last_seq_[h.shard], h.seq);
+    if (commits) {
+      uncommitted.emplace_back(h.shard, h.seq);
+    } else {
+      take(h.shard, h.seq);
+    }
+  }
+  if (!uncommitted.empty()) {
+    // A crash between the appends of one commit: nobody was answered for
+    // these batches and none was sent (a batch goes out once its commit is
+    // durable), so they go, or a client's retry would count them twice.
+    if (seg->compressed) {
+      return Status::Corruption(fmt::format("{}: {} batches after the last commit frame of a closed segment", path,
+                                            uncommitted.size()));
+    }
+    spdlog::warn("{}: {} batches after the last commit frame (a crash inside a commit; never acknowledged): cut",
+                 path, uncommitted.size());
+    uncommitted_batches_cut_ += uncommitted.size();
+    auto cut = FramedLogWriter::Open(path);
+    if (!cut.ok()) return cut.status();
+    CLICKATRON_RETURN_IF_ERROR((*cut)->TruncateTo(committed_bytes));
+    CLICKATRON_RETURN_IF_ERROR((*cut)->Sync());
+    CLICKATRON_RETURN_IF_ERROR((*cut)->Close());
+    seg->bytes = committed_bytes;
+    seg->closed_unix = FileMtime(path, options_.clock->NowUnixSeconds());
+    return Status::Ok();
   }
   if ((*reader)->truncated_tail()) {
     // The writer cuts the torn frame (a crash during an append: that batch
@@ -189,7 +233,7 @@ std::vector<std::pair<int, uint64_t>> Oplog::LastSeqs() const {
 Status Oplog::StartSegment(uint64_t id) {
   auto writer = FramedLogWriter::Open(SegmentPath(id, false));
   if (!writer.ok()) return writer.status();
-  const std::string checkpoint = FormatCheckpointHeader(options_.source, LastSeqs());
+  const std::string checkpoint = FormatCheckpointHeader(options_.source, LastSeqs(), /*commits=*/true);
   CLICKATRON_RETURN_IF_ERROR((*writer)->Append(checkpoint));
   // Always synced, whatever the policy: it is the seq floor once older
   // segments are gone.
@@ -260,7 +304,7 @@ void Oplog::LogAppendFailure(const Status& st) {
   last_append_failure_log_ = now;
 }
 
-Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
+Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches, const std::vector<CommittedKey>& keys) {
   // A segment is closed only between commits, so that a commit that fails
   // part-way can be cut out of one file.
   if (Status rolled = RollIfFull(); !rolled.ok()) {
@@ -276,8 +320,10 @@ Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
     start_min = seg.min_seq;
     start_max = seg.max_seq;
   }
-  for (const BatchPtr& b : batches) {
-    Status st = AppendBatch(*b);
+  // The batches, then the commit frame that makes them one commit: a crash
+  // between the appends leaves batches without it, which Open cuts.
+  for (size_t i = 0; i <= batches.size(); ++i) {
+    Status st = i < batches.size() ? AppendBatch(*batches[i]) : AppendCommitFrame(keys);
     if (st.ok()) continue;
     LogAppendFailure(st);
     // The clients get one answer for the whole commit: undo the batches
@@ -306,6 +352,18 @@ Status Oplog::AppendCommit(const std::vector<BatchPtr>& batches) {
     seg.bytes = start_size;
     return st;
   }
+  return Status::Ok();
+}
+
+Status Oplog::AppendCommitFrame(const std::vector<CommittedKey>& keys) {
+  // The system clock, as a segment's mtime is read at restart: the window
+  // of a key is wall time.
+  const std::string payload = FormatCommitFrame(options_.source, static_cast<int64_t>(std::time(nullptr)), keys);
+  CLICKATRON_RETURN_IF_ERROR(current_->Append(payload));
+  dirty_ = true;
+  bytes_written_.fetch_add(payload.size() + kFrameHeaderBytes, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  segments_[current_id_].bytes = current_->size();
   return Status::Ok();
 }
 
@@ -350,11 +408,11 @@ Status Oplog::SyncTimed() {
   return Status::Ok();
 }
 
-void Oplog::Commit(std::vector<BatchPtr> batches, std::function<void(Status)> done) {
+void Oplog::Commit(std::vector<BatchPtr> batches, std::vector<CommittedKey> keys, std::function<void(Status)> done) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      queue_.push_back(PendingCommit{std::move(batches), std::move(done)});
+      queue_.push_back(PendingCommit{std::move(batches), std::move(keys), std::move(done)});
       cv_.notify_one();
       return;
     }
@@ -384,6 +442,7 @@ void Oplog::WriterLoop() {
       work.swap(queue_);
       stop = stopping_;
     }
+    HoldWhileFaultStall();
     // Append everything queued, then one fsync for all of it (group commit).
     std::vector<Status> results(work.size());
     for (size_t i = 0; i < work.size(); ++i) {
@@ -394,7 +453,7 @@ void Oplog::WriterLoop() {
             "OPLOG_REFUSED");
         continue;
       }
-      results[i] = AppendCommit(work[i].batches);
+      results[i] = AppendCommit(work[i].batches, work[i].keys);
       commits_.fetch_add(1, std::memory_order_relaxed);
     }
     bool synced = false;
@@ -444,6 +503,19 @@ void Oplog::WriterLoop() {
     if (options_.sync != SyncPolicy::kNone) (void)SyncTimed();
     Status st = current_->Close();
     if (!st.ok()) spdlog::error("closing the oplog: {}", st.ToString());
+  }
+}
+
+void Oplog::HoldWhileFaultStall() {
+  if (options_.fault_dir.empty()) return;
+  const std::string stall = options_.fault_dir + "/oplog-stall";
+  const auto until = SteadyClock::now() + std::chrono::minutes(1);
+  while (FileExists(stall) && SteadyClock::now() < until) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a test hook: polls a file
   }
 }
 
@@ -612,6 +684,7 @@ nlohmann::json Oplog::StatsJson() const {
   j["records_written"] = records_written_.load();
   j["commits"] = commits_.load();
   j["failed"] = failed_.load();
+  j["uncommitted_batches_cut"] = uncommitted_batches_cut_;
   {
     std::lock_guard lock(mu_);
     uint64_t bytes = 0;

@@ -36,6 +36,7 @@
 
 #include "clickatron/clock.h"
 #include "clickatron/framed_log.h"
+#include "clickatron/oplog_record.h"
 #include "clickatron/status.h"
 #include "clickatron/serial_executor.h"
 
@@ -64,6 +65,9 @@ struct OplogOptions {
   // Stamps a segment when it closes and decides when it is past retention.
   // Must outlive the Oplog.
   const Clock* clock = &SystemClock::Instance();
+  // Tests only ([api] fault_injection): while FAULT_DIR/oplog-stall exists
+  // the writer holds the commits queued (at most a minute).
+  std::string fault_dir;
 };
 
 class Oplog {
@@ -81,9 +85,20 @@ class Oplog {
   // Highest seq found per shard at Open: new seqs must start above it.
   const std::vector<uint64_t>& recovered_last_seq() const { return recovered_last_seq_; }
 
-  // Appends the batches in order (seqs ascending per shard) and runs `done`
+  // Appends the batches in order (seqs ascending per shard), then a commit
+  // frame recording `keys` (the Idempotency-Key values of the requests this
+  // commit answers: durable exactly when the batches are), and runs `done`
   // through `post` once they are as durable as the policy promises.
-  void Commit(std::vector<BatchPtr> batches, std::function<void(Status)> done);
+  void Commit(std::vector<BatchPtr> batches, std::vector<CommittedKey> keys, std::function<void(Status)> done);
+  void Commit(std::vector<BatchPtr> batches, std::function<void(Status)> done) {
+    Commit(std::move(batches), {}, std::move(done));
+  }
+  // The keys of every commit frame found at Open, with the unix time of
+  // their commit, oldest first. Taken once (moved out).
+  std::vector<std::pair<CommittedKey, int64_t>> TakeRecoveredKeys() { return std::move(recovered_keys_); }
+  // Batches found after a segment's last commit frame at Open (never
+  // acknowledged: a crash between the appends of one commit), cut.
+  uint64_t uncommitted_batches_cut() const { return uncommitted_batches_cut_; }
   // Highest seq of `shard` that survives a power cut (fsynced; with "none":
   // written). Only batches up to it may be sent.
   uint64_t durable_seq(uint32_t shard) const { return durable_seq_[shard].load(std::memory_order_acquire); }
@@ -127,6 +142,7 @@ class Oplog {
   };
   struct PendingCommit {
     std::vector<BatchPtr> batches;
+    std::vector<CommittedKey> keys;
     std::function<void(Status)> done;
   };
 
@@ -138,14 +154,16 @@ class Oplog {
   Status RollIfFull();
   // Appends a commit's batches, all or none (a failure cuts the ones
   // written back out of the segment).
-  Status AppendCommit(const std::vector<BatchPtr>& batches);
+  Status AppendCommit(const std::vector<BatchPtr>& batches, const std::vector<CommittedKey>& keys);
   void LogAppendFailure(const Status& st);  // rate-limited
   // The answer once the oplog has failed (an fsync, or a cut that did not
   // work): the increments may or may not be applied.
   static Status OplogFailed(const Status& cause);
   Status AppendBatch(const OplogBatch& batch);
+  Status AppendCommitFrame(const std::vector<CommittedKey>& keys);
   Status SyncTimed();
   void WriterLoop();
+  void HoldWhileFaultStall();
   size_t DeleteCollectableSegments();  // on background_
   void Compress(uint64_t id);  // on background_: gzips on compressor_
   void FinishCompress(uint64_t id, const std::string& plain, const Status& st);
@@ -155,6 +173,8 @@ class Oplog {
   OplogOptions options_;
   Post post_;
   std::vector<uint64_t> recovered_last_seq_;
+  std::vector<std::pair<CommittedKey, int64_t>> recovered_keys_;  // Open only
+  uint64_t uncommitted_batches_cut_ = 0;
   std::unique_ptr<std::atomic<uint64_t>[]> durable_seq_;
 
   // Writer thread only.

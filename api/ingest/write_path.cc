@@ -28,7 +28,9 @@
 #include "ingest/combiner.h"
 #include "ingest/flow_queue.h"
 #include "ingest/increment_parser.h"
+#include "ingest/idempotency_table.h"
 #include "ingest/increment_records.h"
+#include "ingest/keyed_request.h"
 #include "ingest/late_data.h"
 #include "ingest/late_files_http.h"
 #include "ingest/oplog.h"
@@ -66,7 +68,9 @@ class WritePathImpl : public WritePath {
         combiner_(shard_count_),
         next_seq_(shard_count_, 0),
         committing_lines_(shard_count_, 0),
-        parked_(shard_count_) {}
+        parked_(shard_count_),
+        keys_({.window_seconds = int64_t{ctx.cluster.api.idempotency_window_hours} * 3600,
+               .max_keys = static_cast<size_t>(ctx.cluster.api.idempotency_max_keys)}) {}
 
   ~WritePathImpl() override {
     *alive_ = false;
@@ -84,6 +88,7 @@ class WritePathImpl : public WritePath {
   struct Waiter {
     HttpExchangePtr ex;
     size_t increments;
+    std::optional<KeyedRequest> key;  // its Idempotency-Key, in flight in keys_
   };
 
   // A request that waits for a shard's queue (flow control, flow_queue.h),
@@ -92,6 +97,7 @@ class WritePathImpl : public WritePath {
     HttpExchangePtr ex;
     std::vector<RoutedRecord> records;
     size_t increments = 0;
+    std::optional<KeyedRequest> key;
   };
 
   void HandleIncr(const HttpExchangePtr& ex);
@@ -100,7 +106,16 @@ class WritePathImpl : public WritePath {
   // it (a queue is full). `resumed`: it waited already (counted once in
   // waited_requests).
   void Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, std::vector<uint32_t> shards,
-             size_t increments, std::chrono::steady_clock::time_point deadline, bool resumed);
+             size_t increments, std::optional<KeyedRequest>& key, std::chrono::steady_clock::time_point deadline,
+             bool resumed);
+  // Checks the request's Idempotency-Key. False when it was answered here
+  // (malformed, a replay, reused, in flight); true to go on, with *key set
+  // (and in flight) when it has one.
+  bool BeginKeyed(const HttpExchangePtr& ex, std::optional<KeyedRequest>* key);
+  // The request with `key` was answered without taking anything.
+  void AbortKeyed(const std::optional<KeyedRequest>& key) {
+    if (key) keys_.Abort(key->key);
+  }
   // The shards `records` go to, ascending.
   std::vector<uint32_t> ShardsOf(const std::vector<RoutedRecord>& records) const;
   uint64_t QueuedLines(uint32_t shard) const {
@@ -159,6 +174,7 @@ class WritePathImpl : public WritePath {
   std::vector<Waiter> waiters_;             // clients of the window being filled
   std::vector<RoutedRecord> scratch_;
   FlowQueue<Parked> parked_;
+  IdempotencyTable keys_;
   const FlowQueue<Parked>::Behind behind_ = [this](uint32_t shard) { return Behind(shard); };
   bool resume_armed_ = false;
   HourCache hour_cache_;
@@ -195,11 +211,19 @@ Status WritePathImpl::Init() {
   o.sync = *sync;
   o.sync_interval_ms = cfg.oplog_sync_interval_ms;
   o.segment_bytes = cfg.oplog_segment_bytes;
-  o.retention_hours = cfg.oplog_retention_hours;
+  // The oplog's commit frames are the durable copy of the idempotency keys.
+  o.retention_hours = std::max(cfg.oplog_retention_hours, cfg.idempotency_window_hours);
   o.clock = &clock_;
+  if (cfg.fault_injection) {
+    o.fault_dir = ctx_.member.data_dir + "/fault";
+    spdlog::warn("fault injection is on: files in {} stall the oplog", o.fault_dir);
+  }
   auto oplog = Oplog::Open(std::move(o), Poster());
   if (!oplog.ok()) return oplog.status();
   oplog_ = std::move(oplog).value();
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  for (auto& [k, unix] : oplog_->TakeRecoveredKeys()) keys_.Restore(k.key, k.digest, k.increments, unix, now);
+  if (keys_.size() > 0) spdlog::info("write path: {} idempotency keys restored from the oplog", keys_.size());
 
   auto late = LateData::Open(ctx_.member.data_dir + "/late", ctx_.member.name, Poster());
   if (!late.ok()) return late.status();
@@ -283,10 +307,12 @@ void WritePathImpl::ResumeParked() {
   parked_.Resume(
       std::chrono::steady_clock::now(), behind_,
       [&](Parked& p, std::vector<uint32_t>& shards, std::chrono::steady_clock::time_point deadline) {
-        Admit(p.ex, p.records, std::move(shards), p.increments, deadline, /*resumed=*/true);
+        Admit(p.ex, p.records, std::move(shards), p.increments, p.key, deadline, /*resumed=*/true);
       },
       [&](Parked& p) {
         ++rejected_overloaded_;
+        AbortKeyed(p.key);
+        p.ex->AddHeader("Retry-After", "1");
         p.ex->ReplyError(503, "OVERLOADED",
                          fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this "
                                      "request was taken; retry later",
@@ -298,12 +324,47 @@ void WritePathImpl::ResumeParked() {
   }
 }
 
+bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, std::optional<KeyedRequest>* key) {
+  Result<std::optional<KeyedRequest>> read = ReadIdempotencyKey(*ex);
+  if (!read.ok()) {
+    ++rejected_invalid_;
+    ex->ReplyError(400, read.status().reason(), read.status().message());
+    return false;
+  }
+  if (!read->has_value()) return true;
+  const IdempotencyTable::Lookup found =
+      keys_.Begin((*read)->key, (*read)->digest, static_cast<int64_t>(std::time(nullptr)));
+  switch (found.verdict) {
+    case IdempotencyTable::Verdict::kNew:
+      *key = std::move(*read);
+      return true;
+    case IdempotencyTable::Verdict::kReplay:
+      ReplyReplayed(*ex, found.increments);
+      return false;
+    case IdempotencyTable::Verdict::kReused:
+      ex->ReplyError(422, "IDEMPOTENCY_KEY_REUSED",
+                     "this Idempotency-Key was used for another request (method, query or body differ); nothing "
+                     "was counted");
+      return false;
+    case IdempotencyTable::Verdict::kInFlight:
+      ex->AddHeader("Retry-After", "1");
+      ex->ReplyError(409, "IDEMPOTENCY_KEY_IN_FLIGHT",
+                     "the first request with this Idempotency-Key is still being made durable; nothing was counted "
+                     "now: retry to get its answer");
+      return false;
+  }
+  return false;
+}
+
 void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
   ++incr_requests_;
   if (oplog_->failed()) {
+    ex->AddHeader("Retry-After", "60");
     ex->ReplyError(503, "OPLOG_FAILED", "the oplog could not be synced to disk; this API node takes no increments");
     return;
   }
+  std::optional<KeyedRequest> key;
+  if (!BeginKeyed(ex, &key)) return;
   IncrementLimits limits;
   limits.now = clock_.NowUnixSeconds();
   limits.future_margin_hours = ctx_.cluster.api.future_margin_hours;
@@ -313,6 +374,7 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
   if (!ex->body().empty()) {
     if (HasIncrementArgs(ex->args())) {
       ++rejected_invalid_;
+      AbortKeyed(key);
       ex->ReplyError(400, "INVALID_ARGUMENT",
                      "send one increment in the query string or a batch in the body, not both");
       return;
@@ -331,20 +393,22 @@ void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
   }
   if (!st.ok()) {
     ++rejected_invalid_;
+    AbortKeyed(key);
     ex->ReplyError(400, st.reason(), st.message());
     return;
   }
   if (increments == 0) {
+    AbortKeyed(key);
     ex->ReplyJson({{"increments", 0}});
     return;
   }
-  Admit(ex, scratch_, ShardsOf(scratch_), increments,
+  Admit(ex, scratch_, ShardsOf(scratch_), increments, key,
         std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx_.cluster.api.queue_wait_ms),
         /*resumed=*/false);
 }
 
 void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records,
-                          std::vector<uint32_t> shards, size_t increments,
+                          std::vector<uint32_t> shards, size_t increments, std::optional<KeyedRequest>& key,
                           std::chrono::steady_clock::time_point deadline, bool resumed) {
   // Back-pressure: a shard that is down keeps its batches queued (and in the
   // oplog); past max_queued_increments lines, refuse rather than grow. A
@@ -354,6 +418,8 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
     const uint64_t queued = QueuedLines(s);
     if (queued >= max_queued) {
       ++rejected_overloaded_;
+      AbortKeyed(key);
+      ex->AddHeader("Retry-After", "1");
       ex->ReplyError(503, "OVERLOADED",
                      fmt::format("realtime shard {} has {} lines waiting (limit {}); retry later", s, queued,
                                  max_queued));
@@ -362,7 +428,7 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
   }
   if (parked_.MustWait(shards, behind_)) {
     if (!resumed) ++waited_requests_;
-    parked_.Park(Parked{ex, std::move(records), increments}, std::move(shards), behind_, deadline);
+    parked_.Park(Parked{ex, std::move(records), increments, std::move(key)}, std::move(shards), behind_, deadline);
     records.clear();  // moved from: left valid and empty for the next request
     if (!resume_armed_) {
       resume_armed_ = true;
@@ -373,7 +439,7 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
   records_in_ += records.size();
   increments_in_ += increments;
   for (RoutedRecord& r : records) combiner_.Add(std::move(r));
-  waiters_.push_back(Waiter{ex, increments});
+  waiters_.push_back(Waiter{ex, increments, std::move(key)});
   // While a commit runs, its completion flushes this window (MaybeFlush).
   if (commits_in_flight_ == 0) MaybeFlush(false);
 }
@@ -438,7 +504,13 @@ void WritePathImpl::Flush(bool force) {
   ++commits_in_flight_;
   std::vector<Waiter> waiters;
   waiters.swap(waiters_);
-  oplog_->Commit(batches, Guarded([this, batches, waiters = std::move(waiters)](Status st) {
+  // The keys of this commit's requests go into its commit frame: durable
+  // exactly when their increments are.
+  std::vector<CommittedKey> keys;
+  for (const Waiter& w : waiters) {
+    if (w.key) keys.push_back(CommittedKey{w.key->key, w.key->digest, w.increments});
+  }
+  oplog_->Commit(batches, std::move(keys), Guarded([this, batches, waiters = std::move(waiters)](Status st) {
     OnCommitted(batches, waiters, st);
   }));
 }
@@ -476,15 +548,27 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
   --commits_in_flight_;
   for (const BatchPtr& b : batches) committing_lines_[b->shard] -= b->line_count;
   if (st.ok()) {
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
     for (const Waiter& w : waiters) {
+      // Remembered whether or not its client is still there: a client that
+      // timed out retries, and must get this answer, not a second count.
+      if (w.key) keys_.Complete(w.key->key, w.increments, now);
       if (w.ex->alive()) w.ex->ReplyJson({{"increments", w.increments}});
     }
   } else {
     ++commit_errors_;
+    // Every failure is "try again later" for a client: 503 with
+    // Retry-After. OPLOG_FAILED (the node must be restarted; the requests
+    // then in flight may or may not count: retry them with their key) and
+    // OPLOG_REFUSED keep their reasons; an append that failed and was cut
+    // back out (a full disk) took nothing: OPLOG_UNAVAILABLE.
+    const bool node_failed = st.reason() == "OPLOG_FAILED" || st.reason() == "OPLOG_REFUSED";
     for (const Waiter& w : waiters) {
-      if (w.ex->alive()) w.ex->ReplyError(st.code() == StatusCode::kUnavailable ? 503 : 500,
-                                          st.reason().empty() ? "OPLOG_WRITE_FAILED" : st.reason(),
-                                          "the oplog could not take these increments: " + st.message());
+      if (st.reason() != "OPLOG_FAILED") AbortKeyed(w.key);
+      if (!w.ex->alive()) continue;
+      w.ex->AddHeader("Retry-After", node_failed ? "60" : "1");
+      w.ex->ReplyError(503, node_failed ? st.reason() : "OPLOG_UNAVAILABLE",
+                       "the oplog could not take these increments: " + st.message());
     }
   }
   // A failed commit is not in the oplog (cut back out), or, after a failed
@@ -500,7 +584,9 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
 void WritePathImpl::DrainForStop(std::function<void()> drained) {
   // Nothing of a parked request was taken: refused as it would be after
   // its wait, so the client sends it again (elsewhere, or after the restart).
-  parked_.RefuseAll([](Parked& p) {
+  parked_.RefuseAll([this](Parked& p) {
+    AbortKeyed(p.key);
+    p.ex->AddHeader("Retry-After", "1");
     p.ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
   });
   stop_drained_ = std::move(drained);
@@ -543,6 +629,18 @@ nlohmann::json WritePathImpl::StatsJson() const {
       {"late_lines_written", late_->lines_written()},
       {"late_frames_written", late_->frames_written()},
       {"oplog", oplog_->StatsJson()},
+      {"idempotency",
+       {{"keys", keys_.size()},
+        {"keys_in_flight", keys_.in_flight()},
+        {"bytes", keys_.bytes()},
+        {"max_keys", keys_.options().max_keys},
+        {"window_seconds", keys_.options().window_seconds},
+        {"replays", keys_.counters().replays},
+        {"reused", keys_.counters().reused},
+        {"in_flight_refusals", keys_.counters().in_flight_refusals},
+        {"expired", keys_.counters().expired},
+        {"evicted", keys_.counters().evicted},
+        {"restored", keys_.counters().restored}}},
       {"shards", std::move(shards)},
   };
   return nlohmann::json{{"write", std::move(w)}};
@@ -578,12 +676,36 @@ constexpr MetricRow kMetricRows[] = {
     {"/write/late_lines_written", "clickatron_api_late_lines_total", "counter",
      "Lines moved to late data (DAY_NOT_OPEN)."},
     {"/write/late_frames_written", "clickatron_api_late_frames_total", "counter", "Frames appended to late data."},
+    {"/write/idempotency/keys", "clickatron_api_idempotency_keys", "gauge",
+     "Idempotency-Key values remembered (done and in flight)."},
+    {"/write/idempotency/keys_in_flight", "clickatron_api_idempotency_keys_in_flight", "gauge",
+     "Idempotency-Key values whose request's commit has not reported yet."},
+    {"/write/idempotency/bytes", "clickatron_api_idempotency_bytes", "gauge",
+     "Memory the remembered Idempotency-Key values hold, as counted by the table."},
+    {"/write/idempotency/max_keys", "clickatron_api_idempotency_max_keys", "gauge",
+     "The bound on remembered keys ([api] idempotency_max_keys)."},
+    {"/write/idempotency/window_seconds", "clickatron_api_idempotency_window_seconds", "gauge",
+     "How long a key is remembered after its commit ([api] idempotency_window_hours)."},
+    {"/write/idempotency/replays", "clickatron_api_idempotency_replays_total", "counter",
+     "Requests answered from a remembered key (Idempotent-Replayed: true; nothing counted)."},
+    {"/write/idempotency/reused", "clickatron_api_idempotency_reused_total", "counter",
+     "Requests refused 422 IDEMPOTENCY_KEY_REUSED."},
+    {"/write/idempotency/in_flight_refusals", "clickatron_api_idempotency_in_flight_total", "counter",
+     "Requests refused 409 IDEMPOTENCY_KEY_IN_FLIGHT."},
+    {"/write/idempotency/expired", "clickatron_api_idempotency_expired_total", "counter",
+     "Keys forgotten at the end of their window."},
+    {"/write/idempotency/evicted", "clickatron_api_idempotency_evicted_total", "counter",
+     "Keys forgotten before the end of their window (idempotency_max_keys reached)."},
+    {"/write/idempotency/restored", "clickatron_api_idempotency_restored_total", "counter",
+     "Keys read back from the oplog's commit frames at start."},
     {"/write/oplog/bytes_written", "clickatron_oplog_bytes_written_total", "counter", "Bytes appended to the oplog."},
     {"/write/oplog/records_written", "clickatron_oplog_records_written_total", "counter",
      "Batches appended to the oplog."},
     {"/write/oplog/commits", "clickatron_oplog_commits_total", "counter", "Oplog commits (one per flush window)."},
     {"/write/oplog/failed", "clickatron_oplog_failed", "gauge",
      "1 once an oplog fsync has failed (increments are refused until a restart)."},
+    {"/write/oplog/uncommitted_batches_cut", "clickatron_oplog_uncommitted_batches_cut", "gauge",
+     "Batches found after the last commit frame at start (a crash inside a commit, never acknowledged) and cut."},
     {"/write/oplog/segments", "clickatron_oplog_segments", "gauge", "Oplog segment files kept."},
     {"/write/oplog/segment_bytes_uncompressed", "clickatron_oplog_segment_bytes", "gauge",
      "Uncompressed bytes of the oplog segments kept."},

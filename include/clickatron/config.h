@@ -61,6 +61,15 @@ struct ApiConfig {
   int oplog_sync_interval_ms = 100;     // for "interval"
   uint64_t oplog_segment_bytes = 64u << 20;
   int oplog_retention_hours = 48;       // keep acknowledged segments this long
+  // Idempotency-Key values of /incr are remembered this long (the oplog keeps
+  // its segments at least as long: they are the keys' durable copy) ...
+  int idempotency_window_hours = 24;
+  // ... and at most this many (the oldest are forgotten first).
+  uint64_t idempotency_max_keys = 1'000'000;
+  // Tests only: while DATA_DIR/fault/oplog-stall exists, the oplog's writer
+  // holds its next commit (a request stays in flight; kill -9 then finds it
+  // never durable).
+  bool fault_injection = false;
   uint64_t max_queued_increments = 2'000'000;  // per shard, beyond it 503 OVERLOADED
   // Flow control for a shard that is up but slower than this node: while
   // it has this many lines waiting, new increments for it wait (up to

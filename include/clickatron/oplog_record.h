@@ -5,7 +5,15 @@
 //
 // A frame payload is one header line, then realtime lines:
 //   batch       "# source=api-0 shard=1 seq=42\n" + "key,delta\n"… + "l|HASH,value\n"…
-//   checkpoint  "# checkpoint source=api-0 last_seq=0:41,1:42\n"   (no lines)
+//   checkpoint  "# checkpoint source=api-0 last_seq=0:41,1:42 commits=1\n"   (no lines)
+//   commit      "# commit source=api-0 unix=1733390000\n" + "KEYHEX DIGESTHEX INCREMENTS\n"…
+// A commit frame ends every group commit in a segment whose checkpoint says
+// commits=1: the batches before it are one all-or-nothing commit, and its
+// lines are the Idempotency-Key values (hex) of the requests the commit
+// answered, with their request digests and answers. Batches after a
+// segment's last commit frame were never acknowledged (a crash between the
+// appends of one commit) and are cut at start. Segments written before
+// commit frames existed have no commits=1 and are read as before.
 // A batch is what the API sent (or will send) to realtime shard `shard` as
 // POST /incr?source=SOURCE&seq=SEQ. Late-data frames use the batch form; their
 // lines are the ones a shard refused with DAY_NOT_OPEN. A checkpoint opens
@@ -30,12 +38,21 @@
 namespace clickatron {
 
 struct OplogHeader {
-  enum class Kind { kBatch, kCheckpoint };
+  enum class Kind { kBatch, kCheckpoint, kCommit };
   Kind kind = Kind::kBatch;
   std::string source;
   int shard = -1;     // batch
   uint64_t seq = 0;   // batch
   std::vector<std::pair<int, uint64_t>> last_seq;  // checkpoint: shard -> last seq written so far
+  bool commits = false;  // checkpoint: every commit in this segment ends in a commit frame
+  int64_t unix = 0;      // commit: when it was written (system clock)
+};
+
+// One Idempotency-Key a commit frame records.
+struct CommittedKey {
+  std::string key;     // as the client sent it
+  std::string digest;  // of its request (hex)
+  uint64_t increments = 0;
 };
 
 struct OplogPayload {
@@ -44,7 +61,13 @@ struct OplogPayload {
 };
 
 std::string FormatBatchHeader(std::string_view source, int shard, uint64_t seq);  // ends in '\n'
-std::string FormatCheckpointHeader(std::string_view source, const std::vector<std::pair<int, uint64_t>>& last_seq);
+// `commits`: the segment it opens ends every commit in a commit frame.
+std::string FormatCheckpointHeader(std::string_view source, const std::vector<std::pair<int, uint64_t>>& last_seq,
+                                   bool commits = false);
+// A whole commit-frame payload.
+std::string FormatCommitFrame(std::string_view source, int64_t unix, const std::vector<CommittedKey>& keys);
+// The keys of a commit frame's lines; CORRUPTION when one is malformed.
+Result<std::vector<CommittedKey>> ParseCommittedKeys(std::string_view lines);
 // Parses the header line; CORRUPTION when it is missing or malformed (a frame
 // passed its checksum, so a bad header is a bug or foreign data, not a torn write).
 Result<OplogPayload> ParseOplogPayload(std::string_view payload);

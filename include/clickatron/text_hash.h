@@ -5,12 +5,20 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace clickatron {
 
 // XXH3_64bits of the bytes, seed 0.
 size_t HashText(std::string_view text);
+
+// A 128-bit XXH3 of several byte strings, each length-prefixed (so their
+// boundaries count), as 32 hex digits: tells two requests apart (an
+// Idempotency-Key's request digest) at memory speed. Not a cryptographic
+// hash: a client can only collide with its own keys.
+std::string Hash128HexOfParts(const std::vector<std::string_view>& parts);
 
 // For unordered containers keyed by std::string or std::string_view,
 // looked up by either (transparent).

@@ -126,7 +126,9 @@ Status Dump(const std::vector<std::string>& paths, std::optional<int> shard) {
         if (h.kind == OplogHeader::Kind::kCheckpoint) {
           std::string last;
           for (const auto& [sh, seq] : h.last_seq) last += fmt::format("{}{}:{}", last.empty() ? "" : ",", sh, seq);
-          PrintLine(fmt::format("# checkpoint source={} last_seq={}", h.source, last));
+          PrintLine(fmt::format("# checkpoint source={} last_seq={}{}", h.source, last, h.commits ? " commits=1" : ""));
+        } else if (h.kind == OplogHeader::Kind::kCommit) {
+          PrintLine(fmt::format("# commit source={} unix={}", h.source, h.unix));
         } else {
           PrintLine(fmt::format("# source={} shard={} seq={}", h.source, h.shard, h.seq));
         }

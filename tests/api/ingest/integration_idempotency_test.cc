@@ -1,0 +1,161 @@
+// Issue 47: a client that retries an /incr with the same Idempotency-Key is
+// counted once, also when the API node was killed in between. Requests are
+// made with curl, a real client, so the header travels as clients send it.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "api/ingest/cluster_fixture.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::api::write_testing {
+namespace {
+
+struct CurlAnswer {
+  int status = 0;
+  std::string body;
+  std::string headers;
+  bool Replayed() const { return headers.find("Idempotent-Replayed: true") != std::string::npos; }
+  std::string Reason() const {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    return j.is_discarded() ? "" : j.value("status_txt", "");
+  }
+};
+
+// One request with curl: POST `body` (or GET when empty) to the API with the
+// key (none when empty), giving up after `max_time_s`.
+CurlAnswer Curl(const WriteCluster& c, const std::string& target, const std::string& body, const std::string& key,
+                int max_time_s = 10) {
+  const std::string dir = c.dir();
+  static int n = 0;
+  const std::string stem = fmt::format("{}/curl-{}-{}", dir, ::getpid(), n++);
+  std::string cmd = fmt::format("curl -sS --max-time {} -o {}.body -D {}.headers -w '%{{http_code}}' ", max_time_s,
+                                stem, stem);
+  if (!key.empty()) cmd += fmt::format("-H 'Idempotency-Key: {}' ", key);
+  if (!body.empty()) {
+    std::ofstream(stem + ".in") << body;
+    cmd += fmt::format("--data-binary @{}.in ", stem);
+  }
+  cmd += fmt::format("'http://{}{}' 2>/dev/null", c.Api().ToString(), target);
+  CurlAnswer a;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return a;
+  char buf[16] = {};
+  const size_t got = std::fread(buf, 1, sizeof buf - 1, p);
+  ::pclose(p);
+  a.status = std::atoi(std::string(buf, got).c_str());
+  std::ifstream b(stem + ".body"), h(stem + ".headers");
+  a.body.assign(std::istreambuf_iterator<char>(b), {});
+  a.headers.assign(std::istreambuf_iterator<char>(h), {});
+  return a;
+}
+
+ClusterSpec KeyedSpec() {
+  ClusterSpec spec = WriteCluster::Spec(2);
+  spec.api.SetBool("fault_injection", true);
+  return spec;
+}
+
+// What the shards hold for ns t, once everything sent is applied.
+std::map<std::string, int64_t> KeyedStored(const WriteCluster& c) {
+  EXPECT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
+  return c.Counters("t|");
+}
+
+std::string KeyedBatch(const std::string& key, int64_t ts, int lines) {
+  std::string body;
+  for (int i = 0; i < lines; ++i) body += fmt::format("ns=t&key={}&ts={}&value={}\n", key, ts, i + 1);
+  return body;
+}
+
+TEST(IntegrationIdempotencyTest, ARetryIsAnsweredAgainAndCountsOnce) {
+  WriteCluster c(KeyedSpec());
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string hour = *YmdhFromUnix(ts);
+
+  const std::string body = KeyedBatch("a", ts, 3);  // 1 + 2 + 3
+  CurlAnswer first = Curl(c, "/incr", body, "batch-1");
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_FALSE(first.Replayed());
+  for (int retry = 0; retry < 3; ++retry) {
+    CurlAnswer again = Curl(c, "/incr", body, "batch-1");
+    EXPECT_EQ(again.status, 200) << again.body;
+    EXPECT_TRUE(again.Replayed()) << again.headers;
+    EXPECT_EQ(nlohmann::json::parse(again.body)["data"], nlohmann::json::parse(first.body)["data"]);
+  }
+  // GET with the increment in the query string, and a quoted key (the
+  // draft's structured-field form) for the same key unquoted.
+  const std::string target = fmt::format("/incr?ns=t&key=b&ts={}&value=5", ts);
+  ASSERT_EQ(Curl(c, target, "", "\"get-1\"").status, 200);
+  CurlAnswer get_again = Curl(c, target, "", "get-1");
+  EXPECT_EQ(get_again.status, 200);
+  EXPECT_TRUE(get_again.Replayed());
+
+  // The same key with another request: refused, nothing counted.
+  CurlAnswer reused = Curl(c, "/incr", KeyedBatch("a", ts, 4), "batch-1");
+  EXPECT_EQ(reused.status, 422) << reused.body;
+  EXPECT_EQ(reused.Reason(), "IDEMPOTENCY_KEY_REUSED");
+  CurlAnswer bad = Curl(c, "/incr", body, std::string(256, 'k'));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.Reason(), "INVALID_IDEMPOTENCY_KEY");
+  // Without a key, as before: every request counts.
+  ASSERT_EQ(Curl(c, target, "", "").status, 200);
+  ASSERT_EQ(Curl(c, target, "", "").status, 200);
+
+  const std::map<std::string, int64_t> want = {{"t|a." + hour, 6}, {"t|b." + hour, 15}};
+  EXPECT_EQ(KeyedStored(c), want);
+  nlohmann::json keys = c.ApiStats()["write"]["idempotency"];
+  EXPECT_EQ(keys["keys"], 2) << keys.dump();
+  EXPECT_EQ(keys["replays"], 4) << keys.dump();
+  EXPECT_EQ(keys["reused"], 1) << keys.dump();
+}
+
+TEST(IntegrationIdempotencyTest, AKeyWhoseBatchIsDurableSurvivesKillNineAndOneThatIsNotIsProcessedAgain) {
+  WriteCluster c(KeyedSpec());
+  c.StartAll();
+  const int64_t ts = static_cast<int64_t>(std::time(nullptr));
+  const std::string hour = *YmdhFromUnix(ts);
+  const std::string stall = c.DataDir("api-0") + "/fault/oplog-stall";
+  std::filesystem::create_directories(c.DataDir("api-0") + "/fault");
+
+  // Durable and answered, then the node dies: a retry after the restart
+  // gets the first answer.
+  ASSERT_EQ(Curl(c, "/incr", KeyedBatch("durable", ts, 2), "k-durable").status, 200);
+
+  // In flight: the oplog holds the commit. The client gives up after 1 s
+  // (as the issue's client did); its retry meanwhile is 409; then the node
+  // is killed before the batch was ever durable.
+  std::ofstream(stall).put('1');
+  std::thread slow([&] { Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost", /*max_time_s=*/1); });
+  ASSERT_TRUE(WaitFor([&] { return c.ApiStats()["write"]["idempotency"]["keys_in_flight"] == 1; }))
+      << c.ApiStats().dump();
+  CurlAnswer in_flight = Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost");
+  EXPECT_EQ(in_flight.status, 409) << in_flight.body;
+  EXPECT_EQ(in_flight.Reason(), "IDEMPOTENCY_KEY_IN_FLIGHT");
+  slow.join();
+  c.Kill("api-0");
+  std::filesystem::remove(stall);
+  c.Start("api-0");
+
+  CurlAnswer durable = Curl(c, "/incr", KeyedBatch("durable", ts, 2), "k-durable");
+  EXPECT_EQ(durable.status, 200) << durable.body;
+  EXPECT_TRUE(durable.Replayed()) << "the key's commit frame was durable: restored at start";
+  CurlAnswer lost = Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost");
+  EXPECT_EQ(lost.status, 200) << lost.body;
+  EXPECT_FALSE(lost.Replayed()) << "never durable: processed as new";
+  EXPECT_TRUE(Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost").Replayed());
+
+  const std::map<std::string, int64_t> want = {{"t|durable." + hour, 3}, {"t|lost." + hour, 3}};
+  EXPECT_EQ(KeyedStored(c), want);
+  EXPECT_EQ(c.ApiStats()["write"]["idempotency"]["restored"], 1);
+}
+
+}  // namespace
+}  // namespace clickatron::api::write_testing
