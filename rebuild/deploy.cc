@@ -120,43 +120,40 @@ void WaitForArchiveCaches(const ClusterConfig& cluster) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {
+namespace {
+
+// POST TARGET (admin) to every realtime shard, in shard order. With
+// `stop_at_first`, the first failure is returned at once; otherwise every
+// shard is tried and the failures are named together.
+Status PostToEveryRealtimeShard(const ClusterConfig& cluster, const std::string& target, int timeout_ms,
+                                bool stop_at_first) {
   BlockingHttpClient client(cluster);
+  std::string failed;
   for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
     const MemberConfig* member = cluster.RealtimeMember(shard);
     if (member == nullptr) return Status::InvalidArgument(fmt::format("realtime shard {} has no member", shard));
     HttpRequestSpec request;
     request.method = "POST";
-    request.target = "/exported?date=" + date;
+    request.target = target;
     request.bearer_token = cluster.admin_token;
     request.timeout_ms = timeout_ms;
     const HttpResponse r = client.Fetch(member->listen, request);
-    if (!r.ok() || r.status_code != 200) {
-      return Status::Unavailable(
-          fmt::format("POST /exported?date={} on realtime {}: {}", date, Describe(*member), DescribeHttpAnswer(r)));
-    }
+    if (r.ok() && r.status_code == 200) continue;
+    failed += fmt::format("{}realtime {}: {}", failed.empty() ? "" : "; ", Describe(*member), DescribeHttpAnswer(r));
+    if (stop_at_first) break;
   }
+  if (!failed.empty()) return Status::Unavailable(fmt::format("POST {} on {}", target, failed));
   return Status::Ok();
 }
 
+}  // namespace
+
+Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {
+  return PostToEveryRealtimeShard(cluster, "/exported?date=" + date, timeout_ms, /*stop_at_first=*/true);
+}
+
 Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, int timeout_ms) {
-  BlockingHttpClient client(cluster);
-  std::string failed;
-  for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
-    const MemberConfig* member = cluster.RealtimeMember(shard);
-    if (member == nullptr) continue;
-    HttpRequestSpec request;
-    request.method = "POST";
-    request.target = "/archived?through=" + last_day;
-    request.bearer_token = cluster.admin_token;
-    request.timeout_ms = timeout_ms;
-    const HttpResponse r = client.Fetch(member->listen, request);
-    if (!r.ok() || r.status_code != 200) {
-      failed += fmt::format("{}realtime {}: {}", failed.empty() ? "" : "; ", Describe(*member), DescribeHttpAnswer(r));
-    }
-  }
-  if (!failed.empty()) return Status::Unavailable("POST /archived?through=" + last_day + " on " + failed);
-  return Status::Ok();
+  return PostToEveryRealtimeShard(cluster, "/archived?through=" + last_day, timeout_ms, /*stop_at_first=*/false);
 }
 
 }  // namespace clickatron::rebuild

@@ -105,7 +105,8 @@ Status Oplog::Scan() {
     (gz ? found[id].second : found[id].first) = true;
   }
   if (ec) return Status::IoError(fmt::format("list {}: {}", options_.dir, ec.message()));
-  for (const auto& [id, kinds] : found) {
+  for (auto it = found.begin(); it != found.end(); ++it) {
+    const auto& [id, kinds] = *it;
     Segment seg;
     seg.id = id;
     seg.closed = true;
@@ -117,9 +118,53 @@ Status Oplog::Scan() {
     }
     seg.min_seq.assign(options_.shard_count, 0);
     seg.max_seq.assign(options_.shard_count, 0);
-    CLICKATRON_RETURN_IF_ERROR(ScanSegment(&seg));
+    if (Status scanned = ScanSegment(&seg); !scanned.ok()) {
+      const auto next = std::next(it);
+      if (next == found.end()) return scanned;  // the newest: its batches may still be needed
+      CLICKATRON_RETURN_IF_ERROR(
+          SetAsideIfAcknowledged(id, seg.compressed, next->first, next->second.second, scanned));
+      continue;
+    }
     segments_[id] = std::move(seg);
   }
+  return Status::Ok();
+}
+
+Status Oplog::SetAsideIfAcknowledged(uint64_t id, bool compressed, uint64_t next, bool next_compressed,
+                                     const Status& damage) {
+  const std::string path = SegmentPath(id, compressed);
+  // Every seq segment `id` holds is at or below the last seqs the next
+  // segment's opening checkpoint records (segments close between commits).
+  std::vector<std::pair<int, uint64_t>> upto;
+  if (auto reader = FramedLogReader::Open(SegmentPath(next, next_compressed)); reader.ok()) {
+    if (auto first = (*reader)->Next(); first.ok() && first->has_value()) {
+      if (auto payload = ParseOplogPayload(**first);
+          payload.ok() && payload->header.kind == OplogHeader::Kind::kCheckpoint) {
+        upto = payload->header.last_seq;
+      }
+    }
+  }
+  std::string needed;
+  if (upto.empty()) needed = "the next segment does not say which seqs it holds";
+  for (const auto& [shard, seq] : upto) {
+    const uint64_t acked = static_cast<size_t>(shard) < options_.acknowledged_seq.size()
+                               ? options_.acknowledged_seq[static_cast<size_t>(shard)]
+                               : 0;
+    if (seq > acked && needed.empty()) {
+      needed = fmt::format("it may hold shard {}'s batches up to seq {}, and the shard confirmed {} durable", shard,
+                           seq, acked);
+    }
+  }
+  if (!needed.empty()) {
+    return damage.WithContext(fmt::format("{} is needed ({}); move it aside only if you accept losing what it holds",
+                                          path, needed));
+  }
+  const std::string aside = path + ".damaged";
+  if (::rename(path.c_str(), aside.c_str()) != 0) return ErrnoStatus("rename", path);
+  ++damaged_segments_set_aside_;
+  spdlog::error("oplog: {} is damaged ({}), but every shard had confirmed its batches durable: set aside as {}; "
+                "the rebuild and `clickatron oplog` no longer have its batches",
+                path, damage.message(), aside);
   return Status::Ok();
 }
 
@@ -685,6 +730,7 @@ nlohmann::json Oplog::StatsJson() const {
   j["commits"] = commits_.load();
   j["failed"] = failed_.load();
   j["uncommitted_batches_cut"] = uncommitted_batches_cut_;
+  j["damaged_segments_set_aside"] = damaged_segments_set_aside_;
   {
     std::lock_guard lock(mu_);
     uint64_t bytes = 0;

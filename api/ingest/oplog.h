@@ -65,6 +65,12 @@ struct OplogOptions {
   // Stamps a segment when it closes and decides when it is past retention.
   // Must outlive the Oplog.
   const Clock* clock = &SystemClock::Instance();
+  // Per shard, the highest seq the shard confirmed durable (the API's
+  // durable-shard-N markers; empty: not known). A closed segment found
+  // damaged at Open whose every batch is at or below it is set aside
+  // (renamed *.damaged) instead of stopping the node: nothing in it is
+  // needed any more.
+  std::vector<uint64_t> acknowledged_seq;
   // Tests only ([api] fault_injection): while FAULT_DIR/oplog-stall exists
   // the writer holds the commits queued (at most a minute).
   std::string fault_dir;
@@ -99,6 +105,9 @@ class Oplog {
   // Batches found after a segment's last commit frame at Open (never
   // acknowledged: a crash between the appends of one commit), cut.
   uint64_t uncommitted_batches_cut() const { return uncommitted_batches_cut_; }
+  // Damaged segments found at Open whose batches every shard had confirmed
+  // durable: renamed *.damaged and left out.
+  uint64_t damaged_segments_set_aside() const { return damaged_segments_set_aside_; }
   // Highest seq of `shard` that survives a power cut (fsynced; with "none":
   // written). Only batches up to it may be sent.
   uint64_t durable_seq(uint32_t shard) const { return durable_seq_[shard].load(std::memory_order_acquire); }
@@ -149,6 +158,11 @@ class Oplog {
   Oplog(OplogOptions options, Post post);
   Status Scan();
   Status ScanSegment(Segment* seg);
+  // Segment `id` could not be read (`damage`); `next` is the segment after
+  // it. Sets it aside if every batch it can hold is acknowledged; else the
+  // error that stops the start.
+  Status SetAsideIfAcknowledged(uint64_t id, bool compressed, uint64_t next, bool next_compressed,
+                                const Status& damage);
   Status StartSegment(uint64_t id);
   // Closes the current segment if it is full and starts the next.
   Status RollIfFull();
@@ -175,6 +189,7 @@ class Oplog {
   std::vector<uint64_t> recovered_last_seq_;
   std::vector<std::pair<CommittedKey, int64_t>> recovered_keys_;  // Open only
   uint64_t uncommitted_batches_cut_ = 0;
+  uint64_t damaged_segments_set_aside_ = 0;
   std::unique_ptr<std::atomic<uint64_t>[]> durable_seq_;
 
   // Writer thread only.

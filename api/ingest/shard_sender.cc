@@ -102,20 +102,26 @@ void ShardSender::Start(uint64_t recovered_last_seq) {
   AskWatermark();
 }
 
-void ShardSender::LoadDurableMarker() {
-  if (options_.durable_marker_path.empty() || !FileExists(options_.durable_marker_path)) return;
-  Result<std::string> text = ReadFileToString(options_.durable_marker_path);
+std::optional<uint64_t> ReadDurableMarker(const std::string& path) {
+  if (path.empty() || !FileExists(path)) return uint64_t{0};
+  Result<std::string> text = ReadFileToString(path);
   uint64_t seq = 0;
   std::string_view digits = text.ok() ? std::string_view(*text) : std::string_view();
   if (!digits.empty() && digits.back() == '\n') digits.remove_suffix(1);
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
-  if (!text.ok() || digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+  if (!text.ok() || digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return seq;
+}
+
+void ShardSender::LoadDurableMarker() {
+  const std::optional<uint64_t> seq = ReadDurableMarker(options_.durable_marker_path);
+  if (!seq) {
     spdlog::error("shard {}: {} is unreadable; a shard that lost its store would get batches it had already "
                   "persisted as late data",
                   options_.shard, options_.durable_marker_path);
     return;
   }
-  durable_confirmed_ = seq;
+  if (*seq > 0) durable_confirmed_ = *seq;
 }
 
 void ShardSender::NoteDurable(uint64_t durable) {

@@ -259,4 +259,8 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   std::string last_error_;
 };
 
+// The seq a durable-shard-N marker file records: the highest seq the shard
+// confirmed durable (0 when there is no file); nullopt when it is unreadable.
+std::optional<uint64_t> ReadDurableMarker(const std::string& path);
+
 }  // namespace clickatron::api

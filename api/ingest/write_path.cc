@@ -214,6 +214,12 @@ Status WritePathImpl::Init() {
   // The oplog's commit frames are the durable copy of the idempotency keys.
   o.retention_hours = std::max(cfg.oplog_retention_hours, cfg.idempotency_window_hours);
   o.clock = &clock_;
+  // What each shard confirmed durable (its marker file): a damaged segment
+  // holding nothing above it is set aside instead of stopping the node.
+  for (uint32_t s = 0; s < shard_count_; ++s) {
+    o.acknowledged_seq.push_back(
+        ReadDurableMarker(fmt::format("{}/durable-shard-{}", ctx_.member.data_dir, s)).value_or(0));
+  }
   if (cfg.fault_injection) {
     o.fault_dir = ctx_.member.data_dir + "/fault";
     spdlog::warn("fault injection is on: files in {} stall the oplog", o.fault_dir);
@@ -244,7 +250,7 @@ Status WritePathImpl::Init() {
     so.backoff_max_ms = std::max(cfg.retry_backoff_max_ms, cfg.retry_backoff_min_ms);
     so.replay_chunk_lines = std::max<uint64_t>(1000, cfg.max_queued_increments / 4);
     so.held_marker_path = fmt::format("{}/watermark-ahead-shard-{}.json", ctx_.member.data_dir, s);
-    so.durable_marker_path = fmt::format("{}/durable-shard-{}", ctx_.member.data_dir, s);
+    so.durable_marker_path = fmt::format("{}/durable-shard-{}", ctx_.member.data_dir, s);  // as read above
     so.archived_through = [this](std::function<void(Result<std::optional<int64_t>>)> done) {
       AskArchiveLastDay(0, std::nullopt, std::move(done));
     };
@@ -706,6 +712,8 @@ constexpr MetricRow kMetricRows[] = {
      "1 once an oplog fsync has failed (increments are refused until a restart)."},
     {"/write/oplog/uncommitted_batches_cut", "clickatron_oplog_uncommitted_batches_cut", "gauge",
      "Batches found after the last commit frame at start (a crash inside a commit, never acknowledged) and cut."},
+    {"/write/oplog/damaged_segments_set_aside", "clickatron_oplog_damaged_segments_set_aside", "gauge",
+     "Damaged oplog segments found at start whose batches every shard had confirmed durable: renamed *.damaged."},
     {"/write/oplog/segments", "clickatron_oplog_segments", "gauge", "Oplog segment files kept."},
     {"/write/oplog/segment_bytes_uncompressed", "clickatron_oplog_segment_bytes", "gauge",
      "Uncompressed bytes of the oplog segments kept."},

@@ -74,6 +74,7 @@ const std::vector<Figure> kApiFigures = {
     {"/write/oplog/fsync_avg_us", "clickatron_oplog_fsync_avg_seconds", "", 1e-6},
     {"/write/oplog/fsync_p99_us", "clickatron_oplog_fsync_p99_seconds", "", 1e-6},
     {"/write/oplog/uncommitted_batches_cut", "clickatron_oplog_uncommitted_batches_cut"},
+    {"/write/oplog/damaged_segments_set_aside", "clickatron_oplog_damaged_segments_set_aside"},
     {"/write/idempotency/keys", "clickatron_api_idempotency_keys"},
     {"/write/idempotency/keys_in_flight", "clickatron_api_idempotency_keys_in_flight"},
     {"/write/idempotency/bytes", "clickatron_api_idempotency_bytes"},

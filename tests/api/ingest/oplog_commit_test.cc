@@ -2,10 +2,13 @@
 // answers are durable with its batches and found again at open; batches a
 // crash left after a segment's last commit frame are cut, so a client's retry
 // of an unanswered request cannot count them a second time; segments from
-// before commit frames keep every batch.
+// before commit frames keep every batch. And (issue 53 §2) a damaged closed
+// segment whose batches every shard confirmed durable is set aside instead of
+// stopping the node, while one still needed stops it, naming the file.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 
 #include "clickatron/framed_log.h"
@@ -146,6 +149,59 @@ TEST(OplogCommitTest, CommitFramesRoundTripAndRefuseDamage) {
   EXPECT_FALSE(ParseCommittedKeys("zz dd 7\n").ok());
   EXPECT_FALSE(ParseCommittedKeys("616 dd 7\n").ok());
   EXPECT_FALSE(ParseCommittedKeys("61 dd\n").ok());
+}
+
+// Three closed segments and the current one, each commit one 3 KB batch.
+void WriteSegments(const std::string& dir) {
+  OplogOptions o = CommitTestOptions(dir);
+  o.segment_bytes = 4096;
+  auto log = Oplog::Open(o, [](std::function<void()> fn) { fn(); });
+  ASSERT_TRUE(log.ok());
+  for (uint64_t seq = 1; seq <= 4; ++seq) {
+    ASSERT_TRUE(CommitWithKeys(**log, {CommitTestBatch(0, seq, "u|a.2024010100," + std::string(3000, '1') + "\n")}, {})
+                    .ok());
+  }
+  (*log)->Stop();
+}
+
+// Flips a byte in the middle of the oldest segment; returns its path.
+std::string DamageOldestSegment(const std::string& dir) {
+  std::string oldest;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().string();
+    if (name.find("/oplog-") != std::string::npos && (oldest.empty() || name < oldest)) oldest = name;
+  }
+  std::fstream f(oldest, std::ios::in | std::ios::out | std::ios::binary);
+  const auto size = std::filesystem::file_size(oldest);
+  f.seekg(static_cast<std::streamoff>(size / 2));
+  char c = 0;
+  f.read(&c, 1);
+  f.seekp(static_cast<std::streamoff>(size / 2));
+  c = static_cast<char>(c ^ 0x5a);
+  f.write(&c, 1);
+  return oldest;
+}
+
+TEST(OplogCommitTest, ADamagedSegmentEveryShardConfirmedIsSetAsideAndOneStillNeededStopsTheStart) {
+  TempDir tmp;
+  WriteSegments(tmp.path());
+  const std::string damaged = DamageOldestSegment(tmp.path());
+
+  OplogOptions needed = CommitTestOptions(tmp.path());
+  needed.acknowledged_seq = {0, 0};  // shard 0 never confirmed seq 1
+  auto refused = Oplog::Open(needed, [](std::function<void()> fn) { fn(); });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(damaged), std::string::npos) << refused.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(damaged));
+
+  OplogOptions acknowledged = CommitTestOptions(tmp.path());
+  acknowledged.acknowledged_seq = {4, 0};
+  auto log = Oplog::Open(acknowledged, [](std::function<void()> fn) { fn(); });
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ((*log)->damaged_segments_set_aside(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(damaged));
+  EXPECT_TRUE(std::filesystem::exists(damaged + ".damaged"));
+  EXPECT_EQ((*log)->recovered_last_seq(), (std::vector<uint64_t>{4, 0})) << "the later segments still tell it";
 }
 
 }  // namespace
