@@ -208,6 +208,11 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   const cr::TaskPaths day_task{work_dir + "/day-task"};
   std::vector<std::string> parts;
   for (int s = 0; s < shards; ++s) parts.push_back(cr::SortShardPart(day_task, s));
+  // The generation build reads the day task's spec for the archive shard
+  // count its parts were cut into, as the pipeline's sort task writes it.
+  cr::SortShardSpec day_spec;
+  day_spec.archive_shards = shards;
+  if (Status st = cr::WriteTaskSpec(day_task, day_spec.ToJson()); !st.ok()) return Fail(st);
   if (Status st = clickatron::MakeDirs(day_task.Out()); !st.ok()) return Fail(st);
   if (Status st = cr::SplitSortedFile(sort.output, static_cast<uint32_t>(shards), parts); !st.ok()) return Fail(st);
   const double sort_seconds = Since(t0);
