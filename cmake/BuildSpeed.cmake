@@ -17,10 +17,11 @@
 #    of a file's compile time was not parsing headers but instantiating and
 #    generating the same templates (json, fmt, spdlog, CLI11, gtest) that its
 #    neighbours instantiate too; a unity file does that once for 8.
-#    (-ftime-report on one tool file: parsing 1% with its headers
-#    precompiled, template instantiation 30%, optimising and generating code
-#    67%.) Precompiled headers were tried with unity builds and dropped: a
-#    unity file of tests took 24 s of CPU with them and 21 s without, and
+#    (g++ -ftime-report on one tool file, run by hand: parsing 1% with its
+#    headers precompiled, template instantiation 30%, optimising and
+#    generating code 67%.) Precompiled headers were tried with unity builds and dropped: a
+#    unity file of tests took 24 s of CPU with them and 21 s without (timed by
+#    hand with time(1), once each, on a busy machine), and
 #    GCC 12 then reports -Warray-bounds false positives from inside
 #    libstdc++ that it suppresses without them.
 

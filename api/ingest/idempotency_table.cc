@@ -12,7 +12,7 @@ bool ValidIdempotencyKey(std::string_view key) {
 
 IdempotencyTable::Lookup IdempotencyTable::Begin(std::string_view key, std::string_view digest, int64_t now) {
   Expire(now);
-  auto it = entries_.find(std::string(key));
+  auto it = entries_.find(key);
   if (it == entries_.end()) {
     Entry e;
     e.digest = std::string(digest);
@@ -35,7 +35,7 @@ IdempotencyTable::Lookup IdempotencyTable::Begin(std::string_view key, std::stri
 }
 
 void IdempotencyTable::Complete(std::string_view key, uint64_t increments, int64_t now) {
-  auto it = entries_.find(std::string(key));
+  auto it = entries_.find(key);
   if (it == entries_.end() || !it->second.in_flight) return;
   it->second.in_flight = false;
   it->second.increments = increments;
@@ -46,7 +46,7 @@ void IdempotencyTable::Complete(std::string_view key, uint64_t increments, int64
 }
 
 void IdempotencyTable::Abort(std::string_view key) {
-  auto it = entries_.find(std::string(key));
+  auto it = entries_.find(key);
   if (it == entries_.end() || !it->second.in_flight) return;
   --in_flight_;
   bytes_ -= EntryBytes(it->first, it->second);
@@ -68,7 +68,7 @@ void IdempotencyTable::Restore(std::string_view key, std::string_view digest, ui
   Expire(now);
 }
 
-void IdempotencyTable::Forget(const std::string& key) {
+void IdempotencyTable::Forget(std::string_view key) {
   auto it = entries_.find(key);
   if (it == entries_.end() || it->second.in_flight) return;
   bytes_ -= EntryBytes(it->first, it->second);

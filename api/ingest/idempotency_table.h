@@ -27,6 +27,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "clickatron/text_hash.h"
+
 namespace clickatron::api {
 
 // 1 to 255 characters of printable ASCII (0x20-0x7e), as the draft's key is
@@ -91,10 +93,11 @@ class IdempotencyTable {
   size_t EntryBytes(std::string_view key, const Entry& e) const {
     return 2 * key.size() + e.digest.size() + kEntryOverhead;
   }
-  void Forget(const std::string& key);
+  void Forget(std::string_view key);
 
   Options options_;
-  std::unordered_map<std::string, Entry> entries_;
+  // Looked up by string_view (TextHash is transparent): no copy of the key per request.
+  std::unordered_map<std::string, Entry, TextHash, std::equal_to<>> entries_;
   std::deque<std::pair<int64_t, std::string>> done_order_;  // (done_unix, key), oldest first
   size_t in_flight_ = 0;
   size_t bytes_ = 0;
