@@ -48,8 +48,11 @@ ArchiveServer::ArchiveServer(HttpServer& server, ArchiveServerOptions options)
 Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server, ArchiveServerOptions options) {
   if (options.load.path.empty()) return Status::InvalidArgument("archive member has no file", "BAD_CONFIG");
   options.fetch.load = options.load;  // a fetched file is checked and served as a reloaded one
+  // A file shrinking under the mapping becomes damage, not a dead daemon.
+  GuardMappedFiles();
   std::unique_ptr<ArchiveServer> self(new ArchiveServer(server, std::move(options)));
   ArchiveServer* s = self.get();
+  s->scrubber_ = std::make_unique<Scrubber>(s->options_.scrub);
   s->reloader_ = std::make_unique<Reloader>(
       server, [s] { return s->TimedLoad(); }, [s](Result<SortedFilePtr> loaded) { return s->Install(std::move(loaded)); });
   // The first load runs here, before the loop: /ping answers only once the
@@ -75,7 +78,13 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
     s->serving_generation_.store(s->current_->generation());
     s->serving_crc32_.store(s->current_->manifest() ? s->current_->manifest()->crc32 : 0);
   }
+  s->scrubber_->SetFile(s->current_);
   s->RegisterRoutes();
+  // A truncation in place is seen within a second even between scrubs (and
+  // at once by a read that faults).
+  server.Every(std::chrono::seconds(1), [s] {
+    if (s->current_ && s->scrubber_->CheckSize(*s->current_)) s->NoteDamaged();
+  });
   if (!s->options_.peers.empty()) {
     // Runs once the loop does; reads are served from what was loaded above
     // meanwhile.
@@ -125,9 +134,41 @@ void ArchiveServer::RegisterRoutes() {
   });
 }
 
+void ArchiveServer::NoteDamaged() {
+  if (damage_noted_ || !current_ || !current_->damaged()) return;
+  damage_noted_ = true;
+  ++counters_.damaged_generations;
+  // What is served can no longer be trusted: a fetch or catch-up of this
+  // same generation must not be skipped as "already served".
+  serving_generation_.store(0);
+  serving_crc32_.store(0);
+  spdlog::error("not answering from {} (generation {}): it changed under its mapping; 503 ARCHIVE_DAMAGED until a "
+                "good generation is loaded (POST /reload or /fetch)",
+                current_->path(), current_->generation());
+}
+
+void ArchiveServer::ReplyDamaged(const HttpExchangePtr& ex, const SortedFile& file) {
+  NoteDamaged();
+  ++counters_.damaged_refusals;
+  ex->ReplyError(503, "ARCHIVE_DAMAGED",
+                 fmt::format("{} (generation {}) no longer matches its manifest: it was changed or truncated in "
+                             "place; reads are refused until a good generation is loaded",
+                             file.path(), file.generation()));
+}
+
+bool ArchiveServer::StillIntact(const HttpExchangePtr& ex, const SortedFile& file) {
+  if (!file.damaged()) return true;
+  ReplyDamaged(ex, file);
+  return false;
+}
+
 SortedFilePtr ArchiveServer::Serving(const HttpExchangePtr& ex) {
   if (!current_) {
     ex->ReplyError(503, "ARCHIVE_UNAVAILABLE", fmt::format("no valid archive file loaded: {}", unavailable_reason_));
+    return nullptr;
+  }
+  if (current_->damaged()) {
+    ReplyDamaged(ex, *current_);
     return nullptr;
   }
   ex->AddHeader(kGenerationHeader, current_->generation_text());
@@ -150,6 +191,7 @@ void ArchiveServer::HandleGet(const HttpExchangePtr& ex) {
   SortedFilePtr file = Serving(ex);
   if (!file) return;
   std::optional<std::string_view> value = file->Get(*key);
+  if (!StillIntact(ex, *file)) return;
   if (!value) {
     ++counters_.misses;
     ex->Reply(404, "");
@@ -184,6 +226,7 @@ void ArchiveServer::HandleMget(const HttpExchangePtr& ex) {
     body.append(*line);
     body.push_back('\n');
   }
+  if (!StillIntact(ex, *file)) return;
   counters_.bytes_served += body.size();
   ex->Reply(200, body);
 }
@@ -206,13 +249,18 @@ void ArchiveServer::HandleFwmatch(const HttpExchangePtr& ex) {
   LineRange range = file->Prefix(*prefix, *limit);
   // The file's last line may lack its newline; the answer never does.
   bool add_newline = !range.empty() && file->data()[range.end - 1] != '\n';
-  counters_.bytes_served += range.size() + (add_newline ? 1 : 0);
   if (range.size() <= options_.single_reply_max_bytes) {
     std::string body(file->data().substr(range.begin, range.size()));
     if (add_newline) body.push_back('\n');
+    if (!StillIntact(ex, *file)) return;
+    counters_.bytes_served += body.size();
     ex->Reply(200, body);
     return;
   }
+  // Streamed from the mapping: checked before it starts (a fault during the
+  // stream itself still cannot kill the daemon, but its bytes were sent).
+  if (!StillIntact(ex, *file)) return;
+  counters_.bytes_served += range.size() + (add_newline ? 1 : 0);
   ++counters_.fwmatch_streamed;
   const std::string_view block = file->data().substr(range.begin, range.size());
   StreamBytes(ex, std::move(file), block,
@@ -346,6 +394,8 @@ Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
     return outcome;
   }
   current_ = std::move(loaded).value();  // in-flight streams keep the old one alive
+  damage_noted_ = false;
+  scrubber_->SetFile(current_);
   serving_generation_.store(current_->generation());
   serving_crc32_.store(current_->manifest() ? current_->manifest()->crc32 : 0);
   unavailable_reason_.clear();
@@ -358,7 +408,7 @@ Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
 }
 
 nlohmann::json ArchiveServer::StatsJson() const {
-  return ArchiveStatsJson(counters_, current_.get(), reloader_->loading());
+  return ArchiveStatsJson(counters_, scrubber_->counters(), current_.get(), reloader_->loading());
 }
 
 std::string ArchiveServer::StatsPrometheus() const {

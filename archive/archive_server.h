@@ -39,6 +39,7 @@
 #include "file_loader.h"
 #include "generation_fetcher.h"
 #include "reloader.h"
+#include "scrubber.h"
 #include "sorted_file.h"
 
 namespace clickatron::archive {
@@ -53,6 +54,8 @@ struct ArchiveServerOptions {
   // shard, the requests' signing and TLS, and the other replicas of the shard.
   FetcherOptions fetch;
   std::vector<HostPort> peers;
+  // The background check of the served file against its manifest (scrubber.h).
+  Scrubber::Options scrub;
 };
 
 class ArchiveServer {
@@ -83,8 +86,15 @@ class ArchiveServer {
   void ReplyServing(const HttpExchangePtr& ex);
 
   // The serving generation, with its headers added to `ex`; or null after
-  // answering 503 when there is none.
+  // answering 503 when there is none, or it is damaged.
   SortedFilePtr Serving(const HttpExchangePtr& ex);
+  // After reading `file`: false (and 503 ARCHIVE_DAMAGED answered) when it
+  // was found damaged meanwhile, so what was read is thrown away.
+  bool StillIntact(const HttpExchangePtr& ex, const SortedFile& file);
+  void ReplyDamaged(const HttpExchangePtr& ex, const SortedFile& file);
+  // The first time the serving file is seen damaged: counted, and fetches
+  // and catch-up no longer take "already served" for an answer.
+  void NoteDamaged();
   // Puts a finished load in place if it may replace the serving one.
   Status Install(Result<SortedFilePtr> loaded);
   Result<SortedFilePtr> TimedLoad();
@@ -99,6 +109,8 @@ class ArchiveServer {
   // there is anything to do.
   std::atomic<uint64_t> serving_generation_{0};
   std::atomic<uint32_t> serving_crc32_{0};
+  bool damage_noted_ = false;  // for current_
+  std::unique_ptr<Scrubber> scrubber_;
   // Last: destroyed first, so a running load ends before the rest goes.
   std::unique_ptr<Reloader> reloader_;
 };

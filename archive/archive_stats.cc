@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "clickatron/metrics_table.h"
+#include "scrubber.h"
 
 namespace clickatron::archive {
 namespace {
@@ -16,7 +17,8 @@ int64_t UnixSeconds(std::chrono::system_clock::time_point t) {
 
 }  // namespace
 
-nlohmann::json ArchiveStatsJson(const ArchiveCounters& c, const SortedFile* file, bool reload_running) {
+nlohmann::json ArchiveStatsJson(const ArchiveCounters& c, const ScrubCounters& scrub, const SortedFile* file,
+                                bool reload_running) {
   nlohmann::json served = nullptr;
   if (file != nullptr) {
     std::time_t mapped = std::chrono::system_clock::to_time_t(file->mapped_at());
@@ -44,7 +46,15 @@ nlohmann::json ArchiveStatsJson(const ArchiveCounters& c, const SortedFile* file
             {"last_load_ms", c.last_load_ms},
             {"last_reload_error", c.last_reload_error},
             {"catch_up", c.catch_up},
-            {"generations_mapped", SortedFile::alive_count()}}}};
+            {"generations_mapped", SortedFile::alive_count()},
+            {"damage",
+             {{"serving_damaged", file != nullptr && file->damaged()},
+              {"damaged_generations", c.damaged_generations},
+              {"refused_reads", c.damaged_refusals},
+              {"scrub_passes", scrub.passes.load()},
+              {"scrub_bytes", scrub.bytes.load()},
+              {"scrub_mismatches", scrub.mismatches.load()},
+              {"mapping_faults", MappedFileFaults()}}}}}};
 }
 
 namespace {
@@ -81,6 +91,19 @@ constexpr MetricRow kMetricRows[] = {
      "Manifest generation of the serving file (0: none)."},
     {"/archive/file/mapped_since_unix", "clickatron_archive_mapped_since_seconds", "gauge",
      "Unix time the serving file was mapped (its last successful load; 0: none)."},
+    {"/archive/damage/serving_damaged", "clickatron_archive_serving_damaged", "gauge",
+     "1 while the serving generation is damaged (changed under its mapping): reads answer 503 ARCHIVE_DAMAGED."},
+    {"/archive/damage/damaged_generations", "clickatron_archive_damaged_generations_total", "counter",
+     "Generations found damaged (scrub, size check or a fault under the mapping)."},
+    {"/archive/damage/refused_reads", "clickatron_archive_damaged_refused_reads_total", "counter",
+     "Reads answered 503 ARCHIVE_DAMAGED."},
+    {"/archive/damage/scrub_passes", "clickatron_archive_scrub_passes_total", "counter",
+     "Whole-file scrub passes finished."},
+    {"/archive/damage/scrub_bytes", "clickatron_archive_scrub_bytes_total", "counter", "Bytes read by the scrub."},
+    {"/archive/damage/scrub_mismatches", "clickatron_archive_scrub_mismatches_total", "counter",
+     "Files the scrub or the size check found not matching their manifest."},
+    {"/archive/damage/mapping_faults", "clickatron_archive_mapping_faults_total", "counter",
+     "SIGBUS faults under a mapped file (it shrank in place), absorbed as damage."},
     {"/archive/generations_mapped", "clickatron_archive_generations_mapped", "gauge",
      "Generations mapped, including old ones still read by requests."},
 };

@@ -31,10 +31,16 @@ struct ArchiveCounters {
   // Catching up from the other replicas at start: "" (no peers), "running",
   // then what it found ("up to date", "fetched generation G", "failed: …").
   std::string catch_up;
+  // Damage (scrubber.h): generations found damaged since start, and reads
+  // refused 503 ARCHIVE_DAMAGED because of it.
+  uint64_t damaged_generations = 0;
+  uint64_t damaged_refusals = 0;
 };
+struct ScrubCounters;
 
 // `file` is the generation now serving, or null when none could be loaded.
-nlohmann::json ArchiveStatsJson(const ArchiveCounters& counters, const SortedFile* file, bool reload_running);
+nlohmann::json ArchiveStatsJson(const ArchiveCounters& counters, const ScrubCounters& scrub, const SortedFile* file,
+                                bool reload_running);
 // /metrics rendered from ArchiveStatsJson's `stats` (metrics_table.h), every
 // sample labelled with `daemon` and `member`.
 std::string ArchiveStatsPrometheus(const nlohmann::json& stats, std::string_view daemon, std::string_view member);

@@ -73,6 +73,12 @@ Result<SortedFilePtr> LoadSortedFile(const LoadOptions& options) {
     Status sorted = CheckSorted(data, options.separator);
     if (!sorted.ok()) return sorted.WithContext(options.path);
   }
+  // Served files are read-only: an edit in place (which the docs forbid)
+  // then needs a deliberate chmod first. Not fatal when another user owns
+  // the file; the scrub still catches such an edit.
+  for (const std::string& path : {options.path, manifest_path}) {
+    if (Status st = RemoveWriteBits(path); !st.ok()) spdlog::warn("could not make {} read-only: {}", path, st.ToString());
+  }
   // Tuning failures are logged, not fatal: the data is still right to serve.
   if (Status st = (*mapping)->Advise(options.madvise); !st.ok()) spdlog::warn("{}", st.ToString());
   if (options.mlock) {

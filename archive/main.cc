@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   }
   archive::ArchiveServerOptions options;
   options.load = archive::LoadOptions::From(ctx->member, ctx->cluster.archive);
+  options.scrub.interval_seconds = ctx->cluster.archive.scrub_interval_seconds;
+  options.scrub.bytes_per_second = uint64_t(ctx->cluster.archive.scrub_mb_per_second) << 20;
   options.fetch.shard = ctx->member.shard;
   options.fetch.cluster_secret = ctx->cluster.cluster_secret;
   options.fetch.client_tls = ctx->cluster.client_tls;

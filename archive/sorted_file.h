@@ -60,6 +60,18 @@ class SortedFile {
   // Preformatted for the X-Archive-Generation header on every answer.
   const std::string& generation_text() const { return generation_text_; }
   std::chrono::system_clock::time_point mapped_at() const { return mapped_at_; }
+
+  // Damage found under the mapping (a fault on a file that shrank, or the
+  // scrub: scrubber.h). A damaged generation is never answered from again.
+  bool damaged() const { return mapping_ && mapping_->damaged(); }
+  void MarkDamaged() const {
+    if (mapping_) mapping_->MarkDamaged();
+  }
+  // The file's size on disk now, and its bytes read without the mapping.
+  Result<uint64_t> CurrentSize() const { return mapping_ ? mapping_->CurrentSize() : Result<uint64_t>(uint64_t{0}); }
+  Result<size_t> ReadAt(uint64_t offset, char* out, size_t n) const {
+    return mapping_ ? mapping_->ReadAt(offset, out, n) : Result<size_t>(size_t{0});
+  }
   char separator() const { return separator_; }
 
   // Generations alive in this process (the serving one plus old ones still

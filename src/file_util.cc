@@ -35,6 +35,14 @@ uint64_t FileSizeOrZero(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+Status RemoveWriteBits(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path);
+  const mode_t mode = st.st_mode & 07777 & ~mode_t{0222};
+  if (mode != (st.st_mode & 07777) && ::chmod(path.c_str(), mode) != 0) return ErrnoStatus("chmod", path);
+  return Status::Ok();
+}
+
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -138,52 +146,6 @@ Result<std::string> ReadFileToString(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
-}
-
-Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  // Closed on return: the mapping keeps the file alive, even after a rename over it.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist", path));
-    return ErrnoStatus("open", path);
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("stat", path);
-  std::unique_ptr<MappedFile> f(new MappedFile());
-  f->path_ = path;
-  f->size_ = static_cast<size_t>(st.st_size);
-  if (f->size_ > 0) {
-    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd.get(), 0);
-    if (p == MAP_FAILED) return ErrnoStatus("mmap", path);
-    f->data_ = static_cast<const char*>(p);
-  }
-  return f;
-}
-
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-}
-
-Status MappedFile::Advise(std::string_view how) {
-  if (size_ == 0) return Status::Ok();
-  int advice = how == "random" ? MADV_RANDOM
-             : how == "sequential" ? MADV_SEQUENTIAL
-             : how == "willneed" ? MADV_WILLNEED : MADV_NORMAL;
-  if (::madvise(const_cast<char*>(data_), size_, advice) != 0) return ErrnoStatus("madvise", path_);
-  return Status::Ok();
-}
-
-Status MappedFile::Lock() {
-  if (size_ == 0) return Status::Ok();
-  if (::mlock(data_, size_) != 0) return ErrnoStatus("mlock", path_);
-  return Status::Ok();
-}
-
-uint64_t MappedFile::Touch() {
-  uint64_t sum = 0;
-  long page = ::sysconf(_SC_PAGESIZE);
-  for (size_t off = 0; off < size_; off += static_cast<size_t>(page)) sum += static_cast<unsigned char>(data_[off]);
-  return sum;
 }
 
 }  // namespace clickatron

@@ -5,6 +5,7 @@
 // path at once race as two renames do (the last one wins, whole).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,11 +35,22 @@ Status LinkOrCopyFile(const std::string& from, const std::string& to);
 // and then the removal of `from`.
 Status MoveFileDurably(const std::string& from, const std::string& to);
 bool FileExists(const std::string& path);
+// chmod a-w: the file's other permission bits are kept.
+Status RemoveWriteBits(const std::string& path);
 // Its size in bytes; 0 when it cannot be stat()ed (progress figures, estimates).
 uint64_t FileSizeOrZero(const std::string& path);
 std::string DirName(const std::string& path);
 
 // A read-only mapping of a whole file (RAII). An empty file maps to size 0.
+//
+// The mapping shares the file's pages: a file changed in place shows
+// through it, and one that shrinks makes reads past its new end fault
+// (SIGBUS), which would kill the process. Once GuardMappedFiles() has run,
+// such a fault instead maps a page of zeros where the read was, marks the
+// mapping damaged() and lets the read go on: readers check damaged() after
+// they read and throw away what they read (src/mapping_guard.cc).
+// The file is kept open, so its size and bytes can be checked against the
+// mapping later (CurrentSize, ReadAt) without touching the mapping.
 class MappedFile {
  public:
   static Result<std::unique_ptr<MappedFile>> Open(const std::string& path);
@@ -52,11 +64,29 @@ class MappedFile {
   Status Lock();       // mlock the whole mapping
   uint64_t Touch();    // read one byte a page; returns a checksum so it is not optimised away
 
+  // Set by a fault under the mapping (see above) or by MarkDamaged(); never cleared.
+  bool damaged() const { return damaged_.load(std::memory_order_acquire); }
+  void MarkDamaged() const { damaged_.store(true, std::memory_order_release); }
+  // The open file's size now (fstat), which a truncation in place changes.
+  Result<uint64_t> CurrentSize() const;
+  // Up to n bytes at `offset` read from the file itself (pread), so a check
+  // of a damaged file never faults; fewer at its end.
+  Result<size_t> ReadAt(uint64_t offset, char* out, size_t n) const;
+
  private:
   MappedFile() = default;
   std::string path_;
   const char* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;
+  mutable std::atomic<bool> damaged_{false};
 };
+
+// Installs the SIGBUS handler that turns a fault under a MappedFile into
+// damaged() (see above). Once per process, before mappings are read; a
+// SIGBUS anywhere else still ends the process as it would have.
+void GuardMappedFiles();
+// Faults the handler has absorbed since start.
+uint64_t MappedFileFaults();
 
 }  // namespace clickatron
