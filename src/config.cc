@@ -10,6 +10,7 @@
 #include <charconv>
 #include <fstream>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <thread>
 #include <toml++/toml.h>
@@ -230,7 +231,10 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "archive"), "archive");
     ArchiveConfig& ar = c->archive;
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"mlock", "warmup", "verify_sorted_on_load", "madvise", "field_separator"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"mlock", "warmup", "verify_sorted_on_load", "madvise", "field_separator",
+                                                "scrub_interval_seconds", "scrub_mb_per_second"}));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("scrub_interval_seconds", 0, 365 * 86400, &ar.scrub_interval_seconds));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("scrub_mb_per_second", 0, 1 << 20, &ar.scrub_mb_per_second));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("mlock", &ar.mlock));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("warmup", &ar.warmup));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("verify_sorted_on_load", &ar.verify_sorted_on_load));
@@ -304,15 +308,17 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
     const toml::table* t = item.as_table();
     if (!t) return FieldError(item, "member", "", "expected a table");
     TableReader r(t, "member");
-    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"name", "role", "listen", "data_dir", "shard", "file"}));
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"name", "role", "listen", "data_dir", "shard", "file", "statsd_udp", "statsd_tcp"}));
     MemberConfig m;
-    std::string role, listen;
+    std::string role, listen, statsd_udp, statsd_tcp;
     CLICKATRON_RETURN_IF_ERROR(r.String("name", &m.name));
     CLICKATRON_RETURN_IF_ERROR(r.String("role", &role, {"api", "realtime", "archive", "rebuild"}));
     CLICKATRON_RETURN_IF_ERROR(r.String("listen", &listen));
     CLICKATRON_RETURN_IF_ERROR(r.String("data_dir", &m.data_dir));
     CLICKATRON_RETURN_IF_ERROR(r.Int("shard", 0, 4095, &m.shard));
     CLICKATRON_RETURN_IF_ERROR(r.String("file", &m.file));
+    CLICKATRON_RETURN_IF_ERROR(r.String("statsd_udp", &statsd_udp));
+    CLICKATRON_RETURN_IF_ERROR(r.String("statsd_tcp", &statsd_tcp));
     if (m.name.empty()) return FieldError(item, "member", "name", "missing");
     if (!names.insert(m.name).second) return FieldError(item, "member", "name", fmt::format("duplicate member \"{}\"", m.name));
     if (role.empty()) return FieldError(item, "member", "role", fmt::format("member \"{}\" has no role", m.name));
@@ -327,6 +333,16 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
       if (!addresses.insert(m.listen.ToString()).second) {
         return FieldError(item, "member", "listen", fmt::format("address {} used twice", listen));
       }
+    }
+    for (auto [key, text, out] : {std::tuple{"statsd_udp", &statsd_udp, &m.statsd_udp},
+                                  std::tuple{"statsd_tcp", &statsd_tcp, &m.statsd_tcp}}) {
+      if (text->empty()) continue;
+      if (m.role != MemberRole::kApi) {
+        return FieldError(item, "member", key, fmt::format("member \"{}\" is not an API node", m.name));
+      }
+      auto hp = ParseHostPort(*text);
+      if (!hp.ok()) return FieldError(item, "member", key, hp.status().message());
+      *out = *hp;
     }
     if (m.data_dir.empty()) m.data_dir = "var/" + m.name;
     if (m.role == MemberRole::kRealtime || m.role == MemberRole::kArchive) {

@@ -288,4 +288,56 @@ Status CompressFileAtomically(const std::string& from, const std::string& to, in
   return st;
 }
 
+Result<std::string> GunzipBuffer(std::string_view compressed, size_t max_bytes) {
+  std::string out;
+  z_stream stream{};
+  if (inflateInit2(&stream, kGzipWindowBits) != Z_OK) return Status::Internal("inflateInit2 failed");
+  std::string_view rest = compressed;
+  char block[64 * 1024];
+  Status st;
+  bool in_member = false;
+  while (st.ok()) {
+    if (!in_member) {
+      if (rest.empty()) break;  // every member ended at its trailer
+      in_member = true;
+    }
+    if (stream.avail_in == 0) {
+      const size_t take = std::min(rest.size(), kMaxZlibChunk);
+      stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(rest.data()));
+      stream.avail_in = static_cast<uInt>(take);
+      rest.remove_prefix(take);
+    }
+    stream.next_out = reinterpret_cast<Bytef*>(block);
+    stream.avail_out = sizeof block;
+    const int rc = inflate(&stream, Z_NO_FLUSH);
+    const size_t produced = sizeof block - stream.avail_out;
+    if (out.size() + produced > max_bytes) {
+      st = Status(StatusCode::kOutOfRange, fmt::format("the gzip body inflates to more than {} bytes", max_bytes),
+                  "BODY_TOO_LARGE");
+      break;
+    }
+    out.append(block, produced);
+    if (rc == Z_STREAM_END) {
+      // Another member may follow (as gunzip reads `cat a.gz b.gz`): what
+      // inflate left unread sits just before `rest` in `compressed`.
+      rest = std::string_view(reinterpret_cast<const char*>(stream.next_in), stream.avail_in + rest.size());
+      stream.avail_in = 0;
+      in_member = false;
+      if (inflateReset(&stream) != Z_OK) st = Status::Internal("inflateReset failed");
+      continue;
+    }
+    if (rc != Z_OK && !(rc == Z_BUF_ERROR && produced > 0)) {
+      st = Status::InvalidArgument(fmt::format("the gzip body is damaged ({})", stream.msg ? stream.msg : "inflate"),
+                                   "INVALID_GZIP");
+      break;
+    }
+    if (rc == Z_OK && produced == 0 && stream.avail_in == 0 && rest.empty()) {
+      st = Status::InvalidArgument("the gzip body ends before its trailer", "INVALID_GZIP");
+    }
+  }
+  inflateEnd(&stream);
+  if (!st.ok()) return st;
+  return out;
+}
+
 }  // namespace clickatron

@@ -30,6 +30,9 @@ inline constexpr size_t kMaxIncrementLineBytes = 64 * 1024;
 // any of it is applied (all or nothing), so this bounds that transient memory
 // (about 100 bytes per record); app servers send hundreds or thousands.
 inline constexpr size_t kMaxBatchIncrements = 100'000;
+// Records (a total, each subtotal, each visitor) one request may expand to,
+// for the same reason: what one request holds while it is checked whole.
+inline constexpr size_t kMaxRecordsPerRequest = 1'000'000;
 
 struct IncrementLimits {
   int64_t now = 0;              // unix seconds: the default ts and the future check

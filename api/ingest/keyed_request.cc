@@ -9,12 +9,17 @@
 
 namespace clickatron::api {
 
-Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex) {
-  std::string key = ex.header(kIdempotencyKeyHeader);
-  if (key.empty()) return std::optional<KeyedRequest>();
+std::string_view BareIdempotencyKey(std::string_view header) {
   // The draft's key is a structured-field string: sent quoted ("…"), which
   // is the same key as the bare form most clients send.
-  if (key.size() >= 2 && key.front() == '"' && key.back() == '"') key = key.substr(1, key.size() - 2);
+  if (header.size() >= 2 && header.front() == '"' && header.back() == '"') header = header.substr(1, header.size() - 2);
+  return header;
+}
+
+Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex) {
+  const std::string header = ex.header(kIdempotencyKeyHeader);
+  if (header.empty()) return std::optional<KeyedRequest>();
+  std::string key(BareIdempotencyKey(header));
   if (!ValidIdempotencyKey(key)) {
     return Status::InvalidArgument(
         fmt::format("{} must be 1 to 255 printable ASCII characters (got {} bytes)", kIdempotencyKeyHeader,
@@ -28,11 +33,6 @@ Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex) {
   }
   parts.push_back(ex.body());
   return std::optional<KeyedRequest>(KeyedRequest{std::move(key), Hash128HexOfParts(parts)});
-}
-
-void ReplyReplayed(HttpExchange& ex, uint64_t increments) {
-  ex.AddHeader("Idempotent-Replayed", "true");
-  ex.ReplyJson({{"increments", increments}});
 }
 
 }  // namespace clickatron::api

@@ -19,11 +19,11 @@ struct KeyedRequest {
   std::string digest;  // XXH3-128 (hex) of the method, path, query parameters and body
 };
 
+// The key as sent, without the draft's structured-field quotes ("K" is K).
+std::string_view BareIdempotencyKey(std::string_view header);
+
 // nullopt without the header; INVALID_ARGUMENT INVALID_IDEMPOTENCY_KEY when it
 // is not 1-255 printable ASCII characters.
 Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex);
-
-// The first request's answer again, marked as a replay; nothing is counted.
-void ReplyReplayed(HttpExchange& ex, uint64_t increments);
 
 }  // namespace clickatron::api

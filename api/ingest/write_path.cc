@@ -27,16 +27,21 @@
 
 #include "ingest/combiner.h"
 #include "ingest/flow_queue.h"
-#include "ingest/increment_parser.h"
+#include "clickatron/gzip_file.h"
+#include "clickatron/metrics_table.h"
+#include "clickatron/serial_executor.h"
+#include "ingest/idempotency_home.h"
 #include "ingest/idempotency_table.h"
+#include "ingest/increment_parser.h"
 #include "ingest/increment_records.h"
 #include "ingest/keyed_request.h"
 #include "ingest/late_data.h"
 #include "ingest/late_files_http.h"
+#include "ingest/line_protocol.h"
 #include "ingest/oplog.h"
-#include "clickatron/metrics_table.h"
-#include "clickatron/serial_executor.h"
 #include "ingest/shard_sender.h"
+#include "ingest/statsd_door.h"
+#include "ingest/write_door.h"
 #include "query/archive_reader.h"
 
 namespace clickatron::api {
@@ -47,6 +52,11 @@ constexpr auto kHousekeepingPeriod = std::chrono::seconds(30);
 // How often requests waiting for a shard's queue look again (a check of a
 // few counters each: a request is parsed once, when it comes).
 constexpr auto kResumeCheckPeriod = std::chrono::milliseconds(2);
+// Bodies from this size on are parsed and expanded on the parse thread, so
+// one 60 MB batch does not hold up every small request behind it (a 1-line
+// /incr waited 3.9 s behind one); smaller ones are parsed on the loop, where
+// the hand-over would cost more than the parse.
+constexpr size_t kParseOffLoopBytes = 256 << 10;
 
 bool HasIncrementArgs(const QueryArgs& args) {
   for (const auto& [k, v] : args.items()) {
@@ -70,10 +80,13 @@ class WritePathImpl : public WritePath {
         committing_lines_(shard_count_, 0),
         parked_(shard_count_),
         keys_({.window_seconds = int64_t{ctx.cluster.api.idempotency_window_hours} * 3600,
-               .max_keys = static_cast<size_t>(ctx.cluster.api.idempotency_max_keys)}) {}
+               .max_keys = static_cast<size_t>(ctx.cluster.api.idempotency_max_keys)}),
+        home_(ctx.cluster, ctx.member.name) {}
 
   ~WritePathImpl() override {
     *alive_ = false;
+    parser_.reset();  // a parse in progress finishes; its answer finds *alive_ false
+    statsd_.reset();
     senders_.clear();
     reader_.reset();  // replay loads use the oplog and late data
     if (oplog_) oplog_->Stop();
@@ -87,6 +100,7 @@ class WritePathImpl : public WritePath {
  private:
   struct Waiter {
     HttpExchangePtr ex;
+    WriteDoor door;
     size_t increments;
     std::optional<KeyedRequest> key;  // its Idempotency-Key, in flight in keys_
   };
@@ -95,23 +109,41 @@ class WritePathImpl : public WritePath {
   // parsed and routed already.
   struct Parked {
     HttpExchangePtr ex;
+    WriteDoor door;
     std::vector<RoutedRecord> records;
     size_t increments = 0;
     std::optional<KeyedRequest> key;
   };
 
-  void HandleIncr(const HttpExchangePtr& ex);
+  // /incr, /write and /api/v2/write: the same path after parsing.
+  void HandleWrite(const HttpExchangePtr& ex, WriteDoor door);
+  // Parses the request's increments, expanded and routed, into *records
+  // (*increments of them). Any thread: `cache` is the caller's, and only
+  // the exchange's parsed parts are read (its body and args; the headers
+  // live in libevent's request, which only the loop may touch), so the
+  // Content-Encoding header is read by the caller.
+  Status ParseRequest(const HttpExchange& ex, const std::string& content_encoding, WriteDoor door, HourCache* cache,
+                      std::vector<RoutedRecord>* records, size_t* increments) const;
+  // After the parse (on the loop): refused, or admitted.
+  void Parsed(const HttpExchangePtr& ex, WriteDoor door, const Status& st, std::vector<RoutedRecord>& records,
+              size_t increments, std::optional<KeyedRequest>& key);
+  // A keyed request whose key lives on another API node goes there
+  // (idempotency_home.h). True when it was relayed.
+  bool RelayedToHome(const HttpExchangePtr& ex);
   // Takes the routed records of one request (going to `shards`) into the
   // window, or parks the request (a shard it goes to is behind), or refuses
   // it (a queue is full). `resumed`: it waited already (counted once in
   // waited_requests).
-  void Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records, std::vector<uint32_t> shards,
-             size_t increments, std::optional<KeyedRequest>& key, std::chrono::steady_clock::time_point deadline,
-             bool resumed);
+  void Admit(const HttpExchangePtr& ex, WriteDoor door, std::vector<RoutedRecord>& records,
+             std::vector<uint32_t> shards, size_t increments, std::optional<KeyedRequest>& key,
+             std::chrono::steady_clock::time_point deadline, bool resumed);
+  // statsd lines: taken into the window at once, or (a shard's queue is
+  // full) not at all; nobody waits for an answer. False when refused.
+  bool TakeUnanswered(const std::vector<Increment>& increments);
   // Checks the request's Idempotency-Key. False when it was answered here
   // (malformed, a replay, reused, in flight); true to go on, with *key set
   // (and in flight) when it has one.
-  bool BeginKeyed(const HttpExchangePtr& ex, std::optional<KeyedRequest>* key);
+  bool BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<KeyedRequest>* key);
   // The request with `key` was answered without taking anything.
   void AbortKeyed(const std::optional<KeyedRequest>& key) {
     if (key) keys_.Abort(key->key);
@@ -167,6 +199,11 @@ class WritePathImpl : public WritePath {
   std::unique_ptr<LateData> late_;
   std::unique_ptr<SerialExecutor> reader_;
   std::vector<std::shared_ptr<ShardSender>> senders_;
+  std::unique_ptr<StatsdDoor> statsd_;  // off unless the member sets statsd_udp or statsd_tcp
+  // Big bodies are parsed here (kParseOffLoopBytes); first destroyed.
+  std::unique_ptr<SerialExecutor> parser_ = std::make_unique<SerialExecutor>("ingest-parse");
+  HourCache parser_hour_cache_;  // the parse thread's
+  size_t parses_in_flight_ = 0;
 
   Combiner combiner_;
   std::vector<uint64_t> next_seq_;          // per shard: the last seq given out
@@ -175,6 +212,7 @@ class WritePathImpl : public WritePath {
   std::vector<RoutedRecord> scratch_;
   FlowQueue<Parked> parked_;
   IdempotencyTable keys_;
+  const IdempotencyHome home_;
   const FlowQueue<Parked>::Behind behind_ = [this](uint32_t shard) { return Behind(shard); };
   bool resume_armed_ = false;
   HourCache hour_cache_;
@@ -195,6 +233,11 @@ class WritePathImpl : public WritePath {
   uint64_t rejected_overloaded_ = 0;
   uint64_t waited_requests_ = 0;
   uint64_t commit_errors_ = 0;
+  uint64_t influx_requests_ = 0;
+  uint64_t parsed_off_loop_ = 0;
+  uint64_t rejected_too_large_ = 0;
+  uint64_t relayed_to_home_ = 0;
+  uint64_t home_unavailable_ = 0;
 };
 
 Status WritePathImpl::Init() {
@@ -260,7 +303,25 @@ Status WritePathImpl::Init() {
     for (auto& s : senders_) s->Pump();
   }));
 
-  server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleIncr(ex); }), kGetOrPost | kUnsafeGet);
+  server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kIncr); }),
+                kGetOrPost | kUnsafeGet);
+  // InfluxDB line protocol, as Influx 2 and Influx 1 clients send it.
+  for (const char* path : {"/api/v2/write", "/write"}) {
+    server_.Route(path, Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kInflux); }), kPost);
+  }
+  if (ctx_.member.statsd_udp || ctx_.member.statsd_tcp) {
+    auto statsd = StatsdDoor::Open(
+        server_.base(), ctx_.member.statsd_udp, ctx_.member.statsd_tcp,
+        [this] {
+          IncrementLimits limits;
+          limits.now = clock_.NowUnixSeconds();
+          limits.future_margin_hours = ctx_.cluster.api.future_margin_hours;
+          return limits;
+        },
+        [this](const std::vector<Increment>& increments) { return TakeUnanswered(increments); });
+    if (!statsd.ok()) return statsd.status();
+    statsd_ = std::move(statsd).value();
+  }
   server_.AdminRoute("/late/seal", Guarded([this](const HttpExchangePtr& ex) { HandleSeal(ex); }), kPost);
   // The rebuild fetches sealed late files over HTTP (late_files_http.h).
   server_.AdminRoute(
@@ -313,14 +374,14 @@ void WritePathImpl::ResumeParked() {
   parked_.Resume(
       std::chrono::steady_clock::now(), behind_,
       [&](Parked& p, std::vector<uint32_t>& shards, std::chrono::steady_clock::time_point deadline) {
-        Admit(p.ex, p.records, std::move(shards), p.increments, p.key, deadline, /*resumed=*/true);
+        Admit(p.ex, p.door, p.records, std::move(shards), p.increments, p.key, deadline, /*resumed=*/true);
       },
       [&](Parked& p) {
         ++rejected_overloaded_;
         AbortKeyed(p.key);
         p.ex->AddHeader("Retry-After", "1");
-        p.ex->ReplyError(503, "OVERLOADED",
-                         fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this "
+        ReplyRefused(*p.ex, p.door, 503, "OVERLOADED",
+                     fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this "
                                      "request was taken; retry later",
                                      ctx_.cluster.api.queue_wait_increments, ctx_.cluster.api.queue_wait_ms));
       });
@@ -330,11 +391,11 @@ void WritePathImpl::ResumeParked() {
   }
 }
 
-bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, std::optional<KeyedRequest>* key) {
+bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<KeyedRequest>* key) {
   Result<std::optional<KeyedRequest>> read = ReadIdempotencyKey(*ex);
   if (!read.ok()) {
     ++rejected_invalid_;
-    ex->ReplyError(400, read.status().reason(), read.status().message());
+    ReplyRefused(*ex, door, 400, read.status().reason(), read.status().message());
     return false;
   }
   if (!read->has_value()) return true;
@@ -345,75 +406,174 @@ bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, std::optional<KeyedReq
       *key = std::move(*read);
       return true;
     case IdempotencyTable::Verdict::kReplay:
-      ReplyReplayed(*ex, found.increments);
+      ReplyTaken(*ex, door, found.increments, /*replayed=*/true);
       return false;
     case IdempotencyTable::Verdict::kReused:
-      ex->ReplyError(422, "IDEMPOTENCY_KEY_REUSED",
-                     "this Idempotency-Key was used for another request (method, query or body differ); nothing "
-                     "was counted");
+      ReplyRefused(*ex, door, 422, "IDEMPOTENCY_KEY_REUSED",
+                   "this Idempotency-Key was used for another request (method, query or body differ); nothing "
+                   "was counted");
       return false;
     case IdempotencyTable::Verdict::kInFlight:
       ex->AddHeader("Retry-After", "1");
-      ex->ReplyError(409, "IDEMPOTENCY_KEY_IN_FLIGHT",
-                     "the first request with this Idempotency-Key is still being made durable; nothing was counted "
-                     "now: retry to get its answer");
+      ReplyRefused(*ex, door, 409, "IDEMPOTENCY_KEY_IN_FLIGHT",
+                   "the first request with this Idempotency-Key is still being made durable; nothing was counted "
+                   "now: retry to get its answer");
       return false;
   }
   return false;
 }
 
-void WritePathImpl::HandleIncr(const HttpExchangePtr& ex) {
-  ++incr_requests_;
-  if (oplog_->failed()) {
-    ex->AddHeader("Retry-After", "60");
-    ex->ReplyError(503, "OPLOG_FAILED", "the oplog could not be synced to disk; this API node takes no increments");
-    return;
-  }
-  std::optional<KeyedRequest> key;
-  if (!BeginKeyed(ex, &key)) return;
+bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex) {
+  if (home_.nodes() <= 1 || !ex->header(kRelayedFromHeader).empty()) return false;
+  const std::string header = ex->header(kIdempotencyKeyHeader);
+  if (header.empty()) return false;
+  std::optional<HostPort> home = home_.HomeOf(BareIdempotencyKey(header));
+  if (!home) return false;
+  ++relayed_to_home_;
+  // The home may make the request wait for a shard (queue_wait_ms) before
+  // its commit: the relay waits as long, and a request's time on top.
+  const int timeout_ms = ctx_.cluster.api.queue_wait_ms + ctx_.cluster.api.request_timeout_ms;
+  home_.Relay(ex, *home, client_, timeout_ms, Guarded([this](bool answered) {
+    if (!answered) ++home_unavailable_;
+  }));
+  return true;
+}
+
+Status WritePathImpl::ParseRequest(const HttpExchange& ex, const std::string& encoding, WriteDoor door,
+                                   HourCache* cache, std::vector<RoutedRecord>* records, size_t* increments) const {
   IncrementLimits limits;
   limits.now = clock_.NowUnixSeconds();
   limits.future_margin_hours = ctx_.cluster.api.future_margin_hours;
-  scratch_.clear();
-  size_t increments = 0;
-  Status st;
-  if (!ex->body().empty()) {
-    if (HasIncrementArgs(ex->args())) {
-      ++rejected_invalid_;
-      AbortKeyed(key);
-      ex->ReplyError(400, "INVALID_ARGUMENT",
-                     "send one increment in the query string or a batch in the body, not both");
-      return;
+  records->clear();
+  *increments = 0;
+  std::string_view body = ex.body();
+  std::string inflated;  // a gzip body, inflated (Influx clients send them)
+  if (!encoding.empty() && encoding != "identity") {
+    if (encoding != "gzip") {
+      return Status::InvalidArgument(fmt::format("Content-Encoding {} is not taken (gzip or identity)", encoding),
+                                     "UNSUPPORTED_ENCODING");
     }
-    st = ParseIncrementBatch(ex->body(), limits, ctx_.cluster.http.max_query_args, [&](const Increment& inc) {
-      ExpandIncrement(inc, shard_map_, &scratch_);
-      ++increments;
-    });
+    Result<std::string> gunzipped = GunzipBuffer(body, ctx_.cluster.http.max_body_bytes);
+    if (!gunzipped.ok()) return gunzipped.status();
+    inflated = std::move(gunzipped).value();
+    body = inflated;
+  }
+  // The records one request may expand to are bounded (64 subtotals and a
+  // visitor each make one increment many records): past the bound the rest
+  // is not expanded, and the request is refused whole.
+  bool too_many = false;
+  const auto take = [&](const Increment& inc) {
+    ++*increments;
+    if (too_many) return;
+    ExpandIncrement(inc, shard_map_, records);
+    if (records->size() > kMaxRecordsPerRequest) too_many = true;
+  };
+  Status st;
+  if (door == WriteDoor::kInflux) {
+    auto precision = ParsePrecision(ex.args().Get("precision") ? *ex.args().Get("precision") : "");
+    if (!precision.ok()) return precision.status();
+    st = ParseLineProtocol(body, *precision, limits, cache, take);
+  } else if (!body.empty()) {
+    if (HasIncrementArgs(ex.args())) {
+      return Status::InvalidArgument("send one increment in the query string or a batch in the body, not both");
+    }
+    st = ParseIncrementBatch(body, limits, ctx_.cluster.http.max_query_args, take);
   } else {
     Increment inc;
-    st = ParseIncrement(ex->args(), limits, &hour_cache_, &inc);
-    if (st.ok()) {
-      ExpandIncrement(inc, shard_map_, &scratch_);
-      increments = 1;
-    }
+    CLICKATRON_RETURN_IF_ERROR(ParseIncrement(ex.args(), limits, cache, &inc));
+    take(inc);
   }
+  if (st.ok() && too_many) {
+    records->clear();
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("the request's {} increments expand to more than {} records (a total, each subtotal and "
+                              "each visitor is one); send it in smaller batches",
+                              *increments, kMaxRecordsPerRequest),
+                  "TOO_MANY_RECORDS");
+  }
+  return st;
+}
+
+void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
+  ++incr_requests_;
+  if (door == WriteDoor::kInflux) ++influx_requests_;
+  if (oplog_->failed()) {
+    ex->AddHeader("Retry-After", "60");
+    ReplyRefused(*ex, door, 503, "OPLOG_FAILED",
+                 "the oplog could not be synced to disk; this API node takes no increments");
+    return;
+  }
+  if (RelayedToHome(ex)) return;  // the home answers in the door's own shape
+  std::optional<KeyedRequest> key;
+  if (!BeginKeyed(ex, door, &key)) return;
+  std::string encoding = ex->header("Content-Encoding");
+  if (ex->body().size() < kParseOffLoopBytes) {
+    size_t increments = 0;
+    Status st = ParseRequest(*ex, encoding, door, &hour_cache_, &scratch_, &increments);
+    Parsed(ex, door, st, scratch_, increments, key);
+    return;
+  }
+  // A big body: parsed on the parse thread while the loop serves the rest.
+  ++parses_in_flight_;
+  ++parsed_off_loop_;
+  parser_->Post([this, ex, encoding = std::move(encoding), door, key = std::move(key)]() mutable {
+    auto records = std::make_shared<std::vector<RoutedRecord>>();
+    size_t increments = 0;
+    Status st = ParseRequest(*ex, encoding, door, &parser_hour_cache_, records.get(), &increments);
+    // The exchange moves into the loop's job: it is let go on the loop.
+    server_.RunInLoop(Guarded([this, ex = std::move(ex), door, st = std::move(st), records, increments,
+                               key = std::move(key)]() mutable {
+      --parses_in_flight_;
+      if (stop_drained_) {
+        AbortKeyed(key);
+        ex->AddHeader("Retry-After", "1");
+        ReplyRefused(*ex, door, 503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
+        NotifyIfDrained();
+        return;
+      }
+      Parsed(ex, door, st, *records, increments, key);
+    }));
+  });
+}
+
+void WritePathImpl::Parsed(const HttpExchangePtr& ex, WriteDoor door, const Status& st,
+                           std::vector<RoutedRecord>& records, size_t increments, std::optional<KeyedRequest>& key) {
   if (!st.ok()) {
-    ++rejected_invalid_;
+    const bool too_large = st.reason() == "BODY_TOO_LARGE" || st.reason() == "TOO_MANY_RECORDS";
+    ++(too_large ? rejected_too_large_ : rejected_invalid_);
     AbortKeyed(key);
-    ex->ReplyError(400, st.reason(), st.message());
+    ReplyRefused(*ex, door, too_large ? 413 : 400, st.reason(), st.message());
     return;
   }
   if (increments == 0) {
     AbortKeyed(key);
-    ex->ReplyJson({{"increments", 0}});
+    ReplyTaken(*ex, door, 0, /*replayed=*/false);
     return;
   }
-  Admit(ex, scratch_, ShardsOf(scratch_), increments, key,
+  Admit(ex, door, records, ShardsOf(records), increments, key,
         std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx_.cluster.api.queue_wait_ms),
         /*resumed=*/false);
 }
 
-void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& records,
+bool WritePathImpl::TakeUnanswered(const std::vector<Increment>& increments) {
+  if (oplog_->failed() || stop_drained_) return false;
+  scratch_.clear();
+  for (const Increment& inc : increments) ExpandIncrement(inc, shard_map_, &scratch_);
+  const uint64_t max_queued = ctx_.cluster.api.max_queued_increments;
+  for (const uint32_t s : ShardsOf(scratch_)) {
+    if (QueuedLines(s) >= max_queued) {
+      ++rejected_overloaded_;
+      return false;
+    }
+  }
+  records_in_ += scratch_.size();
+  increments_in_ += increments.size();
+  for (RoutedRecord& r : scratch_) combiner_.Add(std::move(r));
+  if (commits_in_flight_ == 0) MaybeFlush(false);
+  return true;
+}
+
+void WritePathImpl::Admit(const HttpExchangePtr& ex, WriteDoor door, std::vector<RoutedRecord>& records,
                           std::vector<uint32_t> shards, size_t increments, std::optional<KeyedRequest>& key,
                           std::chrono::steady_clock::time_point deadline, bool resumed) {
   // Back-pressure: a shard that is down keeps its batches queued (and in the
@@ -426,15 +586,16 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
       ++rejected_overloaded_;
       AbortKeyed(key);
       ex->AddHeader("Retry-After", "1");
-      ex->ReplyError(503, "OVERLOADED",
-                     fmt::format("realtime shard {} has {} lines waiting (limit {}); retry later", s, queued,
-                                 max_queued));
+      ReplyRefused(*ex, door, 503, "OVERLOADED",
+                   fmt::format("realtime shard {} has {} lines waiting (limit {}); retry later", s, queued,
+                               max_queued));
       return;
     }
   }
   if (parked_.MustWait(shards, behind_)) {
     if (!resumed) ++waited_requests_;
-    parked_.Park(Parked{ex, std::move(records), increments, std::move(key)}, std::move(shards), behind_, deadline);
+    parked_.Park(Parked{ex, door, std::move(records), increments, std::move(key)}, std::move(shards), behind_,
+                 deadline);
     records.clear();  // moved from: left valid and empty for the next request
     if (!resume_armed_) {
       resume_armed_ = true;
@@ -445,7 +606,7 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, std::vector<RoutedRecord>& 
   records_in_ += records.size();
   increments_in_ += increments;
   for (RoutedRecord& r : records) combiner_.Add(std::move(r));
-  waiters_.push_back(Waiter{ex, increments, std::move(key)});
+  waiters_.push_back(Waiter{ex, door, increments, std::move(key)});
   // While a commit runs, its completion flushes this window (MaybeFlush).
   if (commits_in_flight_ == 0) MaybeFlush(false);
 }
@@ -559,7 +720,7 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
       // Remembered whether or not its client is still there: a client that
       // timed out retries, and must get this answer, not a second count.
       if (w.key) keys_.Complete(w.key->key, w.increments, now);
-      if (w.ex->alive()) w.ex->ReplyJson({{"increments", w.increments}});
+      if (w.ex->alive()) ReplyTaken(*w.ex, w.door, w.increments, /*replayed=*/false);
     }
   } else {
     ++commit_errors_;
@@ -573,8 +734,8 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
       if (st.reason() != "OPLOG_FAILED") AbortKeyed(w.key);
       if (!w.ex->alive()) continue;
       w.ex->AddHeader("Retry-After", node_failed ? "60" : "1");
-      w.ex->ReplyError(503, node_failed ? st.reason() : "OPLOG_UNAVAILABLE",
-                       "the oplog could not take these increments: " + st.message());
+      ReplyRefused(*w.ex, w.door, 503, node_failed ? st.reason() : "OPLOG_UNAVAILABLE",
+                   "the oplog could not take these increments: " + st.message());
     }
   }
   // A failed commit is not in the oplog (cut back out), or, after a failed
@@ -593,7 +754,7 @@ void WritePathImpl::DrainForStop(std::function<void()> drained) {
   parked_.RefuseAll([this](Parked& p) {
     AbortKeyed(p.key);
     p.ex->AddHeader("Retry-After", "1");
-    p.ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
+    ReplyRefused(*p.ex, p.door, 503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
   });
   stop_drained_ = std::move(drained);
   Flush(true);
@@ -601,7 +762,7 @@ void WritePathImpl::DrainForStop(std::function<void()> drained) {
 }
 
 void WritePathImpl::NotifyIfDrained() {
-  if (!stop_drained_ || commits_in_flight_ > 0 || !combiner_.empty()) return;
+  if (!stop_drained_ || commits_in_flight_ > 0 || parses_in_flight_ > 0 || !combiner_.empty()) return;
   auto drained = std::move(stop_drained_);
   stop_drained_ = nullptr;
   drained();
@@ -632,6 +793,9 @@ nlohmann::json WritePathImpl::StatsJson() const {
       {"waiting_requests", parked_.size()},
       {"waited_requests", waited_requests_},
       {"commit_errors", commit_errors_},
+      {"influx_requests", influx_requests_},
+      {"parsed_off_loop", parsed_off_loop_},
+      {"rejected_too_large", rejected_too_large_},
       {"late_lines_written", late_->lines_written()},
       {"late_frames_written", late_->frames_written()},
       {"oplog", oplog_->StatsJson()},
@@ -646,7 +810,10 @@ nlohmann::json WritePathImpl::StatsJson() const {
         {"in_flight_refusals", keys_.counters().in_flight_refusals},
         {"expired", keys_.counters().expired},
         {"evicted", keys_.counters().evicted},
-        {"restored", keys_.counters().restored}}},
+        {"restored", keys_.counters().restored},
+        {"relayed_to_home", relayed_to_home_},
+        {"home_unavailable", home_unavailable_}}},
+      {"statsd", statsd_ ? statsd_->StatsJson() : StatsdDoor::OffStatsJson()},
       {"shards", std::move(shards)},
   };
   return nlohmann::json{{"write", std::move(w)}};
@@ -679,6 +846,13 @@ constexpr MetricRow kMetricRows[] = {
      "Increment requests that had to wait for a realtime shard's queue (flow control)."},
     {"/write/commit_errors", "clickatron_api_commit_errors_total", "counter",
      "Flush windows whose oplog commit failed (their increments answered with an error)."},
+    {"/write/parsed_off_loop", "clickatron_api_parsed_off_loop_total", "counter",
+     "Write requests whose body (256 KiB or more) was parsed off the event loop."},
+    {"/write/rejected_too_large", "clickatron_api_rejected_too_large_total", "counter",
+     "Write requests refused 413 (more than 100,000 increments, TOO_MANY_RECORDS, or a gzip body inflating past "
+     "max_body_bytes)."},
+    {"/write/influx_requests", "clickatron_api_influx_requests_total", "counter",
+     "Line-protocol write requests (POST /api/v2/write and /write); also counted in incr_requests."},
     {"/write/late_lines_written", "clickatron_api_late_lines_total", "counter",
      "Lines moved to late data (DAY_NOT_OPEN)."},
     {"/write/late_frames_written", "clickatron_api_late_frames_total", "counter", "Frames appended to late data."},
@@ -704,6 +878,25 @@ constexpr MetricRow kMetricRows[] = {
      "Keys forgotten before the end of their window (idempotency_max_keys reached)."},
     {"/write/idempotency/restored", "clickatron_api_idempotency_restored_total", "counter",
      "Keys read back from the oplog's commit frames at start."},
+    {"/write/idempotency/relayed_to_home", "clickatron_api_idempotency_relayed_total", "counter",
+     "Keyed write requests relayed to their key's home API node (crc32(K) % API members)."},
+    {"/write/idempotency/home_unavailable", "clickatron_api_idempotency_home_unavailable_total", "counter",
+     "Relayed requests whose home did not answer (503 IDEMPOTENCY_HOME_DOWN)."},
+    {"/write/statsd/datagrams", "clickatron_api_statsd_datagrams_total", "counter", "statsd UDP datagrams received."},
+    {"/write/statsd/tcp_connections", "clickatron_api_statsd_tcp_connections_total", "counter",
+     "statsd TCP connections accepted."},
+    {"/write/statsd/tcp_connections_open", "clickatron_api_statsd_tcp_connections_open", "gauge",
+     "statsd TCP connections open."},
+    {"/write/statsd/tcp_connections_refused", "clickatron_api_statsd_tcp_connections_refused_total", "counter",
+     "statsd TCP connections closed at once: the connection bound was reached."},
+    {"/write/statsd/tcp_lines_too_long", "clickatron_api_statsd_tcp_lines_too_long_total", "counter",
+     "statsd TCP connections closed for a line over 64 KiB."},
+    {"/write/statsd/lines_taken", "clickatron_api_statsd_lines_taken_total", "counter",
+     "statsd counter lines taken into the write path."},
+    {"/write/statsd/lines_sampled", "clickatron_api_statsd_lines_sampled_total", "counter",
+     "Of the lines taken, those with a sample rate below 1 (count scaled by 1/rate and rounded)."},
+    {"/write/statsd/dropped/{reason}", "clickatron_api_statsd_dropped_lines_total", "counter",
+     "statsd lines dropped, by reason (malformed, not_counter, invalid, overloaded)."},
     {"/write/oplog/bytes_written", "clickatron_oplog_bytes_written_total", "counter", "Bytes appended to the oplog."},
     {"/write/oplog/records_written", "clickatron_oplog_records_written_total", "counter",
      "Batches appended to the oplog."},

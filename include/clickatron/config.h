@@ -52,6 +52,10 @@ struct MemberConfig {
   std::string data_dir;
   int shard = -1;         // realtime and archive members
   std::string file;       // archive: the sorted file it serves
+  // API members: statsd counters taken over UDP and TCP (docs/protocols.md,
+  // "statsd"); unset: off.
+  std::optional<HostPort> statsd_udp;
+  std::optional<HostPort> statsd_tcp;
 };
 
 // [api]
@@ -129,6 +133,11 @@ struct ArchiveConfig {
   // written by the rebuild always use ',', so change it only to serve other
   // sorted key/value files.
   std::string field_separator = ",";
+  // The background scrub (docs/operations.md, "Damaged archive files"): the
+  // served file is read again this often and checked against its manifest's
+  // crc32, at most scrub_mb_per_second; 0 for either turns it off.
+  int scrub_interval_seconds = 86400;
+  int scrub_mb_per_second = 64;
 };
 
 // [rebuild]

@@ -95,4 +95,11 @@ class GzipWriter {
 // removed and `to` is left as it was.
 Status CompressFileAtomically(const std::string& from, const std::string& to, int level);
 
+// Decompresses a gzip body held in memory (an HTTP request with
+// Content-Encoding: gzip), concatenated members included. A damaged or
+// truncated stream is INVALID_ARGUMENT INVALID_GZIP; an output past
+// `max_bytes` stops there with OUT_OF_RANGE BODY_TOO_LARGE, so a small bomb
+// cannot make a large allocation.
+Result<std::string> GunzipBuffer(std::string_view compressed, size_t max_bytes);
+
 }  // namespace clickatron

@@ -341,5 +341,35 @@ TEST(GzipFileTest, CompressFileAtomicallyLeavesNothingBehindOnFailure) {
   EXPECT_FALSE(FileExists(dir / "seg.log.gz.tmp"));
 }
 
+// GunzipBuffer (an HTTP body with Content-Encoding: gzip): the same bytes
+// as zlib wrote, members concatenated, damage refused, a bomb stopped.
+TEST(GzipFileTest, GunzipBufferInflatesWhatZlibWrote) {
+  TempDir dir;
+  const std::string a = SampleText(500), b = SampleText(30);
+  const std::string gz_a = ZlibGzip(a, dir.path() + "/a.gz"), gz_b = ZlibGzip(b, dir.path() + "/b.gz");
+  Result<std::string> one = GunzipBuffer(gz_a, 1 << 20);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(*one, a);
+  Result<std::string> two = GunzipBuffer(gz_a + gz_b, 1 << 20);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(*two, a + b);
+  Result<std::string> empty = GunzipBuffer("", 1 << 20);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, "");
+}
+
+TEST(GzipFileTest, GunzipBufferRefusesDamageAndBombs) {
+  TempDir dir;
+  const std::string text = SampleText(2000);
+  const std::string gz = ZlibGzip(text, dir.path() + "/t.gz");
+  EXPECT_EQ(GunzipBuffer(gz.substr(0, gz.size() - 5), 1 << 20).status().reason(), "INVALID_GZIP");
+  EXPECT_EQ(GunzipBuffer(gz + "trailing", 1 << 20).status().reason(), "INVALID_GZIP");
+  EXPECT_EQ(GunzipBuffer("plain text", 1 << 20).status().reason(), "INVALID_GZIP");
+  ASSERT_GT(text.size(), 1000u);
+  Result<std::string> bomb = GunzipBuffer(gz, text.size() - 1);
+  EXPECT_EQ(bomb.status().reason(), "BODY_TOO_LARGE");
+  EXPECT_TRUE(GunzipBuffer(gz, text.size()).ok());
+}
+
 }  // namespace
 }  // namespace clickatron

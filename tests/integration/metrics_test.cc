@@ -86,6 +86,19 @@ const std::vector<Figure> kApiFigures = {
     {"/write/idempotency/expired", "clickatron_api_idempotency_expired_total"},
     {"/write/idempotency/evicted", "clickatron_api_idempotency_evicted_total"},
     {"/write/idempotency/restored", "clickatron_api_idempotency_restored_total"},
+    {"/write/idempotency/relayed_to_home", "clickatron_api_idempotency_relayed_total"},
+    {"/write/idempotency/home_unavailable", "clickatron_api_idempotency_home_unavailable_total"},
+    {"/write/influx_requests", "clickatron_api_influx_requests_total"},
+    {"/write/parsed_off_loop", "clickatron_api_parsed_off_loop_total"},
+    {"/write/rejected_too_large", "clickatron_api_rejected_too_large_total"},
+    {"/write/statsd/datagrams", "clickatron_api_statsd_datagrams_total"},
+    {"/write/statsd/tcp_connections", "clickatron_api_statsd_tcp_connections_total"},
+    {"/write/statsd/tcp_connections_open", "clickatron_api_statsd_tcp_connections_open"},
+    {"/write/statsd/tcp_connections_refused", "clickatron_api_statsd_tcp_connections_refused_total"},
+    {"/write/statsd/tcp_lines_too_long", "clickatron_api_statsd_tcp_lines_too_long_total"},
+    {"/write/statsd/lines_taken", "clickatron_api_statsd_lines_taken_total"},
+    {"/write/statsd/lines_sampled", "clickatron_api_statsd_lines_sampled_total"},
+    {"/write/statsd/dropped/{reason}", "clickatron_api_statsd_dropped_lines_total"},
     {"/write/shards/[shard]/shard", ""},  // the label itself
     {"/write/shards/[shard]/queued_lines", "clickatron_api_shard_queued_lines"},
     {"/write/shards/[shard]/queued_batches", "clickatron_api_shard_queued_batches"},
@@ -228,6 +241,13 @@ const std::vector<Figure> kArchiveFigures = {
     {"/archive/file/generation", "clickatron_archive_generation"},
     {"/archive/file/mapped_since_unix", "clickatron_archive_mapped_since_seconds"},
     {"/archive/generations_mapped", "clickatron_archive_generations_mapped"},
+    {"/archive/damage/serving_damaged", "clickatron_archive_serving_damaged"},
+    {"/archive/damage/damaged_generations", "clickatron_archive_damaged_generations_total"},
+    {"/archive/damage/refused_reads", "clickatron_archive_damaged_refused_reads_total"},
+    {"/archive/damage/scrub_passes", "clickatron_archive_scrub_passes_total"},
+    {"/archive/damage/scrub_bytes", "clickatron_archive_scrub_bytes_total"},
+    {"/archive/damage/scrub_mismatches", "clickatron_archive_scrub_mismatches_total"},
+    {"/archive/damage/mapping_faults", "clickatron_archive_mapping_faults_total"},
 };
 
 

@@ -42,6 +42,8 @@ struct MemberOverride {
   std::string listen_host;
   // Archive members: the file served. Default DIR/archive/shard-S.csv.
   std::string file;
+  // More keys of the member's table (an API member's statsd_udp, say).
+  TomlTable extra;
 };
 
 struct ClusterSpec {

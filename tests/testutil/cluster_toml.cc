@@ -71,7 +71,7 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
     if (m.role == MemberRole::kArchive) {
       t.SetString("file", change && !change->file.empty() ? change->file : paths.ArchiveFile(m.shard, m.name));
     }
-    toml += "[[member]]\n" + t.Lines() + "\n";
+    toml += "[[member]]\n" + t.Lines() + (change ? change->extra.Lines() : "") + "\n";
   }
   return toml;
 }

@@ -1,0 +1,25 @@
+// The HTTP doors increments come in by, and how each one answers: /incr
+// with Clickatron's JSON envelope, the InfluxDB line-protocol endpoints
+// (/api/v2/write, /write) as Influx clients expect (204 on success, errors
+// as {"code": …, "message": …}). Everything between the door and the
+// answer (idempotency keys, flow control, the oplog) is the same for all.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "clickatron/http_server.h"
+
+namespace clickatron::api {
+
+enum class WriteDoor { kIncr, kInflux };
+
+// The request's increments are durable (or, `replayed`, were by an earlier
+// request with its Idempotency-Key).
+void ReplyTaken(HttpExchange& ex, WriteDoor door, uint64_t increments, bool replayed);
+
+// The request was refused; nothing of it was taken. `reason` is Clickatron's
+// (OVERLOADED, INVALID_TS, …): the Influx door puts it before the message.
+void ReplyRefused(HttpExchange& ex, WriteDoor door, int status, std::string_view reason, std::string_view message);
+
+}  // namespace clickatron::api
