@@ -50,6 +50,14 @@ Result<std::vector<std::string>> ExpandPath(const std::string& path) {
       if (gz || !segments.count(id)) segments[id] = e.path().string();
     } else if (ParseLateFileName(name, &created, &sealed)) {
       late.push_back(e.path().string());
+    } else if (name.size() > 8 && name.ends_with(".damaged")) {
+      // Set aside by the API at start: damaged, and every batch in it
+      // confirmed durable by its shard. What reads this oplog must say
+      // that those batches are not here.
+      fmt::print(stderr,
+                 "note: {} was set aside as damaged (every shard had confirmed its batches durable); what "
+                 "follows lacks its batches: they are on their shards, and in the archive once exported\n",
+                 e.path().string());
     }
   }
   if (ec) return Status::IoError(fmt::format("list {}: {}", path, ec.message()));
