@@ -141,6 +141,30 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
   if (!pending.ok()) return pending.status();
   if (!pending->has_value()) return Status::Ok();
   const GenerationPlan& plan = **pending;
+  const WorkDir work(cluster.rebuild.work_dir);
+  if (!FileExists(work.GenDeployed(plan.generation))) {
+    // Built on plan.previous_generation: deployed over anything else (another
+    // rebuild host moved the archive on meanwhile), it would drop that
+    // generation's days, or fold its own day a second time on top of them.
+    for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
+      if (!replica.status.ok()) continue;
+      const uint64_t serving = replica.manifest ? replica.manifest->generation : 0;
+      if (serving == plan.previous_generation) continue;
+      // Half-deployed by this plan: its own file (another host may have
+      // built a generation of the same number, another file).
+      if (serving == plan.generation && replica.shard < static_cast<int>(plan.manifests.size()) &&
+          replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32) {
+        continue;
+      }
+      return Status::FailedPrecondition(
+          fmt::format("generation {} was built on generation {}, but {} now serves generation {}: another rebuild "
+                      "moved the archive on. Deploying {} would replace it; remove {} to drop the unfinished "
+                      "generation (its day is exported again by the next run)",
+                      plan.generation, plan.previous_generation, replica.member->name, serving, plan.generation,
+                      work.GenDir(plan.generation)),
+          "STALE_PENDING_GENERATION");
+    }
+  }
   spdlog::info("an earlier run built generation {} (day \"{}\") without finishing it: finishing it first",
                plan.generation, plan.day);
   return FinishGeneration(cluster, plan, timeouts);

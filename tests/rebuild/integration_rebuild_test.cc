@@ -514,6 +514,44 @@ TEST_F(RebuildIntegration, AFreshWorkDirFetchesTheServingGenerationFromTheReplic
   EXPECT_FALSE(FileExists(cluster_ / "work/fetched/1"));
 }
 
+// Issue 53: a generation built by one rebuild host and never deployed must
+// not be deployed after another host moved the archive on (it would drop
+// that host's days); the run refuses, naming what to remove, and after that
+// the host's next run builds on what is served.
+TEST_F(RebuildIntegration, AStalePendingGenerationIsNotDeployedOverANewerOne) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(21, 200, &expect));
+  PutRandomDay(day_ + 1, 22, 200, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;  // host A: generation 2, built on 1, not deployed
+  const std::filesystem::path work = cluster_ / "work";
+  std::filesystem::rename(work, cluster_ / "work.host-a");
+
+  // Host B (a fresh work dir) archives day+1 and day+2: generations 2 and 3.
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  PutRandomDay(day_ + 2, 23, 200, &expect);
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  ASSERT_EQ(ServedGeneration(0), 3);
+
+  // Host A wakes up with its unfinished generation 2.
+  std::filesystem::rename(work, cluster_ / "work.host-b");
+  std::filesystem::rename(cluster_ / "work.host-a", work);
+  PutRandomDay(day_ + 3, 24, 200, &expect);
+  RotateAll(day_ + 4);
+  EXPECT_NE(RunDay(day_ + 3, &out), 0) << out;
+  EXPECT_NE(out.find("another rebuild moved the archive on"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 3);
+  EXPECT_EQ(ServedGeneration(1), 3);
+
+  // As the message says: drop it, and the next run builds on generation 3.
+  std::filesystem::remove_all(work / "gen/2");
+  ASSERT_EQ(RunDay(day_ + 3, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 4);
+  ExpectArchiveEquals(expect);
+}
+
 class RebuildWithReplicas : public RebuildIntegration {
  protected:
   RebuildWithReplicas() { replicas_ = 2; }
