@@ -123,9 +123,10 @@ void ArchiveServer::RegisterRoutes() {
   server_.InternalRoute("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
   server_.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
   // Open like /stats: what generation is served, no data.
-  server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet);
+  server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet | kBoundedAnswers);
   server_.AdminRoute("/reload", [this](const HttpExchangePtr& ex) { HandleReload(ex); }, kPost);
-  server_.InternalRoute("/file", [this](const HttpExchangePtr& ex) { HandleFile(ex); }, kGet);
+  // Streamed with back-pressure: never refused as SLOW_READERS.
+  server_.InternalRoute("/file", [this](const HttpExchangePtr& ex) { HandleFile(ex); }, kGet | kBoundedAnswers);
   server_.AdminRoute("/fetch", [this](const HttpExchangePtr& ex) { HandleFetch(ex); }, kPost);
   // A signal only asks for a reload; the work happens on the reload thread.
   server_.OnSignal(SIGHUP, [this] {

@@ -188,13 +188,13 @@ void RealtimeServer::RotateByClock() {
 
 void RealtimeServer::RegisterRoutes() {
   HttpServer& h = *http_;
-  h.InternalRoute("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost);
-  h.InternalRoute("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); });
+  h.InternalRoute("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost | kBoundedAnswers);
+  h.InternalRoute("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); }, kGetOrPost | kBoundedAnswers);
   h.InternalRoute("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
   h.InternalRoute("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
   h.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
   h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); });
-  h.InternalRoute("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); });
+  h.InternalRoute("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); }, kGetOrPost | kBoundedAnswers);
   h.AdminRoute("/watermark/reset", [this](const HttpExchangePtr& ex) { HandleWatermarkReset(ex); }, kPost);
   // GET /export seals the day it exports: HEAD must not.
   h.AdminRoute("/export", [this](const HttpExchangePtr& ex) { HandleExport(ex); }, kGet | kUnsafeGet);

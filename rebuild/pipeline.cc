@@ -149,7 +149,9 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
     for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
       if (!replica.status.ok()) continue;
       const uint64_t serving = replica.manifest ? replica.manifest->generation : 0;
-      if (serving == plan.previous_generation) continue;
+      // Not moved on: the base itself, or a replica behind it (a new archive
+      // shard's member with no file yet, one that lags and catches up).
+      if (serving <= plan.previous_generation) continue;
       // Half-deployed by this plan: its own file (another host may have
       // built a generation of the same number, another file).
       if (serving == plan.generation && replica.shard < static_cast<int>(plan.manifests.size()) &&

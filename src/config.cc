@@ -175,12 +175,20 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     TableReader r(SubTable(root, "http"), "http");
     HttpLimits& h = c->http;
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"max_body_bytes", "max_header_bytes", "timeout_seconds", "request_deadline_seconds",
-                                                "max_query_args"}));
+                                                "max_query_args", "max_connections", "max_request_bytes_in_flight",
+                                                "max_answer_bytes_queued"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_body_bytes", 1024, int64_t{1} << 32, &h.max_body_bytes));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_header_bytes", 1024, 1 << 20, &h.max_header_bytes));
     CLICKATRON_RETURN_IF_ERROR(r.Int("timeout_seconds", 1, 3600, &h.timeout_seconds));
     CLICKATRON_RETURN_IF_ERROR(r.Int("request_deadline_seconds", 1, 3600, &h.request_deadline_seconds));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_args", 1, 1 << 20, &h.max_query_args));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_connections", 16, 1 << 24, &h.max_connections));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_request_bytes_in_flight", 1 << 20, int64_t{1} << 40, &h.max_request_bytes_in_flight));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("max_answer_bytes_queued", 1 << 20, int64_t{1} << 40, &h.max_answer_bytes_queued));
+    if (h.max_request_bytes_in_flight < h.max_body_bytes) {
+      return Status::InvalidArgument("[http] max_request_bytes_in_flight must be at least max_body_bytes (one whole body)",
+                                     "BAD_CONFIG");
+    }
   }
   {
     TableReader r(SubTable(root, "api"), "api");

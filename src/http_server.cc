@@ -35,6 +35,7 @@
 #include "libevent_ptr.h"
 #include "loop_mailbox.h"
 #include "http_error_page.h"
+#include "connection_limits.h"
 #include "request_deadline.h"
 #include "precise_timers.h"
 
@@ -106,6 +107,11 @@ void HttpExchange::ReplyError(const Status& status) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Answers larger than this are not queued while slow readers hold
+// [http] max_answer_bytes_queued (503 SLOW_READERS instead); smaller ones
+// (acknowledgements, errors, health checks) always are.
+constexpr size_t kLargeAnswerBytes = 16 << 10;
 
 class HttpServerImpl;
 
@@ -186,6 +192,7 @@ class HttpServerImpl : public HttpServer {
     // may post to the loop (RunInLoop needs wake_).
     http_.reset();
     deadlines_.reset();  // after evhttp has let go of its connections
+    limits_.reset();
     for (auto& e : events_) e.reset();
     // Work still posted is dropped here, while the server is whole; later
     // posts (a sibling's forwarded answer) are refused by the mailbox.
@@ -204,7 +211,9 @@ class HttpServerImpl : public HttpServer {
     routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kInternal};
   }
   void AdminRoute(std::string path, HttpHandler handler, unsigned methods) override {
-    routes_[std::move(path)] = RouteEntry{std::move(handler), methods, Access::kAdmin};
+    // Operators' routes (a token needed): small answers, or exports streamed
+    // with back-pressure; never refused as SLOW_READERS.
+    routes_[std::move(path)] = RouteEntry{std::move(handler), methods | kBoundedAnswers, Access::kAdmin};
   }
   void SetStatsProvider(std::function<nlohmann::json()> json, std::function<std::string()> prom) override {
     stats_json_ = std::move(json);
@@ -232,6 +241,9 @@ class HttpServerImpl : public HttpServer {
   // An answer handed to libevent: its connection is remembered until the
   // answer has been written (or the connection closed), so a stop lets it
   // leave before the loop ends.
+  void CountAnswerBytes(size_t bytes) { limits_->AnswerQueued(bytes); }
+  bool AnswerFits() const { return !limits_->AnswersOverBudget(); }
+  void CountSlowReaderRefusal() { limits_->CountSlowReaderRefusal(); }
   void AnswerLeaving(evhttp_request* req) {
     if (evhttp_connection* conn = evhttp_request_get_connection(req)) answering_.insert(conn);
     evhttp_request_set_on_complete_cb(req, &HttpServerImpl::OnAnswerSent, this);
@@ -267,6 +279,9 @@ class HttpServerImpl : public HttpServer {
   // A sibling hands `ex` to its primary's loop.
   void Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri);
   void Builtin(const HttpExchangePtr& ex);
+  // /stats' "connections" and its /metrics (connection_limits.h).
+  nlohmann::json ConnectionsJson() const;
+  std::string ConnectionsPrometheus(const std::string& labels) const;
   // A sibling (primary_ set) joins its primary's bound address.
   Result<evhttp_bound_socket*> Listen();
   // SO_REUSEPORT on exactly `addr`.
@@ -307,6 +322,10 @@ class HttpServerImpl : public HttpServer {
   LoopMailboxPtr mailbox_;  // RunInLoop's work, woken by wake_
   std::unique_ptr<PreciseTimers> precise_;
   std::unique_ptr<RequestDeadlines> deadlines_;
+  std::unique_ptr<ConnectionLimits> limits_;
+  // Paths whose answers are bounded (kBoundedAnswers): a sibling's copy of its
+  // primary's, served while slow readers hold the answer budget.
+  std::set<std::string, std::less<>> bounded_answer_paths_;
   Clock::time_point started_ = Clock::now();
   bool stopping_ = false;
   // The address listened on (share_port): siblings bind exactly it.
@@ -406,12 +425,25 @@ void ExchangeImpl::Send(int status, std::string_view body, std::string_view cont
   }
   server_->Untrack(evhttp_request_get_connection(req_));
   server_->AnswerLeaving(req_);
+  // Counted now, not when the output buffer's (deferred) callback runs: a
+  // loop pass may answer thousands of connections before that.
+  server_->CountAnswerBytes(evbuffer_get_length(buf.get()));
   evhttp_send_reply(req_, status, nullptr, buf.get());
   req_ = nullptr;
 }
 
 void ExchangeImpl::Reply(int status, std::string_view body, std::string_view content_type) {
   if (answered_ || streaming_) return;
+  // Handlers answer asynchronously, so the check at dispatch lets through
+  // every request that arrived before the first answers were queued; this
+  // one holds: a large answer that does not fit is not queued.
+  if (body.size() > kLargeAnswerBytes && !server_->AnswerFits()) {
+    server_->CountSlowReaderRefusal();
+    AddHeader("Retry-After", "1");
+    ReplyError(503, "SLOW_READERS",
+               "clients that do not read their answers hold [http] max_answer_bytes_queued; retry later");
+    return;
+  }
   Finish(status);
   if (!req_) return;
   Send(status, body, content_type);
@@ -494,11 +526,17 @@ Status HttpServerImpl::Init() {
   evhttp_set_gencb(http_.get(), &HttpServerImpl::OnRequest, this);
   (void)JsonErrorPagesLinked();  // links http_error_page.o (see there); nothing to check at run time
   deadlines_ = std::make_unique<RequestDeadlines>(base_.get(), std::chrono::seconds(l.request_deadline_seconds));
+  limits_ = std::make_unique<ConnectionLimits>(
+      base_.get(), ConnectionLimits::Options{.max_connections = l.max_connections,
+                                             .max_request_bytes_in_flight = l.max_request_bytes_in_flight,
+                                             .max_answer_bytes_queued = l.max_answer_bytes_queued,
+                                             .idle_timeout = std::chrono::seconds(l.timeout_seconds)});
   evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewBufferevent, this);
   auto bound = Listen();
   if (!bound.ok()) return bound.status();
   evhttp_bound_socket* sock = *bound;
   listening_ = sock;
+  limits_->SetListener(evhttp_bound_socket_get_listener(sock));
   // TCP_NODELAY, inherited by every accepted connection (Linux): libevent
   // writes an answer in pieces of at most 16 KiB, and with Nagle on, the
   // last piece waits for the ACK of the first, which the client delays by
@@ -606,7 +644,10 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   sibling->bound_len_ = bound_len_;
   sibling->primary_mailbox_ = mailbox_;
   sibling->stats_ = stats_;
-  for (const auto& [path, entry] : routes_) sibling->forwarded_paths_.insert(path);
+  for (const auto& [path, entry] : routes_) {
+    sibling->forwarded_paths_.insert(path);
+    if (entry.methods & kBoundedAnswers) sibling->bounded_answer_paths_.insert(path);
+  }
   CLICKATRON_RETURN_IF_ERROR(sibling->Init());
   return std::unique_ptr<HttpServer>(std::move(sibling));
 }
@@ -684,6 +725,7 @@ void HttpServerImpl::BeginStop() {
   // later); the open ones are served until the loop ends, new requests on
   // them answered 503 STOPPING (Dispatch).
   if (listening_ != nullptr) {
+    limits_->SetListener(nullptr);  // freed with the socket
     evhttp_del_accept_socket(http_.get(), listening_);
     listening_ = nullptr;
   }
@@ -759,7 +801,10 @@ bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
   if (!self->options_.tls) {
     bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev) self->deadlines_->Watch(bev);
+    if (bev) {
+      self->deadlines_->Watch(bev);
+      self->limits_->Watch(bev);
+    }
     return bev;
   }
   SSL* ssl = self->options_.tls->NewServerSsl();
@@ -774,6 +819,7 @@ bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
   }
   bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
   self->deadlines_->Watch(bev);
+  self->limits_->Watch(bev);
   return bev;
 }
 
@@ -812,6 +858,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   std::string endpoint = (local || forward || IsBuiltin(path)) ? std::string(path) : std::string("(unknown)");
   evhttp_connection* conn = evhttp_request_get_connection(req);
   deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
+  limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
@@ -827,6 +874,13 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     return;
   }
   if (stopping_) return ex->ReplyError(503, "STOPPING", "the daemon is stopping");
+  if (limits_->AnswersOverBudget() && !IsBuiltin(path) &&
+      !(local ? (route->second.methods & kBoundedAnswers) != 0 : bounded_answer_paths_.count(path) > 0)) {
+    limits_->CountSlowReaderRefusal();
+    ex->AddHeader("Retry-After", "1");
+    return ex->ReplyError(503, "SLOW_READERS",
+                          "clients that do not read their answers hold [http] max_answer_bytes_queued; retry later");
+  }
   if (forward) return Forward(ex, uri);
   Handle(ex, uri, route);
 }
@@ -913,7 +967,7 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
   auto uptime = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count();
   if (ex->path() == "/stats") {
     nlohmann::json data = {{"daemon", options_.daemon}, {"member", options_.member}, {"uptime_s", uptime},
-                           {"endpoints", stats_->ToJson()}};
+                           {"endpoints", stats_->ToJson()}, {"connections", ConnectionsJson()}};
     if (stats_json_) {
       nlohmann::json extra = stats_json_();
       if (extra.is_object()) data.update(extra);
@@ -925,8 +979,51 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
   std::string text = stats_->ToPrometheus(labels);
   text += "# HELP clickatron_uptime_seconds Seconds since the daemon started.\n# TYPE clickatron_uptime_seconds gauge\n";
   text += fmt::format("clickatron_uptime_seconds{{{}}} {}\n", labels, uptime);
+  text += ConnectionsPrometheus(labels);
   if (stats_prom_) text += stats_prom_();
   ex->Reply(200, text, "text/plain; version=0.0.4");
+}
+
+nlohmann::json HttpServerImpl::ConnectionsJson() const {
+  const ConnectionLimitStats c = limits_->stats();
+  const HttpLimits& l = options_.limits;
+  return {{"open", c.connections},
+          {"max", l.max_connections},
+          {"accepted", c.accepted},
+          {"accept_pauses", c.accept_pauses},
+          {"request_bytes_in_flight", c.request_bytes_in_flight},
+          {"max_request_bytes_in_flight", l.max_request_bytes_in_flight},
+          {"answer_bytes_queued", c.answer_bytes_queued},
+          {"max_answer_bytes_queued", l.max_answer_bytes_queued},
+          {"refused_bytes_in_flight", c.refused_bytes_in_flight},
+          {"refused_slow_readers", c.refused_slow_readers}};
+}
+
+std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) const {
+  const ConnectionLimitStats c = limits_->stats();
+  const HttpLimits& l = options_.limits;
+  std::string out;
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0}{{{3}}} {4}\n", name, help, type, labels, value);
+  };
+  family("clickatron_http_connections", "gauge", "Client connections open.", c.connections);
+  family("clickatron_http_max_connections", "gauge", "[http] max_connections.", l.max_connections);
+  family("clickatron_http_connections_accepted_total", "counter", "Connections accepted.", c.accepted);
+  family("clickatron_http_accept_pauses_total", "counter", "Times accepting stopped at max_connections.",
+         c.accept_pauses);
+  family("clickatron_http_request_bytes_in_flight", "gauge", "Bytes of requests still being received.",
+         c.request_bytes_in_flight);
+  family("clickatron_http_max_request_bytes_in_flight", "gauge", "[http] max_request_bytes_in_flight.",
+         l.max_request_bytes_in_flight);
+  family("clickatron_http_answer_bytes_queued", "gauge", "Answer bytes not yet taken by their readers.",
+         c.answer_bytes_queued);
+  family("clickatron_http_max_answer_bytes_queued", "gauge", "[http] max_answer_bytes_queued.",
+         l.max_answer_bytes_queued);
+  family("clickatron_http_refused_bytes_in_flight_total", "counter",
+         "Connections closed with 503 TOO_MANY_BYTES_IN_FLIGHT.", c.refused_bytes_in_flight);
+  family("clickatron_http_refused_slow_readers_total", "counter", "Requests answered 503 SLOW_READERS.",
+         c.refused_slow_readers);
+  return out;
 }
 
 }  // namespace

@@ -304,10 +304,11 @@ Status WritePathImpl::Init() {
   }));
 
   server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kIncr); }),
-                kGetOrPost | kUnsafeGet);
+                kGetOrPost | kUnsafeGet | kBoundedAnswers);
   // InfluxDB line protocol, as Influx 2 and Influx 1 clients send it.
   for (const char* path : {"/api/v2/write", "/write"}) {
-    server_.Route(path, Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kInflux); }), kPost);
+    server_.Route(path, Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kInflux); }),
+                  kPost | kBoundedAnswers);
   }
   if (ctx_.member.statsd_udp || ctx_.member.statsd_tcp) {
     auto statsd = StatsdDoor::Open(

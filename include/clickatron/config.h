@@ -43,6 +43,14 @@ struct HttpLimits {
   int timeout_seconds = 30;              // idle / slow client timeout
   int request_deadline_seconds = 60;     // a whole request (line, headers, body) must arrive within this
   size_t max_query_args = 1024;          // query-string parameters per request
+  // What clients can make a daemon hold (src/connection_limits.h): open
+  // connections (past it, new ones wait in the kernel's backlog), bytes of
+  // requests still being received (past it, 503 and close), and answer
+  // bytes not yet taken by slow readers (past it, 503 SLOW_READERS for
+  // routes whose answers may be large).
+  size_t max_connections = 4096;
+  size_t max_request_bytes_in_flight = 256u << 20;
+  size_t max_answer_bytes_queued = 256u << 20;
 };
 
 struct MemberConfig {

@@ -85,7 +85,11 @@ using HttpHandler = std::function<void(const HttpExchangePtr&)>;
 // and Content-Length, no body), except on routes marked kUnsafeGet: their GET
 // changes state (GET /incr counts), and HEAD, which clients and proxies send
 // as a harmless probe, must not run them (405).
-enum HttpMethods : unsigned { kGet = 1, kPost = 2, kGetOrPost = 3, kUnsafeGet = 4 };
+// kBoundedAnswers: the route's answers are small (an increment's
+// acknowledgement) or streamed with back-pressure (exports, whole files), so
+// it is served even while slow readers hold [http] max_answer_bytes_queued;
+// other routes then answer 503 SLOW_READERS. Admin routes always are.
+enum HttpMethods : unsigned { kGet = 1, kPost = 2, kGetOrPost = 3, kUnsafeGet = 4, kBoundedAnswers = 8 };
 
 struct HttpServerOptions {
   std::string daemon;    // "clickatron-archive": names the process in /stats and /metrics

@@ -48,6 +48,7 @@ struct Figure {
 const std::vector<std::string> kExcluded = {
     "/endpoints",  // per endpoint: the HTTP core's clickatron_http_* (and changed by the fetches themselves)
     "/uptime_s",   // time-like: clickatron_uptime_seconds ticks between the fetches
+    "/connections",  // the HTTP core's clickatron_http_* (and changed by the fetches' own connections)
 };
 
 const std::vector<Figure> kApiFigures = {

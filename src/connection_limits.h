@@ -1,0 +1,122 @@
+// Bounds on what clients can make an HTTP server hold ([http]
+// max_connections, max_request_bytes_in_flight, max_answer_bytes_queued),
+// so that a client who opens many connections, sends most of a large body
+// and stalls, or asks for large answers and never reads them, meets
+// back-pressure or a 503 instead of growing the daemon until the kernel
+// kills it (issue 51's probe: 3.1 GB from 3,000 connections that never
+// read, 3.25 GB from 60 stalled 59 MB bodies).
+//
+//  - Connections: past max_connections the listener stops accepting (new
+//    connections wait in the kernel's backlog) until some close.
+//  - Request bytes in flight: the bytes received of requests not yet whole
+//    (bodies are buffered before a handler runs), summed over connections.
+//    A connection whose bytes push the sum past the bound is answered 503
+//    TOO_MANY_BYTES_IN_FLIGHT and closed, before more of its body is kept.
+//  - Answer bytes queued: bytes written by handlers and not yet taken by
+//    the socket, summed over connections. Past the bound, requests for
+//    routes that may answer large (all but those marked kBoundedAnswers)
+//    get 503 SLOW_READERS until readers catch up. A connection holds at
+//    most one answer at a time (evhttp reads the next request only when the
+//    previous answer is written), so this bounds the total.
+//
+// Like RequestDeadlines (request_deadline.h), connections are watched from
+// evhttp's bevcb through their buffers' callbacks and known by socket and
+// inode; a sweep every 100 ms forgets closed ones and recounts the sums
+// from the live ones (a closed connection's buffers leave without a
+// callback).
+//
+// Thread-safety: loop thread only, like the server that owns it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+namespace clickatron {
+
+struct ConnectionLimitStats {
+  uint64_t connections = 0;              // open (as of the last sweep, plus those accepted since)
+  uint64_t accepted = 0;
+  uint64_t accept_pauses = 0;            // times the listener stopped accepting at max_connections
+  uint64_t request_bytes_in_flight = 0;
+  uint64_t answer_bytes_queued = 0;
+  uint64_t refused_bytes_in_flight = 0;  // connections closed with 503 TOO_MANY_BYTES_IN_FLIGHT
+  uint64_t refused_slow_readers = 0;     // requests answered 503 SLOW_READERS
+};
+
+class ConnectionLimits {
+ public:
+  struct Options {
+    size_t max_connections = 4096;
+    uint64_t max_request_bytes_in_flight = 256u << 20;
+    uint64_t max_answer_bytes_queued = 256u << 20;
+    std::chrono::seconds idle_timeout{30};  // evhttp's: a silent connection is closed after it
+  };
+  ConnectionLimits(event_base* base, Options options);
+  ~ConnectionLimits();
+  ConnectionLimits(const ConnectionLimits&) = delete;
+  ConnectionLimits& operator=(const ConnectionLimits&) = delete;
+
+  // The listener to pause at max_connections (set once it is bound).
+  void SetListener(evconnlistener* listener) { listener_ = listener; }
+  // A new connection's bufferevent, from evhttp's bevcb.
+  void Watch(bufferevent* bev);
+  // The connection's request is whole (it reached a handler): its bytes are
+  // no longer in flight.
+  void RequestRead(bufferevent* bev);
+  // A handler's answer of `bytes` goes to a connection's output now.
+  void AnswerQueued(uint64_t bytes) { answer_bytes_ += bytes; }
+  // Whether answers that may be large are refused now (SLOW_READERS).
+  bool AnswersOverBudget() const { return answer_bytes_ > options_.max_answer_bytes_queued; }
+  void CountSlowReaderRefusal() { ++stats_.refused_slow_readers; }
+  ConnectionLimitStats stats() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Connection {
+    bufferevent* bev;
+    evutil_socket_t fd;  // -1 until its first bytes either way name it
+    ino_t inode;
+    bool plain;
+    uint64_t request_bytes = 0;  // received since its last request reached a handler
+    Clock::time_point accepted;
+    bool refusing = false;       // refused: closed on the next loop turn
+  };
+  Connection* Identify(bufferevent* bev);
+  static void OnInput(evbuffer* buf, const evbuffer_cb_info* info, void* arg);
+  static void OnOutput(evbuffer* buf, const evbuffer_cb_info* info, void* arg);
+  static void OnSweep(evutil_socket_t fd, short what, void* arg);
+  static void OnRefuse(evutil_socket_t fd, short what, void* arg);
+  // Whether the connection's bufferevent may still be touched.
+  static bool Alive(const Connection& c);
+  void Sweep();
+  void Refuse(Connection& c);  // marks it; RefusePending() answers and closes it
+  void RefusePending();
+  void UpdateListener();
+
+  event_base* base_;
+  const Options options_;
+  evconnlistener* listener_ = nullptr;
+  bool paused_ = false;
+  event* sweep_ = nullptr;
+  // Refusals run outside the buffer callback that found them: freeing a
+  // connection from inside its own buffer's callback would use it after.
+  event* refuse_ = nullptr;
+  std::vector<bufferevent*> to_refuse_;
+  std::unordered_map<bufferevent*, Connection> by_bev_;
+  std::unordered_map<evbuffer*, bufferevent*> by_input_;
+  std::unordered_map<evbuffer*, bufferevent*> by_output_;
+  uint64_t request_bytes_ = 0;
+  uint64_t answer_bytes_ = 0;
+  ConnectionLimitStats stats_;
+};
+
+}  // namespace clickatron
