@@ -83,7 +83,8 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
   // A truncation in place is seen within a second even between scrubs (and
   // at once by a read that faults).
   server.Every(std::chrono::seconds(1), [s] {
-    if (s->current_ && s->scrubber_->CheckSize(*s->current_)) s->NoteDamaged();
+    // A size changed now, or the scrub's thread found damage since.
+    if (s->current_ && (s->scrubber_->CheckSize(*s->current_) || s->current_->damaged())) s->NoteDamaged();
   });
   if (!s->options_.peers.empty()) {
     // Runs once the loop does; reads are served from what was loaded above
@@ -192,8 +193,8 @@ void ArchiveServer::HandleGet(const HttpExchangePtr& ex) {
   SortedFilePtr file = Serving(ex);
   if (!file) return;
   std::optional<std::string_view> value = file->Get(*key);
-  if (!StillIntact(ex, *file)) return;
   if (!value) {
+    if (!StillIntact(ex, *file)) return;
     ++counters_.misses;
     ex->Reply(404, "");
     return;
@@ -203,6 +204,8 @@ void ArchiveServer::HandleGet(const HttpExchangePtr& ex) {
   body.reserve(value->size() + 1);
   body.append(*value);
   body.push_back('\n');
+  // After the copy: the copy itself reads the mapping, and may fault.
+  if (!StillIntact(ex, *file)) return;
   counters_.bytes_served += body.size();
   ex->Reply(200, body);
 }

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,17 +18,24 @@
 namespace clickatron {
 namespace {
 
-constexpr timeval kSweepPeriod{0, 100 * 1000};
+// Each sweep stats every connection's socket: twice a second keeps that cheap
+// with thousands open.
+constexpr timeval kSweepPeriod{0, 500 * 1000};
 
-std::string TooManyBytesAnswer(uint64_t bound) {
-  nlohmann::json env = Envelope(503, "TOO_MANY_BYTES_IN_FLIGHT", nullptr);
-  env["message"] = "the requests being received hold more than [http] max_request_bytes_in_flight (" +
-                   std::to_string(bound) + " bytes); nothing of this request was taken; retry later";
+// A whole answer, written straight to the socket (the request never
+// reaches evhttp's handlers).
+std::string RawAnswer(int status, const std::string& reason, const std::string& message) {
+  nlohmann::json env = Envelope(status, reason, nullptr);
+  env["message"] = message;
   std::string body = env.dump() + "\n";
-  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-         "Connection: close\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+  const char* phrase = status == 401 ? "Unauthorized" : "Service Unavailable";
+  std::string extra = status == 503 ? "Retry-After: 1\r\n" : "WWW-Authenticate: Clickatron-HMAC\r\n";
+  return "HTTP/1.1 " + std::to_string(status) + " " + phrase + "\r\nContent-Type: application/json\r\n" + extra +
+         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
+
+// Enough of a buffer to hold any request head the server takes.
+constexpr size_t kHeadPeekBytes = 64 << 10;
 
 bool SameOpenSocket(evutil_socket_t fd, ino_t inode) {
   struct stat st {};
@@ -60,7 +69,12 @@ void ConnectionLimits::Watch(bufferevent* bev) {
   evbuffer* out = bufferevent_get_output(bev);
   // The socket is given to the bufferevent only after this (evhttp's
   // bevcb): the connection is identified by its first bytes either way.
-  by_bev_.insert_or_assign(bev, Connection{bev, -1, 0, true, 0, Clock::now()});
+  Connection c{};
+  c.bev = bev;
+  c.fd = -1;
+  c.plain = true;
+  c.accepted = Clock::now();
+  by_bev_.insert_or_assign(bev, std::move(c));
   by_input_[in] = bev;
   by_output_[out] = bev;
   evbuffer_add_cb(in, &ConnectionLimits::OnInput, this);
@@ -95,7 +109,14 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
   if (c == nullptr || c->refusing) return;
   c->request_bytes += info->n_added;
   self->request_bytes_ += info->n_added;
-  if (self->request_bytes_ > self->options_.max_request_bytes_in_flight) self->Refuse(*c);
+  if (self->request_bytes_ > self->options_.max_request_bytes_in_flight) {
+    self->Refuse(*c, Refusal{503, "TOO_MANY_BYTES_IN_FLIGHT",
+                             "the requests being received hold more than [http] max_request_bytes_in_flight (" +
+                                 std::to_string(self->options_.max_request_bytes_in_flight) +
+                                 " bytes); nothing of this request was taken; retry later"});
+    return;
+  }
+  if (!c->head_checked && self->head_check_) self->CheckHead(*c, buf);
 }
 
 void ConnectionLimits::OnOutput(evbuffer* buf, const evbuffer_cb_info* info, void* arg) {
@@ -103,10 +124,9 @@ void ConnectionLimits::OnOutput(evbuffer* buf, const evbuffer_cb_info* info, voi
   auto b = self->by_output_.find(buf);
   if (b == self->by_output_.end()) return;
   self->Identify(b->second);
-  // Added when a handler answers (AnswerQueued: this callback is deferred,
-  // and would come too late); taken off as the socket takes it. Resynced
-  // from the live connections by every sweep: a closed connection's buffer
-  // goes without a callback.
+  // Resynced from the live connections by every sweep: a closed
+  // connection's buffer goes without a callback.
+  self->answer_bytes_ += info->n_added;
   self->answer_bytes_ -= std::min<uint64_t>(self->answer_bytes_, info->n_deleted);
 }
 
@@ -115,10 +135,47 @@ void ConnectionLimits::RequestRead(bufferevent* bev) {
   if (it == by_bev_.end()) return;
   request_bytes_ -= std::min(request_bytes_, it->second.request_bytes);
   it->second.request_bytes = 0;
+  it->second.head_checked = false;  // the next request's head is checked again
+  // Whole before a refusal was carried out: its handler answers it.
+  it->second.refusing = false;
 }
 
-void ConnectionLimits::Refuse(Connection& c) {
-  ++stats_.refused_bytes_in_flight;
+void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
+  // evhttp takes the head off the buffer line by line as it parses it, so
+  // what is here starts with the request line only while the head is
+  // still arriving whole in one read: the usual case, and the one a large
+  // body follows. Otherwise the head is not checked here (the signature is
+  // still checked before the handler runs).
+  const size_t have = std::min(evbuffer_get_length(input), kHeadPeekBytes);
+  const char* data = reinterpret_cast<const char*>(evbuffer_pullup(input, static_cast<ev_ssize_t>(have)));
+  if (data == nullptr) return;
+  const std::string_view bytes(data, have);
+  const size_t end = bytes.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    if (have == kHeadPeekBytes) c.head_checked = true;  // too long to be a head: evhttp refuses it
+    return;
+  }
+  c.head_checked = true;
+  // Only a body still to come is worth refusing early: a request already
+  // whole goes to evhttp, which answers it with the usual checks.
+  const std::string_view head = bytes.substr(0, end + 2);
+  std::string lower(head);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const size_t length_at = lower.find("\r\ncontent-length:");
+  if (length_at == std::string::npos) return;
+  const uint64_t length = std::strtoull(lower.c_str() + length_at + 17, nullptr, 10);
+  if (evbuffer_get_length(input) - (end + 4) >= length) return;
+  Refusal why = head_check_(head);
+  if (why.status != 0) Refuse(c, std::move(why));
+}
+
+void ConnectionLimits::Refuse(Connection& c, Refusal why) {
+  if (why.status == 503) {
+    ++stats_.refused_bytes_in_flight;
+  } else {
+    ++stats_.refused_on_headers;
+  }
+  c.refusal = std::move(why);
   request_bytes_ -= std::min(request_bytes_, c.request_bytes);
   c.request_bytes = 0;
   c.refusing = true;
@@ -135,12 +192,18 @@ void ConnectionLimits::RefusePending() {
   pending.swap(to_refuse_);
   for (bufferevent* bev : pending) {
     auto it = by_bev_.find(bev);
-    if (it == by_bev_.end() || !Alive(it->second)) continue;  // closed meanwhile
+    // Closed meanwhile, or its request reached a handler first.
+    if (it == by_bev_.end() || !it->second.refusing || !Alive(it->second)) continue;
     const Connection& c = it->second;
     if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-      const std::string answer = TooManyBytesAnswer(options_.max_request_bytes_in_flight);
+      const std::string answer = RawAnswer(c.refusal.status, c.refusal.reason, c.refusal.message);
       ::send(c.fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::shutdown(c.fd, SHUT_WR);
+      // Unread input makes the close a reset, which can destroy the answer
+      // before the client reads it: discard what is waiting (bounded).
+      char discard[16384];
+      for (int i = 0; i < 64 && ::recv(c.fd, discard, sizeof(discard), MSG_DONTWAIT) > 0; ++i) {
+      }
     }
     evbuffer* in = bufferevent_get_input(bev);
     evbuffer_drain(in, evbuffer_get_length(in));

@@ -21,7 +21,7 @@
 //
 // Like RequestDeadlines (request_deadline.h), connections are watched from
 // evhttp's bevcb through their buffers' callbacks and known by socket and
-// inode; a sweep every 100 ms forgets closed ones and recounts the sums
+// inode; a sweep every 500 ms forgets closed ones and recounts the sums
 // from the live ones (a closed connection's buffers leave without a
 // callback).
 //
@@ -32,6 +32,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +53,7 @@ struct ConnectionLimitStats {
   uint64_t answer_bytes_queued = 0;
   uint64_t refused_bytes_in_flight = 0;  // connections closed with 503 TOO_MANY_BYTES_IN_FLIGHT
   uint64_t refused_slow_readers = 0;     // requests answered 503 SLOW_READERS
+  uint64_t refused_on_headers = 0;       // requests refused on their head (an unsigned internal request)
 };
 
 class ConnectionLimits {
@@ -65,6 +69,18 @@ class ConnectionLimits {
   ConnectionLimits(const ConnectionLimits&) = delete;
   ConnectionLimits& operator=(const ConnectionLimits&) = delete;
 
+  // Asked with a request's line and headers (the bytes before its blank
+  // line) as soon as they have arrived, before its body is kept: a non-empty
+  // answer (an HTTP status line's code and reason, and a message) refuses
+  // the request and closes its connection. An internal route's unsigned
+  // request is refused so (http_server.cc), not after a 60 MB body.
+  struct Refusal {
+    int status = 0;  // 0: take it
+    std::string reason;
+    std::string message;
+  };
+  using HeadCheck = std::function<Refusal(std::string_view head)>;
+  void SetHeadCheck(HeadCheck check) { head_check_ = std::move(check); }
   // The listener to pause at max_connections (set once it is bound).
   void SetListener(evconnlistener* listener) { listener_ = listener; }
   // A new connection's bufferevent, from evhttp's bevcb.
@@ -72,8 +88,6 @@ class ConnectionLimits {
   // The connection's request is whole (it reached a handler): its bytes are
   // no longer in flight.
   void RequestRead(bufferevent* bev);
-  // A handler's answer of `bytes` goes to a connection's output now.
-  void AnswerQueued(uint64_t bytes) { answer_bytes_ += bytes; }
   // Whether answers that may be large are refused now (SLOW_READERS).
   bool AnswersOverBudget() const { return answer_bytes_ > options_.max_answer_bytes_queued; }
   void CountSlowReaderRefusal() { ++stats_.refused_slow_readers; }
@@ -89,6 +103,8 @@ class ConnectionLimits {
     uint64_t request_bytes = 0;  // received since its last request reached a handler
     Clock::time_point accepted;
     bool refusing = false;       // refused: closed on the next loop turn
+    bool head_checked = false;   // the current request's head was checked
+    Refusal refusal;             // what it is answered when refusing
   };
   Connection* Identify(bufferevent* bev);
   static void OnInput(evbuffer* buf, const evbuffer_cb_info* info, void* arg);
@@ -98,7 +114,9 @@ class ConnectionLimits {
   // Whether the connection's bufferevent may still be touched.
   static bool Alive(const Connection& c);
   void Sweep();
-  void Refuse(Connection& c);  // marks it; RefusePending() answers and closes it
+  void Refuse(Connection& c, Refusal why);  // marks it; RefusePending() answers and closes it
+  // The current request's head, once whole, through head_check_.
+  void CheckHead(Connection& c, evbuffer* input);
   void RefusePending();
   void UpdateListener();
 
@@ -107,6 +125,7 @@ class ConnectionLimits {
   evconnlistener* listener_ = nullptr;
   bool paused_ = false;
   event* sweep_ = nullptr;
+  HeadCheck head_check_;
   // Refusals run outside the buffer callback that found them: freeing a
   // connection from inside its own buffer's callback would use it after.
   event* refuse_ = nullptr;

@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -135,6 +137,9 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   std::string header(std::string_view name) const override;
   bool alive() const override { return req_ != nullptr; }
   bool answered() const override { return answered_; }
+  // Its route's answers are bounded (kBoundedAnswers, built-ins): never
+  // refused as SLOW_READERS.
+  void set_bounded_answers(bool bounded) { bounded_answers_ = bounded; }
   void AddHeader(std::string_view name, std::string_view value) override {
     if (req_ && !answered_ && !streaming_) {
       evhttp_add_header(evhttp_request_get_output_headers(req_), std::string(name).c_str(), std::string(value).c_str());
@@ -167,6 +172,7 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   std::string body_;
   bool answered_ = false;
   bool streaming_ = false;
+  bool bounded_answers_ = false;
   int stream_status_ = 0;
   std::function<void()> on_sent_;
   std::shared_ptr<ExchangeImpl> self_while_streaming_;
@@ -241,7 +247,6 @@ class HttpServerImpl : public HttpServer {
   // An answer handed to libevent: its connection is remembered until the
   // answer has been written (or the connection closed), so a stop lets it
   // leave before the loop ends.
-  void CountAnswerBytes(size_t bytes) { limits_->AnswerQueued(bytes); }
   bool AnswerFits() const { return !limits_->AnswersOverBudget(); }
   void CountSlowReaderRefusal() { limits_->CountSlowReaderRefusal(); }
   void AnswerLeaving(evhttp_request* req) {
@@ -279,6 +284,10 @@ class HttpServerImpl : public HttpServer {
   // A sibling hands `ex` to its primary's loop.
   void Forward(const std::shared_ptr<ExchangeImpl>& ex, std::string_view uri);
   void Builtin(const HttpExchangePtr& ex);
+  // An unsigned request to an internal route is refused on its head, before
+  // its body is kept (connection_limits.h); the signature itself is
+  // checked with the whole request, before its handler.
+  ConnectionLimits::Refusal CheckHead(std::string_view head) const;
   // /stats' "connections" and its /metrics (connection_limits.h).
   nlohmann::json ConnectionsJson() const;
   std::string ConnectionsPrometheus(const std::string& labels) const;
@@ -425,9 +434,6 @@ void ExchangeImpl::Send(int status, std::string_view body, std::string_view cont
   }
   server_->Untrack(evhttp_request_get_connection(req_));
   server_->AnswerLeaving(req_);
-  // Counted now, not when the output buffer's (deferred) callback runs: a
-  // loop pass may answer thousands of connections before that.
-  server_->CountAnswerBytes(evbuffer_get_length(buf.get()));
   evhttp_send_reply(req_, status, nullptr, buf.get());
   req_ = nullptr;
 }
@@ -437,7 +443,7 @@ void ExchangeImpl::Reply(int status, std::string_view body, std::string_view con
   // Handlers answer asynchronously, so the check at dispatch lets through
   // every request that arrived before the first answers were queued; this
   // one holds: a large answer that does not fit is not queued.
-  if (body.size() > kLargeAnswerBytes && !server_->AnswerFits()) {
+  if (body.size() > kLargeAnswerBytes && !bounded_answers_ && !server_->AnswerFits()) {
     server_->CountSlowReaderRefusal();
     AddHeader("Retry-After", "1");
     ReplyError(503, "SLOW_READERS",
@@ -537,6 +543,7 @@ Status HttpServerImpl::Init() {
   evhttp_bound_socket* sock = *bound;
   listening_ = sock;
   limits_->SetListener(evhttp_bound_socket_get_listener(sock));
+  limits_->SetHeadCheck([this](std::string_view head) { return CheckHead(head); });
   // TCP_NODELAY, inherited by every accepted connection (Linux): libevent
   // writes an answer in pieces of at most 16 KiB, and with Nagle on, the
   // last piece waits for the ACK of the first, which the client delays by
@@ -874,8 +881,10 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     return;
   }
   if (stopping_) return ex->ReplyError(503, "STOPPING", "the daemon is stopping");
-  if (limits_->AnswersOverBudget() && !IsBuiltin(path) &&
-      !(local ? (route->second.methods & kBoundedAnswers) != 0 : bounded_answer_paths_.count(path) > 0)) {
+  const bool bounded = IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0
+                                                 : bounded_answer_paths_.count(path) > 0);
+  ex->set_bounded_answers(bounded);
+  if (limits_->AnswersOverBudget() && !bounded) {
     limits_->CountSlowReaderRefusal();
     ex->AddHeader("Retry-After", "1");
     return ex->ReplyError(503, "SLOW_READERS",
@@ -984,6 +993,28 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
   ex->Reply(200, text, "text/plain; version=0.0.4");
 }
 
+ConnectionLimits::Refusal HttpServerImpl::CheckHead(std::string_view head) const {
+  if (options_.cluster_secret.empty()) return {};
+  // "METHOD TARGET HTTP/1.x": anything else (a head whose start evhttp has
+  // already taken) is left to the checks that run with the whole request.
+  const std::string_view line = head.substr(0, head.find("\r\n"));
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 <= sp1 || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) return {};
+  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const auto route = routes_.find(target.substr(0, target.find('?')));
+  if (route == routes_.end() || route->second.access != Access::kInternal) return {};
+  std::string lower(head);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  std::string name(kSignatureHeader);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (lower.find("\r\n" + name + ":") != std::string::npos) return {};
+  return {401, "UNAUTHORIZED",
+          fmt::format("{} is for cluster members: the request carries no {} header (refused on its head, "
+                      "before its body)",
+                      route->first, kSignatureHeader)};
+}
+
 nlohmann::json HttpServerImpl::ConnectionsJson() const {
   const ConnectionLimitStats c = limits_->stats();
   const HttpLimits& l = options_.limits;
@@ -996,7 +1027,8 @@ nlohmann::json HttpServerImpl::ConnectionsJson() const {
           {"answer_bytes_queued", c.answer_bytes_queued},
           {"max_answer_bytes_queued", l.max_answer_bytes_queued},
           {"refused_bytes_in_flight", c.refused_bytes_in_flight},
-          {"refused_slow_readers", c.refused_slow_readers}};
+          {"refused_slow_readers", c.refused_slow_readers},
+          {"refused_on_headers", c.refused_on_headers}};
 }
 
 std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) const {
@@ -1023,6 +1055,8 @@ std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) con
          "Connections closed with 503 TOO_MANY_BYTES_IN_FLIGHT.", c.refused_bytes_in_flight);
   family("clickatron_http_refused_slow_readers_total", "counter", "Requests answered 503 SLOW_READERS.",
          c.refused_slow_readers);
+  family("clickatron_http_refused_on_headers_total", "counter",
+         "Requests refused on their head before their body (unsigned, to an internal route).", c.refused_on_headers);
   return out;
 }
 

@@ -30,8 +30,10 @@ using BuffereventPtr = CPtr<bufferevent, bufferevent_free>;
 // Datagrams read per wakeup: a busy socket does not starve the loop's other
 // work (the next wakeup reads on).
 constexpr int kDatagramsPerWakeup = 64;
-// Largest UDP payload (IPv4): a datagram is never cut.
-constexpr size_t kMaxDatagramBytes = 65507;
+// Larger than any UDP payload (65,507 bytes over IPv4, 65,527 over IPv6);
+// a datagram cut anyway (MSG_TRUNC) is dropped whole rather than have its
+// last line read short.
+constexpr size_t kMaxDatagramBytes = 65536;
 
 Result<sockaddr_storage> SocketAddress(const HostPort& where, int* length) {
   sockaddr_storage address{};
@@ -115,8 +117,9 @@ class LineListenersImpl : public LineListeners {
   static void OnDatagram(evutil_socket_t fd, short /*what*/, void* arg) {
     auto* self = static_cast<LineListenersImpl*>(arg);
     for (int i = 0; i < kDatagramsPerWakeup; ++i) {
-      const ssize_t n = ::recv(fd, self->datagram_.data(), self->datagram_.size(), 0);
+      const ssize_t n = ::recv(fd, self->datagram_.data(), self->datagram_.size(), MSG_TRUNC);
       if (n < 0) return;  // EAGAIN: drained (other errors: the next wakeup tries again)
+      if (static_cast<size_t>(n) > self->datagram_.size()) continue;
       ++self->stats_.datagrams;
       self->stats_.bytes += static_cast<uint64_t>(n);
       self->handler_(std::string_view(self->datagram_.data(), static_cast<size_t>(n)));

@@ -43,6 +43,7 @@ std::atomic<bool> g_installed{false};
 uintptr_t g_page_size = 4096;
 
 void OnSigbus(int /*signo*/, siginfo_t* info, void* /*context*/) {
+  const int saved_errno = errno;  // the interrupted code's
   const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
   for (GuardSlot& slot : g_slots) {
     const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
@@ -57,6 +58,7 @@ void OnSigbus(int /*signo*/, siginfo_t* info, void* /*context*/) {
     g_faults.fetch_add(1, std::memory_order_relaxed);
     static const char kMessage[] = "clickatron: SIGBUS under a mapped file (it shrank in place): marked damaged\n";
     [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+    errno = saved_errno;
     return;  // the read is retried and now sees zeros
   }
   // Not ours: the default action (the fault repeats and ends the process).

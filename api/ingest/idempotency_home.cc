@@ -54,7 +54,9 @@ void IdempotencyHome::Relay(const HttpExchangePtr& ex, const HostPort& home, Htt
   // The client's own credentials: the home checks its client token as for
   // any request.
   if (std::string auth = ex->header("Authorization"); !auth.empty()) spec.headers.emplace_back("Authorization", auth);
-  if (std::string type = ex->header("Content-Type"); !type.empty()) spec.headers.emplace_back("Content-Type", type);
+  for (const char* name : {"Content-Type", "Content-Encoding"}) {
+    if (std::string value = ex->header(name); !value.empty()) spec.headers.emplace_back(name, value);
+  }
   const std::string where = home.ToString();
   client.Send(home, std::move(spec), [ex, where, done = std::move(done)](HttpResponse r) {
     if (!r.ok()) {

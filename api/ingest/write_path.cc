@@ -508,7 +508,9 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
   std::optional<KeyedRequest> key;
   if (!BeginKeyed(ex, door, &key)) return;
   std::string encoding = ex->header("Content-Encoding");
-  if (ex->body().size() < kParseOffLoopBytes) {
+  // A compressed body's size says little of what it inflates to.
+  const bool compressed = !encoding.empty() && encoding != "identity";
+  if (!compressed && ex->body().size() < kParseOffLoopBytes) {
     size_t increments = 0;
     Status st = ParseRequest(*ex, encoding, door, &hour_cache_, &scratch_, &increments);
     Parsed(ex, door, st, scratch_, increments, key);
