@@ -145,6 +145,8 @@ class LineListenersImpl : public LineListeners {
     c.owner = self;
     c.bev = std::move(bev);
     bufferevent_setcb(raw, &LineListenersImpl::OnReadable, nullptr, &LineListenersImpl::OnEvent, &c);
+    const timeval idle{self->options_.idle_timeout_seconds, 0};
+    bufferevent_set_timeouts(raw, &idle, nullptr);
     bufferevent_enable(raw, EV_READ);
   }
 
@@ -178,7 +180,7 @@ class LineListenersImpl : public LineListeners {
   }
 
   static void OnEvent(bufferevent* bev, short what, void* arg) {
-    if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) == 0) return;
+    if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) == 0) return;
     auto* c = static_cast<Connection*>(arg);
     LineListenersImpl* self = c->owner;
     // A last line without its '\n' is still a line.

@@ -5,8 +5,9 @@
 // Nothing is answered: these protocols have no replies.
 //
 // Bounds, so a client cannot make the process grow: a TCP line longer than
-// max_line_bytes closes its connection (counted), and past max_connections
-// new connections are closed at once (counted). The UDP socket asks the
+// max_line_bytes closes its connection (counted), past max_connections new
+// connections are closed at once (counted), and a connection silent for
+// idle_timeout_seconds is closed, so idle ones cannot hold every slot. The UDP socket asks the
 // kernel for a receive buffer of udp_receive_buffer_bytes (the kernel may
 // cap it at net.core.rmem_max); datagrams beyond it are dropped by the
 // kernel, as UDP allows.
@@ -44,6 +45,7 @@ class LineListeners {
     std::optional<HostPort> tcp;
     size_t max_line_bytes = 64 * 1024;
     size_t max_connections = 1024;
+    int idle_timeout_seconds = 600;
     int udp_receive_buffer_bytes = 8 << 20;
   };
   // `lines`: one datagram, or complete lines of one TCP connection (its
