@@ -83,8 +83,11 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
   // A truncation in place is seen within a second even between scrubs (and
   // at once by a read that faults).
   server.Every(std::chrono::seconds(1), [s] {
-    // A size changed now, or the scrub's thread found damage since.
-    if (s->current_ && (s->scrubber_->CheckSize(*s->current_) || s->current_->damaged())) s->NoteDamaged();
+    // A size changed now, or the scrub's thread found damage since
+    // (NoteDamaged acts once, and only on a damaged file).
+    if (!s->current_) return;
+    s->scrubber_->CheckSize(*s->current_);
+    s->NoteDamaged();
   });
   if (!s->options_.peers.empty()) {
     // Runs once the loop does; reads are served from what was loaded above

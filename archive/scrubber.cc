@@ -1,13 +1,13 @@
 #include "scrubber.h"
 
-#include <zlib.h>
-
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "clickatron/shard.h"
 
 namespace clickatron::archive {
 namespace {
@@ -69,7 +69,7 @@ bool Scrubber::Pass(const SortedFile& file) {
   const Manifest* manifest = file.manifest();
   if (manifest == nullptr) return true;
   std::vector<char> buffer(kScrubChunkBytes);
-  uLong crc = crc32(0L, Z_NULL, 0);
+  uint32_t crc = 0;
   uint64_t offset = 0;
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
@@ -83,7 +83,7 @@ bool Scrubber::Pass(const SortedFile& file) {
       return true;
     }
     if (*got == 0) break;
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(*got));
+    crc = Crc32Extend(crc, std::string_view(buffer.data(), *got));
     offset += *got;
     counters_.bytes += *got;
     // Paced: never ahead of bytes_per_second since the pass began.
@@ -93,9 +93,9 @@ bool Scrubber::Pass(const SortedFile& file) {
   }
   if (offset != manifest->bytes) {
     Damaged(file, fmt::format("it has {} bytes where its manifest says {}", offset, manifest->bytes));
-  } else if (static_cast<uint32_t>(crc) != manifest->crc32) {
+  } else if (crc != manifest->crc32) {
     Damaged(file, fmt::format("its crc32 is {:08x} where its manifest says {:08x} (changed in place)",
-                              static_cast<uint32_t>(crc), manifest->crc32));
+                              crc, manifest->crc32));
   }
   return true;
 }

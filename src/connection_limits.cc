@@ -1,19 +1,15 @@
 #include "connection_limits.h"
 
-#include <sys/socket.h>
-#include <sys/stat.h>
-
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <event2/bufferevent_ssl.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "clickatron/http_server.h"
+#include "raw_answer.h"
 
 namespace clickatron {
 namespace {
@@ -22,25 +18,8 @@ namespace {
 // with thousands open.
 constexpr timeval kSweepPeriod{0, 500 * 1000};
 
-// A whole answer, written straight to the socket (the request never
-// reaches evhttp's handlers).
-std::string RawAnswer(int status, const std::string& reason, const std::string& message) {
-  nlohmann::json env = Envelope(status, reason, nullptr);
-  env["message"] = message;
-  std::string body = env.dump() + "\n";
-  const char* phrase = status == 401 ? "Unauthorized" : "Service Unavailable";
-  std::string extra = status == 503 ? "Retry-After: 1\r\n" : "WWW-Authenticate: Clickatron-HMAC\r\n";
-  return "HTTP/1.1 " + std::to_string(status) + " " + phrase + "\r\nContent-Type: application/json\r\n" + extra +
-         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
 // Enough of a buffer to hold any request head the server takes.
 constexpr size_t kHeadPeekBytes = 64 << 10;
-
-bool SameOpenSocket(evutil_socket_t fd, ino_t inode) {
-  struct stat st {};
-  return fd >= 0 && ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode;
-}
 
 }  // namespace
 
@@ -55,14 +34,7 @@ ConnectionLimits::~ConnectionLimits() {
   if (refuse_) event_free(refuse_);
 }
 
-bool ConnectionLimits::Alive(const Connection& c) {
-  if (!SameOpenSocket(c.fd, c.inode)) return false;
-  // The socket is open, so the bufferevent's memory is (it closes the
-  // socket when freed); evhttp clears its callbacks when it lets go.
-  bufferevent_event_cb event_cb = nullptr;
-  bufferevent_getcb(c.bev, nullptr, nullptr, &event_cb, nullptr);
-  return event_cb != nullptr;
-}
+bool ConnectionLimits::Alive(const Connection& c) { return SameOpenSocket(c.fd, c.inode) && EvhttpStillOwns(c.bev); }
 
 void ConnectionLimits::Watch(bufferevent* bev) {
   evbuffer* in = bufferevent_get_input(bev);
@@ -76,7 +48,6 @@ void ConnectionLimits::Watch(bufferevent* bev) {
   c.accepted = Clock::now();
   by_bev_.insert_or_assign(bev, std::move(c));
   by_input_[in] = bev;
-  by_output_[out] = bev;
   evbuffer_add_cb(in, &ConnectionLimits::OnInput, this);
   evbuffer_add_cb(out, &ConnectionLimits::OnOutput, this);
   ++stats_.accepted;
@@ -110,20 +81,21 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
   c->request_bytes += info->n_added;
   self->request_bytes_ += info->n_added;
   if (self->request_bytes_ > self->options_.max_request_bytes_in_flight) {
-    self->Refuse(*c, Refusal{503, "TOO_MANY_BYTES_IN_FLIGHT",
-                             "the requests being received hold more than [http] max_request_bytes_in_flight (" +
-                                 std::to_string(self->options_.max_request_bytes_in_flight) +
-                                 " bytes); nothing of this request was taken; retry later"});
+    self->Refuse(*c,
+                 RawJsonAnswer(503, "Service Unavailable", "TOO_MANY_BYTES_IN_FLIGHT",
+                               "the requests being received hold more than [http] max_request_bytes_in_flight (" +
+                                   std::to_string(self->options_.max_request_bytes_in_flight) +
+                                   " bytes); nothing of this request was taken; retry later",
+                               "Retry-After: 1\r\n"),
+                 &self->stats_.refused_bytes_in_flight);
     return;
   }
   if (!c->head_checked && self->head_check_) self->CheckHead(*c, buf);
 }
 
-void ConnectionLimits::OnOutput(evbuffer* buf, const evbuffer_cb_info* info, void* arg) {
+void ConnectionLimits::OnOutput(evbuffer* /*buf*/, const evbuffer_cb_info* info, void* arg) {
   auto* self = static_cast<ConnectionLimits*>(arg);
-  auto b = self->by_output_.find(buf);
-  if (b == self->by_output_.end()) return;
-  self->Identify(b->second);
+  // One total for all connections (a connection is named by its input).
   // Resynced from the live connections by every sweep: a closed
   // connection's buffer goes without a callback.
   self->answer_bytes_ += info->n_added;
@@ -159,23 +131,18 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
   // Only a body still to come is worth refusing early: a request already
   // whole goes to evhttp, which answers it with the usual checks.
   const std::string_view head = bytes.substr(0, end + 2);
-  std::string lower(head);
-  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  const size_t length_at = lower.find("\r\ncontent-length:");
-  if (length_at == std::string::npos) return;
-  const uint64_t length = std::strtoull(lower.c_str() + length_at + 17, nullptr, 10);
+  const std::optional<std::string_view> length_text = RawHeadHeader(head, "Content-Length");
+  if (!length_text) return;
+  const uint64_t length = std::strtoull(std::string(*length_text).c_str(), nullptr, 10);
   if (evbuffer_get_length(input) - (end + 4) >= length) return;
-  Refusal why = head_check_(head);
-  if (why.status != 0) Refuse(c, std::move(why));
+  if (std::string answer = head_check_(head); !answer.empty()) {
+    Refuse(c, std::move(answer), &stats_.refused_on_headers);
+  }
 }
 
-void ConnectionLimits::Refuse(Connection& c, Refusal why) {
-  if (why.status == 503) {
-    ++stats_.refused_bytes_in_flight;
-  } else {
-    ++stats_.refused_on_headers;
-  }
-  c.refusal = std::move(why);
+void ConnectionLimits::Refuse(Connection& c, std::string answer, uint64_t* counter) {
+  ++*counter;
+  c.answer = std::move(answer);
   request_bytes_ -= std::min(request_bytes_, c.request_bytes);
   c.request_bytes = 0;
   c.refusing = true;
@@ -195,16 +162,7 @@ void ConnectionLimits::RefusePending() {
     // Closed meanwhile, or its request reached a handler first.
     if (it == by_bev_.end() || !it->second.refusing || !Alive(it->second)) continue;
     const Connection& c = it->second;
-    if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-      const std::string answer = RawAnswer(c.refusal.status, c.refusal.reason, c.refusal.message);
-      ::send(c.fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::shutdown(c.fd, SHUT_WR);
-      // Unread input makes the close a reset, which can destroy the answer
-      // before the client reads it: discard what is waiting (bounded).
-      char discard[16384];
-      for (int i = 0; i < 64 && ::recv(c.fd, discard, sizeof(discard), MSG_DONTWAIT) > 0; ++i) {
-      }
-    }
+    if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) SendAnswerAndShutdown(c.fd, c.answer);
     evbuffer* in = bufferevent_get_input(bev);
     evbuffer_drain(in, evbuffer_get_length(in));
     // evhttp takes it as a read error: it drops the request and frees the
@@ -236,7 +194,6 @@ void ConnectionLimits::Sweep() {
     // The buffers of the connections that went, and any a new connection
     // reused the address of (Watch put those back).
     std::erase_if(by_input_, [&](const auto& e) { return !by_bev_.count(e.second); });
-    std::erase_if(by_output_, [&](const auto& e) { return !by_bev_.count(e.second); });
   }
   request_bytes_ = request_bytes;
   answer_bytes_ = answer_bytes;

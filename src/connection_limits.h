@@ -70,16 +70,12 @@ class ConnectionLimits {
   ConnectionLimits& operator=(const ConnectionLimits&) = delete;
 
   // Asked with a request's line and headers (the bytes before its blank
-  // line) as soon as they have arrived, before its body is kept: a non-empty
-  // answer (an HTTP status line's code and reason, and a message) refuses
-  // the request and closes its connection. An internal route's unsigned
-  // request is refused so (http_server.cc), not after a 60 MB body.
-  struct Refusal {
-    int status = 0;  // 0: take it
-    std::string reason;
-    std::string message;
-  };
-  using HeadCheck = std::function<Refusal(std::string_view head)>;
+  // line) as soon as they have arrived while its body is still to come,
+  // before the body is kept: a non-empty answer (a whole raw HTTP answer,
+  // raw_answer.h) is written and the connection closed. An internal
+  // route's unsigned request is refused so (http_server.cc), not after a
+  // 60 MB body.
+  using HeadCheck = std::function<std::string(std::string_view head)>;
   void SetHeadCheck(HeadCheck check) { head_check_ = std::move(check); }
   // The listener to pause at max_connections (set once it is bound).
   void SetListener(evconnlistener* listener) { listener_ = listener; }
@@ -104,7 +100,7 @@ class ConnectionLimits {
     Clock::time_point accepted;
     bool refusing = false;       // refused: closed on the next loop turn
     bool head_checked = false;   // the current request's head was checked
-    Refusal refusal;             // what it is answered when refusing
+    std::string answer;          // what it is answered when refusing
   };
   Connection* Identify(bufferevent* bev);
   static void OnInput(evbuffer* buf, const evbuffer_cb_info* info, void* arg);
@@ -114,7 +110,8 @@ class ConnectionLimits {
   // Whether the connection's bufferevent may still be touched.
   static bool Alive(const Connection& c);
   void Sweep();
-  void Refuse(Connection& c, Refusal why);  // marks it; RefusePending() answers and closes it
+  // Marks it (counted in *counter); RefusePending() writes `answer` and closes it.
+  void Refuse(Connection& c, std::string answer, uint64_t* counter);
   // The current request's head, once whole, through head_check_.
   void CheckHead(Connection& c, evbuffer* input);
   void RefusePending();
@@ -132,7 +129,6 @@ class ConnectionLimits {
   std::vector<bufferevent*> to_refuse_;
   std::unordered_map<bufferevent*, Connection> by_bev_;
   std::unordered_map<evbuffer*, bufferevent*> by_input_;
-  std::unordered_map<evbuffer*, bufferevent*> by_output_;
   uint64_t request_bytes_ = 0;
   uint64_t answer_bytes_ = 0;
   ConnectionLimitStats stats_;

@@ -16,7 +16,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -38,6 +37,7 @@
 #include "loop_mailbox.h"
 #include "http_error_page.h"
 #include "connection_limits.h"
+#include "raw_answer.h"
 #include "request_deadline.h"
 #include "precise_timers.h"
 
@@ -248,7 +248,8 @@ class HttpServerImpl : public HttpServer {
   // answer has been written (or the connection closed), so a stop lets it
   // leave before the loop ends.
   bool AnswerFits() const { return !limits_->AnswersOverBudget(); }
-  void CountSlowReaderRefusal() { limits_->CountSlowReaderRefusal(); }
+  // 503 SLOW_READERS, counted.
+  void RefuseForSlowReaders(HttpExchange& ex);
   void AnswerLeaving(evhttp_request* req) {
     if (evhttp_connection* conn = evhttp_request_get_connection(req)) answering_.insert(conn);
     evhttp_request_set_on_complete_cb(req, &HttpServerImpl::OnAnswerSent, this);
@@ -287,7 +288,7 @@ class HttpServerImpl : public HttpServer {
   // An unsigned request to an internal route is refused on its head, before
   // its body is kept (connection_limits.h); the signature itself is
   // checked with the whole request, before its handler.
-  ConnectionLimits::Refusal CheckHead(std::string_view head) const;
+  std::string CheckHead(std::string_view head) const;
   // /stats' "connections" and its /metrics (connection_limits.h).
   nlohmann::json ConnectionsJson() const;
   std::string ConnectionsPrometheus(const std::string& labels) const;
@@ -444,10 +445,7 @@ void ExchangeImpl::Reply(int status, std::string_view body, std::string_view con
   // every request that arrived before the first answers were queued; this
   // one holds: a large answer that does not fit is not queued.
   if (body.size() > kLargeAnswerBytes && !bounded_answers_ && !server_->AnswerFits()) {
-    server_->CountSlowReaderRefusal();
-    AddHeader("Retry-After", "1");
-    ReplyError(503, "SLOW_READERS",
-               "clients that do not read their answers hold [http] max_answer_bytes_queued; retry later");
+    server_->RefuseForSlowReaders(*this);
     return;
   }
   Finish(status);
@@ -543,7 +541,10 @@ Status HttpServerImpl::Init() {
   evhttp_bound_socket* sock = *bound;
   listening_ = sock;
   limits_->SetListener(evhttp_bound_socket_get_listener(sock));
-  limits_->SetHeadCheck([this](std::string_view head) { return CheckHead(head); });
+  // Only a server that checks signatures has anything to refuse on a head.
+  if (!options_.cluster_secret.empty()) {
+    limits_->SetHeadCheck([this](std::string_view head) { return CheckHead(head); });
+  }
   // TCP_NODELAY, inherited by every accepted connection (Linux): libevent
   // writes an answer in pieces of at most 16 KiB, and with Nagle on, the
   // last piece waits for the ACK of the first, which the client delays by
@@ -884,12 +885,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   const bool bounded = IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0
                                                  : bounded_answer_paths_.count(path) > 0);
   ex->set_bounded_answers(bounded);
-  if (limits_->AnswersOverBudget() && !bounded) {
-    limits_->CountSlowReaderRefusal();
-    ex->AddHeader("Retry-After", "1");
-    return ex->ReplyError(503, "SLOW_READERS",
-                          "clients that do not read their answers hold [http] max_answer_bytes_queued; retry later");
-  }
+  if (limits_->AnswersOverBudget() && !bounded) return RefuseForSlowReaders(*ex);
   if (forward) return Forward(ex, uri);
   Handle(ex, uri, route);
 }
@@ -993,8 +989,7 @@ void HttpServerImpl::Builtin(const HttpExchangePtr& ex) {
   ex->Reply(200, text, "text/plain; version=0.0.4");
 }
 
-ConnectionLimits::Refusal HttpServerImpl::CheckHead(std::string_view head) const {
-  if (options_.cluster_secret.empty()) return {};
+std::string HttpServerImpl::CheckHead(std::string_view head) const {
   // "METHOD TARGET HTTP/1.x": anything else (a head whose start evhttp has
   // already taken) is left to the checks that run with the whole request.
   const std::string_view line = head.substr(0, head.find("\r\n"));
@@ -1004,15 +999,19 @@ ConnectionLimits::Refusal HttpServerImpl::CheckHead(std::string_view head) const
   const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   const auto route = routes_.find(target.substr(0, target.find('?')));
   if (route == routes_.end() || route->second.access != Access::kInternal) return {};
-  std::string lower(head);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  std::string name(kSignatureHeader);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  if (lower.find("\r\n" + name + ":") != std::string::npos) return {};
-  return {401, "UNAUTHORIZED",
-          fmt::format("{} is for cluster members: the request carries no {} header (refused on its head, "
-                      "before its body)",
-                      route->first, kSignatureHeader)};
+  if (RawHeadHeader(head, kSignatureHeader)) return {};
+  return RawJsonAnswer(401, "Unauthorized", "UNAUTHORIZED",
+                       fmt::format("{} is for cluster members: the request carries no {} header (refused on its "
+                                   "head, before its body)",
+                                   route->first, kSignatureHeader),
+                       "WWW-Authenticate: Clickatron-HMAC\r\n");
+}
+
+void HttpServerImpl::RefuseForSlowReaders(HttpExchange& ex) {
+  limits_->CountSlowReaderRefusal();
+  ex.AddHeader("Retry-After", "1");
+  ex.ReplyError(503, "SLOW_READERS",
+                "clients that do not read their answers hold [http] max_answer_bytes_queued; retry later");
 }
 
 nlohmann::json HttpServerImpl::ConnectionsJson() const {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clickatron/http_server.h"
+#include "raw_answer.h"
 
 namespace clickatron {
 namespace {
@@ -44,12 +45,9 @@ RequestDeadlines* OwnerOf(bufferevent* bev) {
 }
 
 std::string RequestTimeoutAnswer(std::chrono::seconds deadline) {
-  nlohmann::json env = Envelope(408, "REQUEST_TIMEOUT", nullptr);
-  env["message"] = "the request did not arrive whole within [http] request_deadline_seconds (" +
-                   std::to_string(deadline.count()) + " s)";
-  std::string body = env.dump() + "\n";
-  return "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+  return RawJsonAnswer(408, "Request Timeout", "REQUEST_TIMEOUT",
+                       "the request did not arrive whole within [http] request_deadline_seconds (" +
+                           std::to_string(deadline.count()) + " s)");
 }
 
 }  // namespace
@@ -124,11 +122,6 @@ void RequestDeadlines::Answered(bufferevent* bev) {
   if (RequestDeadlines* owner = OwnerOf(bev)) owner->RequestRead(bev);
 }
 
-bool RequestDeadlines::SameOpenSocket(evutil_socket_t fd, ino_t inode) {
-  struct stat st {};
-  return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == inode;
-}
-
 void RequestDeadlines::OnSweep(evutil_socket_t, short, void* arg) { static_cast<RequestDeadlines*>(arg)->Sweep(); }
 
 void RequestDeadlines::Sweep() {
@@ -153,23 +146,12 @@ void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c) {
   // closes the socket, BEV_OPT_CLOSE_ON_FREE). But evhttp may have freed it
   // earlier in this loop pass with the destructor still to run: then its
   // callbacks are gone, and it must not be touched further.
-  bufferevent_event_cb event_cb = nullptr;
-  bufferevent_getcb(bev, nullptr, nullptr, &event_cb, nullptr);
-  if (event_cb == nullptr) return;
+  if (!EvhttpStillOwns(bev)) return;
   // Reading is disabled from a request's dispatch until its answer is
   // written, so an overdue connection has no answer in its output; check
   // anyway rather than interleave bytes.
   if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-    const std::string answer = RequestTimeoutAnswer(deadline_);
-    // Small enough for an idle socket's send buffer; if it does not fit,
-    // the client is not reading and only the close matters.
-    ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::shutdown(fd, SHUT_WR);
-    // Unread input makes the close a reset, which can destroy the answer
-    // before the client reads it: discard what is waiting (bounded).
-    char discard[16384];
-    for (int i = 0; i < 64 && ::recv(fd, discard, sizeof(discard), MSG_DONTWAIT) > 0; ++i) {
-    }
+    SendAnswerAndShutdown(fd, RequestTimeoutAnswer(deadline_));
   }
   // evhttp treats it as its own read timeout: it drops the request and
   // frees the connection.

@@ -74,7 +74,6 @@ class RequestDeadlines {
   void Started(bufferevent* bev, bool first_bytes);
   void Sweep();
   void Expire(evutil_socket_t fd, const Connection& c);
-  static bool SameOpenSocket(evutil_socket_t fd, ino_t inode);
 
   event_base* base_;
   std::chrono::seconds deadline_;

@@ -39,7 +39,6 @@ void IdempotencyTable::Complete(std::string_view key, uint64_t increments, int64
   if (it == entries_.end() || !it->second.in_flight) return;
   it->second.in_flight = false;
   it->second.increments = increments;
-  it->second.done_unix = now;
   --in_flight_;
   done_order_.emplace_back(now, it->first);
   Expire(now);
@@ -60,7 +59,6 @@ void IdempotencyTable::Restore(std::string_view key, std::string_view digest, ui
   if (!inserted) return;  // a key is committed once; keep the first
   it->second.digest = std::string(digest);
   it->second.increments = increments;
-  it->second.done_unix = unix;
   it->second.in_flight = false;
   bytes_ += EntryBytes(key, it->second);
   done_order_.emplace_back(unix, it->first);

@@ -84,7 +84,6 @@ class IdempotencyTable {
   struct Entry {
     std::string digest;
     uint64_t increments = 0;
-    int64_t done_unix = 0;
     bool in_flight = true;
   };
   // What one entry costs besides its key and digest: the map node, the

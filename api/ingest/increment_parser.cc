@@ -140,42 +140,38 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
   return ParseSubs(args, out);
 }
 
+Status CheckBatchLine(size_t line_no, std::string_view line, size_t count) {
+  if (line.size() > kMaxIncrementLineBytes) {
+    return Invalid("LINE_TOO_LONG", fmt::format("line {}: {} bytes is over the {} byte limit", line_no, line.size(),
+                                                kMaxIncrementLineBytes));
+  }
+  if (count == kMaxBatchIncrements) {
+    return Invalid("BODY_TOO_LARGE",
+                   fmt::format("line {}: a batch holds at most {} increments; split it", line_no, kMaxBatchIncrements));
+  }
+  return Status::Ok();
+}
+
+Status AtLine(size_t line_no, const Status& st) {
+  return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
+}
+
 Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits, size_t max_query_args,
                            const std::function<void(const Increment&)>& on_increment) {
   HourCache cache;
   QueryArgs args;
   Increment inc;
-  size_t line_no = 0;
   size_t count = 0;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t nl = body.find('\n', pos);
-    if (nl == std::string_view::npos) nl = body.size();
-    std::string_view line = body.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    if (line.size() > kMaxIncrementLineBytes) {
-      return Invalid("LINE_TOO_LONG",
-                     fmt::format("line {}: {} bytes is over the {} byte limit", line_no, line.size(),
-                                 kMaxIncrementLineBytes));
-    }
-    if (count == kMaxBatchIncrements) {
-      return Invalid("BODY_TOO_LARGE", fmt::format("line {}: a batch holds at most {} increments; split it",
-                                                   line_no, kMaxBatchIncrements));
-    }
+  return ForEachBodyLine(body, [&](size_t line_no, std::string_view line) {
+    if (line.empty()) return Status::Ok();
+    CLICKATRON_RETURN_IF_ERROR(CheckBatchLine(line_no, line, count));
     args.Clear();
-    if (Status st = ParseQueryString(line, &args, max_query_args); !st.ok()) {
-      return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
-    }
-    if (Status st = ParseIncrement(args, limits, &cache, &inc); !st.ok()) {
-      return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
-    }
+    if (Status st = ParseQueryString(line, &args, max_query_args); !st.ok()) return AtLine(line_no, st);
+    if (Status st = ParseIncrement(args, limits, &cache, &inc); !st.ok()) return AtLine(line_no, st);
     ++count;
     on_increment(inc);
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Status ParseIncrementBatch(std::string_view body, const IncrementLimits& limits, size_t max_query_args,

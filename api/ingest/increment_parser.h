@@ -68,6 +68,32 @@ struct HourCache {
 // at most kMaxKeyPartLength bytes (INVALID_UNIQ otherwise).
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out);
 
+// Calls fn(line_no, line) for each line of a body ('\n' or "\r\n"; the
+// line without its end; line_no counts every physical line from 1), and
+// stops at the first error fn returns. Every door's batch is cut this way.
+template <typename Fn>
+Status ForEachBodyLine(std::string_view body, Fn&& fn) {
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t nl = body.find('\n', pos);
+    if (nl == std::string_view::npos) nl = body.size();
+    std::string_view line = body.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (Status st = fn(line_no, line); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+// The limits every batch door applies to its `count`-th (0-based) taken
+// line: LINE_TOO_LONG past kMaxIncrementLineBytes, BODY_TOO_LARGE past
+// kMaxBatchIncrements; the message starts "line N: ".
+Status CheckBatchLine(size_t line_no, std::string_view line, size_t count);
+// `st` with "line N: " before its message (reason and code kept).
+Status AtLine(size_t line_no, const Status& st);
+
 // Parses a batch body: one query string per line ('\n' or "\r\n"), blank lines
 // ignored. Calls on_increment for each line in order; the first bad line stops
 // and fails the whole batch ("line N: …"), so the caller must not apply what

@@ -268,10 +268,6 @@ Status LpPointToArgs(const LpPoint& p, LineProtocolPrecision precision, QueryArg
   return Status::Ok();
 }
 
-Status LpAtLine(size_t line_no, const Status& st) {
-  return Status(st.code(), fmt::format("line {}: {}", line_no, st.message()), st.reason());
-}
-
 }  // namespace
 
 Result<LineProtocolPrecision> ParsePrecision(std::string_view text) {
@@ -290,34 +286,19 @@ Status ParseLineProtocol(std::string_view body, LineProtocolPrecision precision,
   LpPoint point;
   QueryArgs args;
   Increment inc;
-  size_t line_no = 0;
   size_t count = 0;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t nl = body.find('\n', pos);
-    if (nl == std::string_view::npos) nl = body.size();
-    std::string_view line = body.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return ForEachBodyLine(body, [&](size_t line_no, std::string_view line) {
     const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos || line[first] == '#') continue;
+    if (first == std::string_view::npos || line[first] == '#') return Status::Ok();
     line.remove_prefix(first);
-    if (line.size() > kMaxIncrementLineBytes) {
-      return LpAtLine(line_no, LpInvalid("LINE_TOO_LONG", fmt::format("{} bytes is over the {} byte limit", line.size(),
-                                                                  kMaxIncrementLineBytes)));
-    }
-    if (count == kMaxBatchIncrements) {
-      return LpAtLine(line_no, LpInvalid("BODY_TOO_LARGE", fmt::format("a batch holds at most {} increments; split it",
-                                                                   kMaxBatchIncrements)));
-    }
-    if (Status st = LpSplitLine(line, &point); !st.ok()) return LpAtLine(line_no, st);
-    if (Status st = LpPointToArgs(point, precision, &args); !st.ok()) return LpAtLine(line_no, st);
-    if (Status st = ParseIncrement(args, limits, cache, &inc); !st.ok()) return LpAtLine(line_no, st);
+    CLICKATRON_RETURN_IF_ERROR(CheckBatchLine(line_no, line, count));
+    if (Status st = LpSplitLine(line, &point); !st.ok()) return AtLine(line_no, st);
+    if (Status st = LpPointToArgs(point, precision, &args); !st.ok()) return AtLine(line_no, st);
+    if (Status st = ParseIncrement(args, limits, cache, &inc); !st.ok()) return AtLine(line_no, st);
     ++count;
     on_increment(inc);
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 }  // namespace clickatron::api

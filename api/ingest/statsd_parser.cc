@@ -128,23 +128,19 @@ StatsdPacketResult ParseStatsdPacket(std::string_view packet, const IncrementLim
   StatsdPacketResult result;
   QueryArgs args;
   Increment inc;
-  size_t pos = 0;
-  while (pos < packet.size()) {
-    size_t nl = packet.find('\n', pos);
-    if (nl == std::string_view::npos) nl = packet.size();
-    std::string_view line = packet.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
+  // Lines are dropped, never the packet: the walk never stops early.
+  (void)ForEachBodyLine(packet, [&](size_t /*line_no*/, std::string_view line) {
+    if (line.empty()) return Status::Ok();
     bool sampled = false;
     if (std::optional<StatsdDrop> drop = ParseStatsdLine(line, limits, cache, &args, &inc, &sampled)) {
       ++result.dropped[static_cast<size_t>(*drop)];
-      continue;
+      return Status::Ok();
     }
     ++result.taken;
     if (sampled) ++result.sampled;
     on_increment(inc);
-  }
+    return Status::Ok();
+  });
   return result;
 }
 

@@ -203,7 +203,6 @@ TEST_F(HostileClientsTest, StalledBodiesHoldNoMoreThanTheBytesInFlightBound) {
 TEST_F(HostileClientsTest, AnInternalDaemonRefusesAnUnsignedBodyOnItsHead) {
   const std::string member = clickatron::testing::RealtimeMemberName(0);
   const HostPort shard = cluster_.Address(member);
-  const uint64_t before = HostileRss(cluster_.Pid(member));
   const std::string head = fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 8 * kMiB);
   for (int i = 0; i < 40; ++i) {
     const int fd = HostileConnect(shard);
@@ -223,7 +222,6 @@ TEST_F(HostileClientsTest, AnInternalDaemonRefusesAnUnsignedBodyOnItsHead) {
   }
   const nlohmann::json c = Connections(shard);
   EXPECT_EQ(c["refused_on_headers"], 40) << c.dump();
-  EXPECT_LT(HostileRss(cluster_.Pid(member)), before + kAllowance);
   // A signed member's traffic is untouched: the API still sends to it.
   EXPECT_EQ(HttpGet(cluster_.Api(), fmt::format("/incr?ns=u&key=signed&ts={}", std::time(nullptr)), 10000).status_code,
             200);

@@ -9,6 +9,7 @@
 
 #include <zlib.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -134,5 +135,38 @@ class WriteCluster {
  private:
   clickatron::testing::Cluster cluster_;
 };
+
+// An answer as curl (a real client) got it: status 0 when curl gave up.
+struct CurlAnswer {
+  int status = 0;
+  std::string body;
+  std::string headers;
+  bool Replayed() const { return headers.find("Idempotent-Replayed: true") != std::string::npos; }
+  std::string Reason() const {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    return j.is_discarded() ? "" : j.value("status_txt", "");
+  }
+};
+
+// One request with curl to `where`: POST `body` (GET when empty) with the
+// given header lines, giving up after `max_time_s`. Files go under `dir`.
+inline CurlAnswer Curl(const std::string& dir, const HostPort& where, const std::string& target,
+                       const std::string& body, const std::vector<std::string>& headers, int max_time_s = 10) {
+  static int n = 0;
+  const std::string stem = fmt::format("{}/curl-{}-{}", dir, ::getpid(), n++);
+  std::vector<std::string> argv = {"curl", "-s", "--max-time", std::to_string(max_time_s), "-o", stem + ".body",
+                                   "-D", stem + ".headers", "-w", "%{http_code}"};
+  for (const std::string& h : headers) argv.insert(argv.end(), {"-H", h});
+  if (!body.empty()) argv.insert(argv.end(), {"--data-binary", "@-"});
+  argv.push_back(fmt::format("http://{}{}", where.ToString(), target));
+  CurlAnswer a;
+  std::string out;
+  clickatron::testing::RunCommand(argv, &out, body);  // -s: only the status is printed
+  a.status = std::atoi(out.c_str());
+  std::ifstream b(stem + ".body", std::ios::binary), h(stem + ".headers");
+  a.body.assign(std::istreambuf_iterator<char>(b), {});
+  a.headers.assign(std::istreambuf_iterator<char>(h), {});
+  return a;
+}
 
 }  // namespace clickatron::api::write_testing

@@ -17,43 +17,12 @@
 namespace clickatron::api::write_testing {
 namespace {
 
-struct CurlAnswer {
-  int status = 0;
-  std::string body;
-  std::string headers;
-  bool Replayed() const { return headers.find("Idempotent-Replayed: true") != std::string::npos; }
-  std::string Reason() const {
-    auto j = nlohmann::json::parse(body, nullptr, false);
-    return j.is_discarded() ? "" : j.value("status_txt", "");
-  }
-};
-
-// One request with curl: POST `body` (or GET when empty) to the API with the
-// key (none when empty), giving up after `max_time_s`.
-CurlAnswer Curl(const WriteCluster& c, const std::string& target, const std::string& body, const std::string& key,
+// One request with curl to the API: the key (none when empty) in its header.
+CurlAnswer KeyedCurl(const WriteCluster& c, const std::string& target, const std::string& body, const std::string& key,
                 int max_time_s = 10) {
-  const std::string dir = c.dir();
-  static int n = 0;
-  const std::string stem = fmt::format("{}/curl-{}-{}", dir, ::getpid(), n++);
-  std::string cmd = fmt::format("curl -sS --max-time {} -o {}.body -D {}.headers -w '%{{http_code}}' ", max_time_s,
-                                stem, stem);
-  if (!key.empty()) cmd += fmt::format("-H 'Idempotency-Key: {}' ", key);
-  if (!body.empty()) {
-    std::ofstream(stem + ".in") << body;
-    cmd += fmt::format("--data-binary @{}.in ", stem);
-  }
-  cmd += fmt::format("'http://{}{}' 2>/dev/null", c.Api().ToString(), target);
-  CurlAnswer a;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return a;
-  char buf[16] = {};
-  const size_t got = std::fread(buf, 1, sizeof buf - 1, p);
-  ::pclose(p);
-  a.status = std::atoi(std::string(buf, got).c_str());
-  std::ifstream b(stem + ".body"), h(stem + ".headers");
-  a.body.assign(std::istreambuf_iterator<char>(b), {});
-  a.headers.assign(std::istreambuf_iterator<char>(h), {});
-  return a;
+  std::vector<std::string> headers;
+  if (!key.empty()) headers.push_back("Idempotency-Key: " + key);
+  return Curl(c.dir(), c.Api(), target, body, headers, max_time_s);
 }
 
 ClusterSpec KeyedSpec() {
@@ -81,11 +50,11 @@ TEST(IntegrationIdempotencyTest, ARetryIsAnsweredAgainAndCountsOnce) {
   const std::string hour = *YmdhFromUnix(ts);
 
   const std::string body = KeyedBatch("a", ts, 3);  // 1 + 2 + 3
-  CurlAnswer first = Curl(c, "/incr", body, "batch-1");
+  CurlAnswer first = KeyedCurl(c, "/incr", body, "batch-1");
   ASSERT_EQ(first.status, 200) << first.body;
   EXPECT_FALSE(first.Replayed());
   for (int retry = 0; retry < 3; ++retry) {
-    CurlAnswer again = Curl(c, "/incr", body, "batch-1");
+    CurlAnswer again = KeyedCurl(c, "/incr", body, "batch-1");
     EXPECT_EQ(again.status, 200) << again.body;
     EXPECT_TRUE(again.Replayed()) << again.headers;
     EXPECT_EQ(nlohmann::json::parse(again.body)["data"], nlohmann::json::parse(first.body)["data"]);
@@ -93,21 +62,21 @@ TEST(IntegrationIdempotencyTest, ARetryIsAnsweredAgainAndCountsOnce) {
   // GET with the increment in the query string, and a quoted key (the
   // draft's structured-field form) for the same key unquoted.
   const std::string target = fmt::format("/incr?ns=t&key=b&ts={}&value=5", ts);
-  ASSERT_EQ(Curl(c, target, "", "\"get-1\"").status, 200);
-  CurlAnswer get_again = Curl(c, target, "", "get-1");
+  ASSERT_EQ(KeyedCurl(c, target, "", "\"get-1\"").status, 200);
+  CurlAnswer get_again = KeyedCurl(c, target, "", "get-1");
   EXPECT_EQ(get_again.status, 200);
   EXPECT_TRUE(get_again.Replayed());
 
   // The same key with another request: refused, nothing counted.
-  CurlAnswer reused = Curl(c, "/incr", KeyedBatch("a", ts, 4), "batch-1");
+  CurlAnswer reused = KeyedCurl(c, "/incr", KeyedBatch("a", ts, 4), "batch-1");
   EXPECT_EQ(reused.status, 422) << reused.body;
   EXPECT_EQ(reused.Reason(), "IDEMPOTENCY_KEY_REUSED");
-  CurlAnswer bad = Curl(c, "/incr", body, std::string(256, 'k'));
+  CurlAnswer bad = KeyedCurl(c, "/incr", body, std::string(256, 'k'));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.Reason(), "INVALID_IDEMPOTENCY_KEY");
   // Without a key, as before: every request counts.
-  ASSERT_EQ(Curl(c, target, "", "").status, 200);
-  ASSERT_EQ(Curl(c, target, "", "").status, 200);
+  ASSERT_EQ(KeyedCurl(c, target, "", "").status, 200);
+  ASSERT_EQ(KeyedCurl(c, target, "", "").status, 200);
 
   const std::map<std::string, int64_t> want = {{"t|a." + hour, 6}, {"t|b." + hour, 15}};
   EXPECT_EQ(KeyedStored(c), want);
@@ -127,16 +96,16 @@ TEST(IntegrationIdempotencyTest, AKeyWhoseBatchIsDurableSurvivesKillNineAndOneTh
 
   // Durable and answered, then the node dies: a retry after the restart
   // gets the first answer.
-  ASSERT_EQ(Curl(c, "/incr", KeyedBatch("durable", ts, 2), "k-durable").status, 200);
+  ASSERT_EQ(KeyedCurl(c, "/incr", KeyedBatch("durable", ts, 2), "k-durable").status, 200);
 
   // In flight: the oplog holds the commit. The client gives up after 1 s
   // (as the client did); its retry meanwhile is 409; then the node
   // is killed before the batch was ever durable.
   std::ofstream(stall).put('1');
-  std::thread slow([&] { Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost", /*max_time_s=*/1); });
+  std::thread slow([&] { KeyedCurl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost", /*max_time_s=*/1); });
   ASSERT_TRUE(WaitFor([&] { return c.ApiStats()["write"]["idempotency"]["keys_in_flight"] == 1; }))
       << c.ApiStats().dump();
-  CurlAnswer in_flight = Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost");
+  CurlAnswer in_flight = KeyedCurl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost");
   EXPECT_EQ(in_flight.status, 409) << in_flight.body;
   EXPECT_EQ(in_flight.Reason(), "IDEMPOTENCY_KEY_IN_FLIGHT");
   slow.join();
@@ -144,13 +113,13 @@ TEST(IntegrationIdempotencyTest, AKeyWhoseBatchIsDurableSurvivesKillNineAndOneTh
   std::filesystem::remove(stall);
   c.Start("api-0");
 
-  CurlAnswer durable = Curl(c, "/incr", KeyedBatch("durable", ts, 2), "k-durable");
+  CurlAnswer durable = KeyedCurl(c, "/incr", KeyedBatch("durable", ts, 2), "k-durable");
   EXPECT_EQ(durable.status, 200) << durable.body;
   EXPECT_TRUE(durable.Replayed()) << "the key's commit frame was durable: restored at start";
-  CurlAnswer lost = Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost");
+  CurlAnswer lost = KeyedCurl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost");
   EXPECT_EQ(lost.status, 200) << lost.body;
   EXPECT_FALSE(lost.Replayed()) << "never durable: processed as new";
-  EXPECT_TRUE(Curl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost").Replayed());
+  EXPECT_TRUE(KeyedCurl(c, "/incr", KeyedBatch("lost", ts, 2), "k-lost").Replayed());
 
   const std::map<std::string, int64_t> want = {{"t|durable." + hour, 3}, {"t|lost." + hour, 3}};
   EXPECT_EQ(KeyedStored(c), want);

@@ -26,56 +26,9 @@ namespace {
 
 const std::string kDoorPython = "/usr/bin/python3";  // Debian's, with python3-influxdb and python3-statsd
 
-struct DoorAnswer {
-  int status = 0;
-  std::string body;
-  std::string headers;
-  bool Replayed() const { return headers.find("Idempotent-Replayed: true") != std::string::npos; }
-  std::string Reason() const {
-    auto j = nlohmann::json::parse(body, nullptr, false);
-    return j.is_discarded() ? "" : j.value("status_txt", "");
-  }
-};
-
-// One request with curl to `where`: POST the file `body_file` (GET when
-// empty), with extra headers, giving up after `max_time_s`.
-DoorAnswer DoorCurl(const std::string& dir, const HostPort& where, const std::string& target,
-                    const std::string& body, const std::vector<std::string>& headers, int max_time_s = 10) {
-  static int n = 0;
-  const std::string stem = fmt::format("{}/door-curl-{}-{}", dir, ::getpid(), n++);
-  std::string cmd = fmt::format("curl -sS --max-time {} -o {}.body -D {}.headers -w '%{{http_code}}' ", max_time_s,
-                                stem, stem);
-  for (const std::string& h : headers) cmd += fmt::format("-H '{}' ", h);
-  if (!body.empty()) {
-    std::ofstream(stem + ".in", std::ios::binary) << body;
-    cmd += fmt::format("--data-binary @{}.in ", stem);
-  }
-  cmd += fmt::format("'http://{}{}' 2>/dev/null", where.ToString(), target);
-  DoorAnswer a;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return a;
-  char buf[16] = {};
-  const size_t got = std::fread(buf, 1, sizeof buf - 1, p);
-  ::pclose(p);
-  a.status = std::atoi(std::string(buf, got).c_str());
-  std::ifstream b(stem + ".body"), h(stem + ".headers");
-  a.body.assign(std::istreambuf_iterator<char>(b), {});
-  a.headers.assign(std::istreambuf_iterator<char>(h), {});
-  return a;
-}
-
 // Runs a Python program with Debian's python3; its exit code, output in *out.
-int DoorPython(const std::string& dir, const std::string& program, std::string* out) {
-  static int n = 0;
-  const std::string path = fmt::format("{}/door-{}-{}.py", dir, ::getpid(), n++);
-  std::ofstream(path) << program;
-  FILE* p = ::popen(fmt::format("{} {} 2>&1", kDoorPython, path).c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t got = 0;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, got);
-  const int rc = ::pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+int DoorPython(const std::string& program, std::string* out) {
+  return clickatron::testing::RunCommand({kDoorPython, "-c", program}, out);
 }
 
 // The shards' records of namespace `ns`: totals, subtotals of the namespaces
@@ -169,7 +122,7 @@ print('ok')
 )",
                                           fmt::arg("points", points), fmt::arg("port", c.Api().port));
   std::string out;
-  ASSERT_EQ(DoorPython(c.dir(), program, &out), 0) << out;
+  ASSERT_EQ(DoorPython(program, &out), 0) << out;
 
   ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
   const auto want = DoorRecords(c, "a");
@@ -191,7 +144,7 @@ TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
       {"ns", fmt::format("{}123456789", ts)}, {"us", fmt::format("{}123456", ts)},
       {"ms", fmt::format("{}123", ts)},       {"s", fmt::format("{}", ts)}};
   for (const auto& [precision, stamp] : precisions) {
-    DoorAnswer a = DoorCurl(c.dir(), c.Api(), "/api/v2/write?org=o&bucket=clicks&precision=" + precision,
+    CurlAnswer a = Curl(c.dir(), c.Api(), "/api/v2/write?org=o&bucket=clicks&precision=" + precision,
                             fmt::format("p,key={} value=3i {}\np,key={} value=1.0 {}\n", precision, stamp, precision, stamp),
                             {"Content-Type: text/plain; charset=utf-8"});
     EXPECT_EQ(a.status, 204) << precision << ": " << a.body;
@@ -199,15 +152,15 @@ TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
   }
 
   // A bad line refuses the whole body, naming it, in Influx's error shape.
-  DoorAnswer bad = DoorCurl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks",
+  CurlAnswer bad = Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks",
                             fmt::format("p,key=x value=1i {}000000000\np,key=x value=1.5 {}000000000\n", ts, ts), {});
   EXPECT_EQ(bad.status, 400) << bad.body;
   auto j = nlohmann::json::parse(bad.body, nullptr, false);
   ASSERT_TRUE(j.is_object()) << bad.body;
   EXPECT_EQ(j.value("code", ""), "invalid");
   EXPECT_NE(j.value("message", "").find("line 2"), std::string::npos) << bad.body;
-  EXPECT_EQ(DoorCurl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks", "p,key=x size=1i\n", {}).status, 400);
-  EXPECT_EQ(DoorCurl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=fortnight", "p,key=x\n", {}).status,
+  EXPECT_EQ(Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks", "p,key=x size=1i\n", {}).status, 400);
+  EXPECT_EQ(Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=fortnight", "p,key=x\n", {}).status,
             400);
   // A small gzip body that inflates past max_body_bytes: 413, nothing taken.
   const std::string bomb_path = c.dir() + "/bomb";
@@ -223,15 +176,15 @@ TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
   std::ifstream bomb_in(bomb_path, std::ios::binary);
   const std::string bomb((std::istreambuf_iterator<char>(bomb_in)), {});
   ASSERT_LT(bomb.size(), 1u << 20);
-  DoorAnswer too_big =
-      DoorCurl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=s", bomb, {"Content-Encoding: gzip"});
+  CurlAnswer too_big =
+      Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=s", bomb, {"Content-Encoding: gzip"});
   EXPECT_EQ(too_big.status, 413) << too_big.body;
 
   // An Idempotency-Key: the retry is answered 204 again and counts nothing.
   const std::string keyed = fmt::format("p,key=keyed value=4i {}\n", ts);
   const std::vector<std::string> key = {"Idempotency-Key: influx-1"};
-  ASSERT_EQ(DoorCurl(c.dir(), c.Api(), "/write?db=clicks&precision=s", keyed, key).status, 204);
-  DoorAnswer again = DoorCurl(c.dir(), c.Api(), "/write?db=clicks&precision=s", keyed, key);
+  ASSERT_EQ(Curl(c.dir(), c.Api(), "/write?db=clicks&precision=s", keyed, key).status, 204);
+  CurlAnswer again = Curl(c.dir(), c.Api(), "/write?db=clicks&precision=s", keyed, key);
   EXPECT_EQ(again.status, 204);
   EXPECT_TRUE(again.Replayed()) << again.headers;
 
@@ -278,7 +231,7 @@ print('ok')
 )",
                                           fmt::arg("port", port));
   std::string out;
-  ASSERT_EQ(DoorPython(c.dir(), program, &out), 0) << out;
+  ASSERT_EQ(DoorPython(program, &out), 0) << out;
 
   // UDP on loopback arrives; wait for every line to be taken or dropped.
   ASSERT_TRUE(WaitFor([&] {
@@ -328,15 +281,15 @@ TEST(IntegrationWriteDoorsTest, ARetryOnTheOtherApiNodeCountsOnce) {
   for (uint32_t home = 0; home < 2; ++home) {
     const std::string k = DoorKeyHomedOn(home, "retry");
     const std::vector<std::string> h = {"Idempotency-Key: " + k};
-    DoorAnswer first = DoorCurl(c.dir(), at[1 - home], "/incr", body(k, 7), h);
+    CurlAnswer first = Curl(c.dir(), at[1 - home], "/incr", body(k, 7), h);
     ASSERT_EQ(first.status, 200) << first.body;
     EXPECT_FALSE(first.Replayed());
     for (int node = 0; node < 2; ++node) {
-      DoorAnswer again = DoorCurl(c.dir(), at[node], "/incr", body(k, 7), h);
+      CurlAnswer again = Curl(c.dir(), at[node], "/incr", body(k, 7), h);
       EXPECT_EQ(again.status, 200) << again.body;
       EXPECT_TRUE(again.Replayed()) << "node " << node << ": " << again.headers;
     }
-    DoorAnswer reused = DoorCurl(c.dir(), at[1 - home], "/incr", body(k, 8), h);
+    CurlAnswer reused = Curl(c.dir(), at[1 - home], "/incr", body(k, 8), h);
     EXPECT_EQ(reused.status, 422) << reused.body;
     want["t|" + k + "." + hour] = 7;
   }
@@ -346,13 +299,13 @@ TEST(IntegrationWriteDoorsTest, ARetryOnTheOtherApiNodeCountsOnce) {
   const std::string k = DoorKeyHomedOn(0, "down");
   const std::vector<std::string> h = {"Idempotency-Key: " + k};
   c.Kill(api0);
-  DoorAnswer down = DoorCurl(c.dir(), at[1], "/incr", body(k, 3), h);
+  CurlAnswer down = Curl(c.dir(), at[1], "/incr", body(k, 3), h);
   EXPECT_EQ(down.status, 503) << down.body;
   EXPECT_EQ(down.Reason(), "IDEMPOTENCY_HOME_DOWN");
   EXPECT_NE(down.headers.find("Retry-After"), std::string::npos);
   c.Start(api0);
-  ASSERT_EQ(DoorCurl(c.dir(), at[1], "/incr", body(k, 3), h).status, 200);
-  EXPECT_TRUE(DoorCurl(c.dir(), at[0], "/incr", body(k, 3), h).Replayed());
+  ASSERT_EQ(Curl(c.dir(), at[1], "/incr", body(k, 3), h).status, 200);
+  EXPECT_TRUE(Curl(c.dir(), at[0], "/incr", body(k, 3), h).Replayed());
   want["t|" + k + "." + hour] = 3;
 
   // The client gives up while the home's commit is held; the home is
@@ -363,12 +316,12 @@ TEST(IntegrationWriteDoorsTest, ARetryOnTheOtherApiNodeCountsOnce) {
   const std::string stall = c.DataDir(api0) + "/fault/oplog-stall";
   std::filesystem::create_directories(c.DataDir(api0) + "/fault");
   std::ofstream(stall).put('1');
-  DoorAnswer gave_up = DoorCurl(c.dir(), at[1], "/incr", body(lost, 9), lh, /*max_time_s=*/1);
+  CurlAnswer gave_up = Curl(c.dir(), at[1], "/incr", body(lost, 9), lh, /*max_time_s=*/1);
   EXPECT_EQ(gave_up.status, 0) << "curl gave up: " << gave_up.body;
   c.Kill(api0);
   std::filesystem::remove(stall);
   c.Start(api0);
-  ASSERT_EQ(DoorCurl(c.dir(), at[1], "/incr", body(lost, 9), lh).status, 200);
+  ASSERT_EQ(Curl(c.dir(), at[1], "/incr", body(lost, 9), lh).status, 200);
   want["t|" + lost + "." + hour] = 9;
 
   for (const HostPort& node : at) {
