@@ -46,12 +46,21 @@ void AppendRows(std::string* out, const TopValues& top, const KeyCounts* earlier
   out->push_back(']');
 }
 
+// `,"none":N,"other":N` (both sort after "dt" and "limit").
+void AppendLeftOut(std::string* out, const RowsLeftOut& left_out) {
+  Append(out, ",\"none\":");
+  Append(out, left_out.none);
+  Append(out, ",\"other\":");
+  Append(out, left_out.other);
+}
+
 }  // namespace
 
 std::string BreakdownJson(const BreakdownParams& p, const UnitWindow& window, const std::vector<TopValues>& tops,
-                          const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
-                          const std::vector<KeyUniques>& uniques) {
+                          const std::vector<RowsLeftOut>& left_out, const std::optional<UnitWindow>& earlier,
+                          const std::vector<KeyCounts>& before, const std::vector<KeyUniques>& uniques, int64_t now) {
   static const TopValues kNoRows;
+  const auto left_out_of = [&](size_t i) { return i < left_out.size() ? left_out[i] : RowsLeftOut{}; };
   static const KeyCounts kNothing;
   static const KeyUniques kNoVisitors;
   const auto top_of = [&](size_t i) -> const TopValues& { return i < tops.size() ? tops[i] : kNoRows; };
@@ -76,8 +85,10 @@ std::string BreakdownJson(const BreakdownParams& p, const UnitWindow& window, co
         Append(&out, ",\"compare_dt\":");
         Append(&out, earlier->start(i));
       }
+      json_text::AppendIncomplete(&out, window, i, now);
       Append(&out, ",\"dt\":");
       Append(&out, window.start(i));
+      AppendLeftOut(&out, left_out_of(i));
       Append(&out, i > 0 ? "}," : "}");
     }
     out.push_back(']');
@@ -89,6 +100,7 @@ std::string BreakdownJson(const BreakdownParams& p, const UnitWindow& window, co
   }
   Append(&out, ",\"limit\":");
   Append(&out, p.limit);
+  if (p.window.rollup) AppendLeftOut(&out, left_out_of(0));
   Append(&out, ",\"sns\":");
   AppendString(&out, p.sns);
   Append(&out, ",\"tz_offset\":");

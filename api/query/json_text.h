@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "query/query_params.h"
+#include "query/rollup.h"
 
 namespace clickatron::api::json_text {
 
@@ -42,6 +43,13 @@ inline void AppendString(std::string* out, std::string_view s) {
   out->push_back('"');
   out->append(s);
   out->push_back('"');
+}
+
+// `,"complete":false` after a field that sorts before "complete" ("clicks",
+// "compare_dt") when unit i of `window` is not over at `now`; nothing
+// otherwise (a complete unit carries no marker).
+inline void AppendIncomplete(std::string* out, const UnitWindow& window, size_t i, int64_t now) {
+  if (!window.Complete(i, now)) out->append(",\"complete\":false");
 }
 
 // The echo's "unit", "unit_reference_ts", "units" fields (no braces), in

@@ -288,7 +288,7 @@ class ReadPathImpl : public ReadPath {
     }
     auto sums = SumByUnit(window, hours);
     if (!sums.ok()) return Fail(ex, sums.status());
-    ex->ReplyJsonData(SeriesJson(p.window, window, *sums));
+    ex->ReplyJsonData(SeriesJson(p.window, window, *sums, Now()));
   }
 
   // "clicks" as without compare=, and "compare": the earlier window's in the
@@ -301,6 +301,7 @@ class ReadPathImpl : public ReadPath {
     if (!then_total.ok()) return Fail(ex, then_total.status());
     nlohmann::json data = WindowEcho(p.window);
     nlohmann::json compare = {{"window", CompareName(p.window.compare)}, {"change", Change(*now_total, *then_total)}};
+    const int64_t now = Now();
     if (p.window.rollup) {
       data["clicks"] = *now_total;
       compare["clicks"] = *then_total;
@@ -309,7 +310,10 @@ class ReadPathImpl : public ReadPath {
         auto sums = SumByUnit(w, hours);
         if (!sums.ok()) return sums.status();
         nlohmann::json list = nlohmann::json::array();
-        for (size_t i = w.size(); i-- > 0;) list.push_back({{"dt", w.start(i)}, {"clicks", (*sums)[i]}});
+        for (size_t i = w.size(); i-- > 0;) {
+          list.push_back({{"dt", w.start(i)}, {"clicks", (*sums)[i]}});
+          if (!w.Complete(i, now)) list.back()["complete"] = false;
+        }
         return list;
       };
       auto now_series = series(window);
@@ -333,7 +337,7 @@ class ReadPathImpl : public ReadPath {
     if (w.units != -1) {
       auto fixed = FixedWindows(w, max_query_hours_);
       if (!fixed.ok()) return Fail(ex, fixed.status());
-      if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, fixed->earlier, {});
+      if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, {}, fixed->earlier, {});
       windows = std::move(*fixed);
     }
     auto reach = ReachOf(w, windows, max_query_hours_);
@@ -362,8 +366,8 @@ class ReadPathImpl : public ReadPath {
               uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals, &unions_);
             }
           }
-          ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->subtotals,
-                         std::move(uniques));
+          ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->total,
+                         data->subtotals, std::move(uniques));
         },
         reach->skip, uniques_from, std::move(reach->splits));
   }
@@ -379,16 +383,39 @@ class ReadPathImpl : public ReadPath {
     return groups;
   }
 
+  // The key's total per unit (or over the window), as Groups sums values.
+  Result<std::vector<int64_t>> Totals(const BreakdownParams& p, const UnitWindow& window, const HourlyCounts& total) {
+    if (!p.window.rollup) return SumByUnit(window, total);
+    auto sum = SumWindow(window, total);
+    if (!sum.ok()) return sum.status();
+    return std::vector<int64_t>{*sum};
+  }
+
   // Sums per unit (or over the window), then expands the hashes among the
   // keys that could make the top list, then ranks by full value. With an
   // earlier window, the same keys' sums there (unit i beside unit i): rows
-  // are ranked by the current window only.
+  // are ranked by the current window only. What the rows leave out is
+  // counted before the candidates are cut: "other" is every value's clicks
+  // less the rows', "none" the key's total less every value's clicks.
   void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
-                      std::optional<UnitWindow> earlier, const HourlyBreakdown& subtotals,
+                      std::optional<UnitWindow> earlier, const HourlyCounts& total, const HourlyBreakdown& subtotals,
                       std::vector<KeyUniques> uniques) {
     auto current = Groups(p, window, subtotals);
     if (!current.ok()) return Fail(ex, current.status());
     std::vector<KeyCounts> groups = std::move(*current);
+    auto totals = Totals(p, window, total);
+    if (!totals.ok()) return Fail(ex, totals.status());
+    std::vector<RowsLeftOut> left_out(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      int64_t values = 0;
+      for (const auto& [key, n] : groups[g]) {
+        if (__builtin_add_overflow(values, n, &values)) {
+          return Fail(ex, Status::OutOfRange("a sum of clicks overflows a 64-bit counter"));
+        }
+      }
+      left_out[g].other = values;  // less the rows' clicks, once they are known
+      left_out[g].none = (*totals)[g] - values;
+    }
     std::vector<KeyCounts> earlier_groups;
     if (earlier) {
       auto before = Groups(p, *earlier, subtotals);
@@ -412,7 +439,7 @@ class ReadPathImpl : public ReadPath {
     }
     gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
                                               earlier = std::move(earlier), groups = std::move(groups),
-                                              earlier_groups = std::move(earlier_groups),
+                                              earlier_groups = std::move(earlier_groups), left_out = std::move(left_out),
                                               uniques = std::move(uniques)](
                                                  Result<std::map<std::string, std::string>> values) mutable {
       if (!values.ok()) return Fail(ex, values.status());
@@ -430,17 +457,21 @@ class ReadPathImpl : public ReadPath {
       };
       for (KeyUniques& group : uniques) group = expand(group);
       std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
-      for (const KeyCounts& group : groups) tops.push_back(TopByClicks(expand(group), static_cast<size_t>(p.limit)));
+      for (size_t g = 0; g < groups.size(); ++g) {
+        tops.push_back(TopByClicks(expand(groups[g]), static_cast<size_t>(p.limit)));
+        for (const auto& row : tops.back()) left_out[g].other -= row.second;
+      }
       std::vector<KeyCounts> before;
       for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
-      ReplyBreakdown(ex, p, window, tops, earlier, before, uniques);
+      ReplyBreakdown(ex, p, window, tops, left_out, earlier, before, uniques);
     });
   }
 
   void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
-                      const std::vector<TopValues>& tops, const std::optional<UnitWindow>& earlier,
-                      const std::vector<KeyCounts>& before, const std::vector<KeyUniques>& uniques = {}) {
-    ex->ReplyJsonData(BreakdownJson(p, window, tops, earlier, before, uniques));
+                      const std::vector<TopValues>& tops, const std::vector<RowsLeftOut>& left_out,
+                      const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
+                      const std::vector<KeyUniques>& uniques = {}) {
+    ex->ReplyJsonData(BreakdownJson(p, window, tops, left_out, earlier, before, uniques, Now()));
   }
 
   // ---- /uniques --------------------------------------------------------------
@@ -490,12 +521,13 @@ class ReadPathImpl : public ReadPath {
     const WindowParams& w = p.series.window;
     if (!earlier) {
       if (w.rollup) return ex->ReplyJsonData(UniquesRollupJson(w, UniquesOverWindow(window, hours, &unions_)));
-      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours, &unions_)));
+      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours, &unions_), Now()));
     }
     // compare=: "uniques" as without it, and "compare" with the earlier
     // window's, as /clicks answers it.
     const uint64_t now_total = UniquesOverWindow(window, hours, &unions_);
     const uint64_t then_total = UniquesOverWindow(*earlier, hours, &unions_);
+    const int64_t now = Now();
     nlohmann::json data = WindowEcho(w);
     nlohmann::json compare = {{"window", CompareName(w.compare)},
                               {"change", Change(static_cast<int64_t>(now_total), static_cast<int64_t>(then_total))}};
@@ -506,7 +538,10 @@ class ReadPathImpl : public ReadPath {
       auto series = [&](const UnitWindow& win) {
         const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours, &unions_);
         nlohmann::json list = nlohmann::json::array();
-        for (size_t i = win.size(); i-- > 0;) list.push_back({{"dt", win.start(i)}, {"uniques", per_unit[i]}});
+        for (size_t i = win.size(); i-- > 0;) {
+          list.push_back({{"dt", win.start(i)}, {"uniques", per_unit[i]}});
+          if (!win.Complete(i, now)) list.back()["complete"] = false;
+        }
         return list;
       };
       data["uniques"] = series(window);

@@ -61,6 +61,11 @@ class UnitWindow {
   bool empty() const { return starts_.empty(); }
   // dt of unit i, i = 0 the oldest.
   int64_t start(size_t i) const { return starts_[i]; }
+  // Where unit i ends: the next unit's start, or the window's end.
+  int64_t end(size_t i) const { return i + 1 < starts_.size() ? starts_[i + 1] : end_ts_; }
+  // False while unit i is not over at `now` (it ends after it): its sum
+  // will still grow. Answers mark such units "complete": false.
+  bool Complete(size_t i, int64_t now) const { return end(i) <= now; }
   // [begin_ts, end_ts): the UTC span the window covers.
   int64_t begin_ts() const { return empty() ? end_ts_ : starts_.front(); }
   int64_t end_ts() const { return end_ts_; }

@@ -20,13 +20,15 @@ void AppendEcho(const WindowParams& w, std::string* out) {
 
 }  // namespace
 
-std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<int64_t>& sums) {
+std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<int64_t>& sums,
+                       int64_t now) {
   std::string out;
   out.reserve(64 + window.size() * 40);
   out.append("{\"clicks\":[");
   for (size_t i = window.size(); i-- > 0;) {
     Append(&out, "{\"clicks\":");
     Append(&out, sums[i]);
+    json_text::AppendIncomplete(&out, window, i, now);
     Append(&out, ",\"dt\":");
     Append(&out, window.start(i));
     Append(&out, i > 0 ? "}," : "}");
@@ -36,7 +38,8 @@ std::string SeriesJson(const WindowParams& w, const UnitWindow& window, const st
   return out;
 }
 
-std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<uint64_t>& uniques) {
+std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, const std::vector<uint64_t>& uniques,
+                              int64_t now) {
   std::string out;
   out.reserve(96 + window.size() * 40);
   // Keys sorted as the DOM dumps them: "tz_offset" < "uniques" < "unit…".
@@ -44,7 +47,8 @@ std::string UniquesSeriesJson(const WindowParams& w, const UnitWindow& window, c
   Append(&out, w.tz_offset);
   Append(&out, ",\"uniques\":[");
   for (size_t i = window.size(); i-- > 0;) {
-    Append(&out, "{\"dt\":");
+    // "complete" sorts before "dt".
+    Append(&out, window.Complete(i, now) ? "{\"dt\":" : "{\"complete\":false,\"dt\":");
     Append(&out, window.start(i));
     Append(&out, ",\"uniques\":");
     Append(&out, uniques[i]);

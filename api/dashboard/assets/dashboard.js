@@ -265,10 +265,15 @@
       var h = top ? (s.clicks / top) * plotH : 0;
       var x = m.left + i * band;
       var g = add(bars, 'g', {'class': 'unit'});
-      add(g, 'title', null, longDate(s.dt, tz, unit) + ': ' + fmt(s.clicks) + (s.clicks === 1 ? ' click' : ' clicks'));
+      // A unit not over yet ("complete": false) is drawn hatched: its bar
+      // will still grow, so a dip there is not a drop.
+      var open = s.complete === false;
+      add(g, 'title', null, longDate(s.dt, tz, unit) + ': ' + fmt(s.clicks) + (s.clicks === 1 ? ' click' : ' clicks') +
+          (open ? ' so far (not over yet)' : ''));
       add(g, 'rect', {'class': 'hit', x: x.toFixed(2), y: m.top, width: band.toFixed(2), height: plotH});
-      add(g, 'rect', {'class': 'bar', x: (x + gap / 2).toFixed(2), y: (baseY - h).toFixed(2),
-                      width: barW.toFixed(2), height: h.toFixed(2), 'data-dt': s.dt, 'data-clicks': s.clicks});
+      add(g, 'rect', {'class': open ? 'bar incomplete' : 'bar', x: (x + gap / 2).toFixed(2), y: (baseY - h).toFixed(2),
+                      width: barW.toFixed(2), height: h.toFixed(2), 'data-dt': s.dt, 'data-clicks': s.clicks,
+                      'data-complete': open ? 'false' : 'true'});
     });
 
     if (earlier && earlier.length === n) {
@@ -334,8 +339,8 @@
     var body = el['series-body'];
     clear(body);
     series.forEach(function (s) {
-      var tr = add(body, 'tr');
-      add(tr, 'td', null, longDate(s.dt, tz, data.unit));
+      var tr = add(body, 'tr', s.complete === false ? {'class': 'incomplete'} : null);
+      add(tr, 'td', null, longDate(s.dt, tz, data.unit) + (s.complete === false ? ' (so far)' : ''));
       add(tr, 'td', {'class': 'num'}, fmt(s.clicks));
     });
   }
@@ -358,7 +363,7 @@
     el['change-heading'].hidden = !compared;
     if (compared) el['change-heading'].textContent = data.compare.window === 'year' ? 'vs a year earlier' : 'vs period before';
     clear(body);
-    if (!rows.length) {
+    if (!rows.length && !data.other && !data.none) {
       add(add(body, 'tr', {'class': 'empty'}), 'td', {colspan: compared ? 5 : 4}, 'No ' + sns + ' values in this window.');
       return;
     }
@@ -380,6 +385,19 @@
                        title: fmt(r.compare.clicks) + ' before'}, changeText(change));
       }
     });
+    // What the rows leave out, so the table adds up to the total: the
+    // values beyond the limit, and clicks sent without a value of sns.
+    [['breakdown-other', 'Other values', data.other], ['breakdown-none', 'No ' + sns + ' value', data.none]]
+        .forEach(function (rest) {
+          if (!rest[2]) return;
+          var tr = add(body, 'tr', {'class': 'breakdown-rest ' + rest[0], 'data-clicks': rest[2]});
+          add(tr, 'th', {scope: 'row'}, rest[1]);
+          add(tr, 'td', {'class': 'num'}, fmt(rest[2]));
+          add(tr, 'td', {'class': 'num'}, '');
+          add(add(tr, 'td', {'class': 'share-cell'}), 'span', {'class': 'share-pct'},
+              total > 0 ? (100 * rest[2] / total).toFixed(1) + '%' : '');
+          if (compared) add(tr, 'td', {'class': 'num'}, '');
+        });
   }
 
   // Distinct visitors over the window, after the clicks summary.

@@ -157,7 +157,8 @@ class IntegrationDashboardTest : public ::testing::Test {
   }
 
   // Increments through the API's /incr on most hours of yesterday and today
-  // (the days the realtime ring holds open), each with a country subtotal.
+  // (the days the realtime ring holds open), most with a country subtotal
+  // (every fifth has none: the breakdown's "none").
   void SendIncrements() {
     std::mt19937 rng(20240325);
     for (int64_t hour = (today_ - 1) * kDay; hour <= now_; hour += kHour) {
@@ -168,15 +169,17 @@ class IntegrationDashboardTest : public ::testing::Test {
       const std::string& country = kCountries[rng() % kCountries.size()];
       // A visitor from a small pool (one with a space and a plus in it).
       const std::string visitor = fmt::format("visitor {}+{}", rng() % 5, rng() % 2);
-      auto r = cluster_.Api(fmt::format("/incr?ns=u&key={}&ts={}&value={}&sub=c:{}&uniq={}", Enc(key_), ts, value,
-                                        Enc(country), Enc(visitor)));
+      const bool with_country = ++sent_ % 5 != 0;
+      auto r = cluster_.Api(fmt::format("/incr?ns=u&key={}&ts={}&value={}{}&uniq={}", Enc(key_), ts, value,
+                                        with_country ? "&sub=c:" + Enc(country) : std::string(), Enc(visitor)));
       ASSERT_EQ(r["http_status"], 200) << r.dump();
       visitors_.insert(visitor);
-      country_visitors_[country].insert(visitor);
       hours_[FloorDiv(ts, kHour) * kHour] += value;
+      total_ += value;
+      if (!with_country) continue;
+      country_visitors_[country].insert(visitor);
       countries_[country] += value;
       day_countries_[FloorDiv(ts, kDay)][country] += value;
-      total_ += value;
     }
     ASSERT_GT(total_, 0);
     // /incr answers once the oplog has it; realtime gets it a little later.
@@ -240,7 +243,7 @@ class IntegrationDashboardTest : public ::testing::Test {
   ReadCluster cluster_{ReadCluster::Spec{.realtime_shards = 1, .archive_shards = 1, .replicas = 1}};
   clickatron::testing::TempDir browser_dir_;
   std::string key_ = "dash";
-  int64_t now_ = 0, today_ = 0, total_ = 0;
+  int64_t now_ = 0, today_ = 0, total_ = 0, sent_ = 0;
   std::map<int64_t, int64_t> hours_;              // oracle: UTC hour start -> clicks
   std::map<std::string, int64_t> countries_;      // oracle: country -> clicks
   std::map<int64_t, std::map<std::string, int64_t>> day_countries_;  // oracle: UTC day -> country -> clicks
@@ -289,6 +292,20 @@ TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
         << "row " << i;
   }
 
+  // Below the rows, the clicks sent without a country; no "other" row, as
+  // every country made the list.
+  int64_t with_country = 0;
+  for (const auto& [country, clicks] : countries_) with_country += clicks;
+  ASSERT_GT(total_, with_country);
+  auto none = WithClass(FindElements(dom, "tr"), "breakdown-none");
+  ASSERT_EQ(none.size(), 1u) << dom;
+  EXPECT_EQ(none[0].Attr("data-clicks"), std::to_string(total_ - with_country));
+  EXPECT_TRUE(WithClass(FindElements(dom, "tr"), "breakdown-other").empty()) << dom;
+  // Today is not over: its bar alone is drawn as such.
+  for (size_t i = 0; i < bars.size(); ++i) {
+    EXPECT_EQ(bars[i].Attr("data-complete"), i + 1 == bars.size() ? "false" : "true") << "bar " << i;
+  }
+
   auto total = ById(dom, "strong", "total");
   ASSERT_TRUE(total.has_value()) << dom;
   EXPECT_EQ(total->Attr("data-total"), std::to_string(total_));
@@ -300,6 +317,23 @@ TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
   auto error_box = ById(dom, "div", "error");
   ASSERT_TRUE(error_box.has_value()) << dom;
   EXPECT_TRUE(error_box->Has("hidden")) << "the error box shows on success";
+}
+
+// limit=2: two rows, then "Other values" with the clicks of the rest.
+TEST_F(IntegrationDashboardTest, RowsBeyondTheLimitAreShownAsOther) {
+  ASSERT_NO_FATAL_FAILURE(SendIncrements());
+  const std::string dom = DumpDom(fmt::format(
+      "/?ns=u&key=dash&unit=day&units=7&timezone=0&sns=c&limit=2&unit_reference_ts={}", now_));
+  ASSERT_EQ(BodyState(dom), "ready") << dom;
+  const nlohmann::json top = ExpectedTop(countries_, 2);
+  ASSERT_EQ(WithClass(FindElements(dom, "tr"), "breakdown-row").size(), top.size()) << dom;
+  int64_t rest = 0;
+  for (const auto& [country, clicks] : countries_) rest += clicks;
+  for (const auto& row : top) rest -= row["clicks"].get<int64_t>();
+  ASSERT_GT(rest, 0) << "the test sends more than two countries";
+  auto other = WithClass(FindElements(dom, "tr"), "breakdown-other");
+  ASSERT_EQ(other.size(), 1u) << dom;
+  EXPECT_EQ(other[0].Attr("data-clicks"), std::to_string(rest));
 }
 
 // compare=previous: today beside yesterday, on the chart (a point per unit),

@@ -73,8 +73,11 @@ TEST(BreakdownJsonTest, RollupMatchesTheDomWithEveryOption) {
         nlohmann::json want = Echo(p);
         want["breakdown"] = Rows(kTop, with_compare ? &before : nullptr, with_uniques ? &visitors : nullptr);
         if (with_compare) want["compare"] = {{"window", CompareName(Compare::kPrevious)}};
+        want["other"] = 40;
+        want["none"] = -2;  // whatever the caller counted, negative too
         const std::optional<UnitWindow> compared = with_compare ? std::optional<UnitWindow>(*earlier) : std::nullopt;
-        const std::string got = BreakdownJson(p, *window, {kTop}, compared, {before}, {visitors});
+        const std::string got =
+            BreakdownJson(p, *window, {kTop}, {RowsLeftOut{40, -2}}, compared, {before}, {visitors}, 0);
         EXPECT_EQ(got, Dump(want)) << with_compare << with_uniques << reference;
         EXPECT_FALSE(nlohmann::json::parse(got, nullptr, false).is_discarded());
       }
@@ -90,6 +93,8 @@ TEST(BreakdownJsonTest, UnitsNewestFirstAndMissingOnesEmpty) {
   // window's counts for the first only.
   const std::vector<TopValues> tops = {kTop, {{"JP", 1}}};
   const std::vector<KeyCounts> before = {{{"US", 12}}};
+  const std::vector<RowsLeftOut> left_out = {{1, 2}, {3, 0}};  // the third unit's: none given, 0 and 0
+  const int64_t now = window->start(2) + 1;  // inside the newest unit
   for (bool with_compare : {false, true}) {
     const BreakdownParams p = Params(false, with_compare ? Compare::kYear : Compare::kNone, true, 99);
     nlohmann::json want = Echo(p);
@@ -101,11 +106,14 @@ TEST(BreakdownJsonTest, UnitsNewestFirstAndMissingOnesEmpty) {
       const KeyCounts* b = with_compare ? (i < before.size() ? &before[i] : &kNothing) : nullptr;
       nlohmann::json unit = {{"dt", window->start(i)}, {"breakdown", Rows(i < tops.size() ? tops[i] : none, b, &kNoVisitors)}};
       if (with_compare) unit["compare_dt"] = earlier->start(i);
+      unit["other"] = i < left_out.size() ? left_out[i].other : 0;
+      unit["none"] = i < left_out.size() ? left_out[i].none : 0;
+      if (i == 2) unit["complete"] = false;
       want["breakdown"].push_back(unit);
     }
     if (with_compare) want["compare"] = {{"window", CompareName(Compare::kYear)}};
     const std::optional<UnitWindow> compared = with_compare ? std::optional<UnitWindow>(*earlier) : std::nullopt;
-    EXPECT_EQ(BreakdownJson(p, *window, tops, compared, before, {}), Dump(want)) << with_compare;
+    EXPECT_EQ(BreakdownJson(p, *window, tops, left_out, compared, before, {}, now), Dump(want)) << with_compare;
   }
 }
 
@@ -116,7 +124,8 @@ TEST(BreakdownJsonTest, EmptyWindowHasNoUnits) {
     const BreakdownParams p = Params(rollup, Compare::kNone, false, 5);
     nlohmann::json want = Echo(p);
     want["breakdown"] = nlohmann::json::array();
-    EXPECT_EQ(BreakdownJson(p, *empty, {}, std::nullopt, {}, {}), Dump(want)) << rollup;
+    if (rollup) want["other"] = want["none"] = 0;
+    EXPECT_EQ(BreakdownJson(p, *empty, {}, {}, std::nullopt, {}, {}, 0), Dump(want)) << rollup;
   }
 }
 

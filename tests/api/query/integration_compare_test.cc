@@ -346,13 +346,19 @@ class IntegrationReadCompareTest : public ReadClusterTest {
       if (!list.is_array() || list.size() != units.size()) return kinds;
       for (size_t i = 0; i < units.size(); ++i) {
         const std::string at = fmt::format("{} unit {}", what, i);
-        EXPECT_EQ(list[i].size(), 3u) << at << " " << list[i].dump();
+        EXPECT_EQ(list[i].size(), 5u) << at << " " << list[i].dump();
         EXPECT_EQ(list[i]["dt"], units[i].dt) << at;
         EXPECT_EQ(list[i]["compare_dt"], earlier_units[i].dt) << at;
         std::map<std::string, int64_t> c_i, e_i;
         for (const auto& [value, s] : cur) c_i[value] = s[i];
         for (const auto& [value, s] : earlier) e_i[value] = s[i];
         ExpectRows(list[i]["breakdown"], WantRows(c_i, e_i, limit), at);
+        // What the unit's rows leave out, of the current window only.
+        int64_t values = 0, rows = 0;
+        for (const auto& [value, n] : c_i) values += n;
+        for (const auto& r : list[i]["breakdown"]) rows += r.value("clicks", int64_t{0});
+        EXPECT_EQ(list[i]["other"], values - rows) << at;
+        EXPECT_EQ(list[i]["none"], SumsOn(cur_grid, total)[i] - values) << at;
         for (const auto& r : list[i]["breakdown"]) shown.insert(r.value("value", ""));
       }
     }
@@ -574,8 +580,8 @@ TEST_F(IntegrationReadCompareTest, EarlierWindowBeforeTheEpoch) {
       fmt::format("/breakdown?sns=c&ns=u&key=cmp&unit=day&units=2&unit_reference_ts={}&rollup=false&compare=year", ref));
   ASSERT_EQ(breakdown["http_status"], 200) << breakdown.dump();
   const nlohmann::json want = nlohmann::json::array(
-      {{{"dt", 4 * kDay}, {"compare_dt", -361 * kDay}, {"breakdown", nlohmann::json::array()}},
-       {{"dt", 3 * kDay}, {"compare_dt", -362 * kDay}, {"breakdown", nlohmann::json::array()}}});
+      {{{"dt", 4 * kDay}, {"compare_dt", -361 * kDay}, {"breakdown", nlohmann::json::array()}, {"other", 0}, {"none", 0}},
+       {{"dt", 3 * kDay}, {"compare_dt", -362 * kDay}, {"breakdown", nlohmann::json::array()}, {"other", 0}, {"none", 0}}});
   EXPECT_EQ(breakdown["data"]["breakdown"], want) << breakdown.dump();
 }
 

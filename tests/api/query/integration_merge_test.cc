@@ -115,19 +115,35 @@ class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithP
     for (const auto& [value, hours] : data_.SubHours(sns, "u", key)) {
       per_value[value] = oracle::Rollup(unit, tz, ref, units, hours, first);
     }
+    // The key's total per unit: "none" is what of it no value holds.
+    const auto totals = oracle::Rollup(unit, tz, ref, units, total, first);
+    // "other" and "none" of one unit's (or the window's) per-value sums.
+    const auto left_out = [&](const std::map<std::string, int64_t>& sums, int64_t key_total) {
+      const nlohmann::json top = ExpectedTop(sums, limit);
+      int64_t all = 0, shown = 0;
+      for (const auto& [value, clicks] : sums) all += clicks;
+      for (const auto& row : top) shown += row["clicks"].get<int64_t>();
+      return std::pair<int64_t, int64_t>{all - shown, key_total - all};
+    };
     if (rollup) {
       std::map<std::string, int64_t> sums;
       for (const auto& [value, series] : per_value) {
         for (const auto& u : series) sums[value] += u.clicks;
       }
       EXPECT_EQ(j["data"]["breakdown"], ExpectedTop(sums, limit)) << target;
+      int64_t key_total = 0;
+      for (const auto& u : totals) key_total += u.clicks;
+      const auto [other, none] = left_out(sums, key_total);
+      EXPECT_EQ(j["data"]["other"], other) << target;
+      EXPECT_EQ(j["data"]["none"], none) << target;
     } else {
-      const auto units_list = oracle::Rollup(unit, tz, ref, units, {}, first);
       nlohmann::json want = nlohmann::json::array();
-      for (size_t i = 0; i < units_list.size(); ++i) {
+      for (size_t i = 0; i < totals.size(); ++i) {
         std::map<std::string, int64_t> sums;
         for (const auto& [value, series] : per_value) sums[value] = series[i].clicks;
-        want.push_back({{"dt", units_list[i].dt}, {"breakdown", ExpectedTop(sums, limit)}});
+        const auto [other, none] = left_out(sums, totals[i].clicks);
+        want.push_back(
+            {{"dt", totals[i].dt}, {"breakdown", ExpectedTop(sums, limit)}, {"other", other}, {"none", none}});
       }
       EXPECT_EQ(j["data"]["breakdown"], want) << target;
     }
@@ -247,6 +263,30 @@ TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleInEveryUnitAndOffset) {
       EXPECT_EQ(row["compare"]["clicks"], earlier[value]) << target << " " << value;
     }
   }
+}
+
+// "other" (the values beyond the top `limit`) and "none" (the key's clicks
+// with no value in the namespace: "p" is on only some of its hours) per unit
+// and over the window, in three offsets, with the oracle's sums; the
+// "complete" markers of every answer are checked by the fixture.
+TEST_P(IntegrationReadMergeTest, OtherAndNoneMatchOracleInThreeZones) {
+  const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
+  for (int tz : {-5, 0, 9}) {
+    for (const char* sns : {"p", "r"}) {
+      for (size_t limit : {1, 2}) {
+        ExpectBreakdown(sns, kHotKey, "day", 12, tz, ref, limit, false);
+        ExpectBreakdown(sns, kHotKey, "day", 12, tz, ref, limit, true);
+        ExpectBreakdown(sns, kHotKey, "week", 3, tz, ref, limit, false);
+      }
+    }
+  }
+  // The hot key's window has clicks without a plan and values beyond one:
+  // both figures are tested above, not only their zeros.
+  auto j = cluster_.Api(fmt::format(
+      "/breakdown?sns=p&ns=u&key={}&unit=day&units=30&unit_reference_ts={}&limit=1&rollup=true", kHotKey, ref));
+  ASSERT_EQ(j["http_status"], 200) << j.dump();
+  EXPECT_GT(j["data"]["other"].get<int64_t>(), 0) << j.dump();
+  EXPECT_GT(j["data"]["none"].get<int64_t>(), 0) << j.dump();
 }
 
 // A namespace on only some hours of a key: the key's total says which days

@@ -53,6 +53,16 @@ inline UnitKey KeyOf(const std::string& unit, int64_t local_seconds) {
   return {first.year, first.month, first.day, -1};
 }
 
+// Where the unit that starts at `dt` (unix seconds) ends: walking its hours
+// forward until the unit changes.
+inline int64_t UnitEnd(const std::string& unit, int64_t offset_hours, int64_t dt) {
+  const int64_t shift = offset_hours * 3600;
+  int64_t local = (dt + shift) / 3600 * 3600;
+  const UnitKey key = KeyOf(unit, local);
+  while (KeyOf(unit, local + 3600) == key) local += 3600;
+  return local + 3600 - shift;
+}
+
 struct UnitSum {
   int64_t dt;
   int64_t clicks;

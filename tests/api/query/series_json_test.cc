@@ -27,13 +27,43 @@ TEST(SeriesJsonTest, SeriesMatchesTheDomNewestFirst) {
     auto window = UnitWindow::Ending(Unit::kWeek, -5, 1700000000, 3, 100000);
     ASSERT_TRUE(window.ok());
     const std::vector<int64_t> sums{7, 0, INT64_MAX};
+    // Now inside the middle week: it and the newest are not over.
+    const int64_t now = window->start(1) + 3600;
     nlohmann::json want = Echo(w);
     want["clicks"] = nlohmann::json::array();
-    for (size_t i = window->size(); i-- > 0;) want["clicks"].push_back({{"dt", window->start(i)}, {"clicks", sums[i]}});
-    const std::string got = SeriesJson(w, *window, sums);
+    for (size_t i = window->size(); i-- > 0;) {
+      want["clicks"].push_back({{"dt", window->start(i)}, {"clicks", sums[i]}});
+      if (i >= 1) want["clicks"].back()["complete"] = false;
+    }
+    const std::string got = SeriesJson(w, *window, sums, now);
     EXPECT_EQ(nlohmann::json::parse(got), want);
     EXPECT_EQ(got, want.dump());
   }
+}
+
+TEST(SeriesJsonTest, AUnitIsCompleteFromItsEndOn) {
+  WindowParams w;
+  w.unit = Unit::kDay;
+  w.units = 2;
+  w.tz_offset = 0;
+  w.reference_echo = 86400;
+  auto window = UnitWindow::Ending(Unit::kDay, 0, 86400, 2, 100000);  // days 0 and 1
+  ASSERT_TRUE(window.ok());
+  const auto markers = [&](int64_t now) {
+    std::vector<bool> incomplete;
+    const nlohmann::json answer = nlohmann::json::parse(SeriesJson(w, *window, {1, 2}, now));
+    for (const auto& unit : answer["clicks"]) {
+      incomplete.push_back(unit.contains("complete"));
+      if (unit.contains("complete")) {
+        EXPECT_EQ(unit["complete"], false);
+      }
+    }
+    return incomplete;  // newest first
+  };
+  EXPECT_EQ(markers(2 * 86400), (std::vector<bool>{false, false}));
+  EXPECT_EQ(markers(2 * 86400 - 1), (std::vector<bool>{true, false}));
+  EXPECT_EQ(markers(86400), (std::vector<bool>{true, false}));
+  EXPECT_EQ(markers(86400 - 1), (std::vector<bool>{true, true}));
 }
 
 TEST(SeriesJsonTest, EmptyWindowAndRollup) {
@@ -47,7 +77,7 @@ TEST(SeriesJsonTest, EmptyWindowAndRollup) {
   ASSERT_TRUE(empty->empty());
   nlohmann::json want = Echo(w);
   want["clicks"] = nlohmann::json::array();
-  EXPECT_EQ(SeriesJson(w, *empty, {}), want.dump());
+  EXPECT_EQ(SeriesJson(w, *empty, {}, 0), want.dump());
   want["clicks"] = -3;  // any int64, as the DOM would print it
   EXPECT_EQ(RollupJson(w, -3), want.dump());
 }
@@ -63,8 +93,11 @@ TEST(SeriesJsonTest, UniquesMatchTheDom) {
   const std::vector<uint64_t> uniques{0, UINT64_MAX};
   nlohmann::json want = Echo(w);
   want["uniques"] = nlohmann::json::array();
-  for (size_t i = window->size(); i-- > 0;) want["uniques"].push_back({{"dt", window->start(i)}, {"uniques", uniques[i]}});
-  EXPECT_EQ(UniquesSeriesJson(w, *window, uniques), want.dump());
+  for (size_t i = window->size(); i-- > 0;) {
+    want["uniques"].push_back({{"dt", window->start(i)}, {"uniques", uniques[i]}});
+    if (i == 1) want["uniques"].back()["complete"] = false;
+  }
+  EXPECT_EQ(UniquesSeriesJson(w, *window, uniques, window->end_ts() - 1), want.dump());
   want["uniques"] = 42;
   EXPECT_EQ(UniquesRollupJson(w, 42), want.dump());
 }
