@@ -68,12 +68,15 @@ bool LoopbackSshd::Start(const std::string& dir, std::string* error, const std::
   const std::string config = dir + "/sshd_config";
   // StrictModes no: the test's temp dirs are not owned and moded as sshd
   // wants home directories to be. UsePAM no: PAM needs root. MaxStartups and
-  // MaxSessions: parallel may open many connections at once.
+  // MaxSessions: parallel may open many connections at once. SetEnv SHLVL=1:
+  // bash run by sshd sources the user's ~/.bashrc unless it is a nested
+  // shell, and a developer's (version managers' init) cost 0.5 s a login,
+  // of which GNU parallel makes dozens; the tests want a plain login.
   const std::vector<std::string> lines = {
       "Port " + std::to_string(port_), "ListenAddress 127.0.0.1", "HostKey " + host_key,
       "AuthorizedKeysFile " + authorized, "PidFile " + dir + "/sshd.pid", "PasswordAuthentication no",
       "KbdInteractiveAuthentication no", "PubkeyAuthentication yes", "UsePAM no", "StrictModes no",
-      "PermitRootLogin prohibit-password", "MaxStartups 100", "MaxSessions 100"};
+      "PermitRootLogin prohibit-password", "MaxStartups 100", "MaxSessions 100", "SetEnv SHLVL=1"};
   std::string text;
   for (const std::string& line : lines) text += line + "\n";
   if (!WriteWithMode(config, text, 0600)) {
