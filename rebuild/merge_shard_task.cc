@@ -155,19 +155,18 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     sources.push_back(filters.back().get());
     readers.push_back(std::move(reader).value());
   }
-  // A previous file without a day record for every day with subtotal or
-  // unique hours (built before day records or under the older two-hour rule,
-  // before day unique records, or brought in by hand) is read in full, as one
-  // more input, once: its day records are made from its hours instead of
-  // being added to.
+  // A previous file without a day record for every day and a span record
+  // for every span with subtotal or unique hours (an older format, or brought
+  // in by hand) is read in full, as one more input, once: its day and span
+  // records are made from its hours instead of being added to.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file && !spec.previous_manifest->DayRecordsWhole()) {
+  if (previous_file && !spec.previous_manifest->SpanRecordsWhole()) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
     sources.push_back(previous_lines.get());
     merge_base = {};
-    spdlog::info("generation {} shard {}: {} lacks day records of some days; adding them to every day it holds",
-                 spec.generation, spec.shard, previous_file->path());
+    spdlog::info("generation {} shard {}: {} is of format {}; adding day and span records to every day it holds",
+                 spec.generation, spec.shard, previous_file->path(), spec.previous_manifest->format);
   }
   // A reshard: this shard's lines of every previous file are inputs like the
   // new ones (their day records dropped and made again from the hours, so a
@@ -220,6 +219,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   manifest.last_day = spec.last_day;
   manifest.created = spec.created;
   manifest.late_inputs = spec.late_inputs;
+  manifest.format = kArchiveFormat;
   manifest.day_subtotals = true;  // implied by the next, kept for older readers of the manifest
   manifest.day_subtotals_every_day = true;
   manifest.day_uniques_every_day = true;
@@ -234,10 +234,10 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     CLICKATRON_RETURN_IF_ERROR(BackupShardFile(backup));
   }
   spdlog::info(
-      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals, {} day uniques) -> {} "
-      "records ({} bytes), backup {}",
+      "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals, {} day uniques, {} "
+      "spans) -> {} records ({} bytes), backup {}",
       spec.generation, spec.shard, stats.previous_lines, merged.lines_out(), stats.combined,
-      additions.subtotal_days_written(), additions.unique_days_written(),
+      additions.subtotal_days_written(), additions.unique_days_written(), additions.spans_written(),
       manifest.records, manifest.bytes, spec.backup.empty() ? std::string("skipped") : spec.backup);
   if (own_progress) own_progress->Finish();
   return nlohmann::json{{"manifest", manifest.ToJson()},
@@ -245,7 +245,8 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
                         {"new_lines", merged.lines_out()},
                         {"combined", stats.combined},
                         {"day_subtotals", additions.subtotal_days_written()},
-                        {"day_uniques", additions.unique_days_written()}};
+                        {"day_uniques", additions.unique_days_written()},
+                        {"spans", additions.spans_written()}};
 }
 
 }  // namespace clickatron::rebuild

@@ -23,7 +23,9 @@ Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
   Manifest m;
   try {
     m.format = j.at("format").get<int>();
-    if (m.format != 1) return Status::Corruption(fmt::format("manifest format {} is not supported", m.format));
+    if (m.format < 1 || m.format > kArchiveFormat) {
+      return Status::Corruption(fmt::format("manifest format {} is not supported (1 to {})", m.format, kArchiveFormat));
+    }
     m.generation = j.at("generation").get<uint64_t>();
     m.shard = j.at("shard").get<int>();
     m.shard_count = j.at("shard_count").get<int>();

@@ -88,9 +88,9 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     out->ns = std::string(prefix);
     out->tkey = std::string(parts[0]);
     if (with_hour) ymdh = parts[1];
-    // Only the archive has day records.
-    if (unique && !realtime && LooksLikeDayCode(ymdh)) {
-      if (Result<int64_t> day = DaysFromDayCode(ymdh); !day.ok()) return day.status();
+    // Only the archive has day and span records.
+    if (unique && !realtime && LooksLikeSpanCode(ymdh)) {
+      if (Result<DaySpan> span = SpanFromCode(ymdh); !span.ok()) return span.status();
       out->type = RecordType::kDayUniqueTotal;
       out->ymdh = std::string(ymdh);
       return Status::Ok();
@@ -112,9 +112,9 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     out->tkey = std::string(parts[0]);
     if (realtime) out->skey = std::string(parts[1]);
     ymdh = parts[realtime ? 2 : 1];
-    // Only the archive has day records.
-    if (!realtime && LooksLikeDayCode(ymdh)) {
-      if (Result<int64_t> day = DaysFromDayCode(ymdh); !day.ok()) return day.status();
+    // Only the archive has day and span records.
+    if (!realtime && LooksLikeSpanCode(ymdh)) {
+      if (Result<DaySpan> span = SpanFromCode(ymdh); !span.ok()) return span.status();
       out->type = unique ? RecordType::kDayUniqueSubtotal : RecordType::kDaySubtotal;
       out->ymdh = std::string(ymdh);
       return Status::Ok();
@@ -354,7 +354,7 @@ RecordType RecordTypeOfKey(std::string_view key) {
   const bool sub = prefix.find('.') != std::string_view::npos;
   if (!unique && !sub) return RecordType::kTotal;
   const size_t dot = key.rfind('.');
-  const bool day = dot != std::string_view::npos && dot > prefix.size() && LooksLikeDayCode(key.substr(dot + 1));
+  const bool day = dot != std::string_view::npos && dot > prefix.size() && LooksLikeSpanCode(key.substr(dot + 1));
   if (unique) {
     if (sub) return day ? RecordType::kDayUniqueSubtotal : RecordType::kUniqueSubtotal;
     return day ? RecordType::kDayUniqueTotal : RecordType::kUniqueTotal;

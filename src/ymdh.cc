@@ -194,6 +194,52 @@ Result<int64_t> DaysFromDayCode(std::string_view code) {
   return FloorDiv(*first_hour, kSecondsPerDay);
 }
 
+DaySpan SpanHolding(int64_t day, int level) {
+  const int64_t days = int64_t{1} << level;
+  return DaySpan{FloorDiv(day, days) * days, level};
+}
+
+Result<std::string> SpanCode(const DaySpan& span) {
+  if (span.level < 0 || span.level > kMaxSpanLevel || FloorDiv(span.first_day, span.days()) * span.days() != span.first_day) {
+    return Status::InvalidArgument(
+        fmt::format("no span of level {} starts on day {} (levels 0-{}, aligned on their length)", span.level,
+                    span.first_day, kMaxSpanLevel));
+  }
+  Result<std::string> code = DayCodeFromDays(span.last_day());
+  if (!code.ok() || span.level == 0) return code;
+  code->push_back('z');
+  code->push_back(static_cast<char>('0' + span.level));
+  return code;
+}
+
+bool LooksLikeSpanCode(std::string_view code) {
+  if (LooksLikeDayCode(code)) return true;
+  return code.size() >= 5 && code[code.size() - 2] == 'z' && code.back() >= '1' &&
+         code.back() <= '0' + kMaxSpanLevel && LooksLikeDayCode(code.substr(0, code.size() - 2));
+}
+
+Result<DaySpan> SpanFromCode(std::string_view code) {
+  if (!LooksLikeSpanCode(code)) {
+    return Status::InvalidArgument(fmt::format(
+        "{} is not a span code (a day code, or a day code, 'z' and a level 1-{})", QuoteForMessage(code),
+        kMaxSpanLevel));
+  }
+  if (LooksLikeDayCode(code)) {
+    Result<int64_t> day = DaysFromDayCode(code);
+    if (!day.ok()) return day.status();
+    return DaySpan{*day, 0};
+  }
+  Result<int64_t> last = DaysFromDayCode(code.substr(0, code.size() - 2));
+  if (!last.ok()) return last.status().WithContext(fmt::format("span code {}", QuoteForMessage(code)));
+  const int level = code.back() - '0';
+  const DaySpan span = SpanHolding(*last, level);
+  if (span.last_day() != *last) {
+    return Status::InvalidArgument(fmt::format("span code {}: no span of {} days ends on that day",
+                                               QuoteForMessage(code), span.days()));
+  }
+  return span;
+}
+
 Result<int64_t> UnixFromYmdh(std::string_view ymdh) {
   if (!LooksLikeYmdh(ymdh)) {
     return Status::InvalidArgument(fmt::format(

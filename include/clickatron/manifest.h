@@ -2,8 +2,8 @@
 // checked by the archive server before it serves a file, read by the API to
 // know which days the archive already holds.
 //
-// On disk: FILE + ".manifest", one JSON object (format 1):
-//   {"format":1, "generation":7, "shard":0, "shard_count":2,
+// On disk: FILE + ".manifest", one JSON object:
+//   {"format":2, "generation":7, "shard":0, "shard_count":2,
 //    "records":12345, "bytes":678901, "crc32":305419896,
 //    "first_key":"c.u|a.c3p0", "last_key":"u|zz", "last_day":"2012-03-25",
 //    "created":"2012-03-26T02:10:00Z", "late_inputs":["…"], "day_subtotals":true,
@@ -20,6 +20,14 @@
 // day_uniques_every_day (absent: false) makes the same promise for unique
 // records: every UTC day with one or more unique hours of a key (total, or a
 // subtotal namespace's) has its day unique record.
+// format 2 (the rebuild writes it) adds span records: every aligned span of
+// 2^k days (k = 1 .. kMaxSpanLevel, ymdh.h) with one or more subtotal or
+// unique hours of a key has its record (docs/protocols.md, "Day and span
+// records"), and the day records are whole as above. A generation merged
+// with a file of format 2 adds to its day and span records; with a file of
+// format 1 (older, or brought in with `clickatron manifest`) it reads the
+// file in full once and makes them all. Binaries older than format 2 refuse
+// its manifests: upgrade every daemon before the first rebuild that writes it.
 //
 // Thread-safety: plain values and functions; files are written atomically
 // (temp file, fsync, rename), so a reader never sees half a manifest.
@@ -34,6 +42,9 @@
 #include "clickatron/status.h"
 
 namespace clickatron {
+
+// The format the rebuild writes; readers accept 1 and 2.
+inline constexpr int kArchiveFormat = 2;
 
 struct Manifest {
   int format = 1;
@@ -51,9 +62,10 @@ struct Manifest {
   bool day_subtotals = false;             // a record for every day of 2+ hours (see above)
   bool day_subtotals_every_day = false;   // a record for every day of 1+ hours (see above)
   bool day_uniques_every_day = false;     // the same for unique records (see above)
-  // Both kinds of day record for every day: a generation merged with this
-  // file adds to its day records; otherwise it makes them again from hours.
-  bool DayRecordsWhole() const { return day_subtotals_every_day && day_uniques_every_day; }
+  // Every day and span record there is to have (format 2): a generation
+  // merged with this file adds to them; otherwise it makes them again from
+  // the hours.
+  bool SpanRecordsWhole() const { return format >= 2 && day_subtotals_every_day && day_uniques_every_day; }
 
   nlohmann::json ToJson() const;
   static Result<Manifest> FromJson(const nlohmann::json& json);

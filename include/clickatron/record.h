@@ -47,9 +47,11 @@
 
 namespace clickatron {
 
-// The day types are archive only (docs/protocols.md, "Day records"): a UTC
-// day's hours of one key summed (subtotals) or united (uniques) into one
-// record keyed by the day's code.
+// The day types are archive only (docs/protocols.md, "Day and span
+// records"): the hours of one key over a span of whole UTC days (one day, or
+// 2^k aligned days: ymdh.h's DaySpan) summed (subtotals) or united (uniques)
+// into one record keyed by the span's code. A day record is the span of one
+// day.
 enum class RecordType {
   kTotal,
   kSubtotal,

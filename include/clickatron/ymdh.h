@@ -75,6 +75,33 @@ Result<int64_t> DaysFromDayCode(std::string_view code);
 // Cheap syntactic check, as LooksLikeYmdh.
 bool LooksLikeDayCode(std::string_view code);
 
+// Span codes name a span of 2^level whole UTC days, aligned on days since
+// the epoch (its first day is a multiple of 2^level), in the archive's span
+// records (docs/protocols.md, "Day and span records"). Level 0 is one day,
+// named by its day code. A longer span is named by its last day's code, 'z'
+// and the level as a digit ("c3pz3": the 8 days that end 2012-03-25). So a
+// span's key sorts right after its last day's hours ('z' is above every hour
+// character) and before the next day's records, and a span code is never an
+// hour or a day code ('z' is no b32 digit or era mark). A span whose last day
+// is past 2127 has no code: OUT_OF_RANGE.
+inline constexpr int kMaxSpanLevel = 7;  // 128 days: see docs/protocols.md for why
+struct DaySpan {
+  int64_t first_day = 0;  // days since epoch, a multiple of days()
+  int level = 0;          // 0 .. kMaxSpanLevel
+  int64_t days() const { return int64_t{1} << level; }
+  int64_t last_day() const { return first_day + days() - 1; }
+  friend bool operator==(const DaySpan&, const DaySpan&) = default;
+};
+// The span of `level` that holds `day`.
+DaySpan SpanHolding(int64_t day, int level);
+Result<std::string> SpanCode(const DaySpan& span);
+// INVALID_ARGUMENT for anything but a day code or a span code (level 1 ..
+// kMaxSpanLevel) of an aligned span.
+Result<DaySpan> SpanFromCode(std::string_view code);
+// Cheap syntactic check, as LooksLikeYmdh: a day code, or one followed by
+// 'z' and a level digit.
+bool LooksLikeSpanCode(std::string_view code);
+
 // "2012-03-25" <-> days since epoch.
 Result<int64_t> ParseDate(std::string_view yyyy_mm_dd);
 std::string FormatDate(int64_t days);

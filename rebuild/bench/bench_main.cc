@@ -8,16 +8,20 @@
 //       generation 1 of an archive with M records up to 2012-03-24, one sorted
 //       file per shard with its manifest (written in order: no sort needed),
 //       as the rebuild leaves it: each day's subtotal hours with their day
-//       record, and manifests that say so (day_subtotals_every_day and
-//       day_uniques_every_day: it has no unique records), so the
-//       pipeline takes the nightly path, not the one-time migration of a
-//       file without them.
+//       record and span records, and manifests that say so (format 2; it has
+//       no unique records), so the pipeline takes the nightly path, not the
+//       one-time conversion of a file without them.
 //   clickatron-rebuild-bench pipeline --day FILE --archive-dir DIR --work-dir W
 //       --shards K --memory-mb MB --threads T
 //       the rebuild's own steps on them: convert + external sort of the day
 //       (SortInputs), then merge with the archive + split + manifests
 //       (BuildGeneration, backup off). Prints the figures, one "name value" a line.
 //       --engine-config FILE: the merge tasks run on FILE's [rebuild] engine.
+//   clickatron-rebuild-bench span-bytes --in FILE
+//       FILE (an archive file) through the rebuild's day and span step, as its
+//       one-time conversion reads it: the bytes of its hours, day records and
+//       span records of each level, counters and unique records apart. What
+//       the span levels cost, to weigh against what they save a reader.
 //   clickatron-rebuild-bench sort --day FILE --out FILE --work-dir W --memory-mb MB --threads T
 //       the convert + external sort step alone (SortInputs), for profiling it and
 //       checking its output against an earlier build's byte for byte.
@@ -25,6 +29,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <cstdio>
@@ -33,9 +38,12 @@
 #include <fmt/format.h>
 
 #include "archive_state.h"
+#include "day_records.h"
 #include "clickatron/file_util.h"
+#include "clickatron/record.h"
 #include "clickatron/manifest.h"
 #include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
 #include "engine/engine.h"
 #include "generation.h"
 #include "sort_shard_task.h"
@@ -101,9 +109,10 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     if (!w.ok()) return Fail(w.status());
     writers.push_back(std::move(w).value());
   }
-  // 6 records per tkey: a day of 4 subtotal hours, its day record, and 1
-  // total with 8 hour columns.
-  const uint64_t tkeys = std::max<uint64_t>(1, records / 6);
+  // 6 + kMaxSpanLevel records per tkey: a day of 4 subtotal hours, its day
+  // record, the record of each span holding the day, and 1 total with 8 hour
+  // columns.
+  const uint64_t tkeys = std::max<uint64_t>(1, records / (6 + clickatron::kMaxSpanLevel));
   const auto shard_of = [&](uint64_t t) {
     return clickatron::ShardOf(fmt::format("u|k{:08d}", t), static_cast<uint32_t>(shards));
   };
@@ -117,6 +126,22 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     for (int h = 0; h < 4; ++h) {
       const std::string line = fmt::format("c.u|k{:08d}.c3{}{},DE:{} JP:{} US:{}", t, day, kB32[h], 1 + t % 3,
                                            1 + t % 5, 2 + t % 7);
+      if (Status st = writers[shard_of(t)]->Put(line); !st.ok()) return Fail(st);
+    }
+    // The day's spans, each the day's sum (the key's only day), after its
+    // hours in key order: by last day, then level.
+    const int64_t day_number = clickatron::DaysFromCivil({2012, 3, static_cast<int>(1 + t % 24)});
+    std::vector<clickatron::DaySpan> spans;
+    for (int level = 1; level <= clickatron::kMaxSpanLevel; ++level) {
+      spans.push_back(clickatron::SpanHolding(day_number, level));
+    }
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.last_day() != b.last_day() ? a.last_day() < b.last_day() : a.level < b.level;
+    });
+    for (const clickatron::DaySpan& span : spans) {
+      auto code = clickatron::SpanCode(span);
+      if (!code.ok()) return Fail(code.status());
+      const std::string line = fmt::format("c.u|k{:08d}.{}{}", t, *code, day_line.substr(day_line.find(',')));
       if (Status st = writers[shard_of(t)]->Put(line); !st.ok()) return Fail(st);
     }
   }
@@ -135,6 +160,7 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     m.shard = s;
     m.shard_count = shards;
     m.last_day = "2012-03-24";
+    m.format = clickatron::kArchiveFormat;
     m.day_subtotals = true;
     m.day_subtotals_every_day = true;
     m.day_uniques_every_day = true;  // it has no unique records: every day with some has its day record
@@ -251,8 +277,8 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   for (const auto& m : previous->manifests) {
     archive_in += m.records;
     archive_in_bytes += m.bytes;
-    // Whole day records: the nightly merge; else the one-time migration.
-    if (m.DayRecordsWhole()) ++nightly_shards;
+    // Whole day and span records: the nightly merge; else the one-time conversion.
+    if (m.SpanRecordsWhole()) ++nightly_shards;
   }
   for (const auto& m : plan->manifests) {
     out_records += m.records;
@@ -298,6 +324,43 @@ int SortOnly(const std::string& day, const std::string& out, const std::string& 
 
 }  // namespace
 
+// Bytes of an archive file's records by kind after the day and span step.
+int SpanBytes(const std::string& in) {
+  auto mapped = clickatron::MappedFile::Open(in);
+  if (!mapped.ok()) return Fail(mapped.status());
+  cr::TextLineSource lines((*mapped)->data(), in);
+  cr::DayRecordSource days(&lines);
+  // [unique?][0: other lines, 1: hours, 2: day records, 3 + k - 1: level k]
+  std::vector<std::vector<uint64_t>> bytes(2, std::vector<uint64_t>(3 + clickatron::kMaxSpanLevel, 0));
+  std::string_view line;
+  while (days.Next(&line)) {
+    const std::string_view key = clickatron::LineKey(line);
+    const clickatron::RecordType type = clickatron::RecordTypeOfKey(key);
+    const size_t unique = clickatron::IsUniqueType(type) ? 1 : 0;
+    size_t kind = 0;
+    if (clickatron::IsDayType(type)) {
+      auto span = clickatron::SpanFromCode(key.substr(key.rfind('.') + 1));
+      if (!span.ok()) return Fail(span.status());
+      kind = 2 + static_cast<size_t>(span->level);
+    } else if (type != clickatron::RecordType::kTotal && type != clickatron::RecordType::kLookup) {
+      kind = 1;
+    }
+    bytes[unique][kind] += line.size() + 1;
+  }
+  if (!days.status().ok()) return Fail(days.status());
+  for (size_t unique = 0; unique < 2; ++unique) {
+    const char* what = unique ? "unique" : "counter";
+    std::printf("%s_other_bytes %llu\n", what, static_cast<unsigned long long>(bytes[unique][0]));
+    std::printf("%s_hour_bytes %llu\n", what, static_cast<unsigned long long>(bytes[unique][1]));
+    std::printf("%s_day_bytes %llu\n", what, static_cast<unsigned long long>(bytes[unique][2]));
+    for (int level = 1; level <= clickatron::kMaxSpanLevel; ++level) {
+      std::printf("%s_span%d_bytes %llu\n", what, level,
+                  static_cast<unsigned long long>(bytes[unique][2 + static_cast<size_t>(level)]));
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"clickatron-rebuild-bench"};
   app.require_subcommand(1);
@@ -329,7 +392,11 @@ int main(int argc, char** argv) {
   sort_only->add_option("--work-dir", work)->required();
   sort_only->add_option("--memory-mb", memory_mb);
   sort_only->add_option("--threads", threads);
+  std::string in;
+  auto* span_bytes = app.add_subcommand("span-bytes");
+  span_bytes->add_option("--in", in)->required();
   CLI11_PARSE(app, argc, argv);
+  if (span_bytes->parsed()) return SpanBytes(in);
   if (gen_day->parsed()) return GenDay(records, stride, out);
   if (gen_archive->parsed()) return GenArchive(records, shards, dir);
   if (sort_only->parsed()) return SortOnly(day, out, work, memory_mb, threads);

@@ -62,10 +62,12 @@ Result<std::string> LatestHourOf(const ArchiveRecord& record) {
       return record.columns.back().name;
     case RecordType::kDaySubtotal:
     case RecordType::kDayUniqueTotal:
-    case RecordType::kDayUniqueSubtotal: {  // dated by its day's last hour
+    case RecordType::kDayUniqueSubtotal: {  // dated by its last day's last hour
       Result<RealtimeKey> key = ParseArchiveKey(record.key);
       if (!key.ok()) return key.status();
-      return key->ymdh + "n";
+      Result<DaySpan> span = SpanFromCode(key->ymdh);
+      if (!span.ok()) return span.status();
+      return YmdhFromUnix(span->last_day() * kSecondsPerDay + 23 * kSecondsPerHour);
     }
     case RecordType::kSubtotal:
     case RecordType::kUniqueTotal:

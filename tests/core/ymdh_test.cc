@@ -118,6 +118,55 @@ TEST(DayCode, RefusesWhatIsNoDay) {
   EXPECT_FALSE(DayCodeFromDays(int64_t{1} << 62).ok());
 }
 
+// Span codes: pinned examples, then every span of every level from 1970
+// through 2127: it round-trips, is neither an hour nor a day code, and as
+// "code," sorts after every hour of its last day and before the next day's
+// day code; spans end on the last day of a run of 2^level days counted from
+// 1970-01-01 (worked out here by plain division).
+TEST(SpanCode, ExamplesAndEverySpanBesideItsLastDay) {
+  const int64_t march25 = DaysFromCivil({2012, 3, 25});  // day 15424 = 8 * 1928
+  EXPECT_EQ(*SpanCode({march25, 0}), "c3p");
+  EXPECT_EQ(*SpanCode({march25, 3}), "c41z3");  // 8 days: 03-25 .. 04-01, named by 04-01
+  EXPECT_EQ(*SpanCode(SpanHolding(march25, 1)), "c3qz1");  // 03-25 and 03-26
+  EXPECT_EQ(SpanHolding(march25, 1).first_day, march25);
+  EXPECT_EQ(*SpanFromCode("c3qz1"), (DaySpan{march25, 1}));
+  EXPECT_EQ(*SpanFromCode("c3p"), (DaySpan{march25, 0}));
+  const int64_t last_day = 4985971200 / kSecondsPerDay - 1;  // 2127-12-31
+  for (int level = 1; level <= kMaxSpanLevel; ++level) {
+    const int64_t length = int64_t{1} << level;
+    for (int64_t first = 0; first + length - 1 <= last_day; first += length) {
+      const DaySpan span{first, level};
+      Result<std::string> code = SpanCode(span);
+      ASSERT_TRUE(code.ok()) << first << " " << level;
+      ASSERT_TRUE(LooksLikeSpanCode(*code)) << *code;
+      ASSERT_FALSE(LooksLikeYmdh(*code)) << *code;
+      ASSERT_FALSE(LooksLikeDayCode(*code)) << *code;
+      Result<DaySpan> back = SpanFromCode(*code);
+      ASSERT_TRUE(back.ok() && *back == span) << *code;
+      for (int64_t d = first; d < first + length; d += std::max<int64_t>(1, length / 4)) {
+        ASSERT_EQ(SpanHolding(d, level), span) << *code << " " << d;
+      }
+      const std::string last_hour = *YmdhFromUnix((first + length - 1) * kSecondsPerDay + 23 * kSecondsPerHour);
+      ASSERT_LT(last_hour + ",", *code + ",") << *code;
+      if (first + length <= last_day) {
+        ASSERT_LT(*code + ",", *DayCodeFromDays(first + length) + ",") << *code;
+      }
+    }
+  }
+  // A span that would end after 2127 has no code.
+  EXPECT_FALSE(SpanCode(SpanHolding(last_day, kMaxSpanLevel)).ok());
+}
+
+TEST(SpanCode, RefusesWhatIsNoSpan) {
+  // "c3pz3" ends 2012-03-25, which no 8-day span does; level 0 and 8 do not
+  // exist after 'z'; a day code with junk; an hour code with 'z'.
+  for (const char* bad : {"c3pz3", "c3qz0", "c3qz8", "c3qz", "c3qzz1", "c3q0z1", "C3QZ1", "z3qz1", "c3qy1", ""}) {
+    EXPECT_FALSE(SpanFromCode(bad).ok()) << "accepted " << bad;
+  }
+  EXPECT_FALSE(SpanCode({DaysFromCivil({2012, 3, 25}) + 1, 1}).ok()) << "an unaligned span";
+  EXPECT_FALSE(SpanCode({0, kMaxSpanLevel + 1}).ok());
+}
+
 TEST(Ymdh, DecodeRejectsInvalidCodes) {
   for (const char* bad : {"", "c3p", "c3p10", "C3P1", "c3P1", "c3pw", "c3p-", "c3p ",
                           "w011", "z0110", "W0110", "/u110" /* 2000 is "0..." */, "-0110", "w0d10", "w0110 ",

@@ -573,7 +573,9 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
 
     // Each hour's record, and each UTC day's sum of them (every day with hours,
     // also a day of one hour) under the day's code (the hour code without its
-    // hour character), in key+"," order.
+    // hour character), and each span of 2^k days (k = 1..7, counted from
+    // 1970-01-01) holding such a day, under its last day's code, 'z' and k,
+    // in key+"," order.
     std::map<int64_t, std::map<std::string, int64_t>> days;  // day start -> skey -> clicks
     std::vector<std::pair<std::string, std::string>> lines;  // key + ",", line
     const auto add_line = [&](const std::string& code, const std::map<std::string, int64_t>& skeys) {
@@ -589,10 +591,17 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
       add_line(HourCode(h), skeys);
       for (const auto& [s, n] : skeys) days[h - h % 86400][s] += n;
     }
+    std::map<std::string, std::map<std::string, int64_t>> spans;  // span code -> skey -> clicks
     for (const auto& [day, skeys] : days) {
       const std::string hour_code = HourCode(day);
       add_line(hour_code.substr(0, hour_code.size() - 1), skeys);
+      const int64_t number = day / 86400;
+      for (int64_t length = 2, level = 1; level <= 7; length *= 2, ++level) {
+        const std::string last = HourCode((number / length * length + length - 1) * 86400);
+        for (const auto& [sk, n] : skeys) spans[last.substr(0, last.size() - 1) + "z" + std::to_string(level)][sk] += n;
+      }
     }
+    for (const auto& [code, skeys] : spans) add_line(code, skeys);
     std::sort(lines.begin(), lines.end());
     std::string expected;
     for (const auto& l : lines) expected += l.second + "\n";
@@ -611,6 +620,7 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
       const std::string code = k.substr(k.rfind('.') + 1);
       got_keys.push_back(k + ",");
       if (code.size() == 3 || (code.size() == 4 && code.starts_with("w"))) continue;  // a day subtotal
+      if (code[code.size() - 2] == 'z') continue;                                     // a span
       if (code.starts_with("vcv")) {
         EXPECT_EQ(code.size(), 4u) << line;
         last_2031 = got_keys.size();

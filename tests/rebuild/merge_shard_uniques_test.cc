@@ -3,8 +3,9 @@
 // before they existed) is read in full once, so the next generation has the
 // union of its hours for every day, old and new, and says so; a previous
 // generation that promises them is merged into, its day records united with
-// the new hours' (late visitors to an old day included). Expected sketches
-// are built by adding every visitor of the day to one sketch.
+// the new hours' (late visitors to an old day included). Span records
+// likewise. Expected sketches are built by adding every visitor of the day
+// (or span) to one sketch.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -34,6 +35,22 @@ std::string Visitors(uint64_t a, uint64_t b) {
   return s.ToText();
 }
 
+// The span records of `prefix` for a record whose days all lie in each span
+// holding `day` (levels 1..kMaxSpanLevel), every one holding `sketch`.
+std::vector<std::string> SpanLines(const std::string& prefix, int64_t day, const std::string& sketch) {
+  std::vector<std::string> lines;
+  for (int level = 1; level <= kMaxSpanLevel; ++level) {
+    lines.push_back(prefix + *SpanCode(SpanHolding(day, level)) + "," + sketch);
+  }
+  return lines;
+}
+
+// Archive order: whole lines, bytewise.
+std::vector<std::string> Sorted(std::vector<std::string> lines) {
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
 std::string JoinLines(const std::vector<std::string>& lines) {
   std::string text;
   for (const std::string& line : lines) text += line + "\n";
@@ -45,6 +62,7 @@ class UniqueDayRecordsMerge : public ::testing::Test {
   // Generation 1 of one shard: `lines` with a manifest whose promises are
   // the arguments.
   void WritePrevious(const std::vector<std::string>& lines, bool uniques_every_day) {
+    manifest_.format = uniques_every_day ? kArchiveFormat : 1;
     const std::string text = JoinLines(lines);
     previous_ = dir_ / "gen-1.csv";
     ASSERT_TRUE(WriteFileAtomically(previous_, text).ok());
@@ -86,7 +104,10 @@ class UniqueDayRecordsMerge : public ::testing::Test {
   Manifest manifest_;
 };
 
-// Days 2024-10-04 (code "oa4": year 24, month 10, day 4) and 2024-10-05 ("oa5").
+// Days 2024-10-04 (code "oa4": year 24, month 10, day 4) and 2024-10-05 ("oa5"):
+// days 20000 and 20001; 20000 is even, so every span longer than a day that
+// holds one holds both.
+constexpr int64_t kOa4 = 20000;
 TEST_F(UniqueDayRecordsMerge, APreviousGenerationWithoutThemGetsThemForEveryDay) {
   WritePrevious(
       {
@@ -100,42 +121,53 @@ TEST_F(UniqueDayRecordsMerge, APreviousGenerationWithoutThemGetsThemForEveryDay)
   Manifest m;
   const std::vector<std::string> got = Merge(
       {"u|k,oa41:1 oa50:1", "~u|k.oa41," + Visitors(6, 7), "~u|k.oa50," + Visitors(0, 2)}, &m);
-  EXPECT_EQ(got, (std::vector<std::string>{
-                     "u|k,oa40:1 oa41:2 oa50:1",
-                     "~c.u|k.oa4,JP:" + Visitors(5, 6) + " US:" + Visitors(0, 4),
-                     "~c.u|k.oa40,US:" + Visitors(0, 3),
-                     "~c.u|k.oa41,JP:" + Visitors(5, 6) + " US:" + Visitors(2, 4),
-                     "~u|k.oa4," + Visitors(0, 7),
-                     "~u|k.oa40," + Visitors(0, 3),
-                     "~u|k.oa41," + Visitors(2, 7),
-                     "~u|k.oa5," + Visitors(0, 2),
-                     "~u|k.oa50," + Visitors(0, 2),
-                 }));
+  ASSERT_EQ(*DaysFromDayCode("oa4"), kOa4);
+  std::vector<std::string> want = {
+      "u|k,oa40:1 oa41:2 oa50:1",
+      "~c.u|k.oa4,JP:" + Visitors(5, 6) + " US:" + Visitors(0, 4),
+      "~c.u|k.oa40,US:" + Visitors(0, 3),
+      "~c.u|k.oa41,JP:" + Visitors(5, 6) + " US:" + Visitors(2, 4),
+      "~u|k.oa4," + Visitors(0, 7),
+      "~u|k.oa40," + Visitors(0, 3),
+      "~u|k.oa41," + Visitors(2, 7),
+      "~u|k.oa5," + Visitors(0, 2),
+      "~u|k.oa50," + Visitors(0, 2),
+  };
+  for (const std::string& line : SpanLines("~c.u|k.", kOa4, "JP:" + Visitors(5, 6) + " US:" + Visitors(0, 4))) {
+    want.push_back(line);
+  }
+  for (const std::string& line : SpanLines("~u|k.", kOa4, Visitors(0, 7))) want.push_back(line);
+  EXPECT_EQ(got, Sorted(want));
+  EXPECT_EQ(m.format, kArchiveFormat);
   EXPECT_TRUE(m.day_uniques_every_day);
   EXPECT_TRUE(m.day_subtotals_every_day);
 }
 
 TEST_F(UniqueDayRecordsMerge, APreviousGenerationWithThemIsUnitedDayByDay) {
-  WritePrevious(
-      {
-          "u|k,oa40:1 oa41:1",
-          "~u|k.oa4," + Visitors(0, 6),
-          "~u|k.oa40," + Visitors(0, 3),
-          "~u|k.oa41," + Visitors(2, 6),
-      },
-      /*uniques_every_day=*/true);
+  std::vector<std::string> previous = {
+      "u|k,oa40:1 oa41:1",
+      "~u|k.oa4," + Visitors(0, 6),
+      "~u|k.oa40," + Visitors(0, 3),
+      "~u|k.oa41," + Visitors(2, 6),
+  };
+  for (const std::string& line : SpanLines("~u|k.", kOa4, Visitors(0, 6))) previous.push_back(line);
+  WritePrevious(Sorted(previous), /*uniques_every_day=*/true);
   Manifest m;
   // Late visitors to an old hour (one already counted that day, one new),
   // and a new hour of the old day.
   const std::vector<std::string> got = Merge(
       {"u|k,oa41:1 oa42:1", "~u|k.oa41," + Visitors(4, 8), "~u|k.oa42," + Visitors(20, 21)}, &m);
-  EXPECT_EQ(got, (std::vector<std::string>{
-                     "u|k,oa40:1 oa41:2 oa42:1",
-                     "~u|k.oa4," + VisitorsOf({0, 1, 2, 3, 4, 5, 6, 7, 20}),
-                     "~u|k.oa40," + Visitors(0, 3),
-                     "~u|k.oa41," + Visitors(2, 8),
-                     "~u|k.oa42," + Visitors(20, 21),
-                 }));
+  std::vector<std::string> want = {
+      "u|k,oa40:1 oa41:2 oa42:1",
+      "~u|k.oa4," + VisitorsOf({0, 1, 2, 3, 4, 5, 6, 7, 20}),
+      "~u|k.oa40," + Visitors(0, 3),
+      "~u|k.oa41," + Visitors(2, 8),
+      "~u|k.oa42," + Visitors(20, 21),
+  };
+  for (const std::string& line : SpanLines("~u|k.", kOa4, VisitorsOf({0, 1, 2, 3, 4, 5, 6, 7, 20}))) {
+    want.push_back(line);
+  }
+  EXPECT_EQ(got, Sorted(want));
   EXPECT_TRUE(m.day_uniques_every_day);
 }
 

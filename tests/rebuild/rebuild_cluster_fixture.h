@@ -80,12 +80,22 @@ class Expectation {
   std::vector<std::string> ShardLines(int shard, int shard_count = kShards) const {
     // Day subtotals beside the hours: every day with subtotal hours of a key
     // (also one hour) gets their sum under the day's code (the hours' code
-    // without its hour character).
+    // without its hour character); every span of 2^k days (k = 1..7, counted
+    // from 1970-01-01) holding such a day gets the sum of its days, under its
+    // last day's code, 'z' and k.
     std::map<std::string, std::map<std::string, int64_t>> records = counters_;
     for (const auto& [key, columns] : counters_) {
       if (key.find('.') > key.find('|')) continue;  // a total
       const std::string day = key.substr(0, key.size() - 1);
       for (const auto& [name, count] : columns) records[day][name] += count;
+      const std::string prefix = day.substr(0, day.rfind('.') + 1);
+      const int64_t day_number = *DaysFromDayCode(day.substr(prefix.size()));
+      for (int64_t length = 2, level = 1; level <= 7; length *= 2, ++level) {
+        auto last = DayCodeFromDays(day_number / length * length + length - 1);
+        if (!last.ok()) continue;  // a span past 2127 has no code
+        const std::string span = prefix + *last + "z" + std::to_string(level);
+        for (const auto& [name, count] : columns) records[span][name] += count;
+      }
     }
     std::vector<std::string> lines;
     for (const auto& [key, columns] : records) {
