@@ -1,0 +1,57 @@
+// Which archive records answer a window; see archive_plan.h.
+#include "query/plan/archive_plan.h"
+
+#include <algorithm>
+
+namespace clickatron::api {
+namespace {
+
+// Days since epoch of the first whole UTC day at or after t, and of the day
+// after the last whole one before t.
+int64_t FirstWholeDay(int64_t t) { return -FloorDiv(-t, kSecondsPerDay); }
+int64_t EndOfWholeDays(int64_t t) { return FloorDiv(t, kSecondsPerDay); }
+
+// The archived hours in [begin, end): how many, and the first.
+struct HoursIn {
+  size_t count = 0;
+  int64_t first = 0;
+};
+HoursIn CountHours(const std::vector<int64_t>& hours, int64_t begin, int64_t end) {
+  const auto lo = std::lower_bound(hours.begin(), hours.end(), begin);
+  const auto hi = std::lower_bound(lo, hours.end(), end);
+  return HoursIn{static_cast<size_t>(hi - lo), lo == hi ? 0 : *lo};
+}
+
+}  // namespace
+
+ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::vector<int64_t> splits,
+                             int max_level) {
+  ArchivePlan plan;
+  std::sort(splits.begin(), splits.end());
+  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+  max_level = std::clamp(max_level, 0, kMaxSpanLevel);
+  // Each stretch between two splits is one sum; the whole UTC days inside it
+  // are one run, cut into aligned spans, longest first.
+  for (size_t i = 0; i + 1 < splits.size(); ++i) {
+    int64_t day = FirstWholeDay(splits[i]);
+    const int64_t end = EndOfWholeDays(splits[i + 1]);
+    while (day < end) {
+      int level = max_level;
+      while (level > 0 && (SpanHolding(day, level).first_day != day || day + (int64_t{1} << level) > end)) --level;
+      const DaySpan span{day, level};
+      day += span.days();
+      const HoursIn in = CountHours(archived_hours, span.first_day * kSecondsPerDay, day * kSecondsPerDay);
+      if (in.count >= 2) plan.spans.push_back(span);
+    }
+  }
+  // Every archived hour no span holds is read as an hour.
+  auto span = plan.spans.begin();
+  for (const int64_t hour : archived_hours) {
+    const int64_t day = FloorDiv(hour, kSecondsPerDay);
+    while (span != plan.spans.end() && span->last_day() < day) ++span;
+    if (span == plan.spans.end() || span->first_day > day) plan.hours.push_back(hour);
+  }
+  return plan;
+}
+
+}  // namespace clickatron::api
