@@ -683,6 +683,8 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
              };
              rules.subtotals_every_day = says("day_subtotals_every_day");
              rules.uniques_every_day = says("day_uniques_every_day");
+             const nlohmann::json& format = answer["data"].value("format", nlohmann::json(1));
+             rules.spans = rules.subtotals_every_day && format.is_number_integer() && format.get<int>() >= 2;
            }
            auto& known = day_records_every_day_[shard];
            known[reply->view.generation] = rules;

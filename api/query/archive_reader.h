@@ -138,9 +138,12 @@ class ArchiveReader {
   // between: asked again next time), when no replica answers, and for a
   // manifest that does not say so; a caller that gets false reads a lacking
   // day by its hours. Never fails.
+  // `spans`: the file also has a span record for every span with hours
+  // (format 2, docs/protocols.md "Span records").
   struct DayRecordRules {
     bool subtotals_every_day = false;
     bool uniques_every_day = false;
+    bool spans = false;
   };
   void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
                           std::function<void(DayRecordRules)> done);

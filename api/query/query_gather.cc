@@ -16,6 +16,7 @@
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "query/fan_in.h"
+#include "query/plan/archive_plan.h"
 #include "query/read_records.h"
 
 namespace clickatron::api {
@@ -445,13 +446,46 @@ std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, i
   return days;
 }
 
+// The span (a day at level 0) of an mget answer's key `prefix` + span
+// code, or nullopt when the rest is not a span code.
+std::optional<DaySpan> SpanOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeSpanCode(key.substr(prefix.size()))) return std::nullopt;
+  Result<DaySpan> span = SpanFromCode(key.substr(prefix.size()));
+  if (!span.ok()) return std::nullopt;
+  return *span;
+}
+
 // The day of an mget answer's key `prefix` + day code, or nullopt when the
 // rest is not a day code.
 std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
-  if (!key.starts_with(prefix) || !LooksLikeDayCode(key.substr(prefix.size()))) return std::nullopt;
-  Result<int64_t> day = DaysFromDayCode(key.substr(prefix.size()));
-  if (!day.ok()) return std::nullopt;
-  return *day;
+  const std::optional<DaySpan> span = SpanOfKey(key, prefix);
+  if (!span || span->level != 0) return std::nullopt;
+  return span->first_day;
+}
+
+bool SpanBefore(const DaySpan& a, const DaySpan& b) {
+  return a.first_day != b.first_day ? a.first_day < b.first_day : a.level < b.level;
+}
+
+// The archived hours a breakdown may read, and where its sums split, for the
+// archive read plan (plan/archive_plan.h): the hours in the window outside
+// the skipped gap; the splits, the gap's ends, and the end of the archive's
+// last day (a span never reaches past what the archive holds whole).
+std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip) {
+  std::vector<int64_t> hours;
+  hours.reserve(archived.size());
+  for (const auto& [hour, count] : archived) {
+    if (!skip.Contains(hour)) hours.push_back(hour);
+  }
+  return hours;
+}
+std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, const ArchiveLastDay& last_day) {
+  if (skip.begin_ts < skip.end_ts) {
+    splits.push_back(skip.begin_ts);
+    splits.push_back(skip.end_ts);
+  }
+  if (last_day) splits.push_back((*last_day + 1) * kSecondsPerDay);
+  return splits;
 }
 
 }  // namespace
@@ -484,7 +518,20 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   const int shard_count = job->session->shard_count;
   const std::optional<ArchiveReader::DayRecordRules> rules = archive_.KnownDayRecordRules(*job->session, view.generation);
-  if (day_sums_.enabled() && file && !job->uniques_from && job->splits && (!rules || rules->subtotals_every_day)) {
+  // On a file known to hold span records (format 2), a breakdown without
+  // visitors reads each run of whole UTC days inside one sum as aligned span
+  // records, at most two per level however long the run (plan/archive_plan.h),
+  // and the rest as hours; nothing is kept between queries.
+  std::vector<DaySpan> spans;  // the spans longer than a day asked for, sorted
+  std::optional<std::vector<int64_t>> planned_hours;
+  if (rules && rules->spans && job->splits && !job->uniques_from) {
+    const ArchivePlan plan = PlanArchiveReads(HoursToRead(archived, job->skip),
+                                              PlanSplits(*job->splits, job->skip, view.last_day), kMaxSpanLevel);
+    days.clear();
+    for (const DaySpan& span : plan.spans) (span.level == 0 ? days.push_back(span.first_day) : spans.push_back(span));
+    planned_hours = plan.hours;
+  } else if (day_sums_.enabled() && file && !job->uniques_from && job->splits &&
+             (!rules || rules->subtotals_every_day)) {
     RunPlan plan = PlanRuns(days, *job->splits, day_sums_, *file, shard_count, job->subtotal_prefix,
                             stats_.day_sums_hits, stats_.day_sums_misses,
                             [&](const std::vector<int64_t>& run, const ValueCounts& sums) {
@@ -519,10 +566,20 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
     }
   }
+  for (const DaySpan& span : spans) {
+    auto code = SpanCode(span);
+    if (code.ok()) keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+  }
+  if (planned_hours) {
+    for (const int64_t hour : *planned_hours) {
+      auto ymdh = YmdhFromUnix(hour);
+      if (ymdh.ok()) keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    }
+  }
   // Only the hours outside the whole days get their code formatted: a busy
   // key's 30-day window has 720 archived hours and about 48 to read.
   SortedWalk whole_days(all_whole_days.empty() ? days : all_whole_days), whole_unique_days(unique_days);
-  for (auto it = archived.begin(); it != archived.end(); ++it) {
+  for (auto it = archived.begin(); !planned_hours && it != archived.end(); ++it) {
     if (job->skip.Contains(it->first)) continue;
     const int64_t day = FloorDiv(it->first, kSecondsPerDay);
     const bool subtotal_hour = !whole_days.Holds(day);
@@ -544,7 +601,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   auto answers = std::make_shared<Answers>();
   const bool ask_every_day = !days.empty();
   auto join = FanIn::Create([this, job, view, answers, days = std::move(days), unique_days = std::move(unique_days),
-                             archived = std::move(archived), kept_sums = std::move(kept_sums),
+                             spans = std::move(spans), archived = std::move(archived), kept_sums = std::move(kept_sums),
                              runs_to_keep = std::move(runs_to_keep), file, shard_count](Status) mutable {
     Result<std::vector<ArchiveReply>>& replies = *answers->replies;
     if (!replies.ok()) return job->done(replies.status());
@@ -555,7 +612,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day};
     std::vector<int64_t> days_found, unique_days_found;
-    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, answers->rules.uniques_every_day,
+    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, spans, answers->rules.uniques_every_day,
                                          data.get(), &days_found, &unique_days_found);
     if (!st.ok()) return job->done(std::move(st));
     // The runs read now, summed from their day records (the only entries at
@@ -572,6 +629,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     data->subtotals.insert(data->subtotals.end(), std::make_move_iterator(kept_sums.begin()),
                            std::make_move_iterator(kept_sums.end()));
     stats_.day_subtotals_read += days_found.size();
+    stats_.spans_read += spans.size();
     stats_.day_uniques_read += unique_days_found.size();
     // A day whose record is absent has no hours of this namespace when the
     // file has a record for every day with hours. Otherwise (a file from
@@ -611,7 +669,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       }
       // Hours only: a day key here was not asked for.
       std::vector<int64_t> none, no_uniques;
-      Status st = AddArchiveBreakdownLines(*job, *replies, {}, {}, false, data.get(), &none, &no_uniques);
+      Status st = AddArchiveBreakdownLines(*job, *replies, {}, {}, {}, false, data.get(), &none, &no_uniques);
       if (!st.ok()) return job->done(std::move(st));
       CompleteBreakdown(job, std::move(*data));
     });
@@ -641,7 +699,8 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
 // hours). A key not asked for is CORRUPTION.
 Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                              const std::vector<int64_t>& days,
-                                             const std::vector<int64_t>& unique_days, bool use_unique_days,
+                                             const std::vector<int64_t>& unique_days,
+                                             const std::vector<DaySpan>& spans, bool use_unique_days,
                                              BreakdownData* data, std::vector<int64_t>* days_found,
                                              std::vector<int64_t>* unique_days_found) {
   // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.DAY. Room for a few values
@@ -663,7 +722,15 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   };
   return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
-    if (std::optional<int64_t> day = DayOfKey(unique ? key.substr(1) : key, job.subtotal_prefix)) {
+    std::optional<DaySpan> span = SpanOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
+    if (span && span->level > 0) {
+      // A span record stands for its days' hours, entered at the first.
+      if (unique || !std::binary_search(spans.begin(), spans.end(), *span, SpanBefore)) {
+        return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+      }
+      return add(key, answer, false, span->first_day * kSecondsPerDay);
+    }
+    if (std::optional<int64_t> day = span ? std::optional<int64_t>(span->first_day) : std::nullopt) {
       const std::vector<int64_t>& asked = unique ? unique_days : days;
       if (!std::binary_search(asked.begin(), asked.end(), *day)) {
         return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));

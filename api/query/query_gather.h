@@ -184,8 +184,8 @@ class QueryGather {
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                   const std::vector<int64_t>& days, const std::vector<int64_t>& unique_days,
-                                  bool use_unique_days, BreakdownData* data, std::vector<int64_t>* days_found,
-                                  std::vector<int64_t>* unique_days_found);
+                                  const std::vector<DaySpan>& spans, bool use_unique_days, BreakdownData* data,
+                                  std::vector<int64_t>* days_found, std::vector<int64_t>* unique_days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
   // The decoded columns of a subtotal or unique record's mget answer: those
   // the cache kept with it; for a kept answer without them, its text decoded

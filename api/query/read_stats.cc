@@ -32,6 +32,8 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("lookups_missing", "Hashes with no lookup record anywhere.", s.lookups_missing.load());
   fn("day_subtotals_read", "UTC days a breakdown read as one day subtotal record instead of its hours.",
      s.day_subtotals_read.load());
+  fn("spans_read", "Spans of 2 to 128 whole UTC days a breakdown read as one span record instead of their days.",
+     s.spans_read.load());
   fn("day_subtotals_missing",
      "Day subtotal records asked for but absent from a file that does not have one for every day with hours "
      "(from before day records, or of the two-hour rule): read again by their hours.",

@@ -35,6 +35,7 @@ struct ReadStats {
   // its day subtotal record (docs/protocols.md) instead of its hours; one the
   // archive does not have (a file from before them) is read by its hours.
   std::atomic<uint64_t> day_subtotals_read{0};
+  std::atomic<uint64_t> spans_read{0};
   std::atomic<uint64_t> day_subtotals_missing{0};
   // /uniques and /breakdown?uniques=true read a UTC day wholly inside one
   // unit as its day unique record when the file has one for every day with

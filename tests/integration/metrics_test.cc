@@ -141,6 +141,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read/lookups_fetched", "clickatron_api_read_lookups_fetched_total"},
     {"/read/lookups_missing", "clickatron_api_read_lookups_missing_total"},
     {"/read/day_subtotals_read", "clickatron_api_read_day_subtotals_read_total"},
+    {"/read/spans_read", "clickatron_api_read_spans_read_total"},
     {"/read/day_subtotals_missing", "clickatron_api_read_day_subtotals_missing_total"},
     {"/read/day_uniques_read", "clickatron_api_read_day_uniques_read_total"},
     {"/read/day_sums_hits", "clickatron_api_read_day_sums_hits_total"},

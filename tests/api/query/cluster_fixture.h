@@ -41,11 +41,29 @@ using clickatron::testing::HttpPost;
 enum class DayRecords {
   kNone,          // hours only: a file from before day records
   kTwoHourRule,   // the older rule: a record for each day of two or more hours
-  kEveryDay,      // as the rebuild writes them now: every day with hours
+  kEveryDay,      // format 1: every day with hours
+  kSpans,         // format 2, as the rebuild writes them now: every day with hours, and
+                  // every span of 2^k days (k = 1..7) with hours, subtotals and uniques
 };
+inline bool EveryDay(DayRecords d) { return d == DayRecords::kEveryDay || d == DayRecords::kSpans; }
 
 inline void PrintTo(DayRecords d, std::ostream* os) {
-  *os << (d == DayRecords::kEveryDay ? "every day" : d == DayRecords::kTwoHourRule ? "two-hour rule" : "none");
+  *os << (d == DayRecords::kSpans      ? "spans"
+          : d == DayRecords::kEveryDay ? "every day"
+          : d == DayRecords::kTwoHourRule ? "two-hour rule"
+                                          : "none");
+}
+
+// The span codes of the spans of 2^k days (k = 1..7) that hold a day code's
+// day: its last day's code, 'z' and k, spans counted from 1970-01-01.
+inline std::vector<std::string> SpanCodesOf(std::string_view day_code) {
+  std::vector<std::string> codes;
+  const int64_t day = *DaysFromDayCode(day_code);
+  for (int64_t length = 2, level = 1; level <= 7; length *= 2, ++level) {
+    auto last = DayCodeFromDays(day / length * length + length - 1);
+    if (last.ok()) codes.push_back(*last + "z" + std::to_string(level));
+  }
+  return codes;
 }
 
 // Increments, with where each one is stored; the oracle counts each once.
@@ -149,6 +167,11 @@ class ReadDataset {
         const std::string day = key.substr(0, key.size() - 1);
         ++hours_of_day[day];
         for (const auto& [name, count] : columns) records[day][name] += count;
+        if (day_records != DayRecords::kSpans) continue;
+        const std::string prefix = day.substr(0, day.rfind('.') + 1);
+        for (const std::string& code : SpanCodesOf(std::string_view(day).substr(prefix.size()))) {
+          for (const auto& [name, count] : columns) records[prefix + code][name] += count;
+        }
       }
       for (const auto& [day, hours] : hours_of_day) {
         if (hours < 2 && day_records == DayRecords::kTwoHourRule) records.erase(day);
@@ -162,10 +185,16 @@ class ReadDataset {
     // visitor every day) to show that they are not.
     std::map<std::string, std::map<std::string, std::set<uint64_t>>> uniques = archive_uniques_;
     for (const auto& [key, columns] : archive_uniques_) {
-      auto& day = uniques[key.substr(0, key.size() - 1)];
+      const std::string day_key = key.substr(0, key.size() - 1);
+      auto& day = uniques[day_key];
       for (const auto& [name, hashes] : columns) {
         day[name].insert(hashes.begin(), hashes.end());
-        if (day_records != DayRecords::kEveryDay) day[name].insert(HashVisitor("a visitor no hour has"));
+        if (!EveryDay(day_records)) day[name].insert(HashVisitor("a visitor no hour has"));
+      }
+      if (day_records != DayRecords::kSpans) continue;
+      const std::string prefix = day_key.substr(0, day_key.rfind('.') + 1);
+      for (const std::string& code : SpanCodesOf(std::string_view(day_key).substr(prefix.size()))) {
+        for (const auto& [name, hashes] : columns) uniques[prefix + code][name].insert(hashes.begin(), hashes.end());
       }
     }
     for (const auto& [key, columns] : uniques) {
@@ -328,7 +357,7 @@ class ReadCluster {
     // Archive files with day subtotal records as the rebuild writes them (and
     // their manifests saying so), as the older rule wrote them, or hours only
     // (a file from before them: the API reads hours).
-    DayRecords day_records = DayRecords::kEveryDay;
+    DayRecords day_records = DayRecords::kSpans;
     // The API's archive answer cache ([api] archive_cache_mb; 0: off, as in
     // the rest of the suite) and how recent a replica's confirmation of its
     // generation must be for a kept answer to be used.
@@ -362,8 +391,9 @@ class ReadCluster {
       const std::string contents = data.ArchiveFile(s, spec_.archive_shards, spec_.day_records);
       Manifest m;
       m.day_subtotals = spec_.day_records != DayRecords::kNone;
-      m.day_subtotals_every_day = spec_.day_records == DayRecords::kEveryDay;
-      m.day_uniques_every_day = spec_.day_records == DayRecords::kEveryDay;
+      m.day_subtotals_every_day = EveryDay(spec_.day_records);
+      m.day_uniques_every_day = EveryDay(spec_.day_records);
+      m.format = spec_.day_records == DayRecords::kSpans ? kArchiveFormat : 1;
       m.generation = generation;
       m.shard = s;
       m.shard_count = spec_.archive_shards;
@@ -456,7 +486,7 @@ class ReadClusterTest : public ::testing::Test {
   // Fills data_ (hours placed by ReadDataset::AddAtRing with today_).
   virtual void BuildDataset() = 0;
   // Which day subtotal records the archive files carry.
-  virtual DayRecords WithDayRecords() const { return DayRecords::kEveryDay; }
+  virtual DayRecords WithDayRecords() const { return DayRecords::kSpans; }
   // The API's archive answer cache ([api] archive_cache_mb; 0: off).
   virtual int ArchiveCacheMb() const { return 0; }
 

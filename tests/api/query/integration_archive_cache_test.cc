@@ -68,7 +68,11 @@ class IntegrationArchiveCacheTest : public ::testing::Test {
     }
   }
 
+  // Files of format 1 (day records, no spans): the kept sums of runs of
+  // whole days (day_sum_cache.h) are read only from them; a file of format 2
+  // answers those runs from its span records and keeps nothing.
   void StartCluster(ReadCluster::Spec spec) {
+    spec.day_records = DayRecords::kEveryDay;
     cluster_ = std::make_unique<ReadCluster>(spec);
     cluster_->WriteConfig();
     BuildDataset();

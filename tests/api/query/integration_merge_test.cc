@@ -307,9 +307,14 @@ TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHours
   }
   ExpectBreakdown("p", kHotKey, "day", -1, 0, refs[0], 100, true);
   switch (GetParam().day_records) {
+    case DayRecords::kSpans:
+      EXPECT_GT(ReadFigure("spans_read"), 0) << "runs of whole days read as span records";
+      EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
+      break;
     case DayRecords::kEveryDay:
       EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
       EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
+      EXPECT_EQ(ReadFigure("spans_read"), 0) << "a file of format 1 has none";
       break;
     case DayRecords::kTwoHourRule:
       EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
@@ -399,7 +404,8 @@ TEST_P(IntegrationReadMergeTest, StatsCountGatherRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest,
-                         ::testing::Values(MergeParam{DayRecords::kEveryDay, false},
+                         ::testing::Values(MergeParam{DayRecords::kSpans, false},
+                                           MergeParam{DayRecords::kEveryDay, false},
                                            MergeParam{DayRecords::kEveryDay, true},
                                            MergeParam{DayRecords::kTwoHourRule, false},
                                            MergeParam{DayRecords::kTwoHourRule, true},
@@ -407,6 +413,7 @@ INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest,
                          [](const ::testing::TestParamInfo<MergeParam>& info) {
                            std::string name = "HoursOnly";
                            switch (info.param.day_records) {
+                             case DayRecords::kSpans: name = "WithSpans"; break;
                              case DayRecords::kEveryDay: name = "WithDaySubtotals"; break;
                              case DayRecords::kTwoHourRule: name = "TwoHourRule"; break;
                              case DayRecords::kNone: break;
