@@ -17,7 +17,7 @@
 #    targets: 8, tests/CMakeLists.txt). Most
 #    of a file's compile time was not parsing headers but instantiating and
 #    generating the same templates (json, fmt, spdlog, CLI11, gtest) that its
-#    neighbours instantiate too; a unity file does that once for 8.
+#    neighbours instantiate too; a unity file does that once for its batch.
 #    (g++ -ftime-report on one tool file, run by hand: parsing 1% with its
 #    headers precompiled, template instantiation 30%, optimising and
 #    generating code 67%.) 16 rather than 8 (scripts/build-times, one run

@@ -45,15 +45,13 @@ bool DayRecordSource::ReadAhead() {
 }
 
 void DayRecordSource::CloseSpans(int64_t before_day, std::deque<std::string>* out) {
-  // Key order: by last day (its code), then by level ("c3pz1" < "c3pz2").
+  // Key order: by last day (its code), then by level ("c41z1" < "c41z2").
   std::vector<OpenSpan*> closing;
   for (OpenSpan& open : open_) {
     if (open.used && open.span.last_day() < before_day) closing.push_back(&open);
   }
-  std::sort(closing.begin(), closing.end(), [](const OpenSpan* a, const OpenSpan* b) {
-    return a->span.last_day() != b->span.last_day() ? a->span.last_day() < b->span.last_day()
-                                                    : a->span.level < b->span.level;
-  });
+  std::sort(closing.begin(), closing.end(),
+            [](const OpenSpan* a, const OpenSpan* b) { return SpanKeyLess(a->span, b->span); });
   for (OpenSpan* open : closing) {
     out->push_back(open->sketches ? FormatArchiveLine(open->record) : std::move(open->line));
     ++spans_written_;

@@ -12,9 +12,9 @@
 //
 // Beside them, span records: for each level k = 1 .. kMaxSpanLevel, the sum
 // (or union) of the days of each aligned span of 2^k days that has one or
-// more of them (`sns.ns|tkey.c3pz3`, ymdh.h's span codes), so any run of
-// whole days is at most 2 records per level however long it is (365 days:
-// at most 16 records, not 365). A span's key sorts right after its last
+// more of them (`sns.ns|tkey.c41z3`, ymdh.h's span codes), so any run of
+// whole days is at most 2 records per level below the top and one per 128
+// days at it (365 days: at most 16 records, not 365). A span's key sorts right after its last
 // day's hours, so they are written in one pass with one open span per level.
 //
 // The rebuild keeps them by addition, like everything else it merges: the

@@ -25,7 +25,7 @@ using TopValues = std::vector<std::pair<std::string, int64_t>>;
 struct RowsLeftOut {
   int64_t other = 0;  // of the values beyond the top `limit`
   int64_t none = 0;   // with no value in this subtotal namespace: the key's
-                      // total minus every value's clicks
+                      // total less every value's clicks (0 if below it)
 };
 
 // {"breakdown": rows (rollup) | [{"breakdown": rows, ["compare_dt": T,]

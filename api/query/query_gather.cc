@@ -480,6 +480,9 @@ std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip) {
   return hours;
 }
 std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, const ArchiveLastDay& last_day) {
+  // No record exists past the hour codes' last year: no span reaches there.
+  static const int64_t kEndOfCodes = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
+  splits.push_back(kEndOfCodes);
   if (skip.begin_ts < skip.end_ts) {
     splits.push_back(skip.begin_ts);
     splits.push_back(skip.end_ts);
@@ -503,8 +506,11 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // The archived hours of the total are the index of the archive subtotal
   // records that exist: fetch only those in the window, a whole day's as its
   // day record.
-  std::vector<int64_t> days =
-      job->splits ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits) : std::vector<int64_t>{};
+  const std::optional<ArchiveReader::DayRecordRules> rules = archive_.KnownDayRecordRules(*job->session, view.generation);
+  const bool by_spans = rules && rules->spans && job->splits && !job->uniques_from;
+  std::vector<int64_t> days = job->splits && !by_spans
+                                  ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits)
+                                  : std::vector<int64_t>{};
   // Runs of those days inside one sum whose day records were summed before
   // on this file are added as those sums, entered at the run's first day;
   // the others are read, and the long ones summed and kept once read. Not on
@@ -517,17 +523,15 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   std::vector<int64_t> all_whole_days;
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   const int shard_count = job->session->shard_count;
-  const std::optional<ArchiveReader::DayRecordRules> rules = archive_.KnownDayRecordRules(*job->session, view.generation);
   // On a file known to hold span records (format 2), a breakdown without
   // visitors reads each run of whole UTC days inside one sum as aligned span
-  // records, at most two per level however long the run (plan/archive_plan.h),
+  // records, at most two per level and one per 128 days (plan/archive_plan.h),
   // and the rest as hours; nothing is kept between queries.
   std::vector<DaySpan> spans;  // the spans longer than a day asked for, sorted
   std::optional<std::vector<int64_t>> planned_hours;
-  if (rules && rules->spans && job->splits && !job->uniques_from) {
+  if (by_spans) {
     const ArchivePlan plan = PlanArchiveReads(HoursToRead(archived, job->skip),
                                               PlanSplits(*job->splits, job->skip, view.last_day), kMaxSpanLevel);
-    days.clear();
     for (const DaySpan& span : plan.spans) (span.level == 0 ? days.push_back(span.first_day) : spans.push_back(span));
     planned_hours = plan.hours;
   } else if (day_sums_.enabled() && file && !job->uniques_from && job->splits &&
@@ -566,14 +570,18 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
     }
   }
+  // The plan counts on every span and hour it names being read: one that
+  // cannot be named fails the query rather than drop its clicks.
   for (const DaySpan& span : spans) {
     auto code = SpanCode(span);
-    if (code.ok()) keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    if (!code.ok()) return job->done(code.status());
+    keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
   }
   if (planned_hours) {
     for (const int64_t hour : *planned_hours) {
       auto ymdh = YmdhFromUnix(hour);
-      if (ymdh.ok()) keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+      if (!ymdh.ok()) return job->done(ymdh.status());
+      keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
   }
   // Only the hours outside the whole days get their code formatted: a busy
@@ -629,7 +637,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     data->subtotals.insert(data->subtotals.end(), std::make_move_iterator(kept_sums.begin()),
                            std::make_move_iterator(kept_sums.end()));
     stats_.day_subtotals_read += days_found.size();
-    stats_.spans_read += spans.size();
+
     stats_.day_uniques_read += unique_days_found.size();
     // A day whose record is absent has no hours of this namespace when the
     // file has a record for every day with hours. Otherwise (a file from
@@ -728,6 +736,7 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
       if (unique || !std::binary_search(spans.begin(), spans.end(), *span, SpanBefore)) {
         return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
       }
+      ++stats_.spans_read;
       return add(key, answer, false, span->first_day * kSecondsPerDay);
     }
     if (std::optional<int64_t> day = span ? std::optional<int64_t>(span->first_day) : std::nullopt) {

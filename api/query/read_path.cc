@@ -414,7 +414,10 @@ class ReadPathImpl : public ReadPath {
         }
       }
       left_out[g].other = values;  // less the rows' clicks, once they are known
-      left_out[g].none = (*totals)[g] - values;
+      // The total and the values of today's hours come from two realtime
+      // scans: an increment between them can put the values ahead of the
+      // total for a moment. No clicks are "none" then, never fewer than none.
+      left_out[g].none = std::max<int64_t>(0, (*totals)[g] - values);
     }
     std::vector<KeyCounts> earlier_groups;
     if (earlier) {

@@ -24,7 +24,8 @@
 // 2^k days (k = 1 .. kMaxSpanLevel, ymdh.h) with one or more subtotal or
 // unique hours of a key has its record (docs/protocols.md, "Day and span
 // records"), and the day records are whole as above. A generation merged
-// with a file of format 2 adds to its day and span records; with a file of
+// with a file of format 2 that also says both *_every_day flags adds to its
+// day and span records (SpanRecordsWhole); with a file of
 // format 1 (older, or brought in with `clickatron manifest`) it reads the
 // file in full once and makes them all. Binaries older than format 2 refuse
 // its manifests: upgrade every daemon before the first rebuild that writes it.

@@ -79,7 +79,7 @@ bool LooksLikeDayCode(std::string_view code);
 // the epoch (its first day is a multiple of 2^level), in the archive's span
 // records (docs/protocols.md, "Day and span records"). Level 0 is one day,
 // named by its day code. A longer span is named by its last day's code, 'z'
-// and the level as a digit ("c3pz3": the 8 days that end 2012-03-25). So a
+// and the level as a digit ("c41z3": the 8 days that end 2012-04-01). So a
 // span's key sorts right after its last day's hours ('z' is above every hour
 // character) and before the next day's records, and a span code is never an
 // hour or a day code ('z' is no b32 digit or era mark). A span whose last day
@@ -94,6 +94,11 @@ struct DaySpan {
 };
 // The span of `level` that holds `day`.
 DaySpan SpanHolding(int64_t day, int level);
+// The order of longer spans' records in a file (by last day, then level: the
+// order of their codes); a day's own record comes before its hours instead.
+inline bool SpanKeyLess(const DaySpan& a, const DaySpan& b) {
+  return a.last_day() != b.last_day() ? a.last_day() < b.last_day() : a.level < b.level;
+}
 Result<std::string> SpanCode(const DaySpan& span);
 // INVALID_ARGUMENT for anything but a day code or a span code (level 1 ..
 // kMaxSpanLevel) of an aligned span.

@@ -135,9 +135,7 @@ int GenArchive(uint64_t records, int shards, const std::string& dir) {
     for (int level = 1; level <= clickatron::kMaxSpanLevel; ++level) {
       spans.push_back(clickatron::SpanHolding(day_number, level));
     }
-    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
-      return a.last_day() != b.last_day() ? a.last_day() < b.last_day() : a.level < b.level;
-    });
+    std::sort(spans.begin(), spans.end(), clickatron::SpanKeyLess);
     for (const clickatron::DaySpan& span : spans) {
       auto code = clickatron::SpanCode(span);
       if (!code.ok()) return Fail(code.status());

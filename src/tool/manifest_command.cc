@@ -16,8 +16,9 @@
 // generation that does not: rebuild/archive_merge.cc).
 //
 // last_day is the UTC day of the latest hour code in the file (a total's last
-// column, the hour in a subtotal's or unique record's key; lookups have none),
-// "" when no record has one. The rebuild itself never reads it from the data:
+// column, the hour in a subtotal's or unique record's key, a day record's
+// day; lookups and span records have none: a span may end after the data it
+// holds, whose hours date the file), "" when no record has one. The rebuild itself never reads it from the data:
 // a nightly `run --date D` sets max(previous last_day, D) and a `load` keeps
 // the previous one (rebuild/generation.cc). For a migrated file the day of its
 // last hour plays the role of D: queries take realtime only for later days,
@@ -62,11 +63,13 @@ Result<std::string> LatestHourOf(const ArchiveRecord& record) {
       return record.columns.back().name;
     case RecordType::kDaySubtotal:
     case RecordType::kDayUniqueTotal:
-    case RecordType::kDayUniqueSubtotal: {  // dated by its last day's last hour
+    case RecordType::kDayUniqueSubtotal: {  // a day record: dated by its day's last hour
       Result<RealtimeKey> key = ParseArchiveKey(record.key);
       if (!key.ok()) return key.status();
       Result<DaySpan> span = SpanFromCode(key->ymdh);
       if (!span.ok()) return span.status();
+      // A longer span may end after its data (its hours in the file date it).
+      if (span->level > 0) return std::string();
       return YmdhFromUnix(span->last_day() * kSecondsPerDay + 23 * kSecondsPerHour);
     }
     case RecordType::kSubtotal:

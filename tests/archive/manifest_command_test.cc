@@ -147,6 +147,15 @@ TEST_F(ManifestCommandTest, LastDayIsTheDayOfTheLatestHourOrEmpty) {
   ToolRun run = RunManifest({totals});
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_EQ(ReadJsonFile(ManifestPathFor(totals))["last_day"], "2032-01-01");
+  // Span records end after the data they hold (c41z3: 2012-03-25 .. 04-01,
+  // written beside the hours of 03-25): the hours date the file.
+  const std::string spans = cluster_ / "spans.csv";
+  ASSERT_TRUE(WriteFileAtomically(spans, "c.u|a.c3p,US:1\nc.u|a.c3p5,US:1\nc.u|a.c3qz1,US:1\nc.u|a.c41z3,US:1\n"
+                                         "c.u|a.c49z4,US:1\nu|a,c3p5:1\n")
+                  .ok());
+  run = RunManifest({spans});
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_EQ(ReadJsonFile(ManifestPathFor(spans))["last_day"], "2012-03-25");
   // Only lookups: no dated record, last_day "".
   const std::string lookups = cluster_ / "lookups.csv";
   ASSERT_TRUE(WriteFileAtomically(lookups, "l|h0aMB8AuNw4=,http://www.facebook.com/\n").ok());

@@ -61,8 +61,10 @@ class UniqueDayRecordsMerge : public ::testing::Test {
  protected:
   // Generation 1 of one shard: `lines` with a manifest whose promises are
   // the arguments.
-  void WritePrevious(const std::vector<std::string>& lines, bool uniques_every_day) {
-    manifest_.format = uniques_every_day ? kArchiveFormat : 1;
+  // Its format: 2 when it promises day unique records (as the rebuild
+  // writes them), else 1, unless `format` says otherwise.
+  void WritePrevious(const std::vector<std::string>& lines, bool uniques_every_day, int format = 0) {
+    manifest_.format = format != 0 ? format : uniques_every_day ? kArchiveFormat : 1;
     const std::string text = JoinLines(lines);
     previous_ = dir_ / "gen-1.csv";
     ASSERT_TRUE(WriteFileAtomically(previous_, text).ok());
@@ -169,6 +171,26 @@ TEST_F(UniqueDayRecordsMerge, APreviousGenerationWithThemIsUnitedDayByDay) {
   }
   EXPECT_EQ(got, Sorted(want));
   EXPECT_TRUE(m.day_uniques_every_day);
+}
+
+// The upgrade: a file of format 1 that promises every day record (what the
+// rebuild wrote before span records) has no spans, so it is read in full once
+// and the spans hold its days too, not only the new ones.
+TEST_F(UniqueDayRecordsMerge, AFormatOneGenerationWithEveryDayRecordGetsSpansOfAllItsDays) {
+  WritePrevious({"u|k,oa40:1", "~u|k.oa4," + Visitors(0, 3), "~u|k.oa40," + Visitors(0, 3)},
+                /*uniques_every_day=*/true, /*format=*/1);
+  Manifest m;
+  const std::vector<std::string> got = Merge({"u|k,oa50:1", "~u|k.oa50," + Visitors(10, 12)}, &m);
+  std::vector<std::string> want = {
+      "u|k,oa40:1 oa50:1",
+      "~u|k.oa4," + Visitors(0, 3),
+      "~u|k.oa40," + Visitors(0, 3),
+      "~u|k.oa5," + Visitors(10, 12),
+      "~u|k.oa50," + Visitors(10, 12),
+  };
+  for (const std::string& line : SpanLines("~u|k.", kOa4, VisitorsOf({0, 1, 2, 10, 11}))) want.push_back(line);
+  EXPECT_EQ(got, Sorted(want));
+  EXPECT_EQ(m.format, kArchiveFormat);
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ bool LoopbackSshd::Start(const std::string& dir, std::string* error, const std::
   // bash run by sshd sources the user's ~/.bashrc unless it is a nested
   // shell, and a developer's (version managers' init) cost 0.5 s a login,
   // of which GNU parallel makes dozens; the tests want a plain login.
+  // (SetEnv in sshd_config needs OpenSSH 8.7; Debian 12 has 9.2.)
   const std::vector<std::string> lines = {
       "Port " + std::to_string(port_), "ListenAddress 127.0.0.1", "HostKey " + host_key,
       "AuthorizedKeysFile " + authorized, "PidFile " + dir + "/sshd.pid", "PasswordAuthentication no",

@@ -9,7 +9,8 @@
 // compare=). A UTC day with no split inside it belongs to one sum, and so
 // does any run of such days with no split between them: the run may be read
 // as aligned span records (ymdh.h's DaySpan: one day, or 2^k days), at most
-// two per level however long the run is. Everything else is read hour by
+// two per level below the top and one per 128 days at it (a year: at most
+// 16). Everything else is read hour by
 // hour: the hours at the window's edges, and in a zone whose days are not
 // UTC days, so an answer is exact in every offset.
 //

@@ -74,10 +74,10 @@ TEST(BreakdownJsonTest, RollupMatchesTheDomWithEveryOption) {
         want["breakdown"] = Rows(kTop, with_compare ? &before : nullptr, with_uniques ? &visitors : nullptr);
         if (with_compare) want["compare"] = {{"window", CompareName(Compare::kPrevious)}};
         want["other"] = 40;
-        want["none"] = -2;  // whatever the caller counted, negative too
+        want["none"] = 2;
         const std::optional<UnitWindow> compared = with_compare ? std::optional<UnitWindow>(*earlier) : std::nullopt;
         const std::string got =
-            BreakdownJson(p, *window, {kTop}, {RowsLeftOut{40, -2}}, compared, {before}, {visitors}, 0);
+            BreakdownJson(p, *window, {kTop}, {RowsLeftOut{40, 2}}, compared, {before}, {visitors}, 0);
         EXPECT_EQ(got, Dump(want)) << with_compare << with_uniques << reference;
         EXPECT_FALSE(nlohmann::json::parse(got, nullptr, false).is_discarded());
       }
