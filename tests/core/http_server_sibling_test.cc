@@ -22,7 +22,9 @@
 #include "clickatron/unique_fd.h"
 #include "testutil/testutil.h"
 
-namespace clickatron {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::http_server_sibling_test {
 namespace {
 
 // One keep-alive HTTP/1.1 connection, request by request.
@@ -331,4 +333,4 @@ TEST(HttpServerSharePortTest, APortSomeoneHoldsIsStillRefused) {
 }
 
 }  // namespace
-}  // namespace clickatron
+}  // namespace clickatron::http_server_sibling_test

@@ -6,7 +6,9 @@
 
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::bad_input_test {
 namespace {
 
 using clickatron::testing::HttpGet;
@@ -111,4 +113,4 @@ TEST_F(BadInputTest, EveryMalformedRequestIsRefusedWithItsReasonAndWritesNothing
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::bad_input_test

@@ -10,7 +10,9 @@
 
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::day_cycle_test {
 namespace {
 
 using clickatron::testing::HttpGet;
@@ -133,4 +135,4 @@ TEST_F(DayCycleTest, QueriesEqualTheOracleThroughRotationRebuildLateDataAndClear
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::day_cycle_test

@@ -14,7 +14,9 @@
 
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::fault_test {
 namespace {
 
 using clickatron::testing::BinaryPath;
@@ -333,4 +335,4 @@ TEST_F(FaultTest, ReplicaThatLostItsFileIsUnavailableNotEmpty) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::fault_test

@@ -26,7 +26,9 @@
 #include "clickatron/query_string.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::hour_code_boundary_test {
 namespace {
 
 using clickatron::testing::HttpGet;
@@ -648,4 +650,4 @@ TEST_F(HourCodeBoundaryTest, CountersCarryAcrossThe2032BoundaryThroughLoadRealti
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::hour_code_boundary_test

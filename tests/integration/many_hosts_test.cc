@@ -15,7 +15,9 @@
 #include "clickatron/file_util.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::many_hosts_test {
 namespace {
 
 using clickatron::testing::RunCommand;
@@ -118,4 +120,4 @@ TEST_F(ManyHostsTest, ADayCycleWithLateDataAndAReplicaDownNeedsNoSharedPath) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::many_hosts_test

@@ -24,7 +24,9 @@
 
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::metrics_test {
 namespace {
 
 using clickatron::testing::HttpGet;
@@ -540,4 +542,4 @@ TEST_F(MetricsTest, EveryDaemonPassesPromtoolAndCarriesItsStats) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::metrics_test

@@ -17,7 +17,9 @@
 #include "clickatron/query_string.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::openapi_test {
 namespace {
 
 using clickatron::testing::HttpGet;
@@ -280,4 +282,4 @@ TEST(OpenApiLintTest, RedoclyRecommendedRulesFindNoError) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::openapi_test

@@ -10,7 +10,9 @@
 #include "clickatron/query_string.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::query_encoding_test {
 namespace {
 
 using clickatron::testing::RunCommand;
@@ -73,4 +75,4 @@ TEST_F(QueryEncodingTest, PythonUrllibAndCurlDataUrlencodeKeysArriveAsSent) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::query_encoding_test

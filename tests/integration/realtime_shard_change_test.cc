@@ -17,7 +17,9 @@
 #include "clickatron/ymdh.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::realtime_shard_change_test {
 namespace {
 
 
@@ -119,4 +121,4 @@ TEST_F(RealtimeShardChangeTest, AShardAddedAtADayBoundaryTakesThatDaysIncrements
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::realtime_shard_change_test

@@ -19,7 +19,9 @@
 #include "clickatron/ymdh.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::uniques_test {
 namespace {
 
 using clickatron::testing::HttpPost;
@@ -232,4 +234,4 @@ TEST_F(UniquesTest, BadUniquesRequestsAreRefusedWithTheirReason) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::uniques_test

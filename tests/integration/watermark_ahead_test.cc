@@ -16,7 +16,9 @@
 #include "clickatron/ymdh.h"
 #include "integration/cluster_fixture.h"
 
-namespace clickatron::integration {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::integration::watermark_ahead_test {
 namespace {
 
 using clickatron::testing::BinaryPath;
@@ -292,4 +294,4 @@ TEST_F(WatermarkAheadTest, ADuplicateOnAFirstAttemptHolds) {
 }
 
 }  // namespace
-}  // namespace clickatron::integration
+}  // namespace clickatron::integration::watermark_ahead_test

@@ -9,7 +9,9 @@
 #include "small_store.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::realtime {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::realtime::clock_rotation_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -75,4 +77,4 @@ TEST_F(ClockRotationTest, AClockSteppedBackLeavesTheRing) {
 }
 
 }  // namespace
-}  // namespace clickatron::realtime
+}  // namespace clickatron::realtime::clock_rotation_test

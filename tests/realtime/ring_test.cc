@@ -10,7 +10,9 @@
 #include "small_store.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::realtime {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::realtime::ring_test {
 namespace {
 
 using clickatron::testing::TempDir;
@@ -366,4 +368,4 @@ TEST_F(RingTest, ADayTheArchiveHoldsIsClearedWhenItLeavesTheRingNotRetained) {
 }
 
 }  // namespace
-}  // namespace clickatron::realtime
+}  // namespace clickatron::realtime::ring_test

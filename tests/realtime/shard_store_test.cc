@@ -19,7 +19,9 @@
 #include "counter_merge.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::realtime {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::realtime::shard_store_test {
 namespace {
 
 using clickatron::testing::TempDir;
@@ -505,4 +507,4 @@ TEST(ShardStoreTest, DayFamilyNamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace clickatron::realtime
+}  // namespace clickatron::realtime::shard_store_test

@@ -19,7 +19,9 @@
 #include "task_dir.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::rebuild {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::rebuild::merge_shard_uniques_test {
 namespace {
 
 // The text of a sketch of the visitors numbered `visitors`, each added.
@@ -194,4 +196,4 @@ TEST_F(UniqueDayRecordsMerge, AFormatOneGenerationWithEveryDayRecordGetsSpansOfA
 }
 
 }  // namespace
-}  // namespace clickatron::rebuild
+}  // namespace clickatron::rebuild::merge_shard_uniques_test

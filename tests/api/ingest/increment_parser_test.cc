@@ -9,7 +9,9 @@
 
 #include "clickatron/query_string.h"
 
-namespace clickatron::api {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::increment_parser_test {
 namespace {
 
 // 2012-04-01 03:00:00 UTC, the seed's example hour ("c41l" wants day 21; this one is c413).
@@ -177,4 +179,4 @@ TEST(WriteIncrementParserTest, BatchWithOnlyBlankLinesHasNoIncrements) {
 }
 
 }  // namespace
-}  // namespace clickatron::api
+}  // namespace clickatron::api::increment_parser_test

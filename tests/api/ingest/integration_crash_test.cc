@@ -16,7 +16,9 @@
 #include "api/ingest/cluster_fixture.h"
 #include "api/ingest/increment_stream.h"
 
-namespace clickatron::api::write_testing {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::write_testing::integration_crash_test {
 namespace {
 
 constexpr int kShards = kStreamShards;
@@ -70,4 +72,4 @@ TEST(IntegrationWriteCrashTest, ApiKilledAndRestartedWhileAShardIsDown) {
 }
 
 }  // namespace
-}  // namespace clickatron::api::write_testing
+}  // namespace clickatron::api::write_testing::integration_crash_test

@@ -17,7 +17,9 @@
 #include "api/ingest/cluster_fixture.h"
 #include "clickatron/ymdh.h"
 
-namespace clickatron::api::write_testing {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::write_testing::integration_flow_control_test {
 namespace {
 
 nlohmann::json Json(const HttpResponse& r) {
@@ -119,4 +121,4 @@ TEST(IntegrationFlowControlTest, AWaitThatRunsOutIsRefusedAndTakesNothing) {
 }
 
 }  // namespace
-}  // namespace clickatron::api::write_testing
+}  // namespace clickatron::api::write_testing::integration_flow_control_test

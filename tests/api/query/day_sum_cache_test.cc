@@ -8,7 +8,9 @@
 
 #include <numeric>
 
-namespace clickatron::api {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::day_sum_cache_test {
 namespace {
 
 std::vector<int64_t> Days(int64_t first, int64_t count) {
@@ -86,4 +88,4 @@ TEST(DaySumCacheTest, TheLeastRecentlyUsedGoFirstAndZeroKeepsNothing) {
 }
 
 }  // namespace
-}  // namespace clickatron::api
+}  // namespace clickatron::api::day_sum_cache_test

@@ -17,7 +17,9 @@
 
 #include "api/query/cluster_fixture.h"
 
-namespace clickatron::api::testing {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::testing::integration_compare_test {
 namespace {
 
 constexpr int64_t kDay = 86400;
@@ -632,4 +634,4 @@ TEST_F(IntegrationReadCompareTest, CompareAddsNoStorageRequests) {
 }
 
 }  // namespace
-}  // namespace clickatron::api::testing
+}  // namespace clickatron::api::testing::integration_compare_test

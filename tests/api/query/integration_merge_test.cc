@@ -14,7 +14,9 @@
 
 #include "api/query/cluster_fixture.h"
 
-namespace clickatron::api::testing {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::testing::integration_merge_test {
 namespace {
 
 constexpr int64_t kDay = 86400;
@@ -422,4 +424,4 @@ INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest,
                          });
 
 }  // namespace
-}  // namespace clickatron::api::testing
+}  // namespace clickatron::api::testing::integration_merge_test

@@ -12,7 +12,9 @@
 
 #include "api/query/cluster_fixture.h"
 
-namespace clickatron::api::testing {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::testing::integration_realtime_skip_test {
 namespace {
 
 constexpr int64_t kDay = 86400;
@@ -96,4 +98,4 @@ TEST_F(IntegrationRealtimeSkipTest, AnArchiveRolledBackADayStillGetsThatDayFromR
 }
 
 }  // namespace
-}  // namespace clickatron::api::testing
+}  // namespace clickatron::api::testing::integration_realtime_skip_test
