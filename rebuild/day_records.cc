@@ -65,34 +65,32 @@ bool DayRecordSource::AddToSpans(std::string_view prefix, int64_t day, bool sket
                                  ArchiveRecord* day_record) {
   for (int level = 1; level <= kMaxSpanLevel; ++level) {
     OpenSpan& open = open_[static_cast<size_t>(level)];
-    const DaySpan span = SpanHolding(day, level);
-    // A span past 2127 has no code (ymdh.h): readers never ask for one.
-    Result<std::string> code = SpanCode(span);
-    if (!code.ok()) continue;
-    std::string key = std::string(prefix) + *code;
-    if (sketches) {
-      if (!open.used) {
-        open.record = *day_record;
-        open.record.key = std::move(key);
-      } else {
+    // An open span holds this day: the spans that ended before it were
+    // closed (CloseSpans) before its group was read.
+    if (open.used) {
+      if (sketches) {
         // United under the span's key (the day record lends its sketch
         // without a copy, and gets its own key back).
         std::string day_key = std::exchange(day_record->key, open.record.key);
         const Status st = CombineArchiveRecords(&open.record, *day_record);
         day_record->key = std::move(day_key);
         if (!st.ok()) return Fail(st);
+      } else if (Status st = CombineArchiveLineInto(&open.line, day_line); !st.ok()) {
+        return Fail(std::move(st));
       }
+      continue;
+    }
+    const DaySpan span = SpanHolding(day, level);
+    // A span past 2127 has no code (ymdh.h): readers never ask for one.
+    Result<std::string> code = SpanCode(span);
+    if (!code.ok()) continue;
+    std::string key = std::string(prefix) + *code;
+    if (sketches) {
+      open.record = *day_record;
+      open.record.key = std::move(key);
     } else {
-      // The day line's value under the span's key.
-      const std::string_view value = day_line.substr(day_line.find(','));
-      if (!open.used) {
-        open.line = std::move(key);
-        open.line.append(value);
-      } else {
-        std::string rekeyed = std::move(key);
-        rekeyed.append(value);
-        if (Status st = CombineArchiveLineInto(&open.line, rekeyed); !st.ok()) return Fail(std::move(st));
-      }
+      open.line = std::move(key);
+      open.line.append(day_line.substr(day_line.find(',')));  // the day's value under the span's key
     }
     open.used = true;
     open.span = span;

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/manifest.h"
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "query/coalesced_reads.h"
@@ -677,14 +678,12 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
            // {"data": the manifest, or null for a file without one, ...}
            const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
            if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
-             const auto says = [&](const char* name) {
-               const nlohmann::json& flag = answer["data"].value(name, nlohmann::json(false));
-               return flag.is_boolean() && flag.get<bool>();
-             };
-             rules.subtotals_every_day = says("day_subtotals_every_day");
-             rules.uniques_every_day = says("day_uniques_every_day");
-             const nlohmann::json& format = answer["data"].value("format", nlohmann::json(1));
-             rules.spans = rules.subtotals_every_day && format.is_number_integer() && format.get<int>() >= 2;
+             // A manifest this binary cannot read promises nothing.
+             if (Result<Manifest> manifest = Manifest::FromJson(answer["data"]); manifest.ok()) {
+               rules.subtotals_every_day = manifest->day_subtotals_every_day;
+               rules.uniques_every_day = manifest->day_uniques_every_day;
+               rules.spans = manifest->SpanRecordsWhole();
+             }
            }
            auto& known = day_records_every_day_[shard];
            known[reply->view.generation] = rules;

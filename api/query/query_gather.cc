@@ -480,9 +480,6 @@ std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip) {
   return hours;
 }
 std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, const ArchiveLastDay& last_day) {
-  // No record exists past the hour codes' last year: no span reaches there.
-  static const int64_t kEndOfCodes = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  splits.push_back(kEndOfCodes);
   if (skip.begin_ts < skip.end_ts) {
     splits.push_back(skip.begin_ts);
     splits.push_back(skip.end_ts);

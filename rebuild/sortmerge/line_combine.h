@@ -20,7 +20,9 @@
 
 namespace clickatron::rebuild {
 
-// REQUIRES: both are valid archive lines with the same key.
+// REQUIRES: both are valid archive lines of one record. For counter records
+// (subtotals, day and span records) only `from`'s value is read, so it may
+// be a day's record added into its span's (rebuild/day_records.cc).
 Status CombineArchiveLineInto(std::string* into, std::string_view from);
 
 }  // namespace clickatron::rebuild

@@ -16,6 +16,7 @@
 //
 // A span with one archived hour of the total is read as that hour (it costs
 // the same and needs no span record); a span with none is not read at all.
+// No span reaches past 2127 (ymdh.h: it would have no code).
 #pragma once
 
 #include <cstdint>

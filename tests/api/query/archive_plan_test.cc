@@ -84,6 +84,21 @@ TEST(ArchivePlan, SumsSplitAtDayBoundariesKeepTheirOwnSpans) {
   EXPECT_TRUE(plan.hours.empty());
 }
 
+TEST(ArchivePlan, NoSpanReachesPastTheLastYearOfHourCodes) {
+  // The last 10 days of 2127 in one sum: 2128-01-01 is day 57708, 108 past a
+  // multiple of 128, so longer spans there would end in 2128 with no code.
+  const int64_t first = DaysFromCivil({2127, 12, 22});
+  const auto hours = EveryHour(first, 10);
+  const ArchivePlan plan = PlanArchiveReads(hours, {first * kD, (first + 10) * kD}, kMaxSpanLevel);
+  int64_t days = 0;
+  for (const DaySpan& span : plan.spans) {
+    EXPECT_TRUE(SpanCode(span).ok()) << span.first_day << " " << span.level;
+    days += span.days();
+  }
+  EXPECT_EQ(days, 10);
+  EXPECT_TRUE(plan.hours.empty());
+}
+
 TEST(ArchivePlan, RandomWindowsReadEveryHourOnceAndNoSpanCrossesASplit) {
   std::mt19937_64 rng(3);
   for (int round = 0; round < 300; ++round) {
