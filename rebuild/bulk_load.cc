@@ -22,11 +22,19 @@ int64_t NowUnix() {
       .count();
 }
 
-// Sorts by time: "load-20120326T021000Z-1234".
-std::string NewLoadId() {
+// Sorts by time: "load-20120326T021000Z-1234". The order of the queue is
+// the order of its ids, and a restatement supersedes only what was queued
+// before it, so an id is always after every earlier one (two loads in one
+// second, or a clock set back, get the last id's time and a later suffix).
+std::string NewLoadId(const std::vector<PriorLoad>& prior) {
   std::string iso = FormatIsoTime(NowUnix());  // 2012-03-26T02:10:00Z
   iso.erase(std::remove_if(iso.begin(), iso.end(), [](char c) { return c == '-' || c == ':'; }), iso.end());
-  return fmt::format("load-{}-{}", iso, ::getpid());
+  std::string id = fmt::format("load-{}-{}", iso, ::getpid());
+  if (prior.empty() || prior.back().id < id) return id;
+  // "load-<time>-<n>": the same time with a suffix that sorts after n's.
+  const std::string& last = prior.back().id;
+  const size_t dash = last.rfind('-');
+  return fmt::format("{}-{}9{}", last.substr(0, dash), last.substr(dash + 1), ::getpid());
 }
 
 }  // namespace
@@ -44,11 +52,12 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
   auto lock = FileLock::Acquire(work.QueueRoot(), "lock",
                                 fmt::format("another load is being queued in {}", work.QueueRoot()));
   if (!lock.ok()) return lock.status();
-  Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files, options.force);
+  Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files, options.force || !options.check_prior);
   if (!inputs.ok()) return inputs.status();
   Result<std::vector<PriorLoad>> prior = ReadPriorLoads(work);
   if (!prior.ok()) return prior.status();
-  Result<std::optional<std::string>> same = MatchPriorLoads(*inputs, format, *prior, options.force);
+  Result<std::optional<std::string>> same = std::optional<std::string>();
+  if (options.check_prior) same = MatchPriorLoads(*inputs, format, *prior, options.force);
   if (!same.ok()) return same.status();
   QueuedLoad load;
   if (same->has_value()) {
@@ -57,7 +66,7 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
     load.already_queued = true;
     return load;
   }
-  load.id = NewLoadId();
+  load.id = NewLoadId(*prior);
   const std::string dir = work.QueueDir(load.id);
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
   SortInputsOptions sort;
@@ -71,11 +80,19 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
   sort.max_bad_line_ratio = options.max_bad_line_ratio.value_or(cluster.rebuild.max_bad_line_ratio);
   sort.strip_cr = true;
   sort.label = "load " + load.id;
+  sort.accept = options.accept;
   Result<SortInputsResult> sorted = SortInputs(sort);
   if (!sorted.ok()) {
     // Kept for the operator to read; without queued.done it is never folded.
     (void)WriteFileAtomically(dir + "/failed.txt", sorted.status().ToString() + "\n");
     return sorted.status().WithContext(fmt::format("load {} not queued", load.id));
+  }
+  if (options.before_marker) {
+    const Status prepared = options.before_marker(load.id);
+    if (!prepared.ok()) {
+      (void)WriteFileAtomically(dir + "/failed.txt", prepared.ToString() + "\n");
+      return prepared.WithContext(fmt::format("{} not queued", load.id));
+    }
   }
   load.figures = *sorted;
   if (sorted->bad_lines > 0) load.rejects_path = sort.rejects_path;

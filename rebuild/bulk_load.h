@@ -11,8 +11,10 @@
 // nightly run, or `load --now`), and marks it folded once deployed.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clickatron/config.h"
@@ -30,6 +32,14 @@ struct BulkLoadOptions {
   // Queue it even when an earlier load has the same content (load_identity.h);
   // exactly the files of a load still queued are still taken as that load.
   bool force = false;
+  // For a restatement (restate.h): no check against earlier loads (a
+  // restatement replaces, so the same one twice is harmless), a guard every
+  // converted line must pass (a line failing it refuses the whole load,
+  // named FILE:LINE), and a step that runs on the sorted output before the
+  // queued.done marker makes the entry complete.
+  bool check_prior = true;
+  std::function<Status(std::string_view archive_line)> accept;
+  std::function<Status(const std::string& id)> before_marker;
 };
 
 struct QueuedLoad {

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -16,6 +18,7 @@
 #include "clickatron/ymdh.h"
 #include "engine/engine.h"
 #include "late_inputs.h"
+#include "restate.h"
 #include "merge_shard_task.h"
 #include "sort_inputs.h"
 #include "sort_shard_task.h"
@@ -42,13 +45,21 @@ struct GenerationInputs {
   std::string created;
   std::vector<std::string> late_files, late_still_sealed, late_inputs, queue_ids;
   std::vector<std::string> whole_inputs;  // late-sorted + queued loads: every shard's lines
+  // Restatements folded (drop_rules.h), and per whole input the ones it
+  // obeys: those queued after it (a load), or whose seal it came before
+  // (late data).
+  std::vector<DropRule> drop_rules;
+  std::vector<std::vector<int>> input_drops;
 
   nlohmann::json ToJson() const {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const DropRule& rule : drop_rules) rules.push_back(rule.ToJson());
     return {{"previous_generation", previous_generation}, {"archive_shards", archive_shards},
             {"sort_tasks", sort_tasks}, {"day", day},
             {"created", created},
             {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"late_inputs", late_inputs},
-            {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs}};
+            {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs},
+            {"drop_rules", rules}, {"input_drops", input_drops}};
   }
   static std::optional<GenerationInputs> Read(const std::string& path) {
     auto text = ReadFileToString(path);
@@ -67,6 +78,12 @@ struct GenerationInputs {
       in.late_inputs = j.at("late_inputs").get<std::vector<std::string>>();
       in.queue_ids = j.at("queue_ids").get<std::vector<std::string>>();
       in.whole_inputs = j.at("whole_inputs").get<std::vector<std::string>>();
+      for (const nlohmann::json& r : j.value("drop_rules", nlohmann::json::array())) {
+        auto rule = DropRule::FromJson(r);
+        if (!rule.ok()) return std::nullopt;
+        in.drop_rules.push_back(*rule);
+      }
+      in.input_drops = j.value("input_drops", std::vector<std::vector<int>>());
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }
@@ -86,11 +103,31 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
   in.sort_tasks = static_cast<int>(options.sort_tasks.size());
   in.day = options.day;
   in.created = NowIso();
+  // Queued loads and restatements, oldest first; a restatement supersedes
+  // the previous generation and every input older than it.
+  std::vector<std::string> queue_ids;
+  std::vector<PendingRestatement> restatements;
+  std::vector<size_t> restatement_at;  // its place in queue_ids
+  if (options.include_queue) {
+    auto ids = PendingLoads(work);
+    if (!ids.ok()) return ids.status();
+    queue_ids = *ids;
+    for (size_t p = 0; p < queue_ids.size(); ++p) {
+      auto restatement = ReadRestatement(work, queue_ids[p]);
+      if (!restatement.ok()) return restatement.status();
+      if (!restatement->has_value()) continue;
+      restatements.push_back(std::move(**restatement));
+      restatement_at.push_back(p);
+      in.drop_rules.push_back(restatements.back().rule);
+    }
+  }
   // What the next manifests' late_inputs keep of the previous ones (below).
   std::set<std::string> previous_late;
   for (const std::string& entry : previous.late_inputs) previous_late.insert(NormalizeLateInputId(cluster, entry));
   std::vector<std::string> kept_late(previous_late.begin(), previous_late.end());
-  if (options.include_late) {
+  // A restatement needs the late files sealed before it in the generation
+  // that folds it (after that, nothing would take their hours out).
+  if (options.include_late || !restatements.empty()) {
     FetchLateOptions fetch;
     fetch.cluster = &cluster;
     fetch.already_folded = previous_late;
@@ -99,23 +136,79 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
     fetch.transfer_timeout_ms = options.late_transfer_timeout_ms;
     auto late = FetchLateInputs(fetch);
     if (!late.ok()) return late.status();
-    if (!late->ids.empty()) {
+    // A restatement that supersedes late data on a member that did not
+    // answer waits, and so does everything after it (the loads queued after
+    // it, the late files not sealed before it): folded before it, they would
+    // be taken out by it.
+    size_t folding = restatements.size();
+    for (const auto& [member, why] : late->skipped_members) {
+      for (size_t r = 0; r < folding; ++r) {
+        auto before = restatements[r].late_before.find(member);
+        if (before == restatements[r].late_before.end()) continue;
+        const bool all_folded = std::all_of(before->second.begin(), before->second.end(), [&](const std::string& name) {
+          return previous_late.count(LateInputId(member, name)) > 0;
+        });
+        if (all_folded) continue;
+        spdlog::warn("restatement {} waits for the late data API member {} sealed before it ({}); it and what came "
+                     "after it are folded by a run that reaches {}",
+                     restatements[r].rule.id, member, why, member);
+        folding = r;
+      }
+    }
+    if (folding < restatements.size()) {
+      const PendingRestatement& waiting = restatements[folding];
+      std::vector<std::string> ids, paths;
+      for (size_t f = 0; f < late->ids.size(); ++f) {
+        std::string member, name;
+        SplitLateInputId(late->ids[f], &member, &name);
+        auto before = waiting.late_before.find(member);
+        if (before == waiting.late_before.end() || before->second.count(name) == 0) continue;  // stays on its node
+        ids.push_back(late->ids[f]);
+        paths.push_back(late->paths[f]);
+      }
+      late->ids = std::move(ids);
+      late->paths = std::move(paths);
+      queue_ids.resize(restatement_at[folding]);
+      restatements.resize(folding);
+      restatement_at.resize(folding);
+      in.drop_rules.resize(folding);
+    }
+    // The late files in groups by the restatements that supersede them,
+    // each group sorted into an input of its own.
+    std::map<std::vector<int>, std::vector<size_t>> groups;
+    for (size_t f = 0; f < late->ids.size(); ++f) {
+      std::string member, name;
+      SplitLateInputId(late->ids[f], &member, &name);
+      std::vector<int> drops;
+      for (size_t r = 0; r < restatements.size(); ++r) {
+        auto before = restatements[r].late_before.find(member);
+        if (before != restatements[r].late_before.end() && before->second.count(name) > 0) {
+          drops.push_back(static_cast<int>(r));
+        }
+      }
+      groups[drops].push_back(f);
+    }
+    size_t group_number = 0;
+    for (const auto& [drops, files] : groups) {
+      const size_t k = group_number++;
       SortInputsOptions sort;
-      sort.inputs = late->paths;
+      for (size_t f : files) sort.inputs.push_back(late->paths[f]);
       sort.format = InputFormat::kLateData;
-      sort.output = work.GenLateSorted(generation);
-      sort.rejects_path = work.GenLateRejects(generation);
-      sort.temp_dir = work.TempDir(fmt::format("late-{}", generation));
+      sort.output = work.GenLateSorted(generation, k);
+      sort.rejects_path = k == 0 ? work.GenLateRejects(generation) : fmt::format("{}.rejects.txt", sort.output);
+      sort.temp_dir = work.TempDir(fmt::format("late-{}-{}", generation, k));
       sort.memory_bytes = cluster.rebuild.memory_mb << 20;
       sort.threads = cluster.rebuild.threads;
       sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
       sort.label = "late data";
       auto sorted = SortInputs(sort);
       if (!sorted.ok()) return sorted.status().WithContext("late data");
-      spdlog::info("late data: {} files, {} lines -> {} records", late->ids.size(), sorted->lines, sorted->records);
+      spdlog::info("late data: {} files, {} lines -> {} records{}", files.size(), sorted->lines, sorted->records,
+                   drops.empty() ? "" : fmt::format(" (before {} restatements)", drops.size()));
       in.whole_inputs.push_back(sort.output);
-      in.late_files = late->ids;
+      in.input_drops.push_back(drops);
     }
+    in.late_files = late->ids;
     // Files folded earlier stay listed while their API node still has them
     // sealed (its /late/done has not happened), or while it did not answer,
     // so they are still skipped; the ones marked done drop off and the list
@@ -133,12 +226,15 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       if (!answered || still_sealed.count(id) > 0) kept_late.push_back(id);
     }
   }
-  if (options.include_queue) {
-    auto ids = PendingLoads(work);
-    if (!ids.ok()) return ids.status();
-    for (const std::string& id : *ids) in.whole_inputs.push_back(work.QueueSorted(id));
-    in.queue_ids = *ids;
+  for (size_t p = 0; p < queue_ids.size(); ++p) {
+    in.whole_inputs.push_back(work.QueueSorted(queue_ids[p]));
+    std::vector<int> drops;
+    for (size_t r = 0; r < restatements.size(); ++r) {
+      if (restatement_at[r] > p) drops.push_back(static_cast<int>(r));
+    }
+    in.input_drops.push_back(drops);
   }
+  in.queue_ids = queue_ids;
   if (options.day.empty() && in.whole_inputs.empty()) {
     return Status::NotFound("nothing to fold into a new generation (no day, no late data, no queued load)");
   }
@@ -234,13 +330,34 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
     if (!part.ok()) return part.status();
     inputs.push_back(*part);
   }
+  std::vector<int> every_rule;
+  for (size_t r = 0; r < in.drop_rules.size(); ++r) every_rule.push_back(static_cast<int>(r));
+  spec.input_drops.assign(inputs.size(), {});
   for (size_t k = 0; k < in.whole_inputs.size(); ++k) {
     inputs.push_back(ship ? cut.whole_parts[k][static_cast<size_t>(shard)] : in.whole_inputs[k]);
+    spec.input_drops.push_back(k < in.input_drops.size() ? in.input_drops[k] : std::vector<int>{});
   }
   // A shipping engine's reshard: this shard's part of every previous file,
   // cut (and checked) on this host, is an input like the others.
-  for (const std::vector<std::string>& parts : cut.previous_parts) inputs.push_back(parts[static_cast<size_t>(shard)]);
+  for (const std::vector<std::string>& parts : cut.previous_parts) {
+    inputs.push_back(parts[static_cast<size_t>(shard)]);
+    spec.input_drops.push_back(every_rule);
+  }
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(task.In()));
+  for (size_t r = 0; r < in.drop_rules.size(); ++r) {
+    DropRule rule = in.drop_rules[r];
+    if (!rule.keys_file.empty()) {
+      if (ship) {
+        const std::string shipped = fmt::format("in/keys-{}.txt", r);
+        CLICKATRON_RETURN_IF_ERROR(LinkOrCopyFile(rule.keys_file, task.Resolve(shipped)));
+        rule.keys_file = shipped;
+      } else {
+        rule.keys_file = AbsolutePath(rule.keys_file);
+      }
+    }
+    spec.drop_rules.push_back(std::move(rule));
+  }
+  if (spec.drop_rules.empty()) spec.input_drops.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!ship) {
       spec.inputs.push_back(AbsolutePath(inputs[i]));

@@ -223,4 +223,26 @@ std::vector<LateListing> ListLateFiles(const ClusterConfig& cluster, int timeout
   return out;
 }
 
+Result<std::map<std::string, std::set<std::string>>> SealAndListLateFiles(const ClusterConfig& cluster,
+                                                                           int timeout_ms) {
+  std::map<std::string, std::set<std::string>> sealed;
+  BlockingHttpClient client(cluster);
+  for (const MemberConfig* api : cluster.MembersWithRole(MemberRole::kApi)) {
+    HttpRequestSpec seal;
+    seal.method = "POST";
+    seal.target = "/late/seal";
+    seal.bearer_token = cluster.admin_token;
+    seal.timeout_ms = timeout_ms;
+    HttpResponse r = client.Fetch(api->listen, seal);
+    if (!r.ok() || r.status_code != 200) {
+      return Status::Unavailable(fmt::format("API member {}: POST /late/seal: {}", api->name, DescribeHttpAnswer(r)));
+    }
+    auto files = ListMember(client, cluster, *api, timeout_ms);
+    if (!files.ok()) return files.status().WithContext(fmt::format("API member {}", api->name));
+    std::set<std::string>& names = sealed[api->name];
+    for (const auto& [name, bytes] : *files) names.insert(name);
+  }
+  return sealed;
+}
+
 }  // namespace clickatron::rebuild

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -69,6 +70,12 @@ struct LateListing {
   Status status;  // not ok: the member did not answer
   std::vector<std::pair<std::string, uint64_t>> files;  // name, bytes
 };
+// For a restatement: POST /late/seal on every API member, then GET
+// /late/files: per member, the names of the sealed files, which hold every
+// late line that member took before the seal (later ones go to files opened
+// after it). UNAVAILABLE naming the first member that does not answer.
+Result<std::map<std::string, std::set<std::string>>> SealAndListLateFiles(const ClusterConfig& cluster, int timeout_ms);
+
 // GET /late/files of every API member (for `clickatron-rebuild status`).
 std::vector<LateListing> ListLateFiles(const ClusterConfig& cluster, int timeout_ms);
 

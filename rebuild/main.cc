@@ -2,6 +2,7 @@
 //
 //   clickatron-rebuild run    --config FILE --date YYYY-MM-DD [--force]
 //   clickatron-rebuild load   --config FILE [--format realtime|archive] [--now] [--force] DATAFILE…
+//   clickatron-rebuild restate --config FILE --ns NS --from DAY --to DAY [--keys-in-file] [--now] DATAFILE…
 //   clickatron-rebuild status --config FILE
 //   clickatron-rebuild task   --config FILE --dir TASK_DIR   (what an engine runs on a host)
 #include <CLI/CLI.hpp>
@@ -75,6 +76,27 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   load->add_option("files", files, "data files (plain or gzip)")->required();
 
+  clickatron::rebuild::RestateOptions restate_options;
+  bool restate_now = false;
+  std::string restate_format = "realtime";
+  CLI::App* restate = app.add_subcommand(
+      "restate", "replace a namespace's closed days with what the files say (deployed by the next generation, or --now)");
+  restate->add_option("--config", config_path, "cluster file")->required();
+  restate->add_option("--ns", restate_options.ns, "the namespace restated")->required();
+  restate->add_option("--from", restate_options.from_day, "the first day restated, YYYY-MM-DD (UTC)")->required();
+  restate->add_option("--to", restate_options.to_day, "the last day restated, YYYY-MM-DD (UTC), inclusive")->required();
+  restate->add_flag("--keys-in-file", restate_options.keys_in_file,
+                    "replace only the keys that appear in the files (every other key of the namespace is untouched)");
+  restate->add_flag("--now", restate_now, "build and deploy a generation with the restatement at once");
+  restate->add_option("--format", restate_format, "format of the data files")
+      ->check(CLI::IsMember({"realtime", "archive"}));
+  restate->add_option("--max-bad-line-ratio", restate_options.max_bad_line_ratio,
+                      "the share of bad lines (0..1) above which it fails and queues nothing")
+      ->check(CLI::Range(0.0, 1.0));
+  restate->add_option("--transfer-timeout,--reload-timeout", transfer_timeout_s,
+                      "seconds an archive replica may take to fetch and load its file");
+  restate->add_option("files", restate_options.files, "the authoritative data files (plain or gzip)")->required();
+
   CLI::App* status = app.add_subcommand("status", "which steps are done per day; the serving generation");
   status->add_option("--config", config_path, "cluster file")->required();
 
@@ -113,6 +135,12 @@ int main(int argc, char** argv) {
     options.max_bad_line_ratio = max_bad_line_ratio;
     options.force = force;
     return Report(clickatron::rebuild::LoadHistory(*cluster, options));
+  }
+  if (restate->parsed()) {
+    restate_options.format = restate_format == "archive" ? clickatron::rebuild::InputFormat::kArchive
+                                                         : clickatron::rebuild::InputFormat::kRealtime;
+    restate_options.http_timeout_ms = timeouts.http_ms;
+    return Report(clickatron::rebuild::Restate(*cluster, restate_options, restate_now, timeouts));
   }
   auto report = clickatron::rebuild::StatusReport(*cluster);
   if (!report.ok()) return Report(report.status());

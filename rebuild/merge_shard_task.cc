@@ -55,6 +55,12 @@ nlohmann::json MergeShardSpec::ToJson() const {
   } else {
     j["previous"] = nullptr;
   }
+  if (!drop_rules.empty()) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const DropRule& rule : drop_rules) rules.push_back(rule.ToJson());
+    j["drop_rules"] = std::move(rules);
+    j["input_drops"] = input_drops;
+  }
   if (!reshard_from.empty()) {
     nlohmann::json files = nlohmann::json::array();
     for (const PreviousShardFile& f : reshard_from) files.push_back({{"file", f.file}, {"manifest", f.manifest.ToJson()}});
@@ -86,6 +92,22 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
       auto manifest = Manifest::FromJson(f.at("manifest"));
       if (!manifest.ok()) return manifest.status();
       spec.reshard_from.push_back({f.at("file").get<std::string>(), *manifest});
+    }
+  }
+  if (j.contains("drop_rules")) {
+    for (const nlohmann::json& r : j.at("drop_rules")) {
+      auto rule = DropRule::FromJson(r);
+      if (!rule.ok()) return rule.status();
+      spec.drop_rules.push_back(*rule);
+    }
+    spec.input_drops = j.at("input_drops").get<std::vector<std::vector<int>>>();
+    for (const std::vector<int>& drops : spec.input_drops) {
+      for (int d : drops) {
+        if (d < 0 || static_cast<size_t>(d) >= spec.drop_rules.size()) {
+          return Status::InvalidArgument(fmt::format("merge-shard: input_drops names rule {} of {}", d,
+                                                     spec.drop_rules.size()));
+        }
+      }
     }
   }
   if (spec.previous_manifest && !spec.reshard_from.empty()) {
@@ -143,30 +165,57 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     (void)previous_file->Advise("sequential");  // a hint only
     previous_data = previous_file->data();
   }
+  // The restatements' rules, and a filter of the rules each input obeys.
+  std::vector<std::unique_ptr<LoadedDropRule>> rules;
+  std::vector<const LoadedDropRule*> every_rule;
+  for (const DropRule& rule : spec.drop_rules) {
+    auto loaded = LoadedDropRule::Load(rule, task.Resolve(rule.keys_file));
+    if (!loaded.ok()) return loaded.status();
+    rules.push_back(std::move(loaded).value());
+    every_rule.push_back(rules.back().get());
+  }
+  std::vector<std::unique_ptr<DroppingSource>> droppers;
+  auto obeying = [&](LineSource* source, std::vector<const LoadedDropRule*> obeyed) -> LineSource* {
+    if (obeyed.empty()) return source;
+    droppers.push_back(std::make_unique<DroppingSource>(source, DropFilter(std::move(obeyed))));
+    return droppers.back().get();
+  };
   // This shard's part of every new input, merged into one sorted stream.
   std::vector<std::unique_ptr<LineReader>> readers;
   std::vector<std::unique_ptr<ShardFilter>> filters;
   std::vector<LineSource*> sources;
-  for (const std::string& input : spec.inputs) {
-    auto reader = LineReader::Open(task.Resolve(input), {.buffer_bytes = 1u << 20});
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    auto reader = LineReader::Open(task.Resolve(spec.inputs[i]), {.buffer_bytes = 1u << 20});
     if (!reader.ok()) return reader.status();
     filters.push_back(std::make_unique<ShardFilter>(reader->get(), static_cast<uint32_t>(spec.shard),
                                                     static_cast<uint32_t>(spec.shard_count)));
-    sources.push_back(filters.back().get());
+    std::vector<const LoadedDropRule*> obeyed;
+    if (i < spec.input_drops.size()) {
+      for (int d : spec.input_drops[i]) obeyed.push_back(rules[static_cast<size_t>(d)].get());
+    }
+    sources.push_back(obeying(filters.back().get(), std::move(obeyed)));
     readers.push_back(std::move(reader).value());
   }
   // A previous file without a day record for every day and a span record
   // for every span with subtotal or unique hours (an older format, or brought
   // in by hand) is read in full, as one more input, once: its day and span
-  // records are made from its hours instead of being added to.
+  // records are made from its hours instead of being added to. So is one
+  // that restatements take hours out of: the day and span records of those
+  // hours are made again from what is left.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file && !spec.previous_manifest->SpanRecordsWhole()) {
+  if (previous_file && (!spec.previous_manifest->SpanRecordsWhole() || !rules.empty())) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
-    sources.push_back(previous_lines.get());
+    sources.push_back(obeying(previous_lines.get(), every_rule));
     merge_base = {};
-    spdlog::info("generation {} shard {}: {} is of format {}; adding day and span records to every day it holds",
-                 spec.generation, spec.shard, previous_file->path(), spec.previous_manifest->format);
+    if (rules.empty()) {
+      spdlog::info("generation {} shard {}: {} is of format {}; adding day and span records to every day it holds",
+                   spec.generation, spec.shard, previous_file->path(), spec.previous_manifest->format);
+    } else {
+      spdlog::info("generation {} shard {}: {} restatements take hours out of {}; its day and span records are "
+                   "made again",
+                   spec.generation, spec.shard, rules.size(), previous_file->path());
+    }
   }
   // A reshard: this shard's lines of every previous file are inputs like the
   // new ones (their day records dropped and made again from the hours, so a
@@ -180,7 +229,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     reshard_lines.push_back(std::make_unique<TextLineSource>(reshard_files.back()->data(), reshard_files.back()->path()));
     filters.push_back(std::make_unique<ShardFilter>(reshard_lines.back().get(), static_cast<uint32_t>(spec.shard),
                                                     static_cast<uint32_t>(spec.shard_count)));
-    sources.push_back(filters.back().get());
+    sources.push_back(obeying(filters.back().get(), every_rule));
   }
   if (!spec.reshard_from.empty()) {
     spdlog::info("generation {} shard {}: re-partitioned from the {} files of generation {} (cut into {} shards) "
@@ -240,7 +289,18 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
       additions.subtotal_days_written(), additions.unique_days_written(), additions.spans_written(),
       manifest.records, manifest.bytes, spec.backup.empty() ? std::string("skipped") : spec.backup);
   if (own_progress) own_progress->Finish();
+  uint64_t restated_lines = 0, restated_rewritten = 0;
+  for (const auto& d : droppers) {
+    restated_lines += d->lines_dropped();
+    restated_rewritten += d->lines_rewritten();
+  }
+  if (!rules.empty()) {
+    spdlog::info("generation {} shard {}: restatements took out {} records and hours from {} totals", spec.generation,
+                 spec.shard, restated_lines, restated_rewritten);
+  }
   return nlohmann::json{{"manifest", manifest.ToJson()},
+                        {"restated_lines_dropped", restated_lines},
+                        {"restated_totals_rewritten", restated_rewritten},
                         {"previous_lines", stats.previous_lines},
                         {"new_lines", merged.lines_out()},
                         {"combined", stats.combined},

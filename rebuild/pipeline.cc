@@ -15,6 +15,7 @@
 #include "archive_state.h"
 #include "backup.h"
 #include "bulk_load.h"
+#include "restate.h"
 #include "clickatron/file_lock.h"
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
@@ -387,40 +388,65 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   return Status::Ok();
 }
 
+namespace {
+
+// `load --now`, `restate --now`: a generation with queue entry `id` in it,
+// built and deployed at once.
+Status FoldNow(const ClusterConfig& cluster, const std::string& id, const Timeouts& timeouts) {
+  const WorkDir work(cluster.rebuild.work_dir);
+  auto lock = LockWorkDir(work);
+  if (!lock.ok()) return lock.status().WithContext(fmt::format("{} stays queued", id));
+  CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, timeouts));
+  auto engine = MakeEngine(cluster);
+  if (!engine.ok()) return engine.status();
+  // Twice at most: a build an earlier --now started (and failed) has its
+  // inputs fixed without this entry, and goes first; the next takes this one.
+  for (int attempt = 0; attempt < 2 && !FileExists(work.QueueFolded(id)); ++attempt) {
+    auto previous = ReadServingArchive(cluster, timeouts.http_ms, timeouts.transfer_ms);
+    if (!previous.ok()) return previous.status();
+    BuildOptions build;
+    build.cluster = &cluster;
+    build.previous = &previous.value();
+    build.engine = engine->get();
+    build.include_late = false;  // late data waits for the nightly run (unless a restatement needs it)
+    build.transfer_timeout_ms = timeouts.transfer_ms;
+    build.include_queue = true;
+    auto plan = BuildGeneration(build);
+    if (!plan.ok()) return plan.status();
+    CLICKATRON_RETURN_IF_ERROR(FinishGeneration(cluster, *plan, timeouts));
+  }
+  if (!FileExists(work.QueueFolded(id))) {
+    return Status::Internal(fmt::format("{} is still queued after two generations", id));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
-  auto queued = QueueBulkLoad(cluster, {options.files, options.format, options.max_bad_line_ratio, options.force});
+  BulkLoadOptions load;
+  load.files = options.files;
+  load.format = options.format;
+  load.max_bad_line_ratio = options.max_bad_line_ratio;
+  load.force = options.force;
+  auto queued = QueueBulkLoad(cluster, load);
   if (!queued.ok()) return queued.status();
   if (!options.now) {
     spdlog::info("load {} is {}queued for the next generation", queued->id,
                  queued->already_queued ? "already " : "");
     return Status::Ok();
   }
-  const WorkDir work(cluster.rebuild.work_dir);
-  auto lock = LockWorkDir(work);
-  if (!lock.ok()) return lock.status().WithContext(fmt::format("load {} stays queued", queued->id));
-  CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
-  auto engine = MakeEngine(cluster);
-  if (!engine.ok()) return engine.status();
-  // Twice at most: a build an earlier --now started (and failed) has its
-  // inputs fixed without this load, and goes first; the next takes this one.
-  for (int attempt = 0; attempt < 2 && !FileExists(work.QueueFolded(queued->id)); ++attempt) {
-    auto previous = ReadServingArchive(cluster, options.timeouts.http_ms, options.timeouts.transfer_ms);
-    if (!previous.ok()) return previous.status();
-    BuildOptions build;
-    build.cluster = &cluster;
-    build.previous = &previous.value();
-    build.engine = engine->get();
-    build.include_late = false;  // late data waits for the nightly run
-    build.transfer_timeout_ms = options.timeouts.transfer_ms;
-    build.include_queue = true;
-    auto plan = BuildGeneration(build);
-    if (!plan.ok()) return plan.status();
-    CLICKATRON_RETURN_IF_ERROR(FinishGeneration(cluster, *plan, options.timeouts));
+  return FoldNow(cluster, queued->id, options.timeouts);
+}
+
+Status Restate(const ClusterConfig& cluster, const RestateOptions& options, bool now, const Timeouts& timeouts) {
+  auto queued = QueueRestatement(cluster, options);
+  if (!queued.ok()) return queued.status();
+  if (!now) {
+    spdlog::info("restatement {} is queued for the next generation", queued->id);
+    return Status::Ok();
   }
-  if (!FileExists(work.QueueFolded(queued->id))) {
-    return Status::Internal(fmt::format("load {} is still queued after two generations", queued->id));
-  }
-  return Status::Ok();
+  return FoldNow(cluster, queued->id, timeouts);
 }
 
 }  // namespace clickatron::rebuild

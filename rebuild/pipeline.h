@@ -22,6 +22,7 @@
 
 #include "clickatron/config.h"
 #include "clickatron/status.h"
+#include "restate.h"
 #include "sort_inputs.h"
 
 namespace clickatron::rebuild {
@@ -60,5 +61,9 @@ struct LoadOptions {
 
 // `clickatron-rebuild load`: queue historical data (and with `now`, deploy it).
 Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options);
+
+// `clickatron-rebuild restate`: queue a restatement (restate.h), and with
+// `now` deploy it.
+Status Restate(const ClusterConfig& cluster, const RestateOptions& options, bool now, const Timeouts& timeouts);
 
 }  // namespace clickatron::rebuild

@@ -63,6 +63,8 @@ class Intake {
                                                                : ConvertRealtimeLine(line, &converted_);
     if (!st.ok()) {
       CLICKATRON_RETURN_IF_ERROR(Reject(where(), st.message()));
+    } else if (const Status refused = options_.accept ? options_.accept(converted_) : Status::Ok(); !refused.ok()) {
+      return Status::FailedPrecondition(fmt::format("{}: {}", where(), refused.message()), refused.reason());
     } else {
       CLICKATRON_RETURN_IF_ERROR(sorter_->Add(converted_));
     }
@@ -181,6 +183,8 @@ Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& 
                                         : ConvertRealtimeLine(line, &converted);
         if (!converted_st.ok()) {
           rejects.emplace_back(fmt::format("{}:{}", path, number), converted_st.message());
+        } else if (const Status refused = options.accept ? options.accept(converted) : Status::Ok(); !refused.ok()) {
+          st = Status::FailedPrecondition(fmt::format("{}:{}: {}", path, number, refused.message()), refused.reason());
         } else {
           st = producer->Add(converted);
         }

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clickatron/status.h"
@@ -36,6 +38,11 @@ struct SortInputsOptions {
   int threads = 2;
   double max_bad_line_ratio = 0.001;
   bool strip_cr = false;     // bulk loads accept CRLF files
+  // When set, every converted line must pass it: a line that fails is no
+  // bad line but refuses the whole input (FAILED_PRECONDITION naming
+  // FILE:LINE and why; no output). A restatement's range and namespace.
+  // Called on the reading threads.
+  std::function<Status(std::string_view archive_line)> accept;
   std::string label = "sort";
 };
 

@@ -10,9 +10,11 @@
 //   queue/ID/queued.done       marker: the load is complete and accepted; its files' sizes and SHA-256
 //   queue/ID/rejects.txt       its bad lines
 //   queue/ID/folded.done       marker: folded into a deployed generation
+//   queue/ID/restate.json      a restatement: what it replaces, the late files before it
+//   queue/ID/keys.txt          a restatement --keys-in-file: the keys it replaces
 //   gen/G/shard-S.csv(.manifest)  generation G as built (kept until G+1 is deployed)
 //   gen/G/late/M/late-U.sealed a late-data file fetched from API member M
-//   gen/G/late-sorted.csv      late data folded into G
+//   gen/G/late-sorted.csv      late data folded into G (-K.csv: late files restatements supersede)
 //   gen/G/inputs.json          what G folds in besides the day, fixed before its tasks run
 //   gen/G/tasks/merge-A/       archive shard A's merge-shard task (its file is moved up when done)
 //   gen/G/parts/input-K/       a late or load input cut by shard (for an engine on other hosts)
@@ -47,6 +49,8 @@ class WorkDir {
   std::string QueueDone(const std::string& id) const { return QueueDir(id) + "/queued.done"; }
   std::string QueueRejects(const std::string& id) const { return QueueDir(id) + "/rejects.txt"; }
   std::string QueueFolded(const std::string& id) const { return QueueDir(id) + "/folded.done"; }
+  std::string QueueRestate(const std::string& id) const { return QueueDir(id) + "/restate.json"; }
+  std::string QueueKeys(const std::string& id) const { return QueueDir(id) + "/keys.txt"; }
 
   std::string GenRoot() const { return root_ + "/gen"; }
   std::string GenDir(uint64_t generation) const { return GenRoot() + "/" + std::to_string(generation); }
@@ -55,6 +59,10 @@ class WorkDir {
   }
   std::string GenLateDir(uint64_t generation) const { return GenDir(generation) + "/late"; }
   std::string GenLateSorted(uint64_t generation) const { return GenDir(generation) + "/late-sorted.csv"; }
+  // Late files that restatements supersede, sorted apart (group k >= 1).
+  std::string GenLateSorted(uint64_t generation, size_t group) const {
+    return group == 0 ? GenLateSorted(generation) : GenDir(generation) + "/late-sorted-" + std::to_string(group) + ".csv";
+  }
   std::string GenLateRejects(uint64_t generation) const { return GenDir(generation) + "/late-rejects.txt"; }
   std::string GenPlan(uint64_t generation) const { return GenDir(generation) + "/plan.json"; }
   std::string GenDeployed(uint64_t generation) const { return GenDir(generation) + "/deployed.done"; }

@@ -377,6 +377,27 @@ int CompareArchiveKeys(std::string_view a, std::string_view b) {
 
 std::string_view LineKey(std::string_view line) { return line.substr(0, line.find(',')); }
 
+ArchiveKeyView SplitArchiveKey(std::string_view key) {
+  ArchiveKeyView view;
+  view.type = RecordTypeOfKey(key);
+  if (view.type == RecordType::kLookup) return view;
+  const std::string_view body = IsUniqueKey(key) ? key.substr(1) : key;
+  const size_t bar = body.find('|');
+  if (bar == std::string_view::npos) return view;
+  const std::string_view prefix = body.substr(0, bar);  // "ns" or "sns.ns"
+  const size_t dot = prefix.find('.');
+  view.ns = dot == std::string_view::npos ? prefix : prefix.substr(dot + 1);
+  const std::string_view rest = body.substr(bar + 1);  // "tkey" or "tkey.CODE"
+  if (view.type == RecordType::kTotal) {
+    view.tkey = rest;
+    return view;
+  }
+  const size_t last_dot = rest.rfind('.');
+  view.tkey = rest.substr(0, last_dot);
+  if (last_dot != std::string_view::npos) view.code = rest.substr(last_dot + 1);
+  return view;
+}
+
 std::string_view UniqueKeyOfDay(std::string_view key) {
   if (!IsUniqueKey(key)) return {};
   const size_t dot = key.rfind('.');

@@ -157,6 +157,18 @@ int CompareArchiveKeys(std::string_view a, std::string_view b);
 // The key of a line (up to the first comma; the whole line if none).
 std::string_view LineKey(std::string_view line);
 
+// The parts of an archive key as views into it, found by its separators
+// only (no validation, no allocation): for the rebuild's filters, which look
+// at every line of a file. A lookup has only `type`; a total has no `code`;
+// every other record's `code` is its hour, day or span code.
+struct ArchiveKeyView {
+  RecordType type = RecordType::kTotal;
+  std::string_view ns;
+  std::string_view tkey;
+  std::string_view code;
+};
+ArchiveKeyView SplitArchiveKey(std::string_view key);
+
 // Key builders, from stored parts.
 std::string TotalArchiveKey(std::string_view ns, std::string_view tkey);                 // ns|tkey
 std::string SubtotalArchiveKey(std::string_view sns, std::string_view ns,

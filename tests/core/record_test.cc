@@ -364,5 +364,32 @@ TEST(CompareArchiveKeys, MatchesWholeLineSortOrder) {
   }
 }
 
+TEST(ArchiveKeyView, SplitsEveryTypeIntoItsParts) {
+  struct Case {
+    std::string key;
+    RecordType type;
+    std::string ns, tkey, code;
+  };
+  const std::vector<Case> cases = {
+      {"u|jehiah", RecordType::kTotal, "u", "jehiah", ""},
+      {"c.u|jehiah.c41l", RecordType::kSubtotal, "u", "jehiah", "c41l"},
+      {"c.u|jehiah.c41", RecordType::kDaySubtotal, "u", "jehiah", "c41"},
+      {"c.u|jehiah.c41z3", RecordType::kDaySubtotal, "u", "jehiah", "c41z3"},
+      {"~u|jehiah.w0110", RecordType::kUniqueTotal, "u", "jehiah", "w0110"},
+      {"~ref.clicks|h0aMB8AuNw4=.c41l", RecordType::kUniqueSubtotal, "clicks", "h0aMB8AuNw4=", "c41l"},
+      {"~c.u|jehiah.c41", RecordType::kDayUniqueSubtotal, "u", "jehiah", "c41"},
+  };
+  for (const Case& c : cases) {
+    const ArchiveKeyView view = SplitArchiveKey(c.key);
+    EXPECT_EQ(view.type, c.type) << c.key;
+    EXPECT_EQ(view.ns, c.ns) << c.key;
+    EXPECT_EQ(view.tkey, c.tkey) << c.key;
+    EXPECT_EQ(view.code, c.code) << c.key;
+  }
+  const ArchiveKeyView lookup = SplitArchiveKey("l|h0aMB8AuNw4=");
+  EXPECT_EQ(lookup.type, RecordType::kLookup);
+  EXPECT_TRUE(lookup.ns.empty() && lookup.tkey.empty() && lookup.code.empty());
+}
+
 }  // namespace
 }  // namespace clickatron

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <set>
 
 #include "rebuild_cluster_fixture.h"
 #include "testutil/sshd.h"
@@ -184,6 +185,43 @@ TEST_F(RebuildOnGnuParallel, AKilledTaskIsRetriedAndARerunDoesOnlyWhatFailed) {
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 1);
   EXPECT_EQ(ServedGeneration(1), 1);
+}
+
+// A restatement on the engine: each merge task gets the rule and its keys
+// file shipped in its in/, takes the restated hours out of the previous
+// generation it fetched itself, and the files equal the oracle.
+class RestateOnGnuParallel : public RebuildOnGnuParallel {
+ protected:
+  RestateOnGnuParallel() { loader_ = "api-1"; }  // every API member runs (the seal asks each)
+};
+
+TEST_F(RestateOnGnuParallel, ShipsTheRuleAndItsKeysToEveryTask) {
+  WriteEngineConfig(BinaryPath("clickatron-rebuild"), 2);
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 61, 400, &expect);
+  RotateAll(day_ + 1);
+  std::string out;
+  ASSERT_EQ(RunWith(engine_config(), day_, &out), 0) << out;
+  const std::set<std::string> keys = {"key2", "key7", "key30"};
+  expect.Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay, &keys);
+  std::string data;
+  for (const std::string& key : keys) {
+    data += fmt::format("u|{}.{},9\nc.u|{}.CA.{},9\n", key, Ymdh(day_, 12), key, Ymdh(day_, 12));
+    expect.AddTotal("u", key, Ymdh(day_, 12), 9);
+    expect.AddSubtotal("c", "u", key, "CA", Ymdh(day_, 12), 9);
+  }
+  testing::WriteAll(cluster_ / "restated.csv", data);
+  ASSERT_EQ(Rebuild({"restate", "--config", engine_config(), "--ns", "u", "--from", FormatDate(day_), "--to",
+                     FormatDate(day_), "--keys-in-file", "--now", cluster_ / "restated.csv"},
+                    &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("tasks on 1 host(s) with GNU parallel"), std::string::npos) << out;
+  ExpectArchiveEquals(expect);
+  EXPECT_EQ(ServedGeneration(0), 2);
 }
 
 }  // namespace

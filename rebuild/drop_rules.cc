@@ -1,0 +1,124 @@
+#include "drop_rules.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::rebuild {
+
+nlohmann::json DropRule::ToJson() const {
+  return {{"id", id}, {"ns", ns}, {"from_unix", from_unix}, {"to_unix", to_unix}, {"keys_file", keys_file}};
+}
+
+Result<DropRule> DropRule::FromJson(const nlohmann::json& json) {
+  DropRule rule;
+  try {
+    rule.id = json.at("id").get<std::string>();
+    rule.ns = json.at("ns").get<std::string>();
+    rule.from_unix = json.at("from_unix").get<int64_t>();
+    rule.to_unix = json.at("to_unix").get<int64_t>();
+    rule.keys_file = json.value("keys_file", "");
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(fmt::format("drop rule: {}", e.what()));
+  }
+  if (rule.ns.empty() || rule.from_unix % kSecondsPerHour != 0 || rule.to_unix % kSecondsPerHour != 0 ||
+      rule.to_unix <= rule.from_unix) {
+    return Status::Corruption(fmt::format("drop rule {}: not a namespace over whole hours", rule.id));
+  }
+  return rule;
+}
+
+Result<std::unique_ptr<LoadedDropRule>> LoadedDropRule::Load(const DropRule& rule, const std::string& keys_path) {
+  auto loaded = std::make_unique<LoadedDropRule>();
+  loaded->rule = rule;
+  loaded->every_key = rule.keys_file.empty();
+  if (loaded->every_key) return loaded;
+  auto reader = LineReader::Open(keys_path);
+  if (!reader.ok()) return reader.status().WithContext(fmt::format("keys of restatement {}", rule.id));
+  std::string_view line;
+  while ((*reader)->Next(&line)) {
+    if (!line.empty()) loaded->keys.emplace(line);
+  }
+  if (!(*reader)->status().ok()) return (*reader)->status();
+  return loaded;
+}
+
+namespace {
+
+bool HourInRule(const DropRule& rule, std::string_view code) {
+  Result<int64_t> hour = UnixFromYmdh(code);
+  return hour.ok() && *hour >= rule.from_unix && *hour < rule.to_unix;
+}
+
+// The columns of a total line left after taking out every hour some rule
+// drops; false when none was taken out.
+bool RewriteTotal(std::string_view line, const std::vector<const LoadedDropRule*>& rules, std::string* out) {
+  const size_t comma = line.find(',');
+  if (comma == std::string_view::npos) return false;
+  out->assign(line.substr(0, comma + 1));
+  bool dropped = false;
+  bool first = true;
+  std::string_view columns = line.substr(comma + 1);
+  while (!columns.empty()) {
+    const size_t space = columns.find(' ');
+    const std::string_view column = columns.substr(0, space);
+    columns = space == std::string_view::npos ? std::string_view{} : columns.substr(space + 1);
+    const std::string_view hour = column.substr(0, column.find(':'));
+    bool drop = false;
+    for (const LoadedDropRule* r : rules) drop = drop || HourInRule(r->rule, hour);
+    if (drop) {
+      dropped = true;
+      continue;
+    }
+    if (!first) out->push_back(' ');
+    out->append(column);
+    first = false;
+  }
+  return dropped;
+}
+
+}  // namespace
+
+DropFilter::Verdict DropFilter::Apply(std::string_view line, std::string* rewritten) const {
+  if (rules_.empty()) return Verdict::kKeep;
+  const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
+  if (key.type == RecordType::kLookup || IsDayType(key.type) || key.ns.empty()) return Verdict::kKeep;
+  // "ns|tkey" is one run of the key's bytes, whatever its type.
+  const std::string_view ns_tkey(key.ns.data(), static_cast<size_t>(key.tkey.data() + key.tkey.size() - key.ns.data()));
+  std::vector<const LoadedDropRule*> applying;
+  for (const LoadedDropRule* r : rules_) {
+    if (r->rule.ns != key.ns) continue;
+    if (!r->every_key && r->keys.find(ns_tkey) == r->keys.end()) continue;
+    applying.push_back(r);
+  }
+  if (applying.empty()) return Verdict::kKeep;
+  if (key.type == RecordType::kTotal) {
+    if (!RewriteTotal(line, applying, rewritten)) return Verdict::kKeep;
+    return rewritten->back() == ',' ? Verdict::kDrop : Verdict::kRewritten;
+  }
+  for (const LoadedDropRule* r : applying) {
+    if (HourInRule(r->rule, key.code)) return Verdict::kDrop;
+  }
+  return Verdict::kKeep;
+}
+
+bool DroppingSource::Next(std::string_view* line) {
+  while (input_->Next(line)) {
+    switch (filter_.Apply(*line, &rewritten_)) {
+      case DropFilter::Verdict::kKeep:
+        return true;
+      case DropFilter::Verdict::kRewritten:
+        ++lines_rewritten_;
+        *line = rewritten_;
+        return true;
+      case DropFilter::Verdict::kDrop:
+        ++lines_dropped_;
+        break;
+    }
+  }
+  return false;
+}
+
+}  // namespace clickatron::rebuild

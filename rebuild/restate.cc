@@ -1,0 +1,172 @@
+#include "restate.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "archive_state.h"
+#include "clickatron/file_util.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+#include "late_inputs.h"
+#include "sortmerge/line_io.h"
+
+namespace clickatron::rebuild {
+namespace {
+
+// The archive's last day as its replicas serve it (the newest generation
+// any replica of any shard answers with); "" when there is no archive.
+Result<std::string> ServingLastDay(const ClusterConfig& cluster, int timeout_ms) {
+  std::vector<ReplicaState> states = AskArchiveReplicas(cluster, timeout_ms);
+  std::vector<bool> answered(static_cast<size_t>(cluster.archive_shards), false);
+  uint64_t generation = 0;
+  std::string last_day;
+  for (const ReplicaState& state : states) {
+    if (!state.status.ok()) continue;
+    answered[static_cast<size_t>(state.shard)] = true;
+    if (state.manifest && state.manifest->generation > generation) {
+      generation = state.manifest->generation;
+      last_day = state.manifest->last_day;
+    }
+  }
+  for (int shard = 0; shard < cluster.archive_shards; ++shard) {
+    if (!answered[static_cast<size_t>(shard)]) {
+      return Status::Unavailable(fmt::format(
+          "no replica of archive shard {} answered GET /manifest: the days the archive holds are not known", shard));
+    }
+  }
+  return last_day;
+}
+
+// The guard of every converted line: namespace `ns`, hours in [from, to).
+Status CheckRestatedLine(std::string_view line, const DropRule& range, const std::string& range_text) {
+  const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
+  if (key.type == RecordType::kLookup) return Status::Ok();
+  if (key.ns != range.ns) {
+    return Status::FailedPrecondition(
+        fmt::format("namespace {} is not the one restated ({}); nothing was queued", QuoteForMessage(key.ns), range.ns),
+        "RESTATE_OTHER_NAMESPACE");
+  }
+  auto check_hour = [&](std::string_view code) -> Status {
+    Result<int64_t> hour = UnixFromYmdh(code);
+    if (!hour.ok()) return Status::Ok();  // the conversion already refused a bad code
+    if (*hour >= range.from_unix && *hour < range.to_unix) return Status::Ok();
+    return Status::FailedPrecondition(
+        fmt::format("hour {} is outside the restated days {}; nothing was queued", FormatIsoTime(*hour), range_text),
+        "RESTATE_OUT_OF_RANGE");
+  };
+  if (IsDayType(key.type)) return Status::Ok();  // made again from the hours beside it
+  if (key.type != RecordType::kTotal) return check_hour(key.code);
+  std::string_view columns = line.substr(line.find(',') + 1);
+  while (!columns.empty()) {
+    const size_t space = columns.find(' ');
+    const std::string_view column = columns.substr(0, space);
+    columns = space == std::string_view::npos ? std::string_view{} : columns.substr(space + 1);
+    CLICKATRON_RETURN_IF_ERROR(check_hour(column.substr(0, column.find(':'))));
+  }
+  return Status::Ok();
+}
+
+// queue/ID/keys.txt: every "ns|tkey" of the sorted lines, sorted, once each.
+Status WriteRestatedKeys(const WorkDir& work, const std::string& id) {
+  auto reader = LineReader::Open(work.QueueSorted(id));
+  if (!reader.ok()) return reader.status();
+  std::set<std::string> keys;
+  std::string_view line;
+  while ((*reader)->Next(&line)) {
+    const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
+    if (key.type == RecordType::kLookup || key.ns.empty()) continue;
+    keys.emplace(key.ns.data(), static_cast<size_t>(key.tkey.data() + key.tkey.size() - key.ns.data()));
+  }
+  CLICKATRON_RETURN_IF_ERROR((*reader)->status());
+  std::string text;
+  for (const std::string& key : keys) text += key + "\n";
+  return WriteFileAtomically(work.QueueKeys(id), text);
+}
+
+}  // namespace
+
+Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateOptions& options) {
+  CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(options.ns, "--ns"));
+  Result<int64_t> from = ParseDate(options.from_day);
+  if (!from.ok()) return from.status().WithContext("--from");
+  Result<int64_t> to = ParseDate(options.to_day);
+  if (!to.ok()) return to.status().WithContext("--to");
+  if (*to < *from) {
+    return Status::InvalidArgument(fmt::format("--to {} is before --from {}", options.to_day, options.from_day));
+  }
+  const std::string range_text = fmt::format("{}..{}", FormatDate(*from), FormatDate(*to));
+  Result<std::string> last_day = ServingLastDay(cluster, options.http_timeout_ms);
+  if (!last_day.ok()) return last_day.status();
+  const Result<int64_t> last = last_day->empty() ? Result<int64_t>(*from - 1) : ParseDate(*last_day);
+  if (!last.ok()) return last.status().WithContext("the archive's last_day");
+  if (*to > *last) {
+    return Status::FailedPrecondition(
+        fmt::format("{} is still open (the archive holds days up to {}): only closed days can be restated; run the "
+                    "nightly rebuild for it first",
+                    FormatDate(std::max(*from, *last + 1)), last_day->empty() ? "none" : *last_day),
+        "DAY_OPEN");
+  }
+  DropRule range;
+  range.ns = options.ns;
+  range.from_unix = *from * kSecondsPerDay;
+  range.to_unix = (*to + 1) * kSecondsPerDay;
+  // Sealed first, so what each API node took before this moment is in files
+  // listed here, and anything later in files that are not.
+  auto late_before = SealAndListLateFiles(cluster, options.http_timeout_ms);
+  if (!late_before.ok()) {
+    return late_before.status().WithContext(
+        "a restatement needs every API node to seal its late data (to tell what came before it from what came after)");
+  }
+  const WorkDir work(cluster.rebuild.work_dir);
+  BulkLoadOptions load;
+  load.files = options.files;
+  load.format = options.format;
+  load.max_bad_line_ratio = options.max_bad_line_ratio;
+  load.check_prior = false;  // a replacement twice is the same replacement
+  load.accept = [range, range_text](std::string_view line) { return CheckRestatedLine(line, range, range_text); };
+  load.before_marker = [&](const std::string& id) -> Status {
+    if (options.keys_in_file) CLICKATRON_RETURN_IF_ERROR(WriteRestatedKeys(work, id));
+    nlohmann::json late = nlohmann::json::object();
+    for (const auto& [member, names] : *late_before) late[member] = names;
+    const nlohmann::json restate = {{"ns", options.ns},
+                                    {"from", FormatDate(*from)},
+                                    {"to", FormatDate(*to)},
+                                    {"from_unix", range.from_unix},
+                                    {"to_unix", range.to_unix},
+                                    {"keys_in_file", options.keys_in_file},
+                                    {"late_before", late}};
+    return WriteFileAtomically(work.QueueRestate(id), restate.dump(2) + "\n");
+  };
+  auto queued = QueueBulkLoad(cluster, load);
+  if (!queued.ok()) return queued.status();
+  spdlog::info("restatement {} of {} over {} queued{}", queued->id, options.ns, range_text,
+               options.keys_in_file ? " (only the keys in its files)" : "");
+  return queued;
+}
+
+Result<std::optional<PendingRestatement>> ReadRestatement(const WorkDir& work, const std::string& id) {
+  const std::string path = work.QueueRestate(id);
+  if (!FileExists(path)) return std::optional<PendingRestatement>();
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(fmt::format("{}: not JSON", path));
+  PendingRestatement pending;
+  try {
+    pending.rule.id = id;
+    pending.rule.ns = j.at("ns").get<std::string>();
+    pending.rule.from_unix = j.at("from_unix").get<int64_t>();
+    pending.rule.to_unix = j.at("to_unix").get<int64_t>();
+    if (j.at("keys_in_file").get<bool>()) pending.rule.keys_file = work.QueueKeys(id);
+    for (const auto& [member, names] : j.at("late_before").items()) {
+      pending.late_before[member] = names.get<std::set<std::string>>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(fmt::format("{}: {}", path, e.what()));
+  }
+  return std::optional<PendingRestatement>(std::move(pending));
+}
+
+}  // namespace clickatron::rebuild
