@@ -14,7 +14,7 @@
 #    file:line) without full variable info, which was most of each object's
 #    size and of the link time.
 # 4. Unity builds: a target's sources compiled 16 to a translation unit (test
-#    targets: 8, tests/CMakeLists.txt). Most
+#    targets too, tests/CMakeLists.txt). Most
 #    of a file's compile time was not parsing headers but instantiating and
 #    generating the same templates (json, fmt, spdlog, CLI11, gtest) that its
 #    neighbours instantiate too; a unity file does that once for its batch.

@@ -12,7 +12,7 @@
 #include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 
-namespace clickatron::realtime {
+namespace clickatron::realtime::mem_table_test {
 namespace {
 
 const int64_t kDay = DaysFromCivil({2012, 3, 25});  // hour 1 is "c3p1"
@@ -445,4 +445,4 @@ TEST(MemTableTest, UniqueRecordsCountAsKeysAndTheirVisitorsAsBytes) {
 }
 
 }  // namespace
-}  // namespace clickatron::realtime
+}  // namespace clickatron::realtime::mem_table_test

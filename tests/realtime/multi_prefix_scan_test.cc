@@ -20,7 +20,7 @@
 #include "small_store.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::realtime {
+namespace clickatron::realtime::multi_prefix_scan_test {
 namespace {
 
 using clickatron::testing::TempDir;
@@ -391,4 +391,4 @@ TEST_F(FreshRingTest, AUniqueRecordsHoursOfADayAreOneLineOfItsVisitors) {
 }
 
 }  // namespace
-}  // namespace clickatron::realtime
+}  // namespace clickatron::realtime::multi_prefix_scan_test

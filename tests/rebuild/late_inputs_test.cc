@@ -20,7 +20,7 @@
 #include "testutil/stand_in_server.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::rebuild {
+namespace clickatron::rebuild::late_inputs_test {
 namespace {
 
 using clickatron::testing::TempDir;
@@ -249,4 +249,4 @@ TEST(LateInputs, IdsAndTheOldPathForm) {
 }
 
 }  // namespace
-}  // namespace clickatron::rebuild
+}  // namespace clickatron::rebuild::late_inputs_test
