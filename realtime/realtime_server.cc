@@ -150,12 +150,18 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
       Ring::Open(server->store_.get(), clock.TodayUtc(), std::move(checkpoints), scan_cache);
   if (!ring.ok()) return ring.status();
   server->ring_ = std::move(ring).value();
+  Result<Tombstones> tombstones = Tombstones::Load(server->store_.get());
+  if (!tombstones.ok()) return tombstones.status();
+  server->tombstones_ = std::make_unique<Tombstones>(std::move(tombstones).value());
   server->LearnArchivedThrough(context.cluster);
   server->RegisterRoutes();
   server->http_->Every(std::chrono::milliseconds(context.cluster.realtime.checkpoint_interval_ms),
                        [s = server.get()] {
                          if (Status st = s->ring_->Tick(); !st.ok()) spdlog::error("ring: {}", st.ToString());
                          s->ring_->checkpointer().Start();
+                         if (Status st = s->tombstones_->Retire(s->ring_->checkpointer().durable()); !st.ok()) {
+                           spdlog::error("tombstones: {}", st.ToString());
+                         }
                        });
   // A clean stop persists what is in memory, so the API has nothing to
   // re-send; a crash loses only that work, never data (the oplog has it).
@@ -202,6 +208,9 @@ void RealtimeServer::RegisterRoutes() {
   h.AdminRoute("/archived", [this](const HttpExchangePtr& ex) { HandleArchived(ex); }, kPost);
   h.AdminRoute("/rotate", [this](const HttpExchangePtr& ex) { HandleRotate(ex); }, kPost);
   h.AdminRoute("/clear", [this](const HttpExchangePtr& ex) { HandleClear(ex); }, kPost);
+  h.InternalRoute("/tombstone", [this](const HttpExchangePtr& ex) { HandleTombstone(ex); }, kPost);
+  h.InternalRoute("/tombstone/cut", [this](const HttpExchangePtr& ex) { HandleTombstoneCut(ex); }, kPost);
+  h.InternalRoute("/tombstones", [this](const HttpExchangePtr& ex) { HandleTombstones(ex); });
   h.SetStatsProvider([this] { return StatsJson(); }, [this] { return StatsPrometheus(); });
 }
 
@@ -269,6 +278,18 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyError(batch.status());
     return;
   }
+  // A deletion's tombstones take out what was acknowledged before it
+  // (tombstones.h), before the days are checked: a deleted line of a closed
+  // day must not go on to late data.
+  uint64_t dropped = 0;
+  if (tombstones_->Filter(*source, seq, &*batch, &dropped) == Tombstones::Verdict::kRefuse) {
+    ++counters_.tombstone_refusals;
+    ex->AddHeader("Retry-After", "1");
+    ex->ReplyError(503, "TOMBSTONE_PENDING",
+                   "a deletion of records this batch adds is being made: retry shortly (it takes a checkpoint)");
+    return;
+  }
+  counters_.tombstone_dropped_lines += dropped;
   Result<ApplyOutcome> outcome = ring_->Apply(*source, seq, *batch);
   if (!outcome.ok()) {
     const Status& st = outcome.status();
@@ -581,6 +602,10 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"watermark_mismatches", counters_.watermark_mismatches},
             {"unknown_sources", counters_.unknown_sources},
             {"watermark_resets", counters_.watermark_resets},
+            {"tombstones", tombstones_->all().size()},
+            {"tombstone_refusals", counters_.tombstone_refusals},
+            {"tombstone_dropped_lines", counters_.tombstone_dropped_lines},
+            {"tombstone_deleted_records", counters_.tombstone_deleted_records},
             {"durable_watermarks", ring_->checkpointer().durable()},
             {"memory", ring_->checkpointer().StatsJson()},
             {"scan_cache", ScanCacheJson(ring_->scan_cache_figures())},
@@ -634,6 +659,14 @@ constexpr MetricRow kMetricRows[] = {
      "Batches refused (403) because their source is not an API member of the cluster file."},
     {"/realtime/watermark_resets", "clickatron_realtime_watermark_resets_total", "counter",
      "Watermarks lowered by an operator (POST /watermark/reset)."},
+    {"/realtime/tombstones", "clickatron_realtime_tombstones", "gauge",
+     "Deletions this shard still applies to incoming batches (installed, not yet retired)."},
+    {"/realtime/tombstone_refusals", "clickatron_realtime_tombstone_refusals_total", "counter",
+     "Batches refused (503 TOMBSTONE_PENDING) while a deletion of their records waited for its cut."},
+    {"/realtime/tombstone_dropped_lines", "clickatron_realtime_tombstone_dropped_lines_total", "counter",
+     "Lines of batches acknowledged before a deletion, taken out by it."},
+    {"/realtime/tombstone_deleted_records", "clickatron_realtime_tombstone_deleted_records_total", "counter",
+     "Stored records deleted by deletions."},
     {"/realtime/watermarks/{source}", "clickatron_realtime_watermark_seq", "gauge",
      "Per source: the last seq applied in memory (state=applied) and persisted (state=durable).",
      "state=\"applied\""},

@@ -19,6 +19,7 @@
 #include "clickatron/status.h"
 #include "ring.h"
 #include "shard_store.h"
+#include "tombstones.h"
 
 namespace clickatron::realtime {
 
@@ -32,6 +33,9 @@ struct ServerCounters {
   uint64_t watermark_mismatches = 0;
   uint64_t unknown_sources = 0;  // batches refused: source not an API member
   uint64_t watermark_resets = 0; // POST /watermark/reset that lowered a watermark
+  uint64_t tombstone_refusals = 0;      // batches refused while a matching tombstone waited for its cut
+  uint64_t tombstone_dropped_lines = 0; // lines a tombstone's cut took out of batches
+  uint64_t tombstone_deleted_records = 0;  // stored records deleted by tombstones
 };
 
 class RealtimeServer {
@@ -74,6 +78,14 @@ class RealtimeServer {
   void LearnArchivedThrough(const ClusterConfig& cluster);
   void HandleRotate(const HttpExchangePtr& ex);
   void HandleClear(const HttpExchangePtr& ex);
+  // Deletions (tombstones.h; tombstone_http.cc): POST /tombstone installs
+  // one and answers once the stores hold none of its records, POST
+  // /tombstone/cut sets its cut, GET /tombstones lists them.
+  void HandleTombstone(const HttpExchangePtr& ex);
+  void HandleTombstoneCut(const HttpExchangePtr& ex);
+  void HandleTombstones(const HttpExchangePtr& ex);
+  // Deletes the records of tombstone `id` from every day's store.
+  Result<uint64_t> DeleteTombstoneRecords(const std::string& id);
 
   nlohmann::json RingJson() const;
   nlohmann::json StatsJson() const;
@@ -92,6 +104,7 @@ class RealtimeServer {
   ServerCounters counters_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Ring> ring_;
+  std::unique_ptr<Tombstones> tombstones_;
 };
 
 }  // namespace clickatron::realtime

@@ -6,6 +6,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -457,6 +458,33 @@ Result<std::optional<std::string>> ShardStore::GetMeta(std::string_view key) con
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return FromRocks(s, fmt::format("reading metadata {}", key));
   return std::optional<std::string>(std::move(value));
+}
+
+Result<uint64_t> ShardStore::DeleteMatching(int64_t day,
+                                            const std::function<bool(std::string_view key)>& matches) {
+  FamilyPtr family;
+  {
+    std::lock_guard lock(impl_->days_mu);
+    auto it = impl_->days.find(day);
+    if (it == impl_->days.end()) return uint64_t{0};
+    family = it->second;
+  }
+  rocksdb::WriteBatch batch;
+  uint64_t deleted = 0;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->core->db->NewIterator(rocksdb::ReadOptions(), family.get()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (!matches(it->key().ToStringView())) continue;
+    CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Delete(family.get(), it->key()), "deleting a record"));
+    ++deleted;
+  }
+  CLICKATRON_RETURN_IF_ERROR(FromRocks(it->status(), fmt::format("reading the store for {}", FormatDate(day))));
+  if (deleted == 0) return deleted;
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  CLICKATRON_RETURN_IF_ERROR(FromRocks(impl_->core->db->Write(wo, &batch),
+                                       fmt::format("deleting records of {}", FormatDate(day))));
+  impl_->version.fetch_add(1);
+  return deleted;
 }
 
 Status ShardStore::PutMeta(std::string_view key, std::string_view value, bool sync) {

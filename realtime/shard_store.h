@@ -173,6 +173,13 @@ class ShardStore {
   Result<std::optional<std::string>> Get(int64_t day, std::string_view key, const StoreSnapshot* at = nullptr) const;
   Result<std::unique_ptr<StoreCursor>> NewCursor(int64_t day, const CursorOptions& options) const;
 
+  // Deletes every record of `day` whose key `matches` (a deletion,
+  // tombstones.h): one synced write, after which no read sees them. Returns
+  // how many were deleted. The loop thread; REQUIRES: no checkpoint holds
+  // records of those keys that are not yet written (the Ring waits for
+  // Checkpointer::WhenPersisted and refuses such records meanwhile).
+  Result<uint64_t> DeleteMatching(int64_t day, const std::function<bool(std::string_view key)>& matches);
+
   // Metadata (default column family). PutMeta with sync fsyncs the WAL.
   Result<std::optional<std::string>> GetMeta(std::string_view key) const;
   Status PutMeta(std::string_view key, std::string_view value, bool sync);

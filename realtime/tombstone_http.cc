@@ -1,0 +1,123 @@
+// The routes of a deletion's realtime part (tombstones.h): install, cut,
+// list. The API node that takes a DELETE sends them (signed: internal
+// routes); docs/protocols.md, "Deletions", has the wire format.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+#include "realtime_server.h"
+
+namespace clickatron::realtime {
+namespace {
+
+Result<nlohmann::json> JsonBody(const HttpExchangePtr& ex) {
+  nlohmann::json j = nlohmann::json::parse(ex->body(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("the body must be a JSON object", "BAD_BODY");
+  return j;
+}
+
+}  // namespace
+
+Result<uint64_t> RealtimeServer::DeleteTombstoneRecords(const std::string& id) {
+  const Tombstone* t = tombstones_->Find(id);
+  if (t == nullptr) return Status::NotFound(fmt::format("no tombstone {}", id));
+  uint64_t deleted = 0;
+  // Every day the store holds: counters and uniques of the deleted hours are
+  // in their own days, a lookup in whichever day was Today when it was put.
+  for (int64_t day : ring_->store().Days()) {
+    auto n = ring_->store().DeleteMatching(day, [t](std::string_view key) { return t->Matches(key); });
+    if (!n.ok()) return n.status();
+    deleted += *n;
+  }
+  CLICKATRON_RETURN_IF_ERROR(tombstones_->MarkDeleted(id));
+  counters_.tombstone_deleted_records += deleted;
+  return deleted;
+}
+
+// POST /tombstone, body {"id","ns","tkey","lookup","from","to"}: installs it
+// pending (batches it matches are refused from now on), waits until what was
+// applied before is checkpointed, deletes its records from the stores and
+// answers {"epoch","deleted_records"}. Installing an id again answers the
+// same tombstone (a retry after a lost answer).
+void RealtimeServer::HandleTombstone(const HttpExchangePtr& ex) {
+  auto body = JsonBody(ex);
+  if (!body.ok()) {
+    ex->ReplyError(body.status());
+    return;
+  }
+  auto parsed = Tombstone::FromJson(*body);
+  if (!parsed.ok()) {
+    ex->ReplyError(400, "BAD_TOMBSTONE", parsed.status().message());
+    return;
+  }
+  if (Status st = ValidateNamespace(parsed->ns, "ns"); !st.ok()) {
+    ex->ReplyError(400, "BAD_TOMBSTONE", st.message());
+    return;
+  }
+  if (parsed->from_unix % kSecondsPerHour != 0 || parsed->to_unix % kSecondsPerHour != 0) {
+    ex->ReplyError(400, "BAD_TOMBSTONE", "from and to must be whole hours");
+    return;
+  }
+  auto installed = tombstones_->Install(std::move(parsed).value());
+  if (!installed.ok()) {
+    ex->ReplyError(installed.status());
+    return;
+  }
+  const std::string id = installed->id;
+  const uint64_t epoch = installed->epoch;
+  if (installed->deleted) {
+    ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", 0}});
+    return;
+  }
+  // From here no batch adds a record it matches; what the in-memory tables
+  // hold of them goes to the stores with the next checkpoint, and is deleted there.
+  ring_->checkpointer().WhenPersisted([this, ex, id, epoch](Status persisted) {
+    if (!persisted.ok()) {
+      ex->ReplyError(503, "CHECKPOINT_FAILED",
+                     fmt::format("the records in memory could not be persisted ({}); retry", persisted.message()));
+      return;
+    }
+    auto deleted = DeleteTombstoneRecords(id);
+    if (!deleted.ok()) {
+      spdlog::error("tombstone {}: {}", id, deleted.status().ToString());
+      ex->ReplyError(deleted.status());
+      return;
+    }
+    spdlog::info("tombstone {}: {} stored records deleted", id, *deleted);
+    ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", *deleted}});
+  });
+}
+
+// POST /tombstone/cut, body {"id","cut":{"SOURCE":SEQ,…}}.
+void RealtimeServer::HandleTombstoneCut(const HttpExchangePtr& ex) {
+  auto body = JsonBody(ex);
+  if (!body.ok()) {
+    ex->ReplyError(body.status());
+    return;
+  }
+  std::string id;
+  std::map<std::string, uint64_t> cut;
+  try {
+    id = body->at("id").get<std::string>();
+    cut = body->at("cut").get<std::map<std::string, uint64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    ex->ReplyError(400, "BAD_CUT", fmt::format("needs an id and a cut of source -> seq: {}", e.what()));
+    return;
+  }
+  if (Status st = tombstones_->SetCut(id, std::move(cut)); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  ex->ReplyJson({{"id", id}});
+}
+
+// GET /tombstones: {"epoch", "tombstones": [...]}.
+void RealtimeServer::HandleTombstones(const HttpExchangePtr& ex) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const Tombstone& t : tombstones_->all()) all.push_back(t.ToJson());
+  ex->ReplyJson({{"epoch", tombstones_->epoch()}, {"tombstones", std::move(all)}});
+}
+
+}  // namespace clickatron::realtime

@@ -1,0 +1,190 @@
+#include "tombstones.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::realtime {
+namespace {
+
+constexpr std::string_view kMetaKey = "tombstones";
+
+}  // namespace
+
+bool Tombstone::Matches(std::string_view key) const {
+  if (IsLookupKey(key)) return !lookup.empty() && key == lookup;
+  if (IsUniqueKey(key)) key.remove_prefix(1);
+  const size_t bar = key.find('|');
+  if (bar == std::string_view::npos) return false;
+  std::string_view key_ns = key.substr(0, bar);  // "ns" or "sns.ns"
+  if (const size_t dot = key_ns.find('.'); dot != std::string_view::npos) key_ns.remove_prefix(dot + 1);
+  if (key_ns != ns) return false;
+  const std::string_view rest = key.substr(bar + 1);  // "tkey.YMDH" or "tkey.skey.YMDH"
+  const size_t first_dot = rest.find('.');
+  const size_t last_dot = rest.rfind('.');
+  if (first_dot == std::string_view::npos) return false;
+  if (!tkey.empty() && rest.substr(0, first_dot) != tkey) return false;
+  Result<int64_t> hour = UnixFromYmdh(rest.substr(last_dot + 1));
+  return hour.ok() && *hour >= from_unix && *hour < to_unix;
+}
+
+nlohmann::json Tombstone::ToJson() const {
+  nlohmann::json j = {{"id", id},
+                      {"ns", ns},
+                      {"tkey", tkey},
+                      {"lookup", lookup},
+                      {"from", from_unix},
+                      {"to", to_unix},
+                      {"epoch", epoch},
+                      {"deleted", deleted}};
+  j["cut"] = cut ? nlohmann::json(*cut) : nlohmann::json(nullptr);
+  return j;
+}
+
+Result<Tombstone> Tombstone::FromJson(const nlohmann::json& j) {
+  Tombstone t;
+  try {
+    t.id = j.at("id").get<std::string>();
+    t.ns = j.at("ns").get<std::string>();
+    t.tkey = j.value("tkey", "");
+    t.lookup = j.value("lookup", "");
+    t.from_unix = j.at("from").get<int64_t>();
+    t.to_unix = j.at("to").get<int64_t>();
+    t.epoch = j.value("epoch", uint64_t{0});
+    t.deleted = j.value("deleted", false);
+    if (j.contains("cut") && !j["cut"].is_null()) t.cut = j["cut"].get<std::map<std::string, uint64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(fmt::format("tombstone: {}", e.what()));
+  }
+  if (t.id.empty() || t.ns.empty() || t.to_unix <= t.from_unix) {
+    return Status::InvalidArgument("tombstone: needs an id, a namespace and from < to");
+  }
+  return t;
+}
+
+Result<Tombstones> Tombstones::Load(ShardStore* store) {
+  Tombstones set(store);
+  auto text = store->GetMeta(kMetaKey);
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return set;
+  const nlohmann::json j = nlohmann::json::parse(**text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("all") || !j["all"].is_array()) {
+    return Status::Corruption("the store's tombstones are not the JSON they were written as");
+  }
+  set.epoch_ = j.value("epoch", uint64_t{0});
+  for (const nlohmann::json& t : j["all"]) {
+    auto tombstone = Tombstone::FromJson(t);
+    if (!tombstone.ok()) return Status::Corruption(tombstone.status().message());
+    set.all_.push_back(std::move(tombstone).value());
+  }
+  return set;
+}
+
+Status Tombstones::Persist() const {
+  nlohmann::json all = nlohmann::json::array();
+  for (const Tombstone& t : all_) all.push_back(t.ToJson());
+  const nlohmann::json doc = {{"epoch", epoch_}, {"all", std::move(all)}};
+  return store_->PutMeta(kMetaKey, doc.dump(), /*sync=*/true);
+}
+
+const Tombstone* Tombstones::Find(const std::string& id) const {
+  auto it = std::find_if(all_.begin(), all_.end(), [&](const Tombstone& t) { return t.id == id; });
+  return it == all_.end() ? nullptr : &*it;
+}
+
+Result<Tombstone> Tombstones::Install(Tombstone t) {
+  if (const Tombstone* known = Find(t.id)) return *known;
+  t.epoch = epoch_ + 1;
+  t.deleted = false;
+  t.cut.reset();
+  all_.push_back(t);
+  ++epoch_;
+  if (Status st = Persist(); !st.ok()) {
+    all_.pop_back();
+    --epoch_;
+    return st;
+  }
+  return t;
+}
+
+Status Tombstones::MarkDeleted(const std::string& id) {
+  auto it = std::find_if(all_.begin(), all_.end(), [&](const Tombstone& t) { return t.id == id; });
+  if (it == all_.end()) return Status::NotFound(fmt::format("no tombstone {}", id));
+  if (it->deleted) return Status::Ok();
+  it->deleted = true;
+  return Persist();
+}
+
+Status Tombstones::SetCut(const std::string& id, std::map<std::string, uint64_t> cut) {
+  auto it = std::find_if(all_.begin(), all_.end(), [&](const Tombstone& t) { return t.id == id; });
+  if (it == all_.end()) return Status::NotFound(fmt::format("no tombstone {} here: install it first", id));
+  if (it->cut) {
+    if (*it->cut == cut) return Status::Ok();
+    return Status::FailedPrecondition(fmt::format("tombstone {} already has another cut", id), "CUT_CHANGED");
+  }
+  it->cut = std::move(cut);
+  return Persist();
+}
+
+Status Tombstones::Retire(const std::map<std::string, uint64_t>& durable) {
+  const size_t before = all_.size();
+  std::erase_if(all_, [&](const Tombstone& t) {
+    if (!t.cut || !t.deleted) return false;
+    for (const auto& [source, seq] : *t.cut) {
+      auto it = durable.find(source);
+      if (it == durable.end() || it->second < seq) return false;
+    }
+    return true;
+  });
+  return all_.size() == before ? Status::Ok() : Persist();
+}
+
+Tombstones::Verdict Tombstones::Filter(const std::string& source, uint64_t seq, ParsedBatch* batch,
+                                       uint64_t* dropped) const {
+  *dropped = 0;
+  if (all_.empty()) return Verdict::kApply;
+  // The tombstones that take this batch's matching lines out (its seq at or
+  // below the cut), and whether a pending one matches anything.
+  std::vector<const Tombstone*> cutting;
+  std::vector<const Tombstone*> pending;
+  for (const Tombstone& t : all_) {
+    if (!t.cut) {
+      pending.push_back(&t);
+      continue;
+    }
+    auto it = t.cut->find(source);
+    if (it != t.cut->end() && seq <= it->second) cutting.push_back(&t);
+  }
+  if (pending.empty() && cutting.empty()) return Verdict::kApply;
+  auto any = [](const std::vector<const Tombstone*>& set, std::string_view key) {
+    return std::any_of(set.begin(), set.end(), [&](const Tombstone* t) { return t->Matches(key); });
+  };
+  for (const BatchLine& line : batch->lines) {
+    if (any(pending, line.key)) return Verdict::kRefuse;
+  }
+  if (cutting.empty()) return Verdict::kApply;
+  std::vector<BatchLine> kept;
+  kept.reserve(batch->lines.size());
+  for (const BatchLine& line : batch->lines) {
+    if (!any(cutting, line.key)) {
+      kept.push_back(line);
+      continue;
+    }
+    ++*dropped;
+    if (line.lookup) {
+      --batch->lookups;
+    } else if (line.unique) {
+      --batch->uniques;
+    } else {
+      --batch->counters;
+    }
+  }
+  batch->lines = std::move(kept);
+  return Verdict::kApply;
+}
+
+}  // namespace clickatron::realtime

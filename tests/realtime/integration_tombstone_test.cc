@@ -1,0 +1,132 @@
+// A deletion's realtime part on a real clickatron-realtime (tombstones.h):
+// installing a tombstone deletes the key's stored and in-memory records of
+// the range and nothing else; while it waits for its cut, batches that
+// would add to it are refused and others are not; after the cut, lines at
+// or below a source's cut are dropped and later ones counted; a pending
+// tombstone survives kill -9.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+#include "daemon_fixture.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::realtime::testing::integration_tombstone_test {
+namespace {
+
+class TombstoneIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(daemon_.Start(&error)) << error;
+    today_ = daemon_.Today();
+    ASSERT_GT(today_, 0);
+  }
+  int Send(const std::string& source, uint64_t seq, const std::string& body) {
+    int status = 0;
+    daemon_.Incr(source, seq, body, &status);
+    return status;
+  }
+  // The value /get answers for `key` ("" when it has none: 404).
+  std::string Value(const std::string& key) {
+    HttpResponse r = daemon_.Get("/get?key=" + Q(key));
+    EXPECT_TRUE(r.status_code == 200 || r.status_code == 404) << r.status_code << " " << r.body;
+    return r.status_code == 200 ? r.body.substr(0, r.body.size() - 1) : "";
+  }
+  nlohmann::json Install(const std::string& id, const std::string& tkey, const std::string& lookup = "") {
+    const nlohmann::json body = {{"id", id},
+                                 {"ns", "u"},
+                                 {"tkey", tkey},
+                                 {"lookup", lookup},
+                                 {"from", today_ * kSecondsPerDay},
+                                 {"to", (today_ + 1) * kSecondsPerDay}};
+    HttpResponse r = daemon_.Post("/tombstone", body.dump());
+    EXPECT_EQ(r.status_code, 200) << r.body;
+    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() ? j["data"] : nlohmann::json();
+  }
+  void Cut(const std::string& id, const nlohmann::json& cut) {
+    HttpResponse r = daemon_.Post("/tombstone/cut", nlohmann::json{{"id", id}, {"cut", cut}}.dump());
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+
+  RealtimeDaemon daemon_;
+  int64_t today_ = 0;
+};
+
+TEST_F(TombstoneIntegration, DeletesTheRangeOfOneKeyAndCountsWhatComesAfterTheCut) {
+  const std::string long_key = "https://example.com/a/user/page/that/is/long";
+  const std::string hashed = Hash12(long_key);
+  const std::string victim = TotalKey("victim", today_, 3), victim_sub = SubtotalKey("c", "victim", "US", today_, 3);
+  const std::string victim_tomorrow = TotalKey("victim", today_ + 1, 3);
+  const std::string bystander = TotalKey("bystander", today_, 3);
+  const std::string hashed_total = TotalKey(hashed, today_, 5);
+  ASSERT_EQ(Send("api-0", 1, fmt::format("{},5\n{},5\n{},2\n{},1\n", victim, victim_sub, victim_tomorrow, bystander)), 200);
+  ASSERT_EQ(Send("api-0", 2, fmt::format("{},4\nl|{},{}\n{},1\n", hashed_total, hashed, long_key, bystander)), 200);
+  ASSERT_EQ(Value(victim), "5");
+  ASSERT_EQ(Value("l|" + hashed), long_key);
+
+  nlohmann::json installed = Install("d1", "victim");
+  EXPECT_EQ(installed["epoch"], 1);
+  EXPECT_EQ(installed["deleted_records"], 2);  // the total and its subtotal of today
+  EXPECT_EQ(Value(victim), "");
+  EXPECT_EQ(Value(victim_sub), "");
+  EXPECT_EQ(Value(victim_tomorrow), "2");  // outside the range
+  EXPECT_EQ(Value(bystander), "2");
+  // The hashed key and its lookup: one tombstone more, with the lookup.
+  EXPECT_EQ(Install("d2", hashed, "l|" + hashed)["deleted_records"], 2);
+  EXPECT_EQ(Value(hashed_total), "");
+  EXPECT_EQ(Value("l|" + hashed), "");
+
+  // Pending: a batch adding to a deleted record waits; others do not.
+  EXPECT_EQ(Send("api-0", 3, fmt::format("{},9\n{},1\n", victim, bystander)), 503);
+  EXPECT_EQ(Send("api-0", 3, fmt::format("{},1\n", bystander)), 200);
+  EXPECT_EQ(Value(bystander), "3");
+  // The cut: api-0 had acknowledged up to 4 when the deletion was made.
+  Cut("d1", {{"api-0", 4}, {"api-1", 0}});
+  Cut("d2", {{"api-0", 4}, {"api-1", 0}});
+  EXPECT_EQ(Send("api-0", 4, fmt::format("{},9\n{},1\n{},3\n", victim, bystander, victim_tomorrow)), 200);
+  EXPECT_EQ(Value(victim), "");        // acknowledged before: dropped
+  EXPECT_EQ(Value(bystander), "4");
+  EXPECT_EQ(Value(victim_tomorrow), "5");
+  EXPECT_EQ(Send("api-0", 5, fmt::format("{},7\n", victim)), 200);
+  EXPECT_EQ(Value(victim), "7");       // after: counted, in an hour of the deleted range too
+  EXPECT_EQ(Send("api-1", 1, fmt::format("{},2\n", victim)), 200);
+  EXPECT_EQ(Value(victim), "9");
+  // A second, different cut is refused; the same one again is fine.
+  EXPECT_EQ(daemon_.Post("/tombstone/cut", R"({"id":"d1","cut":{"api-0":9}})").status_code, 409);
+  EXPECT_EQ(daemon_.Post("/tombstone/cut", R"({"id":"d9","cut":{"api-0":9}})").status_code, 404);
+  EXPECT_EQ(daemon_.Post("/tombstone", R"({"id":"d3","ns":"u","from":5,"to":3600})").status_code, 400);
+}
+
+TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCutIsDurable) {
+  const std::string victim = TotalKey("victim", today_, 7);
+  ASSERT_EQ(Send("api-0", 1, victim + ",5\n"), 200);
+  Install("d1", "victim");
+  daemon_.Kill();
+  std::string error;
+  ASSERT_TRUE(daemon_.Start(&error)) << error;
+  EXPECT_EQ(Value(victim), "");
+  EXPECT_EQ(Send("api-0", 2, victim + ",1\n"), 503);  // still pending after the restart
+  HttpResponse list = daemon_.Get("/tombstones");
+  ASSERT_EQ(list.status_code, 200);
+  nlohmann::json j = nlohmann::json::parse(list.body, nullptr, false);
+  ASSERT_EQ(j["data"]["tombstones"].size(), 1u) << list.body;
+  EXPECT_TRUE(j["data"]["tombstones"][0]["cut"].is_null());
+  Cut("d1", {{"api-0", 2}});
+  EXPECT_EQ(Send("api-0", 2, victim + ",1\n"), 200);
+  EXPECT_EQ(Value(victim), "");
+  // Once api-0's durable watermark reaches 2 (a checkpoint), nothing at or
+  // below the cut can come again: the tombstone goes.
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] {
+    HttpResponse r = daemon_.Get("/tombstones");
+    return r.status_code == 200 && nlohmann::json::parse(r.body, nullptr, false)["data"]["tombstones"].empty();
+  }));
+  EXPECT_EQ(Send("api-0", 3, victim + ",6\n"), 200);
+  EXPECT_EQ(Value(victim), "6");
+}
+
+}  // namespace
+}  // namespace clickatron::realtime::testing::integration_tombstone_test
