@@ -7,6 +7,7 @@
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
 #include "dashboard/dashboard.h"
+#include "deletions/deletion_service.h"
 #include "ingest/write_path.h"
 #include "openapi/openapi.h"
 #include "query/read_loops.h"
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
   auto write = api::WritePath::Create(*ctx, **server, *client);
   if (!write.ok()) {
     spdlog::critical("write path: {}", write.status().ToString());
+    return 1;
+  }
+  auto deletions = api::DeletionService::Create(*ctx, **server, [w = write->get()] { return w->OplogHeads(); });
+  if (!deletions.ok()) {
+    spdlog::critical("deletions: {}", deletions.status().ToString());
     return 1;
   }
   auto read = api::ReadPath::Create(*ctx, **server, *client, SystemClock::Instance(), shared);

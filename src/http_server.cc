@@ -188,6 +188,22 @@ struct RouteEntry {
 
 using RouteMap = std::map<std::string, RouteEntry, std::less<>>;
 
+// The route (or forwarded path) for `path`: its exact entry, else the
+// longest entry ending in '/' that it starts with (a prefix route:
+// "/delete/" takes "/delete/ID"), else end().
+template <typename Container>
+typename Container::const_iterator FindPath(const Container& c, std::string_view path) {
+  auto it = c.find(path);
+  if (it != c.end()) return it;
+  for (size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
+       slash = path.rfind('/', slash - 1)) {
+    if (slash + 1 == path.size()) continue;  // "/delete/" itself was looked up exactly
+    it = c.find(path.substr(0, slash + 1));
+    if (it != c.end()) return it;
+  }
+  return c.end();
+}
+
 class HttpServerImpl : public HttpServer {
  public:
   explicit HttpServerImpl(HttpServerOptions options) : options_(std::move(options)) {}
@@ -857,13 +873,17 @@ bool AmbiguousLength(const evkeyvalq* headers) {
 void HttpServerImpl::Dispatch(evhttp_request* req) {
   std::string_view uri = evhttp_request_get_uri(req);
   std::string_view path = uri.substr(0, uri.find('?'));
-  const auto route = routes_.find(path);
+  const auto route = FindPath(routes_, path);
   const bool local = route != routes_.end();
   // A sibling hands over its primary's routes and the built-in ones (/ping
   // too: a health check asks the loop that takes increments).
-  const bool forward = !local && primary_ != nullptr &&
-                       (IsBuiltin(path) || forwarded_paths_.find(path) != forwarded_paths_.end());
-  std::string endpoint = (local || forward || IsBuiltin(path)) ? std::string(path) : std::string("(unknown)");
+  const auto forwarded_path = FindPath(forwarded_paths_, path);
+  const bool forward = !local && primary_ != nullptr && (IsBuiltin(path) || forwarded_path != forwarded_paths_.end());
+  // Stats are per route: a prefix route counts under its prefix, not per id.
+  std::string endpoint = local                                        ? route->first
+                         : forward && forwarded_path != forwarded_paths_.end() ? *forwarded_path
+                         : (forward || IsBuiltin(path))                 ? std::string(path)
+                                                                        : std::string("(unknown)");
   evhttp_connection* conn = evhttp_request_get_connection(req);
   deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
   limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
@@ -883,7 +903,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   }
   if (stopping_) return ex->ReplyError(503, "STOPPING", "the daemon is stopping");
   const bool bounded = IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0
-                                                 : bounded_answer_paths_.count(path) > 0);
+                                                 : FindPath(bounded_answer_paths_, path) != bounded_answer_paths_.end());
   ex->set_bounded_answers(bounded);
   if (limits_->AnswersOverBudget() && !bounded) return RefuseForSlowReaders(*ex);
   if (forward) return Forward(ex, uri);
@@ -897,7 +917,7 @@ void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::strin
     // oplog, then closes), a request handed over meanwhile is refused, not
     // half taken.
     if (primary->stopping_) return forwarded->ReplyError(503, "STOPPING", "the daemon is stopping");
-    primary->Handle(forwarded, uri, primary->routes_.find(forwarded->path()));
+    primary->Handle(forwarded, uri, FindPath(primary->routes_, forwarded->path()));
   });
   if (!posted) ex->ReplyError(503, "STOPPING", "the daemon is stopping");
 }
@@ -997,7 +1017,7 @@ std::string HttpServerImpl::CheckHead(std::string_view head) const {
   const size_t sp2 = line.rfind(' ');
   if (sp1 == std::string_view::npos || sp2 <= sp1 || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) return {};
   const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const auto route = routes_.find(target.substr(0, target.find('?')));
+  const auto route = FindPath(routes_, target.substr(0, target.find('?')));
   if (route == routes_.end() || route->second.access != Access::kInternal) return {};
   if (RawHeadHeader(head, kSignatureHeader)) return {};
   return RawJsonAnswer(401, "Unauthorized", "UNAUTHORIZED",

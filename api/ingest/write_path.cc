@@ -94,6 +94,7 @@ class WritePathImpl : public WritePath {
   }
 
   Status Init();
+  std::vector<uint64_t> OplogHeads() const override { return next_seq_; }
   nlohmann::json StatsJson() const override;
   std::string StatsPrometheus() const override;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,10 @@ class WritePath {
   // Figures for /stats (merged into data) and /metrics.
   virtual nlohmann::json StatsJson() const = 0;
   virtual std::string StatsPrometheus() const = 0;
+  // Per realtime shard, the last oplog seq given to a batch: every increment
+  // acknowledged so far is in a batch at or below it (a deletion's cut,
+  // deletions/). The loop thread only.
+  virtual std::vector<uint64_t> OplogHeads() const = 0;
 };
 
 }  // namespace clickatron::api

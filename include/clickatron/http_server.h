@@ -120,7 +120,9 @@ class HttpServer {
   static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options);
   virtual ~HttpServer() = default;
 
-  // Exact-path routes. A request with another method gets 405. Public
+  // Exact-path routes; a path ending in '/' is a prefix route, taking every
+  // path under it that has no route of its own ("/delete/" takes
+  // "/delete/ID"). A request with another method gets 405. Public
   // routes are for clients (closed only by a client token).
   virtual void Route(std::string path, HttpHandler handler, unsigned methods = kGetOrPost) = 0;
   // Routes for other cluster members: when a cluster secret is configured

@@ -185,6 +185,11 @@ TEST_F(OpenApiTest, EveryAnswerMatchesTheSchemaTheSpecGivesForIt) {
   Ask("dashboard", "GET", "/", 200);
   Ask("dashboard_script", "GET", "/dashboard.js", 200);
   Ask("openapi", "GET", "/openapi.yaml", 200);
+  Ask("delete_without_token", "POST", "/delete?ns=u&key=nobody", 401);
+  Ask("delete_without_ns", "POST", "/delete?key=nobody", 400, "", kToken);
+  ASSERT_NO_FATAL_FAILURE(Ask("delete", "POST", "/delete?ns=u&key=nobody&from=3600&to=7200", 202, "", kToken));
+  Ask("delete_status", "GET", "/delete/" + last_["data"]["id"].get<std::string>(), 200, "", kToken);
+  Ask("delete_status_unknown", "GET", "/delete/del-1-00000000", 404, "", kToken);
   Ask("seal_without_token", "POST", "/late/seal", 401);
   Ask("seal", "POST", "/late/seal", 200, "", kToken);
 

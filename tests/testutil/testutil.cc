@@ -305,12 +305,13 @@ HostPort NeverStartedAddress() {
   return HostPort{"127.255.0.1", static_cast<uint16_t>(next.fetch_add(1) % 65535 + 1)};
 }
 
-HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms) {
+HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms, const std::string& bearer) {
   BlockingHttpClient client(kTestClusterSecret);
   HttpRequestSpec spec;
   spec.method = "GET";
   spec.target = target;
   spec.timeout_ms = timeout_ms;
+  spec.bearer_token = bearer;
   return client.Fetch(peer, std::move(spec));
 }
 

@@ -100,7 +100,8 @@ HostPort NeverStartedAddress();
 void StreamPieces(const HttpExchangePtr& ex, int chunks, std::function<std::string(int)> piece);
 
 // Blocking HTTP against loopback daemons, signed with kTestClusterSecret.
-HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000);
+HttpResponse HttpGet(const HostPort& peer, const std::string& target, int timeout_ms = 10000,
+                     const std::string& bearer = "");
 HttpResponse HttpPost(const HostPort& peer, const std::string& target, const std::string& body,
                       int timeout_ms = 10000, const std::string& bearer = "");
 

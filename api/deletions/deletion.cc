@@ -1,0 +1,118 @@
+#include "deletions/deletion.h"
+
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::api {
+namespace {
+
+Result<int64_t> HourArg(const QueryArgs& args, std::string_view name) {
+  auto value = args.GetSingle(name, fmt::format("{} is given more than once", name));
+  const std::string reason = name == "from" ? "INVALID_FROM" : "INVALID_TO";
+  if (!value.ok()) return Status::InvalidArgument(value.status().message(), reason);
+  Result<int64_t> unix = ParseTimestamp(**value);
+  if (!unix.ok()) return Status::InvalidArgument(fmt::format("{}: {}", name, unix.status().message()), reason);
+  if (*unix % kSecondsPerHour != 0) {
+    return Status::InvalidArgument(fmt::format("{} must be a whole hour (unix seconds divisible by 3600)", name),
+                                   reason);
+  }
+  return *unix;
+}
+
+// A field's check, under the reason that names the field.
+Status AsField(const Status& st, std::string_view reason) {
+  return st.ok() ? st : Status::InvalidArgument(st.message(), std::string(reason));
+}
+
+}  // namespace
+
+std::string NewDeletionId(int64_t now_unix) {
+  std::random_device device;
+  return fmt::format("del-{}-{:08x}", now_unix, device());
+}
+
+Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix) {
+  Deletion d;
+  auto ns = args.GetSingle("ns", "ns is given more than once");
+  if (!ns.ok() || *ns == nullptr) return Status::InvalidArgument("ns is required (once)", "INVALID_NS");
+  CLICKATRON_RETURN_IF_ERROR(AsField(ValidateNamespace(**ns, "ns"), "INVALID_NS"));
+  d.ns = **ns;
+  auto key = args.GetSingle("key", "key is given more than once");
+  if (!key.ok()) return Status::InvalidArgument(key.status().message(), "INVALID_KEY");
+  if (*key != nullptr) {
+    CLICKATRON_RETURN_IF_ERROR(AsField(ValidateKeyPart(**key, "key"), "INVALID_KEY"));
+    d.key = **key;
+    const StoredKeyPart stored = StoreKeyPart(d.key);
+    d.tkey = stored.stored;
+    d.hashed = stored.hashed;
+  }
+  d.all_time = !args.Has("from") && !args.Has("to");
+  d.from_unix = 0;
+  d.to_unix = (now_unix / kSecondsPerHour + 1) * kSecondsPerHour;
+  if (args.Has("from")) {
+    auto from = HourArg(args, "from");
+    if (!from.ok()) return from.status();
+    d.from_unix = *from;
+  }
+  if (args.Has("to")) {
+    auto to = HourArg(args, "to");
+    if (!to.ok()) return to.status();
+    d.to_unix = *to;
+  }
+  if (d.to_unix <= d.from_unix) {
+    return Status::InvalidArgument(fmt::format("to ({}) must be after from ({})", d.to_unix, d.from_unix), "INVALID_TO");
+  }
+  d.created_unix = now_unix;
+  return d;
+}
+
+nlohmann::json Deletion::ToJson() const {
+  nlohmann::json cut_json = nlohmann::json::object();
+  for (const auto& [shard, cut] : cuts) cut_json[std::to_string(shard)] = cut;
+  return {{"id", id},       {"ns", ns},           {"key", key},         {"tkey", tkey},
+          {"hashed", hashed}, {"all_time", all_time}, {"from", from_unix}, {"to", to_unix},
+          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"realtime_done", realtime_done}};
+}
+
+Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
+  Deletion d;
+  try {
+    d.id = j.at("id").get<std::string>();
+    d.ns = j.at("ns").get<std::string>();
+    d.key = j.value("key", "");
+    d.tkey = j.value("tkey", "");
+    d.hashed = j.value("hashed", false);
+    d.all_time = j.value("all_time", false);
+    d.from_unix = j.at("from").get<int64_t>();
+    d.to_unix = j.at("to").get<int64_t>();
+    d.created_unix = j.value("created", int64_t{0});
+    d.owner = j.value("owner", "");
+    d.realtime_done = j.value("realtime_done", false);
+    const nlohmann::json cuts = j.value("cuts", nlohmann::json::object());  // kept: items() refers into it
+    for (const auto& [shard, cut] : cuts.items()) {
+      d.cuts[std::stoi(shard)] = cut.get<std::map<std::string, uint64_t>>();
+    }
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(fmt::format("deletion: {}", e.what()));
+  }
+  if (d.id.empty() || d.ns.empty() || d.to_unix <= d.from_unix) {
+    return Status::InvalidArgument("deletion: needs an id, a namespace and from < to");
+  }
+  return d;
+}
+
+nlohmann::json Deletion::TombstoneJson() const {
+  return {{"id", id},
+          {"ns", ns},
+          {"tkey", tkey},
+          {"lookup", hashed && all_time ? "l|" + tkey : ""},
+          {"from", from_unix},
+          {"to", to_unix}};
+}
+
+}  // namespace clickatron::api

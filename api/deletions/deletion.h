@@ -1,0 +1,53 @@
+// One deletion (POST /delete; docs/protocols.md, "Deletions"): what it
+// covers, who runs it, and how far it has come.
+//
+// A deletion covers namespace `ns` (one key, or every key) over the hours
+// [from, to), as acknowledged before it: its realtime part is a tombstone
+// on every realtime shard (realtime/tombstones.h), installed and then cut
+// at each API node's oplog head per shard, which the owner (the API node
+// that took the request) asks for after the install.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "clickatron/query_string.h"
+#include "clickatron/status.h"
+
+namespace clickatron::api {
+
+struct Deletion {
+  std::string id;
+  std::string ns;
+  std::string key;          // as given ("" = every key of ns)
+  std::string tkey;         // its stored form ("" = every key)
+  bool hashed = false;      // tkey is the hash of key (a lookup record holds key)
+  bool all_time = false;    // neither from nor to given: the key's lookup goes too
+  int64_t from_unix = 0;    // the first hour deleted
+  int64_t to_unix = 0;      // the hour after the last one deleted
+  int64_t created_unix = 0;
+  std::string owner;        // the API member that runs it
+  // Realtime shard -> API member -> the last oplog seq it had acknowledged
+  // for that shard when the deletion was made (set once, by the owner).
+  std::map<int, std::map<std::string, uint64_t>> cuts;
+  bool realtime_done = false;  // every realtime shard deleted its records and has its cut
+
+  nlohmann::json ToJson() const;
+  static Result<Deletion> FromJson(const nlohmann::json& json);
+  // The body of the realtime shard's POST /tombstone.
+  nlohmann::json TombstoneJson() const;
+};
+
+// From POST /delete's parameters (`ns` required; `key`; `from`, `to` unix
+// seconds on whole hours, defaults: the first hour there is, and the hour
+// after `now`): 400 naming the field that is wrong.
+Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix);
+
+// "del-<created>-<8 hex digits>": sorts by time, unique enough across nodes.
+std::string NewDeletionId(int64_t now_unix);
+
+}  // namespace clickatron::api

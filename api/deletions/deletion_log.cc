@@ -1,0 +1,55 @@
+#include "deletions/deletion_log.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/file_util.h"
+
+namespace clickatron::api {
+
+Result<std::unique_ptr<DeletionLog>> DeletionLog::Open(std::string dir) {
+  CLICKATRON_RETURN_IF_ERROR(MakeDirs(dir));
+  std::unique_ptr<DeletionLog> log(new DeletionLog(dir));
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(".json")) continue;  // temporaries of an interrupted write
+    auto text = ReadFileToString(entry.path().string());
+    if (!text.ok()) return text.status();
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    auto deletion = j.is_discarded() ? Result<Deletion>(Status::Corruption("not JSON")) : Deletion::FromJson(j);
+    if (!deletion.ok()) {
+      return Status::Corruption(fmt::format("{}: {}; a deletion must not be forgotten: mend or remove it by hand",
+                                            entry.path().string(), deletion.status().message()));
+    }
+    log->by_id_[deletion->id] = std::move(deletion).value();
+  }
+  if (ec) return Status::IoError(fmt::format("list {}: {}", dir, ec.message()));
+  return log;
+}
+
+Status DeletionLog::Put(const Deletion& deletion) {
+  CLICKATRON_RETURN_IF_ERROR(
+      WriteFileAtomically(fmt::format("{}/{}.json", dir_, deletion.id), deletion.ToJson().dump(2) + "\n"));
+  std::lock_guard lock(mu_);
+  by_id_[deletion.id] = deletion;
+  return Status::Ok();
+}
+
+std::optional<Deletion> DeletionLog::Get(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<Deletion> DeletionLog::All() const {
+  std::lock_guard lock(mu_);
+  std::vector<Deletion> out;
+  for (const auto& [id, d] : by_id_) out.push_back(d);
+  return out;
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,214 @@
+#include "deletions/deletion_service.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "clickatron/http_client.h"
+
+namespace clickatron::api {
+namespace {
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+nlohmann::json StatusJson(const Deletion& d) {
+  nlohmann::json j = {{"id", d.id},
+                      {"ns", d.ns},
+                      {"from", d.from_unix},
+                      {"to", d.to_unix},
+                      {"created", d.created_unix},
+                      {"owner", d.owner},
+                      {"realtime", d.realtime_done ? "done" : "pending"},
+                      // Archived hours are not yet masked on reads nor taken
+                      // out by the rebuild (docs/protocols.md, "Deletions").
+                      {"effective", false},
+                      {"physical", false}};
+  j["key"] = d.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.key);
+  return j;
+}
+
+// A POST or GET to a member, signed; OK only for a 200.
+Status Call(BlockingHttpClient& client, const MemberConfig& member, const std::string& method,
+            const std::string& target, const std::string& body, int timeout_ms, std::string* answer = nullptr) {
+  HttpRequestSpec spec;
+  spec.method = method;
+  spec.target = target;
+  spec.body = body;
+  spec.timeout_ms = timeout_ms;
+  HttpResponse r = client.Fetch(member.listen, spec);
+  if (!r.ok() || r.status_code != 200) {
+    return Status::Unavailable(fmt::format("{} {} on {}: {}", method, target, member.name, DescribeHttpAnswer(r)));
+  }
+  if (answer != nullptr) *answer = std::move(r.body);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonContext& ctx, HttpServer& server,
+                                                                  std::function<std::vector<uint64_t>()> oplog_heads) {
+  auto log = DeletionLog::Open(ctx.member.data_dir + "/deletions");
+  if (!log.ok()) return log.status();
+  std::unique_ptr<DeletionService> service(new DeletionService(ctx, std::move(log).value()));
+  service->RegisterRoutes(server, std::move(oplog_heads));
+  service->runner_ = std::thread([s = service.get()] { s->RunLoop(); });
+  return service;
+}
+
+DeletionService::~DeletionService() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (runner_.joinable()) runner_.join();
+}
+
+void DeletionService::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    work_ = true;
+  }
+  cv_.notify_all();
+}
+
+void DeletionService::RegisterRoutes(HttpServer& server, std::function<std::vector<uint64_t>()> oplog_heads) {
+  server.AdminRoute("/delete", [this](const HttpExchangePtr& ex) { HandleDelete(ex); }, kPost);
+  server.AdminRoute("/delete/", [this](const HttpExchangePtr& ex) { HandleStatus(ex); }, kGet);
+  server.InternalRoute("/delete/record", [this](const HttpExchangePtr& ex) { HandleRecord(ex); }, kPost);
+  server.InternalRoute("/deletions", [this](const HttpExchangePtr& ex) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const Deletion& d : log_->All()) all.push_back(d.ToJson());
+    ex->ReplyJson({{"deletions", std::move(all)}});
+  }, kGet);
+  server.InternalRoute("/oplog/heads", [this, heads = std::move(oplog_heads)](const HttpExchangePtr& ex) {
+    ex->ReplyJson({{"member", ctx_.member.name}, {"heads", heads()}});
+  }, kGet);
+}
+
+void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
+  auto parsed = DeletionFromArgs(ex->args(), NowUnix());
+  if (!parsed.ok()) {
+    ex->ReplyError(400, parsed.status().reason(), parsed.status().message());
+    return;
+  }
+  Deletion d = std::move(parsed).value();
+  d.id = NewDeletionId(d.created_unix);
+  d.owner = ctx_.member.name;
+  // Durable before the answer: from here it is run to its end, across restarts.
+  if (Status st = log_->Put(d); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  spdlog::info("deletion {}: ns {} key {} hours [{}, {}) accepted", d.id, d.ns, d.key.empty() ? "(every key)" : d.key,
+               d.from_unix, d.to_unix);
+  Wake();
+  ex->Reply(202, nlohmann::json{{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusJson(d)}}.dump() + "\n",
+            "application/json");
+}
+
+void DeletionService::HandleStatus(const HttpExchangePtr& ex) {
+  const std::string id = ex->path().substr(std::string_view("/delete/").size());
+  std::optional<Deletion> d = log_->Get(id);
+  if (!d) {
+    ex->ReplyError(404, "NOT_FOUND", fmt::format("no deletion {} on this node", id));
+    return;
+  }
+  ex->ReplyJson(StatusJson(*d));
+}
+
+void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
+  const nlohmann::json j = nlohmann::json::parse(ex->body(), nullptr, /*allow_exceptions=*/false);
+  auto incoming = j.is_discarded() ? Result<Deletion>(Status::InvalidArgument("not JSON")) : Deletion::FromJson(j);
+  if (!incoming.ok()) {
+    ex->ReplyError(400, "BAD_DELETION", incoming.status().message());
+    return;
+  }
+  // A record only moves forward: a late copy of an earlier state changes nothing.
+  Deletion merged = *incoming;
+  if (std::optional<Deletion> known = log_->Get(merged.id)) {
+    merged.realtime_done = merged.realtime_done || known->realtime_done;
+    if (merged.cuts.empty()) merged.cuts = known->cuts;
+  }
+  if (Status st = log_->Put(merged); !st.ok()) {
+    ex->ReplyError(st);
+    return;
+  }
+  ex->ReplyJson({{"id", merged.id}});
+}
+
+Status DeletionService::Advance(Deletion* d) {
+  BlockingHttpClient client(ctx_.cluster);
+  const std::vector<const MemberConfig*> apis = ctx_.cluster.MembersWithRole(MemberRole::kApi);
+  const std::vector<const MemberConfig*> shards = ctx_.cluster.MembersWithRole(MemberRole::kRealtime);
+  // 1. Every API node keeps a copy (its reads and the rebuild ask it).
+  for (const MemberConfig* api : apis) {
+    if (api->name == ctx_.member.name) continue;
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+  }
+  if (d->cuts.empty()) {
+    // 2. A tombstone on every realtime shard (the key's shard may differ by
+    //    day after a change of realtime_shards): each answers once its
+    //    stores hold none of the records and it refuses new ones.
+    for (const MemberConfig* shard : shards) {
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "POST", "/tombstone", d->TombstoneJson().dump(), 30000));
+    }
+    // 3. The cut: every API node's oplog heads, asked only now, so every
+    //    batch below them was either applied before a tombstone (and deleted
+    //    with the stores' records) or is still to come (and dropped).
+    std::map<int, std::map<std::string, uint64_t>> cuts;
+    for (const MemberConfig* api : apis) {
+      std::string answer;
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "GET", "/oplog/heads", "", 10000, &answer));
+      const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.contains("data") || !j["data"]["heads"].is_array()) {
+        return Status::Corruption(fmt::format("GET /oplog/heads on {}: not the expected JSON", api->name));
+      }
+      const nlohmann::json& heads = j["data"]["heads"];
+      for (size_t s = 0; s < heads.size(); ++s) cuts[static_cast<int>(s)][api->name] = heads[s].get<uint64_t>();
+    }
+    d->cuts = std::move(cuts);
+    CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
+  }
+  // 4. Each shard its cut (its own seqs of every API node).
+  for (const MemberConfig* shard : shards) {
+    std::map<std::string, uint64_t> cut;
+    if (auto it = d->cuts.find(shard->shard); it != d->cuts.end()) cut = it->second;
+    for (const MemberConfig* api : apis) cut.emplace(api->name, 0);  // a node with no batch for it yet
+    const nlohmann::json body = {{"id", d->id}, {"cut", cut}};
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "POST", "/tombstone/cut", body.dump(), 10000));
+  }
+  d->realtime_done = true;
+  CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
+  for (const MemberConfig* api : apis) {
+    if (api->name == ctx_.member.name) continue;
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+  }
+  spdlog::info("deletion {}: the realtime shards deleted its records and have its cut", d->id);
+  return Status::Ok();
+}
+
+void DeletionService::RunLoop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_ || work_; });
+    if (stop_) break;
+    work_ = false;
+    lock.unlock();
+    for (Deletion d : log_->All()) {
+      if (d.owner != ctx_.member.name || d.realtime_done) continue;
+      if (Status st = Advance(&d); !st.ok()) {
+        spdlog::warn("deletion {}: {}; retrying", d.id, st.message());
+      }
+      std::lock_guard check(mu_);
+      if (stop_) break;
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace clickatron::api

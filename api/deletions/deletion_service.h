@@ -1,0 +1,66 @@
+// Deletions on an API node (docs/protocols.md, "Deletions"):
+//
+//   POST /delete?ns=&key=&from=&to=   (admin) 202 {"id"}: recorded durably, then run
+//   GET  /delete/ID                   (admin) how far it has come
+//   POST /delete/record               (internal) a peer's copy of a deletion
+//   GET  /deletions                   (internal) every deletion this node knows
+//   GET  /oplog/heads                 (internal) this node's oplog head per realtime shard
+//
+// The node that takes a POST /delete owns it and runs it on its own thread
+// (one deletion at a time, each step retried every second until it
+// succeeds, resumed after a restart): a copy to every other API node, a
+// tombstone on every realtime shard (realtime/tombstones.h), then the cut
+// (every API node's oplog heads, asked after every tombstone is in) sent to
+// every shard. Every step is idempotent, so a retry or a resume after kill
+// -9 repeats harmlessly.
+//
+// Thread-safety: routes on the loop thread; the runner on its own.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "clickatron/daemon.h"
+#include "clickatron/http_server.h"
+#include "clickatron/status.h"
+#include "deletions/deletion_log.h"
+
+namespace clickatron::api {
+
+class DeletionService {
+ public:
+  // `oplog_heads`: the write path's OplogHeads (called on the loop thread).
+  static Result<std::unique_ptr<DeletionService>> Create(const DaemonContext& ctx, HttpServer& server,
+                                                          std::function<std::vector<uint64_t>()> oplog_heads);
+  ~DeletionService();
+  DeletionService(const DeletionService&) = delete;
+  DeletionService& operator=(const DeletionService&) = delete;
+
+ private:
+  DeletionService(const DaemonContext& ctx, std::unique_ptr<DeletionLog> log)
+      : ctx_(ctx), log_(std::move(log)) {}
+  void RegisterRoutes(HttpServer& server, std::function<std::vector<uint64_t>()> oplog_heads);
+  void HandleDelete(const HttpExchangePtr& ex);
+  void HandleStatus(const HttpExchangePtr& ex);
+  void HandleRecord(const HttpExchangePtr& ex);
+  // The runner: advances every deletion this node owns until each is done.
+  void RunLoop();
+  // One pass over a deletion's steps; OK once its realtime part is done.
+  Status Advance(Deletion* d);
+  void Wake();
+
+  const DaemonContext& ctx_;
+  std::unique_ptr<DeletionLog> log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool work_ = true;  // something to try now
+  std::thread runner_;
+};
+
+}  // namespace clickatron::api

@@ -1,0 +1,101 @@
+// `clickatron delete`: POST /delete to an API node of the cluster file (with
+// its admin token), then, unless --wait 0, GET /delete/ID until the
+// deletion's realtime part is done (docs/protocols.md, "Deletions"). Prints
+// the deletion as the API answers it, one JSON line.
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/http_client.h"
+#include "clickatron/query_string.h"
+#include "commands.h"
+
+namespace clickatron::tool {
+namespace {
+
+struct DeleteArgs {
+  std::string config = "conf/local.toml";
+  std::string ns, key, from, to;
+  int wait_s = 60;
+};
+
+Result<nlohmann::json> Ask(BlockingHttpClient& client, const MemberConfig& api, const std::string& method,
+                           const std::string& target, const std::string& token) {
+  HttpRequestSpec spec;
+  spec.method = method;
+  spec.target = target;
+  spec.bearer_token = token;
+  spec.timeout_ms = 10000;
+  HttpResponse r = client.Fetch(api.listen, spec);
+  if (!r.ok()) return Status::Unavailable(fmt::format("{}: {}", api.name, r.transport.message()));
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (r.status_code != 200 && r.status_code != 202) {
+    const std::string reason = j.is_object() ? j.value("status_txt", "") : "";
+    const std::string message = j.is_object() ? j.value("message", r.body) : r.body;
+    return Status::FailedPrecondition(fmt::format("{} {} on {}: HTTP {} {}: {}", method, target.substr(0, target.find('?')),
+                                                  api.name, r.status_code, reason, message),
+                                      reason.empty() ? "FAILED_PRECONDITION" : reason);
+  }
+  if (j.is_discarded() || !j.contains("data")) return Status::Corruption(fmt::format("{}: not the JSON envelope", api.name));
+  return j["data"];
+}
+
+Status RunDelete(const DeleteArgs& a) {
+  auto cluster = ClusterConfig::Load(a.config);
+  if (!cluster.ok()) return cluster.status();
+  BlockingHttpClient client(*cluster);
+  std::string target = "/delete?ns=" + PercentEncode(a.ns);
+  if (!a.key.empty()) target += "&key=" + PercentEncode(a.key);
+  if (!a.from.empty()) target += "&from=" + PercentEncode(a.from);
+  if (!a.to.empty()) target += "&to=" + PercentEncode(a.to);
+  // The first API node that answers takes it (and runs it).
+  Status last = Status::Unavailable("the cluster file names no API member");
+  for (const MemberConfig* api : cluster->MembersWithRole(MemberRole::kApi)) {
+    auto accepted = Ask(client, *api, "POST", target, cluster->admin_token);
+    if (!accepted.ok()) {
+      if (accepted.status().code() != StatusCode::kUnavailable) return accepted.status();  // refused: say why
+      last = accepted.status();
+      continue;
+    }
+    nlohmann::json state = *accepted;
+    const std::string id = state.value("id", "");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.wait_s);
+    while (state.value("realtime", "") != "done" && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a person waits; nothing to be told by
+      auto polled = Ask(client, *api, "GET", "/delete/" + id, cluster->admin_token);
+      if (polled.ok()) state = *polled;
+    }
+    PrintLine(state.dump());
+    if (a.wait_s > 0 && state.value("realtime", "") != "done") {
+      return Status::Unavailable(fmt::format("deletion {} is recorded but its realtime part is not done after {} s "
+                                             "(a member down?); `GET /delete/{}` follows it",
+                                             id, a.wait_s, id));
+    }
+    return Status::Ok();
+  }
+  return last;
+}
+
+void AddDeleteCommand(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("delete", "Delete what was counted for a namespace or a key over hours (POST /delete)");
+  auto a = std::make_shared<DeleteArgs>();
+  sub->add_option("-c,--config", a->config, "cluster file")->capture_default_str();
+  sub->add_option("--ns", a->ns, "namespace")->required();
+  sub->add_option("--key", a->key, "one key (as sent); without it, every key of the namespace");
+  sub->add_option("--from", a->from, "first hour deleted: unix seconds or RFC 3339 (default: the first there is)");
+  sub->add_option("--to", a->to, "the hour after the last one deleted (default: the hour after now)");
+  sub->add_option("--wait", a->wait_s, "seconds to wait for the realtime part (0: do not wait)")->capture_default_str();
+  SetDetails(sub,
+             "Exits 0 once the deletion is recorded (and, with --wait, its realtime part done); 1 when it is refused\n"
+             "(the reason is printed) or not done in time.");
+  SetAction(sub, [a] { return RunDelete(*a); });
+}
+
+const bool kDeleteRegistered = RegisterCommand(75, AddDeleteCommand);
+
+}  // namespace
+}  // namespace clickatron::tool

@@ -1,0 +1,137 @@
+// POST /delete on real daemons (two API nodes, two realtime shards): the
+// parameters checked, the deletion copied to the other API node, the key's
+// records gone from the realtime shards and nothing else, increments sent
+// after it counted, and a deletion taken just before its API node is killed
+// finished after the restart.
+#include <gtest/gtest.h>
+
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "api/ingest/cluster_fixture.h"
+#include "clickatron/ymdh.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::api::write_testing::integration_delete_test {
+namespace {
+
+constexpr const char* kToken = "erase-token";
+
+ClusterSpec TwoApiNodes() {
+  ClusterSpec spec = WriteCluster::Spec(2);
+  spec.api_nodes = 2;
+  spec.cluster.SetString("admin_token", kToken);
+  return spec;
+}
+
+class DeleteIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_.StartAll();
+    c_.Start("api-1");
+    hour_ = *YmdhFromUnix(now_);
+  }
+  HostPort Api(int i) const { return c_.Peer(fmt::format("api-{}", i)); }
+  void Incr(const std::string& lines) {
+    HttpResponse r = HttpPost(Api(0), "/incr", lines);
+    ASSERT_EQ(r.status_code, 200) << r.body;
+    ASSERT_TRUE(clickatron::testing::WaitFor([&] { return c_.Drained(); }));
+  }
+  // 202 and the id, or the status and reason.
+  std::pair<int, std::string> Delete(const std::string& query, const std::string& token = kToken) {
+    HttpResponse r = HttpPost(Api(0), "/delete?" + query, "", 10000, token);
+    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (r.status_code == 202) return {202, j["data"]["id"].get<std::string>()};
+    return {r.status_code, j.is_object() ? j.value("status_txt", "") : r.body};
+  }
+  nlohmann::json Status(int api, const std::string& id) {
+    HttpResponse r = HttpGet(Api(api), "/delete/" + id, 5000, kToken);
+    nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    return r.status_code == 200 && j.is_object() ? j["data"] : nlohmann::json();
+  }
+  bool RealtimeDone(int api, const std::string& id) {
+    return clickatron::testing::WaitFor([&] {
+      nlohmann::json s = Status(api, id);
+      return s.is_object() && s["realtime"] == "done";
+    });
+  }
+
+  WriteCluster c_{TwoApiNodes()};
+  const int64_t now_ = static_cast<int64_t>(std::time(nullptr));
+  std::string hour_;
+};
+
+TEST_F(DeleteIntegration, RefusesBadParametersNamingTheField) {
+  EXPECT_EQ(Delete("ns=u&key=k", "").first, 401);
+  EXPECT_EQ(Delete("key=k"), std::make_pair(400, std::string("INVALID_NS")));
+  EXPECT_EQ(Delete("ns=u.x&key=k"), std::make_pair(400, std::string("INVALID_NS")));
+  EXPECT_EQ(Delete("ns=u&key=k&from=5"), std::make_pair(400, std::string("INVALID_FROM")));
+  EXPECT_EQ(Delete("ns=u&key=k&to=soon"), std::make_pair(400, std::string("INVALID_TO")));
+  EXPECT_EQ(Delete("ns=u&key=k&from=7200&to=3600"), std::make_pair(400, std::string("INVALID_TO")));
+  EXPECT_EQ(Delete("ns=u&key=k&key=j"), std::make_pair(400, std::string("INVALID_KEY")));
+  EXPECT_EQ(HttpGet(Api(0), "/delete/del-1-00000000", 5000, kToken).status_code, 404);
+  // Deleting nothing is accepted, and finishes.
+  auto [status, id] = Delete("ns=nothing&key=nobody");
+  ASSERT_EQ(status, 202);
+  EXPECT_TRUE(RealtimeDone(0, id));
+}
+
+TEST_F(DeleteIntegration, TakesOutTheKeysRealtimeRecordsOnlyAndCountsWhatComesAfter) {
+  Incr(fmt::format("ns=u&key=victim&ts={0}&value=5&sub=c:US\nns=u&key=bystander&ts={0}&value=3\n"
+                   "ns=v&key=victim&ts={0}&value=2\n",
+                   now_));
+  ASSERT_EQ(c_.Counters("u|victim.")[fmt::format("u|victim.{}", hour_)], 5);
+  auto [status, id] = Delete("ns=u&key=victim");
+  ASSERT_EQ(status, 202) << id;
+  // Run by api-0, copied to api-1, which answers for it too.
+  ASSERT_TRUE(RealtimeDone(1, id)) << c_.LogTail("api-0") << c_.LogTail("api-1");
+  EXPECT_TRUE(c_.Records("u|victim.").empty());
+  EXPECT_TRUE(c_.Records("c.u|victim.").empty());
+  EXPECT_EQ(c_.Counters("u|bystander.")[fmt::format("u|bystander.{}", hour_)], 3);
+  EXPECT_EQ(c_.Counters("v|victim.")[fmt::format("v|victim.{}", hour_)], 2);
+  // After the deletion: counted as usual, in the deleted hour too.
+  Incr(fmt::format("ns=u&key=victim&ts={}&value=4\n", now_));
+  EXPECT_EQ(c_.Counters("u|victim.")[fmt::format("u|victim.{}", hour_)], 4);
+  nlohmann::json s = Status(0, id);
+  EXPECT_EQ(s["ns"], "u");
+  EXPECT_EQ(s["key"], "victim");
+  EXPECT_EQ(s["owner"], "api-0");
+}
+
+TEST_F(DeleteIntegration, ADeletionTakenJustBeforeKill9IsFinishedAfterTheRestart) {
+  Incr(fmt::format("ns=u&key=gone&ts={}&value=6\n", now_));
+  c_.Kill("realtime-1");  // the deletion cannot finish while a shard is down
+  auto [status, id] = Delete("ns=u&key=gone");
+  ASSERT_EQ(status, 202) << id;
+  c_.Kill("api-0");
+  c_.Start("realtime-1");
+  c_.Start("api-0");
+  ASSERT_TRUE(RealtimeDone(0, id));
+  EXPECT_TRUE(c_.Records("u|gone.").empty());
+}
+
+// `clickatron delete` wraps it: refused with the reason, or done and printed.
+TEST_F(DeleteIntegration, TheOperatorToolDeletesAndWaitsForTheRealtimePart) {
+  Incr(fmt::format("ns=u&key=tool&ts={}&value=2\n", now_));
+  std::string out;
+  const std::string tool = clickatron::testing::BinaryPath("clickatron");
+  EXPECT_EQ(clickatron::testing::RunCommand({tool, "delete", "--config", c_.config(), "--ns", "u", "--key", "tool",
+                                             "--from", "5"},
+                                            &out),
+            1);
+  EXPECT_NE(out.find("INVALID_FROM"), std::string::npos) << out;
+  ASSERT_EQ(clickatron::testing::RunCommand({tool, "delete", "--config", c_.config(), "--ns", "u", "--key", "tool"},
+                                            &out),
+            0)
+      << out;
+  const nlohmann::json printed = nlohmann::json::parse(out.substr(0, out.find('\n')), nullptr, false);
+  ASSERT_TRUE(printed.is_object()) << out;
+  EXPECT_EQ(printed["realtime"], "done");
+  EXPECT_EQ(printed["key"], "tool");
+  EXPECT_TRUE(c_.Records("u|tool.").empty());
+}
+
+}  // namespace
+}  // namespace clickatron::api::write_testing::integration_delete_test
