@@ -76,6 +76,12 @@ Result<Tombstones> Tombstones::Load(ShardStore* store) {
     return Status::Corruption("the store's tombstones are not the JSON they were written as");
   }
   set.epoch_ = j.value("epoch", uint64_t{0});
+  if (j.contains("retired") && j["retired"].is_array()) {
+    for (const nlohmann::json& r : j["retired"]) {
+      if (!r.is_object() || !r.contains("id") || !r.contains("cut")) continue;
+      set.retired_.emplace_back(r["id"].get<std::string>(), r["cut"].get<std::map<std::string, uint64_t>>());
+    }
+  }
   for (const nlohmann::json& t : j["all"]) {
     auto tombstone = Tombstone::FromJson(t);
     if (!tombstone.ok()) return Status::Corruption(tombstone.status().message());
@@ -87,7 +93,9 @@ Result<Tombstones> Tombstones::Load(ShardStore* store) {
 Status Tombstones::Persist() const {
   nlohmann::json all = nlohmann::json::array();
   for (const Tombstone& t : all_) all.push_back(t.ToJson());
-  const nlohmann::json doc = {{"epoch", epoch_}, {"all", std::move(all)}};
+  nlohmann::json retired = nlohmann::json::array();
+  for (const auto& [id, cut] : retired_) retired.push_back({{"id", id}, {"cut", cut}});
+  const nlohmann::json doc = {{"epoch", epoch_}, {"all", std::move(all)}, {"retired", std::move(retired)}};
   return store_->PutMeta(kMetaKey, doc.dump(), /*sync=*/true);
 }
 
@@ -96,8 +104,20 @@ const Tombstone* Tombstones::Find(const std::string& id) const {
   return it == all_.end() ? nullptr : &*it;
 }
 
+const std::map<std::string, uint64_t>* Tombstones::RetiredCut(const std::string& id) const {
+  for (const auto& [retired_id, cut] : retired_) {
+    if (retired_id == id) return &cut;
+  }
+  return nullptr;
+}
+
 Result<Tombstone> Tombstones::Install(Tombstone t) {
   if (const Tombstone* known = Find(t.id)) return *known;
+  if (const auto* cut = RetiredCut(t.id)) {  // done and retired: a late retry
+    t.deleted = true;
+    t.cut = *cut;
+    return t;
+  }
   t.epoch = epoch_ + 1;
   t.deleted = false;
   t.cut.reset();
@@ -121,7 +141,14 @@ Status Tombstones::MarkDeleted(const std::string& id) {
 
 Status Tombstones::SetCut(const std::string& id, std::map<std::string, uint64_t> cut) {
   auto it = std::find_if(all_.begin(), all_.end(), [&](const Tombstone& t) { return t.id == id; });
-  if (it == all_.end()) return Status::NotFound(fmt::format("no tombstone {} here: install it first", id));
+  if (it == all_.end()) {
+    if (const auto* retired = RetiredCut(id)) {
+      return *retired == cut ? Status::Ok()
+                             : Status::FailedPrecondition(fmt::format("tombstone {} was retired with another cut", id),
+                                                          "CUT_CHANGED");
+    }
+    return Status::NotFound(fmt::format("no tombstone {} here: install it first", id));
+  }
   if (it->cut) {
     if (*it->cut == cut) return Status::Ok();
     return Status::FailedPrecondition(fmt::format("tombstone {} already has another cut", id), "CUT_CHANGED");
@@ -136,22 +163,28 @@ Status Tombstones::Retire(const std::map<std::string, uint64_t>& durable) {
     if (!t.cut || !t.deleted) return false;
     for (const auto& [source, seq] : *t.cut) {
       auto it = durable.find(source);
-      if (it == durable.end() || it->second < seq) return false;
+      if ((it == durable.end() ? 0 : it->second) < seq) return false;
     }
+    retired_.emplace_back(t.id, *t.cut);
     return true;
   });
-  return all_.size() == before ? Status::Ok() : Persist();
+  if (all_.size() == before) return Status::Ok();
+  if (retired_.size() > kRememberedRetired) {
+    retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(retired_.size() - kRememberedRetired));
+  }
+  return Persist();
 }
 
-Tombstones::Verdict Tombstones::Filter(const std::string& source, uint64_t seq, ParsedBatch* batch,
-                                       uint64_t* dropped) const {
+TombstoneVerdict FilterBatch(const std::vector<Tombstone>& all, const std::string& source, uint64_t seq,
+                             ParsedBatch* batch, uint64_t* dropped) {
+  using Verdict = TombstoneVerdict;
   *dropped = 0;
-  if (all_.empty()) return Verdict::kApply;
+  if (all.empty()) return Verdict::kApply;
   // The tombstones that take this batch's matching lines out (its seq at or
   // below the cut), and whether a pending one matches anything.
   std::vector<const Tombstone*> cutting;
   std::vector<const Tombstone*> pending;
-  for (const Tombstone& t : all_) {
+  for (const Tombstone& t : all) {
     if (!t.cut) {
       pending.push_back(&t);
       continue;
@@ -164,13 +197,13 @@ Tombstones::Verdict Tombstones::Filter(const std::string& source, uint64_t seq, 
     return std::any_of(set.begin(), set.end(), [&](const Tombstone* t) { return t->Matches(key); });
   };
   for (const BatchLine& line : batch->lines) {
-    if (any(pending, line.key)) return Verdict::kRefuse;
+    if (!line.lookup && any(pending, line.key)) return Verdict::kRefuse;
   }
-  if (cutting.empty()) return Verdict::kApply;
   std::vector<BatchLine> kept;
   kept.reserve(batch->lines.size());
   for (const BatchLine& line : batch->lines) {
-    if (!any(cutting, line.key)) {
+    const bool drop = any(cutting, line.key) || (line.lookup && any(pending, line.key));
+    if (!drop) {
       kept.push_back(line);
       continue;
     }

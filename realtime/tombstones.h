@@ -18,13 +18,16 @@
 //      matching line of a batch at or below its node's cut was acknowledged
 //      before the deletion: dropped. One above it came after: applied.
 //
-// Batches that carried no matching line are never held up. A tombstone is
-// retired once every API node's durable watermark here has reached its cut
-// (no batch at or below it can be sent again).
+// Batches that carried no matching line are never held up. A lookup line
+// is never a reason to refuse a batch (a lookup is shared by every record
+// naming the value): while pending, a matching one is dropped. A tombstone
+// is retired once every API node's durable watermark here has reached its
+// cut (no batch at or below it can be sent again); its id and cut are
+// remembered (the last kRememberedRetired of them), so a retried install or
+// cut of it is answered as done.
 //
-// Each tombstone gets the shard's next epoch on install; an export names
-// the epoch it was made at (X-Tombstone-Epoch), so the rebuild knows which
-// exports may still hold a deletion's records.
+// Each tombstone gets the shard's next epoch on install (for the rebuild,
+// to tell exports made before it from those made after).
 //
 // Persisted as one JSON document in the store's metadata ("tombstones"),
 // with a synced write at each change.
@@ -64,6 +67,13 @@ struct Tombstone {
   static Result<Tombstone> FromJson(const nlohmann::json& json);
 };
 
+class Tombstones;
+
+// What a batch of `source` at `seq` may add under `all` (Tombstones::Filter).
+enum class TombstoneVerdict { kApply, kRefuse };
+TombstoneVerdict FilterBatch(const std::vector<Tombstone>& all, const std::string& source, uint64_t seq,
+                             ParsedBatch* batch, uint64_t* dropped);
+
 class Tombstones {
  public:
   // Loads the persisted set (none in a new store).
@@ -75,14 +85,19 @@ class Tombstones {
   Status MarkDeleted(const std::string& id);
   // NOT_FOUND for an unknown id; a second cut must be the same one.
   Status SetCut(const std::string& id, std::map<std::string, uint64_t> cut);
-  // Drops the tombstones whose cut every source's durable watermark has reached.
+  // Drops the tombstones whose cut every source's durable watermark has
+  // reached (a source with none counts as 0).
   Status Retire(const std::map<std::string, uint64_t>& durable);
+  // A retired tombstone's cut, if it is still remembered.
+  const std::map<std::string, uint64_t>* RetiredCut(const std::string& id) const;
 
-  enum class Verdict { kApply, kRefuse };
+  using Verdict = TombstoneVerdict;
   // What a batch of `source` at `seq` may add: kRefuse (503) when a pending
   // tombstone matches one of its lines; else its lines that a cut tombstone
   // takes out are removed from *batch (*dropped counts them).
-  Verdict Filter(const std::string& source, uint64_t seq, ParsedBatch* batch, uint64_t* dropped) const;
+  Verdict Filter(const std::string& source, uint64_t seq, ParsedBatch* batch, uint64_t* dropped) const {
+    return FilterBatch(all_, source, seq, batch, dropped);
+  }
 
   const std::vector<Tombstone>& all() const { return all_; }
   const Tombstone* Find(const std::string& id) const;
@@ -93,8 +108,12 @@ class Tombstones {
   explicit Tombstones(ShardStore* store) : store_(store) {}
   Status Persist() const;
 
+  static constexpr size_t kRememberedRetired = 1000;
+
   ShardStore* store_;
   std::vector<Tombstone> all_;
+  // Retired ids and their cuts, oldest first.
+  std::vector<std::pair<std::string, std::map<std::string, uint64_t>>> retired_;
   uint64_t epoch_ = 0;  // tombstones ever installed here
 };
 

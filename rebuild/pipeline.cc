@@ -34,11 +34,6 @@
 namespace clickatron::rebuild {
 namespace {
 
-// One rebuild (a run, or a load --now) at a time per work dir.
-Result<std::unique_ptr<FileLock>> LockWorkDir(const WorkDir& work) {
-  return FileLock::Acquire(work.root(), "lock", fmt::format("another clickatron-rebuild is running on {}", work.root()));
-}
-
 // Generations before `keep` are gone from the serving tier (the backups hold
 // them): their builds, and copies fetched from replicas, which are only
 // needed while they are the previous generation.

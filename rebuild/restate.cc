@@ -112,13 +112,6 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   range.ns = options.ns;
   range.from_unix = *from * kSecondsPerDay;
   range.to_unix = (*to + 1) * kSecondsPerDay;
-  // Sealed first, so what each API node took before this moment is in files
-  // listed here, and anything later in files that are not.
-  auto late_before = SealAndListLateFiles(cluster, options.http_timeout_ms);
-  if (!late_before.ok()) {
-    return late_before.status().WithContext(
-        "a restatement needs every API node to seal its late data (to tell what came before it from what came after)");
-  }
   const WorkDir work(cluster.rebuild.work_dir);
   BulkLoadOptions load;
   load.files = options.files;
@@ -126,8 +119,23 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   load.max_bad_line_ratio = options.max_bad_line_ratio;
   load.check_prior = false;  // a replacement twice is the same replacement
   load.accept = [range, range_text](std::string_view line) { return CheckRestatedLine(line, range, range_text); };
+  // The seal comes last, just before the marker, under the work dir's lock
+  // (held until the marker is written): no generation can fold a late file
+  // sealed after it before this restatement is in the queue, where it would
+  // be superseded by it although it came after it.
+  std::unique_ptr<FileLock> lock;
   load.before_marker = [&](const std::string& id) -> Status {
     if (options.keys_in_file) CLICKATRON_RETURN_IF_ERROR(WriteRestatedKeys(work, id));
+    auto locked = LockWorkDir(work);
+    if (!locked.ok()) return locked.status();
+    lock = std::move(locked).value();
+    // Sealed now, so what each API node took before this moment is in files
+    // listed here, and anything later in files that are not.
+    auto late_before = SealAndListLateFiles(cluster, options.http_timeout_ms);
+    if (!late_before.ok()) {
+      return late_before.status().WithContext("a restatement needs every API node to seal its late data (to tell "
+                                              "what came before it from what came after)");
+    }
     nlohmann::json late = nlohmann::json::object();
     for (const auto& [member, names] : *late_before) late[member] = names;
     const nlohmann::json restate = {{"ns", options.ns},
@@ -140,6 +148,7 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
     return WriteFileAtomically(work.QueueRestate(id), restate.dump(2) + "\n");
   };
   auto queued = QueueBulkLoad(cluster, load);
+  lock.reset();
   if (!queued.ok()) return queued.status();
   spdlog::info("restatement {} of {} over {} queued{}", queued->id, options.ns, range_text,
                options.keys_in_file ? " (only the keys in its files)" : "");

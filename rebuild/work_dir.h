@@ -30,7 +30,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "clickatron/file_lock.h"
+#include "clickatron/status.h"
 
 namespace clickatron::rebuild {
 
@@ -78,5 +82,10 @@ class WorkDir {
  private:
   std::string root_;
 };
+
+// One rebuild (a run, a load --now, a restatement's seal) at a time per work dir.
+inline Result<std::unique_ptr<FileLock>> LockWorkDir(const WorkDir& work) {
+  return FileLock::Acquire(work.root(), "lock", "another clickatron-rebuild is running on " + work.root());
+}
 
 }  // namespace clickatron::rebuild

@@ -1,5 +1,7 @@
 #include "deletions/deletion.h"
 
+#include <algorithm>
+#include <cctype>
 #include <random>
 
 #include <fmt/format.h>
@@ -65,7 +67,22 @@ Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix) {
     d.to_unix = *to;
   }
   if (d.to_unix <= d.from_unix) {
-    return Status::InvalidArgument(fmt::format("to ({}) must be after from ({})", d.to_unix, d.from_unix), "INVALID_TO");
+    // Name the field that was given: a `from` past the default `to` is the from's fault.
+    const bool to_given = args.Has("to");
+    return Status::InvalidArgument(
+        to_given ? fmt::format("to ({}) must be after from ({})", d.to_unix, d.from_unix)
+                 : fmt::format("from ({}) must be before the hour after now ({})", d.from_unix, d.to_unix),
+        to_given ? "INVALID_TO" : "INVALID_FROM");
+  }
+  auto id = args.GetSingle("id", "id is given more than once");
+  if (!id.ok()) return Status::InvalidArgument(id.status().message(), "INVALID_ID");
+  if (*id != nullptr) {
+    const std::string& text = **id;
+    const bool well_formed = !text.empty() && text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_';
+    });
+    if (!well_formed) return Status::InvalidArgument("id must be 1-64 characters of [A-Za-z0-9_-]", "INVALID_ID");
+    d.id = text;
   }
   d.created_unix = now_unix;
   return d;
@@ -76,7 +93,8 @@ nlohmann::json Deletion::ToJson() const {
   for (const auto& [shard, cut] : cuts) cut_json[std::to_string(shard)] = cut;
   return {{"id", id},       {"ns", ns},           {"key", key},         {"tkey", tkey},
           {"hashed", hashed}, {"all_time", all_time}, {"from", from_unix}, {"to", to_unix},
-          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"realtime_done", realtime_done}};
+          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"realtime_done", realtime_done},
+          {"peers_told", peers_told}};
 }
 
 Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
@@ -93,6 +111,7 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
     d.created_unix = j.value("created", int64_t{0});
     d.owner = j.value("owner", "");
     d.realtime_done = j.value("realtime_done", false);
+    d.peers_told = j.value("peers_told", false);
     const nlohmann::json cuts = j.value("cuts", nlohmann::json::object());  // kept: items() refers into it
     for (const auto& [shard, cut] : cuts.items()) {
       d.cuts[std::stoi(shard)] = cut.get<std::map<std::string, uint64_t>>();

@@ -35,6 +35,7 @@ struct Deletion {
   // for that shard when the deletion was made (set once, by the owner).
   std::map<int, std::map<std::string, uint64_t>> cuts;
   bool realtime_done = false;  // every realtime shard deleted its records and has its cut
+  bool peers_told = false;     // every other API node has the record with realtime_done
 
   nlohmann::json ToJson() const;
   static Result<Deletion> FromJson(const nlohmann::json& json);
@@ -44,7 +45,8 @@ struct Deletion {
 
 // From POST /delete's parameters (`ns` required; `key`; `from`, `to` unix
 // seconds on whole hours, defaults: the first hour there is, and the hour
-// after `now`): 400 naming the field that is wrong.
+// after `now`; `id`, a client's own id for it, so a retry is the same
+// deletion): 400 naming the field that is wrong.
 Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix);
 
 // "del-<created>-<8 hex digits>": sorts by time, unique enough across nodes.

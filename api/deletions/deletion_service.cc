@@ -97,7 +97,17 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
     return;
   }
   Deletion d = std::move(parsed).value();
-  d.id = NewDeletionId(d.created_unix);
+  if (!d.id.empty()) {
+    // The client's own id: a retry of a request this node already took is that deletion.
+    if (std::optional<Deletion> known = log_->Get(d.id)) {
+      ex->Reply(202, nlohmann::json{{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusJson(*known)}}
+                             .dump() + "\n",
+                "application/json");
+      return;
+    }
+  } else {
+    d.id = NewDeletionId(d.created_unix);
+  }
   d.owner = ctx_.member.name;
   // Durable before the answer: from here it is run to its end, across restarts.
   if (Status st = log_->Put(d); !st.ok()) {
@@ -132,6 +142,7 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
   Deletion merged = *incoming;
   if (std::optional<Deletion> known = log_->Get(merged.id)) {
     merged.realtime_done = merged.realtime_done || known->realtime_done;
+    merged.peers_told = merged.peers_told || known->peers_told;
     if (merged.cuts.empty()) merged.cuts = known->cuts;
   }
   if (Status st = log_->Put(merged); !st.ok()) {
@@ -145,16 +156,36 @@ Status DeletionService::Advance(Deletion* d) {
   BlockingHttpClient client(ctx_.cluster);
   const std::vector<const MemberConfig*> apis = ctx_.cluster.MembersWithRole(MemberRole::kApi);
   const std::vector<const MemberConfig*> shards = ctx_.cluster.MembersWithRole(MemberRole::kRealtime);
-  // 1. Every API node keeps a copy (its reads and the rebuild ask it).
-  for (const MemberConfig* api : apis) {
-    if (api->name == ctx_.member.name) continue;
-    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+  auto stopping = [this] {
+    std::lock_guard lock(mu_);
+    return stop_;
+  };
+  const Status stopped = Status::Unavailable("stopping");
+  if (!d->realtime_done) {
+    // 1. Every API node keeps a copy (its reads and the rebuild ask it).
+    for (const MemberConfig* api : apis) {
+      if (api->name == ctx_.member.name) continue;
+      if (stopping()) return stopped;
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+    }
   }
   if (d->cuts.empty()) {
+    // Every member the next steps need answers now: a tombstone makes its
+    // shard refuse batches adding to the deleted records until the cut
+    // comes, so it is installed only when the cut can follow at once.
+    for (const MemberConfig* api : apis) {
+      if (stopping()) return stopped;
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "GET", "/oplog/heads", "", 5000));
+    }
+    for (const MemberConfig* shard : shards) {
+      if (stopping()) return stopped;
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "GET", "/tombstones", "", 5000));
+    }
     // 2. A tombstone on every realtime shard (the key's shard may differ by
     //    day after a change of realtime_shards): each answers once its
     //    stores hold none of the records and it refuses new ones.
     for (const MemberConfig* shard : shards) {
+      if (stopping()) return stopped;
       CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "POST", "/tombstone", d->TombstoneJson().dump(), 30000));
     }
     // 3. The cut: every API node's oplog heads, asked only now, so every
@@ -162,6 +193,7 @@ Status DeletionService::Advance(Deletion* d) {
     //    with the stores' records) or is still to come (and dropped).
     std::map<int, std::map<std::string, uint64_t>> cuts;
     for (const MemberConfig* api : apis) {
+      if (stopping()) return stopped;
       std::string answer;
       CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "GET", "/oplog/heads", "", 10000, &answer));
       const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
@@ -174,22 +206,29 @@ Status DeletionService::Advance(Deletion* d) {
     d->cuts = std::move(cuts);
     CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
   }
-  // 4. Each shard its cut (its own seqs of every API node).
-  for (const MemberConfig* shard : shards) {
-    std::map<std::string, uint64_t> cut;
-    if (auto it = d->cuts.find(shard->shard); it != d->cuts.end()) cut = it->second;
-    for (const MemberConfig* api : apis) cut.emplace(api->name, 0);  // a node with no batch for it yet
-    const nlohmann::json body = {{"id", d->id}, {"cut", cut}};
-    CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "POST", "/tombstone/cut", body.dump(), 10000));
+  if (!d->realtime_done) {
+    // 4. Each shard its cut (its own seqs of every API node). A shard that
+    //    retired the tombstone since remembers its cut and answers 200.
+    for (const MemberConfig* shard : shards) {
+      if (stopping()) return stopped;
+      std::map<std::string, uint64_t> cut;
+      if (auto it = d->cuts.find(shard->shard); it != d->cuts.end()) cut = it->second;
+      for (const MemberConfig* api : apis) cut.emplace(api->name, 0);  // a node with no batch for it yet
+      const nlohmann::json body = {{"id", d->id}, {"cut", cut}};
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "POST", "/tombstone/cut", body.dump(), 10000));
+    }
+    d->realtime_done = true;
+    CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
+    spdlog::info("deletion {}: the realtime shards deleted its records and have its cut", d->id);
   }
-  d->realtime_done = true;
-  CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
+  // 5. The other API nodes learn it is done (they answer GET /delete/ID too).
   for (const MemberConfig* api : apis) {
     if (api->name == ctx_.member.name) continue;
+    if (stopping()) return stopped;
     CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
   }
-  spdlog::info("deletion {}: the realtime shards deleted its records and have its cut", d->id);
-  return Status::Ok();
+  d->peers_told = true;
+  return log_->Put(*d);
 }
 
 void DeletionService::RunLoop() {
@@ -200,7 +239,7 @@ void DeletionService::RunLoop() {
     work_ = false;
     lock.unlock();
     for (Deletion d : log_->All()) {
-      if (d.owner != ctx_.member.name || d.realtime_done) continue;
+      if (d.owner != ctx_.member.name || (d.realtime_done && d.peers_told)) continue;
       if (Status st = Advance(&d); !st.ok()) {
         spdlog::warn("deletion {}: {}; retrying", d.id, st.message());
       }

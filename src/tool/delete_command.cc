@@ -1,9 +1,13 @@
-// `clickatron delete`: POST /delete to an API node of the cluster file (with
-// its admin token), then, unless --wait 0, GET /delete/ID until the
-// deletion's realtime part is done (docs/protocols.md, "Deletions"). Prints
-// the deletion as the API answers it, one JSON line.
+// `clickatron delete`: POST /delete to one API node of the cluster file
+// (with its admin token and an id of its own, so that rerunning a request
+// whose answer was lost names the same deletion), then, unless --wait 0,
+// GET /delete/ID until the deletion's realtime part is done
+// (docs/protocols.md, "Deletions"). Prints the deletion as the API answers
+// it, one JSON line. One node only: another node would not know the id and
+// would take it as a second deletion, with a later cut.
 #include <chrono>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -20,6 +24,8 @@ namespace {
 struct DeleteArgs {
   std::string config = "conf/local.toml";
   std::string ns, key, from, to;
+  std::string api;  // "" = the first API member of the cluster file
+  std::string id;   // "" = made here
   int wait_s = 60;
 };
 
@@ -52,32 +58,40 @@ Status RunDelete(const DeleteArgs& a) {
   if (!a.key.empty()) target += "&key=" + PercentEncode(a.key);
   if (!a.from.empty()) target += "&from=" + PercentEncode(a.from);
   if (!a.to.empty()) target += "&to=" + PercentEncode(a.to);
-  // The first API node that answers takes it (and runs it).
-  Status last = Status::Unavailable("the cluster file names no API member");
-  for (const MemberConfig* api : cluster->MembersWithRole(MemberRole::kApi)) {
-    auto accepted = Ask(client, *api, "POST", target, cluster->admin_token);
-    if (!accepted.ok()) {
-      if (accepted.status().code() != StatusCode::kUnavailable) return accepted.status();  // refused: say why
-      last = accepted.status();
-      continue;
+  const MemberConfig* api = nullptr;
+  for (const MemberConfig* m : cluster->MembersWithRole(MemberRole::kApi)) {
+    if (a.api.empty() || m->name == a.api) {
+      api = m;
+      break;
     }
-    nlohmann::json state = *accepted;
-    const std::string id = state.value("id", "");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.wait_s);
-    while (state.value("realtime", "") != "done" && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a person waits; nothing to be told by
-      auto polled = Ask(client, *api, "GET", "/delete/" + id, cluster->admin_token);
-      if (polled.ok()) state = *polled;
-    }
-    PrintLine(state.dump());
-    if (a.wait_s > 0 && state.value("realtime", "") != "done") {
-      return Status::Unavailable(fmt::format("deletion {} is recorded but its realtime part is not done after {} s "
-                                             "(a member down?); `GET /delete/{}` follows it",
-                                             id, a.wait_s, id));
-    }
-    return Status::Ok();
   }
-  return last;
+  if (api == nullptr) {
+    return Status::InvalidArgument(a.api.empty() ? "the cluster file names no API member"
+                                                 : fmt::format("no API member {} in {}", a.api, a.config));
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  std::random_device device;
+  const std::string id = a.id.empty() ? fmt::format("del-{}-{:08x}", now, device()) : a.id;
+  target += "&id=" + PercentEncode(id);
+  auto accepted = Ask(client, *api, "POST", target, cluster->admin_token);
+  if (!accepted.ok()) {
+    return accepted.status().WithContext(fmt::format("deletion {} (rerun with --id {} if it may have been taken)", id, id));
+  }
+  nlohmann::json state = *accepted;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.wait_s);
+  while (state.value("realtime", "") != "done" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a person waits; nothing to be told by
+    auto polled = Ask(client, *api, "GET", "/delete/" + id, cluster->admin_token);
+    if (polled.ok()) state = *polled;
+  }
+  PrintLine(state.dump());
+  if (a.wait_s > 0 && state.value("realtime", "") != "done") {
+    return Status::Unavailable(fmt::format("deletion {} is recorded but its realtime part is not done after {} s "
+                                           "(a member down?); `GET /delete/{}` follows it",
+                                           id, a.wait_s, id));
+  }
+  return Status::Ok();
 }
 
 void AddDeleteCommand(CLI::App& app) {
@@ -88,6 +102,8 @@ void AddDeleteCommand(CLI::App& app) {
   sub->add_option("--key", a->key, "one key (as sent); without it, every key of the namespace");
   sub->add_option("--from", a->from, "first hour deleted: unix seconds or RFC 3339 (default: the first there is)");
   sub->add_option("--to", a->to, "the hour after the last one deleted (default: the hour after now)");
+  sub->add_option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
+  sub->add_option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
   sub->add_option("--wait", a->wait_s, "seconds to wait for the realtime part (0: do not wait)")->capture_default_str();
   SetDetails(sub,
              "Exits 0 once the deletion is recorded (and, with --wait, its realtime part done); 1 when it is refused\n"

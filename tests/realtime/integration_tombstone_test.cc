@@ -126,6 +126,20 @@ TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCu
   }));
   EXPECT_EQ(Send("api-0", 3, victim + ",6\n"), 200);
   EXPECT_EQ(Value(victim), "6");
+  // Retired, but remembered: a retried install deletes nothing more, and
+  // a retried cut is taken as the one it had (a different one is not).
+  EXPECT_EQ(Install("d1", "victim")["deleted_records"], 0);
+  EXPECT_EQ(Value(victim), "6");
+  Cut("d1", {{"api-0", 2}});
+  EXPECT_EQ(daemon_.Post("/tombstone/cut", R"({"id":"d1","cut":{"api-0":3}})").status_code, 409);
+  // A source the shard has no watermark of counts as 0: a cut of 0 for it
+  // does not keep a tombstone alive.
+  Install("d2", "victim");
+  Cut("d2", {{"api-0", 3}, {"api-1", 0}});
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] {
+    HttpResponse r = daemon_.Get("/tombstones");
+    return r.status_code == 200 && nlohmann::json::parse(r.body, nullptr, false)["data"]["tombstones"].empty();
+  }));
 }
 
 }  // namespace

@@ -56,5 +56,35 @@ TEST(Tombstone, ReadsBackWhatItWrites) {
   EXPECT_FALSE(Tombstone::FromJson(bad).ok());
 }
 
+TEST(Tombstone, APendingOneRefusesCountersButNeverForALookup) {
+  const std::string in = Hour(kDay, 4);
+  const std::string body = "u|other." + in + ",1\nl|h0aMB8AuNw4=,http://www.facebook.com/\n";
+  auto batch = ParseBatch(body);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  Tombstone pending = DayOf("k", "l|h0aMB8AuNw4=");
+  Tombstone cut = DayOf("other");
+  cut.id = "d2";
+  cut.deleted = true;
+  cut.cut = std::map<std::string, uint64_t>{{"api-0", 5}};
+  const std::vector<Tombstone> set = {pending, cut};
+  uint64_t dropped = 0;
+  // The lookup of a pending tombstone is dropped, not a reason to refuse;
+  // the counter under a cut at or below it is dropped too.
+  EXPECT_EQ(FilterBatch(set, "api-0", 5, &*batch, &dropped), TombstoneVerdict::kApply);
+  EXPECT_EQ(dropped, 2u);
+  EXPECT_TRUE(batch->lines.empty());
+  // Above the cut the counter stays.
+  const std::string later_body = "u|other." + in + ",1\n";  // the batch's lines are views into it
+  auto later = ParseBatch(later_body);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(FilterBatch(set, "api-0", 6, &*later, &dropped), TombstoneVerdict::kApply);
+  EXPECT_EQ(later->lines.size(), 1u);
+  // A counter the pending one matches: refused.
+  const std::string refused_body = "u|k." + in + ",1\n";
+  auto refused = ParseBatch(refused_body);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(FilterBatch(set, "api-0", 6, &*refused, &dropped), TombstoneVerdict::kRefuse);
+}
+
 }  // namespace
 }  // namespace clickatron::realtime::tombstones_test

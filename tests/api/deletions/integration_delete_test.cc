@@ -71,7 +71,15 @@ TEST_F(DeleteIntegration, RefusesBadParametersNamingTheField) {
   EXPECT_EQ(Delete("ns=u&key=k&to=soon"), std::make_pair(400, std::string("INVALID_TO")));
   EXPECT_EQ(Delete("ns=u&key=k&from=7200&to=3600"), std::make_pair(400, std::string("INVALID_TO")));
   EXPECT_EQ(Delete("ns=u&key=k&key=j"), std::make_pair(400, std::string("INVALID_KEY")));
+  EXPECT_EQ(Delete("ns=u&key=k&id=no/slash"), std::make_pair(400, std::string("INVALID_ID")));
+  // A from past the default to (the hour after now) is the from's fault.
+  EXPECT_EQ(Delete(fmt::format("ns=u&key=k&from={}", (now_ / 3600 + 5) * 3600)),
+            std::make_pair(400, std::string("INVALID_FROM")));
   EXPECT_EQ(HttpGet(Api(0), "/delete/del-1-00000000", 5000, kToken).status_code, 404);
+  // A client's own id: the same request again is the same deletion.
+  EXPECT_EQ(Delete("ns=u&key=k&id=mine-1"), std::make_pair(202, std::string("mine-1")));
+  EXPECT_EQ(Delete("ns=u&key=k&id=mine-1"), std::make_pair(202, std::string("mine-1")));
+  EXPECT_TRUE(RealtimeDone(0, "mine-1"));
   // Deleting nothing is accepted, and finishes.
   auto [status, id] = Delete("ns=nothing&key=nobody");
   ASSERT_EQ(status, 202);
