@@ -153,6 +153,7 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   Result<Tombstones> tombstones = Tombstones::Load(server->store_.get());
   if (!tombstones.ok()) return tombstones.status();
   server->tombstones_ = std::make_unique<Tombstones>(std::move(tombstones).value());
+  server->tombstone_worker_ = std::make_unique<SerialExecutor>("tombstones");
   server->LearnArchivedThrough(context.cluster);
   server->RegisterRoutes();
   server->http_->Every(std::chrono::milliseconds(context.cluster.realtime.checkpoint_interval_ms),

@@ -16,6 +16,7 @@
 #include "clickatron/clock.h"
 #include "clickatron/daemon.h"
 #include "clickatron/http_server.h"
+#include "clickatron/serial_executor.h"
 #include "clickatron/status.h"
 #include "ring.h"
 #include "shard_store.h"
@@ -84,8 +85,9 @@ class RealtimeServer {
   void HandleTombstone(const HttpExchangePtr& ex);
   void HandleTombstoneCut(const HttpExchangePtr& ex);
   void HandleTombstones(const HttpExchangePtr& ex);
-  // Deletes the records of tombstone `id` from every day's store.
-  Result<uint64_t> DeleteTombstoneRecords(const std::string& id);
+  // Deletes `t`'s records from every day's store (on tombstone_worker_: a
+  // scan of every record of each day, which must not stall the loop).
+  Result<uint64_t> DeleteTombstoneRecords(const Tombstone& t);
 
   nlohmann::json RingJson() const;
   nlohmann::json StatsJson() const;
@@ -105,6 +107,8 @@ class RealtimeServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Ring> ring_;
   std::unique_ptr<Tombstones> tombstones_;
+  // Declared last, so destroyed (joined) first, while the loop's server exists.
+  std::unique_ptr<SerialExecutor> tombstone_worker_;
 };
 
 }  // namespace clickatron::realtime

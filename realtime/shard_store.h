@@ -35,7 +35,8 @@
 // atomic flush).
 //
 // Thread-safety: the server's loop thread calls everything, except Write()
-// and Resume(), which the checkpoint thread calls, one at a time,
+// and Resume(), which the checkpoint thread calls, and DeleteMatching(),
+// which the server's tombstone thread calls, each one at a time,
 // for days the loop does not create or drop meanwhile (the Ring keeps days
 // with unpersisted records). Cursors may outlive a DropDay of their day
 // (they keep its data alive until destroyed) and even the ShardStore itself.
@@ -175,8 +176,9 @@ class ShardStore {
 
   // Deletes every record of `day` whose key `matches` (a deletion,
   // tombstones.h): one synced write, after which no read sees them. Returns
-  // how many were deleted. The loop thread; REQUIRES: no checkpoint holds
-  // records of those keys that are not yet written (the Ring waits for
+  // how many were deleted. Any thread (it scans every record of the day:
+  // the server runs it off the loop); REQUIRES: no checkpoint holds records
+  // of those keys that are not yet written (the server waits for
   // Checkpointer::WhenPersisted and refuses such records meanwhile).
   Result<uint64_t> DeleteMatching(int64_t day, const std::function<bool(std::string_view key)>& matches);
 

@@ -20,19 +20,15 @@ Result<nlohmann::json> JsonBody(const HttpExchangePtr& ex) {
 
 }  // namespace
 
-Result<uint64_t> RealtimeServer::DeleteTombstoneRecords(const std::string& id) {
-  const Tombstone* t = tombstones_->Find(id);
-  if (t == nullptr) return Status::NotFound(fmt::format("no tombstone {}", id));
+Result<uint64_t> RealtimeServer::DeleteTombstoneRecords(const Tombstone& t) {
   uint64_t deleted = 0;
   // Every day the store holds: counters and uniques of the deleted hours are
   // in their own days, a lookup in whichever day was Today when it was put.
   for (int64_t day : ring_->store().Days()) {
-    auto n = ring_->store().DeleteMatching(day, [t](std::string_view key) { return t->Matches(key); });
+    auto n = ring_->store().DeleteMatching(day, [&t](std::string_view key) { return t.Matches(key); });
     if (!n.ok()) return n.status();
     deleted += *n;
   }
-  CLICKATRON_RETURN_IF_ERROR(tombstones_->MarkDeleted(id));
-  counters_.tombstone_deleted_records += deleted;
   return deleted;
 }
 
@@ -79,14 +75,27 @@ void RealtimeServer::HandleTombstone(const HttpExchangePtr& ex) {
                      fmt::format("the records in memory could not be persisted ({}); retry", persisted.message()));
       return;
     }
-    auto deleted = DeleteTombstoneRecords(id);
-    if (!deleted.ok()) {
-      spdlog::error("tombstone {}: {}", id, deleted.status().ToString());
-      ex->ReplyError(deleted.status());
+    const Tombstone* t = tombstones_->Find(id);
+    if (t == nullptr) {
+      ex->ReplyError(404, "NOT_FOUND", fmt::format("tombstone {} is gone", id));
       return;
     }
-    spdlog::info("tombstone {}: {} stored records deleted", id, *deleted);
-    ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", *deleted}});
+    // A copy: the set may change on the loop while the worker scans.
+    tombstone_worker_->Post([this, ex, copy = *t, epoch] {
+      Result<uint64_t> deleted = DeleteTombstoneRecords(copy);
+      http_->RunInLoop([this, ex, id = copy.id, epoch, deleted] {
+        Status st = deleted.status();
+        if (st.ok()) st = tombstones_->MarkDeleted(id);
+        if (!st.ok()) {
+          spdlog::error("tombstone {}: {}", id, st.ToString());
+          ex->ReplyError(st);
+          return;
+        }
+        counters_.tombstone_deleted_records += *deleted;
+        spdlog::info("tombstone {}: {} stored records deleted", id, *deleted);
+        ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", *deleted}});
+      });
+    });
   });
 }
 
