@@ -125,7 +125,6 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   // be superseded by it although it came after it.
   std::unique_ptr<FileLock> lock;
   load.before_marker = [&](const std::string& id) -> Status {
-    if (options.keys_in_file) CLICKATRON_RETURN_IF_ERROR(WriteRestatedKeys(work, id));
     auto locked = LockWorkDir(work);
     if (!locked.ok()) return locked.status();
     lock = std::move(locked).value();
@@ -136,16 +135,7 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
       return late_before.status().WithContext("a restatement needs every API node to seal its late data (to tell "
                                               "what came before it from what came after)");
     }
-    nlohmann::json late = nlohmann::json::object();
-    for (const auto& [member, names] : *late_before) late[member] = names;
-    const nlohmann::json restate = {{"ns", options.ns},
-                                    {"from", FormatDate(*from)},
-                                    {"to", FormatDate(*to)},
-                                    {"from_unix", range.from_unix},
-                                    {"to_unix", range.to_unix},
-                                    {"keys_in_file", options.keys_in_file},
-                                    {"late_before", late}};
-    return WriteFileAtomically(work.QueueRestate(id), restate.dump(2) + "\n");
+    return WriteRestatementFiles(work, id, options, *late_before);
   };
   auto queued = QueueBulkLoad(cluster, load);
   lock.reset();
@@ -153,6 +143,25 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   spdlog::info("restatement {} of {} over {} queued{}", queued->id, options.ns, range_text,
                options.keys_in_file ? " (only the keys in its files)" : "");
   return queued;
+}
+
+Status WriteRestatementFiles(const WorkDir& work, const std::string& id, const RestateOptions& options,
+                             const std::map<std::string, std::set<std::string>>& late_before) {
+  Result<int64_t> from = ParseDate(options.from_day);
+  if (!from.ok()) return from.status().WithContext("--from");
+  Result<int64_t> to = ParseDate(options.to_day);
+  if (!to.ok()) return to.status().WithContext("--to");
+  if (options.keys_in_file) CLICKATRON_RETURN_IF_ERROR(WriteRestatedKeys(work, id));
+  nlohmann::json late = nlohmann::json::object();
+  for (const auto& [member, names] : late_before) late[member] = names;
+  const nlohmann::json restate = {{"ns", options.ns},
+                                  {"from", FormatDate(*from)},
+                                  {"to", FormatDate(*to)},
+                                  {"from_unix", *from * kSecondsPerDay},
+                                  {"to_unix", (*to + 1) * kSecondsPerDay},
+                                  {"keys_in_file", options.keys_in_file},
+                                  {"late_before", late}};
+  return WriteFileAtomically(work.QueueRestate(id), restate.dump(2) + "\n");
 }
 
 Result<std::optional<PendingRestatement>> ReadRestatement(const WorkDir& work, const std::string& id) {

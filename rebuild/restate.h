@@ -52,6 +52,13 @@ struct RestateOptions {
 
 Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateOptions& options);
 
+// The files that make queue entry `id` a restatement (keys.txt with
+// keys_in_file, then restate.json), written before its marker; `late_before`:
+// the sealed late files per API member (SealAndListLateFiles). For
+// QueueRestatement, and for the rebuild benchmark, which has no API nodes.
+Status WriteRestatementFiles(const WorkDir& work, const std::string& id, const RestateOptions& options,
+                             const std::map<std::string, std::set<std::string>>& late_before);
+
 struct PendingRestatement {
   DropRule rule;  // keys_file: the queue entry's keys.txt in `work` (or "")
   // API member -> the late files it had sealed when the restatement was queued.

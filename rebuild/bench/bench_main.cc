@@ -17,6 +17,10 @@
 //       (SortInputs), then merge with the archive + split + manifests
 //       (BuildGeneration, backup off). Prints the figures, one "name value" a line.
 //       --engine-config FILE: the merge tasks run on FILE's [rebuild] engine.
+//       --restate FILE: the generation also folds a restatement of namespace u
+//       over 2012-03-24 (the archive's last day) from FILE (realtime lines),
+//       queued as `clickatron-rebuild restate` queues one, taken in before the
+//       timed merge: what a restatement adds to the nightly merge.
 //   clickatron-rebuild-bench span-bytes --in FILE
 //       FILE (an archive file) through the rebuild's day and span step, as its
 //       one-time conversion reads it: the bytes of its hours, day records and
@@ -45,7 +49,9 @@
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "engine/engine.h"
+#include "bulk_load.h"
 #include "generation.h"
+#include "restate.h"
 #include "sort_shard_task.h"
 #include "split.h"
 #include "sortmerge/line_io.h"
@@ -198,7 +204,7 @@ double Since(std::chrono::steady_clock::time_point start) {
 }
 
 int Pipeline(const std::string& day, const std::string& archive_dir, const std::string& work_dir, int shards,
-             uint64_t memory_mb, int threads, const std::string& engine_config) {
+             uint64_t memory_mb, int threads, const std::string& engine_config, const std::string& restate) {
   clickatron::ClusterConfig cluster;
   if (!engine_config.empty()) {
     // A cluster file naming the engine ([rebuild] engine = "gnu-parallel"):
@@ -241,8 +247,23 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   if (Status st = cr::SplitSortedFile(sort.output, static_cast<uint32_t>(shards), parts); !st.ok()) return Fail(st);
   const double sort_seconds = Since(t0);
   const double sort_cpu = CpuSeconds() - cpu0;
-  const double cpu1 = CpuSeconds();
 
+  if (!restate.empty()) {
+    // Queued as the restate command queues it; there are no API nodes to seal.
+    cr::RestateOptions options;
+    options.ns = "u";
+    options.from_day = options.to_day = "2012-03-24";
+    options.files = {restate};
+    cr::BulkLoadOptions load;
+    load.files = options.files;
+    load.check_prior = false;
+    load.before_marker = [&](const std::string& id) {
+      return cr::WriteRestatementFiles(cr::WorkDir(work_dir), id, options, {});
+    };
+    auto queued = cr::QueueBulkLoad(cluster, load);
+    if (!queued.ok()) return Fail(queued.status());
+  }
+  const double cpu_merge_start = CpuSeconds();
   const auto t1 = std::chrono::steady_clock::now();
   // The previous generation is the generator's files (no replicas here).
   std::optional<cr::ServingArchive> previous(std::in_place);
@@ -264,12 +285,12 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   build.day = "2012-03-25";
   build.sort_tasks = {day_task};
   build.include_late = false;
-  build.include_queue = false;
+  build.include_queue = !restate.empty();
   build.backup = false;
   auto plan = cr::BuildGeneration(build);
   if (!plan.ok()) return Fail(plan.status());
   const double merge_seconds = Since(t1);
-  const double merge_cpu = CpuSeconds() - cpu1;
+  const double merge_cpu = CpuSeconds() - cpu_merge_start;
 
   uint64_t archive_in = 0, archive_in_bytes = 0, out_records = 0, out_bytes = 0, nightly_shards = 0;
   for (const auto& m : previous->manifests) {
@@ -299,6 +320,7 @@ int Pipeline(const std::string& day, const std::string& archive_dir, const std::
   std::printf("output_bytes %llu\n", static_cast<unsigned long long>(out_bytes));
   std::printf("max_rss_kb %ld\n", usage.ru_maxrss);
   std::printf("engine %s\n", cluster.rebuild.engine.c_str());
+  std::printf("restated %d\n", restate.empty() ? 0 : 1);
   return 0;
 }
 
@@ -384,6 +406,8 @@ int main(int argc, char** argv) {
   pipeline->add_option("--threads", threads);
   std::string engine_config;
   pipeline->add_option("--engine-config", engine_config, "a cluster file whose [rebuild] engine runs the merges");
+  std::string restate;
+  pipeline->add_option("--restate", restate, "realtime lines of u on 2012-03-24: fold them as a restatement");
   auto* sort_only = app.add_subcommand("sort");
   sort_only->add_option("--day", day)->required();
   sort_only->add_option("--out", out)->required();
@@ -398,5 +422,5 @@ int main(int argc, char** argv) {
   if (gen_day->parsed()) return GenDay(records, stride, out);
   if (gen_archive->parsed()) return GenArchive(records, shards, dir);
   if (sort_only->parsed()) return SortOnly(day, out, work, memory_mb, threads);
-  return Pipeline(day, dir, work, shards, memory_mb, threads, engine_config);
+  return Pipeline(day, dir, work, shards, memory_mb, threads, engine_config, restate);
 }
