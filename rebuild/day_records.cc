@@ -45,19 +45,16 @@ bool DayRecordSource::ReadAhead() {
 }
 
 void DayRecordSource::CloseSpans(int64_t before_day, std::deque<std::string>* out) {
-  // Key order: by last day (its code), then by level ("c41z1" < "c41z2").
-  std::vector<OpenSpan*> closing;
+  // Key order is by last day, then by level ("c41z1" < "c41z2"). Every open
+  // span holds the last day added, so they are nested and a higher level
+  // never ends earlier: level order is key order.
   for (OpenSpan& open : open_) {
-    if (open.used && open.span.last_day() < before_day) closing.push_back(&open);
-  }
-  std::sort(closing.begin(), closing.end(),
-            [](const OpenSpan* a, const OpenSpan* b) { return SpanKeyLess(a->span, b->span); });
-  for (OpenSpan* open : closing) {
-    out->push_back(open->sketches ? FormatArchiveLine(open->record) : std::move(open->line));
+    if (!open.used || open.span.last_day() >= before_day) continue;
+    out->push_back(open.sketches ? FormatArchiveLine(open.record) : std::move(open.line));
     ++spans_written_;
-    open->used = false;
-    open->line.clear();
-    open->record = ArchiveRecord{};
+    open.used = false;
+    open.line.clear();
+    open.record = ArchiveRecord{};
   }
 }
 
@@ -119,9 +116,11 @@ bool DayRecordSource::ReadGroup(RecordType hour_type) {
   const bool sketches = IsUniqueType(hour_type);
   std::string day_line;
   ArchiveRecord day_record;
-  std::deque<std::string> hours;
+  // The day's record goes before its hours: a slot for it, filled once they are read.
+  const size_t day_slot = out_.size();
+  out_.emplace_back();
   do {
-    hours.emplace_back(lookahead_);
+    out_.emplace_back(lookahead_);
     const std::string_view value = lookahead_.substr(lookahead_.find(','));  // from the comma
     if (sketches) {
       Result<ArchiveRecord> hour = ParseArchiveLine(lookahead_);
@@ -146,9 +145,8 @@ bool DayRecordSource::ReadGroup(RecordType hour_type) {
   // day has its own (see the header): where the previous generation has one,
   // the merge adds this one to it.
   if (!AddToSpans(span_prefix_, *day, sketches, day_line, &day_record)) return false;
-  out_.push_back(sketches ? FormatArchiveLine(day_record) : std::move(day_line));
+  out_[day_slot] = sketches ? FormatArchiveLine(day_record) : std::move(day_line);
   ++(sketches ? unique_days_written_ : subtotal_days_written_);
-  for (std::string& hour : hours) out_.push_back(std::move(hour));
   // Spans that end with this day come right after its hours.
   CloseSpans(*day + 1, &out_);
   return true;

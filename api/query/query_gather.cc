@@ -463,9 +463,6 @@ std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
   return span->first_day;
 }
 
-bool SpanBefore(const DaySpan& a, const DaySpan& b) {
-  return a.first_day != b.first_day ? a.first_day < b.first_day : a.level < b.level;
-}
 
 // The archived hours a breakdown may read, and where its sums split, for the
 // archive read plan (plan/archive_plan.h): the hours in the window outside
@@ -730,7 +727,7 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
     std::optional<DaySpan> span = SpanOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
     if (span && span->level > 0) {
       // A span record stands for its days' hours, entered at the first.
-      if (unique || !std::binary_search(spans.begin(), spans.end(), *span, SpanBefore)) {
+      if (unique || !std::binary_search(spans.begin(), spans.end(), *span, SpanKeyLess)) {
         return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
       }
       ++stats_.spans_read;

@@ -11,15 +11,10 @@ namespace {
 int64_t FirstWholeDay(int64_t t) { return -FloorDiv(-t, kSecondsPerDay); }
 int64_t EndOfWholeDays(int64_t t) { return FloorDiv(t, kSecondsPerDay); }
 
-// The archived hours in [begin, end): how many, and the first.
-struct HoursIn {
-  size_t count = 0;
-  int64_t first = 0;
-};
-HoursIn CountHours(const std::vector<int64_t>& hours, int64_t begin, int64_t end) {
+// How many archived hours are in [begin, end).
+size_t CountHours(const std::vector<int64_t>& hours, int64_t begin, int64_t end) {
   const auto lo = std::lower_bound(hours.begin(), hours.end(), begin);
-  const auto hi = std::lower_bound(lo, hours.end(), end);
-  return HoursIn{static_cast<size_t>(hi - lo), lo == hi ? 0 : *lo};
+  return static_cast<size_t>(std::lower_bound(lo, hours.end(), end) - lo);
 }
 
 }  // namespace
@@ -43,8 +38,9 @@ ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::ve
       while (level > 0 && (SpanHolding(day, level).first_day != day || day + (int64_t{1} << level) > end)) --level;
       const DaySpan span{day, level};
       day += span.days();
-      const HoursIn in = CountHours(archived_hours, span.first_day * kSecondsPerDay, day * kSecondsPerDay);
-      if (in.count >= 2) plan.spans.push_back(span);
+      if (CountHours(archived_hours, span.first_day * kSecondsPerDay, day * kSecondsPerDay) >= 2) {
+        plan.spans.push_back(span);
+      }
     }
   }
   // Every archived hour no span holds is read as an hour.

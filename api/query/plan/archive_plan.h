@@ -34,7 +34,7 @@ struct ArchivePlan {
 
 // `archived_hours`: the total's archived hour starts in the window, rising.
 // `splits`: where the caller's sums split, any order (duplicates allowed);
-// empty means one sum over everything. `max_level`: the longest span to use
+// empty means none is known (hourly units): everything is read hour by hour. `max_level`: the longest span to use
 // (0: day records only; kMaxSpanLevel with a file of format 2).
 ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::vector<int64_t> splits,
                              int max_level);

@@ -85,11 +85,12 @@ TEST(ArchivePlan, SumsSplitAtDayBoundariesKeepTheirOwnSpans) {
 }
 
 TEST(ArchivePlan, NoSpanReachesPastTheLastYearOfHourCodes) {
-  // The last 10 days of 2127 in one sum: 2128-01-01 is day 57708, 108 past a
-  // multiple of 128, so longer spans there would end in 2128 with no code.
+  // The last 10 days of 2127 in a sum that runs on past it: 2128-01-01 is
+  // day 57708, 108 past a multiple of 128, so longer spans there would end
+  // in 2128 with no code. Nothing but the plan's own cap stops them.
   const int64_t first = DaysFromCivil({2127, 12, 22});
   const auto hours = EveryHour(first, 10);
-  const ArchivePlan plan = PlanArchiveReads(hours, {first * kD, (first + 10) * kD}, kMaxSpanLevel);
+  const ArchivePlan plan = PlanArchiveReads(hours, {first * kD, (first + 200) * kD}, kMaxSpanLevel);
   int64_t days = 0;
   for (const DaySpan& span : plan.spans) {
     EXPECT_TRUE(SpanCode(span).ok()) << span.first_day << " " << span.level;
