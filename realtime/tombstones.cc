@@ -132,16 +132,16 @@ Result<Tombstone> Tombstones::Install(Tombstone t) {
 }
 
 Status Tombstones::MarkDeleted(const std::string& id) {
-  auto it = std::find_if(all_.begin(), all_.end(), [&](const Tombstone& t) { return t.id == id; });
-  if (it == all_.end()) return Status::NotFound(fmt::format("no tombstone {}", id));
+  Tombstone* it = Mutable(id);
+  if (it == nullptr) return Status::NotFound(fmt::format("no tombstone {}", id));
   if (it->deleted) return Status::Ok();
   it->deleted = true;
   return Persist();
 }
 
 Status Tombstones::SetCut(const std::string& id, std::map<std::string, uint64_t> cut) {
-  auto it = std::find_if(all_.begin(), all_.end(), [&](const Tombstone& t) { return t.id == id; });
-  if (it == all_.end()) {
+  Tombstone* it = Mutable(id);
+  if (it == nullptr) {
     if (const auto* retired = RetiredCut(id)) {
       return *retired == cut ? Status::Ok()
                              : Status::FailedPrecondition(fmt::format("tombstone {} was retired with another cut", id),
@@ -199,24 +199,14 @@ TombstoneVerdict FilterBatch(const std::vector<Tombstone>& all, const std::strin
   for (const BatchLine& line : batch->lines) {
     if (!line.lookup && any(pending, line.key)) return Verdict::kRefuse;
   }
-  std::vector<BatchLine> kept;
-  kept.reserve(batch->lines.size());
-  for (const BatchLine& line : batch->lines) {
+  // In place: a batch with nothing to take out is left as it is.
+  std::erase_if(batch->lines, [&](const BatchLine& line) {
     const bool drop = any(cutting, line.key) || (line.lookup && any(pending, line.key));
-    if (!drop) {
-      kept.push_back(line);
-      continue;
-    }
+    if (!drop) return false;
     ++*dropped;
-    if (line.lookup) {
-      --batch->lookups;
-    } else if (line.unique) {
-      --batch->uniques;
-    } else {
-      --batch->counters;
-    }
-  }
-  batch->lines = std::move(kept);
+    --(line.lookup ? batch->lookups : line.unique ? batch->uniques : batch->counters);
+    return true;
+  });
   return Verdict::kApply;
 }
 

@@ -107,6 +107,7 @@ class Tombstones {
  private:
   explicit Tombstones(ShardStore* store) : store_(store) {}
   Status Persist() const;
+  Tombstone* Mutable(const std::string& id) { return const_cast<Tombstone*>(Find(id)); }
 
   static constexpr size_t kRememberedRetired = 1000;
 

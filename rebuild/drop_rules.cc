@@ -1,5 +1,7 @@
 #include "drop_rules.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -59,23 +61,15 @@ bool RewriteTotal(std::string_view line, const std::vector<const LoadedDropRule*
   if (comma == std::string_view::npos) return false;
   out->assign(line.substr(0, comma + 1));
   bool dropped = false;
-  bool first = true;
-  std::string_view columns = line.substr(comma + 1);
-  while (!columns.empty()) {
-    const size_t space = columns.find(' ');
-    const std::string_view column = columns.substr(0, space);
-    columns = space == std::string_view::npos ? std::string_view{} : columns.substr(space + 1);
-    const std::string_view hour = column.substr(0, column.find(':'));
-    bool drop = false;
-    for (const LoadedDropRule* r : rules) drop = drop || HourInRule(r->rule, hour);
-    if (drop) {
-      dropped = true;
-      continue;
+  (void)ForEachValueColumn(line.substr(comma + 1), [&](std::string_view hour, std::string_view count) {
+    const bool drop = std::any_of(rules.begin(), rules.end(), [&](const LoadedDropRule* r) { return HourInRule(r->rule, hour); });
+    dropped = dropped || drop;
+    if (!drop) {
+      if (out->back() != ',') out->push_back(' ');
+      out->append(hour).append(":").append(count);
     }
-    if (!first) out->push_back(' ');
-    out->append(column);
-    first = false;
-  }
+    return Status::Ok();
+  });
   return dropped;
 }
 
@@ -85,12 +79,10 @@ DropFilter::Verdict DropFilter::Apply(std::string_view line, std::string* rewrit
   if (rules_.empty()) return Verdict::kKeep;
   const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
   if (key.type == RecordType::kLookup || IsDayType(key.type) || key.ns.empty()) return Verdict::kKeep;
-  // "ns|tkey" is one run of the key's bytes, whatever its type.
-  const std::string_view ns_tkey(key.ns.data(), static_cast<size_t>(key.tkey.data() + key.tkey.size() - key.ns.data()));
   std::vector<const LoadedDropRule*> applying;
   for (const LoadedDropRule* r : rules_) {
     if (r->rule.ns != key.ns) continue;
-    if (!r->every_key && r->keys.find(ns_tkey) == r->keys.end()) continue;
+    if (!r->every_key && r->keys.find(key.ns_tkey) == r->keys.end()) continue;
     applying.push_back(r);
   }
   if (applying.empty()) return Verdict::kKeep;

@@ -58,14 +58,8 @@ Status CheckRestatedLine(std::string_view line, const DropRule& range, const std
   };
   if (IsDayType(key.type)) return Status::Ok();  // made again from the hours beside it
   if (key.type != RecordType::kTotal) return check_hour(key.code);
-  std::string_view columns = line.substr(line.find(',') + 1);
-  while (!columns.empty()) {
-    const size_t space = columns.find(' ');
-    const std::string_view column = columns.substr(0, space);
-    columns = space == std::string_view::npos ? std::string_view{} : columns.substr(space + 1);
-    CLICKATRON_RETURN_IF_ERROR(check_hour(column.substr(0, column.find(':'))));
-  }
-  return Status::Ok();
+  return ForEachValueColumn(line.substr(line.find(',') + 1),
+                            [&](std::string_view hour, std::string_view) { return check_hour(hour); });
 }
 
 // queue/ID/keys.txt: every "ns|tkey" of the sorted lines, sorted, once each.
@@ -77,7 +71,7 @@ Status WriteRestatedKeys(const WorkDir& work, const std::string& id) {
   while ((*reader)->Next(&line)) {
     const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
     if (key.type == RecordType::kLookup || key.ns.empty()) continue;
-    keys.emplace(key.ns.data(), static_cast<size_t>(key.tkey.data() + key.tkey.size() - key.ns.data()));
+    keys.emplace(key.ns_tkey);
   }
   CLICKATRON_RETURN_IF_ERROR((*reader)->status());
   std::string text;

@@ -40,6 +40,16 @@ const char* InputFormatName(InputFormat format) {
 
 namespace {
 
+// SortInputsOptions::accept on a converted line: OK, or the refusal of the
+// whole input naming where the line is.
+template <typename Where>
+Status Accepted(const SortInputsOptions& options, std::string_view converted, const Where& where) {
+  if (!options.accept) return Status::Ok();
+  const Status refused = options.accept(converted);
+  if (refused.ok()) return refused;
+  return Status::FailedPrecondition(fmt::format("{}: {}", where(), refused.message()), refused.reason());
+}
+
 // A reject file stays readable even when a whole file is garbage.
 constexpr uint64_t kMaxRejectLines = 100000;
 constexpr uint64_t kProgressBatch = 4096;
@@ -63,8 +73,8 @@ class Intake {
                                                                : ConvertRealtimeLine(line, &converted_);
     if (!st.ok()) {
       CLICKATRON_RETURN_IF_ERROR(Reject(where(), st.message()));
-    } else if (const Status refused = options_.accept ? options_.accept(converted_) : Status::Ok(); !refused.ok()) {
-      return Status::FailedPrecondition(fmt::format("{}: {}", where(), refused.message()), refused.reason());
+    } else if (Status refused = Accepted(options_, converted_, where); !refused.ok()) {
+      return refused;
     } else {
       CLICKATRON_RETURN_IF_ERROR(sorter_->Add(converted_));
     }
@@ -183,8 +193,9 @@ Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& 
                                         : ConvertRealtimeLine(line, &converted);
         if (!converted_st.ok()) {
           rejects.emplace_back(fmt::format("{}:{}", path, number), converted_st.message());
-        } else if (const Status refused = options.accept ? options.accept(converted) : Status::Ok(); !refused.ok()) {
-          st = Status::FailedPrecondition(fmt::format("{}:{}: {}", path, number, refused.message()), refused.reason());
+        } else if (Status refused = Accepted(options, converted, [&] { return fmt::format("{}:{}", path, number); });
+                   !refused.ok()) {
+          st = std::move(refused);
         } else {
           st = producer->Add(converted);
         }

@@ -390,11 +390,12 @@ ArchiveKeyView SplitArchiveKey(std::string_view key) {
   const std::string_view rest = body.substr(bar + 1);  // "tkey" or "tkey.CODE"
   if (view.type == RecordType::kTotal) {
     view.tkey = rest;
-    return view;
+  } else {
+    const size_t last_dot = rest.rfind('.');
+    view.tkey = rest.substr(0, last_dot);
+    if (last_dot != std::string_view::npos) view.code = rest.substr(last_dot + 1);
   }
-  const size_t last_dot = rest.rfind('.');
-  view.tkey = rest.substr(0, last_dot);
-  if (last_dot != std::string_view::npos) view.code = rest.substr(last_dot + 1);
+  view.ns_tkey = std::string_view(view.ns.data(), static_cast<size_t>(view.tkey.data() + view.tkey.size() - view.ns.data()));
   return view;
 }
 

@@ -52,4 +52,13 @@ std::vector<Deletion> DeletionLog::All() const {
   return out;
 }
 
+std::vector<Deletion> DeletionLog::Unfinished(const std::string& owner) const {
+  std::lock_guard lock(mu_);
+  std::vector<Deletion> out;
+  for (const auto& [id, d] : by_id_) {
+    if (d.owner == owner && !(d.realtime_done && d.peers_told)) out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace clickatron::api

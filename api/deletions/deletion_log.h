@@ -27,6 +27,9 @@ class DeletionLog {
   Status Put(const Deletion& deletion);
   std::optional<Deletion> Get(const std::string& id) const;
   std::vector<Deletion> All() const;  // by id (so by creation time)
+  // Those `owner` runs that are not finished (realtime part done, peers told):
+  // the runner's work, without copying the finished ones every second.
+  std::vector<Deletion> Unfinished(const std::string& owner) const;
 
  private:
   explicit DeletionLog(std::string dir) : dir_(std::move(dir)) {}

@@ -31,6 +31,12 @@ nlohmann::json StatusJson(const Deletion& d) {
   return j;
 }
 
+// 202 with the deletion: taken (now, or by an earlier request with its id).
+void ReplyAccepted(const HttpExchangePtr& ex, const Deletion& d) {
+  const nlohmann::json envelope = {{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusJson(d)}};
+  ex->Reply(202, envelope.dump() + "\n", "application/json");
+}
+
 // A POST or GET to a member, signed; OK only for a 200.
 Status Call(BlockingHttpClient& client, const MemberConfig& member, const std::string& method,
             const std::string& target, const std::string& body, int timeout_ms, std::string* answer = nullptr) {
@@ -100,9 +106,7 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
   if (!d.id.empty()) {
     // The client's own id: a retry of a request this node already took is that deletion.
     if (std::optional<Deletion> known = log_->Get(d.id)) {
-      ex->Reply(202, nlohmann::json{{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusJson(*known)}}
-                             .dump() + "\n",
-                "application/json");
+      ReplyAccepted(ex, *known);
       return;
     }
   } else {
@@ -117,8 +121,7 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
   spdlog::info("deletion {}: ns {} key {} hours [{}, {}) accepted", d.id, d.ns, d.key.empty() ? "(every key)" : d.key,
                d.from_unix, d.to_unix);
   Wake();
-  ex->Reply(202, nlohmann::json{{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusJson(d)}}.dump() + "\n",
-            "application/json");
+  ReplyAccepted(ex, d);
 }
 
 void DeletionService::HandleStatus(const HttpExchangePtr& ex) {
@@ -238,8 +241,7 @@ void DeletionService::RunLoop() {
     if (stop_) break;
     work_ = false;
     lock.unlock();
-    for (Deletion d : log_->All()) {
-      if (d.owner != ctx_.member.name || (d.realtime_done && d.peers_told)) continue;
+    for (Deletion d : log_->Unfinished(ctx_.member.name)) {
       if (Status st = Advance(&d); !st.ok()) {
         spdlog::warn("deletion {}: {}; retrying", d.id, st.message());
       }

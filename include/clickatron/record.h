@@ -165,9 +165,28 @@ struct ArchiveKeyView {
   RecordType type = RecordType::kTotal;
   std::string_view ns;
   std::string_view tkey;
+  std::string_view ns_tkey;  // "ns|tkey", one run of the key's bytes (its shard key)
   std::string_view code;
 };
 ArchiveKeyView SplitArchiveKey(std::string_view key);
+
+// Calls fn(name, value_text) for each "name:value" column of an archive
+// line's value (what follows its first comma), in order, and stops at the
+// first Status fn returns that is not OK. No checks: for lines already
+// validated (api/query/read_records.h's ForEachColumn checks a peer's).
+template <typename Fn>
+Status ForEachValueColumn(std::string_view value, Fn&& fn) {
+  while (!value.empty()) {
+    const size_t space = value.find(' ');
+    const std::string_view column = value.substr(0, space);
+    value = space == std::string_view::npos ? std::string_view{} : value.substr(space + 1);
+    const size_t colon = column.rfind(':');
+    CLICKATRON_RETURN_IF_ERROR(fn(column.substr(0, colon), colon == std::string_view::npos
+                                                               ? std::string_view{}
+                                                               : column.substr(colon + 1)));
+  }
+  return Status::Ok();
+}
 
 // Key builders, from stored parts.
 std::string TotalArchiveKey(std::string_view ns, std::string_view tkey);                 // ns|tkey

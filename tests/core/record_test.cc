@@ -364,6 +364,17 @@ TEST(CompareArchiveKeys, MatchesWholeLineSortOrder) {
   }
 }
 
+TEST(ArchiveValueColumns, EachColumnInOrderUntilFnStops) {
+  std::vector<std::pair<std::string, std::string>> seen;
+  const Status st = ForEachValueColumn("c413:2 c41l:5 c41m:7", [&](std::string_view name, std::string_view value) {
+    seen.emplace_back(name, value);
+    return name == "c41l" ? Status::InvalidArgument("stop") : Status::Ok();
+  });
+  EXPECT_EQ(st.message(), "stop");
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{{"c413", "2"}, {"c41l", "5"}}));
+  EXPECT_TRUE(ForEachValueColumn("", [](std::string_view, std::string_view) { return Status::InvalidArgument("x"); }).ok());
+}
+
 TEST(ArchiveKeyView, SplitsEveryTypeIntoItsParts) {
   struct Case {
     std::string key;
@@ -385,6 +396,7 @@ TEST(ArchiveKeyView, SplitsEveryTypeIntoItsParts) {
     EXPECT_EQ(view.ns, c.ns) << c.key;
     EXPECT_EQ(view.tkey, c.tkey) << c.key;
     EXPECT_EQ(view.code, c.code) << c.key;
+    EXPECT_EQ(view.ns_tkey, c.ns + "|" + c.tkey) << c.key;
   }
   const ArchiveKeyView lookup = SplitArchiveKey("l|h0aMB8AuNw4=");
   EXPECT_EQ(lookup.type, RecordType::kLookup);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "clickatron/config.h"
@@ -47,6 +48,20 @@ class RealtimeDaemon {
  private:
   static constexpr const char* kMember = "realtime-0";
   clickatron::testing::Cluster cluster_;
+};
+
+// A test with the daemon started and its Today read.
+class StartedDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(daemon_.Start(&error)) << error;
+    today_ = daemon_.Today();
+    ASSERT_GT(today_, 0);
+  }
+
+  RealtimeDaemon daemon_;
+  int64_t today_ = 0;
 };
 
 // "u|tkey.YMDH" for `hour` of `day` (core codec).

@@ -14,14 +14,8 @@
 namespace clickatron::realtime::testing {
 namespace {
 
-class RealtimeIntegrationTest : public ::testing::Test {
+class RealtimeIntegrationTest : public StartedDaemonTest {
  protected:
-  void SetUp() override {
-    std::string error;
-    ASSERT_TRUE(daemon_.Start(&error)) << error;
-    today_ = daemon_.Today();
-    ASSERT_GT(today_, 0);
-  }
 
   // Posts `body` as the next batch of source "api-0" and expects it applied.
   void Apply(const std::string& body) {
@@ -37,8 +31,6 @@ class RealtimeIntegrationTest : public ::testing::Test {
     return r.body;
   }
 
-  RealtimeDaemon daemon_;
-  int64_t today_ = 0;
   uint64_t seq_ = 0;
 };
 

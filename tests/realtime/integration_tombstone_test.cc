@@ -16,14 +16,8 @@
 namespace clickatron::realtime::testing::integration_tombstone_test {
 namespace {
 
-class TombstoneIntegration : public ::testing::Test {
+class TombstoneIntegration : public StartedDaemonTest {
  protected:
-  void SetUp() override {
-    std::string error;
-    ASSERT_TRUE(daemon_.Start(&error)) << error;
-    today_ = daemon_.Today();
-    ASSERT_GT(today_, 0);
-  }
   int Send(const std::string& source, uint64_t seq, const std::string& body) {
     int status = 0;
     daemon_.Incr(source, seq, body, &status);
@@ -52,8 +46,6 @@ class TombstoneIntegration : public ::testing::Test {
     ASSERT_EQ(r.status_code, 200) << r.body;
   }
 
-  RealtimeDaemon daemon_;
-  int64_t today_ = 0;
 };
 
 TEST_F(TombstoneIntegration, DeletesTheRangeOfOneKeyAndCountsWhatComesAfterTheCut) {

@@ -38,6 +38,17 @@ class RestateIntegration : public RebuildIntegration {
     expect->AddLookup(ref.stored, "http://restated.example/");
     return data;
   }
+  // Day day_ archived as generation 1, and both API nodes up (the
+  // restatement seals their late data).
+  void ArchiveDayWithApisUp(uint32_t seed, int increments, Expectation* expect) {
+    ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(seed, increments, expect));
+    ASSERT_NO_FATAL_FAILURE(StartApi(0));
+    ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  }
+  // What restating day_ of namespace u takes out of the expectation.
+  void ForgetRestatedDay(Expectation* expect, const std::set<std::string>* keys = nullptr) const {
+    expect->Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay, keys);
+  }
   std::string WriteData(const std::string& name, const std::string& data) {
     const std::string path = cluster_ / name;
     EXPECT_TRUE(WriteFileAtomically(path, data).ok());
@@ -107,7 +118,7 @@ TEST_F(RestateIntegration, ReplacesADayAndKeepsWhatCameAfterIt) {
       "before.csv", fmt::format("u|histA.{},3\nu|histA.{},4\n", Ymdh(day_, 5), Ymdh(day_ - 3, 5)));
   ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), load_before}, &out), 0) << out;
 
-  expect.Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay);
+  ForgetRestatedDay(&expect);
   expect.AddTotal("u", "histA", Ymdh(day_ - 3, 5), 4);
   const std::string restated = WriteData("restated.csv", RestatedLines(day_, {"key1", "key2", "fresh"}, 1000, &expect));
   ASSERT_EQ(Restate({restated}, &out), 0) << out;
@@ -143,16 +154,11 @@ TEST_F(RestateIntegration, ReplacesADayAndKeepsWhatCameAfterIt) {
 // once; the same restatement again changes nothing.
 TEST_F(RestateIntegration, KeysInFileReplacesOnlyItsKeysAndARerunIsTheSame) {
   Expectation expect;
-  RotateAll(day_);
-  PutRandomDay(day_, 3, 400, &expect);
-  RotateAll(day_ + 1);
+  ASSERT_NO_FATAL_FAILURE(ArchiveDayWithApisUp(3, 400, &expect));
   std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(1));
 
   const std::set<std::string> keys = {"key3", "key5"};
-  expect.Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay, &keys);
+  ForgetRestatedDay(&expect, &keys);
   const std::string restated = WriteData("keys.csv", RestatedLines(day_, {"key3", "key5"}, 500, &expect));
   ASSERT_EQ(Restate({"--keys-in-file", "--now", restated}, &out), 0) << out;
   ExpectArchiveEquals(expect);
@@ -177,10 +183,7 @@ TEST_F(RestateIntegration, RefusesOpenDaysStrayLinesAndAnUnsealedApiNode) {
   EXPECT_NE(out.find(FormatDate(day_) + " is still open"), std::string::npos) << out;
 
   Expectation expect;
-  RotateAll(day_);
-  PutRandomDay(day_, 4, 100, &expect);
-  RotateAll(day_ + 1);
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(4, 100, &expect));
   // The next day is still in the realtime ring.
   EXPECT_NE(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(day_), "--to",
                      FormatDate(day_ + 1), good},
@@ -238,7 +241,7 @@ TEST_F(RestateIntegration, ReadsAnswerTheRestatedClicksAndUniquesInThreeZones) {
                 ["uniques"],
             40);
 
-  expect.Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay);
+  ForgetRestatedDay(&expect);
   std::string data = RestatedLines(day_, {"key1"}, 300, &expect);
   data += fmt::format("~u|key1.{},{}\n", Ymdh(day_, 7), Visitors(100, 102));
   data += fmt::format("~u|key1.{},{}\n", Ymdh(day_, 23), Visitors(101, 104));
@@ -260,14 +263,9 @@ TEST_F(RestateIntegration, ReadsAnswerTheRestatedClicksAndUniquesInThreeZones) {
 // stopped there) is deployed by the next run as built: once, exactly.
 TEST_F(RestateIntegration, ABuiltButUndeployedRestatementIsDeployedOnce) {
   Expectation expect;
-  RotateAll(day_);
-  PutRandomDay(day_, 7, 300, &expect);
-  RotateAll(day_ + 1);
+  ASSERT_NO_FATAL_FAILURE(ArchiveDayWithApisUp(7, 300, &expect));
   std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(1));
-  expect.Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay);
+  ForgetRestatedDay(&expect);
   const std::string restated = WriteData("restated.csv", RestatedLines(day_, {"key9"}, 70, &expect));
   ASSERT_EQ(Restate({restated}, &out), 0) << out;
   PutRandomDay(day_ + 1, 8, 100, &expect);
@@ -294,15 +292,10 @@ TEST_F(RestateIntegration, TheRunbookRestatesADayFromTheRawLog) {
   std::string block = doc->substr(begin + 6, end - begin - 6);
 
   Expectation expect;
-  RotateAll(day_);
-  PutRandomDay(day_, 21, 300, &expect);
-  RotateAll(day_ + 1);
+  ASSERT_NO_FATAL_FAILURE(ArchiveDayWithApisUp(21, 300, &expect));
   std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(1));
 
-  expect.Forget("u", day_ * kSecondsPerDay, (day_ + 1) * kSecondsPerDay);
+  ForgetRestatedDay(&expect);
   const std::vector<std::string> links = {"key1", "key2", "https://example.com/a/long/link?utm=1"};
   const std::vector<std::string> countries = {"US", "DE", "JP"};
   std::string log;
