@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     spdlog::critical("deletions: {}", deletions.status().ToString());
     return 1;
   }
+  shared->deletions = &(*deletions)->log();
   auto read = api::ReadPath::Create(*ctx, **server, *client, SystemClock::Instance(), shared);
   if (!read.ok()) {
     spdlog::critical("read path: {}", read.status().ToString());

@@ -94,7 +94,7 @@ nlohmann::json Deletion::ToJson() const {
   return {{"id", id},       {"ns", ns},           {"key", key},         {"tkey", tkey},
           {"hashed", hashed}, {"all_time", all_time}, {"from", from_unix}, {"to", to_unix},
           {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"realtime_done", realtime_done},
-          {"peers_told", peers_told}};
+          {"peers_told", peers_told}, {"folded_into", folded_into}};
 }
 
 Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
@@ -112,6 +112,7 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
     d.owner = j.value("owner", "");
     d.realtime_done = j.value("realtime_done", false);
     d.peers_told = j.value("peers_told", false);
+    d.folded_into = j.value("folded_into", uint64_t{0});
     const nlohmann::json cuts = j.value("cuts", nlohmann::json::object());  // kept: items() refers into it
     for (const auto& [shard, cut] : cuts.items()) {
       d.cuts[std::stoi(shard)] = cut.get<std::map<std::string, uint64_t>>();

@@ -36,6 +36,19 @@ struct Deletion {
   std::map<int, std::map<std::string, uint64_t>> cuts;
   bool realtime_done = false;  // every realtime shard deleted its records and has its cut
   bool peers_told = false;     // every other API node has the record with realtime_done
+  // The first archive generation built with this deletion folded in: its
+  // records are gone from that generation and from every one built after it
+  // (a rebuild after a rollback folds it again). 0: none yet. Reads hide the
+  // deleted hours of any older generation's answers.
+  uint64_t folded_into = 0;
+
+  // Whether it covers key `tkey` (stored form) of namespace `ns`.
+  bool Covers(std::string_view ns_of_key, std::string_view tkey_of_key) const {
+    return ns_of_key == ns && (tkey.empty() || tkey_of_key == tkey);
+  }
+  // Whether archive generation `generation` may still hold its records
+  // (0: any generation).
+  bool MasksGeneration(uint64_t generation) const { return folded_into == 0 || generation < folded_into; }
 
   nlohmann::json ToJson() const;
   static Result<Deletion> FromJson(const nlohmann::json& json);

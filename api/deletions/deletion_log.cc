@@ -1,5 +1,6 @@
 #include "deletions/deletion_log.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -27,6 +28,7 @@ Result<std::unique_ptr<DeletionLog>> DeletionLog::Open(std::string dir) {
     log->by_id_[deletion->id] = std::move(deletion).value();
   }
   if (ec) return Status::IoError(fmt::format("list {}: {}", dir, ec.message()));
+  log->empty_ = log->by_id_.empty();
   return log;
 }
 
@@ -35,6 +37,7 @@ Status DeletionLog::Put(const Deletion& deletion) {
       WriteFileAtomically(fmt::format("{}/{}.json", dir_, deletion.id), deletion.ToJson().dump(2) + "\n"));
   std::lock_guard lock(mu_);
   by_id_[deletion.id] = deletion;
+  empty_ = false;
   return Status::Ok();
 }
 
@@ -59,6 +62,29 @@ std::vector<Deletion> DeletionLog::Unfinished(const std::string& owner) const {
     if (d.owner == owner && !(d.realtime_done && d.peers_told)) out.push_back(d);
   }
   return out;
+}
+
+std::vector<DeletionLog::HourRange> DeletionLog::ArchiveMasks(std::string_view ns, std::string_view tkey,
+                                                              uint64_t generation) const {
+  std::vector<HourRange> ranges;
+  if (empty_.load(std::memory_order_relaxed)) return ranges;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, d] : by_id_) {
+      if (d.Covers(ns, tkey) && d.MasksGeneration(generation)) ranges.push_back(HourRange{d.from_unix, d.to_unix});
+    }
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const HourRange& a, const HourRange& b) { return a.from_unix < b.from_unix; });
+  std::vector<HourRange> merged;
+  for (const HourRange& r : ranges) {
+    if (!merged.empty() && r.from_unix <= merged.back().to_unix) {
+      merged.back().to_unix = std::max(merged.back().to_unix, r.to_unix);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
 }
 
 }  // namespace clickatron::api

@@ -6,10 +6,13 @@
 // Thread-safety: thread-safe (the loop reads, the deletion runner writes).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clickatron/status.h"
@@ -31,11 +34,23 @@ class DeletionLog {
   // the runner's work, without copying the finished ones every second.
   std::vector<Deletion> Unfinished(const std::string& owner) const;
 
+  // Hours [from_unix, to_unix) a read must not take from an archive answer.
+  struct HourRange {
+    int64_t from_unix = 0, to_unix = 0;
+    friend bool operator==(const HourRange&, const HourRange&) = default;
+  };
+  // The deleted hours of key `tkey` (stored form) of `ns` that archive
+  // generation `generation` may still hold (0: any generation), sorted and
+  // merged. Read loops ask on every archive read: with no deletion known it
+  // is one atomic load.
+  std::vector<HourRange> ArchiveMasks(std::string_view ns, std::string_view tkey, uint64_t generation) const;
+
  private:
   explicit DeletionLog(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
   mutable std::mutex mu_;
   std::map<std::string, Deletion> by_id_;
+  std::atomic<bool> empty_{true};  // by_id_ is empty (read without mu_)
 };
 
 }  // namespace clickatron::api

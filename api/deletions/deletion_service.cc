@@ -23,9 +23,9 @@ nlohmann::json StatusJson(const Deletion& d) {
                       {"created", d.created_unix},
                       {"owner", d.owner},
                       {"realtime", d.realtime_done ? "done" : "pending"},
-                      // Archived hours are not yet masked on reads nor taken
-                      // out by the rebuild (docs/protocols.md, "Deletions").
-                      {"effective", false},
+                      // Every node's reads hide the archived hours once it has
+                      // the record; realtime's are gone once every shard cut.
+                      {"effective", d.realtime_done && d.peers_told},
                       {"physical", false}};
   j["key"] = d.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.key);
   return j;

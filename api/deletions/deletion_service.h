@@ -38,6 +38,7 @@ class DeletionService {
   static Result<std::unique_ptr<DeletionService>> Create(const DaemonContext& ctx, HttpServer& server,
                                                           std::function<std::vector<uint64_t>()> oplog_heads);
   ~DeletionService();
+  const DeletionLog& log() const { return *log_; }
   DeletionService(const DeletionService&) = delete;
   DeletionService& operator=(const DeletionService&) = delete;
 

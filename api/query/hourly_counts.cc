@@ -27,4 +27,9 @@ HourlyCounts::const_iterator HourlyCounts::LowerBound(int64_t hour) const {
                           [](const value_type& e, int64_t h) { return e.first < h; });
 }
 
+void HourlyCounts::EraseIn(int64_t begin, int64_t end) {
+  const auto first = LowerBound(begin);
+  entries_.erase(first, LowerBound(end));
+}
+
 }  // namespace clickatron::api

@@ -56,6 +56,8 @@ class HourlyCounts {
   const_iterator end() const { return entries_.end(); }
   // The first hour >= hour.
   const_iterator LowerBound(int64_t hour) const;
+  // Removes the hours in [begin, end).
+  void EraseIn(int64_t begin, int64_t end);
 
   friend bool operator==(const HourlyCounts&, const HourlyCounts&) = default;
 

@@ -129,7 +129,7 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
                          DayUnionCache& day_unions, DaySketchCache& day_sketches,
-                         UniqueWindowCache& unique_windows, ReadStats& stats)
+                         UniqueWindowCache& unique_windows, ReadStats& stats, const DeletionLog* deletions)
     : unite_days_(cluster.api.realtime_unite_days),
       archive_(archive),
       realtime_(realtime),
@@ -139,11 +139,56 @@ QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, R
       day_unions_(day_unions),
       day_sketches_(day_sketches),
       unique_windows_(unique_windows),
-      stats_(stats) {}
+      stats_(stats),
+      deletions_(deletions) {}
+
+std::vector<HourSpan> QueryGather::DeletedHours(std::string_view ns, std::string_view tkey,
+                                                uint64_t generation) const {
+  std::vector<HourSpan> spans;
+  if (deletions_ == nullptr) return spans;
+  for (const DeletionLog::HourRange& r : deletions_->ArchiveMasks(ns, tkey, generation)) {
+    spans.push_back(HourSpan{r.from_unix, r.to_unix});
+  }
+  return spans;
+}
+
+namespace {
+
+// Deleted hours cut a query's sums as unit boundaries do: no day or span
+// record read crosses one, so the hours on either side are read apart and
+// those inside not at all (they are not in the total's archived hours).
+void AddDeletionSplits(const std::vector<HourSpan>& deleted, std::optional<std::vector<int64_t>>& splits) {
+  if (!splits || deleted.empty()) return;
+  for (const HourSpan& d : deleted) {
+    splits->push_back(d.begin_ts);
+    splits->push_back(d.end_ts);
+  }
+  std::sort(splits->begin(), splits->end());
+  splits->erase(std::unique(splits->begin(), splits->end()), splits->end());
+}
+
+}  // namespace
 
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
                                     const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
   if (!reply.found) return Status::Ok();
+  const size_t bar = key.find('|');
+  const std::vector<HourSpan> deleted =
+      bar == std::string_view::npos ? std::vector<HourSpan>{}
+                                    : DeletedHours(key.substr(0, bar), key.substr(bar + 1), reply.view.generation);
+  if (!deleted.empty()) {
+    // Added alone, then the deleted hours taken out (`hours` holds no other
+    // source's hours yet, but do not count on it).
+    HourlyCounts archived;
+    CLICKATRON_RETURN_IF_ERROR(AddArchiveTotalUnmasked(session, key, reply, &archived, span));
+    for (const HourSpan& d : deleted) archived.EraseIn(d.begin_ts, d.end_ts);
+    return hours->AddAscending(archived.begin(), archived.end());
+  }
+  return AddArchiveTotalUnmasked(session, key, reply, hours, span);
+}
+
+Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
+                                            const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
   if (reply.total_hours) return AddArchiveTotalHours(*reply.total_hours, hours, span);
   // Read once: only the span's columns are decoded.
   if (!reply.kept) return AddArchiveTotalColumns(reply.body, hours, span);
@@ -267,6 +312,7 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->skip = skip;
   job->uniques_from = uniques_from;
   if (splits) std::sort(splits->begin(), splits->end());
+  AddDeletionSplits(DeletedHours(job->ns, job->tkey, 0), splits);
   job->unite_days = unite_days_ && job->uniques_from && splits &&
                     WholeUtcDays(HourSpan{*job->uniques_from, end_ts}, skip, *splits);
   if (job->unite_days) ++stats_.realtime_united_reads;
@@ -799,6 +845,7 @@ struct QueryGather::UniquesJob {
   // Realtime may answer each UTC day's hours of a record as one union
   // (unite=day): every day the query reads lies in one unit.
   bool unite_days = false;
+  bool keep_window = true;  // UniqueWindowCache may answer and keep it: no deletion covers the key
   std::function<void(Result<UniquesData>)> done;
   // One attempt's results.
   std::shared_ptr<ArchiveReader::Session> session;
@@ -832,6 +879,11 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
   job->skip = skip;
   job->max_hours = max_hours;
   if (splits) std::sort(splits->begin(), splits->end());
+  // A window kept before a deletion must not answer after it (the deletion's
+  // ends may be unit boundaries already, so the splits would not tell).
+  const std::vector<HourSpan> deleted = DeletedHours(job->target.ns, job->target.tkey, 0);
+  job->keep_window = deleted.empty();
+  AddDeletionSplits(deleted, splits);
   job->unite_days = unite_days_ && splits && WholeUtcDays(span, skip, *splits);
   if (job->unite_days) ++stats_.realtime_united_reads;
   job->splits = std::move(splits);
@@ -865,7 +917,7 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   // A busy key's window asked before on this file: its archive part as
   // kept, realtime's hours on top.
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
-  if (unique_windows_.enabled() && file && job->splits) {
+  if (unique_windows_.enabled() && file && job->splits && job->keep_window) {
     const UniqueWindowCache::Part* kept = unique_windows_.Find(
         *file, job->session->shard_count, RunPrefix(*job), job->span, job->skip, *job->splits);
     if (kept == nullptr) {
@@ -1082,7 +1134,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
                       std::make_move_iterator(kept_unions.end()));
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_uniques_read += days_read;
-    if (unique_windows_.enabled() && file && job->splits && final_part &&
+    if (unique_windows_.enabled() && file && job->splits && job->keep_window && final_part &&
         archived.size() >= UniqueWindowCache::kMinArchivedHours) {
       unique_windows_.Put(*file, shard_count, run_prefix, job->span, job->skip, *job->splits,
                           UniqueWindowCache::Part{data.hours, data.first_hour});

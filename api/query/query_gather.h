@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "clickatron/config.h"
+#include "deletions/deletion_log.h"
 #include "query/archive_reader.h"
 #include "query/day_sketch_cache.h"
 #include "query/unique_window_cache.h"
@@ -106,7 +107,8 @@ class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
               SketchTextCache& sketch_texts, DaySumCache& day_sums, DayUnionCache& day_unions,
-              DaySketchCache& day_sketches, UniqueWindowCache& unique_windows, ReadStats& stats);
+              DaySketchCache& day_sketches, UniqueWindowCache& unique_windows, ReadStats& stats,
+              const DeletionLog* deletions = nullptr);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -154,12 +156,20 @@ class QueryGather {
   void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;
+  // The hours of key `tkey` of `ns` deleted (POST /delete) that archive
+  // generation `generation` may still hold (0: any), sorted and disjoint.
+  std::vector<HourSpan> DeletedHours(std::string_view ns, std::string_view tkey, uint64_t generation) const;
   // The archived hours in `span` of a total record's answer (none when not
-  // found): from its decoded columns when the cache kept them with it; a kept
-  // answer without them is decoded whole and they are kept (the key's next
-  // queries bisect them); another answer is read from its text.
+  // found), less the deleted hours its generation still holds: the total's
+  // hours are the index of every other record a query reads, so a deleted
+  // hour is read nowhere. From its decoded columns when the cache kept them
+  // with it; a kept answer without them is decoded whole and they are kept
+  // (the key's next queries bisect them); another answer is read from its
+  // text.
   Status AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key, const ArchiveReply& reply,
                          HourlyCounts* hours, const HourSpan& span);
+  Status AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
+                                 const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span);
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
   // The run prefix of a job's unique records (DayUnionCache, DaySketchCache,
@@ -216,6 +226,7 @@ class QueryGather {
   DaySketchCache& day_sketches_;
   UniqueWindowCache& unique_windows_;
   ReadStats& stats_;
+  const DeletionLog* deletions_;  // null: a node without deletions (tests)
 };
 
 }  // namespace clickatron::api

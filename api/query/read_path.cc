@@ -193,7 +193,7 @@ class ReadPathImpl : public ReadPath {
         unique_windows_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 4 /
                         static_cast<size_t>(shared_->loops)),
         gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, day_sketches_,
-                unique_windows_, stats_) {
+                unique_windows_, stats_, shared_->deletions) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);

@@ -15,6 +15,8 @@
 
 namespace clickatron::api {
 
+class DeletionLog;
+
 struct ReadStats;
 class KnownGeneration;
 
@@ -27,6 +29,9 @@ struct ReadShared {
   std::shared_ptr<ReadStats> stats;
   std::shared_ptr<KnownGeneration> known_generation;
   int loops = 1;  // at least 1
+  // The node's deletions (POST /delete): archive answers hide the hours they
+  // delete. Null: none (a read path alone, in tests).
+  const DeletionLog* deletions = nullptr;
 };
 
 class ReadPath {

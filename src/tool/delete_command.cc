@@ -1,7 +1,7 @@
 // `clickatron delete`: POST /delete to one API node of the cluster file
 // (with its admin token and an id of its own, so that rerunning a request
 // whose answer was lost names the same deletion), then, unless --wait 0,
-// GET /delete/ID until the deletion's realtime part is done
+// GET /delete/ID until the deletion is effective on every API node
 // (docs/protocols.md, "Deletions"). Prints the deletion as the API answers
 // it, one JSON line. One node only: another node would not know the id and
 // would take it as a second deletion, with a later cut.
@@ -80,14 +80,15 @@ Status RunDelete(const DeleteArgs& a) {
   }
   nlohmann::json state = *accepted;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.wait_s);
-  while (state.value("realtime", "") != "done" && std::chrono::steady_clock::now() < deadline) {
+  const auto effective = [&] { return state.value("effective", false); };
+  while (!effective() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a person waits; nothing to be told by
     auto polled = Ask(client, *api, "GET", "/delete/" + id, cluster->admin_token);
     if (polled.ok()) state = *polled;
   }
   PrintLine(state.dump());
-  if (a.wait_s > 0 && state.value("realtime", "") != "done") {
-    return Status::Unavailable(fmt::format("deletion {} is recorded but its realtime part is not done after {} s "
+  if (a.wait_s > 0 && !effective()) {
+    return Status::Unavailable(fmt::format("deletion {} is recorded but not yet effective on every node after {} s "
                                            "(a member down?); `GET /delete/{}` follows it",
                                            id, a.wait_s, id));
   }
@@ -104,9 +105,9 @@ void AddDeleteCommand(CLI::App& app) {
   sub->add_option("--to", a->to, "the hour after the last one deleted (default: the hour after now)");
   sub->add_option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
   sub->add_option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
-  sub->add_option("--wait", a->wait_s, "seconds to wait for the realtime part (0: do not wait)")->capture_default_str();
+  sub->add_option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)")->capture_default_str();
   SetDetails(sub,
-             "Exits 0 once the deletion is recorded (and, with --wait, its realtime part done); 1 when it is refused\n"
+             "Exits 0 once the deletion is recorded (and, with --wait, effective on every API node); 1 when it is refused\n"
              "(the reason is printed) or not done in time.");
   SetAction(sub, [a] { return RunDelete(*a); });
 }

@@ -121,7 +121,7 @@ TEST_F(DeleteIntegration, ADeletionTakenJustBeforeKill9IsFinishedAfterTheRestart
 }
 
 // `clickatron delete` wraps it: refused with the reason, or done and printed.
-TEST_F(DeleteIntegration, TheOperatorToolDeletesAndWaitsForTheRealtimePart) {
+TEST_F(DeleteIntegration, TheOperatorToolDeletesAndWaitsUntilItIsEffective) {
   Incr(fmt::format("ns=u&key=tool&ts={}&value=2\n", now_));
   std::string out;
   const std::string tool = clickatron::testing::BinaryPath("clickatron");
@@ -137,6 +137,7 @@ TEST_F(DeleteIntegration, TheOperatorToolDeletesAndWaitsForTheRealtimePart) {
   const nlohmann::json printed = nlohmann::json::parse(out.substr(0, out.find('\n')), nullptr, false);
   ASSERT_TRUE(printed.is_object()) << out;
   EXPECT_EQ(printed["realtime"], "done");
+  EXPECT_EQ(printed["effective"], true);
   EXPECT_EQ(printed["key"], "tool");
   EXPECT_TRUE(c_.Records("u|tool.").empty());
 }

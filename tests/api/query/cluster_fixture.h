@@ -29,6 +29,7 @@
 #include "clickatron/ymdh.h"
 #include "api/query/oracle.h"
 #include "testutil/cluster.h"
+#include "testutil/testutil.h"
 
 namespace clickatron::api::testing {
 
@@ -140,6 +141,26 @@ class ReadDataset {
                  const std::vector<Sub>& subs, int64_t today) {
     const int64_t day = FloorDiv(hour, kSecondsPerDay);
     Add(ns, key, hour, value, subs, day <= today - 1, day >= today - 1);
+  }
+
+  // Oracle: what a deletion (POST /delete) of `key` of `ns` ("" = every key)
+  // over [from, to) takes away: its clicks, every subtotal namespace's and
+  // its visitors'. What the files and the realtime shards hold is left (the
+  // cluster must take it away).
+  void Forget(const std::string& ns, const std::string& key, int64_t from, int64_t to) {
+    const auto covered = [&](const std::string& n, const std::string& k) { return n == ns && (key.empty() || k == key); };
+    const auto erase = [&](auto& by_hour) { by_hour.erase(by_hour.lower_bound(from), by_hour.lower_bound(to)); };
+    for (auto& [nk, hours] : totals_) {
+      if (covered(nk.first, nk.second)) erase(hours);
+    }
+    for (auto& [snk, values] : subtotals_) {
+      if (!covered(std::get<1>(snk), std::get<2>(snk))) continue;
+      for (auto& [value, hours] : values) erase(hours);
+    }
+    for (auto& [snk, values] : visitors_) {
+      if (!covered(std::get<1>(snk), std::get<2>(snk))) continue;
+      for (auto& [value, hours] : values) erase(hours);
+    }
   }
 
   // Oracle: hour -> count of a key.
@@ -445,6 +466,29 @@ class ReadCluster {
     }
   }
 
+  // POST /delete?`query` on the API node (no admin token in this cluster);
+  // returns once GET /delete/ID says it is effective (its id), or "" after
+  // a bounded wait.
+  std::string Delete(const std::string& query) {
+    // A deletion's cut needs every API member's oplog heads, the loader's
+    // too (LoadRealtime's batches are its): it runs as an API node now.
+    if (!loader_started_) {
+      Start("test");
+      loader_started_ = true;
+    }
+    auto r = HttpPost(Peer("api-0"), "/delete?" + query, "");
+    EXPECT_EQ(r.status_code, 202) << query << " " << r.body;
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (r.status_code != 202 || !j.is_object()) return "";
+    const std::string id = j["data"]["id"];
+    const bool effective = clickatron::testing::WaitFor([&] {
+      const nlohmann::json s = nlohmann::json::parse(HttpGet(Peer("api-0"), "/delete/" + id).body, nullptr, false);
+      return s.is_object() && s["data"].value("effective", false);
+    });
+    EXPECT_TRUE(effective) << query;
+    return effective ? id : "";
+  }
+
   DaemonProcess& Daemon(const std::string& name) { return cluster_.Process(name); }
   HostPort Peer(const std::string& name) const { return cluster_.Address(name); }
 
@@ -464,6 +508,7 @@ class ReadCluster {
  private:
   Spec spec_;
   clickatron::testing::Cluster cluster_;
+  bool loader_started_ = false;
 };
 
 inline std::string Enc(const std::string& s) { return PercentEncode(s); }

@@ -143,6 +143,16 @@ TEST(HourlyCountsTest, AddAscendingIsAddOfEach) {
   EXPECT_TRUE(empty.empty());
 }
 
+TEST(HourlyCountsTest, EraseInTakesOutExactlyTheHoursOfTheRange) {
+  HourlyCounts hours{{0, 1}, {3600, 2}, {7200, 3}, {10800, 4}};
+  hours.EraseIn(3600, 10800);  // the end is not erased
+  EXPECT_EQ(hours, (HourlyCounts{{0, 1}, {10800, 4}}));
+  hours.EraseIn(20000, 30000);  // nothing there
+  EXPECT_EQ(hours, (HourlyCounts{{0, 1}, {10800, 4}}));
+  hours.EraseIn(-3600, 3600);  // from before the first
+  EXPECT_EQ(hours, (HourlyCounts{{10800, 4}}));
+}
+
 TEST(ArchiveTotalBisectionTest, DamageAfterTheSpanIsStillReported) {
   std::mt19937_64 rng(3);
   const int64_t first = *ParseDate("2022-06-01") * kSecondsPerDay;

@@ -329,6 +329,45 @@ TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHours
   }
 }
 
+// POST /delete hides what it deletes at once, from the archive and realtime
+// alike: the hot key's hours from mid-morning of one archived day to the
+// afternoon of another, then from an afternoon three days back into the
+// days realtime holds, a hashed key over all its data, and at last every
+// key of the namespace over two and a half days. Each time every answer, in
+// three offsets, is the oracle's with those hours forgotten. Asked before
+// the first deletion too, so nothing kept from then answers after it.
+TEST_P(IntegrationReadMergeTest, ADeletionHidesItsHoursFromEveryAnswer) {
+  const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
+  const auto expect_all = [&](const std::string& when) {
+    SCOPED_TRACE(when);
+    for (int tz : {-5, 0, 9}) {
+      ExpectClicks(kHotKey, "day", 45, tz, ref);
+      ExpectClicks(kHotKey, "hour", 120, tz, ref);
+      ExpectClicks(kHashedKey, "week", 8, tz, ref);
+      ExpectClicks(kSparseKey, "day", 45, tz, ref);
+      for (const char* sns : {"c", "r", "p"}) {
+        ExpectBreakdown(sns, kHotKey, "day", 45, tz, ref, 100, false);
+        ExpectBreakdown(sns, kHotKey, "week", 7, tz, ref, 3, true);
+      }
+    }
+  };
+  expect_all("before any deletion");
+  const auto remove = [&](const std::string& key, int64_t from, int64_t to) {
+    ASSERT_FALSE(cluster_.Delete(fmt::format("ns=u{}&from={}&to={}", key.empty() ? "" : "&key=" + Enc(key), from, to))
+                     .empty());
+    data_.Forget("u", key, from, to);
+  };
+  remove(kHotKey, (today_ - 30) * kDay + 5 * kHour, (today_ - 21) * kDay + 17 * kHour);
+  expect_all("archived hours of one key");
+  remove(kHotKey, (today_ - 3) * kDay + 14 * kHour, today_ * kDay + 3 * kHour);
+  expect_all("archived and realtime hours of one key");
+  remove(kHashedKey, (today_ - 41) * kDay, (today_ + 3) * kDay);
+  expect_all("a hashed key's every hour");
+  remove("", (today_ - 10) * kDay, (today_ - 8) * kDay + 12 * kHour);
+  expect_all("every key of the namespace");
+  EXPECT_TRUE(data_.Hours("u", kHashedKey).empty());
+}
+
 // A named zone across a DST change answers as the offset it has at the
 // reference, also for breakdowns read by day records.
 TEST_P(IntegrationReadMergeTest, BreakdownInANamedZoneIsItsOffsetAtTheReference) {

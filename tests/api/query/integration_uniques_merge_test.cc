@@ -198,6 +198,35 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   }
 }
 
+// POST /delete takes a key's visitors away with its clicks, from the archive
+// and realtime alike, the visitors of its subtotal values too: first hours
+// inside archived days, then whole UTC days (their ends are unit
+// boundaries, so a window kept before the deletion would fit the query
+// after it) running into realtime's days. Every answer is the oracle's with
+// those hours forgotten; asked before, so kept windows and day unions exist.
+TEST_P(IntegrationUniquesMergeTest, ADeletionTakesAwayItsVisitors) {
+  const int64_t at_midnight = today_ * kDay;
+  const auto expect_all = [&](const std::string& when) {
+    SCOPED_TRACE(when);
+    for (int tz : {-5, 0, 9}) {
+      ExpectUniques(kHotKey, "", "day", 30, tz, at_midnight);
+      ExpectUniques(kHotKey, "", "hour", 72, tz, at_midnight);
+      ExpectUniques(kHotKey, "", "week", 5, tz, at_midnight);
+      ExpectUniques(kHotKey, "JP", "day", 30, tz, at_midnight);
+      ExpectUniques(kHashedKey, "", "day", 42, tz, at_midnight);
+    }
+  };
+  expect_all("before any deletion");
+  const auto remove = [&](int64_t from, int64_t to) {
+    ASSERT_FALSE(cluster_.Delete(fmt::format("ns=u&key={}&from={}&to={}", kHotKey, from, to)).empty());
+    data_.Forget("u", kHotKey, from, to);
+  };
+  remove((today_ - 25) * kDay + 7 * kHour, (today_ - 19) * kDay + 20 * kHour);
+  expect_all("hours inside archived days");
+  remove((today_ - 4) * kDay, (today_ + 1) * kDay);
+  expect_all("whole days into realtime's");
+}
+
 // Realtime is asked for each UTC day's hours of a record as one union
 // (unite=day) exactly when every day read lies inside one unit: UTC days,
 // not hours or days of another offset; the answers are the sets' either way.
