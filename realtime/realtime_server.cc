@@ -471,6 +471,9 @@ void RealtimeServer::StartExport(const HttpExchangePtr& ex, int64_t day) {
     return;
   }
   ++counters_.exports_started;
+  // Which deletions' records the export cannot hold: the rebuild takes the
+  // others' out of it (docs/protocols.md, "Deletions").
+  ex->AddHeader("X-Tombstone-Epoch", std::to_string(tombstones_->DeletedThrough()));
   spdlog::info("export of {} started", FormatDate(day));
   StreamLines(ex, std::move(scan).value(), [this, d = day](const Status& st, uint64_t lines) {
     counters_.export_lines += lines;

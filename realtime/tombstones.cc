@@ -17,19 +17,15 @@ constexpr std::string_view kMetaKey = "tombstones";
 
 bool Tombstone::Matches(std::string_view key) const {
   if (IsLookupKey(key)) return !lookup.empty() && key == lookup;
-  if (IsUniqueKey(key)) key.remove_prefix(1);
-  const size_t bar = key.find('|');
-  if (bar == std::string_view::npos) return false;
-  std::string_view key_ns = key.substr(0, bar);  // "ns" or "sns.ns"
-  if (const size_t dot = key_ns.find('.'); dot != std::string_view::npos) key_ns.remove_prefix(dot + 1);
-  if (key_ns != ns) return false;
-  const std::string_view rest = key.substr(bar + 1);  // "tkey.YMDH" or "tkey.skey.YMDH"
-  const size_t first_dot = rest.find('.');
-  const size_t last_dot = rest.rfind('.');
-  if (first_dot == std::string_view::npos) return false;
-  if (!tkey.empty() && rest.substr(0, first_dot) != tkey) return false;
-  Result<int64_t> hour = UnixFromYmdh(rest.substr(last_dot + 1));
-  return hour.ok() && *hour >= from_unix && *hour < to_unix;
+  return RealtimeKeyCovered(key, ns, tkey, from_unix, to_unix);
+}
+
+uint64_t Tombstones::DeletedThrough() const {
+  uint64_t through = epoch_;
+  for (const Tombstone& t : all_) {
+    if (!t.deleted) through = std::min(through, t.epoch - 1);
+  }
+  return through;
 }
 
 nlohmann::json Tombstone::ToJson() const {

@@ -102,6 +102,10 @@ class Tombstones {
   const std::vector<Tombstone>& all() const { return all_; }
   const Tombstone* Find(const std::string& id) const;
   uint64_t epoch() const { return epoch_; }
+  // The highest epoch E such that every tombstone of epoch <= E has had its
+  // records deleted from the stores: an export read after this has none of
+  // their records (GET /export says it in X-Tombstone-Epoch).
+  uint64_t DeletedThrough() const;
   bool empty() const { return all_.empty(); }
 
  private:

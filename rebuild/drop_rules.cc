@@ -11,7 +11,8 @@
 namespace clickatron::rebuild {
 
 nlohmann::json DropRule::ToJson() const {
-  return {{"id", id}, {"ns", ns}, {"from_unix", from_unix}, {"to_unix", to_unix}, {"keys_file", keys_file}};
+  return {{"id", id},           {"ns", ns},     {"from_unix", from_unix}, {"to_unix", to_unix},
+          {"keys_file", keys_file}, {"tkey", tkey}, {"lookup", lookup}};
 }
 
 Result<DropRule> DropRule::FromJson(const nlohmann::json& json) {
@@ -22,6 +23,8 @@ Result<DropRule> DropRule::FromJson(const nlohmann::json& json) {
     rule.from_unix = json.at("from_unix").get<int64_t>();
     rule.to_unix = json.at("to_unix").get<int64_t>();
     rule.keys_file = json.value("keys_file", "");
+    rule.tkey = json.value("tkey", "");
+    rule.lookup = json.value("lookup", "");
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(fmt::format("drop rule: {}", e.what()));
   }
@@ -35,8 +38,9 @@ Result<DropRule> DropRule::FromJson(const nlohmann::json& json) {
 Result<std::unique_ptr<LoadedDropRule>> LoadedDropRule::Load(const DropRule& rule, const std::string& keys_path) {
   auto loaded = std::make_unique<LoadedDropRule>();
   loaded->rule = rule;
-  loaded->every_key = rule.keys_file.empty();
-  if (loaded->every_key) return loaded;
+  loaded->every_key = rule.keys_file.empty() && rule.tkey.empty();
+  if (!rule.tkey.empty()) loaded->keys.emplace(rule.ns + "|" + rule.tkey);
+  if (rule.keys_file.empty()) return loaded;
   auto reader = LineReader::Open(keys_path);
   if (!reader.ok()) return reader.status().WithContext(fmt::format("keys of restatement {}", rule.id));
   std::string_view line;
@@ -78,6 +82,12 @@ bool RewriteTotal(std::string_view line, const std::vector<const LoadedDropRule*
 DropFilter::Verdict DropFilter::Apply(std::string_view line, std::string* rewritten) const {
   if (rules_.empty()) return Verdict::kKeep;
   const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
+  if (key.type == RecordType::kLookup) {
+    const std::string_view lookup = LineKey(line);
+    const bool named = std::any_of(rules_.begin(), rules_.end(),
+                                   [&](const LoadedDropRule* r) { return !r->rule.lookup.empty() && r->rule.lookup == lookup; });
+    return named ? Verdict::kDrop : Verdict::kKeep;
+  }
   if (key.type == RecordType::kLookup || IsDayType(key.type) || key.ns.empty()) return Verdict::kKeep;
   std::vector<const LoadedDropRule*> applying;
   for (const LoadedDropRule* r : rules_) {

@@ -1,5 +1,5 @@
-// Step: take out what a restatement supersedes (docs/protocols.md,
-// "Restatements").
+// Step: take out what a restatement supersedes or a deletion deletes
+// (docs/protocols.md, "Restatements" and "Deletions"; deletions.h).
 //
 // A restatement of namespace NS over the hours [from, to) says: what the
 // archive and every input acknowledged before it hold for those hours of NS
@@ -16,7 +16,8 @@
 // - day and span records: nothing here. They are sums of hours, and the
 //   DayRecordSource the merge puts after every filtered input drops them and
 //   makes them again from the hours that are left.
-// - lookups: nothing (a lookup is shared by every hour that names the value).
+// - lookups: nothing (a lookup is shared by every hour that names the value),
+//   but the one a rule names itself (a hashed key deleted for all time).
 //
 // Thread-safety: a LoadedDropRule is read-only once loaded; a DroppingSource
 // belongs to one thread.
@@ -38,11 +39,13 @@
 namespace clickatron::rebuild {
 
 struct DropRule {
-  std::string id;         // the restatement's queue id (for messages)
+  std::string id;         // the restatement's queue id or the deletion's id (for messages)
   std::string ns;
   int64_t from_unix = 0;  // the first hour dropped (a whole hour)
   int64_t to_unix = 0;    // the hour after the last one dropped
-  std::string keys_file;  // "": every key of ns; else a file of "ns|tkey" lines
+  std::string keys_file;  // "": every key of ns (or `tkey`); else a file of "ns|tkey" lines
+  std::string tkey;       // one key (stored form), without a keys file
+  std::string lookup;     // a lookup record's key ("l|HASH") dropped too; "": none
 
   nlohmann::json ToJson() const;
   static Result<DropRule> FromJson(const nlohmann::json& json);

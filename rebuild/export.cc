@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -69,7 +70,16 @@ Result<ExportResult> ExportDay(const ExportOptions& options) {
     if (options.progress != nullptr) options.progress->Add(0, chunk.size());
     return Status::Ok();
   };
-  fetch.check = [&](const HttpResponse&, const std::string& tmp, uint64_t) -> Status {
+  uint64_t tombstone_epoch = 0;
+  fetch.check = [&](const HttpResponse& response, const std::string& tmp, uint64_t) -> Status {
+    const std::string epoch = response.Header("X-Tombstone-Epoch");
+    if (!epoch.empty()) {
+      const auto [end, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), tombstone_epoch);
+      if (ec != std::errc() || end != epoch.data() + epoch.size()) {
+        return Status::Corruption(
+            fmt::format("{}: X-Tombstone-Epoch {} is not a number", who, QuoteForMessage(epoch)));
+      }
+    }
     if (check.error_offset() >= 0) {
       return Status::Unavailable(fmt::format("{}: the stream broke off: {}", who,
                                              QuoteForMessage(ReadLineAt(tmp, check.error_offset(), 4096))));
@@ -82,7 +92,7 @@ Result<ExportResult> ExportDay(const ExportOptions& options) {
   Result<uint64_t> received = FetchToFile(client, options.peer, std::move(request), options.path, who, fetch);
   if (!received.ok()) return received.status();
   if (options.progress != nullptr) options.progress->Add(check.lines(), 0);
-  return ExportResult{*received, check.lines()};
+  return ExportResult{*received, check.lines(), tombstone_epoch};
 }
 
 }  // namespace clickatron::rebuild

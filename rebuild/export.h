@@ -32,6 +32,10 @@ struct ExportOptions {
 struct ExportResult {
   uint64_t bytes = 0;
   uint64_t lines = 0;
+  // X-Tombstone-Epoch: the export holds no record of a deletion whose
+  // tombstone on this shard has an epoch up to it (0: not said, so any may
+  // be in it). The rebuild takes the later ones' records out.
+  uint64_t tombstone_epoch = 0;
 };
 
 Result<ExportResult> ExportDay(const ExportOptions& options);

@@ -18,6 +18,7 @@
 #include "clickatron/ymdh.h"
 #include "engine/engine.h"
 #include "late_inputs.h"
+#include "deletions.h"
 #include "restate.h"
 #include "merge_shard_task.h"
 #include "sort_inputs.h"
@@ -50,16 +51,24 @@ struct GenerationInputs {
   // (late data).
   std::vector<DropRule> drop_rules;
   std::vector<std::vector<int>> input_drops;
+  // Deletions folded (deletions.h): their rules follow the restatements' in
+  // drop_rules (from deletion_rules_from on). Loads and restatements queued
+  // before one obey it (input_drops), late data by frame (SortInputs).
+  std::vector<FoldedDeletion> deletions;
+  size_t deletion_rules_from = 0;
 
   nlohmann::json ToJson() const {
     nlohmann::json rules = nlohmann::json::array();
     for (const DropRule& rule : drop_rules) rules.push_back(rule.ToJson());
+    nlohmann::json deletions_json = nlohmann::json::array();
+    for (const FoldedDeletion& d : deletions) deletions_json.push_back(d.ToJson());
     return {{"previous_generation", previous_generation}, {"archive_shards", archive_shards},
             {"sort_tasks", sort_tasks}, {"day", day},
             {"created", created},
             {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"late_inputs", late_inputs},
             {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs},
-            {"drop_rules", rules}, {"input_drops", input_drops}};
+            {"drop_rules", rules}, {"input_drops", input_drops},
+            {"deletions", deletions_json}, {"deletion_rules_from", deletion_rules_from}};
   }
   static std::optional<GenerationInputs> Read(const std::string& path) {
     auto text = ReadFileToString(path);
@@ -84,6 +93,12 @@ struct GenerationInputs {
         in.drop_rules.push_back(*rule);
       }
       in.input_drops = j.value("input_drops", std::vector<std::vector<int>>());
+      for (const nlohmann::json& d : j.value("deletions", nlohmann::json::array())) {
+        auto deletion = FoldedDeletion::FromJson(d);
+        if (!deletion.ok()) return std::nullopt;
+        in.deletions.push_back(*deletion);
+      }
+      in.deletion_rules_from = j.value("deletion_rules_from", in.drop_rules.size());
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }
@@ -120,6 +135,14 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       restatement_at.push_back(p);
       in.drop_rules.push_back(restatements.back().rule);
     }
+  }
+  // Deletions whose realtime part is done (deletions.h). None when no API
+  // node answers: reads keep hiding their hours until a run folds them in.
+  std::vector<FoldedDeletion> deletions;
+  if (auto fetched = FetchDeletionsToFold(cluster, options.http_timeout_ms); fetched.ok()) {
+    deletions = std::move(fetched).value();
+  } else {
+    spdlog::warn("no deletion is folded into this generation: {}", fetched.status().message());
   }
   // What the next manifests' late_inputs keep of the previous ones (below).
   std::set<std::string> previous_late;
@@ -201,10 +224,20 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       sort.threads = cluster.rebuild.threads;
       sort.max_bad_line_ratio = cluster.rebuild.max_bad_line_ratio;
       sort.label = "late data";
+      // A frame acknowledged before a deletion loses the lines it deletes.
+      if (!deletions.empty()) {
+        sort.drop_late_line = [&deletions](const OplogHeader& frame, std::string_view line) {
+          return std::any_of(deletions.begin(), deletions.end(),
+                             [&](const FoldedDeletion& d) { return d.DeletesLateLine(frame, line); });
+        };
+      }
       auto sorted = SortInputs(sort);
       if (!sorted.ok()) return sorted.status().WithContext("late data");
-      spdlog::info("late data: {} files, {} lines -> {} records{}", files.size(), sorted->lines, sorted->records,
-                   drops.empty() ? "" : fmt::format(" (before {} restatements)", drops.size()));
+      spdlog::info("late data: {} files, {} lines -> {} records{}{}", files.size(), sorted->lines, sorted->records,
+                   drops.empty() ? "" : fmt::format(" (before {} restatements)", drops.size()),
+                   sorted->late_lines_deleted == 0
+                       ? ""
+                       : fmt::format(", {} lines left out as deleted", sorted->late_lines_deleted));
       in.whole_inputs.push_back(sort.output);
       in.input_drops.push_back(drops);
     }
@@ -226,14 +259,31 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       if (!answered || still_sealed.count(id) > 0) kept_late.push_back(id);
     }
   }
+  in.deletion_rules_from = in.drop_rules.size();
+  for (const FoldedDeletion& d : deletions) in.drop_rules.push_back(d.Rule());
+  std::map<std::string, int64_t> queued_at;
+  if (!deletions.empty() && !queue_ids.empty()) {
+    auto loads = ReadPriorLoads(work);
+    if (!loads.ok()) return loads.status();
+    for (const PriorLoad& load : *loads) {
+      auto at = ParseTimestamp(load.created);
+      if (!at.ok()) return at.status().WithContext(fmt::format("when load {} was queued", load.id));
+      queued_at[load.id] = *at;
+    }
+  }
   for (size_t p = 0; p < queue_ids.size(); ++p) {
     in.whole_inputs.push_back(work.QueueSorted(queue_ids[p]));
     std::vector<int> drops;
     for (size_t r = 0; r < restatements.size(); ++r) {
       if (restatement_at[r] > p) drops.push_back(static_cast<int>(r));
     }
+    // A load or restatement queued before a deletion obeys it.
+    for (size_t k = 0; k < deletions.size(); ++k) {
+      if (deletions[k].InLoad(queued_at[queue_ids[p]])) drops.push_back(static_cast<int>(in.deletion_rules_from + k));
+    }
     in.input_drops.push_back(drops);
   }
+  in.deletions = std::move(deletions);
   in.queue_ids = queue_ids;
   if (options.day.empty() && in.whole_inputs.empty()) {
     return Status::NotFound("nothing to fold into a new generation (no day, no late data, no queued load)");
@@ -330,9 +380,31 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
     if (!part.ok()) return part.status();
     inputs.push_back(*part);
   }
-  std::vector<int> every_rule;
-  for (size_t r = 0; r < in.drop_rules.size(); ++r) every_rule.push_back(static_cast<int>(r));
-  spec.input_drops.assign(inputs.size(), {});
+  // The previous generation obeys every restatement, and the deletions it
+  // may still hold.
+  std::vector<int> previous_drops;
+  for (size_t r = 0; r < in.drop_rules.size(); ++r) {
+    const bool deletion = r >= in.deletion_rules_from;
+    if (!deletion || in.deletions[r - in.deletion_rules_from].InPrevious(previous.generation)) {
+      previous_drops.push_back(static_cast<int>(r));
+    }
+  }
+  // The day's export of each realtime shard obeys the deletions installed
+  // there after it was read (deletions.h).
+  for (const TaskPaths& sort : options.sort_tasks) {
+    auto sort_spec = ReadSortShardSpec(sort);
+    if (!sort_spec.ok()) return sort_spec.status();
+    auto done = ReadTaskDone(sort);
+    if (!done.ok()) return done.status();
+    const uint64_t export_epoch = done->value("tombstone_epoch", uint64_t{0});
+    std::vector<int> drops;
+    for (size_t k = 0; k < in.deletions.size(); ++k) {
+      if (in.deletions[k].InExport(sort_spec->realtime_shard, export_epoch)) {
+        drops.push_back(static_cast<int>(in.deletion_rules_from + k));
+      }
+    }
+    spec.input_drops.push_back(std::move(drops));
+  }
   for (size_t k = 0; k < in.whole_inputs.size(); ++k) {
     inputs.push_back(ship ? cut.whole_parts[k][static_cast<size_t>(shard)] : in.whole_inputs[k]);
     spec.input_drops.push_back(k < in.input_drops.size() ? in.input_drops[k] : std::vector<int>{});
@@ -341,7 +413,7 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   // cut (and checked) on this host, is an input like the others.
   for (const std::vector<std::string>& parts : cut.previous_parts) {
     inputs.push_back(parts[static_cast<size_t>(shard)]);
-    spec.input_drops.push_back(every_rule);
+    spec.input_drops.push_back(previous_drops);
   }
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(task.In()));
   for (size_t r = 0; r < in.drop_rules.size(); ++r) {
@@ -357,6 +429,7 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
     }
     spec.drop_rules.push_back(std::move(rule));
   }
+  spec.previous_drops = std::move(previous_drops);
   if (spec.drop_rules.empty()) spec.input_drops.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!ship) {
@@ -430,7 +503,7 @@ nlohmann::json GenerationPlan::ToJson() const {
           {"older_days", older_days},
           {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"last_day", last_day},
           {"shard_files", shard_files}, {"manifests", manifests_json},
-          {"created", created}};
+          {"created", created}, {"deletions_folded", deletions_folded}};
 }
 
 Result<GenerationPlan> GenerationPlan::FromJson(const nlohmann::json& j) {
@@ -446,6 +519,7 @@ Result<GenerationPlan> GenerationPlan::FromJson(const nlohmann::json& j) {
     plan.last_day = j.at("last_day").get<std::string>();
     plan.shard_files = j.at("shard_files").get<std::vector<std::string>>();
     plan.created = j.value("created", "");
+    plan.deletions_folded = j.value("deletions_folded", std::vector<std::string>());
     for (const nlohmann::json& m : j.at("manifests")) {
       Result<Manifest> manifest = Manifest::FromJson(m);
       if (!manifest.ok()) return manifest.status();
@@ -494,6 +568,9 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(inputs_path, in->ToJson().dump(2) + "\n"));
   }
   plan.created = in->created;
+  for (const FoldedDeletion& d : in->deletions) {
+    if (d.InPrevious(previous.generation)) plan.deletions_folded.push_back(d.id);
+  }
   plan.late_files = in->late_files;
   plan.late_still_sealed = in->late_still_sealed;
   plan.queue_ids = in->queue_ids;

@@ -44,6 +44,9 @@ struct GenerationPlan {
   std::vector<std::string> shard_files; // built files, index: shard
   std::vector<Manifest> manifests;      // index: shard
   std::string created;
+  // Deletions whose records this generation took out of the previous one
+  // (deletions.h): API nodes are told before it is deployed.
+  std::vector<std::string> deletions_folded;
 
   nlohmann::json ToJson() const;
   static Result<GenerationPlan> FromJson(const nlohmann::json& json);

@@ -60,6 +60,7 @@ nlohmann::json MergeShardSpec::ToJson() const {
     for (const DropRule& rule : drop_rules) rules.push_back(rule.ToJson());
     j["drop_rules"] = std::move(rules);
     j["input_drops"] = input_drops;
+    j["previous_drops"] = previous_drops;
   }
   if (!reshard_from.empty()) {
     nlohmann::json files = nlohmann::json::array();
@@ -101,7 +102,14 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
       spec.drop_rules.push_back(*rule);
     }
     spec.input_drops = j.at("input_drops").get<std::vector<std::vector<int>>>();
-    for (const std::vector<int>& drops : spec.input_drops) {
+    if (j.contains("previous_drops")) {
+      spec.previous_drops = j.at("previous_drops").get<std::vector<int>>();
+    } else {
+      for (size_t r = 0; r < spec.drop_rules.size(); ++r) spec.previous_drops.push_back(static_cast<int>(r));
+    }
+    std::vector<std::vector<int>> named = spec.input_drops;
+    named.push_back(spec.previous_drops);
+    for (const std::vector<int>& drops : named) {
       for (int d : drops) {
         if (d < 0 || static_cast<size_t>(d) >= spec.drop_rules.size()) {
           return Status::InvalidArgument(fmt::format("merge-shard: input_drops names rule {} of {}", d,
@@ -165,15 +173,16 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     (void)previous_file->Advise("sequential");  // a hint only
     previous_data = previous_file->data();
   }
-  // The restatements' rules, and a filter of the rules each input obeys.
+  // The restatements' and deletions' rules, and a filter of the rules each
+  // input obeys.
   std::vector<std::unique_ptr<LoadedDropRule>> rules;
-  std::vector<const LoadedDropRule*> every_rule;
   for (const DropRule& rule : spec.drop_rules) {
     auto loaded = LoadedDropRule::Load(rule, task.Resolve(rule.keys_file));
     if (!loaded.ok()) return loaded.status();
     rules.push_back(std::move(loaded).value());
-    every_rule.push_back(rules.back().get());
   }
+  std::vector<const LoadedDropRule*> previous_rules;
+  for (int d : spec.previous_drops) previous_rules.push_back(rules[static_cast<size_t>(d)].get());
   std::vector<std::unique_ptr<DroppingSource>> droppers;
   auto obeying = [&](LineSource* source, std::vector<const LoadedDropRule*> obeyed) -> LineSource* {
     if (obeyed.empty()) return source;
@@ -204,17 +213,17 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   // hours are made again from what is left.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file && (!spec.previous_manifest->SpanRecordsWhole() || !rules.empty())) {
+  if (previous_file && (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty())) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
-    sources.push_back(obeying(previous_lines.get(), every_rule));
+    sources.push_back(obeying(previous_lines.get(), previous_rules));
     merge_base = {};
-    if (rules.empty()) {
+    if (previous_rules.empty()) {
       spdlog::info("generation {} shard {}: {} is of format {}; adding day and span records to every day it holds",
                    spec.generation, spec.shard, previous_file->path(), spec.previous_manifest->format);
     } else {
-      spdlog::info("generation {} shard {}: {} restatements take hours out of {}; its day and span records are "
-                   "made again",
-                   spec.generation, spec.shard, rules.size(), previous_file->path());
+      spdlog::info("generation {} shard {}: {} restatements and deletions take hours out of {}; its day and span "
+                   "records are made again",
+                   spec.generation, spec.shard, previous_rules.size(), previous_file->path());
     }
   }
   // A reshard: this shard's lines of every previous file are inputs like the
@@ -229,7 +238,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     reshard_lines.push_back(std::make_unique<TextLineSource>(reshard_files.back()->data(), reshard_files.back()->path()));
     filters.push_back(std::make_unique<ShardFilter>(reshard_lines.back().get(), static_cast<uint32_t>(spec.shard),
                                                     static_cast<uint32_t>(spec.shard_count)));
-    sources.push_back(obeying(filters.back().get(), every_rule));
+    sources.push_back(obeying(filters.back().get(), previous_rules));
   }
   if (!spec.reshard_from.empty()) {
     spdlog::info("generation {} shard {}: re-partitioned from the {} files of generation {} (cut into {} shards) "
@@ -295,7 +304,8 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     restated_rewritten += d->lines_rewritten();
   }
   if (!rules.empty()) {
-    spdlog::info("generation {} shard {}: restatements took out {} records and hours from {} totals", spec.generation,
+    spdlog::info("generation {} shard {}: restatements and deletions took out {} records and hours from {} totals",
+                 spec.generation,
                  spec.shard, restated_lines, restated_rewritten);
   }
   return nlohmann::json{{"manifest", manifest.ToJson()},

@@ -62,14 +62,16 @@ struct MergeShardSpec {
   // records in those files are dropped and made again from their hours.
   std::vector<PreviousShardFile> reshard_from;
   std::vector<std::string> inputs;  // sorted archive files
-  // Restatements this generation folds (drop_rules.h): the previous
-  // generation (or the files of a reshard) obeys every rule, inputs[i] the
-  // rules input_drops[i] names (indices into drop_rules; none when the list
-  // is shorter). With any rule the previous file is read in full, so its
-  // day and span records are made again from the hours left. A rule's
-  // keys_file resolves like an input.
+  // Restatements and deletions this generation folds (drop_rules.h): the
+  // previous generation (or the files of a reshard) obeys the rules
+  // previous_drops names (every rule when the spec has no list), inputs[i]
+  // the rules input_drops[i] names (indices into drop_rules; none when the
+  // list is shorter). With any rule on it the previous file is read in full,
+  // so its day and span records are made again from the hours left. A
+  // rule's keys_file resolves like an input.
   std::vector<DropRule> drop_rules;
   std::vector<std::vector<int>> input_drops;
+  std::vector<int> previous_drops;
   std::string backup;               // the .csv.gz to write (relative: under out/); "" for none
 
   nlohmann::json ToJson() const;

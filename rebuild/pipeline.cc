@@ -24,6 +24,7 @@
 #include "clickatron/ymdh.h"
 #include "deploy.h"
 #include "engine/engine.h"
+#include "deletions.h"
 #include "export.h"
 #include "generation.h"
 #include "late_inputs.h"
@@ -54,6 +55,9 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
   const WorkDir work(cluster.rebuild.work_dir);
   const uint64_t g = plan.generation;
   if (!FileExists(work.GenDeployed(g))) {
+    // Before the deploy: reads of g (and later generations) need not hide
+    // the hours of the deletions it took out.
+    TellDeletionsFolded(cluster, plan.deletions_folded, g, timeouts.http_ms);
     DeployOptions deploy;
     deploy.cluster = &cluster;
     deploy.generation = g;

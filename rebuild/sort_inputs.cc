@@ -211,7 +211,8 @@ Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& 
 }
 
 // Late data: frames of "# source=… shard=… seq=…" + realtime lines.
-Status ReadLateFile(const std::string& path, Intake* intake) {
+Status ReadLateFile(const std::string& path, const SortInputsOptions& options, Intake* intake,
+                    uint64_t* lines_deleted) {
   auto reader = FramedLogReader::Open(path);
   if (!reader.ok()) return reader.status();
   for (uint64_t frame = 1;; ++frame) {
@@ -227,6 +228,10 @@ Status ReadLateFile(const std::string& path, Intake* intake) {
     ForEachPayloadLine(parsed->lines, [&](std::string_view line) {
       ++line_in_frame;
       if (!st.ok()) return;
+      if (options.drop_late_line && options.drop_late_line(parsed->header, line)) {
+        ++*lines_deleted;
+        return;
+      }
       st = intake->Take(line, [&] { return fmt::format("{}:frame {}:line {}", path, frame, line_in_frame); });
     });
     CLICKATRON_RETURN_IF_ERROR(st);
@@ -259,15 +264,17 @@ Result<SortInputsResult> SortInputs(const SortInputsOptions& options) {
   Intake intake(options, sorter->get(), &progress);
   SortInputsOptions run_options = options;
   run_options.threads = threads;
+  uint64_t late_lines_deleted = 0;
   for (const std::string& path : options.inputs) {
     const Status st = parallel ? ReadLineFileInParallel(path, run_options, sorter->get(), &intake, &progress)
-                               : ReadLateFile(path, &intake);
+                               : ReadLateFile(path, options, &intake, &late_lines_deleted);
     if (!st.ok()) return st;
   }
   if (!parallel) intake.FlushProgress();  // the parallel reader reports per block
   progress.Finish();
   CLICKATRON_RETURN_IF_ERROR(intake.FinishRejects());
   SortInputsResult result = intake.result;
+  result.late_lines_deleted = late_lines_deleted;
   if (result.bad_lines > 0) {
     const double ratio = static_cast<double>(result.bad_lines) / static_cast<double>(result.lines);
     if (ratio > options.max_bad_line_ratio) {

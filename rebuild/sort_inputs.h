@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clickatron/oplog_record.h"
 #include "clickatron/status.h"
 
 namespace clickatron::rebuild {
@@ -43,6 +44,11 @@ struct SortInputsOptions {
   // FILE:LINE and why; no output). A restatement's range and namespace.
   // Called on the reading threads.
   std::function<Status(std::string_view archive_line)> accept;
+  // Late data only: when set, a line (realtime format) of a frame for which
+  // it answers true is left out, as neither record nor bad line: a
+  // deletion's, acknowledged before it (deletions.h). Called on the reading
+  // thread.
+  std::function<bool(const OplogHeader& frame, std::string_view line)> drop_late_line;
   std::string label = "sort";
 };
 
@@ -52,6 +58,7 @@ struct SortInputsResult {
   uint64_t bytes = 0;       // input bytes
   uint64_t records = 0;     // output lines
   uint64_t runs = 0;        // external-sort runs spilled
+  uint64_t late_lines_deleted = 0;  // left out by drop_late_line
   double seconds = 0;
 };
 

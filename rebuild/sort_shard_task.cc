@@ -1,5 +1,8 @@
 #include "sort_shard_task.h"
 
+#include <algorithm>
+#include <limits>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -55,6 +58,9 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
   }
   SortInputsOptions sort;
   nlohmann::json exported = nlohmann::json::object();
+  // The least of the days' export epochs: the merge takes out of this
+  // task's records those of every deletion installed here after it.
+  uint64_t tombstone_epoch = std::numeric_limits<uint64_t>::max();
   for (const std::string& day : spec.days) {
     ExportOptions options;
     options.peer = member->listen;
@@ -74,6 +80,7 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
     spdlog::info("exported {} from realtime shard {} ({}): {} records, {} bytes", day, spec.realtime_shard,
                  member->name, result->lines, result->bytes);
     exported[day] = result->lines;
+    tombstone_epoch = std::min(tombstone_epoch, result->tombstone_epoch);
     sort.inputs.push_back(options.path);
   }
   sort.format = InputFormat::kRealtime;
@@ -92,8 +99,11 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
   spdlog::info("realtime shard {}: {} lines ({} bad) -> {} records in {} archive-shard parts, {:.1f}s",
                spec.realtime_shard, sorted->lines, sorted->bad_lines, sorted->records, spec.archive_shards,
                sorted->seconds);
-  return nlohmann::json{{"exported", exported},          {"lines", sorted->lines}, {"bad_lines", sorted->bad_lines},
-                        {"records", sorted->records},    {"runs", sorted->runs},   {"seconds", sorted->seconds}};
+  if (spec.days.empty()) tombstone_epoch = 0;
+  return nlohmann::json{{"exported", exported},         {"lines", sorted->lines},
+                        {"bad_lines", sorted->bad_lines}, {"records", sorted->records},
+                        {"runs", sorted->runs},           {"seconds", sorted->seconds},
+                        {"tombstone_epoch", tombstone_epoch}};
 }
 
 }  // namespace clickatron::rebuild

@@ -399,6 +399,23 @@ ArchiveKeyView SplitArchiveKey(std::string_view key) {
   return view;
 }
 
+bool RealtimeKeyCovered(std::string_view key, std::string_view ns, std::string_view tkey, int64_t from_unix,
+                        int64_t to_unix) {
+  if (IsUniqueKey(key)) key.remove_prefix(1);
+  const size_t bar = key.find('|');
+  if (bar == std::string_view::npos) return false;  // a lookup ("l|" has no dot before it, but no hour either)
+  std::string_view key_ns = key.substr(0, bar);  // "ns" or "sns.ns"
+  if (key_ns == "l") return false;
+  if (const size_t dot = key_ns.find('.'); dot != std::string_view::npos) key_ns.remove_prefix(dot + 1);
+  if (key_ns != ns) return false;
+  const std::string_view rest = key.substr(bar + 1);  // "tkey.YMDH" or "tkey.skey.YMDH"
+  const size_t first_dot = rest.find('.');
+  if (first_dot == std::string_view::npos) return false;
+  if (!tkey.empty() && rest.substr(0, first_dot) != tkey) return false;
+  Result<int64_t> hour = UnixFromYmdh(rest.substr(rest.rfind('.') + 1));
+  return hour.ok() && *hour >= from_unix && *hour < to_unix;
+}
+
 std::string_view UniqueKeyOfDay(std::string_view key) {
   if (!IsUniqueKey(key)) return {};
   const size_t dot = key.rfind('.');

@@ -91,9 +91,11 @@ Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix) {
 nlohmann::json Deletion::ToJson() const {
   nlohmann::json cut_json = nlohmann::json::object();
   for (const auto& [shard, cut] : cuts) cut_json[std::to_string(shard)] = cut;
+  nlohmann::json epoch_json = nlohmann::json::object();
+  for (const auto& [shard, epoch] : epochs) epoch_json[std::to_string(shard)] = epoch;
   return {{"id", id},       {"ns", ns},           {"key", key},         {"tkey", tkey},
           {"hashed", hashed}, {"all_time", all_time}, {"from", from_unix}, {"to", to_unix},
-          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"realtime_done", realtime_done},
+          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"epochs", epoch_json}, {"realtime_done", realtime_done},
           {"peers_told", peers_told}, {"folded_into", folded_into}};
 }
 
@@ -117,6 +119,8 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
     for (const auto& [shard, cut] : cuts.items()) {
       d.cuts[std::stoi(shard)] = cut.get<std::map<std::string, uint64_t>>();
     }
+    const nlohmann::json epochs = j.value("epochs", nlohmann::json::object());
+    for (const auto& [shard, epoch] : epochs.items()) d.epochs[std::stoi(shard)] = epoch.get<uint64_t>();
   } catch (const std::exception& e) {
     return Status::InvalidArgument(fmt::format("deletion: {}", e.what()));
   }
@@ -124,6 +128,14 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
     return Status::InvalidArgument("deletion: needs an id, a namespace and from < to");
   }
   return d;
+}
+
+void Deletion::KeepProgressOf(const Deletion& known) {
+  realtime_done = realtime_done || known.realtime_done;
+  peers_told = peers_told || known.peers_told;
+  if (cuts.empty()) cuts = known.cuts;
+  for (const auto& [shard, epoch] : known.epochs) epochs.emplace(shard, epoch);
+  folded_into = std::max(folded_into, known.folded_into);
 }
 
 nlohmann::json Deletion::TombstoneJson() const {

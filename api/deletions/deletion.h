@@ -34,6 +34,10 @@ struct Deletion {
   // Realtime shard -> API member -> the last oplog seq it had acknowledged
   // for that shard when the deletion was made (set once, by the owner).
   std::map<int, std::map<std::string, uint64_t>> cuts;
+  // Realtime shard -> the epoch its tombstone got there (its GET /export
+  // says which epochs an export is clean of: the rebuild takes the others'
+  // records out of it).
+  std::map<int, uint64_t> epochs;
   bool realtime_done = false;  // every realtime shard deleted its records and has its cut
   bool peers_told = false;     // every other API node has the record with realtime_done
   // The first archive generation built with this deletion folded in: its
@@ -52,6 +56,9 @@ struct Deletion {
 
   nlohmann::json ToJson() const;
   static Result<Deletion> FromJson(const nlohmann::json& json);
+  // A record only moves forward: what `known` (an earlier copy of the same
+  // deletion) had reached, this one keeps.
+  void KeepProgressOf(const Deletion& known);
   // The body of the realtime shard's POST /tombstone.
   nlohmann::json TombstoneJson() const;
 };

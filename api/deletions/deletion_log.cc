@@ -32,13 +32,29 @@ Result<std::unique_ptr<DeletionLog>> DeletionLog::Open(std::string dir) {
   return log;
 }
 
-Status DeletionLog::Put(const Deletion& deletion) {
+Status DeletionLog::Put(Deletion deletion) {
+  // One writer at a time from reading the earlier copy to replacing it.
+  std::lock_guard write(write_mu_);
+  if (std::optional<Deletion> known = Get(deletion.id)) deletion.KeepProgressOf(*known);
   CLICKATRON_RETURN_IF_ERROR(
       WriteFileAtomically(fmt::format("{}/{}.json", dir_, deletion.id), deletion.ToJson().dump(2) + "\n"));
   std::lock_guard lock(mu_);
-  by_id_[deletion.id] = deletion;
+  by_id_[deletion.id] = std::move(deletion);
   empty_ = false;
   return Status::Ok();
+}
+
+Result<size_t> DeletionLog::MarkFolded(const std::vector<std::string>& ids, uint64_t generation) {
+  size_t known = 0;
+  for (const std::string& id : ids) {
+    std::optional<Deletion> d = Get(id);
+    if (!d) continue;
+    ++known;
+    if (d->folded_into >= generation) continue;
+    d->folded_into = generation;
+    CLICKATRON_RETURN_IF_ERROR(Put(std::move(*d)));
+  }
+  return known;
 }
 
 std::optional<Deletion> DeletionLog::Get(const std::string& id) const {

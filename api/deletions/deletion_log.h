@@ -26,8 +26,13 @@ class DeletionLog {
   // parse is an error: a deletion must not be forgotten quietly.
   static Result<std::unique_ptr<DeletionLog>> Open(std::string dir);
 
-  // Writes (or replaces) the record durably.
-  Status Put(const Deletion& deletion);
+  // Writes the record durably; over an earlier copy of it, what that copy
+  // had reached is kept (Deletion::KeepProgressOf: the runner, a peer's
+  // copy and the rebuild each write it, in any order).
+  Status Put(Deletion deletion);
+  // Notes that archive generation `generation` folds in the deletions
+  // `ids`; the number of those this node knows.
+  Result<size_t> MarkFolded(const std::vector<std::string>& ids, uint64_t generation);
   std::optional<Deletion> Get(const std::string& id) const;
   std::vector<Deletion> All() const;  // by id (so by creation time)
   // Those `owner` runs that are not finished (realtime part done, peers told):
@@ -48,6 +53,7 @@ class DeletionLog {
  private:
   explicit DeletionLog(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
+  std::mutex write_mu_;  // held across a Put's read, file write and update
   mutable std::mutex mu_;
   std::map<std::string, Deletion> by_id_;
   std::atomic<bool> empty_{true};  // by_id_ is empty (read without mu_)

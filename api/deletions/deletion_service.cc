@@ -1,5 +1,6 @@
 #include "deletions/deletion_service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -26,7 +27,8 @@ nlohmann::json StatusJson(const Deletion& d) {
                       // Every node's reads hide the archived hours once it has
                       // the record; realtime's are gone once every shard cut.
                       {"effective", d.realtime_done && d.peers_told},
-                      {"physical", false}};
+                      {"physical", false},
+                      {"folded_into", d.folded_into}};
   j["key"] = d.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.key);
   return j;
 }
@@ -86,6 +88,7 @@ void DeletionService::RegisterRoutes(HttpServer& server, std::function<std::vect
   server.AdminRoute("/delete", [this](const HttpExchangePtr& ex) { HandleDelete(ex); }, kPost);
   server.AdminRoute("/delete/", [this](const HttpExchangePtr& ex) { HandleStatus(ex); }, kGet);
   server.InternalRoute("/delete/record", [this](const HttpExchangePtr& ex) { HandleRecord(ex); }, kPost);
+  server.InternalRoute("/delete/folded", [this](const HttpExchangePtr& ex) { HandleFolded(ex); }, kPost);
   server.InternalRoute("/deletions", [this](const HttpExchangePtr& ex) {
     nlohmann::json all = nlohmann::json::array();
     for (const Deletion& d : log_->All()) all.push_back(d.ToJson());
@@ -141,18 +144,30 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
     ex->ReplyError(400, "BAD_DELETION", incoming.status().message());
     return;
   }
-  // A record only moves forward: a late copy of an earlier state changes nothing.
-  Deletion merged = *incoming;
-  if (std::optional<Deletion> known = log_->Get(merged.id)) {
-    merged.realtime_done = merged.realtime_done || known->realtime_done;
-    merged.peers_told = merged.peers_told || known->peers_told;
-    if (merged.cuts.empty()) merged.cuts = known->cuts;
-  }
-  if (Status st = log_->Put(merged); !st.ok()) {
+  // A late copy of an earlier state changes nothing (DeletionLog::Put).
+  if (Status st = log_->Put(*incoming); !st.ok()) {
     ex->ReplyError(st);
     return;
   }
-  ex->ReplyJson({{"id", merged.id}});
+  ex->ReplyJson({{"id", incoming->id}});
+}
+
+// POST /delete/folded {"ids", "generation"}: the rebuild built archive
+// generation G with these deletions' records taken out; reads of G and later
+// generations need not hide them any more.
+void DeletionService::HandleFolded(const HttpExchangePtr& ex) {
+  const nlohmann::json j = nlohmann::json::parse(ex->body(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j["ids"].is_array() || !j["generation"].is_number_unsigned() ||
+      !std::all_of(j["ids"].begin(), j["ids"].end(), [](const nlohmann::json& id) { return id.is_string(); })) {
+    ex->ReplyError(400, "BAD_FOLDED", "expected {\"ids\": [id, ...], \"generation\": G}");
+    return;
+  }
+  Result<size_t> known = log_->MarkFolded(j["ids"].get<std::vector<std::string>>(), j["generation"].get<uint64_t>());
+  if (!known.ok()) {
+    ex->ReplyError(known.status());
+    return;
+  }
+  ex->ReplyJson({{"known", *known}});
 }
 
 Status DeletionService::Advance(Deletion* d) {
@@ -187,9 +202,18 @@ Status DeletionService::Advance(Deletion* d) {
     // 2. A tombstone on every realtime shard (the key's shard may differ by
     //    day after a change of realtime_shards): each answers once its
     //    stores hold none of the records and it refuses new ones.
+    //    Each answers the epoch the tombstone got there.
+    std::map<int, uint64_t> epochs;
     for (const MemberConfig* shard : shards) {
       if (stopping()) return stopped;
-      CLICKATRON_RETURN_IF_ERROR(Call(client, *shard, "POST", "/tombstone", d->TombstoneJson().dump(), 30000));
+      std::string answer;
+      CLICKATRON_RETURN_IF_ERROR(
+          Call(client, *shard, "POST", "/tombstone", d->TombstoneJson().dump(), 30000, &answer));
+      const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.contains("data") || !j["data"]["epoch"].is_number_unsigned()) {
+        return Status::Corruption(fmt::format("POST /tombstone on {}: not the expected JSON", shard->name));
+      }
+      epochs[shard->shard] = j["data"]["epoch"].get<uint64_t>();
     }
     // 3. The cut: every API node's oplog heads, asked only now, so every
     //    batch below them was either applied before a tombstone (and deleted
@@ -207,6 +231,7 @@ Status DeletionService::Advance(Deletion* d) {
       for (size_t s = 0; s < heads.size(); ++s) cuts[static_cast<int>(s)][api->name] = heads[s].get<uint64_t>();
     }
     d->cuts = std::move(cuts);
+    d->epochs = std::move(epochs);
     CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
   }
   if (!d->realtime_done) {
@@ -224,13 +249,16 @@ Status DeletionService::Advance(Deletion* d) {
     CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
     spdlog::info("deletion {}: the realtime shards deleted its records and have its cut", d->id);
   }
-  // 5. The other API nodes learn it is done (they answer GET /delete/ID too).
+  // 5. The other API nodes learn it is done (they answer GET /delete/ID
+  //    too): each copy says so once every node has been told.
+  Deletion told = *d;
+  told.peers_told = true;
   for (const MemberConfig* api : apis) {
     if (api->name == ctx_.member.name) continue;
     if (stopping()) return stopped;
-    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", told.ToJson().dump(), 10000));
   }
-  d->peers_told = true;
+  *d = std::move(told);
   return log_->Put(*d);
 }
 

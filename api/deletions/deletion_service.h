@@ -3,6 +3,7 @@
 //   POST /delete?ns=&key=&from=&to=   (admin) 202 {"id"}: recorded durably, then run
 //   GET  /delete/ID                   (admin) how far it has come
 //   POST /delete/record               (internal) a peer's copy of a deletion
+//   POST /delete/folded               (internal) the rebuild: generation G folds these in
 //   GET  /deletions                   (internal) every deletion this node knows
 //   GET  /oplog/heads                 (internal) this node's oplog head per realtime shard
 //
@@ -49,6 +50,7 @@ class DeletionService {
   void HandleDelete(const HttpExchangePtr& ex);
   void HandleStatus(const HttpExchangePtr& ex);
   void HandleRecord(const HttpExchangePtr& ex);
+  void HandleFolded(const HttpExchangePtr& ex);
   // The runner: advances every deletion this node owns until each is done.
   void RunLoop();
   // One pass over a deletion's steps; OK once its realtime part is done.

@@ -92,6 +92,15 @@ inline bool IsUniqueKey(std::string_view key) { return !key.empty() && key[0] ==
 // same (non-empty) one are one record's hours of one UTC day.
 std::string_view UniqueKeyOfDay(std::string_view key);
 
+// Whether a realtime counter or unique key ("ns|tkey.YMDH",
+// "sns.ns|tkey.skey.YMDH", "~…") is a record of namespace `ns` (its totals,
+// every subtotal namespace of it, its uniques), of key `tkey` (stored form;
+// "" = every key), at an hour in [from_unix, to_unix): what a deletion
+// covers. Lookup keys never are. Used by realtime tombstones and the
+// rebuild's late data filter alike.
+bool RealtimeKeyCovered(std::string_view key, std::string_view ns, std::string_view tkey, int64_t from_unix,
+                        int64_t to_unix);
+
 // The parts of a realtime key.
 struct RealtimeKey {
   RecordType type = RecordType::kTotal;

@@ -93,6 +93,33 @@ TEST_F(TombstoneIntegration, DeletesTheRangeOfOneKeyAndCountsWhatComesAfterTheCu
   EXPECT_EQ(daemon_.Post("/tombstone", R"({"id":"d3","ns":"u","from":5,"to":3600})").status_code, 400);
 }
 
+// GET /export says up to which tombstone epoch it is clean: one read before
+// a tombstone holds its records and says an earlier epoch; one read after it
+// says its epoch and holds none of them (the rebuild takes a later
+// tombstone's records out of an export: rebuild/deletions.h).
+TEST_F(TombstoneIntegration, AnExportSaysWhichTombstonesItIsCleanOf) {
+  const int64_t yesterday = today_ - 1;  // open still, and exportable
+  const std::string victim = TotalKey("victim", yesterday, 3), bystander = TotalKey("bystander", yesterday, 3);
+  ASSERT_EQ(Send("api-0", 1, fmt::format("{},5\n{},1\n", victim, bystander)), 200);
+  const HttpResponse before = daemon_.AdminGet("/export?date=" + FormatDate(yesterday));
+  ASSERT_EQ(before.status_code, 200) << before.body;
+  EXPECT_EQ(before.Header("X-Tombstone-Epoch"), "0");
+  EXPECT_NE(before.body.find(victim + ","), std::string::npos) << before.body;
+  const nlohmann::json body = {{"id", "t1"},
+                               {"ns", "u"},
+                               {"tkey", "victim"},
+                               {"from", yesterday * kSecondsPerDay},
+                               {"to", today_ * kSecondsPerDay}};
+  const HttpResponse installed = daemon_.Post("/tombstone", body.dump());
+  ASSERT_EQ(installed.status_code, 200) << installed.body;
+  EXPECT_NE(installed.body.find("\"epoch\":1"), std::string::npos) << installed.body;
+  const HttpResponse after = daemon_.AdminGet("/export?date=" + FormatDate(yesterday));
+  ASSERT_EQ(after.status_code, 200) << after.body;
+  EXPECT_EQ(after.Header("X-Tombstone-Epoch"), "1");
+  EXPECT_EQ(after.body.find(victim + ","), std::string::npos) << after.body;
+  EXPECT_NE(after.body.find(bystander + ","), std::string::npos) << after.body;
+}
+
 TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCutIsDurable) {
   const std::string victim = TotalKey("victim", today_, 7);
   ASSERT_EQ(Send("api-0", 1, victim + ",5\n"), 200);

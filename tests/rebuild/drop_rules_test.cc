@@ -18,7 +18,13 @@ std::string Hour(int64_t day, int hour) { return *YmdhFromUnix(day * kSecondsPer
 constexpr int64_t kDay = 15424;
 
 DropRule DayRule(const std::string& ns, std::string keys_file = "") {
-  return DropRule{"load-x", ns, kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay, std::move(keys_file)};
+  DropRule rule;
+  rule.id = "load-x";
+  rule.ns = ns;
+  rule.from_unix = kDay * kSecondsPerDay;
+  rule.to_unix = (kDay + 1) * kSecondsPerDay;
+  rule.keys_file = std::move(keys_file);
+  return rule;
 }
 
 struct Outcome {
@@ -59,6 +65,30 @@ TEST(DropFilter, TakesTheRangesHoursOutOfEveryRecordTypeOfItsNamespace) {
   EXPECT_EQ(Filter(filter, fmt::format("~v|k.{},eAQ", in)).verdict, V::kKeep);
   // No rules: everything kept.
   EXPECT_EQ(Filter(DropFilter(), fmt::format("u|k,{}:2", in)).verdict, V::kKeep);
+}
+
+// A deletion's rule: one key without a keys file, and the key's own lookup
+// record (a hashed key deleted for all time), which no other rule touches.
+TEST(DropFilter, ADeletionsRuleTakesOutOneKeyAndTheLookupItNames) {
+  DropRule deletion = DayRule("u");
+  deletion.tkey = "h0aMB8AuNw4=";
+  deletion.lookup = "l|h0aMB8AuNw4=";
+  auto rule = LoadedDropRule::Load(deletion, "");
+  ASSERT_TRUE(rule.ok()) << rule.status().ToString();
+  const DropFilter filter({rule->get()});
+  const std::string in = Hour(kDay, 5);
+  using V = DropFilter::Verdict;
+  EXPECT_EQ(Filter(filter, fmt::format("u|h0aMB8AuNw4=,{}:2", in)).verdict, V::kDrop);
+  EXPECT_EQ(Filter(filter, fmt::format("c.u|h0aMB8AuNw4=.{},US:1", in)).verdict, V::kDrop);
+  EXPECT_EQ(Filter(filter, fmt::format("~u|h0aMB8AuNw4=.{},eAQ", in)).verdict, V::kDrop);
+  EXPECT_EQ(Filter(filter, fmt::format("u|other,{}:2", in)).verdict, V::kKeep);
+  EXPECT_EQ(Filter(filter, fmt::format("u|h0aMB8AuNw4=,{}:2", Hour(kDay + 1, 0))).verdict, V::kKeep);
+  EXPECT_EQ(Filter(filter, "l|h0aMB8AuNw4=,http://bit.ly/a-long-link-key").verdict, V::kDrop);
+  EXPECT_EQ(Filter(filter, "l|zzzzzzzzzzz=,http://www.facebook.com/").verdict, V::kKeep);
+  // The same round trip through the JSON a merge task's spec carries.
+  auto parsed = DropRule::FromJson(deletion.ToJson());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, deletion);
 }
 
 TEST(DropFilter, ARuleWithAKeysFileTakesOutOnlyThoseKeys) {

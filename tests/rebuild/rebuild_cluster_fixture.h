@@ -93,6 +93,13 @@ class Expectation {
     }
     return sum;
   }
+  // The clicks of `ns|tkey` in one hour.
+  int64_t HourClicks(const std::string& total_key, const std::string& ymdh) const {
+    auto it = counters_.find(total_key);
+    if (it == counters_.end()) return 0;
+    auto hour = it->second.find(ymdh);
+    return hour == it->second.end() ? 0 : hour->second;
+  }
   std::map<std::string, int64_t> Breakdown(const std::string& sns, const std::string& total_key) const {
     std::map<std::string, int64_t> by_value;
     const std::string prefix = sns + "." + total_key + ".";

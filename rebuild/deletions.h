@@ -1,0 +1,82 @@
+// Step: take out what deletions delete (POST /delete on an API node;
+// docs/protocols.md, "Deletions").
+//
+// A deletion covers what was acknowledged before it. Its realtime part is
+// done on the shards (tombstones); what it deleted may still be in:
+//   - the previous generation: taken out unless that generation (or one it
+//     was built from) already folded the deletion in;
+//   - an export of a day made before its tombstone on that shard (the
+//     export answers the epoch up to which it is clean, X-Tombstone-Epoch);
+//   - late data: a frame of batch (source, shard, seq) at or below the
+//     deletion's cut for that shard and API node was acknowledged before it;
+//   - a load or restatement queued before it.
+// Only deletions whose realtime part is done are folded (their cuts and
+// epochs are known); the others wait for the next generation, and reads keep
+// hiding their hours until one folds them in.
+//
+// Thread-safety: a FoldedDeletion is a value; the fetch and tell functions
+// block on HTTP.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "clickatron/config.h"
+#include "clickatron/oplog_record.h"
+#include "clickatron/status.h"
+#include "drop_rules.h"
+
+namespace clickatron::rebuild {
+
+struct FoldedDeletion {
+  std::string id;
+  std::string ns;
+  std::string tkey;    // stored form; "" = every key of ns
+  std::string lookup;  // "l|HASH" deleted with it ("" none): a hashed key deleted for all time
+  int64_t from_unix = 0, to_unix = 0;
+  int64_t created_unix = 0;
+  uint64_t folded_into = 0;  // the first generation that folded it in (0: none yet)
+  std::map<int, std::map<std::string, uint64_t>> cuts;  // realtime shard -> API member -> last seq before it
+  std::map<int, uint64_t> epochs;                       // realtime shard -> its tombstone's epoch there
+
+  // From an API node's GET /deletions entry (nullopt for one whose realtime
+  // part is not done yet).
+  static Result<std::optional<FoldedDeletion>> FromApiJson(const nlohmann::json& json);
+  nlohmann::json ToJson() const;
+  static Result<FoldedDeletion> FromJson(const nlohmann::json& json);
+
+  // Its rule for archive lines (drop_rules.h).
+  DropRule Rule() const;
+  // Whether the previous generation may still hold its records.
+  bool InPrevious(uint64_t previous_generation) const {
+    return folded_into == 0 || folded_into > previous_generation;
+  }
+  // Whether an export of realtime shard `shard` that is clean up to
+  // `export_epoch` may hold its records.
+  bool InExport(int shard, uint64_t export_epoch) const;
+  // Whether a load or restatement queued at `queued_unix` was before it.
+  bool InLoad(int64_t queued_unix) const { return queued_unix < created_unix; }
+  // Whether a late-data line (realtime format) of the batch `frame` is one
+  // of its records acknowledged before it.
+  bool DeletesLateLine(const OplogHeader& frame, std::string_view line) const;
+};
+
+// Every deletion the API nodes know whose realtime part is done, by id. An
+// API node that does not answer is skipped (every deletion is copied to
+// every node before its realtime part starts, so any one node knows it); one
+// whose copy lacks where another node says it was folded in is told now.
+// UNAVAILABLE only when no API node answers.
+Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, int timeout_ms);
+
+// Tells every API node that `generation` folds in `ids` (POST /delete/folded).
+// A node that does not answer is told by a later run (FetchDeletionsToFold);
+// meanwhile its reads hide those hours of this generation too.
+void TellDeletionsFolded(const ClusterConfig& cluster, const std::vector<std::string>& ids, uint64_t generation,
+                         int timeout_ms);
+
+}  // namespace clickatron::rebuild

@@ -1,0 +1,165 @@
+// POST /delete and the nightly rebuild on real daemons: the next generation
+// holds none of what the deletion covers (archive, late data and a load
+// acknowledged before it, the realtime day) and everything that came after
+// it, also in the deleted hours; reads answer the same before and after the
+// deploy; API nodes learn which generation folded it in.
+#include <ctime>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "rebuild_cluster_fixture.h"
+
+namespace clickatron::integration_delete_fold_test {
+namespace {
+
+class DeleteFoldIntegration : public RebuildIntegration {
+ protected:
+  // A deletion asks every API member for its oplog heads: no member that
+  // never runs (api-1 takes no increments of its own here).
+  DeleteFoldIntegration() { loader_ = "api-1"; }
+
+  // POST /incr on api-0 (lines of "ns=…&key=…&ts=…&value=…[&sub=…]").
+  void IncrThroughApi(const std::string& lines) {
+    HttpResponse r = HttpPost(cluster_.Api(0), "/incr", lines, 10000);
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  int64_t ApiFigure(const std::string& name) {
+    HttpResponse r = HttpGet(cluster_.Api(0), "/stats", 5000, kToken);
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_object() || !j["data"].is_object() || !j["data"]["write"].is_object()) {
+      ADD_FAILURE() << "GET /stats: " << r.status_code << " " << r.body.substr(0, 300);
+      return -1;
+    }
+    return j["data"]["write"].value(name, int64_t{-1});
+  }
+  // Lines for a closed day go to api-0's late data: waits until `lines` are there.
+  void WaitForLateLines(int64_t lines) {
+    ASSERT_TRUE(WaitFor([&] { return ApiFigure("late_lines_written") >= lines; })) << ApiFigure("late_lines_written");
+  }
+  std::string Queue(const std::string& name, const std::string& data) {
+    const std::string path = cluster_ / name;
+    EXPECT_TRUE(WriteFileAtomically(path, data).ok());
+    std::string out;
+    EXPECT_EQ(Rebuild({"load", "--config", cluster_.config_path(), path}, &out), 0) << out;
+    return out;
+  }
+  // Loads and deletions are ordered by their second: the next one starts.
+  static void NextSecond() {
+    const std::time_t now = std::time(nullptr);
+    ASSERT_TRUE(WaitFor([&] { return std::time(nullptr) > now; }));
+  }
+  // The deletion's id once every node says it is effective.
+  std::string Delete(const std::string& query) {
+    HttpResponse r = HttpPost(cluster_.Api(0), "/delete?" + query, "", 10000, kToken);
+    EXPECT_EQ(r.status_code, 202) << r.body;
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_object()) return "";
+    const std::string id = j["data"].value("id", "");
+    EXPECT_TRUE(WaitFor([&] { return Status(1, id).value("effective", false); })) << Status(1, id).dump();
+    return id;
+  }
+  nlohmann::json Status(int api, const std::string& id) {
+    HttpResponse r = HttpGet(cluster_.Api(api), "/delete/" + id, 5000, kToken);
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() && j["data"].is_object() ? j["data"] : nlohmann::json::object();
+  }
+  // /clicks of u|KEY per hour over days day_ .. day_+1 (hours with clicks only).
+  std::map<int64_t, int64_t> HourlyClicks(const std::string& key) {
+    const int64_t ref = (day_ + 2) * kSecondsPerDay - 1;  // the last hour of day_+1
+    HttpResponse r = HttpGet(cluster_.Api(1),
+                             fmt::format("/clicks?ns=u&key={}&unit=hour&units=48&unit_reference_ts={}", key, ref), 10000);
+    EXPECT_EQ(r.status_code, 200) << r.body;
+    std::map<int64_t, int64_t> hours;
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    if (!j.is_object()) return hours;
+    for (const auto& u : j["data"]["clicks"]) {
+      if (u["clicks"].get<int64_t>() != 0) hours[u["dt"].get<int64_t>()] = u["clicks"].get<int64_t>();
+    }
+    return hours;
+  }
+  static std::map<int64_t, int64_t> ExpectedHours(const Expectation& expect, const std::string& key, int64_t first_day) {
+    std::map<int64_t, int64_t> hours;
+    for (int64_t h = first_day * kSecondsPerDay; h < (first_day + 2) * kSecondsPerDay; h += kSecondsPerHour) {
+      const int64_t c = expect.HourClicks("u|" + key, *YmdhFromUnix(h));
+      if (c != 0) hours[h] = c;
+    }
+    return hours;
+  }
+};
+
+// One key over the last 21 hours of the archived day and the first 12 of the
+// realtime day; the next nightly run folds it in. Before the deletion: the
+// archive, the realtime day, late data (increments for the closed day sent
+// through the API) and a queued load. After it: more of each, in the deleted
+// hours too. Every other key keeps everything.
+TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(11, 400, &expect));  // day_ in generation 1
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  PutRandomDay(day_ + 1, 12, 400, &expect);  // the ring's open day
+  const std::string victim = "key3";
+  const int64_t from = day_ * kSecondsPerDay + 3 * kSecondsPerHour;
+  const int64_t to = (day_ + 1) * kSecondsPerDay + 12 * kSecondsPerHour;
+  const auto incr = [&](const std::string& key, int64_t day, int hour, int64_t value) {
+    const int64_t ts = day * kSecondsPerDay + hour * kSecondsPerHour + 60;
+    expect.AddTotal("u", key, Ymdh(day, hour), value);
+    expect.AddSubtotal("c", "u", key, "NZ", Ymdh(day, hour), value);
+    return fmt::format("ns=u&key={}&ts={}&value={}&sub=c:NZ\n", key, ts, value);
+  };
+
+  // Before: late data for the closed day, the deleted key's and another's.
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr(victim, day_, 5, 7) + incr(victim, day_, 1, 2) + incr("key4", day_, 5, 3)));
+  ASSERT_NO_FATAL_FAILURE(WaitForLateLines(6));
+  Queue("before.csv", fmt::format("u|{}.{},100\nu|key9.{},9\n", victim, Ymdh(day_, 8), Ymdh(day_, 8)));
+  expect.AddTotal("u", victim, Ymdh(day_, 8), 100);
+  expect.AddTotal("u", "key9", Ymdh(day_, 8), 9);
+  ASSERT_NO_FATAL_FAILURE(NextSecond());
+
+  const std::string id = Delete(fmt::format("ns=u&key={}&from={}&to={}", victim, from, to));
+  ASSERT_FALSE(id.empty());
+  const std::set<std::string> deleted_keys = {victim};
+  expect.Forget("u", from, to, &deleted_keys);
+  ASSERT_NO_FATAL_FAILURE(NextSecond());
+
+  // After: late data and a load in the deleted hours, realtime increments too.
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr(victim, day_, 6, 40)));
+  ASSERT_NO_FATAL_FAILURE(WaitForLateLines(8));
+  Queue("after.csv", fmt::format("u|{}.{},500\n", victim, Ymdh(day_, 9)));
+  expect.AddTotal("u", victim, Ymdh(day_, 9), 500);
+  SendRealtimeLines({fmt::format("u|{}.{},30", victim, Ymdh(day_ + 1, 4))});
+  expect.AddTotal("u", victim, Ymdh(day_ + 1, 4), 30);
+
+  // Reads already answer without what it deleted, before any rebuild (late
+  // data and loads count once a generation holds them).
+  std::map<int64_t, int64_t> before_rebuild = ExpectedHours(expect, victim, day_);
+  for (const auto& [hour, pending] : {std::pair{1, 2}, std::pair{6, 40}, std::pair{9, 500}}) {
+    const int64_t at = day_ * kSecondsPerDay + hour * kSecondsPerHour;
+    if ((before_rebuild[at] -= pending) == 0) before_rebuild.erase(at);
+  }
+  EXPECT_EQ(HourlyClicks(victim), before_rebuild);
+
+  // The late file is sealed now (the nightly run folds sealed files only).
+  HttpResponse sealed = Admin("POST", cluster_.Api(0).port, "/late/seal");
+  ASSERT_EQ(sealed.status_code, 200) << sealed.body;
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 2);
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  // Both API nodes heard that generation 2 folded it in; reads are the same.
+  EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u) << Status(0, id).dump();
+  EXPECT_EQ(Status(1, id).value("folded_into", uint64_t{0}), 2u) << Status(1, id).dump();
+  EXPECT_EQ(HourlyClicks(victim), ExpectedHours(expect, victim, day_));
+  EXPECT_EQ(HourlyClicks("key4"), ExpectedHours(expect, "key4", day_));
+
+  // The next run folds nothing of it again, and takes nothing more out.
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u);
+}
+
+}  // namespace
+}  // namespace clickatron::integration_delete_fold_test
