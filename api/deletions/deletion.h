@@ -65,7 +65,7 @@ struct Deletion {
 
 // From POST /delete's parameters (`ns` required; `key`; `from`, `to` unix
 // seconds on whole hours, defaults: the first hour there is, and the hour
-// after `now`; `id`, a client's own id for it, so a retry is the same
+// after `now` (neither given: every hour there is); `id`, a client's own id for it, so a retry is the same
 // deletion): 400 naming the field that is wrong.
 Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix);
 

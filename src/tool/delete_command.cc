@@ -102,7 +102,7 @@ void AddDeleteCommand(CLI::App& app) {
   sub->add_option("--ns", a->ns, "namespace")->required();
   sub->add_option("--key", a->key, "one key (as sent); without it, every key of the namespace");
   sub->add_option("--from", a->from, "first hour deleted: unix seconds or RFC 3339 (default: the first there is)");
-  sub->add_option("--to", a->to, "the hour after the last one deleted (default: the hour after now)");
+  sub->add_option("--to", a->to, "the hour after the last one deleted (default: the hour after now; without --from either, every hour)");
   sub->add_option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
   sub->add_option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
   sub->add_option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)")->capture_default_str();

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "clickatron/key_codec.h"
+#include "clickatron/query_string.h"
 #include "rebuild_cluster_fixture.h"
 
 namespace clickatron::integration_delete_fold_test {
@@ -67,8 +69,9 @@ class DeleteFoldIntegration : public RebuildIntegration {
   // /clicks of u|KEY per hour over days day_ .. day_+1 (hours with clicks only).
   std::map<int64_t, int64_t> HourlyClicks(const std::string& key) {
     const int64_t ref = (day_ + 2) * kSecondsPerDay - 1;  // the last hour of day_+1
-    HttpResponse r = HttpGet(cluster_.Api(1),
-                             fmt::format("/clicks?ns=u&key={}&unit=hour&units=48&unit_reference_ts={}", key, ref), 10000);
+    HttpResponse r = HttpGet(
+        cluster_.Api(1),
+        fmt::format("/clicks?ns=u&key={}&unit=hour&units=48&unit_reference_ts={}", PercentEncode(key), ref), 10000);
     EXPECT_EQ(r.status_code, 200) << r.body;
     std::map<int64_t, int64_t> hours;
     const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
@@ -159,6 +162,112 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
   ExpectArchiveEquals(expect, /*without_uniques=*/true);
   EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u);
+}
+
+// docs/operations.md's runbook "a bot burst on one link yesterday", run as
+// written there: the link's two burst hours hidden at once (read on the other
+// API node), gone from the archive after the next nightly run; its other
+// hours and every other key kept.
+TEST_F(DeleteFoldIntegration, TheBotBurstRunbookTakesOutTheBurst) {
+  std::string block = RunbookBlock("### Runbook: a bot burst on one link yesterday");
+  ASSERT_FALSE(block.empty());
+  Expectation expect;
+  const std::string link = "https://example.com/spring-sale?utm_source=newsletter";
+  const StoredKeyPart key = StoreKeyPart(link);
+  RotateAll(day_);
+  PutRandomDay(day_, 31, 300, &expect);
+  std::vector<std::string> lines = {"l|" + key.stored + "," + link};
+  for (int hour = 12; hour < 18; ++hour) {
+    const int64_t clicks = hour == 14 || hour == 15 ? 500 : 3;  // the bot's two hours
+    lines.push_back(fmt::format("u|{}.{},{}", key.stored, Ymdh(day_, hour), clicks));
+    lines.push_back(fmt::format("c.u|{}.US.{},{}", key.stored, Ymdh(day_, hour), clicks));
+    expect.AddTotal("u", key.stored, Ymdh(day_, hour), clicks);
+    expect.AddSubtotal("c", "u", key.stored, "US", Ymdh(day_, hour), clicks);
+  }
+  if (key.hashed) expect.AddLookup(key.stored, link);
+  SendRealtimeLines(lines);
+  RotateAll(day_ + 1);
+  std::string out;
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+
+  const int64_t from = day_ * kSecondsPerDay + 14 * kSecondsPerHour, to = from + 2 * kSecondsPerHour;
+  SetRunbookVariable(&block, "CONFIG", cluster_.config_path());
+  SetRunbookVariable(&block, "LINK", link);
+  SetRunbookVariable(&block, "FROM", FormatIsoTime(from));
+  SetRunbookVariable(&block, "TO", FormatIsoTime(to));
+  ASSERT_EQ(RunRunbook(block, &out), 0) << block << "\n" << out;
+  const std::set<std::string> keys = {key.stored};
+  expect.Forget("u", from, to, &keys);
+  EXPECT_EQ(HourlyClicks(link), ExpectedHours(expect, key.stored, day_));
+  EXPECT_EQ(HourlyClicks(link).size(), 4u);
+
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  EXPECT_EQ(HourlyClicks(link), ExpectedHours(expect, key.stored, day_));
+}
+
+// docs/operations.md's runbook "erase a user", run as written there: the
+// person's key (stored hashed) over every hour, archived and realtime, and
+// its lookup record; after the next nightly run no file the archive
+// replicas serve and no realtime export holds the key, its hash or its value.
+TEST_F(DeleteFoldIntegration, TheEraseRunbookLeavesNoTraceInTheServedFiles) {
+  std::string block = RunbookBlock("### Runbook: erase a user");
+  ASSERT_FALSE(block.empty());
+  Expectation expect;
+  const std::string person = "jane.doe+clicks@example.com";
+  const StoredKeyPart key = StoreKeyPart(person);
+  ASSERT_TRUE(key.hashed) << "the test is of a key kept by its hash, with a lookup record";
+  const auto person_lines = [&](int64_t day) {
+    std::vector<std::string> lines = {"l|" + key.stored + "," + person};
+    for (int hour : {3, 9, 20}) {
+      lines.push_back(fmt::format("u|{}.{},{}", key.stored, Ymdh(day, hour), hour));
+      lines.push_back(fmt::format("c.u|{}.DE.{},{}", key.stored, Ymdh(day, hour), hour));
+    }
+    return lines;
+  };
+  RotateAll(day_);
+  PutRandomDay(day_, 41, 300, &expect);
+  SendRealtimeLines(person_lines(day_));
+  RotateAll(day_ + 1);
+  std::string out;
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  PutRandomDay(day_ + 1, 42, 300, &expect);
+  SendRealtimeLines(person_lines(day_ + 1));  // the ring's open day too
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+
+  SetRunbookVariable(&block, "CONFIG", cluster_.config_path());
+  SetRunbookVariable(&block, "PERSON", person);
+  ASSERT_EQ(RunRunbook(block, &out), 0) << block << "\n" << out;
+  EXPECT_TRUE(HourlyClicks(person).empty());
+
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  EXPECT_TRUE(HourlyClicks(person).empty());
+  const auto holds_trace = [&](const std::string& text) {
+    return text.find(key.stored) != std::string::npos || text.find(person) != std::string::npos;
+  };
+  for (int shard = 0; shard < kShards; ++shard) {
+    for (int replica = 0; replica < replicas_; ++replica) {
+      auto file = ReadFileToString(ArchiveFile(shard, replica));
+      ASSERT_TRUE(file.ok());
+      EXPECT_FALSE(holds_trace(*file)) << ArchiveFile(shard, replica);
+    }
+  }
+  int exports = 0;
+  for (int shard = 0; shard < kShards; ++shard) {
+    for (int64_t day : {day_, day_ + 1}) {
+      HttpResponse exported = HttpGet(Loopback(realtime_ports_[shard]), "/export?date=" + FormatDate(day), 10000, kToken);
+      if (exported.status_code != 200) continue;  // a day the ring no longer holds
+      ++exports;
+      EXPECT_FALSE(holds_trace(exported.body)) << "realtime shard " << shard << " " << FormatDate(day);
+    }
+  }
+  EXPECT_GE(exports, kShards) << "the day the person was in realtime is exported again";
 }
 
 }  // namespace

@@ -281,15 +281,8 @@ TEST_F(RestateIntegration, ABuiltButUndeployedRestatementIsDeployedOnce) {
 // as written there: its block of shell with CONFIG, DAY and LOG set to this
 // cluster's; the archive then equals the log's clicks for the day.
 TEST_F(RestateIntegration, TheRunbookRestatesADayFromTheRawLog) {
-  auto doc = ReadFileToString(std::string(CLICKATRON_SOURCE_DIR) + "/docs/operations.md");
-  ASSERT_TRUE(doc.ok());
-  const size_t heading = doc->find("### Runbook: restate last Tuesday from the raw logs");
-  ASSERT_NE(heading, std::string::npos);
-  const size_t begin = doc->find("```sh\n", heading);
-  ASSERT_NE(begin, std::string::npos);
-  const size_t end = doc->find("```\n", begin + 6);
-  ASSERT_NE(end, std::string::npos);
-  std::string block = doc->substr(begin + 6, end - begin - 6);
+  std::string block = RunbookBlock("### Runbook: restate last Tuesday from the raw logs");
+  ASSERT_FALSE(block.empty());
 
   Expectation expect;
   ASSERT_NO_FATAL_FAILURE(ArchiveDayWithApisUp(21, 300, &expect));
@@ -311,21 +304,10 @@ TEST_F(RestateIntegration, TheRunbookRestatesADayFromTheRawLog) {
     if (key.hashed) expect.AddLookup(key.stored, link);
   }
   const std::string log_path = WriteData("clicks.tsv", log);
-  auto set = [&](const std::string& name, const std::string& value) {
-    const size_t at = block.find("\n" + name + "=");
-    ASSERT_NE(at, std::string::npos) << name << " is not set in the runbook:\n" << block;
-    const size_t line_end = block.find('\n', at + 1);
-    block.replace(at + 1, line_end - at - 1, name + "='" + value + "'");
-  };
-  block = "\n" + block;
-  set("CONFIG", cluster_.config_path());
-  set("DAY", FormatDate(day_));
-  set("LOG", log_path);
-  const std::string bin = DirName(BinaryPath("clickatron-rebuild"));
-  ASSERT_EQ(RunCommand({"/bin/sh", "-ec", fmt::format("cd '{}' && PATH='{}':\"$PATH\"\n{}", cluster_.dir(), bin, block)},
-                       &out),
-            0)
-      << block << "\n" << out;
+  SetRunbookVariable(&block, "CONFIG", cluster_.config_path());
+  SetRunbookVariable(&block, "DAY", FormatDate(day_));
+  SetRunbookVariable(&block, "LOG", log_path);
+  ASSERT_EQ(RunRunbook(block, &out), 0) << block << "\n" << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 2);
 }

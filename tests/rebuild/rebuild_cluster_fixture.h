@@ -55,6 +55,7 @@ class Expectation {
     counters_[sns + "." + ns + "|" + tkey + "." + ymdh][skey] += v;
   }
   void AddLookup(const std::string& hash, const std::string& value) { lookups_["l|" + hash] = value; }
+  void ForgetLookup(const std::string& hash) { lookups_.erase("l|" + hash); }
 
   // A restatement's taking out: every hour of [from, to) of namespace `ns`
   // (only of the tkeys in `keys`, when given) is forgotten. Lookups stay.
@@ -353,6 +354,33 @@ class RebuildIntegration : public ::testing::Test {
     RotateAll(day_ + 1);
     std::string out;
     ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  }
+
+  // The ```sh block under `heading` in docs/operations.md (a runbook), with
+  // a newline before it so every variable is set on a line of its own.
+  static std::string RunbookBlock(const std::string& heading) {
+    auto doc = ReadFileToString(std::string(CLICKATRON_SOURCE_DIR) + "/docs/operations.md");
+    EXPECT_TRUE(doc.ok());
+    if (!doc.ok()) return "";
+    const size_t at = doc->find(heading);
+    const size_t begin = at == std::string::npos ? at : doc->find("```sh\n", at);
+    const size_t end = begin == std::string::npos ? begin : doc->find("```\n", begin + 6);
+    EXPECT_NE(end, std::string::npos) << heading << " has no ```sh block in docs/operations.md";
+    return end == std::string::npos ? "" : "\n" + doc->substr(begin + 6, end - begin - 6);
+  }
+  // Sets `name` (a variable the runbook assigns on a line of its own) to `value`.
+  static void SetRunbookVariable(std::string* block, const std::string& name, const std::string& value) {
+    const size_t at = block->find("\n" + name + "=");
+    ASSERT_NE(at, std::string::npos) << name << " is not set in the runbook:\n" << *block;
+    const size_t line_end = block->find('\n', at + 1);
+    block->replace(at + 1, line_end - at - 1, name + "='" + value + "'");
+  }
+  // Runs a runbook's block with /bin/sh -e in the cluster's dir, the built
+  // binaries first on PATH.
+  int RunRunbook(const std::string& block, std::string* output) {
+    const std::string bin = DirName(BinaryPath("clickatron-rebuild"));
+    return RunCommand({"/bin/sh", "-ec", fmt::format("cd '{}' && PATH='{}':\"$PATH\"\n{}", cluster_.dir(), bin, block)},
+                      output);
   }
 
   int Rebuild(const std::vector<std::string>& args, std::string* output) {
