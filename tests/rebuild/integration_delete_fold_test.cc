@@ -164,6 +164,39 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u);
 }
 
+// A deletion made while a rebuild is under way (its day exported and its
+// generation built, not yet deployed): the generation deployed without it
+// still answers without the deleted hours, and the next one folds it in.
+TEST_F(DeleteFoldIntegration, ADeletionDuringARebuildIsFoldedByTheNextOne) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(51, 300, &expect));
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  PutRandomDay(day_ + 1, 52, 300, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;  // day_+1 exported, generation 2 built
+
+  const int64_t from = day_ * kSecondsPerDay + 20 * kSecondsPerHour;
+  const int64_t to = (day_ + 1) * kSecondsPerDay + 6 * kSecondsPerHour;
+  const std::string id = Delete(fmt::format("ns=u&key=key7&from={}&to={}", from, to));
+  ASSERT_FALSE(id.empty());
+  const std::set<std::string> keys = {"key7"};
+  expect.Forget("u", from, to, &keys);
+
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;  // deploys generation 2, built before the deletion
+  EXPECT_EQ(ServedGeneration(0), 2);
+  EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{1}), 0u);
+  EXPECT_EQ(HourlyClicks("key7"), ExpectedHours(expect, "key7", day_));
+
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 3);
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  EXPECT_EQ(Status(1, id).value("folded_into", uint64_t{0}), 3u);
+  EXPECT_EQ(HourlyClicks("key7"), ExpectedHours(expect, "key7", day_));
+}
+
 // docs/operations.md's runbook "a bot burst on one link yesterday", run as
 // written there: the link's two burst hours hidden at once (read on the other
 // API node), gone from the archive after the next nightly run; its other

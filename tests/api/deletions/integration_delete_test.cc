@@ -120,6 +120,25 @@ TEST_F(DeleteIntegration, ADeletionTakenJustBeforeKill9IsFinishedAfterTheRestart
   EXPECT_TRUE(c_.Records("u|gone.").empty());
 }
 
+// kill -9 of every realtime shard right after a deletion is done: the
+// records stay deleted after the restart (the deletes were synced writes),
+// the tombstones' cuts are kept, and increments sent after it still count.
+TEST_F(DeleteIntegration, KilledShardsKeepTheDeletionAfterTheRestart) {
+  Incr(fmt::format("ns=u&key=gone&ts={0}&value=6&sub=c:US\nns=u&key=kept&ts={0}&value=2\n", now_));
+  auto [status, id] = Delete("ns=u&key=gone");
+  ASSERT_EQ(status, 202) << id;
+  ASSERT_TRUE(RealtimeDone(0, id));
+  c_.Kill("realtime-0");
+  c_.Kill("realtime-1");
+  c_.Start("realtime-0");
+  c_.Start("realtime-1");
+  EXPECT_TRUE(c_.Records("u|gone.").empty());
+  EXPECT_TRUE(c_.Records("c.u|gone.").empty());
+  EXPECT_EQ(c_.Counters("u|kept.")[fmt::format("u|kept.{}", hour_)], 2);
+  Incr(fmt::format("ns=u&key=gone&ts={}&value=1\n", now_));
+  EXPECT_EQ(c_.Counters("u|gone.")[fmt::format("u|gone.{}", hour_)], 1);
+}
+
 // `clickatron delete` wraps it: refused with the reason, or done and printed.
 TEST_F(DeleteIntegration, TheOperatorToolDeletesAndWaitsUntilItIsEffective) {
   Incr(fmt::format("ns=u&key=tool&ts={}&value=2\n", now_));
