@@ -40,12 +40,21 @@ int main(int argc, char** argv) {
     spdlog::critical("write path: {}", write.status().ToString());
     return 1;
   }
-  auto deletions = api::DeletionService::Create(*ctx, **server, [w = write->get()] { return w->OplogHeads(); });
+  api::LateData& late = (*write)->late();
+  api::LateFiles late_files{
+      .scrub_done = [&late](std::function<void(Status)> done) { late.ScrubDone(std::move(done)); },
+      .holds = [&late](api::LateFiles::LinePredicate covered, std::function<void(Result<bool>)> done) {
+        late.Holds(std::move(covered), std::move(done));
+      }};
+  auto deletions = api::DeletionService::Create(*ctx, **server, [w = write->get()] { return w->OplogHeads(); },
+                                                std::move(late_files));
   if (!deletions.ok()) {
     spdlog::critical("deletions: {}", deletions.status().ToString());
     return 1;
   }
   shared->deletions = &(*deletions)->log();
+  // A late file marked done is rewritten without what deletions took out.
+  late.SetScrubber([log = &(*deletions)->log()] { return log->LateLinesDeleted(); });
   auto read = api::ReadPath::Create(*ctx, **server, *client, SystemClock::Instance(), shared);
   if (!read.ok()) {
     spdlog::critical("read path: {}", read.status().ToString());

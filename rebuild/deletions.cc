@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include "clickatron/http_client.h"
-#include "clickatron/record.h"
 
 namespace clickatron::rebuild {
 namespace {
@@ -101,17 +100,6 @@ bool FoldedDeletion::InExport(int shard, uint64_t export_epoch) const {
   return it == epochs.end() || it->second > export_epoch;
 }
 
-bool FoldedDeletion::DeletesLateLine(const OplogHeader& frame, std::string_view line) const {
-  const auto shard = cuts.find(frame.shard);
-  if (shard == cuts.end()) return false;
-  const auto cut = shard->second.find(frame.source);
-  // A source the cut does not name had sent nothing to the shard then.
-  if (cut == shard->second.end() || frame.seq > cut->second) return false;
-  const std::string_view key = line.substr(0, line.find(','));
-  if (!lookup.empty() && key == lookup) return true;
-  return RealtimeKeyCovered(key, ns, tkey, from_unix, to_unix);
-}
-
 Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, int timeout_ms) {
   BlockingHttpClient client(cluster);
   std::map<std::string, FoldedDeletion> by_id;
@@ -175,14 +163,14 @@ Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cl
 }
 
 void TellDeletionsFolded(const ClusterConfig& cluster, const std::vector<std::string>& ids, uint64_t generation,
-                         int timeout_ms) {
-  if (ids.empty()) return;
+                         int timeout_ms, bool deployed) {
+  if (ids.empty() && !deployed) return;
   BlockingHttpClient client(cluster);
   for (const MemberConfig* api : cluster.MembersWithRole(MemberRole::kApi)) {
     HttpRequestSpec spec;
     spec.method = "POST";
     spec.target = "/delete/folded";
-    spec.body = nlohmann::json{{"ids", ids}, {"generation", generation}}.dump();
+    spec.body = nlohmann::json{{"ids", ids}, {"generation", generation}, {"deployed", deployed}}.dump();
     spec.timeout_ms = timeout_ms;
     HttpResponse r = client.Fetch(api->listen, spec);
     if (!r.ok() || r.status_code != 200) {

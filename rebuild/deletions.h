@@ -27,22 +27,18 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "clickatron/config.h"
-#include "clickatron/oplog_record.h"
+#include "clickatron/deletion_scope.h"
 #include "clickatron/status.h"
 #include "drop_rules.h"
 
 namespace clickatron::rebuild {
 
-struct FoldedDeletion {
+// What it covers (ns, tkey, lookup, hours, cuts) is its DeletionScope.
+struct FoldedDeletion : DeletionScope {
   std::string id;
-  std::string ns;
-  std::string tkey;    // stored form; "" = every key of ns
-  std::string lookup;  // "l|HASH" deleted with it ("" none): a hashed key deleted for all time
-  int64_t from_unix = 0, to_unix = 0;
   int64_t created_unix = 0;
-  uint64_t folded_into = 0;  // the first generation that folded it in (0: none yet)
-  std::map<int, std::map<std::string, uint64_t>> cuts;  // realtime shard -> API member -> last seq before it
-  std::map<int, uint64_t> epochs;                       // realtime shard -> its tombstone's epoch there
+  uint64_t folded_into = 0;        // the first generation that folded it in (0: none yet)
+  std::map<int, uint64_t> epochs;  // realtime shard -> its tombstone's epoch there
 
   // From an API node's GET /deletions entry (nullopt for one whose realtime
   // part is not done yet).
@@ -61,9 +57,6 @@ struct FoldedDeletion {
   bool InExport(int shard, uint64_t export_epoch) const;
   // Whether a load or restatement queued at `queued_unix` was before it.
   bool InLoad(int64_t queued_unix) const { return queued_unix < created_unix; }
-  // Whether a late-data line (realtime format) of the batch `frame` is one
-  // of its records acknowledged before it.
-  bool DeletesLateLine(const OplogHeader& frame, std::string_view line) const;
 };
 
 // Every deletion the API nodes know whose realtime part is done, by id. An
@@ -73,10 +66,12 @@ struct FoldedDeletion {
 // UNAVAILABLE only when no API node answers.
 Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, int timeout_ms);
 
-// Tells every API node that `generation` folds in `ids` (POST /delete/folded).
+// Tells every API node that `generation` folds in `ids` (POST /delete/folded),
+// before its deploy; with `deployed`, after it (then also with no ids: the
+// owners of earlier deletions look again whether any file still holds them).
 // A node that does not answer is told by a later run (FetchDeletionsToFold);
 // meanwhile its reads hide those hours of this generation too.
 void TellDeletionsFolded(const ClusterConfig& cluster, const std::vector<std::string>& ids, uint64_t generation,
-                         int timeout_ms);
+                         int timeout_ms, bool deployed = false);
 
 }  // namespace clickatron::rebuild

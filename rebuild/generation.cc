@@ -228,7 +228,7 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       if (!deletions.empty()) {
         sort.drop_late_line = [&deletions](const OplogHeader& frame, std::string_view line) {
           return std::any_of(deletions.begin(), deletions.end(),
-                             [&](const FoldedDeletion& d) { return d.DeletesLateLine(frame, line); });
+                             [&](const FoldedDeletion& d) { return d.CoversLateLine(frame, line); });
         };
       }
       auto sorted = SortInputs(sort);

@@ -115,6 +115,9 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.QueueFolded(id), fmt::format("{{\"generation\": {}}}\n", g)));
     ::unlink(work.QueueSorted(id).c_str());  // its data lives in the archive now
   }
+  // Deployed, and its late files rewritten without what deletions took out:
+  // the deletions' owners can see whether any file still holds them.
+  TellDeletionsFolded(cluster, plan.deletions_folded, g, timeouts.http_ms, /*deployed=*/true);
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenFinished(g), NowIso() + "\n"));
   if (!plan.day.empty()) {
     CLICKATRON_RETURN_IF_ERROR(MakeDirs(work.DayDir(plan.day)));

@@ -99,7 +99,7 @@ nlohmann::json Deletion::ToJson() const {
   return {{"id", id},       {"ns", ns},           {"key", key},         {"tkey", tkey},
           {"hashed", hashed}, {"all_time", all_time}, {"from", from_unix}, {"to", to_unix},
           {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"epochs", epoch_json}, {"realtime_done", realtime_done},
-          {"peers_told", peers_told}, {"folded_into", folded_into}};
+          {"peers_told", peers_told}, {"folded_into", folded_into}, {"deployed", deployed}, {"physical", physical}};
 }
 
 Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
@@ -118,6 +118,8 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
     d.realtime_done = j.value("realtime_done", false);
     d.peers_told = j.value("peers_told", false);
     d.folded_into = j.value("folded_into", uint64_t{0});
+    d.deployed = j.value("deployed", false);
+    d.physical = j.value("physical", false);
     const nlohmann::json cuts = j.value("cuts", nlohmann::json::object());  // kept: items() refers into it
     for (const auto& [shard, cut] : cuts.items()) {
       d.cuts[std::stoi(shard)] = cut.get<std::map<std::string, uint64_t>>();
@@ -139,13 +141,26 @@ void Deletion::KeepProgressOf(const Deletion& known) {
   if (cuts.empty()) cuts = known.cuts;
   for (const auto& [shard, epoch] : known.epochs) epochs.emplace(shard, epoch);
   folded_into = std::max(folded_into, known.folded_into);
+  deployed = deployed || known.deployed;
+  physical = physical || known.physical;
+}
+
+DeletionScope Deletion::Scope() const {
+  DeletionScope scope;
+  scope.ns = ns;
+  scope.tkey = tkey;
+  scope.lookup = hashed && all_time ? "l|" + tkey : "";
+  scope.from_unix = from_unix;
+  scope.to_unix = to_unix;
+  scope.cuts = cuts;
+  return scope;
 }
 
 nlohmann::json Deletion::TombstoneJson() const {
   return {{"id", id},
           {"ns", ns},
           {"tkey", tkey},
-          {"lookup", hashed && all_time ? "l|" + tkey : ""},
+          {"lookup", Scope().lookup},
           {"from", from_unix},
           {"to", to_unix}};
 }

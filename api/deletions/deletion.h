@@ -15,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "clickatron/deletion_scope.h"
 #include "clickatron/query_string.h"
 #include "clickatron/status.h"
 
@@ -45,6 +46,11 @@ struct Deletion {
   // (a rebuild after a rollback folds it again). 0: none yet. Reads hide the
   // deleted hours of any older generation's answers.
   uint64_t folded_into = 0;
+  bool deployed = false;  // a generation that folded it in has been deployed
+  // No file the cluster serves or keeps holds its records: realtime done, a
+  // generation without them deployed, and no API node's late-data file
+  // holds them (files marked done are rewritten without them).
+  bool physical = false;
 
   // Whether it covers key `tkey` (stored form) of namespace `ns`.
   bool Covers(std::string_view ns_of_key, std::string_view tkey_of_key) const {
@@ -59,6 +65,8 @@ struct Deletion {
   // A record only moves forward: what `known` (an earlier copy of the same
   // deletion) had reached, this one keeps.
   void KeepProgressOf(const Deletion& known);
+  // What it takes out, for filters of records (late-data files).
+  DeletionScope Scope() const;
   // The body of the realtime shard's POST /tombstone.
   nlohmann::json TombstoneJson() const;
 };

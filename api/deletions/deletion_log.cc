@@ -44,17 +44,41 @@ Status DeletionLog::Put(Deletion deletion) {
   return Status::Ok();
 }
 
-Result<size_t> DeletionLog::MarkFolded(const std::vector<std::string>& ids, uint64_t generation) {
+Result<size_t> DeletionLog::MarkFolded(const std::vector<std::string>& ids, uint64_t generation, bool deployed) {
   size_t known = 0;
   for (const std::string& id : ids) {
     std::optional<Deletion> d = Get(id);
     if (!d) continue;
     ++known;
-    if (d->folded_into >= generation) continue;
-    d->folded_into = generation;
+    if (d->folded_into >= generation && (d->deployed || !deployed)) continue;
+    d->folded_into = std::max(d->folded_into, generation);
+    d->deployed = d->deployed || deployed;
     CLICKATRON_RETURN_IF_ERROR(Put(std::move(*d)));
   }
   return known;
+}
+
+std::function<bool(const OplogHeader& frame, std::string_view line)> DeletionLog::LateLinesDeleted() const {
+  auto scopes = std::make_shared<std::vector<DeletionScope>>();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, d] : by_id_) {
+      if (d.realtime_done) scopes->push_back(d.Scope());
+    }
+  }
+  return [scopes](const OplogHeader& frame, std::string_view line) {
+    return std::any_of(scopes->begin(), scopes->end(),
+                       [&](const DeletionScope& s) { return s.CoversLateLine(frame, line); });
+  };
+}
+
+std::vector<Deletion> DeletionLog::AwaitingPhysical(const std::string& owner) const {
+  std::lock_guard lock(mu_);
+  std::vector<Deletion> out;
+  for (const auto& [id, d] : by_id_) {
+    if (d.owner == owner && d.realtime_done && d.deployed && !d.physical) out.push_back(d);
+  }
+  return out;
 }
 
 std::optional<Deletion> DeletionLog::Get(const std::string& id) const {

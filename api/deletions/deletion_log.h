@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -31,8 +32,15 @@ class DeletionLog {
   // copy and the rebuild each write it, in any order).
   Status Put(Deletion deletion);
   // Notes that archive generation `generation` folds in the deletions
-  // `ids`; the number of those this node knows.
-  Result<size_t> MarkFolded(const std::vector<std::string>& ids, uint64_t generation);
+  // `ids` (and with `deployed`, that it is deployed); the number of those
+  // this node knows.
+  Result<size_t> MarkFolded(const std::vector<std::string>& ids, uint64_t generation, bool deployed);
+  // Whether a late-data line of batch `frame` is one a deletion whose
+  // realtime part is done took out (a snapshot of those deletions).
+  std::function<bool(const OplogHeader& frame, std::string_view line)> LateLinesDeleted() const;
+  // Those `owner` runs whose archive part is done (folded in and deployed)
+  // and that are not yet known to be physical.
+  std::vector<Deletion> AwaitingPhysical(const std::string& owner) const;
   std::optional<Deletion> Get(const std::string& id) const;
   std::vector<Deletion> All() const;  // by id (so by creation time)
   // Those `owner` runs that are not finished (realtime part done, peers told):

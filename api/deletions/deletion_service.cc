@@ -27,7 +27,7 @@ nlohmann::json StatusJson(const Deletion& d) {
                       // Every node's reads hide the archived hours once it has
                       // the record; realtime's are gone once every shard cut.
                       {"effective", d.realtime_done && d.peers_told},
-                      {"physical", false},
+                      {"physical", d.physical},
                       {"folded_into", d.folded_into}};
   j["key"] = d.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.key);
   return j;
@@ -58,10 +58,11 @@ Status Call(BlockingHttpClient& client, const MemberConfig& member, const std::s
 }  // namespace
 
 Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonContext& ctx, HttpServer& server,
-                                                                  std::function<std::vector<uint64_t>()> oplog_heads) {
+                                                                  std::function<std::vector<uint64_t>()> oplog_heads,
+                                                                  LateFiles late) {
   auto log = DeletionLog::Open(ctx.member.data_dir + "/deletions");
   if (!log.ok()) return log.status();
-  std::unique_ptr<DeletionService> service(new DeletionService(ctx, std::move(log).value()));
+  std::unique_ptr<DeletionService> service(new DeletionService(ctx, std::move(log).value(), std::move(late)));
   service->RegisterRoutes(server, std::move(oplog_heads));
   service->runner_ = std::thread([s = service.get()] { s->RunLoop(); });
   return service;
@@ -89,6 +90,7 @@ void DeletionService::RegisterRoutes(HttpServer& server, std::function<std::vect
   server.AdminRoute("/delete/", [this](const HttpExchangePtr& ex) { HandleStatus(ex); }, kGet);
   server.InternalRoute("/delete/record", [this](const HttpExchangePtr& ex) { HandleRecord(ex); }, kPost);
   server.InternalRoute("/delete/folded", [this](const HttpExchangePtr& ex) { HandleFolded(ex); }, kPost);
+  server.InternalRoute("/delete/local", [this](const HttpExchangePtr& ex) { HandleLocal(ex); }, kGet);
   server.InternalRoute("/deletions", [this](const HttpExchangePtr& ex) {
     nlohmann::json all = nlohmann::json::array();
     for (const Deletion& d : log_->All()) all.push_back(d.ToJson());
@@ -162,12 +164,52 @@ void DeletionService::HandleFolded(const HttpExchangePtr& ex) {
     ex->ReplyError(400, "BAD_FOLDED", "expected {\"ids\": [id, ...], \"generation\": G}");
     return;
   }
-  Result<size_t> known = log_->MarkFolded(j["ids"].get<std::vector<std::string>>(), j["generation"].get<uint64_t>());
+  const bool deployed = j.value("deployed", false);
+  Result<size_t> known =
+      log_->MarkFolded(j["ids"].get<std::vector<std::string>>(), j["generation"].get<uint64_t>(), deployed);
   if (!known.ok()) {
     ex->ReplyError(known.status());
     return;
   }
-  ex->ReplyJson({{"known", *known}});
+  // Files marked done before a deletion still hold its lines: rewritten
+  // now, then answered (the rebuild tells "deployed" after marking its late
+  // files done, so the owners' look finds them rewritten).
+  late_.scrub_done([this, ex, deployed, known = *known](Status scrubbed) {
+    if (!scrubbed.ok()) spdlog::warn("late data: rewriting done files without deleted lines: {}", scrubbed.ToString());
+    if (deployed) {
+      {
+        std::lock_guard lock(mu_);
+        check_physical_ = true;
+      }
+      Wake();
+    }
+    ex->ReplyJson({{"known", known}});
+  });
+}
+
+// GET /delete/local?id=ID: {"late_holds", "deployed"}: whether a late-data
+// file of this node holds a line the deletion took out, and whether this
+// node heard that a generation without it is deployed.
+void DeletionService::HandleLocal(const HttpExchangePtr& ex) {
+  auto id = ex->args().GetSingle("id", "id is given more than once");
+  if (!id.ok() || *id == nullptr) {
+    ex->ReplyError(400, "INVALID_ID", "id is required (once)");
+    return;
+  }
+  std::optional<Deletion> d = log_->Get(**id);
+  if (!d) {
+    ex->ReplyError(404, "NOT_FOUND", fmt::format("no deletion {} on this node", **id));
+    return;
+  }
+  const DeletionScope scope = d->Scope();
+  late_.holds([scope](const OplogHeader& frame, std::string_view line) { return scope.CoversLateLine(frame, line); },
+              [ex, deployed = d->deployed](Result<bool> holds) {
+                if (!holds.ok()) {
+                  ex->ReplyError(holds.status());
+                  return;
+                }
+                ex->ReplyJson({{"late_holds", *holds}, {"deployed", deployed}});
+              });
 }
 
 Status DeletionService::Advance(Deletion* d) {
@@ -262,6 +304,33 @@ Status DeletionService::Advance(Deletion* d) {
   return log_->Put(*d);
 }
 
+Status DeletionService::CheckPhysical(Deletion* d) {
+  BlockingHttpClient client(ctx_.cluster);
+  const std::vector<const MemberConfig*> apis = ctx_.cluster.MembersWithRole(MemberRole::kApi);
+  for (const MemberConfig* api : apis) {
+    std::string answer;
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "GET", "/delete/local?id=" + PercentEncode(d->id), "", 30000, &answer));
+    const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j["data"].is_object()) {
+      return Status::Corruption(fmt::format("GET /delete/local on {}: not the expected JSON", api->name));
+    }
+    if (j["data"].value("late_holds", true)) {
+      return Status::Unavailable(fmt::format("a late-data file of {} still holds some of it", api->name));
+    }
+    if (!j["data"].value("deployed", false)) {
+      return Status::Unavailable(fmt::format("{} has not heard of the deploy", api->name));
+    }
+  }
+  d->physical = true;
+  CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
+  for (const MemberConfig* api : apis) {
+    if (api->name == ctx_.member.name) continue;
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+  }
+  spdlog::info("deletion {}: physical (no file the cluster serves or keeps holds it)", d->id);
+  return Status::Ok();
+}
+
 void DeletionService::RunLoop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
@@ -275,6 +344,16 @@ void DeletionService::RunLoop() {
       }
       std::lock_guard check(mu_);
       if (stop_) break;
+    }
+    bool look = false;
+    {
+      std::lock_guard check(mu_);
+      std::swap(look, check_physical_);
+    }
+    // After a deploy: does any file still hold a deployed deletion? (A node
+    // down then, or late files still sealed, answer at a later deploy.)
+    for (Deletion d : look ? log_->AwaitingPhysical(ctx_.member.name) : std::vector<Deletion>{}) {
+      if (Status st = CheckPhysical(&d); !st.ok()) spdlog::info("deletion {}: not yet physical: {}", d.id, st.message());
     }
     lock.lock();
   }

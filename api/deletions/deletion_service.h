@@ -3,7 +3,8 @@
 //   POST /delete?ns=&key=&from=&to=   (admin) 202 {"id"}: recorded durably, then run
 //   GET  /delete/ID                   (admin) how far it has come
 //   POST /delete/record               (internal) a peer's copy of a deletion
-//   POST /delete/folded               (internal) the rebuild: generation G folds these in
+//   POST /delete/folded               (internal) the rebuild: generation G folds these in (deployed)
+//   GET  /delete/local?id=ID          (internal) whether this node's late-data files hold it
 //   GET  /deletions                   (internal) every deletion this node knows
 //   GET  /oplog/heads                 (internal) this node's oplog head per realtime shard
 //
@@ -28,29 +29,44 @@
 
 #include "clickatron/daemon.h"
 #include "clickatron/http_server.h"
+#include "clickatron/oplog_record.h"
 #include "clickatron/status.h"
 #include "deletions/deletion_log.h"
 
 namespace clickatron::api {
 
+// This node's late-data files, as the write path keeps them (ingest/late_data.h).
+struct LateFiles {
+  using LinePredicate = std::function<bool(const OplogHeader& frame, std::string_view line)>;
+  // Rewrites every file marked done without the lines deletions took out.
+  std::function<void(std::function<void(Status)>)> scrub_done;
+  // Whether any file holds a line the predicate names.
+  std::function<void(LinePredicate, std::function<void(Result<bool>)>)> holds;
+};
+
 class DeletionService {
  public:
   // `oplog_heads`: the write path's OplogHeads (called on the loop thread).
   static Result<std::unique_ptr<DeletionService>> Create(const DaemonContext& ctx, HttpServer& server,
-                                                          std::function<std::vector<uint64_t>()> oplog_heads);
+                                                          std::function<std::vector<uint64_t>()> oplog_heads,
+                                                          LateFiles late);
   ~DeletionService();
   const DeletionLog& log() const { return *log_; }
   DeletionService(const DeletionService&) = delete;
   DeletionService& operator=(const DeletionService&) = delete;
 
  private:
-  DeletionService(const DaemonContext& ctx, std::unique_ptr<DeletionLog> log)
-      : ctx_(ctx), log_(std::move(log)) {}
+  DeletionService(const DaemonContext& ctx, std::unique_ptr<DeletionLog> log, LateFiles late)
+      : ctx_(ctx), log_(std::move(log)), late_(std::move(late)) {}
   void RegisterRoutes(HttpServer& server, std::function<std::vector<uint64_t>()> oplog_heads);
   void HandleDelete(const HttpExchangePtr& ex);
   void HandleStatus(const HttpExchangePtr& ex);
   void HandleRecord(const HttpExchangePtr& ex);
   void HandleFolded(const HttpExchangePtr& ex);
+  void HandleLocal(const HttpExchangePtr& ex);
+  // Whether no file the cluster serves or keeps holds `d` any more (every
+  // API node's GET /delete/local); if so, marks it physical on every node.
+  Status CheckPhysical(Deletion* d);
   // The runner: advances every deletion this node owns until each is done.
   void RunLoop();
   // One pass over a deletion's steps; OK once its realtime part is done.
@@ -59,10 +75,12 @@ class DeletionService {
 
   const DaemonContext& ctx_;
   std::unique_ptr<DeletionLog> log_;
+  LateFiles late_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   bool work_ = true;  // something to try now
+  bool check_physical_ = true;  // a deploy happened (or the node started): look at deployed deletions
   std::thread runner_;
 };
 

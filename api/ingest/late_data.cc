@@ -240,10 +240,110 @@ void LateData::MarkDone(std::string name, std::function<void(Result<bool>)> done
         if (FileExists(sealed)) {
           CLICKATRON_RETURN_IF_ERROR(RenameDurably(sealed, done_path));
           spdlog::info("late data: {} is in a deployed archive generation: marked done", name);
+          if (scrubber_) CLICKATRON_RETURN_IF_ERROR(ScrubFile(done_path, scrubber_()));
           return false;
         }
         if (FileExists(done_path)) return true;
         return Status::NotFound(fmt::format("no late-data file {} (sealed or done)", name));
+      },
+      std::move(done));
+}
+
+Result<std::vector<std::string>> LateData::FilesEndingIn(std::initializer_list<std::string_view> suffixes) const {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("late-")) continue;
+    for (std::string_view suffix : suffixes) {
+      if (name.ends_with(suffix)) paths.push_back(entry.path().string());
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("list {}: {}", dir_, ec.message()));
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+namespace {
+
+// Calls fn(header, payload, lines) for each frame of a late-data file.
+template <typename Fn>
+Status ForEachFrame(const std::string& path, Fn&& fn) {
+  auto reader = FramedLogReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  while (true) {
+    auto next = (*reader)->Next();
+    if (!next.ok()) return next.status().WithContext(path);
+    if (!next->has_value()) return Status::Ok();
+    auto parsed = ParseOplogPayload(**next);
+    if (!parsed.ok()) return parsed.status().WithContext(path);
+    CLICKATRON_RETURN_IF_ERROR(fn(parsed->header, std::string_view(**next), parsed->lines));
+  }
+}
+
+// How many lines of batch frames in `path` `covered` names.
+Result<uint64_t> CountCovered(const std::string& path, const LateData::LinePredicate& covered) {
+  uint64_t count = 0;
+  CLICKATRON_RETURN_IF_ERROR(ForEachFrame(path, [&](const OplogHeader& h, std::string_view, std::string_view lines) {
+    if (h.kind != OplogHeader::Kind::kBatch) return Status::Ok();
+    ForEachPayloadLine(lines, [&](std::string_view line) { count += covered(h, line) ? 1 : 0; });
+    return Status::Ok();
+  }));
+  return count;
+}
+
+}  // namespace
+
+Status LateData::ScrubFile(const std::string& path, const LinePredicate& covered) {
+  // Read once to see, again to rewrite: most files hold no such line.
+  auto count = CountCovered(path, covered);
+  if (!count.ok()) return count.status();
+  if (*count == 0) return Status::Ok();
+  const std::string temp = path + ".scrub";
+  std::error_code ec;
+  std::filesystem::remove(temp, ec);
+  auto writer = FramedLogWriter::Open(temp);
+  if (!writer.ok()) return writer.status();
+  CLICKATRON_RETURN_IF_ERROR(ForEachFrame(path, [&](const OplogHeader& h, std::string_view payload,
+                                                    std::string_view lines) {
+    if (h.kind != OplogHeader::Kind::kBatch) return (*writer)->Append(payload);
+    std::string kept(payload.substr(0, payload.find('\n') + 1));  // the header: the (shard, seq) record
+    ForEachPayloadLine(lines, [&](std::string_view line) {
+      if (!covered(h, line)) kept.append(line).push_back('\n');
+    });
+    return (*writer)->Append(kept);
+  }));
+  CLICKATRON_RETURN_IF_ERROR((*writer)->Sync());
+  CLICKATRON_RETURN_IF_ERROR((*writer)->Close());
+  CLICKATRON_RETURN_IF_ERROR(RenameDurably(temp, path));
+  spdlog::info("late data: {} rewritten without the {} lines deletions took out", path, *count);
+  return Status::Ok();
+}
+
+void LateData::ScrubDone(std::function<void(Status)> done) {
+  OnWorker<Status>(
+      [this]() -> Status {
+        if (!scrubber_) return Status::Ok();
+        const LinePredicate covered = scrubber_();
+        auto files = FilesEndingIn({".done"});
+        if (!files.ok()) return files.status();
+        for (const std::string& path : *files) CLICKATRON_RETURN_IF_ERROR(ScrubFile(path, covered));
+        return Status::Ok();
+      },
+      std::move(done));
+}
+
+void LateData::Holds(LinePredicate covered, std::function<void(Result<bool>)> done) {
+  OnWorker<Result<bool>>(
+      [this, covered = std::move(covered)]() -> Result<bool> {
+        auto files = FilesEndingIn({".open", ".sealed", ".done"});
+        if (!files.ok()) return files.status();
+        for (const std::string& path : *files) {
+          auto count = CountCovered(path, covered);
+          if (!count.ok()) return count.status();
+          if (*count > 0) return true;
+        }
+        return false;
       },
       std::move(done));
 }

@@ -24,14 +24,17 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "clickatron/framed_log.h"
+#include "clickatron/oplog_record.h"
 #include "clickatron/status.h"
 #include "clickatron/serial_executor.h"
 #include "clickatron/unique_fd.h"
@@ -84,6 +87,21 @@ class LateData {
   // INVALID_ARGUMENT for a bad name.
   void MarkDone(std::string name, std::function<void(Result<bool>)> done);
 
+  // Lines a deletion took out (deletions: a batch's line acknowledged before
+  // it). A file marked done is rewritten without them: its lines are in a
+  // deployed archive generation, and it is kept only for its (shard, seq)
+  // records, so what a deletion took out must not stay in it.
+  using LinePredicate = std::function<bool(const OplogHeader& frame, std::string_view line)>;
+  // Where MarkDone gets the lines to take out (called on the worker
+  // thread); set once, before the first MarkDone.
+  void SetScrubber(std::function<LinePredicate()> scrubber) { scrubber_ = std::move(scrubber); }
+  // Every done file rewritten without the scrubber's lines (after a new
+  // deletion: files marked done before it hold its lines).
+  void ScrubDone(std::function<void(Status)> done);
+  // Whether any late file here (open, sealed or done) holds a line `covered`
+  // names.
+  void Holds(LinePredicate covered, std::function<void(Result<bool>)> done);
+
   uint64_t lines_written() const { return lines_written_.load(); }
   uint64_t frames_written() const { return frames_written_.load(); }
   const std::string& dir() const { return dir_; }
@@ -91,6 +109,11 @@ class LateData {
  private:
   LateData(std::string dir, std::string source, Post post);
   Status ScanFile(const std::string& path);
+  // Executor thread: `path` rewritten without the lines `covered` names
+  // (temp file, fsync, rename); untouched when it has none.
+  Status ScrubFile(const std::string& path, const LinePredicate& covered);
+  // Executor thread: the late files here, by name, whose names end in one of `suffixes`.
+  Result<std::vector<std::string>> FilesEndingIn(std::initializer_list<std::string_view> suffixes) const;
   Result<std::vector<std::string>> SealNow();  // executor thread
   // Runs work() on the executor and hands its result to done() through post_.
   template <typename T>
@@ -106,6 +129,7 @@ class LateData {
   std::atomic<uint64_t> lines_written_{0};
   std::atomic<uint64_t> frames_written_{0};
   std::unique_ptr<SerialExecutor> worker_;
+  std::function<LinePredicate()> scrubber_;
 };
 
 }  // namespace clickatron::api

@@ -95,6 +95,7 @@ class WritePathImpl : public WritePath {
 
   Status Init();
   std::vector<uint64_t> OplogHeads() const override { return next_seq_; }
+  LateData& late() override { return *late_; }
   nlohmann::json StatsJson() const override;
   std::string StatsPrometheus() const override;
 

@@ -13,6 +13,7 @@
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
 #include "clickatron/status.h"
+#include "ingest/late_data.h"
 
 namespace clickatron::api {
 
@@ -32,6 +33,8 @@ class WritePath {
   // acknowledged so far is in a batch at or below it (a deletion's cut,
   // deletions/). The loop thread only.
   virtual std::vector<uint64_t> OplogHeads() const = 0;
+  // This node's late-data files (deletions/ scrubs them and asks what they hold).
+  virtual LateData& late() = 0;
 };
 
 }  // namespace clickatron::api

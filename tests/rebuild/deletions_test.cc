@@ -76,13 +76,13 @@ TEST(FoldedDeletion, SaysWhichInputsMayHoldItsRecords) {
   const OplogHeader at_cut = frame("api-0", 0, 40);
   const OplogHeader after_cut = frame("api-0", 0, 41);
   const OplogHeader other_shard = frame("api-1", 1, 1);  // api-1 had sent shard 1 nothing
-  EXPECT_TRUE(d.DeletesLateLine(at_cut, total));
-  EXPECT_TRUE(d.DeletesLateLine(at_cut, "c.u|h0aMB8AuNw4=.US." + in + ",3"));
-  EXPECT_TRUE(d.DeletesLateLine(at_cut, "l|h0aMB8AuNw4=,http://a-long-link.example/x"));
-  EXPECT_FALSE(d.DeletesLateLine(at_cut, "u|other." + in + ",3"));
-  EXPECT_FALSE(d.DeletesLateLine(at_cut, "u|h0aMB8AuNw4=." + *YmdhFromUnix((kDay + 1) * kSecondsPerDay) + ",3"));
-  EXPECT_FALSE(d.DeletesLateLine(after_cut, total));
-  EXPECT_FALSE(d.DeletesLateLine(other_shard, total));
+  EXPECT_TRUE(d.CoversLateLine(at_cut, total));
+  EXPECT_TRUE(d.CoversLateLine(at_cut, "c.u|h0aMB8AuNw4=.US." + in + ",3"));
+  EXPECT_TRUE(d.CoversLateLine(at_cut, "l|h0aMB8AuNw4=,http://a-long-link.example/x"));
+  EXPECT_FALSE(d.CoversLateLine(at_cut, "u|other." + in + ",3"));
+  EXPECT_FALSE(d.CoversLateLine(at_cut, "u|h0aMB8AuNw4=." + *YmdhFromUnix((kDay + 1) * kSecondsPerDay) + ",3"));
+  EXPECT_FALSE(d.CoversLateLine(after_cut, total));
+  EXPECT_FALSE(d.CoversLateLine(other_shard, total));
 }
 
 }  // namespace

@@ -134,6 +134,7 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   SendRealtimeLines({fmt::format("u|{}.{},30", victim, Ymdh(day_ + 1, 4))});
   expect.AddTotal("u", victim, Ymdh(day_ + 1, 4), 30);
 
+  EXPECT_FALSE(Status(0, id).value("physical", true));
   // Reads already answer without what it deleted, before any rebuild (late
   // data and loads count once a generation holds them).
   std::map<int64_t, int64_t> before_rebuild = ExpectedHours(expect, victim, day_);
@@ -156,6 +157,20 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   EXPECT_EQ(Status(1, id).value("folded_into", uint64_t{0}), 2u) << Status(1, id).dump();
   EXPECT_EQ(HourlyClicks(victim), ExpectedHours(expect, victim, day_));
   EXPECT_EQ(HourlyClicks("key4"), ExpectedHours(expect, "key4", day_));
+  // Physical: api-0's late file, now done, was rewritten without the lines
+  // the deletion took out and keeps the others (the header of every batch
+  // too); the deletion says so on both nodes.
+  EXPECT_TRUE(WaitFor([&] { return Status(1, id).value("physical", false); })) << Status(1, id).dump();
+  std::string done_files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(LateDir(0), ec)) {
+    if (entry.path().string().ends_with(".done")) done_files += *ReadFileToString(entry.path().string());
+  }
+  EXPECT_EQ(done_files.find(fmt::format("u|{}.{},7", victim, Ymdh(day_, 5))), std::string::npos);
+  EXPECT_EQ(done_files.find(fmt::format("c.u|{}.NZ.{},7", victim, Ymdh(day_, 5))), std::string::npos);
+  EXPECT_NE(done_files.find(fmt::format("u|{}.{},2", victim, Ymdh(day_, 1))), std::string::npos) << "outside the range";
+  EXPECT_NE(done_files.find(fmt::format("u|{}.{},40", victim, Ymdh(day_, 6))), std::string::npos) << "after it";
+  EXPECT_NE(done_files.find(fmt::format("u|key4.{},3", Ymdh(day_, 5))), std::string::npos) << "another key";
 
   // The next run folds nothing of it again, and takes nothing more out.
   RotateAll(day_ + 3);
@@ -301,6 +316,11 @@ TEST_F(DeleteFoldIntegration, TheEraseRunbookLeavesNoTraceInTheServedFiles) {
     }
   }
   EXPECT_GE(exports, kShards) << "the day the person was in realtime is exported again";
+  // And the deletion says so (its id as the runbook makes it).
+  std::string digest;
+  ASSERT_EQ(RunCommand({"/bin/sh", "-c", "printf %s \"$0\" | md5sum | cut -c1-16", person}, &digest), 0) << digest;
+  const std::string id = "erase-u-" + digest.substr(0, 16);
+  EXPECT_TRUE(WaitFor([&] { return Status(0, id).value("physical", false); })) << Status(0, id).dump();
 }
 
 }  // namespace
