@@ -212,6 +212,33 @@ TEST_F(DeleteFoldIntegration, ADeletionDuringARebuildIsFoldedByTheNextOne) {
   EXPECT_EQ(HourlyClicks("key7"), ExpectedHours(expect, "key7", day_));
 }
 
+// A rebuild stopped after it built the generation that folds a deletion in
+// (as if killed before its deploy): the next run deploys that generation as
+// built, and the archive is the oracle's; the deletion is folded once.
+TEST_F(DeleteFoldIntegration, ARebuildStoppedAfterItsBuildDeploysTheFoldOnTheNextRun) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(61, 300, &expect));
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  const int64_t from = day_ * kSecondsPerDay + 2 * kSecondsPerHour, to = from + 10 * kSecondsPerHour;
+  const std::string id = Delete(fmt::format("ns=u&key=key2&from={}&to={}", from, to));
+  ASSERT_FALSE(id.empty());
+  const std::set<std::string> keys = {"key2"};
+  expect.Forget("u", from, to, &keys);
+  PutRandomDay(day_ + 1, 62, 300, &expect);
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+  EXPECT_EQ(HourlyClicks("key2"), ExpectedHours(expect, "key2", day_));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 2);
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u);
+  EXPECT_TRUE(WaitFor([&] { return Status(0, id).value("physical", false); })) << Status(0, id).dump();
+  EXPECT_EQ(HourlyClicks("key2"), ExpectedHours(expect, "key2", day_));
+}
+
 // docs/operations.md's runbook "a bot burst on one link yesterday", run as
 // written there: the link's two burst hours hidden at once (read on the other
 // API node), gone from the archive after the next nightly run; its other
