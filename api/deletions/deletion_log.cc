@@ -72,6 +72,15 @@ std::function<bool(const OplogHeader& frame, std::string_view line)> DeletionLog
   };
 }
 
+bool DeletionLog::LookupDeleted(std::string_view hash) const {
+  if (empty_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(mu_);
+  return std::any_of(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
+    const Deletion& d = entry.second;
+    return d.hashed && d.all_time && d.tkey == hash && !d.deployed;
+  });
+}
+
 std::vector<Deletion> DeletionLog::AwaitingPhysical(const std::string& owner) const {
   std::lock_guard lock(mu_);
   std::vector<Deletion> out;

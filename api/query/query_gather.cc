@@ -1161,6 +1161,8 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
   std::map<int, std::vector<std::string>> by_realtime_shard;
   for (std::string& hash : hashes) {
     if (state->values.count(hash) || state->pending.count(hash)) continue;
+    // A key erased for all time: its full value is not shown, kept or not.
+    if (deletions_ != nullptr && deletions_->LookupDeleted(hash)) continue;
     if (const std::string* cached = lookups_.Get(hash)) {
       ++stats_.lookup_cache_hits;
       state->values.emplace(hash, *cached);

@@ -370,6 +370,9 @@ inline void CheckAndStripComplete(nlohmann::json* data, int64_t before, int64_t 
 // one API node.
 class ReadCluster {
  public:
+  // The API member whose name realtime batches of the dataset carry.
+  static constexpr const char* kLoader = "api-1";
+
   struct Spec {
     int realtime_shards = 2;
     int archive_shards = 2;
@@ -398,7 +401,9 @@ class ReadCluster {
     cluster.realtime_shards = spec_.realtime_shards;
     cluster.archive_shards = spec_.archive_shards;
     cluster.archive_replicas = spec_.replicas;
-    cluster.loaders = {"test"};  // LoadRealtime posts batches under this API member's name
+    // LoadRealtime posts batches under api-1's name: an API node no read test
+    // starts (a deletion, which asks every API node, starts it).
+    cluster.api_nodes = 2;
     cluster.cluster.SetString("clock", "manual").SetString("log_level", "warn");
     cluster.api.SetInt("request_timeout_ms", spec_.request_timeout_ms).SetString("oplog_sync", "none");
     cluster.api.SetInt("archive_cache_mb", spec_.archive_cache_mb)
@@ -461,7 +466,7 @@ class ReadCluster {
     for (int s = 0; s < spec_.realtime_shards; ++s) {
       const std::string body = data.RealtimeBody(s, spec_.realtime_shards);
       if (body.empty()) continue;
-      auto r = HttpPost(Peer(fmt::format("realtime-{}", s)), "/incr?source=test&seq=1", body);
+      auto r = HttpPost(Peer(fmt::format("realtime-{}", s)), "/incr?source=" + std::string(kLoader) + "&seq=1", body);
       ASSERT_EQ(r.status_code, 200) << r.body;
     }
   }
@@ -473,7 +478,7 @@ class ReadCluster {
     // A deletion's cut needs every API member's oplog heads, the loader's
     // too (LoadRealtime's batches are its): it runs as an API node now.
     if (!loader_started_) {
-      Start("test");
+      Start(kLoader);
       loader_started_ = true;
     }
     auto r = HttpPost(Peer("api-0"), "/delete?" + query, "");
@@ -481,11 +486,16 @@ class ReadCluster {
     const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
     if (r.status_code != 202 || !j.is_object()) return "";
     const std::string id = j["data"]["id"];
-    const bool effective = clickatron::testing::WaitFor([&] {
-      const nlohmann::json s = nlohmann::json::parse(HttpGet(Peer("api-0"), "/delete/" + id).body, nullptr, false);
-      return s.is_object() && s["data"].value("effective", false);
-    });
-    EXPECT_TRUE(effective) << query;
+    nlohmann::json state;
+    const bool effective = clickatron::testing::WaitFor(
+        [&] {
+          state = nlohmann::json::parse(HttpGet(Peer("api-0"), "/delete/" + id).body, nullptr, false);
+          return state.is_object() && state["data"].is_object() && state["data"].value("effective", false);
+        },
+        std::chrono::seconds(60));
+    EXPECT_TRUE(effective) << query << "\n" << state.dump() << "\napi-0:\n" << cluster_.LogTail("api-0")
+                           << "\nrealtime-0:\n" << cluster_.LogTail("realtime-0") << "\nrealtime-1:\n"
+                           << cluster_.LogTail("realtime-1") << "\n" << kLoader << ":\n" << cluster_.LogTail(kLoader);
     return effective ? id : "";
   }
 

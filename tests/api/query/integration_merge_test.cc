@@ -10,6 +10,7 @@
 // hour of it, days with several.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "api/query/cluster_fixture.h"
@@ -361,8 +362,14 @@ TEST_P(IntegrationReadMergeTest, ADeletionHidesItsHoursFromEveryAnswer) {
   expect_all("archived hours of one key");
   remove(kHotKey, (today_ - 3) * kDay + 14 * kHour, today_ * kDay + 3 * kHour);
   expect_all("archived and realtime hours of one key");
-  remove(kHashedKey, (today_ - 41) * kDay, (today_ + 3) * kDay);
+  // The hashed key for all time (neither from nor to): its lookup record
+  // goes too, so /lookup no longer answers its full value.
+  const std::string hash = StoreKeyPart(kHashedKey).stored;
+  ASSERT_EQ(cluster_.Api("/lookup?hash=" + Enc(hash))["http_status"], 200);
+  ASSERT_FALSE(cluster_.Delete("ns=u&key=" + Enc(kHashedKey)).empty());
+  data_.Forget("u", kHashedKey, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   expect_all("a hashed key's every hour");
+  EXPECT_EQ(cluster_.Api("/lookup?hash=" + Enc(hash))["http_status"], 404);
   remove("", (today_ - 10) * kDay, (today_ - 8) * kDay + 12 * kHour);
   expect_all("every key of the namespace");
   EXPECT_TRUE(data_.Hours("u", kHashedKey).empty());

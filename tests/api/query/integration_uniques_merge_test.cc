@@ -471,7 +471,7 @@ TEST_P(IntegrationUniquesMergeTest, RealtimeSketchesKeptByTextFollowChanges) {
   auto shard_key = ShardKeyOfRealtimeKey(key);
   ASSERT_TRUE(shard_key.ok()) << key;
   const int shard = static_cast<int>(ShardOf(*shard_key, cluster_.spec().realtime_shards));
-  auto r = HttpPost(cluster_.Peer(fmt::format("realtime-{}", shard)), "/incr?source=test&seq=2",
+  auto r = HttpPost(cluster_.Peer(fmt::format("realtime-{}", shard)), fmt::format("/incr?source={}&seq=2", ReadCluster::kLoader),
                     fmt::format("{},{}\n", key, one.ToText()));
   ASSERT_EQ(r.status_code, 200) << r.body;
   ExpectUniques(kHotKey, "", "hour", 30, 0, end_of_today);
