@@ -188,8 +188,8 @@ void DeletionService::HandleFolded(const HttpExchangePtr& ex) {
 }
 
 // GET /delete/local?id=ID: {"late_holds", "deployed"}: whether a late-data
-// file of this node holds a line the deletion took out, and whether this
-// node heard that a generation without it is deployed.
+// file of this node holds a line the deletion took out (and whether this
+// node heard that a generation without it is deployed).
 void DeletionService::HandleLocal(const HttpExchangePtr& ex) {
   auto id = ex->args().GetSingle("id", "id is given more than once");
   if (!id.ok() || *id == nullptr) {
@@ -315,10 +315,7 @@ Status DeletionService::CheckPhysical(Deletion* d) {
       return Status::Corruption(fmt::format("GET /delete/local on {}: not the expected JSON", api->name));
     }
     if (j["data"].value("late_holds", true)) {
-      return Status::Unavailable(fmt::format("a late-data file of {} still holds some of it", api->name));
-    }
-    if (!j["data"].value("deployed", false)) {
-      return Status::Unavailable(fmt::format("{} has not heard of the deploy", api->name));
+      return Status::FailedPrecondition(fmt::format("a late-data file of {} still holds some of it", api->name));
     }
   }
   d->physical = true;
@@ -352,8 +349,18 @@ void DeletionService::RunLoop() {
     }
     // After a deploy: does any file still hold a deployed deletion? (A node
     // down then, or late files still sealed, answer at a later deploy.)
+    // A node that did not answer is asked again a second later, for a
+    // minute; a file that still holds it waits for the next deploy.
+    bool again = false;
     for (Deletion d : look ? log_->AwaitingPhysical(ctx_.member.name) : std::vector<Deletion>{}) {
-      if (Status st = CheckPhysical(&d); !st.ok()) spdlog::info("deletion {}: not yet physical: {}", d.id, st.message());
+      const Status st = CheckPhysical(&d);
+      if (st.ok()) continue;
+      spdlog::info("deletion {}: not yet physical: {}", d.id, st.message());
+      if (st.code() != StatusCode::kFailedPrecondition && ++physical_tries_[d.id] < 60) again = true;
+    }
+    if (again) {
+      std::lock_guard check(mu_);
+      check_physical_ = true;
     }
     lock.lock();
   }

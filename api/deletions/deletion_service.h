@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -81,6 +82,7 @@ class DeletionService {
   bool stop_ = false;
   bool work_ = true;  // something to try now
   bool check_physical_ = true;  // a deploy happened (or the node started): look at deployed deletions
+  std::map<std::string, int> physical_tries_;  // runner thread: looks that found a node not answering
   std::thread runner_;
 };
 
