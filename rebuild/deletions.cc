@@ -27,9 +27,8 @@ std::map<int, Value> ShardMapFrom(const nlohmann::json& j) {
 
 }  // namespace
 
-Result<std::optional<FoldedDeletion>> FoldedDeletion::FromApiJson(const nlohmann::json& j) {
+Result<FoldedDeletion> FoldedDeletion::FromApiJson(const nlohmann::json& j) {
   try {
-    if (!j.value("realtime_done", false)) return std::optional<FoldedDeletion>();
     FoldedDeletion d;
     d.id = j.at("id").get<std::string>();
     d.ns = j.at("ns").get<std::string>();
@@ -39,12 +38,15 @@ Result<std::optional<FoldedDeletion>> FoldedDeletion::FromApiJson(const nlohmann
     d.to_unix = j.at("to").get<int64_t>();
     d.created_unix = j.value("created", int64_t{0});
     d.folded_into = j.value("folded_into", uint64_t{0});
+    // Its cut, once taken: every API node has it before any shard does.
     d.cuts = ShardMapFrom<std::map<std::string, uint64_t>>(j.value("cuts", nlohmann::json::object()));
+    d.cuts_known = !d.cuts.empty();
+    d.cut_unix = j.value("cut_unix", int64_t{0});
     d.epochs = ShardMapFrom<uint64_t>(j.value("epochs", nlohmann::json::object()));
     if (d.id.empty() || d.ns.empty() || d.to_unix <= d.from_unix) {
       return Status::Corruption(fmt::format("deletion {}: needs an id, a namespace and from < to", d.id));
     }
-    return std::optional<FoldedDeletion>(std::move(d));
+    return d;
   } catch (const std::exception& e) {
     return Status::Corruption(fmt::format("deletion: {}", e.what()));
   }
@@ -58,6 +60,8 @@ nlohmann::json FoldedDeletion::ToJson() const {
           {"from", from_unix},
           {"to", to_unix},
           {"created", created_unix},
+          {"cuts_known", cuts_known},
+          {"cut_unix", cut_unix},
           {"folded_into", folded_into},
           {"cuts", ShardMapJson(cuts)},
           {"epochs", ShardMapJson(epochs)}};
@@ -73,6 +77,8 @@ Result<FoldedDeletion> FoldedDeletion::FromJson(const nlohmann::json& j) {
     d.from_unix = j.at("from").get<int64_t>();
     d.to_unix = j.at("to").get<int64_t>();
     d.created_unix = j.at("created").get<int64_t>();
+    d.cuts_known = j.at("cuts_known").get<bool>();
+    d.cut_unix = j.at("cut_unix").get<int64_t>();
     d.folded_into = j.at("folded_into").get<uint64_t>();
     d.cuts = ShardMapFrom<std::map<std::string, uint64_t>>(j.at("cuts"));
     d.epochs = ShardMapFrom<uint64_t>(j.at("epochs"));
@@ -94,17 +100,23 @@ DropRule FoldedDeletion::Rule() const {
 }
 
 bool FoldedDeletion::InExport(int shard, uint64_t export_epoch) const {
+  if (!cuts_known) return true;
   auto it = epochs.find(shard);
-  // No epoch for the shard (it was added to the cluster later): its exports
-  // are checked like any, against none, so taken out of every export.
-  return it == epochs.end() || it->second > export_epoch;
+  // A shard without its tombstone was added after it: all of it came after.
+  return it != epochs.end() && it->second > export_epoch;
 }
 
-Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, int timeout_ms) {
+bool FoldedDeletion::InLoad(int64_t queued_unix) const {
+  if (!cuts_known) return true;
+  return queued_unix < (cut_unix != 0 ? cut_unix : created_unix);  // records from before cut_unix was kept
+}
+
+Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, uint64_t previous_generation,
+                                                         int timeout_ms) {
   BlockingHttpClient client(cluster);
   std::map<std::string, FoldedDeletion> by_id;
-  // Per answering node, where its copies say each deletion was folded in.
-  std::map<const MemberConfig*, std::map<std::string, uint64_t>> node_folded;
+  // Per answering node, its copies' folded_into and deployed.
+  std::map<const MemberConfig*, std::map<std::string, std::pair<uint64_t, bool>>> node_folded;
   size_t answered = 0;
   std::string last_error;
   for (const MemberConfig* api : cluster.MembersWithRole(MemberRole::kApi)) {
@@ -114,42 +126,50 @@ Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cl
     HttpResponse r = client.Fetch(api->listen, spec);
     const nlohmann::json j = r.ok() && r.status_code == 200 ? nlohmann::json::parse(r.body, nullptr, false)
                                                             : nlohmann::json();
-    if (!j.is_object() || !j.contains("data") || !j["data"]["deletions"].is_array()) {
+    if (!j.is_object() || !j.contains("data") || !j["data"].is_object() || !j["data"].contains("deletions") ||
+        !j["data"]["deletions"].is_array()) {
       last_error = fmt::format("API member {}: GET /deletions: {}", api->name, DescribeHttpAnswer(r));
       spdlog::warn("{}; its deletions are taken from the other API nodes", last_error);
       continue;
     }
     ++answered;
-    std::map<std::string, uint64_t>& folded = node_folded[api];
+    auto& folded = node_folded[api];
     for (const nlohmann::json& entry : j["data"]["deletions"]) {
       auto d = FoldedDeletion::FromApiJson(entry);
       if (!d.ok()) return d.status().WithContext(fmt::format("API member {}", api->name));
-      if (!d->has_value()) continue;
-      folded[(*d)->id] = (*d)->folded_into;
-      auto [it, inserted] = by_id.emplace((*d)->id, **d);
-      if (!inserted) {
-        it->second.folded_into = std::max(it->second.folded_into, (*d)->folded_into);
-        if (it->second.epochs.empty()) it->second.epochs = (*d)->epochs;
+      folded[d->id] = {d->folded_into, entry.is_object() && entry.value("deployed", false)};
+      auto [it, inserted] = by_id.emplace(d->id, *d);
+      if (inserted) continue;
+      // Copies move forward: the one with a cut has it.
+      if (!it->second.cuts_known && d->cuts_known) {
+        const uint64_t folded_into = it->second.folded_into;
+        it->second = *d;
+        it->second.folded_into = std::max(folded_into, d->folded_into);
+      } else {
+        it->second.folded_into = std::max(it->second.folded_into, d->folded_into);
       }
     }
   }
   if (answered == 0 && !cluster.MembersWithRole(MemberRole::kApi).empty()) {
-    return Status::Unavailable(fmt::format("no API node answered GET /deletions (last: {})", last_error));
+    return Status::Unavailable(fmt::format("no API node said which deletions exist (last: {})", last_error));
   }
   // A node that missed an earlier run's word of where a deletion was folded
-  // in hears it now (until then its reads hide those hours of that
-  // generation too).
+  // in, or that its generation is deployed, hears it now.
   for (const auto& [api, folded] : node_folded) {
-    std::map<uint64_t, std::vector<std::string>> tell;
+    std::map<std::pair<uint64_t, bool>, std::vector<std::string>> tell;
     for (const auto& [id, d] : by_id) {
       auto it = folded.find(id);
-      if (d.folded_into != 0 && it != folded.end() && it->second < d.folded_into) tell[d.folded_into].push_back(id);
+      if (d.folded_into == 0 || it == folded.end()) continue;
+      const bool deployed = d.folded_into <= previous_generation;
+      if (it->second.first < d.folded_into || (deployed && !it->second.second)) {
+        tell[{d.folded_into, deployed}].push_back(id);
+      }
     }
-    for (const auto& [generation, ids] : tell) {
+    for (const auto& [at, ids] : tell) {
       HttpRequestSpec spec;
       spec.method = "POST";
       spec.target = "/delete/folded";
-      spec.body = nlohmann::json{{"ids", ids}, {"generation", generation}}.dump();
+      spec.body = nlohmann::json{{"ids", ids}, {"generation", at.first}, {"deployed", at.second}}.dump();
       spec.timeout_ms = timeout_ms;
       HttpResponse r = client.Fetch(api->listen, spec);
       if (!r.ok() || r.status_code != 200) {

@@ -10,9 +10,11 @@
 //   - late data: a frame of batch (source, shard, seq) at or below the
 //     deletion's cut for that shard and API node was acknowledged before it;
 //   - a load or restatement queued before it.
-// Only deletions whose realtime part is done are folded (their cuts and
-// epochs are known); the others wait for the next generation, and reads keep
-// hiding their hours until one folds them in.
+// Every deletion the API nodes know is folded into every generation built
+// after it: one whose cut is not taken yet takes its records out of every
+// input (all of it came before its cut). A generation built without a
+// deletion that existed cannot be told apart later from what came after it:
+// a run whose API nodes all fail to answer folds none (a known gap).
 //
 // Thread-safety: a FoldedDeletion is a value; the fetch and tell functions
 // block on HTTP.
@@ -37,12 +39,12 @@ namespace clickatron::rebuild {
 struct FoldedDeletion : DeletionScope {
   std::string id;
   int64_t created_unix = 0;
+  int64_t cut_unix = 0;            // when its cut was taken (0: not yet, or not recorded)
   uint64_t folded_into = 0;        // the first generation that folded it in (0: none yet)
   std::map<int, uint64_t> epochs;  // realtime shard -> its tombstone's epoch there
 
-  // From an API node's GET /deletions entry (nullopt for one whose realtime
-  // part is not done yet).
-  static Result<std::optional<FoldedDeletion>> FromApiJson(const nlohmann::json& json);
+  // From an API node's GET /deletions entry.
+  static Result<FoldedDeletion> FromApiJson(const nlohmann::json& json);
   nlohmann::json ToJson() const;
   static Result<FoldedDeletion> FromJson(const nlohmann::json& json);
 
@@ -55,16 +57,18 @@ struct FoldedDeletion : DeletionScope {
   // Whether an export of realtime shard `shard` that is clean up to
   // `export_epoch` may hold its records.
   bool InExport(int shard, uint64_t export_epoch) const;
-  // Whether a load or restatement queued at `queued_unix` was before it.
-  bool InLoad(int64_t queued_unix) const { return queued_unix < created_unix; }
+  // Whether a load or restatement queued at `queued_unix` came before its
+  // cut (every one does while there is no cut yet).
+  bool InLoad(int64_t queued_unix) const;
 };
 
-// Every deletion the API nodes know whose realtime part is done, by id. An
-// API node that does not answer is skipped (every deletion is copied to
-// every node before its realtime part starts, so any one node knows it); one
-// whose copy lacks where another node says it was folded in is told now.
-// UNAVAILABLE only when no API node answers.
-Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, int timeout_ms);
+// Every deletion the API nodes know, by id. An API node that does not answer
+// is skipped (every deletion is copied to every node before its realtime
+// part starts); one whose copy lacks where another node says it was folded
+// in (or that a generation up to `previous_generation`, deployed, did) is
+// told now. UNAVAILABLE when no API node answers.
+Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, uint64_t previous_generation,
+                                                         int timeout_ms);
 
 // Tells every API node that `generation` folds in `ids` (POST /delete/folded),
 // before its deploy; with `deployed`, after it (then also with no ids: the

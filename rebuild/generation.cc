@@ -136,10 +136,10 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       in.drop_rules.push_back(restatements.back().rule);
     }
   }
-  // Deletions whose realtime part is done (deletions.h). None when no API
-  // node answers: reads keep hiding their hours until a run folds them in.
+  // Every deletion there is (deletions.h). With no API node answering, none:
+  // a gap (docs/protocols.md, "Deletions").
   std::vector<FoldedDeletion> deletions;
-  if (auto fetched = FetchDeletionsToFold(cluster, options.http_timeout_ms); fetched.ok()) {
+  if (auto fetched = FetchDeletionsToFold(cluster, previous.generation, options.http_timeout_ms); fetched.ok()) {
     deletions = std::move(fetched).value();
   } else {
     spdlog::warn("no deletion is folded into this generation: {}", fetched.status().message());
@@ -392,12 +392,16 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   // The day's export of each realtime shard obeys the deletions installed
   // there after it was read (deletions.h).
   for (const TaskPaths& sort : options.sort_tasks) {
+    std::vector<int> drops;
+    if (in.deletions.empty()) {
+      spec.input_drops.push_back(std::move(drops));
+      continue;
+    }
     auto sort_spec = ReadSortShardSpec(sort);
     if (!sort_spec.ok()) return sort_spec.status();
     auto done = ReadTaskDone(sort);
     if (!done.ok()) return done.status();
     const uint64_t export_epoch = done->value("tombstone_epoch", uint64_t{0});
-    std::vector<int> drops;
     for (size_t k = 0; k < in.deletions.size(); ++k) {
       if (in.deletions[k].InExport(sort_spec->realtime_shard, export_epoch)) {
         drops.push_back(static_cast<int>(in.deletion_rules_from + k));

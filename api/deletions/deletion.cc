@@ -98,7 +98,7 @@ nlohmann::json Deletion::ToJson() const {
   for (const auto& [shard, epoch] : epochs) epoch_json[std::to_string(shard)] = epoch;
   return {{"id", id},       {"ns", ns},           {"key", key},         {"tkey", tkey},
           {"hashed", hashed}, {"all_time", all_time}, {"from", from_unix}, {"to", to_unix},
-          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"epochs", epoch_json}, {"realtime_done", realtime_done},
+          {"created", created_unix}, {"owner", owner}, {"cuts", cut_json}, {"cut_unix", cut_unix}, {"epochs", epoch_json}, {"realtime_done", realtime_done},
           {"peers_told", peers_told}, {"folded_into", folded_into}, {"deployed", deployed}, {"physical", physical}};
 }
 
@@ -118,6 +118,7 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
     d.realtime_done = j.value("realtime_done", false);
     d.peers_told = j.value("peers_told", false);
     d.folded_into = j.value("folded_into", uint64_t{0});
+    d.cut_unix = j.value("cut_unix", int64_t{0});
     d.deployed = j.value("deployed", false);
     d.physical = j.value("physical", false);
     const nlohmann::json cuts = j.value("cuts", nlohmann::json::object());  // kept: items() refers into it
@@ -138,7 +139,10 @@ Result<Deletion> Deletion::FromJson(const nlohmann::json& j) {
 void Deletion::KeepProgressOf(const Deletion& known) {
   realtime_done = realtime_done || known.realtime_done;
   peers_told = peers_told || known.peers_told;
-  if (cuts.empty()) cuts = known.cuts;
+  if (cuts.empty()) {
+    cuts = known.cuts;
+    cut_unix = known.cut_unix;
+  }
   for (const auto& [shard, epoch] : known.epochs) epochs.emplace(shard, epoch);
   folded_into = std::max(folded_into, known.folded_into);
   deployed = deployed || known.deployed;

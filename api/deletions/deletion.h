@@ -35,6 +35,9 @@ struct Deletion {
   // Realtime shard -> API member -> the last oplog seq it had acknowledged
   // for that shard when the deletion was made (set once, by the owner).
   std::map<int, std::map<std::string, uint64_t>> cuts;
+  // When the cuts were taken (the owner's clock): the deletion's moment. A
+  // load queued before it is deleted too (the rebuild).
+  int64_t cut_unix = 0;
   // Realtime shard -> the epoch its tombstone got there (its GET /export
   // says which epochs an export is clean of: the rebuild takes the others'
   // records out of it).

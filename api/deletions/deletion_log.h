@@ -39,8 +39,8 @@ class DeletionLog {
   // realtime part is done took out (a snapshot of those deletions).
   std::function<bool(const OplogHeader& frame, std::string_view line)> LateLinesDeleted() const;
   // Whether lookup record "l|HASH" of `hash` went with a deletion (a hashed
-  // key deleted for all time) that no deployed generation folded in yet:
-  // reads do not resolve it (one atomic load with no deletion known).
+  // key deleted for all time): reads never resolve it again, from any cache
+  // or generation (one atomic load with no deletion known).
   bool LookupDeleted(std::string_view hash) const;
   // Those `owner` runs whose archive part is done (folded in and deployed)
   // and that are not yet known to be physical.

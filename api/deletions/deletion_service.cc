@@ -159,12 +159,16 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
 // generations need not hide them any more.
 void DeletionService::HandleFolded(const HttpExchangePtr& ex) {
   const nlohmann::json j = nlohmann::json::parse(ex->body(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j["ids"].is_array() || !j["generation"].is_number_unsigned() ||
-      !std::all_of(j["ids"].begin(), j["ids"].end(), [](const nlohmann::json& id) { return id.is_string(); })) {
-    ex->ReplyError(400, "BAD_FOLDED", "expected {\"ids\": [id, ...], \"generation\": G}");
+  const auto is = [&](const char* name, auto check) { return j.is_object() && j.contains(name) && check(j[name]); };
+  if (!is("ids", [](const nlohmann::json& v) {
+        return v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& id) { return id.is_string(); });
+      }) ||
+      !is("generation", [](const nlohmann::json& v) { return v.is_number_unsigned(); }) ||
+      (j.contains("deployed") && !j["deployed"].is_boolean())) {
+    ex->ReplyError(400, "BAD_FOLDED", "expected {\"ids\": [id, ...], \"generation\": G[, \"deployed\": true]}");
     return;
   }
-  const bool deployed = j.value("deployed", false);
+  const bool deployed = j.contains("deployed") && j["deployed"].get<bool>();
   Result<size_t> known =
       log_->MarkFolded(j["ids"].get<std::vector<std::string>>(), j["generation"].get<uint64_t>(), deployed);
   if (!known.ok()) {
@@ -180,6 +184,7 @@ void DeletionService::HandleFolded(const HttpExchangePtr& ex) {
       {
         std::lock_guard lock(mu_);
         check_physical_ = true;
+        deployed_event_ = true;
       }
       Wake();
     }
@@ -252,7 +257,8 @@ Status DeletionService::Advance(Deletion* d) {
       CLICKATRON_RETURN_IF_ERROR(
           Call(client, *shard, "POST", "/tombstone", d->TombstoneJson().dump(), 30000, &answer));
       const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.contains("data") || !j["data"]["epoch"].is_number_unsigned()) {
+      if (!j.is_object() || !j.contains("data") || !j["data"].is_object() || !j["data"].contains("epoch") ||
+          !j["data"]["epoch"].is_number_unsigned()) {
         return Status::Corruption(fmt::format("POST /tombstone on {}: not the expected JSON", shard->name));
       }
       epochs[shard->shard] = j["data"]["epoch"].get<uint64_t>();
@@ -266,17 +272,27 @@ Status DeletionService::Advance(Deletion* d) {
       std::string answer;
       CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "GET", "/oplog/heads", "", 10000, &answer));
       const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.contains("data") || !j["data"]["heads"].is_array()) {
+      if (!j.is_object() || !j.contains("data") || !j["data"].is_object() || !j["data"].contains("heads") ||
+          !j["data"]["heads"].is_array()) {
         return Status::Corruption(fmt::format("GET /oplog/heads on {}: not the expected JSON", api->name));
       }
       const nlohmann::json& heads = j["data"]["heads"];
       for (size_t s = 0; s < heads.size(); ++s) cuts[static_cast<int>(s)][api->name] = heads[s].get<uint64_t>();
     }
     d->cuts = std::move(cuts);
+    d->cut_unix = NowUnix();
     d->epochs = std::move(epochs);
     CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
   }
   if (!d->realtime_done) {
+    // 3b. Every API node has the cut before any shard: the rebuild takes a
+    //     deletion without one as "all there is came before it", true only
+    //     while no shard applies batches past its cut.
+    for (const MemberConfig* api : apis) {
+      if (api->name == ctx_.member.name) continue;
+      if (stopping()) return stopped;
+      CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
+    }
     // 4. Each shard its cut (its own seqs of every API node). A shard that
     //    retired the tombstone since remembers its cut and answers 200.
     for (const MemberConfig* shard : shards) {
@@ -311,19 +327,22 @@ Status DeletionService::CheckPhysical(Deletion* d) {
     std::string answer;
     CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "GET", "/delete/local?id=" + PercentEncode(d->id), "", 30000, &answer));
     const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j["data"].is_object()) {
+    if (!j.is_object() || !j.contains("data") || !j["data"].is_object() || !j["data"].contains("late_holds") ||
+        !j["data"]["late_holds"].is_boolean()) {
       return Status::Corruption(fmt::format("GET /delete/local on {}: not the expected JSON", api->name));
     }
-    if (j["data"].value("late_holds", true)) {
+    if (j["data"]["late_holds"].get<bool>()) {
       return Status::FailedPrecondition(fmt::format("a late-data file of {} still holds some of it", api->name));
     }
   }
+  // Every other node first: marked here last, so a node that missed it is
+  // told again at the next look.
   d->physical = true;
-  CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
   for (const MemberConfig* api : apis) {
     if (api->name == ctx_.member.name) continue;
     CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
   }
+  CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
   spdlog::info("deletion {}: physical (no file the cluster serves or keeps holds it)", d->id);
   return Status::Ok();
 }
@@ -346,6 +365,8 @@ void DeletionService::RunLoop() {
     {
       std::lock_guard check(mu_);
       std::swap(look, check_physical_);
+      if (deployed_event_) physical_tries_.clear();  // a new deploy: a new minute of looks
+      deployed_event_ = false;
     }
     // After a deploy: does any file still hold a deployed deletion? (A node
     // down then, or late files still sealed, answer at a later deploy.)
@@ -354,7 +375,10 @@ void DeletionService::RunLoop() {
     bool again = false;
     for (Deletion d : look ? log_->AwaitingPhysical(ctx_.member.name) : std::vector<Deletion>{}) {
       const Status st = CheckPhysical(&d);
-      if (st.ok()) continue;
+      if (st.ok()) {
+        physical_tries_.erase(d.id);
+        continue;
+      }
       spdlog::info("deletion {}: not yet physical: {}", d.id, st.message());
       if (st.code() != StatusCode::kFailedPrecondition && ++physical_tries_[d.id] < 60) again = true;
     }

@@ -82,6 +82,7 @@ class DeletionService {
   bool stop_ = false;
   bool work_ = true;  // something to try now
   bool check_physical_ = true;  // a deploy happened (or the node started): look at deployed deletions
+  bool deployed_event_ = false;  // under mu_: a deploy was told since the runner last looked
   std::map<std::string, int> physical_tries_;  // runner thread: looks that found a node not answering
   std::thread runner_;
 };

@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kDay = 15424;  // 2012-03-25
 
+// realtime_done false: as a peer's copy from before the cut was taken.
 nlohmann::json ApiRecord(bool realtime_done) {
   return {{"id", "del-1"},
           {"ns", "u"},
@@ -23,23 +24,38 @@ nlohmann::json ApiRecord(bool realtime_done) {
           {"to", (kDay + 1) * kSecondsPerDay},
           {"created", 1700000000},
           {"owner", "api-0"},
-          {"cuts", {{"0", {{"api-0", 40}, {"api-1", 7}}}, {"1", {{"api-0", 12}}}}},
-          {"epochs", {{"0", 3}, {"1", 1}}},
+          {"cuts", realtime_done ? nlohmann::json{{"0", {{"api-0", 40}, {"api-1", 7}}}, {"1", {{"api-0", 12}}}}
+                                 : nlohmann::json::object()},
+          {"epochs", realtime_done ? nlohmann::json{{"0", 3}, {"1", 1}} : nlohmann::json::object()},
           {"realtime_done", realtime_done},
           {"peers_told", realtime_done},
           {"folded_into", 0}};
 }
 
-TEST(FoldedDeletion, OnlyOneWhoseRealtimePartIsDoneIsFolded) {
+// One whose cut is not taken yet is folded too: everything there is came
+// before its cut, so it takes its records out of every input.
+TEST(FoldedDeletion, OneWithoutACutYetTakesOutOfEveryInput) {
   auto pending = FoldedDeletion::FromApiJson(ApiRecord(false));
-  ASSERT_TRUE(pending.ok());
-  EXPECT_FALSE(pending->has_value());
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  EXPECT_FALSE(pending->cuts_known);
+  EXPECT_TRUE(pending->InExport(0, 1000));
+  EXPECT_TRUE(pending->InExport(7, 0));
+  EXPECT_TRUE(pending->InLoad(1800000000));
+  OplogHeader late;
+  late.source = "api-9";
+  late.shard = 0;
+  late.seq = 1000000;
+  const std::string in = *YmdhFromUnix(kDay * kSecondsPerDay + 5 * kSecondsPerHour);
+  EXPECT_TRUE(pending->CoversLateLine(late, "u|h0aMB8AuNw4=." + in + ",3"));
+  EXPECT_FALSE(pending->CoversLateLine(late, "u|other." + in + ",3"));
+}
+
+TEST(FoldedDeletion, ReadsBackFromTheWorkDirAndRefusesARecordWithoutItsParts) {
   auto done = FoldedDeletion::FromApiJson(ApiRecord(true));
   ASSERT_TRUE(done.ok()) << done.status().ToString();
-  ASSERT_TRUE(done->has_value());
-  const FoldedDeletion& d = **done;
+  const FoldedDeletion& d = *done;
+  EXPECT_TRUE(d.cuts_known);
   EXPECT_EQ(d.lookup, "l|h0aMB8AuNw4=");  // hashed and for all time: its lookup goes too
-  // The work dir's copy reads back the same.
   auto again = FoldedDeletion::FromJson(d.ToJson());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->ToJson(), d.ToJson());
@@ -47,7 +63,7 @@ TEST(FoldedDeletion, OnlyOneWhoseRealtimePartIsDoneIsFolded) {
 }
 
 TEST(FoldedDeletion, SaysWhichInputsMayHoldItsRecords) {
-  FoldedDeletion d = **FoldedDeletion::FromApiJson(ApiRecord(true));
+  FoldedDeletion d = *FoldedDeletion::FromApiJson(ApiRecord(true));
   // The previous generation, until one folded it in.
   EXPECT_TRUE(d.InPrevious(5));
   d.folded_into = 6;
@@ -58,10 +74,13 @@ TEST(FoldedDeletion, SaysWhichInputsMayHoldItsRecords) {
   EXPECT_TRUE(d.InExport(0, 2));
   EXPECT_FALSE(d.InExport(0, 3));
   EXPECT_FALSE(d.InExport(1, 1));
-  EXPECT_TRUE(d.InExport(2, 100));  // a shard it has no epoch for
-  // A load queued before it.
+  EXPECT_FALSE(d.InExport(2, 0));  // a shard added after it: no tombstone there, all of it came after
+  // A load queued before its cut (before it was made, for a record without the cut's time).
   EXPECT_TRUE(d.InLoad(1699999999));
   EXPECT_FALSE(d.InLoad(1700000000));
+  d.cut_unix = 1700000005;
+  EXPECT_TRUE(d.InLoad(1700000004));
+  EXPECT_FALSE(d.InLoad(1700000005));
   // Late data: a frame at or below its node's cut on that shard, lines of
   // the key in the range, and its lookup.
   const std::string in = *YmdhFromUnix(kDay * kSecondsPerDay + 5 * kSecondsPerHour);
