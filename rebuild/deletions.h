@@ -13,8 +13,8 @@
 // Every deletion the API nodes know is folded into every generation built
 // after it: one whose cut is not taken yet takes its records out of every
 // input (all of it came before its cut). A generation built without a
-// deletion that existed cannot be told apart later from what came after it:
-// a run whose API nodes all fail to answer folds none (a known gap).
+// deletion that existed cannot be told apart later from what came after it,
+// so a run whose API nodes all fail to answer builds nothing.
 //
 // Thread-safety: a FoldedDeletion is a value; the fetch and tell functions
 // block on HTTP.

@@ -136,14 +136,14 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
       in.drop_rules.push_back(restatements.back().rule);
     }
   }
-  // Every deletion there is (deletions.h). With no API node answering, none:
-  // a gap (docs/protocols.md, "Deletions").
-  std::vector<FoldedDeletion> deletions;
-  if (auto fetched = FetchDeletionsToFold(cluster, previous.generation, options.http_timeout_ms); fetched.ok()) {
-    deletions = std::move(fetched).value();
-  } else {
-    spdlog::warn("no deletion is folded into this generation: {}", fetched.status().message());
+  // Every deletion there is (deletions.h). A generation built without one
+  // that exists could not later be told from what came after it: no API
+  // node answering is no generation.
+  auto fetched = FetchDeletionsToFold(cluster, previous.generation, options.http_timeout_ms);
+  if (!fetched.ok()) {
+    return fetched.status().WithContext("nothing is built while no API node can say which deletions to fold in");
   }
+  std::vector<FoldedDeletion> deletions = std::move(fetched).value();
   // What the next manifests' late_inputs keep of the previous ones (below).
   std::set<std::string> previous_late;
   for (const std::string& entry : previous.late_inputs) previous_late.insert(NormalizeLateInputId(cluster, entry));

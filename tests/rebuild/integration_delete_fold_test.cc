@@ -239,6 +239,32 @@ TEST_F(DeleteFoldIntegration, ARebuildStoppedAfterItsBuildDeploysTheFoldOnTheNex
   EXPECT_EQ(HourlyClicks("key2"), ExpectedHours(expect, "key2", day_));
 }
 
+// With no API node to say which deletions exist, a run builds nothing (a
+// generation without one could not take it out later) and says why; once
+// one answers, the rerun folds the day and the deletion.
+TEST_F(DeleteFoldIntegration, NoApiNodeAnsweringBuildsNothing) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(71, 200, &expect));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  const int64_t from = day_ * kSecondsPerDay, to = from + 6 * kSecondsPerHour;
+  ASSERT_FALSE(Delete(fmt::format("ns=u&key=key1&from={}&to={}", from, to)).empty());
+  const std::set<std::string> keys = {"key1"};
+  expect.Forget("u", from, to, &keys);
+  PutRandomDay(day_ + 1, 72, 200, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(cluster_.Stop(testing::ApiMemberName(0)), 0);
+  ASSERT_EQ(cluster_.Stop(testing::ApiMemberName(1)), 0);
+  std::string out;
+  EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("no API node can say which deletions to fold in"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 2);
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+}
+
 // docs/operations.md's runbook "a bot burst on one link yesterday", run as
 // written there: the link's two burst hours hidden at once (read on the other
 // API node), gone from the archive after the next nightly run; its other

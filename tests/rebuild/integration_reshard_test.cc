@@ -140,7 +140,7 @@ TEST_F(ReshardIntegration, QueriesAnswerExactlyBeforeAndAfterTheRepartitionIsDep
   }
   ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
   ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));  // archive_shards = 3 while the archive serves 2
+  ASSERT_NO_FATAL_FAILURE(RestartApi(0));  // archive_shards = 3 while the archive serves 2
   // Keys of the new shard 2 first: the API's very first read is of a key
   // that the cluster file's count puts on the shard with no file yet.
   std::vector<std::string> keys;
@@ -201,7 +201,7 @@ TEST_F(ReshardIntegration, ANewShardsEmptyAnswerIsNotZeroWhileShardZeroIsDown) {
   ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(3));
   ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(2, 0));
   ASSERT_EQ(cluster_.Stop(ArchiveName(0)), 0);
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(RestartApi(0));  // its first read is of the new shard's key
   const std::string query = fmt::format("/clicks?ns=u&key={}&unit=day&units=3&unit_reference_ts={}&rollup=true", key,
                                         (day_ + 1) * kSecondsPerDay);
   auto down = Api(query);
