@@ -179,6 +179,48 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u);
 }
 
+// A whole namespace over a day and a half, crossed with late data and a
+// queued load before and after it: the next generation holds only what came
+// after it of that namespace, and all of another namespace.
+TEST_F(DeleteFoldIntegration, ANamespaceDeletionKeepsOnlyWhatCameAfterIt) {
+  Expectation expect;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(81, 300, &expect));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  PutRandomDay(day_ + 1, 82, 300, &expect);
+  const auto incr = [&](const std::string& ns, const std::string& key, int64_t day, int hour, int64_t value) {
+    expect.AddTotal(ns, key, Ymdh(day, hour), value);
+    return fmt::format("ns={}&key={}&ts={}&value={}\n", ns, key, day * kSecondsPerDay + hour * kSecondsPerHour + 60,
+                       value);
+  };
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr("u", "key2", day_, 4, 9) + incr("v", "other", day_, 4, 3)));
+  ASSERT_NO_FATAL_FAILURE(WaitForLateLines(2));
+  Queue("before.csv", fmt::format("u|key8.{},50\n", Ymdh(day_, 7)));
+  expect.AddTotal("u", "key8", Ymdh(day_, 7), 50);
+  ASSERT_NO_FATAL_FAILURE(NextSecond());
+
+  const int64_t from = day_ * kSecondsPerDay, to = (day_ + 1) * kSecondsPerDay + 12 * kSecondsPerHour;
+  const std::string id = Delete(fmt::format("ns=u&from={}&to={}", from, to));
+  ASSERT_FALSE(id.empty());
+  expect.Forget("u", from, to);
+  ASSERT_NO_FATAL_FAILURE(NextSecond());
+
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr("u", "key2", day_, 5, 11)));
+  ASSERT_NO_FATAL_FAILURE(WaitForLateLines(3));
+  Queue("after.csv", fmt::format("u|key8.{},60\n", Ymdh(day_, 7)));
+  expect.AddTotal("u", "key8", Ymdh(day_, 7), 60);
+  SendRealtimeLines({fmt::format("u|key1.{},4", Ymdh(day_ + 1, 3))});
+  expect.AddTotal("u", "key1", Ymdh(day_ + 1, 3), 4);
+
+  HttpResponse sealed = Admin("POST", cluster_.Api(0).port, "/late/seal");
+  ASSERT_EQ(sealed.status_code, 200) << sealed.body;
+  RotateAll(day_ + 2);
+  std::string out;
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ExpectArchiveEquals(expect, /*without_uniques=*/true);
+  EXPECT_EQ(HourlyClicks("key8"), ExpectedHours(expect, "key8", day_));
+  EXPECT_TRUE(WaitFor([&] { return Status(1, id).value("physical", false); })) << Status(1, id).dump();
+}
+
 // A deletion made while a rebuild is under way (its day exported and its
 // generation built, not yet deployed): the generation deployed without it
 // still answers without the deleted hours, and the next one folds it in.
