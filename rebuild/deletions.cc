@@ -25,6 +25,23 @@ std::map<int, Value> ShardMapFrom(const nlohmann::json& j) {
   return out;
 }
 
+// POST /delete/folded to one API node; one that does not answer is told by
+// a later run (FetchDeletionsToFold), and meanwhile hides those hours of
+// `generation` too.
+void TellNodeFolded(BlockingHttpClient& client, const MemberConfig& api, const std::vector<std::string>& ids,
+                    uint64_t generation, bool deployed, int timeout_ms) {
+  HttpRequestSpec spec;
+  spec.method = "POST";
+  spec.target = "/delete/folded";
+  spec.body = nlohmann::json{{"ids", ids}, {"generation", generation}, {"deployed", deployed}}.dump();
+  spec.timeout_ms = timeout_ms;
+  HttpResponse r = client.Fetch(api.listen, spec);
+  if (!r.ok() || r.status_code != 200) {
+    spdlog::warn("API member {} was not told that generation {} folds in {} deletions ({}); a later run tells it",
+                 api.name, generation, ids.size(), DescribeHttpAnswer(r));
+  }
+}
+
 }  // namespace
 
 Result<FoldedDeletion> FoldedDeletion::FromApiJson(const nlohmann::json& j) {
@@ -40,7 +57,6 @@ Result<FoldedDeletion> FoldedDeletion::FromApiJson(const nlohmann::json& j) {
     d.folded_into = j.value("folded_into", uint64_t{0});
     // Its cut, once taken: every API node has it before any shard does.
     d.cuts = ShardMapFrom<std::map<std::string, uint64_t>>(j.value("cuts", nlohmann::json::object()));
-    d.cuts_known = !d.cuts.empty();
     d.cut_unix = j.value("cut_unix", int64_t{0});
     d.epochs = ShardMapFrom<uint64_t>(j.value("epochs", nlohmann::json::object()));
     if (d.id.empty() || d.ns.empty() || d.to_unix <= d.from_unix) {
@@ -60,7 +76,6 @@ nlohmann::json FoldedDeletion::ToJson() const {
           {"from", from_unix},
           {"to", to_unix},
           {"created", created_unix},
-          {"cuts_known", cuts_known},
           {"cut_unix", cut_unix},
           {"folded_into", folded_into},
           {"cuts", ShardMapJson(cuts)},
@@ -77,7 +92,6 @@ Result<FoldedDeletion> FoldedDeletion::FromJson(const nlohmann::json& j) {
     d.from_unix = j.at("from").get<int64_t>();
     d.to_unix = j.at("to").get<int64_t>();
     d.created_unix = j.at("created").get<int64_t>();
-    d.cuts_known = j.at("cuts_known").get<bool>();
     d.cut_unix = j.at("cut_unix").get<int64_t>();
     d.folded_into = j.at("folded_into").get<uint64_t>();
     d.cuts = ShardMapFrom<std::map<std::string, uint64_t>>(j.at("cuts"));
@@ -100,14 +114,14 @@ DropRule FoldedDeletion::Rule() const {
 }
 
 bool FoldedDeletion::InExport(int shard, uint64_t export_epoch) const {
-  if (!cuts_known) return true;
+  if (!CutsKnown()) return true;
   auto it = epochs.find(shard);
   // A shard without its tombstone was added after it: all of it came after.
   return it != epochs.end() && it->second > export_epoch;
 }
 
 bool FoldedDeletion::InLoad(int64_t queued_unix) const {
-  if (!cuts_known) return true;
+  if (!CutsKnown()) return true;
   return queued_unix < (cut_unix != 0 ? cut_unix : created_unix);  // records from before cut_unix was kept
 }
 
@@ -141,7 +155,7 @@ Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cl
       auto [it, inserted] = by_id.emplace(d->id, *d);
       if (inserted) continue;
       // Copies move forward: the one with a cut has it.
-      if (!it->second.cuts_known && d->cuts_known) {
+      if (!it->second.CutsKnown() && d->CutsKnown()) {
         const uint64_t folded_into = it->second.folded_into;
         it->second = *d;
         it->second.folded_into = std::max(folded_into, d->folded_into);
@@ -165,17 +179,7 @@ Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cl
         tell[{d.folded_into, deployed}].push_back(id);
       }
     }
-    for (const auto& [at, ids] : tell) {
-      HttpRequestSpec spec;
-      spec.method = "POST";
-      spec.target = "/delete/folded";
-      spec.body = nlohmann::json{{"ids", ids}, {"generation", at.first}, {"deployed", at.second}}.dump();
-      spec.timeout_ms = timeout_ms;
-      HttpResponse r = client.Fetch(api->listen, spec);
-      if (!r.ok() || r.status_code != 200) {
-        spdlog::warn("API member {}: POST /delete/folded: {}", api->name, DescribeHttpAnswer(r));
-      }
-    }
+    for (const auto& [at, ids] : tell) TellNodeFolded(client, *api, ids, at.first, at.second, timeout_ms);
   }
   std::vector<FoldedDeletion> out;
   for (auto& [id, d] : by_id) out.push_back(std::move(d));
@@ -187,16 +191,7 @@ void TellDeletionsFolded(const ClusterConfig& cluster, const std::vector<std::st
   if (ids.empty() && !deployed) return;
   BlockingHttpClient client(cluster);
   for (const MemberConfig* api : cluster.MembersWithRole(MemberRole::kApi)) {
-    HttpRequestSpec spec;
-    spec.method = "POST";
-    spec.target = "/delete/folded";
-    spec.body = nlohmann::json{{"ids", ids}, {"generation", generation}, {"deployed", deployed}}.dump();
-    spec.timeout_ms = timeout_ms;
-    HttpResponse r = client.Fetch(api->listen, spec);
-    if (!r.ok() || r.status_code != 200) {
-      spdlog::warn("API member {} was not told that generation {} folds in {} deletions ({}); the next run tells it",
-                   api->name, generation, ids.size(), DescribeHttpAnswer(r));
-    }
+    TellNodeFolded(client, *api, ids, generation, deployed, timeout_ms);
   }
 }
 

@@ -107,10 +107,10 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
     } else {
       for (size_t r = 0; r < spec.drop_rules.size(); ++r) spec.previous_drops.push_back(static_cast<int>(r));
     }
-    std::vector<std::vector<int>> named = spec.input_drops;
-    named.push_back(spec.previous_drops);
-    for (const std::vector<int>& drops : named) {
-      for (int d : drops) {
+    std::vector<const std::vector<int>*> named = {&spec.previous_drops};
+    for (const std::vector<int>& drops : spec.input_drops) named.push_back(&drops);
+    for (const std::vector<int>* drops : named) {
+      for (int d : *drops) {
         if (d < 0 || static_cast<size_t>(d) >= spec.drop_rules.size()) {
           return Status::InvalidArgument(fmt::format("merge-shard: input_drops names rule {} of {}", d,
                                                      spec.drop_rules.size()));

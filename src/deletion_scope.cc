@@ -10,7 +10,7 @@ bool DeletionScope::CoversRealtimeKey(std::string_view key) const {
 }
 
 bool DeletionScope::CoversLateLine(const OplogHeader& frame, std::string_view line) const {
-  if (!cuts_known) return CoversRealtimeKey(line.substr(0, line.find(',')));
+  if (!CutsKnown()) return CoversRealtimeKey(line.substr(0, line.find(',')));
   const auto shard = cuts.find(frame.shard);
   if (shard == cuts.end()) return false;
   const auto cut = shard->second.find(frame.source);

@@ -403,8 +403,8 @@ bool RealtimeKeyCovered(std::string_view key, std::string_view ns, std::string_v
                         int64_t to_unix) {
   if (IsUniqueKey(key)) key.remove_prefix(1);
   const size_t bar = key.find('|');
-  if (bar == std::string_view::npos) return false;  // a lookup ("l|" has no dot before it, but no hour either)
-  std::string_view key_ns = key.substr(0, bar);  // "ns" or "sns.ns"
+  if (bar == std::string_view::npos) return false;
+  std::string_view key_ns = key.substr(0, bar);  // "ns" or "sns.ns"; "l" for a lookup
   if (key_ns == "l") return false;
   if (const size_t dot = key_ns.find('.'); dot != std::string_view::npos) key_ns.remove_prefix(dot + 1);
   if (key_ns != ns) return false;

@@ -153,7 +153,7 @@ DeletionScope Deletion::Scope() const {
   DeletionScope scope;
   scope.ns = ns;
   scope.tkey = tkey;
-  scope.lookup = hashed && all_time ? "l|" + tkey : "";
+  scope.lookup = LookupKey();
   scope.from_unix = from_unix;
   scope.to_unix = to_unix;
   scope.cuts = cuts;
@@ -164,7 +164,7 @@ nlohmann::json Deletion::TombstoneJson() const {
   return {{"id", id},
           {"ns", ns},
           {"tkey", tkey},
-          {"lookup", Scope().lookup},
+          {"lookup", LookupKey()},
           {"from", from_unix},
           {"to", to_unix}};
 }

@@ -68,6 +68,10 @@ struct Deletion {
   // A record only moves forward: what `known` (an earlier copy of the same
   // deletion) had reached, this one keeps.
   void KeepProgressOf(const Deletion& known);
+  // Whether the key's own lookup record goes too (a hashed key deleted for
+  // all time), and that record's key ("l|HASH"; "" when it does not).
+  bool ErasesLookup() const { return hashed && all_time && !tkey.empty(); }
+  std::string LookupKey() const { return ErasesLookup() ? "l|" + tkey : ""; }
   // What it takes out, for filters of records (late-data files).
   DeletionScope Scope() const;
   // The body of the realtime shard's POST /tombstone.

@@ -77,7 +77,7 @@ bool DeletionLog::LookupDeleted(std::string_view hash) const {
   std::lock_guard lock(mu_);
   return std::any_of(by_id_.begin(), by_id_.end(), [&](const auto& entry) {
     const Deletion& d = entry.second;
-    return d.hashed && d.all_time && d.tkey == hash;
+    return d.ErasesLookup() && d.tkey == hash;
   });
 }
 

@@ -228,11 +228,7 @@ Status DeletionService::Advance(Deletion* d) {
   const Status stopped = Status::Unavailable("stopping");
   if (!d->realtime_done) {
     // 1. Every API node keeps a copy (its reads and the rebuild ask it).
-    for (const MemberConfig* api : apis) {
-      if (api->name == ctx_.member.name) continue;
-      if (stopping()) return stopped;
-      CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
-    }
+    CLICKATRON_RETURN_IF_ERROR(CopyToPeers(client, *d));
   }
   if (d->cuts.empty()) {
     // Every member the next steps need answers now: a tombstone makes its
@@ -288,11 +284,7 @@ Status DeletionService::Advance(Deletion* d) {
     // 3b. Every API node has the cut before any shard: the rebuild takes a
     //     deletion without one as "all there is came before it", true only
     //     while no shard applies batches past its cut.
-    for (const MemberConfig* api : apis) {
-      if (api->name == ctx_.member.name) continue;
-      if (stopping()) return stopped;
-      CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
-    }
+    CLICKATRON_RETURN_IF_ERROR(CopyToPeers(client, *d));
     // 4. Each shard its cut (its own seqs of every API node). A shard that
     //    retired the tombstone since remembers its cut and answers 200.
     for (const MemberConfig* shard : shards) {
@@ -311,13 +303,22 @@ Status DeletionService::Advance(Deletion* d) {
   //    too): each copy says so once every node has been told.
   Deletion told = *d;
   told.peers_told = true;
-  for (const MemberConfig* api : apis) {
-    if (api->name == ctx_.member.name) continue;
-    if (stopping()) return stopped;
-    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", told.ToJson().dump(), 10000));
-  }
+  CLICKATRON_RETURN_IF_ERROR(CopyToPeers(client, told));
   *d = std::move(told);
   return log_->Put(*d);
+}
+
+Status DeletionService::CopyToPeers(BlockingHttpClient& client, const Deletion& d) {
+  const std::string record = d.ToJson().dump();
+  for (const MemberConfig* api : ctx_.cluster.MembersWithRole(MemberRole::kApi)) {
+    if (api->name == ctx_.member.name) continue;
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return Status::Unavailable("stopping");
+    }
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", record, 10000));
+  }
+  return Status::Ok();
 }
 
 Status DeletionService::CheckPhysical(Deletion* d) {
@@ -338,10 +339,7 @@ Status DeletionService::CheckPhysical(Deletion* d) {
   // Every other node first: marked here last, so a node that missed it is
   // told again at the next look.
   d->physical = true;
-  for (const MemberConfig* api : apis) {
-    if (api->name == ctx_.member.name) continue;
-    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", d->ToJson().dump(), 10000));
-  }
+  CLICKATRON_RETURN_IF_ERROR(CopyToPeers(client, *d));
   CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
   spdlog::info("deletion {}: physical (no file the cluster serves or keeps holds it)", d->id);
   return Status::Ok();

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "clickatron/daemon.h"
+#include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
 #include "clickatron/oplog_record.h"
 #include "clickatron/status.h"
@@ -68,6 +69,8 @@ class DeletionService {
   // Whether no file the cluster serves or keeps holds `d` any more (every
   // API node's GET /delete/local); if so, marks it physical on every node.
   Status CheckPhysical(Deletion* d);
+  // POST /delete/record of `d` to every other API node (stops when the runner is stopping).
+  Status CopyToPeers(BlockingHttpClient& client, const Deletion& d);
   // The runner: advances every deletion this node owns until each is done.
   void RunLoop();
   // One pass over a deletion's steps; OK once its realtime part is done.

@@ -266,12 +266,13 @@ Result<std::vector<std::string>> LateData::FilesEndingIn(std::initializer_list<s
 
 namespace {
 
-// Calls fn(header, payload, lines) for each frame of a late-data file.
+// Calls fn(header, payload, lines) for each frame of a late-data file,
+// until *stop (when given) turns true.
 template <typename Fn>
-Status ForEachFrame(const std::string& path, Fn&& fn) {
+Status ForEachFrame(const std::string& path, Fn&& fn, const bool* stop = nullptr) {
   auto reader = FramedLogReader::Open(path);
   if (!reader.ok()) return reader.status();
-  while (true) {
+  while (stop == nullptr || !*stop) {
     auto next = (*reader)->Next();
     if (!next.ok()) return next.status().WithContext(path);
     if (!next->has_value()) return Status::Ok();
@@ -279,16 +280,24 @@ Status ForEachFrame(const std::string& path, Fn&& fn) {
     if (!parsed.ok()) return parsed.status().WithContext(path);
     CLICKATRON_RETURN_IF_ERROR(fn(parsed->header, std::string_view(**next), parsed->lines));
   }
+  return Status::Ok();
 }
 
-// How many lines of batch frames in `path` `covered` names.
-Result<uint64_t> CountCovered(const std::string& path, const LateData::LinePredicate& covered) {
+// How many lines of batch frames in `path` `covered` names, counting no
+// further than `enough`.
+Result<uint64_t> CountCovered(const std::string& path, const LateData::LinePredicate& covered,
+                              uint64_t enough = UINT64_MAX) {
   uint64_t count = 0;
-  CLICKATRON_RETURN_IF_ERROR(ForEachFrame(path, [&](const OplogHeader& h, std::string_view, std::string_view lines) {
-    if (h.kind != OplogHeader::Kind::kBatch) return Status::Ok();
-    ForEachPayloadLine(lines, [&](std::string_view line) { count += covered(h, line) ? 1 : 0; });
-    return Status::Ok();
-  }));
+  bool stop = false;
+  CLICKATRON_RETURN_IF_ERROR(ForEachFrame(
+      path,
+      [&](const OplogHeader& h, std::string_view, std::string_view lines) {
+        if (h.kind != OplogHeader::Kind::kBatch) return Status::Ok();
+        ForEachPayloadLine(lines, [&](std::string_view line) { count += !stop && covered(h, line) ? 1 : 0; });
+        stop = count >= enough;
+        return Status::Ok();
+      },
+      &stop));
   return count;
 }
 
@@ -339,7 +348,7 @@ void LateData::Holds(LinePredicate covered, std::function<void(Result<bool>)> do
         auto files = FilesEndingIn({".open", ".sealed", ".done"});
         if (!files.ok()) return files.status();
         for (const std::string& path : *files) {
-          auto count = CountCovered(path, covered);
+          auto count = CountCovered(path, covered, /*enough=*/1);
           if (!count.ok()) return count.status();
           if (*count > 0) return true;
         }

@@ -23,10 +23,10 @@ struct DeletionScope {
   std::string lookup;  // "l|HASH" deleted with it; "" none
   int64_t from_unix = 0, to_unix = 0;
   std::map<int, std::map<std::string, uint64_t>> cuts;  // realtime shard -> API node -> last seq before it
+
   // False while the deletion has no cut yet: every batch there is now came
   // before its cut, so every one may hold its records.
-  bool cuts_known = true;
-
+  bool CutsKnown() const { return !cuts.empty(); }
   // Whether a realtime record key (counter, unique or lookup) is one of its records.
   bool CoversRealtimeKey(std::string_view key) const;
   // Whether a late-data line (realtime format) of batch `frame` is one of

@@ -10,12 +10,10 @@
 namespace clickatron::realtime::testing {
 namespace {
 
-class MfwmatchIntegrationTest : public ::testing::Test {
+class MfwmatchIntegrationTest : public StartedDaemonTest {
  protected:
   void SetUp() override {
-    std::string error;
-    ASSERT_TRUE(daemon_.Start(&error)) << error;
-    today_ = daemon_.Today();
+    ASSERT_NO_FATAL_FAILURE(StartedDaemonTest::SetUp());
     std::string body;
     int64_t v = 1;
     for (const char* tkey : {"a", "ab", "b"}) {
@@ -43,8 +41,6 @@ class MfwmatchIntegrationTest : public ::testing::Test {
     return t;
   }
 
-  RealtimeDaemon daemon_;
-  int64_t today_ = 0;
   std::map<std::string, int64_t> oracle_;
 };
 

@@ -37,7 +37,7 @@ nlohmann::json ApiRecord(bool realtime_done) {
 TEST(FoldedDeletion, OneWithoutACutYetTakesOutOfEveryInput) {
   auto pending = FoldedDeletion::FromApiJson(ApiRecord(false));
   ASSERT_TRUE(pending.ok()) << pending.status().ToString();
-  EXPECT_FALSE(pending->cuts_known);
+  EXPECT_FALSE(pending->CutsKnown());
   EXPECT_TRUE(pending->InExport(0, 1000));
   EXPECT_TRUE(pending->InExport(7, 0));
   EXPECT_TRUE(pending->InLoad(1800000000));
@@ -54,7 +54,7 @@ TEST(FoldedDeletion, ReadsBackFromTheWorkDirAndRefusesARecordWithoutItsParts) {
   auto done = FoldedDeletion::FromApiJson(ApiRecord(true));
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   const FoldedDeletion& d = *done;
-  EXPECT_TRUE(d.cuts_known);
+  EXPECT_TRUE(d.CutsKnown());
   EXPECT_EQ(d.lookup, "l|h0aMB8AuNw4=");  // hashed and for all time: its lookup goes too
   auto again = FoldedDeletion::FromJson(d.ToJson());
   ASSERT_TRUE(again.ok()) << again.status().ToString();

@@ -35,6 +35,38 @@ class DeleteFoldIntegration : public RebuildIntegration {
     }
     return j["data"]["write"].value(name, int64_t{-1});
   }
+  // An /incr line of `value` at `hour` of `day` for ns|key (with `country`,
+  // also its "c" subtotal), added to *expect.
+  static std::string IncrLine(Expectation* expect, const std::string& ns, const std::string& key, int64_t day,
+                              int hour, int64_t value, const std::string& country = "") {
+    expect->AddTotal(ns, key, Ymdh(day, hour), value);
+    if (!country.empty()) expect->AddSubtotal("c", ns, key, country, Ymdh(day, hour), value);
+    return fmt::format("ns={}&key={}&ts={}&value={}{}\n", ns, key,
+                       day * kSecondsPerDay + hour * kSecondsPerHour + 60, value,
+                       country.empty() ? "" : "&sub=c:" + country);
+  }
+  // Realtime lines of a hashed key of u (its lookup, and per hour its total
+  // and its `country` subtotal), added to *expect when given.
+  static std::vector<std::string> HashedKeyLines(const std::string& value, int64_t day,
+                                                 const std::map<int, int64_t>& clicks, const std::string& country,
+                                                 Expectation* expect) {
+    const StoredKeyPart key = StoreKeyPart(value);
+    std::vector<std::string> lines = {"l|" + key.stored + "," + value};
+    for (const auto& [hour, n] : clicks) {
+      lines.push_back(fmt::format("u|{}.{},{}", key.stored, Ymdh(day, hour), n));
+      lines.push_back(fmt::format("c.u|{}.{}.{},{}", key.stored, country, Ymdh(day, hour), n));
+      if (expect == nullptr) continue;
+      expect->AddTotal("u", key.stored, Ymdh(day, hour), n);
+      expect->AddSubtotal("c", "u", key.stored, country, Ymdh(day, hour), n);
+    }
+    if (expect != nullptr && key.hashed) expect->AddLookup(key.stored, value);
+    return lines;
+  }
+  // api-0's open late file sealed now (a nightly run folds sealed files only).
+  void SealLateData() {
+    HttpResponse sealed = Admin("POST", cluster_.Api(0).port, "/late/seal");
+    ASSERT_EQ(sealed.status_code, 200) << sealed.body;
+  }
   // Lines for a closed day go to api-0's late data: waits until `lines` are there.
   void WaitForLateLines(int64_t lines) {
     ASSERT_TRUE(WaitFor([&] { return ApiFigure("late_lines_written") >= lines; })) << ApiFigure("late_lines_written");
@@ -66,9 +98,10 @@ class DeleteFoldIntegration : public RebuildIntegration {
     const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
     return j.is_object() && j["data"].is_object() ? j["data"] : nlohmann::json::object();
   }
-  // /clicks of u|KEY per hour over days day_ .. day_+1 (hours with clicks only).
-  std::map<int64_t, int64_t> HourlyClicks(const std::string& key) {
-    const int64_t ref = (day_ + 2) * kSecondsPerDay - 1;  // the last hour of day_+1
+  // /clicks of u|KEY per hour over days `first` .. first+1 (day_ when not
+  // given; hours with clicks only), read on api-1.
+  std::map<int64_t, int64_t> HourlyClicks(const std::string& key, std::optional<int64_t> first = std::nullopt) {
+    const int64_t ref = (first.value_or(day_) + 2) * kSecondsPerDay - 1;  // the last hour of the second day
     HttpResponse r = HttpGet(
         cluster_.Api(1),
         fmt::format("/clicks?ns=u&key={}&unit=hour&units=48&unit_reference_ts={}", PercentEncode(key), ref), 10000);
@@ -91,29 +124,27 @@ class DeleteFoldIntegration : public RebuildIntegration {
   }
 };
 
-// One key over the last 21 hours of the archived day and the first 12 of the
+// One key from 03:00 of the day before the archived one to noon of the
 // realtime day; the next nightly run folds it in. Before the deletion: the
-// archive, the realtime day, late data (increments for the closed day sent
-// through the API) and a queued load. After it: more of each, in the deleted
+// archive, the realtime day, late data (increments for a closed day sent
+// through the API: the day before the ring's, so always within the API's
+// 24 hours ahead of the clock) and a queued load. After it: more of each, in the deleted
 // hours too. Every other key keeps everything.
 TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   Expectation expect;
   ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(11, 400, &expect));  // day_ in generation 1
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));  // api-0 runs from SetUp
   PutRandomDay(day_ + 1, 12, 400, &expect);  // the ring's open day
   const std::string victim = "key3";
-  const int64_t from = day_ * kSecondsPerDay + 3 * kSecondsPerHour;
+  const int64_t closed = day_ - 1;  // no longer in the ring: its increments go to late data
+  const int64_t from = closed * kSecondsPerDay + 3 * kSecondsPerHour;
   const int64_t to = (day_ + 1) * kSecondsPerDay + 12 * kSecondsPerHour;
   const auto incr = [&](const std::string& key, int64_t day, int hour, int64_t value) {
-    const int64_t ts = day * kSecondsPerDay + hour * kSecondsPerHour + 60;
-    expect.AddTotal("u", key, Ymdh(day, hour), value);
-    expect.AddSubtotal("c", "u", key, "NZ", Ymdh(day, hour), value);
-    return fmt::format("ns=u&key={}&ts={}&value={}&sub=c:NZ\n", key, ts, value);
+    return IncrLine(&expect, "u", key, day, hour, value, "NZ");
   };
 
   // Before: late data for the closed day, the deleted key's and another's.
-  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr(victim, day_, 5, 7) + incr(victim, day_, 1, 2) + incr("key4", day_, 5, 3)));
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr(victim, closed, 5, 7) + incr(victim, closed, 1, 2) + incr("key4", closed, 5, 3)));
   ASSERT_NO_FATAL_FAILURE(WaitForLateLines(6));
   Queue("before.csv", fmt::format("u|{}.{},100\nu|key9.{},9\n", victim, Ymdh(day_, 8), Ymdh(day_, 8)));
   expect.AddTotal("u", victim, Ymdh(day_, 8), 100);
@@ -127,7 +158,7 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   ASSERT_NO_FATAL_FAILURE(NextSecond());
 
   // After: late data and a load in the deleted hours, realtime increments too.
-  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr(victim, day_, 6, 40)));
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr(victim, closed, 6, 40)));
   ASSERT_NO_FATAL_FAILURE(WaitForLateLines(8));
   Queue("after.csv", fmt::format("u|{}.{},500\n", victim, Ymdh(day_, 9)));
   expect.AddTotal("u", victim, Ymdh(day_, 9), 500);
@@ -135,18 +166,14 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   expect.AddTotal("u", victim, Ymdh(day_ + 1, 4), 30);
 
   EXPECT_FALSE(Status(0, id).value("physical", true));
-  // Reads already answer without what it deleted, before any rebuild (late
-  // data and loads count once a generation holds them).
+  // Reads already answer without what it deleted, before any rebuild (the
+  // load after it counts once a generation holds it).
   std::map<int64_t, int64_t> before_rebuild = ExpectedHours(expect, victim, day_);
-  for (const auto& [hour, pending] : {std::pair{1, 2}, std::pair{6, 40}, std::pair{9, 500}}) {
-    const int64_t at = day_ * kSecondsPerDay + hour * kSecondsPerHour;
-    if ((before_rebuild[at] -= pending) == 0) before_rebuild.erase(at);
-  }
+  const int64_t load_hour = day_ * kSecondsPerDay + 9 * kSecondsPerHour;
+  if ((before_rebuild[load_hour] -= 500) == 0) before_rebuild.erase(load_hour);
   EXPECT_EQ(HourlyClicks(victim), before_rebuild);
 
-  // The late file is sealed now (the nightly run folds sealed files only).
-  HttpResponse sealed = Admin("POST", cluster_.Api(0).port, "/late/seal");
-  ASSERT_EQ(sealed.status_code, 200) << sealed.body;
+  ASSERT_NO_FATAL_FAILURE(SealLateData());
   RotateAll(day_ + 2);
   std::string out;
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
@@ -156,7 +183,8 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u) << Status(0, id).dump();
   EXPECT_EQ(Status(1, id).value("folded_into", uint64_t{0}), 2u) << Status(1, id).dump();
   EXPECT_EQ(HourlyClicks(victim), ExpectedHours(expect, victim, day_));
-  EXPECT_EQ(HourlyClicks("key4"), ExpectedHours(expect, "key4", day_));
+  EXPECT_EQ(HourlyClicks(victim, closed), ExpectedHours(expect, victim, closed));
+  EXPECT_EQ(HourlyClicks("key4", closed), ExpectedHours(expect, "key4", closed));
   // Physical: api-0's late file, now done, was rewritten without the lines
   // the deletion took out and keeps the others (the header of every batch
   // too); the deletion says so on both nodes.
@@ -166,11 +194,12 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   for (const auto& entry : std::filesystem::directory_iterator(LateDir(0), ec)) {
     if (entry.path().string().ends_with(".done")) done_files += *ReadFileToString(entry.path().string());
   }
-  EXPECT_EQ(done_files.find(fmt::format("u|{}.{},7", victim, Ymdh(day_, 5))), std::string::npos);
-  EXPECT_EQ(done_files.find(fmt::format("c.u|{}.NZ.{},7", victim, Ymdh(day_, 5))), std::string::npos);
-  EXPECT_NE(done_files.find(fmt::format("u|{}.{},2", victim, Ymdh(day_, 1))), std::string::npos) << "outside the range";
-  EXPECT_NE(done_files.find(fmt::format("u|{}.{},40", victim, Ymdh(day_, 6))), std::string::npos) << "after it";
-  EXPECT_NE(done_files.find(fmt::format("u|key4.{},3", Ymdh(day_, 5))), std::string::npos) << "another key";
+  EXPECT_EQ(done_files.find(fmt::format("u|{}.{},7", victim, Ymdh(closed, 5))), std::string::npos);
+  EXPECT_EQ(done_files.find(fmt::format("c.u|{}.NZ.{},7", victim, Ymdh(closed, 5))), std::string::npos);
+  EXPECT_NE(done_files.find(fmt::format("u|{}.{},2", victim, Ymdh(closed, 1))), std::string::npos)
+      << "outside the range";
+  EXPECT_NE(done_files.find(fmt::format("u|{}.{},40", victim, Ymdh(closed, 6))), std::string::npos) << "after it";
+  EXPECT_NE(done_files.find(fmt::format("u|key4.{},3", Ymdh(closed, 5))), std::string::npos) << "another key";
 
   // The next run folds nothing of it again, and takes nothing more out.
   RotateAll(day_ + 3);
@@ -179,7 +208,7 @@ TEST_F(DeleteFoldIntegration, TheNextGenerationHoldsOnlyWhatCameAfterIt) {
   EXPECT_EQ(Status(0, id).value("folded_into", uint64_t{0}), 2u);
 }
 
-// A whole namespace over a day and a half, crossed with late data and a
+// A whole namespace over two and a half days, crossed with late data and a
 // queued load before and after it: the next generation holds only what came
 // after it of that namespace, and all of another namespace.
 TEST_F(DeleteFoldIntegration, ANamespaceDeletionKeepsOnlyWhatCameAfterIt) {
@@ -187,32 +216,28 @@ TEST_F(DeleteFoldIntegration, ANamespaceDeletionKeepsOnlyWhatCameAfterIt) {
   ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(81, 300, &expect));
   ASSERT_NO_FATAL_FAILURE(StartApi(1));
   PutRandomDay(day_ + 1, 82, 300, &expect);
-  const auto incr = [&](const std::string& ns, const std::string& key, int64_t day, int hour, int64_t value) {
-    expect.AddTotal(ns, key, Ymdh(day, hour), value);
-    return fmt::format("ns={}&key={}&ts={}&value={}\n", ns, key, day * kSecondsPerDay + hour * kSecondsPerHour + 60,
-                       value);
-  };
-  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr("u", "key2", day_, 4, 9) + incr("v", "other", day_, 4, 3)));
+  const int64_t closed = day_ - 1;  // no longer in the ring: its increments go to late data
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(IncrLine(&expect, "u", "key2", closed, 4, 9) +
+                                         IncrLine(&expect, "v", "other", closed, 4, 3)));
   ASSERT_NO_FATAL_FAILURE(WaitForLateLines(2));
   Queue("before.csv", fmt::format("u|key8.{},50\n", Ymdh(day_, 7)));
   expect.AddTotal("u", "key8", Ymdh(day_, 7), 50);
   ASSERT_NO_FATAL_FAILURE(NextSecond());
 
-  const int64_t from = day_ * kSecondsPerDay, to = (day_ + 1) * kSecondsPerDay + 12 * kSecondsPerHour;
+  const int64_t from = closed * kSecondsPerDay, to = (day_ + 1) * kSecondsPerDay + 12 * kSecondsPerHour;
   const std::string id = Delete(fmt::format("ns=u&from={}&to={}", from, to));
   ASSERT_FALSE(id.empty());
   expect.Forget("u", from, to);
   ASSERT_NO_FATAL_FAILURE(NextSecond());
 
-  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(incr("u", "key2", day_, 5, 11)));
+  ASSERT_NO_FATAL_FAILURE(IncrThroughApi(IncrLine(&expect, "u", "key2", closed, 5, 11)));
   ASSERT_NO_FATAL_FAILURE(WaitForLateLines(3));
   Queue("after.csv", fmt::format("u|key8.{},60\n", Ymdh(day_, 7)));
   expect.AddTotal("u", "key8", Ymdh(day_, 7), 60);
   SendRealtimeLines({fmt::format("u|key1.{},4", Ymdh(day_ + 1, 3))});
   expect.AddTotal("u", "key1", Ymdh(day_ + 1, 3), 4);
 
-  HttpResponse sealed = Admin("POST", cluster_.Api(0).port, "/late/seal");
-  ASSERT_EQ(sealed.status_code, 200) << sealed.body;
+  ASSERT_NO_FATAL_FAILURE(SealLateData());
   RotateAll(day_ + 2);
   std::string out;
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
@@ -227,8 +252,7 @@ TEST_F(DeleteFoldIntegration, ANamespaceDeletionKeepsOnlyWhatCameAfterIt) {
 TEST_F(DeleteFoldIntegration, ADeletionDuringARebuildIsFoldedByTheNextOne) {
   Expectation expect;
   ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(51, 300, &expect));
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));  // api-0 runs from SetUp
   PutRandomDay(day_ + 1, 52, 300, &expect);
   RotateAll(day_ + 2);
   std::string out;
@@ -260,8 +284,7 @@ TEST_F(DeleteFoldIntegration, ADeletionDuringARebuildIsFoldedByTheNextOne) {
 TEST_F(DeleteFoldIntegration, ARebuildStoppedAfterItsBuildDeploysTheFoldOnTheNextRun) {
   Expectation expect;
   ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(61, 300, &expect));
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
-  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));  // api-0 runs from SetUp
   const int64_t from = day_ * kSecondsPerDay + 2 * kSecondsPerHour, to = from + 10 * kSecondsPerHour;
   const std::string id = Delete(fmt::format("ns=u&key=key2&from={}&to={}", from, to));
   ASSERT_FALSE(id.empty());
@@ -317,23 +340,10 @@ TEST_F(DeleteFoldIntegration, TheBotBurstRunbookTakesOutTheBurst) {
   Expectation expect;
   const std::string link = "https://example.com/spring-sale?utm_source=newsletter";
   const StoredKeyPart key = StoreKeyPart(link);
-  RotateAll(day_);
-  PutRandomDay(day_, 31, 300, &expect);
-  std::vector<std::string> lines = {"l|" + key.stored + "," + link};
-  for (int hour = 12; hour < 18; ++hour) {
-    const int64_t clicks = hour == 14 || hour == 15 ? 500 : 3;  // the bot's two hours
-    lines.push_back(fmt::format("u|{}.{},{}", key.stored, Ymdh(day_, hour), clicks));
-    lines.push_back(fmt::format("c.u|{}.US.{},{}", key.stored, Ymdh(day_, hour), clicks));
-    expect.AddTotal("u", key.stored, Ymdh(day_, hour), clicks);
-    expect.AddSubtotal("c", "u", key.stored, "US", Ymdh(day_, hour), clicks);
-  }
-  if (key.hashed) expect.AddLookup(key.stored, link);
-  SendRealtimeLines(lines);
-  RotateAll(day_ + 1);
-  std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  const std::map<int, int64_t> clicks = {{12, 3}, {13, 3}, {14, 500}, {15, 500}, {16, 3}, {17, 3}};  // the bot's two hours
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(31, 300, &expect, HashedKeyLines(link, day_, clicks, "US", &expect)));
   ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  std::string out;
 
   const int64_t from = day_ * kSecondsPerDay + 14 * kSecondsPerHour, to = from + 2 * kSecondsPerHour;
   SetRunbookVariable(&block, "CONFIG", cluster_.config_path());
@@ -363,24 +373,12 @@ TEST_F(DeleteFoldIntegration, TheEraseRunbookLeavesNoTraceInTheServedFiles) {
   const std::string person = "jane.doe+clicks@example.com";
   const StoredKeyPart key = StoreKeyPart(person);
   ASSERT_TRUE(key.hashed) << "the test is of a key kept by its hash, with a lookup record";
-  const auto person_lines = [&](int64_t day) {
-    std::vector<std::string> lines = {"l|" + key.stored + "," + person};
-    for (int hour : {3, 9, 20}) {
-      lines.push_back(fmt::format("u|{}.{},{}", key.stored, Ymdh(day, hour), hour));
-      lines.push_back(fmt::format("c.u|{}.DE.{},{}", key.stored, Ymdh(day, hour), hour));
-    }
-    return lines;
-  };
-  RotateAll(day_);
-  PutRandomDay(day_, 41, 300, &expect);
-  SendRealtimeLines(person_lines(day_));
-  RotateAll(day_ + 1);
-  std::string out;
-  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  const std::map<int, int64_t> clicks = {{3, 3}, {9, 9}, {20, 20}};  // all to be erased: not expected
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(41, 300, &expect, HashedKeyLines(person, day_, clicks, "DE", nullptr)));
   PutRandomDay(day_ + 1, 42, 300, &expect);
-  SendRealtimeLines(person_lines(day_ + 1));  // the ring's open day too
-  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  SendRealtimeLines(HashedKeyLines(person, day_ + 1, clicks, "DE", nullptr));  // the ring's open day too
   ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  std::string out;
 
   SetRunbookVariable(&block, "CONFIG", cluster_.config_path());
   SetRunbookVariable(&block, "PERSON", person);

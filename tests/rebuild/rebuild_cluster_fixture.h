@@ -245,7 +245,9 @@ class RebuildIntegration : public ::testing::Test {
   }
   // API node `i` started again, reading the cluster file as it is now.
   void RestartApi(int i) {
-    if (cluster_.Running(testing::ApiMemberName(i))) EXPECT_EQ(cluster_.Stop(testing::ApiMemberName(i)), 0);
+    if (cluster_.Running(testing::ApiMemberName(i))) {
+      EXPECT_EQ(cluster_.Stop(testing::ApiMemberName(i)), 0);
+    }
     StartApi(i);
   }
   std::string LateDir(int api) const { return cluster_.DataDir(testing::ApiMemberName(api)) + "/late"; }
@@ -357,9 +359,12 @@ class RebuildIntegration : public ::testing::Test {
   }
 
   // Day day_ taken in by realtime, then rebuilt into generation 1.
-  void ArchiveFirstDay(uint32_t seed, int increments, Expectation* expect) {
+  // `extra`: realtime lines of the day sent beside the random ones (the
+  // caller adds them to *expect).
+  void ArchiveFirstDay(uint32_t seed, int increments, Expectation* expect, const std::vector<std::string>& extra = {}) {
     RotateAll(day_);
     PutRandomDay(day_, seed, increments, expect);
+    if (!extra.empty()) SendRealtimeLines(extra);
     RotateAll(day_ + 1);
     std::string out;
     ASSERT_EQ(RunDay(day_, &out), 0) << out;

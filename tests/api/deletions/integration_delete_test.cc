@@ -121,8 +121,9 @@ TEST_F(DeleteIntegration, ADeletionTakenJustBeforeKill9IsFinishedAfterTheRestart
 }
 
 // kill -9 of every realtime shard right after a deletion is done: the
-// records stay deleted after the restart (the deletes were synced writes),
-// the tombstones' cuts are kept, and increments sent after it still count.
+// records stay deleted after the restart (the deletes reached the store, not
+// only the in-memory table; a power cut, which would test the sync, is not
+// what this is), and increments sent after it still count.
 TEST_F(DeleteIntegration, KilledShardsKeepTheDeletionAfterTheRestart) {
   Incr(fmt::format("ns=u&key=gone&ts={0}&value=6&sub=c:US\nns=u&key=kept&ts={0}&value=2\n", now_));
   auto [status, id] = Delete("ns=u&key=gone");
