@@ -16,6 +16,7 @@
 #include "bulk_load.h"
 #include "clickatron/file_util.h"
 #include "clickatron/ymdh.h"
+#include "clickatron/timezone.h"
 #include "engine/engine.h"
 #include "late_inputs.h"
 #include "deletions.h"
@@ -56,6 +57,9 @@ struct GenerationInputs {
   // before one obey it (input_drops), late data by frame (SortInputs).
   std::vector<FoldedDeletion> deletions;
   size_t deletion_rules_from = 0;
+  // Retention boundaries applied (PlanRetention), and whether any moved.
+  std::vector<AppliedRetention> retention;
+  bool retention_moved = false;
 
   nlohmann::json ToJson() const {
     nlohmann::json rules = nlohmann::json::array();
@@ -68,7 +72,13 @@ struct GenerationInputs {
             {"late_files", late_files}, {"late_still_sealed", late_still_sealed}, {"late_inputs", late_inputs},
             {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs},
             {"drop_rules", rules}, {"input_drops", input_drops},
-            {"deletions", deletions_json}, {"deletion_rules_from", deletion_rules_from}};
+            {"deletions", deletions_json}, {"deletion_rules_from", deletion_rules_from},
+            {"retention", RetentionJson()}, {"retention_moved", retention_moved}};
+  }
+  nlohmann::json RetentionJson() const {
+    nlohmann::json list = nlohmann::json::array();
+    for (const AppliedRetention& r : retention) list.push_back(r.ToJson());
+    return list;
   }
   static std::optional<GenerationInputs> Read(const std::string& path) {
     auto text = ReadFileToString(path);
@@ -99,12 +109,54 @@ struct GenerationInputs {
         in.deletions.push_back(*deletion);
       }
       in.deletion_rules_from = j.value("deletion_rules_from", in.drop_rules.size());
+      for (const nlohmann::json& r : j.value("retention", nlohmann::json::array())) {
+        auto applied = AppliedRetention::FromJson(r);
+        if (!applied.ok()) return std::nullopt;
+        in.retention.push_back(*applied);
+      }
+      in.retention_moved = j.value("retention_moved", false);
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }
     return in;
   }
 };
+
+// The retention boundaries of a generation whose last day is `last_day`
+// (retention.h): every namespace with a policy now or boundaries in the
+// previous generation. What cannot be applied is said, and the run goes on.
+Status PlanRetention(const ClusterConfig& cluster, const ServingArchive& previous, const std::string& last_day,
+                     uint64_t generation, GenerationInputs* in) {
+  const Manifest* before = previous.generation > 0 && !previous.manifests.empty() ? &previous.manifests[0] : nullptr;
+  std::vector<std::string> namespaces;
+  for (const RetentionPolicy& p : cluster.retention) namespaces.push_back(p.ns);
+  if (before) {
+    for (const AppliedRetention& r : before->retention) {
+      if (cluster.RetentionFor(r.ns) == nullptr) namespaces.push_back(r.ns);
+    }
+  }
+  if (namespaces.empty() || last_day.empty()) return Status::Ok();
+  auto day = ParseDate(last_day);
+  if (!day.ok()) return day.status();
+  TimeZoneDb zones;
+  for (const std::string& ns : namespaces) {
+    const AppliedRetention* applied_before = before ? before->RetentionOf(ns) : nullptr;
+    auto step = NextRetention(cluster.RetentionFor(ns), applied_before, *day, zones);
+    if (!step.ok()) return step.status();
+    for (const std::string& note : step->notes) spdlog::warn("generation {}: {}", generation, note);
+    if (cluster.RetentionFor(ns) == nullptr) {
+      spdlog::warn("generation {}: namespace {} has no [[retention]] policy now; its days rolled up or dropped "
+                   "stay so ({})",
+                   generation, ns, DescribeRetention(step->applied));
+    } else {
+      spdlog::info("generation {}: retention of namespace {}: {}{}", generation, ns, DescribeRetention(step->applied),
+                   step->moved ? "" : " (unchanged)");
+    }
+    in->retention_moved |= step->moved;
+    in->retention.push_back(std::move(step->applied));
+  }
+  return Status::Ok();
+}
 
 // Late data (fetched from every API node) and queued loads: what goes into
 // G besides the day. NOT_FOUND when there is nothing at all to fold.
@@ -435,6 +487,8 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   }
   spec.previous_drops = std::move(previous_drops);
   if (spec.drop_rules.empty()) spec.input_drops.clear();
+  spec.retention = in.retention;
+  spec.retention_moved = in.retention_moved;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!ship) {
       spec.inputs.push_back(AbsolutePath(inputs[i]));
@@ -569,6 +623,7 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
       return gathered.status();
     }
     in = std::move(gathered).value();
+    CLICKATRON_RETURN_IF_ERROR(PlanRetention(cluster, previous, plan.last_day, plan.generation, &*in));
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(inputs_path, in->ToJson().dump(2) + "\n"));
   }
   plan.created = in->created;

@@ -14,6 +14,8 @@
 #include "clickatron/http_client.h"
 #include "clickatron/shard.h"
 #include "day_records.h"
+#include "retention_rollup.h"
+#include "clickatron/timezone.h"
 #include "sortmerge/line_io.h"
 #include "sortmerge/merge.h"
 #include "sortmerge/progress.h"
@@ -62,6 +64,12 @@ nlohmann::json MergeShardSpec::ToJson() const {
     j["input_drops"] = input_drops;
     j["previous_drops"] = previous_drops;
   }
+  if (!retention.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const AppliedRetention& r : retention) list.push_back(r.ToJson());
+    j["retention"] = std::move(list);
+    j["retention_moved"] = retention_moved;
+  }
   if (!reshard_from.empty()) {
     nlohmann::json files = nlohmann::json::array();
     for (const PreviousShardFile& f : reshard_from) files.push_back({{"file", f.file}, {"manifest", f.manifest.ToJson()}});
@@ -87,6 +95,14 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
     auto manifest = Manifest::FromJson(previous.at("manifest"));
     if (!manifest.ok()) return manifest.status();
     spec.previous_manifest = *manifest;
+  }
+  if (j.contains("retention")) {
+    for (const nlohmann::json& r : j.at("retention")) {
+      auto applied = AppliedRetention::FromJson(r);
+      if (!applied.ok()) return applied.status();
+      spec.retention.push_back(std::move(applied).value());
+    }
+    spec.retention_moved = j.value("retention_moved", true);
   }
   if (j.contains("reshard_from")) {
     for (const nlohmann::json& f : j.at("reshard_from")) {
@@ -213,11 +229,15 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   // hours are made again from what is left.
   std::unique_ptr<TextLineSource> previous_lines;
   std::string_view merge_base = previous_data;
-  if (previous_file && (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty())) {
+  if (previous_file &&
+      (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty() || spec.retention_moved)) {
     previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
     sources.push_back(obeying(previous_lines.get(), previous_rules));
     merge_base = {};
-    if (previous_rules.empty()) {
+    if (spec.retention_moved) {
+      spdlog::info("generation {} shard {}: retention boundaries moved; {} is read in full to roll up its aged days",
+                   spec.generation, spec.shard, previous_file->path());
+    } else if (previous_rules.empty()) {
       spdlog::info("generation {} shard {}: {} is of format {}; adding day and span records to every day it holds",
                    spec.generation, spec.shard, previous_file->path(), spec.previous_manifest->format);
     } else {
@@ -247,9 +267,23 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
                  spec.reshard_from.front().manifest.shard_count, spec.shard_count);
   }
   MergingSource merged(std::move(sources), "new inputs");
+  // Aged hours rolled into days, hours past retention dropped.
+  std::unique_ptr<RetentionSource> retention;
+  LineSource* kept = &merged;
+  if (!spec.retention.empty()) {
+    std::vector<RetentionSource::Rule> rules;
+    TimeZoneDb zones;
+    for (const AppliedRetention& applied : spec.retention) {
+      auto zone = RetentionZone::Open(applied.zone, zones);
+      if (!zone.ok()) return zone.status().WithContext(fmt::format("retention of namespace {}", applied.ns));
+      rules.push_back({applied, std::move(zone).value()});
+    }
+    retention = std::make_unique<RetentionSource>(&merged, std::move(rules));
+    kept = retention.get();
+  }
   // Each day's record of the new hours; the merge adds it to the previous
   // generation's record of that day, if it has one.
-  DayRecordSource additions(&merged);
+  DayRecordSource additions(kept);
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;
@@ -281,6 +315,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   manifest.day_subtotals = true;  // implied by the next, kept for older readers of the manifest
   manifest.day_subtotals_every_day = true;
   manifest.day_uniques_every_day = true;
+  manifest.retention = spec.retention;
   CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(ManifestPathFor(out_path), manifest));
 
   if (!spec.backup.empty()) {
@@ -308,7 +343,20 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
                  spec.generation,
                  spec.shard, restated_lines, restated_rewritten);
   }
+  nlohmann::json retention_counts = nlohmann::json::object();
+  if (retention) {
+    for (const auto& [ns, c] : retention->counts()) {
+      spdlog::info("generation {} shard {}: retention of namespace {} ({}): {} hours rolled into days, {} day "
+                   "records of rolled days, {} hours dropped",
+                   spec.generation, spec.shard, ns, DescribeRetention(*manifest.RetentionOf(ns)), c.hours_rolled,
+                   c.anchors_written, c.hours_dropped);
+      retention_counts[ns] = {{"hours_rolled", c.hours_rolled},
+                              {"rolled_days", c.anchors_written},
+                              {"hours_dropped", c.hours_dropped}};
+    }
+  }
   return nlohmann::json{{"manifest", manifest.ToJson()},
+                        {"retention", std::move(retention_counts)},
                         {"restated_lines_dropped", restated_lines},
                         {"restated_totals_rewritten", restated_rewritten},
                         {"previous_lines", stats.previous_lines},

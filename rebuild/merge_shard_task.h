@@ -73,6 +73,11 @@ struct MergeShardSpec {
   std::vector<std::vector<int>> input_drops;
   std::vector<int> previous_drops;
   std::string backup;               // the .csv.gz to write (relative: under out/); "" for none
+  // Retention (retention_rollup.h): the boundaries this generation applies,
+  // per namespace, and whether any moved since the previous generation's
+  // (then the previous file is read in full, so its newly aged days roll up).
+  std::vector<AppliedRetention> retention;
+  bool retention_moved = false;
 
   nlohmann::json ToJson() const;
   static Result<MergeShardSpec> FromJson(const nlohmann::json& json);

@@ -16,6 +16,8 @@
 #include <toml++/toml.h>
 
 #include "clickatron/cluster_auth.h"
+#include "clickatron/key_codec.h"
+#include "clickatron/timezone.h"
 #include "clickatron/tls.h"
 
 namespace clickatron {
@@ -299,8 +301,49 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     }
   }
   for (const auto& [key, node] : root) {
-    static const std::set<std::string_view> known = {"cluster", "http", "api", "realtime", "archive", "rebuild", "member"};
+    static const std::set<std::string_view> known = {"cluster", "http",   "api",    "realtime",
+                                                     "archive", "rebuild", "member", "retention"};
     if (!known.count(key.str())) return FieldError(node, "", key.str(), "unknown table");
+  }
+  return Status::Ok();
+}
+
+// [[retention]] tables: one policy per namespace, its zone checked now (a
+// zone the rebuild could not cut days by would fail every night).
+Status ParseRetention(const toml::table& root, ClusterConfig* c) {
+  const toml::node* node = root.get("retention");
+  if (!node) return Status::Ok();
+  const toml::array* arr = node->as_array();
+  if (!arr) return FieldError(*node, "retention", "", "use [[retention]] (an array of tables)");
+  TimeZoneDb zones;
+  for (const auto& item : *arr) {
+    const toml::table* t = item.as_table();
+    if (!t) return FieldError(item, "retention", "", "expected a table");
+    TableReader r(t, "retention");
+    CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"ns", "hourly_days", "daily_days", "zone"}));
+    RetentionPolicy p;
+    CLICKATRON_RETURN_IF_ERROR(r.String("ns", &p.ns));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("hourly_days", 0, 100000, &p.hourly_days));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("daily_days", 0, 100000, &p.daily_days));
+    CLICKATRON_RETURN_IF_ERROR(r.String("zone", &p.zone));
+    if (Status st = ValidateNamespace(p.ns, "ns"); !st.ok()) return FieldError(item, "retention", "ns", st.message());
+    if (c->RetentionFor(p.ns) != nullptr) {
+      return FieldError(item, "retention", "ns", fmt::format("a second policy for namespace \"{}\"", p.ns));
+    }
+    if (p.hourly_days == 0 && p.daily_days == 0) {
+      return FieldError(item, "retention", "hourly_days",
+                        fmt::format("namespace {}: hourly_days = 0 with daily_days = 0 would keep nothing", p.ns));
+    }
+    if (p.daily_days > 0 && p.daily_days < p.hourly_days) {
+      return FieldError(item, "retention", "daily_days",
+                        fmt::format("namespace {}: daily_days ({}) is the age data is kept to, and must be at least "
+                                    "hourly_days ({}), or 0 (forever)",
+                                    p.ns, p.daily_days, p.hourly_days));
+    }
+    auto zone = RetentionZone::Open(p.zone, zones);
+    const Status whole = zone.ok() ? zone->CheckWholeHours() : zone.status();
+    if (!whole.ok()) return FieldError(item, "retention", "zone", whole.message());
+    c->retention.push_back(std::move(p));
   }
   return Status::Ok();
 }
@@ -428,6 +471,7 @@ Result<ClusterConfig> ClusterConfig::Parse(std::string_view toml_text, const std
   }
   Status st = ParseSections(root, &c);
   if (st.ok()) st = ParseMembers(root, &c);
+  if (st.ok()) st = ParseRetention(root, &c);
   if (!st.ok()) return st.WithContext(source_name);
   return c;
 }
@@ -463,6 +507,13 @@ Status ClusterConfig::LoadSecrets() {
     client_tls = std::move(tls).value();
   }
   return Status::Ok();
+}
+
+const RetentionPolicy* ClusterConfig::RetentionFor(std::string_view ns) const {
+  for (const RetentionPolicy& p : retention) {
+    if (p.ns == ns) return &p;
+  }
+  return nullptr;
 }
 
 const MemberConfig* ClusterConfig::FindMember(std::string_view name) const {

@@ -11,12 +11,25 @@
 namespace clickatron {
 
 nlohmann::json Manifest::ToJson() const {
-  return {{"format", format},       {"generation", generation}, {"shard", shard},
+  nlohmann::json j = {{"format", format},       {"generation", generation}, {"shard", shard},
           {"shard_count", shard_count}, {"records", records},   {"bytes", bytes},
           {"crc32", crc32},         {"first_key", first_key},   {"last_key", last_key},
           {"last_day", last_day},   {"created", created},       {"late_inputs", late_inputs},
           {"day_subtotals", day_subtotals}, {"day_subtotals_every_day", day_subtotals_every_day},
           {"day_uniques_every_day", day_uniques_every_day}};
+  if (!retention.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const AppliedRetention& r : retention) list.push_back(r.ToJson());
+    j["retention"] = std::move(list);
+  }
+  return j;
+}
+
+const AppliedRetention* Manifest::RetentionOf(std::string_view ns) const {
+  for (const AppliedRetention& r : retention) {
+    if (r.ns == ns) return &r;
+  }
+  return nullptr;
 }
 
 Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
@@ -40,6 +53,14 @@ Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
     m.day_subtotals = j.value("day_subtotals", false);
     m.day_subtotals_every_day = j.value("day_subtotals_every_day", false);
     m.day_uniques_every_day = j.value("day_uniques_every_day", false);
+    if (j.contains("retention")) {
+      if (!j.at("retention").is_array()) return Status::Corruption("manifest: retention is not a list");
+      for (const nlohmann::json& r : j.at("retention")) {
+        auto applied = AppliedRetention::FromJson(r);
+        if (!applied.ok()) return applied.status().WithContext("manifest");
+        m.retention.push_back(std::move(applied).value());
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(fmt::format("manifest: {}", e.what()));
   }

@@ -683,7 +683,11 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
                rules.subtotals_every_day = manifest->day_subtotals_every_day;
                rules.uniques_every_day = manifest->day_uniques_every_day;
                rules.spans = manifest->SpanRecordsWhole();
+               rules.manifest_read = true;
+               rules.retention = std::move(manifest->retention);
              }
+           } else if (answer.is_object() && answer.contains("data") && answer["data"].is_null()) {
+             rules.manifest_read = true;  // a file without a manifest: nothing rolled up
            }
            auto& known = day_records_every_day_[shard];
            known[reply->view.generation] = rules;

@@ -140,10 +140,15 @@ class ArchiveReader {
   // day by its hours. Never fails.
   // `spans`: the file also has a span record for every span with hours
   // (format 2, docs/protocols.md "Span records").
+  // `manifest_read`: the replica answered /manifest for that generation (a
+  // file without a manifest too), so `retention` is all it has: the
+  // namespaces with rolled-up days (retention.h).
   struct DayRecordRules {
     bool subtotals_every_day = false;
     bool uniques_every_day = false;
     bool spans = false;
+    bool manifest_read = false;
+    std::vector<AppliedRetention> retention;
   };
   void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
                           std::function<void(DayRecordRules)> done);

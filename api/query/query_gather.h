@@ -66,6 +66,7 @@ namespace clickatron::api {
 struct RealtimeGap {
   Status realtime_missing;  // OK when realtime answered
   ArchiveLastDay archived_through;
+  uint64_t archive_generation = 0;  // the generation the archive answered from (0: none)
   // True when the data is whole for a window ending at end_ts.
   bool CoversWindow(int64_t end_ts) const;
 };

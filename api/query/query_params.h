@@ -16,7 +16,7 @@
 #include "clickatron/query_string.h"
 #include "clickatron/status.h"
 #include "query/rollup.h"
-#include "timezone/timezone.h"
+#include "clickatron/timezone.h"
 
 namespace clickatron::api {
 

@@ -22,7 +22,8 @@
 #include "query/rollup.h"
 #include "query/breakdown_json.h"
 #include "query/series_json.h"
-#include "timezone/timezone.h"
+#include "clickatron/timezone.h"
+#include "query/resolution.h"
 #include "query/unique_records.h"
 #include "query/union_estimate_cache.h"
 
@@ -212,6 +213,34 @@ class ReadPathImpl : public ReadPath {
     ex->ReplyError(st);
   }
 
+  // Runs `then` with the answer's "resolution" (resolution.h), or fails the
+  // query, once the retention of the generation its data came from is known:
+  // one GET /manifest per generation and read loop, then at once.
+  void Resolve(const HttpExchangePtr& ex, const std::string& ns, uint64_t generation, HourSpan read,
+               const WindowParams& w, std::function<void(const nlohmann::json&)> then) {
+    if (generation == 0) return then(nlohmann::json());
+    auto decide = [this, ex, ns, generation, read, w, then = std::move(then)](const ArchiveReader::DayRecordRules& rules) {
+      if (!rules.manifest_read) {
+        return Fail(ex, Status::Unavailable(fmt::format("no replica of archive shard 0 said which days of generation "
+                                                        "{} are rolled up (GET /manifest); try again",
+                                                        generation),
+                                            "SHARD_UNAVAILABLE"));
+      }
+      const AppliedRetention* applied = nullptr;
+      for (const AppliedRetention& r : rules.retention) {
+        if (r.ns == ns) applied = &r;
+      }
+      auto resolution = CheckResolution(applied, read.begin_ts, read.end_ts, w, zones_);
+      if (!resolution.ok()) return Fail(ex, resolution.status());
+      then(*resolution);
+    };
+    auto session = archive_.BeginShard(0, archive_.ShardCount());
+    if (auto known = archive_.KnownDayRecordRules(*session, generation); known && known->manifest_read) {
+      return decide(*known);
+    }
+    archive_.DayRecordsEveryDay(session, generation, std::move(decide));
+  }
+
   // ---- /clicks ---------------------------------------------------------------
 
   void OnClicks(const HttpExchangePtr& ex) {
@@ -244,7 +273,12 @@ class ReadPathImpl : public ReadPath {
                          if (!data->gap.CoversWindow(windows->window.end_ts())) {
                            return Fail(ex, data->gap.realtime_missing);
                          }
-                         ReplyClicks(ex, p, windows->window, windows->earlier, data->hours);
+                         auto held = std::make_shared<TotalData>(std::move(*data));
+                         auto w = std::make_shared<QueryWindows>(std::move(*windows));
+                         Resolve(ex, p.ns, held->gap.archive_generation, w->Span(), p.window,
+                                 [this, ex, p, w, held](const nlohmann::json& resolution) {
+                                   ReplyClicks(ex, p, w->window, w->earlier, held->hours, resolution);
+                                 });
                        });
   }
 
@@ -273,28 +307,34 @@ class ReadPathImpl : public ReadPath {
             windows = std::move(*over);
           }
           if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
-          ReplyClicks(ex, p, windows->window, windows->earlier, hours);
+          auto held = std::make_shared<HourlyCounts>(std::move(hours));
+          auto w = std::make_shared<QueryWindows>(std::move(*windows));
+          Resolve(ex, p.ns, data->gap.archive_generation, w->Span(), p.window,
+                  [this, ex, p, w, held](const nlohmann::json& resolution) {
+                    ReplyClicks(ex, p, w->window, w->earlier, *held, resolution);
+                  });
         },
         reach->skip, std::nullopt, std::move(reach->splits));
   }
 
   void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
-                   const std::optional<UnitWindow>& earlier, const HourlyCounts& hours) {
-    if (earlier) return ReplyComparedClicks(ex, p, window, *earlier, hours);
+                   const std::optional<UnitWindow>& earlier, const HourlyCounts& hours,
+                   const nlohmann::json& resolution = nullptr) {
+    if (earlier) return ReplyComparedClicks(ex, p, window, *earlier, hours, resolution);
     if (p.window.rollup) {
       auto sum = SumWindow(window, hours);
       if (!sum.ok()) return Fail(ex, sum.status());
-      return ex->ReplyJsonData(RollupJson(p.window, *sum));
+      return ex->ReplyJsonData(WithResolution(RollupJson(p.window, *sum), resolution));
     }
     auto sums = SumByUnit(window, hours);
     if (!sums.ok()) return Fail(ex, sums.status());
-    ex->ReplyJsonData(SeriesJson(p.window, window, *sums, Now()));
+    ex->ReplyJsonData(WithResolution(SeriesJson(p.window, window, *sums, Now()), resolution));
   }
 
   // "clicks" as without compare=, and "compare": the earlier window's in the
   // same shape, with the change of the totals.
   void ReplyComparedClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
-                           const UnitWindow& earlier, const HourlyCounts& hours) {
+                           const UnitWindow& earlier, const HourlyCounts& hours, const nlohmann::json& resolution) {
     auto now_total = SumWindow(window, hours);
     auto then_total = SumWindow(earlier, hours);
     if (!now_total.ok()) return Fail(ex, now_total.status());
@@ -324,6 +364,7 @@ class ReadPathImpl : public ReadPath {
       compare["clicks"] = std::move(*then_series);
     }
     data["compare"] = std::move(compare);
+    if (!resolution.is_null()) data["resolution"] = resolution;
     ex->ReplyJson(std::move(data));
   }
 
@@ -366,8 +407,14 @@ class ReadPathImpl : public ReadPath {
               uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals, &unions_);
             }
           }
-          ExpandAndReply(ex, std::move(p), std::move(windows->window), std::move(windows->earlier), data->total,
-                         data->subtotals, std::move(uniques));
+          auto held = std::make_shared<BreakdownData>(std::move(*data));
+          auto w = std::make_shared<QueryWindows>(std::move(*windows));
+          auto held_uniques = std::make_shared<std::vector<KeyUniques>>(std::move(uniques));
+          Resolve(ex, p.ns, held->gap.archive_generation, w->Span(), p.window,
+                  [this, ex, p, w, held, held_uniques](const nlohmann::json& resolution) {
+                    ExpandAndReply(ex, p, w->window, w->earlier, held->total, held->subtotals,
+                                   std::move(*held_uniques), resolution);
+                  });
         },
         reach->skip, uniques_from, std::move(reach->splits));
   }
@@ -399,7 +446,7 @@ class ReadPathImpl : public ReadPath {
   // less the rows', "none" the key's total less every value's clicks.
   void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
                       std::optional<UnitWindow> earlier, const HourlyCounts& total, const HourlyBreakdown& subtotals,
-                      std::vector<KeyUniques> uniques) {
+                      std::vector<KeyUniques> uniques, const nlohmann::json& resolution) {
     auto current = Groups(p, window, subtotals);
     if (!current.ok()) return Fail(ex, current.status());
     std::vector<KeyCounts> groups = std::move(*current);
@@ -443,7 +490,7 @@ class ReadPathImpl : public ReadPath {
     gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
                                               earlier = std::move(earlier), groups = std::move(groups),
                                               earlier_groups = std::move(earlier_groups), left_out = std::move(left_out),
-                                              uniques = std::move(uniques)](
+                                              uniques = std::move(uniques), resolution](
                                                  Result<std::map<std::string, std::string>> values) mutable {
       if (!values.ok()) return Fail(ex, values.status());
       // Stored key -> full value, for clicks and visitors alike. A stored
@@ -466,15 +513,16 @@ class ReadPathImpl : public ReadPath {
       }
       std::vector<KeyCounts> before;
       for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
-      ReplyBreakdown(ex, p, window, tops, left_out, earlier, before, uniques);
+      ReplyBreakdown(ex, p, window, tops, left_out, earlier, before, uniques, resolution);
     });
   }
 
   void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
                       const std::vector<TopValues>& tops, const std::vector<RowsLeftOut>& left_out,
                       const std::optional<UnitWindow>& earlier, const std::vector<KeyCounts>& before,
-                      const std::vector<KeyUniques>& uniques = {}) {
-    ex->ReplyJsonData(BreakdownJson(p, window, tops, left_out, earlier, before, uniques, Now()));
+                      const std::vector<KeyUniques>& uniques = {}, const nlohmann::json& resolution = nullptr) {
+    ex->ReplyJsonData(WithResolution(BreakdownJson(p, window, tops, left_out, earlier, before, uniques, Now()),
+                                     resolution));
   }
 
   // ---- /uniques --------------------------------------------------------------
@@ -514,17 +562,27 @@ class ReadPathImpl : public ReadPath {
             windows = std::move(*over);
           }
           if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
-          ReplyUniques(ex, p, windows->window, windows->earlier, data->hours);
+          auto held = std::make_shared<UniquesData>(std::move(*data));
+          auto w = std::make_shared<QueryWindows>(std::move(*windows));
+          Resolve(ex, p.series.ns, held->gap.archive_generation, w->Span(), p.series.window,
+                  [this, ex, p, w, held](const nlohmann::json& resolution) {
+                    ReplyUniques(ex, p, w->window, w->earlier, held->hours, resolution);
+                  });
         },
         std::move(splits));
   }
 
   void ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& p, const UnitWindow& window,
-                    const std::optional<UnitWindow>& earlier, const HourlySketches& hours) {
+                    const std::optional<UnitWindow>& earlier, const HourlySketches& hours,
+                    const nlohmann::json& resolution = nullptr) {
     const WindowParams& w = p.series.window;
     if (!earlier) {
-      if (w.rollup) return ex->ReplyJsonData(UniquesRollupJson(w, UniquesOverWindow(window, hours, &unions_)));
-      return ex->ReplyJsonData(UniquesSeriesJson(w, window, UniquesByUnit(window, hours, &unions_), Now()));
+      if (w.rollup) {
+        return ex->ReplyJsonData(
+            WithResolution(UniquesRollupJson(w, UniquesOverWindow(window, hours, &unions_)), resolution));
+      }
+      return ex->ReplyJsonData(
+          WithResolution(UniquesSeriesJson(w, window, UniquesByUnit(window, hours, &unions_), Now()), resolution));
     }
     // compare=: "uniques" as without it, and "compare" with the earlier
     // window's, as /clicks answers it.
@@ -551,6 +609,7 @@ class ReadPathImpl : public ReadPath {
       compare["uniques"] = series(*earlier);
     }
     data["compare"] = std::move(compare);
+    if (!resolution.is_null()) data["resolution"] = resolution;
     ex->ReplyJson(std::move(data));
   }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "clickatron/retention.h"
 #include "clickatron/status.h"
 
 namespace clickatron {
@@ -200,6 +201,10 @@ struct ClusterConfig {
   ArchiveConfig archive;
   RebuildConfig rebuild;
   std::vector<MemberConfig> members;
+  // [[retention]]: a policy per namespace (retention.h); a namespace without
+  // one keeps every hour.
+  std::vector<RetentionPolicy> retention;
+  const RetentionPolicy* RetentionFor(std::string_view ns) const;
 
   static Result<ClusterConfig> Load(const std::string& path);
   // Parses the text; reads no other file (secrets are read by Load).

@@ -30,6 +30,11 @@
 // file in full once and makes them all. Binaries older than format 2 refuse
 // its manifests: upgrade every daemon before the first rebuild that writes it.
 //
+// "retention" (absent: none) lists, per namespace, the boundaries of its
+// rolled-up and dropped days (retention.h): readers refuse hourly answers
+// before them. A binary that does not know the field would answer hours
+// that are whole days: upgrade every API node before the first policy.
+//
 // Thread-safety: plain values and functions; files are written atomically
 // (temp file, fsync, rename), so a reader never sees half a manifest.
 #pragma once
@@ -40,6 +45,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clickatron/retention.h"
 #include "clickatron/status.h"
 
 namespace clickatron {
@@ -67,6 +73,11 @@ struct Manifest {
   // merged with this file adds to them; otherwise it makes them again from
   // the hours.
   bool SpanRecordsWhole() const { return format >= 2 && day_subtotals_every_day && day_uniques_every_day; }
+  // What retention policies did to the namespaces that have rolled-up or
+  // dropped days (retention.h); every shard's manifest of a generation says
+  // the same. Absent: none.
+  std::vector<AppliedRetention> retention;
+  const AppliedRetention* RetentionOf(std::string_view ns) const;
 
   nlohmann::json ToJson() const;
   static Result<Manifest> FromJson(const nlohmann::json& json);

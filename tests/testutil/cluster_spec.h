@@ -71,6 +71,8 @@ struct ClusterSpec {
   // off: cluster_toml.cc says why) unless set here.
   TomlTable cluster, http, api, realtime, archive, rebuild;
   std::map<std::string, MemberOverride> members;  // by member name
+  // [[retention]] tables, one per namespace policy (ns, hourly_days, ...).
+  std::vector<TomlTable> retention;
 };
 
 }  // namespace clickatron::testing

@@ -73,6 +73,7 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
     }
     toml += "[[member]]\n" + t.Lines() + (change ? change->extra.Lines() : "") + "\n";
   }
+  for (const TomlTable& policy : spec.retention) toml += "[[retention]]\n" + policy.Lines() + "\n";
   return toml;
 }
 

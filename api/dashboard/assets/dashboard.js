@@ -327,6 +327,15 @@
         ' (' + longDate(series[n - 1].dt, tz, data.unit) + ' to ' + longDate(series[0].dt, tz, data.unit) +
         ', times in ' + zoneText(data) + ')' +
         (total ? '; peak ' + fmt(peak.clicks) + ' on ' + longDate(peak.dt, tz, data.unit) : '') + '.'));
+    if (data.resolution) {
+      // A retention policy rolled this namespace's older days up: before
+      // hourly_from the API has whole days of the policy's zone only.
+      var r = data.resolution, iso = function (t) { return new Date(t * 1000).toISOString().slice(0, 16).replace('T', ' ') + ' UTC'; };
+      el.summary.appendChild(document.createTextNode(' '));
+      add(el.summary, 'span', {id: 'resolution', 'data-hourly-from': r.hourly_from, 'data-zone': r.zone},
+          'Hourly data from ' + iso(r.hourly_from) + '; before it, whole days in ' + r.zone + ' only' +
+          (r.kept_from ? ', and nothing before ' + iso(r.kept_from) : '') + '.');
+    }
     if (data.compare && Array.isArray(data.compare.clicks)) {
       var before = data.compare.clicks.reduce(function (a, s) { return a + s.clicks; }, 0);
       el.summary.appendChild(document.createTextNode(' ' + (data.compare.window === 'year' ? 'A year earlier' : 'The period before') + ': '));

@@ -432,6 +432,43 @@ TEST_F(IntegrationDashboardTest, ApiErrorIsShownWithItsMessage) {
   EXPECT_TRUE(WithClass(FindElements(dom, "rect"), "bar").empty());
 }
 
+// A namespace whose older days a retention policy rolled up: the page says
+// from when its data is hourly, and in which zone the days before it are.
+TEST_F(IntegrationDashboardTest, RolledUpDaysShowTheirBoundary) {
+  // An archive generation as the rebuild writes one under a policy of three
+  // days of hours (UTC): day today-10 is one record at its noon.
+  const int64_t hourly_from = (today_ - 3) * kDay;
+  const std::string line = fmt::format("u|dash,{}:7\n", *YmdhFromUnix((today_ - 10) * kDay + 12 * kHour));
+  Manifest m;
+  m.format = kArchiveFormat;
+  m.day_subtotals = m.day_subtotals_every_day = m.day_uniques_every_day = true;
+  m.generation = 1;
+  m.last_day = FormatDate(today_ - 1);
+  m.created = FormatIsoTime(0);
+  m.retention.push_back(AppliedRetention{.ns = "u", .zone = "UTC", .hourly_from = hourly_from, .kept_from = std::nullopt});
+  DescribeArchiveData(line, &m);
+  cluster_.Stop("archive-0");
+  ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(cluster_.ArchiveFilePath(0)), m).ok());
+  ASSERT_TRUE(WriteFileAtomically(cluster_.ArchiveFilePath(0), line).ok());
+  cluster_.Start("archive-0");
+
+  const std::string dom = DumpDom("/?ns=u&key=dash&unit=day&units=14&timezone=0&sns=");
+  ASSERT_EQ(BodyState(dom), "ready") << dom;
+  auto resolution = ById(dom, "span", "resolution");
+  ASSERT_TRUE(resolution.has_value()) << dom;
+  EXPECT_EQ(resolution->Attr("data-hourly-from"), std::to_string(hourly_from));
+  EXPECT_EQ(resolution->Attr("data-zone"), "UTC");
+  const std::string text = TextAfter(dom, *resolution);
+  EXPECT_NE(text.find("Hourly data from " + FormatDate(today_ - 3) + " 00:00 UTC"), std::string::npos) << text;
+  EXPECT_NE(text.find("whole days in UTC only"), std::string::npos) << text;
+  // The rolled-up day is charted whole on its day.
+  bool charted = false;
+  for (const Element& bar : WithClass(FindElements(dom, "rect"), "bar")) {
+    if (bar.Attr("data-dt") == std::to_string((today_ - 10) * kDay)) charted = bar.Attr("data-clicks") == "7";
+  }
+  EXPECT_TRUE(charted) << dom;
+}
+
 TEST_F(IntegrationDashboardTest, PageIsServedAtTheRootWithNoOutsideResources) {
   auto r = clickatron::testing::HttpGet(cluster_.Peer("api-0"), "/?ns=u&key=dash");
   ASSERT_EQ(r.status_code, 200);

@@ -435,6 +435,7 @@ class ReadCluster {
     std::string error;
     ASSERT_TRUE(cluster_.Start(name, &error)) << name << ": " << error;
   }
+  void Stop(const std::string& name) { EXPECT_EQ(cluster_.Stop(name), 0) << name; }
 
   void StartStorage() {
     for (int s = 0; s < spec_.realtime_shards; ++s) Start(fmt::format("realtime-{}", s));

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "query/query_params.h"
-#include "timezone/timezone.h"
+#include "clickatron/timezone.h"
 
 namespace clickatron::api {
 namespace {

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <fstream>
 
-#include "api/timezone/libc_zone.h"
+#include "timezone/libc_zone.h"
 #include "testutil/testutil.h"
-#include "timezone/timezone.h"
+#include "clickatron/timezone.h"
 
-namespace clickatron::api {
+namespace clickatron {
 namespace {
 
 // Offset the C library gives for `tz` (a zone name, or a POSIX rule) at t.
@@ -109,4 +109,4 @@ TEST(TimezoneTest, TruncatedTzifIsRefused) {
 }
 
 }  // namespace
-}  // namespace clickatron::api
+}  // namespace clickatron

@@ -1,5 +1,5 @@
 // TZif (RFC 8536) and POSIX TZ rule reading; see timezone.h.
-#include "timezone/timezone.h"
+#include "clickatron/timezone.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "clickatron/key_codec.h"
 #include "clickatron/ymdh.h"
 
-namespace clickatron::api {
+namespace clickatron {
 namespace {
 
 constexpr size_t kMaxZoneFileBytes = 1 << 20;
@@ -340,4 +340,4 @@ Result<std::shared_ptr<const ZoneInfo>> TimeZoneDb::Find(std::string_view name) 
   return it->second;
 }
 
-}  // namespace clickatron::api
+}  // namespace clickatron

@@ -10,7 +10,7 @@
 // USE_OS_TZDB=1 over these same files): it ignores the footer. After a zone's
 // last listed transition it keeps that transition's offset forever (upstream:
 // HowardHinnant/date issue #794, open). Compared over every zone both know,
-// 1970..2039 (tests/api/timezone/tzdb_differential_test.cc), the two agree up
+// 1970..2039 (tests/timezone/tzdb_differential_test.cc), the two agree up
 // to each zone's last listed transition and differ after it. Debian's TZif
 // files list transitions through 2037, so 197 of the 598 zones are off in
 // date/tz by their DST amount (an hour; Australia/Lord_Howe half an hour,
@@ -37,7 +37,7 @@
 
 #include "clickatron/status.h"
 
-namespace clickatron::api {
+namespace clickatron {
 
 // A POSIX TZ rule such as "EST5EDT,M3.2.0,M11.1.0" (the TZif footer).
 struct PosixTzRule {
@@ -98,4 +98,4 @@ class TimeZoneDb {
   std::map<std::string, std::shared_ptr<const ZoneInfo>, std::less<>> cache_;
 };
 
-}  // namespace clickatron::api
+}  // namespace clickatron

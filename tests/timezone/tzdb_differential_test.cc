@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "api/timezone/libc_zone.h"
-#include "timezone/timezone.h"
+#include "timezone/libc_zone.h"
+#include "clickatron/timezone.h"
 
-namespace clickatron::api {
+namespace clickatron {
 namespace {
 
 constexpr char kRoot[] = "/usr/share/zoneinfo";
@@ -220,4 +220,4 @@ TEST(TzdbDifferentialTest, HourlyBruteForceAgreesWithTheStretches) {
 }
 
 }  // namespace
-}  // namespace clickatron::api
+}  // namespace clickatron

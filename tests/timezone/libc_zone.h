@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace clickatron::api {
+namespace clickatron {
 
 class LibcZone {
  public:
@@ -43,4 +43,4 @@ class LibcZone {
   std::optional<std::string> saved_;
 };
 
-}  // namespace clickatron::api
+}  // namespace clickatron
