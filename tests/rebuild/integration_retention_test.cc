@@ -127,16 +127,22 @@ class RetentionIntegration : public RebuildIntegration {
   // `hourly_from` moved to their UTC day's noon (counters by the fixture's
   // oracle, which makes day and span records from the hours; unique hours
   // compared here by their visitor counts).
-  void ExpectRolledArchive(const RawClicks& raw, const std::string& rolled_ns, int64_t hourly_from) {
+  // With `kept_from`, the namespace's hours before it are gone.
+  void ExpectRolledArchive(const RawClicks& raw, const std::string& rolled_ns, int64_t hourly_from,
+                           int64_t kept_from = std::numeric_limits<int64_t>::min()) {
     auto where = [&](const std::string& ns, int64_t hour) {
       return ns == rolled_ns && hour < hourly_from ? UtcAnchor(hour) : hour;
     };
+    auto dropped = [&](const std::string& ns, int64_t hour) { return ns == rolled_ns && hour < kept_from; };
     Expectation expect;
     for (const auto& [key, hours] : raw.totals) {
-      for (const auto& [hour, n] : hours) expect.AddTotal(key.first, key.second, *YmdhFromUnix(where(key.first, hour)), n);
+      for (const auto& [hour, n] : hours) {
+        if (!dropped(key.first, hour)) expect.AddTotal(key.first, key.second, *YmdhFromUnix(where(key.first, hour)), n);
+      }
     }
     for (const auto& [key, hours] : raw.countries) {
       for (const auto& [hour, by_country] : hours) {
+        if (dropped(key.first, hour)) continue;
         for (const auto& [country, n] : by_country) {
           expect.AddSubtotal("c", key.first, key.second, country, *YmdhFromUnix(where(key.first, hour)), n);
         }
@@ -147,6 +153,7 @@ class RetentionIntegration : public RebuildIntegration {
     std::map<std::string, std::set<std::string>> want_sets;
     for (const auto& [key, hours] : raw.visitors) {
       for (const auto& [hour, seen] : hours) {
+        if (dropped(key.first, hour)) continue;
         auto& set = want_sets[fmt::format("~{}|{}.{}", key.first, key.second, *YmdhFromUnix(where(key.first, hour)))];
         set.insert(seen.begin(), seen.end());
       }
@@ -195,6 +202,11 @@ TEST_F(RetentionIntegration, APolicyRollsUpAgedDaysAndQueriesByDayStayExact) {
   // Two namespaces of history without a policy: generation 1 keeps every hour.
   std::vector<std::string> history = ClickLines("u", day_ - 12, day_ - 1, 1, &raw);
   for (const std::string& l : ClickLines("v", day_ - 12, day_ - 1, 2, &raw)) history.push_back(l);
+  // And years of it: one day a month over two years before that.
+  for (int month = 1; month <= 24; ++month) {
+    const int64_t day = day_ - 12 - 30 * month;
+    for (const std::string& l : ClickLines("u", day, day, 100 + static_cast<uint32_t>(month), &raw)) history.push_back(l);
+  }
   testing::WriteAll(cluster_ / "history.csv", Lines(history));
   ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "history.csv"}, &out), 0) << out;
   ExpectRolledArchive(raw, "", 0);
@@ -237,7 +249,8 @@ TEST_F(RetentionIntegration, APolicyRollsUpAgedDaysAndQueriesByDayStayExact) {
   // Days, weeks and months across the boundary: exact, and they say so.
   const int64_t end = (day_ + 1) * kSecondsPerDay;
   for (const std::string key : {"k1", "k2"}) {
-    for (const auto& [unit, units] : std::vector<std::pair<std::string, int>>{{"day", 25}, {"week", 4}, {"month", 2}}) {
+    for (const auto& [unit, units] :
+         std::vector<std::pair<std::string, int>>{{"day", 25}, {"week", 4}, {"mweek", 5}, {"month", 26}}) {
       nlohmann::json j = Query(ClicksTarget("u", key, unit, units));
       ASSERT_TRUE(j.contains("data") && j["data"].contains("clicks")) << j.dump();
       for (const auto& [from, to] : Units(j["data"]["clicks"], end)) {
@@ -424,6 +437,25 @@ TEST_F(RetentionIntegration, APolicyChangedAndARebuildKilledMidRollupStayExact) 
   EXPECT_EQ(manifest->generation, 3u);
   ASSERT_EQ(manifest->retention.size(), 1u);
   EXPECT_EQ(manifest->retention[0].hourly_from, (day_ + 2) * kSecondsPerDay);
+
+  // Five days kept at all: what is older goes, and a query reaching there is refused.
+  SetPolicies({Policy("u", 1, 5, "UTC")});
+  SendRealtimeLines(ClickLines("u", day_ + 3, day_ + 3, 25, &raw));
+  RotateAll(day_ + 4);
+  ASSERT_EQ(RunDay(day_ + 3, &out), 0) << out;
+  const int64_t kept_from = (day_ - 1) * kSecondsPerDay;
+  ExpectRolledArchive(raw, "u", (day_ + 3) * kSecondsPerDay, kept_from);
+  const std::string ref = std::to_string((day_ + 4) * kSecondsPerDay - 1);
+  j = Query(fmt::format("/clicks?ns=u&key=k1&unit=day&units=5&unit_reference_ts={}", ref));
+  EXPECT_EQ(j["data"]["resolution"]["kept_from"], kept_from) << j.dump();
+  for (const auto& row : j["data"]["clicks"]) {
+    const int64_t at = row["dt"].get<int64_t>();
+    EXPECT_EQ(row["clicks"].get<int64_t>(), raw.ClicksIn("u", "k1", at, at + kSecondsPerDay)) << at;
+  }
+  j = Query(fmt::format("/clicks?ns=u&key=k1&unit=day&units=6&unit_reference_ts={}", ref), 400);
+  EXPECT_EQ(j.value("status_txt", ""), "RESOLUTION_EXPIRED");
+  EXPECT_NE(j.value("message", "").find("nothing kept before " + FormatIsoTime(kept_from)), std::string::npos)
+      << j.dump();
 }
 
 }  // namespace
