@@ -651,12 +651,16 @@ void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, co
 
 std::optional<ArchiveReader::DayRecordRules> ArchiveReader::KnownDayRecordRules(const Session& session,
                                                                                uint64_t generation) const {
-  const size_t shard = static_cast<size_t>(session.shard);
-  if (shard >= day_records_every_day_.size()) return std::nullopt;
-  const auto& known = day_records_every_day_[shard];
+  const DayRecordRules* known = KnownDayRecordRulesOfShard(session.shard, generation);
+  if (known == nullptr) return std::nullopt;
+  return *known;
+}
+
+const ArchiveReader::DayRecordRules* ArchiveReader::KnownDayRecordRulesOfShard(int shard, uint64_t generation) const {
+  if (shard < 0 || static_cast<size_t>(shard) >= day_records_every_day_.size()) return nullptr;
+  const auto& known = day_records_every_day_[static_cast<size_t>(shard)];
   auto it = known.find(generation);
-  if (it == known.end()) return std::nullopt;
-  return it->second;
+  return it == known.end() ? nullptr : &it->second;
 }
 
 void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
@@ -684,7 +688,10 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
                rules.uniques_every_day = manifest->day_uniques_every_day;
                rules.spans = manifest->SpanRecordsWhole();
                rules.manifest_read = true;
-               rules.retention = std::move(manifest->retention);
+               if (!manifest->retention.empty()) {
+                 rules.retention =
+                     std::make_shared<const std::vector<AppliedRetention>>(std::move(manifest->retention));
+               }
              }
            } else if (answer.is_object() && answer.contains("data") && answer["data"].is_null()) {
              rules.manifest_read = true;  // a file without a manifest: nothing rolled up

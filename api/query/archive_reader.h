@@ -148,13 +148,16 @@ class ArchiveReader {
     bool uniques_every_day = false;
     bool spans = false;
     bool manifest_read = false;
-    std::vector<AppliedRetention> retention;
+    // Shared: rules are copied per query, the list only once per generation.
+    std::shared_ptr<const std::vector<AppliedRetention>> retention;
   };
   void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
                           std::function<void(DayRecordRules)> done);
   // The same when already known (nullopt: not asked yet for that shard and
   // generation); never sends anything.
   std::optional<DayRecordRules> KnownDayRecordRules(const Session& session, uint64_t generation) const;
+  // The same by shard number (no session to make); null when not known.
+  const DayRecordRules* KnownDayRecordRulesOfShard(int shard, uint64_t generation) const;
 
  private:
   struct Replica {

@@ -227,18 +227,20 @@ class ReadPathImpl : public ReadPath {
                                             "SHARD_UNAVAILABLE"));
       }
       const AppliedRetention* applied = nullptr;
-      for (const AppliedRetention& r : rules.retention) {
-        if (r.ns == ns) applied = &r;
+      if (rules.retention) {
+        for (const AppliedRetention& r : *rules.retention) {
+          if (r.ns == ns) applied = &r;
+        }
       }
       auto resolution = CheckResolution(applied, read.begin_ts, read.end_ts, w, zones_);
       if (!resolution.ok()) return Fail(ex, resolution.status());
       then(*resolution);
     };
-    auto session = archive_.BeginShard(0, archive_.ShardCount());
-    if (auto known = archive_.KnownDayRecordRules(*session, generation); known && known->manifest_read) {
+    if (const ArchiveReader::DayRecordRules* known = archive_.KnownDayRecordRulesOfShard(0, generation);
+        known != nullptr && known->manifest_read) {
       return decide(*known);
     }
-    archive_.DayRecordsEveryDay(session, generation, std::move(decide));
+    archive_.DayRecordsEveryDay(archive_.BeginShard(0, archive_.ShardCount()), generation, std::move(decide));
   }
 
   // ---- /clicks ---------------------------------------------------------------

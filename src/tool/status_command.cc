@@ -8,6 +8,7 @@
 
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
+#include "clickatron/retention.h"
 #include "commands.h"
 
 namespace clickatron::tool {
@@ -49,8 +50,16 @@ std::string RealtimeSummary(const nlohmann::json& ring) {
 
 std::string ArchiveSummary(const nlohmann::json& manifest) {
   if (manifest.is_null()) return "no archive file yet";
-  return fmt::format("generation={} last_day={} records={}", manifest.value("generation", 0),
-                     manifest.value("last_day", ""), manifest.value("records", 0));
+  std::string out = fmt::format("generation={} last_day={} records={}", manifest.value("generation", 0),
+                                 manifest.value("last_day", ""), manifest.value("records", 0));
+  // Namespaces a retention policy rolled up (docs/protocols.md "Retention").
+  if (manifest.contains("retention") && manifest["retention"].is_array()) {
+    for (const auto& r : manifest["retention"]) {
+      auto applied = AppliedRetention::FromJson(r);
+      if (applied.ok()) out += fmt::format(" retention[{}: {}]", applied->ns, DescribeRetention(*applied));
+    }
+  }
+  return out;
 }
 
 // The API's /stats carries its write path's figures under "write": per-shard
