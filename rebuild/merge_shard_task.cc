@@ -14,6 +14,7 @@
 #include "clickatron/http_client.h"
 #include "clickatron/shard.h"
 #include "day_records.h"
+#include "mapped_file_lines.h"
 #include "retention_rollup.h"
 #include "clickatron/timezone.h"
 #include "sortmerge/line_io.h"
@@ -227,11 +228,11 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   // records are made from its hours instead of being added to. So is one
   // that restatements take hours out of: the day and span records of those
   // hours are made again from what is left.
-  std::unique_ptr<TextLineSource> previous_lines;
+  std::unique_ptr<MappedFileLines> previous_lines;
   std::string_view merge_base = previous_data;
   if (previous_file &&
       (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty() || spec.retention_moved)) {
-    previous_lines = std::make_unique<TextLineSource>(previous_data, previous_file->path());
+    previous_lines = std::make_unique<MappedFileLines>(previous_data, previous_file->path());
     sources.push_back(obeying(previous_lines.get(), previous_rules));
     merge_base = {};
     if (spec.retention_moved) {
@@ -292,8 +293,8 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   if (previous_file) {
     const Manifest& m = *spec.previous_manifest;
     // The merge checksums its base as it copies it; a file read as an input
-    // is checksummed here.
-    const uint32_t previous_crc = previous_lines ? Crc32(previous_data) : stats.previous_crc32;
+    // is checksummed as it is read (MappedFileLines).
+    const uint32_t previous_crc = previous_lines ? previous_lines->crc32() : stats.previous_crc32;
     if (previous_crc != m.crc32 || previous_data.size() != m.bytes) {
       return Status::Corruption(fmt::format(
           "{} does not match its manifest (crc32 {} vs {}, {} vs {} bytes); not building on it",

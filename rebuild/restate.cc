@@ -8,6 +8,8 @@
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/record.h"
+#include "clickatron/retention.h"
+#include "clickatron/timezone.h"
 #include "clickatron/ymdh.h"
 #include "late_inputs.h"
 #include "sortmerge/line_io.h"
@@ -17,18 +19,16 @@ namespace {
 
 // The archive's last day as its replicas serve it (the newest generation
 // any replica of any shard answers with); "" when there is no archive.
-Result<std::string> ServingLastDay(const ClusterConfig& cluster, int timeout_ms) {
+// The manifest of the newest generation the replicas serve (nullopt: none
+// serves a file yet).
+Result<std::optional<Manifest>> ServingManifest(const ClusterConfig& cluster, int timeout_ms) {
   std::vector<ReplicaState> states = AskArchiveReplicas(cluster, timeout_ms);
   std::vector<bool> answered(static_cast<size_t>(cluster.archive_shards), false);
-  uint64_t generation = 0;
-  std::string last_day;
+  std::optional<Manifest> newest;
   for (const ReplicaState& state : states) {
     if (!state.status.ok()) continue;
     answered[static_cast<size_t>(state.shard)] = true;
-    if (state.manifest && state.manifest->generation > generation) {
-      generation = state.manifest->generation;
-      last_day = state.manifest->last_day;
-    }
+    if (state.manifest && (!newest || state.manifest->generation > newest->generation)) newest = *state.manifest;
   }
   for (int shard = 0; shard < cluster.archive_shards; ++shard) {
     if (!answered[static_cast<size_t>(shard)]) {
@@ -36,7 +36,25 @@ Result<std::string> ServingLastDay(const ClusterConfig& cluster, int timeout_ms)
           "no replica of archive shard {} answered GET /manifest: the days the archive holds are not known", shard));
     }
   }
-  return last_day;
+  return newest;
+}
+
+// A restatement replaces UTC days. In days a retention policy rolled up into
+// days of another zone, one such day holds parts of two UTC days: replacing
+// a UTC day would take the whole zone day out and put part of it back.
+Status CheckNotInOtherZonesDays(const Manifest* serving, const std::string& ns, int64_t from, int64_t to) {
+  const AppliedRetention* applied = serving ? serving->RetentionOf(ns) : nullptr;
+  if (applied == nullptr || from >= applied->hourly_from) return Status::Ok();
+  TimeZoneDb zones;
+  auto zone = RetentionZone::Open(applied->zone, zones);
+  if (!zone.ok()) return zone.status().WithContext(fmt::format("the retention zone of namespace {}", ns));
+  if (zone->OffsetHoursDuring(from, std::min(to, applied->hourly_from)) == std::vector<int>{0}) return Status::Ok();
+  return Status::FailedPrecondition(
+      fmt::format("namespace {} is {}: its days before {} are days of {}, rolled up by its retention policy, and a "
+                  "restatement replaces UTC days, which would cut them in two; restate days from {} on",
+                  ns, DescribeRetention(*applied), FormatIsoTime(applied->hourly_from), applied->zone,
+                  FormatDate(FloorDiv(applied->hourly_from + kSecondsPerDay - 1, kSecondsPerDay))),
+      "RESTATE_ROLLED_UP_DAYS");
 }
 
 // The guard of every converted line: namespace `ns`, hours in [from, to).
@@ -91,8 +109,10 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
     return Status::InvalidArgument(fmt::format("--to {} is before --from {}", options.to_day, options.from_day));
   }
   const std::string range_text = fmt::format("{}..{}", FormatDate(*from), FormatDate(*to));
-  Result<std::string> last_day = ServingLastDay(cluster, options.http_timeout_ms);
-  if (!last_day.ok()) return last_day.status();
+  Result<std::optional<Manifest>> serving = ServingManifest(cluster, options.http_timeout_ms);
+  if (!serving.ok()) return serving.status();
+  const std::string serving_last_day = *serving ? (*serving)->last_day : "";
+  const std::string* last_day = &serving_last_day;
   const Result<int64_t> last = last_day->empty() ? Result<int64_t>(*from - 1) : ParseDate(*last_day);
   if (!last.ok()) return last.status().WithContext("the archive's last_day");
   if (*to > *last) {
@@ -106,6 +126,8 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   range.ns = options.ns;
   range.from_unix = *from * kSecondsPerDay;
   range.to_unix = (*to + 1) * kSecondsPerDay;
+  CLICKATRON_RETURN_IF_ERROR(CheckNotInOtherZonesDays(serving->has_value() ? &**serving : nullptr, options.ns,
+                                                      range.from_unix, range.to_unix));
   const WorkDir work(cluster.rebuild.work_dir);
   BulkLoadOptions load;
   load.files = options.files;

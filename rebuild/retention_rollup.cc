@@ -29,7 +29,7 @@ int64_t RetentionSource::AnchorOf(const Rule& rule, int64_t hour) {
     cached_rule_ = &rule;
     day_begin_ = rule.zone.DayStart(day);
     day_end_ = rule.zone.DayStart(day + 1);
-    day_anchor_ = day_begin_ + 12 * kSecondsPerHour;
+    day_anchor_ = rule.zone.DayAnchor(day);
   }
   return day_anchor_;
 }

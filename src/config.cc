@@ -322,6 +322,7 @@ Status ParseRetention(const toml::table& root, ClusterConfig* c) {
     TableReader r(t, "retention");
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"ns", "hourly_days", "daily_days", "zone"}));
     RetentionPolicy p;
+    p.hourly_days = -1;  // unset: as long as the data is kept (daily_days)
     CLICKATRON_RETURN_IF_ERROR(r.String("ns", &p.ns));
     CLICKATRON_RETURN_IF_ERROR(r.Int("hourly_days", 0, 100000, &p.hourly_days));
     CLICKATRON_RETURN_IF_ERROR(r.Int("daily_days", 0, 100000, &p.daily_days));
@@ -330,6 +331,8 @@ Status ParseRetention(const toml::table& root, ClusterConfig* c) {
     if (c->RetentionFor(p.ns) != nullptr) {
       return FieldError(item, "retention", "ns", fmt::format("a second policy for namespace \"{}\"", p.ns));
     }
+    // `daily_days = N` alone drops data after N days and keeps its hours until then.
+    if (p.hourly_days < 0) p.hourly_days = p.daily_days;
     if (p.hourly_days == 0 && p.daily_days == 0) {
       return FieldError(item, "retention", "hourly_days",
                         fmt::format("namespace {}: hourly_days = 0 with daily_days = 0 would keep nothing", p.ns));

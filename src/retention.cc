@@ -13,8 +13,9 @@
 namespace clickatron {
 namespace {
 
-constexpr int64_t kFirstChecked = 0;              // 1970-01-01: hour codes start there
-constexpr int64_t kLastChecked = 4985049600;      // 2128-01-01: and end before it
+constexpr int64_t kFirstChecked = 0;  // 1970-01-01: hour codes start there
+// 2128-01-01: and end before it.
+int64_t EndOfHourCodes() { return DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay; }
 
 // "+9", "-5", "0", "+09:00", "-05:00": whole hours east of UTC, or nullopt.
 std::optional<int64_t> ParseFixedOffset(std::string_view text) {
@@ -52,7 +53,7 @@ Result<RetentionZone> RetentionZone::Open(std::string_view name, TimeZoneDb& zon
 
 Status RetentionZone::CheckWholeHours() const {
   if (!info_) return Status::Ok();
-  for (int64_t t = kFirstChecked; t < kLastChecked;) {
+  for (int64_t t = kFirstChecked; t < EndOfHourCodes();) {
     const int64_t offset = info_->OffsetAt(t);
     if (offset % kSecondsPerHour != 0) {
       return Status::InvalidArgument(fmt::format(
@@ -85,6 +86,10 @@ int64_t RetentionZone::DayStart(int64_t day) const {
     if (DayOf(t) == day) return t;
   }
   return utc_midnight - OffsetAt(utc_midnight);  // unreachable for offsets in range
+}
+
+int64_t RetentionZone::DayAnchor(int64_t day) const {
+  return std::clamp(DayStart(day) + 12 * kSecondsPerHour, kFirstChecked, EndOfHourCodes() - kSecondsPerHour);
 }
 
 std::vector<int> RetentionZone::OffsetHoursDuring(int64_t from, int64_t to) const {

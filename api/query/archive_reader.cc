@@ -696,8 +696,9 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
            } else if (answer.is_object() && answer.contains("data") && answer["data"].is_null()) {
              rules.manifest_read = true;  // a file without a manifest: nothing rolled up
            }
+           // Kept only when the manifest was read: a garbled answer is asked again.
            auto& known = day_records_every_day_[shard];
-           known[reply->view.generation] = rules;
+           if (rules.manifest_read) known[reply->view.generation] = rules;
            while (known.size() > 4) known.erase(known.begin());  // generations only grow
            // An answer from another generation (a reload in between) says
            // nothing of the one asked about: asked again next time.

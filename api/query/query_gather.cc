@@ -250,7 +250,7 @@ void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
   TotalData data;
   data.archive = view;
-  data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation};
+  data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, state->session};
   Status st = AddArchiveTotal(*state->session, state->key, state->archive, &data.hours, state->span);
   if (st.ok()) {
     st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, state->span);
@@ -658,7 +658,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       return;
     }
     auto data = std::make_shared<BreakdownData>();
-    data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation};
+    data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
     std::vector<int64_t> days_found, unique_days_found;
     Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, spans, answers->rules.uniques_every_day,
                                          data.get(), &days_found, &unique_days_found);
@@ -925,7 +925,7 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
     } else {
       ++stats_.unique_window_hits;
       UniquesData data;
-      data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation};
+      data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
       data.first_hour = kept->first_hour;
       data.hours = kept->hours;
       return AddRealtimeAndFinish(job, view, std::move(data));
@@ -1058,7 +1058,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
       return;
     }
     UniquesData data;
-    data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation};
+    data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
     uint64_t days_read = 0;
     // Per day of read_days, its sketch once answered; a day asked and not

@@ -67,6 +67,9 @@ struct RealtimeGap {
   Status realtime_missing;  // OK when realtime answered
   ArchiveLastDay archived_through;
   uint64_t archive_generation = 0;  // the generation the archive answered from (0: none)
+  // The session that read it (its shard and replica serve that generation):
+  // what else the query must know of the generation is asked there.
+  std::shared_ptr<ArchiveReader::Session> archive_session;
   // True when the data is whole for a window ending at end_ts.
   bool CoversWindow(int64_t end_ts) const;
 };

@@ -216,13 +216,15 @@ class ReadPathImpl : public ReadPath {
   // Runs `then` with the answer's "resolution" (resolution.h), or fails the
   // query, once the retention of the generation its data came from is known:
   // one GET /manifest per generation and read loop, then at once.
-  void Resolve(const HttpExchangePtr& ex, const std::string& ns, uint64_t generation, HourSpan read,
+  void Resolve(const HttpExchangePtr& ex, const std::string& ns, const RealtimeGap& archive, HourSpan read,
                const WindowParams& w, std::function<void(const nlohmann::json&)> then) {
-    if (generation == 0) return then(nlohmann::json());
+    const uint64_t generation = archive.archive_generation;
+    if (generation == 0 || archive.archive_session == nullptr) return then(nlohmann::json());
     auto decide = [this, ex, ns, generation, read, w, then = std::move(then)](const ArchiveReader::DayRecordRules& rules) {
       if (!rules.manifest_read) {
-        return Fail(ex, Status::Unavailable(fmt::format("no replica of archive shard 0 said which days of generation "
-                                                        "{} are rolled up (GET /manifest); try again",
+        return Fail(ex, Status::Unavailable(fmt::format("the archive replica that answered did not say which days of "
+                                                        "generation {} are rolled up (GET /manifest: no answer, or a "
+                                                        "newer generation by then); try again",
                                                         generation),
                                             "SHARD_UNAVAILABLE"));
       }
@@ -236,11 +238,14 @@ class ReadPathImpl : public ReadPath {
       if (!resolution.ok()) return Fail(ex, resolution.status());
       then(*resolution);
     };
-    if (const ArchiveReader::DayRecordRules* known = archive_.KnownDayRecordRulesOfShard(0, generation);
+    // Every shard's manifest of a generation lists the same boundaries: the
+    // shard and replica that served the data serve that generation.
+    if (const ArchiveReader::DayRecordRules* known =
+            archive_.KnownDayRecordRulesOfShard(archive.archive_session->shard, generation);
         known != nullptr && known->manifest_read) {
       return decide(*known);
     }
-    archive_.DayRecordsEveryDay(archive_.BeginShard(0, archive_.ShardCount()), generation, std::move(decide));
+    archive_.DayRecordsEveryDay(archive.archive_session, generation, std::move(decide));
   }
 
   // ---- /clicks ---------------------------------------------------------------
@@ -277,7 +282,7 @@ class ReadPathImpl : public ReadPath {
                          }
                          auto held = std::make_shared<TotalData>(std::move(*data));
                          auto w = std::make_shared<QueryWindows>(std::move(*windows));
-                         Resolve(ex, p.ns, held->gap.archive_generation, w->Span(), p.window,
+                         Resolve(ex, p.ns, held->gap, w->Span(), p.window,
                                  [this, ex, p, w, held](const nlohmann::json& resolution) {
                                    ReplyClicks(ex, p, w->window, w->earlier, held->hours, resolution);
                                  });
@@ -311,7 +316,7 @@ class ReadPathImpl : public ReadPath {
           if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
           auto held = std::make_shared<HourlyCounts>(std::move(hours));
           auto w = std::make_shared<QueryWindows>(std::move(*windows));
-          Resolve(ex, p.ns, data->gap.archive_generation, w->Span(), p.window,
+          Resolve(ex, p.ns, data->gap, w->Span(), p.window,
                   [this, ex, p, w, held](const nlohmann::json& resolution) {
                     ReplyClicks(ex, p, w->window, w->earlier, *held, resolution);
                   });
@@ -412,7 +417,7 @@ class ReadPathImpl : public ReadPath {
           auto held = std::make_shared<BreakdownData>(std::move(*data));
           auto w = std::make_shared<QueryWindows>(std::move(*windows));
           auto held_uniques = std::make_shared<std::vector<KeyUniques>>(std::move(uniques));
-          Resolve(ex, p.ns, held->gap.archive_generation, w->Span(), p.window,
+          Resolve(ex, p.ns, held->gap, w->Span(), p.window,
                   [this, ex, p, w, held, held_uniques](const nlohmann::json& resolution) {
                     ExpandAndReply(ex, p, w->window, w->earlier, held->total, held->subtotals,
                                    std::move(*held_uniques), resolution);
@@ -566,7 +571,7 @@ class ReadPathImpl : public ReadPath {
           if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
           auto held = std::make_shared<UniquesData>(std::move(*data));
           auto w = std::make_shared<QueryWindows>(std::move(*windows));
-          Resolve(ex, p.series.ns, held->gap.archive_generation, w->Span(), p.series.window,
+          Resolve(ex, p.series.ns, held->gap, w->Span(), p.series.window,
                   [this, ex, p, w, held](const nlohmann::json& resolution) {
                     ReplyUniques(ex, p, w->window, w->earlier, held->hours, resolution);
                   });

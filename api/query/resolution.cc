@@ -20,9 +20,6 @@ Status Expired(const AppliedRetention& applied, std::string_view why) {
 Result<nlohmann::json> CheckResolution(const AppliedRetention* applied, int64_t begin_ts, int64_t end_ts,
                                        const WindowParams& window, TimeZoneDb& zones) {
   if (applied == nullptr || begin_ts >= applied->hourly_from || begin_ts >= end_ts) return nlohmann::json();
-  if (applied->kept_from && begin_ts < *applied->kept_from) {
-    return Expired(*applied, fmt::format("this query begins at {}, before anything is kept", FormatIsoTime(begin_ts)));
-  }
   if (window.unit == Unit::kHour) {
     return Expired(*applied, fmt::format("unit=hour cannot be answered before {} (this query begins at {})",
                                          FormatIsoTime(applied->hourly_from), FormatIsoTime(begin_ts)));

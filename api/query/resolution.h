@@ -6,7 +6,10 @@
 // zone (day, week, mweek, month) take each such day whole, into the unit it
 // belongs to: exact. A query by hour, or by the days of another zone, would
 // see a day's clicks in one hour: refused, 400 RESOLUTION_EXPIRED, naming
-// the boundary. So is a window that begins before what is kept at all.
+// the boundary. Before kept_from nothing is kept: a window reaching there is
+// answered (nothing counts there) and its "resolution" says from when
+// anything is; refusing it would refuse every units=-1 window, which begins
+// at the start of the unit holding the first day kept.
 //
 // Thread-safety: pure (but for the zone database the caller owns).
 #pragma once

@@ -66,8 +66,10 @@ class RetentionZone {
   int64_t DayOf(int64_t unix_seconds) const;
   // The first instant of a day of the zone (always a whole UTC hour).
   int64_t DayStart(int64_t day) const;
-  // The hour a rolled day's count is kept at: its start + 12 h.
-  int64_t DayAnchor(int64_t day) const { return DayStart(day) + 12 * 3600; }
+  // The hour a rolled day's count is kept at: its start + 12 h, or for a
+  // day of this zone that reaches past either end of the hour codes
+  // (1970-01-01T00:00Z .. 2127-12-31T23:00Z, ymdh.h) the end hour inside it.
+  int64_t DayAnchor(int64_t day) const;
   // The offsets (whole hours east of UTC) in force at some instant of
   // [from, to), ascending.
   std::vector<int> OffsetHoursDuring(int64_t from, int64_t to) const;

@@ -95,6 +95,25 @@ TEST(RetentionZoneTest, FixedOffsetsEastAndWest) {
   EXPECT_EQ(OpenZone("+14", zones).OffsetAt(0), 14 * kHour);
 }
 
+// A day reaching past either end of the hour codes keeps its count at the
+// end hour inside it (its middle has no code): 1970-01-01 03:00Z is of the
+// UTC-5 day 1969-12-31, whose middle is 1969-12-31T17:00Z.
+TEST(RetentionZoneTest, AnchorsOfDaysAtTheEndsOfTheHourCodes) {
+  TimeZoneDb zones;
+  const RetentionZone minus5 = OpenZone("-5", zones);
+  EXPECT_EQ(minus5.DayOf(3 * kHour), -1);
+  EXPECT_EQ(minus5.DayAnchor(-1), 0);
+  EXPECT_EQ(minus5.DayAnchor(0), 17 * kHour);
+  const RetentionZone minus12 = OpenZone("-12", zones);
+  const int64_t last_day = DaysFromCivil({2127, 12, 31});
+  EXPECT_EQ(minus12.DayStart(last_day), last_day * kDay + 12 * kHour);
+  EXPECT_EQ(minus12.DayAnchor(last_day), last_day * kDay + 23 * kHour);  // not 2128-01-01T00:00Z
+  const RetentionZone plus14 = OpenZone("+14", zones);
+  // 1970-01-01 in UTC+14 starts 1969-12-31T10:00Z; its middle (22:00Z) has no code.
+  EXPECT_EQ(plus14.DayAnchor(0), 0);
+  EXPECT_EQ(plus14.DayAnchor(1), 22 * kHour);
+}
+
 TEST(RetentionZoneTest, NewYorkDaysOfTwentyThreeAndTwentyFiveHours) {
   TimeZoneDb zones;
   const RetentionZone ny = OpenZone("America/New_York", zones);
@@ -474,6 +493,12 @@ zone = "+9"
   EXPECT_EQ(east->zone, "+9");
   EXPECT_EQ(c->RetentionFor("v"), nullptr);
   EXPECT_EQ(c->RetentionFor("clicks"), nullptr);
+
+  // daily_days alone: data dropped after it, and its hours kept until then.
+  auto dropped_only = ParseWith("[[retention]]\nns = \"d\"\ndaily_days = 30\n");
+  ASSERT_TRUE(dropped_only.ok()) << dropped_only.status().ToString();
+  EXPECT_EQ(dropped_only->RetentionFor("d")->hourly_days, 30);
+  EXPECT_EQ(dropped_only->RetentionFor("d")->daily_days, 30);
 }
 
 void ExpectRefused(const std::string& retention, std::string_view field, std::string_view also = {}) {

@@ -369,6 +369,15 @@ TEST_F(RetentionIntegration, ADaylightSavingZoneRollsUpItsOwnDays) {
       EXPECT_EQ(row["clicks"].get<int64_t>(), want) << tz << " month " << month.month;
     }
   }
+  // A restatement replaces UTC days, which would cut New York's rolled-up
+  // days in two: refused before anything is queued.
+  testing::WriteAll(cluster_ / "restate.csv", fmt::format("u|k3.{},1\n", *YmdhFromUnix((first + 1) * kSecondsPerDay)));
+  EXPECT_NE(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(first + 1), "--to",
+                     FormatDate(first + 1), cluster_ / "restate.csv"},
+                    &out),
+            0);
+  EXPECT_NE(out.find("RESTATE_ROLLED_UP_DAYS"), std::string::npos) << out;
+  EXPECT_NE(out.find("days of America/New_York"), std::string::npos) << out;
   // Central time's days are not New York's.
   nlohmann::json j = Query(ClicksTarget("u", "k3", "day", 45, "-6"), 400);
   EXPECT_EQ(j.value("status_txt", ""), "RESOLUTION_EXPIRED");
@@ -452,7 +461,22 @@ TEST_F(RetentionIntegration, APolicyChangedAndARebuildKilledMidRollupStayExact) 
     const int64_t at = row["dt"].get<int64_t>();
     EXPECT_EQ(row["clicks"].get<int64_t>(), raw.ClicksIn("u", "k1", at, at + kSecondsPerDay)) << at;
   }
-  j = Query(fmt::format("/clicks?ns=u&key=k1&unit=day&units=6&unit_reference_ts={}", ref), 400);
+  // Reaching before it: nothing counts there, and the answer says so (a
+  // units=-1 window begins at its unit's start, before kept_from).
+  for (const std::string unit : {"day&units=8", "month&units=-1"}) {
+    j = Query(fmt::format("/clicks?ns=u&key=k1&unit={}&unit_reference_ts={}", unit, ref));
+    EXPECT_EQ(j["data"]["resolution"]["kept_from"], kept_from) << j.dump();
+    int64_t sum = 0;
+    for (const auto& row : j["data"]["clicks"]) {
+      const int64_t at = row["dt"].get<int64_t>();
+      if (unit.starts_with("day") && at < kept_from) {
+        EXPECT_EQ(row["clicks"].get<int64_t>(), 0) << at;
+      }
+      sum += row["clicks"].get<int64_t>();
+    }
+    EXPECT_EQ(sum, raw.ClicksIn("u", "k1", kept_from, (day_ + 4) * kSecondsPerDay)) << unit;
+  }
+  j = Query(fmt::format("/clicks?ns=u&key=k1&unit=hour&units=200&unit_reference_ts={}", ref), 400);
   EXPECT_EQ(j.value("status_txt", ""), "RESOLUTION_EXPIRED");
   EXPECT_NE(j.value("message", "").find("nothing kept before " + FormatIsoTime(kept_from)), std::string::npos)
       << j.dump();

@@ -540,6 +540,22 @@ TEST(RetentionSourceTest, ADayAcrossTheEraBoundary) {
   EXPECT_EQ(ColumnOf(run.lines, "c.u|a.w0113", "US"), 24);
 }
 
+// 1970-01-01T00:00Z..05:00Z are of the UTC-5 day 1969-12-31, whose middle
+// has no hour code: they go to the first hour that has one (a rebuild must
+// not fail on data stamped at the epoch).
+TEST(RetentionSourceTest, TheFirstHoursOfTheEpochWestOfUtc) {
+  TimeZoneDb zones;
+  const Data data = EveryHour(0, 2 * kDay);
+  const RetentionSource::Rule rule = MakeRule("u", "-5", 2 * kDay + 5 * kHour, std::nullopt, zones);
+  const auto anchor_of = [](int64_t hour) {
+    return std::max<int64_t>(0, FloorDiv(hour - 5 * kHour, kDay) * kDay + 5 * kHour + 12 * kHour);
+  };
+  CheckAgainstOracle(data, rule, anchor_of);
+  const Rolled run = Roll(InputLines(data), {rule});
+  ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+  EXPECT_EQ(ColumnOf(run.lines, "c.u|a." + Code(0), "US"), 5);  // the five hours before 05:00Z
+}
+
 // Sketches large enough for the dense form: the union is the register-wise
 // max, the same sketch as every visitor added to one.
 TEST(RetentionSourceTest, DenseSketchesUniteLikeOneSketch) {

@@ -135,13 +135,21 @@ TEST(CheckResolutionTest, NewYorkTakesBothOfItsOffsets) {
                 {"America/New_York"});
 }
 
-TEST(CheckResolutionTest, NothingBeforeKeptFrom) {
+// Before kept_from nothing is kept: a window reaching there is answered
+// (units=-1 windows begin at a unit start before it all the time), and the
+// answer says from when anything is kept. The hourly rules still hold.
+TEST(CheckResolutionTest, AWindowBeforeKeptFromIsAnsweredAndSaysSo) {
   TimeZoneDb zones;
   const AppliedRetention kept{"u", "UTC", kSep07 * kDay, kApr01 * kDay};
-  ExpectExpired(CheckResolution(&kept, kMar01 * kDay, (kDec05 + 1) * kDay, Window(Unit::kDay, 0), zones),
-                {"u", "2026-04-01T00:00:00Z"});
-  ExpectExpired(CheckResolution(&kept, kApr01 * kDay - kHour, kApr01 * kDay + kDay, Window(Unit::kMonth, 0), zones),
-                {"u"});
+  const nlohmann::json want = {{"hourly_from", kSep07 * kDay}, {"zone", "UTC"}, {"kept_from", kApr01 * kDay}};
+  auto day = CheckResolution(&kept, kMar01 * kDay, (kDec05 + 1) * kDay, Window(Unit::kDay, 0), zones);
+  ASSERT_TRUE(day.ok()) << day.status().ToString();
+  EXPECT_EQ(*day, want);
+  auto month = CheckResolution(&kept, kApr01 * kDay - kHour, kApr01 * kDay + kDay, Window(Unit::kMonth, 0), zones);
+  ASSERT_TRUE(month.ok()) << month.status().ToString();
+  EXPECT_EQ(*month, want);
+  ExpectExpired(CheckResolution(&kept, kMar01 * kDay, (kDec05 + 1) * kDay, Window(Unit::kHour, 0), zones),
+                {"u", "nothing kept before 2026-04-01T00:00:00Z"});
 }
 
 TEST(WithResolutionTest, AddsTheFieldOnlyWhenThereIsOne) {

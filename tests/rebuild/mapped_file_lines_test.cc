@@ -1,0 +1,63 @@
+// MappedFileLines: the lines of a file mapping, checksummed as they pass, with
+// the pages behind the reader handed back (a whole-archive read keeps its
+// resident set bounded).
+#include "mapped_file_lines.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "clickatron/file_util.h"
+#include "clickatron/shard.h"
+#include "testutil/testutil.h"
+
+namespace clickatron::rebuild::mapped_file_lines_test {
+namespace {
+
+// kB of this process's resident file-backed pages (/proc/self/status RssFile).
+int64_t RssFileKb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8));
+  }
+  return -1;
+}
+
+TEST(MappedFileLinesTest, GivesEveryLineAndTheCrcOfEveryByteWithoutKeepingTheFileResident) {
+  testing::TempDir dir;
+  const std::string path = dir / "archive.csv";
+  std::string text;
+  for (int i = 0; text.size() < (48u << 20); ++i) text += fmt::format("u|key{:08d},c3p1:{}\n", i, i % 977);
+  text += "last,line without a newline";
+  ASSERT_TRUE(WriteFileAtomically(path, text).ok());
+  auto mapped = MappedFile::Open(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+
+  const int64_t before = RssFileKb();
+  ASSERT_GE(before, 0);
+  MappedFileLines lines((*mapped)->data(), path);
+  std::string_view line;
+  size_t count = 0, at = 0;
+  bool same = true;
+  int64_t peak = 0;
+  while (lines.Next(&line)) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    same = same && line == std::string_view(text).substr(at, end - at);
+    at = end + 1;
+    if (++count % 100000 == 0) peak = std::max(peak, RssFileKb() - before);
+  }
+  EXPECT_TRUE(same);
+  EXPECT_EQ(at, text.size() + 1);
+  EXPECT_EQ(lines.crc32(), Crc32(text));
+  // 48 MiB read; at most two 16 MiB windows (and a page or so) stay mapped in.
+  EXPECT_LT(peak, 34 * 1024) << "kB of the file resident while reading it";
+  EXPECT_GT(peak, 0);
+}
+
+}  // namespace
+}  // namespace clickatron::rebuild::mapped_file_lines_test
