@@ -90,6 +90,37 @@ class SortedText {
 
 }  // namespace
 
+std::vector<std::pair<size_t, size_t>> NamespaceRanges(std::string_view archive,
+                                                       const std::function<bool(std::string_view ns)>& wanted) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  const SortedText text(archive);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const std::string_view key = LineKey(text.Line(pos));
+    const size_t bar = key.find('|');
+    if (bar == std::string_view::npos) {  // not a record key: a line of its own
+      pos = text.LineEnd(pos) + 1;
+      continue;
+    }
+    // Every key of this prefix sorts below the prefix with '}' for its '|'
+    // ('|' < '}', and no key part holds either).
+    const std::string upper = std::string(key.substr(0, bar)) + "}";
+    const size_t end = text.LowerBound(pos, upper);
+    const std::string_view prefix = key.substr(key[0] == kUniqueMark ? 1 : 0, bar - (key[0] == kUniqueMark ? 1 : 0));
+    const size_t dot = prefix.rfind('.');
+    const std::string_view ns = dot == std::string_view::npos ? prefix : prefix.substr(dot + 1);
+    if (RecordTypeOfKey(key) != RecordType::kLookup && wanted(ns)) {
+      if (!ranges.empty() && ranges.back().second == pos) {
+        ranges.back().second = end;
+      } else {
+        ranges.emplace_back(pos, end);
+      }
+    }
+    pos = end;
+  }
+  return ranges;
+}
+
 Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardFileWriter* out,
                         const ArchiveMergeOptions& options, ArchiveMergeStats* stats) {
   Progress* progress = options.progress;
@@ -110,7 +141,28 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
   size_t released = 0;  // mapping bytes handed back
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   uint64_t reported_lines = 0, reported_bytes = 0, lines_out = 0, bytes_out = 0;
-  const auto copy_span = [&](size_t end) -> Status {
+  const std::vector<std::pair<size_t, size_t>>& skipped = options.skipped;
+  size_t next_skip = 0;  // the first skipped range that ends after pos
+  // Whether the line at `at` (>= pos) is in a skipped range.
+  const auto is_skipped = [&](size_t at) {
+    size_t i = next_skip;
+    while (i < skipped.size() && skipped[i].second <= at) ++i;
+    return i < skipped.size() && skipped[i].first <= at;
+  };
+  // Copies the lines of [pos, end) that are not skipped.
+  const auto copy_kept = [&](size_t end, const auto& copy) -> Status {
+    while (pos < end) {
+      while (next_skip < skipped.size() && skipped[next_skip].second <= pos) ++next_skip;
+      if (next_skip < skipped.size() && skipped[next_skip].first <= pos) {
+        pos = std::min(end, skipped[next_skip].second);  // its lines come as additions
+        continue;
+      }
+      const size_t stop = next_skip < skipped.size() ? std::min(end, skipped[next_skip].first) : end;
+      CLICKATRON_RETURN_IF_ERROR(copy(stop));
+    }
+    return Status::Ok();
+  };
+  const auto copy_one_span = [&](size_t end) -> Status {
     if (end == pos) return Status::Ok();
     const std::string_view span = previous.substr(pos, end - pos);
     const uint64_t lines = CountNewlines(span);
@@ -128,12 +180,13 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
     }
     return Status::Ok();
   };
+  const auto copy_span = [&](size_t end) -> Status { return copy_kept(end, copy_one_span); };
   std::string combined;
   std::string_view add;
   while (additions->Next(&add)) {
     const std::string_view key = LineKey(add);
     CLICKATRON_RETURN_IF_ERROR(copy_span(text.LowerBound(pos, key)));
-    if (pos < text.size() && text.CompareKeyAt(pos, key) == 0) {
+    if (pos < text.size() && text.CompareKeyAt(pos, key) == 0 && !is_skipped(pos)) {
       const std::string_view line = text.Line(pos);
       {
         // The key is in the archive already: combine (sum counts, union columns).

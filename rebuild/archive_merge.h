@@ -13,6 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
 #include <string_view>
 
 #include "clickatron/status.h"
@@ -36,7 +39,20 @@ struct ArchiveMergeOptions {
   // stays in the page cache), so the process's resident set stays within the
   // memory bound however large the archive. Never set it for heap memory.
   bool previous_is_file_mapping = false;
+  // Byte ranges of `previous` (from a line start to a line start; sorted,
+  // disjoint) that are not part of it: the caller reads their lines as
+  // additions of its own (NamespaceRanges), so they come back through
+  // `additions`, changed or not at all. Their bytes are still checksummed.
+  std::vector<std::pair<size_t, size_t>> skipped;
 };
+
+// The byte ranges of a whole archive file that hold the records of the
+// namespaces `wanted` says yes to: every "ns|…", "sns.ns|…", "~ns|…" and
+// "~sns.ns|…" line of them (never lookups). The lines of one key prefix
+// before '|' are one run of the file, found by binary search, so this reads
+// a few lines per prefix, not the file. Adjacent ranges are joined.
+std::vector<std::pair<size_t, size_t>> NamespaceRanges(std::string_view archive,
+                                                       const std::function<bool(std::string_view ns)>& wanted);
 
 // REQUIRES: `previous` is a whole archive file (sorted, unique keys, every
 // line ending in '\n'); `additions` yields sorted unique keys (a MergingSource).

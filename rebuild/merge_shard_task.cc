@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -228,10 +229,32 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   // records are made from its hours instead of being added to. So is one
   // that restatements take hours out of: the day and span records of those
   // hours are made again from what is left.
+  //
+  // A retention boundary that moved needs only the lines of the namespaces
+  // with a policy: those ranges of the file are read (and rolled up, their
+  // day and span records made again) and the merge skips them; the rest is
+  // copied as every night.
   std::unique_ptr<MappedFileLines> previous_lines;
+  std::vector<std::unique_ptr<TextLineSource>> aged_ranges;
+  std::vector<std::pair<size_t, size_t>> skipped;
   std::string_view merge_base = previous_data;
-  if (previous_file &&
-      (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty() || spec.retention_moved)) {
+  if (previous_file && spec.retention_moved && spec.previous_manifest->SpanRecordsWhole() && previous_rules.empty()) {
+    skipped = NamespaceRanges(previous_data, [&](std::string_view ns) {
+      return std::any_of(spec.retention.begin(), spec.retention.end(),
+                         [&](const AppliedRetention& r) { return r.ns == ns; });
+    });
+    uint64_t bytes = 0;
+    for (const auto& [begin, end] : skipped) {
+      aged_ranges.push_back(
+          std::make_unique<TextLineSource>(previous_data.substr(begin, end - begin), previous_file->path()));
+      sources.push_back(aged_ranges.back().get());
+      bytes += end - begin;
+    }
+    spdlog::info("generation {} shard {}: retention boundaries moved; the {} bytes of {} of namespaces with a policy "
+                 "are read to roll up their aged days, the other {} bytes copied",
+                 spec.generation, spec.shard, bytes, previous_file->path(), previous_data.size() - bytes);
+  } else if (previous_file &&
+             (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty() || spec.retention_moved)) {
     previous_lines = std::make_unique<MappedFileLines>(previous_data, previous_file->path());
     sources.push_back(obeying(previous_lines.get(), previous_rules));
     merge_base = {};
@@ -288,8 +311,9 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;
-  CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(merge_base, &additions, writer->get(),
-                                              {.progress = progress, .previous_is_file_mapping = true}, &stats));
+  CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(
+      merge_base, &additions, writer->get(),
+      {.progress = progress, .previous_is_file_mapping = true, .skipped = std::move(skipped)}, &stats));
   if (previous_file) {
     const Manifest& m = *spec.previous_manifest;
     // The merge checksums its base as it copies it; a file read as an input

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <map>
 #include <random>
 
@@ -120,6 +122,63 @@ TEST(ArchiveMerge, KeysAtTheEdgesAndPrefixKeys) {
     for (const auto& [name, count] : columns) c.expected[key][name] += count;
   }
   RunCase(c, tmp.path());
+}
+
+// Retention's partial read: the ranges of a namespace's lines (every
+// subtotal namespace and unique record of it, never lookups), found by
+// search, then skipped by the merge while their lines come back as additions.
+TEST(ArchiveMerge, NamespaceRangesAreSkippedAndComeBackAsAdditions) {
+  TempDir tmp;
+  // A sorted archive of namespaces u and uu (a name that u prefixes), their
+  // subtotal namespaces and unique records, and lookups.
+  std::vector<std::string> lines;
+  for (const std::string prefix : {"a.u", "a.uu", "b.u", "c.v", "l", "u", "uu", "v", "~a.u", "~u", "~v"}) {
+    for (int k = 0; k < 40; ++k) lines.push_back(fmt::format("{}|k{:03d},{}", prefix, k, prefix == "l" ? "x" : "c3a1:1"));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string previous;
+  for (const std::string& line : lines) previous += line + "\n";
+  // Which lines are u's, by the test's own reading of the key.
+  auto of_u = [](const std::string& line) {
+    const std::string prefix = line.substr(line[0] == '~' ? 1 : 0, line.find('|') - (line[0] == '~' ? 1 : 0));
+    return prefix == "u" || (prefix.size() > 2 && prefix.substr(prefix.size() - 2) == ".u");
+  };
+  const auto ranges = NamespaceRanges(previous, [](std::string_view ns) { return ns == "u"; });
+  std::vector<std::string> in_ranges, want_in;
+  for (const auto& [begin, end] : ranges) {
+    ASSERT_TRUE(begin == 0 || previous[begin - 1] == '\n');
+    ASSERT_EQ(previous[end - 1], '\n');
+    std::string_view part = std::string_view(previous).substr(begin, end - begin);
+    for (size_t at = 0; at < part.size();) {
+      const size_t nl = part.find('\n', at);
+      in_ranges.emplace_back(part.substr(at, nl - at));
+      at = nl + 1;
+    }
+  }
+  for (const std::string& line : lines) {
+    if (of_u(line)) want_in.push_back(line);
+  }
+  EXPECT_EQ(in_ranges, want_in);
+  EXPECT_EQ(ranges.size(), 3u);  // a.u, b.u (adjacent: one range), u, ~a.u and ~u (adjacent)
+
+  // The merge skips them; the additions bring u's lines back doubled, and one new key.
+  std::vector<std::string> added, want;
+  for (const std::string& line : want_in) added.push_back(line.substr(0, line.find(',')) + ",c3a1:2");
+  added.push_back("u|k999,c3a1:5");
+  std::sort(added.begin(), added.end());
+  for (const std::string& line : lines) want.push_back(of_u(line) ? line.substr(0, line.find(',')) + ",c3a1:2" : line);
+  want.push_back("u|k999,c3a1:5");
+  std::sort(want.begin(), want.end());
+  VectorLineSource source(added, "additions");
+  auto writer = ShardFileWriter::Create(tmp / "out.csv");
+  ASSERT_TRUE(writer.ok());
+  ArchiveMergeStats stats;
+  ASSERT_TRUE(MergeIntoArchive(previous, &source, writer->get(), {.skipped = ranges}, &stats).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  EXPECT_EQ(ReadLines(tmp / "out.csv"), want);
+  EXPECT_EQ(stats.previous_crc32, Crc32(previous));  // skipped bytes are checksummed too
+  EXPECT_EQ(stats.combined, 0u);
+  EXPECT_EQ(stats.previous_lines, lines.size() - want_in.size());
 }
 
 TEST(ArchiveMerge, AFileWithoutFinalNewlineIsRefused) {
