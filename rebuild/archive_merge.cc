@@ -93,6 +93,8 @@ class SortedText {
 std::vector<std::pair<size_t, size_t>> NamespaceRanges(std::string_view archive,
                                                        const std::function<bool(std::string_view ns)>& wanted) {
   std::vector<std::pair<size_t, size_t>> ranges;
+  // Not a whole archive file: none (the merge refuses the file itself).
+  if (archive.empty() || archive.back() != '\n') return ranges;
   const SortedText text(archive);
   size_t pos = 0;
   while (pos < text.size()) {
@@ -149,12 +151,25 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
     while (i < skipped.size() && skipped[i].second <= at) ++i;
     return i < skipped.size() && skipped[i].first <= at;
   };
+  // Checksums what pos has passed, in big pieces, and hands back the
+  // mapping's pages below that (only bytes already checksummed; the mapping
+  // starts on a page boundary), whether they were copied or skipped: a
+  // skipped range's reader is at pos or past it, the file is read once.
+  const auto passed = [&] {
+    if (pos - crc_done >= kCrcBatch) crc_catch_up(pos);
+    if (options.previous_is_file_mapping && crc_done - released >= kReleaseBytes) {
+      const size_t upto = crc_done & ~(page - 1);
+      ::madvise(const_cast<char*>(previous.data()) + released, upto - released, MADV_DONTNEED);
+      released = upto;
+    }
+  };
   // Copies the lines of [pos, end) that are not skipped.
   const auto copy_kept = [&](size_t end, const auto& copy) -> Status {
     while (pos < end) {
       while (next_skip < skipped.size() && skipped[next_skip].second <= pos) ++next_skip;
       if (next_skip < skipped.size() && skipped[next_skip].first <= pos) {
         pos = std::min(end, skipped[next_skip].second);  // its lines come as additions
+        passed();
         continue;
       }
       const size_t stop = next_skip < skipped.size() ? std::min(end, skipped[next_skip].first) : end;
@@ -171,13 +186,7 @@ Status MergeIntoArchive(std::string_view previous, LineSource* additions, ShardF
     bytes_out += span.size();
     pos = end;
     CLICKATRON_RETURN_IF_ERROR(out->PutLines(span, lines));
-    if (pos - crc_done >= kCrcBatch) crc_catch_up(pos);
-    if (options.previous_is_file_mapping && pos - released >= kReleaseBytes) {
-      // Only bytes already checksummed; the mapping starts on a page boundary.
-      const size_t upto = crc_done & ~(page - 1);
-      ::madvise(const_cast<char*>(previous.data()) + released, upto - released, MADV_DONTNEED);
-      released = upto;
-    }
+    passed();
     return Status::Ok();
   };
   const auto copy_span = [&](size_t end) -> Status { return copy_kept(end, copy_one_span); };

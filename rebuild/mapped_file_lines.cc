@@ -9,7 +9,8 @@ namespace clickatron::rebuild {
 namespace {
 
 constexpr size_t kLinesCrcBatch = 1u << 20;      // checksummed in pieces this large
-constexpr size_t kLinesKeptBehind = 16u << 20;   // resident behind the reader (its recent lines)
+constexpr size_t kLinesKeptBehind = 8u << 20;    // resident behind the reader (its recent lines)
+constexpr size_t kLinesReleaseStep = 4u << 20;   // handed back in pieces this large
 
 }  // namespace
 
@@ -19,7 +20,7 @@ MappedFileLines::MappedFileLines(std::string_view mapping, std::string name)
 void MappedFileLines::Pass(size_t upto) {
   crc_ = FastCrc32Extend(crc_, data_.substr(crc_done_, upto - crc_done_));
   crc_done_ = upto;
-  if (crc_done_ < released_ + 2 * kLinesKeptBehind) return;
+  if (crc_done_ < released_ + kLinesKeptBehind + kLinesReleaseStep) return;
   const size_t release_to = (crc_done_ - kLinesKeptBehind) & ~(page_ - 1);
   ::madvise(const_cast<char*>(data_.data()) + released_, release_to - released_, MADV_DONTNEED);  // a hint: errors change nothing
   released_ = release_to;

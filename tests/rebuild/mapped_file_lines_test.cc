@@ -54,9 +54,10 @@ TEST(MappedFileLinesTest, GivesEveryLineAndTheCrcOfEveryByteWithoutKeepingTheFil
   EXPECT_TRUE(same);
   EXPECT_EQ(at, text.size() + 1);
   EXPECT_EQ(lines.crc32(), Crc32(text));
-  // 48 MiB read; at most two 16 MiB windows (and a page or so) stay mapped in.
-  EXPECT_LT(peak, 34 * 1024) << "kB of the file resident while reading it";
-  EXPECT_GT(peak, 0);
+  // 48 MiB read; some 12 MiB behind the reader stay mapped in (read whole
+  // without handing pages back, some 30 MiB of it were resident here).
+  EXPECT_LT(peak, 22 * 1024) << "kB of the file resident while reading it";
+  EXPECT_GT(peak, 1024) << "kB of the file resident while reading it";  // it was read
 }
 
 }  // namespace
