@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -43,6 +44,26 @@ Status FetchPrevious(const MergeShardSpec& spec, const ClusterConfig& cluster, c
   return Status::Unavailable(fmt::format("no replica of archive shard {} gave generation {}: {}", spec.shard,
                                          spec.previous_manifest->generation,
                                          failures.empty() ? "the cluster file names none" : failures));
+}
+
+// Whether this generation's retention rolls up only whole UTC days and drops
+// nothing the previous one kept: a UTC policy (or a zone at offset 0 over the
+// newly aged days) whose kept_from did not move. Then every rolled day's
+// anchor is in the UTC day of its hours, so no day or span record changes,
+// and the previous file's records of those namespaces can be kept as they
+// are instead of being made again from the hours.
+bool RollsWithinUtcDays(const MergeShardSpec& spec) {
+  TimeZoneDb zones;
+  for (const AppliedRetention& r : spec.retention) {
+    const AppliedRetention* before = spec.previous_manifest ? spec.previous_manifest->RetentionOf(r.ns) : nullptr;
+    if (before ? before->kept_from != r.kept_from : r.kept_from.has_value()) return false;
+    if (before && before->zone != r.zone) return false;
+    const int64_t from = before ? before->hourly_from : 0;
+    if (from >= r.hourly_from) continue;
+    auto zone = RetentionZone::Open(r.zone, zones);
+    if (!zone.ok() || zone->OffsetHoursDuring(from, r.hourly_from) != std::vector<int>{0}) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -237,22 +258,27 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   std::unique_ptr<MappedFileLines> previous_lines;
   std::vector<std::unique_ptr<TextLineSource>> aged_ranges;
   std::vector<std::pair<size_t, size_t>> skipped;
+  bool keep_range_day_records = false;
   std::string_view merge_base = previous_data;
   if (previous_file && spec.retention_moved && spec.previous_manifest->SpanRecordsWhole() && previous_rules.empty()) {
     skipped = NamespaceRanges(previous_data, [&](std::string_view ns) {
       return std::any_of(spec.retention.begin(), spec.retention.end(),
                          [&](const AppliedRetention& r) { return r.ns == ns; });
     });
+    keep_range_day_records = RollsWithinUtcDays(spec);
     uint64_t bytes = 0;
     for (const auto& [begin, end] : skipped) {
       aged_ranges.push_back(
           std::make_unique<TextLineSource>(previous_data.substr(begin, end - begin), previous_file->path()));
-      sources.push_back(aged_ranges.back().get());
+      if (!keep_range_day_records) sources.push_back(aged_ranges.back().get());
       bytes += end - begin;
     }
     spdlog::info("generation {} shard {}: retention boundaries moved; the {} bytes of {} of namespaces with a policy "
-                 "are read to roll up their aged days, the other {} bytes copied",
-                 spec.generation, spec.shard, bytes, previous_file->path(), previous_data.size() - bytes);
+                 "are read to roll up their aged days ({}), the other {} bytes copied",
+                 spec.generation, spec.shard, bytes, previous_file->path(),
+                 keep_range_day_records ? "whole UTC days: their day and span records kept"
+                                        : "their day and span records made again",
+                 previous_data.size() - bytes);
   } else if (previous_file &&
              (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty() || spec.retention_moved)) {
     previous_lines = std::make_unique<MappedFileLines>(previous_data, previous_file->path());
@@ -292,27 +318,44 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   }
   MergingSource merged(std::move(sources), "new inputs");
   // Aged hours rolled into days, hours past retention dropped.
-  std::unique_ptr<RetentionSource> retention;
-  LineSource* kept = &merged;
-  if (!spec.retention.empty()) {
-    std::vector<RetentionSource::Rule> rules;
+  std::vector<RetentionSource::Rule> retention_rules;
+  {
     TimeZoneDb zones;
     for (const AppliedRetention& applied : spec.retention) {
       auto zone = RetentionZone::Open(applied.zone, zones);
       if (!zone.ok()) return zone.status().WithContext(fmt::format("retention of namespace {}", applied.ns));
-      rules.push_back({applied, std::move(zone).value()});
+      retention_rules.push_back({applied, std::move(zone).value()});
     }
-    retention = std::make_unique<RetentionSource>(&merged, std::move(rules));
+  }
+  std::unique_ptr<RetentionSource> retention;
+  LineSource* kept = &merged;
+  if (!retention_rules.empty()) {
+    retention = std::make_unique<RetentionSource>(&merged, retention_rules);
     kept = retention.get();
   }
   // Each day's record of the new hours; the merge adds it to the previous
   // generation's record of that day, if it has one.
-  DayRecordSource additions(kept);
+  DayRecordSource day_records(kept);
+  LineSource* additions = &day_records;
+  // Ranges rolled within UTC days keep their day and span records, and the
+  // new lines' records add to them as they would to the file's.
+  std::unique_ptr<MergingSource> ranges;
+  std::unique_ptr<RetentionSource> ranges_rolled;
+  std::unique_ptr<MergingSource> with_ranges;
+  if (keep_range_day_records) {
+    std::vector<LineSource*> range_sources;
+    for (const auto& range : aged_ranges) range_sources.push_back(range.get());
+    ranges = std::make_unique<MergingSource>(std::move(range_sources), "aged ranges");
+    ranges_rolled = std::make_unique<RetentionSource>(ranges.get(), retention_rules, /*keep_day_records=*/true);
+    with_ranges = std::make_unique<MergingSource>(std::vector<LineSource*>{&day_records, ranges_rolled.get()},
+                                                  "new inputs and aged ranges");
+    additions = with_ranges.get();
+  }
   auto writer = ShardFileWriter::Create(out_path + ".tmp");
   if (!writer.ok()) return writer.status();
   ArchiveMergeStats stats;
   CLICKATRON_RETURN_IF_ERROR(MergeIntoArchive(
-      merge_base, &additions, writer->get(),
+      merge_base, additions, writer->get(),
       {.progress = progress, .previous_is_file_mapping = true, .skipped = std::move(skipped)}, &stats));
   if (previous_file) {
     const Manifest& m = *spec.previous_manifest;
@@ -355,7 +398,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
       "generation {} shard {}: {} previous + {} new records ({} combined, {} day subtotals, {} day uniques, {} "
       "spans) -> {} records ({} bytes), backup {}",
       spec.generation, spec.shard, stats.previous_lines, merged.lines_out(), stats.combined,
-      additions.subtotal_days_written(), additions.unique_days_written(), additions.spans_written(),
+      day_records.subtotal_days_written(), day_records.unique_days_written(), day_records.spans_written(),
       manifest.records, manifest.bytes, spec.backup.empty() ? std::string("skipped") : spec.backup);
   if (own_progress) own_progress->Finish();
   uint64_t restated_lines = 0, restated_rewritten = 0;
@@ -369,8 +412,18 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
                  spec.shard, restated_lines, restated_rewritten);
   }
   nlohmann::json retention_counts = nlohmann::json::object();
-  if (retention) {
-    for (const auto& [ns, c] : retention->counts()) {
+  std::map<std::string, RetentionSource::Counts> rolled;
+  for (const RetentionSource* source : {retention.get(), ranges_rolled.get()}) {
+    if (source == nullptr) continue;
+    for (const auto& [ns, c] : source->counts()) {
+      RetentionSource::Counts& sum = rolled[ns];
+      sum.hours_rolled += c.hours_rolled;
+      sum.anchors_written += c.anchors_written;
+      sum.hours_dropped += c.hours_dropped;
+    }
+  }
+  {
+    for (const auto& [ns, c] : rolled) {
       spdlog::info("generation {} shard {}: retention of namespace {} ({}): {} hours rolled into days, {} day "
                    "records of rolled days, {} hours dropped",
                    spec.generation, spec.shard, ns, DescribeRetention(*manifest.RetentionOf(ns)), c.hours_rolled,
@@ -387,9 +440,9 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
                         {"previous_lines", stats.previous_lines},
                         {"new_lines", merged.lines_out()},
                         {"combined", stats.combined},
-                        {"day_subtotals", additions.subtotal_days_written()},
-                        {"day_uniques", additions.unique_days_written()},
-                        {"spans", additions.spans_written()}};
+                        {"day_subtotals", day_records.subtotal_days_written()},
+                        {"day_uniques", day_records.unique_days_written()},
+                        {"spans", day_records.spans_written()}};
 }
 
 }  // namespace clickatron::rebuild

@@ -123,7 +123,15 @@ bool RetentionSource::Next(std::string_view* line) {
       continue;
     }
     Counts& counts = counts_[rule->applied.ns];
-    if (IsDayType(view.type)) continue;  // made again from the hours (day_records.h)
+    if (IsDayType(view.type)) {
+      if (!keep_day_records_) continue;  // made again from the hours (day_records.h)
+      // A day's record sorts before its hours, a span's after its last
+      // day's: the day being rolled is done by then.
+      FlushPending();
+      held_ = in;
+      has_held_ = true;
+      continue;
+    }
     if (view.type == RecordType::kTotal) {
       FlushPending();
       std::string rolled;

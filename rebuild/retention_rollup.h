@@ -46,7 +46,12 @@ class RetentionSource : public LineSource {
   };
 
   // REQUIRES: `input` yields sorted archive lines with unique keys.
-  RetentionSource(LineSource* input, std::vector<Rule> rules) : input_(input), rules_(std::move(rules)) {}
+  // `keep_day_records`: the rules' namespaces' day and span records pass
+  // through instead of being dropped. Only for lines whose rolled days are
+  // UTC days (then rolling changes no day's sum or union, so none of those
+  // records) and where nothing is dropped that they hold.
+  RetentionSource(LineSource* input, std::vector<Rule> rules, bool keep_day_records = false)
+      : input_(input), rules_(std::move(rules)), keep_day_records_(keep_day_records) {}
 
   bool Next(std::string_view* line) override;
   const Status& status() const override { return status_; }
@@ -66,6 +71,7 @@ class RetentionSource : public LineSource {
 
   LineSource* input_;
   std::vector<Rule> rules_;
+  const bool keep_day_records_;
   Status status_;
   std::deque<std::string> out_;  // lines ready to hand out, in order
   std::string current_;          // the line last handed out from out_

@@ -222,6 +222,47 @@ TEST(RetentionSourceTest, UtcDaysRolledByHand) {
   EXPECT_EQ(second.counts.at("u").anchors_written, 10u);
 }
 
+// Kept day and span records (a night rolling up whole UTC days): they pass
+// through in their places, each day's hours roll into its noon between its
+// day record and the spans that end with it.
+TEST(RetentionSourceTest, DayAndSpanRecordsKeptInTheirPlaces) {
+  TimeZoneDb zones;
+  const int64_t hourly_from = (kMar01 + 4) * kDay;  // 2026-03-05T00:00Z
+  const std::string d2 = DayCode(kMar01 + 1), d3 = DayCode(kMar01 + 2), d5 = DayCode(kMar01 + 4);
+  const std::string noon2 = Code((kMar01 + 1) * kDay + 12 * kHour), noon3 = Code((kMar01 + 2) * kDay + 12 * kHour);
+  // A span record that ends with 03-03 (after its hours).
+  const std::string span = d3 + "z1";
+  const std::vector<std::string> input = {
+      "c.u|a." + d2 + ",JP:1 US:4",
+      "c.u|a." + Code((kMar01 + 1) * kDay) + ",JP:1",
+      "c.u|a." + Code((kMar01 + 1) * kDay + 23 * kHour) + ",US:4",
+      "c.u|a." + d3 + ",DE:2",
+      "c.u|a." + Code((kMar01 + 2) * kDay + 5 * kHour) + ",DE:2",
+      "c.u|a." + span + ",DE:2 JP:1 US:4",
+      "c.u|a." + d5 + ",US:7",
+      "c.u|a." + Code((kMar01 + 4) * kDay + 3 * kHour) + ",US:7",
+  };
+  ExpectArchiveOrder(input, "input");
+  const std::vector<std::string> want = {
+      "c.u|a." + d2 + ",JP:1 US:4",
+      "c.u|a." + noon2 + ",JP:1 US:4",
+      "c.u|a." + d3 + ",DE:2",
+      "c.u|a." + noon3 + ",DE:2",
+      "c.u|a." + span + ",DE:2 JP:1 US:4",
+      "c.u|a." + d5 + ",US:7",
+      "c.u|a." + Code((kMar01 + 4) * kDay + 3 * kHour) + ",US:7",
+  };
+  VectorLineSource source(input, "input");
+  RetentionSource kept(&source, {MakeRule("u", "UTC", hourly_from, std::nullopt, zones)}, /*keep_day_records=*/true);
+  std::vector<std::string> got;
+  std::string_view line;
+  while (kept.Next(&line)) got.emplace_back(line);
+  ASSERT_TRUE(kept.status().ok()) << kept.status().ToString();
+  EXPECT_EQ(got, want);
+  ExpectArchiveOrder(got, "output");
+  EXPECT_EQ(kept.counts().at("u").hours_rolled, 3u);
+}
+
 TEST(RetentionSourceTest, NoRulesOrNoLinesOfTheRulesNamespacePassEverything) {
   TimeZoneDb zones;
   const std::vector<std::string> input = {"c.v|a.q31,US:5", "c.v|a.q313,US:5", "l|AAAAAAAAAAA=,x", "v|a,q310:1 q320:2"};
