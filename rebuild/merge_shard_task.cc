@@ -19,6 +19,7 @@
 #include "mapped_file_lines.h"
 #include "retention_rollup.h"
 #include "clickatron/timezone.h"
+#include "clickatron/ymdh.h"
 #include "sortmerge/line_io.h"
 #include "sortmerge/merge.h"
 #include "sortmerge/progress.h"
@@ -324,6 +325,17 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     for (const AppliedRetention& applied : spec.retention) {
       auto zone = RetentionZone::Open(applied.zone, zones);
       if (!zone.ok()) return zone.status().WithContext(fmt::format("retention of namespace {}", applied.ns));
+      // The boundaries were planned on the rebuild host: a task host whose
+      // tzdata cuts the zone's days elsewhere would roll a day across one.
+      for (const std::optional<int64_t> boundary : {std::optional<int64_t>(applied.hourly_from), applied.kept_from}) {
+        if (boundary && zone->DayStart(zone->DayOf(*boundary)) != *boundary) {
+          return Status::FailedPrecondition(
+              fmt::format("retention of namespace {}: {} is not the start of a day of {} by this host's tzdata (the "
+                          "rebuild host planned it as one): make the hosts' tzdata agree",
+                          applied.ns, FormatIsoTime(*boundary), applied.zone),
+              "TZDATA_DIFFERS");
+        }
+      }
       retention_rules.push_back({applied, std::move(zone).value()});
     }
   }
