@@ -326,8 +326,17 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
       auto zone = RetentionZone::Open(applied.zone, zones);
       if (!zone.ok()) return zone.status().WithContext(fmt::format("retention of namespace {}", applied.ns));
       // The boundaries were planned on the rebuild host: a task host whose
-      // tzdata cuts the zone's days elsewhere would roll a day across one.
-      for (const std::optional<int64_t> boundary : {std::optional<int64_t>(applied.hourly_from), applied.kept_from}) {
+      // tzdata cuts the zone's days elsewhere would roll a day across one
+      // that moves tonight. (One that did not move was applied before; a
+      // later tzdata may cut that day elsewhere, and what was rolled stays.)
+      const AppliedRetention* before =
+          spec.previous_manifest ? spec.previous_manifest->RetentionOf(applied.ns) : nullptr;
+      const std::optional<int64_t> moved_hourly_from =
+          before && before->hourly_from == applied.hourly_from ? std::nullopt
+                                                               : std::optional<int64_t>(applied.hourly_from);
+      const std::optional<int64_t> moved_kept_from =
+          before && before->kept_from == applied.kept_from ? std::nullopt : applied.kept_from;
+      for (const std::optional<int64_t> boundary : {moved_hourly_from, moved_kept_from}) {
         if (boundary && zone->DayStart(zone->DayOf(*boundary)) != *boundary) {
           return Status::FailedPrecondition(
               fmt::format("retention of namespace {}: {} is not the start of a day of {} by this host's tzdata (the "

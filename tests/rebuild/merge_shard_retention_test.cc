@@ -47,5 +47,37 @@ TEST(MergeShardRetention, ABoundaryThatIsNoDayStartHereIsRefused) {
   }
 }
 
+// A boundary the previous generation already applied is not checked again:
+// a later tzdata that cuts that day elsewhere must not stop every night.
+TEST(MergeShardRetention, ABoundaryThatDidNotMoveIsNotCheckedAgain) {
+  testing::TempDir dir;
+  const int64_t day = *ParseDate("2024-10-04");
+  const int64_t odd = day * kSecondsPerDay + kSecondsPerHour;  // no UTC day starts there
+  const std::string previous_text = "u|a," + *YmdhFromUnix(day * kSecondsPerDay - kSecondsPerDay) + ":2\n";
+  const std::string previous = dir / "gen-1.csv";
+  ASSERT_TRUE(WriteFileAtomically(previous, previous_text).ok());
+  Manifest manifest;
+  manifest.format = kArchiveFormat;
+  manifest.generation = 1;
+  manifest.last_day = "2024-10-03";
+  manifest.day_subtotals = manifest.day_subtotals_every_day = manifest.day_uniques_every_day = true;
+  manifest.retention.push_back(AppliedRetention{.ns = "u", .zone = "UTC", .hourly_from = odd, .kept_from = {}});
+  DescribeArchiveData(previous_text, &manifest);
+  const std::string input = dir / "new.csv";
+  ASSERT_TRUE(WriteFileAtomically(input, "u|a," + *YmdhFromUnix(day * kSecondsPerDay) + ":1\n").ok());
+  const TaskPaths task{dir / "task"};
+  MergeShardSpec spec;
+  spec.generation = 2;
+  spec.last_day = "2024-10-04";
+  spec.created = "2024-10-05T00:10:00Z";
+  spec.previous_file = previous;
+  spec.previous_manifest = manifest;
+  spec.inputs = {input};
+  spec.retention = manifest.retention;
+  ASSERT_TRUE(WriteTaskSpec(task, spec.ToJson()).ok());
+  const Status st = RunTaskDir(task, ClusterConfig{}, TaskResources{});
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
 }  // namespace
 }  // namespace clickatron::rebuild::merge_shard_retention_test
