@@ -108,10 +108,8 @@ std::vector<std::pair<size_t, size_t>> NamespaceRanges(std::string_view archive,
     // ('|' < '}', and no key part holds either).
     const std::string upper = std::string(key.substr(0, bar)) + "}";
     const size_t end = text.LowerBound(pos, upper);
-    const std::string_view prefix = key.substr(key[0] == kUniqueMark ? 1 : 0, bar - (key[0] == kUniqueMark ? 1 : 0));
-    const size_t dot = prefix.rfind('.');
-    const std::string_view ns = dot == std::string_view::npos ? prefix : prefix.substr(dot + 1);
-    if (RecordTypeOfKey(key) != RecordType::kLookup && wanted(ns)) {
+    const ArchiveKeyView view = SplitArchiveKey(key);
+    if (view.type != RecordType::kLookup && wanted(view.ns)) {
       if (!ranges.empty() && ranges.back().second == pos) {
         ranges.back().second = end;
       } else {

@@ -57,9 +57,8 @@ struct GenerationInputs {
   // before one obey it (input_drops), late data by frame (SortInputs).
   std::vector<FoldedDeletion> deletions;
   size_t deletion_rules_from = 0;
-  // Retention boundaries applied (PlanRetention), and whether any moved.
+  // Retention boundaries applied (PlanRetention).
   std::vector<AppliedRetention> retention;
-  bool retention_moved = false;
 
   nlohmann::json ToJson() const {
     nlohmann::json rules = nlohmann::json::array();
@@ -73,12 +72,7 @@ struct GenerationInputs {
             {"queue_ids", queue_ids}, {"whole_inputs", whole_inputs},
             {"drop_rules", rules}, {"input_drops", input_drops},
             {"deletions", deletions_json}, {"deletion_rules_from", deletion_rules_from},
-            {"retention", RetentionJson()}, {"retention_moved", retention_moved}};
-  }
-  nlohmann::json RetentionJson() const {
-    nlohmann::json list = nlohmann::json::array();
-    for (const AppliedRetention& r : retention) list.push_back(r.ToJson());
-    return list;
+            {"retention", RetentionListJson(retention)}};
   }
   static std::optional<GenerationInputs> Read(const std::string& path) {
     auto text = ReadFileToString(path);
@@ -109,12 +103,9 @@ struct GenerationInputs {
         in.deletions.push_back(*deletion);
       }
       in.deletion_rules_from = j.value("deletion_rules_from", in.drop_rules.size());
-      for (const nlohmann::json& r : j.value("retention", nlohmann::json::array())) {
-        auto applied = AppliedRetention::FromJson(r);
-        if (!applied.ok()) return std::nullopt;
-        in.retention.push_back(*applied);
-      }
-      in.retention_moved = j.value("retention_moved", false);
+      auto retention = RetentionListFromJson(j.value("retention", nlohmann::json::array()));
+      if (!retention.ok()) return std::nullopt;
+      in.retention = std::move(retention).value();
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }
@@ -152,7 +143,6 @@ Status PlanRetention(const ClusterConfig& cluster, const ServingArchive& previou
       spdlog::info("generation {}: retention of namespace {}: {}{}", generation, ns, DescribeRetention(step->applied),
                    step->moved ? "" : " (unchanged)");
     }
-    in->retention_moved |= step->moved;
     in->retention.push_back(std::move(step->applied));
   }
   return Status::Ok();
@@ -488,7 +478,6 @@ Status PrepareMergeTask(const BuildOptions& options, const GenerationPlan& plan,
   spec.previous_drops = std::move(previous_drops);
   if (spec.drop_rules.empty()) spec.input_drops.clear();
   spec.retention = in.retention;
-  spec.retention_moved = in.retention_moved;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!ship) {
       spec.inputs.push_back(AbsolutePath(inputs[i]));

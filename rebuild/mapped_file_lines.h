@@ -2,8 +2,8 @@
 // each byte is checksummed as the reader passes it (zlib's crc32), and the
 // pages well behind the reader are handed back to the kernel
 // (MADV_DONTNEED; the data stays in the page cache). So a merge that reads a
-// previous generation in full (a restatement, a deletion, a retention
-// boundary that moved) keeps its resident set bounded and reads the file
+// previous generation in full (an older format, a restatement or a
+// deletion) keeps its resident set bounded and reads the file
 // once, as MergeIntoArchive does for the file it copies, instead of holding
 // the whole mapping resident and reading it a second time for its checksum.
 //

@@ -47,27 +47,64 @@ Status FetchPrevious(const MergeShardSpec& spec, const ClusterConfig& cluster, c
                                          failures.empty() ? "the cluster file names none" : failures));
 }
 
+// The spec's retention boundaries with their zones. The boundaries were
+// planned on the rebuild host: a task host whose tzdata cuts a zone's days
+// elsewhere would roll a day across one that moves tonight, so that is
+// refused. (One that did not move was applied before; a later tzdata may cut
+// that day elsewhere, and what was rolled stays.)
+Result<std::vector<RetentionSource::Rule>> RetentionRules(const MergeShardSpec& spec) {
+  std::vector<RetentionSource::Rule> rules;
+  TimeZoneDb zones;
+  for (const AppliedRetention& applied : spec.retention) {
+    auto zone = RetentionZone::Open(applied.zone, zones);
+    if (!zone.ok()) return zone.status().WithContext(fmt::format("retention of namespace {}", applied.ns));
+    const AppliedRetention* before = spec.previous_manifest ? spec.previous_manifest->RetentionOf(applied.ns) : nullptr;
+    const std::optional<int64_t> moved_hourly_from =
+        before && before->hourly_from == applied.hourly_from ? std::nullopt
+                                                             : std::optional<int64_t>(applied.hourly_from);
+    const std::optional<int64_t> moved_kept_from =
+        before && before->kept_from == applied.kept_from ? std::nullopt : applied.kept_from;
+    for (const std::optional<int64_t> boundary : {moved_hourly_from, moved_kept_from}) {
+      if (boundary && zone->DayStart(zone->DayOf(*boundary)) != *boundary) {
+        return Status::FailedPrecondition(
+            fmt::format("retention of namespace {}: {} is not the start of a day of {} by this host's tzdata (the "
+                        "rebuild host planned it as one): make the hosts' tzdata agree",
+                        applied.ns, FormatIsoTime(*boundary), applied.zone),
+            "TZDATA_DIFFERS");
+      }
+    }
+    rules.push_back({applied, std::move(zone).value()});
+  }
+  return rules;
+}
+
 // Whether this generation's retention rolls up only whole UTC days and drops
 // nothing the previous one kept: a UTC policy (or a zone at offset 0 over the
 // newly aged days) whose kept_from did not move. Then every rolled day's
 // anchor is in the UTC day of its hours, so no day or span record changes,
 // and the previous file's records of those namespaces can be kept as they
 // are instead of being made again from the hours.
-bool RollsWithinUtcDays(const MergeShardSpec& spec) {
-  TimeZoneDb zones;
-  for (const AppliedRetention& r : spec.retention) {
+bool RollsWithinUtcDays(const MergeShardSpec& spec, const std::vector<RetentionSource::Rule>& rules) {
+  for (const RetentionSource::Rule& rule : rules) {
+    const AppliedRetention& r = rule.applied;
     const AppliedRetention* before = spec.previous_manifest ? spec.previous_manifest->RetentionOf(r.ns) : nullptr;
     if (before ? before->kept_from != r.kept_from : r.kept_from.has_value()) return false;
     if (before && before->zone != r.zone) return false;
     const int64_t from = before ? before->hourly_from : 0;
-    if (from >= r.hourly_from) continue;
-    auto zone = RetentionZone::Open(r.zone, zones);
-    if (!zone.ok() || zone->OffsetHoursDuring(from, r.hourly_from) != std::vector<int>{0}) return false;
+    if (from < r.hourly_from && rule.zone.OffsetHoursDuring(from, r.hourly_from) != std::vector<int>{0}) return false;
   }
   return true;
 }
 
 }  // namespace
+
+bool MergeShardSpec::RetentionMoved() const {
+  for (const AppliedRetention& r : retention) {
+    const AppliedRetention* before = previous_manifest ? previous_manifest->RetentionOf(r.ns) : nullptr;
+    if (before == nullptr || *before != r) return true;
+  }
+  return false;
+}
 
 nlohmann::json MergeShardSpec::ToJson() const {
   nlohmann::json j = {{"kind", "merge-shard"}, {"shard", shard},     {"shard_count", shard_count},
@@ -88,12 +125,7 @@ nlohmann::json MergeShardSpec::ToJson() const {
     j["input_drops"] = input_drops;
     j["previous_drops"] = previous_drops;
   }
-  if (!retention.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const AppliedRetention& r : retention) list.push_back(r.ToJson());
-    j["retention"] = std::move(list);
-    j["retention_moved"] = retention_moved;
-  }
+  if (!retention.empty()) j["retention"] = RetentionListJson(retention);
   if (!reshard_from.empty()) {
     nlohmann::json files = nlohmann::json::array();
     for (const PreviousShardFile& f : reshard_from) files.push_back({{"file", f.file}, {"manifest", f.manifest.ToJson()}});
@@ -121,12 +153,9 @@ Result<MergeShardSpec> MergeShardSpec::FromJson(const nlohmann::json& j) {
     spec.previous_manifest = *manifest;
   }
   if (j.contains("retention")) {
-    for (const nlohmann::json& r : j.at("retention")) {
-      auto applied = AppliedRetention::FromJson(r);
-      if (!applied.ok()) return applied.status();
-      spec.retention.push_back(std::move(applied).value());
-    }
-    spec.retention_moved = j.value("retention_moved", true);
+    auto retention = RetentionListFromJson(j.at("retention"));
+    if (!retention.ok()) return retention.status();
+    spec.retention = std::move(retention).value();
   }
   if (j.contains("reshard_from")) {
     for (const nlohmann::json& f : j.at("reshard_from")) {
@@ -253,20 +282,22 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   // hours are made again from what is left.
   //
   // A retention boundary that moved needs only the lines of the namespaces
-  // with a policy: those ranges of the file are read (and rolled up, their
-  // day and span records made again) and the merge skips them; the rest is
-  // copied as every night.
+  // with a policy: those ranges of the file are read and rolled up (their
+  // day and span records kept when only UTC days roll up, else made again)
+  // and the merge skips them; the rest is copied as every night.
+  auto retention_rules = RetentionRules(spec);
+  if (!retention_rules.ok()) return retention_rules.status();
   std::unique_ptr<MappedFileLines> previous_lines;
   std::vector<std::unique_ptr<TextLineSource>> aged_ranges;
   std::vector<std::pair<size_t, size_t>> skipped;
   bool keep_range_day_records = false;
   std::string_view merge_base = previous_data;
-  if (previous_file && spec.retention_moved && spec.previous_manifest->SpanRecordsWhole() && previous_rules.empty()) {
-    skipped = NamespaceRanges(previous_data, [&](std::string_view ns) {
-      return std::any_of(spec.retention.begin(), spec.retention.end(),
-                         [&](const AppliedRetention& r) { return r.ns == ns; });
-    });
-    keep_range_day_records = RollsWithinUtcDays(spec);
+  const bool made_again = !spec.previous_manifest || !spec.previous_manifest->SpanRecordsWhole() ||
+                          !previous_rules.empty();
+  if (previous_file && !made_again && spec.RetentionMoved()) {
+    skipped = NamespaceRanges(previous_data,
+                              [&](std::string_view ns) { return RetentionOf(spec.retention, ns) != nullptr; });
+    keep_range_day_records = RollsWithinUtcDays(spec, *retention_rules);
     uint64_t bytes = 0;
     for (const auto& [begin, end] : skipped) {
       aged_ranges.push_back(
@@ -280,15 +311,11 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
                  keep_range_day_records ? "whole UTC days: their day and span records kept"
                                         : "their day and span records made again",
                  previous_data.size() - bytes);
-  } else if (previous_file &&
-             (!spec.previous_manifest->SpanRecordsWhole() || !previous_rules.empty() || spec.retention_moved)) {
+  } else if (previous_file && made_again) {
     previous_lines = std::make_unique<MappedFileLines>(previous_data, previous_file->path());
     sources.push_back(obeying(previous_lines.get(), previous_rules));
     merge_base = {};
-    if (spec.retention_moved) {
-      spdlog::info("generation {} shard {}: retention boundaries moved; {} is read in full to roll up its aged days",
-                   spec.generation, spec.shard, previous_file->path());
-    } else if (previous_rules.empty()) {
+    if (previous_rules.empty()) {
       spdlog::info("generation {} shard {}: {} is of format {}; adding day and span records to every day it holds",
                    spec.generation, spec.shard, previous_file->path(), spec.previous_manifest->format);
     } else {
@@ -319,39 +346,10 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   }
   MergingSource merged(std::move(sources), "new inputs");
   // Aged hours rolled into days, hours past retention dropped.
-  std::vector<RetentionSource::Rule> retention_rules;
-  {
-    TimeZoneDb zones;
-    for (const AppliedRetention& applied : spec.retention) {
-      auto zone = RetentionZone::Open(applied.zone, zones);
-      if (!zone.ok()) return zone.status().WithContext(fmt::format("retention of namespace {}", applied.ns));
-      // The boundaries were planned on the rebuild host: a task host whose
-      // tzdata cuts the zone's days elsewhere would roll a day across one
-      // that moves tonight. (One that did not move was applied before; a
-      // later tzdata may cut that day elsewhere, and what was rolled stays.)
-      const AppliedRetention* before =
-          spec.previous_manifest ? spec.previous_manifest->RetentionOf(applied.ns) : nullptr;
-      const std::optional<int64_t> moved_hourly_from =
-          before && before->hourly_from == applied.hourly_from ? std::nullopt
-                                                               : std::optional<int64_t>(applied.hourly_from);
-      const std::optional<int64_t> moved_kept_from =
-          before && before->kept_from == applied.kept_from ? std::nullopt : applied.kept_from;
-      for (const std::optional<int64_t> boundary : {moved_hourly_from, moved_kept_from}) {
-        if (boundary && zone->DayStart(zone->DayOf(*boundary)) != *boundary) {
-          return Status::FailedPrecondition(
-              fmt::format("retention of namespace {}: {} is not the start of a day of {} by this host's tzdata (the "
-                          "rebuild host planned it as one): make the hosts' tzdata agree",
-                          applied.ns, FormatIsoTime(*boundary), applied.zone),
-              "TZDATA_DIFFERS");
-        }
-      }
-      retention_rules.push_back({applied, std::move(zone).value()});
-    }
-  }
   std::unique_ptr<RetentionSource> retention;
   LineSource* kept = &merged;
-  if (!retention_rules.empty()) {
-    retention = std::make_unique<RetentionSource>(&merged, retention_rules);
+  if (!retention_rules->empty()) {
+    retention = std::make_unique<RetentionSource>(&merged, *retention_rules);
     kept = retention.get();
   }
   // Each day's record of the new hours; the merge adds it to the previous
@@ -367,7 +365,7 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
     std::vector<LineSource*> range_sources;
     for (const auto& range : aged_ranges) range_sources.push_back(range.get());
     ranges = std::make_unique<MergingSource>(std::move(range_sources), "aged ranges");
-    ranges_rolled = std::make_unique<RetentionSource>(ranges.get(), retention_rules, /*keep_day_records=*/true);
+    ranges_rolled = std::make_unique<RetentionSource>(ranges.get(), *retention_rules, /*keep_day_records=*/true);
     with_ranges = std::make_unique<MergingSource>(std::vector<LineSource*>{&day_records, ranges_rolled.get()},
                                                   "new inputs and aged ranges");
     additions = with_ranges.get();
@@ -436,23 +434,16 @@ Result<nlohmann::json> RunMergeShard(const TaskPaths& task, const MergeShardSpec
   std::map<std::string, RetentionSource::Counts> rolled;
   for (const RetentionSource* source : {retention.get(), ranges_rolled.get()}) {
     if (source == nullptr) continue;
-    for (const auto& [ns, c] : source->counts()) {
-      RetentionSource::Counts& sum = rolled[ns];
-      sum.hours_rolled += c.hours_rolled;
-      sum.anchors_written += c.anchors_written;
-      sum.hours_dropped += c.hours_dropped;
-    }
+    for (const auto& [ns, c] : source->counts()) rolled[ns].Add(c);
   }
-  {
-    for (const auto& [ns, c] : rolled) {
-      spdlog::info("generation {} shard {}: retention of namespace {} ({}): {} hours rolled into days, {} day "
-                   "records of rolled days, {} hours dropped",
-                   spec.generation, spec.shard, ns, DescribeRetention(*manifest.RetentionOf(ns)), c.hours_rolled,
-                   c.anchors_written, c.hours_dropped);
-      retention_counts[ns] = {{"hours_rolled", c.hours_rolled},
-                              {"rolled_days", c.anchors_written},
-                              {"hours_dropped", c.hours_dropped}};
-    }
+  for (const auto& [ns, c] : rolled) {
+    spdlog::info("generation {} shard {}: retention of namespace {} ({}): {} hours rolled into days, {} day "
+                 "records of rolled days, {} hours dropped",
+                 spec.generation, spec.shard, ns, DescribeRetention(*manifest.RetentionOf(ns)), c.hours_rolled,
+                 c.anchors_written, c.hours_dropped);
+    retention_counts[ns] = {{"hours_rolled", c.hours_rolled},
+                            {"rolled_days", c.anchors_written},
+                            {"hours_dropped", c.hours_dropped}};
   }
   return nlohmann::json{{"manifest", manifest.ToJson()},
                         {"retention", std::move(retention_counts)},

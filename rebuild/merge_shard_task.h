@@ -74,10 +74,13 @@ struct MergeShardSpec {
   std::vector<int> previous_drops;
   std::string backup;               // the .csv.gz to write (relative: under out/); "" for none
   // Retention (retention_rollup.h): the boundaries this generation applies,
-  // per namespace, and whether any moved since the previous generation's
-  // (then the previous file is read in full, so its newly aged days roll up).
+  // per namespace. Where one moved since the previous generation's, the
+  // previous file's ranges of the policies' namespaces are read so that their
+  // newly aged days roll up (NamespaceRanges).
   std::vector<AppliedRetention> retention;
-  bool retention_moved = false;
+  // Whether any boundary differs from the previous file's manifest (true
+  // without one).
+  bool RetentionMoved() const;
 
   nlohmann::json ToJson() const;
   static Result<MergeShardSpec> FromJson(const nlohmann::json& json);

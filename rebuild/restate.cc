@@ -17,10 +17,8 @@
 namespace clickatron::rebuild {
 namespace {
 
-// The archive's last day as its replicas serve it (the newest generation
-// any replica of any shard answers with); "" when there is no archive.
-// The manifest of the newest generation the replicas serve (nullopt: none
-// serves a file yet).
+// The manifest of the newest generation any replica of any shard serves
+// (nullopt: none serves a file yet): its last_day is the archive's.
 Result<std::optional<Manifest>> ServingManifest(const ClusterConfig& cluster, int timeout_ms) {
   std::vector<ReplicaState> states = AskArchiveReplicas(cluster, timeout_ms);
   std::vector<bool> answered(static_cast<size_t>(cluster.archive_shards), false);
@@ -111,15 +109,14 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   const std::string range_text = fmt::format("{}..{}", FormatDate(*from), FormatDate(*to));
   Result<std::optional<Manifest>> serving = ServingManifest(cluster, options.http_timeout_ms);
   if (!serving.ok()) return serving.status();
-  const std::string serving_last_day = *serving ? (*serving)->last_day : "";
-  const std::string* last_day = &serving_last_day;
-  const Result<int64_t> last = last_day->empty() ? Result<int64_t>(*from - 1) : ParseDate(*last_day);
+  const std::string last_day = *serving ? (*serving)->last_day : "";
+  const Result<int64_t> last = last_day.empty() ? Result<int64_t>(*from - 1) : ParseDate(last_day);
   if (!last.ok()) return last.status().WithContext("the archive's last_day");
   if (*to > *last) {
     return Status::FailedPrecondition(
         fmt::format("{} is still open (the archive holds days up to {}): only closed days can be restated; run the "
                     "nightly rebuild for it first",
-                    FormatDate(std::max(*from, *last + 1)), last_day->empty() ? "none" : *last_day),
+                    FormatDate(std::max(*from, *last + 1)), last_day.empty() ? "none" : last_day),
         "DAY_OPEN");
   }
   DropRule range;

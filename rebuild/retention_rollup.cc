@@ -9,6 +9,12 @@
 
 namespace clickatron::rebuild {
 
+std::map<std::string, RetentionSource::Counts> RetentionSource::counts() const {
+  std::map<std::string, Counts> by_ns;
+  for (size_t i = 0; i < rules_.size(); ++i) by_ns[rules_[i].applied.ns] = counts_[i];
+  return by_ns;
+}
+
 const RetentionSource::Rule* RetentionSource::RuleFor(std::string_view ns) const {
   for (const Rule& rule : rules_) {
     if (rule.applied.ns == ns) return &rule;
@@ -122,7 +128,7 @@ bool RetentionSource::Next(std::string_view* line) {
       has_held_ = true;
       continue;
     }
-    Counts& counts = counts_[rule->applied.ns];
+    Counts& counts = counts_[static_cast<size_t>(rule - rules_.data())];
     if (IsDayType(view.type)) {
       if (!keep_day_records_) continue;  // made again from the hours (day_records.h)
       // A day's record sorts before its hours, a span's after its last
@@ -134,6 +140,14 @@ bool RetentionSource::Next(std::string_view* line) {
     }
     if (view.type == RecordType::kTotal) {
       FlushPending();
+      // Columns sort by hour: a total whose first hour is kept as it is
+      // passes whole (a new day's totals, most nights).
+      const std::string_view first = in.substr(key.size() + 1, in.find(':', key.size()) - key.size() - 1);
+      if (Result<int64_t> hour = UnixFromYmdh(first); hour.ok() && *hour >= rule->applied.hourly_from) {
+        held_ = in;
+        has_held_ = true;
+        continue;
+      }
       std::string rolled;
       if (!RollTotal(*rule, in, &rolled, &counts)) return false;
       if (!rolled.empty()) out_.push_back(std::move(rolled));
@@ -155,20 +169,32 @@ bool RetentionSource::Next(std::string_view* line) {
     const std::string_view prefix = key.substr(0, key.size() - view.code.size());
     const int64_t anchor = AnchorOf(*rule, *hour);
     if (*hour != anchor) ++counts.hours_rolled;
-    Result<std::string> code = YmdhFromUnix(anchor);
-    if (!code.ok()) return Fail(code.status().WithContext(fmt::format("rolling up {}", QuoteForMessage(key))));
-    std::string keyed = std::string(prefix) + *code;
-    keyed.append(in.substr(key.size()));  // the value under the anchor's key
+    // The line under the anchor's key (itself when it is the anchor).
+    const auto keyed = [&]() -> Result<std::string> {
+      if (*hour == anchor) return std::string(in);
+      Result<std::string> code = YmdhFromUnix(anchor);
+      if (!code.ok()) return code.status();
+      return std::string(prefix) + *code + std::string(in.substr(key.size()));
+    };
     if (!pending_prefix_.empty() && pending_prefix_ == prefix && pending_anchor_ == anchor) {
-      if (Status st = CombineArchiveLineInto(&pending_line_, keyed); !st.ok()) {
-        return Fail(st.WithContext(fmt::format("rolling up {}", QuoteForMessage(key))));
+      // Counters are combined by their values; a sketch line is parsed whole
+      // and must carry the record's key.
+      Status st = Status::Ok();
+      if (IsUniqueType(view.type)) {
+        Result<std::string> line = keyed();
+        st = line.ok() ? CombineArchiveLineInto(&pending_line_, *line) : line.status();
+      } else {
+        st = CombineArchiveLineInto(&pending_line_, in);
       }
+      if (!st.ok()) return Fail(st.WithContext(fmt::format("rolling up {}", QuoteForMessage(key))));
       continue;
     }
+    Result<std::string> line = keyed();
+    if (!line.ok()) return Fail(line.status().WithContext(fmt::format("rolling up {}", QuoteForMessage(key))));
     FlushPending();
     pending_prefix_ = std::string(prefix);
     pending_anchor_ = anchor;
-    pending_line_ = std::move(keyed);
+    pending_line_ = std::move(line).value();
     ++counts.anchors_written;
   }
 }

@@ -43,6 +43,11 @@ class RetentionSource : public LineSource {
     uint64_t hours_rolled = 0;    // hour records and total columns folded into an anchor (not anchors)
     uint64_t anchors_written = 0; // rolled days written (those of earlier generations too)
     uint64_t hours_dropped = 0;   // hour records and total columns before kept_from
+    void Add(const Counts& other) {
+      hours_rolled += other.hours_rolled;
+      anchors_written += other.anchors_written;
+      hours_dropped += other.hours_dropped;
+    }
   };
 
   // REQUIRES: `input` yields sorted archive lines with unique keys.
@@ -51,13 +56,13 @@ class RetentionSource : public LineSource {
   // UTC days (then rolling changes no day's sum or union, so none of those
   // records) and where nothing is dropped that they hold.
   RetentionSource(LineSource* input, std::vector<Rule> rules, bool keep_day_records = false)
-      : input_(input), rules_(std::move(rules)), keep_day_records_(keep_day_records) {}
+      : input_(input), rules_(std::move(rules)), keep_day_records_(keep_day_records), counts_(rules_.size()) {}
 
   bool Next(std::string_view* line) override;
   const Status& status() const override { return status_; }
   const std::string& name() const override { return input_->name(); }
-  // By namespace.
-  const std::map<std::string, Counts>& counts() const { return counts_; }
+  // By namespace (every rule's, zeros too).
+  std::map<std::string, Counts> counts() const;
 
  private:
   const Rule* RuleFor(std::string_view ns) const;
@@ -86,7 +91,7 @@ class RetentionSource : public LineSource {
   // AnchorOf's cache: [day_begin_, day_end_) is the day whose anchor is day_anchor_.
   const Rule* cached_rule_ = nullptr;
   int64_t day_begin_ = 0, day_end_ = 0, day_anchor_ = 0;
-  std::map<std::string, Counts> counts_;
+  std::vector<Counts> counts_;  // by rule
 };
 
 }  // namespace clickatron::rebuild

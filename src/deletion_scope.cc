@@ -10,12 +10,14 @@ bool DeletionScope::CoversRealtimeKey(std::string_view key) const {
 }
 
 bool DeletionScope::CoversLateLine(const OplogHeader& frame, std::string_view line) const {
-  if (!CutsKnown()) return CoversRealtimeKey(line.substr(0, line.find(',')));
-  const auto shard = cuts.find(frame.shard);
-  if (shard == cuts.end()) return false;
-  const auto cut = shard->second.find(frame.source);
-  if (cut == shard->second.end() || frame.seq > cut->second) return false;
-  return CoversRealtimeKey(line.substr(0, line.find(',')));
+  if (CutsKnown()) {
+    // Only frames the deletion's cut on their shard reaches.
+    const auto shard = cuts.find(frame.shard);
+    if (shard == cuts.end()) return false;
+    const auto cut = shard->second.find(frame.source);
+    if (cut == shard->second.end() || frame.seq > cut->second) return false;
+  }
+  return CoversRealtimeKey(LineKey(line));
 }
 
 }  // namespace clickatron

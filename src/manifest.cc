@@ -17,20 +17,11 @@ nlohmann::json Manifest::ToJson() const {
           {"last_day", last_day},   {"created", created},       {"late_inputs", late_inputs},
           {"day_subtotals", day_subtotals}, {"day_subtotals_every_day", day_subtotals_every_day},
           {"day_uniques_every_day", day_uniques_every_day}};
-  if (!retention.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const AppliedRetention& r : retention) list.push_back(r.ToJson());
-    j["retention"] = std::move(list);
-  }
+  if (!retention.empty()) j["retention"] = RetentionListJson(retention);
   return j;
 }
 
-const AppliedRetention* Manifest::RetentionOf(std::string_view ns) const {
-  for (const AppliedRetention& r : retention) {
-    if (r.ns == ns) return &r;
-  }
-  return nullptr;
-}
+const AppliedRetention* Manifest::RetentionOf(std::string_view ns) const { return clickatron::RetentionOf(retention, ns); }
 
 Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
   Manifest m;
@@ -54,12 +45,9 @@ Result<Manifest> Manifest::FromJson(const nlohmann::json& j) {
     m.day_subtotals_every_day = j.value("day_subtotals_every_day", false);
     m.day_uniques_every_day = j.value("day_uniques_every_day", false);
     if (j.contains("retention")) {
-      if (!j.at("retention").is_array()) return Status::Corruption("manifest: retention is not a list");
-      for (const nlohmann::json& r : j.at("retention")) {
-        auto applied = AppliedRetention::FromJson(r);
-        if (!applied.ok()) return applied.status().WithContext("manifest");
-        m.retention.push_back(std::move(applied).value());
-      }
+      auto list = RetentionListFromJson(j.at("retention"));
+      if (!list.ok()) return list.status().WithContext("manifest");
+      m.retention = std::move(list).value();
     }
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(fmt::format("manifest: {}", e.what()));

@@ -13,9 +13,7 @@
 namespace clickatron {
 namespace {
 
-constexpr int64_t kFirstChecked = 0;  // 1970-01-01: hour codes start there
-// 2128-01-01: and end before it.
-int64_t EndOfHourCodes() { return DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay; }
+constexpr int64_t kFirstChecked = 0;  // 1970-01-01: hour codes start there (and end before kEndOfHourCodes)
 
 // "+9", "-5", "0", "+09:00", "-05:00": whole hours east of UTC, or nullopt.
 std::optional<int64_t> ParseFixedOffset(std::string_view text) {
@@ -53,7 +51,7 @@ Result<RetentionZone> RetentionZone::Open(std::string_view name, TimeZoneDb& zon
 
 Status RetentionZone::CheckWholeHours() const {
   if (!info_) return Status::Ok();
-  for (int64_t t = kFirstChecked; t < EndOfHourCodes();) {
+  for (int64_t t = kFirstChecked; t < kEndOfHourCodes;) {
     const int64_t offset = info_->OffsetAt(t);
     if (offset % kSecondsPerHour != 0) {
       return Status::InvalidArgument(fmt::format(
@@ -89,7 +87,7 @@ int64_t RetentionZone::DayStart(int64_t day) const {
 }
 
 int64_t RetentionZone::DayAnchor(int64_t day) const {
-  return std::clamp(DayStart(day) + 12 * kSecondsPerHour, kFirstChecked, EndOfHourCodes() - kSecondsPerHour);
+  return std::clamp(DayStart(day) + 12 * kSecondsPerHour, kFirstChecked, kEndOfHourCodes - kSecondsPerHour);
 }
 
 std::vector<int> RetentionZone::OffsetHoursDuring(int64_t from, int64_t to) const {
@@ -129,6 +127,30 @@ Result<AppliedRetention> AppliedRetention::FromJson(const nlohmann::json& j) {
   return r;
 }
 
+const AppliedRetention* RetentionOf(const std::vector<AppliedRetention>& list, std::string_view ns) {
+  for (const AppliedRetention& r : list) {
+    if (r.ns == ns) return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::json RetentionListJson(const std::vector<AppliedRetention>& list) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const AppliedRetention& r : list) j.push_back(r.ToJson());
+  return j;
+}
+
+Result<std::vector<AppliedRetention>> RetentionListFromJson(const nlohmann::json& j) {
+  if (!j.is_array()) return Status::Corruption("retention: not a list");
+  std::vector<AppliedRetention> list;
+  for (const nlohmann::json& r : j) {
+    auto applied = AppliedRetention::FromJson(r);
+    if (!applied.ok()) return applied.status();
+    list.push_back(std::move(applied).value());
+  }
+  return list;
+}
+
 Result<RetentionStep> NextRetention(const RetentionPolicy* policy, const AppliedRetention* before, int64_t last_day,
                                     TimeZoneDb& zones) {
   RetentionStep step;
@@ -136,13 +158,13 @@ Result<RetentionStep> NextRetention(const RetentionPolicy* policy, const Applied
     return Status::InvalidArgument("NextRetention: neither a policy nor an earlier generation's boundaries");
   }
   AppliedRetention& applied = step.applied;
-  applied.ns = policy ? policy->ns : before->ns;
-  applied.zone = before ? before->zone : policy->zone;
   if (policy == nullptr) {
     // The policy is gone: what is rolled up stays so, nothing more is.
     applied = *before;
     return step;
   }
+  applied.ns = policy->ns;
+  applied.zone = before ? before->zone : policy->zone;
   if (before && policy->zone != before->zone) {
     step.notes.push_back(fmt::format(
         "namespace {}: zone stays \"{}\", not \"{}\": its days before {} are rolled up in it, and a day of one zone "

@@ -109,8 +109,7 @@ Result<std::string> YmdhFromUnix(int64_t unix_seconds) {
   // Range check on seconds first: CivilFromDays narrows the year to int, and a
   // far-away time must not alias into range.
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
-  static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  if (unix_seconds < kFirst || unix_seconds >= kEnd) {
+  if (unix_seconds < kFirst || unix_seconds >= kEndOfHourCodes) {
     constexpr int64_t kYear10000 = 253402300800;  // FormatIsoTime is 4-digit-year safe below
     const std::string iso = (unix_seconds > -kYear10000 && unix_seconds < kYear10000)
                                 ? fmt::format(" ({})", FormatIsoTime(unix_seconds))

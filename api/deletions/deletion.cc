@@ -57,7 +57,6 @@ Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix) {
   d.from_unix = 0;
   // Neither given: all time, hours stamped in the future too (an erasure
   // leaves nothing counted before it). Only `from`: up to the hour after now.
-  constexpr int64_t kEndOfHourCodes = 4985971200;  // 2128-01-01T00:00Z: no hour code reaches it
   d.to_unix = d.all_time ? kEndOfHourCodes : (now_unix / kSecondsPerHour + 1) * kSecondsPerHour;
   if (args.Has("from")) {
     auto from = HourArg(args, "from");

@@ -17,6 +17,7 @@
 
 #include "clickatron/deletion_scope.h"
 #include "clickatron/query_string.h"
+#include "clickatron/record.h"
 #include "clickatron/status.h"
 
 namespace clickatron::api {
@@ -71,7 +72,7 @@ struct Deletion {
   // Whether the key's own lookup record goes too (a hashed key deleted for
   // all time), and that record's key ("l|HASH"; "" when it does not).
   bool ErasesLookup() const { return hashed && all_time && !tkey.empty(); }
-  std::string LookupKey() const { return ErasesLookup() ? "l|" + tkey : ""; }
+  std::string LookupKey() const { return ErasesLookup() ? clickatron::LookupKey(tkey) : ""; }
   // What it takes out, for filters of records (late-data files).
   DeletionScope Scope() const;
   // The body of the realtime shard's POST /tombstone.

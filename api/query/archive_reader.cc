@@ -651,16 +651,12 @@ void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, co
 
 std::optional<ArchiveReader::DayRecordRules> ArchiveReader::KnownDayRecordRules(const Session& session,
                                                                                uint64_t generation) const {
-  const DayRecordRules* known = KnownDayRecordRulesOfShard(session.shard, generation);
-  if (known == nullptr) return std::nullopt;
-  return *known;
-}
-
-const ArchiveReader::DayRecordRules* ArchiveReader::KnownDayRecordRulesOfShard(int shard, uint64_t generation) const {
-  if (shard < 0 || static_cast<size_t>(shard) >= day_records_every_day_.size()) return nullptr;
-  const auto& known = day_records_every_day_[static_cast<size_t>(shard)];
+  const size_t shard = static_cast<size_t>(session.shard);
+  if (shard >= day_records_every_day_.size()) return std::nullopt;
+  const auto& known = day_records_every_day_[shard];
   auto it = known.find(generation);
-  return it == known.end() ? nullptr : &it->second;
+  if (it == known.end()) return std::nullopt;
+  return it->second;
 }
 
 void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,

@@ -156,8 +156,6 @@ class ArchiveReader {
   // The same when already known (nullopt: not asked yet for that shard and
   // generation); never sends anything.
   std::optional<DayRecordRules> KnownDayRecordRules(const Session& session, uint64_t generation) const;
-  // The same by shard number (no session to make); null when not known.
-  const DayRecordRules* KnownDayRecordRulesOfShard(int shard, uint64_t generation) const;
 
  private:
   struct Replica {

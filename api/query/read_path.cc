@@ -43,8 +43,7 @@ constexpr size_t kUnionEstimateCacheBytes = size_t{8} << 20;
 // them is answered without asking anyone.
 bool WindowMayHoldData(const UnitWindow& window) {
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
-  static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  return !window.empty() && window.end_ts() > kFirst && window.begin_ts() < kEnd;
+  return !window.empty() && window.end_ts() > kFirst && window.begin_ts() < kEndOfHourCodes;
 }
 
 nlohmann::json WindowEcho(const WindowParams& w) {
@@ -228,23 +227,14 @@ class ReadPathImpl : public ReadPath {
                                                         generation),
                                             "SHARD_UNAVAILABLE"));
       }
-      const AppliedRetention* applied = nullptr;
-      if (rules.retention) {
-        for (const AppliedRetention& r : *rules.retention) {
-          if (r.ns == ns) applied = &r;
-        }
-      }
+      const AppliedRetention* applied = rules.retention ? RetentionOf(*rules.retention, ns) : nullptr;
       auto resolution = CheckResolution(applied, read.begin_ts, read.end_ts, w, zones_);
       if (!resolution.ok()) return Fail(ex, resolution.status());
       then(*resolution);
     };
     // Every shard's manifest of a generation lists the same boundaries: the
-    // shard and replica that served the data serve that generation.
-    if (const ArchiveReader::DayRecordRules* known =
-            archive_.KnownDayRecordRulesOfShard(archive.archive_session->shard, generation);
-        known != nullptr && known->manifest_read) {
-      return decide(*known);
-    }
+    // shard and replica that served the data serve that generation (answered
+    // at once once known: only manifests read are kept).
     archive_.DayRecordsEveryDay(archive.archive_session, generation, std::move(decide));
   }
 

@@ -100,9 +100,8 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
   // Codes of the span's first and last hours (clamped to the YMDH range):
   // columns are compared as codes, and only those in between are decoded.
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
-  static const int64_t kEnd = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  const uint64_t low = span.begin_ts <= kFirst ? 0 : CodeOf(*YmdhFromUnix(std::min(span.begin_ts, kEnd - 1)));
-  const uint64_t high = span.end_ts >= kEnd ? UINT64_MAX : CodeOf(*YmdhFromUnix(std::max(span.end_ts, kFirst)));
+  const uint64_t low = span.begin_ts <= kFirst ? 0 : CodeOf(*YmdhFromUnix(std::min(span.begin_ts, kEndOfHourCodes - 1)));
+  const uint64_t high = span.end_ts >= kEndOfHourCodes ? UINT64_MAX : CodeOf(*YmdhFromUnix(std::max(span.end_ts, kFirst)));
   uint64_t previous = 0;
   uint64_t day_code = UINT64_MAX;  // the Y-M-D part of the last decoded code
   int64_t day_start = 0;

@@ -95,6 +95,12 @@ struct AppliedRetention {
   static Result<AppliedRetention> FromJson(const nlohmann::json& j);
 };
 
+// The entry of namespace `ns` in a generation's list (null: none).
+const AppliedRetention* RetentionOf(const std::vector<AppliedRetention>& list, std::string_view ns);
+// A generation's list as JSON (a manifest's, a task spec's "retention"), and back.
+nlohmann::json RetentionListJson(const std::vector<AppliedRetention>& list);
+Result<std::vector<AppliedRetention>> RetentionListFromJson(const nlohmann::json& j);
+
 // The boundaries the next generation applies to a namespace, from its
 // policy (null: none in the cluster file now), what the previous generation
 // applied (null: nothing yet) and the last UTC day the generation holds

@@ -34,6 +34,9 @@ inline constexpr int kLastSeedYmdhYear = 2031;
 inline constexpr size_t kMaxYmdhLength = 5;
 inline constexpr int64_t kSecondsPerHour = 3600;
 inline constexpr int64_t kSecondsPerDay = 86400;
+// 2128-01-01T00:00Z: the first instant no hour code reaches
+// (DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay; ymdh_test checks).
+inline constexpr int64_t kEndOfHourCodes = 4985971200;
 
 struct CivilDate {
   int year = 1970;

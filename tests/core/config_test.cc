@@ -477,5 +477,95 @@ TEST(ConfigTest, CheckExposureAcceptsLoopbackWithoutSecretOrToken) {
   }
 }
 
+// [[retention]] tables (clickatron/retention.h).
+bool Contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+
+
+Result<ClusterConfig> ParseWithRetention(const std::string& retention) {
+  return ClusterConfig::Parse(std::string(kGood) + retention, "retention.toml");
+}
+
+TEST(RetentionConfigTest, ParsesPolicies) {
+  auto none = ParseWithRetention("");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->retention.empty());
+  EXPECT_EQ(none->RetentionFor("u"), nullptr);
+
+  auto c = ParseWithRetention(R"(
+[[retention]]
+ns = "u"
+hourly_days = 90
+daily_days = 400
+zone = "America/New_York"
+[[retention]]
+ns = "clicks_2"
+hourly_days = 30
+[[retention]]
+ns = "east"
+hourly_days = 0
+daily_days = 10
+zone = "+9"
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->retention.size(), 3u);
+  const RetentionPolicy* u = c->RetentionFor("u");
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->ns, "u");
+  EXPECT_EQ(u->hourly_days, 90);
+  EXPECT_EQ(u->daily_days, 400);
+  EXPECT_EQ(u->zone, "America/New_York");
+  const RetentionPolicy* clicks = c->RetentionFor("clicks_2");
+  ASSERT_NE(clicks, nullptr);
+  EXPECT_EQ(clicks->hourly_days, 30);
+  EXPECT_EQ(clicks->daily_days, 0);  // forever
+  EXPECT_EQ(clicks->zone, "UTC");    // the default
+  const RetentionPolicy* east = c->RetentionFor("east");
+  ASSERT_NE(east, nullptr);
+  EXPECT_EQ(east->hourly_days, 0);
+  EXPECT_EQ(east->zone, "+9");
+  EXPECT_EQ(c->RetentionFor("v"), nullptr);
+  EXPECT_EQ(c->RetentionFor("clicks"), nullptr);
+
+  // daily_days alone: data dropped after it, and its hours kept until then.
+  auto dropped_only = ParseWithRetention("[[retention]]\nns = \"d\"\ndaily_days = 30\n");
+  ASSERT_TRUE(dropped_only.ok()) << dropped_only.status().ToString();
+  EXPECT_EQ(dropped_only->RetentionFor("d")->hourly_days, 30);
+  EXPECT_EQ(dropped_only->RetentionFor("d")->daily_days, 30);
+}
+
+void ExpectRetentionRefused(const std::string& retention, std::string_view field, std::string_view also = {}) {
+  auto c = ParseWithRetention(retention);
+  ASSERT_FALSE(c.ok()) << retention;
+  EXPECT_EQ(c.status().reason(), "BAD_CONFIG") << c.status().ToString();
+  EXPECT_TRUE(Contains(c.status().message(), "retention")) << c.status().message();
+  EXPECT_TRUE(Contains(c.status().message(), field)) << c.status().message();
+  if (!also.empty()) {
+    EXPECT_TRUE(Contains(c.status().message(), also)) << c.status().message();
+  }
+}
+
+TEST(RetentionConfigTest, RefusesPoliciesThatCannotBeApplied) {
+  // Nothing kept at all.
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 0\ndaily_days = 0\n", "hourly_days");
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\n", "hourly_days");
+  // Kept for less time than kept hourly.
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 90\ndaily_days = 30\n", "daily_days");
+  // Zones: unknown, and not whole hours off UTC.
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 90\nzone = \"Nowhere/Land\"\n", "zone", "Nowhere/Land");
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 90\nzone = \"Asia/Kolkata\"\n", "zone", "Asia/Kolkata");
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 90\nzone = \"+5:30\"\n", "zone");
+  // Two policies for one namespace.
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 90\n[[retention]]\nns = \"u\"\nhourly_days = 30\n", "ns");
+  // Unknown keys, bad namespaces, bad values.
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = 90\nweekly_days = 3\n", "weekly_days");
+  ExpectRetentionRefused("[[retention]]\nns = \"a.b\"\nhourly_days = 90\n", "ns");
+  ExpectRetentionRefused("[[retention]]\nns = \"l\"\nhourly_days = 90\n", "ns");  // the lookup namespace
+  ExpectRetentionRefused("[[retention]]\nhourly_days = 90\n", "ns");
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = -1\ndaily_days = 10\n", "hourly_days");
+  ExpectRetentionRefused("[[retention]]\nns = \"u\"\nhourly_days = \"90\"\n", "hourly_days");
+  ExpectRetentionRefused("[retention]\nns = \"u\"\nhourly_days = 90\n", "retention");
+}
+
 }  // namespace
 }  // namespace clickatron

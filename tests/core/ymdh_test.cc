@@ -42,6 +42,8 @@ TEST(Ymdh, RangeEdges) {
     ASSERT_FALSE(r.ok()) << s << " -> " << *r;
     EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange) << s;
   }
+  EXPECT_EQ(kEndOfHourCodes, DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay);
+  EXPECT_EQ(kEndOfHourCodes, 4985971200);  // python3 calendar.timegm((2128, 1, 1, 0, 0, 0))
 }
 
 // Unix seconds from python3's calendar.timegm, codes by the rule in ymdh.h.

@@ -41,12 +41,7 @@ constexpr uint64_t kAllowance = 160 * kMiB;
 
 // VmRSS of a process, in bytes (0 when it cannot be read).
 uint64_t HostileRss(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
+  return static_cast<uint64_t>(std::max<int64_t>(0, testing::ProcStatusKb(pid, "VmRSS"))) * 1024;
 }
 
 // A loopback connection with a small receive buffer (so the kernel takes

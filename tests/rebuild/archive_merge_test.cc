@@ -183,22 +183,12 @@ TEST(ArchiveMerge, NamespaceRangesAreSkippedAndComeBackAsAdditions) {
   EXPECT_EQ(stats.previous_lines, lines.size() - want_in.size());
 }
 
-// kB of this process's resident file-backed pages (/proc/self/status RssFile).
-int64_t RssFileKb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8));
-  }
-  return -1;
-}
-
 // Additions read from a skipped range, sampling the resident set as they go.
 class SamplingSource : public LineSource {
  public:
-  explicit SamplingSource(LineSource* in) : in_(in), before_(RssFileKb()) {}
+  explicit SamplingSource(LineSource* in) : in_(in), before_(testing::ProcStatusKb(0, "RssFile")) {}
   bool Next(std::string_view* line) override {
-    if (++lines_ % 50000 == 0) peak_ = std::max(peak_, RssFileKb() - before_);
+    if (++lines_ % 50000 == 0) peak_ = std::max(peak_, testing::ProcStatusKb(0, "RssFile") - before_);
     return in_->Next(line);
   }
   const Status& status() const override { return in_->status(); }

@@ -18,16 +18,6 @@
 namespace clickatron::rebuild::mapped_file_lines_test {
 namespace {
 
-// kB of this process's resident file-backed pages (/proc/self/status RssFile).
-int64_t RssFileKb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8));
-  }
-  return -1;
-}
-
 TEST(MappedFileLinesTest, GivesEveryLineAndTheCrcOfEveryByteWithoutKeepingTheFileResident) {
   testing::TempDir dir;
   const std::string path = dir / "archive.csv";
@@ -38,7 +28,7 @@ TEST(MappedFileLinesTest, GivesEveryLineAndTheCrcOfEveryByteWithoutKeepingTheFil
   auto mapped = MappedFile::Open(path);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
 
-  const int64_t before = RssFileKb();
+  const int64_t before = testing::ProcStatusKb(0, "RssFile");
   ASSERT_GE(before, 0);
   MappedFileLines lines((*mapped)->data(), path);
   std::string_view line;
@@ -49,7 +39,7 @@ TEST(MappedFileLinesTest, GivesEveryLineAndTheCrcOfEveryByteWithoutKeepingTheFil
     const size_t end = std::min(text.find('\n', at), text.size());
     same = same && line == std::string_view(text).substr(at, end - at);
     at = end + 1;
-    if (++count % 100000 == 0) peak = std::max(peak, RssFileKb() - before);
+    if (++count % 100000 == 0) peak = std::max(peak, testing::ProcStatusKb(0, "RssFile") - before);
   }
   EXPECT_TRUE(same);
   EXPECT_EQ(at, text.size() + 1);

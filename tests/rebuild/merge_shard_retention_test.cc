@@ -35,7 +35,6 @@ TEST(MergeShardRetention, ABoundaryThatIsNoDayStartHereIsRefused) {
     spec.created = "2024-10-05T00:10:00Z";
     spec.inputs = {input};
     spec.retention.push_back(AppliedRetention{.ns = "u", .zone = zone, .hourly_from = hourly_from, .kept_from = {}});
-    spec.retention_moved = true;
     ASSERT_TRUE(WriteTaskSpec(task, spec.ToJson()).ok());
     const Status st = RunTaskDir(task, ClusterConfig{}, TaskResources{});
     if (refused) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clickatron/config.h"
@@ -36,6 +37,10 @@ uint16_t FreePort();
 
 // Polls `condition` every few ms until it is true or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// A field of /proc/PID/status in kB ("VmRSS", "VmHWM", "RssFile"; pid 0:
+// this process), or -1 when it cannot be read.
+int64_t ProcStatusKb(pid_t pid, std::string_view field);
 
 // Absolute path of a built binary ("clickatron-realtime").
 std::string BinaryPath(const std::string& name);

@@ -23,8 +23,7 @@ ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::ve
                              int max_level) {
   ArchivePlan plan;
   // No span reaches past the hour codes' last year: it would have no code.
-  static const int64_t kEndOfCodes = DaysFromCivil({kMaxYmdhYear + 1, 1, 1}) * kSecondsPerDay;
-  splits.push_back(kEndOfCodes);
+  splits.push_back(kEndOfHourCodes);
   std::sort(splits.begin(), splits.end());
   splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
   max_level = std::clamp(max_level, 0, kMaxSpanLevel);
