@@ -8,6 +8,7 @@
 
 #include "apply_batch.h"
 #include "clock_rotation.h"
+#include "clickatron/proc_status.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/generation_fetch.h"
@@ -140,7 +141,10 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   CheckpointOptions checkpoints;
   checkpoints.threaded = true;
   checkpoints.post = [h = server->http_.get()](std::function<void()> fn) { h->RunInLoop(std::move(fn)); };
-  checkpoints.memory_budget_bytes = static_cast<size_t>(context.cluster.realtime.memory_budget_mb) << 20;
+  // memory_budget_mb bounds the whole shard: the table has what the block
+  // cache and the scan cache leave (the config refuses less than 16 MiB).
+  checkpoints.memory_budget_bytes = static_cast<size_t>(context.cluster.realtime.TableBudgetMb()) << 20;
+  server->memory_budget_bytes_ = static_cast<uint64_t>(context.cluster.realtime.memory_budget_mb) << 20;
   if (context.cluster.realtime.fault_injection) {
     checkpoints.fault_dir = context.member.data_dir + "/fault";
     spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);
@@ -577,6 +581,28 @@ nlohmann::json ScanCacheJson(const ScanCache::Figures& f) {
 
 }  // namespace
 
+// Each part of the shard's memory against its bound, and what the kernel
+// counts for the process: the difference is the process's own overhead
+// (code, stacks, allocator slack), docs/scaling.md.
+nlohmann::json RealtimeServer::MemoryPartsJson() const {
+  const StoreMemory store = store_->Memory();
+  const ScanCache::Figures scan = ring_->scan_cache_figures();
+  const Checkpointer& table = ring_->checkpointer();
+  auto kb_to_bytes = [](int64_t kb) { return kb < 0 ? uint64_t{0} : static_cast<uint64_t>(kb) * 1024; };
+  return {{"budget_bytes", memory_budget_bytes_},
+          {"table_bytes", table.memory_bytes()},
+          {"table_bound_bytes", table.memory_budget_bytes()},
+          {"block_cache_bytes", store.block_cache_bytes},
+          {"block_cache_pinned_bytes", store.block_cache_pinned_bytes},
+          {"block_cache_bound_bytes", store.block_cache_capacity_bytes},
+          {"write_buffer_bytes", store.write_buffer_bytes},
+          {"write_buffer_bound_bytes", store.write_buffer_bound_bytes},
+          {"scan_cache_bytes", scan.bytes},
+          {"scan_cache_bound_bytes", scan.budget_bytes},
+          {"rss_bytes", kb_to_bytes(ProcStatusKb(0, "VmRSS"))},
+          {"peak_rss_bytes", kb_to_bytes(ProcStatusKb(0, "VmHWM"))}};
+}
+
 nlohmann::json RealtimeServer::StatsJson() const {
   const RingCounters& rc = ring_->counters();
   nlohmann::json stores = RingJson()["stores"];
@@ -612,6 +638,7 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"tombstone_deleted_records", counters_.tombstone_deleted_records},
             {"durable_watermarks", ring_->checkpointer().durable()},
             {"memory", ring_->checkpointer().StatsJson()},
+            {"memory_parts", MemoryPartsJson()},
             {"scan_cache", ScanCacheJson(ring_->scan_cache_figures())},
             {"watermarks", ring_->watermarks()},
             {"stores", std::move(stores)},
@@ -704,6 +731,33 @@ constexpr MetricRow kMetricRows[] = {
      "Average checkpoint try since start."},
     {"/realtime/memory/refused_batches", "clickatron_realtime_memory_full_batches_total", "counter",
      "Batches refused with 503 MEMORY_FULL."},
+    {"/realtime/memory_parts/budget_bytes", "clickatron_realtime_memory_bound_bytes", "gauge",
+     "Bounds of the shard's memory: the whole ([realtime] memory_budget_mb, part=\"all\") and each part's.",
+     "part=\"all\""},
+    {"/realtime/memory_parts/table_bound_bytes", "clickatron_realtime_memory_bound_bytes", "gauge", "",
+     "part=\"table\""},
+    {"/realtime/memory_parts/block_cache_bound_bytes", "clickatron_realtime_memory_bound_bytes", "gauge", "",
+     "part=\"block_cache\""},
+    {"/realtime/memory_parts/write_buffer_bound_bytes", "clickatron_realtime_memory_bound_bytes", "gauge", "",
+     "part=\"write_buffers\""},
+    {"/realtime/memory_parts/scan_cache_bound_bytes", "clickatron_realtime_memory_bound_bytes", "gauge", "",
+     "part=\"scan_cache\""},
+    {"/realtime/memory_parts/table_bytes", "clickatron_realtime_memory_part_bytes", "gauge",
+     "Bytes each part of the shard's memory holds (write_buffers are within block_cache; "
+     "block_cache_pinned is what is in use there now).",
+     "part=\"table\""},
+    {"/realtime/memory_parts/block_cache_bytes", "clickatron_realtime_memory_part_bytes", "gauge", "",
+     "part=\"block_cache\""},
+    {"/realtime/memory_parts/block_cache_pinned_bytes", "clickatron_realtime_memory_part_bytes", "gauge", "",
+     "part=\"block_cache_pinned\""},
+    {"/realtime/memory_parts/write_buffer_bytes", "clickatron_realtime_memory_part_bytes", "gauge", "",
+     "part=\"write_buffers\""},
+    {"/realtime/memory_parts/scan_cache_bytes", "clickatron_realtime_memory_part_bytes", "gauge", "",
+     "part=\"scan_cache\""},
+    {"/realtime/memory_parts/rss_bytes", "clickatron_realtime_rss_bytes", "gauge",
+     "The process's resident memory as the kernel counts it (VmRSS)."},
+    {"/realtime/memory_parts/peak_rss_bytes", "clickatron_realtime_peak_rss_bytes", "gauge",
+     "The process's peak resident memory (VmHWM)."},
     {"/realtime/scan_cache/hits", "clickatron_realtime_scan_cache_hits_total", "counter",
      "Store scans of a day and prefix answered by the scan cache."},
     {"/realtime/scan_cache/misses", "clickatron_realtime_scan_cache_misses_total", "counter",

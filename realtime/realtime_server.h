@@ -91,11 +91,13 @@ class RealtimeServer {
 
   nlohmann::json RingJson() const;
   nlohmann::json StatsJson() const;
+  nlohmann::json MemoryPartsJson() const;
   std::string StatsPrometheus() const;
 
   std::string cluster_clock_;  // "system" or "manual" (the cluster file's clock)
   const Clock* clock_ = nullptr;
   std::string member_;
+  uint64_t memory_budget_bytes_ = 0;  // [realtime] memory_budget_mb: the whole shard's bound
   // The cluster file's API members: the only sources whose batches count.
   std::set<std::string, std::less<>> api_sources_;
   // Declaration order is destruction order reversed: the Ring first (its

@@ -6,6 +6,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
 #include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
 
@@ -44,6 +45,19 @@ rocksdb::CompressionType LowerLevelCompression() {
   return rocksdb::kNoCompression;
 }
 
+// Every family's tables use the one block cache (a family left with
+// RocksDB's default table options would make a cache of its own, outside
+// block_cache_mb).
+std::shared_ptr<rocksdb::TableFactory> TablesInCache(const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.whole_key_filtering = true;
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  return std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table));
+}
+
 // Options for a day's column family, tuned for a write-heavy counter load:
 // - Records arrive as checkpoint files (ShardStore::Write), one per
 //   checkpoint, each holding a key once: counters and sketches as merge
@@ -71,13 +85,7 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   cf.disable_auto_compactions = !options.auto_compactions;
   const rocksdb::CompressionType lower = LowerLevelCompression();
   cf.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, lower, lower, lower, lower, lower};
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = cache;
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  table.whole_key_filtering = true;
-  table.cache_index_and_filter_blocks = true;
-  table.pin_l0_filter_and_index_blocks_in_cache = true;
-  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  cf.table_factory = TablesInCache(cache);
   return cf;
 }
 
@@ -133,6 +141,7 @@ struct ShardStore::Impl {
   std::string staging;
   uint64_t staged_files = 0;  // names them; the checkpoint thread's alone
   std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;  // charged to `cache`
   std::shared_ptr<rocksdb::MergeOperator> merge;
   std::shared_ptr<DbCore> core;
   FamilyPtr meta;                      // the default column family
@@ -218,6 +227,12 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   impl->merge = NewCounterMergeOperator();
 
   rocksdb::DBOptions db_options;
+  // The write buffers (every family's memtables) are charged to the block
+  // cache, which evicts blocks to make room: block_cache_mb bounds both.
+  // Past write_buffer_mb in all, the largest memtable is flushed.
+  impl->write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
+      static_cast<size_t>(std::max(1, options.write_buffer_mb)) << 20, impl->cache);
+  db_options.write_buffer_manager = impl->write_buffers;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   // Two cores on the reference machine: two background jobs (compactions;
@@ -236,6 +251,9 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
   const rocksdb::ColumnFamilyOptions day_options = DayFamilyOptions(options, impl->cache, impl->merge);
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.write_buffer_size = 4u << 20;  // a few keys, rewritten in place
+  meta_options.table_factory = TablesInCache(impl->cache);
+  rocksdb::ColumnFamilyOptions foreign_options;
+  foreign_options.table_factory = meta_options.table_factory;
   impl->day_file_options = rocksdb::Options(db_options, UncompressedFileOptions(day_options));
   impl->meta_file_options = rocksdb::Options(db_options, UncompressedFileOptions(meta_options));
   impl->staging = dir + "/checkpoint-staging";
@@ -248,7 +266,7 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
     bool is_day = DayFromFamilyName(name).has_value();
     descriptors.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName ? meta_options
                                    : is_day                                  ? day_options
-                                                                             : rocksdb::ColumnFamilyOptions());
+                                                                             : foreign_options);
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
@@ -517,6 +535,16 @@ std::optional<uint64_t> ShardStore::DayProperty(int64_t day, const std::string& 
   uint64_t value = 0;
   if (!cf || !impl_->core->db->GetIntProperty(cf.get(), property, &value)) return std::nullopt;
   return value;
+}
+
+StoreMemory ShardStore::Memory() const {
+  StoreMemory m;
+  m.block_cache_bytes = impl_->cache->GetUsage();
+  m.block_cache_pinned_bytes = impl_->cache->GetPinnedUsage();
+  m.block_cache_capacity_bytes = impl_->cache->GetCapacity();
+  m.write_buffer_bytes = impl_->write_buffers->memory_usage();
+  m.write_buffer_bound_bytes = impl_->write_buffers->buffer_size();
+  return m;
 }
 
 std::optional<uint64_t> ShardStore::DbProperty(const std::string& property) const {

@@ -57,14 +57,25 @@
 namespace clickatron::realtime {
 
 struct StoreOptions {
-  int write_buffer_mb = 64;   // memtable per day (checkpoints do not pass through it)
-  int block_cache_mb = 128;   // shared by every day
+  // Every family's memtables in all (checkpoints do not pass through them),
+  // charged to the block cache: at most half of block_cache_mb.
+  int write_buffer_mb = 64;
+  int block_cache_mb = 128;   // shared by every family: blocks, indexes, filters, write buffers
   // A checkpoint waits while a family it writes has this many files in level
   // 0 (0: RocksDB's level0_slowdown_writes_trigger), at most level0_wait_ms,
   // then fails with COMPACTION_BEHIND (retried). Tests lower them.
   int level0_wait_files = 0;
   int level0_wait_ms = 10'000;
   bool auto_compactions = true;  // tests: off, so level 0 only grows
+};
+
+// What the store's memory holds against its bounds (/stats "memory_parts").
+struct StoreMemory {
+  uint64_t block_cache_bytes = 0;          // everything charged: blocks, indexes, filters, write buffers
+  uint64_t block_cache_pinned_bytes = 0;   // of which in use now (L0's indexes and filters, open reads)
+  uint64_t block_cache_capacity_bytes = 0;
+  uint64_t write_buffer_bytes = 0;         // memtables (within block_cache_bytes)
+  uint64_t write_buffer_bound_bytes = 0;
 };
 
 // A consistent point-in-time view of the whole store (RocksDB snapshot);
@@ -192,6 +203,8 @@ class ShardStore {
   // summed over the whole database. nullopt when unknown.
   std::optional<uint64_t> DayProperty(int64_t day, const std::string& property) const;
   std::optional<uint64_t> DbProperty(const std::string& property) const;
+  // Thread-safe.
+  StoreMemory Memory() const;
 
   const std::string& dir() const { return dir_; }
 

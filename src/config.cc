@@ -23,6 +23,10 @@
 namespace clickatron {
 namespace {
 
+// The least a realtime shard's in-memory table may have: below it a
+// checkpoint would start every few batches.
+constexpr int kLeastTableBudgetMb = 16;
+
 Status FieldError(const toml::node& node, std::string_view table, std::string_view field,
                   std::string_view what) {
   return Status::InvalidArgument(fmt::format("line {}: [{}] {}: {}", node.source().begin.line,
@@ -237,6 +241,20 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("memory_budget_mb", 1, 1 << 20, &rt.memory_budget_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("scan_cache_mb", 0, 1 << 20, &rt.scan_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("fault_injection", &rt.fault_injection));
+    if (rt.TableBudgetMb() < kLeastTableBudgetMb) {
+      return Status::InvalidArgument(
+          fmt::format("[realtime] memory_budget_mb = {} bounds the whole shard: it must be at least block_cache_mb ({}) + "
+                      "scan_cache_mb ({}) + {} for the in-memory table",
+                      rt.memory_budget_mb, rt.block_cache_mb, rt.scan_cache_mb, kLeastTableBudgetMb),
+          "BAD_CONFIG");
+    }
+    if (rt.write_buffer_mb * 2 > rt.block_cache_mb) {
+      return Status::InvalidArgument(
+          fmt::format("[realtime] write_buffer_mb = {} must be at most half of block_cache_mb ({}): RocksDB's write "
+                      "buffers are charged to the block cache",
+                      rt.write_buffer_mb, rt.block_cache_mb),
+          "BAD_CONFIG");
+    }
   }
   {
     TableReader r(SubTable(root, "archive"), "archive");

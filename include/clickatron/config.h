@@ -122,11 +122,16 @@ struct ApiConfig {
 
 // [realtime]
 struct RealtimeConfig {
-  int write_buffer_mb = 64;         // RocksDB memtable per day (checkpoints are ingested as files, not through it)
-  int block_cache_mb = 128;
+  // RocksDB's write buffers, charged to the block cache (at most half of it;
+  // checkpoints are ingested as files, not through them).
+  int write_buffer_mb = 64;
+  int block_cache_mb = 128;           // part of memory_budget_mb: data, index and filter blocks, write buffers
   int checkpoint_interval_ms = 2000;  // persist the in-memory table this often
-  int memory_budget_mb = 256;         // in-memory table bound (active + being persisted)
-  int scan_cache_mb = 64;             // stored records kept between /mfwmatch scans (0: off)
+  // The shard's whole bound: the in-memory table (active + being persisted)
+  // gets what block_cache_mb and scan_cache_mb leave (TableBudgetMb).
+  int memory_budget_mb = 448;
+  int scan_cache_mb = 64;             // part of memory_budget_mb: stored records kept between /mfwmatch scans (0: off)
+  int TableBudgetMb() const { return memory_budget_mb - block_cache_mb - scan_cache_mb; }
   // Tests only: DATA_DIR/fault/ files make checkpoints fail or stall
   // (docs/operations.md, "Fault injection").
   bool fault_injection = false;

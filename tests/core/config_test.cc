@@ -406,6 +406,32 @@ TEST(ConfigTest, RealtimeScanCacheDefaultsTo64MiBAndZeroTurnsItOff) {
   EXPECT_NE(refused.status().message().find("scan_cache_mb"), std::string::npos) << refused.status().message();
 }
 
+TEST(ConfigTest, RealtimeMemoryBudgetBoundsTheWholeShard) {
+  auto RealtimeWith = [](const std::string& lines) { return std::string(kGood) + "\n[realtime]\n" + lines; };
+  auto defaults = ClusterConfig::Parse(kGood, "good.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  // 448 = the table's 256 + the block cache's 128 + the scan cache's 64.
+  EXPECT_EQ(defaults->realtime.memory_budget_mb, 448);
+  EXPECT_EQ(defaults->realtime.TableBudgetMb(), 256);
+  auto set = ClusterConfig::Parse(
+      RealtimeWith("memory_budget_mb = 64\nblock_cache_mb = 32\nscan_cache_mb = 8\nwrite_buffer_mb = 16\n"),
+      "a.toml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->realtime.TableBudgetMb(), 24);
+  // The parts must leave the table its least (16 MiB).
+  auto too_small = ClusterConfig::Parse(
+      RealtimeWith("memory_budget_mb = 64\nblock_cache_mb = 32\nscan_cache_mb = 17\nwrite_buffer_mb = 16\n"),
+      "bad.toml");
+  ASSERT_FALSE(too_small.ok());
+  EXPECT_NE(too_small.status().message().find("memory_budget_mb = 64"), std::string::npos)
+      << too_small.status().message();
+  // The write buffers are charged to the block cache: at most half of it.
+  auto buffers = ClusterConfig::Parse(RealtimeWith("block_cache_mb = 32\nwrite_buffer_mb = 17\n"), "bad.toml");
+  ASSERT_FALSE(buffers.ok());
+  EXPECT_NE(buffers.status().message().find("write_buffer_mb = 17"), std::string::npos) << buffers.status().message();
+  EXPECT_TRUE(ClusterConfig::Parse(RealtimeWith("block_cache_mb = 32\nwrite_buffer_mb = 16\n"), "a.toml").ok());
+}
+
 // kGood's api-0, listening on `host`.
 MemberConfig MemberOn(const ClusterConfig& c, const std::string& host) {
   MemberConfig m = *c.FindMember("api-0");

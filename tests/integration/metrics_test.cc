@@ -51,6 +51,10 @@ const std::vector<std::string> kExcluded = {
     "/endpoints",  // per endpoint: the HTTP core's clickatron_http_* (and changed by the fetches themselves)
     "/uptime_s",   // time-like: clickatron_uptime_seconds ticks between the fetches
     "/connections",  // the HTTP core's clickatron_http_* (and changed by the fetches' own connections)
+    // The kernel's figures move between the fetches (the memory bound test
+    // reads them from /metrics).
+    "/realtime/memory_parts/rss_bytes",
+    "/realtime/memory_parts/peak_rss_bytes",
 };
 
 const std::vector<Figure> kApiFigures = {
@@ -214,6 +218,18 @@ const std::vector<Figure> kRealtimeFigures = {
     {"/realtime/scan_cache/entries", "clickatron_realtime_scan_cache_entries"},
     {"/realtime/scan_cache/bytes", "clickatron_realtime_scan_cache_bytes"},
     {"/realtime/scan_cache/budget_bytes", "clickatron_realtime_scan_cache_budget_bytes"},
+    {"/realtime/memory_parts/budget_bytes", "clickatron_realtime_memory_bound_bytes", "part=all"},
+    {"/realtime/memory_parts/table_bound_bytes", "clickatron_realtime_memory_bound_bytes", "part=table"},
+    {"/realtime/memory_parts/block_cache_bound_bytes", "clickatron_realtime_memory_bound_bytes", "part=block_cache"},
+    {"/realtime/memory_parts/write_buffer_bound_bytes", "clickatron_realtime_memory_bound_bytes", "part=write_buffers"},
+    {"/realtime/memory_parts/scan_cache_bound_bytes", "clickatron_realtime_memory_bound_bytes", "part=scan_cache"},
+    {"/realtime/memory_parts/table_bytes", "clickatron_realtime_memory_part_bytes", "part=table"},
+    {"/realtime/memory_parts/block_cache_bytes", "clickatron_realtime_memory_part_bytes", "part=block_cache"},
+    {"/realtime/memory_parts/block_cache_pinned_bytes", "clickatron_realtime_memory_part_bytes",
+     "part=block_cache_pinned"},
+    {"/realtime/memory_parts/write_buffer_bytes", "clickatron_realtime_memory_part_bytes", "part=write_buffers"},
+    {"/realtime/memory_parts/scan_cache_bytes", "clickatron_realtime_memory_part_bytes", "part=scan_cache"},
+
     {"/realtime/stores/[date]/records_estimate", "clickatron_realtime_store_records_estimate"},
     {"/realtime/stores/[date]/records_in_memory", "clickatron_realtime_store_memory_records"},
     {"/realtime/stores/[date]/open", "clickatron_realtime_store_open"},

@@ -9,7 +9,8 @@
 
 namespace clickatron::realtime::testing {
 
-RealtimeDaemon::RealtimeDaemon(const std::string& clock, const clickatron::testing::TomlTable& realtime) {
+RealtimeDaemon::RealtimeDaemon(const std::string& clock, const clickatron::testing::TomlTable& realtime,
+                               const clickatron::testing::TomlTable& http) {
   clickatron::testing::ClusterSpec spec;
   spec.api_nodes = 0;
   // Batches are posted under these API members' names; the archive member
@@ -18,6 +19,7 @@ RealtimeDaemon::RealtimeDaemon(const std::string& clock, const clickatron::testi
   spec.cluster.SetString("clock", clock).SetString("admin_token", kAdminToken).SetString("log_level", "info");
   // Small RocksDB memory so the tests stay light on a shared machine.
   spec.realtime = realtime;
+  spec.http = http;
   if (!spec.realtime.Has("write_buffer_mb")) spec.realtime.SetInt("write_buffer_mb", 4);
   if (!spec.realtime.Has("block_cache_mb")) spec.realtime.SetInt("block_cache_mb", 8);
   const Status written = cluster_.Write(spec);

@@ -20,10 +20,11 @@ inline constexpr const char* kAdminToken = "test-admin-token";
 
 class RealtimeDaemon {
  public:
-  // Writes the cluster file (clock "manual" or "system"; `realtime`: more
-  // keys for its [realtime] table); does not start.
+  // Writes the cluster file (clock "manual" or "system"; `realtime`, `http`:
+  // more keys for its [realtime] and [http] tables); does not start.
   explicit RealtimeDaemon(const std::string& clock = "manual",
-                          const clickatron::testing::TomlTable& realtime = {});
+                          const clickatron::testing::TomlTable& realtime = {},
+                          const clickatron::testing::TomlTable& http = {});
   // Starts (or restarts) the daemon and waits for /ping. Errors: *error.
   bool Start(std::string* error) { return cluster_.Start(kMember, error); }
   void Kill() { cluster_.Kill(kMember); }          // SIGKILL
@@ -32,6 +33,7 @@ class RealtimeDaemon {
   std::string LogTail() const { return cluster_.LogTail(kMember); }
 
   HostPort address() const { return cluster_.Address(kMember); }
+  pid_t pid() const { return cluster_.Pid(kMember); }
   std::string data_dir() const { return cluster_.DataDir(kMember); }
   HttpResponse Get(const std::string& target) const;
   HttpResponse Post(const std::string& target, const std::string& body = "") const;

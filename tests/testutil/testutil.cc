@@ -124,16 +124,6 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
   }
 }
 
-int64_t ProcStatusKb(pid_t pid, std::string_view field) {
-  std::ifstream in(pid == 0 ? std::string("/proc/self/status") : "/proc/" + std::to_string(pid) + "/status");
-  const std::string prefix = std::string(field) + ":";
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) == 0) return std::stoll(line.substr(prefix.size()));
-  }
-  return -1;
-}
-
 std::string BinaryPath(const std::string& name) { return std::string(CLICKATRON_BIN_DIR) + "/" + name; }
 
 HostPort Loopback(uint16_t port) { return HostPort{"127.0.0.1", port}; }

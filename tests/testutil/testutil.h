@@ -15,6 +15,7 @@
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
+#include "clickatron/proc_status.h"
 
 namespace clickatron::testing {
 
@@ -40,7 +41,7 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 
 // A field of /proc/PID/status in kB ("VmRSS", "VmHWM", "RssFile"; pid 0:
 // this process), or -1 when it cannot be read.
-int64_t ProcStatusKb(pid_t pid, std::string_view field);
+using ::clickatron::ProcStatusKb;
 
 // Absolute path of a built binary ("clickatron-realtime").
 std::string BinaryPath(const std::string& name);
