@@ -4,6 +4,10 @@
 #include <rocksdb/sst_file_writer.h>
 
 #include <algorithm>
+#include <compare>
+#include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "clickatron/key_codec.h"
 #include "clickatron/record.h"
@@ -11,16 +15,55 @@
 #include "rocks_status.h"
 
 namespace clickatron::realtime {
+namespace {
+
+// The first 16 bytes of a key as two big-endian words, zero-padded: they
+// compare as the bytes do, and a key that ends sooner (padded with the
+// smallest byte) sorts first, as it does among strings.
+struct KeyPrefix {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  explicit KeyPrefix(std::string_view key) {
+    char bytes[16] = {};
+    key.copy(bytes, sizeof bytes);
+    std::memcpy(&high, bytes, 8);
+    std::memcpy(&low, bytes + 8, 8);
+    high = __builtin_bswap64(high);
+    low = __builtin_bswap64(low);
+  }
+  auto operator<=>(const KeyPrefix&) const = default;
+};
+
+// Sorts records by key. A checkpoint of new keys sorts a million of them, and
+// comparing the keys where they live (the frozen table's nodes, all over the
+// heap) was most of the checkpoint's CPU (memcmp 30% of a shard's perf
+// samples under uniform keys): the prefixes sit in the array being sorted,
+// and only keys that share their first 16 bytes are compared whole.
+template <typename Record, typename KeyOf>
+void SortByKey(std::vector<const Record*>& records, KeyOf key_of) {
+  struct Item {
+    KeyPrefix prefix;
+    const Record* record;
+  };
+  std::vector<Item> items;
+  items.reserve(records.size());
+  for (const Record* r : records) items.push_back({KeyPrefix(key_of(*r)), r});
+  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
+    if (a.prefix != b.prefix) return a.prefix < b.prefix;
+    return key_of(*a.record) < key_of(*b.record);
+  });
+  for (size_t i = 0; i < items.size(); ++i) records[i] = items[i].record;
+}
+
+}  // namespace
 
 Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamilyHandle* family,
                            const std::string& path, FamilyRecords& records) {
   // Equal keys of counters and sketches fold the same in any order (a sum, a
   // union); puts keep theirs (the last one wins).
-  const auto by_key = [](const auto* a, const auto* b) { return a->key < b->key; };
-  std::sort(records.increments.begin(), records.increments.end(), by_key);
-  std::stable_sort(records.puts.begin(), records.puts.end(), by_key);
-  std::sort(records.sketches.begin(), records.sketches.end(),
-            [](const auto* a, const auto* b) { return a->counter_key < b->counter_key; });
+  SortByKey(records.increments, [](const StoreWrite::Increment& r) { return r.key; });
+  std::stable_sort(records.puts.begin(), records.puts.end(), [](const auto* a, const auto* b) { return a->key < b->key; });
+  SortByKey(records.sketches, [](const StoreWrite::Unite& r) { return r.counter_key; });
 
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options, family);
   CLICKATRON_RETURN_IF_ERROR(FromRocks(writer.Open(path), fmt::format("creating the checkpoint file {}", path)));

@@ -10,19 +10,9 @@
 namespace clickatron::realtime {
 namespace {
 
-// Heap per entry besides the key's own bytes: the hash node (next pointer,
-// std::string, value, cached hash: 64 with jemalloc's rounding), its bucket
-// share (~16 at the maps' load factor), the group index pointer and its
-// vector's growth (~16). An estimate: RSS (scripts/bench-incr prints each
-// shard's peak) also holds RocksDB's buffers and the allocator's slack.
-constexpr size_t kEntryOverhead = 96;
-// A new group: its hash node (view, vector, flag, next, hash) and bucket.
-constexpr size_t kGroupOverhead = 96;
-// A unique record's sketch object on its counter's entry (its hashes or
-// registers are counted by UniqueSketch::MemoryBytes).
+// A unique record's sketch object on its counter's entry, with malloc's
+// header (its hashes or registers are counted by UniqueSketch::MemoryBytes).
 constexpr size_t kSketchOverhead = 64;
-// std::string keeps up to 15 bytes inline; longer keys take a heap block.
-size_t KeyHeapBytes(std::string_view key) { return key.size() > 15 ? key.size() + 1 : 0; }
 
 // One record of a MemCursor: a counter or lookup in its stored encoding, or
 // a sketch as it is (a copy costs less than encoding it for a reader that
@@ -73,12 +63,12 @@ std::string_view KeyGroup(std::string_view key) {
   return key.substr(0, dot + 1);
 }
 
-MemTable::Day& MemTable::DayFor(int64_t day) { return days_[day]; }
+MemTable::Day& MemTable::DayFor(int64_t day) { return days_.try_emplace(day, &arena_).first->second.day(); }
 
 MemTable::Entry& MemTable::EntryFor(Day& day, std::string_view key) {
   auto it = day.counters.find(key);
   if (it != day.counters.end()) return it->second;
-  it = day.counters.emplace(std::string(key), Entry()).first;
+  it = day.counters.emplace(std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple()).first;
   Index(day, &*it);
   return it->second;
 }
@@ -93,13 +83,10 @@ bool MemTable::Add(Day& day, std::string_view key, int64_t delta, Entry** entry)
 }
 
 void MemTable::Index(Day& day, const EntryNode* node) {
-  auto [group_it, new_group] = day.groups.try_emplace(KeyGroup(node->first));
-  if (new_group) bytes_ += kGroupOverhead;
-  Group& group = group_it->second;
+  Group& group = day.groups.try_emplace(KeyGroup(node->first)).first->second;
   if (!group.entries.empty() && group.entries.back()->first > node->first) group.sorted = false;
   group.entries.push_back(node);
   ++keys_;
-  bytes_ += kEntryOverhead + KeyHeapBytes(node->first);
 }
 
 void MemTable::Unite(Day& day, Entry& entry, const UniqueSketch& sketch) {
@@ -107,13 +94,13 @@ void MemTable::Unite(Day& day, Entry& entry, const UniqueSketch& sketch) {
     entry.visitors = std::make_unique<UniqueSketch>(sketch);
     ++day.sketches;
     ++keys_;
-    bytes_ += kSketchOverhead + entry.visitors->MemoryBytes();
+    sketch_bytes_ += kSketchOverhead + entry.visitors->MemoryBytes();
     return;
   }
   const size_t before = entry.visitors->MemoryBytes();
   entry.visitors->Merge(sketch);
-  bytes_ += entry.visitors->MemoryBytes();  // unsigned: also right when turning dense shrank it
-  bytes_ -= before;
+  sketch_bytes_ += entry.visitors->MemoryBytes();  // unsigned: also right when turning dense shrank it
+  sketch_bytes_ -= before;
 }
 
 void MemTable::Undo(Day& day, std::string_view key, int64_t delta) {
@@ -141,7 +128,7 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
     if (!Add(*day, line.key, line.delta, &entry)) {
       for (size_t j = 0; j < i; ++j) {
         const BatchLine& done = batch.lines[j];
-        if (!done.lookup && !done.unique) Undo(days_[done.day], done.key, done.delta);
+        if (!done.lookup && !done.unique) Undo(DayFor(done.day), done.key, done.delta);
       }
       return Status(StatusCode::kInternal,
                     fmt::format("counter {} would pass the int64 range; nothing of the batch applied",
@@ -169,15 +156,14 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
     Day& today = DayFor(lookup_day);
     for (const BatchLine& line : batch.lines) {
       if (!line.lookup) continue;
-      auto [it, inserted] = today.lookups.try_emplace(std::string(line.key));
-      if (inserted) {
+      auto it = today.lookups.find(line.key);
+      if (it == today.lookups.end()) {
+        today.lookups.emplace(std::piecewise_construct, std::forward_as_tuple(line.key),
+                              std::forward_as_tuple(line.value));
         ++keys_;
-        bytes_ += kEntryOverhead + KeyHeapBytes(line.key);
       } else {
-        bytes_ -= KeyHeapBytes(it->second);
+        it->second.assign(line.value);  // the old value's bytes stay in the arena, counted
       }
-      it->second.assign(line.value);
-      bytes_ += KeyHeapBytes(it->second);
     }
   }
   return Status::Ok();
@@ -186,8 +172,8 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
 std::optional<int64_t> MemTable::Counter(int64_t day, std::string_view key) const {
   auto d = days_.find(day);
   if (d == days_.end()) return std::nullopt;
-  auto it = d->second.counters.find(key);
-  if (it == d->second.counters.end() || it->second.delta == 0) return std::nullopt;
+  auto it = d->second.day().counters.find(key);
+  if (it == d->second.day().counters.end() || it->second.delta == 0) return std::nullopt;
   return it->second.delta;
 }
 
@@ -195,22 +181,22 @@ const UniqueSketch* MemTable::Sketch(int64_t day, std::string_view key) const {
   if (!IsUniqueKey(key)) return nullptr;
   auto d = days_.find(day);
   if (d == days_.end()) return nullptr;
-  auto it = d->second.counters.find(key.substr(1));
-  return it == d->second.counters.end() ? nullptr : it->second.visitors.get();
+  auto it = d->second.day().counters.find(key.substr(1));
+  return it == d->second.day().counters.end() ? nullptr : it->second.visitors.get();
 }
 
-const std::string* MemTable::Lookup(int64_t day, std::string_view key) const {
+const std::pmr::string* MemTable::Lookup(int64_t day, std::string_view key) const {
   auto d = days_.find(day);
   if (d == days_.end()) return nullptr;
-  auto it = d->second.lookups.find(key);
-  return it == d->second.lookups.end() ? nullptr : &it->second;
+  auto it = d->second.day().lookups.find(key);
+  return it == d->second.day().lookups.end() ? nullptr : &it->second;
 }
 
 std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view prefix) const {
   std::vector<CursorEntry> entries;
   auto d = days_.find(day);
   if (d != days_.end()) {
-    const Day& t = d->second;
+    const Day& t = d->second.day();
     // Unique records ride on their counters' entries (see the header): a
     // "~" prefix is matched against the entries' keys without its '~'.
     const bool unique_prefix = IsUniqueKey(prefix);
@@ -227,7 +213,7 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
         if (!e->first.starts_with(entry_prefix)) continue;
         const Entry& entry = e->second;
         if (want_counters && entry.delta != 0) {
-          entries.push_back(CursorEntry{e->first, EncodeCounter(entry.delta), std::nullopt});
+          entries.push_back(CursorEntry{std::string(std::string_view(e->first)), EncodeCounter(entry.delta), std::nullopt});
         }
         if (want_sketches && entry.visitors) {
           std::string key;
@@ -258,7 +244,10 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
     constexpr std::string_view kLookupPrefix = "l|";
     if (kLookupPrefix.starts_with(prefix) || prefix.starts_with(kLookupPrefix)) {
       for (const auto& [key, value] : t.lookups) {
-        if (key.starts_with(prefix)) entries.push_back(CursorEntry{key, value, std::nullopt});
+        if (key.starts_with(prefix)) {
+          entries.push_back(
+              CursorEntry{std::string(std::string_view(key)), std::string(std::string_view(value)), std::nullopt});
+        }
       }
     }
     if (entries.size() > counters_end) std::sort(entries.begin(), entries.end());
@@ -268,11 +257,12 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
 
 bool MemTable::HasDay(int64_t day) const {
   auto d = days_.find(day);
-  return d != days_.end() && !(d->second.counters.empty() && d->second.lookups.empty());
+  return d != days_.end() && !(d->second.day().counters.empty() && d->second.day().lookups.empty());
 }
 
 void MemTable::ReserveLike(const MemTable& previous) {
-  for (const auto& [day, t] : previous.days_) {
+  for (const auto& [day, slot] : previous.days_) {
+    const Day& t = slot.day();
     if (t.counters.empty()) continue;
     Day& mine = DayFor(day);
     mine.counters.reserve(t.counters.size());
@@ -282,11 +272,12 @@ void MemTable::ReserveLike(const MemTable& previous) {
 
 size_t MemTable::keys(int64_t day) const {
   auto d = days_.find(day);
-  return d == days_.end() ? 0 : d->second.counters.size() + d->second.lookups.size() + d->second.sketches;
+  return d == days_.end() ? 0 : d->second.day().counters.size() + d->second.day().lookups.size() + d->second.day().sketches;
 }
 
 void MemTable::ForEachCounter(const std::function<void(int64_t, std::string_view, int64_t)>& fn) const {
-  for (const auto& [day, t] : days_) {
+  for (const auto& [day, slot] : days_) {
+    const Day& t = slot.day();
     for (const auto& [key, entry] : t.counters) {
       if (entry.delta != 0) fn(day, key, entry.delta);
     }
@@ -294,7 +285,8 @@ void MemTable::ForEachCounter(const std::function<void(int64_t, std::string_view
 }
 
 void MemTable::ForEachSketch(const std::function<void(int64_t, std::string_view, const UniqueSketch&)>& fn) const {
-  for (const auto& [day, t] : days_) {
+  for (const auto& [day, slot] : days_) {
+    const Day& t = slot.day();
     if (t.sketches == 0) continue;
     for (const auto& [key, entry] : t.counters) {
       if (entry.visitors) fn(day, key, *entry.visitors);
@@ -303,7 +295,8 @@ void MemTable::ForEachSketch(const std::function<void(int64_t, std::string_view,
 }
 
 void MemTable::ForEachLookup(const std::function<void(int64_t, std::string_view, std::string_view)>& fn) const {
-  for (const auto& [day, t] : days_) {
+  for (const auto& [day, slot] : days_) {
+    const Day& t = slot.day();
     for (const auto& [key, value] : t.lookups) fn(day, key, value);
   }
 }

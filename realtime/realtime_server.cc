@@ -145,6 +145,13 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   // cache and the scan cache leave (the config refuses less than 16 MiB).
   checkpoints.memory_budget_bytes = static_cast<size_t>(context.cluster.realtime.TableBudgetMb()) << 20;
   server->memory_budget_bytes_ = static_cast<uint64_t>(context.cluster.realtime.memory_budget_mb) << 20;
+  // Said at start: a budget of an older config (where it bounded the table
+  // alone) now also holds the caches, and leaves the table less.
+  spdlog::info("memory_budget_mb {}: in-memory table {} MiB, block cache {} MiB (write buffers {} MiB within it), "
+               "scan cache {} MiB",
+               context.cluster.realtime.memory_budget_mb, context.cluster.realtime.TableBudgetMb(),
+               context.cluster.realtime.block_cache_mb, context.cluster.realtime.write_buffer_mb,
+               context.cluster.realtime.scan_cache_mb);
   if (context.cluster.realtime.fault_injection) {
     checkpoints.fault_dir = context.member.data_dir + "/fault";
     spdlog::warn("fault injection is on: files in {} make checkpoints fail or stall", checkpoints.fault_dir);

@@ -115,7 +115,7 @@ class MergedScan : public LineSource {
 // Adds the part of a record that one in-memory table holds for `day`.
 Status AddHeld(const MemTable& table, int64_t day, std::string_view key, RecordValue* value) {
   if (value->lookup()) {
-    if (const std::string* held = table.Lookup(day, key)) value->AddLookup(*held);
+    if (const std::pmr::string* held = table.Lookup(day, key)) value->AddLookup(*held);
   } else if (value->unique()) {
     if (const UniqueSketch* held = table.Sketch(day, key)) return value->AddSketch(*held);
   } else if (std::optional<int64_t> delta = table.Counter(day, key)) {

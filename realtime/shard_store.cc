@@ -47,7 +47,9 @@ rocksdb::CompressionType LowerLevelCompression() {
 
 // Every family's tables use the one block cache (a family left with
 // RocksDB's default table options would make a cache of its own, outside
-// block_cache_mb).
+// block_cache_mb), and what RocksDB can charge to it is charged: the Bloom
+// filters being built (about 8 bytes a key of a checkpoint or a compaction
+// output), the table readers and the files' metadata.
 std::shared_ptr<rocksdb::TableFactory> TablesInCache(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = cache;
@@ -55,6 +57,12 @@ std::shared_ptr<rocksdb::TableFactory> TablesInCache(const std::shared_ptr<rocks
   table.whole_key_filtering = true;
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
+  for (rocksdb::CacheEntryRole role : {rocksdb::CacheEntryRole::kFilterConstruction,
+                                       rocksdb::CacheEntryRole::kBlockBasedTableReader,
+                                       rocksdb::CacheEntryRole::kFileMetadata}) {
+    table.cache_usage_options.options_overrides.insert(
+        {role, rocksdb::CacheEntryRoleOptions{.charged = rocksdb::CacheEntryRoleOptions::Decision::kEnabled}});
+  }
   return std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table));
 }
 
@@ -228,8 +236,12 @@ Result<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir, con
 
   rocksdb::DBOptions db_options;
   // The write buffers (every family's memtables) are charged to the block
-  // cache, which evicts blocks to make room: block_cache_mb bounds both.
-  // Past write_buffer_mb in all, the largest memtable is flushed.
+  // cache, which evicts blocks to make room. Near write_buffer_mb in all
+  // (7/8 of it) RocksDB flushes the family with the oldest memtable; writes
+  // never stall on it (the metadata family, the only one written through
+  // the memtable, holds a few keys). The cache is not strict: what is in
+  // use (held charges, L0's pinned index and filter blocks, blocks being
+  // read) can pass block_cache_mb for a moment; /stats shows it.
   impl->write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
       static_cast<size_t>(std::max(1, options.write_buffer_mb)) << 20, impl->cache);
   db_options.write_buffer_manager = impl->write_buffers;

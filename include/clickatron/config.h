@@ -131,7 +131,11 @@ struct RealtimeConfig {
   // gets what block_cache_mb and scan_cache_mb leave (TableBudgetMb).
   int memory_budget_mb = 448;
   int scan_cache_mb = 64;             // part of memory_budget_mb: stored records kept between /mfwmatch scans (0: off)
-  int TableBudgetMb() const { return memory_budget_mb - block_cache_mb - scan_cache_mb; }
+  // Parse refuses less than 16; a config made in code gets at least 1.
+  int TableBudgetMb() const {
+    const int rest = memory_budget_mb - block_cache_mb - scan_cache_mb;
+    return rest > 1 ? rest : 1;
+  }
   // Tests only: DATA_DIR/fault/ files make checkpoints fail or stall
   // (docs/operations.md, "Fault injection").
   bool fault_injection = false;

@@ -428,7 +428,10 @@ nlohmann::json StatsData(const HostPort& listen) {
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.contains("data")) return nullptr;
   nlohmann::json data = j["data"];
-  for (const std::string& e : kExcluded) data.erase(e.substr(1));  // what moves by itself
+  for (const std::string& e : kExcluded) {  // what moves by itself
+    const nlohmann::json::json_pointer at(e);
+    if (data.contains(at)) data[at.parent_pointer()].erase(at.back());
+  }
   return data;
 }
 

@@ -125,7 +125,7 @@ TEST(MemTableTest, LookupsLastPutWinsInTheLookupDay) {
   apply("first", kDay);
   apply("second, longer than fifteen bytes", kDay);
   ASSERT_NE(t.Lookup(kDay, key), nullptr);
-  EXPECT_EQ(*t.Lookup(kDay, key), "second, longer than fifteen bytes");
+  EXPECT_EQ(std::string_view(*t.Lookup(kDay, key)), "second, longer than fifteen bytes");
   EXPECT_EQ(t.Lookup(kDay + 1, key), nullptr);
   EXPECT_EQ(t.keys(), 1u);
   EXPECT_EQ(Scan(t, "l|"), (Records{{key, "second, longer than fifteen bytes"}}));
@@ -329,7 +329,7 @@ TEST(MemTableTest, RandomBatchesMatchAnOracleForEveryPrefixShape) {
       for (const auto& [key, value] : want) {
         if (key.starts_with("l|")) {
           ASSERT_NE(t.Lookup(day, key), nullptr);
-          EXPECT_EQ(*t.Lookup(day, key), value);
+          EXPECT_EQ(std::string_view(*t.Lookup(day, key)), value);
         } else {
           EXPECT_EQ(t.Counter(day, key), std::stoll(value)) << key;
         }

@@ -84,6 +84,53 @@ TEST(ShardStoreTest, IncrementsSumAcrossWritesLikeAnOracle) {
   EXPECT_FALSE(store->Get(kDay, "u|absent.c3p1")->has_value());
 }
 
+// A checkpoint sorts its keys by their first 16 bytes before it compares
+// them whole: keys that end before, at and after byte 16, share it, or
+// differ only past it, with repeats, land in order and fold exactly (an
+// SST file refuses keys out of order).
+TEST(ShardStoreTest, KeysAroundTheSortPrefixFoldInOrder) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->CreateDay(kDay).ok());
+  std::vector<std::string> keys;
+  const std::string base = "u|0123456789abcdef";  // 18 bytes
+  for (size_t len = 1; len <= base.size(); ++len) keys.push_back(base.substr(0, len));
+  for (const char* tail : {".c3p1", ".c3p0", "x", "~", "\x7f", "0"}) keys.push_back(base.substr(0, 14) + tail);
+  for (const char* tail : {"", "a", "b.c3p1", "b.c3p0", "bb"}) keys.push_back(base + tail);
+  keys.push_back(std::string("u|0123456789abcd") + '\0' + "z");
+  std::mt19937 rng(11);
+  std::map<std::string, int64_t> oracle;
+  StoreWrite write;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string& key = keys[rng() % keys.size()];
+    const int64_t delta = 1 + static_cast<int64_t>(rng() % 7);
+    write.increments.push_back({kDay, key, delta});
+    oracle[key] += delta;
+  }
+  ASSERT_TRUE(store->Write(write).ok());
+  std::vector<std::pair<std::string, std::string>> want;
+  for (const auto& [key, sum] : oracle) want.emplace_back(key, std::to_string(sum));
+  EXPECT_EQ(ReadAll(*store, kDay), want);
+}
+
+// RocksDB's write buffers are charged to the block cache: what the
+// metadata's memtable holds shows in the cache's usage (block_cache_mb
+// bounds both).
+TEST(ShardStoreTest, WriteBuffersAreChargedToTheBlockCache) {
+  TempDir tmp;
+  auto store = OpenStore(tmp.path());
+  ASSERT_TRUE(store);
+  const StoreMemory before = store->Memory();
+  EXPECT_EQ(before.block_cache_capacity_bytes, 4u << 20);
+  EXPECT_EQ(before.write_buffer_bound_bytes, 4u << 20);
+  const std::string value(1024, 'x');
+  for (int i = 0; i < 1500; ++i) ASSERT_TRUE(store->PutMeta("note-" + std::to_string(i), value, false).ok());
+  const StoreMemory after = store->Memory();
+  EXPECT_GE(after.write_buffer_bytes, 1500u * 1024) << after.write_buffer_bytes;
+  EXPECT_GE(after.block_cache_bytes, after.write_buffer_bytes);
+}
+
 TEST(ShardStoreTest, WatermarkAndDataSurviveReopen) {
   TempDir tmp;
   {

@@ -1,0 +1,38 @@
+#include "table_arena.h"
+
+#include <cstdint>
+#include <new>
+
+namespace clickatron::realtime {
+
+TableArena::~TableArena() {
+  for (void* chunk : chunks_) ::operator delete(chunk);
+}
+
+void* TableArena::do_allocate(size_t bytes, size_t alignment) {
+  auto aligned = [&](char* p) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<char*>((at + alignment - 1) & ~(uintptr_t{alignment} - 1));
+  };
+  if (next_ != nullptr) {
+    char* at = aligned(next_);
+    if (at <= end_ && static_cast<size_t>(end_ - at) >= bytes) {
+      next_ = at + bytes;
+      return at;
+    }
+  }
+  // A new chunk (operator new aligns to max_align_t); a request larger than
+  // a chunk (a hash map's bucket array) gets one of its own size, and the
+  // current chunk keeps serving the small ones.
+  const size_t size = bytes + alignment > kChunkBytes ? bytes + alignment : kChunkBytes;
+  char* chunk = static_cast<char*>(::operator new(size));
+  chunks_.push_back(chunk);
+  bytes_ += size;
+  char* at = aligned(chunk);
+  if (size != kChunkBytes) return at;
+  next_ = at + bytes;
+  end_ = chunk + size;
+  return at;
+}
+
+}  // namespace clickatron::realtime
