@@ -30,7 +30,9 @@
 namespace clickatron::api {
 namespace {
 
-constexpr size_t kLookupCacheEntries = 200'000;
+// Lookup values kept by their hash (lookup_cache.h), per node, shared out
+// among its read loops, charged their bytes: some 150,000 URLs of 100 bytes.
+constexpr size_t kLookupCacheBytes = size_t{32} << 20;
 // Decoded realtime sketches kept by their text (sketch_text_cache.h), per
 // node, shared out among its read loops: some 500 dense hours (32 KiB each
 // with their text) or tens of thousands of small ones.
@@ -170,7 +172,7 @@ class ReadPathImpl : public ReadPath {
                      .cache_confirm = std::chrono::milliseconds(ctx.cluster.api.archive_cache_confirm_ms)}),
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
-        lookups_(kLookupCacheEntries),
+        lookups_(kLookupCacheBytes / static_cast<size_t>(shared_->loops)),
         sketch_texts_(kSketchTextCacheBytes / static_cast<size_t>(shared_->loops), stats_),
         unions_(kUnionEstimateCacheBytes / static_cast<size_t>(shared_->loops), stats_),
         // Beside the archive cache, an eighth of its share: a run's sums are

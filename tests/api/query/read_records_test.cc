@@ -214,7 +214,7 @@ TEST(ReadRecordsTest, MGetTargetsCoverEveryKeyOnceWithinBounds) {
 }
 
 TEST(ReadRecordsTest, LookupCacheEvictsLeastRecentlyUsed) {
-  LookupCache cache(2);
+  LookupCache cache(2 * LookupCache::Charge("a", "1"));
   cache.Put("a", "1");
   cache.Put("b", "2");
   ASSERT_NE(cache.Get("a"), nullptr);  // a is now the most recent
@@ -223,6 +223,25 @@ TEST(ReadRecordsTest, LookupCacheEvictsLeastRecentlyUsed) {
   EXPECT_EQ(*cache.Get("a"), "1");
   EXPECT_EQ(*cache.Get("c"), "3");
   EXPECT_EQ(cache.size(), 2u);
+}
+
+// Entries are charged their bytes: a long value takes the room of several
+// short ones, and one longer than the whole budget is not kept.
+TEST(ReadRecordsTest, LookupCacheIsBoundedInBytes) {
+  const size_t budget = 10 * LookupCache::Charge("h0", "v");
+  LookupCache cache(budget);
+  for (int i = 0; i < 10; ++i) cache.Put("h" + std::to_string(i), "v");
+  EXPECT_EQ(cache.size(), 10u);
+  EXPECT_EQ(cache.bytes(), budget);
+  const std::string long_value(4 * LookupCache::Charge("h0", "v"), 'x');
+  cache.Put("long", long_value);
+  EXPECT_LE(cache.bytes(), budget);
+  EXPECT_EQ(*cache.Get("long"), long_value);
+  EXPECT_EQ(cache.Get("h0"), nullptr);  // the least recent ones made room
+  EXPECT_NE(cache.Get("h9"), nullptr);
+  cache.Put("huge", std::string(budget, 'y'));
+  EXPECT_EQ(cache.Get("huge"), nullptr);
+  EXPECT_LE(cache.bytes(), budget);
 }
 
 }  // namespace
