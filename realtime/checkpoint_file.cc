@@ -4,6 +4,7 @@
 #include <rocksdb/sst_file_writer.h>
 
 #include <algorithm>
+#include <bit>
 #include <compare>
 #include <cstring>
 #include <string_view>
@@ -16,6 +17,8 @@
 
 namespace clickatron::realtime {
 namespace {
+
+static_assert(std::endian::native == std::endian::little, "KeyPrefix swaps bytes to big-endian");
 
 // The first 16 bytes of a key as two big-endian words, zero-padded: they
 // compare as the bytes do, and a key that ends sooner (padded with the

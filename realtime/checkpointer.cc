@@ -141,7 +141,12 @@ void Checkpointer::Freeze() {
   job_->before = store_->Snapshot();
   job_->table = std::shared_ptr<const MemTable>(std::move(active_));
   active_ = std::make_unique<MemTable>();
-  active_->ReserveLike(*job_->table);
+  // The reservation is counted (the buckets are in the new table's arena):
+  // after a table far past the budget (one huge batch may make one), a new
+  // table reserved like it could be past the budget while empty, and refuse
+  // every batch with nothing to checkpoint. Within the budget, a table's
+  // buckets are some 6% of it.
+  if (job_->table->bytes() <= options_.memory_budget_bytes) active_->ReserveLike(*job_->table);
 }
 
 void Checkpointer::Dispatch() {

@@ -147,7 +147,10 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
       }
       // A batch not made by ParseBatch could set the mark wrongly: find the
       // entry by key then.
-      Entry* rides_on = line.follows_its_counter && i > 0 ? counted[i - 1] : nullptr;
+      // The counter line's entry is its day's: a line of another day finds
+      // its own (the day's sketch count must be of the day that holds it).
+      Entry* rides_on =
+          line.follows_its_counter && i > 0 && batch.lines[i - 1].day == line.day ? counted[i - 1] : nullptr;
       Entry& entry = rides_on != nullptr ? *rides_on : EntryFor(*day, line.key.substr(1));
       Unite(*day, entry, batch.sketches[line.sketch]);
     }

@@ -10,15 +10,14 @@ TableArena::~TableArena() {
 }
 
 void* TableArena::do_allocate(size_t bytes, size_t alignment) {
-  auto aligned = [&](char* p) {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(p);
-    return reinterpret_cast<char*>((at + alignment - 1) & ~(uintptr_t{alignment} - 1));
-  };
+  if (bytes > SIZE_MAX - alignment) throw std::bad_alloc();
+  auto aligned = [&](uintptr_t at) { return (at + alignment - 1) & ~(uintptr_t{alignment} - 1); };
   if (next_ != nullptr) {
-    char* at = aligned(next_);
-    if (at <= end_ && static_cast<size_t>(end_ - at) >= bytes) {
-      next_ = at + bytes;
-      return at;
+    const uintptr_t at = aligned(reinterpret_cast<uintptr_t>(next_));
+    const uintptr_t end = reinterpret_cast<uintptr_t>(end_);
+    if (at <= end && end - at >= bytes) {
+      next_ = reinterpret_cast<char*>(at + bytes);
+      return reinterpret_cast<char*>(at);
     }
   }
   // A new chunk (operator new aligns to max_align_t); a request larger than
@@ -28,7 +27,7 @@ void* TableArena::do_allocate(size_t bytes, size_t alignment) {
   char* chunk = static_cast<char*>(::operator new(size));
   chunks_.push_back(chunk);
   bytes_ += size;
-  char* at = aligned(chunk);
+  char* at = reinterpret_cast<char*>(aligned(reinterpret_cast<uintptr_t>(chunk)));
   if (size != kChunkBytes) return at;
   next_ = at + bytes;
   end_ = chunk + size;

@@ -372,6 +372,26 @@ TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
 // Threaded: the checkpoint stalls 200 ms after its files are ingested, so
 // the test reads while it runs, with the records in the store before the
 // loop has heard of it.
+// One batch can make a table far past the budget (Admit is asked before
+// it). Once that table is persisted the next one takes batches again: it is
+// not reserved like the huge one (its buckets would count against the
+// budget while it is empty, with nothing to checkpoint).
+TEST_F(CheckpointerTest, AfterABatchFarPastTheBudgetTheNextTableAdmitsAgain) {
+  Make(/*threaded=*/false, /*budget=*/4096);
+  std::string body;
+  for (int i = 0; i < 2000; ++i) body += Key("k" + std::to_string(i), kDay, i % 24) + ",1\n";
+  Result<ParsedBatch> batch = ParseBatch(body);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_TRUE(cp_->Admit());
+  ASSERT_TRUE(cp_->Apply("api-0", 1, *batch, kDay).ok());  // starts and finishes a checkpoint (unthreaded)
+  cp_->Start();
+  EXPECT_EQ(cp_->Durable("api-0"), 1u);
+  EXPECT_LT(cp_->memory_bytes(), size_t{4096});
+  EXPECT_TRUE(cp_->Admit());
+  ApplyBatch("api-0");
+  EXPECT_TRUE(cp_->Admit());
+}
+
 TEST_F(CheckpointerTest, ThreadedReadsDuringACheckpointEqualTheOracle) {
   Make(/*threaded=*/true);
   SetFault("checkpoint-delay-ms", "200");
