@@ -52,9 +52,14 @@ class RealtimeDaemon {
   clickatron::testing::Cluster cluster_;
 };
 
-// A test with the daemon started and its Today read.
+// A test with the daemon started and its Today read (`realtime`, `http`:
+// more keys for the cluster file's tables).
 class StartedDaemonTest : public ::testing::Test {
  protected:
+  explicit StartedDaemonTest(const clickatron::testing::TomlTable& realtime = {},
+                             const clickatron::testing::TomlTable& http = {})
+      : daemon_("manual", realtime, http) {}
+
   void SetUp() override {
     std::string error;
     ASSERT_TRUE(daemon_.Start(&error)) << error;

@@ -22,9 +22,9 @@ constexpr int64_t kBlockCacheMb = 32;  // the table gets the other 32
 constexpr int64_t kOverheadMb = 64;
 constexpr int kKeysPerBatch = 20000;
 
-class MemoryBoundTest : public ::testing::Test {
+class MemoryBoundTest : public StartedDaemonTest {
  protected:
-  MemoryBoundTest() : daemon_("manual", RealtimeTable(), HttpTable()) {}
+  MemoryBoundTest() : StartedDaemonTest(RealtimeTable(), HttpTable()) {}
 
   static clickatron::testing::TomlTable RealtimeTable() {
     clickatron::testing::TomlTable t;
@@ -87,15 +87,6 @@ class MemoryBoundTest : public ::testing::Test {
     return applied;
   }
 
-  void SetUp() override {
-    std::string error;
-    ASSERT_TRUE(daemon_.Start(&error)) << error;
-    today_ = daemon_.Today();
-    ASSERT_GT(today_, 0);
-  }
-
-  RealtimeDaemon daemon_;
-  int64_t today_ = 0;
   uint64_t seq_ = 0;
   int64_t next_key_ = 0;
 };
