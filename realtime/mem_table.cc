@@ -83,10 +83,17 @@ bool MemTable::Add(Day& day, std::string_view key, int64_t delta, Entry** entry)
 }
 
 void MemTable::Index(Day& day, const EntryNode* node) {
-  Group& group = day.groups.try_emplace(KeyGroup(node->first)).first->second;
-  if (!group.entries.empty() && group.entries.back()->first > node->first) group.sorted = false;
-  group.entries.push_back(node);
+  day.unindexed.push_back(node);
   ++keys_;
+}
+
+void MemTable::IndexPending(const Day& day) {
+  for (const EntryNode* node : day.unindexed) {
+    Group& group = day.groups.try_emplace(KeyGroup(node->first)).first->second;
+    if (!group.entries.empty() && group.entries.back()->first > node->first) group.sorted = false;
+    group.entries.push_back(node);
+  }
+  day.unindexed.clear();
 }
 
 void MemTable::Unite(Day& day, Entry& entry, const UniqueSketch& sketch) {
@@ -200,6 +207,7 @@ std::unique_ptr<StoreCursor> MemTable::NewCursor(int64_t day, std::string_view p
   auto d = days_.find(day);
   if (d != days_.end()) {
     const Day& t = d->second.day();
+    IndexPending(t);
     // Unique records ride on their counters' entries (see the header): a
     // "~" prefix is matched against the entries' keys without its '~'.
     const bool unique_prefix = IsUniqueKey(prefix);
