@@ -1,0 +1,609 @@
+// ArchiveReader (api/query/archive_reader.h) against scripted archive
+// replicas (testutil/fake_http_client.h): failover between the replicas of a
+// shard, a shard with no replica answering, replicas that answer garbage,
+// a generation change between reads (the cache of kept answers), coalescing
+// and rerouting by the shard count answers carry.
+#include "query/archive_reader.h"
+
+#include <event2/event.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "clickatron/config.h"
+#include "clickatron/query_string.h"
+#include "clickatron/shard.h"
+#include "testutil/fake_http_client.h"
+
+namespace clickatron::api::archive_reader_test {
+namespace {
+
+using clickatron::testing::FakeHttpClient;
+using Answer = FakeHttpClient::Answer;
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The archive replica `replica` of `shard` ("a<shard>r<replica>"), on a port
+// of its own: the fake client is keyed by peer, nothing listens there.
+HostPort ReplicaPeer(int shard, int replica) {
+  return HostPort{"127.0.0.1", static_cast<uint16_t>(7100 + 10 * shard + replica)};
+}
+
+// A cluster file's worth of ClusterConfig: `shards` archive shards of
+// `replicas` replicas each (the reader reads nothing else of it).
+ClusterConfig ArchiveCluster(int shards, int replicas) {
+  ClusterConfig cluster;
+  cluster.archive_shards = shards;
+  for (int shard = 0; shard < shards; ++shard) {
+    for (int replica = 0; replica < replicas; ++replica) {
+      MemberConfig member;
+      member.name = "a" + std::to_string(shard) + "r" + std::to_string(replica);
+      member.role = MemberRole::kArchive;
+      member.shard = shard;
+      member.listen = ReplicaPeer(shard, replica);
+      cluster.members.push_back(member);
+    }
+  }
+  return cluster;
+}
+
+// What one archive replica serves: the file's identity (the headers every
+// answer carries) and its records. Tests change it in place to deploy
+// another generation.
+struct ServedFileState {
+  uint64_t generation = 7;
+  uint32_t crc32 = 1111;
+  std::string last_day = "2026-11-30";
+  int shard_count = 1;
+  std::map<std::string, std::string> records;  // key -> value
+
+  Headers ArchiveHeaders() const {
+    return {{"X-Archive-Generation", std::to_string(generation)},
+            {"X-Archive-Last-Day", last_day},
+            {"X-Archive-Crc32", std::to_string(crc32)},
+            {"X-Archive-Shard-Count", std::to_string(shard_count)}};
+  }
+};
+
+std::vector<std::string> KeysOf(const FakeHttpClient::Request& request) {
+  QueryArgs args;
+  EXPECT_TRUE(ParseQueryString(request.query(), &args).ok()) << request.target;
+  std::vector<std::string> keys;
+  for (const std::string* key : args.GetAll("key")) keys.push_back(*key);
+  return keys;
+}
+
+// Makes `peer` answer /get, /mget and /manifest from *file as an archive
+// daemon does (archive/archive_server.cc): /get "value\n" or 404, /mget the
+// "key,value" lines of the hits, /manifest an envelope (data null: a file
+// without a manifest). Reads *file when each request is sent.
+void ServeFile(FakeHttpClient& client, const HostPort& peer, std::shared_ptr<ServedFileState> file) {
+  client.Handle(peer, "/get", [file](const FakeHttpClient::Request& request) {
+    const std::vector<std::string> keys = KeysOf(request);
+    auto it = keys.size() == 1 ? file->records.find(keys[0]) : file->records.end();
+    if (it == file->records.end()) return Answer::Http(404, "", file->ArchiveHeaders());
+    return Answer::Http(200, it->second + "\n", file->ArchiveHeaders());
+  });
+  client.Handle(peer, "/mget", [file](const FakeHttpClient::Request& request) {
+    std::string body;
+    for (const std::string& key : KeysOf(request)) {
+      auto it = file->records.find(key);
+      if (it != file->records.end()) body += key + "," + it->second + "\n";
+    }
+    return Answer::Http(200, body, file->ArchiveHeaders());
+  });
+  client.Handle(peer, "/manifest", [file](const FakeHttpClient::Request&) {
+    return Answer::Http(200, R"({"status_code":200,"status_txt":"OK","data":null})", file->ArchiveHeaders());
+  });
+}
+
+// The same file, with the same records, on every replica of shard 0.
+std::shared_ptr<ServedFileState> StandardFile() {
+  auto file = std::make_shared<ServedFileState>();
+  file->records = {{"k1", "v1"}, {"k2", "v2"}, {"k3", "v3"}};
+  return file;
+}
+
+class ArchiveReaderTest : public ::testing::Test {
+ protected:
+  // The options every test starts from: a penalty long enough that a failed
+  // replica stays skipped for the whole test, whatever the machine's speed.
+  static ArchiveReader::Options BaseOptions() {
+    ArchiveReader::Options options;
+    options.replica_penalty = std::chrono::hours(1);
+    return options;
+  }
+
+  ArchiveReader& MakeReader(const ClusterConfig& cluster, ArchiveReader::Options options = BaseOptions()) {
+    cluster_ = cluster;
+    reader_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    return *reader_;
+  }
+
+  // Serves `file` on every replica of shard 0 of a cluster of `replicas`.
+  ArchiveReader& ShardZero(int replicas, std::shared_ptr<ServedFileState> file,
+                           ArchiveReader::Options options = BaseOptions()) {
+    for (int r = 0; r < replicas; ++r) ServeFile(client_, ReplicaPeer(0, r), file);
+    return MakeReader(ArchiveCluster(1, replicas), options);
+  }
+
+  // One Get, driven to its end: its callback must run exactly once. (A kept
+  // answer calls back inside Get; the others come through the loop.)
+  Result<ArchiveReply> Get(const std::shared_ptr<ArchiveReader::Session>& session, const std::string& key) {
+    std::optional<Result<ArchiveReply>> got;
+    int calls = 0;
+    reader_->Get(session, key, [&](Result<ArchiveReply> reply) {
+      ++calls;
+      got.emplace(std::move(reply));
+    });
+    client_.RunUntilIdle();
+    EXPECT_EQ(calls, 1);
+    return got ? std::move(*got) : Result<ArchiveReply>(Status::Internal("Get never called back"));
+  }
+
+  Result<std::vector<ArchiveReply>> MGet(const std::shared_ptr<ArchiveReader::Session>& session,
+                                         const std::vector<std::string>& keys) {
+    std::optional<Result<std::vector<ArchiveReply>>> got;
+    int calls = 0;
+    reader_->MGet(session, keys, [&](Result<std::vector<ArchiveReply>> replies) {
+      ++calls;
+      got.emplace(std::move(replies));
+    });
+    client_.RunUntilIdle();
+    EXPECT_EQ(calls, 1);
+    return got ? std::move(*got) : Result<std::vector<ArchiveReply>>(Status::Internal("MGet never called back"));
+  }
+
+  // The /get and /mget requests sent to `peer` (the reads, not the routing
+  // and confirmation /manifest requests).
+  size_t ReadsTo(const HostPort& peer) const {
+    return client_.RequestsTo(peer, "/get").size() + client_.RequestsTo(peer, "/mget").size();
+  }
+
+  // Declared first, destroyed last: the client's and reader's events are on it.
+  std::unique_ptr<event_base, decltype(&event_base_free)> base_{event_base_new(), &event_base_free};
+  FakeHttpClient client_{base_.get()};
+  ReadStats stats_;
+  ClusterConfig cluster_;
+  std::unique_ptr<ArchiveReader> reader_;
+};
+
+// --- the fake itself ---------------------------------------------------------
+
+HttpRequestSpec Spec(std::string target, std::string method = "GET", std::string body = "") {
+  HttpRequestSpec spec;
+  spec.method = std::move(method);
+  spec.target = std::move(target);
+  spec.body = std::move(body);
+  return spec;
+}
+
+TEST(FakeHttpClientTest, AnswersThroughTheLoopInOrderAndRecordsRequests) {
+  std::unique_ptr<event_base, decltype(&event_base_free)> base{event_base_new(), &event_base_free};
+  FakeHttpClient client(base.get());
+  const HostPort peer{"127.0.0.1", 7001};
+  client.Script(peer, "/a", Answer::Http(200, "always"));
+  client.ScriptOnce(peer, "/a", Answer::Http(201, "once"));
+  client.Script(peer, "/down", Answer::TransportError("TIMEOUT"));
+  std::vector<std::string> got;
+  auto record = [&got](HttpResponse r) {
+    got.push_back(r.ok() ? std::to_string(r.status_code) + " " + r.body : "no answer: " + r.transport.reason());
+  };
+  client.Send(peer, Spec("/a?x=1", "POST", "payload"), record);
+  client.Send(peer, Spec("/a"), record);
+  client.Send(peer, Spec("/down"), record);
+  EXPECT_TRUE(got.empty());  // never inside Send
+  client.RunUntilIdle();
+  EXPECT_EQ(got, (std::vector<std::string>{"201 once", "200 always", "no answer: TIMEOUT"}));
+  ASSERT_EQ(client.requests().size(), 3u);
+  EXPECT_EQ(client.requests()[0].method, "POST");
+  EXPECT_EQ(client.requests()[0].target, "/a?x=1");
+  EXPECT_EQ(client.requests()[0].body, "payload");
+  EXPECT_EQ(client.RequestsTo(peer, "/a").size(), 2u);
+}
+
+TEST(FakeHttpClientTest, HeldAnswersWaitForRelease) {
+  std::unique_ptr<event_base, decltype(&event_base_free)> base{event_base_new(), &event_base_free};
+  FakeHttpClient client(base.get());
+  const HostPort peer{"127.0.0.1", 7001};
+  client.Script(peer, "/a", Answer::Http(200, "x"));
+  int answered = 0;
+  client.Hold();
+  client.Send(peer, Spec("/a"), [&](HttpResponse) { ++answered; });
+  client.RunUntilIdle();
+  EXPECT_EQ(answered, 0);
+  EXPECT_EQ(client.pending(), 1u);
+  client.Release();
+  client.RunUntilIdle();
+  EXPECT_EQ(answered, 1);
+}
+
+// --- failover -------------------------------------------------------------
+
+class ArchiveReaderFailoverTest : public ArchiveReaderTest {
+ protected:
+  // Replica 0 answers every read with `broken`; replica 1 serves the file. A
+  // fresh reader's first session starts on replica 0 (round robin from 0).
+  void ExpectReadAnsweredByReplicaOne(const Answer& broken) {
+    auto file = StandardFile();
+    ArchiveReader& reader = ShardZero(2, file);
+    client_.Script(ReplicaPeer(0, 0), "/get", broken);
+    auto session = reader.Begin("k1");
+    ASSERT_EQ(session->replica, 0u);
+
+    Result<ArchiveReply> reply = Get(session, "k1");
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_TRUE(reply->found);
+    EXPECT_EQ(reply->body, "v1\n");
+    EXPECT_EQ(reply->replica, 1u);
+    EXPECT_EQ(reply->view.generation, 7u);
+    // Asked replica 0 once, then replica 1; the session follows the failover.
+    EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
+    EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 1), "/get").size(), 1u);
+    EXPECT_EQ(session->replica, 1u);
+    EXPECT_EQ(stats_.archive_failovers.load(), 1u);
+  }
+};
+
+TEST_F(ArchiveReaderFailoverTest, TransportErrorIsAnsweredByTheOtherReplica) {
+  ExpectReadAnsweredByReplicaOne(Answer::TransportError());
+}
+
+TEST_F(ArchiveReaderFailoverTest, ServerErrorIsAnsweredByTheOtherReplica) {
+  ExpectReadAnsweredByReplicaOne(Answer::Http(503, "overloaded"));
+}
+
+TEST_F(ArchiveReaderFailoverTest, FailedReplicaIsSkippedByLaterSessions) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(2, file);
+  client_.Script(ReplicaPeer(0, 0), "/get", Answer::TransportError());
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+  const size_t asked_before = ReadsTo(ReplicaPeer(0, 0));
+
+  // Within its penalty, new sessions are begun on replica 1 even when the
+  // round robin points at replica 0, and nothing more goes to replica 0.
+  for (const std::string key : {"k2", "k3", "k1"}) {
+    auto session = reader.Begin(key);
+    EXPECT_EQ(session->replica, 1u) << key;
+    Result<ArchiveReply> reply = Get(session, key);
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_EQ(reply->replica, 1u);
+  }
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), asked_before);
+  EXPECT_EQ(stats_.archive_failovers.load(), 1u);
+}
+
+TEST_F(ArchiveReaderFailoverTest, NoReplicaAnsweringIsShardUnavailable) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(2, file);
+  client_.Script(ReplicaPeer(0, 0), "/get", Answer::TransportError());
+  client_.Script(ReplicaPeer(0, 1), "/get", Answer::Http(500, "broken"));
+
+  Result<ArchiveReply> reply = Get(reader.Begin("k1"), "k1");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(reply.status().reason(), "SHARD_UNAVAILABLE");
+  EXPECT_NE(reply.status().message().find("archive shard 0: no replica answered"), std::string::npos)
+      << reply.status().message();
+  // The last replica's failure is named: an operator sees why.
+  EXPECT_NE(reply.status().message().find("answered 500"), std::string::npos) << reply.status().message();
+  // Each replica asked once: no loop over replicas that are down.
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 1), "/get").size(), 1u);
+}
+
+TEST_F(ArchiveReaderFailoverTest, LoneReplicaIsAskedTwiceForAClosedConnection) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file);
+  // A keep-alive connection the replica closed fails at once; the second try
+  // gets the answer (the script then falls back to the file).
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/get", Answer::TransportError("UNAVAILABLE"));
+  Result<ArchiveReply> reply = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->body, "v1\n");
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 2u);
+}
+
+TEST_F(ArchiveReaderFailoverTest, LoneReplicaThatTimedOutIsNotAskedAgain) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file);
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/get", Answer::TransportError("TIMEOUT"));
+  Result<ArchiveReply> reply = Get(reader.Begin("k1"), "k1");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().reason(), "SHARD_UNAVAILABLE");
+  // A second request would most likely wait out another timeout.
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
+}
+
+// --- garbage ----------------------------------------------------------------
+
+class ArchiveReaderGarbageTest : public ArchiveReaderTest {
+ protected:
+  // Replica 0 answers /get with `garbage`; the read must come from replica 1.
+  void ExpectGarbageNotTrusted(const Answer& garbage) {
+    auto file = StandardFile();
+    ArchiveReader& reader = ShardZero(2, file);
+    client_.Script(ReplicaPeer(0, 0), "/get", garbage);
+    auto session = reader.Begin("k1");
+    ASSERT_EQ(session->replica, 0u);
+    Result<ArchiveReply> reply = Get(session, "k1");
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_EQ(reply->body, "v1\n");
+    EXPECT_EQ(reply->replica, 1u);
+    EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
+  }
+};
+
+TEST_F(ArchiveReaderGarbageTest, AnswerWithoutArchiveHeadersIsNotTrusted) {
+  // A 200 from something that is not an archive daemon (a proxy's page).
+  ExpectGarbageNotTrusted(Answer::Http(200, "<html>hello</html>"));
+}
+
+TEST_F(ArchiveReaderGarbageTest, MalformedGenerationHeaderIsNotTrusted) {
+  ExpectGarbageNotTrusted(Answer::Http(200, "v1\n", {{"X-Archive-Generation", "7x"},
+                                                     {"X-Archive-Last-Day", "2026-11-30"}}));
+}
+
+TEST_F(ArchiveReaderGarbageTest, MalformedLastDayHeaderIsNotTrusted) {
+  ExpectGarbageNotTrusted(Answer::Http(200, "v1\n", {{"X-Archive-Generation", "7"},
+                                                     {"X-Archive-Last-Day", "yesterday"}}));
+}
+
+TEST_F(ArchiveReaderGarbageTest, GarbledMgetIsCorruptionAndIsNotKept) {
+  auto file = StandardFile();
+  ArchiveReader::Options options = BaseOptions();
+  options.cache_bytes = 1 << 20;
+  options.cache_confirm = std::chrono::hours(1);
+  ArchiveReader& reader = ShardZero(1, file, options);
+  // A line for a key nobody asked: the answer cannot be split per key.
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/mget", Answer::Http(200, "k1,v1\nzz,oops\n", file->ArchiveHeaders()));
+
+  auto session = reader.Begin("k1");
+  Result<std::vector<ArchiveReply>> first = MGet(session, {"k1", "k2"});
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kCorruption) << first.status().ToString();
+
+  // Nothing of the garbled answer was kept: the keys are asked again, and the
+  // replica's good answer is what the caller gets.
+  const size_t before = ReadsTo(ReplicaPeer(0, 0));
+  Result<std::vector<ArchiveReply>> second = MGet(session, {"k1", "k2"});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before + 1);
+  ASSERT_EQ(second->size(), 1u);
+  EXPECT_FALSE((*second)[0].kept);
+  EXPECT_EQ((*second)[0].body, "k1,v1\nk2,v2\n");
+}
+
+TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file);
+  auto session = reader.Begin("k1");
+  ASSERT_TRUE(Get(session, "k1").ok());  // routing learned: only the rules' /manifest below
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/manifest", Answer::Http(200, "{not json", file->ArchiveHeaders()));
+
+  auto rules_of = [&]() {
+    std::optional<ArchiveReader::DayRecordRules> got;
+    reader.DayRecordsEveryDay(session, 7, [&](ArchiveReader::DayRecordRules rules) { got = rules; });
+    client_.RunUntilIdle();
+    EXPECT_TRUE(got.has_value());
+    return got.value_or(ArchiveReader::DayRecordRules{});
+  };
+  const size_t manifests_before = client_.RequestsTo(ReplicaPeer(0, 0), "/manifest").size();
+  EXPECT_FALSE(rules_of().manifest_read);
+  // Not remembered: the next query asks again, and the good answer is.
+  EXPECT_FALSE(reader.KnownDayRecordRules(*session, 7).has_value());
+  EXPECT_TRUE(rules_of().manifest_read);
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/manifest").size(), manifests_before + 2);
+  ASSERT_TRUE(reader.KnownDayRecordRules(*session, 7).has_value());
+  EXPECT_TRUE(reader.KnownDayRecordRules(*session, 7)->manifest_read);
+}
+
+// --- generations and the cache of kept answers --------------------------------
+
+class ArchiveReaderGenerationTest : public ArchiveReaderTest {
+ protected:
+  static ArchiveReader::Options CacheOn(std::chrono::milliseconds confirm) {
+    ArchiveReader::Options options = BaseOptions();
+    options.cache_bytes = 1 << 20;
+    options.cache_confirm = confirm;
+    return options;
+  }
+  // Deploys another generation on the replica: another file, another value.
+  static void Deploy(ServedFileState& file, uint64_t generation, uint32_t crc32, const std::string& k1_value) {
+    file.generation = generation;
+    file.crc32 = crc32;
+    file.records["k1"] = k1_value;
+  }
+};
+
+TEST_F(ArchiveReaderGenerationTest, KeptAnswerIsReusedWithinItsGeneration) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::hours(1)));
+  Result<ArchiveReply> first = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->kept);  // kept for later reads
+
+  const size_t before = ReadsTo(ReplicaPeer(0, 0));
+  Result<ArchiveReply> second = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->kept);
+  EXPECT_EQ(second->body, "v1\n");
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before);  // not asked again
+  EXPECT_EQ(stats_.archive_cache_hits.load(), 1u);
+}
+
+TEST_F(ArchiveReaderGenerationTest, NewGenerationSeenByAnyAnswerDropsKeptAnswers) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::hours(1)));
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+
+  Deploy(*file, 8, 2222, "v1-of-8");
+  // Another key's answer says the replica now serves generation 8 ...
+  Result<ArchiveReply> other = Get(reader.Begin("k2"), "k2");
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(other->view.generation, 8u);
+  // ... so k1's kept answer (generation 7) is not used: k1 is asked again.
+  const size_t before = ReadsTo(ReplicaPeer(0, 0));
+  Result<ArchiveReply> again = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->view.generation, 8u);
+  EXPECT_EQ(again->body, "v1-of-8\n");
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before + 1);
+}
+
+TEST_F(ArchiveReaderGenerationTest, SameGenerationNumberOfAnotherFileDropsKeptAnswers) {
+  // A rolled-back generation's number built again: only the crc32 differs.
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::hours(1)));
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+  Deploy(*file, 7, 3333, "v1-rebuilt");
+  ASSERT_TRUE(Get(reader.Begin("k2"), "k2").ok());
+  Result<ArchiveReply> again = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->body, "v1-rebuilt\n");
+  EXPECT_EQ(again->view.file_crc32, std::optional<uint32_t>(3333));
+}
+
+TEST_F(ArchiveReaderGenerationTest, UnconfirmedKeptAnswerIsNotTrusted) {
+  // Nothing said the replica still serves generation 7 within cache_confirm:
+  // the kept answer may be of a file the replica has replaced.
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::milliseconds(30)));
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+  Deploy(*file, 8, 2222, "v1-of-8");
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+
+  Result<ArchiveReply> again = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->body, "v1-of-8\n");
+  EXPECT_EQ(again->view.generation, 8u);
+}
+
+TEST_F(ArchiveReaderGenerationTest, MgetStraddlingAReloadReportsBothViewsAndKeepsNothing) {
+  // Without coalescing and with one key per request, an mget of two keys is
+  // two requests; the file is replaced between them (a reload mid-query).
+  auto file = StandardFile();
+  ArchiveReader::Options options = CacheOn(std::chrono::hours(1));
+  options.coalesce_in_flight = 0;
+  options.max_keys_per_mget = 1;
+  ArchiveReader& reader = ShardZero(1, file, options);
+  ServedFileState newer = *file;
+  Deploy(newer, 8, 2222, "v1-of-8");
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/mget", Answer::Http(200, "k1,v1\n", file->ArchiveHeaders()));
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/mget", Answer::Http(200, "k2,v2\n", newer.ArchiveHeaders()));
+
+  auto session = reader.Begin("k1");
+  Result<std::vector<ArchiveReply>> replies = MGet(session, {"k1", "k2"});
+  ASSERT_TRUE(replies.ok()) << replies.status().ToString();
+  ASSERT_EQ(replies->size(), 2u);
+  // Each answer says its own file: the caller sees the reload and starts over.
+  EXPECT_EQ((*replies)[0].view.generation, 7u);
+  EXPECT_EQ((*replies)[1].view.generation, 8u);
+
+  // Not even k2, whose answer is of the generation now confirmed, was kept.
+  *file = newer;
+  const size_t before = ReadsTo(ReplicaPeer(0, 0));
+  Result<std::vector<ArchiveReply>> k2 = MGet(session, {"k2"});
+  ASSERT_TRUE(k2.ok()) << k2.status().ToString();
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before + 1);
+}
+
+// --- coalescing and routing ------------------------------------------------
+
+TEST_F(ArchiveReaderTest, GetsQueuedWhileOneIsOutGoTogetherAsOneMget) {
+  auto file = StandardFile();
+  ArchiveReader& reader = ShardZero(1, file);
+  std::map<std::string, std::string> got;
+  for (const std::string key : {"k1", "k2", "k3", "missing"}) {
+    reader.Get(reader.Begin(key), key, [&got, key](Result<ArchiveReply> reply) {
+      got[key] = !reply.ok() ? "error: " + reply.status().ToString() : reply->found ? reply->body : "(not found)";
+    });
+  }
+  client_.RunUntilIdle();
+
+  EXPECT_EQ(got, (std::map<std::string, std::string>{
+                     {"k1", "v1\n"}, {"k2", "v2\n"}, {"k3", "v3\n"}, {"missing", "(not found)"}}));
+  // The first get went alone; the others waited for it and went as one mget.
+  std::vector<std::string> reads;
+  for (const auto& request : client_.requests()) {
+    if (request.path() != "/manifest") reads.push_back(request.target);
+  }
+  EXPECT_EQ(reads, (std::vector<std::string>{"/get?key=k1", "/mget?key=k2&key=k3&key=missing"}));
+  EXPECT_EQ(stats_.archive_coalesced_requests.load(), 1u);
+  EXPECT_EQ(stats_.archive_coalesced_keys.load(), 3u);
+}
+
+// A key whose shard is `shard` of `count`.
+std::string KeyOnShard(uint32_t shard, uint32_t count) {
+  for (int i = 0;; ++i) {
+    std::string key = "key" + std::to_string(i);
+    if (ShardOf(key, count) == shard) return key;
+  }
+}
+
+TEST_F(ArchiveReaderTest, AnswerCutByAnotherShardCountIsAskedOfThatShard) {
+  // The cluster file says 2 shards, and shard 0's manifest says so; shard 1
+  // already serves a generation cut into one shard (a re-partition being
+  // deployed): a key read there is asked again of its shard under 1.
+  const std::string key = KeyOnShard(1, 2);
+  // Both now serve generation 8, cut into one shard; shard 0 answered the
+  // routing question while it still served generation 7, cut into two.
+  auto shard0 = StandardFile();
+  shard0->generation = 8;
+  shard0->records[key] = "from-shard-0";
+  ServedFileState shard0_before = *shard0;
+  shard0_before.generation = 7;
+  shard0_before.shard_count = 2;
+  auto shard1 = StandardFile();
+  shard1->generation = 8;
+  ServeFile(client_, ReplicaPeer(0, 0), shard0);
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/manifest",
+                     Answer::Http(200, R"({"data":null})", shard0_before.ArchiveHeaders()));
+  ServeFile(client_, ReplicaPeer(1, 0), shard1);
+  ArchiveReader& reader = MakeReader(ArchiveCluster(2, 1));
+  auto session = reader.Begin(key);
+
+  std::optional<Result<ArchiveReply>> got;
+  reader.Get(session, key, [&](Result<ArchiveReply> reply) { got.emplace(std::move(reply)); });
+  // Routing: shard 0's /manifest says 2 shards; the get goes to shard 1 ...
+  client_.RunUntilIdle();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(got->ok()) << got->status().ToString();
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(1, 0), "/get").size(), 1u);
+  // ... whose answer names 1 shard: asked again of shard 0, which has it.
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
+  EXPECT_EQ((*got)->body, "from-shard-0\n");
+  EXPECT_EQ(session->shard, 0);
+  EXPECT_EQ(session->shard_count, 1);
+  EXPECT_EQ(stats_.archive_reroutes.load(), 1u);
+  EXPECT_EQ(reader.ShardCount(), 1);  // the newest generation's count routes from now on
+}
+
+TEST_F(ArchiveReaderTest, ShardsDisagreeingOnTheCountIsShardUnavailable) {
+  // Shard 0 says 2 shards and shard 1 says 1, both of one generation: each
+  // answer sends the key to the other shard. A few tries, then a clear error.
+  const std::string key = KeyOnShard(1, 2);
+  ASSERT_EQ(ShardOf(key, 1), 0u);
+  auto shard0 = StandardFile();
+  shard0->shard_count = 2;
+  auto shard1 = StandardFile();
+  shard1->shard_count = 1;
+  ServeFile(client_, ReplicaPeer(0, 0), shard0);
+  ServeFile(client_, ReplicaPeer(1, 0), shard1);
+  ArchiveReader& reader = MakeReader(ArchiveCluster(2, 1));
+
+  Result<ArchiveReply> reply = Get(reader.Begin(key), key);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().reason(), "SHARD_UNAVAILABLE");
+  EXPECT_NE(reply.status().message().find("re-partitioned generation is being deployed"), std::string::npos)
+      << reply.status().message();
+  EXPECT_EQ(stats_.archive_reroutes.load(), 3u);
+}
+
+}  // namespace
+}  // namespace clickatron::api::archive_reader_test
