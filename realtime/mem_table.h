@@ -38,10 +38,11 @@
 // the lines already added; sketches and lookups are applied only after every
 // counter fitted).
 //
-// Thread-safety: not thread-safe. The loop thread mutates the active table;
-// a frozen table (one being checkpointed) is only read, by the loop thread
-// (reads) and the checkpoint thread (ForEach*); the lazily sorted group
-// index is touched by the loop thread only.
+// Thread-safety: not thread-safe. The loop thread mutates the active table.
+// A frozen table (one being checkpointed) has its records read by the loop
+// thread (reads) and the checkpoint thread (ForEach*); its group index (the
+// pending entries, the groups, their lazy sort) and the arena that holds it
+// are the loop thread's alone, which indexes and sorts there on reads.
 #pragma once
 
 #include <cstdint>
@@ -98,8 +99,9 @@ class MemTable {
   // of what it returns: later Apply() calls do not change it.
   std::unique_ptr<StoreCursor> NewCursor(int64_t day, std::string_view prefix) const;
 
-  // Sizes the hash tables for about as many keys per day as `previous`
-  // held: a fresh table after a checkpoint then grows without rehashing.
+  // Sizes the hash tables for about as many keys (and, if it was read, groups)
+  // per day as `previous` held: a fresh table after a checkpoint then grows
+  // without rehashing.
   void ReserveLike(const MemTable& previous);
 
   bool empty() const { return keys_ == 0; }
@@ -174,10 +176,12 @@ class MemTable {
   // Takes back an Add() of a batch that failed later on.
   void Undo(Day& day, std::string_view key, int64_t delta);
   void Unite(Day& day, Entry& entry, const UniqueSketch& sketch);
-  // Puts a new entry in its group's index and counts it.
+  // Counts a new entry and queues it for its group's index.
   void Index(Day& day, const EntryNode* node);
-  // Puts the day's new entries in their groups (a read's first step; the
-  // loop thread's, like the lazy sort).
+  // Puts the day's queued entries in their groups (a prefix scan's first
+  // step; the loop thread's, like the lazy sort). An allocation failure here
+  // ends the process (nothing catches it on the loop), so a half-done pass
+  // is never read.
   static void IndexPending(const Day& day);
 
   TableArena arena_;  // before days_: outlives the maps that live in it
