@@ -616,6 +616,11 @@ void ArchiveReader::KeepDecodedColumns(const Session& session, std::string_view 
   CountEvictions(before);
 }
 
+void ArchiveReader::Forget(const Session& session, std::string_view key, const ArchiveView& view) {
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+  if (file) cache_.Forget(session.shard, key, *file);
+}
+
 void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
                              int shard_count) {
   if (replies.empty()) return;

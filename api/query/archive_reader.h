@@ -128,6 +128,12 @@ class ArchiveReader {
   void KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
                           std::shared_ptr<const DecodedColumns> columns);
 
+  // Drops the kept answer of `key` from the file of `view`: its value did
+  // not decode. The reader does not parse values, so a replica's garbage
+  // under good headers was kept, and every later query of the key got it
+  // again, without asking, until the generation changed.
+  void Forget(const Session& session, std::string_view key, const ArchiveView& view);
+
   // Whether the session's shard's file of `generation` has a day record
   // for every UTC day with subtotal hours of a key (its manifest's
   // day_subtotals_every_day), and for every day with unique hours

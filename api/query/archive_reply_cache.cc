@@ -83,6 +83,13 @@ ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, const Ser
   return &it->second->reply;
 }
 
+void ArchiveReplyCache::Forget(int shard, std::string_view key, const ServedFile& file) {
+  if (!enabled() || shard < 0) return;
+  Index& index = IndexOf(shard);
+  auto it = index.find(key);
+  if (it != index.end() && FileOf(it->second->reply.view) == file) Erase(index, it);
+}
+
 bool ArchiveReplyCache::Insert(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
   if (!enabled() || shard < 0 || !FileOf(reply.view)) return false;
   Entry entry{shard, shard_count, std::string(key), std::move(reply)};

@@ -62,6 +62,8 @@ class ArchiveReplyCache {
   // `shard_count` is the count the request was routed by. False when not
   // kept (no file identity, or too large a value).
   bool Insert(int shard, std::string_view key, ArchiveReply reply, int shard_count);
+  // Drops the entry of `key` on `shard` if it came from `file`.
+  void Forget(int shard, std::string_view key, const ServedFile& file);
   // The file a kept reply came from (nullopt: it does not say).
   static std::optional<ServedFile> FileOf(const ArchiveView& view);
 

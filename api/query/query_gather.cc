@@ -195,7 +195,10 @@ Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& sessio
   // Kept: later queries of the key read it too, so all of it is decoded now
   // and kept with it.
   auto decoded = DecodeArchiveTotal(reply.body);
-  if (!decoded.ok()) return decoded.status();
+  if (!decoded.ok()) {
+    archive_.Forget(session, key, reply.view);  // the next query asks the replica again
+    return decoded.status();
+  }
   auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
   archive_.KeepDecodedTotal(session, key, reply, total);
   return AddArchiveTotalHours(*total, hours, span);
@@ -805,7 +808,10 @@ Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(const Archi
   if (!answer.reply->kept) return std::shared_ptr<const DecodedColumns>();
   auto decoded = kind == RecordKind::kSubtotal ? DecodeSubtotalRecord(answer.text)
                                                : DecodeUniqueRecord(answer.text, kind == RecordKind::kUniqueTotal);
-  if (!decoded.ok()) return decoded.status();
+  if (!decoded.ok()) {
+    archive_.Forget(session, key, answer.reply->view);  // the next query asks the replica again
+    return decoded.status();
+  }
   auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
   archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);
   return columns;

@@ -379,6 +379,34 @@ TEST_F(ArchiveReaderGarbageTest, GarbledMgetIsCorruptionAndIsNotKept) {
   EXPECT_EQ((*second)[0].body, "k1,v1\nk2,v2\n");
 }
 
+// The reader does not parse values: a value that does not decode, under
+// good headers, is kept like any other. Its reader (QueryGather) forgets it
+// when it cannot decode it, and the next read asks the replica again rather
+// than getting the garbage for the rest of the generation.
+TEST_F(ArchiveReaderGarbageTest, AForgottenValueIsAskedAgain) {
+  auto file = StandardFile();
+  ArchiveReader::Options options = BaseOptions();
+  options.cache_bytes = 1 << 20;
+  options.cache_confirm = std::chrono::hours(1);
+  ArchiveReader& reader = ShardZero(1, file, options);
+  client_.ScriptOnce(ReplicaPeer(0, 0), "/get", Answer::Http(200, "\x01\x02 not a record\n", file->ArchiveHeaders()));
+  auto session = reader.Begin("k1");
+  Result<ArchiveReply> garbage = Get(session, "k1");
+  ASSERT_TRUE(garbage.ok()) << garbage.status().ToString();
+  ASSERT_TRUE(garbage->kept);
+  const size_t asked = ReadsTo(ReplicaPeer(0, 0));
+  Result<ArchiveReply> kept = Get(reader.Begin("k1"), "k1");  // kept: not asked again
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->body, "\x01\x02 not a record\n");
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), asked);
+
+  reader.Forget(*session, "k1", garbage->view);
+  Result<ArchiveReply> again = Get(reader.Begin("k1"), "k1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->body, "v1\n");
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), asked + 1);
+}
+
 TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
   auto file = StandardFile();
   ArchiveReader& reader = ShardZero(1, file);
