@@ -37,25 +37,32 @@ struct KeyPrefix {
   auto operator<=>(const KeyPrefix&) const = default;
 };
 
-// Sorts records by key. A checkpoint of new keys sorts a million of them, and
+// A record to write, with what folding and writing it needs held in the
+// array being sorted. A checkpoint of new keys sorts a million records, and
 // comparing the keys where they live (the frozen table's nodes, all over the
 // heap) was most of the checkpoint's CPU (memcmp 30% of a shard's perf
-// samples under uniform keys): the prefixes sit in the array being sorted,
-// and only keys that share their first 16 bytes are compared whole.
-template <typename Record, typename KeyOf>
-void SortByKey(std::vector<const Record*>& records, KeyOf key_of) {
-  struct Item {
-    KeyPrefix prefix;
-    const Record* record;
-  };
-  std::vector<Item> items;
+// samples under uniform keys): the prefixes sit in the array, only keys
+// that share their first 16 bytes are compared whole, and the fold after
+// the sort walks the array instead of following a pointer per record.
+template <typename Payload>
+struct Keyed {
+  KeyPrefix prefix;
+  std::string_view key;
+  Payload payload;  // a counter's delta, a unique record's sketch
+  // Whether `other` has the same key (the prefixes first: most differ there).
+  bool SameKey(const Keyed& other) const { return prefix == other.prefix && key == other.key; }
+};
+
+template <typename Payload, typename Record, typename Make>
+std::vector<Keyed<Payload>> SortedByKey(const std::vector<const Record*>& records, Make make) {
+  std::vector<Keyed<Payload>> items;
   items.reserve(records.size());
-  for (const Record* r : records) items.push_back({KeyPrefix(key_of(*r)), r});
-  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
+  for (const Record* r : records) items.push_back(make(*r));
+  std::sort(items.begin(), items.end(), [](const Keyed<Payload>& a, const Keyed<Payload>& b) {
     if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    return key_of(*a.record) < key_of(*b.record);
+    return a.key < b.key;
   });
-  for (size_t i = 0; i < items.size(); ++i) records[i] = items[i].record;
+  return items;
 }
 
 }  // namespace
@@ -64,9 +71,15 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
                            const std::string& path, FamilyRecords& records) {
   // Equal keys of counters and sketches fold the same in any order (a sum, a
   // union); puts keep theirs (the last one wins).
-  SortByKey(records.increments, [](const StoreWrite::Increment& r) { return r.key; });
+  const std::vector<Keyed<int64_t>> counters =
+      SortedByKey<int64_t>(records.increments, [](const StoreWrite::Increment& r) {
+        return Keyed<int64_t>{KeyPrefix(r.key), r.key, r.delta};
+      });
   std::stable_sort(records.puts.begin(), records.puts.end(), [](const auto* a, const auto* b) { return a->key < b->key; });
-  SortByKey(records.sketches, [](const StoreWrite::Unite& r) { return r.counter_key; });
+  const std::vector<Keyed<const UniqueSketch*>> sketches =
+      SortedByKey<const UniqueSketch*>(records.sketches, [](const StoreWrite::Unite& r) {
+        return Keyed<const UniqueSketch*>{KeyPrefix(r.counter_key), r.counter_key, r.sketch};
+      });
 
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options, family);
   CLICKATRON_RETURN_IF_ERROR(FromRocks(writer.Open(path), fmt::format("creating the checkpoint file {}", path)));
@@ -80,15 +93,15 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
   std::string value;
   size_t i = 0;
   size_t p = 0;
-  while (i < records.increments.size() || p < records.puts.size()) {
+  while (i < counters.size() || p < records.puts.size()) {
     const bool counter_next =
-        p == records.puts.size() ||
-        (i < records.increments.size() && records.increments[i]->key < records.puts[p]->key);
+        p == records.puts.size() || (i < counters.size() && counters[i].key < records.puts[p]->key);
     if (counter_next) {
-      const std::string_view key = records.increments[i]->key;
+      const Keyed<int64_t>& first = counters[i];
+      const std::string_view key = first.key;
       int64_t sum = 0;
-      for (; i < records.increments.size() && records.increments[i]->key == key; ++i) {
-        if (__builtin_add_overflow(sum, records.increments[i]->delta, &sum)) {
+      for (; i < counters.size() && counters[i].SameKey(first); ++i) {
+        if (__builtin_add_overflow(sum, counters[i].payload, &sum)) {
           return Status(StatusCode::kInternal,
                         fmt::format("counter {} would pass the int64 range in one checkpoint", QuoteForMessage(key)),
                         "COUNTER_OVERFLOW");
@@ -109,21 +122,19 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
 
   // Unique records after them ('~' sorts after every valid key's first character).
   std::string key;
-  for (size_t s = 0; s < records.sketches.size();) {
-    const std::string_view counter_key = records.sketches[s]->counter_key;
+  for (size_t s = 0; s < sketches.size();) {
+    const Keyed<const UniqueSketch*>& first = sketches[s];
     value.clear();
-    if (s + 1 < records.sketches.size() && records.sketches[s + 1]->counter_key == counter_key) {
-      UniqueSketch united = *records.sketches[s]->sketch;
-      for (++s; s < records.sketches.size() && records.sketches[s]->counter_key == counter_key; ++s) {
-        united.Merge(*records.sketches[s]->sketch);
-      }
+    if (s + 1 < sketches.size() && sketches[s + 1].SameKey(first)) {
+      UniqueSketch united = *first.payload;
+      for (++s; s < sketches.size() && sketches[s].SameKey(first); ++s) united.Merge(*sketches[s].payload);
       united.AppendBinary(&value);
     } else {
-      records.sketches[s]->sketch->AppendBinary(&value);
+      first.payload->AppendBinary(&value);
       ++s;
     }
     key.assign(1, kUniqueMark);
-    key.append(counter_key);
+    key.append(first.key);
     CLICKATRON_RETURN_IF_ERROR(added(writer.Merge(key, value), key));
   }
   return FromRocks(writer.Finish(), fmt::format("finishing the checkpoint file {}", path));
