@@ -322,35 +322,22 @@ TEST_F(ArchiveReaderFailoverTest, LoneReplicaThatTimedOutIsNotAskedAgain) {
 
 // --- garbage ----------------------------------------------------------------
 
-class ArchiveReaderGarbageTest : public ArchiveReaderTest {
- protected:
-  // Replica 0 answers /get with `garbage`; the read must come from replica 1.
-  void ExpectGarbageNotTrusted(const Answer& garbage) {
-    auto file = StandardFile();
-    ArchiveReader& reader = ShardZero(2, file);
-    client_.Script(ReplicaPeer(0, 0), "/get", garbage);
-    auto session = reader.Begin("k1");
-    ASSERT_EQ(session->replica, 0u);
-    Result<ArchiveReply> reply = Get(session, "k1");
-    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
-    EXPECT_EQ(reply->body, "v1\n");
-    EXPECT_EQ(reply->replica, 1u);
-    EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
-  }
-};
+// An answer that is not an archive's (no or bad archive headers) is not
+// trusted: it fails over like a replica that is down.
+class ArchiveReaderGarbageTest : public ArchiveReaderFailoverTest {};
 
 TEST_F(ArchiveReaderGarbageTest, AnswerWithoutArchiveHeadersIsNotTrusted) {
   // A 200 from something that is not an archive daemon (a proxy's page).
-  ExpectGarbageNotTrusted(Answer::Http(200, "<html>hello</html>"));
+  ExpectReadAnsweredByReplicaOne(Answer::Http(200, "<html>hello</html>"));
 }
 
 TEST_F(ArchiveReaderGarbageTest, MalformedGenerationHeaderIsNotTrusted) {
-  ExpectGarbageNotTrusted(Answer::Http(200, "v1\n", {{"X-Archive-Generation", "7x"},
+  ExpectReadAnsweredByReplicaOne(Answer::Http(200, "v1\n", {{"X-Archive-Generation", "7x"},
                                                      {"X-Archive-Last-Day", "2026-11-30"}}));
 }
 
 TEST_F(ArchiveReaderGarbageTest, MalformedLastDayHeaderIsNotTrusted) {
-  ExpectGarbageNotTrusted(Answer::Http(200, "v1\n", {{"X-Archive-Generation", "7"},
+  ExpectReadAnsweredByReplicaOne(Answer::Http(200, "v1\n", {{"X-Archive-Generation", "7"},
                                                      {"X-Archive-Last-Day", "yesterday"}}));
 }
 
