@@ -208,10 +208,23 @@ void RealtimeServer::RegisterRoutes() {
   HttpServer& h = *http_;
   h.InternalRoute("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost | kBoundedAnswers);
   h.InternalRoute("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); }, kGetOrPost | kBoundedAnswers);
-  h.InternalRoute("/get", [this](const HttpExchangePtr& ex) { HandleGet(ex); });
-  h.InternalRoute("/mget", [this](const HttpExchangePtr& ex) { HandleMget(ex); });
-  h.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) { HandleFwmatch(ex); });
-  h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); });
+  // Every read answer says what this shard handed over to the archive.
+  h.InternalRoute("/get", [this](const HttpExchangePtr& ex) {
+    SayHandover(ex);
+    HandleGet(ex);
+  });
+  h.InternalRoute("/mget", [this](const HttpExchangePtr& ex) {
+    SayHandover(ex);
+    HandleMget(ex);
+  });
+  h.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) {
+    SayHandover(ex);
+    HandleFwmatch(ex);
+  });
+  h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) {
+    SayHandover(ex);
+    HandleMfwmatch(*ring_, ex);
+  });
   h.InternalRoute("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); }, kGetOrPost | kBoundedAnswers);
   h.AdminRoute("/watermark/reset", [this](const HttpExchangePtr& ex) { HandleWatermarkReset(ex); }, kPost);
   // GET /export seals the day it exports: HEAD must not.
@@ -370,6 +383,33 @@ void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
   });
 }
 
+// X-Realtime-Archived-Through: the newest day this store may have cleared
+// because the archive holds it (Ring::HandedOverThrough), and
+// X-Realtime-Archive-Generation: the generation the rebuild last said every
+// replica serves. An API node reads them to know when an archive answer it
+// kept (or got just before a deploy) is older than what realtime relies on.
+void RealtimeServer::SayHandover(const HttpExchangePtr& ex) const {
+  if (const std::optional<int64_t> through = ring_->HandedOverThrough()) {
+    ex->AddHeader("X-Realtime-Archived-Through", FormatDate(*through));
+  }
+  if (archive_generation_ > 0) ex->AddHeader("X-Realtime-Archive-Generation", std::to_string(archive_generation_));
+}
+
+// The optional generation=G of /exported and /archived (the rebuild's
+// deploy): raises archive_generation_. False (and answered 400) when it is
+// not a number.
+bool RealtimeServer::NoteGenerationArg(const HttpExchangePtr& ex) {
+  const std::string* text = ex->args().Get("generation");
+  if (text == nullptr) return true;
+  uint64_t generation = 0;
+  if (!ParseUint(*text, &generation)) {
+    ex->ReplyError(400, "INVALID_GENERATION", "generation must be a non-negative integer");
+    return false;
+  }
+  archive_generation_ = std::max(archive_generation_, generation);
+  return true;
+}
+
 void RealtimeServer::HandleGet(const HttpExchangePtr& ex) {
   const std::string* key = Required(ex, "key");
   std::optional<int64_t> day;
@@ -500,7 +540,7 @@ void RealtimeServer::StartExport(const HttpExchangePtr& ex, int64_t day) {
 
 void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
   std::optional<int64_t> day;
-  if (!DateArg(ex, "date", true, &day)) return;
+  if (!DateArg(ex, "date", true, &day) || !NoteGenerationArg(ex)) return;
   Result<std::string> state = ring_->MarkExported(*day);
   if (!state.ok()) {
     ex->ReplyError(state.status());
@@ -513,7 +553,7 @@ void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
 // holds every day through L (ring.h).
 void RealtimeServer::HandleArchived(const HttpExchangePtr& ex) {
   std::optional<int64_t> through;
-  if (!DateArg(ex, "through", true, &through)) return;
+  if (!DateArg(ex, "through", true, &through) || !NoteGenerationArg(ex)) return;
   if (Status st = ring_->NoteArchivedThrough(*through); !st.ok()) {
     ex->ReplyError(st);
     return;

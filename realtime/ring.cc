@@ -325,6 +325,7 @@ Result<std::string> Ring::MarkExported(int64_t day) {
         "NOT_SEALED");
   }
   s.exported = true;
+  if (!exported_max_ || day > *exported_max_) exported_max_ = day;
   spdlog::info("{} marked exported", FormatDate(day));
   if (!InPositions(day)) {
     s.clearing = true;
@@ -368,6 +369,18 @@ Status Ring::NoteArchivedThrough(int64_t through) {
   spdlog::info("the deployed archive holds every day through {}: those days are not open", FormatDate(through));
   CLICKATRON_RETURN_IF_ERROR(Persist());
   return Reconcile();
+}
+
+std::optional<int64_t> Ring::HandedOverThrough() const {
+  std::optional<int64_t> through = archived_through_;
+  const auto raise = [&](int64_t day) {
+    if (!through || day > *through) through = day;
+  };
+  if (exported_max_) raise(*exported_max_);
+  for (const auto& [day, s] : days_) {
+    if (s.exported || s.cleared || s.clearing) raise(day);
+  }
+  return through;
 }
 
 std::vector<int64_t> Ring::ReadDays(std::optional<int64_t> only_day, std::optional<int64_t> after) const {

@@ -132,6 +132,12 @@ class Ring {
   // (never lowers it) and marks every day at or before it exported.
   Status NoteArchivedThrough(int64_t day);
   std::optional<int64_t> archived_through() const { return archived_through_; }
+  // The newest day this store may hold no more of because a deployed
+  // archive holds it: archived_through() or the newest day marked exported,
+  // whichever is later (nullopt: none). Read answers say it, so that an API
+  // node never adds an archive answer that lacks such a day to realtime's
+  // (docs/protocols.md, "What realtime hands over").
+  std::optional<int64_t> HandedOverThrough() const;
 
   // Reads over the readable days, or only `only_day`; scans also only the
   // days after `after` (a reader that has those days from the archive).
@@ -171,6 +177,7 @@ class Ring {
   int64_t today_ = 0;
   std::map<int64_t, DayState> days_;
   std::optional<int64_t> archived_through_;
+  std::optional<int64_t> exported_max_;  // the newest day MarkExported marked since start
   std::unique_ptr<Checkpointer> checkpointer_;
   std::shared_ptr<ScanCache> scan_cache_;  // shared with the scans that fill it (they may outlive the ring)
   RingCounters counters_;

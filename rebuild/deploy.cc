@@ -100,10 +100,7 @@ Status DeployGeneration(const DeployOptions& options) {
     spdlog::info("archive shard {}: {} of {} replica(s) serve generation {} ({} records)", shard, serving,
                  replicas.size(), options.generation, manifest.records);
   }
-  if (failed.empty()) {
-    WaitForArchiveCaches(cluster);
-    return Status::Ok();
-  }
+  if (failed.empty()) return Status::Ok();
   std::string list;
   for (const std::string& f : failed) list += (list.empty() ? "" : "; ") + f;
   return Status::Unavailable(
@@ -111,13 +108,6 @@ Status DeployGeneration(const DeployOptions& options) {
                   "down catches up from its shard's other replicas when it starts; rerun to finish): {}",
                   options.generation, list),
       "REPLICA_UNAVAILABLE");
-}
-
-void WaitForArchiveCaches(const ClusterConfig& cluster) {
-  const int ms = cluster.DeployDrainMs();
-  if (ms <= 0) return;
-  spdlog::info("waiting {} ms: API nodes stop reading the previous generation before realtime may clear a day", ms);
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 namespace {
@@ -148,12 +138,16 @@ Status PostToEveryRealtimeShard(const ClusterConfig& cluster, const std::string&
 
 }  // namespace
 
-Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms) {
-  return PostToEveryRealtimeShard(cluster, "/exported?date=" + date, timeout_ms, /*stop_at_first=*/true);
+Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, uint64_t generation,
+                            int timeout_ms) {
+  return PostToEveryRealtimeShard(cluster, fmt::format("/exported?date={}&generation={}", date, generation),
+                                  timeout_ms, /*stop_at_first=*/true);
 }
 
-Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, int timeout_ms) {
-  return PostToEveryRealtimeShard(cluster, "/archived?through=" + last_day, timeout_ms, /*stop_at_first=*/false);
+Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, uint64_t generation,
+                                   int timeout_ms) {
+  return PostToEveryRealtimeShard(cluster, fmt::format("/archived?through={}&generation={}", last_day, generation),
+                                  timeout_ms, /*stop_at_first=*/false);
 }
 
 }  // namespace clickatron::rebuild

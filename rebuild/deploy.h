@@ -34,24 +34,22 @@ struct DeployOptions {
   int reload_timeout_ms = 600000;        // a replica answers /reload once the file is loaded
 };
 
-// On success, returns only after WaitForArchiveCaches: then no API node
-// answers from the previous generation.
+// Returns once every replica serves the generation (or fails). Nothing waits
+// for API nodes: realtime tells them, on its read answers, which generation
+// is deployed and which days it hands over (TellRealtime* below), and they
+// stop using answers they kept of an older file from the first such answer
+// (api/query/known_generation.h). The rebuild needs no API node's settings.
 Status DeployGeneration(const DeployOptions& options);
 
-// Sleeps ClusterConfig::DeployDrainMs: API nodes use an archive answer
-// they kept only while its replica confirmed the generation within
-// archive_cache_confirm_ms, and a query's reads take well under a second,
-// so after this every query reads the generation now served. Realtime must
-// not clear a day the new generation holds before that (a query would add an
-// answer without the day to realtime without it).
-void WaitForArchiveCaches(const ClusterConfig& cluster);
+// POST /exported?date=D&generation=G on every realtime shard (all must
+// accept): G, deployed on every replica, holds D.
+Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, uint64_t generation,
+                            int timeout_ms);
 
-// POST /exported?date=D on every realtime shard (all must accept).
-Status TellRealtimeExported(const ClusterConfig& cluster, const std::string& date, int timeout_ms);
-
-// POST /archived?through=LAST_DAY to every realtime shard: the deployed
-// archive holds every day through it (realtime/ring.h). Tries every shard;
-// UNAVAILABLE naming those that did not take it.
-Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, int timeout_ms);
+// POST /archived?through=LAST_DAY&generation=G to every realtime shard: the
+// deployed archive (G) holds every day through it (realtime/ring.h). Tries
+// every shard; UNAVAILABLE naming those that did not take it.
+Status TellRealtimeArchivedThrough(const ClusterConfig& cluster, const std::string& last_day, uint64_t generation,
+                                   int timeout_ms);
 
 }  // namespace clickatron::rebuild

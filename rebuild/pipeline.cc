@@ -68,14 +68,10 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
     CLICKATRON_RETURN_IF_ERROR(DeployGeneration(deploy).WithContext(fmt::format("deploying generation {}", g)));
     CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.GenDeployed(g), NowIso() + "\n"));
     spdlog::info("generation {} deployed on every archive replica", g);
-  } else {
-    // Deployed by an earlier run that stopped before telling realtime, maybe
-    // a moment ago: API nodes may still answer from the generation before.
-    WaitForArchiveCaches(cluster);
   }
   if (!plan.day.empty()) {
     CLICKATRON_RETURN_IF_ERROR(
-        TellRealtimeExported(cluster, plan.day, timeouts.http_ms)
+        TellRealtimeExported(cluster, plan.day, g, timeouts.http_ms)
             .WithContext(fmt::format("generation {} is deployed, but realtime was not told {} is exported "
                                      "(rerun to retry)",
                                      g, plan.day)));
@@ -86,7 +82,7 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
   // generation first, so it never exports them again).
   for (const std::string& day : plan.older_days) {
     CLICKATRON_RETURN_IF_ERROR(
-        TellRealtimeExported(cluster, day, timeouts.http_ms)
+        TellRealtimeExported(cluster, day, g, timeouts.http_ms)
             .WithContext(fmt::format("generation {} is deployed, but realtime was not told {} (folded with {}) is "
                                      "exported (rerun to retry)",
                                      g, day, plan.day)));
@@ -99,7 +95,7 @@ Status FinishGeneration(const ClusterConfig& cluster, const GenerationPlan& plan
   // DaysToExport left out) are marked exported. Best effort: a shard that is
   // down learns it from the archive when it starts, or from the next run.
   if (!plan.last_day.empty()) {
-    if (Status told = TellRealtimeArchivedThrough(cluster, plan.last_day, timeouts.http_ms); !told.ok()) {
+    if (Status told = TellRealtimeArchivedThrough(cluster, plan.last_day, g, timeouts.http_ms); !told.ok()) {
       spdlog::warn("realtime was not told the archive reaches {}: {}", plan.last_day, told.ToString());
     }
   }

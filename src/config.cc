@@ -103,6 +103,14 @@ class TableReader {
     return Status::Ok();
   }
   // Unknown keys are errors: a misspelt option silently ignored is worse.
+  // A field an older release had, now `instead`: refused with what to do.
+  Status Replaced(std::string_view field, std::string_view instead) {
+    if (!table_) return Status::Ok();
+    const toml::node* node = table_->get(field);
+    if (!node) return Status::Ok();
+    return FieldError(*node, name_, field, instead);
+  }
+
   Status NoUnknownKeys(std::initializer_list<std::string_view> known) {
     if (!table_) return Status::Ok();
     for (const auto& [key, node] : *table_) {
@@ -199,11 +207,17 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
   {
     TableReader r(SubTable(root, "api"), "api");
     ApiConfig& a = c->api;
+    CLICKATRON_RETURN_IF_ERROR(r.Replaced(
+        "archive_cache_mb", "replaced by read_cache_mb, one bound for everything the node keeps between queries "
+                            "(archive answers among them; docs/scaling.md)"));
+    CLICKATRON_RETURN_IF_ERROR(r.Replaced(
+        "archive_cache_confirm_ms", "no longer used: kept archive answers need no timing (realtime's answers say "
+                                    "when a newer generation is deployed); remove it"));
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"flush_window_ms", "oplog_sync", "oplog_sync_interval_ms",
         "oplog_segment_bytes", "oplog_retention_hours", "max_queued_increments", "queue_wait_increments",
         "queue_wait_ms", "future_margin_hours",
         "request_timeout_ms", "retry_backoff_min_ms", "retry_backoff_max_ms", "max_query_hours", "client_token",
-        "archive_cache_mb", "archive_cache_confirm_ms", "read_loops", "realtime_unite_days",
+        "read_cache_mb", "read_loops", "realtime_unite_days",
         "idempotency_window_hours", "idempotency_max_keys", "fault_injection"}));
     CLICKATRON_RETURN_IF_ERROR(r.Int("flush_window_ms", 0, 10000, &a.flush_window_ms));
     CLICKATRON_RETURN_IF_ERROR(r.String("oplog_sync", &a.oplog_sync, {"always", "interval", "none"}));
@@ -222,8 +236,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_hours", 1, 24 * 366 * 100, &a.max_query_hours));
     CLICKATRON_RETURN_IF_ERROR(r.String("client_token", &a.client_token));
-    CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_mb", 0, 1 << 20, &a.archive_cache_mb));
-    CLICKATRON_RETURN_IF_ERROR(r.Int("archive_cache_confirm_ms", 10, 60000, &a.archive_cache_confirm_ms));
+    CLICKATRON_RETURN_IF_ERROR(r.Int("read_cache_mb", 0, 1 << 20, &a.read_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("read_loops", 0, 64, &a.read_loops));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("realtime_unite_days", &a.realtime_unite_days));
     CLICKATRON_RETURN_IF_ERROR(r.Int("idempotency_window_hours", 1, 24 * 30, &a.idempotency_window_hours));

@@ -72,7 +72,8 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       config_shards_(std::max(cluster.archive_shards, 1)),
       known_generation_(options_.known_generation ? options_.known_generation
                                                   : std::make_shared<KnownGeneration>(std::string())),
-      cache_(options.cache_bytes) {
+      read_cache_(options_.cache ? options_.cache : std::make_shared<ReadCache>(0)),
+      cache_(*read_cache_) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
   day_records_every_day_.resize(replicas_.size());
@@ -307,7 +308,7 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
     done(std::move(reply));
   };
   if (const std::optional<ServedFile> file = CachedFile(*session)) {
-    if (const ArchiveReply* kept = cache_.Find(session->shard, key, *file, session->shard_count)) {
+    if (const auto kept = cache_.Find(session->shard, key, *file, session->shard_count)) {
       ++stats_.archive_cache_hits;
       ArchiveReply reply;
       reply.view = kept->view;
@@ -408,7 +409,7 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   const std::optional<ServedFile> file = CachedFile(*session);
   if (file) {
     for (const std::string& key : keys) {
-      const ArchiveReply* kept = cache_.Find(session->shard, key, *file, session->shard_count);
+      const auto kept = cache_.Find(session->shard, key, *file, session->shard_count);
       if (kept == nullptr) {
         ++stats_.archive_cache_misses;
         asked->push_back(key);
@@ -546,11 +547,19 @@ std::optional<ServedFile> ArchiveReader::CachedFile(const Session& session) {
   if (!cache_.enabled() || shard >= confirmed_.size() || confirmed_[shard].empty()) return std::nullopt;
   const size_t replica = session.replica % confirmed_[shard].size();
   const Confirmed& confirmed = confirmed_[shard][replica];
-  const auto age = std::chrono::steady_clock::now() - confirmed.sent;
-  if (age >= options_.cache_confirm / 2) Probe(shard, replica);
+  // Freshness only: a file replaced by hand (a restore) is noticed within
+  // about kReconfirmEvery; a deploy by the rebuild is known sooner, from
+  // realtime's answers, and nothing waits on this.
+  if (std::chrono::steady_clock::now() - confirmed.sent >= kReconfirmEvery) Probe(shard, replica);
   // Generation 0 is no file; a file that does not say its crc32 cannot be
-  // told from another of its number: nothing to keep answers of.
-  if (age >= options_.cache_confirm || confirmed.view.generation == 0) return std::nullopt;
+  // told from another of its number: nothing to keep answers of. A file
+  // older than what realtime says is deployed, or one that lacks a day it
+  // handed over, is not what the replica serves any more (or must not be
+  // read with realtime's days): its kept answers are left to age out.
+  if (confirmed.view.generation == 0 || confirmed.view.generation < known_generation_->deployed() ||
+      known_generation_->Behind(confirmed.view.last_day)) {
+    return std::nullopt;
+  }
   return ArchiveReplyCache::FileOf(confirmed.view);
 }
 
@@ -563,8 +572,8 @@ void ArchiveReader::Probe(size_t shard, size_t replica) {
   session->shard = static_cast<int>(shard);
   session->replica = replica;
   std::weak_ptr<bool> alive = alive_;
-  // One attempt: a replica that does not answer is not confirmed, and the
-  // next lookup that needs it probes again.
+  // One attempt: a replica that does not answer stays as it last said, and
+  // the next lookup that needs it probes again.
   Send(session, fmt::format("/manifest?shard={}", shard), 1, [this, alive, shard, replica](Result<ArchiveReply>) {
     if (alive.expired()) return;
     confirmed_[shard][replica].probe_out = false;
@@ -588,37 +597,26 @@ bool ArchiveReader::Keep(int shard, std::string_view key, ArchiveReply reply, in
   if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) {
     return false;
   }
-  const uint64_t before = cache_.figures().evictions;
-  const bool kept = cache_.Insert(shard, key, std::move(reply), shard_count);
-  CountEvictions(before);
-  return kept;
-}
-
-void ArchiveReader::CountEvictions(uint64_t before) {
-  stats_.archive_cache_evictions += cache_.figures().evictions - before;
+  return cache_.Insert(shard, key, std::move(reply), shard_count);
 }
 
 void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
                                      std::shared_ptr<const ArchiveTotalHours> hours) {
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(reply.view);
   if (!file) return;
-  const uint64_t before = cache_.figures().evictions;
   cache_.AttachTotalHours(session.shard, key, *file, session.shard_count, std::move(hours));
-  CountEvictions(before);
 }
 
 void ArchiveReader::KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
                                        std::shared_ptr<const DecodedColumns> columns) {
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   if (!file) return;
-  const uint64_t before = cache_.figures().evictions;
   cache_.AttachColumns(session.shard, key, *file, session.shard_count, std::move(columns));
-  CountEvictions(before);
 }
 
 void ArchiveReader::Forget(const Session& session, std::string_view key, const ArchiveView& view) {
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
-  if (file) cache_.Forget(session.shard, key, *file);
+  if (file) cache_.Forget(session.shard, key, *file, session.shard_count);
 }
 
 void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,

@@ -74,16 +74,19 @@ class ArchiveReader {
     // The newest generation seen, kept across restarts (known_generation.h)
     // and shared by the node's read loops; null: one of its own, in memory.
     std::shared_ptr<KnownGeneration> known_generation;
-    // Answers kept per key and generation (archive_reply_cache.h); 0: off.
-    size_t cache_bytes = 0;
-    // A kept answer is used only while an answer sent to the same replica
-    // within this long said the replica still serves its generation; after
-    // half of it a lookup sends GET /manifest to learn it again. A deploy
-    // waits this long (and a margin) before realtime may clear a day, so no
-    // query adds a kept answer to realtime days that miss a day it lacks.
-    std::chrono::milliseconds cache_confirm{1000};
+    // The node's read cache (read_cache.h), where answers are kept per key
+    // and file (archive_reply_cache.h); null: nothing kept. A kept answer is
+    // used for a session on a replica whose newest answer named its file,
+    // unless realtime says a newer generation is deployed or hands over a
+    // day that file lacks (known_generation.h): no deploy waits for it.
+    std::shared_ptr<ReadCache> cache;
   };
   ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
+  // A replica not heard from for this long is asked which file it serves
+  // (GET /manifest) when a kept answer of it is looked up: how soon a file
+  // replaced by hand is noticed. Deploys by the rebuild are known sooner
+  // (realtime's answers say them), and nothing waits on this.
+  static constexpr std::chrono::milliseconds kReconfirmEvery{1000};
   ~ArchiveReader();
 
   struct Session {
@@ -117,6 +120,11 @@ class ArchiveReader {
   // decoded them (KeepDecodedColumns).
   void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
+
+  // True when an answer of `view` lacks a day realtime has handed over to
+  // the archive (KnownGeneration::Behind); HandedOverThrough() is that day.
+  bool BehindRealtime(const ArchiveView& view) const { return known_generation_->Behind(view.last_day); }
+  std::optional<int64_t> HandedOverThrough() const { return known_generation_->handed_over_through(); }
 
   // Keeps the decoded columns of a kept total record's answer with it
   // (ArchiveReply::total_hours), for the queries that read it next.
@@ -170,10 +178,12 @@ class ArchiveReader {
     std::chrono::steady_clock::time_point down_until{};
   };
   void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
-  // The file kept answers for `session` must be of: the one its replica
-  // confirmed within cache_confirm (nullopt: none, a file that does not say
-  // its crc32, or the cache is off). Asks the replica again (Probe) when the
-  // confirmation is getting old.
+  // The file kept answers for `session` must be of: the one its replica's
+  // newest answer named, while realtime says of no newer one (nullopt: none,
+  // a file that does not say its crc32, a file older than the deployed
+  // generation or lacking a day realtime handed over, or the cache is off).
+  // Asks the replica again (Probe) when it has said nothing for
+  // kReconfirmEvery.
   std::optional<ServedFile> CachedFile(const Session& session);
   void Probe(size_t shard, size_t replica);
   // An answer sent at `sent` said `view`: newer than what the replica last
@@ -181,9 +191,6 @@ class ArchiveReader {
   void Confirm(size_t shard, size_t replica, const ArchiveView& view, std::chrono::steady_clock::time_point sent);
   // Keeps `reply` for `key` if it is of the generation its replica confirmed.
   bool Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count);
-  // Adds to the node's eviction figure what this loop's cache dropped since
-  // it held `before` evictions (the figure is shared by the read loops).
-  void CountEvictions(uint64_t before);
   // Keeps every key of mget answers (absent ones as not found), when they
   // all come from one confirmed generation.
   void KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
@@ -246,6 +253,7 @@ class ArchiveReader {
     bool probe_out = false;
   };
   std::vector<std::vector<Confirmed>> confirmed_;
+  std::shared_ptr<ReadCache> read_cache_;  // never null (capacity 0: off)
   ArchiveReplyCache cache_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,28 +1,38 @@
 // Archive answers kept per key and file; see archive_reply_cache.h.
 #include "query/archive_reply_cache.h"
 
+#include <cstring>
+#include <utility>
+
 namespace clickatron::api {
+namespace {
 
-ArchiveReplyCache::Index& ArchiveReplyCache::IndexOf(int shard) {
-  // Shards are small numbers (a count grows only by re-partitioning).
-  if (static_cast<size_t>(shard) >= shards_.size()) shards_.resize(static_cast<size_t>(shard) + 1);
-  return shards_[static_cast<size_t>(shard)];
+template <typename T>
+void AppendFixed(std::string* out, T v) {
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  out->append(bytes, sizeof v);
 }
 
-void ArchiveReplyCache::Erase(Index& index, Index::iterator it) {
-  auto entry = it->second;
-  bytes_ -= entry->Bytes();
-  index.erase(it);  // before the entry: the map's key is a view into it
-  order_.erase(entry);
+}  // namespace
+
+std::string ArchiveReplyCache::KeyOf(int shard, std::string_view key, const ServedFile& file, int shard_count) {
+  std::string out;
+  out.reserve(20 + key.size());
+  AppendFixed(&out, static_cast<int32_t>(shard));
+  AppendFixed(&out, static_cast<int32_t>(shard_count));
+  AppendFixed(&out, file.generation);
+  AppendFixed(&out, file.crc32);
+  out.append(key);
+  return out;
 }
 
-void ArchiveReplyCache::MakeRoom(size_t budget, size_t keep) {
-  while (order_.size() > keep && bytes_ > budget) {
-    const Entry& last = order_.back();
-    Index& owner = shards_[static_cast<size_t>(last.shard)];
-    Erase(owner, owner.find(std::string_view(last.key)));
-    ++evictions_;
-  }
+size_t ArchiveReplyCache::Charge(const ArchiveReply& reply) {
+  return sizeof(ArchiveReply) + reply.body.size() +
+         (reply.total_hours ? sizeof(ArchiveTotalHours) + reply.total_hours->hours.capacity() *
+                                                              sizeof(reply.total_hours->hours[0])
+                            : 0) +
+         (reply.columns ? reply.columns->Bytes() : 0);
 }
 
 std::optional<ServedFile> ArchiveReplyCache::FileOf(const ArchiveView& view) {
@@ -30,29 +40,30 @@ std::optional<ServedFile> ArchiveReplyCache::FileOf(const ArchiveView& view) {
   return ServedFile{view.generation, *view.file_crc32};
 }
 
-bool ArchiveReplyCache::Entry::Of(const ServedFile& file, int count) const {
-  return FileOf(reply.view) == file && shard_count == count;
+std::shared_ptr<const ArchiveReply> ArchiveReplyCache::Find(int shard, std::string_view key, const ServedFile& file,
+                                                            int shard_count) {
+  if (!enabled() || shard < 0) return nullptr;
+  return cache_.Find<ArchiveReply>(CacheKind::kArchiveReply, KeyOf(shard, key, file, shard_count));
 }
 
 template <typename Decoded>
 void ArchiveReplyCache::Attach(int shard, std::string_view key, const ServedFile& file, int shard_count,
                                std::shared_ptr<const Decoded> ArchiveReply::*decoded,
                                std::shared_ptr<const Decoded> value) {
-  if (!enabled() || shard < 0 || static_cast<size_t>(shard) >= shards_.size() || !value) return;
-  Index& index = shards_[static_cast<size_t>(shard)];
-  auto it = index.find(key);
-  if (it == index.end() || !it->second->Of(file, shard_count) || it->second->reply.*decoded) return;
-  Entry& entry = *it->second;
-  const size_t before = entry.Bytes();
-  entry.reply.*decoded = std::move(value);
-  if (entry.Bytes() > max_bytes_ / 8) {  // as Insert's rule: not worth what it would push out
-    (entry.reply.*decoded).reset();
-    return;
-  }
-  bytes_ += entry.Bytes() - before;
-  // The entry was just used: first in line, so the room is made by others.
-  order_.splice(order_.begin(), order_, it->second);
-  MakeRoom(max_bytes_, 1);
+  if (!enabled() || shard < 0 || !value) return;
+  const std::string name = KeyOf(shard, key, file, shard_count);
+  auto kept = cache_.Find<ArchiveReply>(CacheKind::kArchiveReply, name);
+  if (kept == nullptr || (*kept).*decoded) return;
+  // Kept values are immutable (another loop may be reading this one): the
+  // decoded form replaces it, without the text it was decoded from (no
+  // reader of a decoded reply reads its text).
+  auto replacement = std::make_shared<ArchiveReply>();
+  replacement->view = kept->view;
+  replacement->found = kept->found;
+  replacement->kept = true;
+  (*replacement).*decoded = std::move(value);
+  const size_t charge = Charge(*replacement);
+  cache_.Insert<ArchiveReply>(CacheKind::kArchiveReply, name, std::move(replacement), charge);
 }
 
 void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const ServedFile& file, int shard_count,
@@ -65,46 +76,24 @@ void ArchiveReplyCache::AttachColumns(int shard, std::string_view key, const Ser
   Attach(shard, key, file, shard_count, &ArchiveReply::columns, std::move(columns));
 }
 
-ArchiveReply* ArchiveReplyCache::Find(int shard, std::string_view key, const ServedFile& file, int shard_count) {
-  if (!enabled() || shard < 0) return nullptr;
-  Index& index = IndexOf(shard);
-  auto it = index.find(key);
-  if (it == index.end()) return nullptr;
-  if (!it->second->Of(file, shard_count)) {
-    // Of an older file (or, with the same number, another one), or routed by
-    // another count: it will not be asked for again. Of a newer one: another
-    // replica is ahead of this one, and it stays for that one.
-    if (it->second->reply.view.generation <= file.generation || it->second->shard_count != shard_count) {
-      Erase(index, it);
-    }
-    return nullptr;
-  }
-  order_.splice(order_.begin(), order_, it->second);
-  return &it->second->reply;
-}
-
-void ArchiveReplyCache::Forget(int shard, std::string_view key, const ServedFile& file) {
+void ArchiveReplyCache::Forget(int shard, std::string_view key, const ServedFile& file, int shard_count) {
   if (!enabled() || shard < 0) return;
-  Index& index = IndexOf(shard);
-  auto it = index.find(key);
-  if (it != index.end() && FileOf(it->second->reply.view) == file) Erase(index, it);
+  cache_.Erase(CacheKind::kArchiveReply, KeyOf(shard, key, file, shard_count));
 }
 
 bool ArchiveReplyCache::Insert(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
-  if (!enabled() || shard < 0 || !FileOf(reply.view)) return false;
-  Entry entry{shard, shard_count, std::string(key), std::move(reply)};
-  entry.reply.kept = true;
-  entry.reply.total_hours.reset();  // attached by AttachTotalHours or AttachColumns, charged there
-  entry.reply.columns.reset();
-  const size_t bytes = entry.Bytes();
-  if (bytes > max_bytes_ / 8) return false;  // one huge value would push out everything else
-  Index& index = IndexOf(shard);
-  if (auto it = index.find(key); it != index.end()) Erase(index, it);
-  MakeRoom(max_bytes_ - bytes, 0);
-  order_.push_front(std::move(entry));
-  index.emplace(std::string_view(order_.front().key), order_.begin());
-  bytes_ += bytes;
-  return true;
+  if (!enabled() || shard < 0) return false;
+  const std::optional<ServedFile> file = FileOf(reply.view);
+  if (!file) return false;
+  auto kept = std::make_shared<ArchiveReply>(std::move(reply));
+  kept->kept = true;
+  kept->total_hours.reset();  // attached by AttachTotalHours or AttachColumns
+  kept->columns.reset();
+  kept->decoded_lines.clear();
+  kept->body.shrink_to_fit();
+  const size_t charge = Charge(*kept);
+  return cache_.Insert<ArchiveReply>(CacheKind::kArchiveReply, KeyOf(shard, key, *file, shard_count),
+                                     std::move(kept), charge);
 }
 
 }  // namespace clickatron::api

@@ -1,6 +1,8 @@
 // A key's day unique records kept per archive file; see day_sketch_cache.h.
 #include "query/day_sketch_cache.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -12,11 +14,14 @@ bool ByDay(const KeptDay& a, const KeptDay& b) { return a.day < b.day; }
 
 }  // namespace
 
-const std::vector<KeptDay>* DaySketchCache::Find(const ServedFile& file, int shard_count, std::string_view prefix) {
-  if (!enabled_) return nullptr;
-  const Entry* entry = map_.Find(prefix);
-  if (entry == nullptr || entry->file != file || entry->shard_count != shard_count) return nullptr;
-  return &entry->days;
+std::string DaySketchCache::KeyOf(const ServedFile& file, int shard_count, std::string_view prefix) {
+  return fmt::format("{}\n{}\n{}\n{}", file.generation, file.crc32, shard_count, prefix);
+}
+
+std::shared_ptr<const std::vector<KeptDay>> DaySketchCache::Find(const ServedFile& file, int shard_count,
+                                                                 std::string_view prefix) {
+  if (!enabled()) return nullptr;
+  return cache_.Find<std::vector<KeptDay>>(CacheKind::kDaySketches, KeyOf(file, shard_count, prefix));
 }
 
 const KeptDay* DaySketchCache::DayIn(const std::vector<KeptDay>& days, int64_t day) {
@@ -25,29 +30,29 @@ const KeptDay* DaySketchCache::DayIn(const std::vector<KeptDay>& days, int64_t d
   return it != days.end() && it->day == day ? &*it : nullptr;
 }
 
-size_t DaySketchCache::Charge(std::string_view prefix, const Entry& entry) {
-  size_t bytes = sizeof(Entry) + kEntryOverhead + 2 * prefix.size() + entry.days.capacity() * sizeof(KeptDay);
-  for (const KeptDay& d : entry.days) bytes += kDayOverhead + (d.sketch ? d.sketch->MemoryBytes() : 0);
+size_t DaySketchCache::Charge(const std::vector<KeptDay>& days) {
+  size_t bytes = sizeof(days) + days.capacity() * sizeof(KeptDay);
+  for (const KeptDay& d : days) bytes += kDayOverhead + (d.sketch ? d.sketch->MemoryBytes() : 0);
   return bytes;
 }
 
 void DaySketchCache::Add(const ServedFile& file, int shard_count, std::string_view prefix, std::vector<KeptDay> read) {
-  if (!enabled_ || read.empty()) return;
+  if (!enabled() || read.empty()) return;
   for (KeptDay& d : read) d.estimate = d.sketch ? d.sketch->Estimate() : 0;
   std::sort(read.begin(), read.end(), ByDay);
-  Entry entry{file, shard_count, {}};
-  const Entry* kept = map_.Find(prefix);
-  if (kept != nullptr && kept->file == file && kept->shard_count == shard_count) {
+  const std::string key = KeyOf(file, shard_count, prefix);
+  auto days = std::make_shared<std::vector<KeptDay>>();
+  if (const auto kept = cache_.Find<std::vector<KeptDay>>(CacheKind::kDaySketches, key)) {
     // Both sorted: merged, a day kept before winning over the same day read
     // again (a file's day record is the same every time it is read).
-    entry.days.reserve(kept->days.size() + read.size());
-    std::set_union(kept->days.begin(), kept->days.end(), std::make_move_iterator(read.begin()),
-                   std::make_move_iterator(read.end()), std::back_inserter(entry.days), ByDay);
+    days->reserve(kept->size() + read.size());
+    std::set_union(kept->begin(), kept->end(), std::make_move_iterator(read.begin()),
+                   std::make_move_iterator(read.end()), std::back_inserter(*days), ByDay);
   } else {
-    entry.days = std::move(read);
+    *days = std::move(read);
   }
-  const size_t charge = Charge(prefix, entry);
-  map_.Put(prefix, std::move(entry), charge);
+  const size_t charge = Charge(*days);
+  cache_.Insert<std::vector<KeptDay>>(CacheKind::kDaySketches, key, std::move(days), charge);
 }
 
 }  // namespace clickatron::api

@@ -21,22 +21,25 @@
 // registers.
 //
 // The sketches are shared with the answer cache's decoded columns most of
-// the time, but charged here in full: that cache may drop its copy first.
+// the time, but charged here in full: that entry may be dropped first.
 //
-// Least recently used out first, within a byte budget; 0 turns it off.
+// Kept in the node's read cache (read_cache.h, kind day_sketches), keyed by
+// the file too.
 //
-// Thread-safety: none; one instance belongs to a read loop.
+// Thread-safety: thread-safe (the read cache is); two loops adding days of
+// one key at once may each keep only their own (the other reads them again).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "clickatron/lru_map.h"
 #include "clickatron/unique_sketch.h"
 #include "query/archive_reply_cache.h"
+#include "query/read_cache.h"
 
 namespace clickatron::api {
 
@@ -50,37 +53,27 @@ struct KeptDay {
 
 class DaySketchCache {
  public:
-  explicit DaySketchCache(size_t max_bytes) : map_(max_bytes), enabled_(max_bytes > 0) {}
-  bool enabled() const { return enabled_; }
+  explicit DaySketchCache(ReadCache& cache) : cache_(cache) {}
+  bool enabled() const { return cache_.enabled(); }
 
   // The days kept for `prefix` on `file`, routed by `shard_count`, sorted by
-  // day; nullptr when none. Valid until the next Add.
-  const std::vector<KeptDay>* Find(const ServedFile& file, int shard_count, std::string_view prefix);
+  // day; null when none.
+  std::shared_ptr<const std::vector<KeptDay>> Find(const ServedFile& file, int shard_count, std::string_view prefix);
   // The kept day `day` of `days` (as Find returns them), or nullptr.
   static const KeptDay* DayIn(const std::vector<KeptDay>& days, int64_t day);
   // Adds `read` (any order, days distinct) to the days kept for `prefix` on
-  // `file`; what was kept for another file or count is replaced. A day
-  // already kept keeps its sketch (a file's days never change).
+  // `file`. A day already kept keeps its sketch (a file's days never change).
   void Add(const ServedFile& file, int shard_count, std::string_view prefix, std::vector<KeptDay> read);
 
-  size_t entries() const { return map_.size(); }
-  size_t bytes() const { return map_.charged(); }
-
-  // What an entry and a day are charged beyond the sketches' own memory
-  // (list and map nodes, the prefix twice; a shared sketch's control block).
-  static constexpr size_t kEntryOverhead = 96;
+  // What a day is charged beyond its sketch's own memory (a shared
+  // sketch's control block).
   static constexpr size_t kDayOverhead = sizeof(KeptDay) + 32;
 
  private:
-  struct Entry {
-    ServedFile file;
-    int shard_count = 0;
-    std::vector<KeptDay> days;  // sorted by day
-  };
-  static size_t Charge(std::string_view prefix, const Entry& entry);
+  static std::string KeyOf(const ServedFile& file, int shard_count, std::string_view prefix);
+  static size_t Charge(const std::vector<KeptDay>& days);
 
-  LruMap<Entry> map_;
-  bool enabled_;
+  ReadCache& cache_;
 };
 
 }  // namespace clickatron::api

@@ -5,8 +5,10 @@
 
 namespace clickatron::api {
 
-std::string DayRuns::KeyOf(std::string_view prefix, const std::vector<int64_t>& days) {
-  return fmt::format("{}\n{}\n{}\n{}", prefix, days.front(), days.back(), days.size());
+std::string DayRuns::KeyOf(const ServedFile& file, int shard_count, std::string_view prefix,
+                           const std::vector<int64_t>& days) {
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", file.generation, file.crc32, shard_count, prefix, days.front(),
+                     days.back(), days.size());
 }
 
 bool DayRuns::SameDays(const std::vector<int32_t>& kept, const std::vector<int64_t>& days) {

@@ -21,9 +21,10 @@
 // their day unique records (DayUnionCache), one sketch instead of a day's
 // each.
 //
-// Least recently used out first, within a byte budget; 0 turns it off.
+// Kept in the node's read cache (read_cache.h, kinds day_sums and
+// day_unions), keyed by the file too: a run of another file is another entry.
 //
-// Thread-safety: none; one instance belongs to the loop thread.
+// Thread-safety: thread-safe (the read cache is).
 #pragma once
 
 #include <cstddef>
@@ -34,9 +35,9 @@
 #include <utility>
 #include <vector>
 
-#include "clickatron/lru_map.h"
 #include "clickatron/unique_sketch.h"
 #include "query/archive_reply_cache.h"
+#include "query/read_cache.h"
 
 namespace clickatron::api {
 
@@ -45,10 +46,11 @@ using ValueCounts = std::vector<std::pair<std::string, int64_t>>;
 // What runs of days have in common, whatever they keep (DayRunCache).
 struct DayRuns {
   static constexpr size_t kMinDays = 8;
-  // The first and last day and the count name a run; the exact days are
-  // checked on a lookup, so two runs with the same ends but other days
-  // between never mix.
-  static std::string KeyOf(std::string_view prefix, const std::vector<int64_t>& days);
+  // The file, the count, the prefix, the first and last day and the count
+  // of days name a run; the exact days are checked on a lookup, so two runs
+  // with the same ends but other days between never mix.
+  static std::string KeyOf(const ServedFile& file, int shard_count, std::string_view prefix,
+                           const std::vector<int64_t>& days);
   static bool SameDays(const std::vector<int32_t>& kept, const std::vector<int64_t>& days);
 };
 
@@ -57,54 +59,40 @@ class DayRunCache {
  public:
   static constexpr size_t kMinDays = DayRuns::kMinDays;
 
-  explicit DayRunCache(size_t max_bytes) : map_(max_bytes), enabled_(max_bytes > 0) {}
-  bool enabled() const { return enabled_; }
+  // `kind`: day_sums or day_unions.
+  DayRunCache(ReadCache& cache, CacheKind kind) : cache_(cache), kind_(kind) {}
+  bool enabled() const { return cache_.enabled(); }
 
   // The value kept for `days` (sorted, distinct UTC day numbers) of `prefix`
-  // in `file`, routed by `shard_count`; nullptr when none. Valid until the
-  // next Put.
-  const Value* Find(const ServedFile& file, int shard_count, std::string_view prefix,
-                    const std::vector<int64_t>& days) {
-    if (!enabled_ || days.size() < kMinDays) return nullptr;
-    Entry* entry = map_.Find(DayRuns::KeyOf(prefix, days));
-    if (entry == nullptr || entry->file != file || entry->shard_count != shard_count ||
-        !DayRuns::SameDays(entry->days, days)) {
-      return nullptr;
-    }
-    return &entry->value;
+  // in `file`, routed by `shard_count`; null when none.
+  std::shared_ptr<const Value> Find(const ServedFile& file, int shard_count, std::string_view prefix,
+                                    const std::vector<int64_t>& days) {
+    if (!enabled() || days.size() < kMinDays) return nullptr;
+    auto entry = cache_.Find<Entry>(kind_, DayRuns::KeyOf(file, shard_count, prefix, days));
+    if (entry == nullptr || !DayRuns::SameDays(entry->days, days)) return nullptr;
+    return std::shared_ptr<const Value>(entry, &entry->value);
   }
   // Keeps `value` (whose heap holds `value_bytes`) for `days` (at least
-  // kMinDays of them; fewer are not kept), in place of what was kept for the
-  // same run of another file.
+  // kMinDays of them; fewer are not kept).
   void Put(const ServedFile& file, int shard_count, std::string_view prefix, const std::vector<int64_t>& days,
            Value value, size_t value_bytes) {
-    if (!enabled_ || days.size() < kMinDays) return;
-    Entry entry{file, shard_count, {}, std::move(value)};
-    entry.days.reserve(days.size());
-    for (const int64_t day : days) entry.days.push_back(static_cast<int32_t>(day));
-    std::string key = DayRuns::KeyOf(prefix, days);
-    const size_t charge =
-        sizeof(Entry) + kEntryOverhead + 2 * key.size() + entry.days.size() * sizeof(int32_t) + value_bytes;
-    map_.Put(key, std::move(entry), charge);
+    if (!enabled() || days.size() < kMinDays) return;
+    auto entry = std::make_shared<Entry>();
+    entry->value = std::move(value);
+    entry->days.reserve(days.size());
+    for (const int64_t day : days) entry->days.push_back(static_cast<int32_t>(day));
+    const size_t charge = sizeof(Entry) + entry->days.capacity() * sizeof(int32_t) + value_bytes;
+    cache_.Insert<Entry>(kind_, DayRuns::KeyOf(file, shard_count, prefix, days), std::move(entry), charge);
   }
-
-  size_t entries() const { return map_.size(); }
-  size_t bytes() const { return map_.charged(); }
-
-  // What an entry is charged beyond what it holds (the LRU's list and map
-  // nodes), as ArchiveReplyCache estimates its own.
-  static constexpr size_t kEntryOverhead = 64;
 
  private:
   struct Entry {
-    ServedFile file;
-    int shard_count = 0;
     std::vector<int32_t> days;  // day numbers fit: years 1..9999 are within ±3M days
     Value value;
   };
 
-  LruMap<Entry> map_;
-  bool enabled_;
+  ReadCache& cache_;
+  CacheKind kind_;
 };
 
 // A breakdown's run: per value, its clicks over the run's days.

@@ -51,4 +51,21 @@ void KnownGeneration::Saw(uint64_t generation) {
   persisted_.store(want, std::memory_order_release);
 }
 
+namespace {
+
+// Raises `value` to `to` (never lowers it).
+template <typename T>
+void RaiseTo(std::atomic<T>& value, T to) {
+  T now = value.load(std::memory_order_relaxed);
+  while (now < to && !value.compare_exchange_weak(now, to, std::memory_order_acq_rel)) {
+  }
+}
+
+}  // namespace
+
+void KnownGeneration::SawHandover(uint64_t deployed_generation, std::optional<int64_t> through_day) {
+  RaiseTo(deployed_, deployed_generation);
+  if (through_day) RaiseTo(handed_over_, *through_day);
+}
+
 }  // namespace clickatron::api

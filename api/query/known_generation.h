@@ -23,6 +23,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -38,6 +40,28 @@ class KnownGeneration {
   // Records that a replica served `generation`; persists it when it is newer.
   void Saw(uint64_t generation);
 
+  // What realtime shards say of the archive on their read answers
+  // (X-Realtime-Archived-Through, X-Realtime-Archive-Generation,
+  // docs/protocols.md): the newest day a shard may have cleared because the
+  // deployed archive holds it, and the newest generation the rebuild told it
+  // every replica serves. Both only rise. This is what makes kept archive
+  // answers safe without timing: an answer of a file that ends before a day
+  // realtime handed over, or of an older generation than the deployed one,
+  // is not used (archive_reader.h), and a query whose archive answer ends
+  // before it is read again (query_gather.h).
+  void SawHandover(uint64_t deployed_generation, std::optional<int64_t> through_day);
+  uint64_t deployed() const { return deployed_.load(std::memory_order_acquire); }
+  std::optional<int64_t> handed_over_through() const {
+    const int64_t day = handed_over_.load(std::memory_order_acquire);
+    return day == kNone ? std::nullopt : std::optional<int64_t>(day);
+  }
+  // True when an archive answer whose file ends at `last_day` lacks a day
+  // realtime has handed over (and may have cleared).
+  bool Behind(const std::optional<int64_t>& last_day) const {
+    const std::optional<int64_t> through = handed_over_through();
+    return through && (!last_day || *last_day < *through);
+  }
+
  private:
   const std::string path_;
   std::atomic<uint64_t> newest_{0};
@@ -45,6 +69,9 @@ class KnownGeneration {
   // the lock for the common case (nothing new), written under it.
   std::atomic<uint64_t> persisted_{0};
   std::mutex write_mu_;  // one writer of the file at a time
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  std::atomic<uint64_t> deployed_{0};
+  std::atomic<int64_t> handed_over_{kNone};
 };
 
 }  // namespace clickatron::api

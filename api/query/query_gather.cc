@@ -119,6 +119,15 @@ bool QueryGather::MustReadAllDays(const ArchiveView& view, bool* all_days) {
   return false;
 }
 
+bool QueryGather::ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again,
+                                             const std::function<void()>& run_again) {
+  if (*read_again || !archive_.BehindRealtime(view)) return true;
+  *read_again = true;
+  ++stats_.handover_rereads;
+  run_again();
+  return false;
+}
+
 bool RealtimeGap::CoversWindow(int64_t end_ts) const {
   if (realtime_missing.ok()) return true;
   return archived_through.has_value() && end_ts <= (*archived_through + 1) * kSecondsPerDay;
@@ -211,6 +220,7 @@ struct QueryGather::TotalJob {
   std::shared_ptr<ArchiveReader::Session> session;
   HourSpan span;
   bool all_days = false;  // realtime read without skipping (FinishTotal)
+  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
   std::function<void(Result<TotalData>)> done;
   ArchiveReply archive;
   std::string realtime;
@@ -250,6 +260,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive.view;
+  if (!ArchiveHoldsHandedOverDays(view, &state->handover_reread, [&] { RunTotal(state); })) return;
   if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
   TotalData data;
   data.archive = view;
@@ -273,6 +284,7 @@ struct QueryGather::BreakdownJob {
   std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
   int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
+  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
   bool all_days = false;  // realtime read without skipping (FinishBreakdown)
   // Realtime may answer each UTC day's unique hours of a value as one union
   // (unite=day): every day of the visitors' window lies in one unit.
@@ -397,7 +409,7 @@ RunPlan PlanRuns(const std::vector<int64_t>& days, const std::vector<int64_t>& s
   RunPlan plan;
   for (std::vector<int64_t>& run : RunsInOneSum(days, splits)) {
     if (run.size() >= DayRuns::kMinDays) {
-      if (const Value* kept = cache.Find(file, shard_count, prefix, run)) {
+      if (const auto kept = cache.Find(file, shard_count, prefix, run)) {
         ++hits;
         on_hit(run, *kept);
         continue;
@@ -538,6 +550,7 @@ std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, cons
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
+  if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [&] { RunBreakdown(job); })) return;
   if (MustReadAllDays(view, &job->all_days)) return RunBreakdown(job);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
@@ -847,6 +860,7 @@ struct QueryGather::UniquesJob {
   int64_t max_hours = 0;
   std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
   int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
+  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
   bool all_days = false;  // realtime read without skipping (FinishUniques)
   // Realtime may answer each UTC day's hours of a record as one union
   // (unite=day): every day the query reads lies in one unit.
@@ -919,12 +933,13 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
+  if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [&] { RunUniques(job); })) return;
   if (MustReadAllDays(view, &job->all_days)) return RunUniques(job);
   // A busy key's window asked before on this file: its archive part as
   // kept, realtime's hours on top.
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   if (unique_windows_.enabled() && file && job->splits && job->keep_window) {
-    const UniqueWindowCache::Part* kept = unique_windows_.Find(
+    const auto kept = unique_windows_.Find(
         *file, job->session->shard_count, RunPrefix(*job), job->span, job->skip, *job->splits);
     if (kept == nullptr) {
       ++stats_.unique_window_misses;
@@ -1009,7 +1024,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   // Only where an absent day record means no visitors.
   const bool keep_days = day_sketches_.enabled() && file && every_day && !asked_days.empty();
   if (keep_days) {
-    const std::vector<KeptDay>* kept = day_sketches_.Find(*file, shard_count, run_prefix);
+    const auto kept = day_sketches_.Find(*file, shard_count, run_prefix);
     for (const int64_t day : asked_days) {
       const KeptDay* k = kept ? DaySketchCache::DayIn(*kept, day) : nullptr;
       if (k == nullptr) {
@@ -1169,7 +1184,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
     if (state->values.count(hash) || state->pending.count(hash)) continue;
     // A key erased for all time: its full value is not shown, kept or not.
     if (deletions_ != nullptr && deletions_->LookupDeleted(hash)) continue;
-    if (const std::string* cached = lookups_.Get(hash)) {
+    if (const auto cached = lookups_.Get(hash)) {
       ++stats_.lookup_cache_hits;
       state->values.emplace(hash, *cached);
       continue;

@@ -157,6 +157,15 @@ class QueryGather {
   // could find such a day already cleared). Otherwise raises the skip to
   // the answer's last day.
   bool MustReadAllDays(const ArchiveView& view, bool* all_days);
+  // A gather's first answers are in: true when its archive answer holds
+  // every day realtime has handed over to the archive (known_generation.h:
+  // realtime may have cleared them). Otherwise the answer came from a file
+  // older than the deployed one (kept, or sent just before a deploy): the
+  // first time, it sets *read_again, calls run_again (the next read takes no
+  // kept answer of such a file: a replica is asked) and returns false. An
+  // answer asked again that still lacks the day is the archive's own (a
+  // rollback to an older generation): the gather goes on with it.
+  bool ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again, const std::function<void()>& run_again);
   void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;

@@ -30,17 +30,6 @@
 namespace clickatron::api {
 namespace {
 
-// Lookup values kept by their hash (lookup_cache.h), per node, shared out
-// among its read loops, charged their bytes: some 150,000 URLs of 100 bytes.
-constexpr size_t kLookupCacheBytes = size_t{32} << 20;
-// Decoded realtime sketches kept by their text (sketch_text_cache.h), per
-// node, shared out among its read loops: some 500 dense hours (32 KiB each
-// with their text) or tens of thousands of small ones.
-constexpr size_t kSketchTextCacheBytes = size_t{16} << 20;
-// Unions' estimates kept by their parts (union_estimate_cache.h): a busy
-// key's today is 24 hour sketches, some 10 KB while explicit.
-constexpr size_t kUnionEstimateCacheBytes = size_t{8} << 20;
-
 // No record can hold an hour outside the YMDH years: a window wholly outside
 // them is answered without asking anyone.
 bool WindowMayHoldData(const UnitWindow& window) {
@@ -167,33 +156,17 @@ class ReadPathImpl : public ReadPath {
                  ArchiveReader::Options{
                      .timeout_ms = ctx.cluster.api.request_timeout_ms,
                      .known_generation = shared_->known_generation,
-                     .cache_bytes = (static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) /
-                                    static_cast<size_t>(shared_->loops),
-                     .cache_confirm = std::chrono::milliseconds(ctx.cluster.api.archive_cache_confirm_ms)}),
+                     .cache = shared_->cache}),
         realtime_(ctx.cluster, client, stats_,
-                  RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms}),
-        lookups_(kLookupCacheBytes / static_cast<size_t>(shared_->loops)),
-        sketch_texts_(kSketchTextCacheBytes / static_cast<size_t>(shared_->loops), stats_),
-        unions_(kUnionEstimateCacheBytes / static_cast<size_t>(shared_->loops), stats_),
-        // Beside the archive cache, an eighth of its share: a run's sums are
-        // a few values and its day list (some 1.5 KB for a year), where the
-        // day records they stand for are kept in the archive cache itself.
-        day_sums_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
-                  static_cast<size_t>(shared_->loops)),
-        // The same for /uniques' unions (a dense sketch is 16 KB).
-        day_unions_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 8 /
-                    static_cast<size_t>(shared_->loops)),
-        // A busy key's day sketches, a quarter of the archive cache's share:
-        // 30 days of a few hundred visitors each are some 80 KB.
-        day_sketches_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 4 /
-                      static_cast<size_t>(shared_->loops)),
-        // Busy keys' /uniques windows, a quarter as for the day sketches: a
-        // window of 30 days is some 3 KB beside its sketches, but it is
-        // charged for them too (the same ~80 KB as its key's kept days,
-        // usually shared with them). An eighth held half of the benchmark's
-        // 200 busy keys, so half of their queries rebuilt their windows.
-        unique_windows_((static_cast<size_t>(ctx.cluster.api.archive_cache_mb) << 20) / 4 /
-                        static_cast<size_t>(shared_->loops)),
+                  RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
+                                          .known_generation = shared_->known_generation}),
+        lookups_(*shared_->cache),
+        sketch_texts_(*shared_->cache, stats_),
+        unions_(*shared_->cache, stats_),
+        day_sums_(*shared_->cache, CacheKind::kDaySums),
+        day_unions_(*shared_->cache, CacheKind::kDayUnions),
+        day_sketches_(*shared_->cache),
+        unique_windows_(*shared_->cache),
         gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, day_sketches_,
                 unique_windows_, stats_, shared_->deletions) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
@@ -658,6 +631,8 @@ std::shared_ptr<ReadShared> ReadShared::Make(const DaemonContext& ctx) {
   shared->known_generation = std::make_shared<KnownGeneration>(
       ctx.member.data_dir.empty() ? std::string() : ctx.member.data_dir + "/archive-generation");
   shared->loops = ctx.cluster.api.ReadLoops();
+  shared->cache = std::make_shared<ReadCache>(static_cast<size_t>(ctx.cluster.api.read_cache_mb) << 20);
+  shared->stats->cache = shared->cache.get();
   return shared;
 }
 

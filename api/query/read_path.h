@@ -19,15 +19,17 @@ class DeletionLog;
 
 struct ReadStats;
 class KnownGeneration;
+class ReadCache;
 
-// What an API node's read paths share, one per read loop (read_loops.h):
-// the figures in /stats, the newest archive generation seen, and the archive
-// cache budget ([api] archive_cache_mb), a 1/loops share for each.
+// What an API node's read paths (one per read loop, read_loops.h) share:
+// the figures in /stats, the newest archive generation seen, and the one
+// read cache ([api] read_cache_mb).
 struct ReadShared {
   // For ctx's [api] read_loops (ApiConfig::ReadLoops).
   static std::shared_ptr<ReadShared> Make(const DaemonContext& ctx);
   std::shared_ptr<ReadStats> stats;
   std::shared_ptr<KnownGeneration> known_generation;
+  std::shared_ptr<ReadCache> cache;  // never null once made
   int loops = 1;  // at least 1
   // The node's deletions (POST /delete): archive answers hide the hours they
   // delete. Null: none (a read path alone, in tests).

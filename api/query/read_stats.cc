@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "query/read_cache.h"
+
 namespace clickatron::api {
 namespace {
 
@@ -70,14 +72,19 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      s.archive_cache_hits.load());
   fn("archive_cache_misses", "Archive keys asked of a replica while the cache was on: not kept, or kept from an "
      "older generation.", s.archive_cache_misses.load());
-  fn("archive_cache_evictions", "Kept archive answers dropped to stay within archive_cache_mb.",
-     s.archive_cache_evictions.load());
-  fn("archive_cache_probes", "GET /manifest requests sent to confirm which generation a replica serves.",
+  fn("archive_cache_evictions", "Kept archive answers dropped to stay within read_cache_mb.",
+     s.cache ? s.cache->Figures(CacheKind::kArchiveReply).evictions : 0);
+  fn("archive_cache_probes",
+     "GET /manifest requests sent to learn which file a replica serves (one heard from over a second ago).",
      s.archive_cache_probes.load());
   fn("archive_cache_decoded_hits", "Kept subtotal and unique records read from their decoded columns, not their text.",
      s.archive_cache_decoded_hits.load());
   fn("realtime_skip_rereads", "Queries that read realtime again with every day: their archive answer ended before "
      "the day realtime reads skipped through (a generation older than one seen).", s.realtime_skip_rereads.load());
+  fn("handover_rereads",
+     "Queries read again because their archive answer lacked a day realtime had handed over to the archive (an "
+     "answer of an older file, kept or sent just before a deploy).",
+     s.handover_rereads.load());
   fn("realtime_united_reads",
      "/uniques and /breakdown?uniques=true reads of realtime that asked for each UTC day's hours of a record as one "
      "union (unite=day: the window and its units are whole UTC days).",
@@ -98,7 +105,17 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
 nlohmann::json ReadStats::ToJson() const {
   nlohmann::json read = nlohmann::json::object();
   ForEachFigure(*this, [&](const char* name, const char*, uint64_t value) { read[name] = value; });
-  return nlohmann::json{{"read", read}};
+  nlohmann::json out{{"read", read}};
+  if (cache != nullptr) {
+    nlohmann::json kinds = nlohmann::json::object();
+    for (size_t k = 0; k < kCacheKinds; ++k) {
+      const ReadCache::KindFigures f = cache->Figures(static_cast<CacheKind>(k));
+      kinds[CacheKindName(static_cast<CacheKind>(k))] = {
+          {"bytes", f.bytes}, {"entries", f.entries}, {"inserts", f.inserts}, {"evictions", f.evictions}};
+    }
+    out["read_cache"] = {{"capacity_bytes", cache->capacity()}, {"kinds", std::move(kinds)}};
+  }
+  return out;
 }
 
 std::string ReadStats::ToPrometheus(std::string_view base_labels) const {
@@ -109,6 +126,39 @@ std::string ReadStats::ToPrometheus(std::string_view base_labels) const {
         "clickatron_api_read_{0}_total{{{2}}} {3}\n",
         name, help, base_labels, value);
   });
+  if (cache == nullptr) return out;
+  out += fmt::format(
+      "# HELP clickatron_api_read_cache_capacity_bytes The API node's read cache capacity ([api] read_cache_mb).\n"
+      "# TYPE clickatron_api_read_cache_capacity_bytes gauge\n"
+      "clickatron_api_read_cache_capacity_bytes{{{}}} {}\n",
+      base_labels, cache->capacity());
+  // One family per figure, a sample per kind: bytes and entries kept now,
+  // entries kept and dropped for room since start.
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t (*of)(const ReadCache::KindFigures&);
+  };
+  static constexpr Family kFamilies[] = {
+      {"clickatron_api_read_cache_bytes", "gauge", "Bytes charged to the read cache by its entries of a kind.",
+       [](const ReadCache::KindFigures& f) -> uint64_t { return f.bytes; }},
+      {"clickatron_api_read_cache_entries", "gauge", "Entries of a kind in the read cache.",
+       [](const ReadCache::KindFigures& f) -> uint64_t { return f.entries; }},
+      {"clickatron_api_read_cache_inserts_total", "counter", "Entries of a kind kept in the read cache.",
+       [](const ReadCache::KindFigures& f) -> uint64_t { return f.inserts; }},
+      {"clickatron_api_read_cache_evictions_total", "counter",
+       "Entries of a kind dropped from the read cache for room.",
+       [](const ReadCache::KindFigures& f) -> uint64_t { return f.evictions; }},
+  };
+  for (const Family& family : kFamilies) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", family.name, family.help, family.type);
+    for (size_t k = 0; k < kCacheKinds; ++k) {
+      const auto kind = static_cast<CacheKind>(k);
+      out += fmt::format("{}{{{},kind=\"{}\"}} {}\n", family.name, base_labels, CacheKindName(kind),
+                         family.of(cache->Figures(kind)));
+    }
+  }
   return out;
 }
 

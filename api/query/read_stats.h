@@ -12,6 +12,8 @@
 
 namespace clickatron::api {
 
+class ReadCache;
+
 struct ReadStats {
   std::atomic<uint64_t> archive_requests{0};    // sent to archive replicas
   std::atomic<uint64_t> archive_failovers{0};   // a replica failed; another was tried
@@ -64,7 +66,6 @@ struct ReadStats {
   // generation a replica serves.
   std::atomic<uint64_t> archive_cache_hits{0};
   std::atomic<uint64_t> archive_cache_misses{0};
-  std::atomic<uint64_t> archive_cache_evictions{0};
   std::atomic<uint64_t> archive_cache_probes{0};
   // Kept subtotal and unique records read from their decoded columns
   // (decoded_columns.h) instead of their text.
@@ -72,6 +73,10 @@ struct ReadStats {
   // Realtime reads skip the days the archive holds (after=D); a query whose
   // archive answer ends before the day skipped reads realtime again.
   std::atomic<uint64_t> realtime_skip_rereads{0};
+  // Queries read again because their archive answer lacked a day realtime
+  // had handed over to the archive (a kept answer of an older file, or one
+  // sent just before a deploy).
+  std::atomic<uint64_t> handover_rereads{0};
   // /uniques reads of realtime sent with unite=day (docs/protocols.md).
   std::atomic<uint64_t> realtime_united_reads{0};
   // Realtime sketches found decoded by their text (sketch_text_cache.h), and
@@ -80,6 +85,10 @@ struct ReadStats {
   std::atomic<uint64_t> sketch_cache_misses{0};
   std::atomic<uint64_t> union_cache_hits{0};
   std::atomic<uint64_t> union_cache_misses{0};
+
+  // The node's read cache (read_cache.h), whose figures are reported
+  // beside these ("read_cache" in /stats); null: none.
+  const ReadCache* cache = nullptr;
 
   nlohmann::json ToJson() const;
   // clickatron_api_read_<figure>_total, each sample with `base_labels`

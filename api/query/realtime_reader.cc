@@ -2,6 +2,7 @@
 #include "query/realtime_reader.h"
 
 #include <array>
+#include <charconv>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,24 @@
 #include "query/read_targets.h"
 
 namespace clickatron::api {
+
+void RealtimeReader::NoteHandover(const HttpResponse& response) {
+  if (!options_.known_generation) return;
+  // A shard that says nothing (never told, or older than these headers)
+  // hands nothing over; a value that does not parse is taken as not said.
+  uint64_t generation = 0;
+  const std::string g = response.Header("X-Realtime-Archive-Generation");
+  if (const auto [end, ec] = std::from_chars(g.data(), g.data() + g.size(), generation);
+      ec != std::errc() || end != g.data() + g.size()) {
+    generation = 0;
+  }
+  std::optional<int64_t> through;
+  const std::string day = response.Header("X-Realtime-Archived-Through");
+  if (!day.empty()) {
+    if (Result<int64_t> parsed = ParseDate(day); parsed.ok()) through = *parsed;
+  }
+  options_.known_generation->SawHandover(generation, through);
+}
 namespace {
 
 Status ShardUnavailable(std::string message) { return Status::Unavailable(std::move(message), "SHARD_UNAVAILABLE"); }
@@ -67,6 +86,7 @@ void RealtimeReader::Send(int shard, std::string target, int attempts_left, bool
                  if (alive.expired()) return;
                  if (response.ok() && (response.status_code == 200 ||
                                        (response.status_code == 404 && not_found_is_empty))) {
+                   NoteHandover(response);
                    done(response.status_code == 200 ? std::move(response.body) : std::string());
                    return;
                  }

@@ -23,6 +23,7 @@
 #include "clickatron/realtime_shard_map.h"
 #include "clickatron/status.h"
 #include "query/coalescer.h"
+#include "query/known_generation.h"
 #include "query/read_stats.h"
 
 namespace clickatron::api {
@@ -37,6 +38,9 @@ class RealtimeReader {
     // are out to the shard, else queued for the next mfwmatch; 0: off.
     int coalesce_in_flight = 1;
     size_t coalesce_max_keys = 64;
+    // Told what every answer says of the archive (known_generation.h's
+    // SawHandover); null: not told.
+    std::shared_ptr<KnownGeneration> known_generation;
   };
   RealtimeReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
   ~RealtimeReader();
@@ -79,6 +83,8 @@ class RealtimeReader {
   void Send(int shard, std::string target, int attempts_left, bool not_found_is_empty, BodyCallback done);
   void SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done,
                  bool unite_days);
+  // Tells options_.known_generation what a 200 answer's headers say.
+  void NoteHandover(const HttpResponse& response);
   // `target` with &after=skip_through() when set.
   std::string Skipping(std::string target) const;
 

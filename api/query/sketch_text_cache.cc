@@ -15,14 +15,14 @@ size_t DecodedBytes(const UniqueSketch& sketch) {
 }  // namespace
 
 Result<std::shared_ptr<const UniqueSketch>> SketchTextCache::Decode(std::string_view text, std::string_view what) {
-  if (max_bytes_ == 0) return DecodeSketch(text, what);
-  if (const std::shared_ptr<const UniqueSketch>* kept = kept_.Find(text)) {
+  if (!cache_.enabled()) return DecodeSketch(text, what);
+  if (auto kept = cache_.Find<UniqueSketch>(CacheKind::kSketchText, text)) {
     ++stats_.sketch_cache_hits;
-    return *kept;
+    return kept;
   }
   ++stats_.sketch_cache_misses;
   auto sketch = DecodeSketch(text, what);
-  if (sketch.ok()) kept_.Put(text, *sketch, text.size() + DecodedBytes(**sketch) + kEntryOverhead);
+  if (sketch.ok()) cache_.Insert<UniqueSketch>(CacheKind::kSketchText, text, *sketch, DecodedBytes(**sketch));
   return sketch;
 }
 

@@ -16,9 +16,10 @@
 // text, a new object, another key; the old entry ages out. Parts are charged
 // in full (an entry may be what keeps them alive).
 //
-// Least recently used out first, within a byte budget; 0 turns it off.
+// Kept in the node's read cache (read_cache.h, kind union_estimate). An
+// address is a fine key across read loops too: the entry holds its parts.
 //
-// Thread-safety: none; one instance belongs to a read loop.
+// Thread-safety: thread-safe (the read cache is).
 #pragma once
 
 #include <cstddef>
@@ -26,8 +27,8 @@
 #include <memory>
 #include <vector>
 
-#include "clickatron/lru_map.h"
 #include "clickatron/unique_sketch.h"
+#include "query/read_cache.h"
 #include "query/read_stats.h"
 
 namespace clickatron::api {
@@ -36,29 +37,22 @@ class UnionEstimateCache {
  public:
   // Hits and unions made are counted in `stats` (union_cache_hits,
   // union_cache_misses), which must outlive the cache.
-  UnionEstimateCache(size_t max_bytes, ReadStats& stats) : kept_(max_bytes), enabled_(max_bytes > 0), stats_(stats) {}
+  UnionEstimateCache(ReadCache& cache, ReadStats& stats) : cache_(cache), stats_(stats) {}
 
   // UniqueSketch::EstimateUnion of `parts` (none null): kept, or made now
   // and kept.
   uint64_t Estimate(const std::vector<const std::shared_ptr<const UniqueSketch>*>& parts);
 
-  size_t entries() const { return kept_.size(); }
-  size_t bytes() const { return kept_.charged(); }
-
   // Unions of fewer parts are made, not kept: two small sketches cost no
   // more to unite than to look up.
   static constexpr size_t kMinParts = 3;
-  // What an entry is charged beyond its key, parts and their sketches (list
-  // and map nodes).
-  static constexpr size_t kEntryOverhead = 96;
 
  private:
   struct Entry {
     std::vector<std::shared_ptr<const UniqueSketch>> parts;  // keep the key's addresses in use
     uint64_t estimate = 0;
   };
-  LruMap<Entry> kept_;
-  bool enabled_;
+  ReadCache& cache_;
   ReadStats& stats_;
 };
 

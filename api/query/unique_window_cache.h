@@ -24,20 +24,22 @@
 // part would be ~720 sketches to copy and unite at every query of it for
 // the life of the file, where the rules give ~30 day records.
 //
-// Least recently used out first, within a byte budget; 0 turns it off.
+// Kept in the node's read cache (read_cache.h, kind unique_window), keyed
+// by the file too.
 //
-// Thread-safety: none; one instance belongs to a read loop.
+// Thread-safety: thread-safe (the read cache is).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "clickatron/lru_map.h"
 #include "query/archive_reply_cache.h"
+#include "query/read_cache.h"
 #include "query/read_records.h"
 #include "query/unique_records.h"
 
@@ -52,37 +54,28 @@ class UniqueWindowCache {
   };
   static constexpr size_t kMinArchivedHours = 48;
 
-  explicit UniqueWindowCache(size_t max_bytes) : map_(max_bytes), enabled_(max_bytes > 0) {}
-  bool enabled() const { return enabled_; }
+  explicit UniqueWindowCache(ReadCache& cache) : cache_(cache) {}
+  bool enabled() const { return cache_.enabled(); }
 
-  // The part kept for the window on `file`, routed by `shard_count`;
-  // nullptr when none. Valid until the next Put.
-  const Part* Find(const ServedFile& file, int shard_count, std::string_view run_prefix, const HourSpan& span,
+  // The part kept for the window on `file`, routed by `shard_count`; null
+  // when none.
+  std::shared_ptr<const Part> Find(const ServedFile& file, int shard_count, std::string_view run_prefix, const HourSpan& span,
                    const HourSpan& skip, const std::vector<int64_t>& splits);
-  // Keeps `part` for the window (replacing what was kept for another file).
+  // Keeps `part` for the window.
   void Put(const ServedFile& file, int shard_count, std::string_view run_prefix, const HourSpan& span,
            const HourSpan& skip, const std::vector<int64_t>& splits, Part part);
 
-  size_t entries() const { return map_.size(); }
-  size_t bytes() const { return map_.charged(); }
-
-  // What an entry and an hour are charged beyond the sketches' own memory
-  // (list and map nodes, the name twice; a shared sketch's control block).
-  static constexpr size_t kEntryOverhead = 96;
+  // What an hour is charged beyond its sketch's own memory (a shared
+  // sketch's control block).
   static constexpr size_t kHourOverhead = sizeof(HourSketch) + 32;
 
  private:
-  struct Entry {
-    ServedFile file;
-    int shard_count = 0;
-    Part part;
-  };
-  // The entry name of a window, in name_ (reused: no allocation per lookup).
-  std::string_view NameOf(std::string_view run_prefix, const HourSpan& span, const HourSpan& skip,
-                          const std::vector<int64_t>& splits);
+  // The entry name of a window of `file`, in name_ (reused: no allocation
+  // per lookup).
+  std::string_view NameOf(const ServedFile& file, int shard_count, std::string_view run_prefix,
+                          const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits);
 
-  LruMap<Entry> map_;
-  bool enabled_;
+  ReadCache& cache_;
   std::string name_;
 };
 

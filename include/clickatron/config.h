@@ -97,13 +97,10 @@ struct ApiConfig {
   int retry_backoff_min_ms = 50;
   int retry_backoff_max_ms = 5000;
   int max_query_hours = 24 * 366 * 5;   // widest window a query may span
-  // Archive answers kept per key and file generation (0: off), used while a
-  // replica confirmed its generation within archive_cache_confirm_ms. A
-  // deploy waits archive_cache_confirm_ms (and a margin) before realtime may
-  // clear a day (ClusterConfig::DeployDrainMs). Every API node's value must
-  // be the rebuild host's: the rebuild waits by its own file's.
-  int archive_cache_mb = 64;
-  int archive_cache_confirm_ms = 1000;
+  // The node's one read cache (api/query/read_cache.h): everything it keeps
+  // between queries (archive answers, lookup values, decoded sketches…),
+  // charged once, shared by its read loops. 0: nothing kept.
+  int read_cache_mb = 128;
   // Event loops serving queries, each on a thread of its own and sharing the
   // port (the first also takes increments and admin requests, which the
   // others hand to it). 0: one per core, at most 8. More than one pays on
@@ -229,15 +226,6 @@ struct ClusterConfig {
   // Every archive replica serving `shard`, in file order.
   std::vector<const MemberConfig*> ArchiveReplicas(int shard) const;
   bool manual_clock() const { return clock == "manual"; }
-  // How long a deploy waits after every replica serves the new generation,
-  // before it returns (and the rebuild lets realtime clear a day the new
-  // generation holds). By then no API node answers from archive answers it
-  // kept of the old generation (their replicas' last confirmation is older
-  // than archive_cache_confirm_ms), which lack that day, and a query whose
-  // archive answer came from the old file had a second to read realtime
-  // (its reads go out together; a query that must read realtime again
-  // sends the archive read along).
-  int DeployDrainMs() const { return (api.archive_cache_mb > 0 ? api.archive_cache_confirm_ms : 0) + 1000; }
 };
 
 }  // namespace clickatron

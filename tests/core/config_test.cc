@@ -369,26 +369,26 @@ TEST(ConfigTest, ReadLoopsDefaultToOneAndZeroMeansACore) {
   }
 }
 
-TEST(ConfigTest, ArchiveCacheSettingsAndTheDeployWaitTheyImply) {
+TEST(ConfigTest, ReadCacheMbIsTheApiNodesOneCacheSetting) {
   auto defaults = ClusterConfig::Parse(kGood, "good.toml");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
-  EXPECT_EQ(defaults->api.archive_cache_mb, 64);
-  EXPECT_EQ(defaults->api.archive_cache_confirm_ms, 1000);
-  EXPECT_EQ(defaults->DeployDrainMs(), 2000);  // the confirmation window and a second
-  auto set = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 8\narchive_cache_confirm_ms = 250\n"), "a.toml");
+  EXPECT_EQ(defaults->api.read_cache_mb, 128);
+  auto set = ClusterConfig::Parse(GoodWith("[api]", "read_cache_mb = 8\n"), "a.toml");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
-  EXPECT_EQ(set->api.archive_cache_mb, 8);
-  EXPECT_EQ(set->DeployDrainMs(), 1250);
-  // Off: no API node keeps answers; the second for queries in flight stays.
-  auto off = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 0\n"), "a.toml");
+  EXPECT_EQ(set->api.read_cache_mb, 8);
+  auto off = ClusterConfig::Parse(GoodWith("[api]", "read_cache_mb = 0\n"), "a.toml");
   ASSERT_TRUE(off.ok()) << off.status().ToString();
-  EXPECT_EQ(off->DeployDrainMs(), 1000);
-  for (const char* bad : {"archive_cache_mb = -1\n", "archive_cache_confirm_ms = 0\n",
-                          "archive_cache_confirm_ms = 600000\n"}) {
-    auto refused = ClusterConfig::Parse(GoodWith("[api]", bad), "bad.toml");
-    ASSERT_FALSE(refused.ok()) << bad;
-    EXPECT_NE(refused.status().message().find("archive_cache"), std::string::npos) << refused.status().message();
-  }
+  EXPECT_EQ(off->api.read_cache_mb, 0);
+  auto negative = ClusterConfig::Parse(GoodWith("[api]", "read_cache_mb = -1\n"), "bad.toml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("read_cache_mb"), std::string::npos) << negative.status().message();
+  // An older file's setting is refused with what replaced it, not ignored:
+  // its value would silently stop bounding anything.
+  auto older = ClusterConfig::Parse(GoodWith("[api]", "archive_cache_mb = 64\n"), "old.toml");
+  ASSERT_FALSE(older.ok());
+  EXPECT_EQ(older.status().reason(), "BAD_CONFIG");
+  EXPECT_NE(older.status().message().find("replaced by read_cache_mb"), std::string::npos)
+      << older.status().message();
 }
 
 TEST(ConfigTest, RealtimeScanCacheDefaultsTo64MiBAndZeroTurnsItOff) {

@@ -29,8 +29,7 @@ ClusterSpec SpecOf(const Cluster::Options& options) {
       .SetInt("retry_backoff_min_ms", 20)
       .SetInt("retry_backoff_max_ms", 500)
       .SetInt("request_timeout_ms", 3000)
-      .SetInt("archive_cache_mb", options.archive_cache_mb)
-      .SetInt("archive_cache_confirm_ms", options.archive_cache_confirm_ms)
+      .SetInt("read_cache_mb", options.read_cache_mb)
       .SetInt("read_loops", options.read_loops);
   spec.rebuild.SetInt("memory_mb", options.rebuild_memory_mb);  // work_dir DIR/rebuild, backup_dir DIR/backup
   return spec;

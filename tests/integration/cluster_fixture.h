@@ -33,10 +33,9 @@ class Cluster {
     int rebuild_memory_mb = 16;
     // Every member and the rebuild on a "host" of its own (ClusterSpec::private_hosts).
     bool private_hosts = false;
-    // The API's archive answer cache ([api] archive_cache_mb): off as in the
-    // rest of the suite unless a test turns it on.
-    int archive_cache_mb = 0;
-    int archive_cache_confirm_ms = 1000;
+    // The API's read cache ([api] read_cache_mb): off as in the rest of
+    // the suite unless a test turns it on.
+    int read_cache_mb = 0;
     // [api] read_loops: more than one hands increments and admin requests
     // from the other loops to the first.
     int read_loops = 1;

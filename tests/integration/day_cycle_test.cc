@@ -35,7 +35,7 @@ class DayCycleTest : public ClusterDaysTest {
   // on a loop that hands them to the first, and queries are answered by
   // each loop's own readers and caches.
   DayCycleTest()
-      : ClusterDaysTest({.archive_cache_mb = 16, .read_loops = 3}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
+      : ClusterDaysTest({.read_cache_mb = 16, .read_loops = 3}, kKeys, UnixOfDate(kD2) + 86400 - 1) {}
 
   // Sends `n` random increments for hours of `days`, as batched POSTs;
   // every one must be acknowledged. Adds each to the given oracles.

@@ -67,7 +67,7 @@ struct ClusterSpec {
 
   // Extra keys per table. [cluster] always gets the shard counts (and the
   // secret file); [rebuild] gets work_dir DIR/rebuild and backup_dir
-  // DIR/backup unless set here; [api] gets archive_cache_mb = 0 (the cache
+  // DIR/backup unless set here; [api] gets read_cache_mb = 0 (the cache
   // off: cluster_toml.cc says why) unless set here.
   TomlTable cluster, http, api, realtime, archive, rebuild;
   std::map<std::string, MemberOverride> members;  // by member name

@@ -48,13 +48,13 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
   if (!rebuild.Has("work_dir")) rebuild.SetString("work_dir", paths.RebuildDir("rebuild"));
   if (!rebuild.Has("backup_dir")) rebuild.SetString("backup_dir", paths.RebuildDir("backup"));
 
-  // The API's archive answer cache off unless a test turns it on: with it,
-  // every deploy waits archive_cache_confirm_ms before it returns (time the
-  // many rebuilds of the suite would add up), and a test that swaps archive
-  // files under a running API by hand would see the old generation's answers
-  // for up to that long. Its own tests, and the day-cycle test, turn it on.
+  // The API's read cache off unless a test turns it on: a test that swaps
+  // archive files under a running API by hand would see the old file's
+  // kept answers until the reader asks the replica again
+  // (ArchiveReader::kReconfirmEvery). Its own tests, and the day-cycle
+  // test, turn it on.
   TomlTable api = spec.api;
-  if (!api.Has("archive_cache_mb")) api.SetInt("archive_cache_mb", 0);
+  if (!api.Has("read_cache_mb")) api.SetInt("read_cache_mb", 0);
 
   std::string toml = Table("cluster", cluster) + Table("http", spec.http.Lines()) + Table("api", api.Lines()) +
                      Table("realtime", spec.realtime.Lines()) + Table("archive", spec.archive.Lines()) +

@@ -13,12 +13,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "clickatron/config.h"
 #include "clickatron/query_string.h"
 #include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
 #include "testutil/fake_http_client.h"
 
 namespace clickatron::api::archive_reader_test {
@@ -344,8 +344,7 @@ TEST_F(ArchiveReaderGarbageTest, MalformedLastDayHeaderIsNotTrusted) {
 TEST_F(ArchiveReaderGarbageTest, GarbledMgetIsCorruptionAndIsNotKept) {
   auto file = StandardFile();
   ArchiveReader::Options options = BaseOptions();
-  options.cache_bytes = 1 << 20;
-  options.cache_confirm = std::chrono::hours(1);
+  options.cache = std::make_shared<ReadCache>(1 << 20);
   ArchiveReader& reader = ShardZero(1, file, options);
   // A line for a key nobody asked: the answer cannot be split per key.
   client_.ScriptOnce(ReplicaPeer(0, 0), "/mget", Answer::Http(200, "k1,v1\nzz,oops\n", file->ArchiveHeaders()));
@@ -373,8 +372,7 @@ TEST_F(ArchiveReaderGarbageTest, GarbledMgetIsCorruptionAndIsNotKept) {
 TEST_F(ArchiveReaderGarbageTest, AForgottenValueIsAskedAgain) {
   auto file = StandardFile();
   ArchiveReader::Options options = BaseOptions();
-  options.cache_bytes = 1 << 20;
-  options.cache_confirm = std::chrono::hours(1);
+  options.cache = std::make_shared<ReadCache>(1 << 20);
   ArchiveReader& reader = ShardZero(1, file, options);
   client_.ScriptOnce(ReplicaPeer(0, 0), "/get", Answer::Http(200, "\x01\x02 not a record\n", file->ArchiveHeaders()));
   auto session = reader.Begin("k1");
@@ -422,12 +420,15 @@ TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
 
 class ArchiveReaderGenerationTest : public ArchiveReaderTest {
  protected:
-  static ArchiveReader::Options CacheOn(std::chrono::milliseconds confirm) {
+  // The cache on, and what realtime tells the node in known_ (shared with
+  // the reader as a realtime reader would share it).
+  ArchiveReader::Options CacheOn() {
     ArchiveReader::Options options = BaseOptions();
-    options.cache_bytes = 1 << 20;
-    options.cache_confirm = confirm;
+    options.cache = std::make_shared<ReadCache>(1 << 20);
+    options.known_generation = known_;
     return options;
   }
+  std::shared_ptr<KnownGeneration> known_ = std::make_shared<KnownGeneration>(std::string());
   // Deploys another generation on the replica: another file, another value.
   static void Deploy(ServedFileState& file, uint64_t generation, uint32_t crc32, const std::string& k1_value) {
     file.generation = generation;
@@ -438,7 +439,7 @@ class ArchiveReaderGenerationTest : public ArchiveReaderTest {
 
 TEST_F(ArchiveReaderGenerationTest, KeptAnswerIsReusedWithinItsGeneration) {
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::hours(1)));
+  ArchiveReader& reader = ShardZero(1, file, CacheOn());
   Result<ArchiveReply> first = Get(reader.Begin("k1"), "k1");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(first->kept);  // kept for later reads
@@ -454,7 +455,7 @@ TEST_F(ArchiveReaderGenerationTest, KeptAnswerIsReusedWithinItsGeneration) {
 
 TEST_F(ArchiveReaderGenerationTest, NewGenerationSeenByAnyAnswerDropsKeptAnswers) {
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::hours(1)));
+  ArchiveReader& reader = ShardZero(1, file, CacheOn());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
 
   Deploy(*file, 8, 2222, "v1-of-8");
@@ -474,7 +475,7 @@ TEST_F(ArchiveReaderGenerationTest, NewGenerationSeenByAnyAnswerDropsKeptAnswers
 TEST_F(ArchiveReaderGenerationTest, SameGenerationNumberOfAnotherFileDropsKeptAnswers) {
   // A rolled-back generation's number built again: only the crc32 differs.
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::hours(1)));
+  ArchiveReader& reader = ShardZero(1, file, CacheOn());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
   Deploy(*file, 7, 3333, "v1-rebuilt");
   ASSERT_TRUE(Get(reader.Begin("k2"), "k2").ok());
@@ -484,26 +485,45 @@ TEST_F(ArchiveReaderGenerationTest, SameGenerationNumberOfAnotherFileDropsKeptAn
   EXPECT_EQ(again->view.file_crc32, std::optional<uint32_t>(3333));
 }
 
-TEST_F(ArchiveReaderGenerationTest, UnconfirmedKeptAnswerIsNotTrusted) {
-  // Nothing said the replica still serves generation 7 within cache_confirm:
-  // the kept answer may be of a file the replica has replaced.
+TEST_F(ArchiveReaderGenerationTest, KeptAnswersStopWhenRealtimeSaysANewerGenerationIsDeployed) {
+  // Nothing of this reader's own asked the replica since it moved to 8; a
+  // realtime answer saying 8 is deployed is enough to stop using 7's answers.
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn(std::chrono::milliseconds(30)));
+  ArchiveReader& reader = ShardZero(1, file, CacheOn());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
   Deploy(*file, 8, 2222, "v1-of-8");
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  const size_t before = ReadsTo(ReplicaPeer(0, 0));
+  ASSERT_EQ(Get(reader.Begin("k1"), "k1")->body, "v1\n") << "nothing said 8 yet: 7's answer is still used";
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before);
 
+  known_->SawHandover(8, std::nullopt);
   Result<ArchiveReply> again = Get(reader.Begin("k1"), "k1");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->body, "v1-of-8\n");
   EXPECT_EQ(again->view.generation, 8u);
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before + 1);
+}
+
+TEST_F(ArchiveReaderGenerationTest, AKeptAnswerLackingADayRealtimeHandedOverIsNotUsed) {
+  auto file = StandardFile();  // its last day: 2026-11-30
+  ArchiveReader& reader = ShardZero(1, file, CacheOn());
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+  known_->SawHandover(0, *ParseDate("2026-11-30"));  // a day the file holds: kept answers still good
+  const size_t before = ReadsTo(ReplicaPeer(0, 0));
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before);
+
+  known_->SawHandover(0, *ParseDate("2026-12-01"));  // realtime may have cleared a day the file lacks
+  EXPECT_TRUE(reader.BehindRealtime(Get(reader.Begin("k2"), "k2")->view));
+  ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
+  EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), before + 2) << "k1 asked of the replica again, not taken from the cache";
 }
 
 TEST_F(ArchiveReaderGenerationTest, MgetStraddlingAReloadReportsBothViewsAndKeepsNothing) {
   // Without coalescing and with one key per request, an mget of two keys is
   // two requests; the file is replaced between them (a reload mid-query).
   auto file = StandardFile();
-  ArchiveReader::Options options = CacheOn(std::chrono::hours(1));
+  ArchiveReader::Options options = CacheOn();
   options.coalesce_in_flight = 0;
   options.max_keys_per_mget = 1;
   ArchiveReader& reader = ShardZero(1, file, options);

@@ -382,11 +382,9 @@ class ReadCluster {
     // their manifests saying so), as the older rule wrote them, or hours only
     // (a file from before them: the API reads hours).
     DayRecords day_records = DayRecords::kSpans;
-    // The API's archive answer cache ([api] archive_cache_mb; 0: off, as in
-    // the rest of the suite) and how recent a replica's confirmation of its
-    // generation must be for a kept answer to be used.
-    int archive_cache_mb = 0;
-    int archive_cache_confirm_ms = 1000;
+    // The API's read cache ([api] read_cache_mb; 0: off, as in the rest of
+    // the suite).
+    int read_cache_mb = 0;
   };
 
   explicit ReadCluster(Spec spec) : spec_(spec) {}
@@ -406,8 +404,7 @@ class ReadCluster {
     cluster.api_nodes = 2;
     cluster.cluster.SetString("clock", "manual").SetString("log_level", "warn");
     cluster.api.SetInt("request_timeout_ms", spec_.request_timeout_ms).SetString("oplog_sync", "none");
-    cluster.api.SetInt("archive_cache_mb", spec_.archive_cache_mb)
-        .SetInt("archive_cache_confirm_ms", spec_.archive_cache_confirm_ms);
+    cluster.api.SetInt("read_cache_mb", spec_.read_cache_mb);
     const Status written = cluster_.Write(cluster);
     ASSERT_TRUE(written.ok()) << written.ToString();
   }
@@ -533,7 +530,7 @@ class ReadClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cluster_.spec().day_records = WithDayRecords();
-    cluster_.spec().archive_cache_mb = ArchiveCacheMb();
+    cluster_.spec().read_cache_mb = ReadCacheMb();
     cluster_.WriteConfig();
     today_ = TestRingToday();
     BuildDataset();
@@ -543,8 +540,8 @@ class ReadClusterTest : public ::testing::Test {
   virtual void BuildDataset() = 0;
   // Which day subtotal records the archive files carry.
   virtual DayRecords WithDayRecords() const { return DayRecords::kSpans; }
-  // The API's archive answer cache ([api] archive_cache_mb; 0: off).
-  virtual int ArchiveCacheMb() const { return 0; }
+  // The API's read cache ([api] read_cache_mb; 0: off).
+  virtual int ReadCacheMb() const { return 0; }
 
   ReadCluster cluster_{ReadCluster::Spec{}};
   ReadDataset data_;

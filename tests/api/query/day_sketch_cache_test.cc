@@ -1,10 +1,10 @@
 // DaySketchCache: a key's days come back only for the same file, routing
 // count and prefix; days read later join those kept (a day kept first stays
 // as it was); a day kept without a sketch stays "no visitors"; another
-// file's or shard count's days replace those kept; each
-// day's estimate is its visitors' count (exact sketches, counted by the
-// test's own sets); the budget drops the least recently used key; 0 keeps
-// nothing.
+// file's or shard count's days are another entry; each day's estimate is
+// its visitors' count (exact sketches, counted by the test's own sets); an
+// entry is charged its sketches; a read cache of 0 bytes keeps nothing.
+// Which entries go first is the read cache's (read_cache_test.cc).
 #include "query/day_sketch_cache.h"
 
 #include <gtest/gtest.h>
@@ -37,10 +37,11 @@ Visitors MakeVisitors(int first, int count) {
 }
 
 TEST(DaySketchCacheTest, DaysComeBackForTheSameFileCountAndPrefixOnly) {
-  DaySketchCache cache(1 << 20);
+  ReadCache read_cache(1 << 20);
+  DaySketchCache cache(read_cache);
   const Visitors a = MakeVisitors(0, 40), b = MakeVisitors(20, 30);
   cache.Add(kFile, 2, kPrefix, {KeptDay{20001, b.sketch}, KeptDay{20000, a.sketch}});
-  const std::vector<KeptDay>* days = cache.Find(kFile, 2, kPrefix);
+  const auto days = cache.Find(kFile, 2, kPrefix);
   ASSERT_NE(days, nullptr);
   ASSERT_EQ(days->size(), 2u);
   const KeptDay* first = DaySketchCache::DayIn(*days, 20000);
@@ -60,12 +61,13 @@ TEST(DaySketchCacheTest, DaysComeBackForTheSameFileCountAndPrefixOnly) {
 }
 
 TEST(DaySketchCacheTest, DaysReadLaterJoinThoseKeptAndADayWithoutVisitorsIsKept) {
-  DaySketchCache cache(1 << 20);
+  ReadCache read_cache(1 << 20);
+  DaySketchCache cache(read_cache);
   const Visitors a = MakeVisitors(0, 5), b = MakeVisitors(100, 7), c = MakeVisitors(200, 3);
   cache.Add(kFile, 1, kPrefix, {KeptDay{20010, a.sketch}, KeptDay{20012, nullptr}});
   // A later window: one day again (as another query found it), two new.
   cache.Add(kFile, 1, kPrefix, {KeptDay{20012, nullptr}, KeptDay{20011, b.sketch}, KeptDay{20009, c.sketch}});
-  const std::vector<KeptDay>* days = cache.Find(kFile, 1, kPrefix);
+  const auto days = cache.Find(kFile, 1, kPrefix);
   ASSERT_NE(days, nullptr);
   std::vector<int32_t> order;
   for (const KeptDay& d : *days) order.push_back(d.day);
@@ -80,70 +82,64 @@ TEST(DaySketchCacheTest, DaysReadLaterJoinThoseKeptAndADayWithoutVisitorsIsKept)
 }
 
 TEST(DaySketchCacheTest, ADayKeptWinsOverTheSameDayReadAgain) {
-  DaySketchCache cache(1 << 20);
+  ReadCache read_cache(1 << 20);
+  DaySketchCache cache(read_cache);
   const Visitors first = MakeVisitors(0, 5), again = MakeVisitors(0, 5);  // equal, another object
   cache.Add(kFile, 1, kPrefix, {KeptDay{20010, first.sketch}});
   cache.Add(kFile, 1, kPrefix, {KeptDay{20010, again.sketch}, KeptDay{20011, nullptr}});
-  const std::vector<KeptDay>* days = cache.Find(kFile, 1, kPrefix);
+  const auto days = cache.Find(kFile, 1, kPrefix);
   ASSERT_NE(days, nullptr);
   ASSERT_EQ(days->size(), 2u);
   EXPECT_EQ(DaySketchCache::DayIn(*days, 20010)->sketch, first.sketch)
       << "the object kept first stays (a union keyed by it stays valid)";
 }
 
-TEST(DaySketchCacheTest, AnotherShardCountsDaysReplaceThoseKept) {
-  DaySketchCache cache(1 << 20);
+TEST(DaySketchCacheTest, AnotherShardCountsDaysAreAnotherEntry) {
+  ReadCache read_cache(1 << 20);
+  DaySketchCache cache(read_cache);
   const Visitors a = MakeVisitors(0, 5), b = MakeVisitors(50, 9);
   cache.Add(kFile, 1, kPrefix, {KeptDay{20010, a.sketch}, KeptDay{20011, a.sketch}});
   cache.Add(kFile, 2, kPrefix, {KeptDay{20010, b.sketch}});
-  EXPECT_EQ(cache.Find(kFile, 1, kPrefix), nullptr);
-  const std::vector<KeptDay>* days = cache.Find(kFile, 2, kPrefix);
+  ASSERT_NE(cache.Find(kFile, 1, kPrefix), nullptr);
+  EXPECT_EQ(cache.Find(kFile, 1, kPrefix)->size(), 2u);
+  const auto days = cache.Find(kFile, 2, kPrefix);
   ASSERT_NE(days, nullptr);
   ASSERT_EQ(days->size(), 1u);
   EXPECT_EQ(days->front().sketch, b.sketch);
 }
 
-TEST(DaySketchCacheTest, AnotherFilesDaysReplaceThoseKept) {
-  DaySketchCache cache(1 << 20);
+TEST(DaySketchCacheTest, AnotherFilesDaysAreAnotherEntry) {
+  ReadCache read_cache(1 << 20);
+  DaySketchCache cache(read_cache);
   const Visitors a = MakeVisitors(0, 5), b = MakeVisitors(50, 9);
   cache.Add(kFile, 1, kPrefix, {KeptDay{20010, a.sketch}, KeptDay{20011, a.sketch}});
   const ServedFile next{8, 0x0badf00d};
   cache.Add(next, 1, kPrefix, {KeptDay{20010, b.sketch}});
-  EXPECT_EQ(cache.Find(kFile, 1, kPrefix), nullptr);
-  const std::vector<KeptDay>* days = cache.Find(next, 1, kPrefix);
+  const auto days = cache.Find(next, 1, kPrefix);
   ASSERT_NE(days, nullptr);
-  ASSERT_EQ(days->size(), 1u) << "the old file's other day is gone with it";
+  ASSERT_EQ(days->size(), 1u) << "the old file's days are not the new one's";
   EXPECT_EQ(days->front().sketch, b.sketch);
-  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kDaySketches).entries, 2u);
 }
 
-TEST(DaySketchCacheTest, TheBudgetDropsTheLeastRecentlyUsedKey) {
+TEST(DaySketchCacheTest, AnEntryIsChargedItsSketches) {
   const Visitors v = MakeVisitors(0, 300);  // 2.4 KB of hashes
-  // Room for about two keys of ten such days.
-  DaySketchCache probe(1 << 20);
+  ReadCache read_cache(1 << 20);
+  DaySketchCache cache(read_cache);
   std::vector<KeptDay> ten;
   for (int32_t d = 0; d < 10; ++d) ten.push_back(KeptDay{20000 + d, v.sketch});
-  probe.Add(kFile, 1, "one", ten);
-  const size_t one_key = probe.bytes();
-  ASSERT_GT(one_key, 10 * v.sketch->MemoryBytes()) << "charged for the sketches it holds";
-
-  DaySketchCache cache(2 * one_key + one_key / 2);
   cache.Add(kFile, 1, "one", ten);
-  cache.Add(kFile, 1, "two", ten);
-  ASSERT_NE(cache.Find(kFile, 1, "one"), nullptr);  // now the most recently used
-  cache.Add(kFile, 1, "three", ten);
-  EXPECT_NE(cache.Find(kFile, 1, "one"), nullptr);
-  EXPECT_EQ(cache.Find(kFile, 1, "two"), nullptr) << "least recently used";
-  EXPECT_NE(cache.Find(kFile, 1, "three"), nullptr);
-  EXPECT_LE(cache.bytes(), 2 * one_key + one_key / 2);
+  EXPECT_GT(read_cache.Figures(CacheKind::kDaySketches).bytes, 10 * v.sketch->MemoryBytes())
+      << "charged for the sketches it holds";
 }
 
-TEST(DaySketchCacheTest, ABudgetOfZeroKeepsNothing) {
-  DaySketchCache cache(0);
+TEST(DaySketchCacheTest, AReadCacheOfZeroBytesKeepsNothing) {
+  ReadCache nothing(0);
+  DaySketchCache cache(nothing);
   EXPECT_FALSE(cache.enabled());
   cache.Add(kFile, 1, kPrefix, {KeptDay{20000, MakeVisitors(0, 3).sketch}});
   EXPECT_EQ(cache.Find(kFile, 1, kPrefix), nullptr);
-  EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_EQ(nothing.Figures(CacheKind::kDaySketches).entries, 0u);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // DaySumCache: a run's sums come back only for the same file, routing count,
 // prefix and exactly the same days; short runs are never kept; another
-// file's sums replace those kept for the run; the budget drops the least recently
-// used; a budget of 0 keeps nothing.
+// file's sums are another entry; a read cache of 0 bytes keeps nothing.
+// Which entries go first is the read cache's (read_cache_test.cc).
 #include "query/day_sum_cache.h"
 
 #include <gtest/gtest.h>
@@ -23,10 +23,11 @@ const ServedFile kFile{7, 0xabcdef01};
 const std::string kPrefix = "c.u|jehiah.";
 
 TEST(DaySumCacheTest, SumsComeBackForTheSameFileCountPrefixAndDaysOnly) {
-  DaySumCache cache(1 << 20);
+  ReadCache read_cache(1 << 20);
+  DaySumCache cache(read_cache, CacheKind::kDaySums);
   const std::vector<int64_t> days = Days(20000, 30);
   cache.Put(kFile, 2, kPrefix, days, {{"JP", 4}, {"US", 12}}, 64);
-  const ValueCounts* sums = cache.Find(kFile, 2, kPrefix, days);
+  const auto sums = cache.Find(kFile, 2, kPrefix, days);
   ASSERT_NE(sums, nullptr);
   EXPECT_EQ(*sums, (ValueCounts{{"JP", 4}, {"US", 12}}));
 
@@ -48,41 +49,34 @@ TEST(DaySumCacheTest, SumsComeBackForTheSameFileCountPrefixAndDaysOnly) {
 }
 
 TEST(DaySumCacheTest, ShortRunsAreNotKept) {
-  DaySumCache cache(1 << 20);
+  ReadCache read_cache(1 << 20);
+  DaySumCache cache(read_cache, CacheKind::kDaySums);
   const std::vector<int64_t> days = Days(20000, DaySumCache::kMinDays - 1);
   cache.Put(kFile, 1, kPrefix, days, {{"US", 1}}, 64);
-  EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kDaySums).entries, 0u);
   EXPECT_EQ(cache.Find(kFile, 1, kPrefix, days), nullptr);
 }
 
-TEST(DaySumCacheTest, AnotherFilesSumsReplaceTheKeptOnes) {
-  DaySumCache cache(1 << 20);
+TEST(DaySumCacheTest, AnotherFilesSumsAreAnotherEntry) {
+  ReadCache read_cache(1 << 20);
+  DaySumCache cache(read_cache, CacheKind::kDaySums);
   const std::vector<int64_t> days = Days(20000, 10);
   cache.Put(kFile, 1, kPrefix, days, {{"US", 1}}, 64);
   const ServedFile newer{kFile.generation + 1, 0x55};
   cache.Put(newer, 1, kPrefix, days, {{"US", 2}}, 64);
-  EXPECT_EQ(cache.entries(), 1u);
-  EXPECT_EQ(cache.Find(kFile, 1, kPrefix, days), nullptr);
-  const ValueCounts* sums = cache.Find(newer, 1, kPrefix, days);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kDaySums).entries, 2u);
+  ASSERT_NE(cache.Find(kFile, 1, kPrefix, days), nullptr);
+  EXPECT_EQ(*cache.Find(kFile, 1, kPrefix, days), (ValueCounts{{"US", 1}}));
+  const auto sums = cache.Find(newer, 1, kPrefix, days);
   ASSERT_NE(sums, nullptr);
   EXPECT_EQ(*sums, (ValueCounts{{"US", 2}}));
 }
 
-TEST(DaySumCacheTest, TheLeastRecentlyUsedGoFirstAndZeroKeepsNothing) {
-  // Room for two entries of 365 days (about 1.6 KB each), not three.
-  DaySumCache cache(3500);
-  const std::vector<int64_t> a = Days(20000, 365), b = Days(30000, 365), c = Days(40000, 365);
-  cache.Put(kFile, 1, kPrefix, a, {{"US", 1}}, 64);
-  cache.Put(kFile, 1, kPrefix, b, {{"US", 2}}, 64);
-  ASSERT_NE(cache.Find(kFile, 1, kPrefix, a), nullptr);  // a is now the most recent
-  cache.Put(kFile, 1, kPrefix, c, {{"US", 3}}, 64);
-  EXPECT_LE(cache.bytes(), 3500u);
-  EXPECT_NE(cache.Find(kFile, 1, kPrefix, a), nullptr);
-  EXPECT_NE(cache.Find(kFile, 1, kPrefix, c), nullptr);
-  EXPECT_EQ(cache.Find(kFile, 1, kPrefix, b), nullptr) << "the least recently used was dropped";
-
-  DaySumCache off(0);
+TEST(DaySumCacheTest, AReadCacheOfZeroBytesKeepsNothing) {
+  ReadCache nothing(0);
+  DaySumCache off(nothing, CacheKind::kDaySums);
   EXPECT_FALSE(off.enabled());
+  const std::vector<int64_t> a = Days(20000, 365);
   off.Put(kFile, 1, kPrefix, a, {{"US", 1}}, 64);
   EXPECT_EQ(off.Find(kFile, 1, kPrefix, a), nullptr);
 }

@@ -44,7 +44,7 @@ struct MergeParam {
 class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<MergeParam> {
  protected:
   DayRecords WithDayRecords() const override { return GetParam().day_records; }
-  int ArchiveCacheMb() const override { return GetParam().cached ? 16 : 0; }
+  int ReadCacheMb() const override { return GetParam().cached ? 16 : 0; }
 
   int64_t ReadFigure(const std::string& name) {
     auto stats = cluster_.Api("/stats");

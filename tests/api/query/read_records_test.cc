@@ -213,35 +213,30 @@ TEST(ReadRecordsTest, MGetTargetsCoverEveryKeyOnceWithinBounds) {
   EXPECT_TRUE(MGetTargets({}, 600, 50).empty());
 }
 
-TEST(ReadRecordsTest, LookupCacheEvictsLeastRecentlyUsed) {
-  LookupCache cache(2 * LookupCache::Charge("a", "1"));
+TEST(ReadRecordsTest, LookupCacheKeepsValuesByHash) {
+  ReadCache read_cache(1 << 20);
+  LookupCache cache(read_cache);
   cache.Put("a", "1");
   cache.Put("b", "2");
-  ASSERT_NE(cache.Get("a"), nullptr);  // a is now the most recent
-  cache.Put("c", "3");                 // evicts b
-  EXPECT_EQ(cache.Get("b"), nullptr);
   EXPECT_EQ(*cache.Get("a"), "1");
-  EXPECT_EQ(*cache.Get("c"), "3");
-  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(*cache.Get("b"), "2");
+  EXPECT_EQ(cache.Get("c"), nullptr);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kLookup).entries, 2u);
 }
 
-// Entries are charged their bytes: a long value takes the room of several
-// short ones, and one longer than the whole budget is not kept.
-TEST(ReadRecordsTest, LookupCacheIsBoundedInBytes) {
-  const size_t budget = 10 * LookupCache::Charge("h0", "v");
-  LookupCache cache(budget);
-  for (int i = 0; i < 10; ++i) cache.Put("h" + std::to_string(i), "v");
-  EXPECT_EQ(cache.size(), 10u);
-  EXPECT_EQ(cache.bytes(), budget);
-  const std::string long_value(4 * LookupCache::Charge("h0", "v"), 'x');
+// Entries are charged their bytes (a lookup's value is a URL of any length):
+// a long value is charged its length, and one longer than a shard of the
+// read cache can hold is not kept.
+TEST(ReadRecordsTest, LookupCacheIsChargedItsValuesBytes) {
+  ReadCache read_cache(ReadCache::kShards << 16);
+  LookupCache cache(read_cache);
+  const std::string long_value(10000, 'x');
   cache.Put("long", long_value);
-  EXPECT_LE(cache.bytes(), budget);
   EXPECT_EQ(*cache.Get("long"), long_value);
-  EXPECT_EQ(cache.Get("h0"), nullptr);  // the least recent ones made room
-  EXPECT_NE(cache.Get("h9"), nullptr);
-  cache.Put("huge", std::string(budget, 'y'));
+  EXPECT_GE(read_cache.Figures(CacheKind::kLookup).bytes, long_value.size());
+  cache.Put("huge", std::string(size_t{1} << 16, 'y'));
   EXPECT_EQ(cache.Get("huge"), nullptr);
-  EXPECT_LE(cache.bytes(), budget);
+  EXPECT_LE(read_cache.charged(), read_cache.capacity());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // SketchTextCache: a text comes back as its own decoding whether kept or
-// not, a text seen again is not decoded again (the figures say which), the
-// least recently used go first when the budget is full, a bad text is
-// refused and not kept, and a budget of 0 keeps nothing.
+// not, a text seen again is not decoded again (the figures say which), a
+// bad text is refused and not kept, and a read cache of 0 bytes keeps
+// nothing. (Which entries go first is the read cache's: read_cache_test.cc.)
 #include "query/sketch_text_cache.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,8 @@ std::string TextOf(uint64_t first, uint64_t count) {
 
 TEST(SketchTextCacheTest, KeptSketchIsTheTextsOwnAndIsNotDecodedAgain) {
   ReadStats stats;
-  SketchTextCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  SketchTextCache cache(read_cache, stats);
   const std::string hour = TextOf(0, 50);
   auto first = cache.Decode(hour, "realtime unique");
   ASSERT_TRUE(first.ok()) << first.status().message();
@@ -41,67 +42,48 @@ TEST(SketchTextCacheTest, KeptSketchIsTheTextsOwnAndIsNotDecodedAgain) {
   ASSERT_TRUE(changed.ok());
   EXPECT_EQ((*changed)->Estimate(), 51u);
   EXPECT_EQ(stats.sketch_cache_misses.load(), 2u);
-  EXPECT_EQ(cache.figures().entries, 2u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kSketchText).entries, 2u);
 }
 
 TEST(SketchTextCacheTest, DenseSketchesAreKeptAndChargedTheirRegisters) {
   ReadStats stats;
-  SketchTextCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  SketchTextCache cache(read_cache, stats);
   const std::string dense = TextOf(0, 5000);
   ASSERT_EQ(dense.front(), 'd');
   auto sketch = cache.Decode(dense, "realtime unique");
   ASSERT_TRUE(sketch.ok());
   EXPECT_EQ((*sketch)->ToText(), dense);
-  EXPECT_GE(cache.figures().bytes, dense.size() + kSketchRegisters);
+  EXPECT_GE(read_cache.Figures(CacheKind::kSketchText).bytes, dense.size() + kSketchRegisters);
   ASSERT_TRUE(cache.Decode(dense, "realtime unique").ok());
   EXPECT_EQ(stats.sketch_cache_hits.load(), 1u);
 }
 
-TEST(SketchTextCacheTest, LeastRecentlyUsedGoFirstWithinTheBudget) {
-  ReadStats stats;
-  const std::string a = TextOf(0, 20), b = TextOf(100, 20), c = TextOf(200, 20);
-  // Room for two such entries, not three.
-  const size_t one = a.size() + 20 * sizeof(uint64_t) + SketchTextCache::kEntryOverhead;
-  SketchTextCache cache(2 * one + one / 2, stats);
-  ASSERT_TRUE(cache.Decode(a, "x").ok());
-  ASSERT_TRUE(cache.Decode(b, "x").ok());
-  ASSERT_TRUE(cache.Decode(a, "x").ok());  // a used last: b is the oldest
-  ASSERT_TRUE(cache.Decode(c, "x").ok());  // b goes
-  EXPECT_EQ(cache.figures().entries, 2u);
-  EXPECT_LE(cache.figures().bytes, 2 * one + one / 2);
-  const uint64_t misses = stats.sketch_cache_misses.load();
-  ASSERT_TRUE(cache.Decode(a, "x").ok());
-  ASSERT_TRUE(cache.Decode(c, "x").ok());
-  EXPECT_EQ(stats.sketch_cache_misses.load(), misses) << "a and c still kept";
-  auto b_again = cache.Decode(b, "x");
-  ASSERT_TRUE(b_again.ok());
-  EXPECT_EQ((*b_again)->ToText(), b);
-  EXPECT_EQ(stats.sketch_cache_misses.load(), misses + 1) << "b was dropped";
-}
-
 TEST(SketchTextCacheTest, BadTextIsCorruptionAndNotKept) {
   ReadStats stats;
-  SketchTextCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  SketchTextCache cache(read_cache, stats);
   for (const std::string bad : {"x123", "e!!", "", "dAAAA"}) {
     auto sketch = cache.Decode(bad, "realtime unique");
     ASSERT_FALSE(sketch.ok()) << bad;
     EXPECT_EQ(sketch.status().code(), StatusCode::kCorruption) << bad;
     EXPECT_NE(sketch.status().message().find("realtime unique"), std::string::npos) << sketch.status().message();
   }
-  EXPECT_EQ(cache.figures().entries, 0u);
-  EXPECT_EQ(cache.figures().bytes, 0u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kSketchText).entries, 0u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kSketchText).bytes, 0u);
 }
 
 TEST(SketchTextCacheTest, BudgetOfZeroKeepsNothingAndCountsNothing) {
   ReadStats stats;
-  SketchTextCache cache(0, stats);
+  ReadCache read_cache(0);
+  SketchTextCache cache(read_cache, stats);
   const std::string hour = TextOf(0, 50);
   for (int i = 0; i < 3; ++i) {
     auto sketch = cache.Decode(hour, "realtime unique");
     ASSERT_TRUE(sketch.ok());
     EXPECT_EQ((*sketch)->Estimate(), 50u);
   }
-  EXPECT_EQ(cache.figures().entries, 0u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kSketchText).entries, 0u);
   EXPECT_EQ(stats.sketch_cache_hits.load() + stats.sketch_cache_misses.load(), 0u);
 }
 

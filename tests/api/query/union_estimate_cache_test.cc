@@ -1,8 +1,9 @@
 // UnionEstimateCache: a union's estimate is its visitors' count (exact
 // sketches, counted by the test's own sets), the first time and when kept;
 // the same sketches again are a hit, a part that is another object a miss
-// with its own right figure; small unions and a budget of 0 keep nothing;
-// an entry keeps its parts alive (no address in its key can be reused).
+// with its own right figure; small unions and a read cache of 0 bytes keep
+// nothing; an entry keeps its parts alive (no address in its key can be
+// reused). Which entries go first is the read cache's (read_cache_test.cc).
 #include "query/union_estimate_cache.h"
 
 #include <gtest/gtest.h>
@@ -41,18 +42,20 @@ std::vector<const std::shared_ptr<const UniqueSketch>*> PartsOf(const Hours& hou
 
 TEST(UnionEstimateCacheTest, TheSameSketchesAgainAreAHitWithTheSameFigure) {
   ReadStats stats;
-  UnionEstimateCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  UnionEstimateCache cache(read_cache, stats);
   const Hours day = MakeHours(24);
   EXPECT_EQ(cache.Estimate(PartsOf(day)), day.visitors.size());
   EXPECT_EQ(stats.union_cache_misses.load(), 1u);
   EXPECT_EQ(cache.Estimate(PartsOf(day)), day.visitors.size());
   EXPECT_EQ(stats.union_cache_hits.load(), 1u);
-  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kUnionEstimate).entries, 1u);
 }
 
 TEST(UnionEstimateCacheTest, APartThatIsAnotherObjectIsUnitedAgain) {
   ReadStats stats;
-  UnionEstimateCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  UnionEstimateCache cache(read_cache, stats);
   Hours day = MakeHours(24);
   ASSERT_EQ(cache.Estimate(PartsOf(day)), day.visitors.size());
   // The current hour gained visitors: its sketch is a new object.
@@ -75,7 +78,8 @@ TEST(UnionEstimateCacheTest, APartThatIsAnotherObjectIsUnitedAgain) {
 
 TEST(UnionEstimateCacheTest, AnEntryKeepsItsPartsAlive) {
   ReadStats stats;
-  UnionEstimateCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  UnionEstimateCache cache(read_cache, stats);
   std::vector<std::weak_ptr<const UniqueSketch>> watched;
   {
     const Hours day = MakeHours(5);
@@ -83,41 +87,24 @@ TEST(UnionEstimateCacheTest, AnEntryKeepsItsPartsAlive) {
     cache.Estimate(PartsOf(day));
   }
   for (const auto& w : watched) EXPECT_FALSE(w.expired()) << "a freed part's address could name another sketch";
-  EXPECT_GT(cache.bytes(), 5 * 25 * sizeof(uint64_t)) << "charged for the sketches it keeps";
+  EXPECT_GT(read_cache.Figures(CacheKind::kUnionEstimate).bytes, 5 * 25 * sizeof(uint64_t)) << "charged for the sketches it keeps";
 }
 
 TEST(UnionEstimateCacheTest, SmallUnionsAndABudgetOfZeroKeepNothing) {
   ReadStats stats;
-  UnionEstimateCache cache(1 << 20, stats);
+  ReadCache read_cache(1 << 20);
+  UnionEstimateCache cache(read_cache, stats);
   const Hours two = MakeHours(UnionEstimateCache::kMinParts - 1);
   EXPECT_EQ(cache.Estimate(PartsOf(two)), two.visitors.size());
-  EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kUnionEstimate).entries, 0u);
 
-  UnionEstimateCache off(0, stats);
+  ReadCache nothing(0);
+  UnionEstimateCache off(nothing, stats);
   const Hours day = MakeHours(24);
   EXPECT_EQ(off.Estimate(PartsOf(day)), day.visitors.size());
   EXPECT_EQ(off.Estimate(PartsOf(day)), day.visitors.size());
-  EXPECT_EQ(off.entries(), 0u);
+  EXPECT_EQ(nothing.Figures(CacheKind::kUnionEstimate).entries, 0u);
   EXPECT_EQ(stats.union_cache_hits.load() + stats.union_cache_misses.load(), 0u);
-}
-
-TEST(UnionEstimateCacheTest, TheBudgetDropsTheLeastRecentlyUsedUnion) {
-  ReadStats stats;
-  UnionEstimateCache probe(1 << 20, stats);
-  const Hours a = MakeHours(10, 0), b = MakeHours(10, 100), c = MakeHours(10, 200);
-  probe.Estimate(PartsOf(a));
-  const size_t one = probe.bytes();
-
-  UnionEstimateCache cache(2 * one + one / 2, stats);
-  cache.Estimate(PartsOf(a));
-  cache.Estimate(PartsOf(b));
-  cache.Estimate(PartsOf(a));  // a is now the most recently used
-  cache.Estimate(PartsOf(c));
-  const uint64_t hits = stats.union_cache_hits.load();
-  cache.Estimate(PartsOf(a));
-  EXPECT_EQ(stats.union_cache_hits.load(), hits + 1) << "a was kept";
-  EXPECT_EQ(cache.Estimate(PartsOf(b)), b.visitors.size());
-  EXPECT_EQ(stats.union_cache_hits.load(), hits + 1) << "b was dropped";
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // UniqueWindowCache: a window's archive part comes back only for the same
 // file, routing count, run prefix, span, gap and unit boundaries; another
-// file's part replaces it; the budget drops the least recently used window;
-// 0 keeps nothing.
+// file's part is another entry; a read cache of 0 bytes keeps nothing.
+// Which entries go first is the read cache's (read_cache_test.cc).
 #include "query/unique_window_cache.h"
 
 #include <gtest/gtest.h>
@@ -34,10 +34,11 @@ UniqueWindowCache::Part PartOf(int64_t first_hour, int visitors) {
 }
 
 TEST(UniqueWindowCacheTest, APartComesBackForTheSameFileAndWindowOnly) {
-  UniqueWindowCache cache(1 << 20);
+  ReadCache read_cache(1 << 20);
+  UniqueWindowCache cache(read_cache);
   const std::vector<int64_t> splits = Days(101, 29);
   cache.Put(kFile, 1, kPrefix, kSpan, kNoGap, splits, PartOf(kSpan.begin_ts, 3));
-  const UniqueWindowCache::Part* kept = cache.Find(kFile, 1, kPrefix, kSpan, kNoGap, splits);
+  const auto kept = cache.Find(kFile, 1, kPrefix, kSpan, kNoGap, splits);
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(kept->first_hour, kSpan.begin_ts);
   ASSERT_EQ(kept->hours.size(), 1u);
@@ -54,35 +55,23 @@ TEST(UniqueWindowCacheTest, APartComesBackForTheSameFileAndWindowOnly) {
   weekly[3] += 3600;
   EXPECT_EQ(cache.Find(kFile, 1, kPrefix, kSpan, kNoGap, weekly), nullptr);
 
-  // Another file's part takes the window's place.
+  // Another file's part is another entry: each file's lookups find their own.
   const ServedFile next{8, 0x12345678};
   cache.Put(next, 1, kPrefix, kSpan, kNoGap, splits, PartOf(kSpan.begin_ts, 5));
-  EXPECT_EQ(cache.Find(kFile, 1, kPrefix, kSpan, kNoGap, splits), nullptr);
   ASSERT_NE(cache.Find(next, 1, kPrefix, kSpan, kNoGap, splits), nullptr);
   EXPECT_EQ(cache.Find(next, 1, kPrefix, kSpan, kNoGap, splits)->hours[0].sketch->Estimate(), 5u);
-  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(cache.Find(kFile, 1, kPrefix, kSpan, kNoGap, splits)->hours[0].sketch->Estimate(), 3u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kUniqueWindow).entries, 2u);
 }
 
-TEST(UniqueWindowCacheTest, TheBudgetDropsTheLeastRecentlyUsedAndZeroKeepsNothing) {
+TEST(UniqueWindowCacheTest, AReadCacheOfZeroBytesKeepsNothing) {
   const std::vector<int64_t> splits = Days(101, 29);
-  UniqueWindowCache probe(1 << 20);
-  probe.Put(kFile, 1, "~u|k0.\n", kSpan, kNoGap, splits, PartOf(kSpan.begin_ts, 2));
-  const size_t one = probe.bytes();
-  ASSERT_GT(one, 0u);
-  UniqueWindowCache cache(one * 2 + one / 2);  // room for two windows
-  for (const char* key : {"~u|k0.\n", "~u|k1.\n"}) cache.Put(kFile, 1, key, kSpan, kNoGap, splits, PartOf(0, 2));
-  ASSERT_NE(cache.Find(kFile, 1, "~u|k0.\n", kSpan, kNoGap, splits), nullptr);  // k0 used last
-  cache.Put(kFile, 1, "~u|k2.\n", kSpan, kNoGap, splits, PartOf(0, 2));
-  EXPECT_EQ(cache.entries(), 2u);
-  EXPECT_EQ(cache.Find(kFile, 1, "~u|k1.\n", kSpan, kNoGap, splits), nullptr);
-  EXPECT_NE(cache.Find(kFile, 1, "~u|k0.\n", kSpan, kNoGap, splits), nullptr);
-  EXPECT_LE(cache.bytes(), one * 2 + one / 2);
-
-  UniqueWindowCache off(0);
+  ReadCache nothing(0);
+  UniqueWindowCache off(nothing);
   EXPECT_FALSE(off.enabled());
   off.Put(kFile, 1, kPrefix, kSpan, kNoGap, splits, PartOf(0, 2));
   EXPECT_EQ(off.Find(kFile, 1, kPrefix, kSpan, kNoGap, splits), nullptr);
-  EXPECT_EQ(off.entries(), 0u);
+  EXPECT_EQ(nothing.Figures(CacheKind::kUniqueWindow).entries, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,134 @@
+// The API node's one cache ([api] read_cache_mb): everything its read loops
+// keep between queries, charged once, under one capacity.
+//
+// Why one: the read path grew a cache per kind of answer, each with its own
+// share of the setting or a constant of its own, and the sum of those shares
+// was not the setting (64 MiB of archive_cache_mb cost 112 MiB, the fixed
+// ones 24 MiB more, each divided again per read loop). Here every kept thing
+// (an archive answer, a lookup value, a decoded sketch, a run's sums…) is an
+// entry of one map with one capacity, in the manner of LevelDB's Cache:
+// Insert(key, value, charge), least recently used out first, whatever its
+// kind. A kind is a namespace of keys and the name its figures go under.
+//
+// What an entry is charged: the charge its owner gives (its value's heap),
+// plus its key and a fixed overhead for the nodes that hold it
+// (kEntryOverhead). The sum of those is never above the capacity.
+//
+// Values are shared and immutable once kept: Find hands out a shared_ptr, so
+// a value dropped for room while a query still reads it lives until that
+// query lets go (briefly outside the budget, as a LevelDB handle is).
+//
+// Entries never go stale: every kind's key names what its value is a
+// function of (an archive answer's key names the file it came from, a
+// decoded sketch's key is its text), so nothing is ever invalidated, only
+// dropped for room (or Erase'd when a value is found bad).
+//
+// Thread-safety: thread-safe; one per API node, shared by its read loops.
+// The map is split into kShards parts by key hash, each with its own lock
+// and a 1/kShards share of the capacity, so loops rarely wait on each other.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "clickatron/text_hash.h"
+
+namespace clickatron::api {
+
+enum class CacheKind : uint8_t {
+  kArchiveReply,   // an archive replica's answer for one key of one file
+  kLookup,         // a lookup record's value, by its hash
+  kSketchText,     // a realtime sketch decoded, by its text
+  kUnionEstimate,  // the estimate of a union of kept sketches
+  kDaySums,        // a breakdown's run of whole days summed, per file
+  kDayUnions,      // a /uniques run of whole days united, per file
+  kDaySketches,    // a key's day unique records of one file
+  kUniqueWindow,   // the archive part of a /uniques window, per file
+};
+inline constexpr size_t kCacheKinds = 8;
+// "archive_reply", "lookup", …: the name in /stats and the label in /metrics.
+const char* CacheKindName(CacheKind kind);
+
+class ReadCache {
+ public:
+  // capacity_bytes 0: nothing is kept (every Find misses).
+  explicit ReadCache(size_t capacity_bytes);
+  ReadCache(const ReadCache&) = delete;
+  ReadCache& operator=(const ReadCache&) = delete;
+
+  bool enabled() const { return capacity_ > 0; }
+  size_t capacity() const { return capacity_; }
+
+  // The value kept for `key` of `kind`, now the most recently used; null
+  // when absent. T must be the type that kind was inserted with.
+  template <typename T>
+  std::shared_ptr<const T> Find(CacheKind kind, std::string_view key) {
+    return std::static_pointer_cast<const T>(FindAny(kind, key));
+  }
+  // Keeps (or replaces) `value` for `key` of `kind`, charged `charge` bytes
+  // beyond its key and kEntryOverhead, dropping the least recently used of
+  // its shard until they fit. An entry charged more than a shard's share is
+  // not kept (and what was kept for the key is dropped): false then.
+  template <typename T>
+  bool Insert(CacheKind kind, std::string_view key, std::shared_ptr<const T> value, size_t charge) {
+    return InsertAny(kind, key, std::move(value), charge);
+  }
+  void Erase(CacheKind kind, std::string_view key);
+
+  // What an entry costs beyond its key and its owner's charge: the list
+  // node, the map node and bucket, the key's string header, the shared
+  // value's control block.
+  static constexpr size_t kEntryOverhead = 144;
+  static constexpr size_t kShards = 16;
+
+  struct KindFigures {
+    uint64_t inserts = 0;    // entries kept
+    uint64_t evictions = 0;  // entries dropped for room
+    size_t bytes = 0;        // charged by the kind's entries kept now
+    size_t entries = 0;
+  };
+  KindFigures Figures(CacheKind kind) const;
+  // The sum of every entry's charge; never above capacity().
+  size_t charged() const;
+
+ private:
+  struct Entry {
+    std::string key;  // the kind's byte, then the owner's key
+    std::shared_ptr<const void> value;
+    size_t charge = 0;
+  };
+  using Order = std::list<Entry>;
+  struct Shard {
+    mutable std::mutex mu;
+    size_t charged = 0;
+    Order order;  // most recently used first
+    std::unordered_map<std::string_view, Order::iterator, TextHash, std::equal_to<>> index;  // views into order
+  };
+  struct KindCounters {
+    std::atomic<uint64_t> inserts{0};
+    std::atomic<uint64_t> evictions{0};
+    std::atomic<int64_t> bytes{0};
+    std::atomic<int64_t> entries{0};
+  };
+
+  std::shared_ptr<const void> FindAny(CacheKind kind, std::string_view key);
+  bool InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<const void> value, size_t charge);
+  Shard& ShardOf(std::string_view full_key);
+  // Unlinks `it` from `shard` (its lock held), counting it off its kind.
+  void Drop(Shard& shard, Order::iterator it);
+
+  const size_t capacity_;
+  const size_t shard_capacity_;
+  std::array<Shard, kShards> shards_;
+  std::array<KindCounters, kCacheKinds> kinds_;
+};
+
+}  // namespace clickatron::api
