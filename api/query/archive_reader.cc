@@ -76,8 +76,8 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       cache_(*read_cache_) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
-  day_records_every_day_.resize(replicas_.size());
-  day_rules_waiting_.resize(replicas_.size());
+  manifest_facts_.resize(replicas_.size());
+  facts_waiting_.resize(replicas_.size());
   for (size_t shard = 0; shard < replicas_.size(); ++shard) {
     for (const MemberConfig* m : cluster.ArchiveReplicas(static_cast<int>(shard))) {
       replicas_[shard].push_back(Replica{m->name, m->listen, {}});
@@ -652,41 +652,39 @@ void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, co
   }
 }
 
-std::optional<ArchiveReader::DayRecordRules> ArchiveReader::KnownDayRecordRules(const Session& session,
-                                                                               uint64_t generation) const {
+std::optional<ArchiveReader::ManifestFacts> ArchiveReader::KnownManifestFacts(const Session& session,
+                                                                             uint64_t generation) const {
   const size_t shard = static_cast<size_t>(session.shard);
-  if (shard >= day_records_every_day_.size()) return std::nullopt;
-  const auto& known = day_records_every_day_[shard];
+  if (shard >= manifest_facts_.size()) return std::nullopt;
+  const auto& known = manifest_facts_[shard];
   auto it = known.find(generation);
   if (it == known.end()) return std::nullopt;
   return it->second;
 }
 
-void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
-                                       std::function<void(DayRecordRules)> done) {
+void ArchiveReader::ReadManifestFacts(const std::shared_ptr<Session>& session, uint64_t generation,
+                                      std::function<void(ManifestFacts)> done) {
   const size_t shard = static_cast<size_t>(session->shard);
-  if (shard >= day_records_every_day_.size()) return done({});
-  if (const std::optional<DayRecordRules> known = KnownDayRecordRules(*session, generation)) return done(*known);
+  if (shard >= manifest_facts_.size()) return done({});
+  if (const std::optional<ManifestFacts> known = KnownManifestFacts(*session, generation)) return done(*known);
   // One /manifest request per shard and generation: the queries that ask
   // while it is out (a burst at each new generation) wait for its answer.
-  auto& waiting = day_rules_waiting_[shard][generation];
+  auto& waiting = facts_waiting_[shard][generation];
   waiting.push_back(std::move(done));
   if (waiting.size() > 1) return;
   std::weak_ptr<bool> alive = alive_;
   Send(session, fmt::format("/manifest?shard={}", shard), Attempts(session->shard),
        [this, alive, shard, generation](Result<ArchiveReply> reply) {
          if (alive.expired()) return;
-         DayRecordRules rules;  // none promised: no answer, or not a manifest
+         ManifestFacts rules;  // not read: no answer, or not a manifest
          if (reply.ok() && reply->found) {
            // {"data": the manifest, or null for a file without one, ...}
            const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
            if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
-             // A manifest this binary cannot read promises nothing.
+             // A manifest this binary cannot read says nothing.
              if (Result<Manifest> manifest = Manifest::FromJson(answer["data"]); manifest.ok()) {
-               rules.subtotals_every_day = manifest->day_subtotals_every_day;
-               rules.uniques_every_day = manifest->day_uniques_every_day;
-               rules.spans = manifest->SpanRecordsWhole();
                rules.manifest_read = true;
+               rules.whole = manifest->SpanRecordsWhole();
                if (!manifest->retention.empty()) {
                  rules.retention =
                      std::make_shared<const std::vector<AppliedRetention>>(std::move(manifest->retention));
@@ -696,14 +694,14 @@ void ArchiveReader::DayRecordsEveryDay(const std::shared_ptr<Session>& session, 
              rules.manifest_read = true;  // a file without a manifest: nothing rolled up
            }
            // Kept only when the manifest was read: a garbled answer is asked again.
-           auto& known = day_records_every_day_[shard];
+           auto& known = manifest_facts_[shard];
            if (rules.manifest_read) known[reply->view.generation] = rules;
            while (known.size() > 4) known.erase(known.begin());  // generations only grow
            // An answer from another generation (a reload in between) says
            // nothing of the one asked about: asked again next time.
-           if (reply->view.generation != generation) rules = DayRecordRules{};
+           if (reply->view.generation != generation) rules = ManifestFacts{};
          }
-         auto node = day_rules_waiting_[shard].extract(generation);
+         auto node = facts_waiting_[shard].extract(generation);
          if (node.empty()) return;
          for (auto& waiter : node.mapped()) waiter(rules);  // moved out first: a waiter may ask again
        });

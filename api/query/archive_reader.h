@@ -142,34 +142,26 @@ class ArchiveReader {
   // again, without asking, until the generation changed.
   void Forget(const Session& session, std::string_view key, const ArchiveView& view);
 
-  // Whether the session's shard's file of `generation` has a day record
-  // for every UTC day with subtotal hours of a key (its manifest's
-  // day_subtotals_every_day), and for every day with unique hours
-  // (day_uniques_every_day), so that a day record it lacks means that day
-  // has no such hours. Asked once per shard and generation (GET /manifest on
-  // the session's replica) and then remembered (answered at once after
-  // that). Both false when the answer names another generation (a reload in
-  // between: asked again next time), when no replica answers, and for a
-  // manifest that does not say so; a caller that gets false reads a lacking
-  // day by its hours. Never fails.
-  // `spans`: the file also has a span record for every span with hours
-  // (format 2, docs/protocols.md "Span records").
-  // `manifest_read`: the replica answered /manifest for that generation (a
-  // file without a manifest too), so `retention` is all it has: the
-  // namespaces with rolled-up days (retention.h).
-  struct DayRecordRules {
-    bool subtotals_every_day = false;
-    bool uniques_every_day = false;
-    bool spans = false;
+  // What the manifest of the session's shard's file of `generation` says
+  // that a query needs beside the data: whether its format is the one
+  // queries read, and the namespaces with rolled-up days (retention.h). Asked once per shard and generation (GET /manifest on the
+  // session's replica) and then remembered (answered at once after that).
+  // `manifest_read` false when the answer names another generation (a reload
+  // in between: asked again next time), when no replica answers, and for a
+  // garbled answer. Never fails.
+  // `whole`: the file is of format 2 with every day and span record
+  // (Manifest::SpanRecordsWhole), the only format queries can read.
+  struct ManifestFacts {
     bool manifest_read = false;
-    // Shared: rules are copied per query, the list only once per generation.
+    bool whole = false;
+    // Shared: facts are copied per query, the list only once per generation.
     std::shared_ptr<const std::vector<AppliedRetention>> retention;
   };
-  void DayRecordsEveryDay(const std::shared_ptr<Session>& session, uint64_t generation,
-                          std::function<void(DayRecordRules)> done);
+  void ReadManifestFacts(const std::shared_ptr<Session>& session, uint64_t generation,
+                         std::function<void(ManifestFacts)> done);
   // The same when already known (nullopt: not asked yet for that shard and
   // generation); never sends anything.
-  std::optional<DayRecordRules> KnownDayRecordRules(const Session& session, uint64_t generation) const;
+  std::optional<ManifestFacts> KnownManifestFacts(const Session& session, uint64_t generation) const;
 
  private:
   struct Replica {
@@ -239,11 +231,11 @@ class ArchiveReader {
   // a replica serving no file (generation 0) after the cluster has an
   // archive has lost its file, and its answers would drop archived days.
   std::shared_ptr<KnownGeneration> known_generation_;
-  // By shard: generation -> its manifest's day_subtotals_every_day and
-  // day_uniques_every_day (the newest few generations asked about).
-  std::vector<std::map<uint64_t, DayRecordRules>> day_records_every_day_;
+  // By shard: generation -> what its manifest says (the newest few
+  // generations asked about).
+  std::vector<std::map<uint64_t, ManifestFacts>> manifest_facts_;
   // By shard: generation -> the callers waiting for its /manifest answer.
-  std::vector<std::map<uint64_t, std::vector<std::function<void(DayRecordRules)>>>> day_rules_waiting_;
+  std::vector<std::map<uint64_t, std::vector<std::function<void(ManifestFacts)>>>> facts_waiting_;
   // By shard, replica: the view (generation, file crc32) the replica's
   // newest answer (by the time its request was sent) said, and whether a
   // probe is out.

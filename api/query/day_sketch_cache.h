@@ -6,7 +6,7 @@
 // large, cold table were the API's largest cost of its own (perf: 8.7% of
 // its samples during hot-key /uniques). The days of one file never change,
 // so what a key's day records were on a file is what they are for as long as
-// it is served; the runs cache (day_sum_cache.h) keeps unions of long runs,
+// it is served; the runs cache (day_run_cache.h) keeps unions of long runs,
 // this one the days themselves, for units of a day or a few (by day, by
 // week, a window's edges).
 //

@@ -136,7 +136,7 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
-                         LookupCache& lookups, SketchTextCache& sketch_texts, DaySumCache& day_sums,
+                         LookupCache& lookups, SketchTextCache& sketch_texts,
                          DayUnionCache& day_unions, DaySketchCache& day_sketches,
                          UniqueWindowCache& unique_windows, ReadStats& stats, const DeletionLog* deletions)
     : unite_days_(cluster.api.realtime_unite_days),
@@ -144,7 +144,6 @@ QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, R
       realtime_(realtime),
       lookups_(lookups),
       sketch_texts_(sketch_texts),
-      day_sums_(day_sums),
       day_unions_(day_unions),
       day_sketches_(day_sketches),
       unique_windows_(unique_windows),
@@ -438,30 +437,6 @@ std::optional<size_t> RunAtDayStart(const std::vector<std::vector<int64_t>>& run
   return static_cast<size_t>(it - runs.begin());
 }
 
-// Per run (sorted, disjoint), the sum per value of the entries of
-// `subtotals` at its days' first hours; nullopt for a run whose sum would
-// overflow (it is then only read, never kept).
-std::vector<std::optional<ValueCounts>> SumRuns(const std::vector<std::vector<int64_t>>& runs,
-                                                const HourlyBreakdown& subtotals) {
-  std::vector<std::unordered_map<std::string_view, int64_t>> by_value(runs.size());
-  std::vector<bool> overflowed(runs.size(), false);
-  for (const SubtotalCount& c : subtotals) {
-    const std::optional<size_t> i = RunAtDayStart(runs, c.hour);
-    if (!i) continue;
-    int64_t& slot = by_value[*i][c.key];
-    if (__builtin_add_overflow(slot, c.count, &slot)) overflowed[*i] = true;
-  }
-  std::vector<std::optional<ValueCounts>> sums(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (overflowed[i]) continue;
-    ValueCounts& out = sums[i].emplace();
-    out.reserve(by_value[i].size());
-    for (const auto& [value, count] : by_value[i]) out.emplace_back(std::string(value), count);
-    std::sort(out.begin(), out.end());
-  }
-  return sums;
-}
-
 // Per run (sorted, disjoint), the union of the sketches of `hours` at its
 // days' first hours.
 std::vector<UniqueSketch> UniteRuns(const std::vector<std::vector<int64_t>>& runs, const HourlySketches& hours) {
@@ -560,67 +535,41 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     return;
   }
   // The archived hours of the total are the index of the archive subtotal
-  // records that exist: fetch only those in the window, a whole day's as its
-  // day record.
-  const std::optional<ArchiveReader::DayRecordRules> rules = archive_.KnownDayRecordRules(*job->session, view.generation);
-  const bool by_spans = rules && rules->spans && job->splits && !job->uniques_from;
-  std::vector<int64_t> days = job->splits && !by_spans
-                                  ? WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits)
-                                  : std::vector<int64_t>{};
-  // Runs of those days inside one sum whose day records were summed before
-  // on this file are added as those sums, entered at the run's first day;
-  // the others are read, and the long ones summed and kept once read. Not on
-  // a file known not to promise a day record for every day with hours (its
-  // runs are never kept).
-  std::vector<SubtotalCount> kept_sums;
-  std::vector<std::vector<int64_t>> runs_to_keep;
-  // Every whole day, asked or added from kept sums: its hours are not read.
-  // Empty while that is `days` itself (no run was added from kept sums).
-  std::vector<int64_t> all_whole_days;
-  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
-  const int shard_count = job->session->shard_count;
-  // On a file known to hold span records (format 2), a breakdown without
-  // visitors reads each run of whole UTC days inside one sum as aligned span
-  // records, at most two per level and one per 128 days (plan/archive_plan.h),
-  // and the rest as hours; nothing is kept between queries.
+  // records that exist: only those in the window are read. Every served
+  // file has a day record for every UTC day with hours and a span record
+  // for every aligned span with hours (format 2, archive/file_loader.cc), so
+  // a record it lacks is a day or span without hours of this namespace.
+  // Without visitors, each run of whole UTC days inside one sum is read as
+  // aligned span records, at most two per level and one per 128 days
+  // (plan/archive_plan.h), the rest as hours. With visitors, each whole day
+  // inside one sum is read as its day records (subtotals, and visitors from
+  // uniques_from on), the rest as hours.
+  std::vector<int64_t> days, unique_days;
   std::vector<DaySpan> spans;  // the spans longer than a day asked for, sorted
-  std::optional<std::vector<int64_t>> planned_hours;
-  if (by_spans) {
+  std::vector<int64_t> hours;  // the subtotal hours asked for
+  if (job->splits && !job->uniques_from) {
     const ArchivePlan plan = PlanArchiveReads(HoursToRead(archived, job->skip),
                                               PlanSplits(*job->splits, job->skip, view.last_day), kMaxSpanLevel);
     for (const DaySpan& span : plan.spans) (span.level == 0 ? days.push_back(span.first_day) : spans.push_back(span));
-    planned_hours = plan.hours;
-  } else if (day_sums_.enabled() && file && !job->uniques_from && job->splits &&
-             (!rules || rules->subtotals_every_day)) {
-    RunPlan plan = PlanRuns(days, *job->splits, day_sums_, *file, shard_count, job->subtotal_prefix,
-                            stats_.day_sums_hits, stats_.day_sums_misses,
-                            [&](const std::vector<int64_t>& run, const ValueCounts& sums) {
-                              for (const auto& [value, count] : sums) {
-                                kept_sums.push_back(SubtotalCount{run.front() * kSecondsPerDay, value, count});
-                              }
-                            });
-    runs_to_keep = std::move(plan.to_keep);
-    if (plan.to_read.size() != days.size()) all_whole_days = std::move(days);
-    days = std::move(plan.to_read);
-  }
-  // With uniques, the whole days from uniques_from on are read as their day
-  // unique records too, unless this file is already known not to have one
-  // for every day with unique hours (then their hours are read at once).
-  // Found ones count only when the manifest (asked beside the mget when not
-  // yet known) promises them: otherwise those days are read by their hours.
-  std::vector<int64_t> unique_days;
-  if (job->uniques_from) {
-    const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
-    if (!known || known->uniques_every_day) {
+    hours = plan.hours;
+  } else {
+    if (job->splits) days = WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits);
+    if (job->uniques_from) {
       for (const int64_t day : days) {
         if (day * kSecondsPerDay >= *job->uniques_from) unique_days.push_back(day);
       }
+    }
+    // Only the hours outside the whole days get their code formatted: a busy
+    // key's 30-day window has 720 archived hours and about 48 to read.
+    SortedWalk whole_days(days);
+    for (const auto& [hour, count] : archived) {
+      if (!job->skip.Contains(hour) && !whole_days.Holds(FloorDiv(hour, kSecondsPerDay))) hours.push_back(hour);
     }
   }
   std::vector<std::string> keys;
   for (const int64_t day : days) {
     auto code = DayCodeFromDays(day);
-    if (!code.ok()) continue;
+    if (!code.ok()) return job->done(code.status());
     keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
     if (std::binary_search(unique_days.begin(), unique_days.end(), day)) {
       keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
@@ -633,41 +582,19 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     if (!code.ok()) return job->done(code.status());
     keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
   }
-  if (planned_hours) {
-    for (const int64_t hour : *planned_hours) {
-      auto ymdh = YmdhFromUnix(hour);
-      if (!ymdh.ok()) return job->done(ymdh.status());
-      keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+  for (const int64_t hour : hours) {
+    auto ymdh = YmdhFromUnix(hour);
+    if (!ymdh.ok()) return job->done(ymdh.status());
+    keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    // Visitors of the hours outside whole days, from uniques_from on.
+    if (job->uniques_from && hour >= *job->uniques_from) {
+      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
     }
   }
-  // Only the hours outside the whole days get their code formatted: a busy
-  // key's 30-day window has 720 archived hours and about 48 to read.
-  SortedWalk whole_days(all_whole_days.empty() ? days : all_whole_days), whole_unique_days(unique_days);
-  for (auto it = archived.begin(); !planned_hours && it != archived.end(); ++it) {
-    if (job->skip.Contains(it->first)) continue;
-    const int64_t day = FloorDiv(it->first, kSecondsPerDay);
-    const bool subtotal_hour = !whole_days.Holds(day);
-    const bool unique_hour =
-        job->uniques_from && it->first >= *job->uniques_from && !whole_unique_days.Holds(day);
-    if (!subtotal_hour && !unique_hour) continue;
-    auto ymdh = YmdhFromUnix(it->first);
-    if (!ymdh.ok()) continue;
-    if (subtotal_hour) keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-    if (unique_hour) keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-  }
-  // Whether a day record the file lacks means a day without hours of this
-  // subtotal namespace (a file that has one for every day with hours: its
-  // manifest says so) is asked beside the mget, once per generation.
-  struct Answers {
-    std::optional<Result<std::vector<ArchiveReply>>> replies;
-    ArchiveReader::DayRecordRules rules;
-  };
-  auto answers = std::make_shared<Answers>();
-  const bool ask_every_day = !days.empty();
-  auto join = FanIn::Create([this, job, view, answers, days = std::move(days), unique_days = std::move(unique_days),
-                             spans = std::move(spans), archived = std::move(archived), kept_sums = std::move(kept_sums),
-                             runs_to_keep = std::move(runs_to_keep), file, shard_count](Status) mutable {
-    Result<std::vector<ArchiveReply>>& replies = *answers->replies;
+  archive_.MGet(job->session, keys,
+                [this, job, view, days = std::move(days), unique_days = std::move(unique_days),
+                 spans = std::move(spans), archived = std::move(archived)](
+                    Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -676,96 +603,26 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
     std::vector<int64_t> days_found, unique_days_found;
-    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, spans, answers->rules.uniques_every_day,
-                                         data.get(), &days_found, &unique_days_found);
+    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, spans, data.get(), &days_found,
+                                         &unique_days_found);
     if (!st.ok()) return job->done(std::move(st));
-    // The runs read now, summed from their day records (the only entries at
-    // their days' first hours: a whole day's hours are not read), are kept
-    // when an absent day record means a day without hours.
-    if (answers->rules.subtotals_every_day && file) {
-      std::vector<std::optional<ValueCounts>> sums = SumRuns(runs_to_keep, data->subtotals);
-      for (size_t i = 0; i < runs_to_keep.size(); ++i) {
-        if (!sums[i]) continue;
-        const size_t bytes = HeapBytes(*sums[i]);
-        day_sums_.Put(*file, shard_count, job->subtotal_prefix, runs_to_keep[i], std::move(*sums[i]), bytes);
-      }
-    }
-    data->subtotals.insert(data->subtotals.end(), std::make_move_iterator(kept_sums.begin()),
-                           std::make_move_iterator(kept_sums.end()));
     stats_.day_subtotals_read += days_found.size();
-
     stats_.day_uniques_read += unique_days_found.size();
-    // A day whose record is absent has no hours of this namespace when the
-    // file has a record for every day with hours. Otherwise (a file from
-    // before day records, or of the older rule: a record only for a day of
-    // two or more hours) it is read by its hours, in one more request on the
-    // same replica.
-    // The same for a day unique record the file lacks.
-    std::sort(days_found.begin(), days_found.end());
-    std::sort(unique_days_found.begin(), unique_days_found.end());
-    // A day asked for as a record, not found, on a file that does not
-    // promise one for every day: read by its hours.
-    const auto read_by_hours = [](bool promised, const std::vector<int64_t>& asked,
-                                  const std::vector<int64_t>& found, int64_t day) {
-      return !promised && std::binary_search(asked.begin(), asked.end(), day) &&
-             !std::binary_search(found.begin(), found.end(), day);
-    };
-    std::vector<std::string> hour_keys;
-    const bool all_promised = answers->rules.subtotals_every_day && answers->rules.uniques_every_day;
-    for (auto it = archived.begin(); !all_promised && it != archived.end(); ++it) {
-      const int64_t day = FloorDiv(it->first, kSecondsPerDay);
-      const bool subtotals = read_by_hours(answers->rules.subtotals_every_day, days, days_found, day);
-      const bool uniques = read_by_hours(answers->rules.uniques_every_day, unique_days, unique_days_found, day);
-      if (!subtotals && !uniques) continue;
-      auto ymdh = YmdhFromUnix(it->first);
-      if (!ymdh.ok()) continue;
-      if (subtotals) hour_keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-      if (uniques) hour_keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-    }
     data->total = std::move(archived);
-    if (hour_keys.empty()) return CompleteBreakdown(job, std::move(*data));
-    if (!answers->rules.subtotals_every_day) stats_.day_subtotals_missing += days.size() - days_found.size();
-    archive_.MGet(job->session, hour_keys, [this, job, view, data](Result<std::vector<ArchiveReply>> replies) {
-      if (!replies.ok()) return job->done(replies.status());
-      if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
-                          [&](Status st) { job->done(std::move(st)); })) {
-        return;
-      }
-      // Hours only: a day key here was not asked for.
-      std::vector<int64_t> none, no_uniques;
-      Status st = AddArchiveBreakdownLines(*job, *replies, {}, {}, {}, false, data.get(), &none, &no_uniques);
-      if (!st.ok()) return job->done(std::move(st));
-      CompleteBreakdown(job, std::move(*data));
-    });
+    CompleteBreakdown(job, std::move(*data));
   });
-  auto mget_part = join->Part();
-  std::function<void(Status)> every_day_part;
-  if (ask_every_day) every_day_part = join->Part();
-  join->Arm();
-  archive_.MGet(job->session, keys,
-                [answers, part = std::move(mget_part)](Result<std::vector<ArchiveReply>> replies) {
-                  answers->replies = std::move(replies);
-                  part(Status::Ok());
-                });
-  if (ask_every_day) {
-    archive_.DayRecordsEveryDay(job->session, view.generation,
-                                [answers, part = std::move(every_day_part)](ArchiveReader::DayRecordRules rules) {
-      answers->rules = rules;
-      part(Status::Ok());
-    });
-  }
 }
 
-// Adds the lines of archive mget answers: subtotal hours, day records (only
-// of `days`, each noted in *days_found) and, with uniques, unique subtotal
-// hours and day unique records (only of `unique_days`; taken and noted in
-// *unique_days_found only when `use_unique_days`, else left for their
-// hours). A key not asked for is CORRUPTION.
+// Adds the lines of archive mget answers: subtotal hours, span records (only
+// of `spans`), day records (only of `days`, each noted in *days_found) and,
+// with uniques, unique subtotal hours and day unique records (only of
+// `unique_days`, each noted in *unique_days_found). A key not asked for is
+// CORRUPTION.
 Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                              const std::vector<int64_t>& days,
                                              const std::vector<int64_t>& unique_days,
-                                             const std::vector<DaySpan>& spans, bool use_unique_days,
-                                             BreakdownData* data, std::vector<int64_t>* days_found,
+                                             const std::vector<DaySpan>& spans, BreakdownData* data,
+                                             std::vector<int64_t>* days_found,
                                              std::vector<int64_t>* unique_days_found) {
   // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.DAY. Room for a few values
   // per answer up front: a 365-day window's answers grew the vector (and
@@ -800,7 +657,6 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
       if (!std::binary_search(asked.begin(), asked.end(), *day)) {
         return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
       }
-      if (unique && !use_unique_days) return Status::Ok();  // no promise: its hours are read instead
       // A day record stands for its day's hours, entered at the first.
       (unique ? unique_days_found : days_found)->push_back(*day);
       return add(key, answer, unique, *day * kSecondsPerDay);
@@ -964,37 +820,21 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
                     archived.size(), job->max_hours),
         "WINDOW_TOO_LARGE"));
   }
-  // A UTC day wholly inside one unit is read as its day unique record when
-  // the file has one for every day with unique hours (its manifest says so).
-  // Until that is known for this shard and generation, the hours are read
-  // and the manifest is asked beside them, so no query waits for it; the
-  // days at the edges are always read by their hours.
+  // A UTC day wholly inside one unit is read as its day unique record
+  // (every served file has one for every day with unique hours: a day it
+  // lacks had no visitors); the days at the edges are read by their hours.
   std::vector<int64_t> days = job->splits ? WholeDays(archived, job->span.begin_ts, job->span.end_ts, job->skip,
                                                       *job->splits)
                                           : std::vector<int64_t>{};
-  bool every_day = false;  // the file has a day unique record for every day with unique hours
-  // Whether this is the part the file will always give for the window (the
-  // window cache keeps only that): not one read by hours while the rules
-  // are unknown, which later queries would read as ~30 day records instead
-  // of ~720 hours.
-  bool final_part = true;
-  if (!days.empty()) {
-    const std::optional<ArchiveReader::DayRecordRules> known = archive_.KnownDayRecordRules(*job->session, view.generation);
-    if (!known) archive_.DayRecordsEveryDay(job->session, view.generation, [](ArchiveReader::DayRecordRules) {});
-    every_day = known && known->uniques_every_day;
-    final_part = known.has_value();
-    if (!every_day) days.clear();
-  }
-  ReadArchiveUniques(job, std::move(archived), std::move(days), every_day, final_part);
+  ReadArchiveUniques(job, std::move(archived), std::move(days));
 }
 
 void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,
-                                     std::vector<int64_t> days, bool every_day, bool final_part) {
+                                     std::vector<int64_t> days) {
   const ArchiveView view = job->archive_total.view;
   // Runs of those days inside one unit whose day records were united before
   // on this file are added as that union, entered at the run's first day;
-  // the long ones read now are united and kept once read (days is not empty
-  // only on a file that has a day record for every day with unique hours).
+  // the long ones read now are united and kept once read.
   std::vector<HourSketch> kept_unions;
   std::vector<std::vector<int64_t>> runs_to_keep;
   std::vector<int64_t> days_to_read;  // the days asked: `days` itself unless runs were planned
@@ -1021,8 +861,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   // once read.
   std::vector<HourSketch> kept_days;
   std::vector<int64_t> read_days;
-  // Only where an absent day record means no visitors.
-  const bool keep_days = day_sketches_.enabled() && file && every_day && !asked_days.empty();
+  const bool keep_days = day_sketches_.enabled() && file && !asked_days.empty();
   if (keep_days) {
     const auto kept = day_sketches_.Find(*file, shard_count, run_prefix);
     for (const int64_t day : asked_days) {
@@ -1071,8 +910,8 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
   }
   auto answered = [this, job, view, archived = std::move(archived), read_days = std::move(read_days),
                    kept_days = std::move(kept_days), keep_days, kept_unions = std::move(kept_unions),
-                   runs_to_keep = std::move(runs_to_keep), file, shard_count, run_prefix,
-                   final_part](Result<std::vector<ArchiveReply>> replies) mutable {
+                   runs_to_keep = std::move(runs_to_keep), file, shard_count,
+                   run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -1155,7 +994,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
                       std::make_move_iterator(kept_unions.end()));
     if (!st.ok()) return job->done(std::move(st));
     stats_.day_uniques_read += days_read;
-    if (unique_windows_.enabled() && file && job->splits && job->keep_window && final_part &&
+    if (unique_windows_.enabled() && file && job->splits && job->keep_window &&
         archived.size() >= UniqueWindowCache::kMinArchivedHours) {
       unique_windows_.Put(*file, shard_count, run_prefix, job->span, job->skip, *job->splits,
                           UniqueWindowCache::Part{data.hours, data.first_hour});

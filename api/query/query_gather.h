@@ -49,7 +49,7 @@
 #include "query/archive_reader.h"
 #include "query/day_sketch_cache.h"
 #include "query/unique_window_cache.h"
-#include "query/day_sum_cache.h"
+#include "query/day_run_cache.h"
 #include "query/decoded_columns.h"
 #include "query/lookup_cache.h"
 #include "query/read_stats.h"
@@ -110,7 +110,7 @@ struct MgetAnswer {
 class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              SketchTextCache& sketch_texts, DaySumCache& day_sums, DayUnionCache& day_unions,
+              SketchTextCache& sketch_texts, DayUnionCache& day_unions,
               DaySketchCache& day_sketches, UniqueWindowCache& unique_windows, ReadStats& stats,
               const DeletionLog* deletions = nullptr);
 
@@ -191,12 +191,8 @@ class QueryGather {
   // Adds realtime's lines to a job's archive part and answers it.
   void AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view, UniquesData data);
   // The archive mget of a uniques job, whole days in `days` read as their
-  // day records; then the answer. `every_day`: the file promises a day
-  // unique record for every day with unique hours (`days` is empty without).
-  // `final_part`: the archive part is the one the file always gives for the
-  // window (the day record rules were known), so it may be kept.
-  void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days,
-                          bool every_day, bool final_part);
+  // day records; then the answer.
+  void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days);
   // After a job's second round trip (an archive mget that must see the
   // generation its get saw): true when every answer did. Otherwise it calls
   // run_again (counting the attempt), or `fail` with SHARD_UNAVAILABLE after
@@ -207,7 +203,7 @@ class QueryGather {
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                   const std::vector<int64_t>& days, const std::vector<int64_t>& unique_days,
-                                  const std::vector<DaySpan>& spans, bool use_unique_days, BreakdownData* data,
+                                  const std::vector<DaySpan>& spans, BreakdownData* data,
                                   std::vector<int64_t>* days_found, std::vector<int64_t>* unique_days_found);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
   // The decoded columns of a subtotal or unique record's mget answer: those
@@ -234,7 +230,6 @@ class QueryGather {
   RealtimeReader& realtime_;
   LookupCache& lookups_;
   SketchTextCache& sketch_texts_;
-  DaySumCache& day_sums_;
   DayUnionCache& day_unions_;
   DaySketchCache& day_sketches_;
   UniqueWindowCache& unique_windows_;

@@ -29,8 +29,6 @@ const char* CacheKindName(CacheKind kind) {
       return "sketch_text";
     case CacheKind::kUnionEstimate:
       return "union_estimate";
-    case CacheKind::kDaySums:
-      return "day_sums";
     case CacheKind::kDayUnions:
       return "day_unions";
     case CacheKind::kDaySketches:

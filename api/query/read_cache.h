@@ -48,12 +48,11 @@ enum class CacheKind : uint8_t {
   kLookup,         // a lookup record's value, by its hash
   kSketchText,     // a realtime sketch decoded, by its text
   kUnionEstimate,  // the estimate of a union of kept sketches
-  kDaySums,        // a breakdown's run of whole days summed, per file
   kDayUnions,      // a /uniques run of whole days united, per file
   kDaySketches,    // a key's day unique records of one file
   kUniqueWindow,   // the archive part of a /uniques window, per file
 };
-inline constexpr size_t kCacheKinds = 8;
+inline constexpr size_t kCacheKinds = 7;
 // "archive_reply", "lookup", …: the name in /stats and the label in /metrics.
 const char* CacheKindName(CacheKind kind);
 

@@ -163,11 +163,10 @@ class ReadPathImpl : public ReadPath {
         lookups_(*shared_->cache),
         sketch_texts_(*shared_->cache, stats_),
         unions_(*shared_->cache, stats_),
-        day_sums_(*shared_->cache, CacheKind::kDaySums),
         day_unions_(*shared_->cache, CacheKind::kDayUnions),
         day_sketches_(*shared_->cache),
         unique_windows_(*shared_->cache),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_sums_, day_unions_, day_sketches_,
+        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_unions_, day_sketches_,
                 unique_windows_, stats_, shared_->deletions) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
@@ -188,19 +187,30 @@ class ReadPathImpl : public ReadPath {
   }
 
   // Runs `then` with the answer's "resolution" (resolution.h), or fails the
-  // query, once the retention of the generation its data came from is known:
-  // one GET /manifest per generation and read loop, then at once.
+  // query, once the manifest of the generation its data came from is known:
+  // one GET /manifest per shard, generation and read loop, then at once. A
+  // file of an older format (no day and span records to count on) fails
+  // the query: its data was read as if it had them.
   void Resolve(const HttpExchangePtr& ex, const std::string& ns, const RealtimeGap& archive, HourSpan read,
                const WindowParams& w, std::function<void(const nlohmann::json&)> then) {
     const uint64_t generation = archive.archive_generation;
     if (generation == 0 || archive.archive_session == nullptr) return then(nlohmann::json());
-    auto decide = [this, ex, ns, generation, read, w, then = std::move(then)](const ArchiveReader::DayRecordRules& rules) {
+    auto decide = [this, ex, ns, generation, read, w, then = std::move(then)](const ArchiveReader::ManifestFacts& rules) {
       if (!rules.manifest_read) {
         return Fail(ex, Status::Unavailable(fmt::format("the archive replica that answered did not say which days of "
                                                         "generation {} are rolled up (GET /manifest: no answer, or a "
                                                         "newer generation by then); try again",
                                                         generation),
                                             "SHARD_UNAVAILABLE"));
+      }
+      if (!rules.whole) {
+        return Fail(ex, Status::Unavailable(
+                            fmt::format("archive generation {} is of an older format (its manifest does not say "
+                                        "format 2 with every day and span record): the API reads format 2 only; "
+                                        "the rebuild's next run converts it, `clickatron manifest --force FILE` "
+                                        "converts a file brought in by hand",
+                                        generation),
+                            "OLD_ARCHIVE_FORMAT"));
       }
       const AppliedRetention* applied = rules.retention ? RetentionOf(*rules.retention, ns) : nullptr;
       auto resolution = CheckResolution(applied, read.begin_ts, read.end_ts, w, zones_);
@@ -210,7 +220,7 @@ class ReadPathImpl : public ReadPath {
     // Every shard's manifest of a generation lists the same boundaries: the
     // shard and replica that served the data serve that generation (answered
     // at once once known: only manifests read are kept).
-    archive_.DayRecordsEveryDay(archive.archive_session, generation, std::move(decide));
+    archive_.ReadManifestFacts(archive.archive_session, generation, std::move(decide));
   }
 
   // ---- /clicks ---------------------------------------------------------------
@@ -616,7 +626,6 @@ class ReadPathImpl : public ReadPath {
   LookupCache lookups_;
   SketchTextCache sketch_texts_;
   UnionEstimateCache unions_;
-  DaySumCache day_sums_;
   DayUnionCache day_unions_;
   DaySketchCache day_sketches_;
   UniqueWindowCache unique_windows_;

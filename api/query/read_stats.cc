@@ -36,20 +36,10 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      s.day_subtotals_read.load());
   fn("spans_read", "Spans of 2 to 128 whole UTC days a breakdown read as one span record instead of their days.",
      s.spans_read.load());
-  fn("day_subtotals_missing",
-     "Day subtotal records asked for but absent from a file that does not have one for every day with hours "
-     "(from before day records, or of the two-hour rule): read again by their hours.",
-     s.day_subtotals_missing.load());
   fn("day_uniques_read",
      "UTC days /uniques and /breakdown?uniques=true read as one day unique record (the union of its hours) instead "
      "of its hours.",
      s.day_uniques_read.load());
-  fn("day_sums_hits",
-     "Runs of 8 or more whole UTC days inside one breakdown sum added as the sums kept for them on the served file "
-     "instead of their day subtotal records.",
-     s.day_sums_hits.load());
-  fn("day_sums_misses", "Such runs read as their day subtotal records while that cache was on.",
-     s.day_sums_misses.load());
   fn("day_unions_hits",
      "Runs of 8 or more whole UTC days inside one /uniques unit added as the union kept for them on the served file "
      "instead of their day unique records.",

@@ -34,23 +34,16 @@ struct ReadStats {
   std::atomic<uint64_t> lookups_fetched{0};
   std::atomic<uint64_t> lookups_missing{0};     // a hash with no lookup record anywhere
   // Breakdowns read a UTC day that lies wholly inside one of their sums as
-  // its day subtotal record (docs/protocols.md) instead of its hours; one the
-  // archive does not have (a file from before them) is read by its hours.
+  // its day subtotal record (docs/protocols.md) instead of its hours, and a
+  // run of such days as span records.
   std::atomic<uint64_t> day_subtotals_read{0};
   std::atomic<uint64_t> spans_read{0};
-  std::atomic<uint64_t> day_subtotals_missing{0};
   // /uniques and /breakdown?uniques=true read a UTC day wholly inside one
-  // unit as its day unique record when the file has one for every day with
-  // unique hours.
+  // unit as its day unique record.
   std::atomic<uint64_t> day_uniques_read{0};
-  // Runs of 8 or more such days inside one sum, added as the sums kept for
-  // them (day_sum_cache.h) instead of their day records, and runs read as
-  // day records while that cache was on and the file may keep them (not
-  // kept yet, or kept from another file or for other days).
-  std::atomic<uint64_t> day_sums_hits{0};
-  std::atomic<uint64_t> day_sums_misses{0};
-  // The same for /uniques: runs of 8 or more whole days inside one unit
-  // added as the union kept for them instead of their day unique records.
+  // /uniques: runs of 8 or more whole days inside one unit added as the
+  // union kept for them (day_run_cache.h) instead of their day unique
+  // records, and runs read as day records while that cache was on.
   std::atomic<uint64_t> day_unions_hits{0};
   std::atomic<uint64_t> day_unions_misses{0};
   // /uniques windows of busy keys whose archive part was kept

@@ -50,11 +50,15 @@
 
 namespace clickatron {
 
-// The format the rebuild writes; readers accept 1 and 2.
+// The format the rebuild writes and replicas serve. Manifests of format 1
+// still parse: the rebuild converts such a previous generation.
 inline constexpr int kArchiveFormat = 2;
 
+// A Manifest made in code describes what the rebuild writes (format 2, its
+// promises whole); one read from disk says what its file says (absent
+// fields: false, an older file).
 struct Manifest {
-  int format = 1;
+  int format = kArchiveFormat;
   uint64_t generation = 0;
   int shard = 0;
   int shard_count = 1;
@@ -66,9 +70,9 @@ struct Manifest {
   std::string last_day;  // YYYY-MM-DD, "" when none
   std::string created;
   std::vector<std::string> late_inputs;  // late-data segments folded into this generation
-  bool day_subtotals = false;             // a record for every day of 2+ hours (see above)
-  bool day_subtotals_every_day = false;   // a record for every day of 1+ hours (see above)
-  bool day_uniques_every_day = false;     // the same for unique records (see above)
+  bool day_subtotals = true;              // a record for every day of 2+ hours (see above)
+  bool day_subtotals_every_day = true;    // a record for every day of 1+ hours (see above)
+  bool day_uniques_every_day = true;      // the same for unique records (see above)
   // Every day and span record there is to have (format 2): a generation
   // merged with this file adds to them; otherwise it makes them again from
   // the hours.

@@ -1,6 +1,11 @@
 // `clickatron manifest FILE`: checks an existing sorted archive file (one
-// migrated from sortdb, say) and writes the manifest FILE.manifest that an
-// archive replica needs before it serves the file (manifest.h).
+// migrated from sortdb, say), converts it to the one archive format replicas
+// serve (format 2: its day and span records made from its hours, in place
+// of any it had, by the rebuild's own step, rebuild/day_records.h), and
+// writes the manifest FILE.manifest that an archive replica needs before it
+// serves the file (manifest.h). The converted file replaces FILE atomically
+// (written beside it, fsynced, renamed); a file already converted comes out
+// the same.
 //
 // The file is read through a read-only mapping, one pass, and must pass, on
 // every line in order (the first fault stops the run and nothing is written):
@@ -37,6 +42,8 @@
 #include "clickatron/sorted_lines.h"
 #include "clickatron/ymdh.h"
 #include "commands.h"
+#include "day_records.h"
+#include "sortmerge/line_io.h"
 
 namespace clickatron::tool {
 namespace {
@@ -138,11 +145,34 @@ Status WriteManifestFor(const ManifestOptions& options) {
         options.file, line_no));
   }
 
+  // The day and span records, made from the hours; the checks above hold
+  // for the converted file too (DayRecordSource keeps the order and drops
+  // the records it makes again).
+  const std::string converting = options.file + ".converting";
+  {
+    rebuild::TextLineSource lines(data, options.file);
+    rebuild::DayRecordSource with_records(&lines);
+    auto out = rebuild::LineWriter::Create(converting);
+    if (!out.ok()) return out.status();
+    std::string_view line;
+    while (with_records.Next(&line)) CLICKATRON_RETURN_IF_ERROR((*out)->Put(line));
+    if (!with_records.status().ok()) return with_records.status().WithContext(options.file);
+    CLICKATRON_RETURN_IF_ERROR((*out)->Finish());
+  }
+  (*mapping).reset();
+  CLICKATRON_RETURN_IF_ERROR(RenameDurably(converting, options.file));
+  auto converted = MappedFile::Open(options.file);
+  if (!converted.ok()) return converted.status();
+
   Manifest manifest;
+  manifest.format = kArchiveFormat;
+  manifest.day_subtotals = true;
+  manifest.day_subtotals_every_day = true;
+  manifest.day_uniques_every_day = true;
   manifest.generation = options.generation;
   manifest.shard = static_cast<int>(options.shard);
   manifest.shard_count = static_cast<int>(options.shard_count);
-  DescribeArchiveData(data, &manifest);
+  DescribeArchiveData((*converted)->data(), &manifest);
   if (!latest_hour.empty()) {
     Result<int64_t> hour_start = UnixFromYmdh(latest_hour);
     if (!hour_start.ok()) return hour_start.status();  // ParseArchiveLine checked it already
@@ -152,8 +182,9 @@ Status WriteManifestFor(const ManifestOptions& options) {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   CLICKATRON_RETURN_IF_ERROR(WriteManifestAtomically(manifest_path, manifest));
   PrintLine(fmt::format(
-      "wrote {}: {} records, {} bytes, crc32 {}, first key {}, last key {}, last_day {}, generation {}, shard {} of {}",
-      manifest_path, manifest.records, manifest.bytes, manifest.crc32, QuoteForMessage(manifest.first_key),
+      "converted {} to archive format {} and wrote {}: {} records, {} bytes, crc32 {}, first key {}, last key {}, "
+      "last_day {}, generation {}, shard {} of {}",
+      options.file, manifest.format, manifest_path, manifest.records, manifest.bytes, manifest.crc32, QuoteForMessage(manifest.first_key),
       QuoteForMessage(manifest.last_key), manifest.last_day.empty() ? "\"\" (no dated record)" : manifest.last_day,
       manifest.generation, manifest.shard, manifest.shard_count));
   return Status::Ok();
@@ -161,11 +192,15 @@ Status WriteManifestFor(const ManifestOptions& options) {
 
 void AddManifestCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
-      "manifest", "Check an existing sorted archive file (e.g. from sortdb) and write FILE.manifest for it");
+      "manifest",
+      "Check an existing sorted archive file (e.g. from sortdb), convert it to the served format and write "
+      "FILE.manifest for it");
   SetDetails(sub,
              "FILE must be archive lines (key,value), sorted as whole lines in LC_ALL=C order, with no\n"
              "empty line, no key twice, every line a valid archive record, and a final newline. The first\n"
-             "fault is reported with its line number and nothing is written. With --shard/--shard-count,\n"
+             "fault is reported with its line number and nothing is written. Then FILE is rewritten in\n"
+             "place with its day and span records (sums of its hours; format 2, the only one replicas\n"
+             "serve). With --shard/--shard-count,\n"
              "every key must belong to that archive shard (crc32(ns|tkey) % N). last_day is the day of the\n"
              "latest hour code in the file. --generation: 1 (the default) for a new cluster, whose next\n"
              "nightly run then builds 2; the same G for every shard of one cluster. Examples:\n"

@@ -1,8 +1,9 @@
 // `clickatron manifest FILE`: the real tool over real files in a temp dir,
-// and the real clickatron-archive daemon serving what it accepted. Every
-// expected figure is computed here (zlib's crc32 of the bytes, newlines
-// counted, shards and hour codes worked out by hand), not by the code under
-// test.
+// and the real clickatron-archive daemon serving what it accepted. The tool
+// converts the file to format 2 (its day and span records added) before it
+// describes it. Every expected figure is computed here (zlib's crc32 of the
+// bytes, newlines counted, shards, hour codes and day sums worked out by
+// hand), not by the code under test.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -88,23 +89,54 @@ class ManifestCommandTest : public ReplicaTest {
   }
 };
 
-TEST_F(ManifestCommandTest, GoodFileGetsAManifestTheArchiveServerServes) {
+// The lines of `text` (each ending in '\n').
+std::vector<std::string> LinesOf(std::string_view text) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    lines.emplace_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
+TEST_F(ManifestCommandTest, GoodFileIsConvertedAndGetsAManifestTheArchiveServerServes) {
   ASSERT_TRUE(WriteFileAtomically(file(), kGoodFile).ok());
   ToolRun run = RunManifest({file()});
   ASSERT_EQ(run.code, 0) << run.output;
 
-  const uint32_t crc = ZlibCrc32(kGoodFile);
+  // The converted file: every line it had, and the day records of its two
+  // days of subtotal hours (2012-03-17 "c3h", 2012-03-19 "c3j"), each the
+  // sum of its day's hours; beside them the span records of 2..128 days
+  // holding those days (days 15416 and 15418 since 1970: one span of 2 days
+  // each, then one span each of 4 .. 128 days holding both): 4 + 2 + 8 lines.
+  auto converted_text = ReadFileToString(file());
+  ASSERT_TRUE(converted_text.ok()) << converted_text.status().ToString();
+  const std::string converted = *converted_text;
+  const std::vector<std::string> lines = LinesOf(converted);
+  for (const std::string& line : LinesOf(kGoodFile)) {
+    EXPECT_NE(std::find(lines.begin(), lines.end(), line), lines.end()) << line << " kept";
+  }
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "c.u|jehiah.c3h,DE:1 None:5 US:7"), lines.end()) << converted;
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "c.u|jehiah.c3j,US:4"), lines.end()) << converted;
+  EXPECT_EQ(lines.size(), 14u) << converted;
+  EXPECT_TRUE(std::is_sorted(lines.begin(), lines.end())) << converted;
+
+  const uint32_t crc = ZlibCrc32(converted);
   nlohmann::json m = ReadJsonFile(ManifestPathFor(file()));
   ASSERT_TRUE(m.is_object()) << m;
-  EXPECT_EQ(m["format"], 1);
+  EXPECT_EQ(m["format"], 2);
+  EXPECT_EQ(m["day_subtotals_every_day"], true);
+  EXPECT_EQ(m["day_uniques_every_day"], true);
   EXPECT_EQ(m["generation"], 1);
   EXPECT_EQ(m["shard"], 0);
   EXPECT_EQ(m["shard_count"], 1);
-  EXPECT_EQ(m["records"], 4u);
-  EXPECT_EQ(m["records"], CountNewlines(kGoodFile));
-  EXPECT_EQ(m["bytes"], kGoodFile.size());
+  EXPECT_EQ(m["records"], 14u);
+  EXPECT_EQ(m["records"], CountNewlines(converted));
+  EXPECT_EQ(m["bytes"], converted.size());
   EXPECT_EQ(m["crc32"], crc);
-  EXPECT_EQ(m["first_key"], "c.u|jehiah.c3hh");
+  EXPECT_EQ(m["first_key"], "c.u|jehiah.c3h");
   EXPECT_EQ(m["last_key"], "u|jehiah");
   EXPECT_EQ(m["last_day"], kGoodLastDay);
   // created: UTC now, "YYYY-MM-DDTHH:MM:SSZ".
@@ -117,8 +149,8 @@ TEST_F(ManifestCommandTest, GoodFileGetsAManifestTheArchiveServerServes) {
   EXPECT_LE(std::abs(now - created_unix), 300) << created;
 
   // The one-line summary names the figures.
-  for (const std::string& piece : {std::string("4 records"), fmt::format("{} bytes", kGoodFile.size()),
-                                   fmt::format("crc32 {}", crc), std::string("\"c.u|jehiah.c3hh\""),
+  for (const std::string& piece : {std::string("14 records"), fmt::format("{} bytes", converted.size()),
+                                   fmt::format("crc32 {}", crc), std::string("\"c.u|jehiah.c3h\""),
                                    std::string("\"u|jehiah\""), std::string(kGoodLastDay)}) {
     EXPECT_NE(run.output.find(piece), std::string::npos) << piece << " in: " << run.output;
   }
@@ -136,7 +168,16 @@ TEST_F(ManifestCommandTest, GoodFileGetsAManifestTheArchiveServerServes) {
   EXPECT_EQ(lookup.body, "http://www.facebook.com/\n");
   nlohmann::json served = Json(Get("/manifest"));
   EXPECT_EQ(served["data"]["crc32"], crc) << served;
-  EXPECT_EQ(served["data"]["records"], 4u) << served;
+  EXPECT_EQ(served["data"]["records"], 14u) << served;
+  HttpResponse day = Get("/get?key=c.u|jehiah.c3h");
+  EXPECT_EQ(day.status_code, 200);
+  EXPECT_EQ(day.body, "DE:1 None:5 US:7\n");
+
+  // Converting again changes nothing: the records are made again from the
+  // hours, not added to.
+  run = RunManifest({"--force", file()});
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_EQ(*ReadFileToString(file()), converted);
 }
 
 TEST_F(ManifestCommandTest, LastDayIsTheDayOfTheLatestHourOrEmpty) {
@@ -215,7 +256,7 @@ TEST_F(ManifestCommandTest, ShardIsCheckedWithTheArchiveShardFunction) {
   nlohmann::json m = ReadJsonFile(ManifestPathFor(path));
   EXPECT_EQ(m["shard"], 1);
   EXPECT_EQ(m["shard_count"], 2);
-  EXPECT_EQ(m["crc32"], ZlibCrc32(good));
+  EXPECT_EQ(m["crc32"], ZlibCrc32(*ReadFileToString(path))) << "of the converted file";
 
   // The same lines for shard 0: refused at line 1.
   ExpectRefused(good, {"line 1", fmt::format("\"c.u|{}.c3hh\"", shard1[0]), "shard 1 of 2", "not to shard 0"},
@@ -247,7 +288,7 @@ TEST_F(ManifestCommandTest, ExistingManifestIsKeptWithoutForce) {
   ASSERT_EQ(run.code, 0) << run.output;
   nlohmann::json m = ReadJsonFile(manifest_path);
   EXPECT_EQ(m["generation"], 7);
-  EXPECT_EQ(m["crc32"], ZlibCrc32(kGoodFile));
+  EXPECT_EQ(m["crc32"], ZlibCrc32(*ReadFileToString(path))) << "of the converted file";
   // A refused file under --force leaves the old manifest as it was.
   ASSERT_TRUE(WriteFileAtomically(path, "u|b,c3hh:1\nu|a,c3hh:1\n").ok());
   run = RunManifest({"--force", path});

@@ -400,20 +400,20 @@ TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
   client_.ScriptOnce(ReplicaPeer(0, 0), "/manifest", Answer::Http(200, "{not json", file->ArchiveHeaders()));
 
   auto rules_of = [&]() {
-    std::optional<ArchiveReader::DayRecordRules> got;
-    reader.DayRecordsEveryDay(session, 7, [&](ArchiveReader::DayRecordRules rules) { got = rules; });
+    std::optional<ArchiveReader::ManifestFacts> got;
+    reader.ReadManifestFacts(session, 7, [&](ArchiveReader::ManifestFacts rules) { got = rules; });
     client_.RunUntilIdle();
     EXPECT_TRUE(got.has_value());
-    return got.value_or(ArchiveReader::DayRecordRules{});
+    return got.value_or(ArchiveReader::ManifestFacts{});
   };
   const size_t manifests_before = client_.RequestsTo(ReplicaPeer(0, 0), "/manifest").size();
   EXPECT_FALSE(rules_of().manifest_read);
   // Not remembered: the next query asks again, and the good answer is.
-  EXPECT_FALSE(reader.KnownDayRecordRules(*session, 7).has_value());
+  EXPECT_FALSE(reader.KnownManifestFacts(*session, 7).has_value());
   EXPECT_TRUE(rules_of().manifest_read);
   EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/manifest").size(), manifests_before + 2);
-  ASSERT_TRUE(reader.KnownDayRecordRules(*session, 7).has_value());
-  EXPECT_TRUE(reader.KnownDayRecordRules(*session, 7)->manifest_read);
+  ASSERT_TRUE(reader.KnownManifestFacts(*session, 7).has_value());
+  EXPECT_TRUE(reader.KnownManifestFacts(*session, 7)->manifest_read);
 }
 
 // --- generations and the cache of kept answers --------------------------------

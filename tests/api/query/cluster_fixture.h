@@ -38,23 +38,6 @@ using clickatron::testing::DaemonProcess;
 using clickatron::testing::HttpGet;
 using clickatron::testing::HttpPost;
 
-// Which day subtotal records an archive file holds beside its hours.
-enum class DayRecords {
-  kNone,          // hours only: a file from before day records
-  kTwoHourRule,   // the older rule: a record for each day of two or more hours
-  kEveryDay,      // format 1: every day with hours
-  kSpans,         // format 2, as the rebuild writes them now: every day with hours, and
-                  // every span of 2^k days (k = 1..7) with hours, subtotals and uniques
-};
-inline bool EveryDay(DayRecords d) { return d == DayRecords::kEveryDay || d == DayRecords::kSpans; }
-
-inline void PrintTo(DayRecords d, std::ostream* os) {
-  *os << (d == DayRecords::kSpans      ? "spans"
-          : d == DayRecords::kEveryDay ? "every day"
-          : d == DayRecords::kTwoHourRule ? "two-hour rule"
-                                          : "none");
-}
-
 // The span codes of the spans of 2^k days (k = 1..7) that hold a day code's
 // day: its last day's code, 'z' and k, spans counted from 1970-01-01.
 inline std::vector<std::string> SpanCodesOf(std::string_view day_code) {
@@ -175,44 +158,30 @@ class ReadDataset {
     return it == subtotals_.end() ? std::map<std::string, std::map<int64_t, int64_t>>{} : it->second;
   }
 
-  // The archive file of one shard: whole lines, bytewise sorted. With day
-  // records, each UTC day of subtotal hours of a key (kEveryDay: one or more;
-  // kTwoHourRule: two or more) also summed into one record keyed by the day's
-  // code (the hour code without its hour character), worked out here.
-  std::string ArchiveFile(int shard, int shards, DayRecords day_records) const {
+  // The archive file of one shard as the rebuild writes it (format 2):
+  // whole lines, bytewise sorted; each UTC day of subtotal hours of a key
+  // also summed into one record keyed by the day's code (the hour code
+  // without its hour character), and each aligned span of 2^k days with
+  // hours into one keyed by its span code, worked out here.
+  std::string ArchiveFile(int shard, int shards) const {
     std::map<std::string, std::map<std::string, int64_t>> records = archive_;
-    if (day_records != DayRecords::kNone) {
-      std::map<std::string, int> hours_of_day;
-      for (const auto& [key, columns] : archive_) {
-        if (RecordTypeOfKey(key) != RecordType::kSubtotal) continue;
-        const std::string day = key.substr(0, key.size() - 1);
-        ++hours_of_day[day];
-        for (const auto& [name, count] : columns) records[day][name] += count;
-        if (day_records != DayRecords::kSpans) continue;
-        const std::string prefix = day.substr(0, day.rfind('.') + 1);
-        for (const std::string& code : SpanCodesOf(std::string_view(day).substr(prefix.size()))) {
-          for (const auto& [name, count] : columns) records[prefix + code][name] += count;
-        }
-      }
-      for (const auto& [day, hours] : hours_of_day) {
-        if (hours < 2 && day_records == DayRecords::kTwoHourRule) records.erase(day);
+    for (const auto& [key, columns] : archive_) {
+      if (RecordTypeOfKey(key) != RecordType::kSubtotal) continue;
+      const std::string day = key.substr(0, key.size() - 1);
+      for (const auto& [name, count] : columns) records[day][name] += count;
+      const std::string prefix = day.substr(0, day.rfind('.') + 1);
+      for (const std::string& code : SpanCodesOf(std::string_view(day).substr(prefix.size()))) {
+        for (const auto& [name, count] : columns) records[prefix + code][name] += count;
       }
     }
     std::vector<std::string> lines;
-    // Unique records, and with every-day day records each day's union: a
-    // sketch of all the day's hashes, each added (never a union of sketches).
-    // Files of the other kinds make no promise about day unique records, so
-    // readers must not use any they find: these carry wrong ones (an extra
-    // visitor every day) to show that they are not.
+    // Unique records, each day's union and each span's: a sketch of all the
+    // day's (span's) hashes, each added (never a union of sketches).
     std::map<std::string, std::map<std::string, std::set<uint64_t>>> uniques = archive_uniques_;
     for (const auto& [key, columns] : archive_uniques_) {
       const std::string day_key = key.substr(0, key.size() - 1);
       auto& day = uniques[day_key];
-      for (const auto& [name, hashes] : columns) {
-        day[name].insert(hashes.begin(), hashes.end());
-        if (!EveryDay(day_records)) day[name].insert(HashVisitor("a visitor no hour has"));
-      }
-      if (day_records != DayRecords::kSpans) continue;
+      for (const auto& [name, hashes] : columns) day[name].insert(hashes.begin(), hashes.end());
       const std::string prefix = day_key.substr(0, day_key.rfind('.') + 1);
       for (const std::string& code : SpanCodesOf(std::string_view(day_key).substr(prefix.size()))) {
         for (const auto& [name, hashes] : columns) uniques[prefix + code][name].insert(hashes.begin(), hashes.end());
@@ -378,10 +347,6 @@ class ReadCluster {
     int archive_shards = 2;
     int replicas = 1;
     int request_timeout_ms = 5000;
-    // Archive files with day subtotal records as the rebuild writes them (and
-    // their manifests saying so), as the older rule wrote them, or hours only
-    // (a file from before them: the API reads hours).
-    DayRecords day_records = DayRecords::kSpans;
     // The API's read cache ([api] read_cache_mb; 0: off, as in the rest of
     // the suite).
     int read_cache_mb = 0;
@@ -411,12 +376,8 @@ class ReadCluster {
 
   void WriteArchives(const ReadDataset& data, uint64_t generation, const std::string& last_day) {
     for (int s = 0; s < spec_.archive_shards; ++s) {
-      const std::string contents = data.ArchiveFile(s, spec_.archive_shards, spec_.day_records);
-      Manifest m;
-      m.day_subtotals = spec_.day_records != DayRecords::kNone;
-      m.day_subtotals_every_day = EveryDay(spec_.day_records);
-      m.day_uniques_every_day = EveryDay(spec_.day_records);
-      m.format = spec_.day_records == DayRecords::kSpans ? kArchiveFormat : 1;
+      const std::string contents = data.ArchiveFile(s, spec_.archive_shards);
+      Manifest m;  // format 2, its day and span records whole
       m.generation = generation;
       m.shard = s;
       m.shard_count = spec_.archive_shards;
@@ -529,7 +490,6 @@ inline int64_t TestRingToday() { return FloorDiv(static_cast<int64_t>(std::time(
 class ReadClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_.spec().day_records = WithDayRecords();
     cluster_.spec().read_cache_mb = ReadCacheMb();
     cluster_.WriteConfig();
     today_ = TestRingToday();
@@ -538,8 +498,6 @@ class ReadClusterTest : public ::testing::Test {
   }
   // Fills data_ (hours placed by ReadDataset::AddAtRing with today_).
   virtual void BuildDataset() = 0;
-  // Which day subtotal records the archive files carry.
-  virtual DayRecords WithDayRecords() const { return DayRecords::kSpans; }
   // The API's read cache ([api] read_cache_mb; 0: off).
   virtual int ReadCacheMb() const { return 0; }
 

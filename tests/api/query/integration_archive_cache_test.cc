@@ -72,11 +72,7 @@ class IntegrationArchiveCacheTest : public ::testing::Test {
     }
   }
 
-  // Files of format 1 (day records, no spans): the kept sums of runs of
-  // whole days (day_sum_cache.h) are read only from them; a file of format 2
-  // answers those runs from its span records and keeps nothing.
   void StartCluster(ReadCluster::Spec spec) {
-    spec.day_records = DayRecords::kEveryDay;
     cluster_ = std::make_unique<ReadCluster>(spec);
     cluster_->WriteConfig();
     BuildDataset();
@@ -192,8 +188,6 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
   EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
   // From the third ask on, kept subtotal records are read decoded.
   EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
-  // And the breakdowns' runs of whole days were added as their kept sums.
-  EXPECT_GT(ReadFigure("day_sums_hits"), 0);
 }
 
 // The next file (other counts for the same key, same last day), numbered
@@ -224,10 +218,10 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
     for (const Expected& q : old_queries) ExpectExact(q);
   }
   ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
-  // The 25-day breakdowns' runs of whole days were added as kept sums too:
-  // the next file's answers below must not be those sums (its days are the
-  // same, its counts are not).
-  ASSERT_GT(ReadFigure("day_sums_hits"), 0);
+  // The 25-day breakdowns' span and day records were kept too: the next
+  // file's answers below must not be those (its days are the same, its
+  // counts are not).
+  ASSERT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
 
   cluster_->WriteArchives(next, next_generation, FormatDate(today_ - 1));
   auto next_manifest = ReadManifest(ManifestPathFor(cluster_->ArchiveFilePath(0)));
@@ -283,12 +277,12 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
   EXPECT_GE(bound_rounds, 3);
   // And from then on it is kept again, exactly.
   const int64_t hits_before = ReadFigure("archive_cache_hits");
-  const int64_t sums_before = ReadFigure("day_sums_hits");
-  for (int round = 0; round < 2; ++round) {
+  const int64_t decoded_before = ReadFigure("archive_cache_decoded_hits");
+  for (int round = 0; round < 3; ++round) {
     for (const Expected& q : new_queries) ExpectExact(q);
   }
   EXPECT_GT(ReadFigure("archive_cache_hits"), hits_before);
-  EXPECT_GT(ReadFigure("day_sums_hits"), sums_before) << "the next file's runs kept and added, exactly";
+  EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), decoded_before) << "the next file's records kept, exactly";
 }
 
 TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) { ExpectNextFilePickedUp(2); }

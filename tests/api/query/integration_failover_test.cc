@@ -172,6 +172,44 @@ TEST_F(IntegrationReadFailoverTest, RestartedApiStillRefusesReplicasThatLostThei
   EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
 }
 
+// Queries read one archive format (2: every day and span record there is).
+// A file whose manifest says an older one (a file brought in by hand and
+// never converted) is refused with what to do, not read as if it had the
+// records; `clickatron manifest --force` converts it, and the answers are
+// whole again.
+TEST_F(IntegrationReadFailoverTest, AFileOfAnOlderFormatIsRefusedUntilConverted) {
+  std::string why;
+  ASSERT_TRUE(QueriesCorrect(&why)) << why;
+  const std::string file = cluster_.ArchiveFilePath(0);
+  cluster_.WriteArchives(data_, 4, FormatDate(today_ - 1));
+  auto manifest = ReadManifest(ManifestPathFor(file));
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  manifest->format = 1;
+  manifest->day_subtotals_every_day = false;
+  manifest->day_uniques_every_day = false;
+  ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(file), *manifest).ok());
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(::kill(cluster_.Daemon(cluster_.ArchiveMember(0, r)).pid(), SIGHUP), 0);
+  nlohmann::json refused;
+  EXPECT_TRUE(clickatron::testing::WaitFor(
+      [&] {
+        refused = cluster_.Api(series_target_);
+        return refused["status_txt"] == "OLD_ARCHIVE_FORMAT";
+      },
+      std::chrono::seconds(10)))
+      << refused.dump();
+  EXPECT_EQ(refused["http_status"], 503) << refused.dump();
+  EXPECT_NE(refused.dump().find("clickatron manifest"), std::string::npos) << refused.dump();
+
+  std::string output;
+  ASSERT_EQ(clickatron::testing::RunCommand({clickatron::testing::BinaryPath("clickatron"), "manifest", "--force",
+                                             "--generation", "5", file},
+                                            &output),
+            0)
+      << output;
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(::kill(cluster_.Daemon(cluster_.ArchiveMember(0, r)).pid(), SIGHUP), 0);
+  EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
+}
+
 TEST_F(IntegrationReadFailoverTest, RealtimeShardDownIsShardUnavailable) {
   cluster_.Daemon("realtime-0").Kill();
   auto j = cluster_.Api(series_target_);

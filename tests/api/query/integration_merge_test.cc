@@ -34,16 +34,13 @@ const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a 
 const std::string kSparseKey = "sparse1";
 const std::string kEmptyKey = "nothing-here";
 
-// Which archive files, and whether the API keeps archive answers (and so the
-// sums of runs of whole days, day_sum_cache.h) between queries.
+// Whether the API keeps archive answers between queries (its read cache on).
 struct MergeParam {
-  DayRecords day_records;
   bool cached;
 };
 
 class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<MergeParam> {
  protected:
-  DayRecords WithDayRecords() const override { return GetParam().day_records; }
   int ReadCacheMb() const override { return GetParam().cached ? 16 : 0; }
 
   int64_t ReadFigure(const std::string& name) {
@@ -230,18 +227,6 @@ TEST_P(IntegrationReadMergeTest, BreakdownsMatchOracleInEveryUnitAndOffset) {
       }
     }
   }
-  // The hot key's long sums were asked again and again on one file: runs of
-  // its whole days were answered by the sums kept for them (and the
-  // answers above are still the oracle's). Only a file that has a day
-  // record for every day with hours has its runs kept.
-  if (!GetParam().cached) {
-    EXPECT_EQ(ReadFigure("day_sums_misses"), 0) << "no run looked up with the cache off";
-    EXPECT_EQ(ReadFigure("day_sums_hits"), 0);
-  } else if (GetParam().day_records == DayRecords::kEveryDay) {
-    EXPECT_GT(ReadFigure("day_sums_hits"), 0);
-  } else {
-    EXPECT_EQ(ReadFigure("day_sums_hits"), 0) << "runs kept only from a file with a day record for every day";
-  }
   // compare=previous: the earlier window's rows beside the current ones.
   for (int tz : {-12, -7, 0, 5, 14}) {
     const int64_t ref = (today_ + 1) * kDay + 10 * kHour;
@@ -309,25 +294,7 @@ TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHours
     }
   }
   ExpectBreakdown("p", kHotKey, "day", -1, 0, refs[0], 100, true);
-  switch (GetParam().day_records) {
-    case DayRecords::kSpans:
-      EXPECT_GT(ReadFigure("spans_read"), 0) << "runs of whole days read as span records";
-      EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
-      break;
-    case DayRecords::kEveryDay:
-      EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
-      EXPECT_EQ(ReadFigure("day_subtotals_missing"), 0);
-      EXPECT_EQ(ReadFigure("spans_read"), 0) << "a file of format 1 has none";
-      break;
-    case DayRecords::kTwoHourRule:
-      EXPECT_GT(ReadFigure("day_subtotals_read"), 0);
-      EXPECT_GT(ReadFigure("day_subtotals_missing"), 0);
-      break;
-    case DayRecords::kNone:
-      EXPECT_EQ(ReadFigure("day_subtotals_read"), 0);
-      EXPECT_GT(ReadFigure("day_subtotals_missing"), 0);
-      break;
-  }
+  EXPECT_GT(ReadFigure("spans_read"), 0) << "runs of whole days read as span records";
 }
 
 // POST /delete hides what it deletes at once, from the archive and realtime
@@ -452,21 +419,9 @@ TEST_P(IntegrationReadMergeTest, StatsCountGatherRequests) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationReadMergeTest,
-                         ::testing::Values(MergeParam{DayRecords::kSpans, false},
-                                           MergeParam{DayRecords::kEveryDay, false},
-                                           MergeParam{DayRecords::kEveryDay, true},
-                                           MergeParam{DayRecords::kTwoHourRule, false},
-                                           MergeParam{DayRecords::kTwoHourRule, true},
-                                           MergeParam{DayRecords::kNone, false}),
+                         ::testing::Values(MergeParam{false}, MergeParam{true}),
                          [](const ::testing::TestParamInfo<MergeParam>& info) {
-                           std::string name = "HoursOnly";
-                           switch (info.param.day_records) {
-                             case DayRecords::kSpans: name = "WithSpans"; break;
-                             case DayRecords::kEveryDay: name = "WithDaySubtotals"; break;
-                             case DayRecords::kTwoHourRule: name = "TwoHourRule"; break;
-                             case DayRecords::kNone: break;
-                           }
-                           return info.param.cached ? name + "Cached" : name;
+                           return std::string(info.param.cached ? "Cached" : "Uncached");
                          });
 
 }  // namespace

@@ -40,16 +40,12 @@ const std::string kHashedKey = "http://bit.ly/a-long-link-key";  // stored as a 
 const std::string kSparseKey = "sparse1";
 
 struct Files {
-  DayRecords day_records;
-  bool cached;  // the API's archive cache on, each query asked three times
+  bool cached;  // the API's read cache on, each query asked three times
 };
-void PrintTo(const Files& f, std::ostream* os) {
-  *os << (f.day_records == DayRecords::kEveryDay ? "day records" : "hours only") << (f.cached ? ", cached" : "");
-}
+void PrintTo(const Files& f, std::ostream* os) { *os << (f.cached ? "cached" : "uncached"); }
 
 class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::WithParamInterface<Files> {
  protected:
-  DayRecords WithDayRecords() const override { return GetParam().day_records; }
   int ReadCacheMb() const override { return GetParam().cached ? 16 : 0; }
   int Asks() const { return GetParam().cached ? 3 : 1; }
 
@@ -163,15 +159,11 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   ExpectUniques(kSparseKey, "US", "week", 8, -5, at_midnight);
   // Whole UTC days inside a unit are read as their day records exactly when
   // the file has one for every day with visitors.
-  if (GetParam().day_records == DayRecords::kEveryDay) {
-    EXPECT_GT(DayUniquesRead(), 0);
-  } else {
-    EXPECT_EQ(DayUniquesRead(), 0);
-  }
+  EXPECT_GT(DayUniquesRead(), 0);
   ExpectDecodedHitsOnlyWhenCached();
   // Asked again, the months' runs of whole days were added as the unions
   // kept for them (and the answers above are still the sets' sizes).
-  if (GetParam().day_records == DayRecords::kEveryDay && GetParam().cached) {
+  if (GetParam().cached) {
     EXPECT_GT(ReadFigure("day_unions_hits"), 0);
   } else {
     EXPECT_EQ(ReadFigure("day_unions_hits"), 0);
@@ -179,7 +171,7 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   // And the whole days outside such runs (days, weeks, a window's edges)
   // came from the key's day sketches kept on the file (the dataset's days
   // with clicks and no visitors too), never on a file without that promise.
-  if (GetParam().day_records == DayRecords::kEveryDay && GetParam().cached) {
+  if (GetParam().cached) {
     EXPECT_GT(ReadFigure("day_sketches_hits"), 0);
   } else {
     EXPECT_EQ(ReadFigure("day_sketches_hits"), 0);
@@ -310,13 +302,11 @@ TEST_P(IntegrationUniquesMergeTest, ASparseKeysSecondRoundTripGoesThroughTheCoal
   EXPECT_EQ(ReadFigure("archive_coalesced_keys") - keys, 2);
 }
 
-// A busy key's window read by its hours while the API does not yet know
-// whether the file has a day unique record for every day (the first query
-// of a generation) is not kept: kept, it would stand for the file's life as
-// ~720 hour sketches where the day records give ~30. Once a breakdown has
-// learnt the rules (it waits for the manifest), the window is read from its
-// day records, and only that part is kept for the next query.
-TEST_P(IntegrationUniquesMergeTest, AWindowReadBeforeTheDayRulesAreKnownIsNotKept) {
+// Every served file has a day unique record for every day with visitors:
+// the cluster's very first query reads a busy key's whole days as their day
+// records (not ~720 hour sketches), and with the cache on that part is kept
+// for the next query of the window.
+TEST_P(IntegrationUniquesMergeTest, AWindowsFirstQueryReadsDayRecordsAndIsKept) {
   const std::string target = Target(kHotKey, "", "day", 30, 0, today_ * kDay);
   const auto ask = [&] {
     auto j = cluster_.Api(target);
@@ -327,27 +317,15 @@ TEST_P(IntegrationUniquesMergeTest, AWindowReadBeforeTheDayRulesAreKnownIsNotKep
     }
     EXPECT_EQ(j["data"]["uniques"], want) << target;
   };
-  ask();  // the cluster's first query: the rules are not known yet
-  EXPECT_EQ(DayUniquesRead(), 0) << "read by its hours";
-  const std::string breakdown = fmt::format(
-      "/breakdown?sns=c&ns=u&key={}&unit=day&units=30&unit_reference_ts={}&uniques=true", Enc(kHotKey),
-      today_ * kDay);
-  ASSERT_EQ(cluster_.Api(breakdown)["http_status"], 200) << breakdown;
-  const int64_t day_reads = DayUniquesRead();
+  ask();  // the cluster's first query
+  EXPECT_GT(DayUniquesRead(), 0) << "whole days read as day records from the first query on";
   ask();
   if (!GetParam().cached) {
     EXPECT_EQ(ReadFigure("unique_window_hits") + ReadFigure("unique_window_misses"), 0) << "the cache is off";
     return;
   }
-  // Not served from the hours of the first query: a miss, read again, from
-  // the day records the file has.
-  EXPECT_EQ(ReadFigure("unique_window_hits"), 0);
-  EXPECT_EQ(ReadFigure("unique_window_misses"), 2);
-  if (GetParam().day_records == DayRecords::kEveryDay) {
-    EXPECT_GT(DayUniquesRead(), day_reads);
-  }
-  ask();  // now from the part kept by the second
-  EXPECT_EQ(ReadFigure("unique_window_hits"), 1);
+  EXPECT_EQ(ReadFigure("unique_window_misses"), 1);
+  EXPECT_EQ(ReadFigure("unique_window_hits"), 1) << "the first query's part, kept";
 }
 
 TEST_P(IntegrationUniquesMergeTest, ComparedWithThePreviousWindow) {
@@ -439,11 +417,7 @@ TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
       }
     }
   }
-  if (GetParam().day_records == DayRecords::kEveryDay) {
-    EXPECT_GT(DayUniquesRead(), 0);
-  } else {
-    EXPECT_EQ(DayUniquesRead(), 0);
-  }
+  EXPECT_GT(DayUniquesRead(), 0);
   ExpectDecodedHitsOnlyWhenCached();
 }
 
@@ -482,12 +456,9 @@ TEST_P(IntegrationUniquesMergeTest, RealtimeSketchesKeptByTextFollowChanges) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchiveFiles, IntegrationUniquesMergeTest,
-                         ::testing::Values(Files{DayRecords::kEveryDay, false}, Files{DayRecords::kNone, false},
-                                           Files{DayRecords::kEveryDay, true}),
+                         ::testing::Values(Files{false}, Files{true}),
                          [](const ::testing::TestParamInfo<Files>& info) {
-                           const char* files = info.param.day_records == DayRecords::kEveryDay ? "WithDayUniques"
-                                                                                              : "HoursOnly";
-                           return std::string(files) + (info.param.cached ? "Cached" : "");
+                           return std::string(info.param.cached ? "Cached" : "Uncached");
                          });
 
 }  // namespace

@@ -191,7 +191,7 @@ TEST(ReadCacheTest, LeastRecentlyUsedOfAShardGoesFirstAndAFindRefreshes) {
   std::vector<Id> mates{{CacheKind::kLookup, "a"}};
   ASSERT_TRUE(put(mates[0], 600));
   for (int i = 0; i < 4000 && mates.size() < 3; ++i) {
-    const Id candidate{i % 2 ? CacheKind::kDaySums : CacheKind::kLookup, "c" + std::to_string(i)};
+    const Id candidate{i % 2 ? CacheKind::kDayUnions : CacheKind::kLookup, "c" + std::to_string(i)};
     ASSERT_TRUE(put(candidate, 600));
     if (has(mates[0])) continue;
     mates.push_back(candidate);

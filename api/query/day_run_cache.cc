@@ -1,5 +1,5 @@
-// Runs of whole days kept per archive file; see day_sum_cache.h.
-#include "query/day_sum_cache.h"
+// Runs of whole days kept per archive file; see day_run_cache.h.
+#include "query/day_run_cache.h"
 
 #include <fmt/format.h>
 
@@ -19,10 +19,5 @@ bool DayRuns::SameDays(const std::vector<int32_t>& kept, const std::vector<int64
   return true;
 }
 
-size_t HeapBytes(const ValueCounts& sums) {
-  size_t bytes = sums.capacity() * sizeof(sums[0]);
-  for (const auto& [value, count] : sums) bytes += value.capacity();
-  return bytes;
-}
 
 }  // namespace clickatron::api

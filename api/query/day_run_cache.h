@@ -1,28 +1,22 @@
-// The sums of a breakdown's whole UTC days, kept per archive file, so that a
-// dashboard asking the same long window again adds one list of (value, count)
-// instead of a day subtotal record per day.
+// The union of a /uniques unit's run of whole UTC days, kept per archive
+// file, so that a dashboard asking the same long window again merges one
+// sketch instead of a day unique record per day.
 //
-// Why: a 365-day breakdown looked up 365 day records in the archive answer
-// cache and summed some 3,000 (day, value) counts, query after query, for
-// answers that cannot change while the file is served. A run of whole days
-// that lies inside one of a query's sums (no split between them) adds up to
-// the same counts every time: the sum of their day records.
+// Why: a month's unit is often that union alone, and uniting some 30 day
+// sketches (a dense union's estimate is a pass over 16,384 registers) for
+// answers that cannot change while the file is served was most of a busy
+// key's /uniques. (Breakdowns need no such thing: their runs of whole days
+// are read as span records, which the file holds.)
 //
-// An entry is the file (generation and crc32), the routing count, the
-// subtotal prefix ("sns.ns|tkey."), the exact list of days it sums, and the
-// sums (by value; the caller ranks them). It answers only a
-// lookup of the same file, count, prefix and the same days: a window that
-// starts or ends a day later is another entry. Kept only for files that have
-// a day record for every day with hours (an absent one is a day without
-// hours), and only for runs of kMinDays or more (a few days cost no more to
-// read than to look up).
+// An entry is the file (generation and crc32), the routing count, the run
+// prefix ("~ns|tkey." or "~sns.ns|tkey." with the skey), the exact list of
+// days it unites, and the union. It answers only a lookup of the same file,
+// count, prefix and the same days: a window that starts or ends a day later
+// is another entry. Kept only for runs of kMinDays or more (a few days cost
+// no more to read than to look up).
 //
-// The same for /uniques: a run of whole days inside one unit is the union of
-// their day unique records (DayUnionCache), one sketch instead of a day's
-// each.
-//
-// Kept in the node's read cache (read_cache.h, kinds day_sums and
-// day_unions), keyed by the file too: a run of another file is another entry.
+// Kept in the node's read cache (read_cache.h, kind day_unions), keyed by
+// the file too: a run of another file is another entry.
 //
 // Thread-safety: thread-safe (the read cache is).
 #pragma once
@@ -41,8 +35,6 @@
 
 namespace clickatron::api {
 
-using ValueCounts = std::vector<std::pair<std::string, int64_t>>;
-
 // What runs of days have in common, whatever they keep (DayRunCache).
 struct DayRuns {
   static constexpr size_t kMinDays = 8;
@@ -59,7 +51,6 @@ class DayRunCache {
  public:
   static constexpr size_t kMinDays = DayRuns::kMinDays;
 
-  // `kind`: day_sums or day_unions.
   DayRunCache(ReadCache& cache, CacheKind kind) : cache_(cache), kind_(kind) {}
   bool enabled() const { return cache_.enabled(); }
 
@@ -95,10 +86,6 @@ class DayRunCache {
   CacheKind kind_;
 };
 
-// A breakdown's run: per value, its clicks over the run's days.
-using DaySumCache = DayRunCache<ValueCounts>;
-// What ValueCounts' heap holds, for Put.
-size_t HeapBytes(const ValueCounts& sums);
 // A /uniques run: the union of the run's day unique records, and its
 // estimate, made once (a dense union's is a pass over 16,384 registers, and
 // a month's unit is often that union alone).

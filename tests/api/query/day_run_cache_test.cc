@@ -1,8 +1,8 @@
-// DaySumCache: a run's sums come back only for the same file, routing count,
+// DayRunCache: a run's value comes back only for the same file, routing count,
 // prefix and exactly the same days; short runs are never kept; another
 // file's sums are another entry; a read cache of 0 bytes keeps nothing.
 // Which entries go first is the read cache's (read_cache_test.cc).
-#include "query/day_sum_cache.h"
+#include "query/day_run_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,13 @@
 
 // A namespace of this file's own: its names beside those of the other files
 // compiled with it in one unity file (tests/CMakeLists.txt).
-namespace clickatron::api::day_sum_cache_test {
+namespace clickatron::api::day_run_cache_test {
 namespace {
+
+// The runs cache keeps any value; sums per value stand in for unions here
+// (they compare with ==).
+using ValueCounts = std::vector<std::pair<std::string, int64_t>>;
+using DaySumCache = DayRunCache<ValueCounts>;
 
 std::vector<int64_t> Days(int64_t first, int64_t count) {
   std::vector<int64_t> days(static_cast<size_t>(count));
@@ -22,9 +27,9 @@ std::vector<int64_t> Days(int64_t first, int64_t count) {
 const ServedFile kFile{7, 0xabcdef01};
 const std::string kPrefix = "c.u|jehiah.";
 
-TEST(DaySumCacheTest, SumsComeBackForTheSameFileCountPrefixAndDaysOnly) {
+TEST(DayRunCacheTest, SumsComeBackForTheSameFileCountPrefixAndDaysOnly) {
   ReadCache read_cache(1 << 20);
-  DaySumCache cache(read_cache, CacheKind::kDaySums);
+  DaySumCache cache(read_cache, CacheKind::kDayUnions);
   const std::vector<int64_t> days = Days(20000, 30);
   cache.Put(kFile, 2, kPrefix, days, {{"JP", 4}, {"US", 12}}, 64);
   const auto sums = cache.Find(kFile, 2, kPrefix, days);
@@ -48,23 +53,23 @@ TEST(DaySumCacheTest, SumsComeBackForTheSameFileCountPrefixAndDaysOnly) {
   EXPECT_NE(cache.Find(kFile, 2, kPrefix, days), nullptr) << "still kept";
 }
 
-TEST(DaySumCacheTest, ShortRunsAreNotKept) {
+TEST(DayRunCacheTest, ShortRunsAreNotKept) {
   ReadCache read_cache(1 << 20);
-  DaySumCache cache(read_cache, CacheKind::kDaySums);
+  DaySumCache cache(read_cache, CacheKind::kDayUnions);
   const std::vector<int64_t> days = Days(20000, DaySumCache::kMinDays - 1);
   cache.Put(kFile, 1, kPrefix, days, {{"US", 1}}, 64);
-  EXPECT_EQ(read_cache.Figures(CacheKind::kDaySums).entries, 0u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kDayUnions).entries, 0u);
   EXPECT_EQ(cache.Find(kFile, 1, kPrefix, days), nullptr);
 }
 
-TEST(DaySumCacheTest, AnotherFilesSumsAreAnotherEntry) {
+TEST(DayRunCacheTest, AnotherFilesSumsAreAnotherEntry) {
   ReadCache read_cache(1 << 20);
-  DaySumCache cache(read_cache, CacheKind::kDaySums);
+  DaySumCache cache(read_cache, CacheKind::kDayUnions);
   const std::vector<int64_t> days = Days(20000, 10);
   cache.Put(kFile, 1, kPrefix, days, {{"US", 1}}, 64);
   const ServedFile newer{kFile.generation + 1, 0x55};
   cache.Put(newer, 1, kPrefix, days, {{"US", 2}}, 64);
-  EXPECT_EQ(read_cache.Figures(CacheKind::kDaySums).entries, 2u);
+  EXPECT_EQ(read_cache.Figures(CacheKind::kDayUnions).entries, 2u);
   ASSERT_NE(cache.Find(kFile, 1, kPrefix, days), nullptr);
   EXPECT_EQ(*cache.Find(kFile, 1, kPrefix, days), (ValueCounts{{"US", 1}}));
   const auto sums = cache.Find(newer, 1, kPrefix, days);
@@ -72,9 +77,9 @@ TEST(DaySumCacheTest, AnotherFilesSumsAreAnotherEntry) {
   EXPECT_EQ(*sums, (ValueCounts{{"US", 2}}));
 }
 
-TEST(DaySumCacheTest, AReadCacheOfZeroBytesKeepsNothing) {
+TEST(DayRunCacheTest, AReadCacheOfZeroBytesKeepsNothing) {
   ReadCache nothing(0);
-  DaySumCache off(nothing, CacheKind::kDaySums);
+  DaySumCache off(nothing, CacheKind::kDayUnions);
   EXPECT_FALSE(off.enabled());
   const std::vector<int64_t> a = Days(20000, 365);
   off.Put(kFile, 1, kPrefix, a, {{"US", 1}}, 64);
@@ -82,4 +87,4 @@ TEST(DaySumCacheTest, AReadCacheOfZeroBytesKeepsNothing) {
 }
 
 }  // namespace
-}  // namespace clickatron::api::day_sum_cache_test
+}  // namespace clickatron::api::day_run_cache_test
