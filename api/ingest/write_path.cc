@@ -42,7 +42,7 @@
 #include "ingest/shard_sender.h"
 #include "ingest/statsd_door.h"
 #include "ingest/write_door.h"
-#include "query/archive_reader.h"
+#include "query/fetch/archive_reader.h"
 
 namespace clickatron::api {
 namespace {

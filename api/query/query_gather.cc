@@ -15,9 +15,9 @@
 #include "clickatron/record.h"
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
-#include "query/fan_in.h"
+#include "query/fetch/fan_in.h"
 #include "query/plan/archive_plan.h"
-#include "query/read_records.h"
+#include "query/merge/read_records.h"
 
 namespace clickatron::api {
 namespace {

@@ -46,17 +46,17 @@
 
 #include "clickatron/config.h"
 #include "deletions/deletion_log.h"
-#include "query/archive_reader.h"
-#include "query/day_sketch_cache.h"
-#include "query/unique_window_cache.h"
-#include "query/day_run_cache.h"
-#include "query/decoded_columns.h"
-#include "query/lookup_cache.h"
+#include "query/fetch/archive_reader.h"
+#include "query/cache/day_sketch_cache.h"
+#include "query/cache/unique_window_cache.h"
+#include "query/cache/day_run_cache.h"
+#include "query/merge/decoded_columns.h"
+#include "query/cache/lookup_cache.h"
 #include "query/read_stats.h"
-#include "query/realtime_reader.h"
-#include "query/rollup.h"
-#include "query/sketch_text_cache.h"
-#include "query/unique_records.h"
+#include "query/fetch/realtime_reader.h"
+#include "query/merge/rollup.h"
+#include "query/cache/sketch_text_cache.h"
+#include "query/merge/unique_records.h"
 
 namespace clickatron::api {
 

@@ -8,24 +8,24 @@
 #include <limits>
 #include <type_traits>
 
-#include "query/archive_reader.h"
-#include "query/known_generation.h"
+#include "query/fetch/archive_reader.h"
+#include "query/fetch/known_generation.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
-#include "query/lookup_cache.h"
+#include "query/cache/lookup_cache.h"
 #include "query/query_gather.h"
-#include "query/query_params.h"
+#include "query/answer/query_params.h"
 #include "query/read_stats.h"
-#include "query/realtime_reader.h"
-#include "query/rollup.h"
-#include "query/breakdown_json.h"
-#include "query/series_json.h"
+#include "query/fetch/realtime_reader.h"
+#include "query/merge/rollup.h"
+#include "query/answer/breakdown_json.h"
+#include "query/answer/series_json.h"
 #include "clickatron/timezone.h"
-#include "query/resolution.h"
-#include "query/unique_records.h"
-#include "query/union_estimate_cache.h"
+#include "query/answer/resolution.h"
+#include "query/merge/unique_records.h"
+#include "query/cache/union_estimate_cache.h"
 
 namespace clickatron::api {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "query/read_cache.h"
+#include "query/cache/read_cache.h"
 
 namespace clickatron::api {
 namespace {

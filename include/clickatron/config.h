@@ -97,10 +97,10 @@ struct ApiConfig {
   int retry_backoff_min_ms = 50;
   int retry_backoff_max_ms = 5000;
   int max_query_hours = 24 * 366 * 5;   // widest window a query may span
-  // The node's one read cache (api/query/read_cache.h): everything it keeps
+  // The node's one read cache (api/query/cache/read_cache.h): everything it keeps
   // between queries (archive answers, lookup values, decoded sketches…),
   // charged once, shared by its read loops. 0: nothing kept.
-  int read_cache_mb = 128;
+  int read_cache_mb = 64;
   // Event loops serving queries, each on a thread of its own and sharing the
   // port (the first also takes increments and admin requests, which the
   // others hand to it). 0: one per core, at most 8. More than one pays on

@@ -182,7 +182,7 @@ ArchiveKeyView SplitArchiveKey(std::string_view key);
 // Calls fn(name, value_text) for each "name:value" column of an archive
 // line's value (what follows its first comma), in order, and stops at the
 // first Status fn returns that is not OK. No checks: for lines already
-// validated (api/query/read_records.h's ForEachColumn checks a peer's).
+// validated (api/query/merge/read_records.h's ForEachColumn checks a peer's).
 template <typename Fn>
 Status ForEachValueColumn(std::string_view value, Fn&& fn) {
   while (!value.empty()) {

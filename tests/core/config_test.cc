@@ -372,7 +372,7 @@ TEST(ConfigTest, ReadLoopsDefaultToOneAndZeroMeansACore) {
 TEST(ConfigTest, ReadCacheMbIsTheApiNodesOneCacheSetting) {
   auto defaults = ClusterConfig::Parse(kGood, "good.toml");
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
-  EXPECT_EQ(defaults->api.read_cache_mb, 128);
+  EXPECT_EQ(defaults->api.read_cache_mb, 64);
   auto set = ClusterConfig::Parse(GoodWith("[api]", "read_cache_mb = 8\n"), "a.toml");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->api.read_cache_mb, 8);

@@ -1,9 +1,9 @@
-// ArchiveReader (api/query/archive_reader.h) against scripted archive
+// ArchiveReader (api/query/fetch/archive_reader.h) against scripted archive
 // replicas (testutil/fake_http_client.h): failover between the replicas of a
 // shard, a shard with no replica answering, replicas that answer garbage,
 // a generation change between reads (the cache of kept answers), coalescing
 // and rerouting by the shard count answers carry.
-#include "query/archive_reader.h"
+#include "query/fetch/archive_reader.h"
 
 #include <event2/event.h>
 #include <gtest/gtest.h>

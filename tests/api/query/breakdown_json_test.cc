@@ -2,7 +2,7 @@
 // JSON DOM of the same answer, built here from the rows: rollup or per unit,
 // with compare= and uniques=true, and values that need escaping (quotes,
 // backslashes, control bytes, UTF-8, bytes that are not UTF-8).
-#include "query/breakdown_json.h"
+#include "query/answer/breakdown_json.h"
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,14 @@
-// The read coalescer (api/query/coalescer.h) and the split of coalesced answers
-// (api/query/coalesced_reads.h): lookups queue while a request is out and go out
+// The read coalescer (api/query/fetch/coalescer.h) and the split of coalesced answers
+// (api/query/fetch/coalesced_reads.h): lookups queue while a request is out and go out
 // together; every waiter gets exactly its own reply, or the batch's error.
-#include "query/coalescer.h"
+#include "query/fetch/coalescer.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <optional>
 
-#include "query/coalesced_reads.h"
+#include "query/fetch/coalesced_reads.h"
 
 namespace clickatron::api {
 namespace {

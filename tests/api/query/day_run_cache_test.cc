@@ -2,7 +2,7 @@
 // prefix and exactly the same days; short runs are never kept; another
 // file's sums are another entry; a read cache of 0 bytes keeps nothing.
 // Which entries go first is the read cache's (read_cache_test.cc).
-#include "query/day_run_cache.h"
+#include "query/cache/day_run_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // its visitors' count (exact sketches, counted by the test's own sets); an
 // entry is charged its sketches; a read cache of 0 bytes keeps nothing.
 // Which entries go first is the read cache's (read_cache_test.cc).
-#include "query/day_sketch_cache.h"
+#include "query/cache/day_sketch_cache.h"
 
 #include <gtest/gtest.h>
 

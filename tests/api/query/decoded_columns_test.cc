@@ -2,14 +2,14 @@
 // adds for the same value (AddArchiveSubtotalColumns, AddArchiveUnique*), and
 // reject what it rejects. The sketches are built here from token sets, so
 // the expected visitor counts come from the sets, not from the decoder.
-#include "query/decoded_columns.h"
+#include "query/merge/decoded_columns.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
-#include "query/read_records.h"
+#include "query/merge/read_records.h"
 
 namespace clickatron::api {
 namespace {

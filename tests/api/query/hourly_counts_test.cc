@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "clickatron/ymdh.h"
-#include "query/hourly_counts.h"
-#include "query/read_records.h"
+#include "query/merge/hourly_counts.h"
+#include "query/merge/read_records.h"
 
 namespace clickatron::api {
 namespace {

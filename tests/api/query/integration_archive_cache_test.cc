@@ -29,7 +29,7 @@
 #include <thread>
 
 #include "api/query/cluster_fixture.h"
-#include "query/archive_reader.h"
+#include "query/fetch/archive_reader.h"
 
 namespace clickatron::api::testing {
 namespace {

@@ -1,5 +1,5 @@
 // The newest archive generation an API node has seen, kept across restarts.
-#include "query/known_generation.h"
+#include "query/fetch/known_generation.h"
 
 #include <gtest/gtest.h>
 

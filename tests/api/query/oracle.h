@@ -1,5 +1,5 @@
 // An independent reference for the read path's rollups, used by the unit and
-// integration tests. It shares no code with api/query/rollup.cc or core's calendar:
+// integration tests. It shares no code with api/query/merge/rollup.cc or core's calendar:
 // civil dates come from counting days year by year, weekdays from 1970-01-01
 // being a Thursday, and a query window is found by walking hour by hour from
 // the reference hour, collecting units until there are enough.

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "clickatron/query_string.h"
-#include "query/query_params.h"
+#include "query/answer/query_params.h"
 
 namespace clickatron::api {
 namespace {

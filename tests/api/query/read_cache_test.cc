@@ -3,7 +3,7 @@
 // not collide, an entry over a shard's share is refused, a shard's least
 // recently used goes first (a Find refreshes), a found value outlives its
 // eviction, capacity 0 keeps nothing, and threads sharing it keep it straight.
-#include "query/read_cache.h"
+#include "query/cache/read_cache.h"
 
 #include <gtest/gtest.h>
 

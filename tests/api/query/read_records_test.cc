@@ -8,10 +8,10 @@
 #include "clickatron/http_client.h"
 #include "clickatron/query_string.h"
 #include "clickatron/ymdh.h"
-#include "query/archive_reader.h"
-#include "query/lookup_cache.h"
-#include "query/read_records.h"
-#include "query/read_targets.h"
+#include "query/fetch/archive_reader.h"
+#include "query/cache/lookup_cache.h"
+#include "query/merge/read_records.h"
+#include "query/fetch/read_targets.h"
 
 namespace clickatron::api {
 namespace {

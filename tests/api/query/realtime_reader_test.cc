@@ -1,8 +1,8 @@
-// RealtimeReader (api/query/realtime_reader.h) against a scripted realtime
+// RealtimeReader (api/query/fetch/realtime_reader.h) against a scripted realtime
 // shard (testutil/fake_http_client.h). One member serves a shard, so there is
 // no failover: an error answer, a shard that does not answer and a garbled
 // coalesced answer must each end in a clear error, never in a short body.
-#include "query/realtime_reader.h"
+#include "query/fetch/realtime_reader.h"
 
 #include <event2/event.h>
 #include <gtest/gtest.h>

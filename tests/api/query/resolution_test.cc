@@ -1,4 +1,4 @@
-// CheckResolution and WithResolution (query/resolution.h): what a query may
+// CheckResolution and WithResolution (query/answer/resolution.h): what a query may
 // read of a namespace's rolled-up days. A window reaching no rolled day is
 // answered as ever (no "resolution"); one over rolled days is answered when
 // its units are whole days of the policy's zone, with a "resolution" object
@@ -6,7 +6,7 @@
 // days of another offset, or from before what is kept at all.
 //
 // Instants are days since 1970 (`date -u -d DATE +%s` / 86400) times 86400.
-#include "query/resolution.h"
+#include "query/answer/resolution.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 #include "clickatron/retention.h"
 #include "clickatron/timezone.h"
-#include "query/query_params.h"
+#include "query/answer/query_params.h"
 
 namespace clickatron::api::resolution_test {
 namespace {

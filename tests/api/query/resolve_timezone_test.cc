@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "query/query_params.h"
+#include "query/answer/query_params.h"
 #include "clickatron/timezone.h"
 
 namespace clickatron::api {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "api/query/oracle.h"
-#include "query/rollup.h"
+#include "query/merge/rollup.h"
 
 namespace clickatron::api {
 namespace {

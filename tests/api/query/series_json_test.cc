@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "query/series_json.h"
+#include "query/answer/series_json.h"
 
 namespace clickatron::api {
 namespace {

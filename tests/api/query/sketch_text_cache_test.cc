@@ -2,7 +2,7 @@
 // not, a text seen again is not decoded again (the figures say which), a
 // bad text is refused and not kept, and a read cache of 0 bytes keeps
 // nothing. (Which entries go first is the read cache's: read_cache_test.cc.)
-#include "query/sketch_text_cache.h"
+#include "query/cache/sketch_text_cache.h"
 
 #include <gtest/gtest.h>
 

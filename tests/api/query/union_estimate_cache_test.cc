@@ -4,7 +4,7 @@
 // with its own right figure; small unions and a read cache of 0 bytes keep
 // nothing; an entry keeps its parts alive (no address in its key can be
 // reused). Which entries go first is the read cache's (read_cache_test.cc).
-#include "query/union_estimate_cache.h"
+#include "query/cache/union_estimate_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // file, routing count, run prefix, span, gap and unit boundaries; another
 // file's part is another entry; a read cache of 0 bytes keeps nothing.
 // Which entries go first is the read cache's (read_cache_test.cc).
-#include "query/unique_window_cache.h"
+#include "query/cache/unique_window_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,705 @@
+// Archive replica reads with failover; see archive_reader.h.
+#include "query/fetch/archive_reader.h"
+#include "query/fetch/shard_unavailable.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+#include <strings.h>
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_set>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/manifest.h"
+#include "clickatron/shard.h"
+#include "clickatron/ymdh.h"
+#include "query/fetch/coalesced_reads.h"
+#include "query/fetch/fan_in.h"
+#include "query/fetch/read_targets.h"
+
+namespace clickatron::api {
+namespace {
+
+const std::string* FindHeader(const HttpResponse& response, std::string_view name) {
+  for (const auto& [k, v] : response.headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
+  const std::string* generation = FindHeader(response, "X-Archive-Generation");
+  const std::string* last_day = FindHeader(response, "X-Archive-Last-Day");
+  if (generation == nullptr || last_day == nullptr) {
+    return Status::Corruption("answer without X-Archive-Generation / X-Archive-Last-Day");
+  }
+  ArchiveView view;
+  const auto [end, ec] = std::from_chars(generation->data(), generation->data() + generation->size(), view.generation);
+  if (ec != std::errc() || end != generation->data() + generation->size()) {
+    return Status::Corruption(fmt::format("bad X-Archive-Generation {}", QuoteForMessage(*generation)));
+  }
+  if (!last_day->empty()) {
+    auto day = ParseDate(*last_day);
+    if (!day.ok()) return Status::Corruption(fmt::format("bad X-Archive-Last-Day {}", QuoteForMessage(*last_day)));
+    view.last_day = *day;
+  }
+  if (const std::string* crc = FindHeader(response, "X-Archive-Crc32")) {
+    uint32_t value = 0;
+    const auto [end, ec] = std::from_chars(crc->data(), crc->data() + crc->size(), value);
+    if (ec != std::errc() || end != crc->data() + crc->size()) {
+      return Status::Corruption(fmt::format("bad X-Archive-Crc32 {}", QuoteForMessage(*crc)));
+    }
+    view.file_crc32 = value;
+  }
+  if (const std::string* count = FindHeader(response, "X-Archive-Shard-Count")) {
+    const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), view.shard_count);
+    if (ec != std::errc() || end != count->data() + count->size() || view.shard_count < 1) {
+      return Status::Corruption(fmt::format("bad X-Archive-Shard-Count {}", QuoteForMessage(*count)));
+    }
+  }
+  return view;
+}
+
+ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options)
+    : client_(client),
+      stats_(stats),
+      options_(options),
+      config_shards_(std::max(cluster.archive_shards, 1)),
+      known_generation_(options_.known_generation ? options_.known_generation
+                                                  : std::make_shared<KnownGeneration>(std::string())),
+      read_cache_(options_.cache ? options_.cache : std::make_shared<ReadCache>(0)),
+      cache_(*read_cache_) {
+  replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
+  round_robin_.resize(replicas_.size(), 0);
+  manifest_facts_.resize(replicas_.size());
+  facts_waiting_.resize(replicas_.size());
+  for (size_t shard = 0; shard < replicas_.size(); ++shard) {
+    for (const MemberConfig* m : cluster.ArchiveReplicas(static_cast<int>(shard))) {
+      replicas_[shard].push_back(Replica{m->name, m->listen, {}});
+    }
+  }
+  confirmed_.resize(replicas_.size());
+  for (size_t shard = 0; shard < replicas_.size(); ++shard) confirmed_[shard].resize(replicas_[shard].size());
+  if (options_.coalesce_in_flight > 0) {
+    const Coalescer<ArchiveReply>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
+                                                    .max_keys = options_.coalesce_max_keys,
+                                                    .max_bytes = options_.max_target_bytes};
+    coalescers_.resize(replicas_.size());
+    for (size_t shard = 0; shard < replicas_.size(); ++shard) {
+      for (size_t replica = 0; replica < replicas_[shard].size(); ++replica) {
+        coalescers_[shard].push_back(std::make_unique<Coalescer<ArchiveReply>>(
+            coalesce,
+            [this, shard, replica](std::vector<std::string> keys, Coalescer<ArchiveReply>::BatchDone done) {
+              SendBatch(static_cast<int>(shard), replica, std::move(keys), std::move(done));
+            },
+            TargetKeyCost));
+      }
+    }
+  }
+}
+
+ArchiveReader::~ArchiveReader() { alive_.reset(); }
+
+size_t ArchiveReader::PickFrom(int shard, size_t first) const {
+  const auto& replicas = replicas_[static_cast<size_t>(shard)];
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    const size_t i = (first + k) % replicas.size();
+    if (replicas[i].down_until <= now) return i;
+  }
+  return first % replicas.size();  // all penalised: try anyway, in turn
+}
+
+int ArchiveReader::ShardCount() const { return routing_shards_ > 0 ? routing_shards_ : config_shards_; }
+
+int ArchiveReader::ShardFor(std::string_view shard_key) const {
+  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(ShardCount())));
+}
+
+std::shared_ptr<ArchiveReader::Session> ArchiveReader::BeginShard(int shard, int shard_count) {
+  auto session = std::make_shared<Session>();
+  session->shard = shard;
+  session->shard_count = shard_count;
+  // A shard the cluster file has no replica for (a count larger than the
+  // file's) fails when the session sends.
+  if (static_cast<size_t>(shard) < replicas_.size() && !replicas_[static_cast<size_t>(shard)].empty()) {
+    session->replica = PickFrom(shard, round_robin_[static_cast<size_t>(shard)]++);
+  }
+  return session;
+}
+
+std::shared_ptr<ArchiveReader::Session> ArchiveReader::Begin(std::string_view shard_key) {
+  auto session = BeginShard(ShardFor(shard_key), ShardCount());
+  session->shard_key = std::string(shard_key);
+  return session;
+}
+
+bool ArchiveReader::Misrouted(const Session& session, const ArchiveView& view) {
+  return view.shard_count != 0 && view.shard_count != session.shard_count;
+}
+
+bool ArchiveReader::Reroute(Session& session, int shard_count) {
+  constexpr int kMaxReroutes = 3;  // more only while a re-partitioned generation is half deployed
+  if (session.shard_key.empty() || session.reroutes >= kMaxReroutes) return false;
+  ++session.reroutes;
+  ++stats_.archive_reroutes;
+  PointAt(session, shard_count);
+  return true;
+}
+
+void ArchiveReader::PointAt(Session& session, int shard_count) {
+  const auto fresh = BeginShard(static_cast<int>(ShardOf(session.shard_key, static_cast<uint32_t>(shard_count))),
+                                shard_count);
+  session.shard = fresh->shard;
+  session.replica = fresh->replica;
+  session.shard_count = shard_count;
+}
+
+void ArchiveReader::LearnShardCount(const ArchiveView& view) {
+  if (view.shard_count == 0 || view.generation < routing_generation_) return;
+  if (view.shard_count != routing_shards_) {
+    spdlog::info("archive generation {} is cut into {} shards (the cluster file says {}): archive reads are routed "
+                 "by {}",
+                 view.generation, view.shard_count, config_shards_, view.shard_count);
+  }
+  routing_generation_ = view.generation;
+  routing_shards_ = view.shard_count;
+}
+
+void ArchiveReader::WhenRouted(std::function<void()> then) {
+  if (routing_asked_ || routing_shards_ > 0) return then();
+  routing_waiters_.push_back(std::move(then));
+  if (routing_waiters_.size() > 1) return;  // the question is out
+  // Shard 0 exists under every count, and has a file whenever any shard has.
+  auto session = BeginShard(0, config_shards_);
+  std::weak_ptr<bool> alive = alive_;
+  Send(session, "/manifest?shard=0", Attempts(0), [this, alive](Result<ArchiveReply> reply) {
+    if (alive.expired()) return;
+    // Answered: its count is learned (Interpret), or it says none (no file:
+    // the cluster file's count until an answer says one). Not answered: these
+    // reads go by the cluster file's count and the next read asks again.
+    if (reply.ok()) routing_asked_ = true;
+    std::vector<std::function<void()>> waiters;
+    waiters.swap(routing_waiters_);
+    for (auto& waiter : waiters) waiter();
+  });
+}
+
+Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) {
+  if (!response.ok()) return ShardUnavailable(response.transport.message());
+  if (response.status_code >= 500) {
+    return ShardUnavailable(fmt::format("archive replica {} answered {}", replica.name, response.status_code));
+  }
+  if (response.status_code != 200 && response.status_code != 404) {
+    // Our request was refused: another replica would refuse it too.
+    return Status::Internal(fmt::format("archive replica {} refused a read ({}): {}", replica.name,
+                                        response.status_code, QuoteForMessage(response.body)));
+  }
+  auto view = ParseArchiveView(response);
+  if (!view.ok()) return ShardUnavailable(fmt::format("archive replica {}: {}", replica.name, view.status().message()));
+  known_generation_->Saw(view->generation);
+  LearnShardCount(*view);
+  if (view->generation == 0 && known_generation_->newest() > 0) {
+    return ShardUnavailable(fmt::format(
+        "archive replica {} serves no file while the archive is at generation {}: its file is missing (if the "
+        "archive was reset on purpose, remove {} on this API node)",
+        replica.name, known_generation_->newest(),
+        known_generation_->path().empty() ? std::string("the archive-generation file") : known_generation_->path()));
+  }
+  ArchiveReply reply;
+  reply.view = *view;
+  reply.found = response.status_code == 200;
+  if (reply.found) reply.body = response.body;
+  return reply;
+}
+
+void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done) {
+  const size_t shard = static_cast<size_t>(session->shard);
+  if (shard >= replicas_.size() || replicas_[shard].empty()) {
+    done(ShardUnavailable(fmt::format("archive shard {} has no replica in the cluster file", shard)));
+    return;
+  }
+  const size_t index = session->replica % replicas_[shard].size();
+  ++stats_.archive_requests;
+  HttpRequestSpec spec;
+  spec.target = target;
+  spec.timeout_ms = options_.timeout_ms;
+  std::weak_ptr<bool> alive = alive_;
+  const auto sent = std::chrono::steady_clock::now();
+  // `shard` and `index` are where this request went: another request of the
+  // session may reroute it (session->shard) while this one is out.
+  client_.Send(replicas_[shard][index].peer, std::move(spec),
+               [this, alive, session, shard, target = std::move(target), attempts_left, index, sent,
+                done = std::move(done)](HttpResponse response) mutable {
+                 if (alive.expired()) return;
+                 Replica& replica = replicas_[shard][index];
+                 Result<ArchiveReply> reply = Interpret(replica, response);
+                 if (reply.ok()) Confirm(shard, index, reply->view, sent);
+                 // A shard other than 0 serving no file, before any answer
+                 // said which count the archive is cut into (shard 0 did not
+                 // answer): it may be a new shard of a count not deployed
+                 // yet, whose "not found" would drop archived clicks.
+                 if (reply.ok() && reply->view.generation == 0 && shard != 0 && !routing_asked_ &&
+                     routing_shards_ == 0) {
+                   done(ShardUnavailable(fmt::format(
+                       "archive shard {} serves no file and shard 0, which says how the archive is cut, did not "
+                       "answer",
+                       shard)));
+                   return;
+                 }
+                 if (reply.ok()) reply->replica = index;
+                 if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
+                   done(std::move(reply));
+                   return;
+                 }
+                 replica.down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
+                 // A lone replica gets a second try for a keep-alive
+                 // connection it closed (that fails at once), not after it
+                 // let a request time out.
+                 const bool lone_timed_out = replicas_[shard].size() == 1 && !response.ok() &&
+                                             response.transport.reason() == "TIMEOUT";
+                 if (attempts_left <= 1 || lone_timed_out) {
+                   done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {})", shard,
+                                                     reply.status().message())));
+                   return;
+                 }
+                 ++stats_.archive_failovers;
+                 // The next replica of this shard, unless the session was
+                 // rerouted meanwhile (then its own pick stands).
+                 if (static_cast<size_t>(session->shard) == shard) {
+                   session->replica = PickFrom(session->shard, index + 1);
+                 }
+                 Send(session, std::move(target), attempts_left - 1, std::move(done));
+               });
+}
+
+int ArchiveReader::Attempts(int shard) const {
+  const size_t n = shard >= 0 && shard < static_cast<int>(replicas_.size()) ? replicas_[shard].size() : 0;
+  // Each replica once, and a single replica twice (a keep-alive connection
+  // the server closed can fail one request spuriously).
+  return static_cast<int>(std::max<size_t>(2, n));
+}
+
+void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
+  WhenRouted([this, session, key = std::string(key), done = std::move(done)]() mutable {
+    // Begun before the count was learned: on the shard of the learned one.
+    if (!session->shard_key.empty() && session->shard_count != ShardCount() && session->reroutes == 0) {
+      PointAt(*session, ShardCount());
+    }
+    GetRouted(session, std::move(key), std::move(done));
+  });
+}
+
+void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done) {
+  auto checked = [this, session, key, done](Result<ArchiveReply> reply) mutable {
+    if (reply.ok() && Misrouted(*session, reply->view)) {
+      if (!Reroute(*session, reply->view.shard_count)) {
+        return done(ShardUnavailable(fmt::format(
+            "archive shard {}: asked by {} shards, it answers for {} (a re-partitioned generation is being deployed)",
+            session->shard, session->shard_count, reply->view.shard_count)));
+      }
+      return GetRouted(session, std::move(key), std::move(done));
+    }
+    done(std::move(reply));
+  };
+  if (const std::optional<ServedFile> file = CachedFile(*session)) {
+    if (const auto kept = cache_.Find(session->shard, key, *file, session->shard_count)) {
+      ++stats_.archive_cache_hits;
+      ArchiveReply reply;
+      reply.view = kept->view;
+      reply.found = kept->found;
+      reply.kept = true;
+      reply.total_hours = kept->total_hours;
+      // A decoded total is read from its hours (QueryGather::AddArchiveTotal):
+      // its text (a busy key's years of hours) is not copied again.
+      if (!reply.total_hours) reply.body = kept->body;
+      reply.replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
+      return checked(std::move(reply));
+    }
+    ++stats_.archive_cache_misses;
+  }
+  // Kept for the shard and count it is asked of now (the session may be
+  // rerouted by another of its requests while this one is out).
+  const auto keep = [this, shard = session->shard, shard_count = session->shard_count,
+                     key](Result<ArchiveReply>& reply) {
+    if (reply.ok()) reply->kept = Keep(shard, key, *reply, shard_count);
+  };
+  const size_t shard = static_cast<size_t>(session->shard);
+  if (shard >= coalescers_.size() || coalescers_[shard].empty()) {
+    Send(session, GetTarget(key), Attempts(session->shard),
+         [keep, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
+           keep(reply);
+           checked(std::move(reply));
+         });
+    return;
+  }
+  auto& replicas = coalescers_[shard];
+  replicas[session->replica % replicas.size()]->Submit(
+      key, [session, keep, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
+        // The session follows the batch's failover, as a get of its own would.
+        if (reply.ok()) session->replica = reply->replica;
+        keep(reply);
+        checked(std::move(reply));
+      });
+}
+
+void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string> keys,
+                              Coalescer<ArchiveReply>::BatchDone done) {
+  // A replica that failed since the gets were queued is skipped at once, not
+  // after another timeout.
+  // Not re-routed itself: each get's own session checks its reply's view.
+  auto session = std::make_shared<Session>();
+  session->shard = shard;
+  session->replica = PickFrom(shard, replica);
+  if (keys.size() == 1) {  // a lone get stays a get: the same request as without coalescing
+    Send(session, GetTarget(keys.front()), Attempts(shard), AsBatchOfOne<ArchiveReply>(std::move(done)));
+    return;
+  }
+  ++stats_.archive_coalesced_requests;
+  stats_.archive_coalesced_keys += keys.size();
+  std::string target = MGetTarget(keys);
+  Send(session, std::move(target), Attempts(shard),
+       [keys = std::move(keys), done = std::move(done)](Result<ArchiveReply> reply) {
+         if (!reply.ok()) return done(reply.status());
+         // mget answers 200 with the hits only; the headers hold for every key.
+         done(SplitArchiveMget(reply->found ? std::string_view(reply->body) : std::string_view(), keys, reply->view,
+                               reply->replica));
+       });
+}
+
+void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
+                         std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  WhenRouted([this, session, keys, done = std::move(done)]() mutable {
+    if (!session->shard_key.empty() && session->shard_count != ShardCount() && session->reroutes == 0) {
+      PointAt(*session, ShardCount());
+    }
+    MGetRouted(session, std::move(keys), std::move(done));
+  });
+}
+
+void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys,
+                               std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  // A keyed session answered for another count is asked again on the shard
+  // of that count; a shard's session (lookups) hands the answers back for
+  // its caller to check.
+  auto checked = [this, session, keys, done = std::move(done)](Result<std::vector<ArchiveReply>> replies) mutable {
+    if (replies.ok() && !session->shard_key.empty()) {
+      for (const ArchiveReply& reply : *replies) {
+        if (!Misrouted(*session, reply.view)) continue;
+        if (!Reroute(*session, reply.view.shard_count)) {
+          return done(ShardUnavailable(fmt::format("archive shard {}: asked by {} shards, it answers for {} (a "
+                                                   "re-partitioned generation is being deployed)",
+                                                   session->shard, session->shard_count, reply.view.shard_count)));
+        }
+        return MGetRouted(session, std::move(keys), std::move(done));
+      }
+    }
+    done(std::move(replies));
+  };
+  // Keys whose answer is kept come back as one more mget answer of their own
+  // (the lines a replica would have sent for them); only the others are
+  // asked for, and their answers kept.
+  auto asked = std::make_shared<std::vector<std::string>>();
+  std::optional<ArchiveReply> kept_lines;
+  const std::optional<ServedFile> file = CachedFile(*session);
+  if (file) {
+    for (const std::string& key : keys) {
+      const auto kept = cache_.Find(session->shard, key, *file, session->shard_count);
+      if (kept == nullptr) {
+        ++stats_.archive_cache_misses;
+        asked->push_back(key);
+        continue;
+      }
+      ++stats_.archive_cache_hits;
+      if (!kept_lines) {
+        kept_lines.emplace();
+        kept_lines->view = kept->view;
+        kept_lines->found = true;
+        kept_lines->replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
+        kept_lines->kept = true;
+      }
+      if (!kept->found) continue;
+      if (kept->columns) {
+        kept_lines->decoded_lines.push_back(DecodedLine{key, kept->columns});
+      } else {
+        kept_lines->body.append(key).append(",").append(kept->body);
+      }
+    }
+  }
+  // Without a confirmed file every key is asked, and none is kept.
+  const std::vector<std::string>& to_ask = file ? *asked : keys;
+  if (FitsOneBatch(session->shard, to_ask)) {
+    return MGetCoalesced(session, file ? std::move(*asked) : std::move(keys), std::move(kept_lines),
+                         std::move(checked));
+  }
+  const std::vector<std::string> targets =
+      MGetTargets(to_ask, options_.max_target_bytes, options_.max_keys_per_mget);
+  auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
+  auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = file.has_value(),
+                             shard = session->shard, shard_count = session->shard_count,
+                             done = std::move(checked)](Status st) mutable {
+    if (!st.ok()) {
+      done(std::move(st));
+      return;
+    }
+    if (keep) KeepMget(shard, *asked, *replies, shard_count);
+    if (kept_lines) replies->push_back(std::move(*kept_lines));
+    done(std::move(*replies));
+  });
+  std::vector<std::function<void(Status)>> parts;
+  for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
+  join->Arm();  // nothing sent yet: only the parts can finish it now
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Send(session, targets[i], Attempts(session->shard),
+         [replies, i, part = std::move(parts[i])](Result<ArchiveReply> reply) {
+           if (!reply.ok()) {
+             part(reply.status());
+             return;
+           }
+           (*replies)[i] = std::move(*reply);
+           part(Status::Ok());
+         });
+  }
+}
+
+bool ArchiveReader::FitsOneBatch(int shard, const std::vector<std::string>& keys) const {
+  if (keys.empty() || static_cast<size_t>(shard) >= coalescers_.size() ||
+      coalescers_[static_cast<size_t>(shard)].empty() || keys.size() > options_.coalesce_max_keys) {
+    return false;
+  }
+  size_t bytes = 0;
+  for (const std::string& key : keys) bytes += TargetKeyCost(key);
+  return bytes <= options_.max_target_bytes;
+}
+
+void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, std::vector<std::string> keys,
+                                  std::optional<ArchiveReply> kept_lines,
+                                  std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+  struct Gathered {
+    std::vector<std::string> keys;
+    std::vector<ArchiveReply> replies;  // by key
+    size_t left = 0;
+    Status failed;
+    std::optional<ArchiveReply> kept_lines;
+    std::function<void(Result<std::vector<ArchiveReply>>)> done;
+  };
+  auto gathered = std::make_shared<Gathered>();
+  gathered->replies.resize(keys.size());
+  gathered->left = keys.size();
+  gathered->kept_lines = std::move(kept_lines);
+  gathered->done = std::move(done);
+  // Each key's answer is kept as its get's would be: for the shard and count
+  // it is asked of now.
+  const int shard = session->shard;
+  const int shard_count = session->shard_count;
+  auto finish = [this, gathered, shard, shard_count]() {
+    if (!gathered->failed.ok()) return gathered->done(std::move(gathered->failed));
+    // The answers as mget answers: one per (file, replica) they came from
+    // (all one unless a reload or failover fell between two batches; the
+    // caller's view check sees that), each holding the "key,value" lines of
+    // its hits.
+    std::vector<ArchiveReply> out;
+    for (size_t i = 0; i < gathered->keys.size(); ++i) {
+      ArchiveReply& reply = gathered->replies[i];
+      auto same = std::find_if(out.begin(), out.end(), [&](const ArchiveReply& o) {
+        return o.view == reply.view && o.replica == reply.replica;
+      });
+      if (same == out.end()) {
+        out.emplace_back();
+        same = std::prev(out.end());
+        same->view = reply.view;
+        same->replica = reply.replica;
+        same->found = true;  // an mget answers 200 with its hits, none or more
+      }
+      if (reply.found) same->body.append(gathered->keys[i]).append(",").append(reply.body);
+      if (cache_.enabled()) Keep(shard, gathered->keys[i], std::move(reply), shard_count);
+    }
+    if (gathered->kept_lines) out.push_back(std::move(*gathered->kept_lines));
+    gathered->done(std::move(out));
+  };
+  std::vector<Coalescer<ArchiveReply>::Lookup> lookups;
+  lookups.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    lookups.push_back({keys[i], [session, gathered, i, finish](Result<ArchiveReply> reply) {
+                         if (!reply.ok()) {
+                           if (gathered->failed.ok()) gathered->failed = reply.status();
+                         } else {
+                           // The session follows the batch's failover, as a get of its own would.
+                           session->replica = reply->replica;
+                           gathered->replies[i] = std::move(*reply);
+                         }
+                         if (--gathered->left == 0) finish();
+                       }});
+  }
+  // The keys stay for the answers' lines; the coalescer's queue holds its own.
+  gathered->keys = std::move(keys);
+  auto& replicas = coalescers_[static_cast<size_t>(session->shard)];
+  replicas[session->replica % replicas.size()]->SubmitAll(std::move(lookups));
+}
+
+std::optional<ServedFile> ArchiveReader::CachedFile(const Session& session) {
+  const size_t shard = static_cast<size_t>(session.shard);
+  if (!cache_.enabled() || shard >= confirmed_.size() || confirmed_[shard].empty()) return std::nullopt;
+  const size_t replica = session.replica % confirmed_[shard].size();
+  const Confirmed& confirmed = confirmed_[shard][replica];
+  // Freshness only: a file replaced by hand (a restore) is noticed within
+  // about kReconfirmEvery; a deploy by the rebuild is known sooner, from
+  // realtime's answers, and nothing waits on this.
+  if (std::chrono::steady_clock::now() - confirmed.sent >= kReconfirmEvery) Probe(shard, replica);
+  // Generation 0 is no file; a file that does not say its crc32 cannot be
+  // told from another of its number: nothing to keep answers of. A file
+  // older than what realtime says is deployed, or one that lacks a day it
+  // handed over, is not what the replica serves any more (or must not be
+  // read with realtime's days): its kept answers are left to age out.
+  if (confirmed.view.generation == 0 || confirmed.view.generation < known_generation_->deployed() ||
+      known_generation_->Behind(confirmed.view.last_day)) {
+    return std::nullopt;
+  }
+  return ArchiveReplyCache::FileOf(confirmed.view);
+}
+
+void ArchiveReader::Probe(size_t shard, size_t replica) {
+  Confirmed& confirmed = confirmed_[shard][replica];
+  if (confirmed.probe_out) return;
+  confirmed.probe_out = true;
+  ++stats_.archive_cache_probes;
+  auto session = std::make_shared<Session>();
+  session->shard = static_cast<int>(shard);
+  session->replica = replica;
+  std::weak_ptr<bool> alive = alive_;
+  // One attempt: a replica that does not answer stays as it last said, and
+  // the next lookup that needs it probes again.
+  Send(session, fmt::format("/manifest?shard={}", shard), 1, [this, alive, shard, replica](Result<ArchiveReply>) {
+    if (alive.expired()) return;
+    confirmed_[shard][replica].probe_out = false;
+  });
+}
+
+void ArchiveReader::Confirm(size_t shard, size_t replica, const ArchiveView& view,
+                            std::chrono::steady_clock::time_point sent) {
+  if (shard >= confirmed_.size() || replica >= confirmed_[shard].size()) return;
+  Confirmed& confirmed = confirmed_[shard][replica];
+  if (sent < confirmed.sent) return;  // a later request already said what the replica serves
+  confirmed.view = view;
+  confirmed.sent = sent;
+}
+
+bool ArchiveReader::Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
+  if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return false;
+  const auto& replicas = confirmed_[static_cast<size_t>(shard)];
+  // Of the file the replica said it serves by its newest answer.
+  if (reply.replica >= replicas.size() || !(replicas[reply.replica].view == reply.view)) return false;
+  if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) {
+    return false;
+  }
+  return cache_.Insert(shard, key, std::move(reply), shard_count);
+}
+
+void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
+                                     std::shared_ptr<const ArchiveTotalHours> hours) {
+  cache_.AttachTotalHours(session.shard, key, reply.view, reply.found, session.shard_count, std::move(hours));
+}
+
+void ArchiveReader::KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
+                                       std::shared_ptr<const DecodedColumns> columns) {
+  cache_.AttachColumns(session.shard, key, view, session.shard_count, std::move(columns));
+}
+
+void ArchiveReader::Forget(const Session& session, std::string_view key, const ArchiveView& view) {
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+  if (file) cache_.Forget(session.shard, key, *file, session.shard_count);
+}
+
+void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
+                             int shard_count) {
+  if (replies.empty()) return;
+  for (const ArchiveReply& reply : replies) {
+    if (!(reply.view == replies.front().view) || reply.replica != replies.front().replica) return;  // a reload between them
+  }
+  // Each key's answer as a get of it would have come: its line, or not found.
+  auto answer = [&](bool found, std::string body) {
+    ArchiveReply one;
+    one.view = replies.front().view;
+    one.replica = replies.front().replica;
+    one.found = found;
+    one.body = std::move(body);
+    return one;
+  };
+  std::unordered_set<std::string_view> found;
+  for (const ArchiveReply& reply : replies) {
+    if (!reply.found) continue;
+    auto lines = SplitKeyValueLines(reply.body);
+    if (!lines.ok()) return;  // the caller reports it
+    for (const auto& [key, value] : *lines) {
+      std::string body;
+      body.reserve(value.size() + 1);
+      body.append(value).push_back('\n');
+      Keep(shard, key, answer(true, std::move(body)), shard_count);
+      found.insert(key);
+    }
+  }
+  for (const std::string& key : keys) {
+    if (!found.contains(key)) Keep(shard, key, answer(false, std::string()), shard_count);
+  }
+}
+
+std::optional<ArchiveReader::ManifestFacts> ArchiveReader::KnownManifestFacts(const Session& session,
+                                                                             uint64_t generation) const {
+  const size_t shard = static_cast<size_t>(session.shard);
+  if (shard >= manifest_facts_.size()) return std::nullopt;
+  const auto& known = manifest_facts_[shard];
+  auto it = known.find(generation);
+  if (it == known.end()) return std::nullopt;
+  return it->second;
+}
+
+void ArchiveReader::ReadManifestFacts(const std::shared_ptr<Session>& session, uint64_t generation,
+                                      std::function<void(ManifestFacts)> done) {
+  const size_t shard = static_cast<size_t>(session->shard);
+  if (shard >= manifest_facts_.size()) return done({});
+  if (const std::optional<ManifestFacts> known = KnownManifestFacts(*session, generation)) return done(*known);
+  // One /manifest request per shard and generation: the queries that ask
+  // while it is out (a burst at each new generation) wait for its answer.
+  auto& waiting = facts_waiting_[shard][generation];
+  waiting.push_back(std::move(done));
+  if (waiting.size() > 1) return;
+  std::weak_ptr<bool> alive = alive_;
+  Send(session, fmt::format("/manifest?shard={}", shard), Attempts(session->shard),
+       [this, alive, shard, generation](Result<ArchiveReply> reply) {
+         if (alive.expired()) return;
+         ManifestFacts rules;  // not read: no answer, or not a manifest
+         if (reply.ok() && reply->found) {
+           // {"data": the manifest, or null for a file without one, ...}
+           const nlohmann::json answer = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+           if (answer.is_object() && answer.contains("data") && answer["data"].is_object()) {
+             // A manifest this binary cannot read says nothing.
+             if (Result<Manifest> manifest = Manifest::FromJson(answer["data"]); manifest.ok()) {
+               rules.manifest_read = true;
+               rules.whole = manifest->SpanRecordsWhole();
+               if (!manifest->retention.empty()) {
+                 rules.retention =
+                     std::make_shared<const std::vector<AppliedRetention>>(std::move(manifest->retention));
+               }
+             }
+           } else if (answer.is_object() && answer.contains("data") && answer["data"].is_null()) {
+             rules.manifest_read = true;  // a file without a manifest: nothing rolled up
+           }
+           // Kept only when the manifest was read: a garbled answer is asked again.
+           auto& known = manifest_facts_[shard];
+           if (rules.manifest_read) known[reply->view.generation] = rules;
+           while (known.size() > 4) known.erase(known.begin());  // generations only grow
+           // An answer from another generation (a reload in between) says
+           // nothing of the one asked about: asked again next time.
+           if (reply->view.generation != generation) rules = ManifestFacts{};
+         }
+         auto node = facts_waiting_[shard].extract(generation);
+         if (node.empty()) return;
+         for (auto& waiter : node.mapped()) waiter(rules);  // moved out first: a waiter may ask again
+       });
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,102 @@
+// Batched read requests and the split of their answers; see coalesced_reads.h.
+#include "query/fetch/coalesced_reads.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/query_string.h"
+#include "query/merge/read_records.h"
+
+namespace clickatron::api {
+namespace {
+
+std::string KeysTarget(std::string_view path, const std::vector<std::string>& keys) {
+  std::string target(path);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    target += i == 0 ? "?key=" : "&key=";
+    target += PercentEncode(keys[i]);
+  }
+  return target;
+}
+
+// Calls f(key, line) for each non-empty "key,value" line (SplitKeyValueLines:
+// CORRUPTION for a line without a comma); `line` is the whole line.
+template <typename F>
+Status ForEachLine(std::string_view body, std::string_view what, F f) {
+  auto lines = SplitKeyValueLines(body);
+  if (!lines.ok()) return lines.status().WithContext(fmt::format("{} answer", what));
+  for (const auto& [key, value] : *lines) {
+    // Both are views into `body`, one after the other around the comma.
+    CLICKATRON_RETURN_IF_ERROR(f(key, std::string_view(key.data(), key.size() + 1 + value.size())));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string MGetTarget(const std::vector<std::string>& keys) { return KeysTarget("/mget", keys); }
+
+std::string MFwmatchTarget(const std::vector<std::string>& prefixes) { return KeysTarget("/mfwmatch", prefixes); }
+
+size_t TargetKeyCost(std::string_view key) { return PercentEncode(key).size() + 5; }
+
+Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const std::vector<std::string>& keys,
+                                                   const ArchiveView& view, size_t replica) {
+  std::vector<ArchiveReply> replies(keys.size());
+  std::unordered_map<std::string_view, size_t> index;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    index.emplace(keys[i], i);
+    replies[i].view = view;
+    replies[i].replica = replica;
+  }
+  Status st = ForEachLine(body, "archive mget", [&](std::string_view key, std::string_view line) -> Status {
+    auto it = index.find(key);
+    if (it == index.end() || replies[it->second].found) {
+      return Status::Corruption(fmt::format("archive mget answered an unasked or repeated key {}",
+                                            QuoteForMessage(key)));
+    }
+    ArchiveReply& reply = replies[it->second];
+    reply.found = true;
+    reply.body.assign(line.substr(key.size() + 1));
+    reply.body.push_back('\n');
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return replies;
+}
+
+Result<std::vector<std::string>> SplitFwmatchByPrefix(std::string_view body, const std::vector<std::string>& prefixes) {
+  std::vector<std::string> out(prefixes.size());
+  std::unordered_map<std::string_view, size_t> index;
+  std::vector<size_t> lengths;  // the distinct prefix lengths: a key is looked up once per length
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    index.emplace(prefixes[i], i);
+    lengths.push_back(prefixes[i].size());
+  }
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  Status st = ForEachLine(body, "realtime mfwmatch", [&](std::string_view key, std::string_view line) -> Status {
+    bool matched = false;
+    for (size_t length : lengths) {
+      if (length > key.size()) break;
+      auto it = index.find(key.substr(0, length));
+      if (it == index.end()) continue;
+      std::string& into = out[it->second];
+      into.append(line);
+      into.push_back('\n');
+      matched = true;
+    }
+    if (!matched) {
+      return Status::Corruption(
+          fmt::format("realtime mfwmatch answered a line outside the asked prefixes: {}", QuoteForMessage(line)));
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace clickatron::api

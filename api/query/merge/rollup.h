@@ -1,0 +1,109 @@
+// Hourly data rolled up into query units (hour, day, week, mweek, month) in
+// one fixed whole-hour UTC offset. Pure arithmetic, no I/O, thread-safe.
+//
+// A unit is a span of local civil time: local = utc + offset_hours * 3600.
+// week starts on Sunday, mweek on Monday, month on the 1st. A unit's "dt" is
+// the unix time (UTC) of its local start.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clickatron/status.h"
+#include "query/merge/hourly_counts.h"
+
+namespace clickatron::api {
+
+enum class Unit { kHour, kDay, kWeek, kMweek, kMonth };
+// compare=: the earlier window a query's answer is set beside.
+enum class Compare { kNone, kPrevious, kYear };
+std::string_view CompareName(Compare how);
+std::string_view UnitName(Unit unit);
+std::optional<Unit> ParseUnit(std::string_view name);
+
+// Local-time unit arithmetic (seconds in the local clock, not UTC).
+int64_t UnitStartLocal(Unit unit, int64_t local_seconds);
+int64_t NextUnitStartLocal(Unit unit, int64_t local_start);
+int64_t PreviousUnitStartLocal(Unit unit, int64_t local_start);
+
+// Subtotal columns as they come: (hour, subtotal key, count), in any order,
+// a key possibly more than once per hour (the rollup sums them). Flat on
+// purpose: a hot key's breakdown holds thousands of columns per query, and a
+// map per hour cost most of its CPU; the rollup needs only one pass.
+struct SubtotalCount {
+  int64_t hour = 0;
+  std::string key;
+  int64_t count = 0;
+};
+using HourlyBreakdown = std::vector<SubtotalCount>;
+
+// The consecutive units of a query window, oldest first.
+class UnitWindow {
+ public:
+  // `units` (>= 1) units ending with the one that holds reference_ts.
+  // WINDOW_TOO_LARGE (400) when they span more than max_hours hours.
+  static Result<UnitWindow> Ending(Unit unit, int offset_hours, int64_t reference_ts, int64_t units,
+                                   int64_t max_hours);
+  // From the unit that holds first_ts to the one that holds reference_ts
+  // (units=-1: "every unit that has data"). Empty when first_ts is later than
+  // the reference unit. WINDOW_TOO_LARGE as above.
+  static Result<UnitWindow> Spanning(Unit unit, int offset_hours, int64_t first_ts, int64_t reference_ts,
+                                     int64_t max_hours);
+
+  Unit unit() const { return unit_; }
+  int offset_hours() const { return offset_hours_; }
+  size_t size() const { return starts_.size(); }
+  bool empty() const { return starts_.empty(); }
+  // dt of unit i, i = 0 the oldest.
+  int64_t start(size_t i) const { return starts_[i]; }
+  // Where unit i ends: the next unit's start, or the window's end.
+  int64_t end(size_t i) const { return i + 1 < starts_.size() ? starts_[i + 1] : end_ts_; }
+  // False while unit i is not over at `now` (it ends after it): its sum
+  // will still grow. Answers mark such units "complete": false.
+  bool Complete(size_t i, int64_t now) const { return end(i) <= now; }
+  // [begin_ts, end_ts): the UTC span the window covers.
+  int64_t begin_ts() const { return empty() ? end_ts_ : starts_.front(); }
+  int64_t end_ts() const { return end_ts_; }
+  // The unit that holds utc_ts, or -1 outside the window.
+  int64_t IndexOf(int64_t utc_ts) const;
+
+ private:
+  Unit unit_ = Unit::kDay;
+  int offset_hours_ = 0;
+  std::vector<int64_t> starts_;
+  int64_t end_ts_ = 0;
+};
+
+// The earlier window of `current` (same unit, offset and number of units):
+//   kPrevious  the units just before it (compare=previous of March is February);
+//   kYear      the units a year earlier: the unit holding the local time of
+//              current's last unit start, one calendar year back (Feb 29 ->
+//              Feb 28), and as many units before it, aligned on the unit in
+//              the window's offset (a week still starts on its Sunday).
+// An empty current window gives an empty one. WINDOW_TOO_LARGE as Ending.
+Result<UnitWindow> ComparedWindow(const UnitWindow& current, Compare how, int64_t max_hours);
+
+// Sum per unit (index as in the window). OUT_OF_RANGE if a sum overflows.
+Result<std::vector<int64_t>> SumByUnit(const UnitWindow& window, const HourlyCounts& hours);
+// Sum over the whole window.
+Result<int64_t> SumWindow(const UnitWindow& window, const HourlyCounts& hours);
+
+// Per unit, subtotal key -> sum; and the same over the whole window. Keys
+// whose sum is 0 are dropped (a breakdown lists who clicked).
+using KeyCounts = std::map<std::string, int64_t>;
+Result<std::vector<KeyCounts>> SumBreakdownByUnit(const UnitWindow& window, const HourlyBreakdown& hours);
+Result<KeyCounts> SumBreakdownWindow(const UnitWindow& window, const HourlyBreakdown& hours);
+
+// The keys a top-`limit` list could hold, whatever their full values turn out
+// to be: every key with more clicks than the limit-th, plus every key tied
+// with it (ties are ordered by full value, which may need a lookup first).
+std::vector<std::string> TopCandidates(const KeyCounts& counts, size_t limit);
+// Top `limit` by clicks descending, ties by value ascending (bytewise).
+std::vector<std::pair<std::string, int64_t>> TopByClicks(const KeyCounts& counts, size_t limit);
+
+}  // namespace clickatron::api
