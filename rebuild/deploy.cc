@@ -80,7 +80,7 @@ Status DeployGeneration(const DeployOptions& options) {
   // lacks the generation.
   std::vector<std::string> failed;
   // Highest shard first, shard 0 last. API nodes learn the shard count the
-  // archive serves from shard 0 (api/query/archive_reader.h): when a
+  // archive serves from shard 0 (api/query/fetch/archive_reader.h): when a
   // generation re-partitions the archive into more shards, the new shards
   // (read by nobody until then) and most of the others already serve it
   // when shard 0 switches the readers to the new count.

@@ -38,7 +38,7 @@ struct DeployOptions {
 // for API nodes: realtime tells them, on its read answers, which generation
 // is deployed and which days it hands over (TellRealtime* below), and they
 // stop using answers they kept of an older file from the first such answer
-// (api/query/known_generation.h). The rebuild needs no API node's settings.
+// (api/query/fetch/known_generation.h). The rebuild needs no API node's settings.
 Status DeployGeneration(const DeployOptions& options);
 
 // POST /exported?date=D&generation=G on every realtime shard (all must
