@@ -263,7 +263,8 @@ void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
   TotalData data;
   data.archive = view;
-  data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, state->session};
+  data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, data.archive.file_crc32,
+                         state->session};
   Status st = AddArchiveTotal(*state->session, state->key, state->archive, &data.hours, state->span);
   if (st.ok()) {
     st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, state->span);
@@ -601,7 +602,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       return;
     }
     auto data = std::make_shared<BreakdownData>();
-    data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
+    data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
     std::vector<int64_t> days_found, unique_days_found;
     Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, spans, data.get(), &days_found,
                                          &unique_days_found);
@@ -802,7 +803,7 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
     } else {
       ++stats_.unique_window_hits;
       UniquesData data;
-      data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
+      data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
       data.first_hour = kept->first_hour;
       data.hours = kept->hours;
       return AddRealtimeAndFinish(job, view, std::move(data));
@@ -918,7 +919,7 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
       return;
     }
     UniquesData data;
-    data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, job->session};
+    data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
     if (!archived.empty()) data.first_hour = archived.begin()->first;
     uint64_t days_read = 0;
     // Per day of read_days, its sketch once answered; a day asked and not

@@ -5,10 +5,12 @@
 //   total:     archive get "ns|tkey"  +  realtime fwmatch "ns|tkey."
 //   breakdown: the total (its archived hours are the index of which archive
 //              subtotal records exist) and realtime fwmatch "sns.ns|tkey.",
-//              then archive mget "sns.ns|tkey.YMDH" for the archived hours in
-//              the window that have data, and "sns.ns|tkey.DAY" instead of the
-//              hours of a UTC day that lies wholly inside one of the query's
-//              sums (a day record the archive lacks is read by its hours).
+//              then archive mget of span records "sns.ns|tkey.SPAN" for runs
+//              of whole UTC days inside one of the query's sums (day records
+//              "sns.ns|tkey.DAY" with uniques) and "sns.ns|tkey.YMDH" for the
+//              other archived hours in the window: every served file has a
+//              record for every day and span with hours (format 2), so one
+//              it lacks is one without.
 //   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
 //              through a cache.
 //
@@ -20,15 +22,16 @@
 //              "~sns.ns|tkey.skey."), then archive mget "~ns|tkey.YMDH" (or
 //              "~sns.ns|tkey.YMDH") for the archived hours in the window, and
 //              "~ns|tkey.DAY" (or "~sns.ns|tkey.DAY") instead of the hours of
-//              a UTC day wholly inside one unit when the file has a day unique
-//              record for every day with unique hours (its manifest says so;
-//              otherwise hours are read). A
+//              a UTC day wholly inside one unit (format 2: a day record for
+//              every day with unique hours). A
 //              breakdown with uniques adds realtime fwmatch "~sns.ns|tkey." and
 //              "~sns.ns|tkey.YMDH" keys to its archive mget.
 //
-// Consistency: the breakdown's two archive round trips must see one archive
-// generation (a reload in between could count a day twice or not at all);
-// when they do not, the gather starts again (a few times, then 503).
+// Consistency: a gather's archive round trips (the total's get, then the
+// mget) must see one archive file (a reload in between could count a day
+// twice or not at all); when they do not, the gather starts again (a few
+// times, then 503). And its archive answer must hold every day realtime has
+// handed over (ArchiveHoldsHandedOverDays).
 //
 // Any source that cannot answer fails the gather with SHARD_UNAVAILABLE: a
 // short series is never returned as if it were whole.
@@ -67,6 +70,7 @@ struct RealtimeGap {
   Status realtime_missing;  // OK when realtime answered
   ArchiveLastDay archived_through;
   uint64_t archive_generation = 0;  // the generation the archive answered from (0: none)
+  std::optional<uint32_t> archive_crc32;  // and its file's crc32 (nullopt: not said)
   // The session that read it (its shard and replica serve that generation):
   // what else the query must know of the generation is asked there.
   std::shared_ptr<ArchiveReader::Session> archive_session;

@@ -207,9 +207,9 @@ class ReadPathImpl : public ReadPath {
         return Fail(ex, Status::Unavailable(
                             fmt::format("archive generation {} is of an older format (its manifest does not say "
                                         "format 2 with every day and span record): the API reads format 2 only; "
-                                        "the rebuild's next run converts it, `clickatron manifest --force FILE` "
-                                        "converts a file brought in by hand",
-                                        generation),
+                                        "the rebuild's next run converts it, `clickatron manifest --force "
+                                        "--generation N FILE` (N above {}) a file brought in by hand",
+                                        generation, generation),
                             "OLD_ARCHIVE_FORMAT"));
       }
       const AppliedRetention* applied = rules.retention ? RetentionOf(*rules.retention, ns) : nullptr;
@@ -220,7 +220,7 @@ class ReadPathImpl : public ReadPath {
     // Every shard's manifest of a generation lists the same boundaries: the
     // shard and replica that served the data serve that generation (answered
     // at once once known: only manifests read are kept).
-    archive_.ReadManifestFacts(archive.archive_session, generation, std::move(decide));
+    archive_.ReadManifestFacts(archive.archive_session, generation, archive.archive_crc32, std::move(decide));
   }
 
   // ---- /clicks ---------------------------------------------------------------

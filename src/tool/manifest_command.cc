@@ -30,6 +30,8 @@
 // and `run` refuses days up to it (ALREADY_ARCHIVED).
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -70,15 +72,10 @@ Result<std::string> LatestHourOf(const ArchiveRecord& record) {
       return record.columns.back().name;
     case RecordType::kDaySubtotal:
     case RecordType::kDayUniqueTotal:
-    case RecordType::kDayUniqueSubtotal: {  // a day record: dated by its day's last hour
-      Result<RealtimeKey> key = ParseArchiveKey(record.key);
-      if (!key.ok()) return key.status();
-      Result<DaySpan> span = SpanFromCode(key->ymdh);
-      if (!span.ok()) return span.status();
-      // A longer span may end after its data (its hours in the file date it).
-      if (span->level > 0) return std::string();
-      return YmdhFromUnix(span->last_day() * kSecondsPerDay + 23 * kSecondsPerHour);
-    }
+    case RecordType::kDayUniqueSubtotal:
+      // Day and span records are made again from the hours (the conversion
+      // below drops those in the file): the hours date the file, not them.
+      return std::string();
     case RecordType::kSubtotal:
     case RecordType::kUniqueTotal:
     case RecordType::kUniqueSubtotal: {
@@ -149,6 +146,14 @@ Status WriteManifestFor(const ManifestOptions& options) {
   // for the converted file too (DayRecordSource keeps the order and drops
   // the records it makes again).
   const std::string converting = options.file + ".converting";
+  // A conversion that fails leaves FILE as it was and nothing beside it.
+  struct RemoveOnFailure {
+    const std::string& path;
+    bool done = false;
+    ~RemoveOnFailure() {
+      if (!done) ::unlink(path.c_str());
+    }
+  } remove_on_failure{converting};
   {
     rebuild::TextLineSource lines(data, options.file);
     rebuild::DayRecordSource with_records(&lines);
@@ -161,6 +166,7 @@ Status WriteManifestFor(const ManifestOptions& options) {
   }
   (*mapping).reset();
   CLICKATRON_RETURN_IF_ERROR(RenameDurably(converting, options.file));
+  remove_on_failure.done = true;
   auto converted = MappedFile::Open(options.file);
   if (!converted.ok()) return converted.status();
 

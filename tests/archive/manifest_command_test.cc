@@ -197,6 +197,15 @@ TEST_F(ManifestCommandTest, LastDayIsTheDayOfTheLatestHourOrEmpty) {
   run = RunManifest({spans});
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_EQ(ReadJsonFile(ManifestPathFor(spans))["last_day"], "2012-03-25");
+  // A day record of a day without hours (c3q: 2012-03-26) is not data: the
+  // conversion drops it (day records are made from the hours), and it does
+  // not date the file either.
+  const std::string stray = cluster_ / "stray.csv";
+  ASSERT_TRUE(WriteFileAtomically(stray, "c.u|a.c3p5,US:1\nc.u|a.c3q,US:9\nu|a,c3p5:1\n").ok());
+  run = RunManifest({stray});
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_EQ(ReadJsonFile(ManifestPathFor(stray))["last_day"], "2012-03-25");
+  EXPECT_EQ(ReadFileToString(stray)->find("c.u|a.c3q,"), std::string::npos) << *ReadFileToString(stray);
   // Only lookups: no dated record, last_day "".
   const std::string lookups = cluster_ / "lookups.csv";
   ASSERT_TRUE(WriteFileAtomically(lookups, "l|h0aMB8AuNw4=,http://www.facebook.com/\n").ok());

@@ -63,8 +63,11 @@ void ArchiveReplyCache::Attach(int shard, std::string_view key, const ArchiveVie
   replacement->kept = true;
   (*replacement).*decoded = std::move(value);
   const size_t charge = Charge(*replacement);
-  cache_.Insert<ArchiveReply>(CacheKind::kArchiveReply, KeyOf(shard, key, *file, shard_count),
-                              std::move(replacement), charge);
+  const std::string_view name = KeyOf(shard, key, *file, shard_count);
+  // A decoded form too large to keep leaves the kept text in place (the
+  // next query decodes it again rather than fetching it again too).
+  if (!cache_.Admits(name, charge)) return;
+  cache_.Insert<ArchiveReply>(CacheKind::kArchiveReply, name, std::move(replacement), charge);
 }
 
 void ArchiveReplyCache::AttachTotalHours(int shard, std::string_view key, const ArchiveView& view, bool found,

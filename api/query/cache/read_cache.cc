@@ -45,13 +45,15 @@ ReadCache::Shard& ReadCache::ShardOf(std::string_view full_key) {
   return shards_[TextHash{}(full_key) % kShards];
 }
 
-void ReadCache::Drop(Shard& shard, Order::iterator it) {
+std::shared_ptr<const void> ReadCache::Drop(Shard& shard, Order::iterator it) {
   KindCounters& kind = kinds_[static_cast<uint8_t>(it->key[0])];
+  std::shared_ptr<const void> value = std::move(it->value);
   kind.bytes.fetch_sub(static_cast<int64_t>(it->charge), std::memory_order_relaxed);
   kind.entries.fetch_sub(1, std::memory_order_relaxed);
   shard.charged -= it->charge;
   shard.index.erase(std::string_view(it->key));
   shard.order.erase(it);
+  return value;
 }
 
 std::shared_ptr<const void> ReadCache::FindAny(CacheKind kind, std::string_view key) {
@@ -73,18 +75,16 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
       charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + full.size() + kEntryOverhead;
   KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
   Shard& shard = ShardOf(full);
-  // The old value (and what it may keep alive) is released outside the lock.
-  std::shared_ptr<const void> replaced;
+  // The values dropped (and what they may keep alive) are released outside
+  // the lock: declared before it, destroyed after it.
+  std::vector<std::shared_ptr<const void>> released;
   std::lock_guard lock(shard.mu);
-  if (auto it = shard.index.find(full); it != shard.index.end()) {
-    replaced = it->second->value;
-    Drop(shard, it->second);
-  }
+  if (auto it = shard.index.find(full); it != shard.index.end()) released.push_back(Drop(shard, it->second));
   if (total > shard_capacity_) return false;
   while (shard.charged + total > shard_capacity_ && !shard.order.empty()) {
     auto last = std::prev(shard.order.end());
     kinds_[static_cast<uint8_t>(last->key[0])].evictions.fetch_add(1, std::memory_order_relaxed);
-    Drop(shard, last);
+    released.push_back(Drop(shard, last));
   }
   shard.order.push_front(Entry{std::string(full), std::move(value), total});
   shard.index.emplace(shard.order.front().key, shard.order.begin());
@@ -99,12 +99,9 @@ void ReadCache::Erase(CacheKind kind, std::string_view key) {
   if (capacity_ == 0) return;
   const std::string_view full = FullKey(kind, key);
   Shard& shard = ShardOf(full);
-  std::shared_ptr<const void> erased;
+  std::shared_ptr<const void> erased;  // released after the lock
   std::lock_guard lock(shard.mu);
-  if (auto it = shard.index.find(full); it != shard.index.end()) {
-    erased = it->second->value;
-    Drop(shard, it->second);
-  }
+  if (auto it = shard.index.find(full); it != shard.index.end()) erased = Drop(shard, it->second);
 }
 
 ReadCache::KindFigures ReadCache::Figures(CacheKind kind) const {

@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "clickatron/text_hash.h"
 
@@ -81,6 +82,12 @@ class ReadCache {
     return InsertAny(kind, key, std::move(value), charge);
   }
   void Erase(CacheKind kind, std::string_view key);
+  // Whether an entry of `key` charged `charge` would be kept (fits one
+  // part's share): a caller about to replace a kept value with a larger one
+  // keeps the smaller instead of losing both.
+  bool Admits(std::string_view key, size_t charge) const {
+    return charge <= shard_capacity_ && charge + key.size() + 1 + kEntryOverhead <= shard_capacity_;
+  }
 
   // What an entry costs beyond its key and its owner's charge: the list
   // node, the map node and bucket, the key's string header, the shared
@@ -121,8 +128,10 @@ class ReadCache {
   std::shared_ptr<const void> FindAny(CacheKind kind, std::string_view key);
   bool InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<const void> value, size_t charge);
   Shard& ShardOf(std::string_view full_key);
-  // Unlinks `it` from `shard` (its lock held), counting it off its kind.
-  void Drop(Shard& shard, Order::iterator it);
+  // Unlinks `it` from `shard` (its lock held), counting it off its kind;
+  // returns its value, for the caller to release once the lock is let go
+  // (a value's last release may free many sketches).
+  std::shared_ptr<const void> Drop(Shard& shard, Order::iterator it);
 
   const size_t capacity_;
   const size_t shard_capacity_;

@@ -19,10 +19,6 @@
 // routing count it was made on, and is a miss on any other. Only windows
 // with at least kMinArchivedHours archived hours are kept: a sparse key's
 // part costs little to make, and its entries would push out the busy keys'.
-// And only a part made once the file's day record rules were known
-// (QueryGather reads a window by its hours until then): kept, an hours-made
-// part would be ~720 sketches to copy and unite at every query of it for
-// the life of the file, where the rules give ~30 day records.
 //
 // Kept in the node's read cache (read_cache.h, kind unique_window), keyed
 // by the file too.

@@ -648,28 +648,30 @@ void ArchiveReader::KeepMget(int shard, const std::vector<std::string>& keys, co
 }
 
 std::optional<ArchiveReader::ManifestFacts> ArchiveReader::KnownManifestFacts(const Session& session,
-                                                                             uint64_t generation) const {
+                                                                             uint64_t generation,
+                                                                             std::optional<uint32_t> crc32) const {
   const size_t shard = static_cast<size_t>(session.shard);
   if (shard >= manifest_facts_.size()) return std::nullopt;
   const auto& known = manifest_facts_[shard];
-  auto it = known.find(generation);
+  auto it = known.find({generation, crc32.value_or(0)});
   if (it == known.end()) return std::nullopt;
   return it->second;
 }
 
 void ArchiveReader::ReadManifestFacts(const std::shared_ptr<Session>& session, uint64_t generation,
-                                      std::function<void(ManifestFacts)> done) {
+                                      std::optional<uint32_t> crc32, std::function<void(ManifestFacts)> done) {
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= manifest_facts_.size()) return done({});
-  if (const std::optional<ManifestFacts> known = KnownManifestFacts(*session, generation)) return done(*known);
+  if (const std::optional<ManifestFacts> known = KnownManifestFacts(*session, generation, crc32)) return done(*known);
+  const std::pair<uint64_t, uint32_t> file{generation, crc32.value_or(0)};
   // One /manifest request per shard and generation: the queries that ask
   // while it is out (a burst at each new generation) wait for its answer.
-  auto& waiting = facts_waiting_[shard][generation];
+  auto& waiting = facts_waiting_[shard][file];
   waiting.push_back(std::move(done));
   if (waiting.size() > 1) return;
   std::weak_ptr<bool> alive = alive_;
   Send(session, fmt::format("/manifest?shard={}", shard), Attempts(session->shard),
-       [this, alive, shard, generation](Result<ArchiveReply> reply) {
+       [this, alive, shard, file](Result<ArchiveReply> reply) {
          if (alive.expired()) return;
          ManifestFacts rules;  // not read: no answer, or not a manifest
          if (reply.ok() && reply->found) {
@@ -690,13 +692,18 @@ void ArchiveReader::ReadManifestFacts(const std::shared_ptr<Session>& session, u
            }
            // Kept only when the manifest was read: a garbled answer is asked again.
            auto& known = manifest_facts_[shard];
-           if (rules.manifest_read) known[reply->view.generation] = rules;
-           while (known.size() > 4) known.erase(known.begin());  // generations only grow
-           // An answer from another generation (a reload in between) says
-           // nothing of the one asked about: asked again next time.
-           if (reply->view.generation != generation) rules = ManifestFacts{};
+           const std::pair<uint64_t, uint32_t> answered{reply->view.generation,
+                                                        reply->view.file_crc32.value_or(0)};
+           // A file of another format is not remembered as such: its queries
+           // fail, and each asks again, so a manifest converted in place (the
+           // same bytes, the same crc32) is seen at once.
+           if (rules.manifest_read && rules.whole) known[answered] = rules;
+           while (known.size() > 4) known.erase(known.begin());  // generations mostly grow
+           // An answer from another file (a reload in between) says nothing
+           // of the one asked about: asked again next time.
+           if (answered != file) rules = ManifestFacts{};
          }
-         auto node = facts_waiting_[shard].extract(generation);
+         auto node = facts_waiting_[shard].extract(file);
          if (node.empty()) return;
          for (auto& waiter : node.mapped()) waiter(rules);  // moved out first: a waiter may ask again
        });

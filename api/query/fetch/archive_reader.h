@@ -158,10 +158,11 @@ class ArchiveReader {
     std::shared_ptr<const std::vector<AppliedRetention>> retention;
   };
   void ReadManifestFacts(const std::shared_ptr<Session>& session, uint64_t generation,
-                         std::function<void(ManifestFacts)> done);
+                         std::optional<uint32_t> crc32, std::function<void(ManifestFacts)> done);
   // The same when already known (nullopt: not asked yet for that shard and
   // generation); never sends anything.
-  std::optional<ManifestFacts> KnownManifestFacts(const Session& session, uint64_t generation) const;
+  std::optional<ManifestFacts> KnownManifestFacts(const Session& session, uint64_t generation,
+                                                  std::optional<uint32_t> crc32) const;
 
  private:
   struct Replica {
@@ -233,9 +234,10 @@ class ArchiveReader {
   std::shared_ptr<KnownGeneration> known_generation_;
   // By shard: generation -> what its manifest says (the newest few
   // generations asked about).
-  std::vector<std::map<uint64_t, ManifestFacts>> manifest_facts_;
+  // Keyed by (generation, crc32; 0 when an answer did not say it).
+  std::vector<std::map<std::pair<uint64_t, uint32_t>, ManifestFacts>> manifest_facts_;
   // By shard: generation -> the callers waiting for its /manifest answer.
-  std::vector<std::map<uint64_t, std::vector<std::function<void(ManifestFacts)>>>> facts_waiting_;
+  std::vector<std::map<std::pair<uint64_t, uint32_t>, std::vector<std::function<void(ManifestFacts)>>>> facts_waiting_;
   // By shard, replica: the view (generation, file crc32) the replica's
   // newest answer (by the time its request was sent) said, and whether a
   // probe is out.

@@ -60,7 +60,10 @@ Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const 
     }
     ArchiveReply& reply = replies[it->second];
     reply.found = true;
-    reply.body.assign(line.substr(key.size() + 1));
+    // Sized once: the body may be kept, charged by its size.
+    const std::string_view value = line.substr(key.size() + 1);
+    reply.body.reserve(value.size() + 1);
+    reply.body.assign(value);
     reply.body.push_back('\n');
     return Status::Ok();
   });

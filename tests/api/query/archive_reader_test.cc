@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "clickatron/config.h"
+#include "clickatron/manifest.h"
 #include "clickatron/query_string.h"
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
@@ -80,8 +81,8 @@ std::vector<std::string> KeysOf(const FakeHttpClient::Request& request) {
 
 // Makes `peer` answer /get, /mget and /manifest from *file as an archive
 // daemon does (archive/archive_server.cc): /get "value\n" or 404, /mget the
-// "key,value" lines of the hits, /manifest an envelope (data null: a file
-// without a manifest). Reads *file when each request is sent.
+// "key,value" lines of the hits, /manifest an envelope with a manifest of
+// format 2 naming the file. Reads *file when each request is sent.
 void ServeFile(FakeHttpClient& client, const HostPort& peer, std::shared_ptr<ServedFileState> file) {
   client.Handle(peer, "/get", [file](const FakeHttpClient::Request& request) {
     const std::vector<std::string> keys = KeysOf(request);
@@ -98,7 +99,13 @@ void ServeFile(FakeHttpClient& client, const HostPort& peer, std::shared_ptr<Ser
     return Answer::Http(200, body, file->ArchiveHeaders());
   });
   client.Handle(peer, "/manifest", [file](const FakeHttpClient::Request&) {
-    return Answer::Http(200, R"({"status_code":200,"status_txt":"OK","data":null})", file->ArchiveHeaders());
+    Manifest manifest;  // format 2, as the rebuild writes it
+    manifest.generation = file->generation;
+    manifest.crc32 = file->crc32;
+    manifest.last_day = file->last_day;
+    manifest.shard_count = file->shard_count;
+    const nlohmann::json envelope = {{"status_code", 200}, {"status_txt", "OK"}, {"data", manifest.ToJson()}};
+    return Answer::Http(200, envelope.dump(), file->ArchiveHeaders());
   });
 }
 
@@ -401,7 +408,7 @@ TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
 
   auto rules_of = [&]() {
     std::optional<ArchiveReader::ManifestFacts> got;
-    reader.ReadManifestFacts(session, 7, [&](ArchiveReader::ManifestFacts rules) { got = rules; });
+    reader.ReadManifestFacts(session, 7, file->crc32, [&](ArchiveReader::ManifestFacts rules) { got = rules; });
     client_.RunUntilIdle();
     EXPECT_TRUE(got.has_value());
     return got.value_or(ArchiveReader::ManifestFacts{});
@@ -409,11 +416,14 @@ TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
   const size_t manifests_before = client_.RequestsTo(ReplicaPeer(0, 0), "/manifest").size();
   EXPECT_FALSE(rules_of().manifest_read);
   // Not remembered: the next query asks again, and the good answer is.
-  EXPECT_FALSE(reader.KnownManifestFacts(*session, 7).has_value());
+  EXPECT_FALSE(reader.KnownManifestFacts(*session, 7, file->crc32).has_value());
   EXPECT_TRUE(rules_of().manifest_read);
   EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/manifest").size(), manifests_before + 2);
-  ASSERT_TRUE(reader.KnownManifestFacts(*session, 7).has_value());
-  EXPECT_TRUE(reader.KnownManifestFacts(*session, 7)->manifest_read);
+  ASSERT_TRUE(reader.KnownManifestFacts(*session, 7, file->crc32).has_value());
+  EXPECT_TRUE(reader.KnownManifestFacts(*session, 7, file->crc32)->manifest_read);
+  // What one file of generation 7 said is not another's: a file of that
+  // number with another crc32 (converted in place, say) is asked anew.
+  EXPECT_FALSE(reader.KnownManifestFacts(*session, 7, file->crc32 + 1).has_value());
 }
 
 // --- generations and the cache of kept answers --------------------------------

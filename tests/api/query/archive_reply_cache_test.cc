@@ -154,6 +154,21 @@ TEST(ArchiveReplyCacheTest, DecodedColumnsReplaceTheirTextAndAreCharged) {
       &ArchiveReply::columns, decoded, columns->Bytes());
 }
 
+// A decoded form too large for the cache leaves the kept text in place:
+// dropping both would have every query fetch and decode the key again.
+TEST(ArchiveReplyCacheTest, ADecodedFormTooLargeToKeepLeavesTheText) {
+  ReadCache read_cache(ReadCache::kShards * 2048);  // a part's share: 2 KiB
+  ArchiveReplyCache cache(read_cache);
+  ASSERT_TRUE(cache.Insert(0, "u|a", Reply(3, "c413:2\n"), 2));
+  auto hours = std::make_shared<ArchiveTotalHours>();
+  hours->hours.resize(1000, {100, 1});  // 16 KB decoded
+  cache.AttachTotalHours(0, "u|a", Reply(3, "").view, /*found=*/true, 2, hours);
+  const auto kept = cache.Find(0, "u|a", File(3), 2);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->body, "c413:2\n");
+  EXPECT_EQ(kept->total_hours, nullptr);
+}
+
 // An absent key's decoded total (no hours) stays absent.
 TEST(ArchiveReplyCacheTest, AnAbsentKeysDecodedTotalStaysAbsent) {
   ReadCache read_cache(1 << 20);
