@@ -122,9 +122,8 @@ class ArchiveReader {
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
   // True when an answer of `view` lacks a day realtime has handed over to
-  // the archive (KnownGeneration::Behind); HandedOverThrough() is that day.
+  // the archive (KnownGeneration::Behind).
   bool BehindRealtime(const ArchiveView& view) const { return known_generation_->Behind(view.last_day); }
-  std::optional<int64_t> HandedOverThrough() const { return known_generation_->handed_over_through(); }
 
   // Keeps the decoded columns of a kept total record's answer with it
   // (ArchiveReply::total_hours), for the queries that read it next.
