@@ -62,21 +62,6 @@ Status ForEachMgetAnswer(const std::vector<ArchiveReply>& replies, Fn&& fn) {
   return Status::Ok();
 }
 
-// Asks "is d in the list?" for rising d, walking a sorted list once instead
-// of searching it each time (a year's hours against its whole days).
-class SortedWalk {
- public:
-  explicit SortedWalk(const std::vector<int64_t>& sorted) : at_(sorted.begin()), end_(sorted.end()) {}
-  // REQUIRES: d is not below any value asked before.
-  bool Holds(int64_t d) {
-    while (at_ != end_ && *at_ < d) ++at_;
-    return at_ != end_ && *at_ == d;
-  }
-
- private:
-  std::vector<int64_t>::const_iterator at_, end_;
-};
-
 // The hour of an mget answer's key `prefix` + YMDH (a 4- or 5-character
 // code: see ymdh.h); CORRUPTION for a key the query did not ask for.
 Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
@@ -136,17 +121,13 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
-                         LookupCache& lookups, SketchTextCache& sketch_texts,
-                         DayUnionCache& day_unions, DaySketchCache& day_sketches,
-                         UniqueWindowCache& unique_windows, ReadStats& stats, const DeletionLog* deletions)
+                         LookupCache& lookups, SketchTextCache& sketch_texts, ReadStats& stats,
+                         const DeletionLog* deletions)
     : unite_days_(cluster.api.realtime_unite_days),
       archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
       sketch_texts_(sketch_texts),
-      day_unions_(day_unions),
-      day_sketches_(day_sketches),
-      unique_windows_(unique_windows),
       stats_(stats),
       deletions_(deletions) {}
 
@@ -375,114 +356,6 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
 
 namespace {
 
-// `days` (sorted) cut into runs that lie inside one sum: no split between
-// a run's first day's start and its last day's end (each day already has
-// none inside it).
-std::vector<std::vector<int64_t>> RunsInOneSum(const std::vector<int64_t>& days, const std::vector<int64_t>& splits) {
-  std::vector<std::vector<int64_t>> runs;
-  size_t run_sum = 0;
-  for (const int64_t day : days) {
-    // Which sum the day is in: how many splits are at or before its start.
-    const size_t sum = static_cast<size_t>(
-        std::upper_bound(splits.begin(), splits.end(), day * kSecondsPerDay) - splits.begin());
-    if (runs.empty() || sum != run_sum) {
-      runs.emplace_back();
-      run_sum = sum;
-    }
-    runs.back().push_back(day);
-  }
-  return runs;
-}
-
-// What a gather does with its whole days given the runs kept for them: the
-// days to read as day records, and the long runs among those to keep once
-// read. A long run kept for `file` is handed to `on_hit` instead (and not
-// read).
-struct RunPlan {
-  std::vector<int64_t> to_read;
-  std::vector<std::vector<int64_t>> to_keep;
-};
-template <typename Value, typename OnHit>
-RunPlan PlanRuns(const std::vector<int64_t>& days, const std::vector<int64_t>& splits, DayRunCache<Value>& cache,
-                 const ServedFile& file, int shard_count, std::string_view prefix, std::atomic<uint64_t>& hits,
-                 std::atomic<uint64_t>& misses, const OnHit& on_hit) {
-  RunPlan plan;
-  for (std::vector<int64_t>& run : RunsInOneSum(days, splits)) {
-    if (run.size() >= DayRuns::kMinDays) {
-      if (const auto kept = cache.Find(file, shard_count, prefix, run)) {
-        ++hits;
-        on_hit(run, *kept);
-        continue;
-      }
-      ++misses;
-      plan.to_read.insert(plan.to_read.end(), run.begin(), run.end());
-      plan.to_keep.push_back(std::move(run));
-      continue;
-    }
-    plan.to_read.insert(plan.to_read.end(), run.begin(), run.end());
-  }
-  return plan;
-}
-
-// The index of the run (runs sorted, disjoint) that holds the UTC day whose
-// first hour is `hour`; nullopt for another hour or a day in no run.
-std::optional<size_t> RunAtDayStart(const std::vector<std::vector<int64_t>>& runs, int64_t hour) {
-  const int64_t day = FloorDiv(hour, kSecondsPerDay);
-  if (hour != day * kSecondsPerDay) return std::nullopt;
-  // The run whose first day is the last at or before `day`.
-  auto it = std::upper_bound(runs.begin(), runs.end(), day,
-                             [](int64_t d, const std::vector<int64_t>& run) { return d < run.front(); });
-  if (it == runs.begin()) return std::nullopt;
-  --it;
-  if (!std::binary_search(it->begin(), it->end(), day)) return std::nullopt;
-  return static_cast<size_t>(it - runs.begin());
-}
-
-// Per run (sorted, disjoint), the union of the sketches of `hours` at its
-// days' first hours.
-std::vector<UniqueSketch> UniteRuns(const std::vector<std::vector<int64_t>>& runs, const HourlySketches& hours) {
-  std::vector<UniqueSketch> unions(runs.size());
-  for (const HourSketch& h : hours) {
-    const std::optional<size_t> i = RunAtDayStart(runs, h.hour);
-    if (i && h.sketch) unions[*i].Merge(*h.sketch);
-  }
-  return unions;
-}
-
-// The UTC days of `archived` whose subtotal hours a breakdown may read as one
-// day subtotal record: wholly inside [begin_ts, end_ts), no hour in `skip`,
-// no split of the query's sums inside them (a unit or window boundary), and
-// at least two archived hours (one hour is as cheap to read as its day).
-std::vector<int64_t> WholeDays(const HourlyCounts& archived, int64_t begin_ts, int64_t end_ts, HourSpan skip,
-                               const std::vector<int64_t>& splits) {
-  std::vector<int64_t> days;
-  int64_t day = 0;
-  int hours = 0;
-  const auto consider = [&] {
-    if (hours < 2) return;
-    const int64_t start = day * kSecondsPerDay, end = start + kSecondsPerDay;
-    if (start < begin_ts || end > end_ts) return;
-    if (skip.begin_ts < end && start < skip.end_ts) return;
-    const auto split = std::upper_bound(splits.begin(), splits.end(), start);
-    if (split != splits.end() && *split < end) return;
-    days.push_back(day);
-  };
-  // A division only where a day begins: a busy key's window is 720 hours.
-  int64_t day_end = std::numeric_limits<int64_t>::min();
-  for (const auto& [hour, count] : archived) {
-    if (hours > 0 && hour < day_end) {
-      ++hours;
-      continue;
-    }
-    consider();
-    day = FloorDiv(hour, kSecondsPerDay);
-    day_end = (day + 1) * kSecondsPerDay;
-    hours = 1;
-  }
-  consider();
-  return days;
-}
-
 // The span (a day at level 0) of an mget answer's key `prefix` + span
 // code, or nullopt when the rest is not a span code.
 std::optional<DaySpan> SpanOfKey(std::string_view key, std::string_view prefix) {
@@ -492,13 +365,6 @@ std::optional<DaySpan> SpanOfKey(std::string_view key, std::string_view prefix) 
   return *span;
 }
 
-// The day of an mget answer's key `prefix` + day code, or nullopt when the
-// rest is not a day code.
-std::optional<int64_t> DayOfKey(std::string_view key, std::string_view prefix) {
-  const std::optional<DaySpan> span = SpanOfKey(key, prefix);
-  if (!span || span->level != 0) return std::nullopt;
-  return span->first_day;
-}
 
 
 // The archived hours a breakdown may read, and where its sums split, for the
@@ -522,6 +388,37 @@ std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, cons
   return splits;
 }
 
+
+// What a breakdown or /uniques job reads of the archive (plan/archive_plan.h):
+// with its sums' splits known, runs of whole UTC days inside one sum as day
+// and span records and the rest as hours; without (hourly units), every
+// archived hour outside the skipped gap. `also_split`: one more split (a
+// breakdown's visitors start at its window's first hour, so no span reaches
+// across it).
+ArchivePlan PlanJobReads(const HourlyCounts& archived, HourSpan skip,
+                         const std::optional<std::vector<int64_t>>& splits, const ArchiveLastDay& last_day,
+                         std::optional<int64_t> also_split) {
+  std::vector<int64_t> hours = HoursToRead(archived, skip);
+  if (!splits) return ArchivePlan{std::move(hours), {}};
+  std::vector<int64_t> all = PlanSplits(*splits, skip, last_day);
+  if (also_split) all.push_back(*also_split);
+  return PlanArchiveReads(hours, std::move(all), kMaxSpanLevel);
+}
+
+// The span (a day at level 0) of an mget answer's key `prefix` + span code
+// when the plan asked for it; nullopt when the rest is not a span code, and
+// CORRUPTION for a span not asked.
+Result<std::optional<DaySpan>> AskedSpanOfKey(std::string_view key, std::string_view prefix,
+                                              const ArchivePlan& plan) {
+  const std::optional<DaySpan> span = SpanOfKey(key, prefix);
+  // The plan's spans do not overlap, so their order by first day is
+  // SpanKeyLess's (by last day).
+  if (span && !std::binary_search(plan.spans.begin(), plan.spans.end(), *span, SpanKeyLess)) {
+    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+  }
+  return span;
+}
+
 }  // namespace
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
@@ -536,65 +433,36 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     return;
   }
   // The archived hours of the total are the index of the archive subtotal
-  // records that exist: only those in the window are read. Every served
-  // file has a day record for every UTC day with hours and a span record
-  // for every aligned span with hours (format 2, archive/file_loader.cc), so
-  // a record it lacks is a day or span without hours of this namespace.
-  // Without visitors, each run of whole UTC days inside one sum is read as
-  // aligned span records, at most two per level and one per 128 days
-  // (plan/archive_plan.h), the rest as hours. With visitors, each whole day
-  // inside one sum is read as its day records (subtotals, and visitors from
-  // uniques_from on), the rest as hours.
-  std::vector<int64_t> days, unique_days;
-  std::vector<DaySpan> spans;  // the spans longer than a day asked for, sorted
-  std::vector<int64_t> hours;  // the subtotal hours asked for
-  if (job->splits && !job->uniques_from) {
-    const ArchivePlan plan = PlanArchiveReads(HoursToRead(archived, job->skip),
-                                              PlanSplits(*job->splits, job->skip, view.last_day), kMaxSpanLevel);
-    for (const DaySpan& span : plan.spans) (span.level == 0 ? days.push_back(span.first_day) : spans.push_back(span));
-    hours = plan.hours;
-  } else {
-    if (job->splits) days = WholeDays(archived, job->begin_ts, job->end_ts, job->skip, *job->splits);
-    if (job->uniques_from) {
-      for (const int64_t day : days) {
-        if (day * kSecondsPerDay >= *job->uniques_from) unique_days.push_back(day);
-      }
-    }
-    // Only the hours outside the whole days get their code formatted: a busy
-    // key's 30-day window has 720 archived hours and about 48 to read.
-    SortedWalk whole_days(days);
-    for (const auto& [hour, count] : archived) {
-      if (!job->skip.Contains(hour) && !whole_days.Holds(FloorDiv(hour, kSecondsPerDay))) hours.push_back(hour);
-    }
-  }
+  // and unique records that exist: only those in the window are read. Every
+  // served file has a day record for every UTC day with hours and a span
+  // record for every aligned span with hours (format 2,
+  // archive/file_loader.cc), so a record it lacks is a day or span without
+  // hours of this namespace (or without visitors). Each run of whole UTC
+  // days inside one sum is read as aligned day and span records, at most two
+  // per level and one per 128 days (plan/archive_plan.h), the rest as hours;
+  // visitors the same way, from uniques_from on.
+  ArchivePlan plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);
+  const auto with_visitors = [&](int64_t from_ts) { return job->uniques_from && from_ts >= *job->uniques_from; };
   std::vector<std::string> keys;
-  for (const int64_t day : days) {
-    auto code = DayCodeFromDays(day);
-    if (!code.ok()) return job->done(code.status());
-    keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
-    if (std::binary_search(unique_days.begin(), unique_days.end(), day)) {
-      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
-    }
-  }
+  keys.reserve(2 * (plan.spans.size() + plan.hours.size()));
   // The plan counts on every span and hour it names being read: one that
   // cannot be named fails the query rather than drop its clicks.
-  for (const DaySpan& span : spans) {
+  for (const DaySpan& span : plan.spans) {
     auto code = SpanCode(span);
     if (!code.ok()) return job->done(code.status());
     keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    if (with_visitors(span.first_day * kSecondsPerDay)) {
+      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    }
   }
-  for (const int64_t hour : hours) {
+  for (const int64_t hour : plan.hours) {
     auto ymdh = YmdhFromUnix(hour);
     if (!ymdh.ok()) return job->done(ymdh.status());
     keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-    // Visitors of the hours outside whole days, from uniques_from on.
-    if (job->uniques_from && hour >= *job->uniques_from) {
-      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-    }
+    if (with_visitors(hour)) keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
   }
   archive_.MGet(job->session, keys,
-                [this, job, view, days = std::move(days), unique_days = std::move(unique_days),
-                 spans = std::move(spans), archived = std::move(archived)](
+                [this, job, view, plan = std::move(plan), archived = std::move(archived)](
                     Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
@@ -603,29 +471,19 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     }
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
-    std::vector<int64_t> days_found, unique_days_found;
-    Status st = AddArchiveBreakdownLines(*job, *replies, days, unique_days, spans, data.get(), &days_found,
-                                         &unique_days_found);
+    Status st = AddArchiveBreakdownLines(*job, *replies, plan, data.get());
     if (!st.ok()) return job->done(std::move(st));
-    stats_.day_subtotals_read += days_found.size();
-    stats_.day_uniques_read += unique_days_found.size();
     data->total = std::move(archived);
     CompleteBreakdown(job, std::move(*data));
   });
 }
 
-// Adds the lines of archive mget answers: subtotal hours, span records (only
-// of `spans`), day records (only of `days`, each noted in *days_found) and,
-// with uniques, unique subtotal hours and day unique records (only of
-// `unique_days`, each noted in *unique_days_found). A key not asked for is
-// CORRUPTION.
+// Adds the lines of archive mget answers: subtotal hours, day and span
+// records of the plan and, with uniques, their unique records. A span not
+// asked for is CORRUPTION.
 Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
-                                             const std::vector<int64_t>& days,
-                                             const std::vector<int64_t>& unique_days,
-                                             const std::vector<DaySpan>& spans, BreakdownData* data,
-                                             std::vector<int64_t>* days_found,
-                                             std::vector<int64_t>* unique_days_found) {
-  // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.DAY. Room for a few values
+                                             const ArchivePlan& plan, BreakdownData* data) {
+  // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.SPAN. Room for a few values
   // per answer up front: a 365-day window's answers grew the vector (and
   // moved its strings) a dozen times.
   data->subtotals.reserve(data->subtotals.size() + 8 * replies.size());
@@ -644,25 +502,16 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   };
   return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
-    std::optional<DaySpan> span = SpanOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
-    if (span && span->level > 0) {
-      // A span record stands for its days' hours, entered at the first.
-      if (unique || !std::binary_search(spans.begin(), spans.end(), *span, SpanKeyLess)) {
-        return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-      }
-      ++stats_.spans_read;
-      return add(key, answer, false, span->first_day * kSecondsPerDay);
+    const std::string_view bare = unique ? key.substr(1) : key;
+    auto span = AskedSpanOfKey(bare, job.subtotal_prefix, plan);
+    if (!span.ok()) return span.status();
+    if (*span) {
+      // A day or span record stands for its days' hours, entered at the
+      // first (all in one sum).
+      ++((*span)->level > 0 ? stats_.spans_read : unique ? stats_.day_uniques_read : stats_.day_subtotals_read);
+      return add(key, answer, unique, (*span)->first_day * kSecondsPerDay);
     }
-    if (std::optional<int64_t> day = span ? std::optional<int64_t>(span->first_day) : std::nullopt) {
-      const std::vector<int64_t>& asked = unique ? unique_days : days;
-      if (!std::binary_search(asked.begin(), asked.end(), *day)) {
-        return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-      }
-      // A day record stands for its day's hours, entered at the first.
-      (unique ? unique_days_found : days_found)->push_back(*day);
-      return add(key, answer, unique, *day * kSecondsPerDay);
-    }
-    auto hour = HourOfKey(unique ? key.substr(1) : key, job.subtotal_prefix);
+    auto hour = HourOfKey(bare, job.subtotal_prefix);
     if (!hour.ok()) return hour.status();
     return add(key, answer, unique, *hour);
   });
@@ -722,7 +571,6 @@ struct QueryGather::UniquesJob {
   // Realtime may answer each UTC day's hours of a record as one union
   // (unite=day): every day the query reads lies in one unit.
   bool unite_days = false;
-  bool keep_window = true;  // UniqueWindowCache may answer and keep it: no deletion covers the key
   std::function<void(Result<UniquesData>)> done;
   // One attempt's results.
   std::shared_ptr<ArchiveReader::Session> session;
@@ -730,9 +578,6 @@ struct QueryGather::UniquesJob {
   std::string realtime;
   Status realtime_missing;
 };
-
-// A run is of a key's records, or of one subtotal value's among them.
-std::string QueryGather::RunPrefix(const UniquesJob& job) { return job.archive_prefix + "\n" + job.target.skey; }
 
 void QueryGather::AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view,
                                        UniquesData data) {
@@ -756,11 +601,7 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
   job->skip = skip;
   job->max_hours = max_hours;
   if (splits) std::sort(splits->begin(), splits->end());
-  // A window kept before a deletion must not answer after it (the deletion's
-  // ends may be unit boundaries already, so the splits would not tell).
-  const std::vector<HourSpan> deleted = DeletedHours(job->target.ns, job->target.tkey, 0);
-  job->keep_window = deleted.empty();
-  AddDeletionSplits(deleted, splits);
+  AddDeletionSplits(DeletedHours(job->target.ns, job->target.tkey, 0), splits);
   job->unite_days = unite_days_ && splits && WholeUtcDays(span, skip, *splits);
   if (job->unite_days) ++stats_.realtime_united_reads;
   job->splits = std::move(splits);
@@ -792,23 +633,6 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [&] { RunUniques(job); })) return;
   if (MustReadAllDays(view, &job->all_days)) return RunUniques(job);
-  // A busy key's window asked before on this file: its archive part as
-  // kept, realtime's hours on top.
-  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
-  if (unique_windows_.enabled() && file && job->splits && job->keep_window) {
-    const auto kept = unique_windows_.Find(
-        *file, job->session->shard_count, RunPrefix(*job), job->span, job->skip, *job->splits);
-    if (kept == nullptr) {
-      ++stats_.unique_window_misses;
-    } else {
-      ++stats_.unique_window_hits;
-      UniquesData data;
-      data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
-      data.first_hour = kept->first_hour;
-      data.hours = kept->hours;
-      return AddRealtimeAndFinish(job, view, std::move(data));
-    }
-  }
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
       !st.ok()) {
@@ -821,98 +645,28 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
                     archived.size(), job->max_hours),
         "WINDOW_TOO_LARGE"));
   }
-  // A UTC day wholly inside one unit is read as its day unique record
-  // (every served file has one for every day with unique hours: a day it
-  // lacks had no visitors); the days at the edges are read by their hours.
-  std::vector<int64_t> days = job->splits ? WholeDays(archived, job->span.begin_ts, job->span.end_ts, job->skip,
-                                                      *job->splits)
-                                          : std::vector<int64_t>{};
-  ReadArchiveUniques(job, std::move(archived), std::move(days));
-}
-
-void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived,
-                                     std::vector<int64_t> days) {
-  const ArchiveView view = job->archive_total.view;
-  // Runs of those days inside one unit whose day records were united before
-  // on this file are added as that union, entered at the run's first day;
-  // the long ones read now are united and kept once read.
-  std::vector<HourSketch> kept_unions;
-  std::vector<std::vector<int64_t>> runs_to_keep;
-  std::vector<int64_t> days_to_read;  // the days asked: `days` itself unless runs were planned
-  bool planned = false;
-  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
-  const int shard_count = job->session->shard_count;
-  const std::string run_prefix = RunPrefix(*job);
-  if (day_unions_.enabled() && file && job->splits && !days.empty()) {
-    RunPlan plan = PlanRuns(days, *job->splits, day_unions_, *file, shard_count, run_prefix, stats_.day_unions_hits,
-                            stats_.day_unions_misses,
-                            [&](const std::vector<int64_t>& run, const KeptUnion& kept) {
-                              if (!kept.sketch->empty()) {
-                                kept_unions.push_back(HourSketch{run.front() * kSecondsPerDay, job->target.skey,
-                                                                 kept.sketch, kept.estimate});
-                              }
-                            });
-    days_to_read = std::move(plan.to_read);
-    runs_to_keep = std::move(plan.to_keep);
-    planned = true;
-  }
-  const std::vector<int64_t>& asked_days = planned ? days_to_read : days;
-  // Of those, the days read before on this file come from the day cache, a
-  // day without visitors too; the rest are asked of the archive, and kept
-  // once read.
-  std::vector<HourSketch> kept_days;
-  std::vector<int64_t> read_days;
-  const bool keep_days = day_sketches_.enabled() && file && !asked_days.empty();
-  if (keep_days) {
-    const auto kept = day_sketches_.Find(*file, shard_count, run_prefix);
-    for (const int64_t day : asked_days) {
-      const KeptDay* k = kept ? DaySketchCache::DayIn(*kept, day) : nullptr;
-      if (k == nullptr) {
-        read_days.push_back(day);
-        continue;
-      }
-      if (k->sketch) kept_days.push_back(HourSketch{day * kSecondsPerDay, job->target.skey, k->sketch, k->estimate});
-    }
-    stats_.day_sketches_hits += asked_days.size() - read_days.size();
-    stats_.day_sketches_misses += read_days.size();
-  } else {
-    read_days = asked_days;
-  }
   // The archived hours of the total are the index of the unique records
-  // that can exist (an hour with visitors always has clicks).
+  // that can exist (an hour with visitors always has clicks). Runs of whole
+  // UTC days inside one unit are read as their day and span records (every
+  // served file has one for every day and span with unique hours: one it
+  // lacks had no visitors), the rest as hours: a year's window is at most
+  // 16 sketches and its edge hours, not 365 days of them.
+  ArchivePlan plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, std::nullopt);
   std::vector<std::string> keys;
-  keys.reserve(archived.size() + read_days.size());
-  // Only days actually asked stay in read_days: a day not asked must not be
-  // kept as one without visitors.
-  std::vector<int64_t> asked;
-  asked.reserve(read_days.size());
-  for (const int64_t day : read_days) {
-    auto code = DayCodeFromDays(day);
-    if (!code.ok()) continue;
+  keys.reserve(plan.spans.size() + plan.hours.size());
+  for (const DaySpan& span : plan.spans) {
+    auto code = SpanCode(span);
+    if (!code.ok()) return job->done(code.status());
     keys.push_back(job->archive_prefix + *code);
-    asked.push_back(day);
   }
-  read_days = std::move(asked);
-  // The hours outside the days read whole: both lists ascend, so a day read
-  // whole is stepped over at once (a busy key's 30 days are 720 hours).
-  auto next_day = days.begin();
-  for (auto it = archived.begin(); it != archived.end();) {
-    const int64_t day = FloorDiv(it->first, kSecondsPerDay);
-    while (next_day != days.end() && *next_day < day) ++next_day;
-    if (next_day != days.end() && *next_day == day) {
-      it = archived.LowerBound((day + 1) * kSecondsPerDay);
-      continue;
-    }
-    if (!job->skip.Contains(it->first)) {
-      auto ymdh = YmdhFromUnix(it->first);
-      if (ymdh.ok()) keys.push_back(job->archive_prefix + *ymdh);
-    }
-    ++it;
+  for (const int64_t hour : plan.hours) {
+    auto ymdh = YmdhFromUnix(hour);
+    if (!ymdh.ok()) return job->done(ymdh.status());
+    keys.push_back(job->archive_prefix + *ymdh);
   }
-  auto answered = [this, job, view, archived = std::move(archived), read_days = std::move(read_days),
-                   kept_days = std::move(kept_days), keep_days, kept_unions = std::move(kept_unions),
-                   runs_to_keep = std::move(runs_to_keep), file, shard_count,
-                   run_prefix](Result<std::vector<ArchiveReply>> replies) mutable {
+  std::optional<int64_t> first_hour;
+  if (!archived.empty()) first_hour = archived.begin()->first;
+  auto answered = [this, job, view, plan = std::move(plan), first_hour](Result<std::vector<ArchiveReply>> replies) {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -920,90 +674,37 @@ void QueryGather::ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCoun
     }
     UniquesData data;
     data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
-    if (!archived.empty()) data.first_hour = archived.begin()->first;
-    uint64_t days_read = 0;
-    // Per day of read_days, its sketch once answered; a day asked and not
-    // answered has no record on this file: no visitors.
-    std::vector<std::shared_ptr<const UniqueSketch>> read_sketches(keep_days ? read_days.size() : 0);
-    bool keep = keep_days;
+    data.first_hour = first_hour;
     const bool total = job->target.sns.empty();
     Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
-      // A day record stands for its day's hours: entered at its first hour,
-      // which lies in the same unit as all of them.
+      // A day or span record stands for its days' hours: entered at its
+      // first hour, which lies in the same unit as all of them.
       int64_t hour = 0;
-      size_t read_at = 0;  // a day record's place in read_days
-      std::optional<int64_t> day = DayOfKey(key, job->archive_prefix);
-      if (day) {
-        // Only the days asked: a day added from a kept union or kept day is
-        // not read.
-        read_at = std::lower_bound(read_days.begin(), read_days.end(), *day) - read_days.begin();
-        if (read_at == read_days.size() || read_days[read_at] != *day) {
-          return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-        }
-        ++days_read;
-        hour = *day * kSecondsPerDay;
+      auto span = AskedSpanOfKey(key, job->archive_prefix, plan);
+      if (!span.ok()) return span.status();
+      if (*span) {
+        ++((*span)->level > 0 ? stats_.spans_read : stats_.day_uniques_read);
+        hour = (*span)->first_day * kSecondsPerDay;
       } else {
         auto h = HourOfKey(key, job->archive_prefix);
         if (!h.ok()) return h.status();
         hour = *h;
       }
-      const size_t before = data.hours.size();
       auto columns = ColumnsOf(*job->session, key, answer,
                                total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
       if (!columns.ok()) return columns.status();
-      Status added = Status::Ok();
       if (*columns) {
         AddDecodedSketches(**columns, hour, total ? "" : job->target.skey, &data.hours);
-      } else {
-        added = total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
-                      : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
+        return Status::Ok();
       }
-      // A day record adds one sketch, or none (no column of the value
-      // asked); more would be a subtotal read whole, which is not kept.
-      if (added.ok() && day && keep) {
-        const size_t count = data.hours.size() - before;
-        if (count > 1) keep = false;
-        if (count == 1) read_sketches[read_at] = data.hours.back().sketch;
-      }
-      return added;
+      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
+                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
     });
-    if (st.ok() && keep) {
-      std::vector<KeptDay> to_keep;
-      to_keep.reserve(read_days.size());
-      for (size_t i = 0; i < read_days.size(); ++i) {
-        to_keep.push_back(KeptDay{static_cast<int32_t>(read_days[i]), std::move(read_sketches[i])});
-      }
-      day_sketches_.Add(*file, shard_count, run_prefix, std::move(to_keep));
-    }
-    // Kept days are entered at their first hours, as the days read.
-    data.hours.insert(data.hours.end(), std::make_move_iterator(kept_days.begin()),
-                      std::make_move_iterator(kept_days.end()));
-    if (st.ok() && file && !runs_to_keep.empty()) {
-      // The runs read now, from their day records (read or kept): the only
-      // entries at their days' first hours (a whole day's hours are not
-      // read, realtime's lines come next).
-      std::vector<UniqueSketch> unions = UniteRuns(runs_to_keep, data.hours);
-      for (size_t i = 0; i < runs_to_keep.size(); ++i) {
-        // A copy holds no room the merges left spare (charged by MemoryBytes).
-        auto kept = std::make_shared<const UniqueSketch>(unions[i]);
-        const size_t bytes = kept->MemoryBytes();
-        const uint64_t estimate = kept->Estimate();
-        day_unions_.Put(*file, shard_count, run_prefix, runs_to_keep[i], KeptUnion{std::move(kept), estimate}, bytes);
-      }
-    }
-    data.hours.insert(data.hours.end(), std::make_move_iterator(kept_unions.begin()),
-                      std::make_move_iterator(kept_unions.end()));
     if (!st.ok()) return job->done(std::move(st));
-    stats_.day_uniques_read += days_read;
-    if (unique_windows_.enabled() && file && job->splits && job->keep_window &&
-        archived.size() >= UniqueWindowCache::kMinArchivedHours) {
-      unique_windows_.Put(*file, shard_count, run_prefix, job->span, job->skip, *job->splits,
-                          UniqueWindowCache::Part{data.hours, data.first_hour});
-    }
     AddRealtimeAndFinish(job, view, std::move(data));
   };
-  // Nothing to ask (most sparse keys have no archived hour in a window, and
-  // a busy key's kept days may be all of its archived part): no round trip.
+  // Nothing to ask (most sparse keys have no archived hour in a window): no
+  // round trip.
   if (keys.empty()) return answered(std::vector<ArchiveReply>{});
   archive_.MGet(job->session, keys, std::move(answered));
 }

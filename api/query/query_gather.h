@@ -5,12 +5,12 @@
 //   total:     archive get "ns|tkey"  +  realtime fwmatch "ns|tkey."
 //   breakdown: the total (its archived hours are the index of which archive
 //              subtotal records exist) and realtime fwmatch "sns.ns|tkey.",
-//              then archive mget of span records "sns.ns|tkey.SPAN" for runs
-//              of whole UTC days inside one of the query's sums (day records
-//              "sns.ns|tkey.DAY" with uniques) and "sns.ns|tkey.YMDH" for the
-//              other archived hours in the window: every served file has a
-//              record for every day and span with hours (format 2), so one
-//              it lacks is one without.
+//              then archive mget of day and span records "sns.ns|tkey.SPAN"
+//              for runs of whole UTC days inside one of the query's sums
+//              (plan/archive_plan.h) and "sns.ns|tkey.YMDH" for the other
+//              archived hours in the window: every served file has a record
+//              for every day and span with hours (format 2), so one it lacks
+//              is one without.
 //   lookups:   archive mget + realtime mget of "l|HASH" on each hash's shards,
 //              through a cache.
 //
@@ -21,11 +21,13 @@
 //              unique records exist) and realtime fwmatch "~ns|tkey." (or
 //              "~sns.ns|tkey.skey."), then archive mget "~ns|tkey.YMDH" (or
 //              "~sns.ns|tkey.YMDH") for the archived hours in the window, and
-//              "~ns|tkey.DAY" (or "~sns.ns|tkey.DAY") instead of the hours of
-//              a UTC day wholly inside one unit (format 2: a day record for
-//              every day with unique hours). A
-//              breakdown with uniques adds realtime fwmatch "~sns.ns|tkey." and
-//              "~sns.ns|tkey.YMDH" keys to its archive mget.
+//              "~ns|tkey.SPAN" (or "~sns.ns|tkey.SPAN") instead of the hours
+//              of runs of whole UTC days inside one unit, as the breakdown's
+//              plan (format 2: a day and span record for every day and span
+//              with unique hours). A breakdown with uniques adds realtime
+//              fwmatch "~sns.ns|tkey." and the unique twins of its subtotal
+//              keys ("~sns.ns|tkey.SPAN", "~sns.ns|tkey.YMDH") to its archive
+//              mget, from the window's first hour on.
 //
 // Consistency: a gather's archive round trips (the total's get, then the
 // mget) must see one archive file (a reload in between could count a day
@@ -50,14 +52,12 @@
 #include "clickatron/config.h"
 #include "deletions/deletion_log.h"
 #include "query/fetch/archive_reader.h"
-#include "query/cache/day_sketch_cache.h"
-#include "query/cache/unique_window_cache.h"
-#include "query/cache/day_run_cache.h"
 #include "query/merge/decoded_columns.h"
 #include "query/cache/lookup_cache.h"
 #include "query/read_stats.h"
 #include "query/fetch/realtime_reader.h"
 #include "query/merge/rollup.h"
+#include "query/plan/archive_plan.h"
 #include "query/cache/sketch_text_cache.h"
 #include "query/merge/unique_records.h"
 
@@ -114,8 +114,7 @@ struct MgetAnswer {
 class QueryGather {
  public:
   QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              SketchTextCache& sketch_texts, DayUnionCache& day_unions,
-              DaySketchCache& day_sketches, UniqueWindowCache& unique_windows, ReadStats& stats,
+              SketchTextCache& sketch_texts, ReadStats& stats,
               const DeletionLog* deletions = nullptr);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
@@ -189,14 +188,8 @@ class QueryGather {
                                  const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span);
   void RunUniques(std::shared_ptr<UniquesJob> job);
   void FinishUniques(std::shared_ptr<UniquesJob> job);
-  // The run prefix of a job's unique records (DayUnionCache, DaySketchCache,
-  // UniqueWindowCache name them by it).
-  static std::string RunPrefix(const UniquesJob& job);
   // Adds realtime's lines to a job's archive part and answers it.
   void AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view, UniquesData data);
-  // The archive mget of a uniques job, whole days in `days` read as their
-  // day records; then the answer.
-  void ReadArchiveUniques(std::shared_ptr<UniquesJob> job, HourlyCounts archived, std::vector<int64_t> days);
   // After a job's second round trip (an archive mget that must see the
   // generation its get saw): true when every answer did. Otherwise it calls
   // run_again (counting the attempt), or `fail` with SHARD_UNAVAILABLE after
@@ -206,9 +199,7 @@ class QueryGather {
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
-                                  const std::vector<int64_t>& days, const std::vector<int64_t>& unique_days,
-                                  const std::vector<DaySpan>& spans, BreakdownData* data,
-                                  std::vector<int64_t>* days_found, std::vector<int64_t>* unique_days_found);
+                                  const ArchivePlan& plan, BreakdownData* data);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
   // The decoded columns of a subtotal or unique record's mget answer: those
   // the cache kept with it; for a kept answer without them, its text decoded
@@ -234,9 +225,6 @@ class QueryGather {
   RealtimeReader& realtime_;
   LookupCache& lookups_;
   SketchTextCache& sketch_texts_;
-  DayUnionCache& day_unions_;
-  DaySketchCache& day_sketches_;
-  UniqueWindowCache& unique_windows_;
   ReadStats& stats_;
   const DeletionLog* deletions_;  // null: a node without deletions (tests)
 };

@@ -163,11 +163,7 @@ class ReadPathImpl : public ReadPath {
         lookups_(*shared_->cache),
         sketch_texts_(*shared_->cache, stats_),
         unions_(*shared_->cache, stats_),
-        day_unions_(*shared_->cache, CacheKind::kDayUnions),
-        day_sketches_(*shared_->cache),
-        unique_windows_(*shared_->cache),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, day_unions_, day_sketches_,
-                unique_windows_, stats_, shared_->deletions) {
+        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, stats_, shared_->deletions) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -626,9 +622,6 @@ class ReadPathImpl : public ReadPath {
   LookupCache lookups_;
   SketchTextCache sketch_texts_;
   UnionEstimateCache unions_;
-  DayUnionCache day_unions_;
-  DaySketchCache day_sketches_;
-  UniqueWindowCache unique_windows_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

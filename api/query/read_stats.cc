@@ -34,30 +34,13 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("lookups_missing", "Hashes with no lookup record anywhere.", s.lookups_missing.load());
   fn("day_subtotals_read", "UTC days a breakdown read as one day subtotal record instead of its hours.",
      s.day_subtotals_read.load());
-  fn("spans_read", "Spans of 2 to 128 whole UTC days a breakdown read as one span record instead of their days.",
+  fn("spans_read", "Spans of 2 to 128 whole UTC days a breakdown or /uniques read as one span record (subtotal or unique) "
+     "instead of their days.",
      s.spans_read.load());
   fn("day_uniques_read",
      "UTC days /uniques and /breakdown?uniques=true read as one day unique record (the union of its hours) instead "
      "of its hours.",
      s.day_uniques_read.load());
-  fn("day_unions_hits",
-     "Runs of 8 or more whole UTC days inside one /uniques unit added as the union kept for them on the served file "
-     "instead of their day unique records.",
-     s.day_unions_hits.load());
-  fn("day_unions_misses", "Such runs read as their day unique records while that cache was on.",
-     s.day_unions_misses.load());
-  fn("unique_window_hits",
-     "/uniques windows answered from the archive part kept for them on the served file (busy keys: 48 or more "
-     "archived hours in the window), realtime's hours added on top.",
-     s.unique_window_hits.load());
-  fn("unique_window_misses", "/uniques windows whose archive part was made while that cache was on.",
-     s.unique_window_misses.load());
-  fn("day_sketches_hits",
-     "Whole UTC days of /uniques (not in a kept run) added from the key's day sketches kept for the served file "
-     "instead of asking for their day unique records.",
-     s.day_sketches_hits.load());
-  fn("day_sketches_misses", "Such days asked for as their day unique records while that cache was on.",
-     s.day_sketches_misses.load());
   fn("archive_cache_hits", "Archive keys answered from the API node's cache of the served generation.",
      s.archive_cache_hits.load());
   fn("archive_cache_misses", "Archive keys asked of a replica while the cache was on: not kept, or kept from an "

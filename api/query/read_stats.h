@@ -35,23 +35,12 @@ struct ReadStats {
   std::atomic<uint64_t> lookups_missing{0};     // a hash with no lookup record anywhere
   // Breakdowns read a UTC day that lies wholly inside one of their sums as
   // its day subtotal record (docs/protocols.md) instead of its hours, and a
-  // run of such days as span records.
+  // run of such days as span records (subtotals and unique records alike).
   std::atomic<uint64_t> day_subtotals_read{0};
   std::atomic<uint64_t> spans_read{0};
   // /uniques and /breakdown?uniques=true read a UTC day wholly inside one
   // unit as its day unique record.
   std::atomic<uint64_t> day_uniques_read{0};
-  // /uniques: runs of 8 or more whole days inside one unit added as the
-  // union kept for them (day_run_cache.h) instead of their day unique
-  // records, and runs read as day records while that cache was on.
-  std::atomic<uint64_t> day_unions_hits{0};
-  std::atomic<uint64_t> day_unions_misses{0};
-  // /uniques windows of busy keys whose archive part was kept
-  // (unique_window_cache.h), and those made while that cache was on.
-  std::atomic<uint64_t> unique_window_hits{0};
-  std::atomic<uint64_t> unique_window_misses{0};
-  std::atomic<uint64_t> day_sketches_hits{0};
-  std::atomic<uint64_t> day_sketches_misses{0};
   // Archive answers kept per key and generation (archive_reply_cache.h):
   // keys answered from the cache, keys asked for while the cache could have
   // answered (not kept yet, or kept from an older generation), entries

@@ -29,12 +29,6 @@ const char* CacheKindName(CacheKind kind) {
       return "sketch_text";
     case CacheKind::kUnionEstimate:
       return "union_estimate";
-    case CacheKind::kDayUnions:
-      return "day_unions";
-    case CacheKind::kDaySketches:
-      return "day_sketches";
-    case CacheKind::kUniqueWindow:
-      return "unique_window";
   }
   return "unknown";
 }

@@ -5,7 +5,7 @@
 // share of the setting or a constant of its own, and the sum of those shares
 // was not the setting (64 MiB of archive_cache_mb cost 112 MiB, the fixed
 // ones 24 MiB more, each divided again per read loop). Here every kept thing
-// (an archive answer, a lookup value, a decoded sketch, a run's sums…) is an
+// (an archive answer, a lookup value, a decoded sketch, a union's estimate) is an
 // entry of one map with one capacity, in the manner of LevelDB's Cache:
 // Insert(key, value, charge), least recently used out first, whatever its
 // kind. A kind is a namespace of keys and the name its figures go under.
@@ -49,11 +49,8 @@ enum class CacheKind : uint8_t {
   kLookup,         // a lookup record's value, by its hash
   kSketchText,     // a realtime sketch decoded, by its text
   kUnionEstimate,  // the estimate of a union of kept sketches
-  kDayUnions,      // a /uniques run of whole days united, per file
-  kDaySketches,    // a key's day unique records of one file
-  kUniqueWindow,   // the archive part of a /uniques window, per file
 };
-inline constexpr size_t kCacheKinds = 7;
+inline constexpr size_t kCacheKinds = 4;
 // "archive_reply", "lookup", …: the name in /stats and the label in /metrics.
 const char* CacheKindName(CacheKind kind);
 

@@ -51,7 +51,7 @@ void AddDecodedSubtotals(const DecodedColumns& columns, int64_t hour, HourlyBrea
 void AddDecodedSketches(const DecodedColumns& columns, int64_t hour, std::string_view only_key, HourlySketches* out) {
   for (const auto& [skey, sketch] : columns.sketches) {
     if (!only_key.empty() && skey != only_key) continue;
-    out->push_back(HourSketch{hour, skey, sketch, std::nullopt});
+    out->push_back(HourSketch{hour, skey, sketch});
   }
 }
 

@@ -8,17 +8,13 @@
 namespace clickatron::api {
 namespace {
 
-// The sketches of one (unit, key), counted as one union when asked (a unit
-// of one kept day or run is its kept estimate; a union of the same sketches
-// as an earlier query's, that query's: union_estimate_cache.h).
+// The sketches of one (unit, key), counted as one union when asked (a union
+// of the same sketches as an earlier query's is that query's:
+// union_estimate_cache.h).
 class Union {
  public:
-  void Add(const HourSketch& h) {
-    parts_.push_back(&h.sketch);
-    only_estimate_ = h.estimate;  // read only while it is the one part
-  }
+  void Add(const HourSketch& h) { parts_.push_back(&h.sketch); }
   uint64_t Estimate(UnionEstimateCache* kept) const {
-    if (parts_.size() == 1 && only_estimate_) return *only_estimate_;
     if (kept != nullptr) return kept->Estimate(parts_);
     std::vector<const UniqueSketch*> sketches;
     sketches.reserve(parts_.size());
@@ -29,7 +25,6 @@ class Union {
  private:
   // The hours the Union is made from own the sketches and outlive it.
   std::vector<const std::shared_ptr<const UniqueSketch>*> parts_;
-  std::optional<uint64_t> only_estimate_;  // of the last part added, when it came with one
 };
 
 // The sketches of the window's hours united per unit (one union for the
@@ -92,7 +87,7 @@ Status AddArchiveSketches(std::string_view value, bool total, int64_t hour, std:
                           HourlySketches* out) {
   return ForEachArchiveSketch(value, total, only_key,
                               [&](std::string_view skey, std::shared_ptr<const UniqueSketch> sketch) {
-                                out->push_back(HourSketch{hour, std::string(skey), std::move(sketch), std::nullopt});
+                                out->push_back(HourSketch{hour, std::string(skey), std::move(sketch)});
                                 return Status::Ok();
                               });
 }
@@ -117,7 +112,7 @@ Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bo
         if (HourIsArchived(hour, last_day) || !span.Contains(hour)) return Status::Ok();
         auto sketch = decoded.Decode(value, "realtime unique");
         if (!sketch.ok()) return sketch.status();
-        out->push_back(HourSketch{hour, std::string(skey), std::move(sketch).value(), std::nullopt});
+        out->push_back(HourSketch{hour, std::string(skey), std::move(sketch).value()});
         return Status::Ok();
       });
 }

@@ -35,9 +35,6 @@ struct HourSketch {
   int64_t hour = 0;
   std::string key;  // the stored skey of a subtotal; "" for a total
   std::shared_ptr<const UniqueSketch> sketch;
-  // sketch->Estimate() when already known (a kept day: day_sketch_cache.h),
-  // so that a unit of this sketch alone is not estimated again.
-  std::optional<uint64_t> estimate;
 };
 using HourlySketches = std::vector<HourSketch>;
 

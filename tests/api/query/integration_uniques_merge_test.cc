@@ -13,12 +13,10 @@
 // clicks and no visitors at all, and some hours of visited days have clicks
 // only (the total's hours are the index of what the reader asks for).
 //
-// A third run has the API's archive cache on and asks every query three
-// times: the first answer comes from the replicas, the second from kept text
-// (decoded and kept then), the third from the kept sketches; whole days
-// after the first from the key's day sketches (day_sketch_cache.h), a busy
-// key's window after the first from its kept archive part
-// (unique_window_cache.h); all three must be the oracle's.
+// A third run has the API's read cache on and asks every query three times:
+// the first answer comes from the replicas, the second from kept text
+// (decoded and kept then), the third from the kept sketches; all three must
+// be the oracle's.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -161,32 +159,13 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   // the file has one for every day with visitors.
   EXPECT_GT(DayUniquesRead(), 0);
   ExpectDecodedHitsOnlyWhenCached();
-  // Asked again, the months' runs of whole days were added as the unions
-  // kept for them (and the answers above are still the sets' sizes).
-  if (GetParam().cached) {
-    EXPECT_GT(ReadFigure("day_unions_hits"), 0);
-  } else {
-    EXPECT_EQ(ReadFigure("day_unions_hits"), 0);
-  }
-  // And the whole days outside such runs (days, weeks, a window's edges)
-  // came from the key's day sketches kept on the file (the dataset's days
-  // with clicks and no visitors too), never on a file without that promise.
-  if (GetParam().cached) {
-    EXPECT_GT(ReadFigure("day_sketches_hits"), 0);
-  } else {
-    EXPECT_EQ(ReadFigure("day_sketches_hits"), 0);
-  }
+  // The months' and rolled-up windows' runs of whole UTC days were read as
+  // span records.
+  EXPECT_GT(ReadFigure("spans_read"), 0);
   // Units of the same sketches as an earlier ask (today's realtime hours,
   // a week of kept days) were counted from the estimates kept for them.
   if (GetParam().cached) {
     EXPECT_GT(ReadFigure("union_cache_hits"), 0);
-  }
-  // Asked again, a busy key's window had its archive part as kept on the
-  // file, realtime's hours added on top (and the answers are the sets').
-  if (GetParam().cached) {
-    EXPECT_GT(ReadFigure("unique_window_hits"), 0);
-  } else {
-    EXPECT_EQ(ReadFigure("unique_window_hits") + ReadFigure("unique_window_misses"), 0);
   }
 }
 
@@ -302,30 +281,31 @@ TEST_P(IntegrationUniquesMergeTest, ASparseKeysSecondRoundTripGoesThroughTheCoal
   EXPECT_EQ(ReadFigure("archive_coalesced_keys") - keys, 2);
 }
 
-// Every served file has a day unique record for every day with visitors:
-// the cluster's very first query reads a busy key's whole days as their day
-// records (not ~720 hour sketches), and with the cache on that part is kept
-// for the next query of the window.
-TEST_P(IntegrationUniquesMergeTest, AWindowsFirstQueryReadsDayRecordsAndIsKept) {
+// Every served file has a day and a span unique record for every day and
+// aligned span with visitors: the cluster's very first query reads a busy
+// key's whole days as their day records (not ~720 hour sketches), and the
+// same 30 days rolled up as at most 8 day and span records (aligned spans of
+// 1 to 16 days, at most two of each length), never more records than days.
+TEST_P(IntegrationUniquesMergeTest, AWindowsFirstQueryReadsDayAndSpanRecords) {
   const std::string target = Target(kHotKey, "", "day", 30, 0, today_ * kDay);
-  const auto ask = [&] {
-    auto j = cluster_.Api(target);
-    ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
-    nlohmann::json want = nlohmann::json::array();
-    for (const auto& u : Expected(kHotKey, "", "day", 30, 0, today_ * kDay)) {
-      want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
-    }
-    EXPECT_EQ(j["data"]["uniques"], want) << target;
-  };
-  ask();  // the cluster's first query
-  EXPECT_GT(DayUniquesRead(), 0) << "whole days read as day records from the first query on";
-  ask();
-  if (!GetParam().cached) {
-    EXPECT_EQ(ReadFigure("unique_window_hits") + ReadFigure("unique_window_misses"), 0) << "the cache is off";
-    return;
+  auto j = cluster_.Api(target);
+  ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
+  nlohmann::json want = nlohmann::json::array();
+  for (const auto& u : Expected(kHotKey, "", "day", 30, 0, today_ * kDay)) {
+    want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
   }
-  EXPECT_EQ(ReadFigure("unique_window_misses"), 1);
-  EXPECT_EQ(ReadFigure("unique_window_hits"), 1) << "the first query's part, kept";
+  EXPECT_EQ(j["data"]["uniques"], want) << target;
+  const int64_t days_read = DayUniquesRead();
+  EXPECT_GT(days_read, 0) << "whole days read as day records from the first query on";
+  EXPECT_EQ(ReadFigure("spans_read"), 0) << "each day is a unit of its own";
+
+  auto r = cluster_.Api(target + "&rollup=true");
+  ASSERT_EQ(r["http_status"], 200) << target << " " << r.dump();
+  EXPECT_EQ(r["data"]["uniques"], ExpectedOverWindow(kHotKey, "", "day", 30, 0, today_ * kDay)) << target;
+  const int64_t spans = ReadFigure("spans_read");
+  const int64_t days = DayUniquesRead() - days_read;
+  EXPECT_GT(spans, 0) << "runs of whole days read as span records";
+  EXPECT_LE(spans + days, 8) << "a 30-day run is at most two aligned spans of each length";
 }
 
 TEST_P(IntegrationUniquesMergeTest, ComparedWithThePreviousWindow) {
@@ -417,7 +397,9 @@ TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
       }
     }
   }
-  EXPECT_GT(DayUniquesRead(), 0);
+  // The window's run of whole UTC days was read as span records (visitors
+  // and subtotals alike), never day by day.
+  EXPECT_GT(ReadFigure("spans_read"), 0);
   ExpectDecodedHitsOnlyWhenCached();
 }
 

@@ -129,7 +129,7 @@ TEST(ReadCacheTest, ChargesAndFiguresAgreeWithAnOracleOverRandomOps) {
 
 TEST(ReadCacheTest, AnEntryOverItsShardsShareIsRefusedAndDropsTheKeysOld) {
   constexpr size_t kShare = 1024;
-  const CacheKind kind = CacheKind::kDayUnions;
+  const CacheKind kind = CacheKind::kUnionEstimate;
   ReadCache cache(kShards * kShare + kShards - 1);  // the remainder is no shard's
   const std::string key = "edge";
   ASSERT_TRUE(cache.Insert(kind, key, Make(kind, 0, 1, 0), ChargeFor(key, kShare)));
@@ -163,7 +163,7 @@ TEST(ReadCacheTest, KindsAreNamespacesOfKeys) {
 TEST(ReadCacheTest, AShardKeepsNoMoreThanItsShare) {
   ReadCache cache(kShards * 1024);  // an entry of 600 fills a share: one a shard
   constexpr uint64_t kCount = 500;
-  const CacheKind kind = CacheKind::kDaySketches;
+  const CacheKind kind = CacheKind::kSketchText;
   for (int i = 0; i < static_cast<int>(kCount); ++i) {
     const size_t charge = ChargeFor(KeyOf(i), 600);
     ASSERT_TRUE(cache.Insert(kind, KeyOf(i), Make(kind, i, 0, charge), charge));
@@ -191,7 +191,7 @@ TEST(ReadCacheTest, LeastRecentlyUsedOfAShardGoesFirstAndAFindRefreshes) {
   std::vector<Id> mates{{CacheKind::kLookup, "a"}};
   ASSERT_TRUE(put(mates[0], 600));
   for (int i = 0; i < 4000 && mates.size() < 3; ++i) {
-    const Id candidate{i % 2 ? CacheKind::kDayUnions : CacheKind::kLookup, "c" + std::to_string(i)};
+    const Id candidate{i % 2 ? CacheKind::kUnionEstimate : CacheKind::kLookup, "c" + std::to_string(i)};
     ASSERT_TRUE(put(candidate, 600));
     if (has(mates[0])) continue;
     mates.push_back(candidate);
