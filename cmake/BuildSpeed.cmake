@@ -13,8 +13,8 @@
 # 3. -g1 for RelWithDebInfo: line tables (backtraces, perf, gdb's `bt` with
 #    file:line) without full variable info, which was most of each object's
 #    size and of the link time.
-# 4. Unity builds: a target's sources compiled 16 to a translation unit (test
-#    targets too, tests/CMakeLists.txt). Most
+# 4. Unity builds: a target's sources compiled 32 to a translation unit
+#    (test targets too, tests/CMakeLists.txt). Most
 #    of a file's compile time was not parsing headers but instantiating and
 #    generating the same templates (json, fmt, spdlog, CLI11, gtest) that its
 #    neighbours instantiate too; a unity file does that once for its batch.
@@ -22,7 +22,11 @@
 #    headers precompiled, template instantiation 30%, optimising and
 #    generating code 67%.) 16 rather than 8 (scripts/build-times, one run
 #    each, 2 cores): clean 382 s against 443 s, a touched core .cc 32 s
-#    against 8 s, a touched status.h 360 s against 382 s. Precompiled headers were tried with unity builds and dropped: a
+#    against 8 s, a touched status.h 360 s against 382 s. 32 rather than 16
+#    (the same, 2026-12-06): clean 277 s against 362 s, a touched core .cc
+#    18 s against 5 s, a touched status.h 255 s against 292 s; most targets
+#    are one unity file now, and both cores still have work to the end.
+#    Precompiled headers were tried with unity builds and dropped: a
 #    unity file of tests took 24 s of CPU with them and 21 s without (timed by
 #    hand with time(1), once each, on a busy machine), and
 #    GCC 12 then reports -Warray-bounds false positives from inside
@@ -30,7 +34,7 @@
 
 option(CLICKATRON_CCACHE "compile through ccache when it is installed" ON)
 option(CLICKATRON_UNITY "unity builds: several sources of a target compiled as one" ON)
-set(CLICKATRON_UNITY_BATCH 16 CACHE STRING "sources per unity translation unit")
+set(CLICKATRON_UNITY_BATCH 32 CACHE STRING "sources per unity translation unit")
 option(CLICKATRON_FAST_LINKER "link with mold or lld when installed" ON)
 
 if(CLICKATRON_CCACHE)

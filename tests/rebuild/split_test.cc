@@ -12,7 +12,9 @@
 #include "clickatron/shard.h"
 #include "testutil/testutil.h"
 
-namespace clickatron::rebuild {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::rebuild::split_test {
 namespace {
 
 using clickatron::testing::TempDir;
@@ -125,4 +127,4 @@ TEST(Split, ShardFileWriterDescribesLikeTheCore) {
 }
 
 }  // namespace
-}  // namespace clickatron::rebuild
+}  // namespace clickatron::rebuild::split_test

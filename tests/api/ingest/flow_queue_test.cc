@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace clickatron::api {
+// A namespace of this file's own: its names beside those of the other files
+// compiled with it in one unity file (tests/CMakeLists.txt).
+namespace clickatron::api::flow_queue_test {
 namespace {
 
 using Queue = FlowQueue<std::string>;
@@ -135,4 +137,4 @@ TEST(FlowQueueTest, RefuseAllTakesEveryRequestOutOldestFirst) {
 }
 
 }  // namespace
-}  // namespace clickatron::api
+}  // namespace clickatron::api::flow_queue_test
