@@ -38,6 +38,11 @@
 // Any source that cannot answer fails the gather with SHARD_UNAVAILABLE: a
 // short series is never returned as if it were whole.
 //
+// Where it is: the steps every query shares and totals in query_gather.cc;
+// breakdowns, /uniques and lookups in gather/ (one file each), with the
+// helpers they share (gather/gather_steps.h) and the pure read plan
+// (plan/archive_plan.h).
+//
 // Thread-safety: loop thread only.
 #pragma once
 

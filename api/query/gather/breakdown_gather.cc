@@ -1,0 +1,227 @@
+// QueryGather's breakdowns: subtotals (and visitors) of one key over a window; see query_gather.h.
+#include "query/query_gather.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+#include "query/fetch/fan_in.h"
+#include "query/gather/gather_steps.h"
+#include "query/merge/read_records.h"
+
+namespace clickatron::api {
+
+using gather::RealtimeBodyInto;
+using gather::ForEachMgetAnswer;
+using gather::HourOfKey;
+using gather::AddDeletionSplits;
+using gather::WholeUtcDays;
+using gather::PlanJobReads;
+using gather::AskedSpanOfKey;
+
+struct QueryGather::BreakdownJob {
+  std::string sns, ns, tkey;
+  std::string total_key;        // ns|tkey
+  std::string subtotal_prefix;  // sns.ns|tkey.
+  int64_t begin_ts = 0, end_ts = 0;
+  HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
+  std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
+  std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
+  int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
+  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
+  bool all_days = false;  // realtime read without skipping (FinishBreakdown)
+  // Realtime may answer each UTC day's unique hours of a value as one union
+  // (unite=day): every day of the visitors' window lies in one unit.
+  bool unite_days = false;
+  std::function<void(Result<BreakdownData>)> done;
+  // One attempt's results.
+  std::shared_ptr<ArchiveReader::Session> session;
+  ArchiveReply archive_total;
+  std::string realtime_total;
+  std::string realtime_subtotals;
+  std::string realtime_unique_subtotals;
+  Status realtime_missing;
+};
+
+void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
+                                 std::function<void(Result<BreakdownData>)> done, HourSpan skip,
+                                 std::optional<int64_t> uniques_from, std::optional<std::vector<int64_t>> splits) {
+  auto job = std::make_shared<BreakdownJob>();
+  job->total_key = TotalArchiveKey(ns, tkey);
+  job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
+  job->sns = std::move(sns);
+  job->ns = std::move(ns);
+  job->tkey = std::move(tkey);
+  job->begin_ts = begin_ts;
+  job->end_ts = end_ts;
+  job->skip = skip;
+  job->uniques_from = uniques_from;
+  if (splits) std::sort(splits->begin(), splits->end());
+  AddDeletionSplits(DeletedHours(job->ns, job->tkey, 0), splits);
+  job->unite_days = unite_days_ && job->uniques_from && splits &&
+                    WholeUtcDays(HourSpan{*job->uniques_from, end_ts}, skip, *splits);
+  if (job->unite_days) ++stats_.realtime_united_reads;
+  job->splits = std::move(splits);
+  job->done = std::move(done);
+  RunBreakdown(std::move(job));
+}
+
+void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
+  job->session = archive_.Begin(job->total_key);
+  auto join = FanIn::Create([this, job](Status st) {
+    if (!st.ok()) {
+      job->done(std::move(st));
+      return;
+    }
+    FinishBreakdown(job);
+  });
+  auto archive_part = join->Part();
+  auto total_part = join->Part();
+  auto subtotal_part = join->Part();
+  std::function<void(Status)> unique_part;
+  if (job->uniques_from) unique_part = join->Part();
+  join->Arm();
+  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+  job->realtime_missing = Status::Ok();
+  job->realtime_total.clear();
+  job->realtime_subtotals.clear();
+  job->realtime_unique_subtotals.clear();
+  const auto realtime_done = [job](std::string* into, std::function<void(Status)> part) {
+    return RealtimeBodyInto(job, into, &job->realtime_missing, std::move(part));
+  };
+  realtime_.FwmatchKey(job->total_key, job->total_key + ".",
+                       realtime_done(&job->realtime_total, std::move(total_part)), job->all_days);
+  realtime_.FwmatchKey(job->total_key, job->subtotal_prefix,
+                       realtime_done(&job->realtime_subtotals, std::move(subtotal_part)), job->all_days);
+  if (job->uniques_from) {
+    realtime_.FwmatchKey(job->total_key, kUniqueMark + job->subtotal_prefix,
+                         realtime_done(&job->realtime_unique_subtotals, std::move(unique_part)), job->all_days,
+                         job->unite_days);
+  }
+}
+
+void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
+  const ArchiveView view = job->archive_total.view;
+  if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [&] { RunBreakdown(job); })) return;
+  if (MustReadAllDays(view, &job->all_days)) return RunBreakdown(job);
+  HourlyCounts archived;
+  if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
+                                  HourSpan{job->begin_ts, job->end_ts});
+      !st.ok()) {
+    job->done(std::move(st));
+    return;
+  }
+  // The archived hours of the total are the index of the archive subtotal
+  // and unique records that exist: only those in the window are read. Every
+  // served file has a day record for every UTC day with hours and a span
+  // record for every aligned span with hours (format 2,
+  // archive/file_loader.cc), so a record it lacks is a day or span without
+  // hours of this namespace (or without visitors). Each run of whole UTC
+  // days inside one sum is read as aligned day and span records, at most two
+  // per level and one per 128 days (plan/archive_plan.h), the rest as hours;
+  // visitors the same way, from uniques_from on.
+  ArchivePlan plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);
+  const auto with_visitors = [&](int64_t from_ts) { return job->uniques_from && from_ts >= *job->uniques_from; };
+  std::vector<std::string> keys;
+  keys.reserve(2 * (plan.spans.size() + plan.hours.size()));
+  // The plan counts on every span and hour it names being read: one that
+  // cannot be named fails the query rather than drop its clicks.
+  for (const DaySpan& span : plan.spans) {
+    auto code = SpanCode(span);
+    if (!code.ok()) return job->done(code.status());
+    keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    if (with_visitors(span.first_day * kSecondsPerDay)) {
+      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+    }
+  }
+  for (const int64_t hour : plan.hours) {
+    auto ymdh = YmdhFromUnix(hour);
+    if (!ymdh.ok()) return job->done(ymdh.status());
+    keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+    if (with_visitors(hour)) keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+  }
+  archive_.MGet(job->session, keys,
+                [this, job, view, plan = std::move(plan), archived = std::move(archived)](
+                    Result<std::vector<ArchiveReply>> replies) mutable {
+    if (!replies.ok()) return job->done(replies.status());
+    if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
+                        [&](Status st) { job->done(std::move(st)); })) {
+      return;
+    }
+    auto data = std::make_shared<BreakdownData>();
+    data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
+    Status st = AddArchiveBreakdownLines(*job, *replies, plan, data.get());
+    if (!st.ok()) return job->done(std::move(st));
+    data->total = std::move(archived);
+    CompleteBreakdown(job, std::move(*data));
+  });
+}
+
+// Adds the lines of archive mget answers: subtotal hours, day and span
+// records of the plan and, with uniques, their unique records. A span not
+// asked for is CORRUPTION.
+Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
+                                             const ArchivePlan& plan, BreakdownData* data) {
+  // key = [~]sns.ns|tkey.YMDH or [~]sns.ns|tkey.SPAN. Room for a few values
+  // per answer up front: a 365-day window's answers grew the vector (and
+  // moved its strings) a dozen times.
+  data->subtotals.reserve(data->subtotals.size() + 8 * replies.size());
+  // A record's columns: decoded (and kept) once its answer comes from the
+  // cache, else read from the text.
+  auto add = [&](std::string_view key, const MgetAnswer& answer, bool unique, int64_t hour) -> Status {
+    auto columns = ColumnsOf(*job.session, key, answer, unique ? RecordKind::kUniqueSubtotal : RecordKind::kSubtotal);
+    if (!columns.ok()) return columns.status();
+    if (*columns) {
+      unique ? AddDecodedSketches(**columns, hour, "", &data->unique_subtotals)
+             : AddDecodedSubtotals(**columns, hour, &data->subtotals);
+      return Status::Ok();
+    }
+    return unique ? AddArchiveUniqueSubtotals(answer.text, hour, "", &data->unique_subtotals)
+                  : AddArchiveSubtotalColumns(answer.text, hour, &data->subtotals);
+  };
+  return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
+    const bool unique = job.uniques_from && IsUniqueKey(key);
+    const std::string_view bare = unique ? key.substr(1) : key;
+    auto span = AskedSpanOfKey(bare, job.subtotal_prefix, plan);
+    if (!span.ok()) return span.status();
+    if (*span) {
+      // A day or span record stands for its days' hours, entered at the
+      // first (all in one sum).
+      ++((*span)->level > 0 ? stats_.spans_read : unique ? stats_.day_uniques_read : stats_.day_subtotals_read);
+      return add(key, answer, unique, (*span)->first_day * kSecondsPerDay);
+    }
+    auto hour = HourOfKey(bare, job.subtotal_prefix);
+    if (!hour.ok()) return hour.status();
+    return add(key, answer, unique, *hour);
+  });
+}
+
+// The realtime half, once the archive's is in `data` (total: the archived hours).
+void QueryGather::CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data) {
+  const ArchiveLastDay& last_day = data.gap.archived_through;
+  Status st = AddRealtimeTotalLines(job->realtime_total, job->total_key + ".", last_day, &data.total,
+                                    HourSpan{job->begin_ts, job->end_ts});
+  if (st.ok()) {
+    st = AddRealtimeSubtotalLines(job->realtime_subtotals, job->subtotal_prefix, last_day, job->begin_ts,
+                                  job->end_ts, &data.subtotals);
+  }
+  if (st.ok() && job->uniques_from) {
+    st = AddRealtimeUniqueLines(job->realtime_unique_subtotals, kUniqueMark + job->subtotal_prefix,
+                                /*keyed_lines=*/true, last_day, HourSpan{*job->uniques_from, job->end_ts},
+                                sketch_texts_, &data.unique_subtotals);
+  }
+  if (!st.ok()) return job->done(std::move(st));
+  job->done(std::move(data));
+}
+
+}  // namespace clickatron::api

@@ -1,0 +1,87 @@
+// The shared steps of QueryGather's queries; see gather_steps.h.
+#include "query/gather/gather_steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/shard.h"
+
+namespace clickatron::api::gather {
+
+int ShardFor(std::string_view shard_key, int shards) {
+  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(std::max(shards, 1))));
+}
+
+Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeYmdh(key.substr(prefix.size()))) {
+    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+  }
+  return UnixFromYmdh(key.substr(prefix.size()));
+}
+
+void AddDeletionSplits(const std::vector<HourSpan>& deleted, std::optional<std::vector<int64_t>>& splits) {
+  if (!splits || deleted.empty()) return;
+  for (const HourSpan& d : deleted) {
+    splits->push_back(d.begin_ts);
+    splits->push_back(d.end_ts);
+  }
+  std::sort(splits->begin(), splits->end());
+  splits->erase(std::unique(splits->begin(), splits->end()), splits->end());
+}
+
+bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits) {
+  const auto midnight = [](int64_t ts) { return ts % kSecondsPerDay == 0; };
+  if (!midnight(span.begin_ts) || !midnight(span.end_ts)) return false;
+  if (skip.begin_ts < skip.end_ts && (!midnight(skip.begin_ts) || !midnight(skip.end_ts))) return false;
+  return std::all_of(splits.begin(), splits.end(), midnight);
+}
+
+std::optional<DaySpan> SpanOfKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || !LooksLikeSpanCode(key.substr(prefix.size()))) return std::nullopt;
+  Result<DaySpan> span = SpanFromCode(key.substr(prefix.size()));
+  if (!span.ok()) return std::nullopt;
+  return *span;
+}
+
+std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip) {
+  std::vector<int64_t> hours;
+  hours.reserve(archived.size());
+  for (const auto& [hour, count] : archived) {
+    if (!skip.Contains(hour)) hours.push_back(hour);
+  }
+  return hours;
+}
+
+std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, const ArchiveLastDay& last_day) {
+  if (skip.begin_ts < skip.end_ts) {
+    splits.push_back(skip.begin_ts);
+    splits.push_back(skip.end_ts);
+  }
+  if (last_day) splits.push_back((*last_day + 1) * kSecondsPerDay);
+  return splits;
+}
+
+ArchivePlan PlanJobReads(const HourlyCounts& archived, HourSpan skip,
+                         const std::optional<std::vector<int64_t>>& splits, const ArchiveLastDay& last_day,
+                         std::optional<int64_t> also_split) {
+  std::vector<int64_t> hours = HoursToRead(archived, skip);
+  if (!splits) return ArchivePlan{std::move(hours), {}};
+  std::vector<int64_t> all = PlanSplits(*splits, skip, last_day);
+  if (also_split) all.push_back(*also_split);
+  return PlanArchiveReads(hours, std::move(all), kMaxSpanLevel);
+}
+
+Result<std::optional<DaySpan>> AskedSpanOfKey(std::string_view key, std::string_view prefix,
+                                              const ArchivePlan& plan) {
+  const std::optional<DaySpan> span = SpanOfKey(key, prefix);
+  // The plan's spans do not overlap, so their order by first day is
+  // SpanKeyLess's (by last day).
+  if (span && !std::binary_search(plan.spans.begin(), plan.spans.end(), *span, SpanKeyLess)) {
+    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+  }
+  return span;
+}
+
+}  // namespace clickatron::api::gather

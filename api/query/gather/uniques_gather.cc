@@ -1,0 +1,182 @@
+// QueryGather's /uniques: one key's (or subtotal value's) visitors over a window; see query_gather.h.
+#include "query/query_gather.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clickatron/key_codec.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+#include "query/fetch/fan_in.h"
+#include "query/gather/gather_steps.h"
+#include "query/merge/read_records.h"
+
+namespace clickatron::api {
+
+using gather::RealtimeBodyInto;
+using gather::ForEachMgetAnswer;
+using gather::HourOfKey;
+using gather::AddDeletionSplits;
+using gather::WholeUtcDays;
+using gather::PlanJobReads;
+using gather::AskedSpanOfKey;
+
+struct QueryGather::UniquesJob {
+  UniquesTarget target;
+  std::string total_key;        // ns|tkey: the index of archived hours
+  std::string realtime_prefix;  // ~ns|tkey. or ~sns.ns|tkey.skey.
+  std::string archive_prefix;   // ~ns|tkey. or ~sns.ns|tkey. (then YMDH)
+  HourSpan span;
+  HourSpan skip{0, 0};
+  int64_t max_hours = 0;
+  std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
+  int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
+  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
+  bool all_days = false;  // realtime read without skipping (FinishUniques)
+  // Realtime may answer each UTC day's hours of a record as one union
+  // (unite=day): every day the query reads lies in one unit.
+  bool unite_days = false;
+  std::function<void(Result<UniquesData>)> done;
+  // One attempt's results.
+  std::shared_ptr<ArchiveReader::Session> session;
+  ArchiveReply archive_total;
+  std::string realtime;
+  Status realtime_missing;
+};
+
+void QueryGather::AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view,
+                                       UniquesData data) {
+  Status st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
+                                     job->span, sketch_texts_, &data.hours);
+  if (!st.ok()) return job->done(std::move(st));
+  for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
+  job->done(std::move(data));
+}
+
+void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan skip, int64_t max_hours,
+                               std::function<void(Result<UniquesData>)> done,
+                               std::optional<std::vector<int64_t>> splits) {
+  auto job = std::make_shared<UniquesJob>();
+  job->total_key = TotalArchiveKey(target.ns, target.tkey);
+  job->archive_prefix = target.sns.empty() ? fmt::format("{}{}.", kUniqueMark, job->total_key)
+                                           : fmt::format("{}{}.{}.", kUniqueMark, target.sns, job->total_key);
+  job->realtime_prefix = target.sns.empty() ? job->archive_prefix : fmt::format("{}{}.", job->archive_prefix, target.skey);
+  job->target = std::move(target);
+  job->span = span;
+  job->skip = skip;
+  job->max_hours = max_hours;
+  if (splits) std::sort(splits->begin(), splits->end());
+  AddDeletionSplits(DeletedHours(job->target.ns, job->target.tkey, 0), splits);
+  job->unite_days = unite_days_ && splits && WholeUtcDays(span, skip, *splits);
+  if (job->unite_days) ++stats_.realtime_united_reads;
+  job->splits = std::move(splits);
+  job->done = std::move(done);
+  RunUniques(std::move(job));
+}
+
+void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
+  job->session = archive_.Begin(job->total_key);
+  auto join = FanIn::Create([this, job](Status st) {
+    if (!st.ok()) return job->done(std::move(st));
+    FinishUniques(job);
+  });
+  auto archive_part = join->Part();
+  auto realtime_part = join->Part();
+  join->Arm();
+  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+  job->realtime_missing = Status::Ok();
+  job->realtime.clear();
+  realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
+                       RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)),
+                       job->all_days, job->unite_days);
+}
+
+void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
+  const ArchiveView view = job->archive_total.view;
+  if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [&] { RunUniques(job); })) return;
+  if (MustReadAllDays(view, &job->all_days)) return RunUniques(job);
+  HourlyCounts archived;
+  if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
+      !st.ok()) {
+    return job->done(std::move(st));
+  }
+  const bool unbounded = job->span.begin_ts == HourSpan{}.begin_ts;
+  if (unbounded && static_cast<int64_t>(archived.size()) > job->max_hours) {
+    return job->done(Status::InvalidArgument(
+        fmt::format("the key has {} archived hours of data, more than the {} a query may span; name units",
+                    archived.size(), job->max_hours),
+        "WINDOW_TOO_LARGE"));
+  }
+  // The archived hours of the total are the index of the unique records
+  // that can exist (an hour with visitors always has clicks). Runs of whole
+  // UTC days inside one unit are read as their day and span records (every
+  // served file has one for every day and span with unique hours: one it
+  // lacks had no visitors), the rest as hours: a year's window is at most
+  // 16 sketches and its edge hours, not 365 days of them.
+  ArchivePlan plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, std::nullopt);
+  std::vector<std::string> keys;
+  keys.reserve(plan.spans.size() + plan.hours.size());
+  for (const DaySpan& span : plan.spans) {
+    auto code = SpanCode(span);
+    if (!code.ok()) return job->done(code.status());
+    keys.push_back(job->archive_prefix + *code);
+  }
+  for (const int64_t hour : plan.hours) {
+    auto ymdh = YmdhFromUnix(hour);
+    if (!ymdh.ok()) return job->done(ymdh.status());
+    keys.push_back(job->archive_prefix + *ymdh);
+  }
+  std::optional<int64_t> first_hour;
+  if (!archived.empty()) first_hour = archived.begin()->first;
+  auto answered = [this, job, view, plan = std::move(plan), first_hour](Result<std::vector<ArchiveReply>> replies) {
+    if (!replies.ok()) return job->done(replies.status());
+    if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
+                        [&](Status st) { job->done(std::move(st)); })) {
+      return;
+    }
+    UniquesData data;
+    data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
+    data.first_hour = first_hour;
+    const bool total = job->target.sns.empty();
+    Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
+      // A day or span record stands for its days' hours: entered at its
+      // first hour, which lies in the same unit as all of them.
+      int64_t hour = 0;
+      auto span = AskedSpanOfKey(key, job->archive_prefix, plan);
+      if (!span.ok()) return span.status();
+      if (*span) {
+        ++((*span)->level > 0 ? stats_.spans_read : stats_.day_uniques_read);
+        hour = (*span)->first_day * kSecondsPerDay;
+      } else {
+        auto h = HourOfKey(key, job->archive_prefix);
+        if (!h.ok()) return h.status();
+        hour = *h;
+      }
+      auto columns = ColumnsOf(*job->session, key, answer,
+                               total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
+      if (!columns.ok()) return columns.status();
+      if (*columns) {
+        AddDecodedSketches(**columns, hour, total ? "" : job->target.skey, &data.hours);
+        return Status::Ok();
+      }
+      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
+                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
+    });
+    if (!st.ok()) return job->done(std::move(st));
+    AddRealtimeAndFinish(job, view, std::move(data));
+  };
+  // Nothing to ask (most sparse keys have no archived hour in a window): no
+  // round trip.
+  if (keys.empty()) return answered(std::vector<ArchiveReply>{});
+  archive_.MGet(job->session, keys, std::move(answered));
+}
+
+}  // namespace clickatron::api

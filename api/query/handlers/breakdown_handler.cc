@@ -1,0 +1,139 @@
+// /breakdown: a key's top subtotal values per unit, with other, none and visitors; see read_path_impl.h.
+#include "query/read_path_impl.h"
+
+namespace clickatron::api {
+
+void ReadPathImpl::OnBreakdown(const HttpExchangePtr& ex) {
+  auto params = ParseBreakdownParams(ex->args(), Now(), zones_);
+  if (!params.ok()) return Fail(ex, params.status());
+  const WindowParams& w = params->window;
+  std::optional<QueryWindows> windows;  // units=-1: known once the data is
+  if (w.units != -1) {
+    auto fixed = FixedWindows(w, max_query_hours_);
+    if (!fixed.ok()) return Fail(ex, fixed.status());
+    if (!fixed->MayHoldData()) return ReplyBreakdown(ex, *params, fixed->window, {}, {}, fixed->earlier, {});
+    windows = std::move(*fixed);
+  }
+  auto reach = ReachOf(w, windows, max_query_hours_);
+  if (!reach.ok()) return Fail(ex, reach.status());
+  // Locals first: the lambda below takes *params by move.
+  std::string sns = params->sns;
+  std::string ns = params->ns;
+  std::string tkey = StoreKeyPart(params->key).stored;
+  std::optional<int64_t> uniques_from;  // visitors are shown for the window only
+  if (params->uniques) uniques_from = windows ? windows->window.begin_ts() : HourSpan{}.begin_ts;
+  gather_.FetchBreakdown(
+      std::move(sns), std::move(ns), std::move(tkey), reach->begin_ts, reach->end_ts,
+      [this, ex, p = std::move(*params), windows = std::move(windows)](Result<BreakdownData> data) mutable {
+        if (!data.ok()) return Fail(ex, data.status());
+        if (!windows) {
+          auto over = WindowsOverData(p.window, FirstHour(data->total, data->subtotals), max_query_hours_);
+          if (!over.ok()) return Fail(ex, over.status());
+          windows = std::move(*over);
+        }
+        if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
+        std::vector<KeyUniques> uniques;
+        if (p.uniques) {
+          if (p.window.rollup) {
+            uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals, &unions_));
+          } else {
+            uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals, &unions_);
+          }
+        }
+        auto held = std::make_shared<BreakdownData>(std::move(*data));
+        auto w = std::make_shared<QueryWindows>(std::move(*windows));
+        auto held_uniques = std::make_shared<std::vector<KeyUniques>>(std::move(uniques));
+        Resolve(ex, p.ns, held->gap, w->Span(), p.window,
+                [this, ex, p, w, held, held_uniques](const nlohmann::json& resolution) {
+                  ExpandAndReply(ex, p, w->window, w->earlier, held->total, held->subtotals,
+                                 std::move(*held_uniques), resolution);
+                });
+      },
+      reach->skip, uniques_from, std::move(reach->splits));
+}
+
+Result<std::vector<KeyCounts>> ReadPathImpl::Groups(const BreakdownParams& p, const UnitWindow& window,
+                                                    const HourlyBreakdown& subtotals) {
+  if (!p.window.rollup) return SumBreakdownByUnit(window, subtotals);
+  auto sums = SumBreakdownWindow(window, subtotals);
+  if (!sums.ok()) return sums.status();
+  std::vector<KeyCounts> groups;
+  groups.push_back(std::move(*sums));
+  return groups;
+}
+
+void ReadPathImpl::ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
+                                  std::optional<UnitWindow> earlier, const HourlyCounts& total,
+                                  const HourlyBreakdown& subtotals, std::vector<KeyUniques> uniques,
+                                  const nlohmann::json& resolution) {
+  auto current = Groups(p, window, subtotals);
+  if (!current.ok()) return Fail(ex, current.status());
+  std::vector<KeyCounts> groups = std::move(*current);
+  auto totals = Totals(p, window, total);
+  if (!totals.ok()) return Fail(ex, totals.status());
+  std::vector<RowsLeftOut> left_out(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    int64_t values = 0;
+    for (const auto& [key, n] : groups[g]) {
+      if (__builtin_add_overflow(values, n, &values)) {
+        return Fail(ex, Status::OutOfRange("a sum of clicks overflows a 64-bit counter"));
+      }
+    }
+    left_out[g].other = values;  // less the rows' clicks, once they are known
+    // The total and the values of today's hours come from two realtime
+    // scans: an increment between them can put the values ahead of the
+    // total for a moment. No clicks are "none" then, never fewer than none.
+    left_out[g].none = std::max<int64_t>(0, (*totals)[g] - values);
+  }
+  std::vector<KeyCounts> earlier_groups;
+  if (earlier) {
+    auto before = Groups(p, *earlier, subtotals);
+    if (!before.ok()) return Fail(ex, before.status());
+    earlier_groups = std::move(*before);
+    earlier_groups.resize(groups.size());
+  }
+  std::vector<std::string> hashes;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    KeyCounts candidates, earlier_candidates;
+    for (std::string& key : TopCandidates(groups[g], static_cast<size_t>(p.limit))) {
+      if (key.size() == kHashLength) hashes.push_back(key);  // a 12-byte stored key is always a hash
+      if (earlier) {
+        auto it = earlier_groups[g].find(key);
+        if (it != earlier_groups[g].end()) earlier_candidates.emplace(key, it->second);
+      }
+      candidates.emplace(key, groups[g][key]);
+    }
+    groups[g] = std::move(candidates);
+    if (earlier) earlier_groups[g] = std::move(earlier_candidates);
+  }
+  gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
+                                            earlier = std::move(earlier), groups = std::move(groups),
+                                            earlier_groups = std::move(earlier_groups), left_out = std::move(left_out),
+                                            uniques = std::move(uniques), resolution](
+                                               Result<std::map<std::string, std::string>> values) mutable {
+    if (!values.ok()) return Fail(ex, values.status());
+    // Stored key -> full value, for clicks and visitors alike. A stored
+    // form is either the value itself or a hash of a value too long or odd
+    // to store, so no two stored keys expand to one value.
+    auto expand = [&](const auto& group) {
+      std::decay_t<decltype(group)> expanded;
+      for (const auto& [stored, n] : group) {
+        auto it = values->find(stored);
+        // A hash without a lookup record is shown as itself.
+        expanded[it != values->end() ? it->second : stored] += n;
+      }
+      return expanded;
+    };
+    for (KeyUniques& group : uniques) group = expand(group);
+    std::vector<std::vector<std::pair<std::string, int64_t>>> tops;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      tops.push_back(TopByClicks(expand(groups[g]), static_cast<size_t>(p.limit)));
+      for (const auto& row : tops.back()) left_out[g].other -= row.second;
+    }
+    std::vector<KeyCounts> before;
+    for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
+    ReplyBreakdown(ex, p, window, tops, left_out, earlier, before, uniques, resolution);
+  });
+}
+
+}  // namespace clickatron::api
