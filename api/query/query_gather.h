@@ -201,6 +201,9 @@ class QueryGather {
   // kMaxGenerationAttempts, and returns false.
   bool SameGeneration(const std::vector<ArchiveReply>& replies, const ArchiveView& view, int* attempts,
                       const std::function<void()>& run_again, const std::function<void(Status)>& fail);
+  // The day and span records a breakdown asks beside its total, on the
+  // archive's last day `last_day` (breakdown_gather.cc says why).
+  std::vector<DaySpan> EarlySpans(const BreakdownJob& job, int64_t last_day) const;
   void RunBreakdown(std::shared_ptr<BreakdownJob> job);
   void FinishBreakdown(std::shared_ptr<BreakdownJob> job);
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,

@@ -37,6 +37,10 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("spans_read", "Spans of 2 to 128 whole UTC days a breakdown or /uniques read as one span record (subtotal or unique) "
      "instead of their days.",
      s.spans_read.load());
+  fn("early_span_reads",
+     "Breakdowns whose day and span records were asked beside the total (in its round trip) and were of its file: "
+     "only edge hours, if any, took a second round trip.",
+     s.early_span_reads.load());
   fn("day_uniques_read",
      "UTC days /uniques and /breakdown?uniques=true read as one day unique record (the union of its hours) instead "
      "of its hours.",

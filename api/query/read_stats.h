@@ -38,6 +38,9 @@ struct ReadStats {
   // run of such days as span records (subtotals and unique records alike).
   std::atomic<uint64_t> day_subtotals_read{0};
   std::atomic<uint64_t> spans_read{0};
+  // Breakdowns whose day and span records, asked beside the total on the
+  // archive's last day as last seen, were the ones the total's file holds.
+  std::atomic<uint64_t> early_span_reads{0};
   // /uniques and /breakdown?uniques=true read a UTC day wholly inside one
   // unit as its day unique record.
   std::atomic<uint64_t> day_uniques_read{0};

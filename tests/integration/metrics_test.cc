@@ -148,6 +148,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read/lookups_missing", "clickatron_api_read_lookups_missing_total"},
     {"/read/day_subtotals_read", "clickatron_api_read_day_subtotals_read_total"},
     {"/read/spans_read", "clickatron_api_read_spans_read_total"},
+    {"/read/early_span_reads", "clickatron_api_read_early_span_reads_total"},
     {"/read/day_uniques_read", "clickatron_api_read_day_uniques_read_total"},
     {"/read/archive_cache_hits", "clickatron_api_read_archive_cache_hits_total"},
     {"/read/archive_cache_misses", "clickatron_api_read_archive_cache_misses_total"},

@@ -24,6 +24,7 @@ using gather::HourOfKey;
 using gather::AddDeletionSplits;
 using gather::WholeUtcDays;
 using gather::PlanJobReads;
+using gather::HoursToRead;
 using gather::AskedSpanOfKey;
 
 struct QueryGather::BreakdownJob {
@@ -48,6 +49,13 @@ struct QueryGather::BreakdownJob {
   std::string realtime_subtotals;
   std::string realtime_unique_subtotals;
   Status realtime_missing;
+  // Day and span records asked beside the total (EarlySpans): every run of
+  // whole UTC days in the window up to the archive's last day as this node
+  // last saw it (`early_last_day`), read before the total's hours are known.
+  // Used when the total's answer ends on that day, from the same file.
+  std::optional<int64_t> early_last_day;
+  std::vector<DaySpan> early_spans;
+  Result<std::vector<ArchiveReply>> early_replies = std::vector<ArchiveReply>{};
 };
 
 void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tkey, int64_t begin_ts, int64_t end_ts,
@@ -73,8 +81,61 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   RunBreakdown(std::move(job));
 }
 
+namespace {
+
+// The archive keys of a breakdown's spans and hours: each subtotal record,
+// and its unique twin from the visitors' first hour on. The plan counts on
+// every span and hour it names being read: one that cannot be named fails
+// the query rather than drop its clicks.
+Status AddBreakdownKeys(std::string_view sns, std::string_view ns, std::string_view tkey,
+                        std::optional<int64_t> uniques_from, const std::vector<DaySpan>& spans,
+                        const std::vector<int64_t>& hours, std::vector<std::string>* keys) {
+  const auto with_visitors = [&](int64_t from_ts) { return uniques_from && from_ts >= *uniques_from; };
+  keys->reserve(keys->size() + 2 * (spans.size() + hours.size()));
+  for (const DaySpan& span : spans) {
+    auto code = SpanCode(span);
+    if (!code.ok()) return code.status();
+    keys->push_back(DaySubtotalArchiveKey(sns, ns, tkey, *code));
+    if (with_visitors(span.first_day * kSecondsPerDay)) {
+      keys->push_back(UniqueSubtotalArchiveKey(sns, ns, tkey, *code));
+    }
+  }
+  for (const int64_t hour : hours) {
+    auto ymdh = YmdhFromUnix(hour);
+    if (!ymdh.ok()) return ymdh.status();
+    keys->push_back(SubtotalArchiveKey(sns, ns, tkey, *ymdh));
+    if (with_visitors(hour)) keys->push_back(UniqueSubtotalArchiveKey(sns, ns, tkey, *ymdh));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// A breakdown's whole days do not need the total's hours to be named: the
+// spans that cover them depend on the window, its splits and the archive's
+// last day alone. So they are asked in the same round trip as the total
+// (the reader's coalescer sends them in one mget), on the last day this
+// node last saw; a span without data is one the file lacks. Only hours
+// outside those spans (a zone's edge days, days past the last day seen,
+// deleted ranges) then need a second trip, and most windows have none with
+// data. A wrong guess (a new generation, a replica behind) costs the spans
+// read for nothing: the gather plans again from the total, as before.
+std::vector<DaySpan> QueryGather::EarlySpans(const BreakdownJob& job, int64_t last_day) const {
+  std::vector<std::pair<int64_t, int64_t>> excluded;
+  if (job.skip.begin_ts < job.skip.end_ts) excluded.emplace_back(job.skip.begin_ts, job.skip.end_ts);
+  for (const HourSpan& d : DeletedHours(job.ns, job.tkey, 0)) excluded.emplace_back(d.begin_ts, d.end_ts);
+  std::vector<int64_t> splits = *job.splits;
+  if (job.uniques_from) splits.push_back(*job.uniques_from);
+  const int64_t end_ts = std::min(job.end_ts, (last_day + 1) * kSecondsPerDay);
+  if (end_ts <= job.begin_ts) return {};
+  return PlanWholeDaySpans(std::move(splits), job.begin_ts, end_ts, excluded, kMaxSpanLevel);
+}
+
 void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   job->session = archive_.Begin(job->total_key);
+  job->early_last_day = job->splits ? realtime_.skip_through() : std::nullopt;
+  job->early_spans = job->early_last_day ? EarlySpans(*job, *job->early_last_day) : std::vector<DaySpan>{};
+  if (job->early_spans.empty()) job->early_last_day.reset();
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) {
       job->done(std::move(st));
@@ -87,11 +148,28 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   auto subtotal_part = join->Part();
   std::function<void(Status)> unique_part;
   if (job->uniques_from) unique_part = join->Part();
+  std::function<void(Status)> early_part;
+  std::vector<std::string> early_keys;
+  if (job->early_last_day) {
+    if (AddBreakdownKeys(job->sns, job->ns, job->tkey, job->uniques_from, job->early_spans, {}, &early_keys).ok()) {
+      early_part = join->Part();
+    } else {
+      job->early_last_day.reset();
+    }
+  }
   join->Arm();
   archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
     if (reply.ok()) job->archive_total = std::move(*reply);
     part(reply.status());
   });
+  if (early_part) {
+    // Its failure is the total's to report: a gather without early spans
+    // reads them again once the total is in.
+    archive_.MGet(job->session, early_keys, [job, part = std::move(early_part)](Result<std::vector<ArchiveReply>> r) {
+      job->early_replies = std::move(r);
+      part(Status::Ok());
+    });
+  }
   job->realtime_missing = Status::Ok();
   job->realtime_total.clear();
   job->realtime_subtotals.clear();
@@ -130,41 +208,53 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // days inside one sum is read as aligned day and span records, at most two
   // per level and one per 128 days (plan/archive_plan.h), the rest as hours;
   // visitors the same way, from uniques_from on.
-  ArchivePlan plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);
-  const auto with_visitors = [&](int64_t from_ts) { return job->uniques_from && from_ts >= *job->uniques_from; };
-  std::vector<std::string> keys;
-  keys.reserve(2 * (plan.spans.size() + plan.hours.size()));
-  // The plan counts on every span and hour it names being read: one that
-  // cannot be named fails the query rather than drop its clicks.
-  for (const DaySpan& span : plan.spans) {
-    auto code = SpanCode(span);
-    if (!code.ok()) return job->done(code.status());
-    keys.push_back(DaySubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
-    if (with_visitors(span.first_day * kSecondsPerDay)) {
-      keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *code));
+  // The early spans stand when the total came from the file they were
+  // planned on (its last day) and every answer of theirs from that file.
+  std::vector<ArchiveReply> early;
+  ArchivePlan plan;
+  const bool early_stands = job->early_last_day && view.last_day == job->early_last_day &&
+                            job->early_replies.ok() &&
+                            std::all_of(job->early_replies->begin(), job->early_replies->end(),
+                                        [&](const ArchiveReply& r) { return r.view == view; });
+  if (early_stands) {
+    ++stats_.early_span_reads;
+    early = std::move(*job->early_replies);
+    plan.spans = std::move(job->early_spans);
+    // Every archived hour in the window that no early span holds.
+    auto span = plan.spans.begin();
+    for (const int64_t hour : HoursToRead(archived, job->skip)) {
+      const int64_t day = FloorDiv(hour, kSecondsPerDay);
+      while (span != plan.spans.end() && span->last_day() < day) ++span;
+      if (span == plan.spans.end() || span->first_day > day) plan.hours.push_back(hour);
     }
+  } else {
+    plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);
   }
-  for (const int64_t hour : plan.hours) {
-    auto ymdh = YmdhFromUnix(hour);
-    if (!ymdh.ok()) return job->done(ymdh.status());
-    keys.push_back(SubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
-    if (with_visitors(hour)) keys.push_back(UniqueSubtotalArchiveKey(job->sns, job->ns, job->tkey, *ymdh));
+  std::vector<std::string> keys;
+  if (Status st = AddBreakdownKeys(job->sns, job->ns, job->tkey, job->uniques_from,
+                                   early_stands ? std::vector<DaySpan>{} : plan.spans, plan.hours, &keys);
+      !st.ok()) {
+    return job->done(std::move(st));
   }
-  archive_.MGet(job->session, keys,
-                [this, job, view, plan = std::move(plan), archived = std::move(archived)](
-                    Result<std::vector<ArchiveReply>> replies) mutable {
+  auto answered = [this, job, view, plan = std::move(plan), early = std::move(early),
+                   archived = std::move(archived)](Result<std::vector<ArchiveReply>> replies) mutable {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunBreakdown(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
       return;
     }
+    replies->insert(replies->end(), std::make_move_iterator(early.begin()), std::make_move_iterator(early.end()));
     auto data = std::make_shared<BreakdownData>();
     data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
     Status st = AddArchiveBreakdownLines(*job, *replies, plan, data.get());
     if (!st.ok()) return job->done(std::move(st));
     data->total = std::move(archived);
     CompleteBreakdown(job, std::move(*data));
-  });
+  };
+  // Nothing left to ask (the early spans held every archived hour, or there
+  // is none): no second round trip.
+  if (keys.empty()) return answered(std::vector<ArchiveReply>{});
+  archive_.MGet(job->session, keys, std::move(answered));
 }
 
 // Adds the lines of archive mget answers: subtotal hours, day and span

@@ -17,18 +17,12 @@ size_t CountHours(const std::vector<int64_t>& hours, int64_t begin, int64_t end)
   return static_cast<size_t>(std::lower_bound(lo, hours.end(), end) - lo);
 }
 
-}  // namespace
-
-ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::vector<int64_t> splits,
-                             int max_level) {
-  ArchivePlan plan;
-  // No span reaches past the hour codes' last year: it would have no code.
-  splits.push_back(kEndOfHourCodes);
-  std::sort(splits.begin(), splits.end());
-  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+// Calls fn(span) for the aligned spans, longest first, that cut each run of
+// whole UTC days between two consecutive splits (sorted, distinct), with
+// the run's first and end times.
+template <typename Fn>
+void ForEachRunSpan(const std::vector<int64_t>& splits, int max_level, Fn&& fn) {
   max_level = std::clamp(max_level, 0, kMaxSpanLevel);
-  // Each stretch between two splits is one sum; the whole UTC days inside it
-  // are one run, cut into aligned spans, longest first.
   for (size_t i = 0; i + 1 < splits.size(); ++i) {
     int64_t day = FirstWholeDay(splits[i]);
     const int64_t end = EndOfWholeDays(splits[i + 1]);
@@ -37,11 +31,50 @@ ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::ve
       while (level > 0 && (SpanHolding(day, level).first_day != day || day + (int64_t{1} << level) > end)) --level;
       const DaySpan span{day, level};
       day += span.days();
-      if (CountHours(archived_hours, span.first_day * kSecondsPerDay, day * kSecondsPerDay) >= 2) {
-        plan.spans.push_back(span);
-      }
+      fn(span, splits[i], splits[i + 1]);
     }
   }
+}
+
+// The splits sorted and distinct, with the end of the hour codes' last year
+// (no span reaches past it: it would have no code).
+std::vector<int64_t> SortedSplits(std::vector<int64_t> splits) {
+  splits.push_back(kEndOfHourCodes);
+  std::sort(splits.begin(), splits.end());
+  splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+  return splits;
+}
+
+}  // namespace
+
+std::vector<DaySpan> PlanWholeDaySpans(std::vector<int64_t> splits, int64_t begin_ts, int64_t end_ts,
+                                       const std::vector<std::pair<int64_t, int64_t>>& excluded, int max_level) {
+  std::vector<DaySpan> spans;
+  splits.push_back(begin_ts);
+  splits.push_back(end_ts);
+  for (const auto& [from, to] : excluded) {
+    splits.push_back(from);
+    splits.push_back(to);
+  }
+  ForEachRunSpan(SortedSplits(std::move(splits)), max_level, [&](const DaySpan& span, int64_t from, int64_t to) {
+    if (from < begin_ts || to > end_ts) return;
+    for (const auto& [ex_from, ex_to] : excluded) {
+      if (from < ex_to && ex_from < to) return;
+    }
+    spans.push_back(span);
+  });
+  return spans;
+}
+
+ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::vector<int64_t> splits,
+                             int max_level) {
+  ArchivePlan plan;
+  // Each stretch between two splits is one sum; the whole UTC days inside it
+  // are one run, cut into aligned spans, longest first.
+  ForEachRunSpan(SortedSplits(std::move(splits)), max_level, [&](const DaySpan& span, int64_t, int64_t) {
+    const int64_t begin = span.first_day * kSecondsPerDay;
+    if (CountHours(archived_hours, begin, begin + span.days() * kSecondsPerDay) >= 2) plan.spans.push_back(span);
+  });
   // Every archived hour no span holds is read as an hour.
   auto span = plan.spans.begin();
   for (const int64_t hour : archived_hours) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "clickatron/ymdh.h"
@@ -38,5 +39,14 @@ struct ArchivePlan {
 // (0: day records only; kMaxSpanLevel with a file of format 2).
 ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::vector<int64_t> splits,
                              int max_level);
+
+// The spans PlanArchiveReads would cut for every run of whole UTC days
+// inside [begin_ts, end_ts) with no split inside, whether or not they hold
+// data: what a gather may read before it knows the total's hours (a span
+// without data is one the file lacks). No span touches an `excluded` range
+// (the gap between a window and its earlier one, deleted hours) or crosses
+// a split. Sorted by first day.
+std::vector<DaySpan> PlanWholeDaySpans(std::vector<int64_t> splits, int64_t begin_ts, int64_t end_ts,
+                                       const std::vector<std::pair<int64_t, int64_t>>& excluded, int max_level);
 
 }  // namespace clickatron::api

@@ -32,6 +32,60 @@ TEST(ArchivePlan, OneUtcDayInsideOneSumIsOneRecord) {
   EXPECT_EQ(PlanArchiveReads(hours, {}, kMaxSpanLevel), (ArchivePlan{hours, {}}));
 }
 
+// PlanWholeDaySpans: the spans of every whole UTC day between splits,
+// with no data to go by (days worked out by hand: kDay0 is odd, kDay0 + 1
+// a multiple of 4).
+TEST(ArchivePlan, WholeDaySpansCoverEveryWholeDayWithoutData) {
+  const int64_t begin = kDay0 * kD + 5 * kH, end = (kDay0 + 3) * kD + 2 * kH;  // whole: kDay0 + 1, kDay0 + 2
+  EXPECT_EQ(PlanWholeDaySpans({begin, end}, begin, end, {}, kMaxSpanLevel), (std::vector<DaySpan>{{kDay0 + 1, 1}}));
+  // Day records only.
+  EXPECT_EQ(PlanWholeDaySpans({begin, end}, begin, end, {}, 0),
+            (std::vector<DaySpan>{{kDay0 + 1, 0}, {kDay0 + 2, 0}}));
+  // A split between the two days: one sum each.
+  EXPECT_EQ(PlanWholeDaySpans({begin, (kDay0 + 2) * kD, end}, begin, end, {}, kMaxSpanLevel),
+            (std::vector<DaySpan>{{kDay0 + 1, 0}, {kDay0 + 2, 0}}));
+  // An hour of kDay0 + 1 excluded (deleted, or the gap between windows):
+  // that day is read by its hours, kDay0 + 2 still whole.
+  const std::vector<std::pair<int64_t, int64_t>> excluded = {{(kDay0 + 1) * kD + 3 * kH, (kDay0 + 1) * kD + 4 * kH}};
+  EXPECT_EQ(PlanWholeDaySpans({begin, end}, begin, end, excluded, kMaxSpanLevel),
+            (std::vector<DaySpan>{{kDay0 + 2, 0}}));
+  // Splits beyond the window reach no further than it.
+  EXPECT_EQ(PlanWholeDaySpans({begin - 40 * kD, end + 40 * kD}, begin, end, {}, kMaxSpanLevel),
+            (std::vector<DaySpan>{{kDay0 + 1, 1}}));
+  // A window with no whole UTC day: nothing.
+  EXPECT_TRUE(PlanWholeDaySpans({begin, begin + 20 * kH}, begin, begin + 20 * kH, {}, kMaxSpanLevel).empty());
+}
+
+// With data in every hour, the spans planned without data are those planned
+// with it, for random windows, splits and exclusions: reading them early
+// reads what reading them later would.
+TEST(ArchivePlan, WholeDaySpansAreThePlansSpansWhenEveryHourHasData) {
+  std::mt19937_64 rng(50);
+  for (int round = 0; round < 300; ++round) {
+    const int64_t begin = kDay0 * kD + static_cast<int64_t>(rng() % 48) * kH;
+    const int64_t end = begin + static_cast<int64_t>(24 + rng() % (24 * 200)) * kH;
+    std::vector<int64_t> splits = {begin, end};
+    const auto some_hour = [&] { return begin + static_cast<int64_t>(rng() % ((end - begin) / kH)) * kH; };
+    for (int i = static_cast<int>(rng() % 4); i > 0; --i) splits.push_back(some_hour());
+    std::vector<std::pair<int64_t, int64_t>> excluded;
+    std::vector<int64_t> hours;
+    for (int64_t h = begin; h < end; h += kH) hours.push_back(h);
+    if (rng() % 2) {
+      const int64_t from = some_hour();
+      const int64_t to = std::min(end, from + static_cast<int64_t>(1 + rng() % 100) * kH);
+      excluded.emplace_back(from, to);
+      // What PlanArchiveReads is given in that case: the split ends, and no
+      // hour inside (the gather never reads them).
+      splits.push_back(from);
+      splits.push_back(to);
+      std::erase_if(hours, [&](int64_t h) { return h >= from && h < to; });
+    }
+    const std::vector<DaySpan> early = PlanWholeDaySpans(splits, begin, end, excluded, kMaxSpanLevel);
+    const ArchivePlan plan = PlanArchiveReads(hours, splits, kMaxSpanLevel);
+    EXPECT_EQ(early, plan.spans) << "round " << round;
+  }
+}
+
 TEST(ArchivePlan, AlignedSpansCoverALongRunLongestFirst) {
   // 2024-01-01 (day 19723) .. 2024-03-01 exclusive: 60 days, one sum.
   const int64_t end = DaysFromCivil({2024, 3, 1});

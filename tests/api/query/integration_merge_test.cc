@@ -295,6 +295,9 @@ TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHours
   }
   ExpectBreakdown("p", kHotKey, "day", -1, 0, refs[0], 100, true);
   EXPECT_GT(ReadFigure("spans_read"), 0) << "runs of whole days read as span records";
+  // Once the node has seen the archive's last day, a breakdown asks its
+  // whole days' records beside the total, in one round trip.
+  EXPECT_GT(ReadFigure("early_span_reads"), 0) << "spans asked beside the total";
 }
 
 // POST /delete hides what it deletes at once, from the archive and realtime
