@@ -65,8 +65,8 @@ void ArchiveReplyCache::Attach(int shard, std::string_view key, const ArchiveVie
   const size_t charge = Charge(*replacement);
   const std::string_view name = KeyOf(shard, key, *file, shard_count);
   // A decoded form too large to keep leaves the kept text in place (the
-  // next query decodes it again rather than fetching it again too).
-  if (!cache_.Admits(name, charge)) return;
+  // cache refuses it and keeps what it had: the next query decodes it again
+  // rather than fetching it again too).
   cache_.Insert<ArchiveReply>(CacheKind::kArchiveReply, name, std::move(replacement), charge);
 }
 

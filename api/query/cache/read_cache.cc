@@ -72,9 +72,11 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
   // The values dropped (and what they may keep alive) are released outside
   // the lock: declared before it, destroyed after it.
   std::vector<std::shared_ptr<const void>> released;
+  // Refused before anything is dropped: what was kept for the key stays (a
+  // larger form of a value, such as its decoded one, leaves the smaller).
+  if (total > shard_capacity_) return false;
   std::lock_guard lock(shard.mu);
   if (auto it = shard.index.find(full); it != shard.index.end()) released.push_back(Drop(shard, it->second));
-  if (total > shard_capacity_) return false;
   while (shard.charged + total > shard_capacity_ && !shard.order.empty()) {
     auto last = std::prev(shard.order.end());
     kinds_[static_cast<uint8_t>(last->key[0])].evictions.fetch_add(1, std::memory_order_relaxed);

@@ -73,18 +73,12 @@ class ReadCache {
   // Keeps (or replaces) `value` for `key` of `kind`, charged `charge` bytes
   // beyond its key and kEntryOverhead, dropping the least recently used of
   // its shard until they fit. An entry charged more than a shard's share is
-  // not kept (and what was kept for the key is dropped): false then.
+  // not kept, and what was kept for the key stays: false then.
   template <typename T>
   bool Insert(CacheKind kind, std::string_view key, std::shared_ptr<const T> value, size_t charge) {
     return InsertAny(kind, key, std::move(value), charge);
   }
   void Erase(CacheKind kind, std::string_view key);
-  // Whether an entry of `key` charged `charge` would be kept (fits one
-  // part's share): a caller about to replace a kept value with a larger one
-  // keeps the smaller instead of losing both.
-  bool Admits(std::string_view key, size_t charge) const {
-    return charge <= shard_capacity_ && charge + key.size() + 1 + kEntryOverhead <= shard_capacity_;
-  }
 
   // What an entry costs beyond its key and its owner's charge: the list
   // node, the map node and bucket, the key's string header, the shared

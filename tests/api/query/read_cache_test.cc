@@ -72,7 +72,7 @@ TEST(ReadCacheTest, ChargesAndFiguresAgreeWithAnOracleOverRandomOps) {
   // What the test last kept per (kind, key) and has not seen gone since: a Find
   // there gives exactly it or nothing (and once nothing, nothing until kept again).
   std::map<std::pair<size_t, int>, std::shared_ptr<const Val>> kept;
-  std::array<uint64_t, kCacheKinds> inserted{}, dropped{};  // dropped: erased, replaced or refused
+  std::array<uint64_t, kCacheKinds> inserted{}, dropped{};  // dropped: erased or replaced
   uint64_t refused = 0, hits = 0, version = 0;
   auto probe = [&](size_t k, int key) {
     auto found = cache.Find<Val>(KindAt(k), KeyOf(key));
@@ -94,7 +94,7 @@ TEST(ReadCacheTest, ChargesAndFiguresAgreeWithAnOracleOverRandomOps) {
       const bool fits = TotalOf(KeyOf(key), charge) <= kShare;
       auto value = Make(KindAt(k), key, ++version, charge);
       EXPECT_EQ(cache.Insert(KindAt(k), KeyOf(key), value, charge), fits);
-      expected = fits ? value : nullptr;
+      expected = fits ? value : before;  // a refusal keeps what was kept
       inserted[k] += fits, refused += !fits;
     } else if (what == 9) {
       cache.Erase(KindAt(k), KeyOf(key));
@@ -127,7 +127,7 @@ TEST(ReadCacheTest, ChargesAndFiguresAgreeWithAnOracleOverRandomOps) {
   EXPECT_GT(hits, 0u);
 }
 
-TEST(ReadCacheTest, AnEntryOverItsShardsShareIsRefusedAndDropsTheKeysOld) {
+TEST(ReadCacheTest, AnEntryOverItsShardsShareIsRefusedAndKeepsTheKeysOld) {
   constexpr size_t kShare = 1024;
   const CacheKind kind = CacheKind::kUnionEstimate;
   ReadCache cache(kShards * kShare + kShards - 1);  // the remainder is no shard's
@@ -136,12 +136,18 @@ TEST(ReadCacheTest, AnEntryOverItsShardsShareIsRefusedAndDropsTheKeysOld) {
   EXPECT_EQ(cache.Figures(kind).bytes, kShare);
   EXPECT_EQ(cache.charged(), kShare);
   EXPECT_FALSE(cache.Insert(kind, key, Make(kind, 0, 2, 0), ChargeFor(key, kShare) + 1));
-  EXPECT_EQ(cache.Find<Val>(kind, key), nullptr) << "the old value outlived a refused replacement";
+  auto kept = cache.Find<Val>(kind, key);
+  ASSERT_NE(kept, nullptr) << "a refused replacement dropped the value it would have replaced";
+  EXPECT_EQ(kept->version, 1u);
   EXPECT_FALSE(cache.Insert(kind, key, Make(kind, 0, 3, 0), size_t{1} << 40));
+  ASSERT_NE(cache.Find<Val>(kind, key), nullptr);
+  EXPECT_EQ(cache.Find<Val>(kind, key)->version, 1u);
   const auto f = cache.Figures(kind);
   EXPECT_EQ(f.inserts, 1u);
   EXPECT_EQ(f.evictions, 0u) << "a refusal is no eviction";
-  EXPECT_EQ(f.entries + f.bytes + cache.charged(), 0u);
+  EXPECT_EQ(f.entries, 1u);
+  EXPECT_EQ(f.bytes, kShare);
+  EXPECT_EQ(cache.charged(), kShare);
 }
 
 TEST(ReadCacheTest, KindsAreNamespacesOfKeys) {
