@@ -164,11 +164,16 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   });
   if (early_part) {
     // Its failure is the total's to report: a gather without early spans
-    // reads them again once the total is in.
-    archive_.MGet(job->session, early_keys, [job, part = std::move(early_part)](Result<std::vector<ArchiveReply>> r) {
-      job->early_replies = std::move(r);
-      part(Status::Ok());
-    });
+    // reads them again once the total is in. A session of its own: an answer
+    // that reroutes one of two reads in flight must not make the other's
+    // answer, from the old shard, look routed (the early answers are only
+    // used when they name the total's file anyway).
+    auto early_session = std::make_shared<ArchiveReader::Session>(*job->session);
+    archive_.MGet(early_session, early_keys,
+                  [job, early_session, part = std::move(early_part)](Result<std::vector<ArchiveReply>> r) {
+                    job->early_replies = std::move(r);
+                    part(Status::Ok());
+                  });
   }
   job->realtime_missing = Status::Ok();
   job->realtime_total.clear();
@@ -282,8 +287,14 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
     const std::string_view bare = unique ? key.substr(1) : key;
+    // Visitors are asked from uniques_from on only: one of an earlier hour
+    // or span is a key the query did not ask for.
+    const auto unasked_unique = [&](int64_t from_ts) { return unique && from_ts < *job.uniques_from; };
     auto span = AskedSpanOfKey(bare, job.subtotal_prefix, plan);
     if (!span.ok()) return span.status();
+    if (*span && unasked_unique((*span)->first_day * kSecondsPerDay)) {
+      return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+    }
     if (*span) {
       // A day or span record stands for its days' hours, entered at the
       // first (all in one sum).
@@ -292,6 +303,9 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
     }
     auto hour = HourOfKey(bare, job.subtotal_prefix);
     if (!hour.ok()) return hour.status();
+    if (unasked_unique(*hour)) {
+      return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+    }
     return add(key, answer, unique, *hour);
   });
 }
