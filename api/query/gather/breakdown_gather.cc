@@ -26,6 +26,8 @@ using gather::WholeUtcDays;
 using gather::PlanJobReads;
 using gather::HoursToRead;
 using gather::AskedSpanOfKey;
+using gather::UnaskedKey;
+using gather::ForEachPlannedCode;
 
 struct QueryGather::BreakdownJob {
   std::string sns, ns, tkey;
@@ -35,6 +37,7 @@ struct QueryGather::BreakdownJob {
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
   std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
+  std::vector<HourSpan> deleted;  // the key's deleted hours (any generation): never read as a span
   int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
   bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
   bool all_days = false;  // realtime read without skipping (FinishBreakdown)
@@ -72,7 +75,8 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->skip = skip;
   job->uniques_from = uniques_from;
   if (splits) std::sort(splits->begin(), splits->end());
-  AddDeletionSplits(DeletedHours(job->ns, job->tkey, 0), splits);
+  job->deleted = DeletedHours(job->ns, job->tkey, 0);
+  AddDeletionSplits(job->deleted, splits);
   job->unite_days = unite_days_ && job->uniques_from && splits &&
                     WholeUtcDays(HourSpan{*job->uniques_from, end_ts}, skip, *splits);
   if (job->unite_days) ++stats_.realtime_united_reads;
@@ -83,30 +87,17 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
 
 namespace {
 
-// The archive keys of a breakdown's spans and hours: each subtotal record,
-// and its unique twin from the visitors' first hour on. The plan counts on
-// every span and hour it names being read: one that cannot be named fails
-// the query rather than drop its clicks.
-Status AddBreakdownKeys(std::string_view sns, std::string_view ns, std::string_view tkey,
-                        std::optional<int64_t> uniques_from, const std::vector<DaySpan>& spans,
-                        const std::vector<int64_t>& hours, std::vector<std::string>* keys) {
-  const auto with_visitors = [&](int64_t from_ts) { return uniques_from && from_ts >= *uniques_from; };
+// The archive keys of a breakdown's spans and hours (`prefix`:
+// sns.ns|tkey.): each subtotal record, and its unique twin from the
+// visitors' first hour on.
+Status AddBreakdownKeys(std::string_view prefix, std::optional<int64_t> uniques_from,
+                        const std::vector<DaySpan>& spans, const std::vector<int64_t>& hours,
+                        std::vector<std::string>* keys) {
   keys->reserve(keys->size() + 2 * (spans.size() + hours.size()));
-  for (const DaySpan& span : spans) {
-    auto code = SpanCode(span);
-    if (!code.ok()) return code.status();
-    keys->push_back(DaySubtotalArchiveKey(sns, ns, tkey, *code));
-    if (with_visitors(span.first_day * kSecondsPerDay)) {
-      keys->push_back(UniqueSubtotalArchiveKey(sns, ns, tkey, *code));
-    }
-  }
-  for (const int64_t hour : hours) {
-    auto ymdh = YmdhFromUnix(hour);
-    if (!ymdh.ok()) return ymdh.status();
-    keys->push_back(SubtotalArchiveKey(sns, ns, tkey, *ymdh));
-    if (with_visitors(hour)) keys->push_back(UniqueSubtotalArchiveKey(sns, ns, tkey, *ymdh));
-  }
-  return Status::Ok();
+  return ForEachPlannedCode(spans, hours, [&](std::string_view code, int64_t from_ts) {
+    keys->push_back(fmt::format("{}{}", prefix, code));
+    if (uniques_from && from_ts >= *uniques_from) keys->push_back(fmt::format("{}{}{}", kUniqueMark, prefix, code));
+  });
 }
 
 }  // namespace
@@ -123,7 +114,7 @@ Status AddBreakdownKeys(std::string_view sns, std::string_view ns, std::string_v
 std::vector<DaySpan> QueryGather::EarlySpans(const BreakdownJob& job, int64_t last_day) const {
   std::vector<std::pair<int64_t, int64_t>> excluded;
   if (job.skip.begin_ts < job.skip.end_ts) excluded.emplace_back(job.skip.begin_ts, job.skip.end_ts);
-  for (const HourSpan& d : DeletedHours(job.ns, job.tkey, 0)) excluded.emplace_back(d.begin_ts, d.end_ts);
+  for (const HourSpan& d : job.deleted) excluded.emplace_back(d.begin_ts, d.end_ts);
   std::vector<int64_t> splits = *job.splits;
   if (job.uniques_from) splits.push_back(*job.uniques_from);
   const int64_t end_ts = std::min(job.end_ts, (last_day + 1) * kSecondsPerDay);
@@ -151,7 +142,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
   std::function<void(Status)> early_part;
   std::vector<std::string> early_keys;
   if (job->early_last_day) {
-    if (AddBreakdownKeys(job->sns, job->ns, job->tkey, job->uniques_from, job->early_spans, {}, &early_keys).ok()) {
+    if (AddBreakdownKeys(job->subtotal_prefix, job->uniques_from, job->early_spans, {}, &early_keys).ok()) {
       early_part = join->Part();
     } else {
       job->early_last_day.reset();
@@ -225,18 +216,12 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     ++stats_.early_span_reads;
     early = std::move(*job->early_replies);
     plan.spans = std::move(job->early_spans);
-    // Every archived hour in the window that no early span holds.
-    auto span = plan.spans.begin();
-    for (const int64_t hour : HoursToRead(archived, job->skip)) {
-      const int64_t day = FloorDiv(hour, kSecondsPerDay);
-      while (span != plan.spans.end() && span->last_day() < day) ++span;
-      if (span == plan.spans.end() || span->first_day > day) plan.hours.push_back(hour);
-    }
+    plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);
   } else {
     plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);
   }
   std::vector<std::string> keys;
-  if (Status st = AddBreakdownKeys(job->sns, job->ns, job->tkey, job->uniques_from,
+  if (Status st = AddBreakdownKeys(job->subtotal_prefix, job->uniques_from,
                                    early_stands ? std::vector<DaySpan>{} : plan.spans, plan.hours, &keys);
       !st.ok()) {
     return job->done(std::move(st));
@@ -287,26 +272,24 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
     const std::string_view bare = unique ? key.substr(1) : key;
-    // Visitors are asked from uniques_from on only: one of an earlier hour
-    // or span is a key the query did not ask for.
-    const auto unasked_unique = [&](int64_t from_ts) { return unique && from_ts < *job.uniques_from; };
     auto span = AskedSpanOfKey(bare, job.subtotal_prefix, plan);
     if (!span.ok()) return span.status();
-    if (*span && unasked_unique((*span)->first_day * kSecondsPerDay)) {
-      return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-    }
+    // A day or span record stands for its days' hours, entered at the first
+    // (all in one sum).
+    int64_t at = 0;
     if (*span) {
-      // A day or span record stands for its days' hours, entered at the
-      // first (all in one sum).
+      at = (*span)->first_day * kSecondsPerDay;
+    } else {
+      auto hour = HourOfKey(bare, job.subtotal_prefix);
+      if (!hour.ok()) return hour.status();
+      at = *hour;
+    }
+    // Visitors are asked from uniques_from on only.
+    if (unique && at < *job.uniques_from) return UnaskedKey(key);
+    if (*span) {
       ++((*span)->level > 0 ? stats_.spans_read : unique ? stats_.day_uniques_read : stats_.day_subtotals_read);
-      return add(key, answer, unique, (*span)->first_day * kSecondsPerDay);
     }
-    auto hour = HourOfKey(bare, job.subtotal_prefix);
-    if (!hour.ok()) return hour.status();
-    if (unasked_unique(*hour)) {
-      return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-    }
-    return add(key, answer, unique, *hour);
+    return add(key, answer, unique, at);
   });
 }
 

@@ -10,13 +10,17 @@
 
 namespace clickatron::api::gather {
 
+Status UnaskedKey(std::string_view key) {
+  return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+}
+
 int ShardFor(std::string_view shard_key, int shards) {
   return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(std::max(shards, 1))));
 }
 
 Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
   if (!key.starts_with(prefix) || !LooksLikeYmdh(key.substr(prefix.size()))) {
-    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+    return UnaskedKey(key);
   }
   return UnixFromYmdh(key.substr(prefix.size()));
 }
@@ -38,12 +42,18 @@ bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<
   return std::all_of(splits.begin(), splits.end(), midnight);
 }
 
+namespace {
+
+// The span (a day at level 0) of an mget answer's key `prefix` + span
+// code, or nullopt when the rest is not a span code.
 std::optional<DaySpan> SpanOfKey(std::string_view key, std::string_view prefix) {
   if (!key.starts_with(prefix) || !LooksLikeSpanCode(key.substr(prefix.size()))) return std::nullopt;
   Result<DaySpan> span = SpanFromCode(key.substr(prefix.size()));
   if (!span.ok()) return std::nullopt;
   return *span;
 }
+
+}  // namespace
 
 std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip) {
   std::vector<int64_t> hours;
@@ -54,6 +64,10 @@ std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip) {
   return hours;
 }
 
+namespace {
+
+// Where its sums split: the splits, the gap's ends, and the end of the
+// archive's last day (a span never reaches past what the archive holds whole).
 std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, const ArchiveLastDay& last_day) {
   if (skip.begin_ts < skip.end_ts) {
     splits.push_back(skip.begin_ts);
@@ -62,6 +76,8 @@ std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, cons
   if (last_day) splits.push_back((*last_day + 1) * kSecondsPerDay);
   return splits;
 }
+
+}  // namespace
 
 ArchivePlan PlanJobReads(const HourlyCounts& archived, HourSpan skip,
                          const std::optional<std::vector<int64_t>>& splits, const ArchiveLastDay& last_day,
@@ -79,7 +95,7 @@ Result<std::optional<DaySpan>> AskedSpanOfKey(std::string_view key, std::string_
   // The plan's spans do not overlap, so their order by first day is
   // SpanKeyLess's (by last day).
   if (span && !std::binary_search(plan.spans.begin(), plan.spans.end(), *span, SpanKeyLess)) {
-    return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
+    return UnaskedKey(key);
   }
   return span;
 }

@@ -59,6 +59,30 @@ Status ForEachMgetAnswer(const std::vector<ArchiveReply>& replies, Fn&& fn) {
   return Status::Ok();
 }
 
+// Calls fn(code, from_ts) for each span of `spans` (its span code, from its
+// first day's start) and each hour of `hours` (its YMDH), spans first: the
+// archive keys a read plan names. A plan counts on every record it names
+// being read: one that cannot be named fails the query (its status is
+// returned) rather than drop its clicks.
+template <typename Fn>
+Status ForEachPlannedCode(const std::vector<DaySpan>& spans, const std::vector<int64_t>& hours, Fn&& fn) {
+  for (const DaySpan& span : spans) {
+    auto code = SpanCode(span);
+    if (!code.ok()) return code.status();
+    fn(std::string_view(*code), span.first_day * kSecondsPerDay);
+  }
+  for (const int64_t hour : hours) {
+    auto ymdh = YmdhFromUnix(hour);
+    if (!ymdh.ok()) return ymdh.status();
+    fn(std::string_view(*ymdh), hour);
+  }
+  return Status::Ok();
+}
+
+// CORRUPTION: an archive mget answer holds `key`, which the query did not
+// ask for.
+Status UnaskedKey(std::string_view key);
+
 // The archive shard of `shard_key` among `shards` (at least one).
 int ShardFor(std::string_view shard_key, int shards);
 
@@ -76,18 +100,9 @@ void AddDeletionSplits(const std::vector<HourSpan>& deleted, std::optional<std::
 // the gap), so its hours' visitors may be united before they are counted.
 bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits);
 
-// The span (a day at level 0) of an mget answer's key `prefix` + span
-// code, or nullopt when the rest is not a span code.
-std::optional<DaySpan> SpanOfKey(std::string_view key, std::string_view prefix);
-
-// The archived hours a query may read, and where its sums split, for the
-// archive read plan (plan/archive_plan.h): the hours in the window outside
-// the skipped gap.
+// The archived hours a query may read (plan/archive_plan.h): those in the
+// window outside the skipped gap.
 std::vector<int64_t> HoursToRead(const HourlyCounts& archived, HourSpan skip);
-
-// Where its sums split: the splits, the gap's ends, and the end of the
-// archive's last day (a span never reaches past what the archive holds whole).
-std::vector<int64_t> PlanSplits(std::vector<int64_t> splits, HourSpan skip, const ArchiveLastDay& last_day);
 
 // What a breakdown or /uniques job reads of the archive (plan/archive_plan.h):
 // with its sums' splits known, runs of whole UTC days inside one sum as day

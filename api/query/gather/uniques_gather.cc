@@ -25,6 +25,7 @@ using gather::AddDeletionSplits;
 using gather::WholeUtcDays;
 using gather::PlanJobReads;
 using gather::AskedSpanOfKey;
+using gather::ForEachPlannedCode;
 
 struct QueryGather::UniquesJob {
   UniquesTarget target;
@@ -124,15 +125,9 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   ArchivePlan plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, std::nullopt);
   std::vector<std::string> keys;
   keys.reserve(plan.spans.size() + plan.hours.size());
-  for (const DaySpan& span : plan.spans) {
-    auto code = SpanCode(span);
-    if (!code.ok()) return job->done(code.status());
-    keys.push_back(job->archive_prefix + *code);
-  }
-  for (const int64_t hour : plan.hours) {
-    auto ymdh = YmdhFromUnix(hour);
-    if (!ymdh.ok()) return job->done(ymdh.status());
-    keys.push_back(job->archive_prefix + *ymdh);
+  const auto add_key = [&](std::string_view code, int64_t) { keys.push_back(job->archive_prefix + std::string(code)); };
+  if (Status st = ForEachPlannedCode(plan.spans, plan.hours, add_key); !st.ok()) {
+    return job->done(std::move(st));
   }
   std::optional<int64_t> first_hour;
   if (!archived.empty()) first_hour = archived.begin()->first;

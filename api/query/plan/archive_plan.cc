@@ -76,13 +76,19 @@ ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::ve
     if (CountHours(archived_hours, begin, begin + span.days() * kSecondsPerDay) >= 2) plan.spans.push_back(span);
   });
   // Every archived hour no span holds is read as an hour.
-  auto span = plan.spans.begin();
-  for (const int64_t hour : archived_hours) {
-    const int64_t day = FloorDiv(hour, kSecondsPerDay);
-    while (span != plan.spans.end() && span->last_day() < day) ++span;
-    if (span == plan.spans.end() || span->first_day > day) plan.hours.push_back(hour);
-  }
+  plan.hours = HoursOutside(archived_hours, plan.spans);
   return plan;
+}
+
+std::vector<int64_t> HoursOutside(const std::vector<int64_t>& hours, const std::vector<DaySpan>& spans) {
+  std::vector<int64_t> outside;
+  auto span = spans.begin();
+  for (const int64_t hour : hours) {
+    const int64_t day = FloorDiv(hour, kSecondsPerDay);
+    while (span != spans.end() && span->last_day() < day) ++span;
+    if (span == spans.end() || span->first_day > day) outside.push_back(hour);
+  }
+  return outside;
 }
 
 }  // namespace clickatron::api

@@ -40,6 +40,10 @@ struct ArchivePlan {
 ArchivePlan PlanArchiveReads(const std::vector<int64_t>& archived_hours, std::vector<int64_t> splits,
                              int max_level);
 
+// The hours of `hours` (rising) that no span of `spans` (by first day,
+// disjoint) holds: what is left to read as hours beside those spans.
+std::vector<int64_t> HoursOutside(const std::vector<int64_t>& hours, const std::vector<DaySpan>& spans);
+
 // The spans PlanArchiveReads would cut for every run of whole UTC days
 // inside [begin_ts, end_ts) with no split inside, whether or not they hold
 // data: what a gather may read before it knows the total's hours (a span
