@@ -54,8 +54,6 @@
 //       checking its output against an earlier build's byte for byte.
 #include <sys/resource.h>
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -71,6 +69,7 @@
 
 #include "archive_state.h"
 #include "day_records.h"
+#include "clickatron/command_line.h"
 #include "clickatron/file_util.h"
 #include "clickatron/record.h"
 #include "clickatron/manifest.h"
@@ -806,64 +805,64 @@ int SpanBytes(const std::string& in) {
 }
 
 int main(int argc, char** argv) {
-  CLI::App app{"clickatron-rebuild-bench"};
-  app.require_subcommand(1);
+  clickatron::CommandLine app{"clickatron-rebuild-bench"};
+  app.RequireCommand();
   uint64_t records = 0;
   uint64_t stride = 8;
   std::string out, dir, day, work;
   int shards = 2, threads = 2;
   uint64_t memory_mb = 512;
-  auto* gen_day = app.add_subcommand("gen-day");
-  gen_day->add_option("--records", records)->required();
-  gen_day->add_option("--stride", stride);
-  gen_day->add_option("--out", out)->required();
-  auto* gen_archive = app.add_subcommand("gen-archive");
-  gen_archive->add_option("--records", records)->required();
-  gen_archive->add_option("--shards", shards);
-  gen_archive->add_option("--out-dir", dir)->required();
-  auto* pipeline = app.add_subcommand("pipeline");
-  pipeline->add_option("--day", day)->required();
-  pipeline->add_option("--archive-dir", dir)->required();
-  pipeline->add_option("--work-dir", work)->required();
-  pipeline->add_option("--shards", shards);
-  pipeline->add_option("--memory-mb", memory_mb);
-  pipeline->add_option("--threads", threads);
+  clickatron::Command gen_day = app.AddCommand("gen-day");
+  gen_day.Option("--records", records).Required();
+  gen_day.Option("--stride", stride);
+  gen_day.Option("--out", out).Required();
+  clickatron::Command gen_archive = app.AddCommand("gen-archive");
+  gen_archive.Option("--records", records).Required();
+  gen_archive.Option("--shards", shards);
+  gen_archive.Option("--out-dir", dir).Required();
+  clickatron::Command pipeline = app.AddCommand("pipeline");
+  pipeline.Option("--day", day).Required();
+  pipeline.Option("--archive-dir", dir).Required();
+  pipeline.Option("--work-dir", work).Required();
+  pipeline.Option("--shards", shards);
+  pipeline.Option("--memory-mb", memory_mb);
+  pipeline.Option("--threads", threads);
   std::string engine_config;
-  pipeline->add_option("--engine-config", engine_config, "a cluster file whose [rebuild] engine runs the merges");
+  pipeline.Option("--engine-config", engine_config, "a cluster file whose [rebuild] engine runs the merges");
   std::string restate;
-  pipeline->add_option("--restate", restate, "realtime lines of u on 2012-03-24: fold them as a restatement");
+  pipeline.Option("--restate", restate, "realtime lines of u on 2012-03-24: fold them as a restatement");
   std::string night = "2012-03-25";
-  pipeline->add_option("--night", night, "the day the day file holds, folded by this night's generation");
+  pipeline.Option("--night", night, "the day the day file holds, folded by this night's generation");
   std::vector<std::string> retention;
-  pipeline->add_option("--retention", retention, "NS:HOURLY_DAYS:DAILY_DAYS:ZONE, a [[retention]] policy");
+  pipeline.Option("--retention", retention, "NS:HOURLY_DAYS:DAILY_DAYS:ZONE, a [[retention]] policy");
   uint64_t keys = 0;
   int64_t history_days = 730;
   int nights = 2;
   std::string last_day;
   bool uniques = false;
-  auto* gen_history = app.add_subcommand("gen-history");
-  gen_history->add_option("--keys", keys)->required();
-  gen_history->add_option("--days", history_days);
-  gen_history->add_option("--last-day", last_day)->required();
-  gen_history->add_option("--out-dir", dir)->required();
-  gen_history->add_option("--shards", shards);
-  gen_history->add_option("--nights", nights);
-  gen_history->add_option("--threads", threads);
-  gen_history->add_flag("--uniques", uniques, "unique records (~u) beside the counters");
-  auto* sort_only = app.add_subcommand("sort");
-  sort_only->add_option("--day", day)->required();
-  sort_only->add_option("--out", out)->required();
-  sort_only->add_option("--work-dir", work)->required();
-  sort_only->add_option("--memory-mb", memory_mb);
-  sort_only->add_option("--threads", threads);
+  clickatron::Command gen_history = app.AddCommand("gen-history");
+  gen_history.Option("--keys", keys).Required();
+  gen_history.Option("--days", history_days);
+  gen_history.Option("--last-day", last_day).Required();
+  gen_history.Option("--out-dir", dir).Required();
+  gen_history.Option("--shards", shards);
+  gen_history.Option("--nights", nights);
+  gen_history.Option("--threads", threads);
+  gen_history.Flag("--uniques", uniques, "unique records (~u) beside the counters");
+  clickatron::Command sort_only = app.AddCommand("sort");
+  sort_only.Option("--day", day).Required();
+  sort_only.Option("--out", out).Required();
+  sort_only.Option("--work-dir", work).Required();
+  sort_only.Option("--memory-mb", memory_mb);
+  sort_only.Option("--threads", threads);
   std::string in;
-  auto* span_bytes = app.add_subcommand("span-bytes");
-  span_bytes->add_option("--in", in)->required();
-  CLI11_PARSE(app, argc, argv);
-  if (span_bytes->parsed()) return SpanBytes(in);
-  if (gen_day->parsed()) return GenDay(records, stride, out);
-  if (gen_archive->parsed()) return GenArchive(records, shards, dir);
-  if (gen_history->parsed()) return GenHistory(keys, history_days, last_day, dir, shards, nights, uniques, threads);
-  if (sort_only->parsed()) return SortOnly(day, out, work, memory_mb, threads);
+  clickatron::Command span_bytes = app.AddCommand("span-bytes");
+  span_bytes.Option("--in", in).Required();
+  if (const std::optional<int> code = app.Parse(argc, argv)) return *code;
+  if (span_bytes.Parsed()) return SpanBytes(in);
+  if (gen_day.Parsed()) return GenDay(records, stride, out);
+  if (gen_archive.Parsed()) return GenArchive(records, shards, dir);
+  if (gen_history.Parsed()) return GenHistory(keys, history_days, last_day, dir, shards, nights, uniques, threads);
+  if (sort_only.Parsed()) return SortOnly(day, out, work, memory_mb, threads);
   return Pipeline(day, dir, work, shards, memory_mb, threads, engine_config, restate, night, retention);
 }

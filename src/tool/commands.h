@@ -7,7 +7,7 @@
 // several of these files as one):
 //
 //   namespace {
-//   void AddOplogCommand(CLI::App& app) { ... SetAction(sub, [=] { ... }); }
+//   void AddOplogCommand(Command& app) { ... SetAction(sub, [=] { ... }); }
 //   const bool kOplogRegistered = RegisterCommand(60, AddOplogCommand);
 //   }
 //
@@ -16,33 +16,32 @@
 // unreferenced registrar would be dropped by the linker.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "clickatron/command_line.h"
 #include "clickatron/status.h"
 
 namespace clickatron::tool {
 
-using CommandAdder = void (*)(CLI::App& app);
+using CommandAdder = void (*)(Command& app);
 
 // Queues `adder` for main(); `order` fixes the order of subcommands in --help
 // (static initialisers run in no particular order across files). Mine use
 // 10 ymdh, 20 hash, 30 shard, 40 convert, 50 record.
 bool RegisterCommand(int order, CommandAdder adder);
 // Calls every registered adder, in order.
-void AddRegisteredCommands(CLI::App& app);
+void AddRegisteredCommands(Command& app);
 
 // Adds detailed help shown by `clickatron SUB --help` (under the options),
 // keeping the one-line description for the subcommand list.
-void SetDetails(CLI::App* sub, std::string_view details);
+void SetDetails(Command sub, std::string_view details);
 
 // Makes `body` the subcommand's action. A failed Status is printed to stderr as
 // "clickatron <sub>: <message>" and the process exits with code 1.
-void SetAction(CLI::App* sub, std::function<Status()> body);
+void SetAction(Command sub, std::function<Status()> body);
 
 // Calls `fn` on each of `args`, or, when `args` is empty, on each line of
 // stdin. An error gets "argument N" or "stdin line N" in front of it.

@@ -89,9 +89,8 @@ Status ToRealtime(const std::vector<std::string>& files) {
   return Status::Ok();
 }
 
-void AddConvertCommand(CLI::App& app) {
-  CLI::App* sub =
-      app.add_subcommand("convert", "Convert record lines between the realtime and archive formats");
+void AddConvertCommand(Command& app) {
+  Command sub = app.AddCommand("convert", "Convert record lines between the realtime and archive formats");
   SetDetails(sub,
              "  --to archive:  realtime lines (u|jehiah.c41l,5) -> archive lines (u|jehiah,c41l:5)\n"
              "  --to realtime: archive lines -> realtime lines\n"
@@ -101,8 +100,8 @@ void AddConvertCommand(CLI::App& app) {
              "stops the run, naming file and line, before anything is printed.");
   auto to = std::make_shared<std::string>();
   auto files = std::make_shared<std::vector<std::string>>();
-  sub->add_option("--to", *to, "target format")->required()->check(CLI::IsMember({"archive", "realtime"}));
-  sub->add_option("FILE", *files, "input files; none or '-' reads stdin");
+  sub.Option("--to", *to, "target format").Required().OneOf({"archive", "realtime"});
+  sub.Option("FILE", *files, "input files; none or '-' reads stdin");
   SetAction(sub, [to, files] { return *to == "archive" ? ToArchive(*files) : ToRealtime(*files); });
 }
 

@@ -95,17 +95,18 @@ Status RunDelete(const DeleteArgs& a) {
   return Status::Ok();
 }
 
-void AddDeleteCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("delete", "Delete what was counted for a namespace or a key over hours (POST /delete)");
+void AddDeleteCommand(Command& app) {
+  Command sub = app.AddCommand("delete", "Delete what was counted for a namespace or a key over hours (POST /delete)");
   auto a = std::make_shared<DeleteArgs>();
-  sub->add_option("-c,--config", a->config, "cluster file")->capture_default_str();
-  sub->add_option("--ns", a->ns, "namespace")->required();
-  sub->add_option("--key", a->key, "one key (as sent); without it, every key of the namespace");
-  sub->add_option("--from", a->from, "first hour deleted: unix seconds or RFC 3339 (default: the first there is)");
-  sub->add_option("--to", a->to, "the hour after the last one deleted (default: the hour after now; without --from either, every hour)");
-  sub->add_option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
-  sub->add_option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
-  sub->add_option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)")->capture_default_str();
+  sub.Option("-c,--config", a->config, "cluster file").ShowDefault();
+  sub.Option("--ns", a->ns, "namespace").Required();
+  sub.Option("--key", a->key, "one key (as sent); without it, every key of the namespace");
+  sub.Option("--from", a->from, "first hour deleted: unix seconds or RFC 3339 (default: the first there is)");
+  sub.Option("--to", a->to,
+             "the hour after the last one deleted (default: the hour after now; without --from either, every hour)");
+  sub.Option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
+  sub.Option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
+  sub.Option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)").ShowDefault();
   SetDetails(sub,
              "Exits 0 once the deletion is recorded (and, with --wait, effective on every API node); 1 when it is refused\n"
              "(the reason is printed) or not done in time.");

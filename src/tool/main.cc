@@ -3,23 +3,21 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"clickatron: operator tool for a Clickatron cluster (YMDH codes, hashes, shards, records)",
-               "clickatron"};
-  app.require_subcommand(1);
-  app.footer(
+  clickatron::CommandLine app{"clickatron: operator tool for a Clickatron cluster (YMDH codes, hashes, shards, records)",
+                              "clickatron"};
+  app.RequireCommand();
+  app.SetFooter(
       "Inputs: with no arguments, most subcommands read one input per line from stdin.\n"
       "Values starting with '-' go after '--'. Exit code: 0 ok, 1 bad input, other: usage error.");
   clickatron::tool::AddRegisteredCommands(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
+  if (const std::optional<int> code = app.Parse(argc, argv)) {
     std::fflush(stdout);
-    return code;
+    return *code;
   }
   // A full disk or closed pipe must not look like success to a script.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

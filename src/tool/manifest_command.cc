@@ -196,8 +196,8 @@ Status WriteManifestFor(const ManifestOptions& options) {
   return Status::Ok();
 }
 
-void AddManifestCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand(
+void AddManifestCommand(Command& app) {
+  Command sub = app.AddCommand(
       "manifest",
       "Check an existing sorted archive file (e.g. from sortdb), convert it to the served format and write "
       "FILE.manifest for it");
@@ -213,17 +213,16 @@ void AddManifestCommand(CLI::App& app) {
              "  clickatron manifest var/archive/shard-0.csv\n"
              "  clickatron manifest --shard 1 --shard-count 2 var/archive/shard-1.csv");
   auto options = std::make_shared<ManifestOptions>();
-  sub->add_option("FILE", options->file, "the sorted archive file")->required();
-  CLI::Option* shard = sub->add_option("--shard", options->shard, "the archive shard FILE is for (default 0)")
-                           ->check(CLI::NonNegativeNumber);
-  CLI::Option* count =
-      sub->add_option("--shard-count", options->shard_count, "the cluster's archive_shards (default 1)")
-          ->check(CLI::Range(1u, 1u << 30));
-  shard->needs(count);
-  count->needs(shard);
-  sub->add_option("--generation", options->generation,
-                  "the manifest's generation (default 1: 0 means \"no file\" to replicas and API nodes)");
-  sub->add_flag("--force", options->force, "replace an existing FILE.manifest");
+  sub.Option("FILE", options->file, "the sorted archive file").Required();
+  CommandOption shard =
+      sub.Option("--shard", options->shard, "the archive shard FILE is for (default 0)").NonNegative();
+  CommandOption count =
+      sub.Option("--shard-count", options->shard_count, "the cluster's archive_shards (default 1)").Range(1u, 1u << 30);
+  shard.Needs(count);
+  count.Needs(shard);
+  sub.Option("--generation", options->generation,
+             "the manifest's generation (default 1: 0 means \"no file\" to replicas and API nodes)");
+  sub.Flag("--force", options->force, "replace an existing FILE.manifest");
   SetAction(sub, [options] { return WriteManifestFor(*options); });
 }
 

@@ -253,9 +253,9 @@ Status Replay(const ReplayOptions& o) {
   return Status::Ok();
 }
 
-void AddOplogCommand(CLI::App& app) {
-  CLI::App* oplog = app.add_subcommand("oplog", "Inspect or replay an API node's oplog and late-data files");
-  oplog->require_subcommand(1);
+void AddOplogCommand(Command& app) {
+  Command oplog = app.AddCommand("oplog", "Inspect or replay an API node's oplog and late-data files");
+  oplog.RequireCommand();
   SetDetails(oplog,
              "DIR is an API node's DATA_DIR/oplog (or DATA_DIR/late); PATH a directory or one file.\n"
              "Examples:\n"
@@ -264,33 +264,33 @@ void AddOplogCommand(CLI::App& app) {
              "  clickatron oplog verify var/api-0/oplog var/api-0/late\n"
              "  clickatron oplog replay var/api-0/oplog --to 127.0.0.1:8091 --shard 1");
 
-  CLI::App* list = oplog->add_subcommand("list", "Segments: records, lines, first/last seq per shard, size");
+  Command list = oplog.AddCommand("list", "Segments: records, lines, first/last seq per shard, size");
   auto list_dir = std::make_shared<std::string>();
-  list->add_option("DIR", *list_dir, "oplog directory")->required();
+  list.Option("DIR", *list_dir, "oplog directory").Required();
   SetAction(list, [list_dir] { return List(*list_dir); });
 
-  CLI::App* dump = oplog->add_subcommand("dump", "Print every record as text");
+  Command dump = oplog.AddCommand("dump", "Print every record as text");
   auto dump_paths = std::make_shared<std::vector<std::string>>();
   auto dump_shard = std::make_shared<int>(-1);
-  dump->add_option("PATH", *dump_paths, "directories or files")->required();
-  dump->add_option("--shard", *dump_shard, "only this shard's batches");
+  dump.Option("PATH", *dump_paths, "directories or files").Required();
+  dump.Option("--shard", *dump_shard, "only this shard's batches");
   SetAction(dump, [dump_paths, dump_shard] {
     return Dump(*dump_paths, *dump_shard >= 0 ? std::optional<int>(*dump_shard) : std::nullopt);
   });
 
-  CLI::App* verify = oplog->add_subcommand("verify", "Check every frame's checksum and header (exit 1 if damaged)");
+  Command verify = oplog.AddCommand("verify", "Check every frame's checksum and header (exit 1 if damaged)");
   auto verify_paths = std::make_shared<std::vector<std::string>>();
-  verify->add_option("PATH", *verify_paths, "directories or files")->required();
+  verify.Option("PATH", *verify_paths, "directories or files").Required();
   SetAction(verify, [verify_paths] { return Verify(*verify_paths); });
 
-  CLI::App* replay = oplog->add_subcommand("replay", "Re-send one shard's batches to a realtime daemon");
+  Command replay = oplog.AddCommand("replay", "Re-send one shard's batches to a realtime daemon");
   auto ro = std::make_shared<ReplayOptions>();
-  replay->add_option("DIR", ro->dir, "oplog directory")->required();
-  replay->add_option("--to", ro->to, "the realtime daemon, HOST:PORT")->required();
-  replay->add_option("--shard", ro->shard, "which shard's batches")->required()->check(CLI::NonNegativeNumber);
-  replay->add_option("--source", ro->source, "source name to send as (default: the one recorded)");
-  replay->add_option("--after-seq", ro->after_seq, "skip batches up to this seq (the shard's watermark is skipped anyway)");
-  replay->add_option("--config", ro->config, "the cluster file (its cluster secret signs the requests)");
+  replay.Option("DIR", ro->dir, "oplog directory").Required();
+  replay.Option("--to", ro->to, "the realtime daemon, HOST:PORT").Required();
+  replay.Option("--shard", ro->shard, "which shard's batches").Required().NonNegative();
+  replay.Option("--source", ro->source, "source name to send as (default: the one recorded)");
+  replay.Option("--after-seq", ro->after_seq, "skip batches up to this seq (the shard's watermark is skipped anyway)");
+  replay.Option("--config", ro->config, "the cluster file (its cluster secret signs the requests)");
   SetAction(replay, [ro] { return Replay(*ro); });
   AddOplogReleaseCommand(oplog);
 }

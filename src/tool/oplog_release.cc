@@ -95,15 +95,14 @@ Status Release(const ReleaseOptions& o) {
 
 }  // namespace
 
-void AddOplogReleaseCommand(CLI::App* oplog) {
-  CLI::App* release =
-      oplog->add_subcommand("release", "End a \"watermark ahead\" hold: lower the shard's watermark to what it applied");
+void AddOplogReleaseCommand(Command& oplog) {
+  Command release =
+      oplog.AddCommand("release", "End a \"watermark ahead\" hold: lower the shard's watermark to what it applied");
   auto ro = std::make_shared<ReleaseOptions>();
-  release->add_option("--config", ro->config, "the cluster file")->required();
-  release->add_option("--api", ro->api, "the API member that is held")->required();
-  release->add_option("--shard", ro->shard, "the realtime shard it is held on")->required()->check(CLI::NonNegativeNumber);
-  release->add_option("--wait-seconds", ro->wait_seconds, "how long to wait for the API node to resume")
-      ->check(CLI::PositiveNumber);
+  release.Option("--config", ro->config, "the cluster file").Required();
+  release.Option("--api", ro->api, "the API member that is held").Required();
+  release.Option("--shard", ro->shard, "the realtime shard it is held on").Required().NonNegative();
+  release.Option("--wait-seconds", ro->wait_seconds, "how long to wait for the API node to resume").Positive();
   SetAction(release, [ro] { return Release(*ro); });
 }
 

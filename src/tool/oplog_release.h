@@ -15,10 +15,10 @@
 // rotate a leaked secret), or the hold comes back.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "clickatron/command_line.h"
 
 namespace clickatron::tool {
 
-void AddOplogReleaseCommand(CLI::App* oplog);
+void AddOplogReleaseCommand(Command& oplog);
 
 }  // namespace clickatron::tool

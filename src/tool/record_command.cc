@@ -103,8 +103,8 @@ Status PrintRecords(const RecordOptions& opt) {
   return Status::Ok();
 }
 
-void AddRecordCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("record", "Print the realtime record lines of one increment");
+void AddRecordCommand(Command& app) {
+  Command sub = app.AddCommand("record", "Print the realtime record lines of one increment");
   SetDetails(sub,
              "Prints the total, one subtotal per subtotal namespace, then a lookup line for\n"
              "each hashed key part, as the API would write them, e.g.\n"
@@ -112,13 +112,13 @@ void AddRecordCommand(CLI::App& app) {
              "  -> u|jehiah.c3p1,1\n"
              "     c.u|jehiah.US.c3p1,1");
   auto opt = std::make_shared<RecordOptions>();
-  sub->add_option("--ns", opt->ns, "namespace of the total")->required();
-  sub->add_option("--key", opt->key, "total key (raw; hashed when needed)")->required();
-  sub->add_option("--time,-t", opt->time, "RFC 3339 time or unix seconds (default: now)");
-  sub->add_option("--value", opt->value, "counter delta (int64, default 1)");
-  sub->add_option("--sub", opt->subs, "SNS:SKEY subtotal, repeatable (split at the first ':')");
-  sub->add_option("--sns", opt->sns, "subtotal namespace (with --skey)");
-  sub->add_option("--skey", opt->skey, "subtotal key (with --sns)");
+  sub.Option("--ns", opt->ns, "namespace of the total").Required();
+  sub.Option("--key", opt->key, "total key (raw; hashed when needed)").Required();
+  sub.Option("--time,-t", opt->time, "RFC 3339 time or unix seconds (default: now)");
+  sub.Option("--value", opt->value, "counter delta (int64, default 1)");
+  sub.Option("--sub", opt->subs, "SNS:SKEY subtotal, repeatable (split at the first ':')");
+  sub.Option("--sns", opt->sns, "subtotal namespace (with --skey)");
+  sub.Option("--skey", opt->skey, "subtotal key (with --sns)");
   SetAction(sub, [opt] { return PrintRecords(*opt); });
 }
 

@@ -45,13 +45,13 @@ Status WriteNewSecret(const std::string& path) {
   return Status::Ok();
 }
 
-void AddSecretCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("secret", "Write a new random secret to FILE (mode 600; never overwrites)");
+void AddSecretCommand(Command& app) {
+  Command sub = app.AddCommand("secret", "Write a new random secret to FILE (mode 600; never overwrites)");
   SetDetails(sub,
              "For [cluster] cluster_secret_file and admin_token_file: 32 random bytes as 64 hex digits.\n"
              "Copy the cluster secret to every member host (same path or its own, mode 600).");
   auto path = std::make_shared<std::string>();
-  sub->add_option("FILE", *path, "where to write it")->required();
+  sub.Option("FILE", *path, "where to write it").Required();
   SetAction(sub, [path] { return WriteNewSecret(*path); });
 }
 

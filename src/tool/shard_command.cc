@@ -21,8 +21,8 @@ Result<std::string_view> ShardKeyOfAnyKey(std::string_view key) {
                                              archive.status().message()));
 }
 
-void AddShardCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("shard", "Print the shard number of each key");
+void AddShardCommand(Command& app) {
+  Command sub = app.AddCommand("shard", "Print the shard number of each key");
   SetDetails(sub,
              "shard = crc32(shard key) % N (zlib's crc32). KEY is ns|tkey, any realtime or\n"
              "archive key, or a whole record line of either format; with --ns, KEY is a raw\n"
@@ -32,11 +32,9 @@ void AddShardCommand(CLI::App& app) {
   auto count = std::make_shared<uint32_t>(0);
   auto ns = std::make_shared<std::string>();
   auto keys = std::make_shared<std::vector<std::string>>();
-  sub->add_option("--count,-n", *count, "number of shards in the tier")
-      ->required()
-      ->check(CLI::Range(1u, 1u << 30));
-  sub->add_option("--ns", *ns, "treat each KEY as a raw tkey in this namespace");
-  sub->add_option("KEY", *keys, "keys (default: one per line on stdin)");
+  sub.Option("--count,-n", *count, "number of shards in the tier").Required().Range(1u, 1u << 30);
+  sub.Option("--ns", *ns, "treat each KEY as a raw tkey in this namespace");
+  sub.Option("KEY", *keys, "keys (default: one per line on stdin)");
   SetAction(sub, [count, ns, keys] {
     if (!ns->empty()) CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(*ns, "--ns"));
     return ForEachArgOrStdinLine(*keys, [&](std::string_view key) {

@@ -13,8 +13,8 @@
 namespace clickatron::tool {
 namespace {
 
-void AddSketchCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("sketch", "Build the sketch of visitor tokens, or estimate sketches");
+void AddSketchCommand(Command& app) {
+  Command sub = app.AddCommand("sketch", "Build the sketch of visitor tokens, or estimate sketches");
   SetDetails(sub,
              "Reads one visitor token per line (blank lines are tokens too: use none) and prints the\n"
              "sketch's text, the value of a unique record (docs/protocols.md, \"Unique records\"):\n"
@@ -33,10 +33,10 @@ void AddSketchCommand(CLI::App& app) {
   auto unite = std::make_shared<bool>(false);
   auto bytes = std::make_shared<bool>(false);
   auto records = std::make_shared<bool>(false);
-  sub->add_flag("--estimate", *estimate, "read sketch texts and print their distinct visitors");
-  sub->add_flag("--union", *unite, "with --estimate: print one number, the distinct visitors of all sketches");
-  sub->add_flag("--bytes", *bytes, "print \"TEXT_BYTES BINARY_BYTES VISITORS FORM\" of the tokens' sketch");
-  sub->add_flag("--records", *records, "read \"KEY,TOKEN\" lines and print \"KEY,SKETCH\" per unique record key");
+  sub.Flag("--estimate", *estimate, "read sketch texts and print their distinct visitors");
+  sub.Flag("--union", *unite, "with --estimate: print one number, the distinct visitors of all sketches");
+  sub.Flag("--bytes", *bytes, "print \"TEXT_BYTES BINARY_BYTES VISITORS FORM\" of the tokens' sketch");
+  sub.Flag("--records", *records, "read \"KEY,TOKEN\" lines and print \"KEY,SKETCH\" per unique record key");
   SetAction(sub, [estimate, unite, bytes, records] {
     const std::vector<std::string> none;
     if (*records) {

@@ -111,10 +111,10 @@ Status RunStatus(const std::string& config_path, bool* all_up) {
   return Status::Ok();
 }
 
-void AddStatusCommand(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("status", "Show every cluster member: up/down, ring, archive generation, API queues");
+void AddStatusCommand(Command& app) {
+  Command sub = app.AddCommand("status", "Show every cluster member: up/down, ring, archive generation, API queues");
   auto config = std::make_shared<std::string>("conf/local.toml");
-  sub->add_option("-c,--config", *config, "cluster file")->capture_default_str();
+  sub.Option("-c,--config", *config, "cluster file").ShowDefault();
   SetDetails(sub, "Exits 0 when every member answers, 3 when any is down.");
   SetAction(sub, [config] {
     bool all_up = true;

@@ -54,31 +54,27 @@ bool RegisterCommand(int order, CommandAdder adder) {
   return true;
 }
 
-void AddRegisteredCommands(CLI::App& app) {
+void AddRegisteredCommands(Command& app) {
   auto& registry = Registry();
   std::stable_sort(registry.begin(), registry.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [order, adder] : registry) adder(app);
 }
 
-void SetDetails(CLI::App* sub, std::string_view details) {
+void SetDetails(Command sub, std::string_view details) {
   // The footer is inherited from the parent at creation; keep it after ours.
-  const std::string inherited = sub->get_footer();
-  sub->footer(fmt::format("{}{}{}", details, inherited.empty() ? "" : "\n\n", inherited));
+  const std::string inherited = sub.Footer();
+  sub.SetFooter(fmt::format("{}{}{}", details, inherited.empty() ? "" : "\n\n", inherited));
 }
 
-void SetAction(CLI::App* sub, std::function<Status()> body) {
-  sub->callback([sub, body = std::move(body)] {
+void SetAction(Command sub, std::function<Status()> body) {
+  sub.OnParsed([sub, body = std::move(body)] {
     const Status status = body();
     if (status.ok()) return;
     std::fflush(stdout);  // answers printed so far come before the error
     // The full command path ("clickatron ymdh decode"), as the user typed it.
-    std::string path = sub->get_name();
-    for (const CLI::App* p = sub->get_parent(); p != nullptr; p = p->get_parent()) {
-      path = p->get_name() + " " + path;
-    }
-    fmt::print(stderr, "{}: {}\n", path, status.message());
-    throw CLI::RuntimeError(1);  // CLI11's way to leave with a code, silently
+    fmt::print(stderr, "{}: {}\n", sub.Path(), status.message());
+    ExitCommandLine(1);  // the error is printed: leave with 1, silently
   });
 }
 
