@@ -11,6 +11,8 @@ namespace clickatron {
 
 size_t HashText(std::string_view text) { return static_cast<size_t>(XXH3_64bits(text.data(), text.size())); }
 
+uint64_t HashText(std::string_view text, uint64_t seed) { return XXH3_64bits_withSeed(text.data(), text.size(), seed); }
+
 std::string Hash128HexOfParts(const std::vector<std::string_view>& parts) {
   XXH3_state_t stack_state;
   XXH3_INITSTATE(&stack_state);

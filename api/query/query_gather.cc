@@ -112,9 +112,15 @@ Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::
 Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
                                             const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
   if (reply.total_hours) return AddArchiveTotalHours(*reply.total_hours, hours, span);
-  // Read once: only the span's columns are decoded.
-  if (!reply.kept) return AddArchiveTotalColumns(reply.body, hours, span);
-  // Kept: later queries of the key read it too, so all of it is decoded now
+  // Read for the first time (not from the cache): only the span's columns
+  // are decoded. A kept text that does not decode is forgotten at once, so
+  // that the next query asks a replica again.
+  if (!reply.kept) {
+    Status st = AddArchiveTotalColumns(reply.body, hours, span);
+    if (!st.ok()) archive_.Forget(session, key, reply.view);
+    return st;
+  }
+  // Found in the cache: the key is read again, so all of it is decoded now
   // and kept with it.
   auto decoded = DecodeArchiveTotal(reply.body);
   if (!decoded.ok()) {

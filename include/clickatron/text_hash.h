@@ -13,6 +13,9 @@ namespace clickatron {
 
 // XXH3_64bits of the bytes, seed 0.
 size_t HashText(std::string_view text);
+// The same with a seed: keys of several namespaces (the API's read cache's
+// kinds) hashed apart without copying a prefix in front of each key.
+uint64_t HashText(std::string_view text, uint64_t seed);
 
 // A 128-bit XXH3 of several byte strings, each length-prefixed (so their
 // boundaries count), as 32 hex digits: tells two requests apart (an

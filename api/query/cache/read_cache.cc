@@ -2,22 +2,13 @@
 #include "query/cache/read_cache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <new>
+
+#include "clickatron/text_hash.h"
 
 namespace clickatron::api {
-namespace {
-
-// The map's key: the kind's byte before the owner's key, so kinds never
-// collide. Built in a per-thread buffer: a lookup allocates nothing.
-std::string_view FullKey(CacheKind kind, std::string_view key) {
-  thread_local std::string buffer;
-  buffer.clear();
-  buffer.push_back(static_cast<char>(kind));
-  buffer.append(key);
-  return buffer;
-}
-
-}  // namespace
 
 const char* CacheKindName(CacheKind kind) {
   switch (kind) {
@@ -35,69 +26,148 @@ const char* CacheKindName(CacheKind kind) {
 
 ReadCache::ReadCache(size_t capacity_bytes) : capacity_(capacity_bytes), shard_capacity_(capacity_bytes / kShards) {}
 
-ReadCache::Shard& ReadCache::ShardOf(std::string_view full_key) {
-  return shards_[TextHash{}(full_key) % kShards];
+ReadCache::~ReadCache() {
+  for (Shard& shard : shards_) {
+    for (Entry* e = shard.ring.next; e != &shard.ring;) {
+      Entry* next = e->next;
+      Free(e);
+      e = next;
+    }
+  }
 }
 
-std::shared_ptr<const void> ReadCache::Drop(Shard& shard, Order::iterator it) {
-  KindCounters& kind = kinds_[static_cast<uint8_t>(it->key[0])];
-  std::shared_ptr<const void> value = std::move(it->value);
-  kind.bytes.fetch_sub(static_cast<int64_t>(it->charge), std::memory_order_relaxed);
+// The hash's high half picks the shard, its low bits the bucket: the two
+// never follow each other.
+ReadCache::Shard& ReadCache::ShardOf(uint64_t hash) { return shards_[(hash >> 32) % kShards]; }
+
+ReadCache::Entry** ReadCache::Slot(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash) {
+  Entry** slot = &shard.buckets[hash & (shard.buckets.size() - 1)];
+  while (*slot != nullptr && ((*slot)->hash != hash || (*slot)->kind != kind || (*slot)->key() != key)) {
+    slot = &(*slot)->next_hash;
+  }
+  return slot;
+}
+
+void ReadCache::Grow(Shard& shard) {
+  std::vector<Entry*> buckets(std::max<size_t>(16, shard.buckets.size() * 2), nullptr);
+  for (Entry* head : shard.buckets) {
+    while (head != nullptr) {
+      Entry* next = head->next_hash;
+      Entry*& bucket = buckets[head->hash & (buckets.size() - 1)];
+      head->next_hash = bucket;
+      bucket = head;
+      head = next;
+    }
+  }
+  shard.buckets.swap(buckets);
+}
+
+void ReadCache::Unlink(Shard& shard, Entry* e) {
+  Entry** slot = &shard.buckets[e->hash & (shard.buckets.size() - 1)];
+  while (*slot != e) slot = &(*slot)->next_hash;
+  *slot = e->next_hash;
+  e->next->prev = e->prev;
+  e->prev->next = e->next;
+  --shard.entries;
+  shard.charged -= e->charge;
+  KindCounters& kind = kinds_[static_cast<uint8_t>(e->kind)];
+  kind.bytes.fetch_sub(static_cast<int64_t>(e->charge), std::memory_order_relaxed);
   kind.entries.fetch_sub(1, std::memory_order_relaxed);
-  shard.charged -= it->charge;
-  shard.index.erase(std::string_view(it->key));
-  shard.order.erase(it);
-  return value;
+}
+
+void ReadCache::LinkNewest(Shard& shard, Entry* e) {
+  e->next = &shard.ring;
+  e->prev = shard.ring.prev;
+  e->prev->next = e;
+  shard.ring.prev = e;
+}
+
+void ReadCache::Free(Entry* e) {
+  e->~Entry();
+  ::operator delete(static_cast<void*>(e));
 }
 
 std::shared_ptr<const void> ReadCache::FindAny(CacheKind kind, std::string_view key) {
   if (capacity_ == 0) return nullptr;
-  const std::string_view full = FullKey(kind, key);
-  Shard& shard = ShardOf(full);
+  const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
+  Shard& shard = ShardOf(hash);
   std::lock_guard lock(shard.mu);
-  auto it = shard.index.find(full);
-  if (it == shard.index.end()) return nullptr;
-  shard.order.splice(shard.order.begin(), shard.order, it->second);
-  return it->second->value;
+  if (shard.buckets.empty()) return nullptr;
+  Entry* e = *Slot(shard, kind, key, hash);
+  if (e == nullptr) return nullptr;
+  e->next->prev = e->prev;
+  e->prev->next = e->next;
+  LinkNewest(shard, e);
+  return e->value;
 }
 
 bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<const void> value, size_t charge) {
   if (capacity_ == 0) return false;
-  const std::string_view full = FullKey(kind, key);
-  // Saturated: a charge past any shard's share must not wrap into a small one.
+  // Saturated: a charge past any shard's share must not wrap into a small
+  // one. The kind is charged as a byte of the key.
   const size_t total =
-      charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + full.size() + kEntryOverhead;
-  KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
-  Shard& shard = ShardOf(full);
-  // The values dropped (and what they may keep alive) are released outside
-  // the lock: declared before it, destroyed after it.
-  std::vector<std::shared_ptr<const void>> released;
+      charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + key.size() + 1 + kEntryOverhead;
   // Refused before anything is dropped: what was kept for the key stays (a
   // larger form of a value, such as its decoded one, leaves the smaller).
   if (total > shard_capacity_) return false;
-  std::lock_guard lock(shard.mu);
-  if (auto it = shard.index.find(full); it != shard.index.end()) released.push_back(Drop(shard, it->second));
-  while (shard.charged + total > shard_capacity_ && !shard.order.empty()) {
-    auto last = std::prev(shard.order.end());
-    kinds_[static_cast<uint8_t>(last->key[0])].evictions.fetch_add(1, std::memory_order_relaxed);
-    released.push_back(Drop(shard, last));
+  const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
+  // Made before the lock is taken, freed (with what they drop) after it.
+  Entry* entry = new (::operator new(sizeof(Entry) + key.size())) Entry;
+  std::memcpy(reinterpret_cast<char*>(entry + 1), key.data(), key.size());
+  entry->key_size = static_cast<uint32_t>(key.size());
+  entry->kind = kind;
+  entry->hash = hash;
+  entry->value = std::move(value);
+  entry->charge = total;
+  Entry* released = nullptr;  // chained by next_hash
+  Shard& shard = ShardOf(hash);
+  {
+    std::lock_guard lock(shard.mu);
+    if (shard.buckets.empty()) Grow(shard);
+    if (Entry* old = *Slot(shard, kind, key, hash); old != nullptr) {
+      Unlink(shard, old);
+      old->next_hash = released;
+      released = old;
+    }
+    while (shard.charged + total > shard_capacity_) {
+      Entry* lru = shard.ring.next;  // never the ring itself: total fits an empty shard
+      kinds_[static_cast<uint8_t>(lru->kind)].evictions.fetch_add(1, std::memory_order_relaxed);
+      Unlink(shard, lru);
+      lru->next_hash = released;
+      released = lru;
+    }
+    if (shard.entries >= shard.buckets.size()) Grow(shard);
+    Entry*& bucket = shard.buckets[hash & (shard.buckets.size() - 1)];
+    entry->next_hash = bucket;
+    bucket = entry;
+    LinkNewest(shard, entry);
+    ++shard.entries;
+    shard.charged += total;
   }
-  shard.order.push_front(Entry{std::string(full), std::move(value), total});
-  shard.index.emplace(shard.order.front().key, shard.order.begin());
-  shard.charged += total;
+  KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
   counters.inserts.fetch_add(1, std::memory_order_relaxed);
   counters.bytes.fetch_add(static_cast<int64_t>(total), std::memory_order_relaxed);
   counters.entries.fetch_add(1, std::memory_order_relaxed);
+  while (released != nullptr) {
+    Entry* next = released->next_hash;
+    Free(released);
+    released = next;
+  }
   return true;
 }
 
 void ReadCache::Erase(CacheKind kind, std::string_view key) {
   if (capacity_ == 0) return;
-  const std::string_view full = FullKey(kind, key);
-  Shard& shard = ShardOf(full);
-  std::shared_ptr<const void> erased;  // released after the lock
-  std::lock_guard lock(shard.mu);
-  if (auto it = shard.index.find(full); it != shard.index.end()) erased = Drop(shard, it->second);
+  const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
+  Shard& shard = ShardOf(hash);
+  Entry* erased = nullptr;  // freed after the lock
+  {
+    std::lock_guard lock(shard.mu);
+    if (shard.buckets.empty()) return;
+    erased = *Slot(shard, kind, key, hash);
+    if (erased != nullptr) Unlink(shard, erased);
+  }
+  if (erased != nullptr) Free(erased);
 }
 
 ReadCache::KindFigures ReadCache::Figures(CacheKind kind) const {

@@ -32,15 +32,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
-
-#include "clickatron/text_hash.h"
 
 namespace clickatron::api {
 
@@ -58,6 +54,7 @@ class ReadCache {
  public:
   // capacity_bytes 0: nothing is kept (every Find misses).
   explicit ReadCache(size_t capacity_bytes);
+  ~ReadCache();
   ReadCache(const ReadCache&) = delete;
   ReadCache& operator=(const ReadCache&) = delete;
 
@@ -80,9 +77,9 @@ class ReadCache {
   }
   void Erase(CacheKind kind, std::string_view key);
 
-  // What an entry costs beyond its key and its owner's charge: the list
-  // node, the map node and bucket, the key's string header, the shared
-  // value's control block.
+  // What an entry costs beyond its key and its owner's charge: the entry's
+  // header (64 bytes), its share of the buckets (at most two pointers), the
+  // shared value's control block and malloc's headers, with room to spare.
   static constexpr size_t kEntryOverhead = 144;
   static constexpr size_t kShards = 16;
 
@@ -97,17 +94,29 @@ class ReadCache {
   size_t charged() const;
 
  private:
+  // One kept thing, in one allocation with its key's bytes after it (as in
+  // LevelDB's LRUHandle): a lookup touches the bucket and the entry, and an
+  // insert allocates once.
   struct Entry {
-    std::string key;  // the kind's byte, then the owner's key
+    Entry* next_hash = nullptr;  // the bucket's chain
+    Entry* next = nullptr;  // the shard's recency ring: toward newer entries
+    Entry* prev = nullptr;  //   and toward older ones
+    uint64_t hash = 0;
     std::shared_ptr<const void> value;
-    size_t charge = 0;
+    size_t charge = 0;  // all of it: the owner's, the key's, kEntryOverhead
+    uint32_t key_size = 0;
+    CacheKind kind = CacheKind::kArchiveReply;
+    std::string_view key() const { return {reinterpret_cast<const char*>(this + 1), key_size}; }
   };
-  using Order = std::list<Entry>;
   struct Shard {
+    Shard() { ring.next = ring.prev = &ring; }
     mutable std::mutex mu;
     size_t charged = 0;
-    Order order;  // most recently used first
-    std::unordered_map<std::string_view, Order::iterator, TextHash, std::equal_to<>> index;  // views into order
+    // A dummy entry: ring.next is the least recently used, ring.prev the most
+    // (LevelDB's lru_).
+    Entry ring;
+    std::vector<Entry*> buckets;  // a power of two of them, chained by next_hash
+    size_t entries = 0;
   };
   struct KindCounters {
     std::atomic<uint64_t> inserts{0};
@@ -118,11 +127,16 @@ class ReadCache {
 
   std::shared_ptr<const void> FindAny(CacheKind kind, std::string_view key);
   bool InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<const void> value, size_t charge);
-  Shard& ShardOf(std::string_view full_key);
-  // Unlinks `it` from `shard` (its lock held), counting it off its kind;
-  // returns its value, for the caller to release once the lock is let go
-  // (a value's last release may free many sketches).
-  std::shared_ptr<const void> Drop(Shard& shard, Order::iterator it);
+  Shard& ShardOf(uint64_t hash);
+  // Where the entry of (kind, key, hash) is or would be linked in its bucket.
+  static Entry** Slot(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash);
+  // Takes `e` out of `shard`'s bucket and ring (its lock held) and counts it
+  // off its kind; the caller frees it once the lock is let go (a value's last
+  // release may free many sketches).
+  void Unlink(Shard& shard, Entry* e);
+  static void LinkNewest(Shard& shard, Entry* e);
+  static void Grow(Shard& shard);
+  static void Free(Entry* e);
 
   const size_t capacity_;
   const size_t shard_capacity_;

@@ -274,10 +274,13 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
     ++stats_.archive_cache_misses;
   }
   // Kept for the shard and count it is asked of now (the session may be
-  // rerouted by another of its requests while this one is out).
+  // rerouted by another of its requests while this one is out). The answer
+  // handed on is not marked kept: only one found in the cache, read a second
+  // time, is worth decoding whole (a key read once, as most are, costs one
+  // insert, not two, and the decoding of its window alone).
   const auto keep = [this, shard = session->shard, shard_count = session->shard_count,
                      key](Result<ArchiveReply>& reply) {
-    if (reply.ok()) reply->kept = Keep(shard, key, *reply, shard_count);
+    if (reply.ok()) Keep(shard, key, *reply, shard_count);
   };
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= coalescers_.size() || coalescers_[shard].empty()) {

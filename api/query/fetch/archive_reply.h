@@ -37,8 +37,9 @@ struct ArchiveReply {
   bool found = false;  // 200; false for 404 (no such key)
   std::string body;    // as /get answers it: "value\n"
   size_t replica = 0;  // which replica of the shard answered
-  // Kept by the API node's cache (archive_reply_cache.h): an answer of the
-  // served generation, read again by later queries.
+  // Found in the API node's cache (archive_reply_cache.h): an answer of the
+  // served generation read a second time, worth decoding whole and keeping
+  // decoded. An answer just fetched is kept too, but not marked.
   bool kept = false;
   // For a kept total record, once a query decoded it: its columns
   // (ArchiveReader::KeepDecodedTotal). A reply from the cache that has them
