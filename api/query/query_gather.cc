@@ -124,8 +124,12 @@ Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& sessio
   // and kept with it.
   auto decoded = DecodeArchiveTotal(reply.body);
   if (!decoded.ok()) {
-    archive_.Forget(session, key, reply.view);  // the next query asks the replica again
-    return decoded.status();
+    // Forgotten (the next query asks a replica again), and this one answered
+    // as a first read is: from the window's columns, which the first read
+    // found good or reported. Damage before the window, which a first read
+    // skips, must not make every second query fail.
+    archive_.Forget(session, key, reply.view);
+    return AddArchiveTotalColumns(reply.body, hours, span);
   }
   auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
   archive_.KeepDecodedTotal(session, key, reply, total);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 
 #include "clickatron/text_hash.h"
@@ -109,21 +110,26 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
       charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + key.size() + 1 + kEntryOverhead;
   // Refused before anything is dropped: what was kept for the key stays (a
   // larger form of a value, such as its decoded one, leaves the smaller).
-  if (total > shard_capacity_) return false;
+  if (total > shard_capacity_ || key.size() > std::numeric_limits<uint32_t>::max()) return false;
   const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
-  // Made before the lock is taken, freed (with what they drop) after it.
-  Entry* entry = new (::operator new(sizeof(Entry) + key.size())) Entry;
-  std::memcpy(reinterpret_cast<char*>(entry + 1), key.data(), key.size());
+  // Made before the lock is taken, freed (with what they drop) after it;
+  // owned here until it is linked in.
+  void* memory = ::operator new(sizeof(Entry) + key.size());
+  std::unique_ptr<Entry, void (*)(Entry*)> entry(new (memory) Entry, &Free);
+  if (!key.empty()) std::memcpy(static_cast<char*>(memory) + sizeof(Entry), key.data(), key.size());
   entry->key_size = static_cast<uint32_t>(key.size());
   entry->kind = kind;
   entry->hash = hash;
   entry->value = std::move(value);
   entry->charge = total;
   Entry* released = nullptr;  // chained by next_hash
+  KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
   Shard& shard = ShardOf(hash);
   {
     std::lock_guard lock(shard.mu);
-    if (shard.buckets.empty()) Grow(shard);
+    // Room for one more in the buckets first: nothing is unlinked yet if the
+    // allocation fails.
+    if (shard.entries + 1 > shard.buckets.size()) Grow(shard);
     if (Entry* old = *Slot(shard, kind, key, hash); old != nullptr) {
       Unlink(shard, old);
       old->next_hash = released;
@@ -136,18 +142,17 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
       lru->next_hash = released;
       released = lru;
     }
-    if (shard.entries >= shard.buckets.size()) Grow(shard);
     Entry*& bucket = shard.buckets[hash & (shard.buckets.size() - 1)];
     entry->next_hash = bucket;
-    bucket = entry;
-    LinkNewest(shard, entry);
+    bucket = entry.get();
+    LinkNewest(shard, entry.release());
     ++shard.entries;
     shard.charged += total;
+    // Counted under the lock, as what Unlink takes off is.
+    counters.inserts.fetch_add(1, std::memory_order_relaxed);
+    counters.bytes.fetch_add(static_cast<int64_t>(total), std::memory_order_relaxed);
+    counters.entries.fetch_add(1, std::memory_order_relaxed);
   }
-  KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
-  counters.inserts.fetch_add(1, std::memory_order_relaxed);
-  counters.bytes.fetch_add(static_cast<int64_t>(total), std::memory_order_relaxed);
-  counters.entries.fetch_add(1, std::memory_order_relaxed);
   while (released != nullptr) {
     Entry* next = released->next_hash;
     Free(released);

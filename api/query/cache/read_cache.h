@@ -78,8 +78,10 @@ class ReadCache {
   void Erase(CacheKind kind, std::string_view key);
 
   // What an entry costs beyond its key and its owner's charge: the entry's
-  // header (64 bytes), its share of the buckets (at most two pointers), the
-  // shared value's control block and malloc's headers, with room to spare.
+  // header (64 bytes), its share of the buckets (at most two pointers while
+  // the shard holds its most entries; the buckets never shrink, as
+  // unordered_map's did not), the shared value's control block and malloc's
+  // headers, with room to spare.
   static constexpr size_t kEntryOverhead = 144;
   static constexpr size_t kShards = 16;
 
