@@ -70,6 +70,11 @@ Status Ring::Load(int64_t clock_today, CheckpointOptions checkpoints) {
       if (!through.ok()) return through.status().WithContext("persisted ring state");
       archived_through_ = *through;
     }
+    if (j.contains("exported_through") && j["exported_through"].is_string()) {
+      Result<int64_t> through = ParseDate(j["exported_through"].get<std::string>());
+      if (!through.ok()) return through.status().WithContext("persisted ring state");
+      exported_max_ = *through;
+    }
     for (const nlohmann::json& d : j["days"]) {
       if (!d.is_object() || !d.contains("date") || !d["date"].is_string()) {
         return Status::Corruption("persisted ring state: a day without a date");
@@ -120,6 +125,10 @@ Status Ring::Persist() {
   }
   nlohmann::json j = {{"version", kRingStateVersion}, {"today", FormatDate(today_)}, {"days", std::move(days)}};
   if (archived_through_) j["archived_through"] = FormatDate(*archived_through_);
+  // Kept too: a marked day leaves days_ once cleared and out of the
+  // positions, and X-Realtime-Archived-Through must not go back after a
+  // restart (an API node would read realtime for a day it cleared).
+  if (exported_max_) j["exported_through"] = FormatDate(*exported_max_);
   // Synced: the ring state is what lets a restart tell a retained day from
   // one that may be dropped.
   return store_->PutMeta(kRingKey, j.dump(), /*sync=*/true);

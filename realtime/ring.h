@@ -177,7 +177,7 @@ class Ring {
   int64_t today_ = 0;
   std::map<int64_t, DayState> days_;
   std::optional<int64_t> archived_through_;
-  std::optional<int64_t> exported_max_;  // the newest day MarkExported marked since start
+  std::optional<int64_t> exported_max_;  // the newest day MarkExported ever marked (persisted)
   std::unique_ptr<Checkpointer> checkpointer_;
   std::shared_ptr<ScanCache> scan_cache_;  // shared with the scans that fill it (they may outlive the ring)
   RingCounters counters_;

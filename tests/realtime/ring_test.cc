@@ -218,6 +218,18 @@ TEST_F(RingTest, ExportedYesterdayIsClearedByTheNextRotation) {
   EXPECT_EQ(*ring_->MarkExported(kToday - 1), "absent");
 }
 
+TEST_F(RingTest, TheNewestDayMarkedExportedIsSaidAfterItLeftTheRingAndAcrossReopen) {
+  ASSERT_FALSE(ring_->HandedOverThrough().has_value());
+  ASSERT_FALSE(ExportAll(kToday - 1).size());
+  ASSERT_TRUE(ring_->MarkExported(kToday - 1).ok());
+  ASSERT_TRUE(ring_->RotateTo(kToday + 2).ok());  // cleared, then out of the positions: forgotten
+  ASSERT_FALSE(ring_->days().contains(kToday - 1));
+  EXPECT_EQ(ring_->HandedOverThrough(), kToday - 1);
+  Open(kToday);
+  EXPECT_FALSE(ring_->days().contains(kToday - 1));
+  EXPECT_EQ(ring_->HandedOverThrough(), kToday - 1) << "the handover went back with the restart";
+}
+
 TEST_F(RingTest, ClearedYesterdayIsNotRecreatedOnReopen) {
   ASSERT_FALSE(ExportAll(kToday - 1).size());
   ASSERT_TRUE(ring_->MarkExported(kToday - 1).ok());
