@@ -72,16 +72,6 @@ if(CLICKATRON_UNITY)
   add_compile_options(-Wno-subobject-linkage)
 endif()
 
-# 5. GCC's garbage collector held off until its heap reaches 1 GiB: a unity
-#    file of 32 sources grows to about 1.5 GB of compiler heap, and with the
-#    default thresholds (a collection each time the heap grows 30% past
-#    128 MB or so) GCC walks it a dozen times. The parameters change when the
-#    compiler frees its own memory, never the code it generates. Each of the
-#    two jobs of a 2-core build then peaks near 1.3 GB.
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  add_compile_options(--param=ggc-min-expand=100 --param=ggc-min-heapsize=1048576)
-endif()
-
 set(CMAKE_C_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG")
 set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG")
 
