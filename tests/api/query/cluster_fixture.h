@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <set>
@@ -374,9 +375,15 @@ class ReadCluster {
     ASSERT_TRUE(written.ok()) << written.ToString();
   }
 
+  // Applied to each archive file's contents before it is written (a test
+  // that damages a record: its manifest describes the damaged bytes, as a
+  // replica's copy gone bad after the rebuild checked it would not).
+  std::function<void(std::string* contents)> archive_tamper;
+
   void WriteArchives(const ReadDataset& data, uint64_t generation, const std::string& last_day) {
     for (int s = 0; s < spec_.archive_shards; ++s) {
-      const std::string contents = data.ArchiveFile(s, spec_.archive_shards);
+      std::string contents = data.ArchiveFile(s, spec_.archive_shards);
+      if (archive_tamper) archive_tamper(&contents);
       Manifest m;  // format 2, its day and span records whole
       m.generation = generation;
       m.shard = s;
