@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "clickatron/convert.h"
 #include "clickatron/record.h"

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <ctime>
+#include <memory>
 #include <set>
 
 #include "clickatron/key_codec.h"

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "clickatron/cluster_auth.h"
 #include "clickatron/file_util.h"

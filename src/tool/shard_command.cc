@@ -1,6 +1,8 @@
 // `clickatron shard`: which shard holds a key.
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "clickatron/key_codec.h"
 #include "clickatron/record.h"
 #include "clickatron/shard.h"

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
 #include "clickatron/retention.h"

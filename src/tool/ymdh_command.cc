@@ -1,6 +1,8 @@
 // `clickatron ymdh encode|decode`: YMDH hour codes <-> times.
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "clickatron/ymdh.h"
 #include "commands.h"
 
