@@ -157,16 +157,17 @@ Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(const Archi
 
 // ---- total -------------------------------------------------------------------
 
-struct QueryGather::TotalJob {
+void QueryGather::BeginAttempt(Attempt& job, const std::string& total_key) {
+  job.session = archive_.Begin(total_key);
+  job.archive_total = ArchiveReply{};
+  job.realtime_missing = Status::Ok();
+}
+
+struct QueryGather::TotalJob : Attempt {
   std::string key;
-  std::shared_ptr<ArchiveReader::Session> session;
   HourSpan span;
-  bool all_days = false;  // realtime read without skipping (FinishTotal)
-  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
   std::function<void(Result<TotalData>)> done;
-  ArchiveReply archive;
   std::string realtime;
-  Status realtime_missing;
 };
 
 void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
@@ -179,10 +180,8 @@ void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
 }
 
 void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
-  state->session = archive_.Begin(state->key);
-  state->archive = ArchiveReply{};
+  BeginAttempt(*state, state->key);
   state->realtime.clear();
-  state->realtime_missing = Status::Ok();
   auto join = FanIn::Create([this, state](Status st) {
     if (!st.ok()) return state->done(std::move(st));
     FinishTotal(state);
@@ -192,7 +191,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
   join->Arm();
   archive_.Get(state->session, state->key,
                [state, part = std::move(archive_part)](Result<ArchiveReply> reply) {
-                 if (reply.ok()) state->archive = std::move(*reply);
+                 if (reply.ok()) state->archive_total = std::move(*reply);
                  part(reply.status());
                });
   realtime_.FwmatchKey(state->key, state->key + ".",
@@ -201,14 +200,14 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 }
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
-  const ArchiveView& view = state->archive.view;
+  const ArchiveView& view = state->archive_total.view;
   if (!ArchiveHoldsHandedOverDays(view, &state->handover_reread, [&] { RunTotal(state); })) return;
   if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
   TotalData data;
   data.archive = view;
   data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, data.archive.file_crc32,
                          state->session};
-  Status st = AddArchiveTotal(*state->session, state->key, state->archive, &data.hours, state->span);
+  Status st = AddArchiveTotal(*state->session, state->key, state->archive_total, &data.hours, state->span);
   if (st.ok()) {
     st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, state->span);
   }

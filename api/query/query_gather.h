@@ -154,6 +154,19 @@ class QueryGather {
                      std::function<void(Result<std::map<std::string, std::string>>)> done);
 
  private:
+  // What every gather job holds for one attempt and carries to the next (a
+  // read again after a handover, of all days, after a generation change).
+  struct Attempt {
+    std::shared_ptr<ArchiveReader::Session> session;
+    ArchiveReply archive_total;  // the key's total record: the index of every other record read
+    Status realtime_missing;
+    int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
+    bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
+    bool all_days = false;  // realtime read without skipping (MustReadAllDays)
+  };
+  // A new attempt of `job`, whose total record is `total_key`: its session,
+  // and none of the last attempt's answers.
+  void BeginAttempt(Attempt& job, const std::string& total_key);
   struct TotalJob;
   struct BreakdownJob;
   struct UniquesJob;

@@ -182,7 +182,7 @@ class ArchiveReader {
   // confirmed unless a later request's answer came first.
   void Confirm(size_t shard, size_t replica, const ArchiveView& view, std::chrono::steady_clock::time_point sent);
   // Keeps `reply` for `key` if it is of the generation its replica confirmed.
-  bool Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count);
+  void Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count);
   // Keeps every key of mget answers (absent ones as not found), when they
   // all come from one confirmed generation.
   void KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,

@@ -29,7 +29,7 @@ using gather::AskedSpanOfKey;
 using gather::UnaskedKey;
 using gather::ForEachPlannedCode;
 
-struct QueryGather::BreakdownJob {
+struct QueryGather::BreakdownJob : Attempt {
   std::string sns, ns, tkey;
   std::string total_key;        // ns|tkey
   std::string subtotal_prefix;  // sns.ns|tkey.
@@ -38,20 +38,14 @@ struct QueryGather::BreakdownJob {
   std::optional<std::vector<int64_t>> splits;  // where the sums split (nullopt: read every hour)
   std::optional<int64_t> uniques_from;  // visitors too, of hours from here on
   std::vector<HourSpan> deleted;  // the key's deleted hours (any generation): never read as a span
-  int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
-  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
-  bool all_days = false;  // realtime read without skipping (FinishBreakdown)
   // Realtime may answer each UTC day's unique hours of a value as one union
   // (unite=day): every day of the visitors' window lies in one unit.
   bool unite_days = false;
   std::function<void(Result<BreakdownData>)> done;
-  // One attempt's results.
-  std::shared_ptr<ArchiveReader::Session> session;
-  ArchiveReply archive_total;
+  // This attempt's realtime answers.
   std::string realtime_total;
   std::string realtime_subtotals;
   std::string realtime_unique_subtotals;
-  Status realtime_missing;
   // Day and span records asked beside the total (EarlySpans): every run of
   // whole UTC days in the window up to the archive's last day as this node
   // last saw it (`early_last_day`), read before the total's hours are known.
@@ -123,7 +117,7 @@ std::vector<DaySpan> QueryGather::EarlySpans(const BreakdownJob& job, int64_t la
 }
 
 void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
-  job->session = archive_.Begin(job->total_key);
+  BeginAttempt(*job, job->total_key);
   job->early_last_day = job->splits ? realtime_.skip_through() : std::nullopt;
   job->early_spans = job->early_last_day ? EarlySpans(*job, *job->early_last_day) : std::vector<DaySpan>{};
   if (job->early_spans.empty()) job->early_last_day.reset();
@@ -166,7 +160,6 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
                     part(Status::Ok());
                   });
   }
-  job->realtime_missing = Status::Ok();
   job->realtime_total.clear();
   job->realtime_subtotals.clear();
   job->realtime_unique_subtotals.clear();

@@ -27,7 +27,7 @@ using gather::PlanJobReads;
 using gather::AskedSpanOfKey;
 using gather::ForEachPlannedCode;
 
-struct QueryGather::UniquesJob {
+struct QueryGather::UniquesJob : Attempt {
   UniquesTarget target;
   std::string total_key;        // ns|tkey: the index of archived hours
   std::string realtime_prefix;  // ~ns|tkey. or ~sns.ns|tkey.skey.
@@ -36,18 +36,11 @@ struct QueryGather::UniquesJob {
   HourSpan skip{0, 0};
   int64_t max_hours = 0;
   std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
-  int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
-  bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
-  bool all_days = false;  // realtime read without skipping (FinishUniques)
   // Realtime may answer each UTC day's hours of a record as one union
   // (unite=day): every day the query reads lies in one unit.
   bool unite_days = false;
   std::function<void(Result<UniquesData>)> done;
-  // One attempt's results.
-  std::shared_ptr<ArchiveReader::Session> session;
-  ArchiveReply archive_total;
-  std::string realtime;
-  Status realtime_missing;
+  std::string realtime;  // this attempt's
 };
 
 void QueryGather::AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view,
@@ -81,7 +74,8 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
 }
 
 void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
-  job->session = archive_.Begin(job->total_key);
+  BeginAttempt(*job, job->total_key);
+  job->realtime.clear();
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) return job->done(std::move(st));
     FinishUniques(job);
@@ -93,8 +87,6 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
     if (reply.ok()) job->archive_total = std::move(*reply);
     part(reply.status());
   });
-  job->realtime_missing = Status::Ok();
-  job->realtime.clear();
   realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
                        RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)),
                        job->all_days, job->unite_days);
