@@ -65,6 +65,10 @@ std::vector<Keyed<Payload>> SortedByKey(const std::vector<const Record*>& record
   return items;
 }
 
+// How far ahead the writing loop prefetches keys: about as many misses as a
+// core keeps in flight.
+constexpr size_t kKeysAhead = 8;
+
 }  // namespace
 
 Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamilyHandle* family,
@@ -97,10 +101,17 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
     const bool counter_next =
         p == records.puts.size() || (i < counters.size() && counters[i].key < records.puts[p]->key);
     if (counter_next) {
+      // The keys live where the frozen table put them, in hash order: ask
+      // for one a few records ahead so that its cache miss overlaps the
+      // work on this one (the writer copies every key).
+      if (i + kKeysAhead < counters.size()) __builtin_prefetch(counters[i + kKeysAhead].key.data());
       const Keyed<int64_t>& first = counters[i];
       const std::string_view key = first.key;
-      int64_t sum = 0;
-      for (; i < counters.size() && counters[i].SameKey(first); ++i) {
+      // The fold starts past `first`: comparing a record with itself read
+      // its key where it lives, a cache miss per record that was 9% of a
+      // shard's CPU under new keys (perf, memcmp in SameKey).
+      int64_t sum = first.payload;
+      for (++i; i < counters.size() && counters[i].SameKey(first); ++i) {
         if (__builtin_add_overflow(sum, counters[i].payload, &sum)) {
           return Status(StatusCode::kInternal,
                         fmt::format("counter {} would pass the int64 range in one checkpoint", QuoteForMessage(key)),
