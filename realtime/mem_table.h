@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "apply_batch.h"
+#include "counter_index.h"
 #include "clickatron/status.h"
 #include "shard_store.h"
 #include "table_arena.h"
@@ -125,27 +126,24 @@ class MemTable {
       const std::function<void(int64_t day, std::string_view counter_key, const UniqueSketch& sketch)>& fn) const;
 
  private:
-  // A counter key's entry (see above).
-  struct Entry {
-    int64_t delta = 0;                        // 0: none (undone, or only visitors)
-    std::unique_ptr<UniqueSketch> visitors;   // its unique record's, once a "~" line named it
-  };
-  // Keys, values, hash nodes and the group index live in the table's arena
-  // (table_arena.h); sketches on the heap.
-  using EntryNode = std::pair<const std::pmr::string, Entry>;
+  // A counter key's entry (see above), found through its day's
+  // CounterIndex (counter_index.h). Entries, their keys, the index and the
+  // group index live in the table's arena (table_arena.h); sketches on the
+  // heap.
+  using Entry = CounterEntry;
   struct Group {
     using allocator_type = std::pmr::polymorphic_allocator<>;
     explicit Group(const allocator_type& arena) : entries(arena) {}
-    std::pmr::vector<const EntryNode*> entries;  // the counters map's nodes (stable addresses)
+    std::pmr::vector<const Entry*> entries;  // the day's entries (stable addresses)
     bool sorted = true;
   };
   struct Day {
     explicit Day(std::pmr::memory_resource* arena)
         : counters(arena), lookups(arena), groups(arena), unindexed(arena) {}
-    std::pmr::unordered_map<std::pmr::string, Entry, StringHash, StringEq> counters;
+    CounterIndex counters;
     std::pmr::unordered_map<std::pmr::string, std::pmr::string, StringHash, StringEq> lookups;
     mutable std::pmr::unordered_map<std::string_view, Group, StringHash, StringEq> groups;
-    mutable std::pmr::vector<const EntryNode*> unindexed;  // new entries not in `groups` yet
+    mutable std::pmr::vector<const Entry*> unindexed;  // new entries not in `groups` yet
     size_t sketches = 0;  // entries with visitors
   };
   // A Day in place, destroyed only when it holds heap of its own (sketches):
@@ -168,16 +166,17 @@ class MemTable {
   };
 
   Day& DayFor(int64_t day);
-  // The entry of `key` (a counter key), made and indexed when new.
-  Entry& EntryFor(Day& day, std::string_view key);
+  // The entry of `key` (a counter key; `hash` its CounterIndex::Hash), made
+  // and indexed when new.
+  Entry& EntryFor(Day& day, std::string_view key, uint64_t hash);
   // Adds `delta` to a counter's entry (made when new) and sets `*entry`.
   // False, with nothing changed, on overflow.
-  bool Add(Day& day, std::string_view key, int64_t delta, Entry** entry);
+  bool Add(Day& day, std::string_view key, uint64_t hash, int64_t delta, Entry** entry);
   // Takes back an Add() of a batch that failed later on.
   void Undo(Day& day, std::string_view key, int64_t delta);
   void Unite(Day& day, Entry& entry, const UniqueSketch& sketch);
   // Counts a new entry and queues it for its group's index.
-  void Index(Day& day, const EntryNode* node);
+  void Index(Day& day, const Entry* entry);
   // Puts the day's queued entries in their groups (a prefix scan's first
   // step; the loop thread's, like the lazy sort). An allocation failure here
   // ends the process (nothing catches it on the loop), so a half-done pass
