@@ -53,21 +53,29 @@ struct Keyed {
   bool SameKey(const Keyed& other) const { return prefix == other.prefix && key == other.key; }
 };
 
+std::string_view RecordKey(const StoreWrite::Increment& r) { return r.key; }
+std::string_view RecordKey(const StoreWrite::Unite& r) { return r.counter_key; }
+
+// How far ahead the loops over records prefetch keys: about as many misses
+// as a core keeps in flight.
+constexpr size_t kKeysAhead = 8;
+
 template <typename Payload, typename Record, typename Make>
 std::vector<Keyed<Payload>> SortedByKey(const std::vector<const Record*>& records, Make make) {
   std::vector<Keyed<Payload>> items;
   items.reserve(records.size());
-  for (const Record* r : records) items.push_back(make(*r));
+  for (size_t i = 0; i < records.size(); ++i) {
+    // The keys lie in the frozen table's hash order: each prefix read is a
+    // cache miss unless asked for ahead.
+    if (i + kKeysAhead < records.size()) __builtin_prefetch(RecordKey(*records[i + kKeysAhead]).data());
+    items.push_back(make(*records[i]));
+  }
   std::sort(items.begin(), items.end(), [](const Keyed<Payload>& a, const Keyed<Payload>& b) {
     if (a.prefix != b.prefix) return a.prefix < b.prefix;
     return a.key < b.key;
   });
   return items;
 }
-
-// How far ahead the writing loop prefetches keys: about as many misses as a
-// core keeps in flight.
-constexpr size_t kKeysAhead = 8;
 
 }  // namespace
 

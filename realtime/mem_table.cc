@@ -126,8 +126,8 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
   // lines before it is used, and the entry in that slot kEntryAhead lines
   // before: a batch of new keys pays its cache misses side by side instead
   // of one after another (counter_index.h).
-  constexpr size_t kSlotAhead = 8;
-  constexpr size_t kEntryAhead = 3;
+  constexpr size_t kSlotAhead = 16;
+  constexpr size_t kEntryAhead = 4;
   std::vector<uint64_t> hashes(batch.lines.size());
   for (size_t i = 0; i < batch.lines.size(); ++i) {
     const BatchLine& line = batch.lines[i];

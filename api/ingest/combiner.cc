@@ -1,8 +1,10 @@
 #include "ingest/combiner.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "clickatron/record.h"
+#include "clickatron/text_hash.h"
 
 namespace clickatron::api {
 
@@ -15,19 +17,49 @@ void Combiner::Add(RoutedRecord&& record) {
     if (inserted) w.bytes += it->first.size() + it->second.size() + 4;
     return;
   }
-  auto [it, inserted] = w.counters.try_emplace(std::move(record.key));
-  Window::Counter& counter = it->second;
+  const size_t before = w.counters.size();
+  const uint64_t hash = HashText(record.key, 0);
+  Window::Counter& counter = w.CounterFor(std::move(record.key), hash);
   // Deltas are at most kMaxIncrementValue each: no window can overflow int64.
   counter.delta += record.delta;
-  if (inserted) w.bytes += it->first.size() + 22;
+  if (w.counters.size() != before) w.bytes += counter.key.size() + 22;
   if (record.has_visitor) {
     if (!counter.visitors) {
       counter.visitors = std::make_unique<UniqueSketch>();
       ++w.sketches;
-      w.bytes += it->first.size() + 4;
+      w.bytes += counter.key.size() + 4;
     }
     counter.visitors->Add(record.visitor);
     w.bytes += 12;  // ~12 text bytes a visitor while explicit (the usual case inside a window)
+  }
+}
+
+Combiner::Window::Counter& Combiner::Window::CounterFor(std::string&& key, uint64_t hash) {
+  if ((counters.size() + 1) * 2 > slots.size()) Grow();
+  const size_t mask = slots.size() - 1;
+  const auto tag = static_cast<uint32_t>(hash >> 32);
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    Slot& slot = slots[i];
+    if (slot.index_plus_one == 0) {
+      slot = Slot{static_cast<uint32_t>(counters.size() + 1), tag};
+      Counter& made = counters.emplace_back();
+      made.key = std::move(key);
+      made.hash = hash;
+      return made;
+    }
+    if (slot.tag != tag) continue;
+    Counter& c = counters[slot.index_plus_one - 1];
+    if (c.hash == hash && c.key == key) return c;
+  }
+}
+
+void Combiner::Window::Grow() {
+  slots.assign(std::max<size_t>(64, slots.size() * 2), Slot{});
+  const size_t mask = slots.size() - 1;
+  for (size_t n = 0; n < counters.size(); ++n) {
+    size_t i = counters[n].hash & mask;
+    while (slots[i].index_plus_one != 0) i = (i + 1) & mask;
+    slots[i] = Slot{static_cast<uint32_t>(n + 1), static_cast<uint32_t>(counters[n].hash >> 32)};
   }
 }
 
@@ -45,7 +77,8 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
   out.count = w.counters.size() + w.lookups.size() + w.sketches;
   out.text.reserve(w.bytes);
   char digits[24];
-  for (const auto& [key, counter] : w.counters) {
+  for (const Window::Counter& counter : w.counters) {
+    const std::string& key = counter.key;
     out.text.append(key);
     out.text.push_back(',');
     auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), counter.delta);
@@ -64,7 +97,13 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
     out.text.append("l|").append(hash).push_back(',');
     out.text.append(value).push_back('\n');
   }
-  // clear() keeps the bucket arrays: the next window reuses them.
+  // The next window reuses both arrays, unless a burst left the slots far
+  // larger than this window needed: then they start again small.
+  if (w.slots.size() > 65536 && w.counters.size() * 8 < w.slots.size()) {
+    w.slots.clear();
+  } else {
+    std::fill(w.slots.begin(), w.slots.end(), Window::Slot{});
+  }
   w.counters.clear();
   w.lookups.clear();
   w.sketches = 0;

@@ -84,6 +84,32 @@ TEST(WriteCombinerTest, ThreeIncrementsOfOneRecordBecomeOneLine) {
   EXPECT_EQ(c.Take(0).count, 0u);  // the window starts empty again
 }
 
+// Windows one after another reuse the combiner's table: a key of an earlier
+// window is new again in the next one, and a burst of distinct keys (the
+// table grown large, then started small again) loses and doubles nothing.
+TEST(WriteCombinerTest, LaterWindowsStartEmptyAfterABurstOfDistinctKeys) {
+  Combiner c(1);
+  for (int i = 0; i < 40000; ++i) c.Add(Counter(0, "u|k" + std::to_string(i) + ".c413", 1));
+  c.Add(Counter(0, "u|k7.c413", 2));
+  Combiner::Lines burst = c.Take(0);
+  EXPECT_EQ(burst.count, 40000u);
+  EXPECT_EQ(burst.records, 40001u);
+  const std::map<std::string, std::string> lines = Lines(burst.text);
+  ASSERT_EQ(lines.size(), 40000u);
+  EXPECT_EQ(lines.at("u|k7.c413"), "3");
+  EXPECT_EQ(lines.at("u|k39999.c413"), "1");
+
+  for (int window = 0; window < 3; ++window) {
+    c.Add(Counter(0, "u|k7.c413", 5));
+    c.Add(Counter(0, "u|k8.c413", 1));
+    c.Add(Counter(0, "u|k7.c413", 5));
+    Combiner::Lines l = c.Take(0);
+    EXPECT_EQ(Lines(l.text), (std::map<std::string, std::string>{{"u|k7.c413", "10"}, {"u|k8.c413", "1"}}))
+        << "window " << window;
+    EXPECT_EQ(l.records, 3u);
+  }
+}
+
 TEST(WriteCombinerTest, RandomStreamMatchesAMapOracle) {
   std::mt19937 rng(42);
   const uint32_t shards = 3;
