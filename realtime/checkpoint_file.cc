@@ -39,8 +39,8 @@ struct KeyPrefix {
 
 // A record to write, with what folding and writing it needs held in the
 // array being sorted. A checkpoint of new keys sorts a million records, and
-// comparing the keys where they live (the frozen table's nodes, all over the
-// heap) was most of the checkpoint's CPU (memcmp 30% of a shard's perf
+// comparing the keys where they live (the frozen table's entries, all over
+// its arena) was most of the checkpoint's CPU (memcmp 30% of a shard's perf
 // samples under uniform keys): the prefixes sit in the array, only keys
 // that share their first 16 bytes are compared whole, and the fold after
 // the sort walks the array instead of following a pointer per record.

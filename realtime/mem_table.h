@@ -113,8 +113,8 @@ class MemTable {
   // entry that holds only visitors.
   size_t keys() const { return keys_; }
   size_t keys(int64_t day) const;
-  // The heap the table holds: its arena's chunks (keys, values, hash nodes,
-  // index) and its sketches. What the memory budget is measured in.
+  // The heap the table holds: its arena's chunks (entries with their keys,
+  // slots, lookups' hash nodes, the group index) and its sketches. What the memory budget is measured in.
   size_t bytes() const { return arena_.bytes() + sketch_bytes_; }
 
   // Every record, day by day (ascending), in no particular key order.

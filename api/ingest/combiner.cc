@@ -41,10 +41,10 @@ Combiner::Window::Counter& Combiner::Window::CounterFor(std::string&& key, uint6
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     Slot& slot = slots[i];
     if (slot.index_plus_one == 0) {
-      slot = Slot{static_cast<uint32_t>(counters.size() + 1), tag};
-      Counter& made = counters.emplace_back();
+      Counter& made = counters.emplace_back();  // first: a throw here leaves no slot pointing past the end
       made.key = std::move(key);
       made.hash = hash;
+      slot = Slot{static_cast<uint32_t>(counters.size()), tag};
       return made;
     }
     if (slot.tag != tag) continue;
@@ -97,12 +97,20 @@ Combiner::Lines Combiner::Take(uint32_t shard) {
     out.text.append("l|").append(hash).push_back(',');
     out.text.append(value).push_back('\n');
   }
-  // The next window reuses both arrays, unless a burst left the slots far
-  // larger than this window needed: then they start again small.
+  // The next window reuses both arrays. Its slots are emptied where this
+  // window's counters sit (found again by index), so the cost follows the
+  // window, not the table. After a burst left them far larger than this
+  // window needed, both arrays are given back and start again small.
   if (w.slots.size() > 65536 && w.counters.size() * 8 < w.slots.size()) {
-    w.slots.clear();
+    std::vector<Window::Slot>().swap(w.slots);
+    std::vector<Window::Counter>().swap(w.counters);
   } else {
-    std::fill(w.slots.begin(), w.slots.end(), Window::Slot{});
+    const size_t mask = w.slots.size() - 1;
+    for (size_t n = 0; n < w.counters.size(); ++n) {
+      size_t i = w.counters[n].hash & mask;
+      while (w.slots[i].index_plus_one != n + 1) i = (i + 1) & mask;
+      w.slots[i] = Window::Slot{};
+    }
   }
   w.counters.clear();
   w.lookups.clear();

@@ -60,7 +60,7 @@ TEST(CounterIndexTest, KeysOfOneHashAreToldApartByTheirBytes) {
     EXPECT_EQ(entry->delta, i);
   }
   EXPECT_EQ(index.Find(KeyOf(100), kSameHash), nullptr);
-  EXPECT_EQ(index.Find(KeyOf(5), kSameHash + 1), nullptr);  // another hash, another slot
+  EXPECT_EQ(index.Find(KeyOf(5), kSameHash + 1), nullptr);  // the bytes match, the stored hash does not
 }
 
 // ForEach visits every entry once; Reserve makes room without losing any.

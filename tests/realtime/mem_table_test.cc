@@ -282,7 +282,7 @@ TEST(MemTableTest, BytesGrowWithNewKeysNotWithRepeatedAdds) {
   ASSERT_TRUE(Apply(t, Total("b") + ",1\n").ok());
   const size_t two = t.bytes();
   EXPECT_GT(two, one);
-  ASSERT_TRUE(Apply(t, Sub("abcdefghijk", "US") + ",1\n").ok());  // past std::string's inline 15
+  ASSERT_TRUE(Apply(t, Sub("abcdefghijk", "US") + ",1\n").ok());  // a longer key: more bytes beside its entry
   EXPECT_GT(t.bytes() - two, two - one);
 }
 
