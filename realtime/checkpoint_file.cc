@@ -87,6 +87,10 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
       SortedByKey<int64_t>(records.increments, [](const StoreWrite::Increment& r) {
         return Keyed<int64_t>{KeyPrefix(r.key), r.key, r.delta};
       });
+  // The sorted copy holds all the fold needs: the pointers go now, not
+  // after the file is written (a checkpoint's arrays are memory the budget
+  // does not count: docs/scaling.md).
+  std::vector<const StoreWrite::Increment*>().swap(records.increments);
   std::stable_sort(records.puts.begin(), records.puts.end(), [](const auto* a, const auto* b) { return a->key < b->key; });
   const std::vector<Keyed<const UniqueSketch*>> sketches =
       SortedByKey<const UniqueSketch*>(records.sketches, [](const StoreWrite::Unite& r) {

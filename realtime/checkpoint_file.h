@@ -28,7 +28,8 @@ struct FamilyRecords {
   bool empty() const { return increments.empty() && puts.empty() && sketches.empty(); }
 };
 
-// Writes `records` (its puts stably sorted here, hence not const) into a new SST file at
+// Writes `records` (its puts stably sorted here and its increments' pointers
+// released once copied, hence not const) into a new SST file at
 // `path` made with `options` for `family`: a merge operand per counter and
 // per unique record ("~" + its counter key), a put per lookup. The file
 // takes each key once, so records of one key are folded first: counters

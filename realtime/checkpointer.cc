@@ -141,11 +141,10 @@ void Checkpointer::Freeze() {
   job_->before = store_->Snapshot();
   job_->table = std::shared_ptr<const MemTable>(std::move(active_));
   active_ = std::make_unique<MemTable>();
-  // The reservation is counted (the slots are in the new table's arena):
-  // after a table far past the budget (one huge batch may make one), a new
-  // table reserved like it could be past the budget while empty, and refuse
-  // every batch with nothing to checkpoint. Within the budget, a table's
-  // slots are a fifth to two fifths of it (16 bytes, 1.3 to 2.7 a key).
+  // The reservation is counted (the group indexes are in the new table's
+  // arena): after a table far past the budget (one huge batch may make
+  // one), a new table reserved like it could be past the budget while
+  // empty, and refuse every batch with nothing to checkpoint.
   if (job_->table->bytes() <= options_.memory_budget_bytes) active_->ReserveLike(*job_->table);
 }
 

@@ -100,9 +100,9 @@ class MemTable {
   // of what it returns: later Apply() calls do not change it.
   std::unique_ptr<StoreCursor> NewCursor(int64_t day, std::string_view prefix) const;
 
-  // Sizes the hash tables for about as many keys (and, if it was read, groups)
-  // per day as `previous` held: a fresh table after a checkpoint then grows
-  // without rehashing.
+  // Makes `previous`'s days in this table and sizes their group indexes
+  // like `previous`'s (if it was read); the counters' index is left to grow
+  // (mem_table.cc says why).
   void ReserveLike(const MemTable& previous);
 
   bool empty() const { return keys_ == 0; }

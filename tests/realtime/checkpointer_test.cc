@@ -374,7 +374,7 @@ TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
 // loop has heard of it.
 // One batch can make a table far past the budget (Admit is asked before
 // it). Once that table is persisted the next one takes batches again: it is
-// not reserved like the huge one (its buckets would count against the
+// not reserved like the huge one (its group index would count against the
 // budget while it is empty, with nothing to checkpoint).
 TEST_F(CheckpointerTest, AfterABatchFarPastTheBudgetTheNextTableAdmitsAgain) {
   Make(/*threaded=*/false, /*budget=*/4096);

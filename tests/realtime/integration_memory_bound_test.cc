@@ -56,7 +56,7 @@ class MemoryBoundTest : public StartedDaemonTest {
     return p.contains(name) ? p[name].get<uint64_t>() : 0;
   }
   // Records in the in-memory tables (an empty table still holds the hash
-  // buckets it reserved like the last one).
+  // group index it reserved like the last one).
   uint64_t TableKeys() {
     nlohmann::json j = nlohmann::json::parse(daemon_.Get("/stats").body, nullptr, false);
     if (!j.is_object() || !j.contains("data")) return ~uint64_t{0};
