@@ -55,8 +55,8 @@ class MemoryBoundTest : public StartedDaemonTest {
     nlohmann::json p = Parts();
     return p.contains(name) ? p[name].get<uint64_t>() : 0;
   }
-  // Records in the in-memory tables (an empty table still holds the hash
-  // group index it reserved like the last one).
+  // Records in the in-memory tables (an empty table still holds the group
+  // index it reserved like the last one).
   uint64_t TableKeys() {
     nlohmann::json j = nlohmann::json::parse(daemon_.Get("/stats").body, nullptr, false);
     if (!j.is_object() || !j.contains("data")) return ~uint64_t{0};
