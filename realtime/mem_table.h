@@ -113,9 +113,18 @@ class MemTable {
   // entry that holds only visitors.
   size_t keys() const { return keys_; }
   size_t keys(int64_t day) const;
-  // The heap the table holds: its arena's chunks (entries with their keys,
-  // slots, lookups' hash nodes, the group index) and its sketches. What the memory budget is measured in.
-  size_t bytes() const { return arena_.bytes() + sketch_bytes_; }
+  // What the memory budget is measured in: the heap the table holds (its
+  // arena's chunks: entries with their keys, slots, lookups' hash nodes,
+  // the group index; and its sketches), plus what checkpointing it will
+  // take beside it (kCheckpointBytesPerRecord a record). A checkpoint's
+  // arrays grow with the table, not with anything fixed: left out, they
+  // took a 64 MiB shard past its budget plus overhead.
+  size_t bytes() const { return arena_.bytes() + sketch_bytes_ + keys_ * kCheckpointBytesPerRecord; }
+  // A checkpoint's working memory per record (Checkpointer::RunJob,
+  // ShardStore::Write, WriteCheckpointFile): the record (32 bytes), its
+  // place in its day's order (8, released once sorted) and its sorted copy
+  // with its key's first bytes (40).
+  static constexpr size_t kCheckpointBytesPerRecord = 80;
 
   // Every record, day by day (ascending), in no particular key order.
   void ForEachCounter(const std::function<void(int64_t day, std::string_view key, int64_t delta)>& fn) const;

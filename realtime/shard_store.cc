@@ -388,23 +388,6 @@ Status ShardStore::Write(const StoreWrite& write) {
   // MANIFEST records all of them or none, so after a crash the store holds
   // whole checkpoints, records and watermarks alike.
   std::map<int64_t, FamilyRecords> by_day;
-  {
-    // Each day's array made once at its size: a checkpoint of new keys is
-    // a million records, and growing by doubling held one and a half
-    // arrays at each step, memory the budget does not count. Records come
-    // day by day (MemTable::ForEachCounter), so a day is looked up per run.
-    std::map<int64_t, size_t> counts;
-    size_t* count = nullptr;
-    int64_t last_day = 0;
-    for (const StoreWrite::Increment& r : write.increments) {
-      if (count == nullptr || r.day != last_day) {
-        count = &counts[r.day];
-        last_day = r.day;
-      }
-      ++*count;
-    }
-    for (const auto& [day, n] : counts) by_day[day].increments.reserve(n);
-  }
   for (const StoreWrite::Increment& r : write.increments) by_day[r.day].increments.push_back(&r);
   for (const StoreWrite::Put& r : write.puts) by_day[r.day].puts.push_back(&r);
   for (const StoreWrite::Unite& r : write.sketches) by_day[r.day].sketches.push_back(&r);

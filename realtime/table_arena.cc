@@ -21,7 +21,7 @@ void* TableArena::do_allocate(size_t bytes, size_t alignment) {
     }
   }
   // A new chunk (operator new aligns to max_align_t); a request larger than
-  // a chunk (a hash map's bucket array) gets one of its own size, and the
+  // a chunk (a counter index's slot array) gets one of its own size, and the
   // current chunk keeps serving the small ones.
   const size_t size = bytes + alignment > kChunkBytes ? bytes + alignment : kChunkBytes;
   char* chunk = static_cast<char*>(::operator new(size));

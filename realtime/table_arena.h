@@ -11,8 +11,8 @@
 // memory budget.
 //
 // Nothing is given back before the table goes (do_deallocate is a no-op): a
-// hash map's old bucket arrays and a group's outgrown vectors stay, and are
-// counted. Thread-safety: none: the loop thread allocates (into a frozen
+// counter index's old slot arrays, a hash map's old buckets and a group's
+// outgrown vectors stay, and are counted. Thread-safety: none: the loop thread allocates (into a frozen
 // table too, whose group index it builds on reads); the checkpoint thread,
 // which reads a frozen table's records, never touches its arena.
 #pragma once
