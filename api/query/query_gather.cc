@@ -112,33 +112,29 @@ Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::
 Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
                                             const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
   if (reply.total_hours) return AddArchiveTotalHours(*reply.total_hours, hours, span);
-  // Read for the first time (not from the cache): only the span's columns
-  // are decoded. A kept text that does not decode is forgotten at once, so
-  // that the next query asks a replica again.
-  if (!reply.kept) {
-    Status st = AddArchiveTotalColumns(reply.body, hours, span);
-    if (!st.ok()) archive_.Forget(session, key, reply.view);
-    return st;
-  }
   // Found in the cache: the key is read again, so all of it is decoded now
   // and kept with it.
-  auto decoded = DecodeArchiveTotal(reply.body);
-  if (!decoded.ok()) {
-    // Forgotten (the next query asks a replica again), and this one answered
-    // as a first read is: from the window's columns, which the first read
-    // found good or reported. Damage before the window, which a first read
-    // skips, must not make every second query fail.
-    archive_.Forget(session, key, reply.view);
-    return AddArchiveTotalColumns(reply.body, hours, span);
+  if (reply.kept) {
+    auto decoded = DecodeArchiveTotal(reply.body);
+    if (decoded.ok()) {
+      auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
+      archive_.KeepDecodedTotal(session, key, reply, total);
+      return AddArchiveTotalHours(*total, hours, span);
+    }
   }
-  auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
-  archive_.KeepDecodedTotal(session, key, reply, total);
-  return AddArchiveTotalHours(*total, hours, span);
+  // A first read, or a kept text that does not decode whole: only the
+  // span's columns are decoded. Damage before the window, which a first
+  // read skips, must not make every second query fail; a kept text that
+  // failed whole, or any text whose window fails, is forgotten, so that the
+  // next query asks a replica again.
+  Status st = AddArchiveTotalColumns(reply.body, hours, span);
+  if (reply.kept || !st.ok()) archive_.Forget(session, key, reply.view);
+  return st;
 }
 
-Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(const ArchiveReader::Session& session,
-                                                                     std::string_view key, const MgetAnswer& answer,
-                                                                     RecordKind kind) {
+std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader::Session& session,
+                                                            std::string_view key, const MgetAnswer& answer,
+                                                            RecordKind kind) {
   if (answer.columns != nullptr) {
     ++stats_.archive_cache_decoded_hits;
     return *answer.columns;
@@ -147,8 +143,12 @@ Result<std::shared_ptr<const DecodedColumns>> QueryGather::ColumnsOf(const Archi
   auto decoded = kind == RecordKind::kSubtotal ? DecodeSubtotalRecord(answer.text)
                                                : DecodeUniqueRecord(answer.text, kind == RecordKind::kUniqueTotal);
   if (!decoded.ok()) {
-    archive_.Forget(session, key, answer.reply->view);  // the next query asks the replica again
-    return decoded.status();
+    // As for a total (AddArchiveTotalUnmasked): forgotten, so that the next
+    // query asks the replica again, and this one read from the text as a
+    // first read is, which decodes only the columns it needs (damage in
+    // another subtotal's column must not fail every second query).
+    archive_.Forget(session, key, answer.reply->view);
+    return nullptr;
   }
   auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
   archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);

@@ -225,12 +225,11 @@ class QueryGather {
   // The decoded columns of a subtotal or unique record's mget answer: those
   // the cache kept with it; for a kept answer without them, its text decoded
   // as `kind` and kept with it now (its key was asked at least twice: the
-  // next queries will read them); nullptr for an answer a replica sent (read
-  // its text once).
+  // next queries will read them); nullptr for an answer a replica sent, or
+  // a kept one that does not decode whole (forgotten): read its text.
   enum class RecordKind { kSubtotal, kUniqueSubtotal, kUniqueTotal };
-  Result<std::shared_ptr<const DecodedColumns>> ColumnsOf(const ArchiveReader::Session& session,
-                                                          std::string_view key, const MgetAnswer& answer,
-                                                          RecordKind kind);
+  std::shared_ptr<const DecodedColumns> ColumnsOf(const ArchiveReader::Session& session, std::string_view key,
+                                                  const MgetAnswer& answer, RecordKind kind);
 
   // Takes lookup lines of `keys` from one source's answer (bodies), or marks
   // them as from a source that did not answer (st UNAVAILABLE).

@@ -253,10 +253,9 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   // cache, else read from the text.
   auto add = [&](std::string_view key, const MgetAnswer& answer, bool unique, int64_t hour) -> Status {
     auto columns = ColumnsOf(*job.session, key, answer, unique ? RecordKind::kUniqueSubtotal : RecordKind::kSubtotal);
-    if (!columns.ok()) return columns.status();
-    if (*columns) {
-      unique ? AddDecodedSketches(**columns, hour, "", &data->unique_subtotals)
-             : AddDecodedSubtotals(**columns, hour, &data->subtotals);
+    if (columns) {
+      unique ? AddDecodedSketches(*columns, hour, "", &data->unique_subtotals)
+             : AddDecodedSubtotals(*columns, hour, &data->subtotals);
       return Status::Ok();
     }
     return unique ? AddArchiveUniqueSubtotals(answer.text, hour, "", &data->unique_subtotals)

@@ -149,9 +149,8 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
       }
       auto columns = ColumnsOf(*job->session, key, answer,
                                total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
-      if (!columns.ok()) return columns.status();
-      if (*columns) {
-        AddDecodedSketches(**columns, hour, total ? "" : job->target.skey, &data.hours);
+      if (columns) {
+        AddDecodedSketches(*columns, hour, total ? "" : job->target.skey, &data.hours);
         return Status::Ok();
       }
       return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
