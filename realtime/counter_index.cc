@@ -25,7 +25,7 @@ CounterIndex::~CounterIndex() {
   }
 }
 
-uint64_t CounterIndex::Hash(std::string_view key) { return HashText(key, 0); }
+uint64_t CounterIndex::Hash(std::string_view key) { return HashText(key); }
 
 void CounterIndex::Prefetch(uint64_t hash) const {
   if (capacity_ > 0) __builtin_prefetch(&slots_[Home(hash)]);

@@ -18,7 +18,7 @@ void Combiner::Add(RoutedRecord&& record) {
     return;
   }
   const size_t before = w.counters.size();
-  const uint64_t hash = HashText(record.key, 0);
+  const uint64_t hash = HashText(record.key);
   Window::Counter& counter = w.CounterFor(std::move(record.key), hash);
   // Deltas are at most kMaxIncrementValue each: no window can overflow int64.
   counter.delta += record.delta;
