@@ -109,6 +109,14 @@ TEST(CommandLineTest, ParsedSaysWhichCommandWasGiven) {
   EXPECT_FALSE(run.Parsed());
   EXPECT_EQ(load.Path(), "prog load");
 
+  // Two levels down, as the tool's commands are ("clickatron ymdh decode").
+  CommandLine nested{"test", "prog"};
+  Command ymdh = nested.AddCommand("ymdh", "hour codes");
+  Command decode = ymdh.AddCommand("decode", "a code to a time");
+  EXPECT_EQ(Parse(nested, {"ymdh", "decode"}), std::nullopt);
+  EXPECT_TRUE(decode.Parsed());
+  EXPECT_EQ(decode.Path(), "prog ymdh decode");
+
   CommandLine none{"test", "prog"};
   none.RequireCommand();
   none.AddCommand("run", "run it");
