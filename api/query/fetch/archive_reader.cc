@@ -280,7 +280,8 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
   // insert, not two, and the decoding of its window alone).
   const auto keep = [this, shard = session->shard, shard_count = session->shard_count,
                      key](Result<ArchiveReply>& reply) {
-    if (reply.ok()) Keep(shard, key, *reply, shard_count);
+    // The answer goes on to its caller: copied for the cache only when kept.
+    if (reply.ok() && Keepable(shard, *reply, shard_count)) cache_.Insert(shard, key, ArchiveReply(*reply), shard_count);
   };
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= coalescers_.size() || coalescers_[shard].empty()) {

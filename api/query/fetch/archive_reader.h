@@ -181,7 +181,10 @@ class ArchiveReader {
   // An answer sent at `sent` said `view`: newer than what the replica last
   // confirmed unless a later request's answer came first.
   void Confirm(size_t shard, size_t replica, const ArchiveView& view, std::chrono::steady_clock::time_point sent);
-  // Keeps `reply` for `key` if it is of the generation its replica confirmed.
+  // Whether `reply` may be kept: the cache is on and it is of the
+  // generation its replica confirmed.
+  bool Keepable(int shard, const ArchiveReply& reply, int shard_count) const;
+  // Keeps `reply` for `key` if Keepable.
   void Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count);
   // Keeps every key of mget answers (absent ones as not found), when they
   // all come from one confirmed generation.

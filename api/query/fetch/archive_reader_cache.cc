@@ -54,13 +54,16 @@ void ArchiveReader::Confirm(size_t shard, size_t replica, const ArchiveView& vie
   confirmed.sent = sent;
 }
 
-void ArchiveReader::Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
-  if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return;
+bool ArchiveReader::Keepable(int shard, const ArchiveReply& reply, int shard_count) const {
+  if (!cache_.enabled() || shard < 0 || static_cast<size_t>(shard) >= confirmed_.size()) return false;
   const auto& replicas = confirmed_[static_cast<size_t>(shard)];
   // Of the file the replica said it serves by its newest answer.
-  if (reply.replica >= replicas.size() || !(replicas[reply.replica].view == reply.view)) return;
-  if (reply.view.generation == 0 || (reply.view.shard_count != 0 && reply.view.shard_count != shard_count)) return;
-  cache_.Insert(shard, key, std::move(reply), shard_count);
+  if (reply.replica >= replicas.size() || !(replicas[reply.replica].view == reply.view)) return false;
+  return reply.view.generation != 0 && (reply.view.shard_count == 0 || reply.view.shard_count == shard_count);
+}
+
+void ArchiveReader::Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count) {
+  if (Keepable(shard, reply, shard_count)) cache_.Insert(shard, key, std::move(reply), shard_count);
 }
 
 void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
