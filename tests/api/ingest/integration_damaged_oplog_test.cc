@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/ingest/cluster_fixture.h"
+#include "clickatron/gzip_file.h"
 #include "clickatron/ymdh.h"
 #include "testutil/testutil.h"
 
@@ -30,18 +31,36 @@ std::vector<std::string> GzippedSegments(const WriteCluster& c) {
   return out;
 }
 
-// Flips one byte in the middle of the file (its deflate data): the segment
-// no longer reads back.
-void FlipAByte(const std::string& path) {
+// True if the whole gzip file still inflates with a matching checksum.
+bool StillInflates(const std::string& path) {
+  auto reader = GzipReader::Open(path);
+  if (!reader.ok()) return false;
+  char buf[4096];
+  while (true) {
+    auto got = reader->Read(buf, sizeof buf);
+    if (!got.ok()) return false;
+    if (*got == 0) return true;
+  }
+}
+
+// Flips bytes in the middle of the file (its deflate data) until the segment
+// no longer reads back. One flipped byte is not always enough: about one time
+// in ten the stream still inflated to the same bytes with the same CRC.
+void DamageDeflateData(const std::string& path) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   ASSERT_TRUE(f.good()) << path;
   f.seekg(0, std::ios::end);
-  const std::streamoff middle = f.tellg() / 2;
-  f.seekg(middle);
-  char byte = 0;
-  f.get(byte);
-  f.seekp(middle);
-  f.put(static_cast<char>(byte ^ 0x5a));
+  const std::streamoff size = f.tellg();
+  for (std::streamoff at = size / 2; at < size - 8; ++at) {  // the last 8 bytes are the trailer
+    f.seekg(at);
+    char byte = 0;
+    f.get(byte);
+    f.seekp(at);
+    f.put(static_cast<char>(byte ^ 0x5a));
+    f.flush();
+    if (!StillInflates(path)) return;
+  }
+  FAIL() << "no flipped byte damaged " << path;
 }
 
 // Sends `batches` batches of 20 increments of keys "dmgN" (each value 1).
@@ -84,7 +103,7 @@ TEST(IntegrationDamagedOplogTest, AnAcknowledgedDamagedSegmentIsSetAsideAndTheNo
   ASSERT_EQ(c.Stop("api-0"), 0);
 
   const std::string damaged = GzippedSegments(c).front();
-  FlipAByte(damaged);
+  ASSERT_NO_FATAL_FAILURE(DamageDeflateData(damaged));
   c.Start("api-0");
   nlohmann::json oplog = c.ApiStats()["write"]["oplog"];
   EXPECT_EQ(oplog["damaged_segments_set_aside"], 1) << oplog.dump();
@@ -120,7 +139,7 @@ TEST(IntegrationDamagedOplogTest, ADamagedSegmentStillNeededStopsTheNodeNamingIt
   ASSERT_EQ(c.Stop("api-0"), 0);
 
   const std::string damaged = GzippedSegments(c).front();
-  FlipAByte(damaged);
+  ASSERT_NO_FATAL_FAILURE(DamageDeflateData(damaged));
   std::string error;
   EXPECT_FALSE(c.TryStart("api-0", &error));
   EXPECT_NE(error.find(std::filesystem::path(damaged).filename().string()), std::string::npos) << error;
