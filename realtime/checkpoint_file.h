@@ -19,17 +19,17 @@
 
 namespace clickatron::realtime {
 
-// The records of one family, in any order. The pointers (and what they view)
-// must outlive WriteCheckpointFile.
+// The records of one family, in any order. The pointers (and what all of
+// them view) must outlive WriteCheckpointFile.
 struct FamilyRecords {
-  std::vector<const StoreWrite::Increment*> increments;
+  std::vector<SortableCounter> counters;
   std::vector<const StoreWrite::Put*> puts;
   std::vector<const StoreWrite::Unite*> sketches;
-  bool empty() const { return increments.empty() && puts.empty() && sketches.empty(); }
+  bool empty() const { return counters.empty() && puts.empty() && sketches.empty(); }
 };
 
-// Writes `records` (its puts stably sorted here and its increments' pointers
-// released once copied, hence not const) into a new SST file at
+// Writes `records` (its counters and puts sorted here, its counters freed
+// once written, hence not const) into a new SST file at
 // `path` made with `options` for `family`: a merge operand per counter and
 // per unique record ("~" + its counter key), a put per lookup. The file
 // takes each key once, so records of one key are folded first: counters

@@ -178,10 +178,7 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
   }
   if (st.ok()) {
     StoreWrite write;
-    write.increments.reserve(job.table->keys());
-    job.table->ForEachCounter([&](int64_t day, std::string_view key, int64_t delta) {
-      write.increments.push_back({day, key, delta});
-    });
+    write.day_counters = job.table->CheckpointCounters();
     job.table->ForEachLookup([&](int64_t day, std::string_view key, std::string_view value) {
       write.puts.push_back({day, key, value});
     });
@@ -189,8 +186,10 @@ void Checkpointer::RunJob(ShardStore* store, const std::string& fault_dir, Job& 
       write.sketches.push_back({day, counter_key, &sketch});  // the frozen table outlives the write
     });
     write.watermarks = job.watermarks;
-    st = store->Write(write);
-    if (st.ok()) job.records = write.increments.size() + write.puts.size() + write.sketches.size();
+    size_t records = write.puts.size() + write.sketches.size();
+    for (const auto& [day, counters] : write.day_counters) records += counters.size();
+    st = store->Write(std::move(write));
+    if (st.ok()) job.records = records;
   }
   // The records are in the store now, and still in the frozen table until
   // Finish runs on the loop: the window a stall widens for the tests.

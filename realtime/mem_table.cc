@@ -83,6 +83,7 @@ bool MemTable::Add(Day& day, std::string_view key, uint64_t hash, int64_t delta,
 
 void MemTable::Index(Day& day, const Entry* entry) {
   day.unindexed.push_back(entry);
+  ++entries_;
   ++keys_;
 }
 
@@ -99,6 +100,7 @@ void MemTable::Unite(Day& day, Entry& entry, const UniqueSketch& sketch) {
   if (!entry.visitors) {
     entry.visitors = std::make_unique<UniqueSketch>(sketch);
     ++day.sketches;
+    ++sketch_records_;
     ++keys_;
     sketch_bytes_ += kSketchOverhead + entry.visitors->MemoryBytes();
     return;
@@ -193,6 +195,7 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
       if (it == today.lookups.end()) {
         today.lookups.emplace(std::piecewise_construct, std::forward_as_tuple(line.key),
                               std::forward_as_tuple(line.value));
+        ++lookup_records_;
         ++keys_;
       } else {
         it->second.assign(line.value);  // the old value's bytes stay in the arena, counted
@@ -314,13 +317,18 @@ size_t MemTable::keys(int64_t day) const {
   return d == days_.end() ? 0 : d->second.day().counters.size() + d->second.day().lookups.size() + d->second.day().sketches;
 }
 
-void MemTable::ForEachCounter(const std::function<void(int64_t, std::string_view, int64_t)>& fn) const {
+std::map<int64_t, std::vector<SortableCounter>> MemTable::CheckpointCounters() const {
+  std::map<int64_t, std::vector<SortableCounter>> out;
   for (const auto& [day, slot] : days_) {
     const Day& t = slot.day();
+    if (t.counters.empty()) continue;
+    std::vector<SortableCounter>& counters = out[day];
+    counters.reserve(t.counters.size());
     t.counters.ForEach([&](const Entry& entry) {
-      if (entry.delta != 0) fn(day, entry.key, entry.delta);
+      if (entry.delta != 0) counters.push_back(SortableCounter{SortKey(entry.key), entry.delta});
     });
   }
+  return out;
 }
 
 void MemTable::ForEachSketch(const std::function<void(int64_t, std::string_view, const UniqueSketch&)>& fn) const {

@@ -116,18 +116,28 @@ class MemTable {
   // What the memory budget is measured in: the heap the table holds (its
   // arena's chunks: entries with their keys, slots, lookups' hash nodes,
   // the group index; and its sketches), plus what checkpointing it will
-  // take beside it (kCheckpointBytesPerRecord a record). A checkpoint's
+  // take beside it (kCheckpointBytesPer* a record). A checkpoint's
   // arrays grow with the table, not with anything fixed: left out, they
   // took a 64 MiB shard past its budget plus overhead.
-  size_t bytes() const { return arena_.bytes() + sketch_bytes_ + keys_ * kCheckpointBytesPerRecord; }
+  size_t bytes() const {
+    return arena_.bytes() + sketch_bytes_ + entries_ * kCheckpointBytesPerCounter +
+           sketch_records_ * kCheckpointBytesPerSketch + lookup_records_ * kCheckpointBytesPerLookup;
+  }
   // A checkpoint's working memory per record (Checkpointer::RunJob,
-  // ShardStore::Write, WriteCheckpointFile): the record (32 bytes), its
-  // place in its day's order (8, released once sorted) and its sorted copy
-  // with its key's first bytes (40).
-  static constexpr size_t kCheckpointBytesPerRecord = 80;
+  // ShardStore::Write, WriteCheckpointFile). A counter: its SortableCounter
+  // (CheckpointCounters), sorted in place. A unique record: its
+  // StoreWrite::Unite, a pointer to it in its day's list, and its sort form
+  // (the size of a SortableCounter). A lookup: its StoreWrite::Put and a pointer.
+  static constexpr size_t kCheckpointBytesPerCounter = sizeof(SortableCounter);
+  static constexpr size_t kCheckpointBytesPerSketch =
+      sizeof(StoreWrite::Unite) + sizeof(void*) + sizeof(SortableCounter);
+  static constexpr size_t kCheckpointBytesPerLookup = sizeof(StoreWrite::Put) + sizeof(void*);
 
-  // Every record, day by day (ascending), in no particular key order.
-  void ForEachCounter(const std::function<void(int64_t day, std::string_view key, int64_t delta)>& fn) const;
+  // Every counter, day by day, in no particular key order: the arrays a
+  // checkpoint sorts and writes (StoreWrite::day_counters), made in one
+  // walk of each day's entries.
+  std::map<int64_t, std::vector<SortableCounter>> CheckpointCounters() const;
+  // Every other record, day by day (ascending), in no particular key order.
   void ForEachLookup(const std::function<void(int64_t day, std::string_view key, std::string_view value)>& fn) const;
   // Every unique record: `counter_key` is its key without the '~' (the
   // table holds no "~" key to point into).
@@ -194,7 +204,10 @@ class MemTable {
 
   TableArena arena_;  // before days_: outlives the maps that live in it
   std::map<int64_t, DaySlot> days_;
-  size_t keys_ = 0;
+  size_t keys_ = 0;            // entries_ + sketch_records_ + lookup_records_
+  size_t entries_ = 0;
+  size_t sketch_records_ = 0;
+  size_t lookup_records_ = 0;
   size_t sketch_bytes_ = 0;  // the sketches' heap (the rest is the arena's)
 };
 

@@ -383,12 +383,15 @@ Status WaitForRoomInLevel0(rocksdb::DB& db, const std::vector<rocksdb::ColumnFam
 
 }  // namespace
 
-Status ShardStore::Write(const StoreWrite& write) {
+Status ShardStore::Write(StoreWrite write) {
   // One file per family the checkpoint touches, ingested together: the
   // MANIFEST records all of them or none, so after a crash the store holds
   // whole checkpoints, records and watermarks alike.
   std::map<int64_t, FamilyRecords> by_day;
-  for (const StoreWrite::Increment& r : write.increments) by_day[r.day].increments.push_back(&r);
+  for (auto& [day, counters] : write.day_counters) by_day[day].counters = std::move(counters);
+  for (const StoreWrite::Increment& r : write.increments) {
+    by_day[r.day].counters.push_back(SortableCounter{SortKey(r.key), r.delta});
+  }
   for (const StoreWrite::Put& r : write.puts) by_day[r.day].puts.push_back(&r);
   for (const StoreWrite::Unite& r : write.sketches) by_day[r.day].sketches.push_back(&r);
   // The watermarks as puts into the metadata family: their text is built

@@ -42,7 +42,9 @@
 // (they keep its data alive until destroyed) and even the ShardStore itself.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -92,6 +94,42 @@ class StoreSnapshot {
 };
 using SnapshotPtr = std::shared_ptr<const StoreSnapshot>;
 
+// A key as a checkpoint file sorts it (checkpoint_file.cc): its first 16
+// bytes as two big-endian words, zero-padded, beside the view of the whole
+// key. The words compare as the bytes do (a key that ends sooner sorts
+// first, as among strings), so a sort of a million new keys compares whole
+// keys, where the table put them, only for the few that share 16 bytes.
+struct SortKey {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  std::string_view key;
+
+  explicit SortKey(std::string_view k) : key(k) {
+    char bytes[16] = {};
+    k.copy(bytes, sizeof bytes);
+    std::memcpy(&high, bytes, 8);
+    std::memcpy(&low, bytes + 8, 8);
+    static_assert(std::endian::native == std::endian::little, "SortKey swaps bytes to big-endian");
+    high = __builtin_bswap64(high);
+    low = __builtin_bswap64(low);
+  }
+  bool operator<(const SortKey& o) const {
+    if (high != o.high) return high < o.high;
+    if (low != o.low) return low < o.low;
+    return key < o.key;
+  }
+  // The words first: most keys differ there.
+  bool operator==(const SortKey& o) const { return high == o.high && low == o.low && key == o.key; }
+};
+
+// A counter record as a checkpoint writes it: 40 bytes, the one array a
+// checkpoint of the in-memory table makes per day (MemTable::CheckpointCounters).
+struct SortableCounter {
+  SortKey key;
+  int64_t delta;
+  bool operator<(const SortableCounter& o) const { return key < o.key; }
+};
+
 // One atomic, durable write (a checkpoint): every entry and the watermarks
 // land together. Keys and values are views: they must outlive the Write()
 // call only.
@@ -107,6 +145,10 @@ struct StoreWrite {
     std::string_view value;
   };
   std::vector<Increment> increments;
+  // Counters already by day in the form a checkpoint file sorts (the
+  // checkpointer's: no other copy of a table's records is made). Write()
+  // sorts and frees them.
+  std::map<int64_t, std::vector<SortableCounter>> day_counters;
   std::vector<Put> puts;
   struct Unite {
     int64_t day;
@@ -163,10 +205,11 @@ class ShardStore {
   Status DropDay(int64_t day);
 
   // Applies `write` atomically and durably (see above): all of it, or
-  // nothing. A failed write may be retried as it is. Records of one key are
-  // folded (counters summed, sketches united, the last put kept).
-  // REQUIRES: every day named in `write` exists.
-  Status Write(const StoreWrite& write);
+  // nothing. A failed write may be retried with a copy of what it was
+  // given (it takes `write` whole: its day_counters are sorted and freed).
+  // Records of one key are folded (counters summed, sketches united, the
+  // last put kept). REQUIRES: every day named in `write` exists.
+  Status Write(StoreWrite write);
   // After an error (a full disk, a read-only remount) RocksDB refuses
   // writes until resumed; Resume() retries what failed.
   Status Resume();

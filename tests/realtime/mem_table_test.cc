@@ -69,9 +69,10 @@ void AddTo(Records& oracle, const std::string& key, int64_t delta) {
 }
 Records AllCounters(const MemTable& table, int64_t day) {
   Records out;
-  table.ForEachCounter([&](int64_t d, std::string_view key, int64_t delta) {
-    if (d == day) out[std::string(key)] = std::to_string(delta);
-  });
+  const auto by_day = table.CheckpointCounters();
+  if (auto d = by_day.find(day); d != by_day.end()) {
+    for (const SortableCounter& c : d->second) out[std::string(c.key.key)] = std::to_string(c.delta);
+  }
   return out;
 }
 
