@@ -1,0 +1,119 @@
+// A key's archived unique subtotal records whose column for one value (DE)
+// is damaged, read for another value (US): the cache must not change the
+// answer. A first read takes only the US column from each record's text and
+// never decodes DE's; the second read finds the text kept and decodes it
+// whole to keep it decoded, which fails on DE. That read must answer as the
+// first did (and forget the text), not fail where a node without the cache
+// never would. Asking for DE fails every time, cache or not.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "api/query/cluster_fixture.h"
+
+namespace clickatron::api::testing::integration_damaged_unique_subtotal_test {
+namespace {
+
+constexpr int64_t kDay = 86400;
+constexpr int64_t kHour = 3600;
+const std::string kKey = "damagedsub";
+
+class IntegrationDamagedUniqueSubtotalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    today_ = TestRingToday();
+    // D-10 .. D-1, every fifth hour: a US visitor and a DE visitor each
+    // (a pool of 6 per country, so days and spans hold few distinct ones).
+    int n = 0;
+    for (int64_t h = (today_ - 10) * kDay; h < today_ * kDay; h += 5 * kHour, ++n) {
+      for (const std::string country : {"US", "DE"}) {
+        const std::vector<ReadDataset::Sub> subs = {{"c", country}};
+        data_.AddAtRing("u", kKey, h, 1, subs, today_);
+        data_.AddVisitorAtRing("u", kKey, h, fmt::format("{}-visitor-{}", country, n % 6), subs, today_);
+      }
+    }
+    cluster_ = std::make_unique<ReadCluster>(
+        ReadCluster::Spec{.realtime_shards = 1, .archive_shards = 1, .replicas = 1, .read_cache_mb = 16});
+    cluster_->WriteConfig();
+    // Every unique subtotal record of the key gets a DE sketch that is no
+    // base64: "DE:xyz" becomes "DE:!xyz". Its US column stays whole.
+    cluster_->archive_tamper = [](std::string* contents) {
+      const std::string head = "~c.u|" + kKey + ".";
+      int damaged = 0;
+      for (size_t line = contents->find(head); line != std::string::npos; line = contents->find(head, line + 1)) {
+        if (line != 0 && (*contents)[line - 1] != '\n') continue;
+        const size_t end = contents->find('\n', line);
+        const size_t de = contents->find("DE:", line);
+        ASSERT_LT(de, end) << "no DE column in " << contents->substr(line, end - line);
+        contents->insert(de + 3, "!");
+        ++damaged;
+      }
+      ASSERT_GT(damaged, 0) << "no unique subtotal record of " << kKey;
+    };
+    cluster_->StartWithData(data_, today_, 1);
+  }
+
+  std::string Target(const std::string& country) const {
+    return fmt::format("/uniques?ns=u&key={}&sns=c&skey={}&unit=day&units=12&unit_reference_ts={}", Enc(kKey),
+                       country, today_ * kDay + 20 * kHour);
+  }
+
+  // The oracle's distinct visitors of `country` per day, newest first.
+  nlohmann::json Expected(const std::string& country) const {
+    std::vector<oracle::UnitSum> days = oracle::Rollup("day", 0, today_ * kDay + 20 * kHour, 12, {});
+    for (const auto& [token, hours] : data_.VisitorHours("c", "u", kKey, country)) {
+      const std::vector<oracle::UnitSum> seen = oracle::Rollup("day", 0, today_ * kDay + 20 * kHour, 12, hours);
+      for (size_t i = 0; i < days.size(); ++i) days[i].clicks += seen[i].clicks > 0 ? 1 : 0;
+    }
+    nlohmann::json want = nlohmann::json::array();
+    for (const auto& d : days) want.push_back({{"dt", d.dt}, {"uniques", d.clicks}});
+    return want;
+  }
+
+  int64_t ReadFigure(const std::string& name) {
+    const nlohmann::json stats = cluster_->Api("/stats");
+    const nlohmann::json& figure = stats["data"]["read"][name];
+    EXPECT_TRUE(figure.is_number_integer()) << name << " missing from /stats data.read: " << stats.dump();
+    return figure.is_number_integer() ? figure.get<int64_t>() : -1;
+  }
+
+  std::unique_ptr<ReadCluster> cluster_;
+  ReadDataset data_;
+  int64_t today_ = 0;
+};
+
+TEST_F(IntegrationDamagedUniqueSubtotalTest, DamageInAnotherValuesColumnNeverFailsARepeatedQuery) {
+  const nlohmann::json want = Expected("US");
+  int64_t visitors = 0;
+  for (const auto& day : want) visitors += day["uniques"].get<int64_t>();
+  ASSERT_GT(visitors, 0) << "the oracle has no visitors to count";
+  // First read, second read (from the cache), third (from a replica again,
+  // the damaged text forgotten): each the oracle's.
+  int64_t hits = ReadFigure("archive_cache_hits");
+  int64_t requests = ReadFigure("archive_requests");
+  for (int ask = 1; ask <= 3; ++ask) {
+    const nlohmann::json got = cluster_->Api(Target("US"));
+    EXPECT_EQ(got["http_status"], 200) << "ask " << ask << ": " << got.dump();
+    EXPECT_EQ(got["data"]["uniques"], want) << "ask " << ask << ": " << got.dump();
+    const int64_t hits_now = ReadFigure("archive_cache_hits");
+    const int64_t requests_now = ReadFigure("archive_requests");
+    if (ask == 2) {
+      EXPECT_GT(hits_now, hits) << "the second read did not come from the cache";
+    }
+    if (ask == 3) {
+      EXPECT_GT(requests_now, requests) << "the third read did not ask a replica again";
+    }
+    hits = hits_now;
+    requests = requests_now;
+  }
+}
+
+TEST_F(IntegrationDamagedUniqueSubtotalTest, TheDamagedValueFailsEveryTime) {
+  for (int ask = 1; ask <= 3; ++ask) {
+    const nlohmann::json got = cluster_->Api(Target("DE"));
+    EXPECT_NE(got["http_status"], 200) << "ask " << ask << " answered a damaged sketch: " << got.dump();
+  }
+}
+
+}  // namespace
+}  // namespace clickatron::api::testing::integration_damaged_unique_subtotal_test
