@@ -49,7 +49,7 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
   // of new keys sorts a million records, and comparing the keys where they
   // live (the frozen table's entries, all over its arena) was most of the
   // checkpoint's CPU (memcmp 30% of a shard's perf samples under uniform keys).
-  std::vector<SortableCounter>& counters = records.counters;
+  SortableCounters& counters = records.counters;
   std::sort(counters.begin(), counters.end());
   std::stable_sort(records.puts.begin(), records.puts.end(), [](const auto* a, const auto* b) { return a->key < b->key; });
   const std::vector<SortableSketch> sketches = SortedSketches(records.sketches);
@@ -119,7 +119,7 @@ Status WriteCheckpointFile(const rocksdb::Options& options, rocksdb::ColumnFamil
   }
   // The sorted counters go now, not with the whole write: a checkpoint
   // across midnight writes two days.
-  std::vector<SortableCounter>().swap(counters);
+  SortableCounters().swap(counters);
   return FromRocks(writer.Finish(), fmt::format("finishing the checkpoint file {}", path));
 }
 

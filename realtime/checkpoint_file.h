@@ -22,7 +22,7 @@ namespace clickatron::realtime {
 // The records of one family, in any order. The pointers (and what all of
 // them view) must outlive WriteCheckpointFile.
 struct FamilyRecords {
-  std::vector<SortableCounter> counters;
+  SortableCounters counters;
   std::vector<const StoreWrite::Put*> puts;
   std::vector<const StoreWrite::Unite*> sketches;
   bool empty() const { return counters.empty() && puts.empty() && sketches.empty(); }

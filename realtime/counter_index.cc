@@ -72,17 +72,27 @@ void CounterIndex::Reserve(size_t entries) {
   if (entries * 4 > capacity_ * 3) Grow(entries);
 }
 
+bool CounterIndex::InBlock(size_t capacity) { return capacity * sizeof(Slot) >= kHugePageBytes; }
+
 void CounterIndex::Grow(size_t entries) {
   const size_t capacity = std::max(counter_index::CapacityFor(entries), capacity_ * 2);
-  auto* slots = static_cast<Slot*>(arena_->allocate(capacity * sizeof(Slot), alignof(Slot)));
-  std::memset(static_cast<void*>(slots), 0, capacity * sizeof(Slot));
+  Slot* slots = nullptr;
+  if (InBlock(capacity)) {
+    slots = static_cast<Slot*>(arena_->AllocateBlock(capacity * sizeof(Slot)));  // zero-filled
+  } else {
+    slots = static_cast<Slot*>(arena_->allocate(capacity * sizeof(Slot), alignof(Slot)));
+    std::memset(static_cast<void*>(slots), 0, capacity * sizeof(Slot));
+  }
   for (size_t i = 0; i < capacity_; ++i) {
     if (slots_[i].entry == nullptr) continue;
     size_t j = slots_[i].hash & (capacity - 1);
     while (slots[j].entry != nullptr) j = (j + 1) & (capacity - 1);
     slots[j] = slots_[i];
   }
-  // The old array stays in the arena (it frees nothing before the table goes).
+  // An outgrown block goes now; a smaller array stays in the arena (it
+  // frees nothing before the table goes). Only the loop thread grows an
+  // index, and only an active table's, which nothing else reads.
+  if (slots_ != nullptr && InBlock(capacity_)) arena_->FreeBlock(slots_, capacity_ * sizeof(Slot));
   slots_ = slots;
   capacity_ = capacity;
 }

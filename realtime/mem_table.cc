@@ -317,12 +317,12 @@ size_t MemTable::keys(int64_t day) const {
   return d == days_.end() ? 0 : d->second.day().counters.size() + d->second.day().lookups.size() + d->second.day().sketches;
 }
 
-std::map<int64_t, std::vector<SortableCounter>> MemTable::CheckpointCounters() const {
-  std::map<int64_t, std::vector<SortableCounter>> out;
+std::map<int64_t, SortableCounters> MemTable::CheckpointCounters() const {
+  std::map<int64_t, SortableCounters> out;
   for (const auto& [day, slot] : days_) {
     const Day& t = slot.day();
     if (t.counters.empty()) continue;
-    std::vector<SortableCounter>& counters = out[day];
+    SortableCounters& counters = out[day];
     counters.reserve(t.counters.size());
     t.counters.ForEach([&](const Entry& entry) {
       if (entry.delta != 0) counters.push_back(SortableCounter{SortKey(entry.key), entry.delta});

@@ -136,7 +136,7 @@ class MemTable {
   // Every counter, day by day, in no particular key order: the arrays a
   // checkpoint sorts and writes (StoreWrite::day_counters), made in one
   // walk of each day's entries.
-  std::map<int64_t, std::vector<SortableCounter>> CheckpointCounters() const;
+  std::map<int64_t, SortableCounters> CheckpointCounters() const;
   // Every other record, day by day (ascending), in no particular key order.
   void ForEachLookup(const std::function<void(int64_t day, std::string_view key, std::string_view value)>& fn) const;
   // Every unique record: `counter_key` is its key without the '~' (the
@@ -157,7 +157,7 @@ class MemTable {
     bool sorted = true;
   };
   struct Day {
-    explicit Day(std::pmr::memory_resource* arena)
+    explicit Day(TableArena* arena)
         : counters(arena), lookups(arena), groups(arena), unindexed(arena) {}
     CounterIndex counters;
     std::pmr::unordered_map<std::pmr::string, std::pmr::string, StringHash, StringEq> lookups;
@@ -171,7 +171,7 @@ class MemTable {
   // was 17% of a shard's CPU under new keys, some of it on the loop thread).
   class DaySlot {
    public:
-    explicit DaySlot(std::pmr::memory_resource* arena) { new (storage_) Day(arena); }
+    explicit DaySlot(TableArena* arena) { new (storage_) Day(arena); }
     DaySlot(const DaySlot&) = delete;
     DaySlot& operator=(const DaySlot&) = delete;
     ~DaySlot() {

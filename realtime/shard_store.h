@@ -53,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clickatron/huge_pages.h"
 #include "clickatron/status.h"
 #include "clickatron/unique_sketch.h"
 
@@ -129,6 +130,9 @@ struct SortableCounter {
   int64_t delta;
   bool operator<(const SortableCounter& o) const { return key < o.key; }
 };
+// A day's of them: a million under new keys, filled in one pass, so on huge
+// pages (huge_pages.h).
+using SortableCounters = std::vector<SortableCounter, HugePageAllocator<SortableCounter>>;
 
 // One atomic, durable write (a checkpoint): every entry and the watermarks
 // land together. Keys and values are views: they must outlive the Write()
@@ -148,7 +152,7 @@ struct StoreWrite {
   // Counters already by day in the form a checkpoint file sorts (the
   // checkpointer's: no other copy of a table's records is made). Write()
   // sorts and frees them.
-  std::map<int64_t, std::vector<SortableCounter>> day_counters;
+  std::map<int64_t, SortableCounters> day_counters;
   std::vector<Put> puts;
   struct Unite {
     int64_t day;

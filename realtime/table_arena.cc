@@ -1,16 +1,33 @@
 #include "table_arena.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 
 namespace clickatron::realtime {
 
 TableArena::~TableArena() {
-  for (void* chunk : chunks_) ::operator delete(chunk);
+  for (const Mapping& m : chunks_) UnmapHugePages(m.at, m.bytes);
+}
+
+void* TableArena::AllocateBlock(size_t bytes) {
+  void* at = MapHugePages(bytes);
+  if (at == nullptr) throw std::bad_alloc();
+  chunks_.push_back(Mapping{at, bytes});
+  bytes_ += HugePageRound(bytes);
+  return at;
+}
+
+void TableArena::FreeBlock(void* at, size_t bytes) {
+  auto it = std::find_if(chunks_.begin(), chunks_.end(), [&](const Mapping& m) { return m.at == at; });
+  if (it == chunks_.end()) return;
+  chunks_.erase(it);
+  UnmapHugePages(at, bytes);
+  bytes_ -= HugePageRound(bytes);
 }
 
 void* TableArena::do_allocate(size_t bytes, size_t alignment) {
-  if (bytes > SIZE_MAX - alignment) throw std::bad_alloc();
+  if (bytes > SIZE_MAX - alignment - kChunkBytes) throw std::bad_alloc();
   auto aligned = [&](uintptr_t at) { return (at + alignment - 1) & ~(uintptr_t{alignment} - 1); };
   if (next_ != nullptr) {
     const uintptr_t at = aligned(reinterpret_cast<uintptr_t>(next_));
@@ -20,12 +37,13 @@ void* TableArena::do_allocate(size_t bytes, size_t alignment) {
       return reinterpret_cast<char*>(at);
     }
   }
-  // A new chunk (operator new aligns to max_align_t); a request larger than
-  // a chunk (a counter index's slot array) gets one of its own size, and the
-  // current chunk keeps serving the small ones.
-  const size_t size = bytes + alignment > kChunkBytes ? bytes + alignment : kChunkBytes;
-  char* chunk = static_cast<char*>(::operator new(size));
-  chunks_.push_back(chunk);
+  // A new chunk (aligned to 2 MiB); a request larger than a chunk gets a
+  // mapping of its own size, and the current chunk keeps serving the small
+  // ones.
+  const size_t size = HugePageRound(std::max(bytes + alignment, kChunkBytes));
+  char* chunk = static_cast<char*>(MapHugePages(size));
+  if (chunk == nullptr) throw std::bad_alloc();
+  chunks_.push_back(Mapping{chunk, size});
   bytes_ += size;
   char* at = reinterpret_cast<char*>(aligned(reinterpret_cast<uintptr_t>(chunk)));
   if (size != kChunkBytes) return at;

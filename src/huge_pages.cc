@@ -1,0 +1,34 @@
+// Huge-page mappings (see huge_pages.h).
+#include "clickatron/huge_pages.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace clickatron {
+
+size_t HugePageRound(size_t bytes) { return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+
+void* MapHugePages(size_t bytes) {
+  const size_t size = HugePageRound(bytes);
+  if (size == 0 || size > SIZE_MAX - kHugePageBytes) return nullptr;
+  // mmap aligns to 4 KiB only: map a huge page more, then cut the unaligned
+  // head and the tail so that the range starts on a 2 MiB boundary.
+  const size_t over = size + kHugePageBytes;
+  void* mapped = ::mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) return nullptr;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(mapped);
+  const uintptr_t aligned = (begin + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
+  if (aligned > begin) ::munmap(mapped, aligned - begin);
+  const uintptr_t tail = aligned + size;
+  if (begin + over > tail) ::munmap(reinterpret_cast<void*>(tail), begin + over - tail);
+  // A hint: without THP (or refused) the range keeps 4 KiB pages.
+  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
+}
+
+void UnmapHugePages(void* at, size_t bytes) {
+  if (at != nullptr) ::munmap(at, HugePageRound(bytes));
+}
+
+}  // namespace clickatron
