@@ -43,7 +43,7 @@ std::optional<BatchLine> RideOnCounter(const ParsedBatch& batch, std::string_vie
 Result<ParsedBatch> ParseBatch(std::string_view body) {
   ParsedBatch out;
   // Most lines of a batch share an hour: decode each YMDH once.
-  std::string last_ymdh;
+  std::string_view last_ymdh;  // a view into `body`
   int64_t last_day = 0;
   size_t number = 0;
   size_t start = 0;
@@ -54,47 +54,49 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
     start = end + 1;
     ++number;
     if (text.empty()) return BadLine(number, "empty line");
-    if (std::optional<BatchLine> rider = RideOnCounter(out, text)) {
-      Result<UniqueSketch> sketch = UniqueSketch::FromText(text.substr(rider->key.size() + 1));
+    // A unique line's sketch, decoded into the batch (the words
+    // ParseRealtimeLine uses for the same line when it does not decode).
+    auto take_sketch = [&](BatchLine& line, std::string_view sketch_text) -> Status {
+      Result<UniqueSketch> sketch = UniqueSketch::FromText(sketch_text);
       if (!sketch.ok()) {
-        // The words ParseRealtimeLine would use for the same line.
         return BadLine(number,
                        sketch.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(text))).message());
       }
-      rider->sketch = out.sketches.size();
+      line.unique = true;
+      line.sketch = out.sketches.size();
       out.sketches.push_back(std::move(sketch).value());
       ++out.uniques;
+      return Status::Ok();
+    };
+    if (std::optional<BatchLine> rider = RideOnCounter(out, text)) {
+      CLICKATRON_RETURN_IF_ERROR(take_sketch(*rider, text.substr(rider->key.size() + 1)));
       out.lines.push_back(*rider);
       continue;
     }
-    Result<RealtimeLine> parsed = ParseRealtimeLine(text);
-    if (!parsed.ok()) return BadLine(number, parsed.status().message());
+    RealtimeLineView parsed;
+    if (Status st = ParseRealtimeLineView(text, &parsed); !st.ok()) return BadLine(number, st.message());
     BatchLine line;
-    const size_t comma = text.find(',');  // ParseRealtimeLine found it
-    line.key = text.substr(0, comma);
-    if (parsed->key.type == RecordType::kLookup) {
+    line.key = text.substr(0, text.size() - parsed.value.size() - 1);  // before the comma
+    if (parsed.key.type == RecordType::kLookup) {
       line.lookup = true;
-      line.value = text.substr(comma + 1);
+      line.value = parsed.value;
       ++out.lookups;
     } else {
-      if (parsed->key.ymdh != last_ymdh) {
-        Result<int64_t> hour_start = UnixFromYmdh(parsed->key.ymdh);
+      if (parsed.key.ymdh != last_ymdh) {
+        Result<int64_t> hour_start = UnixFromYmdh(parsed.key.ymdh);
         if (!hour_start.ok()) return BadLine(number, hour_start.status().message());  // parsed already: defensive
-        last_ymdh = parsed->key.ymdh;
+        last_ymdh = parsed.key.ymdh;
         last_day = FloorDiv(*hour_start, kSecondsPerDay);
       }
       line.day = last_day;
     }
-    if (IsUniqueType(parsed->key.type)) {
-      line.unique = true;
-      line.sketch = out.sketches.size();
-      out.sketches.push_back(std::move(parsed->sketch));  // decoded once, by the parser
-      ++out.uniques;
+    if (IsUniqueType(parsed.key.type)) {
+      CLICKATRON_RETURN_IF_ERROR(take_sketch(line, parsed.value));
     } else if (!line.lookup) {
-      if (parsed->count <= 0) {
-        return BadLine(number, fmt::format("delta {} is not positive (increments only add)", parsed->count));
+      if (parsed.count <= 0) {
+        return BadLine(number, fmt::format("delta {} is not positive (increments only add)", parsed.count));
       }
-      line.delta = parsed->count;
+      line.delta = parsed.count;
       ++out.counters;
     }
     out.lines.push_back(line);

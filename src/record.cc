@@ -51,7 +51,7 @@ Status ValidateLookup(std::string_view hash, std::string_view value) {
 
 // The one key parser behind ParseRealtimeKey and ParseArchiveKey; the formats
 // differ only in how many '.'-separated parts follow the '|'.
-Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
+Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKeyView* out) {
   const bool unique = IsUniqueKey(key);
   if (unique) key.remove_prefix(1);
   const size_t bar = key.find('|');
@@ -68,7 +68,7 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
           "lookup hash {} is not 12 base64 characters ending in '='", QuoteForMessage(suffix)));
     }
     out->type = RecordType::kLookup;
-    out->tkey = std::string(suffix);
+    out->tkey = suffix;
     return Status::Ok();
   }
   const bool realtime = format == KeyFormat::kRealtime;
@@ -85,14 +85,14 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     }
     CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[0], "tkey"));
     out->type = unique ? RecordType::kUniqueTotal : RecordType::kTotal;
-    out->ns = std::string(prefix);
-    out->tkey = std::string(parts[0]);
+    out->ns = prefix;
+    out->tkey = parts[0];
     if (with_hour) ymdh = parts[1];
     // Only the archive has day and span records.
     if (unique && !realtime && LooksLikeSpanCode(ymdh)) {
       if (Result<DaySpan> span = SpanFromCode(ymdh); !span.ok()) return span.status();
       out->type = RecordType::kDayUniqueTotal;
-      out->ymdh = std::string(ymdh);
+      out->ymdh = ymdh;
       return Status::Ok();
     }
   } else {
@@ -107,32 +107,38 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKey* out) {
     CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[0], "tkey"));
     if (realtime) CLICKATRON_RETURN_IF_ERROR(ValidateStoredKeyPart(parts[1], "skey"));
     out->type = unique ? RecordType::kUniqueSubtotal : RecordType::kSubtotal;
-    out->sns = std::string(sns);
-    out->ns = std::string(ns);
-    out->tkey = std::string(parts[0]);
-    if (realtime) out->skey = std::string(parts[1]);
+    out->sns = sns;
+    out->ns = ns;
+    out->tkey = parts[0];
+    if (realtime) out->skey = parts[1];
     ymdh = parts[realtime ? 2 : 1];
     // Only the archive has day and span records.
     if (!realtime && LooksLikeSpanCode(ymdh)) {
       if (Result<DaySpan> span = SpanFromCode(ymdh); !span.ok()) return span.status();
       out->type = unique ? RecordType::kDayUniqueSubtotal : RecordType::kDaySubtotal;
-      out->ymdh = std::string(ymdh);
+      out->ymdh = ymdh;
       return Status::Ok();
     }
   }
   if (out->type != RecordType::kTotal || realtime) {
     if (Result<int64_t> t = UnixFromYmdh(ymdh); !t.ok()) return t.status();
-    out->ymdh = std::string(ymdh);
+    out->ymdh = ymdh;
+  }
+  return Status::Ok();
+}
+
+Status ParseKeyView(std::string_view key, KeyFormat format, RealtimeKeyView* out) {
+  if (Status st = ParseKeyParts(key, format, out); !st.ok()) {
+    return st.WithContext(fmt::format("{} key {}", FormatName(format), QuoteForMessage(key)));
   }
   return Status::Ok();
 }
 
 Result<RealtimeKey> ParseKey(std::string_view key, KeyFormat format) {
-  RealtimeKey out;
-  if (Status st = ParseKeyParts(key, format, &out); !st.ok()) {
-    return st.WithContext(fmt::format("{} key {}", FormatName(format), QuoteForMessage(key)));
-  }
-  return out;
+  RealtimeKeyView view;
+  CLICKATRON_RETURN_IF_ERROR(ParseKeyView(key, format, &view));
+  return RealtimeKey{view.type, std::string(view.sns), std::string(view.ns), std::string(view.tkey),
+                     std::string(view.skey), std::string(view.ymdh)};
 }
 
 // Column k (1-based) of an archive value; name rules depend on the type.
@@ -221,35 +227,45 @@ Result<RealtimeKey> ParseArchiveKey(std::string_view key) {
   return ParseKey(key, KeyFormat::kArchive);
 }
 
-Result<RealtimeLine> ParseRealtimeLine(std::string_view line) {
+Status ParseRealtimeLineView(std::string_view line, RealtimeLineView* out) {
   const size_t comma = line.find(',');
   if (comma == std::string_view::npos) {
     return Status::InvalidArgument(
         fmt::format("realtime line {} has no ',' before its value", QuoteForMessage(line)));
   }
-  Result<RealtimeKey> key = ParseRealtimeKey(line.substr(0, comma));
-  if (!key.ok()) return key.status();
-  RealtimeLine out;
-  out.key = std::move(key).value();
-  const std::string_view value = line.substr(comma + 1);
-  if (out.key.type == RecordType::kLookup) {
-    if (Status st = ValidateLookup(out.key.tkey, value); !st.ok()) {
+  out->key = RealtimeKeyView{};
+  CLICKATRON_RETURN_IF_ERROR(ParseKeyView(line.substr(0, comma), KeyFormat::kRealtime, &out->key));
+  out->value = line.substr(comma + 1);
+  out->count = 0;
+  if (out->key.type == RecordType::kLookup) {
+    if (Status st = ValidateLookup(out->key.tkey, out->value); !st.ok()) {
       return st.WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
     }
-    out.lookup_value = std::string(value);
-    return out;
+    return Status::Ok();
   }
-  if (IsUniqueType(out.key.type)) {
-    Result<UniqueSketch> sketch = UniqueSketch::FromText(value);
-    if (!sketch.ok()) return sketch.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
-    out.sketch = std::move(sketch).value();
-    return out;
-  }
-  Result<int64_t> count = ParseCount(value);
+  if (IsUniqueType(out->key.type)) return Status::Ok();
+  Result<int64_t> count = ParseCount(out->value);
   if (!count.ok()) {
     return count.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
   }
-  out.count = *count;
+  out->count = *count;
+  return Status::Ok();
+}
+
+Result<RealtimeLine> ParseRealtimeLine(std::string_view line) {
+  RealtimeLineView view;
+  CLICKATRON_RETURN_IF_ERROR(ParseRealtimeLineView(line, &view));
+  RealtimeLine out;
+  const RealtimeKeyView& k = view.key;
+  out.key = RealtimeKey{k.type, std::string(k.sns), std::string(k.ns), std::string(k.tkey), std::string(k.skey),
+                        std::string(k.ymdh)};
+  out.count = view.count;
+  if (k.type == RecordType::kLookup) out.lookup_value = std::string(view.value);
+  if (IsUniqueType(k.type)) {
+    Result<UniqueSketch> sketch = UniqueSketch::FromText(view.value);
+    if (!sketch.ok()) return sketch.status().WithContext(fmt::format("realtime line {}", QuoteForMessage(line)));
+    out.sketch = std::move(sketch).value();
+  }
   return out;
 }
 
