@@ -303,11 +303,7 @@ void MemTable::ReserveLike(const MemTable& previous) {
     const Day& t = slot.day();
     if (t.counters.empty()) continue;
     Day& mine = DayFor(day);
-    // The counters' slots are not reserved: 16 bytes a slot, 1.3 to 2.7 a
-    // key, made while the frozen table and its checkpoint's arrays are all
-    // in memory, they raised a small shard's peak past its budget plus
-    // overhead (tests/realtime/integration_memory_bound_test.cc). The
-    // index doubles as the table fills instead.
+    mine.counters.Reserve(t.counters.size());
     mine.groups.reserve(t.groups.size());
   }
 }
