@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/query/cluster_fixture.h"
+#include "api/query/damaged_reads.h"
 
 namespace clickatron::api::testing::integration_damaged_total_test {
 namespace {
@@ -48,13 +49,6 @@ class IntegrationDamagedTotalTest : public ::testing::Test {
                        today_ * kDay + 20 * kHour);
   }
 
-  int64_t ReadFigure(const std::string& name) {
-    const nlohmann::json stats = cluster_->Api("/stats");
-    const nlohmann::json& figure = stats["data"]["read"][name];
-    EXPECT_TRUE(figure.is_number_integer()) << name << " missing from /stats data.read: " << stats.dump();
-    return figure.is_number_integer() ? figure.get<int64_t>() : -1;
-  }
-
   std::unique_ptr<ReadCluster> cluster_;
   ReadDataset data_;
   int64_t today_ = 0;
@@ -63,25 +57,7 @@ class IntegrationDamagedTotalTest : public ::testing::Test {
 TEST_F(IntegrationDamagedTotalTest, DamageBeforeTheWindowNeverFailsARepeatedQuery) {
   const nlohmann::json want =
       ExpectedSeries(oracle::Rollup("day", 0, today_ * kDay + 20 * kHour, 5, data_.Hours("u", kKey)));
-  // First read, second read (from the cache), third (from a replica again,
-  // the damaged text forgotten): each the oracle's.
-  int64_t hits = ReadFigure("archive_cache_hits");
-  int64_t requests = ReadFigure("archive_requests");
-  for (int ask = 1; ask <= 3; ++ask) {
-    const nlohmann::json got = cluster_->Api(Target(5));
-    EXPECT_EQ(got["http_status"], 200) << "ask " << ask << ": " << got.dump();
-    EXPECT_EQ(got["data"]["clicks"], want) << "ask " << ask << ": " << got.dump();
-    const int64_t hits_now = ReadFigure("archive_cache_hits");
-    const int64_t requests_now = ReadFigure("archive_requests");
-    if (ask == 2) {
-      EXPECT_GT(hits_now, hits) << "the second read did not come from the cache";
-    }
-    if (ask == 3) {
-      EXPECT_GT(requests_now, requests) << "the third read did not ask a replica again";
-    }
-    hits = hits_now;
-    requests = requests_now;
-  }
+  ExpectEveryReadAnswersAndTheTextIsForgotten(*cluster_, Target(5), "clicks", want);
 }
 
 TEST_F(IntegrationDamagedTotalTest, AWindowHoldingTheDamageFailsEveryTime) {
