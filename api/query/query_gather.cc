@@ -163,6 +163,14 @@ void QueryGather::BeginAttempt(Attempt& job, const std::string& total_key) {
   job.realtime_missing = Status::Ok();
 }
 
+void QueryGather::GetArchiveTotal(std::shared_ptr<Attempt> job, const std::string& total_key,
+                                  std::function<void(Status)> part) {
+  archive_.Get(job->session, total_key, [job, part = std::move(part)](Result<ArchiveReply> reply) {
+    if (reply.ok()) job->archive_total = std::move(*reply);
+    part(reply.status());
+  });
+}
+
 struct QueryGather::TotalJob : Attempt {
   std::string key;
   HourSpan span;
@@ -189,11 +197,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
   join->Arm();
-  archive_.Get(state->session, state->key,
-               [state, part = std::move(archive_part)](Result<ArchiveReply> reply) {
-                 if (reply.ok()) state->archive_total = std::move(*reply);
-                 part(reply.status());
-               });
+  GetArchiveTotal(state, state->key, std::move(archive_part));
   realtime_.FwmatchKey(state->key, state->key + ".",
                        RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)),
                        state->all_days);

@@ -167,6 +167,9 @@ class QueryGather {
   // A new attempt of `job`, whose total record is `total_key`: its session,
   // and none of the last attempt's answers.
   void BeginAttempt(Attempt& job, const std::string& total_key);
+  // Gets the total record `total_key` on the job's session into its
+  // archive_total; `part` gets the read's status.
+  void GetArchiveTotal(std::shared_ptr<Attempt> job, const std::string& total_key, std::function<void(Status)> part);
   struct TotalJob;
   struct BreakdownJob;
   struct UniquesJob;

@@ -143,10 +143,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
     }
   }
   join->Arm();
-  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
-    if (reply.ok()) job->archive_total = std::move(*reply);
-    part(reply.status());
-  });
+  GetArchiveTotal(job, job->total_key, std::move(archive_part));
   if (early_part) {
     // Its failure is the total's to report: a gather without early spans
     // reads them again once the total is in. A session of its own: an answer

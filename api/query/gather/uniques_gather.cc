@@ -83,10 +83,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
   join->Arm();
-  archive_.Get(job->session, job->total_key, [job, part = std::move(archive_part)](Result<ArchiveReply> reply) {
-    if (reply.ok()) job->archive_total = std::move(*reply);
-    part(reply.status());
-  });
+  GetArchiveTotal(job, job->total_key, std::move(archive_part));
   realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
                        RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)),
                        job->all_days, job->unite_days);
