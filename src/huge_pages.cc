@@ -7,7 +7,10 @@
 
 namespace clickatron {
 
-size_t HugePageRound(size_t bytes) { return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+size_t HugePageRound(size_t bytes) {
+  if (bytes > SIZE_MAX - (kHugePageBytes - 1)) return 0;  // no such mapping: MapHugePages refuses it
+  return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+}
 
 void* MapHugePages(size_t bytes) {
   const size_t size = HugePageRound(bytes);

@@ -25,7 +25,7 @@ namespace clickatron {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// `bytes` rounded up to a whole number of huge pages.
+// `bytes` rounded up to a whole number of huge pages (0 past the largest).
 size_t HugePageRound(size_t bytes);
 // A zero-filled mapping of HugePageRound(bytes); nullptr when the kernel
 // refuses it (out of address space or over a memory limit).

@@ -24,6 +24,14 @@ TEST(HugePagesTest, AMappingIsAlignedZeroFilledAndWritable) {
   UnmapHugePages(at, bytes);
 }
 
+TEST(HugePagesTest, ASizePastTheAddressSpaceIsRefused) {
+  EXPECT_EQ(HugePageRound(SIZE_MAX), 0u);
+  EXPECT_EQ(MapHugePages(SIZE_MAX), nullptr);
+  EXPECT_EQ(MapHugePages(SIZE_MAX - kHugePageBytes), nullptr);
+  EXPECT_EQ(MapHugePages(0), nullptr);
+  EXPECT_THROW(HugePageAllocator<uint64_t>().allocate(SIZE_MAX / 4), std::bad_alloc);
+}
+
 TEST(HugePagesTest, AVectorKeepsItsValuesAcrossTheThreshold) {
   // Grows from operator new's arrays into mappings and across mappings.
   std::vector<uint64_t, HugePageAllocator<uint64_t>> values;
