@@ -5,9 +5,10 @@
 //   key,delta          a total or subtotal counter; delta a positive int64
 //   ~key,SKETCH        a unique record: visitors to add (a sketch's text)
 //   l|HASH,full value  a lookup put
-// Every line is validated with the core codecs (ParseRealtimeLine): a bad
-// line rejects the whole batch with its 1-based line number, so nothing of a
-// bad batch is ever applied.
+// Every line is validated with the core codecs (ParseRealtimeLineView, then
+// the sketch's decoding: what ParseRealtimeLine checks, with its words): a
+// bad line rejects the whole batch with its 1-based line number, so nothing
+// of a bad batch is ever applied.
 #pragma once
 
 #include <cstdint>

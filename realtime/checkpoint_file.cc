@@ -21,6 +21,8 @@ struct SortableSketch {
   const UniqueSketch* sketch;
   bool operator<(const SortableSketch& o) const { return key < o.key; }
 };
+// MemTable::kCheckpointBytesPerSketch counts one by SortableCounter's size.
+static_assert(sizeof(SortableSketch) == sizeof(SortableCounter));
 
 // How far ahead the loops over records prefetch keys: about as many misses
 // as a core keeps in flight.

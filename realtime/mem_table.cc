@@ -299,11 +299,18 @@ bool MemTable::HasDay(int64_t day) const {
 }
 
 void MemTable::ReserveLike(const MemTable& previous) {
+  // The counters' slots only for the day that had the most: the day being
+  // written. After midnight the day before gets a few late records, not its
+  // count again (and a clock a little ahead, a few on the next day).
+  const Day* busiest = nullptr;
+  for (const auto& [day, slot] : previous.days_) {
+    if (busiest == nullptr || slot.day().counters.size() > busiest->counters.size()) busiest = &slot.day();
+  }
   for (const auto& [day, slot] : previous.days_) {
     const Day& t = slot.day();
     if (t.counters.empty()) continue;
     Day& mine = DayFor(day);
-    mine.counters.Reserve(t.counters.size());
+    if (&t == busiest) mine.counters.Reserve(t.counters.size());
     mine.groups.reserve(t.groups.size());
   }
 }
@@ -318,11 +325,15 @@ std::map<int64_t, SortableCounters> MemTable::CheckpointCounters() const {
   for (const auto& [day, slot] : days_) {
     const Day& t = slot.day();
     if (t.counters.empty()) continue;
-    SortableCounters& counters = out[day];
+    SortableCounters counters;
     counters.reserve(t.counters.size());
     t.counters.ForEach([&](const Entry& entry) {
       if (entry.delta != 0) counters.push_back(SortableCounter{SortKey(entry.key), entry.delta});
     });
+    // A day whose entries are all 0 (a batch undone after overflow, or
+    // visitors alone) has no counter to write: an empty day here would be
+    // an empty file, which RocksDB refuses, and every retry with it.
+    if (!counters.empty()) out.emplace(day, std::move(counters));
   }
   return out;
 }

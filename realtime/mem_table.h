@@ -40,9 +40,11 @@
 //
 // Thread-safety: not thread-safe. The loop thread mutates the active table.
 // A frozen table (one being checkpointed) has its records read by the loop
-// thread (reads) and the checkpoint thread (ForEach*); its group index (the
-// pending entries, the groups, their lazy sort) and the arena that holds it
-// are the loop thread's alone, which indexes and sorts there on reads.
+// thread (reads) and the checkpoint thread (CheckpointCounters, ForEach*);
+// its group index (the pending entries, the groups, their lazy sort) and
+// the arena that holds it are the loop thread's alone, which indexes and
+// sorts there on reads. A frozen table never grows: the loop thread would
+// unmap a slot array the checkpoint thread reads (counter_index.h).
 #pragma once
 
 #include <cstdint>
@@ -116,6 +118,8 @@ class MemTable {
   // unique records plus lookups: what a checkpoint writes, give or take an
   // entry that holds only visitors.
   size_t keys() const { return keys_; }
+  size_t sketch_records() const { return sketch_records_; }
+  size_t lookup_records() const { return lookup_records_; }
   size_t keys(int64_t day) const;
   // What the memory budget is measured in: the heap the table holds (its
   // arena's chunks: entries with their keys, slots, lookups' hash nodes,

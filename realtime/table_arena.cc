@@ -1,6 +1,7 @@
 #include "table_arena.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <new>
 
@@ -20,6 +21,7 @@ void* TableArena::AllocateBlock(size_t bytes) {
 
 void TableArena::FreeBlock(void* at, size_t bytes) {
   auto it = std::find_if(chunks_.begin(), chunks_.end(), [&](const Mapping& m) { return m.at == at; });
+  assert(it != chunks_.end() && "FreeBlock of a block this arena did not give");
   if (it == chunks_.end()) return;
   chunks_.erase(it);
   UnmapHugePages(at, bytes);
@@ -37,18 +39,22 @@ void* TableArena::do_allocate(size_t bytes, size_t alignment) {
       return reinterpret_cast<char*>(at);
     }
   }
-  // A new chunk (aligned to 2 MiB); a request larger than a chunk gets a
-  // mapping of its own size, and the current chunk keeps serving the small
-  // ones.
-  const size_t size = HugePageRound(std::max(bytes + alignment, kChunkBytes));
-  char* chunk = static_cast<char*>(MapHugePages(size));
+  // A new mapping: a chunk, or for a request larger than a chunk one of its
+  // own size (rounded up to huge pages). Mappings start on a 2 MiB boundary,
+  // so only a larger alignment needs room to align in. Whichever of the new
+  // mapping and the current chunk has more room left serves the requests
+  // that follow; the other's tail stays unused (and counted).
+  const size_t pad = alignment > kHugePageBytes ? alignment : 0;
+  const size_t size = HugePageRound(std::max(bytes + pad, kChunkBytes));
+  char* chunk = size == 0 ? nullptr : static_cast<char*>(MapHugePages(size));
   if (chunk == nullptr) throw std::bad_alloc();
   chunks_.push_back(Mapping{chunk, size});
   bytes_ += size;
   char* at = reinterpret_cast<char*>(aligned(reinterpret_cast<uintptr_t>(chunk)));
-  if (size != kChunkBytes) return at;
-  next_ = at + bytes;
-  end_ = chunk + size;
+  if (static_cast<size_t>(chunk + size - (at + bytes)) > static_cast<size_t>(end_ - next_)) {
+    next_ = at + bytes;
+    end_ = chunk + size;
+  }
   return at;
 }
 

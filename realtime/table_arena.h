@@ -1,5 +1,5 @@
-// TableArena: the memory of one in-memory table (mem_table.h), taken from
-// the heap in chunks and given back all at once when the table goes.
+// TableArena: the memory of one in-memory table (mem_table.h), mapped in
+// chunks and given back all at once when the table goes.
 //
 // Why: under keys never seen before, a shard spent a quarter of its CPU
 // freeing a checkpointed table node by node (its hash maps' clear(), and
@@ -32,7 +32,7 @@ class TableArena : public std::pmr::memory_resource {
   TableArena& operator=(const TableArena&) = delete;
   ~TableArena() override;
 
-  // Bytes taken from the heap, less the current chunk's unused tail (at most
+  // Bytes mapped, less the current chunk's unused tail (at most
   // a chunk): grows with each allocation, not a chunk at a time.
   size_t bytes() const { return bytes_ - static_cast<size_t>(end_ - next_); }
 

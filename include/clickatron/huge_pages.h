@@ -1,6 +1,6 @@
-// Anonymous memory for large arrays written at random places (an in-memory
-// table's chunks and hash slots, a checkpoint's sort array, the API's
-// combiner), on mappings of their own marked for transparent huge pages
+// Anonymous memory for large arrays written at random places (a realtime
+// shard's in-memory table: its chunks, hash slots and checkpoint sort
+// arrays), on mappings of their own marked for transparent huge pages
 // (madvise MADV_HUGEPAGE).
 //
 // Why: under keys never seen before, a realtime shard spent about a quarter

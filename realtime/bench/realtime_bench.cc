@@ -174,7 +174,7 @@ double CheckpointSeconds(const Flags& f, const std::vector<std::string>& keys, i
     write.increments.reserve(keys.size());
     for (const std::string& k : keys) write.increments.push_back({day, k, 1});
     const auto start = Clock::now();
-    const Status st = (*store)->Write(write);
+    const Status st = (*store)->Write(std::move(write));
     seconds = st.ok() ? std::chrono::duration<double>(Clock::now() - start).count() : 0;
   } else {
     rocksdb::Options options;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "clickatron/key_codec.h"
+#include "clickatron/record.h"
 #include "clickatron/unique_sketch.h"
 #include "clickatron/ymdh.h"
 
@@ -115,6 +116,37 @@ TEST(ParseBatchTest, ABadSketchAfterItsCounterIsRefusedInTheSameWords) {
     EXPECT_EQ(rider.status().reason(), "BAD_LINE");
     EXPECT_EQ(rider.status().message(), alone.status().message()) << bad;
     EXPECT_EQ(rider.status().message().rfind("line 2:", 0), 0u);
+  }
+}
+
+// The batch parser checks each line through views (ParseRealtimeLineView)
+// and decodes sketches itself: it must refuse exactly what the core's
+// ParseRealtimeLine refuses, in its words, behind the line's number.
+TEST(ParseBatchTest, ABadLineIsRefusedInTheCoreParsersWords) {
+  const std::string lookup_value = "x y";
+  const std::vector<std::string> bad = {
+      "u|a.c3p1",                                  // no comma
+      "u|a.c3p1,",                                 // no count
+      "u|a.c3p1,12x",                              // not a number
+      "u|a.c3p1,99999999999999999999",             // past int64
+      "ua.c3p1,1",                                 // no bar
+      "u|a|b.c3p1,1",                              // two bars
+      "u|a,1",                                     // no hour
+      "u|a.zzzz,1",                                // not an hour code
+      "c.u|a.c3p1,1",                              // a subtotal without its skey
+      "bad ns|a.c3p1,1",                           // a namespace with a space
+      "~u|a.c3p1,e!!!",                            // a sketch that is no sketch
+      "l|" + Hash12(lookup_value) + ",other",      // a lookup under another value's hash
+      "l|short,x",                                 // not a hash
+      "~l|" + Hash12(lookup_value) + ",x",         // a lookup has no unique record
+  };
+  for (const std::string& line : bad) {
+    Result<RealtimeLine> core = ParseRealtimeLine(line);
+    ASSERT_FALSE(core.ok()) << line;
+    Result<ParsedBatch> batch = ParseBatch(line + "\n");
+    ASSERT_FALSE(batch.ok()) << line;
+    EXPECT_EQ(batch.status().reason(), "BAD_LINE") << line;
+    EXPECT_EQ(batch.status().message(), "line 1: " + core.status().message()) << line;
   }
 }
 

@@ -376,6 +376,33 @@ TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
 // it). Once that table is persisted the next one takes batches again: it is
 // not reserved like the huge one (its group index would count against the
 // budget while it is empty, with nothing to checkpoint).
+// A batch undone after an overflow leaves its new keys at 0; a day that
+// holds only those has no counter to write. The checkpoint writes the other
+// days and completes, instead of failing on an empty file on every retry
+// (which would refuse every batch with MEMORY_FULL once the table filled).
+TEST_F(CheckpointerTest, ADayOfUndoneCountersLeavesTheCheckpointWhole) {
+  Make(/*threaded=*/false);
+  const std::string hot = Key("hot", kDay, 1);
+  const std::string first_body = hot + "," + std::to_string(INT64_MAX) + "\n";  // the batch views it
+  Result<ParsedBatch> first = ParseBatch(first_body);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(cp_->Apply("api-0", 1, *first, kDay).ok());
+  counters_[hot] = INT64_MAX;
+  days_of_[hot] = kDay;
+  // A new key on the next day, then a line that overflows: undone.
+  const std::string second_body = Key("fresh", kDay + 1, 2) + ",1\n" + hot + ",1\n";
+  Result<ParsedBatch> second = ParseBatch(second_body);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(cp_->Apply("api-0", 2, *second, kDay).reason(), "COUNTER_OVERFLOW");
+
+  cp_->Start();
+  EXPECT_EQ(cp_->stats().completed, 1u);
+  EXPECT_EQ(cp_->stats().failed, 0u) << cp_->stats().last_error;
+  EXPECT_EQ(cp_->Durable("api-0"), 1u);
+  ExpectStoreEqualsOracle();
+  EXPECT_FALSE(store_->Get(kDay + 1, Key("fresh", kDay + 1, 2))->has_value());
+}
+
 TEST_F(CheckpointerTest, AfterABatchFarPastTheBudgetTheNextTableAdmitsAgain) {
   Make(/*threaded=*/false, /*budget=*/4096);
   std::string body;
