@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "clickatron/config.h"
+#include "api/query/fake_archive.h"
 #include "testutil/fake_http_client.h"
 
 namespace clickatron::api::realtime_reader_test {
@@ -27,13 +28,8 @@ const HostPort kShardPeer{"127.0.0.1", 7201};
 // One realtime shard, served by member "r0" at kShardPeer.
 ClusterConfig OneShardCluster() {
   ClusterConfig cluster;
-  cluster.realtime_shards = 1;
-  MemberConfig member;
-  member.name = "r0";
-  member.role = MemberRole::kRealtime;
-  member.shard = 0;
-  member.listen = kShardPeer;
-  cluster.members.push_back(member);
+  cluster.realtime_shards = 0;
+  fake_archive::AddRealtimeShard(cluster, 0, kShardPeer);
   return cluster;
 }
 

@@ -1,0 +1,187 @@
+// QueryGather (api/query/query_gather.h) over scripted archive replicas and
+// a scripted realtime shard (testutil/fake_http_client.h, fake_archive.h):
+// the gather's own rules, without daemons. A breakdown reads the total's
+// record, then the subtotal records its hours name, in two round trips that
+// must see one archive file: a deploy between them starts the gather again,
+// and the answer is the new file's alone, never a mix of two.
+#include "query/query_gather.h"
+
+#include <event2/event.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "api/query/fake_archive.h"
+#include "clickatron/config.h"
+#include "clickatron/record.h"
+#include "clickatron/ymdh.h"
+
+namespace clickatron::api::query_gather_test {
+namespace {
+
+using namespace fake_archive;  // FakeHttpClient, Answer, ServeFile, …
+
+const HostPort kRealtimePeer{"127.0.0.1", 7201};
+// 2026-11-29, a day the archive holds (its last day is the 30th).
+const int64_t kDay = DaysFromCivil({2026, 11, 29});
+constexpr int64_t kHour = kSecondsPerHour;
+
+// An archive line's value: what follows the key's comma.
+std::string ValueOf(const ArchiveRecord& record) {
+  const std::string line = FormatArchiveLine(record);
+  return line.substr(line.find(',') + 1);
+}
+
+// The records of a file holding `hours`: each hour's (hour, [(value, count)]):
+// the key's total record and one subtotal record per hour.
+std::map<std::string, std::string> Records(
+    const std::vector<std::pair<int64_t, std::vector<std::pair<std::string, int64_t>>>>& hours) {
+  ArchiveRecord total{.type = RecordType::kTotal, .key = "u|k"};
+  std::map<std::string, std::string> out;
+  for (const auto& [hour, values] : hours) {
+    const std::string code = *YmdhFromUnix(hour);
+    ArchiveRecord sub{.type = RecordType::kSubtotal, .key = "c.u|k." + code};
+    int64_t sum = 0;
+    for (const auto& [value, count] : values) {
+      sub.columns.push_back({value, count});
+      sum += count;
+    }
+    std::sort(sub.columns.begin(), sub.columns.end(),
+              [](const ArchiveColumn& a, const ArchiveColumn& b) { return a.name < b.name; });
+    total.columns.push_back({code, sum});
+    out[sub.key] = ValueOf(sub);
+  }
+  out[total.key] = ValueOf(total);
+  return out;
+}
+
+class QueryGatherTest : public ::testing::Test {
+ protected:
+  QueryGatherTest() {
+    cluster_ = ArchiveCluster(1, 1);
+    cluster_.realtime_shards = 0;
+    AddRealtimeShard(cluster_, 0, kRealtimePeer);
+    // Realtime holds nothing of these days.
+    client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, ""));
+    client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, ""));
+    ArchiveReader::Options options;
+    options.replica_penalty = std::chrono::hours(1);
+    archive_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    realtime_ = std::make_unique<RealtimeReader>(cluster_, client_, stats_, RealtimeReader::Options{});
+    gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, sketch_texts_, stats_);
+  }
+
+  // (hour, count) of the total and (hour, value, count) of the subtotals,
+  // sorted: what a breakdown of the archived day answered.
+  using Rows = std::vector<std::tuple<int64_t, std::string, int64_t>>;
+  Result<Rows> Breakdown() {
+    std::optional<Result<BreakdownData>> got;
+    int calls = 0;
+    gather_->FetchBreakdown("c", "u", "k", kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay,
+                            [&](Result<BreakdownData> data) {
+                              ++calls;
+                              got.emplace(std::move(data));
+                            });
+    client_.RunUntilIdle();
+    EXPECT_EQ(calls, 1);
+    if (!got) return Status::Internal("FetchBreakdown never called back");
+    if (!got->ok()) return got->status();
+    Rows rows;
+    for (const auto& [hour, count] : (*got)->total) rows.emplace_back(hour, "", count);
+    for (const SubtotalCount& s : (*got)->subtotals) rows.emplace_back(s.hour, s.key, s.count);
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  }
+
+  // Declared first, destroyed last: the client's and readers' events are on it.
+  std::unique_ptr<event_base, decltype(&event_base_free)> base_{event_base_new(), &event_base_free};
+  FakeHttpClient client_{base_.get()};
+  ReadStats stats_;
+  ReadCache cache_{0};
+  LookupCache lookups_{cache_};
+  SketchTextCache sketch_texts_{cache_, stats_};
+  ClusterConfig cluster_;
+  std::unique_ptr<ArchiveReader> archive_;
+  std::unique_ptr<RealtimeReader> realtime_;
+  std::unique_ptr<QueryGather> gather_;
+};
+
+TEST_F(QueryGatherTest, ABreakdownReadsTheTotalThenTheSubtotalsItsHoursName) {
+  auto file = std::make_shared<ServedFileState>();
+  file->records = Records({{kDay * kSecondsPerDay + 3 * kHour, {{"US", 2}, {"JP", 1}}},
+                           {kDay * kSecondsPerDay + 9 * kHour, {{"US", 4}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  const Result<Rows> got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour, h9 = kDay * kSecondsPerDay + 9 * kHour;
+  EXPECT_EQ(*got, (Rows{{h3, "", 3}, {h3, "JP", 1}, {h3, "US", 2}, {h9, "", 4}, {h9, "US", 4}}));
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/mget").size(), 1u);  // the two hours' records together
+  EXPECT_EQ(stats_.generation_retries.load(), 0u);
+}
+
+TEST_F(QueryGatherTest, ADeployBetweenTheTotalAndItsSubtotalsStartsTheGatherAgain) {
+  // Generation 7 holds hours 3 and 9; generation 8, deployed right after the
+  // replica answered the total's get, holds hours 3, 9 and 15 with other
+  // counts. Generation 7's total with generation 8's subtotals would count
+  // hour 15's subtotals without its total, and hour 3 with both.
+  auto file = std::make_shared<ServedFileState>();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour, h9 = h3 + 6 * kHour, h15 = h9 + 6 * kHour;
+  file->records = Records({{h3, {{"US", 2}, {"JP", 1}}}, {h9, {{"US", 4}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  int gets = 0;
+  client_.Handle(ReplicaPeer(0, 0), "/get", [&gets, file, h3, h9, h15](const FakeHttpClient::Request& request) {
+    Answer answer = AnswerGet(*file, request);
+    if (++gets == 1) {
+      file->generation = 8;
+      file->crc32 = 2222;
+      file->records = Records({{h3, {{"US", 5}}}, {h9, {{"US", 4}, {"DE", 1}}}, {h15, {{"JP", 7}}}});
+    }
+    return answer;
+  });
+  const Result<Rows> got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 5}, {h3, "US", 5}, {h9, "", 5}, {h9, "DE", 1}, {h9, "US", 4}, {h15, "", 7},
+                        {h15, "JP", 7}}));
+  EXPECT_EQ(stats_.generation_retries.load(), 1u);
+  EXPECT_EQ(gets, 2);  // the total read again, from generation 8
+}
+
+TEST_F(QueryGatherTest, ADeployOnEveryReadEndsInShardUnavailableNotAMix) {
+  // A file that changes between every two round trips: after a few attempts
+  // the gather gives up with 503, rather than answer from two files.
+  auto file = std::make_shared<ServedFileState>();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour, h9 = h3 + 6 * kHour;
+  file->records = Records({{h3, {{"US", 2}}}, {h9, {{"US", 4}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  client_.Handle(ReplicaPeer(0, 0), "/get", [file](const FakeHttpClient::Request& request) {
+    Answer answer = AnswerGet(*file, request);
+    ++file->generation;
+    ++file->crc32;
+    return answer;
+  });
+  const Result<Rows> got = Breakdown();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().reason(), "SHARD_UNAVAILABLE") << got.status().ToString();
+  EXPECT_GE(stats_.generation_retries.load(), 1u);
+}
+
+TEST_F(QueryGatherTest, ASubtotalRecordThatIsNoRecordIsCorruptionNotAShortAnswer) {
+  // A replica whose subtotal record is garbage under good headers: the
+  // query fails; it never answers as if the hour had no subtotals.
+  auto file = std::make_shared<ServedFileState>();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour, h9 = h3 + 6 * kHour;
+  file->records = Records({{h3, {{"US", 2}}}, {h9, {{"US", 4}}}});
+  file->records["c.u|k." + *YmdhFromUnix(h9)] = "US:four";
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  const Result<Rows> got = Breakdown();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kCorruption) << got.status().ToString();
+}
+
+}  // namespace
+}  // namespace clickatron::api::query_gather_test
