@@ -12,8 +12,10 @@
 // made all the same with 4 KiB pages: slower, never wrong.
 //
 // Mappings are rounded up to 2 MiB and 2 MiB-aligned, so every page can be a
-// huge one. The kernel hands them out zero-filled: callers need not clear
-// them. Thread-safety: the functions are; a mapping is its owner's.
+// huge one, and are populated when made (MADV_POPULATE_WRITE): resident at
+// once, which suits arrays that are filled anyway. The kernel hands them out
+// zero-filled: callers need not clear them. Thread-safety: the functions
+// are; a mapping is its owner's.
 #pragma once
 
 #include <cstddef>
