@@ -42,9 +42,6 @@ std::optional<BatchLine> RideOnCounter(const ParsedBatch& batch, std::string_vie
 
 Result<ParsedBatch> ParseBatch(std::string_view body) {
   ParsedBatch out;
-  // Most lines of a batch share an hour: decode each YMDH once.
-  std::string_view last_ymdh;  // a view into `body`
-  int64_t last_day = 0;
   size_t number = 0;
   size_t start = 0;
   while (start < body.size()) {
@@ -82,13 +79,7 @@ Result<ParsedBatch> ParseBatch(std::string_view body) {
       line.value = parsed.value;
       ++out.lookups;
     } else {
-      if (parsed.key.ymdh != last_ymdh) {
-        Result<int64_t> hour_start = UnixFromYmdh(parsed.key.ymdh);
-        if (!hour_start.ok()) return BadLine(number, hour_start.status().message());  // parsed already: defensive
-        last_ymdh = parsed.key.ymdh;
-        last_day = FloorDiv(*hour_start, kSecondsPerDay);
-      }
-      line.day = last_day;
+      line.day = FloorDiv(parsed.key.hour_start, kSecondsPerDay);  // the parser decoded the hour to check it
     }
     if (IsUniqueType(parsed.key.type)) {
       CLICKATRON_RETURN_IF_ERROR(take_sketch(line, parsed.value));

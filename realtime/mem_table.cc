@@ -84,7 +84,6 @@ bool MemTable::Add(Day& day, std::string_view key, uint64_t hash, int64_t delta,
 void MemTable::Index(Day& day, const Entry* entry) {
   day.unindexed.push_back(entry);
   ++entries_;
-  ++keys_;
 }
 
 void MemTable::IndexPending(const Day& day) {
@@ -101,7 +100,6 @@ void MemTable::Unite(Day& day, Entry& entry, const UniqueSketch& sketch) {
     entry.visitors = std::make_unique<UniqueSketch>(sketch);
     ++day.sketches;
     ++sketch_records_;
-    ++keys_;
     sketch_bytes_ += kSketchOverhead + entry.visitors->MemoryBytes();
     return;
   }
@@ -196,7 +194,6 @@ Status MemTable::Apply(const ParsedBatch& batch, int64_t lookup_day) {
         today.lookups.emplace(std::piecewise_construct, std::forward_as_tuple(line.key),
                               std::forward_as_tuple(line.value));
         ++lookup_records_;
-        ++keys_;
       } else {
         it->second.assign(line.value);  // the old value's bytes stay in the arena, counted
       }

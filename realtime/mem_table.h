@@ -111,13 +111,13 @@ class MemTable {
   // uncounted, made it push a small shard past its bound).
   void ReserveLike(const MemTable& previous);
 
-  bool empty() const { return keys_ == 0; }
+  bool empty() const { return keys() == 0; }
   // Whether the day has records (a day only reserved by ReserveLike has none).
   bool HasDay(int64_t day) const;
   // Entries (counter keys, also one made for a unique record alone) plus
   // unique records plus lookups: what a checkpoint writes, give or take an
   // entry that holds only visitors.
-  size_t keys() const { return keys_; }
+  size_t keys() const { return entries_ + sketch_records_ + lookup_records_; }
   size_t sketch_records() const { return sketch_records_; }
   size_t lookup_records() const { return lookup_records_; }
   size_t keys(int64_t day) const;
@@ -212,7 +212,6 @@ class MemTable {
 
   TableArena arena_;  // before days_: outlives the maps that live in it
   std::map<int64_t, DaySlot> days_;
-  size_t keys_ = 0;            // entries_ + sketch_records_ + lookup_records_
   size_t entries_ = 0;
   size_t sketch_records_ = 0;
   size_t lookup_records_ = 0;

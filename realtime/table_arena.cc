@@ -11,13 +11,15 @@ TableArena::~TableArena() {
   for (const Mapping& m : chunks_) UnmapHugePages(m.at, m.bytes);
 }
 
-void* TableArena::AllocateBlock(size_t bytes) {
+char* TableArena::Map(size_t bytes) {
   void* at = MapHugePages(bytes);
   if (at == nullptr) throw std::bad_alloc();
   chunks_.push_back(Mapping{at, bytes});
   bytes_ += HugePageRound(bytes);
-  return at;
+  return static_cast<char*>(at);
 }
+
+void* TableArena::AllocateBlock(size_t bytes) { return Map(bytes); }
 
 void TableArena::FreeBlock(void* at, size_t bytes) {
   auto it = std::find_if(chunks_.begin(), chunks_.end(), [&](const Mapping& m) { return m.at == at; });
@@ -46,10 +48,7 @@ void* TableArena::do_allocate(size_t bytes, size_t alignment) {
   // that follow; the other's tail stays unused (and counted).
   const size_t pad = alignment > kHugePageBytes ? alignment : 0;
   const size_t size = HugePageRound(std::max(bytes + pad, kChunkBytes));
-  char* chunk = size == 0 ? nullptr : static_cast<char*>(MapHugePages(size));
-  if (chunk == nullptr) throw std::bad_alloc();
-  chunks_.push_back(Mapping{chunk, size});
-  bytes_ += size;
+  char* chunk = Map(size);
   char* at = reinterpret_cast<char*>(aligned(reinterpret_cast<uintptr_t>(chunk)));
   if (static_cast<size_t>(chunk + size - (at + bytes)) > static_cast<size_t>(end_ - next_)) {
     next_ = at + bytes;

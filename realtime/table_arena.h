@@ -49,6 +49,9 @@ class TableArena : public std::pmr::memory_resource {
   // the largest part of a shard's CPU under keys never seen before.
   static constexpr size_t kChunkBytes = kHugePageBytes;
 
+  // A new mapping of `bytes` (rounded up to huge pages), kept and counted.
+  // Throws bad_alloc.
+  char* Map(size_t bytes);
   void* do_allocate(size_t bytes, size_t alignment) override;
   void do_deallocate(void*, size_t, size_t) override {}
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }

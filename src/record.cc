@@ -121,10 +121,18 @@ Status ParseKeyParts(std::string_view key, KeyFormat format, RealtimeKeyView* ou
     }
   }
   if (out->type != RecordType::kTotal || realtime) {
-    if (Result<int64_t> t = UnixFromYmdh(ymdh); !t.ok()) return t.status();
+    Result<int64_t> t = UnixFromYmdh(ymdh);
+    if (!t.ok()) return t.status();
     out->ymdh = ymdh;
+    out->hour_start = *t;
   }
   return Status::Ok();
+}
+
+// The owned copy of a parsed key.
+RealtimeKey Owned(const RealtimeKeyView& k) {
+  return RealtimeKey{k.type, std::string(k.sns), std::string(k.ns), std::string(k.tkey), std::string(k.skey),
+                     std::string(k.ymdh)};
 }
 
 Status ParseKeyView(std::string_view key, KeyFormat format, RealtimeKeyView* out) {
@@ -137,8 +145,7 @@ Status ParseKeyView(std::string_view key, KeyFormat format, RealtimeKeyView* out
 Result<RealtimeKey> ParseKey(std::string_view key, KeyFormat format) {
   RealtimeKeyView view;
   CLICKATRON_RETURN_IF_ERROR(ParseKeyView(key, format, &view));
-  return RealtimeKey{view.type, std::string(view.sns), std::string(view.ns), std::string(view.tkey),
-                     std::string(view.skey), std::string(view.ymdh)};
+  return Owned(view);
 }
 
 // Column k (1-based) of an archive value; name rules depend on the type.
@@ -257,8 +264,7 @@ Result<RealtimeLine> ParseRealtimeLine(std::string_view line) {
   CLICKATRON_RETURN_IF_ERROR(ParseRealtimeLineView(line, &view));
   RealtimeLine out;
   const RealtimeKeyView& k = view.key;
-  out.key = RealtimeKey{k.type, std::string(k.sns), std::string(k.ns), std::string(k.tkey), std::string(k.skey),
-                        std::string(k.ymdh)};
+  out.key = Owned(k);
   out.count = view.count;
   if (k.type == RecordType::kLookup) out.lookup_value = std::string(view.value);
   if (IsUniqueType(k.type)) {

@@ -121,6 +121,7 @@ Result<RealtimeKey> ParseRealtimeKey(std::string_view key);
 struct RealtimeKeyView {
   RecordType type = RecordType::kTotal;
   std::string_view sns, ns, tkey, skey, ymdh;
+  int64_t hour_start = 0;  // ymdh's hour as unix seconds (checked by decoding it); 0 for keys without one
 };
 
 // "key,value" with value a decimal int64 (total/subtotal), the full value
