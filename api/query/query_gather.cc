@@ -155,24 +155,24 @@ std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader
   return columns;
 }
 
-// ---- total -------------------------------------------------------------------
+// ---- what every gather job does ---------------------------------------------
 
-void QueryGather::BeginAttempt(Attempt& job, const std::string& total_key) {
-  job.session = archive_.Begin(total_key);
+void QueryGather::BeginAttempt(Attempt& job) {
+  job.session = archive_.Begin(job.total_key);
   job.archive_total = ArchiveReply{};
   job.realtime_missing = Status::Ok();
 }
 
-void QueryGather::GetArchiveTotal(std::shared_ptr<Attempt> job, const std::string& total_key,
-                                  std::function<void(Status)> part) {
-  archive_.Get(job->session, total_key, [job, part = std::move(part)](Result<ArchiveReply> reply) {
+void QueryGather::GetArchiveTotal(std::shared_ptr<Attempt> job, std::function<void(Status)> part) {
+  archive_.Get(job->session, job->total_key, [job, part = std::move(part)](Result<ArchiveReply> reply) {
     if (reply.ok()) job->archive_total = std::move(*reply);
     part(reply.status());
   });
 }
 
+// ---- total -------------------------------------------------------------------
+
 struct QueryGather::TotalJob : Attempt {
-  std::string key;
   HourSpan span;
   std::function<void(Result<TotalData>)> done;
   std::string realtime;
@@ -181,14 +181,14 @@ struct QueryGather::TotalJob : Attempt {
 void QueryGather::FetchTotal(std::string ns, std::string tkey, HourSpan span,
                              std::function<void(Result<TotalData>)> done) {
   auto state = std::make_shared<TotalJob>();
-  state->key = TotalArchiveKey(ns, tkey);
+  state->total_key = TotalArchiveKey(ns, tkey);
   state->span = span;
   state->done = std::move(done);
   RunTotal(std::move(state));
 }
 
 void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
-  BeginAttempt(*state, state->key);
+  BeginAttempt(*state);
   state->realtime.clear();
   auto join = FanIn::Create([this, state](Status st) {
     if (!st.ok()) return state->done(std::move(st));
@@ -197,8 +197,8 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
   join->Arm();
-  GetArchiveTotal(state, state->key, std::move(archive_part));
-  realtime_.FwmatchKey(state->key, state->key + ".",
+  GetArchiveTotal(state, std::move(archive_part));
+  realtime_.FwmatchKey(state->total_key, state->total_key + ".",
                        RealtimeBodyInto(state, &state->realtime, &state->realtime_missing, std::move(realtime_part)),
                        state->all_days);
 }
@@ -211,10 +211,9 @@ void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   data.archive = view;
   data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, data.archive.file_crc32,
                          state->session};
-  Status st = AddArchiveTotal(*state->session, state->key, state->archive_total, &data.hours, state->span);
-  if (st.ok()) {
-    st = AddRealtimeTotalLines(state->realtime, state->key + ".", data.archive.last_day, &data.hours, state->span);
-  }
+  const std::string& key = state->total_key;
+  Status st = AddArchiveTotal(*state->session, key, state->archive_total, &data.hours, state->span);
+  if (st.ok()) st = AddRealtimeTotalLines(state->realtime, key + ".", data.archive.last_day, &data.hours, state->span);
   if (!st.ok()) return state->done(std::move(st));
   state->done(std::move(data));
 }

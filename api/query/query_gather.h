@@ -157,19 +157,20 @@ class QueryGather {
   // What every gather job holds for one attempt and carries to the next (a
   // read again after a handover, of all days, after a generation change).
   struct Attempt {
+    std::string total_key;  // ns|tkey: the key's total record, the index of every other record read
     std::shared_ptr<ArchiveReader::Session> session;
-    ArchiveReply archive_total;  // the key's total record: the index of every other record read
+    ArchiveReply archive_total;  // the answer for total_key
     Status realtime_missing;
     int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
     bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
     bool all_days = false;  // realtime read without skipping (MustReadAllDays)
   };
-  // A new attempt of `job`, whose total record is `total_key`: its session,
-  // and none of the last attempt's answers.
-  void BeginAttempt(Attempt& job, const std::string& total_key);
-  // Gets the total record `total_key` on the job's session into its
-  // archive_total; `part` gets the read's status.
-  void GetArchiveTotal(std::shared_ptr<Attempt> job, const std::string& total_key, std::function<void(Status)> part);
+  // A new attempt of `job`: its session, and none of the last attempt's
+  // answers.
+  void BeginAttempt(Attempt& job);
+  // Gets the job's total record on its session into its archive_total;
+  // `part` gets the read's status.
+  void GetArchiveTotal(std::shared_ptr<Attempt> job, std::function<void(Status)> part);
   struct TotalJob;
   struct BreakdownJob;
   struct UniquesJob;

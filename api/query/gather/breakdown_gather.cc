@@ -31,7 +31,6 @@ using gather::ForEachPlannedCode;
 
 struct QueryGather::BreakdownJob : Attempt {
   std::string sns, ns, tkey;
-  std::string total_key;        // ns|tkey
   std::string subtotal_prefix;  // sns.ns|tkey.
   int64_t begin_ts = 0, end_ts = 0;
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
@@ -117,7 +116,7 @@ std::vector<DaySpan> QueryGather::EarlySpans(const BreakdownJob& job, int64_t la
 }
 
 void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
-  BeginAttempt(*job, job->total_key);
+  BeginAttempt(*job);
   job->early_last_day = job->splits ? realtime_.skip_through() : std::nullopt;
   job->early_spans = job->early_last_day ? EarlySpans(*job, *job->early_last_day) : std::vector<DaySpan>{};
   if (job->early_spans.empty()) job->early_last_day.reset();
@@ -143,7 +142,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
     }
   }
   join->Arm();
-  GetArchiveTotal(job, job->total_key, std::move(archive_part));
+  GetArchiveTotal(job, std::move(archive_part));
   if (early_part) {
     // Its failure is the total's to report: a gather without early spans
     // reads them again once the total is in. A session of its own: an answer

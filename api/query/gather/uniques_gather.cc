@@ -29,7 +29,6 @@ using gather::ForEachPlannedCode;
 
 struct QueryGather::UniquesJob : Attempt {
   UniquesTarget target;
-  std::string total_key;        // ns|tkey: the index of archived hours
   std::string realtime_prefix;  // ~ns|tkey. or ~sns.ns|tkey.skey.
   std::string archive_prefix;   // ~ns|tkey. or ~sns.ns|tkey. (then YMDH)
   HourSpan span;
@@ -74,7 +73,7 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
 }
 
 void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
-  BeginAttempt(*job, job->total_key);
+  BeginAttempt(*job);
   job->realtime.clear();
   auto join = FanIn::Create([this, job](Status st) {
     if (!st.ok()) return job->done(std::move(st));
@@ -83,7 +82,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
   auto archive_part = join->Part();
   auto realtime_part = join->Part();
   join->Arm();
-  GetArchiveTotal(job, job->total_key, std::move(archive_part));
+  GetArchiveTotal(job, std::move(archive_part));
   realtime_.FwmatchKey(job->total_key, job->realtime_prefix,
                        RealtimeBodyInto(job, &job->realtime, &job->realtime_missing, std::move(realtime_part)),
                        job->all_days, job->unite_days);
