@@ -21,12 +21,12 @@
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "testutil/fake_http_client.h"
-#include "api/query/fake_archive.h"
+#include "api/query/fake_read_cluster.h"
 
 namespace clickatron::api::archive_reader_test {
 namespace {
 
-using namespace fake_archive;  // FakeHttpClient, Answer, Headers, ServeFile, …
+using namespace fake_read_cluster;  // FakeHttpClient, Answer, Headers, ServeFile, …
 
 // The same file, with the same records, on every replica of shard 0.
 std::shared_ptr<ServedFileState> StandardFile() {

@@ -470,6 +470,14 @@ class ReadCluster {
 
   // GET on the API node; the parsed envelope (status_code added from HTTP),
   // its "complete" markers checked and removed (CheckAndStripComplete).
+  // A figure of the API's /stats data.read (-1, and a failure, when missing).
+  int64_t ReadFigure(const std::string& name) const {
+    const nlohmann::json stats = Api("/stats");
+    const nlohmann::json& figure = stats["data"]["read"][name];
+    EXPECT_TRUE(figure.is_number_integer()) << name << " missing from /stats data.read: " << stats.dump();
+    return figure.is_number_integer() ? figure.get<int64_t>() : -1;
+  }
+
   nlohmann::json Api(const std::string& target) const {
     const int64_t before = static_cast<int64_t>(std::time(nullptr));
     auto r = HttpGet(Peer("api-0"), target, 20000);

@@ -1,7 +1,8 @@
-// Scripted archive replicas for unit tests of the read path's clients
-// (archive_reader_test.cc, query_gather_test.cc): what a replica serves and
-// a FakeHttpClient handler that answers /get, /mget and /manifest from it
-// as an archive daemon does (archive/archive_server.cc).
+// A scripted read cluster for unit tests of the read path's clients
+// (archive_reader_test.cc, realtime_reader_test.cc, query_gather_test.cc):
+// its members in a ClusterConfig, what an archive replica serves, and a
+// FakeHttpClient handler that answers /get, /mget and /manifest from it as
+// an archive daemon does (archive/archive_server.cc).
 #pragma once
 
 #include <algorithm>
@@ -19,7 +20,7 @@
 #include "clickatron/query_string.h"
 #include "testutil/fake_http_client.h"
 
-namespace clickatron::api::fake_archive {
+namespace clickatron::api::fake_read_cluster {
 
 using clickatron::testing::FakeHttpClient;
 using Answer = FakeHttpClient::Answer;
@@ -121,4 +122,4 @@ inline void ServeFile(FakeHttpClient& client, const HostPort& peer, std::shared_
   });
 }
 
-}  // namespace clickatron::api::fake_archive
+}  // namespace clickatron::api::fake_read_cluster

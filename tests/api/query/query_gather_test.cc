@@ -1,5 +1,5 @@
 // QueryGather (api/query/query_gather.h) over scripted archive replicas and
-// a scripted realtime shard (testutil/fake_http_client.h, fake_archive.h):
+// a scripted realtime shard (testutil/fake_http_client.h, fake_read_cluster.h):
 // the gather's own rules, without daemons. A breakdown reads the total's
 // record, then the subtotal records its hours name, in two round trips that
 // must see one archive file: a deploy between them starts the gather again,
@@ -16,7 +16,7 @@
 #include <tuple>
 #include <vector>
 
-#include "api/query/fake_archive.h"
+#include "api/query/fake_read_cluster.h"
 #include "clickatron/config.h"
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
@@ -24,7 +24,7 @@
 namespace clickatron::api::query_gather_test {
 namespace {
 
-using namespace fake_archive;  // FakeHttpClient, Answer, ServeFile, …
+using namespace fake_read_cluster;  // FakeHttpClient, Answer, ServeFile, …
 
 const HostPort kRealtimePeer{"127.0.0.1", 7201};
 // 2026-11-29, a day the archive holds (its last day is the 30th).
@@ -41,11 +41,15 @@ std::string ValueOf(const ArchiveRecord& record) {
 // the key's total record and one subtotal record per hour.
 std::map<std::string, std::string> Records(
     const std::vector<std::pair<int64_t, std::vector<std::pair<std::string, int64_t>>>>& hours) {
-  ArchiveRecord total{.type = RecordType::kTotal, .key = "u|k"};
+  ArchiveRecord total;
+  total.type = RecordType::kTotal;
+  total.key = "u|k";
   std::map<std::string, std::string> out;
   for (const auto& [hour, values] : hours) {
     const std::string code = *YmdhFromUnix(hour);
-    ArchiveRecord sub{.type = RecordType::kSubtotal, .key = "c.u|k." + code};
+    ArchiveRecord sub;
+    sub.type = RecordType::kSubtotal;
+    sub.key = "c.u|k." + code;
     int64_t sum = 0;
     for (const auto& [value, count] : values) {
       sub.columns.push_back({value, count});
@@ -64,7 +68,6 @@ class QueryGatherTest : public ::testing::Test {
  protected:
   QueryGatherTest() {
     cluster_ = ArchiveCluster(1, 1);
-    cluster_.realtime_shards = 0;
     AddRealtimeShard(cluster_, 0, kRealtimePeer);
     // Realtime holds nothing of these days.
     client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, ""));
@@ -167,7 +170,9 @@ TEST_F(QueryGatherTest, ADeployOnEveryReadEndsInShardUnavailableNotAMix) {
   const Result<Rows> got = Breakdown();
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().reason(), "SHARD_UNAVAILABLE") << got.status().ToString();
-  EXPECT_GE(stats_.generation_retries.load(), 1u);
+  // kMaxGenerationAttempts (3) attempts, each with its own total: 2 retries.
+  EXPECT_EQ(stats_.generation_retries.load(), 2u);
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 3u);
 }
 
 TEST_F(QueryGatherTest, ASubtotalRecordThatIsNoRecordIsCorruptionNotAShortAnswer) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "clickatron/config.h"
-#include "api/query/fake_archive.h"
+#include "api/query/fake_read_cluster.h"
 #include "testutil/fake_http_client.h"
 
 namespace clickatron::api::realtime_reader_test {
@@ -28,8 +28,7 @@ const HostPort kShardPeer{"127.0.0.1", 7201};
 // One realtime shard, served by member "r0" at kShardPeer.
 ClusterConfig OneShardCluster() {
   ClusterConfig cluster;
-  cluster.realtime_shards = 0;
-  fake_archive::AddRealtimeShard(cluster, 0, kShardPeer);
+  fake_read_cluster::AddRealtimeShard(cluster, 0, kShardPeer);
   return cluster;
 }
 
