@@ -71,13 +71,11 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
 QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
-                         LookupCache& lookups, SketchTextCache& sketch_texts, ReadStats& stats,
-                         const DeletionLog* deletions)
+                         LookupCache& lookups, ReadStats& stats, const DeletionLog* deletions)
     : unite_days_(cluster.api.realtime_unite_days),
       archive_(archive),
       realtime_(realtime),
       lookups_(lookups),
-      sketch_texts_(sketch_texts),
       stats_(stats),
       deletions_(deletions) {}
 
@@ -111,48 +109,13 @@ Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::
 
 Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
                                             const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
-  if (reply.total_hours) return AddArchiveTotalHours(*reply.total_hours, hours, span);
-  // Found in the cache: the key is read again, so all of it is decoded now
-  // and kept with it.
-  if (reply.kept) {
-    auto decoded = DecodeArchiveTotal(reply.body);
-    if (decoded.ok()) {
-      auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
-      archive_.KeepDecodedTotal(session, key, reply, total);
-      return AddArchiveTotalHours(*total, hours, span);
-    }
-  }
-  // A first read, or a kept text that does not decode whole: only the
-  // span's columns are decoded. Damage before the window, which a first
-  // read skips, must not make every second query fail; a kept text that
-  // failed whole, or any text whose window fails, is forgotten, so that the
-  // next query asks a replica again.
-  Status st = AddArchiveTotalColumns(reply.body, hours, span);
-  if (reply.kept || !st.ok()) archive_.Forget(session, key, reply.view);
-  return st;
+  return Forgotten(session, key, reply, AddArchiveTotalColumns(reply.body, hours, span));
 }
 
-std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader::Session& session,
-                                                            std::string_view key, const MgetAnswer& answer,
-                                                            RecordKind kind) {
-  if (answer.columns != nullptr) {
-    ++stats_.archive_cache_decoded_hits;
-    return *answer.columns;
-  }
-  if (!answer.reply->kept) return std::shared_ptr<const DecodedColumns>();
-  auto decoded = kind == RecordKind::kSubtotal ? DecodeSubtotalRecord(answer.text)
-                                               : DecodeUniqueRecord(answer.text, kind == RecordKind::kUniqueTotal);
-  if (!decoded.ok()) {
-    // As for a total (AddArchiveTotalUnmasked): forgotten, so that the next
-    // query asks the replica again, and this one read from the text as a
-    // first read is, which decodes only the columns it needs (damage in
-    // another subtotal's column must not fail every second query).
-    archive_.Forget(session, key, answer.reply->view);
-    return nullptr;
-  }
-  auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
-  archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);
-  return columns;
+Status QueryGather::Forgotten(const ArchiveReader::Session& session, std::string_view key, const ArchiveReply& reply,
+                              Status st) {
+  if (!st.ok()) archive_.Forget(session, key, reply.view);
+  return st;
 }
 
 // ---- what every gather job does ---------------------------------------------

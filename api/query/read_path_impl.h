@@ -29,7 +29,6 @@
 #include "clickatron/timezone.h"
 #include "query/answer/resolution.h"
 #include "query/merge/unique_records.h"
-#include "query/cache/union_estimate_cache.h"
 #include "query/answer/query_windows.h"
 
 namespace clickatron::api {
@@ -52,9 +51,7 @@ class ReadPathImpl : public ReadPath {
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
                                           .known_generation = shared_->known_generation}),
         lookups_(*shared_->cache),
-        sketch_texts_(*shared_->cache, stats_),
-        unions_(*shared_->cache, stats_),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, sketch_texts_, stats_, shared_->deletions) {
+        gather_(ctx.cluster, archive_, realtime_, lookups_, stats_, shared_->deletions) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -150,8 +147,6 @@ class ReadPathImpl : public ReadPath {
   ArchiveReader archive_;
   RealtimeReader realtime_;
   LookupCache lookups_;
-  SketchTextCache sketch_texts_;
-  UnionEstimateCache unions_;
   QueryGather gather_;  // after the readers: destroyed first
 };
 

@@ -54,8 +54,6 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("archive_cache_probes",
      "GET /manifest requests sent to learn which file a replica serves (one heard from over a second ago).",
      s.archive_cache_probes.load());
-  fn("archive_cache_decoded_hits", "Kept subtotal and unique records read from their decoded columns, not their text.",
-     s.archive_cache_decoded_hits.load());
   fn("realtime_skip_rereads", "Queries that read realtime again with every day: their archive answer ended before "
      "the day realtime reads skipped through (a generation older than one seen).", s.realtime_skip_rereads.load());
   fn("handover_rereads",
@@ -66,15 +64,6 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
      "/uniques and /breakdown?uniques=true reads of realtime that asked for each UTC day's hours of a record as one "
      "union (unite=day: the window and its units are whole UTC days).",
      s.realtime_united_reads.load());
-  fn("sketch_cache_hits", "Realtime visitor sketches found already decoded in the API node's cache, by their text.",
-     s.sketch_cache_hits.load());
-  fn("sketch_cache_misses", "Realtime visitor sketches decoded while that cache was on (not kept yet, or changed).",
-     s.sketch_cache_misses.load());
-  fn("union_cache_hits",
-     "/uniques units of 3 or more sketches whose estimate was kept from an earlier query of the same sketches.",
-     s.union_cache_hits.load());
-  fn("union_cache_misses", "Such units united while that cache was on (not kept yet, or a part changed).",
-     s.union_cache_misses.load());
 }
 
 }  // namespace

@@ -52,9 +52,6 @@ struct ReadStats {
   std::atomic<uint64_t> archive_cache_hits{0};
   std::atomic<uint64_t> archive_cache_misses{0};
   std::atomic<uint64_t> archive_cache_probes{0};
-  // Kept subtotal and unique records read from their decoded columns
-  // (decoded_columns.h) instead of their text.
-  std::atomic<uint64_t> archive_cache_decoded_hits{0};
   // Realtime reads skip the days the archive holds (after=D); a query whose
   // archive answer ends before the day skipped reads realtime again.
   std::atomic<uint64_t> realtime_skip_rereads{0};
@@ -64,12 +61,6 @@ struct ReadStats {
   std::atomic<uint64_t> handover_rereads{0};
   // /uniques reads of realtime sent with unite=day (docs/protocols.md).
   std::atomic<uint64_t> realtime_united_reads{0};
-  // Realtime sketches found decoded by their text (sketch_text_cache.h), and
-  // those decoded while that cache was on.
-  std::atomic<uint64_t> sketch_cache_hits{0};
-  std::atomic<uint64_t> sketch_cache_misses{0};
-  std::atomic<uint64_t> union_cache_hits{0};
-  std::atomic<uint64_t> union_cache_misses{0};
 
   // The node's read cache (read_cache.h), whose figures are reported
   // beside these ("read_cache" in /stats); null: none.

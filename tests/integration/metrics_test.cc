@@ -154,7 +154,6 @@ const std::vector<Figure> kApiFigures = {
     {"/read/archive_cache_misses", "clickatron_api_read_archive_cache_misses_total"},
     {"/read/archive_cache_evictions", "clickatron_api_read_archive_cache_evictions_total"},
     {"/read/archive_cache_probes", "clickatron_api_read_archive_cache_probes_total"},
-    {"/read/archive_cache_decoded_hits", "clickatron_api_read_archive_cache_decoded_hits_total"},
     {"/read/handover_rereads", "clickatron_api_read_handover_rereads_total"},
     {"/read_cache/capacity_bytes", "clickatron_api_read_cache_capacity_bytes"},
     {"/read_cache/kinds/{kind}/bytes", "clickatron_api_read_cache_bytes"},
@@ -163,10 +162,6 @@ const std::vector<Figure> kApiFigures = {
     {"/read_cache/kinds/{kind}/evictions", "clickatron_api_read_cache_evictions_total"},
     {"/read/realtime_skip_rereads", "clickatron_api_read_realtime_skip_rereads_total"},
     {"/read/realtime_united_reads", "clickatron_api_read_realtime_united_reads_total"},
-    {"/read/sketch_cache_hits", "clickatron_api_read_sketch_cache_hits_total"},
-    {"/read/sketch_cache_misses", "clickatron_api_read_sketch_cache_misses_total"},
-    {"/read/union_cache_hits", "clickatron_api_read_union_cache_hits_total"},
-    {"/read/union_cache_misses", "clickatron_api_read_union_cache_misses_total"},
 };
 
 const std::vector<Figure> kRealtimeFigures = {

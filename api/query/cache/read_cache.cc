@@ -17,10 +17,6 @@ const char* CacheKindName(CacheKind kind) {
       return "archive_reply";
     case CacheKind::kLookup:
       return "lookup";
-    case CacheKind::kSketchText:
-      return "sketch_text";
-    case CacheKind::kUnionEstimate:
-      return "union_estimate";
   }
   return "unknown";
 }
@@ -108,8 +104,7 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
   // one. The kind is charged as a byte of the key.
   const size_t total =
       charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + key.size() + 1 + kEntryOverhead;
-  // Refused before anything is dropped: what was kept for the key stays (a
-  // larger form of a value, such as its decoded one, leaves the smaller).
+  // Refused before anything is dropped: what was kept for the key stays.
   if (total > shard_capacity_ || key.size() > std::numeric_limits<uint32_t>::max()) return false;
   const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
   // Made before the lock is taken, freed (with what they drop) after it;

@@ -5,7 +5,7 @@
 // share of the setting or a constant of its own, and the sum of those shares
 // was not the setting (64 MiB of archive_cache_mb cost 112 MiB, the fixed
 // ones 24 MiB more, each divided again per read loop). Here every kept thing
-// (an archive answer, a lookup value, a decoded sketch, a union's estimate) is an
+// (an archive answer, a lookup value) is an
 // entry of one map with one capacity, in the manner of LevelDB's Cache:
 // Insert(key, value, charge), least recently used out first, whatever its
 // kind. A kind is a namespace of keys and the name its figures go under.
@@ -20,7 +20,7 @@
 //
 // Entries never go stale: every kind's key names what its value is a
 // function of (an archive answer's key names the file it came from, a
-// decoded sketch's key is its text), so nothing is ever invalidated, only
+// lookup's its hash), so nothing is ever invalidated, only
 // dropped for room (or Erase'd when a value is found bad).
 //
 // Thread-safety: thread-safe; one per API node, shared by its read loops.
@@ -43,10 +43,8 @@ namespace clickatron::api {
 enum class CacheKind : uint8_t {
   kArchiveReply,   // an archive replica's answer for one key of one file
   kLookup,         // a lookup record's value, by its hash
-  kSketchText,     // a realtime sketch decoded, by its text
-  kUnionEstimate,  // the estimate of a union of kept sketches
 };
-inline constexpr size_t kCacheKinds = 4;
+inline constexpr size_t kCacheKinds = 2;
 // "archive_reply", "lookup", …: the name in /stats and the label in /metrics.
 const char* CacheKindName(CacheKind kind);
 
@@ -133,8 +131,7 @@ class ReadCache {
   // Where the entry of (kind, key, hash) is or would be linked in its bucket.
   static Entry** Slot(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash);
   // Takes `e` out of `shard`'s bucket and ring (its lock held) and counts it
-  // off its kind; the caller frees it once the lock is let go (a value's last
-  // release may free many sketches).
+  // off its kind; the caller frees it once the lock is let go.
   void Unlink(Shard& shard, Entry* e);
   static void LinkNewest(Shard& shard, Entry* e);
   static void Grow(Shard& shard);

@@ -45,7 +45,7 @@ struct QueryGather::UniquesJob : Attempt {
 void QueryGather::AddRealtimeAndFinish(const std::shared_ptr<UniquesJob>& job, const ArchiveView& view,
                                        UniquesData data) {
   Status st = AddRealtimeUniqueLines(job->realtime, job->realtime_prefix, /*keyed_lines=*/false, view.last_day,
-                                     job->span, sketch_texts_, &data.hours);
+                                     job->span, &data.hours);
   if (!st.ok()) return job->done(std::move(st));
   for (const HourSketch& h : data.hours) data.first_hour = std::min(data.first_hour.value_or(h.hour), h.hour);
   job->done(std::move(data));
@@ -143,14 +143,9 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
         if (!h.ok()) return h.status();
         hour = *h;
       }
-      auto columns = ColumnsOf(*job->session, key, answer,
-                               total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
-      if (columns) {
-        AddDecodedSketches(*columns, hour, total ? "" : job->target.skey, &data.hours);
-        return Status::Ok();
-      }
-      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
-                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
+      return Forgotten(*job->session, key, *answer.reply,
+                       total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
+                             : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours));
     });
     if (!st.ok()) return job->done(std::move(st));
     AddRealtimeAndFinish(job, view, std::move(data));

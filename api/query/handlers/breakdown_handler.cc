@@ -35,9 +35,9 @@ void ReadPathImpl::OnBreakdown(const HttpExchangePtr& ex) {
         std::vector<KeyUniques> uniques;
         if (p.uniques) {
           if (p.window.rollup) {
-            uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals, &unions_));
+            uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals));
           } else {
-            uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals, &unions_);
+            uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals);
           }
         }
         auto held = std::make_shared<BreakdownData>(std::move(*data));

@@ -55,15 +55,15 @@ void ReadPathImpl::ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& 
   if (!earlier) {
     if (w.rollup) {
       return ex->ReplyJsonData(
-          WithResolution(UniquesRollupJson(w, UniquesOverWindow(window, hours, &unions_)), resolution));
+          WithResolution(UniquesRollupJson(w, UniquesOverWindow(window, hours)), resolution));
     }
     return ex->ReplyJsonData(
-        WithResolution(UniquesSeriesJson(w, window, UniquesByUnit(window, hours, &unions_), Now()), resolution));
+        WithResolution(UniquesSeriesJson(w, window, UniquesByUnit(window, hours), Now()), resolution));
   }
   // compare=: "uniques" as without it, and "compare" with the earlier
   // window's, as /clicks answers it.
-  const uint64_t now_total = UniquesOverWindow(window, hours, &unions_);
-  const uint64_t then_total = UniquesOverWindow(*earlier, hours, &unions_);
+  const uint64_t now_total = UniquesOverWindow(window, hours);
+  const uint64_t then_total = UniquesOverWindow(*earlier, hours);
   const int64_t now = Now();
   nlohmann::json data = WindowEcho(w);
   nlohmann::json compare = {
@@ -74,7 +74,7 @@ void ReadPathImpl::ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& 
     compare["uniques"] = then_total;
   } else {
     auto series = [&](const UnitWindow& win) {
-      const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours, &unions_);
+      const std::vector<uint64_t> per_unit = UniquesByUnit(win, hours);
       nlohmann::json list = nlohmann::json::array();
       for (size_t i = win.size(); i-- > 0;) {
         list.push_back({{"dt", win.start(i)}, {"uniques", per_unit[i]}});

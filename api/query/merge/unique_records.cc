@@ -3,28 +3,18 @@
 
 #include <optional>
 
-#include "query/cache/union_estimate_cache.h"
-
 namespace clickatron::api {
 namespace {
 
-// The sketches of one (unit, key), counted as one union when asked (a union
-// of the same sketches as an earlier query's is that query's:
-// union_estimate_cache.h).
+// The sketches of one (unit, key), counted as one union when asked.
 class Union {
  public:
-  void Add(const HourSketch& h) { parts_.push_back(&h.sketch); }
-  uint64_t Estimate(UnionEstimateCache* kept) const {
-    if (kept != nullptr) return kept->Estimate(parts_);
-    std::vector<const UniqueSketch*> sketches;
-    sketches.reserve(parts_.size());
-    for (const auto* p : parts_) sketches.push_back(p->get());
-    return UniqueSketch::EstimateUnion(sketches);
-  }
+  void Add(const HourSketch& h) { parts_.push_back(h.sketch.get()); }
+  uint64_t Estimate() const { return UniqueSketch::EstimateUnion(parts_); }
 
  private:
   // The hours the Union is made from own the sketches and outlive it.
-  std::vector<const std::shared_ptr<const UniqueSketch>*> parts_;
+  std::vector<const UniqueSketch*> parts_;
 };
 
 // The sketches of the window's hours united per unit (one union for the
@@ -49,9 +39,9 @@ std::vector<std::map<std::string, Union>> UniteByKey(const UnitWindow& window, c
   return groups;
 }
 
-KeyUniques Estimates(const std::map<std::string, Union>& unions, UnionEstimateCache* kept) {
+KeyUniques Estimates(const std::map<std::string, Union>& unions) {
   KeyUniques out;
-  for (const auto& [key, u] : unions) out.emplace(key, u.Estimate(kept));
+  for (const auto& [key, u] : unions) out.emplace(key, u.Estimate());
   return out;
 }
 
@@ -104,38 +94,36 @@ Status AddArchiveUniqueSubtotals(std::string_view value, int64_t hour, std::stri
 }
 
 Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bool keyed_lines,
-                              const ArchiveLastDay& last_day, const HourSpan& span, SketchTextCache& decoded,
-                              HourlySketches* out) {
+                              const ArchiveLastDay& last_day, const HourSpan& span, HourlySketches* out) {
   return ForEachRealtimeHourLine(
       body, prefix, keyed_lines, "realtime unique",
       [&](int64_t hour, std::string_view skey, std::string_view value) -> Status {
         if (HourIsArchived(hour, last_day) || !span.Contains(hour)) return Status::Ok();
-        auto sketch = decoded.Decode(value, "realtime unique");
+        auto sketch = DecodeSketch(value, "realtime unique");
         if (!sketch.ok()) return sketch.status();
         out->push_back(HourSketch{hour, std::string(skey), std::move(sketch).value()});
         return Status::Ok();
       });
 }
 
-std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept) {
+std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours) {
   std::vector<uint64_t> out;
-  for (const Union& unit : Unite(window, hours, /*per_unit=*/true)) out.push_back(unit.Estimate(kept));
+  for (const Union& unit : Unite(window, hours, /*per_unit=*/true)) out.push_back(unit.Estimate());
   return out;
 }
 
-uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept) {
-  return Unite(window, hours, /*per_unit=*/false).front().Estimate(kept);
+uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours) {
+  return Unite(window, hours, /*per_unit=*/false).front().Estimate();
 }
 
-std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours,
-                                         UnionEstimateCache* kept) {
+std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours) {
   std::vector<KeyUniques> out;
-  for (const auto& unit : UniteByKey(window, hours, /*per_unit=*/true)) out.push_back(Estimates(unit, kept));
+  for (const auto& unit : UniteByKey(window, hours, /*per_unit=*/true)) out.push_back(Estimates(unit));
   return out;
 }
 
-KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept) {
-  return Estimates(UniteByKey(window, hours, /*per_unit=*/false).front(), kept);
+KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours) {
+  return Estimates(UniteByKey(window, hours, /*per_unit=*/false).front());
 }
 
 }  // namespace clickatron::api

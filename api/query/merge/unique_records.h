@@ -21,16 +21,11 @@
 #include "clickatron/unique_sketch.h"
 #include "query/merge/read_records.h"
 #include "query/merge/rollup.h"
-#include "query/cache/sketch_text_cache.h"
 
 namespace clickatron::api {
 
-class UnionEstimateCache;  // union_estimate_cache.h
-
 // Sketches as they come: (hour, subtotal key or "", sketch), any order, an
 // hour (and key) possibly more than once: the rollup unites them.
-// A sketch is shared, not copied: a kept record's decoded sketches
-// (decoded_columns.h) are read by every query of its key.
 struct HourSketch {
   int64_t hour = 0;
   std::string key;  // the stored skey of a subtotal; "" for a total
@@ -58,23 +53,16 @@ Status AddArchiveUniqueSubtotals(std::string_view value, int64_t hour, std::stri
 // with `keyed_lines` each line names its skey after the prefix
 // ("~sns.ns|tkey." for a breakdown); without, the prefix is the record up to
 // its hour ("~ns|tkey." or "~sns.ns|tkey.skey."; key ""). Hours archived or
-// outside `span` are skipped. Sketches are decoded through `decoded` (a
-// realtime hour's text is mostly the same from one query to the next).
+// outside `span` are skipped.
 Status AddRealtimeUniqueLines(std::string_view body, std::string_view prefix, bool keyed_lines,
-                              const ArchiveLastDay& last_day, const HourSpan& span, SketchTextCache& decoded,
-                              HourlySketches* out);
+                              const ArchiveLastDay& last_day, const HourSpan& span, HourlySketches* out);
 
 // Distinct visitors per unit (index as in the window), and over the window.
-// Unions of several sketches are estimated through `kept` when given (the
-// same figure, kept for the next query of the same sketches).
-std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours,
-                                    UnionEstimateCache* kept = nullptr);
-uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours, UnionEstimateCache* kept = nullptr);
+std::vector<uint64_t> UniquesByUnit(const UnitWindow& window, const HourlySketches& hours);
+uint64_t UniquesOverWindow(const UnitWindow& window, const HourlySketches& hours);
 // Per unit, stored subtotal key -> distinct visitors; and over the window.
 using KeyUniques = std::map<std::string, uint64_t>;
-std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours,
-                                         UnionEstimateCache* kept = nullptr);
-KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours,
-                                UnionEstimateCache* kept = nullptr);
+std::vector<KeyUniques> KeyUniquesByUnit(const UnitWindow& window, const HourlySketches& hours);
+KeyUniques KeyUniquesOverWindow(const UnitWindow& window, const HourlySketches& hours);
 
 }  // namespace clickatron::api

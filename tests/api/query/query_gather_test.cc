@@ -76,7 +76,7 @@ class QueryGatherTest : public ::testing::Test {
     options.replica_penalty = std::chrono::hours(1);
     archive_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
     realtime_ = std::make_unique<RealtimeReader>(cluster_, client_, stats_, RealtimeReader::Options{});
-    gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, sketch_texts_, stats_);
+    gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, stats_);
   }
 
   // (hour, count) of the total and (hour, value, count) of the subtotals,
@@ -107,7 +107,6 @@ class QueryGatherTest : public ::testing::Test {
   ReadStats stats_;
   ReadCache cache_{0};
   LookupCache lookups_{cache_};
-  SketchTextCache sketch_texts_{cache_, stats_};
   ClusterConfig cluster_;
   std::unique_ptr<ArchiveReader> archive_;
   std::unique_ptr<RealtimeReader> realtime_;

@@ -129,7 +129,7 @@ TEST(ReadCacheTest, ChargesAndFiguresAgreeWithAnOracleOverRandomOps) {
 
 TEST(ReadCacheTest, AnEntryOverItsShardsShareIsRefusedAndKeepsTheKeysOld) {
   constexpr size_t kShare = 1024;
-  const CacheKind kind = CacheKind::kUnionEstimate;
+  const CacheKind kind = CacheKind::kArchiveReply;
   ReadCache cache(kShards * kShare + kShards - 1);  // the remainder is no shard's
   const std::string key = "edge";
   ASSERT_TRUE(cache.Insert(kind, key, Make(kind, 0, 1, 0), ChargeFor(key, kShare)));
@@ -169,7 +169,7 @@ TEST(ReadCacheTest, KindsAreNamespacesOfKeys) {
 TEST(ReadCacheTest, AShardKeepsNoMoreThanItsShare) {
   ReadCache cache(kShards * 1024);  // an entry of 600 fills a share: one a shard
   constexpr uint64_t kCount = 500;
-  const CacheKind kind = CacheKind::kSketchText;
+  const CacheKind kind = CacheKind::kLookup;
   for (int i = 0; i < static_cast<int>(kCount); ++i) {
     const size_t charge = ChargeFor(KeyOf(i), 600);
     ASSERT_TRUE(cache.Insert(kind, KeyOf(i), Make(kind, i, 0, charge), charge));
@@ -197,7 +197,7 @@ TEST(ReadCacheTest, LeastRecentlyUsedOfAShardGoesFirstAndAFindRefreshes) {
   std::vector<Id> mates{{CacheKind::kLookup, "a"}};
   ASSERT_TRUE(put(mates[0], 600));
   for (int i = 0; i < 4000 && mates.size() < 3; ++i) {
-    const Id candidate{i % 2 ? CacheKind::kUnionEstimate : CacheKind::kLookup, "c" + std::to_string(i)};
+    const Id candidate{i % 2 ? CacheKind::kArchiveReply : CacheKind::kLookup, "c" + std::to_string(i)};
     ASSERT_TRUE(put(candidate, 600));
     if (has(mates[0])) continue;
     mates.push_back(candidate);
@@ -243,7 +243,7 @@ TEST(ReadCacheTest, CapacityZeroKeepsNothing) {
 
 TEST(ReadCacheTest, AFoundValueOutlivesItsEvictionAndErase) {
   ReadCache cache(kShards * 1024);
-  const CacheKind kind = CacheKind::kUnionEstimate;
+  const CacheKind kind = CacheKind::kLookup;
   std::shared_ptr<const Val> held[2];
   std::weak_ptr<const Val> watch[2];
   for (int key : {0, 1}) {
