@@ -109,13 +109,48 @@ Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::
 
 Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
                                             const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
-  return Forgotten(session, key, reply, AddArchiveTotalColumns(reply.body, hours, span));
+  if (reply.total_hours) return AddArchiveTotalHours(*reply.total_hours, hours, span);
+  // Found in the cache: the key is read again, so all of it is decoded now
+  // and kept with it.
+  if (reply.kept) {
+    auto decoded = DecodeArchiveTotal(reply.body);
+    if (decoded.ok()) {
+      auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
+      archive_.KeepDecodedTotal(session, key, reply, total);
+      return AddArchiveTotalHours(*total, hours, span);
+    }
+  }
+  // A first read, or a kept text that does not decode whole: only the
+  // span's columns are decoded. Damage before the window, which a first
+  // read skips, must not make every second query fail; a kept text that
+  // failed whole, or any text whose window fails, is forgotten, so that the
+  // next query asks a replica again.
+  Status st = AddArchiveTotalColumns(reply.body, hours, span);
+  if (reply.kept || !st.ok()) archive_.Forget(session, key, reply.view);
+  return st;
 }
 
-Status QueryGather::Forgotten(const ArchiveReader::Session& session, std::string_view key, const ArchiveReply& reply,
-                              Status st) {
-  if (!st.ok()) archive_.Forget(session, key, reply.view);
-  return st;
+std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader::Session& session,
+                                                            std::string_view key, const MgetAnswer& answer,
+                                                            RecordKind kind) {
+  if (answer.columns != nullptr) {
+    ++stats_.archive_cache_decoded_hits;
+    return *answer.columns;
+  }
+  if (!answer.reply->kept) return std::shared_ptr<const DecodedColumns>();
+  auto decoded = kind == RecordKind::kSubtotal ? DecodeSubtotalRecord(answer.text)
+                                               : DecodeUniqueRecord(answer.text, kind == RecordKind::kUniqueTotal);
+  if (!decoded.ok()) {
+    // As for a total (AddArchiveTotalUnmasked): forgotten, so that the next
+    // query asks the replica again, and this one read from the text as a
+    // first read is, which decodes only the columns it needs (damage in
+    // another subtotal's column must not fail every second query).
+    archive_.Forget(session, key, answer.reply->view);
+    return nullptr;
+  }
+  auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
+  archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);
+  return columns;
 }
 
 // ---- what every gather job does ---------------------------------------------

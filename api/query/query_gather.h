@@ -57,6 +57,7 @@
 #include "clickatron/config.h"
 #include "deletions/deletion_log.h"
 #include "query/fetch/archive_reader.h"
+#include "query/merge/decoded_columns.h"
 #include "query/cache/lookup_cache.h"
 #include "query/read_stats.h"
 #include "query/fetch/realtime_reader.h"
@@ -106,9 +107,11 @@ struct UniquesTarget {
   std::string sns, skey;   // both empty, or one subtotal value (skey stored)
 };
 
-// One key's answer in archive mget replies: a line's value.
+// One key's answer in archive mget replies: a line's value (text), or the
+// decoded columns the cache kept with it (columns, text empty).
 struct MgetAnswer {
   std::string_view text;
+  const std::shared_ptr<const DecodedColumns>* columns = nullptr;
   const ArchiveReply* reply = nullptr;  // the reply it came in (kept: from the cache)
 };
 
@@ -195,8 +198,10 @@ class QueryGather {
   // The archived hours in `span` of a total record's answer (none when not
   // found), less the deleted hours its generation still holds: the total's
   // hours are the index of every other record a query reads, so a deleted
-  // hour is read nowhere. Only the span's columns are decoded: damage
-  // elsewhere in a long record must not fail every query of the key.
+  // hour is read nowhere. From its decoded columns when the cache kept them
+  // with it; a kept answer without them is decoded whole and they are kept
+  // (the key's next queries bisect them); another answer is read from its
+  // text.
   Status AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key, const ArchiveReply& reply,
                          HourlyCounts* hours, const HourSpan& span);
   Status AddArchiveTotalUnmasked(const ArchiveReader::Session& session, std::string_view key,
@@ -219,11 +224,14 @@ class QueryGather {
   Status AddArchiveBreakdownLines(const BreakdownJob& job, const std::vector<ArchiveReply>& replies,
                                   const ArchivePlan& plan, BreakdownData* data);
   void CompleteBreakdown(const std::shared_ptr<BreakdownJob>& job, BreakdownData data);
-  // `st`, the reading of `key` from `reply`; when it failed, the cache
-  // forgets that answer, so that the next query asks a replica again (a
-  // replica's garbage under good headers is kept like any answer).
-  Status Forgotten(const ArchiveReader::Session& session, std::string_view key, const ArchiveReply& reply,
-                   Status st);
+  // The decoded columns of a subtotal or unique record's mget answer: those
+  // the cache kept with it; for a kept answer without them, its text decoded
+  // as `kind` and kept with it now (its key was asked at least twice: the
+  // next queries will read them); nullptr for an answer a replica sent, or
+  // a kept one that does not decode whole (forgotten): read its text.
+  enum class RecordKind { kSubtotal, kUniqueSubtotal, kUniqueTotal };
+  std::shared_ptr<const DecodedColumns> ColumnsOf(const ArchiveReader::Session& session, std::string_view key,
+                                                  const MgetAnswer& answer, RecordKind kind);
 
   // Takes lookup lines of `keys` from one source's answer (bodies), or marks
   // them as from a source that did not answer (st UNAVAILABLE).

@@ -54,6 +54,8 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("archive_cache_probes",
      "GET /manifest requests sent to learn which file a replica serves (one heard from over a second ago).",
      s.archive_cache_probes.load());
+  fn("archive_cache_decoded_hits", "Kept subtotal and unique records read from their decoded columns, not their text.",
+     s.archive_cache_decoded_hits.load());
   fn("realtime_skip_rereads", "Queries that read realtime again with every day: their archive answer ended before "
      "the day realtime reads skipped through (a generation older than one seen).", s.realtime_skip_rereads.load());
   fn("handover_rereads",

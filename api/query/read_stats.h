@@ -52,6 +52,9 @@ struct ReadStats {
   std::atomic<uint64_t> archive_cache_hits{0};
   std::atomic<uint64_t> archive_cache_misses{0};
   std::atomic<uint64_t> archive_cache_probes{0};
+  // Kept subtotal and unique records read from their decoded columns
+  // (decoded_columns.h) instead of their text.
+  std::atomic<uint64_t> archive_cache_decoded_hits{0};
   // Realtime reads skip the days the archive holds (after=D); a query whose
   // archive answer ends before the day skipped reads realtime again.
   std::atomic<uint64_t> realtime_skip_rereads{0};

@@ -154,6 +154,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read/archive_cache_misses", "clickatron_api_read_archive_cache_misses_total"},
     {"/read/archive_cache_evictions", "clickatron_api_read_archive_cache_evictions_total"},
     {"/read/archive_cache_probes", "clickatron_api_read_archive_cache_probes_total"},
+    {"/read/archive_cache_decoded_hits", "clickatron_api_read_archive_cache_decoded_hits_total"},
     {"/read/handover_rereads", "clickatron_api_read_handover_rereads_total"},
     {"/read_cache/capacity_bytes", "clickatron_api_read_cache_capacity_bytes"},
     {"/read_cache/kinds/{kind}/bytes", "clickatron_api_read_cache_bytes"},

@@ -43,6 +43,15 @@ class ArchiveReplyCache {
   // `shard_count`; null when none.
   std::shared_ptr<const ArchiveReply> Find(int shard, std::string_view key, const ServedFile& file,
                                            int shard_count);
+  // Keeps a total record's decoded hours (`found`: the key was there), from
+  // the file `view` names, in place of its text: a decoded total is read
+  // from its hours, never its text again. Nothing for a view that does not
+  // name its file.
+  void AttachTotalHours(int shard, std::string_view key, const ArchiveView& view, bool found, int shard_count,
+                        std::shared_ptr<const ArchiveTotalHours> hours);
+  // The same for a found subtotal or unique record's decoded columns.
+  void AttachColumns(int shard, std::string_view key, const ArchiveView& view, int shard_count,
+                     std::shared_ptr<const DecodedColumns> columns);
   // Keeps (or replaces) the reply for `key` on `shard`; its view says the
   // file (a reply whose view has no X-Archive-Crc32 is not kept).
   // `shard_count` is the count the request was routed by. False when not
@@ -58,6 +67,9 @@ class ArchiveReplyCache {
   // (in a per-thread buffer: valid until the thread's next call).
   static std::string_view KeyOf(int shard, std::string_view key, const ServedFile& file, int shard_count);
   static size_t Charge(const ArchiveReply& reply);
+  template <typename Decoded>
+  void Attach(int shard, std::string_view key, const ArchiveView& view, bool found, int shard_count,
+              std::shared_ptr<const Decoded> ArchiveReply::*decoded, std::shared_ptr<const Decoded> value);
 
   ReadCache& cache_;
 };

@@ -104,7 +104,8 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
   // one. The kind is charged as a byte of the key.
   const size_t total =
       charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + key.size() + 1 + kEntryOverhead;
-  // Refused before anything is dropped: what was kept for the key stays.
+  // Refused before anything is dropped: what was kept for the key stays (a
+  // larger form of a value, such as its decoded one, leaves the smaller).
   if (total > shard_capacity_ || key.size() > std::numeric_limits<uint32_t>::max()) return false;
   const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
   // Made before the lock is taken, freed (with what they drop) after it;

@@ -5,7 +5,7 @@
 // share of the setting or a constant of its own, and the sum of those shares
 // was not the setting (64 MiB of archive_cache_mb cost 112 MiB, the fixed
 // ones 24 MiB more, each divided again per read loop). Here every kept thing
-// (an archive answer, a lookup value) is an
+// (an archive answer, whole or decoded, a lookup value) is an
 // entry of one map with one capacity, in the manner of LevelDB's Cache:
 // Insert(key, value, charge), least recently used out first, whatever its
 // kind. A kind is a namespace of keys and the name its figures go under.
@@ -131,7 +131,8 @@ class ReadCache {
   // Where the entry of (kind, key, hash) is or would be linked in its bucket.
   static Entry** Slot(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash);
   // Takes `e` out of `shard`'s bucket and ring (its lock held) and counts it
-  // off its kind; the caller frees it once the lock is let go.
+  // off its kind; the caller frees it once the lock is let go (a value's last
+  // release may free many sketches).
   void Unlink(Shard& shard, Entry* e);
   static void LinkNewest(Shard& shard, Entry* e);
   static void Grow(Shard& shard);

@@ -264,7 +264,10 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
       reply.view = kept->view;
       reply.found = kept->found;
       reply.kept = true;
-      reply.body = kept->body;
+      reply.total_hours = kept->total_hours;
+      // A decoded total is read from its hours (QueryGather::AddArchiveTotal):
+      // its text (a busy key's years of hours) is not copied again.
+      if (!reply.total_hours) reply.body = kept->body;
       reply.replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
       return checked(std::move(reply));
     }
@@ -374,7 +377,12 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
         kept_lines->replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
         kept_lines->kept = true;
       }
-      if (kept->found) kept_lines->body.append(key).append(",").append(kept->body);
+      if (!kept->found) continue;
+      if (kept->columns) {
+        kept_lines->decoded_lines.push_back(DecodedLine{key, kept->columns});
+      } else {
+        kept_lines->body.append(key).append(",").append(kept->body);
+      }
     }
   }
   // Without a confirmed file every key is asked, and none is kept.

@@ -1,26 +1,34 @@
 // Reads from the archive replicas of a shard (get / mget over the sorted
-// archive file): routing, failover, coalescing, and the kept answers of the
-// node's read cache. docs/protocols.md says each rule in full.
+// archive file), spreading queries over the replicas and failing over.
 //
-// Every answer names its file (X-Archive-Generation, -Last-Day, -Crc32,
-// -Shard-Count) as an ArchiveView. A query's requests go through one
-// Session, which sticks to one replica: its answers come from one file
-// unless a reload happens mid-query (the caller compares views).
+// Every archive answer carries X-Archive-Generation and X-Archive-Last-Day;
+// a reply reports them as an ArchiveView so the caller knows which days the
+// data it got covers. The requests of one query go through one Session, which
+// sticks to one replica while it answers: its answers come from one file
+// generation unless a reload happens mid-query (the caller compares views).
 //
-// Routing: a key's shard is crc32(shard key) % the shard count the served
-// files were cut with (it differs from the cluster file's archive_shards
-// until a re-partitioned generation is deployed). The reader routes by the
-// count of the newest generation seen, first asking shard 0 (GET /manifest);
-// an answer that names another count is asked again on that count's shard
-// (a few times, then SHARD_UNAVAILABLE).
+// Routing: a key's archive shard is crc32(shard key) % the shard count the
+// serving files were cut with, which answers carry (X-Archive-Shard-Count)
+// and which differs from the cluster file's archive_shards between a change
+// of it and the deploy of the generation that re-partitions the archive
+// (docs/protocols.md, "Archive shard count"). The reader routes by the count
+// of the newest generation it has seen: before it has seen one it first asks
+// shard 0 (GET /manifest, which every count has), and falls back to the
+// cluster file's count when that answer names none. A session begun for a
+// shard key whose answer names another count than it was routed by is sent
+// again to the shard of that count (a deploy in progress: a few times, then
+// SHARD_UNAVAILABLE), so every answer comes from the shard holding the key.
 //
-// Failover: a replica that fails (no answer, timeout, 5xx, no headers) is
-// skipped for a short penalty; when none answers, UNAVAILABLE /
-// SHARD_UNAVAILABLE (503).
+// A replica that fails (no answer, timeout, 5xx, an answer without the
+// headers) is skipped for a short penalty and the request goes to the next;
+// when none answers, the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503).
 //
-// Coalescing (coalescer.h): while a request is out to a replica, further
-// gets, and mgets small enough for one batch, queue and go out together as
-// one mget; a failed batch fails over (or fails) every get in it.
+// Get is coalesced per replica (coalescer.h): while a request is out to the
+// replica, further gets queue and go out together as one mget; a failed
+// batch fails over (or fails) every get in it, and every get's reply still
+// carries the view of the answer it came from. An mget small enough for one
+// batch (a query's second round trip: a sparse key's few hours) queues the
+// same way, its keys together; a larger one goes out as requests of its own.
 //
 // Thread-safety: loop thread only. Callbacks run on the loop, never after the
 // reader is destroyed.
@@ -107,14 +115,25 @@ class ArchiveReader {
   using ReplyCallback = std::function<void(Result<ArchiveReply>)>;
   void Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done);
   // One reply per request sent (keys are batched); hits are "key,value"
-  // lines. Keys answered from the cache come as one more reply (kept = true)
-  // of their lines.
+  // lines. Keys answered from the cache come as one more reply (kept = true):
+  // their lines, or their decoded columns (decoded_lines) once a query
+  // decoded them (KeepDecodedColumns).
   void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
   // True when an answer of `view` lacks a day realtime has handed over to
   // the archive (KnownGeneration::Behind).
   bool BehindRealtime(const ArchiveView& view) const { return known_generation_->Behind(view.last_day); }
+
+  // Keeps the decoded columns of a kept total record's answer with it
+  // (ArchiveReply::total_hours), for the queries that read it next.
+  void KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
+                        std::shared_ptr<const ArchiveTotalHours> hours);
+
+  // The same for a kept subtotal or unique record (ArchiveReply::columns)
+  // read from an mget answer of the cache (its `view`).
+  void KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
+                          std::shared_ptr<const DecodedColumns> columns);
 
   // Drops the kept answer of `key` from the file of `view`: its value did
   // not decode. The reader does not parse values, so a replica's garbage

@@ -66,6 +66,16 @@ void ArchiveReader::Keep(int shard, std::string_view key, ArchiveReply reply, in
   if (Keepable(shard, reply, shard_count)) cache_.Insert(shard, key, std::move(reply), shard_count);
 }
 
+void ArchiveReader::KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
+                                     std::shared_ptr<const ArchiveTotalHours> hours) {
+  cache_.AttachTotalHours(session.shard, key, reply.view, reply.found, session.shard_count, std::move(hours));
+}
+
+void ArchiveReader::KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
+                                       std::shared_ptr<const DecodedColumns> columns) {
+  cache_.AttachColumns(session.shard, key, view, session.shard_count, std::move(columns));
+}
+
 void ArchiveReader::Forget(const Session& session, std::string_view key, const ArchiveView& view) {
   const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
   if (file) cache_.Forget(session.shard, key, *file, session.shard_count);

@@ -245,6 +245,18 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   // per answer up front: a 365-day window's answers grew the vector (and
   // moved its strings) a dozen times.
   data->subtotals.reserve(data->subtotals.size() + 8 * replies.size());
+  // A record's columns: decoded (and kept) once its answer comes from the
+  // cache, else read from the text.
+  auto add = [&](std::string_view key, const MgetAnswer& answer, bool unique, int64_t hour) -> Status {
+    auto columns = ColumnsOf(*job.session, key, answer, unique ? RecordKind::kUniqueSubtotal : RecordKind::kSubtotal);
+    if (columns) {
+      unique ? AddDecodedSketches(*columns, hour, "", &data->unique_subtotals)
+             : AddDecodedSubtotals(*columns, hour, &data->subtotals);
+      return Status::Ok();
+    }
+    return unique ? AddArchiveUniqueSubtotals(answer.text, hour, "", &data->unique_subtotals)
+                  : AddArchiveSubtotalColumns(answer.text, hour, &data->subtotals);
+  };
   return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
     const std::string_view bare = unique ? key.substr(1) : key;
@@ -265,9 +277,7 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
     if (*span) {
       ++((*span)->level > 0 ? stats_.spans_read : unique ? stats_.day_uniques_read : stats_.day_subtotals_read);
     }
-    return Forgotten(*job.session, key, *answer.reply,
-                     unique ? AddArchiveUniqueSubtotals(answer.text, at, "", &data->unique_subtotals)
-                            : AddArchiveSubtotalColumns(answer.text, at, &data->subtotals));
+    return add(key, answer, unique, at);
   });
 }
 

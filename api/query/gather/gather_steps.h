@@ -43,14 +43,18 @@ std::function<void(Result<std::string>)> RealtimeBodyInto(std::shared_ptr<Owner>
   };
 }
 
-// Calls fn(key, answer) for every key found in archive mget answers.
+// Calls fn(key, answer) for every key found in archive mget answers: a
+// line's value, or a kept key's decoded columns.
 template <typename Fn>
 Status ForEachMgetAnswer(const std::vector<ArchiveReply>& replies, Fn&& fn) {
   for (const ArchiveReply& reply : replies) {
     if (!reply.found) continue;
     auto lines = SplitKeyValueLines(reply.body);
     if (!lines.ok()) return lines.status();
-    for (const auto& [key, value] : *lines) CLICKATRON_RETURN_IF_ERROR(fn(key, MgetAnswer{value, &reply}));
+    for (const auto& [key, value] : *lines) CLICKATRON_RETURN_IF_ERROR(fn(key, MgetAnswer{value, nullptr, &reply}));
+    for (const DecodedLine& line : reply.decoded_lines) {
+      CLICKATRON_RETURN_IF_ERROR(fn(line.key, MgetAnswer{{}, &line.columns, &reply}));
+    }
   }
   return Status::Ok();
 }

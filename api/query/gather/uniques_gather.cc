@@ -143,9 +143,14 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
         if (!h.ok()) return h.status();
         hour = *h;
       }
-      return Forgotten(*job->session, key, *answer.reply,
-                       total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
-                             : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours));
+      auto columns = ColumnsOf(*job->session, key, answer,
+                               total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
+      if (columns) {
+        AddDecodedSketches(*columns, hour, total ? "" : job->target.skey, &data.hours);
+        return Status::Ok();
+      }
+      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
+                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
     });
     if (!st.ok()) return job->done(std::move(st));
     AddRealtimeAndFinish(job, view, std::move(data));

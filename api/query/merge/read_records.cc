@@ -137,6 +137,21 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
   return Status::Ok();
 }
 
+Result<ArchiveTotalHours> DecodeArchiveTotal(std::string_view value) {
+  HourlyCounts counts;
+  CLICKATRON_RETURN_IF_ERROR(AddArchiveTotalColumns(value, &counts));
+  ArchiveTotalHours total;
+  total.hours.assign(counts.begin(), counts.end());
+  return total;
+}
+
+Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours, const HourSpan& span) {
+  const auto before = [](const std::pair<int64_t, int64_t>& h, int64_t ts) { return h.first < ts; };
+  const auto first = std::lower_bound(total.hours.begin(), total.hours.end(), span.begin_ts, before);
+  const auto last = std::lower_bound(first, total.hours.end(), span.end_ts, before);
+  return hours->AddAscending(first, last);
+}
+
 Status ForEachSubtotalCount(std::string_view value,
                             const std::function<Status(std::string_view skey, int64_t count)>& fn) {
   return ForEachColumn(value, "archive subtotal", [&](std::string_view skey, std::string_view count_text) -> Status {

@@ -101,6 +101,15 @@ struct HourSpan {
 // column from there to the end is checked: syntax, order, counts in the span.
 Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const HourSpan& span = {});
 
+// An archive total record's columns, all decoded (and checked) once: kept
+// with a kept answer (archive_reply_cache.h), so that a hot key's query reads
+// its window's hours by bisection instead of parsing the text again.
+struct ArchiveTotalHours {
+  std::vector<std::pair<int64_t, int64_t>> hours;  // (hour start, count), ascending, each hour once
+};
+Result<ArchiveTotalHours> DecodeArchiveTotal(std::string_view value);
+// AddArchiveTotalColumns' result, from the decoded hours.
+Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours, const HourSpan& span = {});
 // Calls fn(skey, count) for each column of an archive subtotal value
 // "skey:v skey:v …" (a trailing newline allowed); a count that is not one is
 // CORRUPTION naming the value.

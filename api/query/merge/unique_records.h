@@ -26,6 +26,8 @@ namespace clickatron::api {
 
 // Sketches as they come: (hour, subtotal key or "", sketch), any order, an
 // hour (and key) possibly more than once: the rollup unites them.
+// A sketch is shared, not copied: a kept record's decoded sketches
+// (decoded_columns.h) are read by every query of its key.
 struct HourSketch {
   int64_t hour = 0;
   std::string key;  // the stored skey of a subtotal; "" for a total

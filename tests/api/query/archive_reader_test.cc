@@ -304,7 +304,7 @@ TEST_F(ArchiveReaderGarbageTest, AForgottenValueIsAskedAgain) {
   auto session = reader.Begin("k1");
   Result<ArchiveReply> garbage = Get(session, "k1");
   ASSERT_TRUE(garbage.ok()) << garbage.status().ToString();
-  // Handed on unmarked (it came from the replica), and kept
+  // Handed on unmarked (an answer read once is not decoded whole), and kept
   // all the same: the next read does not ask the replica.
   ASSERT_FALSE(garbage->kept);
   const size_t asked = ReadsTo(ReplicaPeer(0, 0));

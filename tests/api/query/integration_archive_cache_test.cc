@@ -186,6 +186,8 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
   EXPECT_LT(requests, asked) << "archive requests " << requests << " for " << asked << " repeated queries";
   EXPECT_GT(ReadFigure("archive_cache_misses"), 0);  // the first round
   EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
+  // From the third ask on, kept subtotal records are read decoded.
+  EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
 }
 
 // The next file (other counts for the same key, same last day), numbered
@@ -215,10 +217,11 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
   for (int round = 0; round < 3; ++round) {
     for (const Expected& q : old_queries) ExpectExact(q);
   }
+  ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
   // The 25-day breakdowns' span and day records were kept too: the next
   // file's answers below must not be those (its days are the same, its
   // counts are not).
-  ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
+  ASSERT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
 
   cluster_->WriteArchives(next, next_generation, FormatDate(today_ - 1));
   auto next_manifest = ReadManifest(ManifestPathFor(cluster_->ArchiveFilePath(0)));
@@ -274,10 +277,12 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
   EXPECT_GE(bound_rounds, 3);
   // And from then on it is kept again, exactly.
   const int64_t hits_before = ReadFigure("archive_cache_hits");
+  const int64_t decoded_before = ReadFigure("archive_cache_decoded_hits");
   for (int round = 0; round < 3; ++round) {
     for (const Expected& q : new_queries) ExpectExact(q);
   }
-  EXPECT_GT(ReadFigure("archive_cache_hits"), hits_before) << "the next file's records kept, exactly";
+  EXPECT_GT(ReadFigure("archive_cache_hits"), hits_before);
+  EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), decoded_before) << "the next file's records kept, exactly";
 }
 
 TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) { ExpectNextFilePickedUp(2); }

@@ -14,8 +14,9 @@
 // only (the total's hours are the index of what the reader asks for).
 //
 // A third run has the API's read cache on and asks every query three times:
-// the first answer comes from the replicas, the others from kept answers;
-// all three must be the oracle's.
+// the first answer comes from the replicas, the second from kept text
+// (decoded and kept then), the third from the kept sketches; all three must
+// be the oracle's.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -129,12 +130,12 @@ class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::Wi
     return stats["data"]["read"][name].get<int64_t>();
   }
   int64_t DayUniquesRead() { return ReadFigure("day_uniques_read"); }
-  // With the cache on, later asks read kept archive answers.
-  void ExpectCacheHitsOnlyWhenCached() {
+  // With the cache on, later asks read kept records' decoded sketches.
+  void ExpectDecodedHitsOnlyWhenCached() {
     if (GetParam().cached) {
-      EXPECT_GT(ReadFigure("archive_cache_hits"), 0);
+      EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
     } else {
-      EXPECT_EQ(ReadFigure("archive_cache_hits"), 0);
+      EXPECT_EQ(ReadFigure("archive_cache_decoded_hits"), 0);
     }
   }
 };
@@ -157,7 +158,7 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   // Whole UTC days inside a unit are read as their day records exactly when
   // the file has one for every day with visitors.
   EXPECT_GT(DayUniquesRead(), 0);
-  ExpectCacheHitsOnlyWhenCached();
+  ExpectDecodedHitsOnlyWhenCached();
   // The months' and rolled-up windows' runs of whole UTC days were read as
   // span records.
   EXPECT_GT(ReadFigure("spans_read"), 0);
@@ -394,7 +395,7 @@ TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
   // The window's run of whole UTC days was read as span records (visitors
   // and subtotals alike), never day by day.
   EXPECT_GT(ReadFigure("spans_read"), 0);
-  ExpectCacheHitsOnlyWhenCached();
+  ExpectDecodedHitsOnlyWhenCached();
 }
 
 // A realtime hour whose visitors change between two asks: the next answer

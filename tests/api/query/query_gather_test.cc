@@ -79,6 +79,19 @@ class QueryGatherTest : public ::testing::Test {
     gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, stats_);
   }
 
+  // The reader and gather again, with a read cache of `bytes` (the
+  // fixture's keep nothing).
+  void KeepAnswers(size_t bytes) {
+    gather_.reset();
+    archive_.reset();
+    kept_ = std::make_shared<ReadCache>(bytes);
+    ArchiveReader::Options options;
+    options.replica_penalty = std::chrono::hours(1);
+    options.cache = kept_;
+    archive_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, stats_);
+  }
+
   // (hour, count) of the total and (hour, value, count) of the subtotals,
   // sorted: what a breakdown of the archived day answered.
   using Rows = std::vector<std::tuple<int64_t, std::string, int64_t>>;
@@ -108,6 +121,7 @@ class QueryGatherTest : public ::testing::Test {
   ReadCache cache_{0};
   LookupCache lookups_{cache_};
   ClusterConfig cluster_;
+  std::shared_ptr<ReadCache> kept_;  // KeepAnswers's
   std::unique_ptr<ArchiveReader> archive_;
   std::unique_ptr<RealtimeReader> realtime_;
   std::unique_ptr<QueryGather> gather_;
@@ -185,6 +199,28 @@ TEST_F(QueryGatherTest, ASubtotalRecordThatIsNoRecordIsCorruptionNotAShortAnswer
   const Result<Rows> got = Breakdown();
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kCorruption) << got.status().ToString();
+}
+
+TEST_F(QueryGatherTest, AKeptTotalDamagedBeforeTheWindowAnswersAndIsAskedAgain) {
+  // The total's text holds a bad column the day before the window. A read
+  // from a replica decodes the window's columns only and answers; the
+  // second read finds the text kept, fails to decode it whole, answers as
+  // the first did and forgets it; the third asks the replica again.
+  KeepAnswers(1 << 20);
+  auto file = std::make_shared<ServedFileState>();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour, h9 = h3 + 6 * kHour;
+  file->records = Records({{h3, {{"US", 2}, {"JP", 1}}}, {h9, {{"US", 4}}}});
+  file->records["u|k"] = *YmdhFromUnix(h3 - kSecondsPerDay) + ":notacount " + file->records["u|k"];
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  const Rows want{{h3, "", 3}, {h3, "JP", 1}, {h3, "US", 2}, {h9, "", 4}, {h9, "US", 4}};
+  const std::vector<size_t> gets_after = {1, 1, 2};
+  for (size_t ask = 0; ask < gets_after.size(); ++ask) {
+    const Result<Rows> got = Breakdown();
+    ASSERT_TRUE(got.ok()) << "ask " << ask + 1 << ": " << got.status().ToString();
+    EXPECT_EQ(*got, want) << "ask " << ask + 1;
+    EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), gets_after[ask]) << "ask " << ask + 1;
+  }
+  EXPECT_GE(stats_.archive_cache_hits.load(), 1u);
 }
 
 }  // namespace

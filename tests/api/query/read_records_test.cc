@@ -59,7 +59,7 @@ TEST(ReadRecordsTest, ArchiveBadColumnsAreCorruption) {
   }
 }
 
-TEST(ReadRecordsTest, ATotalsTextAnswersEverySpanByItsHours) {
+TEST(ReadRecordsTest, DecodedTotalAnswersEverySpanAsTheTextDoes) {
   // Hours of 60 days, some missing, with their counts: the expected hours of
   // any span are picked from this map directly.
   std::mt19937 rng(3);
@@ -71,7 +71,9 @@ TEST(ReadRecordsTest, ATotalsTextAnswersEverySpanByItsHours) {
     truth[h] = count;
     value += (value.empty() ? "" : " ") + *YmdhFromUnix(h) + ":" + std::to_string(count);
   }
-  value += "\n";
+  auto decoded = DecodeArchiveTotal(value + "\n");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->hours.size(), truth.size());
   for (int i = 0; i < 200; ++i) {
     // Spans starting and ending anywhere, also off the hour and outside the data.
     int64_t begin = (kApr1 - 2) * 86400 + static_cast<int64_t>(rng() % (64 * 86400));
@@ -85,19 +87,15 @@ TEST(ReadRecordsTest, ATotalsTextAnswersEverySpanByItsHours) {
       ASSERT_TRUE(want.Add(it->first, it->second).ok());
     }
     HourlyCounts got;
-    ASSERT_TRUE(AddArchiveTotalColumns(value, &got, HourSpan{begin, end}).ok());
+    ASSERT_TRUE(AddArchiveTotalHours(*decoded, &got, HourSpan{begin, end}).ok());
     EXPECT_EQ(got, want) << "span " << begin << " .. " << end;
   }
   HourlyCounts all;
-  ASSERT_TRUE(AddArchiveTotalColumns(value, &all).ok());
+  ASSERT_TRUE(AddArchiveTotalHours(*decoded, &all).ok());
   EXPECT_EQ(all.size(), truth.size());
-  // Every column from the span on is checked: damage at the end fails any span.
-  value.pop_back();
-  HourlyCounts damaged;
-  EXPECT_EQ(AddArchiveTotalColumns(value + " zzzz:1", &damaged, HourSpan{(kApr1 + 50) * 86400, (kApr1 + 51) * 86400})
-                .code(),
-            StatusCode::kCorruption);
-  EXPECT_EQ(AddArchiveTotalColumns("c41l:5 c413:2", &damaged).code(), StatusCode::kCorruption);  // out of order
+  // A damaged record is refused whole, whatever span a query would read.
+  EXPECT_EQ(DecodeArchiveTotal(value + " zzzz:1").status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(DecodeArchiveTotal("c41l:5 c413:2").status().code(), StatusCode::kCorruption);  // out of order
 }
 
 TEST(ReadRecordsTest, RealtimeHoursOfArchivedDaysAreIgnored) {
