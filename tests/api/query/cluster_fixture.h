@@ -284,6 +284,29 @@ inline nlohmann::json ExpectedSeries(const std::vector<oracle::UnitSum>& sums) {
   return list;
 }
 
+// The oracle's distinct visitors per unit of a window, newest first (the
+// units of oracle::Rollup with the same arguments, `clicks` holding the
+// count): a visitor counts in a unit when it visited any hour of it.
+// `visitor_hours` is ReadDataset::VisitorHours's (token -> hours visited).
+inline std::vector<oracle::UnitSum> ExpectedVisitors(
+    const std::string& unit, int64_t offset_hours, int64_t reference_ts, int64_t units,
+    const std::map<std::string, std::map<int64_t, int64_t>>& visitor_hours, int64_t first_data_ts = 0) {
+  std::vector<oracle::UnitSum> out = oracle::Rollup(unit, offset_hours, reference_ts, units, {}, first_data_ts);
+  for (const auto& [token, hours] : visitor_hours) {
+    const std::vector<oracle::UnitSum> seen =
+        oracle::Rollup(unit, offset_hours, reference_ts, units, hours, first_data_ts);
+    for (size_t i = 0; i < out.size(); ++i) out[i].clicks += seen[i].clicks > 0 ? 1 : 0;
+  }
+  return out;
+}
+
+// Expected /uniques data.uniques (rollup=false) from ExpectedVisitors.
+inline nlohmann::json ExpectedUniqueSeries(const std::vector<oracle::UnitSum>& visitors) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& u : visitors) list.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
+  return list;
+}
+
 // Expected breakdown list for per-value sums: most clicks first, ties by
 // value, zero sums left out, top `limit`.
 inline nlohmann::json ExpectedTop(const std::map<std::string, int64_t>& by_value, size_t limit) {
@@ -468,16 +491,18 @@ class ReadCluster {
   DaemonProcess& Daemon(const std::string& name) { return cluster_.Process(name); }
   HostPort Peer(const std::string& name) const { return cluster_.Address(name); }
 
-  // GET on the API node; the parsed envelope (status_code added from HTTP),
-  // its "complete" markers checked and removed (CheckAndStripComplete).
-  // A figure of the API's /stats data.read (-1, and a failure, when missing).
+  // A figure of the API's /stats data.read (-1, and a failure, when missing;
+  // a failure too when /stats does not answer 200).
   int64_t ReadFigure(const std::string& name) const {
     const nlohmann::json stats = Api("/stats");
+    EXPECT_EQ(stats["http_status"], 200) << stats.dump();
     const nlohmann::json& figure = stats["data"]["read"][name];
     EXPECT_TRUE(figure.is_number_integer()) << name << " missing from /stats data.read: " << stats.dump();
     return figure.is_number_integer() ? figure.get<int64_t>() : -1;
   }
 
+  // GET on the API node; the parsed envelope (status_code added from HTTP),
+  // its "complete" markers checked and removed (CheckAndStripComplete).
   nlohmann::json Api(const std::string& target) const {
     const int64_t before = static_cast<int64_t>(std::time(nullptr));
     auto r = HttpGet(Peer("api-0"), target, 20000);

@@ -129,14 +129,6 @@ class IntegrationArchiveCacheTest : public ::testing::Test {
     EXPECT_TRUE(Matches(j, q)) << q.target << "\n got: " << j.dump() << "\n want: " << q.want.dump();
   }
 
-  int64_t ReadFigure(const std::string& name) {
-    auto stats = cluster_->Api("/stats");
-    EXPECT_EQ(stats["http_status"], 200) << stats.dump();
-    const auto& figure = stats["data"]["read"][name];
-    EXPECT_TRUE(figure.is_number_integer()) << name << " missing from /stats data.read: " << stats.dump();
-    return figure.is_number_integer() ? figure.get<int64_t>() : -1;
-  }
-
   void ExpectNextFilePickedUp(uint64_t next_generation);
 
   // The crc32 of the file archive member `name` serves, by its own /manifest
@@ -164,8 +156,8 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
 
   // The first round fills the cache.
   for (const Expected& q : queries) ExpectExact(q);
-  const int64_t requests_before = ReadFigure("archive_requests");
-  const int64_t hits_before = ReadFigure("archive_cache_hits");
+  const int64_t requests_before = cluster_->ReadFigure("archive_requests");
+  const int64_t hits_before = cluster_->ReadFigure("archive_cache_hits");
   ASSERT_GT(requests_before, 0);
 
   constexpr int kRepeats = 3;
@@ -176,18 +168,18 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
       ++asked;
     }
   }
-  const int64_t hits = ReadFigure("archive_cache_hits") - hits_before;
-  const int64_t requests = ReadFigure("archive_requests") - requests_before;
+  const int64_t hits = cluster_->ReadFigure("archive_cache_hits") - hits_before;
+  const int64_t requests = cluster_->ReadFigure("archive_requests") - requests_before;
   EXPECT_GT(hits, 0);
   std::cout << "[ info ] " << asked << " repeated queries: " << hits << " cache hits, " << requests
             << " archive requests (first round: " << requests_before << ")\n";
   // Every one of these queries reads archived days; had each gone to a
   // replica, there would be at least one archive request per query.
   EXPECT_LT(requests, asked) << "archive requests " << requests << " for " << asked << " repeated queries";
-  EXPECT_GT(ReadFigure("archive_cache_misses"), 0);  // the first round
-  EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
+  EXPECT_GT(cluster_->ReadFigure("archive_cache_misses"), 0);  // the first round
+  EXPECT_EQ(cluster_->ReadFigure("archive_cache_evictions"), 0);  // a few keys in 16 MB
   // From the third ask on, kept subtotal records are read decoded.
-  EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
+  EXPECT_GT(cluster_->ReadFigure("archive_cache_decoded_hits"), 0);
 }
 
 // The next file (other counts for the same key, same last day), numbered
@@ -217,11 +209,11 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
   for (int round = 0; round < 3; ++round) {
     for (const Expected& q : old_queries) ExpectExact(q);
   }
-  ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
+  ASSERT_GT(cluster_->ReadFigure("archive_cache_hits"), 0);
   // The 25-day breakdowns' span and day records were kept too: the next
   // file's answers below must not be those (its days are the same, its
   // counts are not).
-  ASSERT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
+  ASSERT_GT(cluster_->ReadFigure("archive_cache_decoded_hits"), 0);
 
   cluster_->WriteArchives(next, next_generation, FormatDate(today_ - 1));
   auto next_manifest = ReadManifest(ManifestPathFor(cluster_->ArchiveFilePath(0)));
@@ -276,13 +268,14 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
                            << old_answers << ", new " << new_answers;
   EXPECT_GE(bound_rounds, 3);
   // And from then on it is kept again, exactly.
-  const int64_t hits_before = ReadFigure("archive_cache_hits");
-  const int64_t decoded_before = ReadFigure("archive_cache_decoded_hits");
+  const int64_t hits_before = cluster_->ReadFigure("archive_cache_hits");
+  const int64_t decoded_before = cluster_->ReadFigure("archive_cache_decoded_hits");
   for (int round = 0; round < 3; ++round) {
     for (const Expected& q : new_queries) ExpectExact(q);
   }
-  EXPECT_GT(ReadFigure("archive_cache_hits"), hits_before);
-  EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), decoded_before) << "the next file's records kept, exactly";
+  EXPECT_GT(cluster_->ReadFigure("archive_cache_hits"), hits_before);
+  EXPECT_GT(cluster_->ReadFigure("archive_cache_decoded_hits"), decoded_before)
+      << "the next file's records kept, exactly";
 }
 
 TEST_F(IntegrationArchiveCacheTest, NewGenerationIsPickedUp) { ExpectNextFilePickedUp(2); }
@@ -301,9 +294,9 @@ TEST_F(IntegrationArchiveCacheTest, KeptAnswersOutliveTheirReplica) {
   for (int round = 0; round < 2; ++round) {
     for (const Expected& q : queries) ExpectExact(q);
   }
-  ASSERT_GT(ReadFigure("archive_cache_hits"), 0);
+  ASSERT_GT(cluster_->ReadFigure("archive_cache_hits"), 0);
 
-  const int64_t probes_before = ReadFigure("archive_cache_probes");
+  const int64_t probes_before = cluster_->ReadFigure("archive_cache_probes");
   cluster_->Daemon(cluster_->ArchiveMember(0, 0)).Kill();
   // Until the reader has asked the dead replica which file it serves (after
   // kReconfirmEvery), and a few rounds after: a probe it cannot answer
@@ -311,7 +304,7 @@ TEST_F(IntegrationArchiveCacheTest, KeptAnswersOutliveTheirReplica) {
   const auto deadline = Clock::now() + kDeadline;
   int rounds_after_probe = 0;
   while (Clock::now() < deadline && rounds_after_probe < 3) {
-    const bool probed = ReadFigure("archive_cache_probes") > probes_before;
+    const bool probed = cluster_->ReadFigure("archive_cache_probes") > probes_before;
     for (const Expected& q : queries) ExpectExact(q);
     if (probed) ++rounds_after_probe;
     std::this_thread::sleep_for(kPace);
@@ -327,7 +320,7 @@ TEST_F(IntegrationArchiveCacheTest, KeptAnswersOutliveTheirReplica) {
 TEST_F(IntegrationArchiveCacheTest, OffMeansOff) {
   StartCluster({.realtime_shards = 1, .archive_shards = 2, .replicas = 1, .read_cache_mb = 0});
   const std::vector<Expected> queries = AllQueries(data_, {kKey, kOtherKey}, {0, -5, 9});
-  const int64_t requests_before = ReadFigure("archive_requests");
+  const int64_t requests_before = cluster_->ReadFigure("archive_requests");
   int asked = 0;
   for (int round = 0; round < 3; ++round) {
     for (const Expected& q : queries) {
@@ -335,11 +328,11 @@ TEST_F(IntegrationArchiveCacheTest, OffMeansOff) {
       ++asked;
     }
   }
-  EXPECT_EQ(ReadFigure("archive_cache_hits"), 0);
-  EXPECT_EQ(ReadFigure("archive_cache_probes"), 0);
-  EXPECT_EQ(ReadFigure("archive_cache_misses"), 0);
-  EXPECT_EQ(ReadFigure("archive_cache_evictions"), 0);
-  EXPECT_GE(ReadFigure("archive_requests") - requests_before, asked);
+  EXPECT_EQ(cluster_->ReadFigure("archive_cache_hits"), 0);
+  EXPECT_EQ(cluster_->ReadFigure("archive_cache_probes"), 0);
+  EXPECT_EQ(cluster_->ReadFigure("archive_cache_misses"), 0);
+  EXPECT_EQ(cluster_->ReadFigure("archive_cache_evictions"), 0);
+  EXPECT_GE(cluster_->ReadFigure("archive_requests") - requests_before, asked);
 }
 
 }  // namespace

@@ -62,14 +62,8 @@ class IntegrationDamagedUniqueSubtotalTest : public ::testing::Test {
 
   // The oracle's distinct visitors of `country` per day, newest first.
   nlohmann::json Expected(const std::string& country) const {
-    std::vector<oracle::UnitSum> days = oracle::Rollup("day", 0, ReferenceTs(), 12, {});
-    for (const auto& [token, hours] : data_.VisitorHours("c", "u", kKey, country)) {
-      const std::vector<oracle::UnitSum> seen = oracle::Rollup("day", 0, ReferenceTs(), 12, hours);
-      for (size_t i = 0; i < days.size(); ++i) days[i].clicks += seen[i].clicks > 0 ? 1 : 0;
-    }
-    nlohmann::json want = nlohmann::json::array();
-    for (const auto& d : days) want.push_back({{"dt", d.dt}, {"uniques", d.clicks}});
-    return want;
+    return ExpectedUniqueSeries(
+        ExpectedVisitors("day", 0, ReferenceTs(), 12, data_.VisitorHours("c", "u", kKey, country)));
   }
 
   std::unique_ptr<ReadCluster> cluster_;

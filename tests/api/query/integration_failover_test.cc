@@ -60,10 +60,6 @@ class IntegrationReadFailoverTest : public ::testing::Test {
     return true;
   }
 
-  int64_t ReadFigure(const std::string& name) {
-    return cluster_.Api("/stats")["data"]["read"][name].get<int64_t>();
-  }
-
   // 1 archive shard x 2 replicas, 1 realtime shard; short timeout for the
   // frozen-replica case.
   ReadCluster cluster_{ReadCluster::Spec{.realtime_shards = 1, .archive_shards = 1, .replicas = 2,
@@ -92,13 +88,13 @@ TEST_F(IntegrationReadFailoverTest, ReplicaKilledDuringQueriesChangesNothing) {
       if (was_killed) ++after_kill;
     }
   });
-  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return ReadFigure("archive_requests") >= 20; }));
+  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return cluster_.ReadFigure("archive_requests") >= 20; }));
   cluster_.Daemon(cluster_.ArchiveMember(0, 0)).Kill();
   killed = true;
   load.join();
   EXPECT_EQ(wrong, 0) << first_wrong;
   EXPECT_GE(after_kill, 20);
-  EXPECT_GT(ReadFigure("archive_failovers"), 0);
+  EXPECT_GT(cluster_.ReadFigure("archive_failovers"), 0);
 }
 
 TEST_F(IntegrationReadFailoverTest, FrozenReplicaTimesOutAndFailsOver) {
@@ -108,7 +104,7 @@ TEST_F(IntegrationReadFailoverTest, FrozenReplicaTimesOutAndFailsOver) {
     std::string why;
     EXPECT_TRUE(QueriesCorrect(&why)) << why;
   }
-  EXPECT_GT(ReadFigure("archive_failovers"), 0);
+  EXPECT_GT(cluster_.ReadFigure("archive_failovers"), 0);
   ASSERT_EQ(::kill(frozen.pid(), SIGCONT), 0);
 }
 
@@ -120,13 +116,13 @@ TEST_F(IntegrationReadFailoverTest, FrozenRealtimeShardIsNotAskedAgainAfterATime
   ASSERT_TRUE(QueriesCorrect(&why)) << why;
   DaemonProcess& frozen = cluster_.Daemon("realtime-0");
   ASSERT_EQ(::kill(frozen.pid(), SIGSTOP), 0);
-  const int64_t requests_before = ReadFigure("realtime_requests");
+  const int64_t requests_before = cluster_.ReadFigure("realtime_requests");
   auto j = cluster_.Api(series_target_);
   EXPECT_EQ(j["http_status"], 503) << j.dump();
   EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << j.dump();
   EXPECT_NE(j["message"].get<std::string>().find("timed out"), std::string::npos) << j.dump();
-  EXPECT_EQ(ReadFigure("realtime_retries"), 0);
-  EXPECT_EQ(ReadFigure("realtime_requests") - requests_before, 1) << "the frozen shard was asked again";
+  EXPECT_EQ(cluster_.ReadFigure("realtime_retries"), 0);
+  EXPECT_EQ(cluster_.ReadFigure("realtime_requests") - requests_before, 1) << "the frozen shard was asked again";
   ASSERT_EQ(::kill(frozen.pid(), SIGCONT), 0);
   EXPECT_TRUE(clickatron::testing::WaitFor([&] { return QueriesCorrect(&why); }, std::chrono::seconds(10))) << why;
 }
@@ -140,7 +136,7 @@ TEST_F(IntegrationReadFailoverTest, BothReplicasDownIsShardUnavailable) {
     EXPECT_EQ(j["status_txt"], "SHARD_UNAVAILABLE") << j.dump();
     EXPECT_TRUE(j["data"].is_null());
   }
-  EXPECT_GE(ReadFigure("unavailable"), 2);
+  EXPECT_GE(cluster_.ReadFigure("unavailable"), 2);
   // Back: answers are whole again.
   cluster_.Start(cluster_.ArchiveMember(0, 1));
   std::string why;

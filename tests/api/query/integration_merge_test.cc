@@ -43,12 +43,6 @@ class IntegrationReadMergeTest : public ReadClusterTest, public ::testing::WithP
  protected:
   int ReadCacheMb() const override { return GetParam().cached ? 16 : 0; }
 
-  int64_t ReadFigure(const std::string& name) {
-    auto stats = cluster_.Api("/stats");
-    EXPECT_EQ(stats["http_status"], 200);
-    return stats["data"]["read"][name].get<int64_t>();
-  }
-
   // Hours on days D-40 .. D+1: days < D-1 in the archive only, D-1 in both,
   // D and D+1 in realtime only.
   void BuildDataset() override {
@@ -294,10 +288,10 @@ TEST_P(IntegrationReadMergeTest, ANamespaceOnSomeHoursIsExactWithoutReadingHours
     }
   }
   ExpectBreakdown("p", kHotKey, "day", -1, 0, refs[0], 100, true);
-  EXPECT_GT(ReadFigure("spans_read"), 0) << "runs of whole days read as span records";
+  EXPECT_GT(cluster_.ReadFigure("spans_read"), 0) << "runs of whole days read as span records";
   // Once the node has seen the archive's last day, a breakdown asks its
   // whole days' records beside the total, in one round trip.
-  EXPECT_GT(ReadFigure("early_span_reads"), 0) << "spans asked beside the total";
+  EXPECT_GT(cluster_.ReadFigure("early_span_reads"), 0) << "spans asked beside the total";
 }
 
 // POST /delete hides what it deletes at once, from the archive and realtime

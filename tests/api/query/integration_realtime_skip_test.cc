@@ -64,10 +64,6 @@ class IntegrationRealtimeSkipTest : public ::testing::Test {
     return "";
   }
 
-  int64_t ReadFigure(const std::string& name) {
-    return cluster_.Api("/stats")["data"]["read"][name].get<int64_t>();
-  }
-
   ReadCluster cluster_{ReadCluster::Spec{.realtime_shards = 1, .archive_shards = 1, .replicas = 1}};
   ReadDataset after_rebuild_, before_rebuild_;
   int64_t today_ = 0;
@@ -79,7 +75,7 @@ TEST_F(IntegrationRealtimeSkipTest, AnArchiveRolledBackADayStillGetsThatDayFromR
   // Twice: the first answers show last day D-1, and later reads skip it.
   ASSERT_EQ(QueriesCorrect(), "");
   ASSERT_EQ(QueriesCorrect(), "");
-  EXPECT_EQ(ReadFigure("realtime_skip_rereads"), 0);
+  EXPECT_EQ(cluster_.ReadFigure("realtime_skip_rereads"), 0);
 
   // The operator puts the generation before back: through D-2 only. D-1 now
   // counts from realtime, which API reads have been skipping.
@@ -94,7 +90,7 @@ TEST_F(IntegrationRealtimeSkipTest, AnArchiveRolledBackADayStillGetsThatDayFromR
       std::chrono::seconds(10)))
       << "the archive did not load the generation before";
   EXPECT_EQ(QueriesCorrect(), "");
-  EXPECT_GT(ReadFigure("realtime_skip_rereads"), 0);
+  EXPECT_GT(cluster_.ReadFigure("realtime_skip_rereads"), 0);
 }
 
 }  // namespace

@@ -79,12 +79,7 @@ class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::Wi
   // a visitor counts in a unit when it visited any hour of it.
   std::vector<oracle::UnitSum> Expected(const std::string& key, const std::string& skey, const std::string& unit,
                                         int64_t units, int tz, int64_t ref) const {
-    std::vector<oracle::UnitSum> out = oracle::Rollup(unit, tz, ref, units, {});
-    for (const auto& [token, hours] : data_.VisitorHours(skey.empty() ? "" : "c", "u", key, skey)) {
-      const std::vector<oracle::UnitSum> seen = oracle::Rollup(unit, tz, ref, units, hours);
-      for (size_t i = 0; i < out.size(); ++i) out[i].clicks += seen[i].clicks > 0 ? 1 : 0;
-    }
-    return out;
+    return ExpectedVisitors(unit, tz, ref, units, data_.VisitorHours(skey.empty() ? "" : "c", "u", key, skey));
   }
   // The distinct visitors over the whole window.
   int64_t ExpectedOverWindow(const std::string& key, const std::string& skey, const std::string& unit,
@@ -109,10 +104,7 @@ class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::Wi
   void ExpectUniques(const std::string& key, const std::string& skey, const std::string& unit, int64_t units, int tz,
                      int64_t ref) {
     const std::string target = Target(key, skey, unit, units, tz, ref);
-    nlohmann::json want = nlohmann::json::array();
-    for (const auto& u : Expected(key, skey, unit, units, tz, ref)) {
-      want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
-    }
+    const nlohmann::json want = ExpectedUniqueSeries(Expected(key, skey, unit, units, tz, ref));
     const int64_t over_window = ExpectedOverWindow(key, skey, unit, units, tz, ref);
     for (int ask = 1; ask <= Asks(); ++ask) {
       auto j = cluster_.Api(target);
@@ -124,18 +116,13 @@ class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::Wi
     }
   }
 
-  int64_t ReadFigure(const std::string& name) {
-    auto stats = cluster_.Api("/stats");
-    EXPECT_EQ(stats["http_status"], 200);
-    return stats["data"]["read"][name].get<int64_t>();
-  }
-  int64_t DayUniquesRead() { return ReadFigure("day_uniques_read"); }
+  int64_t DayUniquesRead() { return cluster_.ReadFigure("day_uniques_read"); }
   // With the cache on, later asks read kept records' decoded sketches.
   void ExpectDecodedHitsOnlyWhenCached() {
     if (GetParam().cached) {
-      EXPECT_GT(ReadFigure("archive_cache_decoded_hits"), 0);
+      EXPECT_GT(cluster_.ReadFigure("archive_cache_decoded_hits"), 0);
     } else {
-      EXPECT_EQ(ReadFigure("archive_cache_decoded_hits"), 0);
+      EXPECT_EQ(cluster_.ReadFigure("archive_cache_decoded_hits"), 0);
     }
   }
 };
@@ -161,7 +148,7 @@ TEST_P(IntegrationUniquesMergeTest, EveryUnitAndOffsetMatchesTheSetsOfVisitors) 
   ExpectDecodedHitsOnlyWhenCached();
   // The months' and rolled-up windows' runs of whole UTC days were read as
   // span records.
-  EXPECT_GT(ReadFigure("spans_read"), 0);
+  EXPECT_GT(cluster_.ReadFigure("spans_read"), 0);
 }
 
 // POST /delete takes a key's visitors away with its clicks, from the archive
@@ -198,14 +185,14 @@ TEST_P(IntegrationUniquesMergeTest, ADeletionTakesAwayItsVisitors) {
 // not hours or days of another offset; the answers are the sets' either way.
 TEST_P(IntegrationUniquesMergeTest, RealtimeUnitesDaysOnlyForUnitsOfWholeUtcDays) {
   const int64_t at_midnight = today_ * kDay;
-  const int64_t before = ReadFigure("realtime_united_reads");
+  const int64_t before = cluster_.ReadFigure("realtime_united_reads");
   ExpectUniques(kHotKey, "", "hour", 50, 0, at_midnight);
   ExpectUniques(kHotKey, "", "day", 30, 5, at_midnight);
   ExpectUniques(kHotKey, "", "day", 3, 0, at_midnight - 7 * kHour);  // mid-day in UTC: the units are whole days
-  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 2 * Asks());
+  EXPECT_EQ(cluster_.ReadFigure("realtime_united_reads"), before + 2 * Asks());
   ExpectUniques(kHotKey, "", "day", 30, 0, at_midnight);
   ExpectUniques(kHotKey, "JP", "week", 5, 0, at_midnight);
-  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 6 * Asks());  // each a series and its rollup
+  EXPECT_EQ(cluster_.ReadFigure("realtime_united_reads"), before + 6 * Asks());  // each a series and its rollup
 }
 
 // The same for a breakdown's visitors: each value's UTC days united by
@@ -245,17 +232,17 @@ TEST_P(IntegrationUniquesMergeTest, ABreakdownsVisitorsAreUnitedOnlyOverWholeUtc
     }
     EXPECT_GT(rows, static_cast<size_t>(units)) << target << ": the units have rows to check";
   };
-  const int64_t before = ReadFigure("realtime_united_reads");
+  const int64_t before = cluster_.ReadFigure("realtime_united_reads");
   ask("day", 30, 5, at_midnight, true);               // days of another offset
   ask("hour", 50, 0, at_midnight - 7 * kHour, true);  // a window that ends mid-day in UTC
   ask("day", 7, 5, at_midnight, false);
-  EXPECT_EQ(ReadFigure("realtime_united_reads"), before);
+  EXPECT_EQ(cluster_.ReadFigure("realtime_united_reads"), before);
   ask("day", 30, 0, at_midnight, true);
   ask("day", 3, 0, at_midnight - 7 * kHour, true);  // the reference's day is whole: so is the window
   ask("week", 5, 0, at_midnight, false);
   ask("day", 7, 0, at_midnight + kDay, false);  // today's and yesterday's units too
   ask("day", 14, 0, at_midnight, true, "&compare=previous");  // visitors of the current window only
-  EXPECT_EQ(ReadFigure("realtime_united_reads"), before + 5);
+  EXPECT_EQ(cluster_.ReadFigure("realtime_united_reads"), before + 5);
 }
 
 // A sparse key's /uniques takes two archive round trips: the total's get
@@ -264,16 +251,16 @@ TEST_P(IntegrationUniquesMergeTest, ABreakdownsVisitorsAreUnitedOnlyOverWholeUtc
 // replica), not sent as a request of its own: a lone query's two records go
 // out together as one mget through the coalescer, and the answer stays exact.
 TEST_P(IntegrationUniquesMergeTest, ASparseKeysSecondRoundTripGoesThroughTheCoalescer) {
-  const int64_t requests = ReadFigure("archive_coalesced_requests");
-  const int64_t keys = ReadFigure("archive_coalesced_keys");
+  const int64_t requests = cluster_.ReadFigure("archive_coalesced_requests");
+  const int64_t keys = cluster_.ReadFigure("archive_coalesced_keys");
   // Two archived hours with visitors (D-40 and D-1) in the window, on days
   // no other unit shares: two unique records, read by hour or by day.
   const std::string target = Target(kSparseKey, "", "day", 45, 0, today_ * kDay) + "&rollup=true";
   auto j = cluster_.Api(target);
   ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
   EXPECT_EQ(j["data"]["uniques"], ExpectedOverWindow(kSparseKey, "", "day", 45, 0, today_ * kDay)) << target;
-  EXPECT_EQ(ReadFigure("archive_coalesced_requests") - requests, 1);
-  EXPECT_EQ(ReadFigure("archive_coalesced_keys") - keys, 2);
+  EXPECT_EQ(cluster_.ReadFigure("archive_coalesced_requests") - requests, 1);
+  EXPECT_EQ(cluster_.ReadFigure("archive_coalesced_keys") - keys, 2);
 }
 
 // Every served file has a day and a span unique record for every day and
@@ -285,19 +272,16 @@ TEST_P(IntegrationUniquesMergeTest, AWindowsFirstQueryReadsDayAndSpanRecords) {
   const std::string target = Target(kHotKey, "", "day", 30, 0, today_ * kDay);
   auto j = cluster_.Api(target);
   ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
-  nlohmann::json want = nlohmann::json::array();
-  for (const auto& u : Expected(kHotKey, "", "day", 30, 0, today_ * kDay)) {
-    want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
-  }
+  const nlohmann::json want = ExpectedUniqueSeries(Expected(kHotKey, "", "day", 30, 0, today_ * kDay));
   EXPECT_EQ(j["data"]["uniques"], want) << target;
   const int64_t days_read = DayUniquesRead();
   EXPECT_GT(days_read, 0) << "whole days read as day records from the first query on";
-  EXPECT_EQ(ReadFigure("spans_read"), 0) << "each day is a unit of its own";
+  EXPECT_EQ(cluster_.ReadFigure("spans_read"), 0) << "each day is a unit of its own";
 
   auto r = cluster_.Api(target + "&rollup=true");
   ASSERT_EQ(r["http_status"], 200) << target << " " << r.dump();
   EXPECT_EQ(r["data"]["uniques"], ExpectedOverWindow(kHotKey, "", "day", 30, 0, today_ * kDay)) << target;
-  const int64_t spans = ReadFigure("spans_read");
+  const int64_t spans = cluster_.ReadFigure("spans_read");
   const int64_t days = DayUniquesRead() - days_read;
   EXPECT_GT(spans, 0) << "runs of whole days read as span records";
   EXPECT_LE(spans + days, 8) << "a 30-day run is at most two aligned spans of each length";
@@ -326,13 +310,8 @@ TEST_P(IntegrationUniquesMergeTest, ComparedWithThePreviousWindow) {
                   ExpectedOverWindow(kHotKey, "", "day", c.units, tz, earlier_ref))
             << target;
       } else {
-        nlohmann::json now = nlohmann::json::array(), earlier = nlohmann::json::array();
-        for (const auto& u : Expected(kHotKey, "", "day", c.units, tz, ref)) {
-          now.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
-        }
-        for (const auto& u : Expected(kHotKey, "", "day", c.units, tz, earlier_ref)) {
-          earlier.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
-        }
+        const nlohmann::json now = ExpectedUniqueSeries(Expected(kHotKey, "", "day", c.units, tz, ref));
+        const nlohmann::json earlier = ExpectedUniqueSeries(Expected(kHotKey, "", "day", c.units, tz, earlier_ref));
         EXPECT_EQ(j["data"]["uniques"], now) << target;
         EXPECT_EQ(j["data"]["compare"]["uniques"], earlier) << target;
       }
@@ -348,13 +327,8 @@ TEST_P(IntegrationUniquesMergeTest, UnitsMinusOneReadsFromTheFirstHour) {
   ASSERT_EQ(j["http_status"], 200) << target << " " << j.dump();
   const auto hours = data_.Hours("u", kHotKey);
   const int64_t first = hours.begin()->first;
-  nlohmann::json want = nlohmann::json::array();
-  std::vector<oracle::UnitSum> units = oracle::Rollup("week", 0, today_ * kDay, -1, {}, first);
-  for (const auto& [token, visits] : data_.VisitorHours("", "u", kHotKey, "")) {
-    const auto seen = oracle::Rollup("week", 0, today_ * kDay, -1, visits, first);
-    for (size_t i = 0; i < units.size(); ++i) units[i].clicks += seen[i].clicks > 0 ? 1 : 0;
-  }
-  for (const auto& u : units) want.push_back({{"dt", u.dt}, {"uniques", u.clicks}});
+  const nlohmann::json want = ExpectedUniqueSeries(
+      ExpectedVisitors("week", 0, today_ * kDay, -1, data_.VisitorHours("", "u", kHotKey, ""), first));
   EXPECT_EQ(j["data"]["uniques"], want) << target;
 }
 
@@ -394,7 +368,7 @@ TEST_P(IntegrationUniquesMergeTest, BreakdownRowsCountEachValuesVisitors) {
   }
   // The window's run of whole UTC days was read as span records (visitors
   // and subtotals alike), never day by day.
-  EXPECT_GT(ReadFigure("spans_read"), 0);
+  EXPECT_GT(cluster_.ReadFigure("spans_read"), 0);
   ExpectDecodedHitsOnlyWhenCached();
 }
 
