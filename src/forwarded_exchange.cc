@@ -42,11 +42,11 @@ ForwardedExchange::~ForwardedExchange() {
   origin_loop_->Post([origin = std::move(origin_)] {});
 }
 
-std::string ForwardedExchange::header(std::string_view name) const {
+std::optional<std::string> ForwardedExchange::find_header(std::string_view name) const {
   for (const auto& [n, v] : request_headers_) {
     if (n.size() == name.size() && strncasecmp(n.data(), name.data(), n.size()) == 0) return v;
   }
-  return {};
+  return std::nullopt;
 }
 
 void ForwardedExchange::AddHeader(std::string_view name, std::string_view value) {

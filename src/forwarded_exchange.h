@@ -42,7 +42,7 @@ class ForwardedExchange : public HttpExchange {
   const std::string& path() const override { return origin_->path(); }
   const QueryArgs& args() const override { return origin_->args(); }
   const std::string& body() const override { return origin_->body(); }
-  std::string header(std::string_view name) const override;
+  std::optional<std::string> find_header(std::string_view name) const override;
   // True until an answer posted back found the client gone.
   bool alive() const override { return !gone_->load(std::memory_order_relaxed); }
   bool answered() const override { return answered_; }

@@ -110,6 +110,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A request target as a path and query. RFC 9112 3.2.2: a server must
+// accept the absolute-form ("http://host:port/path?query", what clients
+// send to proxies) as well as the origin-form ("/path?query"); it names the
+// same resource here (the authority is this server).
+std::string_view OriginForm(std::string_view target) {
+  if (target.empty() || target.front() == '/') return target;
+  const auto scheme_is = [&](std::string_view scheme) {
+    return target.size() > scheme.size() && strncasecmp(target.data(), scheme.data(), scheme.size()) == 0;
+  };
+  size_t authority = 0;
+  if (scheme_is("http://")) {
+    authority = 7;
+  } else if (scheme_is("https://")) {
+    authority = 8;
+  } else {
+    return target;
+  }
+  const size_t path = target.find('/', authority);
+  // "http://host" or "http://host?q" has no path: nothing here is routed at
+  // an empty one, and the answer is 404 as for any unknown path.
+  if (path == std::string_view::npos || target.find('?', authority) < path) return std::string_view();
+  return target.substr(path);
+}
+
 // Answers larger than this are not queued while slow readers hold
 // [http] max_answer_bytes_queued (503 SLOW_READERS instead); smaller ones
 // (acknowledgements, errors, health checks) always are.
@@ -134,7 +158,7 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   const std::string& path() const override { return path_; }
   const QueryArgs& args() const override { return args_; }
   const std::string& body() const override { return body_; }
-  std::string header(std::string_view name) const override;
+  std::optional<std::string> find_header(std::string_view name) const override;
   bool alive() const override { return req_ != nullptr; }
   bool answered() const override { return answered_; }
   // Its route's answers are bounded (kBoundedAnswers, built-ins): never
@@ -393,7 +417,7 @@ Status ExchangeImpl::Parse(size_t max_args) {
     case EVHTTP_REQ_DELETE: method_ = "DELETE"; break;
     default: method_ = "OTHER"; break;
   }
-  std::string_view uri = evhttp_request_get_uri(req_);
+  std::string_view uri = OriginForm(evhttp_request_get_uri(req_));
   // RFC 3986: spaces, control and non-ASCII bytes travel percent-encoded.
   // libevent passes some through; refuse them rather than guess a meaning.
   for (size_t i = 0; i < uri.size(); ++i) {
@@ -424,10 +448,11 @@ HeaderList ExchangeImpl::RequestHeaders() const {
   return out;
 }
 
-std::string ExchangeImpl::header(std::string_view name) const {
-  if (!req_) return {};
+std::optional<std::string> ExchangeImpl::find_header(std::string_view name) const {
+  if (!req_) return std::nullopt;
   const char* v = evhttp_find_header(evhttp_request_get_input_headers(req_), std::string(name).c_str());
-  return v ? std::string(v) : std::string();
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
 }
 
 void ExchangeImpl::Finish(int status) {
@@ -545,7 +570,8 @@ Status HttpServerImpl::Init() {
                                               EVHTTP_REQ_DELETE);
   evhttp_set_gencb(http_.get(), &HttpServerImpl::OnRequest, this);
   (void)JsonErrorPagesLinked();  // links http_error_page.o (see there); nothing to check at run time
-  deadlines_ = std::make_unique<RequestDeadlines>(base_.get(), std::chrono::seconds(l.request_deadline_seconds));
+  deadlines_ = std::make_unique<RequestDeadlines>(base_.get(), std::chrono::seconds(l.request_deadline_seconds),
+                                                  std::chrono::seconds(l.timeout_seconds));
   limits_ = std::make_unique<ConnectionLimits>(
       base_.get(), ConnectionLimits::Options{.max_connections = l.max_connections,
                                              .max_request_bytes_in_flight = l.max_request_bytes_in_flight,
@@ -871,7 +897,7 @@ bool AmbiguousLength(const evkeyvalq* headers) {
 }
 
 void HttpServerImpl::Dispatch(evhttp_request* req) {
-  std::string_view uri = evhttp_request_get_uri(req);
+  std::string_view uri = OriginForm(evhttp_request_get_uri(req));
   std::string_view path = uri.substr(0, uri.find('?'));
   const auto route = FindPath(routes_, path);
   const bool local = route != routes_.end();

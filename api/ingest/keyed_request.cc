@@ -17,9 +17,11 @@ std::string_view BareIdempotencyKey(std::string_view header) {
 }
 
 Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex) {
-  const std::string header = ex.header(kIdempotencyKeyHeader);
-  if (header.empty()) return std::optional<KeyedRequest>();
-  std::string key(BareIdempotencyKey(header));
+  // Present but empty is a malformed key, not none: a client that meant to
+  // send one must not lose its retry protection without a word.
+  const std::optional<std::string> header = ex.find_header(kIdempotencyKeyHeader);
+  if (!header) return std::optional<KeyedRequest>();
+  std::string key(BareIdempotencyKey(*header));
   if (!ValidIdempotencyKey(key)) {
     return Status::InvalidArgument(
         fmt::format("{} must be 1 to 255 printable ASCII characters (got {} bytes)", kIdempotencyKeyHeader,

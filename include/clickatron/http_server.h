@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,7 +54,9 @@ class HttpExchange {
   virtual const std::string& path() const = 0;    // without the query
   virtual const QueryArgs& args() const = 0;      // the query string's parameters
   virtual const std::string& body() const = 0;
-  virtual std::string header(std::string_view name) const = 0;  // "" when absent
+  // A request header's value; nullopt when absent (an empty one is "").
+  virtual std::optional<std::string> find_header(std::string_view name) const = 0;
+  std::string header(std::string_view name) const { return find_header(name).value_or(std::string()); }
   virtual bool alive() const = 0;
   virtual bool answered() const = 0;
   // Adds a response header; call before Reply/StartStream.

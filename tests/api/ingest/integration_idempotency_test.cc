@@ -74,6 +74,11 @@ TEST(IntegrationIdempotencyTest, ARetryIsAnsweredAgainAndCountsOnce) {
   CurlAnswer bad = KeyedCurl(c, "/incr", body, std::string(256, 'k'));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.Reason(), "INVALID_IDEMPOTENCY_KEY");
+  // An empty header (curl's "Name;") is a malformed key too, not none: the
+  // client meant to send one, and must not lose its retry protection silently.
+  CurlAnswer empty = Curl(c.dir(), c.Api(), "/incr", body, {"Idempotency-Key;"}, 10);
+  EXPECT_EQ(empty.status, 400) << empty.body;
+  EXPECT_EQ(empty.Reason(), "INVALID_IDEMPOTENCY_KEY");
   // Without a key, as before: every request counts.
   ASSERT_EQ(KeyedCurl(c, target, "", "").status, 200);
   ASSERT_EQ(KeyedCurl(c, target, "", "").status, 200);
