@@ -50,18 +50,32 @@ std::string RequestTimeoutAnswer(std::chrono::seconds deadline) {
                            std::to_string(deadline.count()) + " s)");
 }
 
+std::string RequestStalledAnswer(std::chrono::seconds idle_timeout) {
+  return RawJsonAnswer(408, "Request Timeout", "REQUEST_TIMEOUT",
+                       "the request stopped arriving before it was whole (no byte for about [http] timeout_seconds, " +
+                           std::to_string(idle_timeout.count()) + " s)");
+}
+
+// 0 (no stall limit) without an idle timeout.
+std::chrono::milliseconds StallLimit(std::chrono::seconds idle_timeout) {
+  if (idle_timeout.count() <= 0) return std::chrono::milliseconds(0);
+  const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(idle_timeout);
+  return idle - std::min<std::chrono::milliseconds>(idle / 4, std::chrono::seconds(2));
+}
+
 }  // namespace
 
-RequestDeadlines::RequestDeadlines(event_base* base, std::chrono::seconds deadline)
-    : base_(base), deadline_(deadline) {
+RequestDeadlines::RequestDeadlines(event_base* base, std::chrono::seconds deadline, std::chrono::seconds idle_timeout)
+    : base_(base), deadline_(deadline), idle_timeout_(idle_timeout), stall_limit_(StallLimit(idle_timeout)) {
   {
     std::lock_guard lock(registry_mu);
     Registry()[base_] = this;
     registry_version.fetch_add(1, std::memory_order_release);
   }
-  const auto period = std::clamp<std::chrono::milliseconds>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_) / 4, std::chrono::milliseconds(100),
-      std::chrono::seconds(1));
+  const auto shorter = stall_limit_.count() > 0 ? std::min<std::chrono::milliseconds>(deadline_, stall_limit_)
+                                                : std::chrono::milliseconds(deadline_);
+  const auto period =
+      std::clamp<std::chrono::milliseconds>(shorter / 4, std::chrono::milliseconds(100), std::chrono::seconds(1));
   sweep_ = event_new(base_, -1, EV_PERSIST, &RequestDeadlines::OnSweep, this);
   timeval tv{static_cast<time_t>(period.count() / 1000), static_cast<suseconds_t>(period.count() % 1000 * 1000)};
   if (sweep_) event_add(sweep_, &tv);
@@ -104,11 +118,13 @@ void RequestDeadlines::Started(bufferevent* bev, bool first_bytes) {
     if (::fstat(fd, &st) != 0) return;
     // Raw bytes may be written to a plain socket only, not under TLS.
     const bool plain = bufferevent_openssl_get_ssl(bev) == nullptr;
-    it = by_fd_.insert_or_assign(fd, Connection{bev, st.st_ino, plain, false, Clock::time_point{}}).first;
+    it = by_fd_.insert_or_assign(fd, Connection{bev, st.st_ino, plain, false, {}, {}}).first;
   }
+  const Clock::time_point now = Clock::now();
+  it->second.last_bytes = now;
   if (it->second.armed) return;  // more bytes of a request already timed
   it->second.armed = true;
-  it->second.started = Clock::now();
+  it->second.started = now;
 }
 
 void RequestDeadlines::RequestRead(bufferevent* bev) {
@@ -125,22 +141,29 @@ void RequestDeadlines::Answered(bufferevent* bev) {
 void RequestDeadlines::OnSweep(evutil_socket_t, short, void* arg) { static_cast<RequestDeadlines*>(arg)->Sweep(); }
 
 void RequestDeadlines::Sweep() {
-  const Clock::time_point overdue = Clock::now() - deadline_;
-  std::vector<evutil_socket_t> expired;
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point overdue = now - deadline_;
+  const Clock::time_point stalled = now - stall_limit_;
+  std::vector<std::pair<evutil_socket_t, bool>> expired;  // and whether it stalled
   for (const auto& [fd, c] : by_fd_) {
-    if (c.armed && c.started <= overdue) expired.push_back(fd);
+    if (!c.armed) continue;
+    if (c.started <= overdue) {
+      expired.emplace_back(fd, false);
+    } else if (stall_limit_.count() > 0 && c.last_bytes <= stalled) {
+      expired.emplace_back(fd, true);
+    }
   }
-  for (evutil_socket_t fd : expired) {
+  for (const auto& [fd, stall] : expired) {
     auto it = by_fd_.find(fd);
     const Connection c = it->second;
     by_fd_.erase(it);
     // The connection may be gone (its socket closed, the number maybe
     // reused by one that has not sent a byte yet): then only forget it.
-    if (SameOpenSocket(fd, c.inode)) Expire(fd, c);
+    if (SameOpenSocket(fd, c.inode)) Expire(fd, c, stall);
   }
 }
 
-void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c) {
+void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c, bool stalled) {
   bufferevent* bev = c.bev;
   // The socket is open, so the bufferevent's memory is (its destructor
   // closes the socket, BEV_OPT_CLOSE_ON_FREE). But evhttp may have freed it
@@ -151,7 +174,7 @@ void RequestDeadlines::Expire(evutil_socket_t fd, const Connection& c) {
   // written, so an overdue connection has no answer in its output; check
   // anyway rather than interleave bytes.
   if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-    SendAnswerAndShutdown(fd, RequestTimeoutAnswer(deadline_));
+    SendAnswerAndShutdown(fd, stalled ? RequestStalledAnswer(idle_timeout_) : RequestTimeoutAnswer(deadline_));
   }
   // evhttp treats it as its own read timeout: it drops the request and
   // frees the connection.

@@ -11,10 +11,14 @@
 // So: every connection's socket bufferevent (made in evhttp's bevcb) gets a
 // callback on its input buffer. The first byte of a request starts the
 // deadline; the server stops it when the request reaches a handler. A
-// request still incomplete at its deadline gets 408 REQUEST_TIMEOUT in the
-// JSON envelope, written straight to the socket (over TLS the connection is
-// only closed: the TLS layer owns the bytes), and evhttp closes it as on
-// its own read timeout.
+// request still incomplete at its deadline, or one whose bytes stopped
+// coming (a body shorter than its Content-Length) for a stall limit a
+// little under the idle timeout, gets 408 REQUEST_TIMEOUT in the JSON
+// envelope, written straight to the socket (over TLS the connection is only
+// closed: the TLS layer owns the bytes), and evhttp closes it as on its own
+// read timeout. Without the stall limit, a deadline longer than the idle
+// timeout (60 s against 30 by default) never reached such a request: the
+// idle timeout closed it first, without a word.
 //
 // Connections are known by socket: a connection's socket is closed when its
 // bufferevent is destroyed, so a socket still open with the inode it had at
@@ -44,7 +48,9 @@ namespace clickatron {
 
 class RequestDeadlines {
  public:
-  RequestDeadlines(event_base* base, std::chrono::seconds deadline);
+  // `idle_timeout`: libevent's (evhttp_set_timeout), which the stall limit
+  // must come before.
+  RequestDeadlines(event_base* base, std::chrono::seconds deadline, std::chrono::seconds idle_timeout);
   ~RequestDeadlines();
   RequestDeadlines(const RequestDeadlines&) = delete;
   RequestDeadlines& operator=(const RequestDeadlines&) = delete;
@@ -67,19 +73,25 @@ class RequestDeadlines {
     bool plain;
     bool armed = false;
     Clock::time_point started;
+    Clock::time_point last_bytes;  // of the armed request
   };
   static void OnFirstInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnSweep(evutil_socket_t fd, short what, void* arg);
   void Started(bufferevent* bev, bool first_bytes);
   void Sweep();
-  void Expire(evutil_socket_t fd, const Connection& c);
+  void Expire(evutil_socket_t fd, const Connection& c, bool stalled);
 
   event_base* base_;
   std::chrono::seconds deadline_;
+  std::chrono::seconds idle_timeout_;
+  // A quarter under the idle timeout, at most 2 s under it: the sweep (at
+  // most a quarter of it apart) answers before libevent closes. 0: none.
+  std::chrono::milliseconds stall_limit_;
   // No timer per request (adding and deleting one per request cost ~7% of
-  // a /ping's throughput): one sweep every quarter deadline (at most 1 s)
-  // closes what is overdue, so a request gets its deadline plus at most that.
+  // a /ping's throughput): one sweep every quarter of the shorter limit (at
+  // most 1 s) closes what is overdue, so a request gets its limit plus at
+  // most that.
   event* sweep_ = nullptr;
   // One entry per socket that has started a request; a reused fd number
   // replaces its entry.

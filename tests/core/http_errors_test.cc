@@ -134,8 +134,8 @@ class HttpErrorsTest : public ::testing::Test {
     options.listen = HostPort{"127.0.0.1", 0};
     options.limits.max_body_bytes = 4096;
     options.limits.max_header_bytes = 2048;
-    options.limits.timeout_seconds = 60;  // the idle timeout must not be what closes
-    options.limits.request_deadline_seconds = kDeadlineSeconds;
+    options.limits.timeout_seconds = limits_.timeout_seconds;
+    options.limits.request_deadline_seconds = limits_.request_deadline_seconds;
     auto created = HttpServer::Create(options);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     server_ = std::move(created).value();
@@ -171,6 +171,11 @@ class HttpErrorsTest : public ::testing::Test {
     EXPECT_TRUE(a.body["message"].is_string());
   }
 
+  // The idle timeout must not be what closes: a minute, against a 1 s deadline.
+  struct Limits {
+    int timeout_seconds = 60;
+    int request_deadline_seconds = kDeadlineSeconds;
+  } limits_;
   std::unique_ptr<HttpServer> server_;
   std::thread thread_;
   std::atomic<int> counted_{0};
@@ -213,6 +218,21 @@ TEST_F(HttpErrorsTest, UnservedMethodsAre501InTheEnvelope) {
   }
 }
 
+// RFC 9112 3.2.2: a target in absolute-form (as clients send to proxies)
+// names the same resource as its path; its query is read as usual.
+TEST_F(HttpErrorsTest, ATargetInAbsoluteFormIsServedAsItsPath) {
+  const std::string origin = "http://127.0.0.1:" + std::to_string(server_->port());
+  std::string raw = Exchange(server_->port(), "GET " + origin + "/hello HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw;
+  EXPECT_NE(raw.find("\r\n\r\nhello world\n"), std::string::npos) << raw;
+  raw = Exchange(server_->port(), "POST HTTP://127.0.0.1/echo?x=1 HTTP/1.1\r\nContent-Length: 4\r\n"
+                                  "Connection: close\r\n\r\nbody");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw;
+  EXPECT_NE(raw.find("\r\n\r\nbody"), std::string::npos) << raw;
+  // No path at all: nothing is routed there.
+  ExpectEnvelope(AnswerTo("GET " + origin + " HTTP/1.1\r\nConnection: close\r\n\r\n"), 404, "NOT_FOUND");
+}
+
 TEST_F(HttpErrorsTest, OversizedBodyIs413BodyTooLarge) {
   Answer a = AnswerTo("POST /echo HTTP/1.1\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'x'));
   ExpectEnvelope(a, 413, "BODY_TOO_LARGE");
@@ -225,6 +245,29 @@ TEST_F(HttpErrorsTest, ABodyShorterThanItsContentLengthIs408AtTheDeadline) {
   EXPECT_TRUE(a.closes);
   // Not before the deadline (the idle timeout is a minute away).
   EXPECT_GE(Clock::now() - start, std::chrono::seconds(kDeadlineSeconds));
+}
+
+// The defaults' shape: a whole-request deadline longer than the idle
+// timeout. A body that stops short of its Content-Length still gets its
+// 408, a little before the idle timeout would have closed it without one.
+class HttpStallTest : public HttpErrorsTest {
+ protected:
+  static constexpr int kIdleSeconds = 4;
+  void SetUp() override {
+    limits_.timeout_seconds = kIdleSeconds;
+    limits_.request_deadline_seconds = 60;
+    HttpErrorsTest::SetUp();
+  }
+};
+
+TEST_F(HttpStallTest, ABodyThatStopsShortIs408BeforeTheIdleTimeoutClosesIt) {
+  const auto start = Clock::now();
+  Answer a = AnswerTo("POST /echo HTTP/1.1\r\nContent-Length: 50\r\n\r\nabc");
+  ExpectEnvelope(a, 408, "REQUEST_TIMEOUT");
+  EXPECT_TRUE(a.closes);
+  EXPECT_NE(a.body["message"].get<std::string>().find("timeout_seconds"), std::string::npos) << a.body;
+  // Not before the bytes had stopped for a while (3 of the 4 idle seconds).
+  EXPECT_GE(Clock::now() - start, std::chrono::seconds(kIdleSeconds - 1));
 }
 
 TEST_F(HttpErrorsTest, AClientTricklingBytesIsCutOffAtTheDeadline) {
