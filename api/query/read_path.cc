@@ -39,7 +39,9 @@ void ReadPathImpl::Resolve(const HttpExchangePtr& ex, const std::string& ns, con
 }
 
 void ReadPathImpl::OnLookup(const HttpExchangePtr& ex) {
-  const std::string* hash = ex->args().Get("hash");
+  auto single = ex->args().GetSingle("hash", "INVALID_HASH");
+  if (!single.ok()) return Fail(ex, single.status());
+  const std::string* hash = *single;
   if (hash == nullptr || hash->empty()) {
     return Fail(ex, Status::InvalidArgument("parameter hash is required", "MISSING_ARG_HASH"));
   }

@@ -383,6 +383,10 @@ TEST_P(IntegrationReadMergeTest, LookupEndpoint) {
   EXPECT_EQ(missing["status_txt"], "NOT_FOUND");
   EXPECT_EQ(cluster_.Api("/lookup?hash=short")["status_txt"], "INVALID_HASH");
   EXPECT_EQ(cluster_.Api("/lookup")["status_txt"], "MISSING_ARG_HASH");
+  // A hash given twice is refused, as every query's parameters are: the
+  // first is not taken silently.
+  const std::string known = Enc(Hash12(kHashedKey));
+  EXPECT_EQ(cluster_.Api("/lookup?hash=" + known + "&hash=" + Enc(Hash12("another")))["status_txt"], "INVALID_HASH");
 }
 
 TEST_P(IntegrationReadMergeTest, BadParametersAndFarAwayYears) {
