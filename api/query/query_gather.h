@@ -182,8 +182,9 @@ class QueryGather {
   bool MustReadAllDays(const ArchiveView& view, bool* all_days);
   // A gather's first answers are in: true when its archive answer holds
   // every day realtime has handed over to the archive (known_generation.h:
-  // realtime may have cleared them). Otherwise the answer came from a file
-  // older than the deployed one (kept, or sent just before a deploy): the
+  // realtime may have cleared them) and is of the deployed generation or a
+  // newer one. Otherwise the answer came from a file older than the
+  // deployed one (kept, or sent just before a deploy): the
   // first time, it sets *read_again, calls run_again (the next read takes no
   // kept answer of such a file: a replica is asked) and returns false. An
   // answer asked again that still lacks the day is the archive's own (a

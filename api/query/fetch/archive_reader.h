@@ -122,8 +122,13 @@ class ArchiveReader {
             std::function<void(Result<std::vector<ArchiveReply>>)> done);
 
   // True when an answer of `view` lacks a day realtime has handed over to
-  // the archive (KnownGeneration::Behind).
-  bool BehindRealtime(const ArchiveView& view) const { return known_generation_->Behind(view.last_day); }
+  // the archive (KnownGeneration::Behind), or is of an older generation than
+  // realtime says is deployed (a kept answer, or one sent just before a
+  // deploy: after a restatement, the same days with other counts).
+  bool BehindRealtime(const ArchiveView& view) const {
+    return known_generation_->Behind(view.last_day) ||
+           (view.generation != 0 && view.generation < known_generation_->deployed());
+  }
 
   // Keeps the decoded columns of a kept total record's answer with it
   // (ArchiveReply::total_hours), for the queries that read it next.

@@ -80,15 +80,21 @@ class QueryGatherTest : public ::testing::Test {
   }
 
   // The reader and gather again, with a read cache of `bytes` (the
-  // fixture's keep nothing).
+  // fixture's keep nothing), both readers sharing what realtime says of the
+  // archive (known_generation.h), as a node's do.
   void KeepAnswers(size_t bytes) {
     gather_.reset();
     archive_.reset();
+    realtime_.reset();
     kept_ = std::make_shared<ReadCache>(bytes);
+    auto known = std::make_shared<KnownGeneration>(std::string());
     ArchiveReader::Options options;
     options.replica_penalty = std::chrono::hours(1);
     options.cache = kept_;
+    options.known_generation = known;
     archive_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    realtime_ = std::make_unique<RealtimeReader>(cluster_, client_, stats_,
+                                                 RealtimeReader::Options{.known_generation = known});
     gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, stats_);
   }
 
@@ -221,6 +227,34 @@ TEST_F(QueryGatherTest, AKeptTotalDamagedBeforeTheWindowAnswersAndIsAskedAgain) 
     EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), gets_after[ask]) << "ask " << ask + 1;
   }
   EXPECT_GE(stats_.archive_cache_hits.load(), 1u);
+}
+
+TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain) {
+  // A restatement: generation 8 holds the same day with other counts. The
+  // node kept generation 7's answers and has not heard from the replica
+  // since; the query's realtime answer says 8 is deployed. Its kept answers
+  // are not the answer: it reads again, from the replica.
+  KeepAnswers(1 << 20);
+  auto file = std::make_shared<ServedFileState>();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  file->records = Records({{h3, {{"US", 2}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  Result<Rows> got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 2}, {h3, "US", 2}}));
+
+  file->generation = 8;
+  file->crc32 = 2222;
+  file->records = Records({{h3, {{"US", 5}, {"JP", 1}}}});
+  client_.Forget(kRealtimePeer);
+  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "8"},
+                                                                  {"X-Realtime-Archived-Through", "2026-11-30"}};
+  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
+  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
+  got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 6}, {h3, "JP", 1}, {h3, "US", 5}}));
+  EXPECT_EQ(stats_.handover_rereads.load(), 1u);
 }
 
 }  // namespace
