@@ -122,7 +122,12 @@ bool FoldedDeletion::InExport(int shard, uint64_t export_epoch) const {
 
 bool FoldedDeletion::InLoad(int64_t queued_unix) const {
   if (!CutsKnown()) return true;
-  return queued_unix < (cut_unix != 0 ? cut_unix : created_unix);  // records from before cut_unix was kept
+  // Both are whole seconds (and two hosts' clocks): a load queued in the
+  // cut's own second may have come before it, and an erasure must not leave
+  // what was there when it was asked for. So a tie is taken out; a load
+  // queued after the deletion in the same second is lost with it (load it
+  // again), which is the lesser harm.
+  return queued_unix <= (cut_unix != 0 ? cut_unix : created_unix);
 }
 
 Result<std::vector<FoldedDeletion>> FetchDeletionsToFold(const ClusterConfig& cluster, uint64_t previous_generation,

@@ -57,8 +57,9 @@ struct FoldedDeletion : DeletionScope {
   // Whether an export of realtime shard `shard` that is clean up to
   // `export_epoch` may hold its records.
   bool InExport(int shard, uint64_t export_epoch) const;
-  // Whether a load or restatement queued at `queued_unix` came before its
-  // cut (every one does while there is no cut yet).
+  // Whether a load or restatement queued at `queued_unix` may have come
+  // before its cut: before it or in its second (every one while there is no
+  // cut yet).
   bool InLoad(int64_t queued_unix) const;
 };
 

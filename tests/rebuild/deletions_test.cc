@@ -75,12 +75,16 @@ TEST(FoldedDeletion, SaysWhichInputsMayHoldItsRecords) {
   EXPECT_FALSE(d.InExport(0, 3));
   EXPECT_FALSE(d.InExport(1, 1));
   EXPECT_FALSE(d.InExport(2, 0));  // a shard added after it: no tombstone there, all of it came after
-  // A load queued before its cut (before it was made, for a record without the cut's time).
+  // A load queued before its cut (before it was made, for a record without
+  // the cut's time), or in the cut's own second: both are whole seconds, and
+  // an erasure must not leave what may have come first.
   EXPECT_TRUE(d.InLoad(1699999999));
-  EXPECT_FALSE(d.InLoad(1700000000));
+  EXPECT_TRUE(d.InLoad(1700000000));
+  EXPECT_FALSE(d.InLoad(1700000001));
   d.cut_unix = 1700000005;
   EXPECT_TRUE(d.InLoad(1700000004));
-  EXPECT_FALSE(d.InLoad(1700000005));
+  EXPECT_TRUE(d.InLoad(1700000005));
+  EXPECT_FALSE(d.InLoad(1700000006));
   // Late data: a frame at or below its node's cut on that shard, lines of
   // the key in the range, and its lookup.
   const std::string in = *YmdhFromUnix(kDay * kSecondsPerDay + 5 * kSecondsPerHour);
