@@ -176,7 +176,14 @@ std::string SortTaskDir(const WorkDir& work, const std::string& date, int shard)
 }
 
 // The days realtime shard `shard` holds (GET /ring) and their states.
-Result<std::map<std::string, std::string>> RingDays(const ClusterConfig& cluster, int shard, int timeout_ms) {
+// A ring day's export state ("open", "sealed", "exported") and position
+// ("yesterday", "today", "tomorrow", "retained").
+struct RingDay {
+  std::string state;
+  std::string position;
+};
+
+Result<std::map<std::string, RingDay>> RingDays(const ClusterConfig& cluster, int shard, int timeout_ms) {
   const MemberConfig* member = cluster.RealtimeMember(shard);
   BlockingHttpClient client(cluster);
   HttpRequestSpec spec;
@@ -192,10 +199,10 @@ Result<std::map<std::string, std::string>> RingDays(const ClusterConfig& cluster
   if (j.is_discarded() || !j["data"]["stores"].is_array()) {
     return Status::Corruption(fmt::format("realtime shard {}: /ring is not the expected JSON", shard));
   }
-  std::map<std::string, std::string> days;
+  std::map<std::string, RingDay> days;
   for (const auto& store : j["data"]["stores"]) {
     const std::string day = store.value("date", "");
-    if (!day.empty()) days[day] = store.value("state", "");
+    if (!day.empty()) days[day] = RingDay{store.value("state", ""), store.value("position", "")};
   }
   return days;
 }
@@ -222,8 +229,17 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
   auto ring = RingDays(cluster, shard, timeout_ms);
   if (!ring.ok()) return ring.status();
   std::vector<std::string> days;
-  for (const auto& [day, state] : *ring) {
-    if (day >= date || state == "exported" || FileExists(work.DayComplete(day))) continue;
+  for (const auto& [day, held] : *ring) {
+    // Asked for a day not over yet (today, or later): said as such, not as
+    // an export of another day failing.
+    if ((held.position == "today" || held.position == "tomorrow") && day <= date) {
+      return Status::FailedPrecondition(
+          fmt::format("{} is not over: realtime shard {} still counts {} (its {}); a run takes a day once it has "
+                      "ended (yesterday or older)",
+                      date, shard, day, held.position),
+          "DAY_STILL_CURRENT");
+    }
+    if (day >= date || held.state == "exported" || FileExists(work.DayComplete(day))) continue;
     if (!archived_through.empty() && day <= archived_through) {
       spdlog::warn("{} is still in realtime shard {}'s ring unexported, but the archive already reaches {}: not "
                    "folded again (it is marked exported after this run's deploy)",
@@ -266,6 +282,7 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
                    date, shard);
     }
     auto days = DaysToExport(cluster, shards, shard, date, archived_through, timeouts.http_ms);
+    if (!days.ok() && days.status().reason() == "DAY_STILL_CURRENT") return days.status();
     if (!days.ok()) {
       unreachable.push_back(days.status().message());
       continue;

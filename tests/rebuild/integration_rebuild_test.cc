@@ -19,6 +19,14 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
   EXPECT_EQ(Admin("POST", realtime_ports_[0], "/clear?date=" + FormatDate(day_)).status_code, 409);
 
   std::string out;
+  // Today and tomorrow are not over: refused as such, before anything is
+  // exported (not as an export of another day failing).
+  for (int64_t not_over : {day_ + 1, day_ + 2}) {
+    EXPECT_NE(RunDay(not_over, &out), 0) << out;
+    EXPECT_NE(out.find("DAY_STILL_CURRENT"), std::string::npos) << out;
+    EXPECT_NE(out.find(FormatDate(not_over) + " is not over"), std::string::npos) << out;
+  }
+  EXPECT_EQ(ServedGeneration(0), 0);
   ASSERT_EQ(RunDay(day_, &out), 0) << out;
   ExpectArchiveEquals(expect);
   for (int i = 0; i < kShards; ++i) {
