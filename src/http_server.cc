@@ -1042,7 +1042,7 @@ std::string HttpServerImpl::CheckHead(std::string_view head) const {
   const size_t sp1 = line.find(' ');
   const size_t sp2 = line.rfind(' ');
   if (sp1 == std::string_view::npos || sp2 <= sp1 || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) return {};
-  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const std::string_view target = OriginForm(line.substr(sp1 + 1, sp2 - sp1 - 1));
   const auto route = FindPath(routes_, target.substr(0, target.find('?')));
   if (route == routes_.end() || route->second.access != Access::kInternal) return {};
   if (RawHeadHeader(head, kSignatureHeader)) return {};
