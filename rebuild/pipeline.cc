@@ -175,15 +175,14 @@ std::string SortTaskDir(const WorkDir& work, const std::string& date, int shard)
   return fmt::format("{}/tasks/sort-{}", work.DayDir(date), shard);
 }
 
-// The days realtime shard `shard` holds (GET /ring) and their states.
-// A ring day's export state ("open", "sealed", "exported") and position
-// ("yesterday", "today", "tomorrow", "retained").
-struct RingDay {
-  std::string state;
-  std::string position;
+// What realtime shard `shard` holds (GET /ring): its today, and each day
+// it holds with its export state ("open", "sealed", "exported").
+struct RingDays {
+  std::string today;
+  std::map<std::string, std::string> states;
 };
 
-Result<std::map<std::string, RingDay>> RingDays(const ClusterConfig& cluster, int shard, int timeout_ms) {
+Result<RingDays> ReadRing(const ClusterConfig& cluster, int shard, int timeout_ms) {
   const MemberConfig* member = cluster.RealtimeMember(shard);
   BlockingHttpClient client(cluster);
   HttpRequestSpec spec;
@@ -199,12 +198,13 @@ Result<std::map<std::string, RingDay>> RingDays(const ClusterConfig& cluster, in
   if (j.is_discarded() || !j["data"]["stores"].is_array()) {
     return Status::Corruption(fmt::format("realtime shard {}: /ring is not the expected JSON", shard));
   }
-  std::map<std::string, RingDay> days;
+  RingDays ring;
+  ring.today = j["data"].value("today", "");
   for (const auto& store : j["data"]["stores"]) {
     const std::string day = store.value("date", "");
-    if (!day.empty()) days[day] = RingDay{store.value("state", ""), store.value("position", "")};
+    if (!day.empty()) ring.states[day] = store.value("state", "");
   }
-  return days;
+  return ring;
 }
 
 // What realtime shard `shard` exports for `date`: the days before it that
@@ -226,20 +226,20 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
                                               const std::string& date, const std::string& archived_through,
                                               int timeout_ms) {
   const WorkDir work(cluster.rebuild.work_dir);
-  auto ring = RingDays(cluster, shard, timeout_ms);
+  auto ring = ReadRing(cluster, shard, timeout_ms);
   if (!ring.ok()) return ring.status();
+  // Asked for a day not over yet (today, or later): said as such, not as an
+  // export of another day failing.
+  if (!ring->today.empty() && date >= ring->today) {
+    return Status::FailedPrecondition(
+        fmt::format("{} is not over: realtime shard {}'s today is {}; a run takes a day once it has ended "
+                    "(yesterday or older)",
+                    date, shard, ring->today),
+        "DAY_STILL_CURRENT");
+  }
   std::vector<std::string> days;
-  for (const auto& [day, held] : *ring) {
-    // Asked for a day not over yet (today, or later): said as such, not as
-    // an export of another day failing.
-    if ((held.position == "today" || held.position == "tomorrow") && day <= date) {
-      return Status::FailedPrecondition(
-          fmt::format("{} is not over: realtime shard {} still counts {} (its {}); a run takes a day once it has "
-                      "ended (yesterday or older)",
-                      date, shard, day, held.position),
-          "DAY_STILL_CURRENT");
-    }
-    if (day >= date || held.state == "exported" || FileExists(work.DayComplete(day))) continue;
+  for (const auto& [day, state] : ring->states) {
+    if (day >= date || state == "exported" || FileExists(work.DayComplete(day))) continue;
     if (!archived_through.empty() && day <= archived_through) {
       spdlog::warn("{} is still in realtime shard {}'s ring unexported, but the archive already reaches {}: not "
                    "folded again (it is marked exported after this run's deploy)",
@@ -250,7 +250,7 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
   }
   auto day_number = ParseDate(date);
   if (!day_number.ok()) return day_number.status();
-  if (ring->count(date) > 0 || shard < static_cast<int>(shards.CountForDay(*day_number))) days.push_back(date);
+  if (ring->states.count(date) > 0 || shard < static_cast<int>(shards.CountForDay(*day_number))) days.push_back(date);
   return days;
 }
 

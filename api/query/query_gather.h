@@ -33,7 +33,8 @@
 // mget) must see one archive file (a reload in between could count a day
 // twice or not at all); when they do not, the gather starts again (a few
 // times, then 503). And its archive answer must hold every day realtime has
-// handed over (ArchiveHoldsHandedOverDays).
+// handed over and be of the deployed generation or a newer one
+// (ArchiveHoldsHandedOverDays).
 //
 // Any source that cannot answer fails the gather with SHARD_UNAVAILABLE: a
 // short series is never returned as if it were whole.

@@ -39,12 +39,8 @@ void ReadPathImpl::Resolve(const HttpExchangePtr& ex, const std::string& ns, con
 }
 
 void ReadPathImpl::OnLookup(const HttpExchangePtr& ex) {
-  auto single = ex->args().GetSingle("hash", "INVALID_HASH");
-  if (!single.ok()) return Fail(ex, single.status());
-  const std::string* hash = *single;
-  if (hash == nullptr || hash->empty()) {
-    return Fail(ex, Status::InvalidArgument("parameter hash is required", "MISSING_ARG_HASH"));
-  }
+  auto hash = RequiredArg(ex->args(), "hash", "INVALID_HASH");
+  if (!hash.ok()) return Fail(ex, hash.status());
   if (!LooksLikeHash(*hash)) {
     return Fail(ex, Status::InvalidArgument(
                         fmt::format("hash {} is not 12 characters of base64", QuoteForMessage(*hash)),

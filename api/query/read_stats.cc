@@ -59,8 +59,8 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("realtime_skip_rereads", "Queries that read realtime again with every day: their archive answer ended before "
      "the day realtime reads skipped through (a generation older than one seen).", s.realtime_skip_rereads.load());
   fn("handover_rereads",
-     "Queries read again because their archive answer lacked a day realtime had handed over to the archive (an "
-     "answer of an older file, kept or sent just before a deploy).",
+     "Queries read again because their archive answer lacked a day realtime had handed over to the archive, or was "
+     "of an older generation than realtime says is deployed (kept, or sent just before a deploy).",
      s.handover_rereads.load());
   fn("realtime_united_reads",
      "/uniques and /breakdown?uniques=true reads of realtime that asked for each UTC day's hours of a record as one "

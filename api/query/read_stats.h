@@ -59,8 +59,9 @@ struct ReadStats {
   // archive answer ends before the day skipped reads realtime again.
   std::atomic<uint64_t> realtime_skip_rereads{0};
   // Queries read again because their archive answer lacked a day realtime
-  // had handed over to the archive (a kept answer of an older file, or one
-  // sent just before a deploy).
+  // had handed over to the archive or was of an older generation than the
+  // deployed one (a kept answer of an older file, or one sent just before a
+  // deploy): ArchiveReader::BehindRealtime.
   std::atomic<uint64_t> handover_rereads{0};
   // /uniques reads of realtime sent with unite=day (docs/protocols.md).
   std::atomic<uint64_t> realtime_united_reads{0};

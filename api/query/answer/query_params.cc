@@ -35,8 +35,8 @@ std::optional<int64_t> ParseInteger(std::string_view text, bool* overflow = null
   return value;
 }
 
-// A namespace or key parameter: missing or empty -> MISSING_ARG_<NAME>;
-// given twice -> `reason`.
+}  // namespace
+
 Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
   auto single = args.GetSingle(name, reason);
   if (!single.ok()) return single.status();
@@ -48,6 +48,8 @@ Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, st
   }
   return *value;
 }
+
+namespace {
 
 Result<std::string> NamespaceArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
   auto value = RequiredArg(args, name, reason);

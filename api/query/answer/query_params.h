@@ -68,6 +68,9 @@ struct UniquesParams {
 Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
+// A parameter that must stand once: missing or empty -> MISSING_ARG_<NAME>;
+// given twice -> `reason`.
+Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, std::string_view reason);
 
 // The pieces, for tests and for other endpoints.
 Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones);

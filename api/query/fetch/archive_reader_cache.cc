@@ -21,10 +21,7 @@ std::optional<ServedFile> ArchiveReader::CachedFile(const Session& session) {
   // older than what realtime says is deployed, or one that lacks a day it
   // handed over, is not what the replica serves any more (or must not be
   // read with realtime's days): its kept answers are left to age out.
-  if (confirmed.view.generation == 0 || confirmed.view.generation < known_generation_->deployed() ||
-      known_generation_->Behind(confirmed.view.last_day)) {
-    return std::nullopt;
-  }
+  if (confirmed.view.generation == 0 || BehindRealtime(confirmed.view)) return std::nullopt;
   return ArchiveReplyCache::FileOf(confirmed.view);
 }
 

@@ -16,8 +16,6 @@
 #include <vector>
 
 #include "clickatron/config.h"
-#include "clickatron/manifest.h"
-#include "clickatron/query_string.h"
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "testutil/fake_http_client.h"
