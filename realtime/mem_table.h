@@ -102,8 +102,10 @@ class MemTable {
   // of what it returns: later Apply() calls do not change it.
   std::unique_ptr<StoreCursor> NewCursor(int64_t day, std::string_view prefix) const;
 
-  // Makes `previous`'s days in this table and sizes their counter and group
-  // indexes like `previous`'s: a table of new keys otherwise doubles its
+  // Makes `previous`'s days in this table, sizes their group indexes like
+  // `previous`'s and the busiest day's counter index like its own (only the
+  // busiest: yesterday's slots are not reserved again after midnight): a
+  // table of new keys otherwise doubles its
   // slot array a dozen times, zero-filling twice what it ends with (page
   // zeroing under CounterIndex::Grow was 5.9% of a shard's CPU under
   // uniform keys). The reservation is in the table's bytes, so the budget

@@ -13,7 +13,8 @@
 //
 // Mappings are rounded up to 2 MiB and 2 MiB-aligned, so every page can be a
 // huge one, and are populated when made (MADV_POPULATE_WRITE): resident at
-// once, which suits arrays that are filled anyway. The kernel hands them out
+// once, which suits arrays that are filled anyway (a counter index reserved
+// for a whole next table is resident from the start, before it fills). The kernel hands them out
 // zero-filled: callers need not clear them. Thread-safety: the functions
 // are; a mapping is its owner's.
 #pragma once

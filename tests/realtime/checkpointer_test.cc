@@ -369,13 +369,6 @@ TEST_F(CheckpointerTest, AdmitRefusesAtTheBudgetWhileCheckpointsFail) {
   ExpectStoreEqualsOracle();
 }
 
-// Threaded: the checkpoint stalls 200 ms after its files are ingested, so
-// the test reads while it runs, with the records in the store before the
-// loop has heard of it.
-// One batch can make a table far past the budget (Admit is asked before
-// it). Once that table is persisted the next one takes batches again: it is
-// not reserved like the huge one (its group index would count against the
-// budget while it is empty, with nothing to checkpoint).
 // A batch undone after an overflow leaves its new keys at 0; a day that
 // holds only those has no counter to write. The checkpoint writes the other
 // days and completes, instead of failing on an empty file on every retry
@@ -403,6 +396,10 @@ TEST_F(CheckpointerTest, ADayOfUndoneCountersLeavesTheCheckpointWhole) {
   EXPECT_FALSE(store_->Get(kDay + 1, Key("fresh", kDay + 1, 2))->has_value());
 }
 
+// One batch can make a table far past the budget (Admit is asked before
+// it). Once that table is persisted the next one takes batches again: it is
+// not reserved like the huge one (its group index would count against the
+// budget while it is empty, with nothing to checkpoint).
 TEST_F(CheckpointerTest, AfterABatchFarPastTheBudgetTheNextTableAdmitsAgain) {
   Make(/*threaded=*/false, /*budget=*/4096);
   std::string body;
@@ -419,6 +416,9 @@ TEST_F(CheckpointerTest, AfterABatchFarPastTheBudgetTheNextTableAdmitsAgain) {
   EXPECT_TRUE(cp_->Admit());
 }
 
+// Threaded: the checkpoint stalls 200 ms after its files are ingested, so
+// the test reads while it runs, with the records in the store before the
+// loop has heard of it.
 TEST_F(CheckpointerTest, ThreadedReadsDuringACheckpointEqualTheOracle) {
   Make(/*threaded=*/true);
   SetFault("checkpoint-delay-ms", "200");
