@@ -118,15 +118,23 @@ TEST_F(MemoryBoundTest, AFullBlockCacheAndAFullTableStayWithinTheBudget) {
   const int64_t peak_kb = ProcStatusKb(daemon_.pid(), "VmHWM");
   RecordProperty("peak_kib", static_cast<int>(peak_kb));
   EXPECT_LE(peak_kb, (kBudgetMb + kOverheadMb) * 1024) << full.dump();
-  // /stats shows the kernel's figure, read before this one.
+  // /stats shows the kernel's figure, read before this one. Not "at most
+  // this one": the kernel shows VmHWM as the larger of its recorded high
+  // water mark and the current RSS, and records the mark only at some points
+  // (an unmap), so pages taken away between them without one (reclaim of
+  // file pages) can make a later reading lower: 99,376 then 99,232 KiB, seen
+  // in two runs of scripts/test in a row. The two agree within a few MiB.
+  constexpr int64_t kReadingsApartKb = 8 * 1024;
   EXPECT_GT(full["peak_rss_bytes"].get<int64_t>(), (kBudgetMb - kBlockCacheMb) << 20);
-  EXPECT_LE(full["peak_rss_bytes"].get<int64_t>() / 1024, peak_kb);
+  EXPECT_LE(full["peak_rss_bytes"].get<int64_t>() / 1024, peak_kb + kReadingsApartKb);
+  EXPECT_GE(full["peak_rss_bytes"].get<int64_t>() / 1024, peak_kb - kReadingsApartKb);
   const std::string metrics = daemon_.Get("/metrics").body;
   const std::string::size_type at = metrics.find("\nclickatron_realtime_peak_rss_bytes{");
   ASSERT_NE(at, std::string::npos) << metrics;
   const std::string::size_type value = metrics.find("} ", at);
   ASSERT_NE(value, std::string::npos);
-  EXPECT_GE(std::stod(metrics.substr(value + 2)), full["peak_rss_bytes"].get<double>());
+  EXPECT_NEAR(std::stod(metrics.substr(value + 2)), full["peak_rss_bytes"].get<double>(),
+              static_cast<double>(kReadingsApartKb) * 1024);
   EXPECT_NE(metrics.find("\nclickatron_realtime_rss_bytes{"), std::string::npos);
 
   // Nothing the shard acknowledged is lost once checkpoints work again.
