@@ -70,10 +70,11 @@ bool RealtimeGap::CoversWindow(int64_t end_ts) const {
 
 // Shard counts come from the readers: the archive's as the replicas serve
 // it, realtime's by day (realtime_shard_map.h).
-QueryGather::QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime,
+QueryGather::QueryGather(const ClusterConfig& cluster, CachedArchiveReader& archive, RealtimeReader& realtime,
                          LookupCache& lookups, ReadStats& stats, const DeletionLog* deletions)
     : unite_days_(cluster.api.realtime_unite_days),
-      archive_(archive),
+      archive_(archive.reader()),
+      archive_reads_(archive),
       realtime_(realtime),
       lookups_(lookups),
       stats_(stats),
@@ -116,7 +117,7 @@ Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& sessio
     auto decoded = DecodeArchiveTotal(reply.body);
     if (decoded.ok()) {
       auto total = std::make_shared<const ArchiveTotalHours>(std::move(*decoded));
-      archive_.KeepDecodedTotal(session, key, reply, total);
+      archive_reads_.KeepDecodedTotal(session, key, reply, total);
       return AddArchiveTotalHours(*total, hours, span);
     }
   }
@@ -126,7 +127,7 @@ Status QueryGather::AddArchiveTotalUnmasked(const ArchiveReader::Session& sessio
   // failed whole, or any text whose window fails, is forgotten, so that the
   // next query asks a replica again.
   Status st = AddArchiveTotalColumns(reply.body, hours, span);
-  if (reply.kept || !st.ok()) archive_.Forget(session, key, reply.view);
+  if (reply.kept || !st.ok()) archive_reads_.Forget(session, key, reply.view);
   return st;
 }
 
@@ -145,11 +146,11 @@ std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader
     // query asks the replica again, and this one read from the text as a
     // first read is, which decodes only the columns it needs (damage in
     // another subtotal's column must not fail every second query).
-    archive_.Forget(session, key, answer.reply->view);
+    archive_reads_.Forget(session, key, answer.reply->view);
     return nullptr;
   }
   auto columns = std::make_shared<const DecodedColumns>(std::move(decoded).value());
-  archive_.KeepDecodedColumns(session, key, answer.reply->view, columns);
+  archive_reads_.KeepDecodedColumns(session, key, answer.reply->view, columns);
   return columns;
 }
 
@@ -162,7 +163,7 @@ void QueryGather::BeginAttempt(Attempt& job) {
 }
 
 void QueryGather::GetArchiveTotal(std::shared_ptr<Attempt> job, std::function<void(Status)> part) {
-  archive_.Get(job->session, job->total_key, [job, part = std::move(part)](Result<ArchiveReply> reply) {
+  archive_reads_.Get(job->session, job->total_key, [job, part = std::move(part)](Result<ArchiveReply> reply) {
     if (reply.ok()) job->archive_total = std::move(*reply);
     part(reply.status());
   });

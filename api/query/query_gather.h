@@ -57,6 +57,7 @@
 
 #include "clickatron/config.h"
 #include "deletions/deletion_log.h"
+#include "query/cache/cached_archive_reader.h"
 #include "query/fetch/archive_reader.h"
 #include "query/merge/decoded_columns.h"
 #include "query/cache/lookup_cache.h"
@@ -118,8 +119,10 @@ struct MgetAnswer {
 
 class QueryGather {
  public:
-  QueryGather(const ClusterConfig& cluster, ArchiveReader& archive, RealtimeReader& realtime, LookupCache& lookups,
-              ReadStats& stats, const DeletionLog* deletions = nullptr);
+  // Archive records are read through `archive` (the read cache's layer over
+  // its reader, which routes the sessions).
+  QueryGather(const ClusterConfig& cluster, CachedArchiveReader& archive, RealtimeReader& realtime,
+              LookupCache& lookups, ReadStats& stats, const DeletionLog* deletions = nullptr);
 
   // ns and tkey in stored form (tkey hashed when needed). Only hours in
   // `span` are kept.
@@ -245,7 +248,8 @@ class QueryGather {
                       std::function<void(Status)> done);
 
   const bool unite_days_;  // [api] realtime_unite_days
-  ArchiveReader& archive_;
+  ArchiveReader& archive_;                // sessions, routing, manifest facts
+  CachedArchiveReader& archive_reads_;    // the records, through the read cache
   RealtimeReader& realtime_;
   LookupCache& lookups_;
   ReadStats& stats_;

@@ -12,6 +12,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "query/cache/cached_archive_reader.h"
 #include "query/fetch/archive_reader.h"
 #include "query/fetch/known_generation.h"
 #include "clickatron/key_codec.h"
@@ -45,13 +46,13 @@ class ReadPathImpl : public ReadPath {
         archive_(ctx.cluster, client, stats_,
                  ArchiveReader::Options{
                      .timeout_ms = ctx.cluster.api.request_timeout_ms,
-                     .known_generation = shared_->known_generation,
-                     .cache = shared_->cache}),
+                     .known_generation = shared_->known_generation}),
+        archive_reads_(archive_, shared_->cache, stats_),
         realtime_(ctx.cluster, client, stats_,
                   RealtimeReader::Options{.timeout_ms = ctx.cluster.api.request_timeout_ms,
                                           .known_generation = shared_->known_generation}),
         lookups_(*shared_->cache),
-        gather_(ctx.cluster, archive_, realtime_, lookups_, stats_, shared_->deletions) {
+        gather_(ctx.cluster, archive_reads_, realtime_, lookups_, stats_, shared_->deletions) {
     server.Route("/clicks", [this](const HttpExchangePtr& ex) { OnClicks(ex); }, kGet);
     server.Route("/breakdown", [this](const HttpExchangePtr& ex) { OnBreakdown(ex); }, kGet);
     server.Route("/lookup", [this](const HttpExchangePtr& ex) { OnLookup(ex); }, kGet);
@@ -145,6 +146,7 @@ class ReadPathImpl : public ReadPath {
   ReadStats& stats_;  // the node's, shared by its read loops
   TimeZoneDb zones_;
   ArchiveReader archive_;
+  CachedArchiveReader archive_reads_;  // the read cache's layer over archive_
   RealtimeReader realtime_;
   LookupCache lookups_;
   QueryGather gather_;  // after the readers: destroyed first

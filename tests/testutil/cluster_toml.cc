@@ -51,7 +51,7 @@ std::string ClusterToml(const ClusterSpec& spec, const std::vector<PlannedMember
   // The API's read cache off unless a test turns it on: a test that swaps
   // archive files under a running API by hand would see the old file's
   // kept answers until the reader asks the replica again
-  // (ArchiveReader::kReconfirmEvery). Its own tests, and the day-cycle
+  // (CachedArchiveReader::kReconfirmEvery). Its own tests, and the day-cycle
   // test, turn it on.
   TomlTable api = spec.api;
   if (!api.Has("read_cache_mb")) api.SetInt("read_cache_mb", 0);

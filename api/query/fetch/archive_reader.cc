@@ -21,9 +21,7 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       options_(options),
       config_shards_(std::max(cluster.archive_shards, 1)),
       known_generation_(options_.known_generation ? options_.known_generation
-                                                  : std::make_shared<KnownGeneration>(std::string())),
-      read_cache_(options_.cache ? options_.cache : std::make_shared<ReadCache>(0)),
-      cache_(*read_cache_) {
+                                                  : std::make_shared<KnownGeneration>(std::string())) {
   replicas_.resize(static_cast<size_t>(std::max(cluster.archive_shards, 1)));
   round_robin_.resize(replicas_.size(), 0);
   manifest_facts_.resize(replicas_.size());
@@ -33,8 +31,6 @@ ArchiveReader::ArchiveReader(const ClusterConfig& cluster, HttpClient& client, R
       replicas_[shard].push_back(Replica{m->name, m->listen, {}});
     }
   }
-  confirmed_.resize(replicas_.size());
-  for (size_t shard = 0; shard < replicas_.size(); ++shard) confirmed_[shard].resize(replicas_[shard].size());
   if (options_.coalesce_in_flight > 0) {
     const Coalescer<ArchiveReply>::Options coalesce{.max_in_flight = options_.coalesce_in_flight,
                                                     .max_keys = options_.coalesce_max_keys,
@@ -189,7 +185,7 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  if (alive.expired()) return;
                  Replica& replica = replicas_[shard][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
-                 if (reply.ok()) Confirm(shard, index, reply->view, sent);
+                 if (reply.ok() && answer_seen_) answer_seen_(shard, index, reply->view, sent);
                  // A shard other than 0 serving no file, before any answer
                  // said which count the archive is cut into (shard 0 did not
                  // answer): it may be a new shard of a count not deployed
@@ -235,12 +231,31 @@ int ArchiveReader::Attempts(int shard) const {
   return static_cast<int>(std::max<size_t>(2, n));
 }
 
-void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
-  WhenRouted([this, session, key = std::string(key), done = std::move(done)]() mutable {
+size_t ArchiveReader::ReplicaOf(const Session& session) const {
+  const size_t replicas = Replicas(static_cast<size_t>(session.shard));
+  return replicas == 0 ? 0 : session.replica % replicas;
+}
+
+void ArchiveReader::AskServedFile(size_t shard, size_t replica, std::function<void()> done) {
+  auto session = std::make_shared<Session>();
+  session->shard = static_cast<int>(shard);
+  session->replica = replica;
+  Send(session, fmt::format("/manifest?shard={}", shard), 1,
+       [done = std::move(done)](Result<ArchiveReply>) { done(); });
+}
+
+void ArchiveReader::Route(const std::shared_ptr<Session>& session, std::function<void()> then) {
+  WhenRouted([this, session, then = std::move(then)]() {
     // Begun before the count was learned: on the shard of the learned one.
     if (!session->shard_key.empty() && session->shard_count != ShardCount() && session->reroutes == 0) {
       PointAt(*session, ShardCount());
     }
+    then();
+  });
+}
+
+void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
+  Route(session, [this, session, key = std::string(key), done = std::move(done)]() mutable {
     GetRouted(session, std::move(key), std::move(done));
   });
 }
@@ -257,47 +272,16 @@ void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key,
     }
     done(std::move(reply));
   };
-  if (const std::optional<ServedFile> file = CachedFile(*session)) {
-    if (const auto kept = cache_.Find(session->shard, key, *file, session->shard_count)) {
-      ++stats_.archive_cache_hits;
-      ArchiveReply reply;
-      reply.view = kept->view;
-      reply.found = kept->found;
-      reply.kept = true;
-      reply.total_hours = kept->total_hours;
-      // A decoded total is read from its hours (QueryGather::AddArchiveTotal):
-      // its text (a busy key's years of hours) is not copied again.
-      if (!reply.total_hours) reply.body = kept->body;
-      reply.replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
-      return checked(std::move(reply));
-    }
-    ++stats_.archive_cache_misses;
-  }
-  // Kept for the shard and count it is asked of now (the session may be
-  // rerouted by another of its requests while this one is out). The answer
-  // handed on is not marked kept: only one found in the cache, read a second
-  // time, is worth decoding whole (a key read once, as most are, costs one
-  // insert, not two, and the decoding of its window alone).
-  const auto keep = [this, shard = session->shard, shard_count = session->shard_count,
-                     key](Result<ArchiveReply>& reply) {
-    // The answer goes on to its caller: copied for the cache only when kept.
-    if (reply.ok() && Keepable(shard, *reply, shard_count)) cache_.Insert(shard, key, ArchiveReply(*reply), shard_count);
-  };
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= coalescers_.size() || coalescers_[shard].empty()) {
-    Send(session, GetTarget(key), Attempts(session->shard),
-         [keep, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
-           keep(reply);
-           checked(std::move(reply));
-         });
+    Send(session, GetTarget(key), Attempts(session->shard), std::move(checked));
     return;
   }
   auto& replicas = coalescers_[shard];
   replicas[session->replica % replicas.size()]->Submit(
-      key, [session, keep, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
+      key, [session, checked = std::move(checked)](Result<ArchiveReply> reply) mutable {
         // The session follows the batch's failover, as a get of its own would.
         if (reply.ok()) session->replica = reply->replica;
-        keep(reply);
         checked(std::move(reply));
       });
 }
@@ -327,17 +311,13 @@ void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string
 }
 
 void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
-                         std::function<void(Result<std::vector<ArchiveReply>>)> done) {
-  WhenRouted([this, session, keys, done = std::move(done)]() mutable {
-    if (!session->shard_key.empty() && session->shard_count != ShardCount() && session->reroutes == 0) {
-      PointAt(*session, ShardCount());
-    }
+                         MGetCallback done) {
+  Route(session, [this, session, keys, done = std::move(done)]() mutable {
     MGetRouted(session, std::move(keys), std::move(done));
   });
 }
 
-void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys,
-                               std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys, MGetCallback done) {
   // A keyed session answered for another count is asked again on the shard
   // of that count; a shard's session (lookups) hands the answers back for
   // its caller to check.
@@ -355,54 +335,11 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     }
     done(std::move(replies));
   };
-  // Keys whose answer is kept come back as one more mget answer of their own
-  // (the lines a replica would have sent for them); only the others are
-  // asked for, and their answers kept.
-  auto asked = std::make_shared<std::vector<std::string>>();
-  std::optional<ArchiveReply> kept_lines;
-  const std::optional<ServedFile> file = CachedFile(*session);
-  if (file) {
-    for (const std::string& key : keys) {
-      const auto kept = cache_.Find(session->shard, key, *file, session->shard_count);
-      if (kept == nullptr) {
-        ++stats_.archive_cache_misses;
-        asked->push_back(key);
-        continue;
-      }
-      ++stats_.archive_cache_hits;
-      if (!kept_lines) {
-        kept_lines.emplace();
-        kept_lines->view = kept->view;
-        kept_lines->found = true;
-        kept_lines->replica = session->replica % replicas_[static_cast<size_t>(session->shard)].size();
-        kept_lines->kept = true;
-      }
-      if (!kept->found) continue;
-      if (kept->columns) {
-        kept_lines->decoded_lines.push_back(DecodedLine{key, kept->columns});
-      } else {
-        kept_lines->body.append(key).append(",").append(kept->body);
-      }
-    }
-  }
-  // Without a confirmed file every key is asked, and none is kept.
-  const std::vector<std::string>& to_ask = file ? *asked : keys;
-  if (FitsOneBatch(session->shard, to_ask)) {
-    return MGetCoalesced(session, file ? std::move(*asked) : std::move(keys), std::move(kept_lines),
-                         std::move(checked));
-  }
-  const std::vector<std::string> targets =
-      MGetTargets(to_ask, options_.max_target_bytes, options_.max_keys_per_mget);
+  if (FitsOneBatch(session->shard, keys)) return MGetCoalesced(session, std::move(keys), std::move(checked));
+  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
-  auto join = FanIn::Create([this, replies, asked, kept_lines = std::move(kept_lines), keep = file.has_value(),
-                             shard = session->shard, shard_count = session->shard_count,
-                             done = std::move(checked)](Status st) mutable {
-    if (!st.ok()) {
-      done(std::move(st));
-      return;
-    }
-    if (keep) KeepMget(shard, *asked, *replies, shard_count);
-    if (kept_lines) replies->push_back(std::move(*kept_lines));
+  auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
+    if (!st.ok()) return done(std::move(st));
     done(std::move(*replies));
   });
   std::vector<std::function<void(Status)>> parts;
@@ -432,26 +369,19 @@ bool ArchiveReader::FitsOneBatch(int shard, const std::vector<std::string>& keys
 }
 
 void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, std::vector<std::string> keys,
-                                  std::optional<ArchiveReply> kept_lines,
-                                  std::function<void(Result<std::vector<ArchiveReply>>)> done) {
+                                  MGetCallback done) {
   struct Gathered {
     std::vector<std::string> keys;
     std::vector<ArchiveReply> replies;  // by key
     size_t left = 0;
     Status failed;
-    std::optional<ArchiveReply> kept_lines;
-    std::function<void(Result<std::vector<ArchiveReply>>)> done;
+    MGetCallback done;
   };
   auto gathered = std::make_shared<Gathered>();
   gathered->replies.resize(keys.size());
   gathered->left = keys.size();
-  gathered->kept_lines = std::move(kept_lines);
   gathered->done = std::move(done);
-  // Each key's answer is kept as its get's would be: for the shard and count
-  // it is asked of now.
-  const int shard = session->shard;
-  const int shard_count = session->shard_count;
-  auto finish = [this, gathered, shard, shard_count]() {
+  auto finish = [gathered]() {
     if (!gathered->failed.ok()) return gathered->done(std::move(gathered->failed));
     // The answers as mget answers: one per (file, replica) they came from
     // (all one unless a reload or failover fell between two batches; the
@@ -471,9 +401,7 @@ void ArchiveReader::MGetCoalesced(std::shared_ptr<Session> session, std::vector<
         same->found = true;  // an mget answers 200 with its hits, none or more
       }
       if (reply.found) same->body.append(gathered->keys[i]).append(",").append(reply.body);
-      if (cache_.enabled()) Keep(shard, gathered->keys[i], std::move(reply), shard_count);
     }
-    if (gathered->kept_lines) out.push_back(std::move(*gathered->kept_lines));
     gathered->done(std::move(out));
   };
   std::vector<Coalescer<ArchiveReply>::Lookup> lookups;

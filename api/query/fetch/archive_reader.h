@@ -23,6 +23,10 @@
 // headers) is skipped for a short penalty and the request goes to the next;
 // when none answers, the reply is UNAVAILABLE / SHARD_UNAVAILABLE (503).
 //
+// It keeps nothing: the node's read cache is a layer over it
+// (cached_archive_reader.h), which learns from OnAnswer which file each
+// replica serves.
+//
 // Get is coalesced per replica (coalescer.h): while a request is out to the
 // replica, further gets queue and go out together as one mget; a failed
 // batch fails over (or fails) every get in it, and every get's reply still
@@ -47,7 +51,6 @@
 #include "clickatron/http_client.h"
 #include "clickatron/status.h"
 #include "query/fetch/archive_reply.h"
-#include "query/cache/archive_reply_cache.h"
 #include "query/fetch/coalescer.h"
 #include "query/fetch/known_generation.h"
 #include "query/merge/read_records.h"
@@ -74,19 +77,8 @@ class ArchiveReader {
     // The newest generation seen, kept across restarts (known_generation.h)
     // and shared by the node's read loops; null: one of its own, in memory.
     std::shared_ptr<KnownGeneration> known_generation;
-    // The node's read cache (read_cache.h), where answers are kept per key
-    // and file (archive_reply_cache.h); null: nothing kept. A kept answer is
-    // used for a session on a replica whose newest answer named its file,
-    // unless realtime says a newer generation is deployed or hands over a
-    // day that file lacks (known_generation.h): no deploy waits for it.
-    std::shared_ptr<ReadCache> cache;
   };
   ArchiveReader(const ClusterConfig& cluster, HttpClient& client, ReadStats& stats, Options options);
-  // A replica not heard from for this long is asked which file it serves
-  // (GET /manifest) when a kept answer of it is looked up: how soon a file
-  // replaced by hand is noticed. Deploys by the rebuild are known sooner
-  // (realtime's answers say them), and nothing waits on this.
-  static constexpr std::chrono::milliseconds kReconfirmEvery{1000};
   ~ArchiveReader();
 
   struct Session {
@@ -113,13 +105,35 @@ class ArchiveReader {
   static bool Misrouted(const Session& session, const ArchiveView& view);
 
   using ReplyCallback = std::function<void(Result<ArchiveReply>)>;
+  using MGetCallback = std::function<void(Result<std::vector<ArchiveReply>>)>;
   void Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done);
   // One reply per request sent (keys are batched); hits are "key,value"
-  // lines. Keys answered from the cache come as one more reply (kept = true):
-  // their lines, or their decoded columns (decoded_lines) once a query
-  // decoded them (KeepDecodedColumns).
-  void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
-            std::function<void(Result<std::vector<ArchiveReply>>)> done);
+  // lines.
+  void MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys, MGetCallback done);
+
+  // Get and MGet are Route, then GetRouted / MGetRouted: a layer that
+  // answers some keys itself looks them up in between, on the session's
+  // shard. Route points a session begun before the routing count was
+  // learned at its shard by the learned count, then runs `then`.
+  void Route(const std::shared_ptr<Session>& session, std::function<void()> then);
+  void GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done);
+  void MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys, MGetCallback done);
+
+  // Called with every answer that has good headers: the shard and replica
+  // that gave it, what it says of the file, and when its request was sent
+  // (an answer to an earlier request may come later). One listener; null
+  // stops it.
+  using AnswerSeen = std::function<void(size_t shard, size_t replica, const ArchiveView& view,
+                                        std::chrono::steady_clock::time_point sent)>;
+  void OnAnswer(AnswerSeen seen) { answer_seen_ = std::move(seen); }
+  // Asks replica `replica` of `shard` once which file it serves (GET
+  // /manifest); its answer reaches OnAnswer, then `done` runs, answered or not.
+  void AskServedFile(size_t shard, size_t replica, std::function<void()> done);
+  // The shards and each one's replicas in the cluster file; the replica a
+  // session's requests go to.
+  size_t Shards() const { return replicas_.size(); }
+  size_t Replicas(size_t shard) const { return shard < replicas_.size() ? replicas_[shard].size() : 0; }
+  size_t ReplicaOf(const Session& session) const;
 
   // True when an answer of `view` lacks a day realtime has handed over to
   // the archive (KnownGeneration::Behind), or is of an older generation than
@@ -129,22 +143,6 @@ class ArchiveReader {
     return known_generation_->Behind(view.last_day) ||
            (view.generation != 0 && view.generation < known_generation_->deployed());
   }
-
-  // Keeps the decoded columns of a kept total record's answer with it
-  // (ArchiveReply::total_hours), for the queries that read it next.
-  void KeepDecodedTotal(const Session& session, std::string_view key, const ArchiveReply& reply,
-                        std::shared_ptr<const ArchiveTotalHours> hours);
-
-  // The same for a kept subtotal or unique record (ArchiveReply::columns)
-  // read from an mget answer of the cache (its `view`).
-  void KeepDecodedColumns(const Session& session, std::string_view key, const ArchiveView& view,
-                          std::shared_ptr<const DecodedColumns> columns);
-
-  // Drops the kept answer of `key` from the file of `view`: its value did
-  // not decode. The reader does not parse values, so a replica's garbage
-  // under good headers was kept, and every later query of the key got it
-  // again, without asking, until the generation changed.
-  void Forget(const Session& session, std::string_view key, const ArchiveView& view);
 
   // What the manifest of the session's shard's file of `generation` says
   // that a query needs beside the data: whether its format is the one
@@ -175,26 +173,6 @@ class ArchiveReader {
     std::chrono::steady_clock::time_point down_until{};
   };
   void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
-  // The file kept answers for `session` must be of: the one its replica's
-  // newest answer named, while realtime says of no newer one (nullopt: none,
-  // a file that does not say its crc32, a file older than the deployed
-  // generation or lacking a day realtime handed over, or the cache is off).
-  // Asks the replica again (Probe) when it has said nothing for
-  // kReconfirmEvery.
-  std::optional<ServedFile> CachedFile(const Session& session);
-  void Probe(size_t shard, size_t replica);
-  // An answer sent at `sent` said `view`: newer than what the replica last
-  // confirmed unless a later request's answer came first.
-  void Confirm(size_t shard, size_t replica, const ArchiveView& view, std::chrono::steady_clock::time_point sent);
-  // Whether `reply` may be kept: the cache is on and it is of the
-  // generation its replica confirmed.
-  bool Keepable(int shard, const ArchiveReply& reply, int shard_count) const;
-  // Keeps `reply` for `key` if Keepable.
-  void Keep(int shard, std::string_view key, ArchiveReply reply, int shard_count);
-  // Keeps every key of mget answers (absent ones as not found), when they
-  // all come from one confirmed generation.
-  void KeepMget(int shard, const std::vector<std::string>& keys, const std::vector<ArchiveReply>& replies,
-                int shard_count);
   // One coalesced request for `keys` to `replica` of `shard` (failing over).
   void SendBatch(int shard, size_t replica, std::vector<std::string> keys,
                  Coalescer<ArchiveReply>::BatchDone done);
@@ -209,18 +187,13 @@ class ArchiveReader {
   bool Reroute(Session& session, int shard_count);
   // The same without counting: a session begun before the count was learned.
   void PointAt(Session& session, int shard_count);
-  void GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done);
-  void MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys,
-                  std::function<void(Result<std::vector<ArchiveReply>>)> done);
   // Whether `keys` fit one coalesced request to `shard` (coalescing on, and
   // within its key and byte limits): such an mget queues with other
   // queries' gets instead of going out as a request of its own.
   bool FitsOneBatch(int shard, const std::vector<std::string>& keys) const;
   // The mget of `keys` through the session's replica's coalescer, answered
-  // as MGet answers (`kept_lines`, the cache's part, appended).
-  void MGetCoalesced(std::shared_ptr<Session> session, std::vector<std::string> keys,
-                     std::optional<ArchiveReply> kept_lines,
-                     std::function<void(Result<std::vector<ArchiveReply>>)> done);
+  // as MGet answers.
+  void MGetCoalesced(std::shared_ptr<Session> session, std::vector<std::string> keys, MGetCallback done);
 
   HttpClient& client_;
   ReadStats& stats_;
@@ -245,17 +218,7 @@ class ArchiveReader {
   std::vector<std::map<std::pair<uint64_t, uint32_t>, ManifestFacts>> manifest_facts_;
   // By shard: generation -> the callers waiting for its /manifest answer.
   std::vector<std::map<std::pair<uint64_t, uint32_t>, std::vector<std::function<void(ManifestFacts)>>>> facts_waiting_;
-  // By shard, replica: the view (generation, file crc32) the replica's
-  // newest answer (by the time its request was sent) said, and whether a
-  // probe is out.
-  struct Confirmed {
-    ArchiveView view;
-    std::chrono::steady_clock::time_point sent{};
-    bool probe_out = false;
-  };
-  std::vector<std::vector<Confirmed>> confirmed_;
-  std::shared_ptr<ReadCache> read_cache_;  // never null (capacity 0: off)
-  ArchiveReplyCache cache_;
+  AnswerSeen answer_seen_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

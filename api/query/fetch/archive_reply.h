@@ -42,12 +42,12 @@ struct ArchiveReply {
   // decoded. An answer just fetched is kept too, but not marked.
   bool kept = false;
   // For a kept total record, once a query decoded it: its columns
-  // (ArchiveReader::KeepDecodedTotal). A reply from the cache that has them
+  // (CachedArchiveReader::KeepDecodedTotal). A reply from the cache that has them
   // comes without its body: read it with QueryGather::AddArchiveTotal.
   std::shared_ptr<const ArchiveTotalHours> total_hours;
   // For a kept subtotal or unique record, once a query decoded it.
   std::shared_ptr<const DecodedColumns> columns;
-  // An mget answer made of kept answers (ArchiveReader::MGet): the keys
+  // An mget answer made of kept answers (CachedArchiveReader::MGet): the keys
   // whose columns are decoded, beside the lines of the others in `body`.
   std::vector<DecodedLine> decoded_lines;
 };

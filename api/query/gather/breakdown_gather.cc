@@ -150,7 +150,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
     // answer, from the old shard, look routed (the early answers are only
     // used when they name the total's file anyway).
     auto early_session = std::make_shared<ArchiveReader::Session>(*job->session);
-    archive_.MGet(early_session, early_keys,
+    archive_reads_.MGet(early_session, early_keys,
                   [job, early_session, part = std::move(early_part)](Result<std::vector<ArchiveReply>> r) {
                     job->early_replies = std::move(r);
                     part(Status::Ok());
@@ -233,7 +233,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   // Nothing left to ask (the early spans held every archived hour, or there
   // is none): no second round trip.
   if (keys.empty()) return answered(std::vector<ArchiveReply>{});
-  archive_.MGet(job->session, keys, std::move(answered));
+  archive_reads_.MGet(job->session, keys, std::move(answered));
 }
 
 // Adds the lines of archive mget answers: subtotal hours, day and span

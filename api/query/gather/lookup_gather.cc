@@ -142,7 +142,7 @@ void QueryGather::ArchiveLookups(std::vector<std::string> keys, int shard_count,
   if (by_shard.empty()) return done(Status::Ok());
   for (auto& [shard, group] : by_shard) {
     auto session = archive_.BeginShard(shard, shard_count);
-    archive_.MGet(session, group, [session, group, pending, absorb, group_done](
+    archive_reads_.MGet(session, group, [session, group, pending, absorb, group_done](
                                       Result<std::vector<ArchiveReply>> replies) mutable {
       if (replies.ok()) {
         for (const ArchiveReply& r : *replies) {

@@ -158,7 +158,7 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   // Nothing to ask (most sparse keys have no archived hour in a window): no
   // round trip.
   if (keys.empty()) return answered(std::vector<ArchiveReply>{});
-  archive_.MGet(job->session, keys, std::move(answered));
+  archive_reads_.MGet(job->session, keys, std::move(answered));
 }
 
 }  // namespace clickatron::api

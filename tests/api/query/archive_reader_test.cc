@@ -1,9 +1,12 @@
-// ArchiveReader (api/query/fetch/archive_reader.h) against scripted archive
-// replicas (testutil/fake_http_client.h): failover between the replicas of a
-// shard, a shard with no replica answering, replicas that answer garbage,
-// a generation change between reads (the cache of kept answers), coalescing
-// and rerouting by the shard count answers carry.
+// ArchiveReader (api/query/fetch/archive_reader.h) and the read cache's
+// layer over it (api/query/cache/cached_archive_reader.h) against scripted
+// archive replicas (testutil/fake_http_client.h): failover between the
+// replicas of a shard, a shard with no replica answering, replicas that
+// answer garbage, a generation change between reads (kept answers),
+// coalescing and rerouting by the shard count answers carry.
 #include "query/fetch/archive_reader.h"
+
+#include "query/cache/cached_archive_reader.h"
 
 #include <event2/event.h>
 #include <gtest/gtest.h>
@@ -43,25 +46,33 @@ class ArchiveReaderTest : public ::testing::Test {
     return options;
   }
 
-  ArchiveReader& MakeReader(const ClusterConfig& cluster, ArchiveReader::Options options = BaseOptions()) {
+  // The reader, and the cache's layer over it (`kept`: the cache; null:
+  // nothing kept). Get and MGet below go through the layer.
+  ArchiveReader& MakeReader(const ClusterConfig& cluster, ArchiveReader::Options options = BaseOptions(),
+                            std::shared_ptr<ReadCache> kept = nullptr) {
     cluster_ = cluster;
+    reads_.reset();
     reader_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    reads_ = std::make_unique<CachedArchiveReader>(*reader_, std::move(kept), stats_);
     return *reader_;
   }
 
   // Serves `file` on every replica of shard 0 of a cluster of `replicas`.
   ArchiveReader& ShardZero(int replicas, std::shared_ptr<ServedFileState> file,
-                           ArchiveReader::Options options = BaseOptions()) {
+                           ArchiveReader::Options options = BaseOptions(), std::shared_ptr<ReadCache> kept = nullptr) {
     for (int r = 0; r < replicas; ++r) ServeFile(client_, ReplicaPeer(0, r), file);
-    return MakeReader(ArchiveCluster(1, replicas), options);
+    return MakeReader(ArchiveCluster(1, replicas), options, std::move(kept));
   }
+
+  // A read cache of 1 MiB, for ShardZero.
+  static std::shared_ptr<ReadCache> Kept() { return std::make_shared<ReadCache>(1 << 20); }
 
   // One Get, driven to its end: its callback must run exactly once. (A kept
   // answer calls back inside Get; the others come through the loop.)
   Result<ArchiveReply> Get(const std::shared_ptr<ArchiveReader::Session>& session, const std::string& key) {
     std::optional<Result<ArchiveReply>> got;
     int calls = 0;
-    reader_->Get(session, key, [&](Result<ArchiveReply> reply) {
+    reads_->Get(session, key, [&](Result<ArchiveReply> reply) {
       ++calls;
       got.emplace(std::move(reply));
     });
@@ -74,7 +85,7 @@ class ArchiveReaderTest : public ::testing::Test {
                                          const std::vector<std::string>& keys) {
     std::optional<Result<std::vector<ArchiveReply>>> got;
     int calls = 0;
-    reader_->MGet(session, keys, [&](Result<std::vector<ArchiveReply>> replies) {
+    reads_->MGet(session, keys, [&](Result<std::vector<ArchiveReply>> replies) {
       ++calls;
       got.emplace(std::move(replies));
     });
@@ -95,6 +106,7 @@ class ArchiveReaderTest : public ::testing::Test {
   ReadStats stats_;
   ClusterConfig cluster_;
   std::unique_ptr<ArchiveReader> reader_;
+  std::unique_ptr<CachedArchiveReader> reads_;  // over reader_: destroyed first
 };
 
 // --- the fake itself ---------------------------------------------------------
@@ -267,9 +279,7 @@ TEST_F(ArchiveReaderGarbageTest, MalformedLastDayHeaderIsNotTrusted) {
 
 TEST_F(ArchiveReaderGarbageTest, GarbledMgetIsCorruptionAndIsNotKept) {
   auto file = StandardFile();
-  ArchiveReader::Options options = BaseOptions();
-  options.cache = std::make_shared<ReadCache>(1 << 20);
-  ArchiveReader& reader = ShardZero(1, file, options);
+  ArchiveReader& reader = ShardZero(1, file, BaseOptions(), Kept());
   // A line for a key nobody asked: the answer cannot be split per key.
   client_.ScriptOnce(ReplicaPeer(0, 0), "/mget", Answer::Http(200, "k1,v1\nzz,oops\n", file->ArchiveHeaders()));
 
@@ -295,9 +305,7 @@ TEST_F(ArchiveReaderGarbageTest, GarbledMgetIsCorruptionAndIsNotKept) {
 // than getting the garbage for the rest of the generation.
 TEST_F(ArchiveReaderGarbageTest, AForgottenValueIsAskedAgain) {
   auto file = StandardFile();
-  ArchiveReader::Options options = BaseOptions();
-  options.cache = std::make_shared<ReadCache>(1 << 20);
-  ArchiveReader& reader = ShardZero(1, file, options);
+  ArchiveReader& reader = ShardZero(1, file, BaseOptions(), Kept());
   client_.ScriptOnce(ReplicaPeer(0, 0), "/get", Answer::Http(200, "\x01\x02 not a record\n", file->ArchiveHeaders()));
   auto session = reader.Begin("k1");
   Result<ArchiveReply> garbage = Get(session, "k1");
@@ -311,7 +319,7 @@ TEST_F(ArchiveReaderGarbageTest, AForgottenValueIsAskedAgain) {
   EXPECT_EQ(kept->body, "\x01\x02 not a record\n");
   EXPECT_EQ(ReadsTo(ReplicaPeer(0, 0)), asked);
 
-  reader.Forget(*session, "k1", garbage->view);
+  reads_->Forget(*session, "k1", garbage->view);
   Result<ArchiveReply> again = Get(reader.Begin("k1"), "k1");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->body, "v1\n");
@@ -349,11 +357,10 @@ TEST_F(ArchiveReaderGarbageTest, GarbledManifestIsAskedAgain) {
 
 class ArchiveReaderGenerationTest : public ArchiveReaderTest {
  protected:
-  // The cache on, and what realtime tells the node in known_ (shared with
-  // the reader as a realtime reader would share it).
-  ArchiveReader::Options CacheOn() {
+  // What realtime tells the node, in known_ (shared with the reader as a
+  // realtime reader would share it); the tests pass Kept() beside it.
+  ArchiveReader::Options Known() {
     ArchiveReader::Options options = BaseOptions();
-    options.cache = std::make_shared<ReadCache>(1 << 20);
     options.known_generation = known_;
     return options;
   }
@@ -368,7 +375,7 @@ class ArchiveReaderGenerationTest : public ArchiveReaderTest {
 
 TEST_F(ArchiveReaderGenerationTest, KeptAnswerIsReusedWithinItsGeneration) {
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn());
+  ArchiveReader& reader = ShardZero(1, file, Known(), Kept());
   Result<ArchiveReply> first = Get(reader.Begin("k1"), "k1");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_FALSE(first->kept);  // kept for later reads, but marked only when read from the cache
@@ -384,7 +391,7 @@ TEST_F(ArchiveReaderGenerationTest, KeptAnswerIsReusedWithinItsGeneration) {
 
 TEST_F(ArchiveReaderGenerationTest, NewGenerationSeenByAnyAnswerDropsKeptAnswers) {
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn());
+  ArchiveReader& reader = ShardZero(1, file, Known(), Kept());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
 
   Deploy(*file, 8, 2222, "v1-of-8");
@@ -404,7 +411,7 @@ TEST_F(ArchiveReaderGenerationTest, NewGenerationSeenByAnyAnswerDropsKeptAnswers
 TEST_F(ArchiveReaderGenerationTest, SameGenerationNumberOfAnotherFileDropsKeptAnswers) {
   // A rolled-back generation's number built again: only the crc32 differs.
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn());
+  ArchiveReader& reader = ShardZero(1, file, Known(), Kept());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
   Deploy(*file, 7, 3333, "v1-rebuilt");
   ASSERT_TRUE(Get(reader.Begin("k2"), "k2").ok());
@@ -418,7 +425,7 @@ TEST_F(ArchiveReaderGenerationTest, KeptAnswersStopWhenRealtimeSaysANewerGenerat
   // Nothing of this reader's own asked the replica since it moved to 8; a
   // realtime answer saying 8 is deployed is enough to stop using 7's answers.
   auto file = StandardFile();
-  ArchiveReader& reader = ShardZero(1, file, CacheOn());
+  ArchiveReader& reader = ShardZero(1, file, Known(), Kept());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
   Deploy(*file, 8, 2222, "v1-of-8");
   const size_t before = ReadsTo(ReplicaPeer(0, 0));
@@ -435,7 +442,7 @@ TEST_F(ArchiveReaderGenerationTest, KeptAnswersStopWhenRealtimeSaysANewerGenerat
 
 TEST_F(ArchiveReaderGenerationTest, AKeptAnswerLackingADayRealtimeHandedOverIsNotUsed) {
   auto file = StandardFile();  // its last day: 2026-11-30
-  ArchiveReader& reader = ShardZero(1, file, CacheOn());
+  ArchiveReader& reader = ShardZero(1, file, Known(), Kept());
   ASSERT_TRUE(Get(reader.Begin("k1"), "k1").ok());
   known_->SawHandover(0, *ParseDate("2026-11-30"));  // a day the file holds: kept answers still good
   const size_t before = ReadsTo(ReplicaPeer(0, 0));
@@ -452,10 +459,10 @@ TEST_F(ArchiveReaderGenerationTest, MgetStraddlingAReloadReportsBothViewsAndKeep
   // Without coalescing and with one key per request, an mget of two keys is
   // two requests; the file is replaced between them (a reload mid-query).
   auto file = StandardFile();
-  ArchiveReader::Options options = CacheOn();
+  ArchiveReader::Options options = Known();
   options.coalesce_in_flight = 0;
   options.max_keys_per_mget = 1;
-  ArchiveReader& reader = ShardZero(1, file, options);
+  ArchiveReader& reader = ShardZero(1, file, options, Kept());
   ServedFileState newer = *file;
   Deploy(newer, 8, 2222, "v1-of-8");
   client_.ScriptOnce(ReplicaPeer(0, 0), "/mget", Answer::Http(200, "k1,v1\n", file->ArchiveHeaders()));

@@ -6,7 +6,7 @@
 //  - a new archive file loaded by the replicas by hand (no rebuild told
 //    realtime) is picked up: while it happens every answer is wholly the old
 //    file's or wholly the new one's, and a query that starts
-//    ArchiveReader::kReconfirmEvery (and a margin) after every replica serves
+//    CachedArchiveReader::kReconfirmEvery (and a margin) after every replica serves
 //    the new file answers the new one (the reader asks a replica it has not
 //    heard from for that long which file it serves);
 //  - kept answers outlive their replica (a file never changes): after the
@@ -29,7 +29,7 @@
 #include <thread>
 
 #include "api/query/cluster_fixture.h"
-#include "query/fetch/archive_reader.h"
+#include "query/cache/cached_archive_reader.h"
 
 namespace clickatron::api::testing {
 namespace {
@@ -188,7 +188,7 @@ TEST_F(IntegrationArchiveCacheTest, HitsAreExact) {
 void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generation) {
   // The reader asks again after kReconfirmEvery; the margin is for the
   // probe's round trip on a loaded machine.
-  constexpr milliseconds kReconfirmBound = ArchiveReader::kReconfirmEvery + milliseconds(500);
+  constexpr milliseconds kReconfirmBound = CachedArchiveReader::kReconfirmEvery + milliseconds(500);
   StartOneShard(2);
   // Generation 2: the same, plus clicks on archived days only (before D-1,
   // which realtime also holds), some under a value generation 1 lacks.
@@ -249,7 +249,7 @@ void IntegrationArchiveCacheTest::ExpectNextFilePickedUp(uint64_t next_generatio
         ADD_FAILURE() << old_queries[i].target << ": the first file's answer from a query started "
                       << std::chrono::duration_cast<milliseconds>(started - *all_serve_new).count()
                       << " ms after both replicas served the next one (kReconfirmEvery "
-                      << ArchiveReader::kReconfirmEvery.count() << " ms)";
+                      << CachedArchiveReader::kReconfirmEvery.count() << " ms)";
         return;
       }
       ADD_FAILURE() << old_queries[i].target << ": neither generation's answer: " << j.dump()

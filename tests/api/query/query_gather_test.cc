@@ -75,8 +75,9 @@ class QueryGatherTest : public ::testing::Test {
     ArchiveReader::Options options;
     options.replica_penalty = std::chrono::hours(1);
     archive_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    archive_reads_ = std::make_unique<CachedArchiveReader>(*archive_, nullptr, stats_);
     realtime_ = std::make_unique<RealtimeReader>(cluster_, client_, stats_, RealtimeReader::Options{});
-    gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, stats_);
+    gather_ = std::make_unique<QueryGather>(cluster_, *archive_reads_, *realtime_, lookups_, stats_);
   }
 
   // The reader and gather again, with a read cache of `bytes` (the
@@ -84,18 +85,19 @@ class QueryGatherTest : public ::testing::Test {
   // archive (known_generation.h), as a node's do.
   void KeepAnswers(size_t bytes) {
     gather_.reset();
+    archive_reads_.reset();
     archive_.reset();
     realtime_.reset();
     kept_ = std::make_shared<ReadCache>(bytes);
     auto known = std::make_shared<KnownGeneration>(std::string());
     ArchiveReader::Options options;
     options.replica_penalty = std::chrono::hours(1);
-    options.cache = kept_;
     options.known_generation = known;
     archive_ = std::make_unique<ArchiveReader>(cluster_, client_, stats_, options);
+    archive_reads_ = std::make_unique<CachedArchiveReader>(*archive_, kept_, stats_);
     realtime_ = std::make_unique<RealtimeReader>(cluster_, client_, stats_,
                                                  RealtimeReader::Options{.known_generation = known});
-    gather_ = std::make_unique<QueryGather>(cluster_, *archive_, *realtime_, lookups_, stats_);
+    gather_ = std::make_unique<QueryGather>(cluster_, *archive_reads_, *realtime_, lookups_, stats_);
   }
 
   // (hour, count) of the total and (hour, value, count) of the subtotals,
@@ -129,6 +131,7 @@ class QueryGatherTest : public ::testing::Test {
   ClusterConfig cluster_;
   std::shared_ptr<ReadCache> kept_;  // KeepAnswers's
   std::unique_ptr<ArchiveReader> archive_;
+  std::unique_ptr<CachedArchiveReader> archive_reads_;
   std::unique_ptr<RealtimeReader> realtime_;
   std::unique_ptr<QueryGather> gather_;
 };
