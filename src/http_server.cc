@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
+#include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/tls.h"
 #include "clickatron/unique_fd.h"
@@ -896,6 +897,31 @@ bool AmbiguousLength(const evkeyvalq* headers) {
   return length != nullptr && transfer_encoding;
 }
 
+// The request's Transfer-Encoding when it is not plain "chunked", the only
+// transfer coding libevent frames (nullptr: none, or chunked). libevent
+// reads any other as no coding, so a "gzip, chunked" body would be taken
+// as it came, undecoded; RFC 9112 section 6.1 answers such a request 501.
+const char* UnknownTransferCoding(const evkeyvalq* headers) {
+  for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
+    if (strcasecmp(h->key, "Transfer-Encoding") == 0 && strcasecmp(h->value, "chunked") != 0) return h->value;
+  }
+  return nullptr;
+}
+
+// A header that appears more than once of those read with find_header,
+// which takes the first line: a second one would be silently ignored (two
+// Idempotency-Keys: a retry sent with the second is counted again). RFC
+// 9112 section 3.2 asks a 400 for a repeated Host. nullptr: none repeated.
+const char* RepeatedSingleHeader(const evkeyvalq* headers) {
+  for (const char* name : {"Host", "Authorization", "Idempotency-Key"}) {
+    int seen = 0;
+    for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
+      if (strcasecmp(h->key, name) == 0 && ++seen > 1) return name;
+    }
+  }
+  return nullptr;
+}
+
 void HttpServerImpl::Dispatch(evhttp_request* req) {
   std::string_view uri = OriginForm(evhttp_request_get_uri(req));
   std::string_view path = uri.substr(0, uri.find('?'));
@@ -922,6 +948,16 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     return ex->ReplyError(400, "BAD_REQUEST",
                           "the request has two different Content-Length headers, or a Content-Length beside a "
                           "Transfer-Encoding: its length is ambiguous");
+  }
+  if (const char* coding = UnknownTransferCoding(evhttp_request_get_input_headers(req))) {
+    ex->AddHeader("Connection", "close");
+    return ex->ReplyError(501, "UNSUPPORTED_TRANSFER_ENCODING",
+                          fmt::format("Transfer-Encoding {} is not supported: send chunked or a Content-Length (a "
+                                      "compressed body: Content-Encoding: gzip)",
+                                      QuoteForMessage(coding)));
+  }
+  if (const char* name = RepeatedSingleHeader(evhttp_request_get_input_headers(req))) {
+    return ex->ReplyError(400, "BAD_REQUEST", fmt::format("the request has more than one {} header", name));
   }
   if (Status st = ex->Parse(options_.limits.max_query_args); !st.ok()) {
     ex->ReplyError(st);

@@ -16,11 +16,11 @@ std::string_view BareIdempotencyKey(std::string_view header) {
   return header;
 }
 
-Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex) {
+Result<std::optional<std::string>> ReadIdempotencyKey(const HttpExchange& ex) {
   // Present but empty is a malformed key, not none: a client that meant to
   // send one must not lose its retry protection without a word.
   const std::optional<std::string> header = ex.find_header(kIdempotencyKeyHeader);
-  if (!header) return std::optional<KeyedRequest>();
+  if (!header) return std::optional<std::string>();
   std::string key(BareIdempotencyKey(*header));
   if (!ValidIdempotencyKey(key)) {
     return Status::InvalidArgument(
@@ -28,13 +28,17 @@ Result<std::optional<KeyedRequest>> ReadIdempotencyKey(const HttpExchange& ex) {
                     key.size()),
         "INVALID_IDEMPOTENCY_KEY");
   }
+  return std::optional<std::string>(std::move(key));
+}
+
+std::string RequestDigest(const HttpExchange& ex, std::string_view content) {
   std::vector<std::string_view> parts = {ex.method(), ex.path()};
   for (const auto& [name, value] : ex.args().items()) {
     parts.push_back(name);
     parts.push_back(value);
   }
-  parts.push_back(ex.body());
-  return std::optional<KeyedRequest>(KeyedRequest{std::move(key), Hash128HexOfParts(parts)});
+  parts.push_back(content);
+  return Hash128HexOfParts(parts);
 }
 
 }  // namespace clickatron::api

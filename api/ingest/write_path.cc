@@ -20,6 +20,7 @@
 #include "ingest/write_path.h"
 
 #include <algorithm>
+#include <strings.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,6 +47,18 @@
 
 namespace clickatron::api {
 namespace {
+
+// A request body's Content-Encoding. Content codings are case-insensitive,
+// and x-gzip is gzip (RFC 9110 section 8.4.1).
+enum class BodyCoding { kIdentity, kGzip, kUnsupported };
+BodyCoding BodyCodingOf(std::string_view encoding) {
+  auto is = [&](std::string_view name) {
+    return encoding.size() == name.size() && strncasecmp(encoding.data(), name.data(), name.size()) == 0;
+  };
+  if (encoding.empty() || is("identity")) return BodyCoding::kIdentity;
+  if (is("gzip") || is("x-gzip")) return BodyCoding::kGzip;
+  return BodyCoding::kUnsupported;
+}
 
 constexpr int64_t kLateSealAgeSeconds = 3600;
 constexpr auto kHousekeepingPeriod = std::chrono::seconds(30);
@@ -124,8 +137,9 @@ class WritePathImpl : public WritePath {
   // the exchange's parsed parts are read (its body and args; the headers
   // live in libevent's request, which only the loop may touch), so the
   // Content-Encoding header is read by the caller.
+  // A compressed body is left inflated in *inflated.
   Status ParseRequest(const HttpExchange& ex, const std::string& content_encoding, WriteDoor door, HourCache* cache,
-                      std::vector<RoutedRecord>* records, size_t* increments) const;
+                      std::vector<RoutedRecord>* records, size_t* increments, std::string* inflated) const;
   // After the parse (on the loop): refused, or admitted.
   void Parsed(const HttpExchangePtr& ex, WriteDoor door, const Status& st, std::vector<RoutedRecord>& records,
               size_t increments, std::optional<KeyedRequest>& key);
@@ -142,10 +156,13 @@ class WritePathImpl : public WritePath {
   // statsd lines: taken into the window at once, or (a shard's queue is
   // full) not at all; nobody waits for an answer. False when refused.
   bool TakeUnanswered(const std::vector<Increment>& increments);
-  // Checks the request's Idempotency-Key. False when it was answered here
-  // (malformed, a replay, reused, in flight); true to go on, with *key set
-  // (and in flight) when it has one.
-  bool BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<KeyedRequest>* key);
+  // Looks the request's Idempotency-Key (`idempotency_key`, read by
+  // ReadIdempotencyKey; nullopt: none) up with the digest of `content` (the
+  // body, inflated if it came compressed). False when it was answered here
+  // (a replay, reused, in flight); true to go on, with *key set (and in
+  // flight) when it has one.
+  bool BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<std::string> idempotency_key,
+                  std::string_view content, std::optional<KeyedRequest>* key);
   // The request with `key` was answered without taking anything.
   void AbortKeyed(const std::optional<KeyedRequest>& key) {
     if (key) keys_.Abort(key->key);
@@ -394,19 +411,14 @@ void WritePathImpl::ResumeParked() {
   }
 }
 
-bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<KeyedRequest>* key) {
-  Result<std::optional<KeyedRequest>> read = ReadIdempotencyKey(*ex);
-  if (!read.ok()) {
-    ++rejected_invalid_;
-    ReplyRefused(*ex, door, 400, read.status().reason(), read.status().message());
-    return false;
-  }
-  if (!read->has_value()) return true;
-  const IdempotencyTable::Lookup found =
-      keys_.Begin((*read)->key, (*read)->digest, static_cast<int64_t>(std::time(nullptr)));
+bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<std::string> idempotency_key,
+                              std::string_view content, std::optional<KeyedRequest>* key) {
+  if (!idempotency_key) return true;
+  KeyedRequest keyed{std::move(*idempotency_key), RequestDigest(*ex, content)};
+  const IdempotencyTable::Lookup found = keys_.Begin(keyed.key, keyed.digest, static_cast<int64_t>(std::time(nullptr)));
   switch (found.verdict) {
     case IdempotencyTable::Verdict::kNew:
-      *key = std::move(*read);
+      *key = std::move(keyed);
       return true;
     case IdempotencyTable::Verdict::kReplay:
       ReplyTaken(*ex, door, found.increments, /*replayed=*/true);
@@ -443,23 +455,28 @@ bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex) {
 }
 
 Status WritePathImpl::ParseRequest(const HttpExchange& ex, const std::string& encoding, WriteDoor door,
-                                   HourCache* cache, std::vector<RoutedRecord>* records, size_t* increments) const {
+                                   HourCache* cache, std::vector<RoutedRecord>* records, size_t* increments,
+                                   std::string* inflated) const {
   IncrementLimits limits;
   limits.now = clock_.NowUnixSeconds();
   limits.future_margin_hours = ctx_.cluster.api.future_margin_hours;
   records->clear();
   *increments = 0;
   std::string_view body = ex.body();
-  std::string inflated;  // a gzip body, inflated (Influx clients send them)
-  if (!encoding.empty() && encoding != "identity") {
-    if (encoding != "gzip") {
+  // A gzip body is inflated (Influx clients send them).
+  switch (BodyCodingOf(encoding)) {
+    case BodyCoding::kIdentity:
+      break;
+    case BodyCoding::kGzip: {
+      Result<std::string> gunzipped = GunzipBuffer(body, ctx_.cluster.http.max_body_bytes);
+      if (!gunzipped.ok()) return gunzipped.status();
+      *inflated = std::move(gunzipped).value();
+      body = *inflated;
+      break;
+    }
+    case BodyCoding::kUnsupported:
       return Status::InvalidArgument(fmt::format("Content-Encoding {} is not taken (gzip or identity)", encoding),
                                      "UNSUPPORTED_ENCODING");
-    }
-    Result<std::string> gunzipped = GunzipBuffer(body, ctx_.cluster.http.max_body_bytes);
-    if (!gunzipped.ok()) return gunzipped.status();
-    inflated = std::move(gunzipped).value();
-    body = inflated;
   }
   // The records one request may expand to are bounded (64 subtotals and a
   // visitor each make one increment many records): past the bound the rest
@@ -507,27 +524,39 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
     return;
   }
   if (RelayedToHome(ex)) return;  // the home answers in the door's own shape
-  std::optional<KeyedRequest> key;
-  if (!BeginKeyed(ex, door, &key)) return;
+  Result<std::optional<std::string>> idempotency_key = ReadIdempotencyKey(*ex);
+  if (!idempotency_key.ok()) {
+    ++rejected_invalid_;
+    ReplyRefused(*ex, door, 400, idempotency_key.status().reason(), idempotency_key.status().message());
+    return;
+  }
   std::string encoding = ex->header("Content-Encoding");
-  // A compressed body's size says little of what it inflates to.
-  const bool compressed = !encoding.empty() && encoding != "identity";
+  // A compressed body's size says little of what it inflates to, and its
+  // key is looked up once it is inflated (RequestDigest); any other body's
+  // at once, before it is parsed.
+  const bool compressed = BodyCodingOf(encoding) != BodyCoding::kIdentity;
+  std::optional<KeyedRequest> key;
+  if (!compressed && !BeginKeyed(ex, door, std::move(*idempotency_key), ex->body(), &key)) return;
   if (!compressed && ex->body().size() < kParseOffLoopBytes) {
     size_t increments = 0;
-    Status st = ParseRequest(*ex, encoding, door, &hour_cache_, &scratch_, &increments);
+    std::string unused;
+    Status st = ParseRequest(*ex, encoding, door, &hour_cache_, &scratch_, &increments, &unused);
     Parsed(ex, door, st, scratch_, increments, key);
     return;
   }
   // A big body: parsed on the parse thread while the loop serves the rest.
   ++parses_in_flight_;
   ++parsed_off_loop_;
-  parser_->Post([this, ex, encoding = std::move(encoding), door, key = std::move(key)]() mutable {
+  parser_->Post([this, ex, encoding = std::move(encoding), door, key = std::move(key), compressed,
+                 idempotency_key = std::move(*idempotency_key)]() mutable {
     auto records = std::make_shared<std::vector<RoutedRecord>>();
     size_t increments = 0;
-    Status st = ParseRequest(*ex, encoding, door, &parser_hour_cache_, records.get(), &increments);
+    std::string inflated;
+    Status st = ParseRequest(*ex, encoding, door, &parser_hour_cache_, records.get(), &increments, &inflated);
     // The exchange moves into the loop's job: it is let go on the loop.
     server_.RunInLoop(Guarded([this, ex = std::move(ex), door, st = std::move(st), records, increments,
-                               key = std::move(key)]() mutable {
+                               key = std::move(key), compressed, idempotency_key = std::move(idempotency_key),
+                               inflated = std::move(inflated)]() mutable {
       --parses_in_flight_;
       if (stop_drained_) {
         AbortKeyed(key);
@@ -536,6 +565,7 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
         NotifyIfDrained();
         return;
       }
+      if (compressed && st.ok() && !BeginKeyed(ex, door, std::move(idempotency_key), inflated, &key)) return;
       Parsed(ex, door, st, *records, increments, key);
     }));
   });

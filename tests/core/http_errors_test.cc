@@ -345,6 +345,40 @@ TEST_F(HttpErrorsTest, AnAmbiguousBodyLengthIs400AndCloses) {
   EXPECT_EQ(counted_.load(), 1);
 }
 
+// libevent frames chunked bodies only and reads any other transfer coding
+// as none: such a body would be taken undecoded, or its bytes read as the
+// next request. RFC 9112 section 6.1: 501, and the connection closes.
+TEST_F(HttpErrorsTest, ATransferCodingOtherThanChunkedIs501AndCloses) {
+  for (const std::string& coding : {std::string("gzip, chunked"), std::string("gzip"), std::string("identity")}) {
+    SCOPED_TRACE(coding);
+    Answer a = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                        "\r\n\r\n5\r\nabcde\r\n0\r\n\r\n");
+    ExpectEnvelope(a, 501, "UNSUPPORTED_TRANSFER_ENCODING");
+    EXPECT_TRUE(a.closes);
+  }
+  EXPECT_EQ(counted_.load(), 0) << "a body of an unknown transfer coding reached its handler";
+  Answer chunked = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n");
+  EXPECT_EQ(chunked.status, 200);
+  EXPECT_EQ(counted_.load(), 1);
+}
+
+// A handler reads the first of repeated header lines: a second Idempotency-Key
+// (or Host, or Authorization) would be silently ignored.
+TEST_F(HttpErrorsTest, ARepeatedHostAuthorizationOrIdempotencyKeyIs400) {
+  for (const std::string name : {"Host", "Authorization", "Idempotency-Key"}) {
+    SCOPED_TRACE(name);
+    const std::string first = name == "Host" ? "" : "Host: x\r\n";
+    Answer a = AnswerTo("GET /count HTTP/1.1\r\n" + first + name + ": a\r\n" + name + ": b\r\nConnection: close\r\n\r\n");
+    ExpectEnvelope(a, 400, "BAD_REQUEST");
+    EXPECT_NE(a.body["message"].get<std::string>().find(name), std::string::npos) << a.body;
+  }
+  EXPECT_EQ(counted_.load(), 0) << "a request with a repeated header reached its handler";
+  Answer once = AnswerTo("GET /count HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(once.status, 200);
+  EXPECT_EQ(counted_.load(), 1);
+}
+
 TEST_F(HttpErrorsTest, KeepAliveAndPipelinedRequestsAreServedAndAnIdleConnectionIsNotCutOff) {
   RawConnection c(server_->port());
   ASSERT_TRUE(c.connected());

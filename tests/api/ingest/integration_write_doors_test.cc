@@ -132,6 +132,25 @@ print('ok')
   EXPECT_EQ(c.ApiStats()["write"]["influx_requests"], 2);
 }
 
+// `text` as one gzip member whose header carries `mtime`, as a client
+// stamps the time it compressed.
+std::string GzipStamped(const std::string& text, unsigned long mtime) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  gz_header header{};
+  header.time = mtime;
+  deflateSetHeader(&z, &header);
+  std::string out(deflateBound(&z, text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int st = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return st == Z_STREAM_END ? out : std::string();
+}
+
 TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
   ClusterSpec spec = WriteCluster::Spec(2);
   spec.http.SetInt("max_body_bytes", 1 << 20);
@@ -188,12 +207,30 @@ TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
   EXPECT_EQ(again.status, 204);
   EXPECT_TRUE(again.Replayed()) << again.headers;
 
+  // A keyed gzip body compressed again for its retry: other bytes (gzip
+  // writes the time into its header), the same content. Replayed, not
+  // refused as another request. Coding names are case-insensitive, and
+  // x-gzip is gzip.
+  const std::string zipped = fmt::format("p,key=zipped value=2i {}\n", ts);
+  ASSERT_NE(GzipStamped(zipped, 1000), GzipStamped(zipped, 2000));
+  ASSERT_EQ(Curl(c.dir(), c.Api(), "/write?db=clicks&precision=s", GzipStamped(zipped, 1000),
+                 {"Idempotency-Key: influx-gz", "Content-Encoding: gzip"})
+                .status,
+            204);
+  CurlAnswer zipped_again = Curl(c.dir(), c.Api(), "/write?db=clicks&precision=s", GzipStamped(zipped, 2000),
+                                 {"Idempotency-Key: influx-gz", "Content-Encoding: GZIP"});
+  EXPECT_EQ(zipped_again.status, 204) << zipped_again.body;
+  EXPECT_TRUE(zipped_again.Replayed()) << zipped_again.headers;
+  EXPECT_EQ(Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=s",
+                 GzipStamped(fmt::format("p,key=xgzip value=5i {}\n", ts), 0), {"Content-Encoding: x-gzip"})
+                .status,
+            204);
+
   ASSERT_TRUE(WaitFor([&] { return c.Drained(); })) << c.ApiStats().dump();
-  const std::map<std::string, int64_t> want = {{"p|ns." + hour, 4},
-                                               {"p|us." + hour, 4},
-                                               {"p|ms." + hour, 4},
-                                               {"p|s." + hour, 4},
-                                               {"p|keyed." + hour, 4}};
+  const std::map<std::string, int64_t> want = {{"p|ns." + hour, 4},     {"p|us." + hour, 4},
+                                               {"p|ms." + hour, 4},     {"p|s." + hour, 4},
+                                               {"p|keyed." + hour, 4},  {"p|zipped." + hour, 2},
+                                               {"p|xgzip." + hour, 5}};
   EXPECT_EQ(c.Counters("p|"), want);
 }
 
