@@ -79,15 +79,18 @@ void CachedArchiveReader::MGet(const std::shared_ptr<Session>& session, const st
 
 void CachedArchiveReader::MGetRouted(const std::shared_ptr<Session>& session, std::vector<std::string> keys,
                                      MGetCallback done) {
-  const std::optional<ServedFile> file = CachedFile(*session);
-  // Without a confirmed file every key is asked, and none is kept.
-  if (!file) return reader_.MGetRouted(session, std::move(keys), std::move(done));
   // Keys whose answer is kept come back as one more mget answer of their own
   // (the lines a replica would have sent for them); only the others are
-  // asked for, and their answers kept.
+  // asked for, and their answers kept (without a confirmed file to look in,
+  // every key is asked: its answer confirms one).
+  const std::optional<ServedFile> file = CachedFile(*session);
   std::vector<std::string> asked;
   std::optional<ArchiveReply> kept_lines;
   for (const std::string& key : keys) {
+    if (!file) {
+      asked.push_back(key);
+      continue;
+    }
     const auto kept = cache_.Find(session->shard, key, *file, session->shard_count);
     if (kept == nullptr) {
       ++stats_.archive_cache_misses;

@@ -576,5 +576,46 @@ TEST_F(ArchiveReaderTest, ShardsDisagreeingOnTheCountIsShardUnavailable) {
   EXPECT_EQ(stats_.archive_reroutes.load(), 3u);
 }
 
+// An mget whose asked keys are rerouted while out (a re-partition being
+// deployed) had its other keys answered by the cache from the shard first
+// asked: those lines are dropped and every key asked again where the
+// session points now, so the caller gets one file's answers.
+TEST_F(ArchiveReaderGenerationTest, AnMgetReroutedWhileOutIsAskedAgainWholeWithoutItsKeptLines) {
+  const std::string shard_key = KeyOnShard(1, 2);
+  auto shard0 = StandardFile();
+  shard0->shard_count = 2;
+  auto shard1 = StandardFile();
+  shard1->shard_count = 2;
+  ServeFile(client_, ReplicaPeer(0, 0), shard0);
+  ServeFile(client_, ReplicaPeer(1, 0), shard1);
+  ArchiveReader& reader = MakeReader(ArchiveCluster(2, 1), Known(), Kept());
+  auto session = reader.Begin(shard_key);
+  ASSERT_TRUE(MGet(session, {"k1"}).ok());  // kept, of shard 1's generation 7
+  ASSERT_EQ(session->shard, 1);
+  // The replica's first answer was kept (no file was confirmed when it was
+  // asked): read again, it comes from the cache.
+  ASSERT_TRUE(MGet(session, {"k1"}).ok());
+  ASSERT_EQ(stats_.archive_cache_hits.load(), 1u) << "k1 was not kept";
+
+  // Generation 8 is cut into one shard, which holds every key.
+  for (ServedFileState* file : {shard0.get(), shard1.get()}) {
+    Deploy(*file, 8, 2222, "v1-of-8");
+    file->shard_count = 1;
+    file->records["k2"] = "v2-of-8";
+  }
+  Result<std::vector<ArchiveReply>> replies = MGet(session, {"k1", "k2"});
+  ASSERT_TRUE(replies.ok()) << replies.status().ToString();
+  EXPECT_EQ(session->shard, 0);
+  EXPECT_EQ(session->shard_count, 1);
+  std::string lines;
+  for (const ArchiveReply& reply : *replies) {
+    EXPECT_EQ(reply.view.generation, 8u) << "a kept line of the shard first asked came back";
+    EXPECT_FALSE(reply.kept);
+    lines += reply.body;
+  }
+  EXPECT_EQ(lines, "k1,v1-of-8\nk2,v2-of-8\n");
+  EXPECT_EQ(stats_.archive_reroutes.load(), 1u);
+}
+
 }  // namespace
 }  // namespace clickatron::api::archive_reader_test
