@@ -171,6 +171,25 @@ class HttpErrorsTest : public ::testing::Test {
     EXPECT_TRUE(a.body["message"].is_string());
   }
 
+  // Each of `refused` is answered `status` `reason` (and closed, with
+  // `closes`) before the handler runs; then `served`, a request that differs
+  // only where they are wrong, reaches it.
+  void ExpectRefusedBeforeTheHandler(const std::vector<std::string>& refused, int status, const std::string& reason,
+                                     bool closes, const std::string& served) {
+    for (const std::string& request : refused) {
+      SCOPED_TRACE(request.substr(0, 80));
+      Answer a = AnswerTo(request);
+      ExpectEnvelope(a, status, reason);
+      if (closes) {
+        EXPECT_TRUE(a.closes);
+      }
+    }
+    EXPECT_EQ(counted_.load(), 0) << "a refused request reached its handler";
+    Answer a = AnswerTo(served);
+    EXPECT_EQ(a.status, 200);
+    EXPECT_EQ(counted_.load(), 1);
+  }
+
   // The idle timeout must not be what closes: a minute, against a 1 s deadline.
   struct Limits {
     int timeout_seconds = 60;
@@ -329,54 +348,38 @@ TEST_F(HttpErrorsTest, HeadIsRefusedWhereAGetChangesState) {
 }
 
 TEST_F(HttpErrorsTest, AnAmbiguousBodyLengthIs400AndCloses) {
-  for (const std::string& framing : {std::string("Content-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"),
-                                     std::string("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                                 "5\r\nabcde\r\n0\r\n\r\n")}) {
-    SCOPED_TRACE(framing.substr(0, 40));
-    Answer a = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\n" + framing);
-    ExpectEnvelope(a, 400, "BAD_REQUEST");
-    EXPECT_TRUE(a.closes);
-  }
-  EXPECT_EQ(counted_.load(), 0) << "a request of ambiguous length reached its handler";
   // The same length twice is not ambiguous.
-  Answer same = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                         "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc");
-  EXPECT_EQ(same.status, 200);
-  EXPECT_EQ(counted_.load(), 1);
+  ExpectRefusedBeforeTheHandler({"POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+                                 "POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 "5\r\nabcde\r\n0\r\n\r\n"},
+                                400, "BAD_REQUEST", /*closes=*/true,
+                                "POST /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                "Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc");
 }
 
 // libevent frames chunked bodies only and reads any other transfer coding
 // as none: such a body would be taken undecoded, or its bytes read as the
 // next request. RFC 9112 section 6.1: 501, and the connection closes.
 TEST_F(HttpErrorsTest, ATransferCodingOtherThanChunkedIs501AndCloses) {
-  for (const std::string& coding : {std::string("gzip, chunked"), std::string("gzip"), std::string("identity")}) {
-    SCOPED_TRACE(coding);
-    Answer a = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
-                        "\r\n\r\n5\r\nabcde\r\n0\r\n\r\n");
-    ExpectEnvelope(a, 501, "UNSUPPORTED_TRANSFER_ENCODING");
-    EXPECT_TRUE(a.closes);
-  }
-  EXPECT_EQ(counted_.load(), 0) << "a body of an unknown transfer coding reached its handler";
-  Answer chunked = AnswerTo("POST /count HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                            "Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n");
-  EXPECT_EQ(chunked.status, 200);
-  EXPECT_EQ(counted_.load(), 1);
+  auto with = [](const std::string& coding, const std::string& more = "") {
+    return "POST /count HTTP/1.1\r\nHost: x\r\n" + more + "Transfer-Encoding: " + coding +
+           "\r\n\r\n5\r\nabcde\r\n0\r\n\r\n";
+  };
+  ExpectRefusedBeforeTheHandler({with("gzip, chunked"), with("gzip"), with("identity")}, 501,
+                                "UNSUPPORTED_TRANSFER_ENCODING", /*closes=*/true,
+                                with("chunked", "Connection: close\r\n"));
 }
 
 // A handler reads the first of repeated header lines: a second Idempotency-Key
 // (or Host, or Authorization) would be silently ignored.
 TEST_F(HttpErrorsTest, ARepeatedHostAuthorizationOrIdempotencyKeyIs400) {
+  std::vector<std::string> repeated;
   for (const std::string name : {"Host", "Authorization", "Idempotency-Key"}) {
-    SCOPED_TRACE(name);
-    const std::string first = name == "Host" ? "" : "Host: x\r\n";
-    Answer a = AnswerTo("GET /count HTTP/1.1\r\n" + first + name + ": a\r\n" + name + ": b\r\nConnection: close\r\n\r\n");
-    ExpectEnvelope(a, 400, "BAD_REQUEST");
-    EXPECT_NE(a.body["message"].get<std::string>().find(name), std::string::npos) << a.body;
+    const std::string host = name == "Host" ? "" : "Host: x\r\n";
+    repeated.push_back("GET /count HTTP/1.1\r\n" + host + name + ": a\r\n" + name + ": b\r\nConnection: close\r\n\r\n");
   }
-  EXPECT_EQ(counted_.load(), 0) << "a request with a repeated header reached its handler";
-  Answer once = AnswerTo("GET /count HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nConnection: close\r\n\r\n");
-  EXPECT_EQ(once.status, 200);
-  EXPECT_EQ(counted_.load(), 1);
+  ExpectRefusedBeforeTheHandler(repeated, 400, "BAD_REQUEST", /*closes=*/false,
+                                "GET /count HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nConnection: close\r\n\r\n");
 }
 
 TEST_F(HttpErrorsTest, KeepAliveAndPipelinedRequestsAreServedAndAnIdleConnectionIsNotCutOff) {

@@ -64,6 +64,18 @@ class ArchiveReaderTest : public ::testing::Test {
     return MakeReader(ArchiveCluster(1, replicas), options, std::move(kept));
   }
 
+  // The standard file on one replica each of shards 0 and 1, saying it is
+  // cut into `count0` and `count1` shards.
+  std::pair<std::shared_ptr<ServedFileState>, std::shared_ptr<ServedFileState>> ServeTwoShards(int count0, int count1) {
+    auto shard0 = StandardFile();
+    shard0->shard_count = count0;
+    auto shard1 = StandardFile();
+    shard1->shard_count = count1;
+    ServeFile(client_, ReplicaPeer(0, 0), shard0);
+    ServeFile(client_, ReplicaPeer(1, 0), shard1);
+    return {shard0, shard1};
+  }
+
   // A read cache of 1 MiB, for ShardZero.
   static std::shared_ptr<ReadCache> Kept() { return std::make_shared<ReadCache>(1 << 20); }
 
@@ -560,12 +572,7 @@ TEST_F(ArchiveReaderTest, ShardsDisagreeingOnTheCountIsShardUnavailable) {
   // answer sends the key to the other shard. A few tries, then a clear error.
   const std::string key = KeyOnShard(1, 2);
   ASSERT_EQ(ShardOf(key, 1), 0u);
-  auto shard0 = StandardFile();
-  shard0->shard_count = 2;
-  auto shard1 = StandardFile();
-  shard1->shard_count = 1;
-  ServeFile(client_, ReplicaPeer(0, 0), shard0);
-  ServeFile(client_, ReplicaPeer(1, 0), shard1);
+  ServeTwoShards(2, 1);
   ArchiveReader& reader = MakeReader(ArchiveCluster(2, 1));
 
   Result<ArchiveReply> reply = Get(reader.Begin(key), key);
@@ -582,12 +589,7 @@ TEST_F(ArchiveReaderTest, ShardsDisagreeingOnTheCountIsShardUnavailable) {
 // session points now, so the caller gets one file's answers.
 TEST_F(ArchiveReaderGenerationTest, AnMgetReroutedWhileOutIsAskedAgainWholeWithoutItsKeptLines) {
   const std::string shard_key = KeyOnShard(1, 2);
-  auto shard0 = StandardFile();
-  shard0->shard_count = 2;
-  auto shard1 = StandardFile();
-  shard1->shard_count = 2;
-  ServeFile(client_, ReplicaPeer(0, 0), shard0);
-  ServeFile(client_, ReplicaPeer(1, 0), shard1);
+  const auto [shard0, shard1] = ServeTwoShards(2, 2);
   ArchiveReader& reader = MakeReader(ArchiveCluster(2, 1), Known(), Kept());
   auto session = reader.Begin(shard_key);
   ASSERT_TRUE(MGet(session, {"k1"}).ok());  // kept, of shard 1's generation 7
