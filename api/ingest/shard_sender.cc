@@ -403,10 +403,36 @@ void ShardSender::SchedulePoll() {
           return;
         }
         if (applied >= self.shard_applied_) self.Heard(applied, durable, self.acked_seq_);
+        if (!batch_sent_meanwhile) self.PollAnswered();
+      } else if (self.batches_sent_ == sent_before_poll) {
+        self.PollUnanswered(r);  // a batch sent meanwhile says the state itself
       }
       self.SchedulePoll();
     });
   });
+}
+
+void ShardSender::PollAnswered() {
+  // Polls are sent only while nothing is in flight or waiting to be re-sent,
+  // and no batch went out since this one: a state the last exchange left
+  // down is the poll's to end.
+  if (in_flight_ || retry_pending_ || (state_ != State::kDown && state_ != State::kBackoff)) return;
+  spdlog::info("shard {} ({}) is up again (a watermark poll was answered)", options_.shard, options_.member);
+  state_ = State::kUp;
+  backoff_ms_ = 0;
+  last_error_.clear();
+}
+
+void ShardSender::PollUnanswered(const HttpResponse& r) {
+  // An idle node learns of a shard that died or froze from its polls only:
+  // without this, /stats, /metrics (shard_up) and `clickatron status` said
+  // "up" until the next batch failed.
+  if (state_ != State::kUp) return;
+  ++failures_;
+  state_ = State::kDown;
+  last_error_ = r.ok() ? fmt::format("GET /watermark: HTTP {} {}", r.status_code, Snippet(r.body))
+                       : "GET /watermark: " + r.transport.ToString();
+  spdlog::warn("shard {} ({}) down: {}", options_.shard, options_.member, last_error_);
 }
 
 void ShardSender::Enqueue(BatchPtr batch) {

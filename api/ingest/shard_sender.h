@@ -135,6 +135,10 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
   // The watermarks in a 200 answer to GET /watermark; false for any other.
   static bool WatermarksIn(const HttpResponse& r, uint64_t* applied, uint64_t* durable);
   void AskWatermark();
+  // An idle watermark poll answered, or not: what it says of the shard's
+  // state (down after no answer, up again after one).
+  void PollAnswered();
+  void PollUnanswered(const HttpResponse& r);
   void OnWatermark(HttpResponse r);
   void LoadReplay();
   void OnReplayLoaded(Result<Oplog::ReadResult> r, uint64_t epoch);
