@@ -57,30 +57,13 @@ bool FastYmdh(std::string_view ymdh) {
   return d <= DaysInMonth(kFirstSeedYmdhYear + y, m);  // a 5-character code takes the core's path
 }
 
-// Clicks are counted up: a count of zero or less is no count, and one line may
-// carry at most this many, so that a year of a key's hours (8,784 lines at the
-// most) cannot overflow the sums a query adds up.
-constexpr int64_t kMaxLineCount = 1'000'000'000'000'000;
-
-Status CheckCount(int64_t count) {
-  if (count <= 0) {
-    return Status::InvalidArgument(fmt::format("count {} is not positive (clicks are counted up)", count),
-                                   "BAD_COUNT");
-  }
-  if (count > kMaxLineCount) {
-    return Status::InvalidArgument(
-        fmt::format("count {} is over {}, the most one line may carry", count, kMaxLineCount), "BAD_COUNT");
-  }
-  return Status::Ok();
-}
-
 bool IsCounter(RecordType type) { return type == RecordType::kTotal || type == RecordType::kSubtotal; }
 
-// Only counts CheckCount takes: any other goes the core's way, and is refused there.
+// Only counts CheckLineCount takes: any other goes the core's way, and is refused there.
 bool FastCount(std::string_view text, int64_t* value) {
   if (text.empty()) return false;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
-  return ec == std::errc() && ptr == text.data() + text.size() && CheckCount(*value).ok();
+  return ec == std::errc() && ptr == text.data() + text.size() && CheckLineCount(*value).ok();
 }
 
 void AppendCount(int64_t value, std::string* out) {
@@ -159,7 +142,7 @@ Status ConvertRealtimeLine(std::string_view realtime_line, std::string* out) {
   if (FastConvert(realtime_line, out)) return Status::Ok();
   Result<RealtimeLine> parsed = ParseRealtimeLine(realtime_line);
   if (!parsed.ok()) return parsed.status();
-  if (IsCounter(parsed->key.type)) CLICKATRON_RETURN_IF_ERROR(CheckCount(parsed->count));
+  if (IsCounter(parsed->key.type)) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(parsed->count));
   Result<std::string> converted = RealtimeToArchiveLine(realtime_line);
   if (!converted.ok()) return converted.status();
   out->append(*converted);
@@ -170,7 +153,7 @@ Status NormalizeArchiveLine(std::string_view archive_line, std::string* out) {
   Result<ArchiveRecord> record = ParseArchiveLine(archive_line);
   if (!record.ok()) return record.status();
   if (IsCounter(record->type) || record->type == RecordType::kDaySubtotal) {
-    for (const ArchiveColumn& column : record->columns) CLICKATRON_RETURN_IF_ERROR(CheckCount(column.count));
+    for (const ArchiveColumn& column : record->columns) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(column.count));
   }
   out->append(FormatArchiveLine(*record));
   return Status::Ok();

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <utility>
 
 namespace clickatron {
@@ -27,16 +29,41 @@ CommandOption& CommandOption::Range(uint32_t min, uint32_t max) {
 
 CommandOption& CommandOption::Range(double min, double max) {
   option_->check(CLI::Range(min, max));
+  // CLI11's range compares, and nan compares false with every bound.
+  option_->check(CLI::Validator(
+      [](std::string& text) -> std::string {
+        return std::isnan(std::strtod(text.c_str(), nullptr)) ? "nan is not in range" : std::string();
+      },
+      "", "not nan"));
   return *this;
 }
 
+namespace {
+
+// A number's sign, checked with a plain message: CLI11's own checks name the
+// largest double as the range's bound ("Value -1 not in range 0.000000 to
+// 1797693134862315…", some 300 digits). `desc` is what --help shows.
+CLI::Validator SignCheck(bool zero_ok, const std::string& desc) {
+  return CLI::Validator(
+      [zero_ok](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool number = end != text.c_str() && *end == '\0' && !std::isnan(v);
+        if (number && (zero_ok ? v >= 0 : v > 0)) return std::string();
+        return text + (zero_ok ? " is not a number of 0 or more" : " is not a number above 0");
+      },
+      desc, desc);
+}
+
+}  // namespace
+
 CommandOption& CommandOption::NonNegative() {
-  option_->check(CLI::NonNegativeNumber);
+  option_->check(SignCheck(/*zero_ok=*/true, "NONNEGATIVE"));
   return *this;
 }
 
 CommandOption& CommandOption::Positive() {
-  option_->check(CLI::PositiveNumber);
+  option_->check(SignCheck(/*zero_ok=*/false, "POSITIVE"));
   return *this;
 }
 

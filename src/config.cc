@@ -58,8 +58,30 @@ class TableReader {
     if (!node) return Status::Ok();
     auto v = node->value<double>();
     if (!v) return FieldError(*node, name_, field, "expected a number");
-    if (*v < lo || *v > hi) return FieldError(*node, name_, field, fmt::format("{} is outside {}..{}", *v, lo, hi));
+    // Written so that nan, which compares false with everything, is outside.
+    if (!(*v >= lo && *v <= hi)) {
+      return FieldError(*node, name_, field, fmt::format("{} is outside {}..{}", *v, lo, hi));
+    }
     *out = *v;
+    return Status::Ok();
+  }
+  // A string field that, when written, must not be empty.
+  Status NotEmptyIfGiven(std::string_view field) {
+    const toml::node* node = table_ ? table_->get(field) : nullptr;
+    if (node && node->value<std::string>() && node->value<std::string>()->empty()) {
+      return FieldError(*node, name_, field, "is empty: leave it out to have none");
+    }
+    return Status::Ok();
+  }
+  // A secret written inline: at least kMinSecretBytes, as in a secret file.
+  Status SecretIfGiven(std::string_view field) {
+    const toml::node* node = table_ ? table_->get(field) : nullptr;
+    const std::optional<std::string> v = node ? node->value<std::string>() : std::nullopt;
+    if (v && v->size() < kMinSecretBytes) {
+      return FieldError(*node, name_, field,
+                        fmt::format("{} bytes; a token needs at least {} (leave it out to have none)", v->size(),
+                                    kMinSecretBytes));
+    }
     return Status::Ok();
   }
   Status Bool(std::string_view field, bool* out) {
@@ -132,6 +154,14 @@ const toml::table* SubTable(const toml::table& root, std::string_view name) {
 }
 
 Status ParseSections(const toml::table& root, ClusterConfig* c) {
+  // [[cluster]] is an array of tables, which SubTable would pass over: its
+  // settings (the secret and the admin token among them) left at defaults
+  // without a word.
+  for (const std::string_view name : {"cluster", "http", "api", "realtime", "archive", "rebuild"}) {
+    if (const toml::node* n = root.get(name); n != nullptr && !n->is_table()) {
+      return FieldError(*n, std::string(name), "", fmt::format("write [{}], a table (not [[{}]] or a value)", name, name));
+    }
+  }
   {
     TableReader r(SubTable(root, "cluster"), "cluster");
     CLICKATRON_RETURN_IF_ERROR(r.NoUnknownKeys({"realtime_shards", "realtime_shards_since", "previous_realtime_shards",
@@ -183,6 +213,12 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     if (!c->admin_token.empty() && !c->admin_token_file.empty()) {
       return Status::InvalidArgument("[cluster] admin_token and admin_token_file: set one, not both", "BAD_CONFIG");
     }
+    // Written but empty would leave the routes open without a word; an inline
+    // token is held to the length its file would be.
+    for (const char* field : {"admin_token_file", "cluster_secret_file"}) {
+      CLICKATRON_RETURN_IF_ERROR(r.NotEmptyIfGiven(field));
+    }
+    CLICKATRON_RETURN_IF_ERROR(r.SecretIfGiven("admin_token"));
     CLICKATRON_RETURN_IF_ERROR(r.String("log_level", &c->log_level, {"trace", "debug", "info", "warn", "error"}));
   }
   {
@@ -236,6 +272,7 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_hours", 1, 24 * 366 * 100, &a.max_query_hours));
     CLICKATRON_RETURN_IF_ERROR(r.String("client_token", &a.client_token));
+    CLICKATRON_RETURN_IF_ERROR(r.SecretIfGiven("client_token"));
     CLICKATRON_RETURN_IF_ERROR(r.Int("read_cache_mb", 0, 1 << 20, &a.read_cache_mb));
     CLICKATRON_RETURN_IF_ERROR(r.Int("read_loops", 0, 64, &a.read_loops));
     CLICKATRON_RETURN_IF_ERROR(r.Bool("realtime_unite_days", &a.realtime_unite_days));

@@ -73,7 +73,15 @@ Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daem
                                                MemberRoleName(member->role), MemberRoleName(role)),
                                    "BAD_CONFIG");
   }
-  DaemonContext ctx{std::move(cluster).value(), *member, {}};
+  DaemonContext ctx{std::move(cluster).value(), *member, {}, nullptr};
+  if (!ctx.member.data_dir.empty()) {
+    auto lock = FileLock::Acquire(ctx.member.data_dir, "daemon.lock",
+                                  fmt::format("another process uses data_dir {}: one daemon per data_dir "
+                                              "(member \"{}\" started twice, or two members share it)",
+                                              ctx.member.data_dir, member_name));
+    if (!lock.ok()) return lock.status();
+    ctx.data_dir_lock = std::move(lock).value();
+  }
   InitLogging(daemon, member_name, ctx.cluster.log_level);
   ctx.http.daemon = daemon;
   ctx.http.member = member_name;

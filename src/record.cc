@@ -283,6 +283,18 @@ std::string FormatRealtimeLine(const RealtimeLine& line) {
   return fmt::format("{},{}", FormatRealtimeKey(line.key), line.count);
 }
 
+Status CheckLineCount(int64_t count) {
+  if (count <= 0) {
+    return Status::InvalidArgument(fmt::format("count {} is not positive (clicks are counted up)", count),
+                                   "BAD_COUNT");
+  }
+  if (count > kMaxLineCount) {
+    return Status::InvalidArgument(
+        fmt::format("count {} is over {}, the most one line may carry", count, kMaxLineCount), "BAD_COUNT");
+  }
+  return Status::Ok();
+}
+
 Result<ArchiveRecord> ParseArchiveLine(std::string_view line) {
   const size_t comma = line.find(',');
   if (comma == std::string_view::npos) {

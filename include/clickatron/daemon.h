@@ -8,6 +8,7 @@
 #include <string>
 
 #include "clickatron/config.h"
+#include "clickatron/file_lock.h"
 #include "clickatron/http_server.h"
 #include "clickatron/status.h"
 
@@ -17,6 +18,11 @@ struct DaemonContext {
   ClusterConfig cluster;
   MemberConfig member;
   HttpServerOptions http;  // listen, limits, admin token, names
+  // An flock on DATA_DIR/daemon.lock while the daemon (any copy of its
+  // context) lives: a second daemon on the same data_dir refuses to start.
+  // Two API nodes on one oplog answered 200 for increments written into a
+  // segment the other had already gzipped and unlinked.
+  std::shared_ptr<FileLock> data_dir_lock;
 };
 
 // Refuses a member that other hosts can reach (any listen address but

@@ -163,6 +163,13 @@ struct ArchiveRecord {
 };
 // Parses and validates: key shape by type, columns well formed, sorted and unique.
 Result<ArchiveRecord> ParseArchiveLine(std::string_view line);
+
+// A counter's count on one line of a file loaded, restated or adopted:
+// clicks are counted up, so zero or less is no count (BAD_COUNT), and at
+// most kMaxLineCount, so that a year of a key's hours (8,784 lines at the
+// most) cannot overflow the sums a query adds up.
+inline constexpr int64_t kMaxLineCount = 1'000'000'000'000'000;
+Status CheckLineCount(int64_t count);
 std::string FormatArchiveLine(const ArchiveRecord& record);
 
 // The parts of an archive key, validated like ParseRealtimeKey: a total has no

@@ -92,6 +92,12 @@ Result<std::string> LatestHourOf(const ArchiveRecord& record) {
 Status CheckRecord(std::string_view line, const ManifestOptions& options, std::string* latest_hour) {
   Result<ArchiveRecord> record = ParseArchiveLine(line);
   if (!record.ok()) return record.status();
+  // The counts a load of the file would take (clickatron-rebuild load
+  // --format archive): the replica would serve any.
+  if (record->type == RecordType::kTotal || record->type == RecordType::kSubtotal ||
+      record->type == RecordType::kDaySubtotal) {
+    for (const ArchiveColumn& column : record->columns) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(column.count));
+  }
   Result<std::string> hour = LatestHourOf(*record);
   if (!hour.ok()) return hour.status();
   // YMDH codes compare bytewise in time order (ymdh.h).
@@ -115,6 +121,11 @@ Status WriteManifestFor(const ManifestOptions& options) {
   }
   if (options.generation == 0) {
     return Status::InvalidArgument("--generation must be at least 1: generation 0 means \"no archive file\"");
+  }
+  // A generation the next build could not number above (the command line
+  // reads -1 as 2^64-1, and saturates a number past it there).
+  if (options.generation > uint64_t{1} << 62) {
+    return Status::InvalidArgument(fmt::format("--generation {} is over 2^62", options.generation));
   }
   const std::string manifest_path = ManifestPathFor(options.file);
   if (!options.force && FileExists(manifest_path)) {
@@ -221,7 +232,8 @@ void AddManifestCommand(Command& app) {
   shard.Needs(count);
   count.Needs(shard);
   sub.Option("--generation", options->generation,
-             "the manifest's generation (default 1: 0 means \"no file\" to replicas and API nodes)");
+             "the manifest's generation (default 1: 0 means \"no file\" to replicas and API nodes)")
+      .NonNegative();
   sub.Flag("--force", options->force, "replace an existing FILE.manifest");
   SetAction(sub, [options] { return WriteManifestFor(*options); });
 }

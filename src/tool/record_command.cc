@@ -62,6 +62,10 @@ Status PrintRecords(const RecordOptions& opt) {
   CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(opt.ns, "ns"));
   CLICKATRON_RETURN_IF_ERROR(ValidateKeyPart(opt.key, "key"));
   Result<int64_t> value = ParseCount(opt.value);
+  if (value.ok()) {
+    // What a load or restatement of the line would take.
+    if (Status st = CheckLineCount(*value); !st.ok()) value = st;
+  }
   if (!value.ok()) return value.status().WithContext("--value");
   Result<int64_t> seconds =
       opt.time.empty() ? Result<int64_t>(static_cast<int64_t>(std::time(nullptr)))

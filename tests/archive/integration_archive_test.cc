@@ -20,7 +20,7 @@ class ArchiveDaemonTest : public ReplicaTest {
  protected:
   void SetUp() override {
     WriteArchive(file(), kSortdbSample, 5, "2012-03-25");
-    StartReplica("secret");
+    StartReplica("archive-admin-secret");
   }
   void ExpectGenerationHeaders(const HttpResponse& r) {
     EXPECT_EQ(r.Header("X-Archive-Generation"), "5");
@@ -106,7 +106,7 @@ TEST_F(ArchiveDaemonTest, ManifestIsTheServingGenerations) {
 TEST_F(ArchiveDaemonTest, ReloadIsAnAdminEndpoint) {
   EXPECT_EQ(Reload().status_code, 401);
   EXPECT_EQ(Reload("wrong").status_code, 401);
-  HttpResponse ok = Reload("secret");
+  HttpResponse ok = Reload("archive-admin-secret");
   ASSERT_EQ(ok.status_code, 200) << ok.body;
   EXPECT_EQ(Json(ok)["data"]["generation"], 5);
   EXPECT_EQ(Json(ok)["data"]["records"], 14);

@@ -243,6 +243,11 @@ TEST_F(ManifestCommandTest, MalformedLinesAreRefusedWithTheLineNumber) {
   ExpectRefused("u|a,c3hh:1\r\nu|b,c3hh:1\r\n", {"line 1"});
   // No newline after the last line: the rebuild could not merge into it.
   ExpectRefused("u|a,c3hh:1\nu|b,c3hh:1", {"line 2", "newline"});
+  // Counts a load of the file would refuse: clicks are counted up, and a
+  // line carries at most 10^15.
+  ExpectRefused("u|a,c3hh:-7\nu|b,c3hh:3\n", {"line 1", "count -7 is not positive"});
+  ExpectRefused("u|a,c3hh:1\nu|b,c3hh:0\n", {"line 2", "not positive"});
+  ExpectRefused("c.u|a.c3hh,US:1000000000000001\n", {"line 1", "over"});
 }
 
 TEST_F(ManifestCommandTest, ShardIsCheckedWithTheArchiveShardFunction) {

@@ -25,7 +25,7 @@ TEST(ClusterHarnessTest, TheSpecsFileParsesWithTheRealParser) {
   spec.archive_replicas = 2;
   spec.api_nodes = 2;
   spec.loaders = {"loader"};
-  spec.cluster.SetString("clock", "manual").SetString("admin_token", "a \"quoted\" token");
+  spec.cluster.SetString("clock", "manual").SetString("admin_token", "a \"quoted\" admin token");
   spec.api.SetInt("request_timeout_ms", 1234);
   spec.archive.SetString("field_separator", "\t");
   spec.members["archive-1b"].file = "/elsewhere/shard-1.csv";
@@ -38,7 +38,7 @@ TEST(ClusterHarnessTest, TheSpecsFileParsesWithTheRealParser) {
   EXPECT_EQ(c.realtime_shards, 2);
   EXPECT_EQ(c.archive_shards, 2);
   EXPECT_TRUE(c.manual_clock());
-  EXPECT_EQ(c.admin_token, "a \"quoted\" token");
+  EXPECT_EQ(c.admin_token, "a \"quoted\" admin token");
   EXPECT_EQ(c.api.request_timeout_ms, 1234);
   EXPECT_EQ(c.archive.field_separator, "\t");
   EXPECT_EQ(c.cluster_secret, testing::kTestClusterSecret);

@@ -52,11 +52,14 @@ TEST(CommandLineTest, RangeRefusesValuesOutsideItsBounds) {
   EXPECT_EQ(Parse(cli, {"--count", "10"}), std::nullopt);
   EXPECT_EQ(count, 10u);
 
-  std::optional<double> ratio;
-  CommandLine fraction{"test", "prog"};
-  fraction.Option("--ratio", ratio).Range(0.0, 1.0);
-  EXPECT_EQ(Parse(fraction, {"--ratio", "1.5"}), kValueRefused);
-  EXPECT_FALSE(ratio.has_value());
+  // nan compares false with both bounds: refused all the same.
+  for (const char* refused : {"1.5", "nan", "-nan", "NaN"}) {
+    std::optional<double> ratio;
+    CommandLine fraction{"test", "prog"};
+    fraction.Option("--ratio", ratio).Range(0.0, 1.0);
+    EXPECT_EQ(Parse(fraction, {"--ratio", refused}), kValueRefused) << refused;
+    EXPECT_FALSE(ratio.has_value()) << refused;
+  }
 }
 
 TEST(CommandLineTest, NonNegativeAndPositiveRefuseWhatTheySay) {

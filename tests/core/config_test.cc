@@ -331,6 +331,44 @@ TEST(ConfigTest, RefusesAdminTokenAndAdminTokenFileTogether) {
   EXPECT_TRUE(LoadText(dir, GoodWith("[cluster]", "admin_token_file = \"" + token_path + "\"\n")).ok());
 }
 
+// Written but empty, or an inline token shorter than a token file may be:
+// each would leave routes open, or nearly, without a word.
+TEST(ConfigTest, RefusesEmptySecretSettingsAndShortInlineTokens) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[cluster]", "admin_token = \"\"\n"},
+      {"[cluster]", "admin_token = \"abc\"\n"},
+      {"[cluster]", "admin_token_file = \"\"\n"},
+      {"[cluster]", "cluster_secret_file = \"\"\n"},
+      {"[api]", "client_token = \"short\"\n"},
+  };
+  for (const auto& [table, lines] : bad) {
+    Status st = ParseError(GoodWith(table, lines));
+    EXPECT_FALSE(st.ok()) << lines;
+    const std::string field = lines.substr(0, lines.find(' '));
+    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+  }
+}
+
+// [[cluster]] is an array of tables: its settings were passed over, the
+// secret and the admin token with them.
+TEST(ConfigTest, RefusesASectionWrittenAsAnArrayOfTables) {
+  for (const std::string name : {"cluster", "api"}) {
+    std::string text = kGood;
+    const size_t at = text.find("[" + name + "]");
+    ASSERT_NE(at, std::string::npos) << name;
+    text.replace(at, name.size() + 2, "[[" + name + "]]");
+    Status st = ParseError(text);
+    ASSERT_FALSE(st.ok()) << name;
+    EXPECT_NE(st.message().find("[" + name + "], a table"), std::string::npos) << st.message();
+  }
+}
+
+TEST(ConfigTest, RefusesANanRatio) {
+  Status st = ParseError(std::string(kGood) + "\n[rebuild]\nmax_bad_line_ratio = nan\n");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("max_bad_line_ratio"), std::string::npos) << st.message();
+}
+
 TEST(ConfigTest, ParsesApiClientToken) {
   auto none = ClusterConfig::Parse(kGood, "good.toml");
   ASSERT_TRUE(none.ok()) << none.status().ToString();

@@ -20,7 +20,7 @@
 
 namespace clickatron::integration {
 
-inline constexpr const char* kToken = "e2e-token";
+inline constexpr const char* kToken = "e2e-admin-token-0";
 inline constexpr const char* kLoaderMember = "loader";  // an API member name that is never started
 
 class Cluster {

@@ -40,7 +40,7 @@ using testing::RealtimeMemberName;
 using testing::RunCommand;
 using testing::WaitFor;
 
-inline constexpr const char* kToken = "s3cret";
+inline constexpr const char* kToken = "rebuild-admin-token";
 inline constexpr int kShards = 2;
 inline constexpr int kApiNodes = 2;
 

@@ -17,7 +17,7 @@
 namespace clickatron::api::write_testing::integration_delete_test {
 namespace {
 
-constexpr const char* kToken = "erase-token";
+constexpr const char* kToken = "erase-admin-token";
 
 ClusterSpec TwoApiNodes() {
   ClusterSpec spec = WriteCluster::Spec(2);

@@ -208,6 +208,27 @@ TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesU
   EXPECT_EQ(stats["last_error"], "") << stats.dump();
 }
 
+// Two API processes on one data_dir shared one oplog: the second gzipped
+// and unlinked the segment the first still wrote into, and increments it
+// answered 200 were lost. A daemon holds its data_dir; a second refuses to
+// start, before it listens (the same member: the same port too).
+TEST(IntegrationWriteBasicTest, ASecondDaemonOnTheSameDataDirRefusesToStart) {
+  WriteCluster c(WriteCluster::Spec(1));
+  c.StartAll();
+  for (const std::string& member : {std::string("api-0"), WriteCluster::Realtime(0)}) {
+    const std::string binary = member == "api-0" ? "clickatron-api" : "clickatron-realtime";
+    std::string output;
+    const int code = clickatron::testing::RunCommand(
+        {"timeout", "20", clickatron::testing::BinaryPath(binary), "--config", c.config(), "--member", member},
+        &output);
+    EXPECT_NE(code, 0) << member;
+    EXPECT_NE(code, 124) << member << ": still running after 20 s";
+    EXPECT_NE(output.find("another process uses data_dir"), std::string::npos) << member << ": " << output;
+  }
+  // The first is untouched.
+  EXPECT_EQ(HttpGet(c.Api(), "/incr?ns=t&key=held").status_code, 200);
+}
+
 TEST(IntegrationWriteBasicTest, AWindowLargerThanOneShardRequestIsSplitIntoSeveralBatches) {
   // 64 KiB bodies everywhere: the API cuts its batches at 32 KiB.
   ClusterSpec spec = WriteCluster::Spec(1);
