@@ -237,6 +237,19 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
                     date, shard, ring->today),
         "DAY_STILL_CURRENT");
   }
+  auto day_number = ParseDate(date);
+  if (!day_number.ok()) return day_number.status();
+  // Older than every day a shard that should hold it still has: nothing of
+  // it is left to export. Said before anything is begun for it (a run that
+  // failed in the export left the day "in progress" for good).
+  if (!ring->states.empty() && date < ring->states.begin()->first &&
+      shard < static_cast<int>(shards.CountForDay(*day_number))) {
+    return Status::FailedPrecondition(
+        fmt::format("{} is older than every day realtime shard {} holds (the oldest: {}): nothing of it is left to "
+                    "export (history is loaded with clickatron-rebuild load)",
+                    date, shard, ring->states.begin()->first),
+        "DAY_NOT_IN_RING");
+  }
   std::vector<std::string> days;
   for (const auto& [day, state] : ring->states) {
     if (day >= date || state == "exported" || FileExists(work.DayComplete(day))) continue;
@@ -248,8 +261,6 @@ Result<std::vector<std::string>> DaysToExport(const ClusterConfig& cluster, cons
     }
     days.push_back(day);
   }
-  auto day_number = ParseDate(date);
-  if (!day_number.ok()) return day_number.status();
   if (ring->states.count(date) > 0 || shard < static_cast<int>(shards.CountForDay(*day_number))) days.push_back(date);
   return days;
 }
@@ -282,7 +293,9 @@ Result<std::vector<TaskPaths>> SortShards(const ClusterConfig& cluster, Engine& 
                    date, shard);
     }
     auto days = DaysToExport(cluster, shards, shard, date, archived_through, timeouts.http_ms);
-    if (!days.ok() && days.status().reason() == "DAY_STILL_CURRENT") return days.status();
+    if (!days.ok() && (days.status().reason() == "DAY_STILL_CURRENT" || days.status().reason() == "DAY_NOT_IN_RING")) {
+      return days.status();
+    }
     if (!days.ok()) {
       unreachable.push_back(days.status().message());
       continue;

@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <tuple>
@@ -270,6 +273,11 @@ Status ParseSections(const toml::table& root, ClusterConfig* c) {
     CLICKATRON_RETURN_IF_ERROR(r.Int("request_timeout_ms", 1, 600000, &a.request_timeout_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_min_ms", 1, 600000, &a.retry_backoff_min_ms));
     CLICKATRON_RETURN_IF_ERROR(r.Int("retry_backoff_max_ms", 1, 600000, &a.retry_backoff_max_ms));
+    if (a.retry_backoff_min_ms > a.retry_backoff_max_ms) {
+      return Status::InvalidArgument(fmt::format("[api] retry_backoff_min_ms {} is over retry_backoff_max_ms {}",
+                                                 a.retry_backoff_min_ms, a.retry_backoff_max_ms),
+                                     "BAD_CONFIG");
+    }
     CLICKATRON_RETURN_IF_ERROR(r.Int("max_query_hours", 1, 24 * 366 * 100, &a.max_query_hours));
     CLICKATRON_RETURN_IF_ERROR(r.String("client_token", &a.client_token));
     CLICKATRON_RETURN_IF_ERROR(r.SecretIfGiven("client_token"));
@@ -465,6 +473,10 @@ Status ParseMembers(const toml::table& root, ClusterConfig* c) {
       auto hp = ParseHostPort(*text);
       if (!hp.ok()) return FieldError(item, "member", key, hp.status().message());
       *out = *hp;
+      // statsd over TCP takes a TCP port, as every listen address does.
+      if (out == &m.statsd_tcp && !addresses.insert(hp->ToString()).second) {
+        return FieldError(item, "member", key, fmt::format("address {} used twice", *text));
+      }
     }
     if (m.data_dir.empty()) m.data_dir = "var/" + m.name;
     if (m.role == MemberRole::kRealtime || m.role == MemberRole::kArchive) {
@@ -548,8 +560,18 @@ Result<ClusterConfig> ClusterConfig::Parse(std::string_view toml_text, const std
 }
 
 Result<ClusterConfig> ClusterConfig::Load(const std::string& path) {
+  // A directory opens as a stream that reads nothing ("no [[member]]
+  // tables"), and a file without read permission is no missing file.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(fmt::format("cluster file {} is a directory", path), "BAD_CONFIG");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot open cluster file {}", path));
+  if (!in) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound(fmt::format("cannot open cluster file {}: no such file", path));
+    return Status::IoError(fmt::format("cannot open cluster file {}: {}", path, std::strerror(err)));
+  }
   std::stringstream buf;
   buf << in.rdbuf();
   Result<ClusterConfig> config = Parse(buf.str(), path);

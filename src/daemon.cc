@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "clickatron/cluster_auth.h"
@@ -55,7 +56,11 @@ Result<DaemonContext> StartDaemon(int argc, char** argv, const std::string& daem
     } else if (const char* v2 = value("--member")) {
       member_name = v2;
     } else if (arg == "--help" || arg == "-h") {
-      return Status::InvalidArgument(fmt::format("usage: {} --config FILE --member NAME", daemon), "USAGE");
+      // Asked for: the usage on stdout and a clean exit, before anything is opened.
+      std::printf("usage: %s --config FILE --member NAME\n"
+                  "Runs the cluster file's member NAME (docs/operations.md).\n",
+                  daemon.c_str());
+      std::exit(0);
     } else {
       return Status::InvalidArgument(
           fmt::format("unknown argument \"{}\"; usage: {} --config FILE --member NAME", arg, daemon), "USAGE");

@@ -363,6 +363,29 @@ TEST(ConfigTest, RefusesASectionWrittenAsAnArrayOfTables) {
   }
 }
 
+TEST(ConfigTest, RefusesABackoffFloorOverItsCeilingAndAStatsdPortTakenByAMember) {
+  Status backoff = ParseError(GoodWith("[api]", "retry_backoff_min_ms = 60000\nretry_backoff_max_ms = 5000\n"));
+  ASSERT_FALSE(backoff.ok());
+  EXPECT_NE(backoff.message().find("retry_backoff_min_ms"), std::string::npos) << backoff.message();
+  // The API's statsd over TCP on realtime-0's listen address.
+  std::string clash = kGood;
+  clash.insert(clash.find("listen = \"127.0.0.1:8080\"\n") + 26, "statsd_tcp = \"127.0.0.1:8090\"\n");
+  Status st = ParseError(clash);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("127.0.0.1:8090"), std::string::npos) << st.message();
+  // On UDP the same port is no clash.
+  std::string udp = kGood;
+  udp.insert(udp.find("listen = \"127.0.0.1:8080\"\n") + 26, "statsd_udp = \"127.0.0.1:8090\"\n");
+  EXPECT_TRUE(ParseError(udp).ok()) << ParseError(udp).ToString();
+}
+
+TEST(ConfigTest, ADirectoryIsNoClusterFile) {
+  testing::TempDir dir;
+  auto loaded = ClusterConfig::Load(dir.path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("is a directory"), std::string::npos) << loaded.status().message();
+}
+
 TEST(ConfigTest, RefusesANanRatio) {
   Status st = ParseError(std::string(kGood) + "\n[rebuild]\nmax_bad_line_ratio = nan\n");
   ASSERT_FALSE(st.ok());

@@ -26,6 +26,12 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
     EXPECT_NE(out.find("DAY_STILL_CURRENT"), std::string::npos) << out;
     EXPECT_NE(out.find(FormatDate(not_over) + " is not over"), std::string::npos) << out;
   }
+  // A day older than the ring: refused as such, and nothing begun for it
+  // (the work dir would list it "in progress" for good).
+  EXPECT_NE(RunDay(day_ - 400, &out), 0) << out;
+  EXPECT_NE(out.find("DAY_NOT_IN_RING"), std::string::npos) << out;
+  EXPECT_NE(out.find("is older than every day realtime shard"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(cluster_ / ("work/days/" + FormatDate(day_ - 400)))) << out;
   EXPECT_EQ(ServedGeneration(0), 0);
   ASSERT_EQ(RunDay(day_, &out), 0) << out;
   ExpectArchiveEquals(expect);
