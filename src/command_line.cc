@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -140,6 +141,18 @@ std::optional<int> CommandLine::Parse(int argc, const char* const* argv) {
   try {
     app_->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A word where a command must be that names none: CLI11 says only "A
+    // subcommand is required", which hides the typo.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && argc > 1 && argv[1][0] != '-' &&
+        app_->get_require_subcommand_min() > 0) {
+      bool known = false;
+      for (const CLI::App* command : app_->get_subcommands({})) known |= command->check_name(argv[1]);
+      if (!known) {
+        std::fprintf(stderr, "%s: unknown command \"%s\" (--help lists the commands)\n", app_->get_name().c_str(),
+                     argv[1]);
+        return e.get_exit_code();
+      }
+    }
     // CLI11's own handling: help to stdout, a usage error to stderr, an
     // action's exit (a RuntimeError) silently.
     return app_->exit(e);

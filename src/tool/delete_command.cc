@@ -106,7 +106,9 @@ void AddDeleteCommand(Command& app) {
              "the hour after the last one deleted (default: the hour after now; without --from either, every hour)");
   sub.Option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
   sub.Option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
-  sub.Option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)").ShowDefault();
+  sub.Option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)")
+      .ShowDefault()
+      .NonNegative();
   SetDetails(sub,
              "Exits 0 once the deletion is recorded (and, with --wait, effective on every API node); 1 when it is refused\n"
              "(the reason is printed) or not done in time.");

@@ -273,7 +273,7 @@ void AddOplogCommand(Command& app) {
   auto dump_paths = std::make_shared<std::vector<std::string>>();
   auto dump_shard = std::make_shared<int>(-1);
   dump.Option("PATH", *dump_paths, "directories or files").Required();
-  dump.Option("--shard", *dump_shard, "only this shard's batches");
+  dump.Option("--shard", *dump_shard, "only this shard's batches").NonNegative();
   SetAction(dump, [dump_paths, dump_shard] {
     return Dump(*dump_paths, *dump_shard >= 0 ? std::optional<int>(*dump_shard) : std::nullopt);
   });

@@ -39,6 +39,7 @@ void AddSketchCommand(Command& app) {
   sub.Flag("--records", *records, "read \"KEY,TOKEN\" lines and print \"KEY,SKETCH\" per unique record key");
   SetAction(sub, [estimate, unite, bytes, records] {
     const std::vector<std::string> none;
+    if (*unite && !*estimate) return Status::InvalidArgument("--union goes with --estimate");
     if (*records) {
       if (*estimate || *bytes) return Status::InvalidArgument("--records takes neither --estimate nor --bytes");
       std::map<std::string, UniqueSketch, std::less<>> by_key;

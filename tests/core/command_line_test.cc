@@ -126,6 +126,17 @@ TEST(CommandLineTest, ParsedSaysWhichCommandWasGiven) {
   EXPECT_EQ(Parse(none, {}), kRequiredMissing);
 }
 
+// A mistyped command is named (CLI11 alone says only that one is required).
+TEST(CommandLineTest, AnUnknownCommandIsNamed) {
+  CommandLine cli{"test", "prog"};
+  cli.RequireCommand();
+  cli.AddCommand("run", "run it");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Parse(cli, {"rnu"}), kRequiredMissing);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("unknown command \"rnu\""), std::string::npos) << said;
+}
+
 TEST(CommandLineTest, VectorPositionalTakesEveryValueAndFlagIsSetWhenGiven) {
   std::vector<std::string> files;
   bool now = false;
