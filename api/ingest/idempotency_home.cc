@@ -6,6 +6,7 @@
 #include "clickatron/query_string.h"
 #include "clickatron/shard.h"
 #include "ingest/keyed_request.h"
+#include "ingest/write_door.h"
 
 namespace clickatron::api {
 namespace {
@@ -42,8 +43,8 @@ std::optional<HostPort> IdempotencyHome::HomeOf(std::string_view key) const {
   return nodes_[home];
 }
 
-void IdempotencyHome::Relay(const HttpExchangePtr& ex, const HostPort& home, HttpClient& client, int timeout_ms,
-                            std::function<void(bool answered)> done) const {
+void IdempotencyHome::Relay(const HttpExchangePtr& ex, WriteDoor door, const HostPort& home, HttpClient& client,
+                            int timeout_ms, std::function<void(bool answered)> done) const {
   HttpRequestSpec spec;
   spec.method = ex->method();
   spec.target = TargetOf(*ex);
@@ -58,15 +59,15 @@ void IdempotencyHome::Relay(const HttpExchangePtr& ex, const HostPort& home, Htt
     if (std::string value = ex->header(name); !value.empty()) spec.headers.emplace_back(name, value);
   }
   const std::string where = home.ToString();
-  client.Send(home, std::move(spec), [ex, where, done = std::move(done)](HttpResponse r) {
+  client.Send(home, std::move(spec), [ex, door, where, done = std::move(done)](HttpResponse r) {
     if (!r.ok()) {
       spdlog::warn("idempotency home {} did not answer a relayed request: {}", where, r.transport.message());
       if (ex->alive()) {
         ex->AddHeader("Retry-After", "1");
-        ex->ReplyError(503, "IDEMPOTENCY_HOME_DOWN",
-                       fmt::format("this Idempotency-Key's home API node {} did not answer ({}); nothing was "
-                                   "counted here: retry later with the same key",
-                                   where, r.transport.message()));
+        ReplyRefused(*ex, door, 503, "IDEMPOTENCY_HOME_DOWN",
+                     fmt::format("this Idempotency-Key's home API node {} did not answer ({}); nothing was "
+                                 "counted here: retry later with the same key",
+                                 where, r.transport.message()));
       }
       done(false);
       return;

@@ -23,6 +23,7 @@
 #include "clickatron/config.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
+#include "ingest/write_door.h"
 
 namespace clickatron::api {
 
@@ -41,9 +42,9 @@ class IdempotencyHome {
 
   // Relays `ex` to `home` and its answer back (status, body, content type,
   // Retry-After, Idempotent-Replayed). `timeout_ms` bounds the wait; no
-  // answer at all is 503 IDEMPOTENCY_HOME_DOWN. `done(true)` when the home
-  // answered.
-  void Relay(const HttpExchangePtr& ex, const HostPort& home, HttpClient& client, int timeout_ms,
+  // answer at all is 503 IDEMPOTENCY_HOME_DOWN, in the door's shape.
+  // `done(true)` when the home answered.
+  void Relay(const HttpExchangePtr& ex, WriteDoor door, const HostPort& home, HttpClient& client, int timeout_ms,
              std::function<void(bool answered)> done) const;
 
  private:

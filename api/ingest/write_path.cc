@@ -145,7 +145,7 @@ class WritePathImpl : public WritePath {
               size_t increments, std::optional<KeyedRequest>& key);
   // A keyed request whose key lives on another API node goes there
   // (idempotency_home.h). True when it was relayed.
-  bool RelayedToHome(const HttpExchangePtr& ex);
+  bool RelayedToHome(const HttpExchangePtr& ex, WriteDoor door);
   // Takes the routed records of one request (going to `shards`) into the
   // window, or parks the request (a shard it goes to is behind), or refuses
   // it (a queue is full). `resumed`: it waited already (counted once in
@@ -223,6 +223,7 @@ class WritePathImpl : public WritePath {
   std::unique_ptr<SerialExecutor> parser_ = std::make_unique<SerialExecutor>("ingest-parse");
   HourCache parser_hour_cache_;  // the parse thread's
   size_t parses_in_flight_ = 0;
+  size_t relays_in_flight_ = 0;  // requests relayed to their key's home, not answered yet
 
   Combiner combiner_;
   std::vector<uint64_t> next_seq_;          // per shard: the last seq given out
@@ -438,18 +439,34 @@ bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::o
   return false;
 }
 
-bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex) {
-  if (home_.nodes() <= 1 || !ex->header(kRelayedFromHeader).empty()) return false;
+bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, WriteDoor door) {
+  if (home_.nodes() <= 1) return false;
   const std::string header = ex->header(kIdempotencyKeyHeader);
   if (header.empty()) return false;
   std::optional<HostPort> home = home_.HomeOf(BareIdempotencyKey(header));
-  if (!home) return false;
+  if (!home) return false;  // this node is the key's home
+  if (!ex->header(kRelayedFromHeader).empty()) {
+    // Relayed here, yet the key's home is another node: the nodes' cluster
+    // files disagree (relayed on, it could go round for ever), or a client
+    // set the header itself, which would have the key remembered here as
+    // well as at its home, and a retry there counted again.
+    ++rejected_invalid_;
+    ReplyRefused(*ex, door, 421, "NOT_THE_KEYS_HOME",
+                 fmt::format("this request says it was relayed to its Idempotency-Key's home, but the key's home is "
+                             "{} (the API nodes' cluster files differ, or {} was sent by a client); nothing was "
+                             "counted",
+                             home->ToString(), kRelayedFromHeader));
+    return true;
+  }
   ++relayed_to_home_;
+  ++relays_in_flight_;
   // The home may make the request wait for a shard (queue_wait_ms) before
   // its commit: the relay waits as long, and a request's time on top.
   const int timeout_ms = ctx_.cluster.api.queue_wait_ms + ctx_.cluster.api.request_timeout_ms;
-  home_.Relay(ex, *home, client_, timeout_ms, Guarded([this](bool answered) {
+  home_.Relay(ex, door, *home, client_, timeout_ms, Guarded([this](bool answered) {
     if (!answered) ++home_unavailable_;
+    --relays_in_flight_;
+    NotifyIfDrained();  // a stop waits for the home's answer to reach its client
   }));
   return true;
 }
@@ -523,7 +540,7 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
                  "the oplog could not be synced to disk; this API node takes no increments");
     return;
   }
-  if (RelayedToHome(ex)) return;  // the home answers in the door's own shape
+  if (RelayedToHome(ex, door)) return;  // the home answers in the door's own shape
   Result<std::optional<std::string>> idempotency_key = ReadIdempotencyKey(*ex);
   if (!idempotency_key.ok()) {
     ++rejected_invalid_;
@@ -797,7 +814,10 @@ void WritePathImpl::DrainForStop(std::function<void()> drained) {
 }
 
 void WritePathImpl::NotifyIfDrained() {
-  if (!stop_drained_ || commits_in_flight_ > 0 || parses_in_flight_ > 0 || !combiner_.empty()) return;
+  if (!stop_drained_ || commits_in_flight_ > 0 || parses_in_flight_ > 0 || relays_in_flight_ > 0 ||
+      !combiner_.empty()) {
+    return;
+  }
   auto drained = std::move(stop_drained_);
   stop_drained_ = nullptr;
   drained();

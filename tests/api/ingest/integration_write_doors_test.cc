@@ -6,6 +6,7 @@
 // another namespace: both must leave the same records on the shards.
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -331,6 +332,23 @@ TEST(IntegrationWriteDoorsTest, ARetryOnTheOtherApiNodeCountsOnce) {
     want["t|" + k + "." + hour] = 7;
   }
 
+  // A client that sets the relay header itself on the node that is not the
+  // key's home is refused, not taken there: else the key would be
+  // remembered on both nodes, and the retry at its home counted again.
+  {
+    const std::string k = DoorKeyHomedOn(1, "spoof");
+    std::vector<std::string> h = {"Idempotency-Key: " + k, "Clickatron-Relayed-From: x"};
+    CurlAnswer spoofed = Curl(c.dir(), at[0], "/incr", body(k, 5), h);
+    EXPECT_EQ(spoofed.status, 421) << spoofed.body;
+    EXPECT_EQ(spoofed.Reason(), "NOT_THE_KEYS_HOME");
+    h.pop_back();
+    CurlAnswer first = Curl(c.dir(), at[1], "/incr", body(k, 5), h);
+    ASSERT_EQ(first.status, 200) << first.body;
+    EXPECT_FALSE(first.Replayed());
+    EXPECT_TRUE(Curl(c.dir(), at[0], "/incr", body(k, 5), h).Replayed());
+    want["t|" + k + "." + hour] = 5;
+  }
+
   // The home is down: the other node refuses (nothing counted anywhere);
   // after the home is back, the retry counts once.
   const std::string k = DoorKeyHomedOn(0, "down");
@@ -340,6 +358,14 @@ TEST(IntegrationWriteDoorsTest, ARetryOnTheOtherApiNodeCountsOnce) {
   EXPECT_EQ(down.status, 503) << down.body;
   EXPECT_EQ(down.Reason(), "IDEMPOTENCY_HOME_DOWN");
   EXPECT_NE(down.headers.find("Retry-After"), std::string::npos);
+  // Through an Influx door, in Influx's error shape.
+  CurlAnswer influx_down = Curl(c.dir(), at[1], "/api/v2/write?bucket=b&precision=s",
+                                fmt::format("t,key={} value=3i {}\n", k, ts), h);
+  EXPECT_EQ(influx_down.status, 503) << influx_down.body;
+  const auto influx_error = nlohmann::json::parse(influx_down.body, nullptr, false);
+  ASSERT_TRUE(influx_error.is_object()) << influx_down.body;
+  EXPECT_EQ(influx_error.value("code", ""), "unavailable") << influx_down.body;
+  EXPECT_EQ(influx_error.value("message", "").rfind("IDEMPOTENCY_HOME_DOWN", 0), 0u) << influx_down.body;
   c.Start(api0);
   ASSERT_EQ(Curl(c.dir(), at[1], "/incr", body(k, 3), h).status, 200);
   EXPECT_TRUE(Curl(c.dir(), at[0], "/incr", body(k, 3), h).Replayed());
@@ -376,8 +402,33 @@ TEST(IntegrationWriteDoorsTest, ARetryOnTheOtherApiNodeCountsOnce) {
   auto r = HttpGet(at[1], "/stats", 5000);
   const auto idem = nlohmann::json::parse(r.body)["data"]["write"]["idempotency"];
   EXPECT_GE(idem["relayed_to_home"].get<int>(), 5) << idem.dump();
-  // The refused request, and the relay of the request whose client gave up.
-  EXPECT_EQ(idem["home_unavailable"], 2) << idem.dump();
+  // The refused requests (/incr, Influx), and the relay of the request whose
+  // client gave up.
+  EXPECT_EQ(idem["home_unavailable"], 3) << idem.dump();
+
+  // A node stopped with SIGTERM while a request it relayed waits at the
+  // key's home (its commit held) answers that request before it exits.
+  const std::string held = DoorKeyHomedOn(0, "held");
+  const std::vector<std::string> hh = {"Idempotency-Key: " + held};
+  const int relayed_before = idem["relayed_to_home"].get<int>();
+  std::ofstream(stall).put('1');
+  CurlAnswer held_answer;
+  std::thread client([&] { held_answer = Curl(c.dir(), at[1], "/incr", body(held, 4), hh); });
+  EXPECT_TRUE(WaitFor([&] {
+    auto j = nlohmann::json::parse(HttpGet(at[1], "/stats", 5000).body, nullptr, false);
+    return !j.is_discarded() && j["data"]["write"]["idempotency"]["relayed_to_home"].get<int>() > relayed_before;
+  }));
+  c.Signal(api1, SIGTERM);
+  // Its stop has begun (it refuses new requests) before the home lets go.
+  EXPECT_TRUE(WaitFor([&] { return HttpGet(at[1], "/ping", 1000).status_code != 200; }));
+  std::filesystem::remove(stall);
+  client.join();
+  EXPECT_EQ(held_answer.status, 200) << "no answer to a relayed request across a SIGTERM: " << held_answer.body;
+  EXPECT_EQ(c.Stop(api1), 0);
+  want["t|" + held + "." + hour] = 4;
+  c.Start(api1);
+  EXPECT_TRUE(Curl(c.dir(), at[1], "/incr", body(held, 4), hh).Replayed());
+  ASSERT_TRUE(WaitFor([&] { return c.Counters("t|") == want; })) << "counted once";
 }
 
 }  // namespace
