@@ -152,9 +152,7 @@ Status ConvertRealtimeLine(std::string_view realtime_line, std::string* out) {
 Status NormalizeArchiveLine(std::string_view archive_line, std::string* out) {
   Result<ArchiveRecord> record = ParseArchiveLine(archive_line);
   if (!record.ok()) return record.status();
-  if (IsCounter(record->type) || record->type == RecordType::kDaySubtotal) {
-    for (const ArchiveColumn& column : record->columns) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(column.count));
-  }
+  CLICKATRON_RETURN_IF_ERROR(CheckArchiveCounts(*record));
   out->append(FormatArchiveLine(*record));
   return Status::Ok();
 }

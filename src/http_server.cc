@@ -26,6 +26,7 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <iterator>
 #include <vector>
 
 #include "clickatron/cluster_auth.h"
@@ -878,48 +879,46 @@ void HttpServerImpl::OnRequest(evhttp_request* req, void* arg) { static_cast<Htt
 
 bool IsBuiltin(std::string_view path) { return path == "/ping" || path == "/stats" || path == "/metrics"; }
 
-// RFC 9112 section 6.3: a request whose length is ambiguous (two different
-// Content-Length values, or a Content-Length beside a Transfer-Encoding) can
-// be framed one way by a proxy in front and another way here, which is how
-// requests are smuggled past the proxy. libevent reads the first header it
-// finds; such a request is refused instead.
-bool AmbiguousLength(const evkeyvalq* headers) {
+// What the request's headers say that refuses it before any handler runs,
+// read in one pass over them (every request pays it).
+struct HeadFraming {
+  // RFC 9112 section 6.3: two different Content-Length values, or a
+  // Content-Length beside a Transfer-Encoding, can be framed one way by a
+  // proxy in front and another way here (request smuggling). libevent reads
+  // the first header it finds; such a request is refused instead.
+  bool ambiguous_length = false;
+  // A Transfer-Encoding other than plain "chunked", the only transfer coding
+  // libevent frames: it reads any other as none, so a "gzip, chunked" body
+  // would be taken undecoded. RFC 9112 section 6.1: 501 (null: none).
+  const char* unknown_coding = nullptr;
+  // A header read with find_header (the first line) that came twice: the
+  // second would be ignored without a word (two Idempotency-Keys: a retry
+  // sent with the second counted again). RFC 9112 section 3.2 asks a 400 for
+  // a repeated Host. Null: none repeated.
+  const char* repeated = nullptr;
+};
+
+HeadFraming ReadFraming(const evkeyvalq* headers) {
+  static constexpr const char* kSingle[] = {"Host", "Authorization", "Idempotency-Key"};
+  HeadFraming f;
   const char* length = nullptr;
   bool transfer_encoding = false;
+  int seen[std::size(kSingle)] = {};
   for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
     if (strcasecmp(h->key, "Content-Length") == 0) {
-      if (length != nullptr && std::strcmp(length, h->value) != 0) return true;
+      if (length != nullptr && std::strcmp(length, h->value) != 0) f.ambiguous_length = true;
       length = h->value;
     } else if (strcasecmp(h->key, "Transfer-Encoding") == 0) {
       transfer_encoding = true;
+      if (f.unknown_coding == nullptr && strcasecmp(h->value, "chunked") != 0) f.unknown_coding = h->value;
+    } else {
+      for (size_t i = 0; i < std::size(kSingle); ++i) {
+        if (strcasecmp(h->key, kSingle[i]) == 0 && ++seen[i] > 1 && f.repeated == nullptr) f.repeated = kSingle[i];
+      }
     }
   }
-  return length != nullptr && transfer_encoding;
-}
-
-// The request's Transfer-Encoding when it is not plain "chunked", the only
-// transfer coding libevent frames (nullptr: none, or chunked). libevent
-// reads any other as no coding, so a "gzip, chunked" body would be taken
-// as it came, undecoded; RFC 9112 section 6.1 answers such a request 501.
-const char* UnknownTransferCoding(const evkeyvalq* headers) {
-  for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
-    if (strcasecmp(h->key, "Transfer-Encoding") == 0 && strcasecmp(h->value, "chunked") != 0) return h->value;
-  }
-  return nullptr;
-}
-
-// A header that appears more than once of those read with find_header,
-// which takes the first line: a second one would be silently ignored (two
-// Idempotency-Keys: a retry sent with the second is counted again). RFC
-// 9112 section 3.2 asks a 400 for a repeated Host. nullptr: none repeated.
-const char* RepeatedSingleHeader(const evkeyvalq* headers) {
-  for (const char* name : {"Host", "Authorization", "Idempotency-Key"}) {
-    int seen = 0;
-    for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
-      if (strcasecmp(h->key, name) == 0 && ++seen > 1) return name;
-    }
-  }
-  return nullptr;
+  if (length != nullptr && transfer_encoding) f.ambiguous_length = true;
+  return f;
 }
 
 void HttpServerImpl::Dispatch(evhttp_request* req) {
@@ -942,21 +941,22 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
-  if (AmbiguousLength(evhttp_request_get_input_headers(req))) {
+  const HeadFraming framing = ReadFraming(evhttp_request_get_input_headers(req));
+  if (framing.ambiguous_length) {
     // Where the next request on this connection starts is unknown: close.
     ex->AddHeader("Connection", "close");
     return ex->ReplyError(400, "BAD_REQUEST",
                           "the request has two different Content-Length headers, or a Content-Length beside a "
                           "Transfer-Encoding: its length is ambiguous");
   }
-  if (const char* coding = UnknownTransferCoding(evhttp_request_get_input_headers(req))) {
+  if (const char* coding = framing.unknown_coding) {
     ex->AddHeader("Connection", "close");
     return ex->ReplyError(501, "UNSUPPORTED_TRANSFER_ENCODING",
                           fmt::format("Transfer-Encoding {} is not supported: send chunked or a Content-Length (a "
                                       "compressed body: Content-Encoding: gzip)",
                                       QuoteForMessage(coding)));
   }
-  if (const char* name = RepeatedSingleHeader(evhttp_request_get_input_headers(req))) {
+  if (const char* name = framing.repeated) {
     return ex->ReplyError(400, "BAD_REQUEST", fmt::format("the request has more than one {} header", name));
   }
   if (Status st = ex->Parse(options_.limits.max_query_args); !st.ok()) {

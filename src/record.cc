@@ -295,6 +295,15 @@ Status CheckLineCount(int64_t count) {
   return Status::Ok();
 }
 
+Status CheckArchiveCounts(const ArchiveRecord& record) {
+  if (record.type != RecordType::kTotal && record.type != RecordType::kSubtotal &&
+      record.type != RecordType::kDaySubtotal) {
+    return Status::Ok();
+  }
+  for (const ArchiveColumn& column : record.columns) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(column.count));
+  return Status::Ok();
+}
+
 Result<ArchiveRecord> ParseArchiveLine(std::string_view line) {
   const size_t comma = line.find(',');
   if (comma == std::string_view::npos) {

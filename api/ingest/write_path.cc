@@ -156,13 +156,11 @@ class WritePathImpl : public WritePath {
   // statsd lines: taken into the window at once, or (a shard's queue is
   // full) not at all; nobody waits for an answer. False when refused.
   bool TakeUnanswered(const std::vector<Increment>& increments);
-  // Looks the request's Idempotency-Key (`idempotency_key`, read by
-  // ReadIdempotencyKey; nullopt: none) up with the digest of `content` (the
-  // body, inflated if it came compressed). False when it was answered here
-  // (a replay, reused, in flight); true to go on, with *key set (and in
-  // flight) when it has one.
-  bool BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<std::string> idempotency_key,
-                  std::string_view content, std::optional<KeyedRequest>* key);
+  // Looks the request's Idempotency-Key and digest (`keyed`; nullopt: no
+  // key) up. False when it was answered here (a replay, reused, in flight);
+  // true to go on, with *key set (and in flight) when it has one.
+  bool BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<KeyedRequest> keyed,
+                  std::optional<KeyedRequest>* key);
   // The request with `key` was answered without taking anything.
   void AbortKeyed(const std::optional<KeyedRequest>& key) {
     if (key) keys_.Abort(key->key);
@@ -412,11 +410,11 @@ void WritePathImpl::ResumeParked() {
   }
 }
 
-bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<std::string> idempotency_key,
-                              std::string_view content, std::optional<KeyedRequest>* key) {
-  if (!idempotency_key) return true;
-  KeyedRequest keyed{std::move(*idempotency_key), RequestDigest(*ex, content)};
-  const IdempotencyTable::Lookup found = keys_.Begin(keyed.key, keyed.digest, static_cast<int64_t>(std::time(nullptr)));
+bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::optional<KeyedRequest> keyed,
+                              std::optional<KeyedRequest>* key) {
+  if (!keyed) return true;
+  const IdempotencyTable::Lookup found =
+      keys_.Begin(keyed->key, keyed->digest, static_cast<int64_t>(std::time(nullptr)));
   switch (found.verdict) {
     case IdempotencyTable::Verdict::kNew:
       *key = std::move(keyed);
@@ -553,7 +551,10 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
   // at once, before it is parsed.
   const bool compressed = BodyCodingOf(encoding) != BodyCoding::kIdentity;
   std::optional<KeyedRequest> key;
-  if (!compressed && !BeginKeyed(ex, door, std::move(*idempotency_key), ex->body(), &key)) return;
+  if (!compressed && *idempotency_key &&
+      !BeginKeyed(ex, door, KeyedRequest{std::move(**idempotency_key), RequestDigest(*ex, ex->body())}, &key)) {
+    return;
+  }
   if (!compressed && ex->body().size() < kParseOffLoopBytes) {
     size_t increments = 0;
     std::string unused;
@@ -565,15 +566,20 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
   ++parses_in_flight_;
   ++parsed_off_loop_;
   parser_->Post([this, ex, encoding = std::move(encoding), door, key = std::move(key), compressed,
-                 idempotency_key = std::move(*idempotency_key)]() mutable {
+                 idempotency_key = compressed ? std::move(*idempotency_key) : std::optional<std::string>()]() mutable {
     auto records = std::make_shared<std::vector<RoutedRecord>>();
     size_t increments = 0;
     std::string inflated;
     Status st = ParseRequest(*ex, encoding, door, &parser_hour_cache_, records.get(), &increments, &inflated);
+    // A compressed body's digest, of what it inflated to, is taken here, off
+    // the loop, as its parse is; the inflated body is not carried back.
+    std::optional<KeyedRequest> keyed;
+    if (compressed && st.ok() && idempotency_key) {
+      keyed = KeyedRequest{std::move(*idempotency_key), RequestDigest(*ex, inflated)};
+    }
     // The exchange moves into the loop's job: it is let go on the loop.
     server_.RunInLoop(Guarded([this, ex = std::move(ex), door, st = std::move(st), records, increments,
-                               key = std::move(key), compressed, idempotency_key = std::move(idempotency_key),
-                               inflated = std::move(inflated)]() mutable {
+                               key = std::move(key), keyed = std::move(keyed)]() mutable {
       --parses_in_flight_;
       if (stop_drained_) {
         AbortKeyed(key);
@@ -582,7 +588,7 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
         NotifyIfDrained();
         return;
       }
-      if (compressed && st.ok() && !BeginKeyed(ex, door, std::move(idempotency_key), inflated, &key)) return;
+      if (keyed && !BeginKeyed(ex, door, std::move(keyed), &key)) return;
       Parsed(ex, door, st, *records, increments, key);
     }));
   });

@@ -170,6 +170,9 @@ Result<ArchiveRecord> ParseArchiveLine(std::string_view line);
 // most) cannot overflow the sums a query adds up.
 inline constexpr int64_t kMaxLineCount = 1'000'000'000'000'000;
 Status CheckLineCount(int64_t count);
+// CheckLineCount of every count an archive record carries (totals,
+// subtotals and day subtotals; the other types carry none).
+Status CheckArchiveCounts(const ArchiveRecord& record);
 std::string FormatArchiveLine(const ArchiveRecord& record);
 
 // The parts of an archive key, validated like ParseRealtimeKey: a total has no

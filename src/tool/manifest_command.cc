@@ -94,10 +94,7 @@ Status CheckRecord(std::string_view line, const ManifestOptions& options, std::s
   if (!record.ok()) return record.status();
   // The counts a load of the file would take (clickatron-rebuild load
   // --format archive): the replica would serve any.
-  if (record->type == RecordType::kTotal || record->type == RecordType::kSubtotal ||
-      record->type == RecordType::kDaySubtotal) {
-    for (const ArchiveColumn& column : record->columns) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(column.count));
-  }
+  CLICKATRON_RETURN_IF_ERROR(CheckArchiveCounts(*record));
   Result<std::string> hour = LatestHourOf(*record);
   if (!hour.ok()) return hour.status();
   // YMDH codes compare bytewise in time order (ymdh.h).
