@@ -1,5 +1,7 @@
 #include "connection_limits.h"
 
+#include <strings.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -77,7 +79,7 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
   auto b = self->by_input_.find(buf);
   if (b == self->by_input_.end()) return;
   Connection* c = self->Identify(b->second);
-  if (c == nullptr || c->refusing) return;
+  if (c == nullptr || c->refusing || c->discarding) return;
   c->request_bytes += info->n_added;
   self->request_bytes_ += info->n_added;
   if (self->request_bytes_ > self->options_.max_request_bytes_in_flight) {
@@ -90,7 +92,19 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
                  &self->stats_.refused_bytes_in_flight);
     return;
   }
-  if (!c->head_checked && self->head_check_) self->CheckHead(*c, buf);
+  if (c->request_bytes > 2 * (self->options_.max_body_bytes + self->options_.max_header_bytes)) {
+    self->RefuseTooLarge(*c);
+    return;
+  }
+  if (!c->head_checked) self->CheckHead(*c, buf);
+}
+
+void ConnectionLimits::RefuseTooLarge(Connection& c) {
+  Refuse(c,
+         RawJsonAnswer(413, "Payload Too Large", "BODY_TOO_LARGE",
+                       "the request body is larger than [http] max_body_bytes (" +
+                           std::to_string(options_.max_body_bytes) + " bytes); nothing of this request was taken"),
+         &stats_.refused_too_large);
 }
 
 void ConnectionLimits::OnOutput(evbuffer* /*buf*/, const evbuffer_cb_info* info, void* arg) {
@@ -108,6 +122,7 @@ void ConnectionLimits::RequestRead(bufferevent* bev) {
   request_bytes_ -= std::min(request_bytes_, it->second.request_bytes);
   it->second.request_bytes = 0;
   it->second.head_checked = false;  // the next request's head is checked again
+  it->second.discarding = false;
   // Whole before a refusal was carried out: its handler answers it.
   it->second.refusing = false;
 }
@@ -118,23 +133,47 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
   // still arriving whole in one read: the usual case, and the one a large
   // body follows. Otherwise the head is not checked here (the signature is
   // still checked before the handler runs).
+  // Every request's head passes here (each daemon refuses an oversized
+  // body on it), so the blank line is searched for in place, and only the
+  // head is made contiguous: a pipelining client's buffer can hold many
+  // requests.
   const size_t have = std::min(evbuffer_get_length(input), kHeadPeekBytes);
-  const char* data = reinterpret_cast<const char*>(evbuffer_pullup(input, static_cast<ev_ssize_t>(have)));
-  if (data == nullptr) return;
-  const std::string_view bytes(data, have);
-  const size_t end = bytes.find("\r\n\r\n");
-  if (end == std::string_view::npos) {
+  evbuffer_ptr limit;
+  if (evbuffer_ptr_set(input, &limit, have, EVBUFFER_PTR_SET) != 0) return;
+  const evbuffer_ptr found = evbuffer_search_range(input, "\r\n\r\n", 4, nullptr, &limit);
+  if (found.pos < 0) {
     if (have == kHeadPeekBytes) c.head_checked = true;  // too long to be a head: evhttp refuses it
     return;
   }
   c.head_checked = true;
+  const size_t end = static_cast<size_t>(found.pos);
+  const char* data = reinterpret_cast<const char*>(evbuffer_pullup(input, static_cast<ev_ssize_t>(end + 4)));
+  if (data == nullptr) return;
   // Only a body still to come is worth refusing early: a request already
   // whole goes to evhttp, which answers it with the usual checks.
-  const std::string_view head = bytes.substr(0, end + 2);
+  const std::string_view head(data, end + 2);
   const std::optional<std::string_view> length_text = RawHeadHeader(head, "Content-Length");
   if (!length_text) return;
   const uint64_t length = std::strtoull(std::string(*length_text).c_str(), nullptr, 10);
+  if (length > options_.max_body_bytes) {
+    // A client that waits for 100 Continue is answered 413 now, and sends
+    // nothing more (RFC 9110 10.1.1). Any other is already sending: evhttp
+    // reads its body to throw it away and then answers 413, so that the
+    // client sees the answer instead of a reset; those bytes are never
+    // held, so they are not counted against the other clients' bound.
+    const std::optional<std::string_view> expect = RawHeadHeader(head, "Expect");
+    if (expect && ::strncasecmp(expect->data(), "100-continue", 12) == 0) {
+      RefuseTooLarge(c);
+      return;
+    }
+    ++stats_.refused_too_large;
+    request_bytes_ -= std::min(request_bytes_, c.request_bytes);
+    c.request_bytes = 0;
+    c.discarding = true;
+    return;
+  }
   if (evbuffer_get_length(input) - (end + 4) >= length) return;
+  if (!head_check_) return;
   if (std::string answer = head_check_(head); !answer.empty()) {
     Refuse(c, std::move(answer), &stats_.refused_on_headers);
   }

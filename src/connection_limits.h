@@ -54,6 +54,7 @@ struct ConnectionLimitStats {
   uint64_t refused_bytes_in_flight = 0;  // connections closed with 503 TOO_MANY_BYTES_IN_FLIGHT
   uint64_t refused_slow_readers = 0;     // requests answered 503 SLOW_READERS
   uint64_t refused_on_headers = 0;       // requests refused on their head (an unsigned internal request)
+  uint64_t refused_too_large = 0;        // requests whose body is declared or sent past max_body_bytes (413)
 };
 
 class ConnectionLimits {
@@ -63,6 +64,14 @@ class ConnectionLimits {
     uint64_t max_request_bytes_in_flight = 256u << 20;
     uint64_t max_answer_bytes_queued = 256u << 20;
     std::chrono::seconds idle_timeout{30};  // evhttp's: a silent connection is closed after it
+    // [http] max_body_bytes and max_header_bytes. The bytes of a body
+    // declared longer are thrown away as they come (evhttp answers 413 at
+    // its end) and not counted in flight; one that waits for 100 Continue
+    // is answered 413 on its head. A connection that has sent more than
+    // twice both for one request (a chunked body past the bound, which
+    // evhttp reads on to discard) is closed with 413.
+    uint64_t max_body_bytes = 64u << 20;
+    uint64_t max_header_bytes = 64u << 10;
   };
   ConnectionLimits(event_base* base, Options options);
   ~ConnectionLimits();
@@ -100,6 +109,7 @@ class ConnectionLimits {
     Clock::time_point accepted;
     bool refusing = false;       // refused: closed on the next loop turn
     bool head_checked = false;   // the current request's head was checked
+    bool discarding = false;     // its declared body is over the bound: evhttp throws it away, uncounted
     std::string answer;          // what it is answered when refusing
   };
   Connection* Identify(bufferevent* bev);
@@ -114,6 +124,8 @@ class ConnectionLimits {
   void Refuse(Connection& c, std::string answer, uint64_t* counter);
   // The current request's head, once whole, through head_check_.
   void CheckHead(Connection& c, evbuffer* input);
+  // Answers 413 BODY_TOO_LARGE and closes.
+  void RefuseTooLarge(Connection& c);
   void RefusePending();
   void UpdateListener();
 

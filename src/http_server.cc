@@ -578,7 +578,9 @@ Status HttpServerImpl::Init() {
       base_.get(), ConnectionLimits::Options{.max_connections = l.max_connections,
                                              .max_request_bytes_in_flight = l.max_request_bytes_in_flight,
                                              .max_answer_bytes_queued = l.max_answer_bytes_queued,
-                                             .idle_timeout = std::chrono::seconds(l.timeout_seconds)});
+                                             .idle_timeout = std::chrono::seconds(l.timeout_seconds),
+                                             .max_body_bytes = l.max_body_bytes,
+                                             .max_header_bytes = l.max_header_bytes});
   evhttp_set_bevcb(http_.get(), &HttpServerImpl::NewBufferevent, this);
   auto bound = Listen();
   if (!bound.ok()) return bound.status();
@@ -1109,7 +1111,8 @@ nlohmann::json HttpServerImpl::ConnectionsJson() const {
           {"max_answer_bytes_queued", l.max_answer_bytes_queued},
           {"refused_bytes_in_flight", c.refused_bytes_in_flight},
           {"refused_slow_readers", c.refused_slow_readers},
-          {"refused_on_headers", c.refused_on_headers}};
+          {"refused_on_headers", c.refused_on_headers},
+          {"refused_too_large", c.refused_too_large}};
 }
 
 std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) const {
@@ -1138,6 +1141,10 @@ std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) con
          c.refused_slow_readers);
   family("clickatron_http_refused_on_headers_total", "counter",
          "Requests refused on their head before their body (unsigned, to an internal route).", c.refused_on_headers);
+  family("clickatron_http_refused_too_large_total", "counter",
+         "Connections closed with 413 BODY_TOO_LARGE by the connection bounds (a body declared or sent past "
+         "max_body_bytes).",
+         c.refused_too_large);
   return out;
 }
 

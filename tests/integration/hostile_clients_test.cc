@@ -195,6 +195,59 @@ TEST_F(HostileClientsTest, StalledBodiesHoldNoMoreThanTheBytesInFlightBound) {
   EXPECT_EQ(HttpGet(api, "/ping", 10000).status_code, 200);
 }
 
+// Reads what the peer sends until it closes or `seconds` pass.
+std::string HostileReadAnswer(int fd, int seconds) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  timeval tv{seconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string answer;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+  }
+  return answer;
+}
+
+// A body declared over max_body_bytes is thrown away as it arrives, and its
+// bytes are not counted against the bound every client shares: a client
+// that declares 64 MiB (over the 32 MiB bound) gets 413, not 503, and
+// meanwhile nothing of it is in flight. One that waits for 100 Continue is
+// answered 413 on its head.
+TEST_F(HostileClientsTest, ABodyDeclaredOverTheBoundIsRefused413WithoutHoldingTheSharedBound) {
+  const HostPort api = cluster_.Api();
+  const uint64_t declared = 64 * kMiB;
+  const std::string head = fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", declared);
+  const int fd = HostileConnect(api);
+  ASSERT_GE(fd, 0);
+  fds_.push_back(fd);
+  const std::string first(40 * kMiB, 'x');
+  ASSERT_EQ(HostileSend(fd, head + first, 20000), head.size() + first.size());
+  nlohmann::json c = Connections(api);
+  EXPECT_LT(c["request_bytes_in_flight"].get<uint64_t>(), kMiB) << c.dump();
+  EXPECT_EQ(c["refused_bytes_in_flight"], 0) << c.dump();
+  // Another client is served meanwhile.
+  EXPECT_EQ(HttpGet(api, fmt::format("/incr?ns=u&key=beside&ts={}", std::time(nullptr)), 10000).status_code, 200);
+  const std::string rest(declared - first.size(), 'x');
+  ASSERT_EQ(HostileSend(fd, rest, 20000), rest.size());
+  const std::string answer = HostileReadAnswer(fd, 10);
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 413") << answer.substr(0, 300);
+  EXPECT_NE(answer.find("BODY_TOO_LARGE"), std::string::npos) << answer.substr(0, 300);
+
+  // Expect: 100-continue, and no byte of the body sent: answered at once.
+  const int waiting = HostileConnect(api);
+  ASSERT_GE(waiting, 0);
+  fds_.push_back(waiting);
+  const std::string expecting = fmt::format(
+      "POST /incr HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: {}\r\n\r\n", declared);
+  ASSERT_EQ(HostileSend(waiting, expecting, 2000), expecting.size());
+  const std::string refused = HostileReadAnswer(waiting, 10);
+  EXPECT_EQ(refused.substr(0, 12), "HTTP/1.1 413") << refused.substr(0, 300);
+  EXPECT_NE(refused.find("BODY_TOO_LARGE"), std::string::npos) << refused.substr(0, 300);
+  EXPECT_EQ(Connections(api)["refused_too_large"], 2) << Connections(api).dump();
+}
+
 TEST_F(HostileClientsTest, AnInternalDaemonRefusesAnUnsignedBodyOnItsHead) {
   const std::string member = clickatron::testing::RealtimeMemberName(0);
   const HostPort shard = cluster_.Address(member);
