@@ -1,6 +1,7 @@
 #include "connection_limits.h"
 
-#include <strings.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -25,7 +26,8 @@ constexpr size_t kHeadPeekBytes = 64 << 10;
 
 }  // namespace
 
-ConnectionLimits::ConnectionLimits(event_base* base, Options options) : base_(base), options_(options) {
+ConnectionLimits::ConnectionLimits(event_base* base, Options options)
+    : base_(base), options_(options), lingering_(base, LingeringCloses::Options{}) {
   sweep_ = event_new(base_, -1, EV_PERSIST, &ConnectionLimits::OnSweep, this);
   if (sweep_) event_add(sweep_, &kSweepPeriod);
   refuse_ = event_new(base_, -1, 0, &ConnectionLimits::OnRefuse, this);
@@ -79,7 +81,7 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
   auto b = self->by_input_.find(buf);
   if (b == self->by_input_.end()) return;
   Connection* c = self->Identify(b->second);
-  if (c == nullptr || c->refusing || c->discarding) return;
+  if (c == nullptr || c->refusing) return;
   c->request_bytes += info->n_added;
   self->request_bytes_ += info->n_added;
   if (self->request_bytes_ > self->options_.max_request_bytes_in_flight) {
@@ -93,17 +95,17 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
     return;
   }
   if (c->request_bytes > 2 * (self->options_.max_body_bytes + self->options_.max_header_bytes)) {
-    self->RefuseTooLarge(*c);
+    self->RefuseTooLarge(*c, {});
     return;
   }
   if (!c->head_checked) self->CheckHead(*c, buf);
 }
 
-void ConnectionLimits::RefuseTooLarge(Connection& c) {
+void ConnectionLimits::RefuseTooLarge(Connection& c, std::string_view target) {
   Refuse(c,
-         RawJsonAnswer(413, "Payload Too Large", "BODY_TOO_LARGE",
-                       "the request body is larger than [http] max_body_bytes (" +
-                           std::to_string(options_.max_body_bytes) + " bytes); nothing of this request was taken"),
+         RawRefusal(target, 413, "Content Too Large", "BODY_TOO_LARGE",
+                    "the request body is larger than [http] max_body_bytes (" +
+                        std::to_string(options_.max_body_bytes) + " bytes); nothing of this request was taken"),
          &stats_.refused_too_large);
 }
 
@@ -122,7 +124,6 @@ void ConnectionLimits::RequestRead(bufferevent* bev) {
   request_bytes_ -= std::min(request_bytes_, it->second.request_bytes);
   it->second.request_bytes = 0;
   it->second.head_checked = false;  // the next request's head is checked again
-  it->second.discarding = false;
   // Whole before a refusal was carried out: its handler answers it.
   it->second.refusing = false;
 }
@@ -156,20 +157,11 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
   if (!length_text) return;
   const uint64_t length = std::strtoull(std::string(*length_text).c_str(), nullptr, 10);
   if (length > options_.max_body_bytes) {
-    // A client that waits for 100 Continue is answered 413 now, and sends
-    // nothing more (RFC 9110 10.1.1). Any other is already sending: evhttp
-    // reads its body to throw it away and then answers 413, so that the
-    // client sees the answer instead of a reset; those bytes are never
-    // held, so they are not counted against the other clients' bound.
-    const std::optional<std::string_view> expect = RawHeadHeader(head, "Expect");
-    if (expect && ::strncasecmp(expect->data(), "100-continue", 12) == 0) {
-      RefuseTooLarge(c);
-      return;
-    }
-    ++stats_.refused_too_large;
-    request_bytes_ -= std::min(request_bytes_, c.request_bytes);
-    c.request_bytes = 0;
-    c.discarding = true;
+    // Answered now, before the body: a client that waits for 100 Continue
+    // sends nothing more (RFC 9110 10.1.1), and one already sending has
+    // what it sends thrown away uncounted while the socket lingers
+    // (lingering_close.h), so it reads the answer instead of a reset.
+    RefuseTooLarge(c, RawHeadTarget(head));
     return;
   }
   if (evbuffer_get_length(input) - (end + 4) >= length) return;
@@ -201,7 +193,15 @@ void ConnectionLimits::RefusePending() {
     // Closed meanwhile, or its request reached a handler first.
     if (it == by_bev_.end() || !it->second.refusing || !Alive(it->second)) continue;
     const Connection& c = it->second;
-    if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) SendAnswerAndShutdown(c.fd, c.answer);
+    if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+      // The answer, then end of stream (evhttp shuts the write side as it
+      // frees the connection anyway); the socket lingers on a descriptor of
+      // its own after evhttp closes the connection's.
+      ::send(c.fd, c.answer.data(), c.answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(c.fd, SHUT_WR);
+      const int lingering = ::fcntl(c.fd, F_DUPFD_CLOEXEC, 0);
+      if (lingering >= 0) lingering_.Take(lingering);
+    }
     evbuffer* in = bufferevent_get_input(bev);
     evbuffer_drain(in, evbuffer_get_length(in));
     // evhttp takes it as a read error: it drops the request and frees the

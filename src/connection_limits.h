@@ -43,6 +43,8 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "lingering_close.h"
+
 namespace clickatron {
 
 struct ConnectionLimitStats {
@@ -54,7 +56,7 @@ struct ConnectionLimitStats {
   uint64_t refused_bytes_in_flight = 0;  // connections closed with 503 TOO_MANY_BYTES_IN_FLIGHT
   uint64_t refused_slow_readers = 0;     // requests answered 503 SLOW_READERS
   uint64_t refused_on_headers = 0;       // requests refused on their head (an unsigned internal request)
-  uint64_t refused_too_large = 0;        // requests whose body is declared or sent past max_body_bytes (413)
+  uint64_t refused_too_large = 0;        // requests answered 413 here: body declared over max_body_bytes, or sent far past it
 };
 
 class ConnectionLimits {
@@ -64,12 +66,11 @@ class ConnectionLimits {
     uint64_t max_request_bytes_in_flight = 256u << 20;
     uint64_t max_answer_bytes_queued = 256u << 20;
     std::chrono::seconds idle_timeout{30};  // evhttp's: a silent connection is closed after it
-    // [http] max_body_bytes and max_header_bytes. The bytes of a body
-    // declared longer are thrown away as they come (evhttp answers 413 at
-    // its end) and not counted in flight; one that waits for 100 Continue
-    // is answered 413 on its head. A connection that has sent more than
-    // twice both for one request (a chunked body past the bound, which
-    // evhttp reads on to discard) is closed with 413.
+    // [http] max_body_bytes and max_header_bytes. A request whose head
+    // declares a longer body is answered 413 on its head; a connection
+    // that has sent more than twice both for one request (a chunked body
+    // that evhttp has not yet refused) is closed with 413. Either way what
+    // the client still sends is thrown away uncounted (lingering_close.h).
     uint64_t max_body_bytes = 64u << 20;
     uint64_t max_header_bytes = 64u << 10;
   };
@@ -109,7 +110,6 @@ class ConnectionLimits {
     Clock::time_point accepted;
     bool refusing = false;       // refused: closed on the next loop turn
     bool head_checked = false;   // the current request's head was checked
-    bool discarding = false;     // its declared body is over the bound: evhttp throws it away, uncounted
     std::string answer;          // what it is answered when refusing
   };
   Connection* Identify(bufferevent* bev);
@@ -124,8 +124,9 @@ class ConnectionLimits {
   void Refuse(Connection& c, std::string answer, uint64_t* counter);
   // The current request's head, once whole, through head_check_.
   void CheckHead(Connection& c, evbuffer* input);
-  // Answers 413 BODY_TOO_LARGE and closes.
-  void RefuseTooLarge(Connection& c);
+  // Answers 413 BODY_TOO_LARGE (in the refusal body of `target`'s route,
+  // raw_answer.h) and closes.
+  void RefuseTooLarge(Connection& c, std::string_view target);
   void RefusePending();
   void UpdateListener();
 
@@ -138,6 +139,8 @@ class ConnectionLimits {
   // Refusals run outside the buffer callback that found them: freeing a
   // connection from inside its own buffer's callback would use it after.
   event* refuse_ = nullptr;
+  // Where refused connections end (after their bufferevents go).
+  LingeringCloses lingering_;
   std::vector<bufferevent*> to_refuse_;
   std::unordered_map<bufferevent*, Connection> by_bev_;
   std::unordered_map<evbuffer*, bufferevent*> by_input_;

@@ -149,6 +149,10 @@ class HttpClientImpl : public HttpClient {
       c.reset(evhttp_connection_base_new(base_, nullptr, peer.host.c_str(), peer.port));
     }
     evhttp_connection_set_retries(c.get(), 0);
+    // A server may answer before it has read the whole request (a 413 on
+    // the head of an oversized body) and end its side: read that answer
+    // instead of failing the request as a closed connection.
+    evhttp_connection_set_flags(c.get(), EVHTTP_CON_READ_ON_WRITE_ERROR);
     // libevent writes at most 16 KiB per write() by default, so a larger
     // request leaves as a 16 KiB segment plus a small tail that Nagle holds
     // until the peer's delayed ACK: ~40 ms per request (a 1000-line batch

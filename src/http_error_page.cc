@@ -28,6 +28,7 @@
 
 #include "clickatron/http_server.h"
 #include "http_error_page.h"
+#include "raw_answer.h"
 #include "request_deadline.h"
 
 namespace clickatron {
@@ -66,9 +67,17 @@ bool JsonErrorPagesLinked() { return true; }
 extern "C" void evhttp_send_error(evhttp_request* req, int error, const char* reason) {
   using clickatron::Envelope;
   const clickatron::ErrorText text = clickatron::TextFor(error);
-  nlohmann::json env = Envelope(error, text.reason, nullptr);
-  env["message"] = text.message;
-  const std::string body = env.dump() + "\n";
+  // A route with a refusal body of its own gets it (the Influx write doors
+  // answer in Influx's error shape); the request line may not have parsed.
+  const char* uri = evhttp_request_get_uri(req);
+  std::string body;
+  if (clickatron::RefusalBody shape = uri == nullptr ? nullptr : clickatron::RefusalBodyFor(uri)) {
+    body = shape(error, text.reason, text.message);
+  } else {
+    nlohmann::json env = Envelope(error, text.reason, nullptr);
+    env["message"] = text.message;
+    body = env.dump() + "\n";
+  }
 
   evkeyvalq* headers = evhttp_request_get_output_headers(req);
   evhttp_remove_header(headers, "Connection");

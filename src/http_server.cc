@@ -1142,8 +1142,8 @@ std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) con
   family("clickatron_http_refused_on_headers_total", "counter",
          "Requests refused on their head before their body (unsigned, to an internal route).", c.refused_on_headers);
   family("clickatron_http_refused_too_large_total", "counter",
-         "Connections closed with 413 BODY_TOO_LARGE by the connection bounds (a body declared or sent past "
-         "max_body_bytes).",
+         "Requests answered 413 BODY_TOO_LARGE on their head (a body declared over max_body_bytes), or closed "
+         "past twice the bound.",
          c.refused_too_large);
   return out;
 }

@@ -4,6 +4,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include <utility>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "clickatron/http_server.h"
@@ -21,14 +24,63 @@ bool EvhttpStillOwns(bufferevent* bev) {
   return event_cb != nullptr;
 }
 
+namespace {
+
+std::vector<std::pair<std::string, RefusalBody>>& RefusalBodies() {
+  static std::vector<std::pair<std::string, RefusalBody>> bodies;
+  return bodies;
+}
+
+std::string RawAnswer(int status, std::string_view phrase, std::string_view body, std::string_view extra_headers) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(phrase) +
+         "\r\nContent-Type: application/json\r\n" + std::string(extra_headers) +
+         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+}
+
+}  // namespace
+
+void SetRefusalBody(std::string path, RefusalBody body) {
+  for (auto& [known, shape] : RefusalBodies()) {
+    if (known == path) {
+      shape = body;
+      return;
+    }
+  }
+  RefusalBodies().emplace_back(std::move(path), body);
+}
+
+RefusalBody RefusalBodyFor(std::string_view target) {
+  if (RefusalBodies().empty()) return nullptr;
+  // Absolute form (RFC 9112 3.2.2): the path starts after the authority.
+  if (const size_t scheme = target.find("://"); scheme != std::string_view::npos && target.front() != '/') {
+    const size_t path = target.find('/', scheme + 3);
+    target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+  }
+  target = target.substr(0, target.find_first_of("?#"));
+  for (const auto& [path, body] : RefusalBodies()) {
+    if (path == target) return body;
+  }
+  return nullptr;
+}
+
+std::string_view RawHeadTarget(std::string_view head) {
+  const size_t start = head.find(' ');
+  if (start == std::string_view::npos) return {};
+  const size_t end = head.find_first_of(" \r\n", start + 1);
+  return head.substr(start + 1, end == std::string_view::npos ? std::string_view::npos : end - start - 1);
+}
+
 std::string RawJsonAnswer(int status, std::string_view phrase, std::string_view reason, std::string_view message,
                           std::string_view extra_headers) {
   nlohmann::json env = Envelope(status, reason, nullptr);
   env["message"] = message;
-  const std::string body = env.dump() + "\n";
-  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(phrase) +
-         "\r\nContent-Type: application/json\r\n" + std::string(extra_headers) +
-         "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return RawAnswer(status, phrase, env.dump() + "\n", extra_headers);
+}
+
+std::string RawRefusal(std::string_view target, int status, std::string_view phrase, std::string_view reason,
+                       std::string_view message, std::string_view extra_headers) {
+  if (RefusalBody body = RefusalBodyFor(target)) return RawAnswer(status, phrase, body(status, reason, message), extra_headers);
+  return RawJsonAnswer(status, phrase, reason, message, extra_headers);
 }
 
 void SendAnswerAndShutdown(evutil_socket_t fd, std::string_view answer) {

@@ -16,6 +16,8 @@
 
 #include <event2/bufferevent.h>
 
+#include "clickatron/http_server.h"
+
 namespace clickatron {
 
 // Whether `fd` is still an open socket with `inode`: then the bufferevent
@@ -30,6 +32,16 @@ bool EvhttpStillOwns(bufferevent* bev);
 // message), "Connection: close", and `extra_headers` ("Name: value\r\n"…).
 std::string RawJsonAnswer(int status, std::string_view phrase, std::string_view reason, std::string_view message,
                           std::string_view extra_headers = {});
+
+// The same answer for a request to `target` (a request target: origin or
+// absolute form, with or without a query): with the body its route
+// registered (SetRefusalBody), else the envelope.
+std::string RawRefusal(std::string_view target, int status, std::string_view phrase, std::string_view reason,
+                       std::string_view message, std::string_view extra_headers = {});
+// The registered refusal body of `target`'s path; nullptr when none.
+RefusalBody RefusalBodyFor(std::string_view target);
+// The request target of a raw request head ("" when the line is malformed).
+std::string_view RawHeadTarget(std::string_view head);
 
 // Writes `answer` to a plain socket, ends writing, and discards the input
 // waiting (bounded): unread input would make the close a reset, which can

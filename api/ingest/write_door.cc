@@ -35,8 +35,16 @@ void ReplyRefused(HttpExchange& ex, WriteDoor door, int status, std::string_view
     ex.ReplyError(status, reason, message);
     return;
   }
+  ex.Reply(status, InfluxErrorBody(status, reason, message), "application/json");
+}
+
+std::string InfluxErrorBody(int status, std::string_view reason, std::string_view message) {
   const nlohmann::json body = {{"code", InfluxCode(status)}, {"message", fmt::format("{}: {}", reason, message)}};
-  ex.Reply(status, body.dump(), "application/json");
+  return body.dump();
+}
+
+void RegisterInfluxRefusalBodies() {
+  for (const char* path : {"/api/v2/write", "/write"}) SetRefusalBody(path, &InfluxErrorBody);
 }
 
 }  // namespace clickatron::api

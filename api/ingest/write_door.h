@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "clickatron/http_server.h"
@@ -21,5 +22,12 @@ void ReplyTaken(HttpExchange& ex, WriteDoor door, uint64_t increments, bool repl
 // The request was refused; nothing of it was taken. `reason` is Clickatron's
 // (OVERLOADED, INVALID_TS, …): the Influx door puts it before the message.
 void ReplyRefused(HttpExchange& ex, WriteDoor door, int status, std::string_view reason, std::string_view message);
+
+// An Influx door's error body: {"code": Influx's code, "message": "REASON: message"}.
+std::string InfluxErrorBody(int status, std::string_view reason, std::string_view message);
+// Registers it as /api/v2/write's and /write's refusal body (SetRefusalBody),
+// so that what the HTTP server refuses before the door's handler (an
+// oversized body) is answered in the shape Influx clients parse too.
+void RegisterInfluxRefusalBodies();
 
 }  // namespace clickatron::api

@@ -324,6 +324,7 @@ Status WritePathImpl::Init() {
   server_.Route("/incr", Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kIncr); }),
                 kGetOrPost | kUnsafeGet | kBoundedAnswers);
   // InfluxDB line protocol, as Influx 2 and Influx 1 clients send it.
+  RegisterInfluxRefusalBodies();
   for (const char* path : {"/api/v2/write", "/write"}) {
     server_.Route(path, Guarded([this](const HttpExchangePtr& ex) { HandleWrite(ex, WriteDoor::kInflux); }),
                   kPost | kBoundedAnswers);

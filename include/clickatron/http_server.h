@@ -117,6 +117,15 @@ struct HttpServerOptions {
   bool share_port = false;
 };
 
+// The body of the refusals a server makes before a handler runs (413
+// BODY_TOO_LARGE on a request's head, 503 TOO_MANY_BYTES_IN_FLIGHT, and
+// libevent's own error pages) for requests to exactly `path`: by default the
+// JSON envelope; routes whose clients parse another error shape (the Influx
+// write doors) register theirs. Process-wide (libevent's error pages know no
+// server); set before any server runs, read-only after.
+using RefusalBody = std::string (*)(int status, std::string_view reason, std::string_view message);
+void SetRefusalBody(std::string path, RefusalBody body);
+
 class HttpServer {
  public:
   // Binds the socket (fails here, not later, if the address is taken).
