@@ -68,6 +68,12 @@ CommandOption& CommandOption::Positive() {
   return *this;
 }
 
+CommandOption& CommandOption::NonEmpty() {
+  option_->check(CLI::Validator(
+      [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY"));
+  return *this;
+}
+
 CommandOption& CommandOption::OneOf(std::vector<std::string> values) {
   option_->check(CLI::IsMember(std::move(values)));
   return *this;

@@ -20,8 +20,9 @@ Result<int64_t> HourArg(const QueryArgs& args, std::string_view name) {
   Result<int64_t> unix = ParseTimestamp(**value);
   if (!unix.ok()) return Status::InvalidArgument(fmt::format("{}: {}", name, unix.status().message()), reason);
   if (*unix % kSecondsPerHour != 0) {
-    return Status::InvalidArgument(fmt::format("{} must be a whole hour (unix seconds divisible by 3600)", name),
-                                   reason);
+    return Status::InvalidArgument(
+        fmt::format("{} must be a whole hour (minutes and seconds 0; in unix seconds, divisible by 3600)", name),
+        reason);
   }
   return *unix;
 }

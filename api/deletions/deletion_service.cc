@@ -109,8 +109,22 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
   }
   Deletion d = std::move(parsed).value();
   if (!d.id.empty()) {
-    // The client's own id: a retry of a request this node already took is that deletion.
+    // The client's own id: a retry of a request this node already took is
+    // that deletion. The same id for other keys or hours is refused, as an
+    // Idempotency-Key reused for another body is: taken as a retry, it
+    // would drop the deletion asked for without a word. (A `to` left to its
+    // default, the hour after now, moves between retries: not compared.)
     if (std::optional<Deletion> known = log_->Get(d.id)) {
+      const bool same = known->ns == d.ns && known->key == d.key && known->all_time == d.all_time &&
+                        known->from_unix == d.from_unix && (!ex->args().Has("to") || known->to_unix == d.to_unix);
+      if (!same) {
+        ex->ReplyError(422, "DELETION_ID_REUSED",
+                       fmt::format("deletion {} was taken for ns {} key {} hours [{}, {}); a retry must ask for the "
+                                   "same, and another deletion needs another id",
+                                   known->id, known->ns, known->key.empty() ? "(every key)" : known->key,
+                                   known->from_unix, known->to_unix));
+        return;
+      }
       ReplyAccepted(ex, *known);
       return;
     }

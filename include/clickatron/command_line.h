@@ -52,6 +52,9 @@ class CommandOption {
   CommandOption& NonNegative();
   // Refuses zero and negative numbers (--help: POSITIVE).
   CommandOption& Positive();
+  // Refuses an empty value (--help: NONEMPTY): for an option whose absence
+  // means something else ("--id ''" is not "no id").
+  CommandOption& NonEmpty();
   // Refuses any value but these, compared exactly (--help: {archive,realtime}).
   CommandOption& OneOf(std::vector<std::string> values);
   // Giving this option without `other` is a usage error.

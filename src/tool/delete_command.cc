@@ -105,7 +105,9 @@ void AddDeleteCommand(Command& app) {
   sub.Option("--to", a->to,
              "the hour after the last one deleted (default: the hour after now; without --from either, every hour)");
   sub.Option("--api", a->api, "the API member to send it to (default: the first in the cluster file)");
-  sub.Option("--id", a->id, "the deletion's id (default: a new one); the same id again is the same deletion");
+  sub.Option("--id", a->id,
+             "the deletion's id (default: a new one); the same id again is the same deletion, and refused for another")
+      .NonEmpty();
   sub.Option("--wait", a->wait_s, "seconds to wait until every read is without it (0: do not wait)")
       .ShowDefault()
       .NonNegative();

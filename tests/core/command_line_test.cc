@@ -92,6 +92,19 @@ TEST(CommandLineTest, OneOfRefusesAnyOtherValue) {
   EXPECT_EQ(format, "archive");
 }
 
+TEST(CommandLineTest, NonEmptyRefusesAnEmptyValueOnly) {
+  std::string id = "unset";
+  CommandLine empty{"test", "prog"};
+  empty.Option("--id", id).NonEmpty();
+  EXPECT_EQ(Parse(empty, {"--id", ""}), kValueRefused);
+  EXPECT_EQ(id, "unset");
+
+  CommandLine given{"test", "prog"};
+  given.Option("--id", id).NonEmpty();
+  EXPECT_EQ(Parse(given, {"--id", "mine-1"}), std::nullopt);
+  EXPECT_EQ(id, "mine-1");
+}
+
 TEST(CommandLineTest, NeedsRefusesAnOptionWithoutItsPartner) {
   uint32_t shard = 0;
   uint32_t shard_count = 1;

@@ -78,8 +78,16 @@ TEST_F(DeleteIntegration, RefusesBadParametersNamingTheField) {
   EXPECT_EQ(HttpGet(Api(0), "/delete/del-1-00000000", 5000, kToken).status_code, 404);
   // A client's own id: the same request again is the same deletion.
   EXPECT_EQ(Delete("ns=u&key=k&id=mine-1"), std::make_pair(202, std::string("mine-1")));
-  EXPECT_EQ(Delete("ns=u&key=k&id=mine-1"), std::make_pair(202, std::string("mine-1")));
   EXPECT_TRUE(RealtimeDone(0, "mine-1"));
+  // The same id for another key or other hours: refused, the deletion kept.
+  EXPECT_EQ(Delete("ns=u&key=other&id=mine-1"), std::make_pair(422, std::string("DELETION_ID_REUSED")));
+  EXPECT_EQ(Delete("ns=u&key=k&from=3600&to=7200&id=mine-1"),
+            std::make_pair(422, std::string("DELETION_ID_REUSED")));
+  EXPECT_EQ(Status(0, "mine-1")["key"], "k");
+  // A `from`-only deletion retried: its default `to` is not compared.
+  const std::string from = std::to_string((now_ / 3600 - 2) * 3600);
+  EXPECT_EQ(Delete("ns=u&key=k&from=" + from + "&id=mine-2"), std::make_pair(202, std::string("mine-2")));
+  EXPECT_EQ(Delete("ns=u&key=k&from=" + from + "&id=mine-2"), std::make_pair(202, std::string("mine-2")));
   // Deleting nothing is accepted, and finishes.
   auto [status, id] = Delete("ns=nothing&key=nobody");
   ASSERT_EQ(status, 202);
