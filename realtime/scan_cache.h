@@ -4,8 +4,13 @@
 //
 // Why: a dashboard's hot key is read many times a second, and each read of
 // its realtime hours walked RocksDB again: a day of a busy key's subtotal
-// records is a hundred or more entries, each a merge operand that RocksDB
-// folds on every read (most of a shard's read time, by perf). The store only
+// records is a hundred or more entries, each found in every sorted run
+// (checkpoint file) it is in since the last compaction, as a merge operand
+// to fold. Writing checkpoints folded (a put per key, the stored value read
+// first) was tried: it did not make these reads cheaper, since a scan still
+// meets a key once per run, and it cost uniform-key ingest 31% (docs/
+// benchmarks.md, 2026-12-07). Keeping the scan's result cuts a hot key's
+// realtime read CPU to about a third. The store only
 // changes when a checkpoint lands (every checkpoint_interval_ms) or a day is
 // created or dropped, so between two of those the same scan reads the same
 // records. Only the store's part is kept: the in-memory tables, which change

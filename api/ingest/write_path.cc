@@ -144,8 +144,9 @@ class WritePathImpl : public WritePath {
   void Parsed(const HttpExchangePtr& ex, WriteDoor door, const Status& st, std::vector<RoutedRecord>& records,
               size_t increments, std::optional<KeyedRequest>& key);
   // A keyed request whose key lives on another API node goes there
-  // (idempotency_home.h). True when it was relayed.
-  bool RelayedToHome(const HttpExchangePtr& ex, WriteDoor door);
+  // (idempotency_home.h). True when it was relayed (or refused: a request
+  // relayed here whose key's home is another node).
+  bool RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std::string_view idempotency_key);
   // Takes the routed records of one request (going to `shards`) into the
   // window, or parks the request (a shard it goes to is behind), or refuses
   // it (a queue is full). `resumed`: it waited already (counted once in
@@ -438,11 +439,9 @@ bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::o
   return false;
 }
 
-bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, WriteDoor door) {
+bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std::string_view idempotency_key) {
   if (home_.nodes() <= 1) return false;
-  const std::string header = ex->header(kIdempotencyKeyHeader);
-  if (header.empty()) return false;
-  std::optional<HostPort> home = home_.HomeOf(BareIdempotencyKey(header));
+  std::optional<HostPort> home = home_.HomeOf(idempotency_key);
   if (!home) return false;  // this node is the key's home
   if (!ex->header(kRelayedFromHeader).empty()) {
     // Relayed here, yet the key's home is another node: the nodes' cluster
@@ -539,13 +538,14 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
                  "the oplog could not be synced to disk; this API node takes no increments");
     return;
   }
-  if (RelayedToHome(ex, door)) return;  // the home answers in the door's own shape
   Result<std::optional<std::string>> idempotency_key = ReadIdempotencyKey(*ex);
   if (!idempotency_key.ok()) {
     ++rejected_invalid_;
     ReplyRefused(*ex, door, 400, idempotency_key.status().reason(), idempotency_key.status().message());
     return;
   }
+  // The home answers in the door's own shape.
+  if (*idempotency_key && RelayedToHome(ex, door, **idempotency_key)) return;
   std::string encoding = ex->header("Content-Encoding");
   // A compressed body's size says little of what it inflates to, and its
   // key is looked up once it is inflated (RequestDigest); any other body's
