@@ -31,11 +31,13 @@ ConnectionLimits::ConnectionLimits(event_base* base, Options options)
   sweep_ = event_new(base_, -1, EV_PERSIST, &ConnectionLimits::OnSweep, this);
   if (sweep_) event_add(sweep_, &kSweepPeriod);
   refuse_ = event_new(base_, -1, 0, &ConnectionLimits::OnRefuse, this);
+  hand_over_ = evtimer_new(base_, &ConnectionLimits::OnHandOver, this);
 }
 
 ConnectionLimits::~ConnectionLimits() {
   if (sweep_) event_free(sweep_);
   if (refuse_) event_free(refuse_);
+  if (hand_over_) event_free(hand_over_);
 }
 
 bool ConnectionLimits::Alive(const Connection& c) { return SameOpenSocket(c.fd, c.inode) && EvhttpStillOwns(c.bev); }
@@ -81,7 +83,7 @@ void ConnectionLimits::OnInput(evbuffer* buf, const evbuffer_cb_info* info, void
   auto b = self->by_input_.find(buf);
   if (b == self->by_input_.end()) return;
   Connection* c = self->Identify(b->second);
-  if (c == nullptr || c->refusing) return;
+  if (c == nullptr || c->refusing || c->discarding) return;
   c->request_bytes += info->n_added;
   self->request_bytes_ += info->n_added;
   if (self->request_bytes_ > self->options_.max_request_bytes_in_flight) {
@@ -124,6 +126,7 @@ void ConnectionLimits::RequestRead(bufferevent* bev) {
   request_bytes_ -= std::min(request_bytes_, it->second.request_bytes);
   it->second.request_bytes = 0;
   it->second.head_checked = false;  // the next request's head is checked again
+  it->second.discarding = false;
   // Whole before a refusal was carried out: its handler answers it.
   it->second.refusing = false;
 }
@@ -156,7 +159,18 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
   const std::optional<std::string_view> length_text = RawHeadHeader(head, "Content-Length");
   if (!length_text) return;
   const uint64_t length = std::strtoull(std::string(*length_text).c_str(), nullptr, 10);
+  if (evbuffer_get_length(input) - (end + 4) >= length) return;
   if (length > options_.max_body_bytes) {
+    if (!c.plain) {
+      // Under TLS no raw answer can be written: evhttp reads the body to
+      // throw it away and then answers 413. Those bytes are not held, so
+      // they are not counted against the other clients' bound.
+      ++stats_.refused_too_large;
+      request_bytes_ -= std::min(request_bytes_, c.request_bytes);
+      c.request_bytes = 0;
+      c.discarding = true;
+      return;
+    }
     // Answered now, before the body: a client that waits for 100 Continue
     // sends nothing more (RFC 9110 10.1.1), and one already sending has
     // what it sends thrown away uncounted while the socket lingers
@@ -164,7 +178,6 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
     RefuseTooLarge(c, RawHeadTarget(head));
     return;
   }
-  if (evbuffer_get_length(input) - (end + 4) >= length) return;
   if (!head_check_) return;
   if (std::string answer = head_check_(head); !answer.empty()) {
     Refuse(c, std::move(answer), &stats_.refused_on_headers);
@@ -193,21 +206,45 @@ void ConnectionLimits::RefusePending() {
     // Closed meanwhile, or its request reached a handler first.
     if (it == by_bev_.end() || !it->second.refusing || !Alive(it->second)) continue;
     const Connection& c = it->second;
-    if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+    if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0 && hand_over_ != nullptr) {
       // The answer, then end of stream (evhttp shuts the write side as it
-      // frees the connection anyway); the socket lingers on a descriptor of
-      // its own after evhttp closes the connection's.
+      // frees the connection anyway). The socket will linger on a
+      // descriptor of its own, once the loop has taken the connection's
+      // out of epoll: with EPOLL_USE_CHANGELIST (http_server.cc) a removal
+      // is applied at the next dispatch, and one applied after evhttp has
+      // closed the descriptor would fail and leave the socket, kept open by
+      // the copy, in epoll under the old number (another connection's soon).
       ::send(c.fd, c.answer.data(), c.answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::shutdown(c.fd, SHUT_WR);
-      const int lingering = ::fcntl(c.fd, F_DUPFD_CLOEXEC, 0);
-      if (lingering >= 0) lingering_.Take(lingering);
+      bufferevent_disable(bev, EV_READ | EV_WRITE);
+      to_hand_over_.push_back(bev);
+      const timeval now{0, 0};
+      event_add(hand_over_, &now);  // timers run after the dispatch that applies the removal
+      continue;
     }
-    evbuffer* in = bufferevent_get_input(bev);
-    evbuffer_drain(in, evbuffer_get_length(in));
-    // evhttp takes it as a read error: it drops the request and frees the
-    // connection, with the body it had buffered.
-    bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_ERROR, 0);
+    Close(bev);
   }
+}
+
+void ConnectionLimits::OnHandOver(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<ConnectionLimits*>(arg);
+  std::vector<bufferevent*> pending;
+  pending.swap(self->to_hand_over_);
+  for (bufferevent* bev : pending) {
+    auto it = self->by_bev_.find(bev);
+    if (it == self->by_bev_.end() || !Alive(it->second)) continue;  // gone meanwhile: nothing to linger
+    const int lingering = ::fcntl(it->second.fd, F_DUPFD_CLOEXEC, 0);
+    if (lingering >= 0) self->lingering_.Take(lingering);
+    self->Close(bev);
+  }
+}
+
+void ConnectionLimits::Close(bufferevent* bev) {
+  evbuffer* in = bufferevent_get_input(bev);
+  evbuffer_drain(in, evbuffer_get_length(in));
+  // evhttp takes it as a read error: it drops the request and frees the
+  // connection, with the body it had buffered.
+  bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_ERROR, 0);
 }
 
 void ConnectionLimits::OnSweep(evutil_socket_t, short, void* arg) { static_cast<ConnectionLimits*>(arg)->Sweep(); }
@@ -258,6 +295,8 @@ ConnectionLimitStats ConnectionLimits::stats() const {
   s.connections = by_bev_.size();
   s.request_bytes_in_flight = request_bytes_;
   s.answer_bytes_queued = answer_bytes_;
+  s.lingering = lingering_.lingering();
+  s.lingering_closed_at_once = lingering_.closed_at_once();
   return s;
 }
 

@@ -57,6 +57,8 @@ struct ConnectionLimitStats {
   uint64_t refused_slow_readers = 0;     // requests answered 503 SLOW_READERS
   uint64_t refused_on_headers = 0;       // requests refused on their head (an unsigned internal request)
   uint64_t refused_too_large = 0;        // requests answered 413 here: body declared over max_body_bytes, or sent far past it
+  uint64_t lingering = 0;                // refused sockets whose input is being thrown away (lingering_close.h)
+  uint64_t lingering_closed_at_once = 0; // refused sockets closed at once: max lingering reached
 };
 
 class ConnectionLimits {
@@ -110,6 +112,7 @@ class ConnectionLimits {
     Clock::time_point accepted;
     bool refusing = false;       // refused: closed on the next loop turn
     bool head_checked = false;   // the current request's head was checked
+    bool discarding = false;     // TLS, its declared body over the bound: evhttp throws it away, uncounted
     std::string answer;          // what it is answered when refusing
   };
   Connection* Identify(bufferevent* bev);
@@ -128,6 +131,11 @@ class ConnectionLimits {
   // raw_answer.h) and closes.
   void RefuseTooLarge(Connection& c, std::string_view target);
   void RefusePending();
+  // The second step of refusing a plain connection: hands its socket to
+  // lingering_ and lets evhttp free it.
+  static void OnHandOver(evutil_socket_t fd, short what, void* arg);
+  // Has evhttp free the connection (its buffered input dropped).
+  void Close(bufferevent* bev);
   void UpdateListener();
 
   event_base* base_;
@@ -139,6 +147,9 @@ class ConnectionLimits {
   // Refusals run outside the buffer callback that found them: freeing a
   // connection from inside its own buffer's callback would use it after.
   event* refuse_ = nullptr;
+  // Refused plain connections waiting for their hand-over (OnHandOver).
+  event* hand_over_ = nullptr;
+  std::vector<bufferevent*> to_hand_over_;
   // Where refused connections end (after their bufferevents go).
   LingeringCloses lingering_;
   std::vector<bufferevent*> to_refuse_;

@@ -1112,7 +1112,9 @@ nlohmann::json HttpServerImpl::ConnectionsJson() const {
           {"refused_bytes_in_flight", c.refused_bytes_in_flight},
           {"refused_slow_readers", c.refused_slow_readers},
           {"refused_on_headers", c.refused_on_headers},
-          {"refused_too_large", c.refused_too_large}};
+          {"refused_too_large", c.refused_too_large},
+          {"lingering", c.lingering},
+          {"lingering_closed_at_once", c.lingering_closed_at_once}};
 }
 
 std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) const {
@@ -1145,6 +1147,10 @@ std::string HttpServerImpl::ConnectionsPrometheus(const std::string& labels) con
          "Requests answered 413 BODY_TOO_LARGE on their head (a body declared over max_body_bytes), or closed "
          "past twice the bound.",
          c.refused_too_large);
+  family("clickatron_http_lingering_connections", "gauge",
+         "Refused connections whose input is read and thrown away until the client closes.", c.lingering);
+  family("clickatron_http_lingering_closed_at_once_total", "counter",
+         "Refused connections closed at once because 256 were lingering already.", c.lingering_closed_at_once);
   return out;
 }
 

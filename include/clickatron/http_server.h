@@ -117,12 +117,15 @@ struct HttpServerOptions {
   bool share_port = false;
 };
 
-// The body of the refusals a server makes before a handler runs (413
-// BODY_TOO_LARGE on a request's head, 503 TOO_MANY_BYTES_IN_FLIGHT, and
-// libevent's own error pages) for requests to exactly `path`: by default the
-// JSON envelope; routes whose clients parse another error shape (the Influx
-// write doors) register theirs. Process-wide (libevent's error pages know no
-// server); set before any server runs, read-only after.
+// The body of a refusal a server makes on a request's head, before a
+// handler runs (413 BODY_TOO_LARGE for a body declared over the bound), for
+// requests to exactly `path`: by default the JSON envelope; routes whose
+// clients parse another error shape (the Influx write doors) register
+// theirs. libevent's own error pages use it too when they still know the
+// request's path (not for its 400 and 413: it drops the path first), and
+// 503 TOO_MANY_BYTES_IN_FLIGHT, which may come before the head, never does.
+// Process-wide (libevent's error pages know no server); set before any
+// server runs, read-only after.
 using RefusalBody = std::string (*)(int status, std::string_view reason, std::string_view message);
 void SetRefusalBody(std::string path, RefusalBody body);
 

@@ -131,6 +131,32 @@ TEST_F(TlsTest, MembersServeTlsOnlyAndClientsCheckTheCaAndTheAddress) {
   EXPECT_EQ(BlockingHttpClient(cluster_.config()).Fetch(realtime_, ping).status_code, 200);
 }
 
+// Over TLS no raw answer can be written on a request's head: a body
+// declared over max_body_bytes is read and thrown away by libevent, which
+// then answers 413 (a real client, curl, with and without waiting for
+// 100 Continue).
+TEST_F(TlsTest, ABodyDeclaredOverTheBoundIsAnswered413OverTls) {
+  StartMember("realtime-0");
+  StartMember("api-0");
+  const std::string big = cluster_ / "big.txt";
+  ASSERT_TRUE(WriteFileAtomically(big, std::string(70u << 20, 'a')).ok());  // over the default 64 MiB
+  for (const std::string expect : {"", "-H 'Expect:'"}) {
+    std::string out;
+    const int rc = RunCommand({"sh", "-c",
+                               fmt::format("curl -s -o /dev/null -w '%{{http_code}}' --max-time 60 --cacert '{}' {} "
+                                           "--data-binary @'{}' https://{}/incr",
+                                           cluster_ / "ca.crt", expect, big, api_.ToString())},
+                              &out);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out, "413") << expect;
+  }
+  // And the bytes thrown away were not held against the bound.
+  const nlohmann::json stats = nlohmann::json::parse(Get(api_, "/stats").body, nullptr, false);
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_EQ(stats["data"]["connections"]["refused_bytes_in_flight"], 0) << stats["data"]["connections"].dump();
+  EXPECT_EQ(stats["data"]["connections"]["refused_too_large"], 2) << stats["data"]["connections"].dump();
+}
+
 TEST_F(TlsTest, TheApiNodesBatchesReachAShardOverTlsAlsoAfterTheShardRestarts) {
   StartMember("realtime-0");
   ASSERT_EQ(Post(realtime_, std::string("/rotate?today=") + kDay, "tls-test-admin-token").status_code, 200);
