@@ -549,7 +549,8 @@ Status HttpServerImpl::Init() {
   // The epoll changelist batches the enable/disable calls libevent makes per
   // request into one epoll_ctl each loop turn: with short keep-alive
   // exchanges epoll_ctl was ~18% of a busy API node's CPU. (Its caveat, fds
-  // shared through dup(), does not arise here.)
+  // shared through dup(), is met: ConnectionLimits copies a refused socket's
+  // descriptor only after the loop has taken the original out of epoll.)
   CPtr<event_config, event_config_free> cfg(event_config_new());
   event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
   // No EVENT_BASE_FLAG_PRECISE_TIMER: After() has timers of its own to the
