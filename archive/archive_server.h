@@ -64,7 +64,8 @@ class ArchiveServer {
   // routes and SIGHUP on `server`. A file that fails its checks does not stop
   // the daemon (see above); only a bad option would.
   static Result<std::unique_ptr<ArchiveServer>> Create(HttpServer& server, ArchiveServerOptions options);
-  ~ArchiveServer() = default;
+  // Ends a fetch under way (FetcherOptions::cancelled), then waits for it.
+  ~ArchiveServer();
 
   nlohmann::json StatsJson() const;
   std::string StatsPrometheus() const;
@@ -113,6 +114,7 @@ class ArchiveServer {
   std::unique_ptr<Scrubber> scrubber_;
   // Last: destroyed first, so a running load ends before the rest goes.
   std::unique_ptr<Reloader> reloader_;
+  std::shared_ptr<std::atomic<bool>> stopping_;  // what options_.fetch.cancelled reads
 };
 
 }  // namespace clickatron::archive

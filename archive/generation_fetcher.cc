@@ -41,6 +41,7 @@ Status PutInPlace(const std::string& fetched, const std::string& path) {
 Result<SortedFilePtr> FetchGeneration(const FetcherOptions& options, const HostPort& source,
                                       std::optional<uint64_t> want, ServingId serving) {
   BlockingHttpClient client(options.cluster_secret, options.client_tls);
+  client.SetCancelled(options.cancelled);
   auto manifest = FetchShardManifest(client, source, options.shard, options.timeout_ms);
   if (!manifest.ok()) return manifest.status();
   if (!manifest->has_value()) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,9 @@ struct FetcherOptions {
   std::string cluster_secret;                     // signs the requests
   std::shared_ptr<const TlsContext> client_tls;  // set: the cluster speaks TLS
   int timeout_ms = 600000;                       // per request (a file of GBs)
+  // Set: true ends a fetch under way (the daemon is stopping: its stop
+  // waits for the fetch's thread).
+  std::function<bool()> cancelled;
 };
 
 // What the replica serves when the fetch starts.

@@ -1,5 +1,6 @@
 #include "clickatron/http_client.h"
 
+#include <chrono>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
@@ -9,7 +10,9 @@
 
 #include <strings.h>
 
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -28,6 +31,11 @@ namespace {
 using EvconPtr = CPtr<evhttp_connection, evhttp_connection_free>;
 
 constexpr size_t kMaxSingleWrite = 64u << 20;
+// Longer than any request deadline (the longest are hours: a deploy's
+// transfer timeout): libevent's own timeout must never end a request first.
+constexpr int kConnectionTimeoutSeconds = 7 * 24 * 3600;
+// How often a request that may be cancelled asks (HttpRequestSpec::cancelled).
+constexpr int kCancelPollMs = 200;
 
 const char* RequestErrorText(evhttp_request_error e) {
   switch (e) {
@@ -61,6 +69,8 @@ struct Pending {
   evhttp_request_error error = EVREQ_HTTP_EOF;
   bool had_error = false;
   std::string body;
+  std::function<bool()> cancelled;                // see HttpRequestSpec
+  std::chrono::steady_clock::time_point deadline;  // when `cancelled` is polled
 
   void Complete(HttpResponse response) {
     auto fn = std::move(done);
@@ -104,10 +114,19 @@ class HttpClientImpl : public HttpClient {
       evbuffer_add(evhttp_request_get_output_buffer(p->req), spec.body.data(), spec.body.size());
     }
     // Our own timer gives each request its own deadline (libevent's timeout
-    // is per connection); on expiry the request is cancelled.
-    p->timer.reset(evtimer_new(base_, &OnTimeout, p));
-    timeval tv{spec.timeout_ms / 1000, (spec.timeout_ms % 1000) * 1000};
-    evtimer_add(p->timer.get(), &tv);
+    // is per connection); on expiry the request is cancelled. A request that
+    // may be cancelled polls instead, until its deadline.
+    if (spec.cancelled) {
+      p->cancelled = std::move(spec.cancelled);
+      p->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(spec.timeout_ms);
+      p->timer.reset(event_new(base_, -1, EV_PERSIST, &OnPoll, p));
+      const timeval poll{0, kCancelPollMs * 1000};
+      evtimer_add(p->timer.get(), &poll);
+    } else {
+      p->timer.reset(evtimer_new(base_, &OnTimeout, p));
+      timeval tv{spec.timeout_ms / 1000, (spec.timeout_ms % 1000) * 1000};
+      evtimer_add(p->timer.get(), &tv);
+    }
     evhttp_cmd_type cmd = spec.method == "POST" ? EVHTTP_REQ_POST : EVHTTP_REQ_GET;
     if (evhttp_make_request(conn, p->req, cmd, spec.target.c_str()) != 0) {
       // libevent has freed the request already.
@@ -149,10 +168,17 @@ class HttpClientImpl : public HttpClient {
       c.reset(evhttp_connection_base_new(base_, nullptr, peer.host.c_str(), peer.port));
     }
     evhttp_connection_set_retries(c.get(), 0);
-    // A server may answer before it has read the whole request (a 413 on
-    // the head of an oversized body) and end its side: read that answer
-    // instead of failing the request as a closed connection.
-    evhttp_connection_set_flags(c.get(), EVHTTP_CON_READ_ON_WRITE_ERROR);
+    // Each request has its own deadline (our timer, in Send). libevent's
+    // per-connection read and write timeouts default to 50 s, which cut
+    // every longer request short: a replica's fetch of a large shard, or a
+    // deploy waiting on `--transfer-timeout`, failed at 50 s whatever its
+    // deadline. They are set beyond any deadline we give.
+    evhttp_connection_set_timeout(c.get(), kConnectionTimeoutSeconds);
+    // Not EVHTTP_CON_READ_ON_WRITE_ERROR (which would read a 413 a server
+    // sends on the head of an oversized body): in libevent 2.1 a peer that
+    // ends while part of a chunk is buffered then leaves the request
+    // waiting until its deadline (a replica's 10-minute fetch from a killed
+    // nightly run: FetchToFile.ASourceThatDiesMidAnswerFailsTheFetchAtOnce).
     // libevent writes at most 16 KiB per write() by default, so a larger
     // request leaves as a 16 KiB segment plus a small tail that Nagle holds
     // until the peer's delayed ACK: ~40 ms per request (a 1000-line batch
@@ -180,12 +206,26 @@ class HttpClientImpl : public HttpClient {
   }
 
   static void OnTimeout(evutil_socket_t, short, void* arg) {
+    End(static_cast<Pending*>(arg), Status::Unavailable(fmt::format("{}: timed out", static_cast<Pending*>(arg)->peer),
+                                                        "TIMEOUT"));
+  }
+
+  static void OnPoll(evutil_socket_t, short, void* arg) {
     auto* p = static_cast<Pending*>(arg);
+    if (p->cancelled()) {
+      End(p, Status::Unavailable(fmt::format("{}: cancelled", p->peer), "CANCELLED"));
+    } else if (std::chrono::steady_clock::now() >= p->deadline) {
+      End(p, Status::Unavailable(fmt::format("{}: timed out", p->peer), "TIMEOUT"));
+    }
+  }
+
+  // Ends a request still out with `why`.
+  static void End(Pending* p, Status why) {
     evhttp_request* req = p->req;
     p->req = nullptr;
     // Cancelling frees the request without calling OnDone.
     if (req) evhttp_cancel_request(req);
-    p->Complete(TransportError(Status::Unavailable(fmt::format("{}: timed out", p->peer), "TIMEOUT")));
+    p->Complete(TransportError(std::move(why)));
   }
 
   static void OnDone(evhttp_request* req, void* arg) {
@@ -243,7 +283,10 @@ std::unique_ptr<HttpClient> HttpClient::Create(event_base* base, Options options
 struct BlockingHttpClient::Impl {
   EventBasePtr base;
   std::unique_ptr<HttpClientImpl> client;
+  std::function<bool()> cancelled;  // SetCancelled
 };
+
+void BlockingHttpClient::SetCancelled(std::function<bool()> cancelled) { impl_->cancelled = std::move(cancelled); }
 
 BlockingHttpClient::BlockingHttpClient(const ClusterConfig& cluster)
     : BlockingHttpClient(cluster.cluster_secret, cluster.client_tls) {}
@@ -273,6 +316,7 @@ HttpResponse BlockingHttpClient::FetchStreaming(const HostPort& peer, HttpReques
   HttpResponse out;
   bool finished = false;
   event_base* base = impl_->base.get();
+  if (!request.cancelled) request.cancelled = impl_->cancelled;
   impl_->client->SendWithSink(
       peer, std::move(request),
       [&](HttpResponse r) {

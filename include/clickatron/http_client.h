@@ -64,6 +64,10 @@ struct HttpRequestSpec {
   std::string bearer_token;    // sent as Authorization: Bearer … when set
   std::vector<std::pair<std::string, std::string>> headers;  // more request headers, as given
   int timeout_ms = 5000;
+  // Set: asked every 200 ms while the request is out; true ends it at once
+  // as cancelled (UNAVAILABLE, CANCELLED), as its deadline would: a long
+  // fetch a stopping daemon must not wait out.
+  std::function<bool()> cancelled;
 };
 
 class HttpClient {
@@ -95,6 +99,9 @@ class BlockingHttpClient {
   // returned body is empty. A sink error aborts the transfer.
   HttpResponse FetchStreaming(const HostPort& peer, HttpRequestSpec request,
                               std::function<Status(std::string_view chunk)> sink);
+  // Every request from now on ends early once `cancelled` says so
+  // (HttpRequestSpec::cancelled), unless it brings its own.
+  void SetCancelled(std::function<bool()> cancelled);
 
  private:
   struct Impl;

@@ -225,6 +225,50 @@ TEST_F(FetchTest, BytesThatDoNotMatchTheManifestAreRefusedAndTheOldFileServes) {
   EXPECT_EQ(ReadFileToString(File(1)).value(), good);
 }
 
+// A source that sends the start of its file and then nothing more, nor
+// closes (a frozen publisher): a replica fetching from it still stops at
+// once on SIGTERM, instead of waiting out the fetch's 10-minute deadline.
+TEST_F(FetchTest, AReplicaStopsAtOnceWhileAFetchWaitsOnAFrozenSource) {
+  const std::string old_text = ArchiveText(50 << 10, 1);
+  WriteArchive(File(1), old_text, 1, "2026-11-20");
+  Start(1);
+  const std::string good = ArchiveText(300 << 10, 3);
+  Manifest manifest;
+  manifest.generation = 2;
+  DescribeArchiveData(good, &manifest);
+  HttpServerOptions options;
+  options.daemon = "test";
+  options.member = "frozen";
+  options.listen = HostPort{"127.0.0.1", 0};
+  options.cluster_secret = clickatron::testing::kTestClusterSecret;
+  options.stop_on_signals = false;
+  std::unique_ptr<HttpServer> source = std::move(HttpServer::Create(options).value());
+  std::vector<HttpExchangePtr> held;  // never ended: the answer stays open
+  source->InternalRoute("/manifest", [&](const HttpExchangePtr& ex) {
+    ex->AddHeader(kArchiveGenerationHeader, "2");
+    ex->ReplyJson(manifest.ToJson());
+  });
+  source->InternalRoute("/file", [&](const HttpExchangePtr& ex) {
+    ex->AddHeader(kArchiveGenerationHeader, "2");
+    ex->StartStream(200, "application/octet-stream");
+    ex->SendChunk(good.substr(0, 64 << 10));
+    held.push_back(ex);
+  });
+  std::thread loop([&] { (void)source->Run(); });
+  std::thread asking([&] { (void)Fetch(1, HostPort{"127.0.0.1", source->port()}, "2"); });
+  EXPECT_TRUE(WaitFor([&] { return FileExists(File(1) + ".fetch.part"); }));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(cluster_.Stop(Name(1), std::chrono::seconds(15)), 0) << cluster_.LogTail(Name(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  asking.join();
+  source->Stop();
+  loop.join();
+  held.clear();
+  // The old generation is what the replica has, and serves again.
+  EXPECT_EQ(ReadFileToString(File(1)).value(), old_text);
+  EXPECT_FALSE(FileExists(File(1) + ".fetch.part"));
+}
+
 TEST_F(FetchTest, AReplicaBehindItsPeerCatchesUpWhenItStarts) {
   const std::string old_text = ArchiveText(80 << 10, 1);
   const std::string new_text = ArchiveText(400 << 10, 5);

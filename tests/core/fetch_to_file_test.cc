@@ -5,7 +5,16 @@
 // bytes.
 #include "clickatron/fetch_to_file.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "clickatron/file_util.h"
 #include "clickatron/http_server.h"
@@ -129,6 +138,64 @@ TEST(FetchToFile, FailuresKeepTheOldFileAndSayWhy) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   expect_kept("dead peer");
+}
+
+// A source that dies mid-answer (the nightly run's publisher killed while a
+// replica fetches from it): the fetch fails at once, not at its deadline,
+// for a chunked answer and for one with a Content-Length. A raw server: it
+// writes the head and part of the body, then closes.
+TEST(FetchToFile, ASourceThatDiesMidAnswerFailsTheFetchAtOnce) {
+  for (const bool chunked : {true, false}) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(listener, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener, 1), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    std::thread source([listener, chunked] {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      char request[4096];
+      (void)::recv(fd, request, sizeof request, 0);
+      const std::string part(8 << 20, 'x');
+      std::string answer = chunked ? "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                   : "HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n";
+      // Cut inside a chunk, as a source dies mid-write: the chunk's head
+      // declares more than is sent.
+      answer += chunked ? fmt::format("{:x}\r\n{}", 2 * part.size(), part) : part;
+      for (size_t sent = 0; sent < answer.size();) {
+        const ssize_t n = ::send(fd, answer.data() + sent, answer.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+      ::close(fd);  // dies here
+    });
+    TempDir tmp;
+    BlockingHttpClient client;
+    HttpRequestSpec request = Get("good");
+    request.timeout_ms = 30000;
+    const auto start = std::chrono::steady_clock::now();
+    // A slow sink (a disk): the source's end arrives while bytes it sent
+    // still wait in the client's buffer.
+    FetchToFileOptions options;
+    options.on_chunk = [](std::string_view, uint64_t offset) {
+      if (offset % (1 << 20) < (64 << 10)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return Status::Ok();
+    };
+    Result<uint64_t> r = FetchToFile(client, HostPort{"127.0.0.1", ntohs(a.sin_port)}, request, tmp / "f.csv",
+                                     "the test file", options);
+    const auto took = std::chrono::steady_clock::now() - start;
+    source.join();
+    ::close(listener);
+    ASSERT_FALSE(r.ok()) << (chunked ? "chunked" : "content-length");
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+    // Not the deadline's doing: 30 s, where the death is seen at once.
+    EXPECT_LT(took, std::chrono::seconds(20)) << (chunked ? "chunked" : "content-length");
+    EXPECT_FALSE(FileExists(tmp / "f.csv"));
+  }
 }
 
 }  // namespace
