@@ -22,9 +22,14 @@ namespace {
 
 constexpr const char* kAlreadyLoaded = "ALREADY_LOADED";
 
-// A regular file (its size), whose last byte is a newline unless it is
-// gzip (its first two bytes) or empty.
-Result<uint64_t> CheckFile(const std::string& path) {
+struct CheckedFile {
+  uint64_t bytes = 0;
+  bool gzip = false;
+};
+
+// A regular file (its size, and whether it is gzip: its first two bytes),
+// whose last byte is a newline unless it is gzip or empty.
+Result<CheckedFile> CheckFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block the open
   if (!fd.valid()) return Status::IoError(fmt::format("open {}: {}", path, std::strerror(errno)));
   struct stat st;
@@ -37,14 +42,14 @@ Result<uint64_t> CheckFile(const std::string& path) {
         "NOT_A_FILE");
   }
   const uint64_t bytes = static_cast<uint64_t>(st.st_size);
-  if (bytes == 0) return bytes;
+  if (bytes == 0) return CheckedFile{};
   char head[2] = {0, 0};
   char last = 0;
   if (::pread(fd.get(), head, sizeof head, 0) < 0 ||
       ::pread(fd.get(), &last, 1, static_cast<off_t>(bytes - 1)) != 1) {
     return Status::IoError(fmt::format("read {}: {}", path, std::strerror(errno)));
   }
-  if (bytes >= 2 && LooksLikeGzip(std::string_view(head, 2))) return bytes;
+  if (bytes >= 2 && LooksLikeGzip(std::string_view(head, 2))) return CheckedFile{bytes, true};
   if (last != '\n') {
     return Status::FailedPrecondition(
         fmt::format("{} does not end with a newline, so it looks cut short: its last line could load a wrong "
@@ -52,7 +57,17 @@ Result<uint64_t> CheckFile(const std::string& path) {
                     path, path),
         "CUT_FILE");
   }
-  return bytes;
+  return CheckedFile{bytes, false};
+}
+
+// The digest of the lines a file holds: a gzip file's decompressed (the
+// same data compressed twice is other bytes, gzip stamps its header with the
+// time, yet it would count twice), any other file's bytes.
+Result<std::string> ContentDigest(const std::string& path, bool gzip) {
+  if (!gzip) return Sha256OfFile(path);
+  Result<GzipReader> reader = GzipReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  return Sha256OfStream([&](char* out, size_t n) { return reader->Read(out, n); });
 }
 
 // A string member, or "" (a marker edited by hand is not a reason to throw).
@@ -75,10 +90,10 @@ Result<std::vector<LoadInput>> IdentifyLoadInputs(const std::vector<std::string>
   for (const std::string& file : files) {
     LoadInput input;
     input.file = file;
-    Result<uint64_t> bytes = CheckFile(file);
-    if (!bytes.ok()) return bytes.status();
-    input.bytes = *bytes;
-    Result<std::string> digest = Sha256OfFile(file);
+    Result<CheckedFile> checked = CheckFile(file);
+    if (!checked.ok()) return checked.status();
+    input.bytes = checked->bytes;
+    Result<std::string> digest = ContentDigest(file, checked->gzip);
     if (!digest.ok()) return digest.status();
     input.sha256 = std::move(digest).value();
     auto [it, fresh] = file_of_digest.emplace(input.sha256, file);

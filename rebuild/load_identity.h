@@ -12,9 +12,12 @@
 // Empty files are in neither check: they add nothing. Inputs must be
 // regular files (a pipe could not be read twice: digest, then lines).
 //
-// The memory is the rebuild's work dir: a load made from another work dir,
-// or before inputs were recorded, is not known. A file and its gzip form are
-// different bytes: compare what was loaded with `sha256sum`.
+// A file's content is its lines: a gzip file's digest is of its
+// decompressed bytes (`zcat F | sha256sum`), any other's of its bytes
+// (`sha256sum F`), so a file, its gzip form and the same data compressed
+// again are one content. (Loads queued before this rule named a gzip file by
+// its compressed bytes.) The memory is the rebuild's work dir: a load made
+// from another work dir, or before inputs were recorded, is not known.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +35,7 @@ namespace clickatron::rebuild {
 struct LoadInput {
   std::string file;
   uint64_t bytes = 0;
-  std::string sha256;  // lowercase hex
+  std::string sha256;  // lowercase hex, of the content (a gzip file's decompressed)
 };
 
 // Each file's size and digest, in order. Refused before any work:

@@ -16,6 +16,7 @@
 #include "backup.h"
 #include "bulk_load.h"
 #include "restate.h"
+#include "ring_days.h"
 #include "clickatron/file_lock.h"
 #include "clickatron/file_util.h"
 #include "clickatron/http_client.h"
@@ -173,38 +174,6 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
 
 std::string SortTaskDir(const WorkDir& work, const std::string& date, int shard) {
   return fmt::format("{}/tasks/sort-{}", work.DayDir(date), shard);
-}
-
-// What realtime shard `shard` holds (GET /ring): its today, and each day
-// it holds with its export state ("open", "sealed", "exported").
-struct RingDays {
-  std::string today;
-  std::map<std::string, std::string> states;
-};
-
-Result<RingDays> ReadRing(const ClusterConfig& cluster, int shard, int timeout_ms) {
-  const MemberConfig* member = cluster.RealtimeMember(shard);
-  BlockingHttpClient client(cluster);
-  HttpRequestSpec spec;
-  spec.target = "/ring";
-  spec.timeout_ms = timeout_ms;
-  HttpResponse r = client.Fetch(member->listen, spec);
-  if (!r.ok() || r.status_code != 200) {
-    return Status::Unavailable(fmt::format("realtime shard {} ({}) did not answer /ring: {}", shard, member->name,
-                                           r.ok() ? std::to_string(r.status_code) : r.transport.message()),
-                               "EXPORT_FAILED");
-  }
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_discarded() || !j["data"]["stores"].is_array()) {
-    return Status::Corruption(fmt::format("realtime shard {}: /ring is not the expected JSON", shard));
-  }
-  RingDays ring;
-  ring.today = j["data"].value("today", "");
-  for (const auto& store : j["data"]["stores"]) {
-    const std::string day = store.value("date", "");
-    if (!day.empty()) ring.states[day] = store.value("state", "");
-  }
-  return ring;
 }
 
 // What realtime shard `shard` exports for `date`: the days before it that

@@ -7,11 +7,13 @@
 #include "archive_state.h"
 #include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
+#include "clickatron/realtime_shard_map.h"
 #include "clickatron/record.h"
 #include "clickatron/retention.h"
 #include "clickatron/timezone.h"
 #include "clickatron/ymdh.h"
 #include "late_inputs.h"
+#include "ring_days.h"
 #include "sortmerge/line_io.h"
 
 namespace clickatron::rebuild {
@@ -113,11 +115,30 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
   const Result<int64_t> last = last_day.empty() ? Result<int64_t>(*from - 1) : ParseDate(last_day);
   if (!last.ok()) return last.status().WithContext("the archive's last_day");
   if (*to > *last) {
-    return Status::FailedPrecondition(
-        fmt::format("{} is still open (the archive holds days up to {}): only closed days can be restated; run the "
-                    "nightly rebuild for it first",
-                    FormatDate(std::max(*from, *last + 1)), last_day.empty() ? "none" : last_day),
-        "DAY_OPEN");
+    // Past the archive's last day, a day is closed when no realtime shard
+    // holds it any more, nor ever will: older than each shard's oldest
+    // day (history put in by bulk loads before any nightly run, or days
+    // that left the ring unexported). One a shard still holds is folded by
+    // the nightly run first.
+    const RealtimeShardMap shards(cluster);
+    std::string oldest_held;
+    for (int shard = 0; shard < static_cast<int>(shards.CountForDay(*to)); ++shard) {
+      Result<RingDays> ring = ReadRing(cluster, shard, options.http_timeout_ms);
+      if (!ring.ok()) return ring.status().WithContext("which days realtime still holds");
+      if (oldest_held.empty() || ring->oldest() < oldest_held) oldest_held = ring->oldest();
+    }
+    const Result<int64_t> oldest_day = oldest_held.empty() ? Result<int64_t>(*from) : ParseDate(oldest_held);
+    if (!oldest_day.ok()) return oldest_day.status().WithContext("a realtime shard's oldest day");
+    if (oldest_held.empty() || *to >= *oldest_day) {
+      return Status::FailedPrecondition(
+          fmt::format("{} is still open: realtime holds days from {} and the archive days up to {}; only closed "
+                      "days can be restated. Restate it once the nightly rebuild has folded it (clickatron-rebuild "
+                      "run --date {})",
+                      FormatDate(std::max({*from, *last + 1, *oldest_day})),
+                      oldest_held.empty() ? "(none)" : oldest_held, last_day.empty() ? "(none)" : last_day,
+                      FormatDate(*to)),
+          "DAY_OPEN");
+    }
   }
   DropRule range;
   range.ns = options.ns;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,6 +42,24 @@ std::string Sha256Hex(std::string_view bytes) {
   return ToLowerHex(md, len);
 }
 
+Result<std::string> Sha256OfStream(const std::function<Result<size_t>(char* out, size_t n)>& read) {
+  std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return Status::Internal("SHA-256: the digest could not be set up");
+  }
+  std::vector<char> buffer(kReadBytes);
+  for (;;) {
+    Result<size_t> n = read(buffer.data(), buffer.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buffer.data(), *n);
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) return Status::Internal("SHA-256: the digest failed");
+  return ToLowerHex(md, len);
+}
+
 Result<std::string> Sha256OfFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
@@ -48,22 +67,14 @@ Result<std::string> Sha256OfFile(const std::string& path) {
     return Status::IoError(fmt::format("open {}: {}", path, std::strerror(errno)));
   }
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return Status::Internal("SHA-256: the digest could not be set up");
-  }
-  std::vector<char> buffer(kReadBytes);
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IoError(fmt::format("read {}: {}", path, std::strerror(errno)));
-    if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) return Status::Internal("SHA-256: the digest failed");
-  return ToLowerHex(md, len);
+  return Sha256OfStream([&](char* out, size_t n) -> Result<size_t> {
+    for (;;) {
+      const ssize_t got = ::read(fd.get(), out, n);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::IoError(fmt::format("read {}: {}", path, std::strerror(errno)));
+      return static_cast<size_t>(got);
+    }
+  });
 }
 
 }  // namespace clickatron

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,9 @@ std::string ToLowerHex(const unsigned char* data, size_t n);
 // compressed bytes); NOT_FOUND when it does not exist, IO_ERROR when it
 // cannot be read to its end.
 Result<std::string> Sha256OfFile(const std::string& path);
+// The digest of what `read` gives (a decompressed stream): it fills up to n
+// bytes of `out` and returns how many, 0 at the end; its error ends the
+// digest with that error.
+Result<std::string> Sha256OfStream(const std::function<Result<size_t>(char* out, size_t n)>& read);
 
 }  // namespace clickatron

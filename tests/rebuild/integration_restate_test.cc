@@ -168,6 +168,23 @@ TEST_F(RestateIntegration, KeysInFileReplacesOnlyItsKeysAndARerunIsTheSame) {
   EXPECT_EQ(ServedGeneration(0), 3);
 }
 
+// A day older than every day realtime holds is closed, archive or not:
+// history put in by bulk loads before any nightly run can be restated.
+TEST_F(RestateIntegration, ADayOlderThanTheRingIsRestatedWithNoNightlyRunYet) {
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(StartApi(0));
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  Expectation expect;
+  const int64_t old_day = day_ - 40;
+  const std::string old_lines = WriteData("old.csv", RestatedLines(old_day, {"key1", "key2", "key3", "key4", "key5", "key6"}, 10, &expect));
+  ASSERT_EQ(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(old_day),
+                     "--to", FormatDate(old_day), "--now", old_lines},
+                    &out),
+            0)
+      << out;
+  ExpectArchiveEquals(expect);
+}
+
 // Refused before anything is queued: an open day, a line of another
 // namespace or outside the range (named by file and line), an API node that
 // cannot seal its late data.

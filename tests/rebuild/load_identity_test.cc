@@ -56,6 +56,27 @@ TEST(LoadIdentityTest, TheSameContentTwiceInOneLoadIsRefusedUnlessEmptyOrForced)
   EXPECT_TRUE(IdentifyLoadInputs({tmp / "e1.csv", tmp / "e2.csv"}).ok());
 }
 
+// A gzip file is named by the lines it holds: the same data compressed
+// twice (gzip stamps each header with its time: other bytes), and a file
+// beside its gzip form, are one content.
+TEST(LoadIdentityTest, AGzipFileIsNamedByItsDecompressedContent) {
+  TempDir tmp;
+  const std::string lines = "u|k.c8a1,3\nu|k.c8a2,1\n";
+  WriteAll(tmp / "a.csv", lines);
+  ASSERT_TRUE(CompressFileAtomically(tmp / "a.csv", tmp / "a1.csv.gz", 6).ok());
+  ASSERT_TRUE(CompressFileAtomically(tmp / "a.csv", tmp / "a9.csv.gz", 9).ok());  // other bytes
+  auto one = IdentifyLoadInputs({tmp / "a1.csv.gz"});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ((*one)[0].sha256, Sha256Hex(lines));
+  EXPECT_NE((*one)[0].bytes, lines.size());  // the size is the file's
+  for (const std::vector<std::string>& files : std::vector<std::vector<std::string>>{
+           {tmp / "a1.csv.gz", tmp / "a9.csv.gz"}, {tmp / "a.csv", tmp / "a9.csv.gz"}}) {
+    auto twice = IdentifyLoadInputs(files);
+    ASSERT_FALSE(twice.ok());
+    EXPECT_EQ(twice.status().reason(), "ALREADY_LOADED") << twice.status().ToString();
+  }
+}
+
 // A pipe cannot be read twice (digest, then lines): refused, not loaded as
 // nothing under the digest of its data.
 TEST(LoadIdentityTest, OnlyRegularFilesAreTaken) {
