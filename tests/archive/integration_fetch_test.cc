@@ -8,9 +8,11 @@
 //   start-up                   a replica behind its peers catches up by itself
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -89,6 +91,23 @@ class FetchTest : public ::testing::Test {
     if (j.is_discarded()) return "";
     return j["data"]["archive"].value("catch_up", "");
   }
+  // Replica 1 started serving generation 1 (old_text), and generation 2
+  // (good, with its manifest) for a source to offer it.
+  struct Offer {
+    std::string old_text;
+    std::string good;
+    Manifest manifest;
+  };
+  Offer ServeOneOfferTwo() {
+    Offer offer;
+    offer.old_text = ArchiveText(50 << 10, 1);
+    WriteArchive(File(1), offer.old_text, 1, "2026-11-20");
+    Start(1);
+    offer.good = ArchiveText(300 << 10, 3);
+    offer.manifest.generation = 2;
+    DescribeArchiveData(offer.good, &offer.manifest);
+    return offer;
+  }
   static std::string Reason(const HttpResponse& r) {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
     return j.is_discarded() ? "" : j.value("status_txt", "");
@@ -164,9 +183,13 @@ TEST_F(FetchTest, FetchCopiesTheSourcesGenerationIntoTheReplicasOwnFile) {
 
 // A source whose bytes do not match the manifest it gives (a damaged copy,
 // or a transfer cut short): the replica refuses it and keeps what it had.
+// Frozen: it sends the first 64 KiB of the file, then nothing more, nor
+// closes (a publisher stopped with SIGSTOP).
 class LyingSource {
  public:
-  LyingSource(Manifest manifest, std::string bytes) : manifest_(std::move(manifest)), bytes_(std::move(bytes)) {
+  enum class Mode { kWhole, kFrozen };
+  LyingSource(Manifest manifest, std::string bytes, Mode mode = Mode::kWhole)
+      : manifest_(std::move(manifest)), bytes_(std::move(bytes)), mode_(mode) {
     HttpServerOptions options;
     options.daemon = "test";
     options.member = "liar";
@@ -180,31 +203,37 @@ class LyingSource {
     });
     server_->InternalRoute("/file", [this](const HttpExchangePtr& ex) {
       ex->AddHeader(kArchiveGenerationHeader, std::to_string(manifest_.generation));
-      StreamBytes(ex, nullptr, bytes_, {});
+      if (mode_ == Mode::kWhole) {
+        StreamBytes(ex, nullptr, bytes_, {});
+        return;
+      }
+      ex->StartStream(200, "application/octet-stream");
+      ex->SendChunk(bytes_.substr(0, 64 << 10));
+      held_.push_back(ex);  // never ended
     });
     loop_ = std::thread([this] { (void)server_->Run(); });
   }
   ~LyingSource() {
     server_->Stop();
     loop_.join();
+    held_.clear();
   }
   HostPort address() const { return HostPort{"127.0.0.1", server_->port()}; }
 
  private:
   Manifest manifest_;
   std::string bytes_;
+  Mode mode_;
   std::unique_ptr<HttpServer> server_;
   std::thread loop_;
+  std::vector<HttpExchangePtr> held_;  // the loop's only, until it has stopped
 };
 
 TEST_F(FetchTest, BytesThatDoNotMatchTheManifestAreRefusedAndTheOldFileServes) {
-  const std::string old_text = ArchiveText(50 << 10, 1);
-  WriteArchive(File(1), old_text, 1, "2026-11-20");
-  Start(1);
-  const std::string good = ArchiveText(300 << 10, 3);
-  Manifest manifest;
-  manifest.generation = 2;
-  DescribeArchiveData(good, &manifest);
+  const Offer offer = ServeOneOfferTwo();
+  const std::string& old_text = offer.old_text;
+  const std::string& good = offer.good;
+  const Manifest& manifest = offer.manifest;
   std::string flipped = good;
   flipped[flipped.size() / 2] ^= 0x01;
   const std::string cases[] = {flipped, good.substr(0, good.size() - 100), good + "u|zz,c3h5:1\n"};
@@ -229,42 +258,20 @@ TEST_F(FetchTest, BytesThatDoNotMatchTheManifestAreRefusedAndTheOldFileServes) {
 // closes (a frozen publisher): a replica fetching from it still stops at
 // once on SIGTERM, instead of waiting out the fetch's 10-minute deadline.
 TEST_F(FetchTest, AReplicaStopsAtOnceWhileAFetchWaitsOnAFrozenSource) {
-  const std::string old_text = ArchiveText(50 << 10, 1);
-  WriteArchive(File(1), old_text, 1, "2026-11-20");
-  Start(1);
-  const std::string good = ArchiveText(300 << 10, 3);
-  Manifest manifest;
-  manifest.generation = 2;
-  DescribeArchiveData(good, &manifest);
-  HttpServerOptions options;
-  options.daemon = "test";
-  options.member = "frozen";
-  options.listen = HostPort{"127.0.0.1", 0};
-  options.cluster_secret = clickatron::testing::kTestClusterSecret;
-  options.stop_on_signals = false;
-  std::unique_ptr<HttpServer> source = std::move(HttpServer::Create(options).value());
-  std::vector<HttpExchangePtr> held;  // never ended: the answer stays open
-  source->InternalRoute("/manifest", [&](const HttpExchangePtr& ex) {
-    ex->AddHeader(kArchiveGenerationHeader, "2");
-    ex->ReplyJson(manifest.ToJson());
-  });
-  source->InternalRoute("/file", [&](const HttpExchangePtr& ex) {
-    ex->AddHeader(kArchiveGenerationHeader, "2");
-    ex->StartStream(200, "application/octet-stream");
-    ex->SendChunk(good.substr(0, 64 << 10));
-    held.push_back(ex);
-  });
-  std::thread loop([&] { (void)source->Run(); });
-  std::thread asking([&] { (void)Fetch(1, HostPort{"127.0.0.1", source->port()}, "2"); });
-  EXPECT_TRUE(WaitFor([&] { return FileExists(File(1) + ".fetch.part"); }));
-  const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(cluster_.Stop(Name(1), std::chrono::seconds(15)), 0) << cluster_.LogTail(Name(1));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
-  asking.join();
-  source->Stop();
-  loop.join();
-  held.clear();
-  // The old generation is what the replica has, and serves again.
+  const Offer offer = ServeOneOfferTwo();
+  const std::string& old_text = offer.old_text;
+  const std::string& good = offer.good;
+  const Manifest& manifest = offer.manifest;
+  {
+    LyingSource frozen(manifest, good, LyingSource::Mode::kFrozen);
+    std::thread asking([&] { (void)Fetch(1, frozen.address(), "2"); });
+    EXPECT_TRUE(WaitFor([&] { return FileExists(File(1) + ".fetch.part"); }));
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(cluster_.Stop(Name(1), std::chrono::seconds(15)), 0) << cluster_.LogTail(Name(1));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    asking.join();
+  }
+  // The old generation is what the replica has.
   EXPECT_EQ(ReadFileToString(File(1)).value(), old_text);
   EXPECT_FALSE(FileExists(File(1) + ".fetch.part"));
 }
