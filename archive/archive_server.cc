@@ -46,22 +46,21 @@ ArchiveServer::ArchiveServer(HttpServer& server, ArchiveServerOptions options)
     : server_(server), options_(std::move(options)) {}
 
 ArchiveServer::~ArchiveServer() {
-  if (stopping_) stopping_->store(true);
+  stopping_.store(true);
   reloader_.reset();  // joins the reload thread: a fetch ends within 200 ms now
 }
 
 Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server, ArchiveServerOptions options) {
   if (options.load.path.empty()) return Status::InvalidArgument("archive member has no file", "BAD_CONFIG");
   options.fetch.load = options.load;  // a fetched file is checked and served as a reloaded one
-  // Set once the daemon stops (the destructor): a fetch under way ends then
-  // instead of holding the stop for up to its timeout.
-  auto stopping = std::make_shared<std::atomic<bool>>(false);
-  options.fetch.cancelled = [stopping] { return stopping->load(); };
   // A file shrinking under the mapping becomes damage, not a dead daemon.
   GuardMappedFiles();
   std::unique_ptr<ArchiveServer> self(new ArchiveServer(server, std::move(options)));
   ArchiveServer* s = self.get();
-  s->stopping_ = std::move(stopping);
+  // A fetch under way ends once the daemon stops (the destructor) instead
+  // of holding the stop for up to its timeout. The reloader, whose thread
+  // runs fetches, goes before the rest of the server.
+  s->options_.fetch.cancelled = [s] { return s->stopping_.load(); };
   s->scrubber_ = std::make_unique<Scrubber>(s->options_.scrub);
   s->reloader_ = std::make_unique<Reloader>(
       server, [s] { return s->TimedLoad(); }, [s](Result<SortedFilePtr> loaded) { return s->Install(std::move(loaded)); });

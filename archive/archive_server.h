@@ -114,7 +114,7 @@ class ArchiveServer {
   std::unique_ptr<Scrubber> scrubber_;
   // Last: destroyed first, so a running load ends before the rest goes.
   std::unique_ptr<Reloader> reloader_;
-  std::shared_ptr<std::atomic<bool>> stopping_;  // what options_.fetch.cancelled reads
+  std::atomic<bool> stopping_{false};  // what options_.fetch.cancelled reads
 };
 
 }  // namespace clickatron::archive

@@ -121,22 +121,21 @@ Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateO
     // that left the ring unexported). One a shard still holds is folded by
     // the nightly run first.
     const RealtimeShardMap shards(cluster);
-    std::string oldest_held;
+    int64_t oldest_held = *to + 1;  // the oldest day any shard holds (none: past the range)
     for (int shard = 0; shard < static_cast<int>(shards.CountForDay(*to)); ++shard) {
       Result<RingDays> ring = ReadRing(cluster, shard, options.http_timeout_ms);
       if (!ring.ok()) return ring.status().WithContext("which days realtime still holds");
-      if (oldest_held.empty() || ring->oldest() < oldest_held) oldest_held = ring->oldest();
+      Result<int64_t> oldest = ParseDate(ring->oldest());
+      if (!oldest.ok()) return oldest.status().WithContext(fmt::format("realtime shard {}'s oldest day", shard));
+      oldest_held = std::min(oldest_held, *oldest);
     }
-    const Result<int64_t> oldest_day = oldest_held.empty() ? Result<int64_t>(*from) : ParseDate(oldest_held);
-    if (!oldest_day.ok()) return oldest_day.status().WithContext("a realtime shard's oldest day");
-    if (oldest_held.empty() || *to >= *oldest_day) {
+    if (*to >= oldest_held) {
       return Status::FailedPrecondition(
           fmt::format("{} is still open: realtime holds days from {} and the archive days up to {}; only closed "
                       "days can be restated. Restate it once the nightly rebuild has folded it (clickatron-rebuild "
                       "run --date {})",
-                      FormatDate(std::max({*from, *last + 1, *oldest_day})),
-                      oldest_held.empty() ? "(none)" : oldest_held, last_day.empty() ? "(none)" : last_day,
-                      FormatDate(*to)),
+                      FormatDate(std::max({*from, *last + 1, oldest_held})), FormatDate(oldest_held),
+                      last_day.empty() ? "(none)" : last_day, FormatDate(*to)),
           "DAY_OPEN");
     }
   }

@@ -1,10 +1,11 @@
 #include "connection_limits.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -158,7 +159,13 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
   const std::string_view head(data, end + 2);
   const std::optional<std::string_view> length_text = RawHeadHeader(head, "Content-Length");
   if (!length_text) return;
-  const uint64_t length = std::strtoull(std::string(*length_text).c_str(), nullptr, 10);
+  // Parsed in place: every request with a body passes here. A length past
+  // uint64 is over any bound; one that is not a number, evhttp refuses.
+  uint64_t length = 0;
+  if (std::from_chars(length_text->data(), length_text->data() + length_text->size(), length).ec ==
+      std::errc::result_out_of_range) {
+    length = std::numeric_limits<uint64_t>::max();
+  }
   if (evbuffer_get_length(input) - (end + 4) >= length) return;
   if (length > options_.max_body_bytes) {
     if (!c.plain) {
@@ -166,8 +173,7 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
       // throw it away and then answers 413. Those bytes are not held, so
       // they are not counted against the other clients' bound.
       ++stats_.refused_too_large;
-      request_bytes_ -= std::min(request_bytes_, c.request_bytes);
-      c.request_bytes = 0;
+      ForgetBytes(c);
       c.discarding = true;
       return;
     }
@@ -187,11 +193,15 @@ void ConnectionLimits::CheckHead(Connection& c, evbuffer* input) {
 void ConnectionLimits::Refuse(Connection& c, std::string answer, uint64_t* counter) {
   ++*counter;
   c.answer = std::move(answer);
-  request_bytes_ -= std::min(request_bytes_, c.request_bytes);
-  c.request_bytes = 0;
+  ForgetBytes(c);
   c.refusing = true;
   to_refuse_.push_back(c.bev);
   if (refuse_) event_active(refuse_, EV_TIMEOUT, 0);
+}
+
+void ConnectionLimits::ForgetBytes(Connection& c) {
+  request_bytes_ -= std::min(request_bytes_, c.request_bytes);
+  c.request_bytes = 0;
 }
 
 void ConnectionLimits::OnRefuse(evutil_socket_t, short, void* arg) {
@@ -207,15 +217,13 @@ void ConnectionLimits::RefusePending() {
     if (it == by_bev_.end() || !it->second.refusing || !Alive(it->second)) continue;
     const Connection& c = it->second;
     if (c.plain && evbuffer_get_length(bufferevent_get_output(bev)) == 0 && hand_over_ != nullptr) {
-      // The answer, then end of stream (evhttp shuts the write side as it
-      // frees the connection anyway). The socket will linger on a
+      // The answer, then end of stream. The socket will linger on a
       // descriptor of its own, once the loop has taken the connection's
       // out of epoll: with EPOLL_USE_CHANGELIST (http_server.cc) a removal
       // is applied at the next dispatch, and one applied after evhttp has
       // closed the descriptor would fail and leave the socket, kept open by
       // the copy, in epoll under the old number (another connection's soon).
-      ::send(c.fd, c.answer.data(), c.answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::shutdown(c.fd, SHUT_WR);
+      SendAnswerAndShutdown(c.fd, c.answer);
       bufferevent_disable(bev, EV_READ | EV_WRITE);
       to_hand_over_.push_back(bev);
       const timeval now{0, 0};

@@ -125,6 +125,8 @@ class ConnectionLimits {
   void Sweep();
   // Marks it (counted in *counter); RefusePending() writes `answer` and closes it.
   void Refuse(Connection& c, std::string answer, uint64_t* counter);
+  // Its bytes are no longer counted in flight.
+  void ForgetBytes(Connection& c);
   // The current request's head, once whole, through head_check_.
   void CheckHead(Connection& c, evbuffer* input);
   // Answers 413 BODY_TOO_LARGE (in the refusal body of `target`'s route,

@@ -1,6 +1,5 @@
 #include "clickatron/http_client.h"
 
-#include <chrono>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
@@ -206,8 +205,8 @@ class HttpClientImpl : public HttpClient {
   }
 
   static void OnTimeout(evutil_socket_t, short, void* arg) {
-    End(static_cast<Pending*>(arg), Status::Unavailable(fmt::format("{}: timed out", static_cast<Pending*>(arg)->peer),
-                                                        "TIMEOUT"));
+    auto* p = static_cast<Pending*>(arg);
+    End(p, Status::Unavailable(fmt::format("{}: timed out", p->peer), "TIMEOUT"));
   }
 
   static void OnPoll(evutil_socket_t, short, void* arg) {

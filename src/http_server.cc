@@ -26,7 +26,6 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
-#include <iterator>
 #include <vector>
 
 #include "clickatron/cluster_auth.h"

@@ -81,6 +81,21 @@ size_t HostileSend(int fd, const std::string& data, int ms) {
   return sent;
 }
 
+// Reads what the peer sends until it closes or `seconds` pass.
+std::string HostileReadAnswer(int fd, int seconds) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  timeval tv{seconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string answer;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+  }
+  return answer;
+}
+
 // As many descriptors as the hard limit allows (up to `want`).
 int HostileRaiseFdLimit(int want) {
   rlimit r{};
@@ -109,6 +124,15 @@ class HostileClientsTest : public ::testing::Test {
   }
   void TearDown() override {
     for (int fd : fds_) ::close(fd);
+  }
+  // Sends `bytes` on a new connection to `where` and reads the answer until
+  // the server closes; "" when the connection or the send failed.
+  std::string Exchange(const HostPort& where, const std::string& bytes) {
+    const int fd = HostileConnect(where);
+    if (fd < 0) return "";
+    fds_.push_back(fd);
+    if (HostileSend(fd, bytes, 20000) != bytes.size()) return "";
+    return HostileReadAnswer(fd, 10);
   }
   nlohmann::json Connections(const HostPort& where) {
     auto r = HttpGet(where, "/stats", 10000);
@@ -200,20 +224,6 @@ TEST_F(HostileClientsTest, StalledBodiesHoldNoMoreThanTheBytesInFlightBound) {
   EXPECT_EQ(HttpGet(api, "/ping", 10000).status_code, 200);
 }
 
-// Reads what the peer sends until it closes or `seconds` pass.
-std::string HostileReadAnswer(int fd, int seconds) {
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  timeval tv{seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string answer;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    answer.append(buf, static_cast<size_t>(n));
-  }
-  return answer;
-}
 
 // A body declared over max_body_bytes is answered 413 on its head, and what
 // the client still sends is thrown away while the socket lingers, not
@@ -241,28 +251,25 @@ TEST_F(HostileClientsTest, ABodyDeclaredOverTheBoundIsRefused413OnItsHeadAndTheC
   EXPECT_NE(answer.find("BODY_TOO_LARGE"), std::string::npos) << answer.substr(0, 300);
 
   // Expect: 100-continue, and no byte of the body sent: answered at once.
-  const int waiting = HostileConnect(api);
-  ASSERT_GE(waiting, 0);
-  fds_.push_back(waiting);
-  const std::string expecting = fmt::format(
-      "POST /incr HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: {}\r\n\r\n", declared);
-  ASSERT_EQ(HostileSend(waiting, expecting, 2000), expecting.size());
-  const std::string refused = HostileReadAnswer(waiting, 10);
+  const std::string refused = Exchange(
+      api, fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: {}\r\n\r\n",
+                       declared));
   EXPECT_EQ(refused.substr(0, 12), "HTTP/1.1 413") << refused.substr(0, 300);
   EXPECT_NE(refused.find("BODY_TOO_LARGE"), std::string::npos) << refused.substr(0, 300);
 
   // Expect: 100-continue from a client that sends its body without waiting
   // (as urllib does): it can send all of it, and reads the 413 after.
-  const int eager = HostileConnect(api);
-  ASSERT_GE(eager, 0);
-  fds_.push_back(eager);
   const std::string eager_body(16 * kMiB, 'x');
-  const std::string eager_head = fmt::format(
-      "POST /incr HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n", eager_body.size());
-  ASSERT_EQ(HostileSend(eager, eager_head + eager_body, 20000), eager_head.size() + eager_body.size());
-  const std::string eager_answer = HostileReadAnswer(eager, 10);
+  const std::string eager_answer = Exchange(
+      api, fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+                       eager_body.size()) +
+               eager_body);
   EXPECT_EQ(eager_answer.substr(0, 12), "HTTP/1.1 413") << eager_answer.substr(0, 300);
-  EXPECT_EQ(Connections(api)["refused_too_large"], 3) << Connections(api).dump();
+  // A length past uint64 is over the bound too.
+  const std::string huge =
+      Exchange(api, "POST /incr HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n");
+  EXPECT_EQ(huge.substr(0, 12), "HTTP/1.1 413") << huge.substr(0, 300);
+  EXPECT_EQ(Connections(api)["refused_too_large"], 4) << Connections(api).dump();
 }
 
 // The Influx write doors answer a body declared over the bound in Influx's
@@ -270,13 +277,9 @@ TEST_F(HostileClientsTest, ABodyDeclaredOverTheBoundIsRefused413OnItsHeadAndTheC
 // lost the request's path by then: the envelope, as on every route.)
 TEST_F(HostileClientsTest, TheInfluxDoorsRefuseAnOversizedBodyInInfluxsShape) {
   const HostPort api = cluster_.Api();
-  const int declared = HostileConnect(api);
-  ASSERT_GE(declared, 0);
-  fds_.push_back(declared);
-  const std::string head = fmt::format(
-      "POST /api/v2/write?bucket=b&precision=s HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 9 * kMiB);
-  ASSERT_EQ(HostileSend(declared, head, 2000), head.size());
-  std::string answer = HostileReadAnswer(declared, 10);
+  std::string answer = Exchange(
+      api, fmt::format("POST /api/v2/write?bucket=b&precision=s HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                       9 * kMiB));
   EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 413") << answer.substr(0, 300);
   const auto body_of = [](const std::string& a) {
     const size_t at = a.find("\r\n\r\n");
@@ -287,21 +290,11 @@ TEST_F(HostileClientsTest, TheInfluxDoorsRefuseAnOversizedBodyInInfluxsShape) {
   EXPECT_EQ(body["message"].get<std::string>().rfind("BODY_TOO_LARGE: ", 0), 0u) << answer.substr(0, 300);
 
   // Influx 1's door, the request target in absolute form.
-  const int v1 = HostileConnect(api);
-  ASSERT_GE(v1, 0);
-  fds_.push_back(v1);
-  const std::string v1_head = fmt::format(
-      "POST http://{}/write?db=d HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", api.ToString(), 9 * kMiB);
-  ASSERT_EQ(HostileSend(v1, v1_head, 2000), v1_head.size());
-  answer = HostileReadAnswer(v1, 10);
+  answer = Exchange(api, fmt::format("POST http://{}/write?db=d HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                                     api.ToString(), 9 * kMiB));
   EXPECT_EQ(body_of(answer)["code"], "request too large") << answer.substr(0, 300);
   // /incr keeps the envelope.
-  const int incr = HostileConnect(api);
-  ASSERT_GE(incr, 0);
-  fds_.push_back(incr);
-  const std::string incr_head = fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 9 * kMiB);
-  ASSERT_EQ(HostileSend(incr, incr_head, 2000), incr_head.size());
-  answer = HostileReadAnswer(incr, 10);
+  answer = Exchange(api, fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 9 * kMiB));
   EXPECT_EQ(body_of(answer)["status_txt"], "BODY_TOO_LARGE") << answer.substr(0, 300);
 }
 
