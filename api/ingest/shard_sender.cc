@@ -208,6 +208,7 @@ void ShardSender::OnWatermark(HttpResponse r) {
   watermark_known_ = true;
   state_ = State::kUp;
   backoff_ms_ = 0;
+  last_error_.clear();  // answered: a failed ask before it is history (StartFrom may name a lost store)
   StartFrom(applied, durable);
 }
 

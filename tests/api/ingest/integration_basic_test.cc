@@ -151,6 +151,21 @@ TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
   EXPECT_EQ(c.ApiStats()["write"]["rejected_invalid"], cases.size() + 3);
 }
 
+// A shard down when the API node starts: its first watermark ask fails (an
+// error), a later one is answered and the shard is up, with no error left
+// ("empty when the last exchange succeeded", openapi.yaml).
+TEST(IntegrationWriteBasicTest, AShardDownAtStartIsUpWithoutAnErrorOnceItAnswers) {
+  WriteCluster c(WriteCluster::Spec(2));
+  c.Start(WriteCluster::Realtime(0));
+  c.Start("api-0");
+  auto shard1 = [&] { return c.ApiStats()["write"]["shards"][1]; };
+  ASSERT_TRUE(WaitFor([&] { return shard1()["failures"].get<int>() > 0; })) << shard1().dump();
+  EXPECT_NE(shard1()["last_error"], "") << shard1().dump();
+  c.Start(WriteCluster::Realtime(1));
+  ASSERT_TRUE(WaitFor([&] { return shard1()["state"] == "up"; })) << shard1().dump();
+  EXPECT_EQ(shard1()["last_error"], "") << shard1().dump();
+}
+
 TEST(IntegrationWriteBasicTest, ShardDownKeepsAcceptingThenOverloadsThenCatchesUp) {
   // Room for a handful of lines per shard while it is down.
   ClusterSpec spec = WriteCluster::Spec(2);
