@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -37,7 +39,60 @@ std::string NewLoadId(const std::vector<PriorLoad>& prior) {
   return fmt::format("{}-{}9{}", last.substr(0, dash), last.substr(dash + 1), ::getpid());
 }
 
+// Bytes under `path` (a file or a tree); 0 for what cannot be read.
+uint64_t BytesUnder(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return FileSizeOrZero(path.string());
+  uint64_t bytes = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) bytes += FileSizeOrZero(it->path().string());
+  }
+  return bytes;
+}
+
 }  // namespace
+
+Status SweepUnqueuedLoads(const WorkDir& work) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(work.QueueRoot(), ec)) return Status::Ok();
+  std::vector<std::string> ids;
+  for (const auto& entry : fs::directory_iterator(work.QueueRoot(), ec)) {
+    if (entry.is_directory() && !FileExists(work.QueueDone(entry.path().filename().string()))) {
+      ids.push_back(entry.path().filename().string());
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("list {}: {}", work.QueueRoot(), ec.message()));
+  for (const std::string& id : ids) {
+    const std::string dir = work.QueueDir(id);
+    // What a sort leaves: its runs, its output and rejects being written,
+    // a sorted output a restatement's step refused. Kept: the reasons.
+    std::vector<fs::path> partial{work.TempDir(id)};
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name != "failed.txt" && name != "rejects.txt") partial.push_back(entry.path());
+    }
+    if (ec) return Status::IoError(fmt::format("list {}: {}", dir, ec.message()));
+    uint64_t bytes = 0;
+    for (const fs::path& path : partial) {
+      bytes += BytesUnder(path);
+      fs::remove_all(path, ec);
+      if (ec) return Status::IoError(fmt::format("remove {}: {}", path.string(), ec.message()));
+    }
+    if (!FileExists(dir + "/failed.txt")) {
+      CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(
+          dir + "/failed.txt", "INTERRUPTED: the load stopped before it was queued (killed, or its host went "
+                               "down); nothing of it was queued: run it again\n"));
+      spdlog::warn("load {} was interrupted before it was queued: its partial files ({} bytes) removed, "
+                   "{}/failed.txt says so; nothing of it was queued",
+                   id, bytes, dir);
+    } else if (bytes > 0) {
+      spdlog::info("load {} failed earlier: its partial files ({} bytes) removed", id, bytes);
+    }
+  }
+  return Status::Ok();
+}
 
 Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOptions& options) {
   if (options.files.empty()) return Status::InvalidArgument("no data files to load");
@@ -52,6 +107,9 @@ Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOpt
   auto lock = FileLock::Acquire(work.QueueRoot(), "lock",
                                 fmt::format("another load is being queued in {}", work.QueueRoot()));
   if (!lock.ok()) return lock.status();
+  // Under the lock no other load is being queued: any load without its
+  // marker is one that failed or was stopped, and its files only take room.
+  CLICKATRON_RETURN_IF_ERROR(SweepUnqueuedLoads(work));
   Result<std::vector<LoadInput>> inputs = IdentifyLoadInputs(options.files, options.force || !options.check_prior);
   if (!inputs.ok()) return inputs.status();
   Result<std::vector<PriorLoad>> prior = ReadPriorLoads(work);

@@ -53,6 +53,13 @@ struct QueuedLoad {
 
 Result<QueuedLoad> QueueBulkLoad(const ClusterConfig& cluster, const BulkLoadOptions& options);
 
+// Removes what loads without a queued.done marker left (their sort runs
+// under work_dir/tmp/ID, partial outputs), keeping failed.txt and
+// rejects.txt; one with no failed.txt (killed, or its host went down while
+// it sorted) gets one saying it was interrupted. Call it holding the queue
+// lock: a load being queued has no marker yet either.
+Status SweepUnqueuedLoads(const WorkDir& work);
+
 // Ids of loads queued (complete) and not yet folded, oldest first.
 Result<std::vector<std::string>> PendingLoads(const WorkDir& work_dir);
 

@@ -624,16 +624,13 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen() {
   auto refused = [&](std::string_view why) {
     return Status::IoError(fmt::format("cannot listen on {}: {}", at.ToString(), why));
   };
-  if (!options_.share_port) {
-    evhttp_bound_socket* sock = evhttp_bind_socket_with_handle(http_.get(), at.host.c_str(), at.port);
-    if (!sock) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-    return sock;
-  }
   if (primary_ != nullptr) {
     // The primary's own address: a name that resolves differently now must
     // not put a sibling somewhere else.
     return ListenOn(bound_, bound_len_);
   }
+  // Resolved here on both paths: evhttp's own bind reports a name that does
+  // not resolve with whatever errno was left ("No such file or directory").
   evutil_addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -644,6 +641,11 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen() {
     return refused(evutil_gai_strerror(rc));
   }
   std::unique_ptr<evutil_addrinfo, void (*)(evutil_addrinfo*)> owned(found, evutil_freeaddrinfo);
+  if (!options_.share_port) {
+    evhttp_bound_socket* sock = evhttp_bind_socket_with_handle(http_.get(), at.host.c_str(), at.port);
+    if (!sock) return refused(evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    return sock;
+  }
   sockaddr_storage addr{};
   std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
   const size_t addr_len = found->ai_addrlen;

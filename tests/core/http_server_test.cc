@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include <malloc.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -284,6 +286,23 @@ TEST(HttpServerCreate, TakenAddressFailsAtCreate) {
   auto second = HttpServer::Create(options);
   EXPECT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kIoError);
+}
+
+// A listen host that does not resolve is named as such (libevent's bind
+// left a stale errno: "No such file or directory"), with or without a
+// shared port.
+TEST(HttpServerCreate, AHostThatDoesNotResolveIsNamedAsSuch) {
+  for (const bool share_port : {false, true}) {
+    HttpServerOptions options;
+    options.listen = HostPort{"no-such-host.invalid", 0};
+    options.share_port = share_port;
+    errno = ENOENT;  // what a failed open before it leaves
+    auto server = HttpServer::Create(options);
+    ASSERT_FALSE(server.ok());
+    const std::string text = server.status().ToString();
+    EXPECT_NE(text.find("cannot listen on no-such-host.invalid:0"), std::string::npos) << text;
+    EXPECT_EQ(text.find("No such file"), std::string::npos) << text;
+  }
 }
 
 // After() timers: each runs once, in deadline order whatever the order they
