@@ -150,7 +150,12 @@ void DeletionService::HandleStatus(const HttpExchangePtr& ex) {
     ex->ReplyError(404, "NOT_FOUND", fmt::format("no deletion {} on this node", id));
     return;
   }
-  ex->ReplyJson(StatusJson(*d));
+  nlohmann::json j = StatusJson(*d);
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = waiting_.find(id); it != waiting_.end() && !d->realtime_done) j["waiting"] = it->second;
+  }
+  ex->ReplyJson(j);
 }
 
 void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
@@ -165,7 +170,13 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
     ex->ReplyError(st);
     return;
   }
-  ex->ReplyJson({{"id", incoming->id}});
+  // The realtime members this node's cluster file names: the owner checks
+  // that its own file names them all before it installs tombstones.
+  nlohmann::json realtime = nlohmann::json::array();
+  for (const MemberConfig* m : ctx_.cluster.MembersWithRole(MemberRole::kRealtime)) {
+    realtime.push_back({{"name", m->name}, {"shard", m->shard}});
+  }
+  ex->ReplyJson({{"id", incoming->id}, {"realtime_members", std::move(realtime)}});
 }
 
 // POST /delete/folded {"ids", "generation"}: the rebuild built archive
@@ -240,9 +251,22 @@ Status DeletionService::Advance(Deletion* d) {
     return stop_;
   };
   const Status stopped = Status::Unavailable("stopping");
+  std::vector<std::string> unknown_shards;
   if (!d->realtime_done) {
     // 1. Every API node keeps a copy (its reads and the rebuild ask it).
-    CLICKATRON_RETURN_IF_ERROR(CopyToPeers(client, *d));
+    CLICKATRON_RETURN_IF_ERROR(CopyToPeers(client, *d, &unknown_shards));
+  }
+  if (d->cuts.empty() && !unknown_shards.empty()) {
+    // A node on a newer cluster file (a realtime shard being added,
+    // docs/operations.md section 5) may route the key's records to a shard
+    // this node does not know: its tombstone would miss them, and the rebuild
+    // would fold them in for good. Nothing is installed until this node runs
+    // a file with every shard its peers name.
+    return Status::FailedPrecondition(
+        fmt::format("{}; this node's cluster file does not name it: the deletion waits until this node is "
+                    "restarted with the cluster's current file",
+                    fmt::join(unknown_shards, "; ")),
+        "CLUSTER_FILE_BEHIND");
   }
   if (d->cuts.empty()) {
     // Every member the next steps need answers now: a tombstone makes its
@@ -322,7 +346,8 @@ Status DeletionService::Advance(Deletion* d) {
   return log_->Put(*d);
 }
 
-Status DeletionService::CopyToPeers(BlockingHttpClient& client, const Deletion& d) {
+Status DeletionService::CopyToPeers(BlockingHttpClient& client, const Deletion& d,
+                                    std::vector<std::string>* unknown_shards) {
   const std::string record = d.ToJson().dump();
   for (const MemberConfig* api : ctx_.cluster.MembersWithRole(MemberRole::kApi)) {
     if (api->name == ctx_.member.name) continue;
@@ -330,7 +355,24 @@ Status DeletionService::CopyToPeers(BlockingHttpClient& client, const Deletion& 
       std::lock_guard lock(mu_);
       if (stop_) return Status::Unavailable("stopping");
     }
-    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", record, 10000));
+    std::string answer;
+    CLICKATRON_RETURN_IF_ERROR(Call(client, *api, "POST", "/delete/record", record, 10000, &answer));
+    if (unknown_shards == nullptr) continue;
+    // A peer of an older version names none: nothing to compare.
+    const nlohmann::json j = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json* members = nullptr;
+    if (j.is_object() && j.contains("data") && j["data"].is_object() && j["data"].contains("realtime_members") &&
+        j["data"]["realtime_members"].is_array()) {
+      members = &j["data"]["realtime_members"];
+    }
+    for (const nlohmann::json& m : members ? *members : nlohmann::json::array()) {
+      if (!m.is_object() || !m.contains("name") || !m["name"].is_string()) continue;
+      const std::string name = m["name"].get<std::string>();
+      const MemberConfig* mine = ctx_.cluster.FindMember(name);
+      if (mine != nullptr && mine->role == MemberRole::kRealtime) continue;
+      unknown_shards->push_back(fmt::format("{}'s cluster file names realtime member {} (shard {})", api->name, name,
+                                            m.value("shard", -1)));
+    }
   }
   return Status::Ok();
 }
@@ -367,10 +409,16 @@ void DeletionService::RunLoop() {
     work_ = false;
     lock.unlock();
     for (Deletion d : log_->Unfinished(ctx_.member.name)) {
-      if (Status st = Advance(&d); !st.ok()) {
-        spdlog::warn("deletion {}: {}; retrying", d.id, st.message());
-      }
+      const Status st = Advance(&d);
       std::lock_guard check(mu_);
+      if (!st.ok()) {
+        // Said once per cause, not every second; GET /delete/ID shows it.
+        const std::string why = st.reason().empty() ? st.message() : st.reason() + ": " + st.message();
+        if (waiting_[d.id] != why) spdlog::warn("deletion {}: {}; retrying every second", d.id, why);
+        waiting_[d.id] = why;
+      } else {
+        waiting_.erase(d.id);
+      }
       if (stop_) break;
     }
     bool look = false;

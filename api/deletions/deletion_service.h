@@ -69,8 +69,11 @@ class DeletionService {
   // Whether no file the cluster serves or keeps holds `d` any more (every
   // API node's GET /delete/local); if so, marks it physical on every node.
   Status CheckPhysical(Deletion* d);
-  // POST /delete/record of `d` to every other API node (stops when the runner is stopping).
-  Status CopyToPeers(BlockingHttpClient& client, const Deletion& d);
+  // POST /delete/record of `d` to every other API node (stops when the
+  // runner is stopping). With `unknown_shards`, adds each realtime member a
+  // peer's cluster file names and this node's does not.
+  Status CopyToPeers(BlockingHttpClient& client, const Deletion& d,
+                     std::vector<std::string>* unknown_shards = nullptr);
   // The runner: advances every deletion this node owns until each is done.
   void RunLoop();
   // One pass over a deletion's steps; OK once its realtime part is done.
@@ -87,6 +90,7 @@ class DeletionService {
   bool check_physical_ = true;  // a deploy happened (or the node started): look at deployed deletions
   bool deployed_event_ = false;  // under mu_: a deploy was told since the runner last looked
   std::map<std::string, int> physical_tries_;  // runner thread: looks that found a node not answering
+  std::map<std::string, std::string> waiting_;  // under mu_: why an owned deletion's last step failed
   std::thread runner_;
 };
 

@@ -88,9 +88,13 @@ Status RunDelete(const DeleteArgs& a) {
   }
   PrintLine(state.dump());
   if (a.wait_s > 0 && !effective()) {
+    // The owner says why when it knows ("waiting"): a member down, a node on an older cluster file.
+    const std::string why = state.contains("waiting") && state["waiting"].is_string()
+                                ? state["waiting"].get<std::string>()
+                                : "a member down?";
     return Status::Unavailable(fmt::format("deletion {} is recorded but not yet effective on every node after {} s "
-                                           "(a member down?); `GET /delete/{}` follows it",
-                                           id, a.wait_s, id));
+                                           "({}); `GET /delete/{}` follows it",
+                                           id, a.wait_s, why, id));
   }
   return Status::Ok();
 }

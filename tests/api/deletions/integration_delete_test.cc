@@ -40,8 +40,8 @@ class DeleteIntegration : public ::testing::Test {
     ASSERT_TRUE(clickatron::testing::WaitFor([&] { return c_.Drained(); }));
   }
   // 202 and the id, or the status and reason.
-  std::pair<int, std::string> Delete(const std::string& query, const std::string& token = kToken) {
-    HttpResponse r = HttpPost(Api(0), "/delete?" + query, "", 10000, token);
+  std::pair<int, std::string> Delete(const std::string& query, const std::string& token = kToken, int api = 0) {
+    HttpResponse r = HttpPost(Api(api), "/delete?" + query, "", 10000, token);
     nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
     if (r.status_code == 202) return {202, j["data"]["id"].get<std::string>()};
     return {r.status_code, j.is_object() ? j.value("status_txt", "") : r.body};
@@ -146,6 +146,46 @@ TEST_F(DeleteIntegration, KilledShardsKeepTheDeletionAfterTheRestart) {
   EXPECT_EQ(c_.Counters("u|kept.")[fmt::format("u|kept.{}", hour_)], 2);
   Incr(fmt::format("ns=u&key=gone&ts={}&value=1\n", now_));
   EXPECT_EQ(c_.Counters("u|gone.")[fmt::format("u|gone.{}", hour_)], 1);
+}
+
+// A realtime shard being added (docs/operations.md, section 5): api-0 runs
+// the new cluster file and has sent a key's increments for the first day of
+// three shards to the new shard; api-1 still runs the old file, which does
+// not name that shard. A deletion taken by api-1 must not miss those
+// records (the rebuild would fold them in for good): it waits, saying why,
+// until api-1 runs the new file, and then deletes them too.
+TEST_F(DeleteIntegration, ADeletionTakenByANodeOnAnOlderClusterFileWaitsUntilItKnowsEveryShard) {
+  const int64_t tomorrow = (now_ / 86400 + 1) * 86400;
+  ClusterSpec spec = c_.spec();
+  spec.realtime_shards = 3;
+  spec.cluster.SetString("realtime_shards_since", FormatDate(tomorrow / 86400)).SetInt("previous_realtime_shards", 2);
+  const clickatron::Status written = c_.Rewrite(spec);
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  c_.Start("realtime-2");
+  ASSERT_EQ(c_.Stop("api-0"), 0);
+  c_.Start("api-0");
+  const std::string key = KeysOnShard("u", "moved", 2, 3, 1)[0];
+  Incr(fmt::format("ns=u&key={}&ts={}&value=4&sub=c:US\n", key, tomorrow));
+  const std::string total = fmt::format("u|{}.{}", key, *YmdhFromUnix(tomorrow));
+  ASSERT_EQ(c_.Records("u|" + key + ".")[total].second, 2) << "the increment is on the new shard";
+
+  auto [status, id] = Delete("ns=u&key=" + key, kToken, /*api=*/1);
+  ASSERT_EQ(status, 202) << id;
+  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return Status(1, id).contains("waiting"); }))
+      << c_.LogTail("api-1");
+  const nlohmann::json waiting = Status(1, id);
+  EXPECT_EQ(waiting["realtime"], "pending");
+  EXPECT_NE(waiting["waiting"].get<std::string>().find("CLUSTER_FILE_BEHIND"), std::string::npos) << waiting;
+  EXPECT_NE(waiting["waiting"].get<std::string>().find("realtime-2"), std::string::npos) << waiting;
+  EXPECT_EQ(c_.Counters("u|" + key + ".")[total], 4) << "nothing is deleted while it waits";
+
+  // api-1 restarted with the file that names every shard: the deletion goes on.
+  ASSERT_EQ(c_.Stop("api-1"), 0);
+  c_.Start("api-1");
+  ASSERT_TRUE(RealtimeDone(1, id)) << c_.LogTail("api-1");
+  EXPECT_FALSE(Status(1, id).contains("waiting"));
+  EXPECT_TRUE(c_.Records("u|" + key + ".").empty());
+  EXPECT_TRUE(c_.Records("c.u|" + key + ".").empty());
 }
 
 // `clickatron delete` wraps it: refused with the reason, or done and printed.

@@ -83,6 +83,10 @@ class WriteCluster {
   void Kill(const std::string& name) { cluster_.Kill(name); }
   void Signal(const std::string& name, int signo) { cluster_.Signal(name, signo); }  // e.g. SIGSTOP, SIGCONT
   int Stop(const std::string& name) { return cluster_.Stop(name); }
+  // Rewrites the cluster file (members keep their ports): each daemon reads
+  // it at its next start, so members started before run the old one.
+  Status Rewrite(const ClusterSpec& spec) { return cluster_.Write(spec); }
+  const ClusterSpec& spec() const { return cluster_.spec(); }
   std::string LogTail(const std::string& name) const { return cluster_.LogTail(name); }
 
   // data of GET /stats on the API.
