@@ -554,11 +554,27 @@ void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
 void RealtimeServer::HandleArchived(const HttpExchangePtr& ex) {
   std::optional<int64_t> through;
   if (!DateArg(ex, "through", true, &through) || !NoteGenerationArg(ex)) return;
-  if (Status st = ring_->NoteArchivedThrough(*through); !st.ok()) {
+  if (Status st = NoteArchivedThrough(*through); !st.ok()) {
     ex->ReplyError(st);
     return;
   }
   ex->ReplyJson(RingJson());
+}
+
+Status RealtimeServer::NoteArchivedThrough(int64_t through) {
+  // A generation holds only days the ring closed: under the system clock an
+  // archive reaching Today (or later) is a damaged manifest or a wrong
+  // clock. Taken as said it would mark Today exported, send every later
+  // increment of it to late data and hide it from reads. (A manual clock
+  // may replay a ring behind an archive built ahead of it: tests.)
+  if (!ClockIsManual() && through >= ring_->today()) {
+    return Status::FailedPrecondition(
+        fmt::format("the archive says it holds every day through {}, but today is {} on this shard: a generation "
+                    "holds closed days only (a damaged manifest, or a host's clock is wrong); not noted",
+                    FormatDate(through), FormatDate(ring_->today())),
+        "ARCHIVE_AHEAD_OF_RING");
+  }
+  return ring_->NoteArchivedThrough(through);
 }
 
 // Before the first batch: a store that was wiped (or is new in a cluster
@@ -574,7 +590,7 @@ void RealtimeServer::LearnArchivedThrough(const ClusterConfig& cluster) {
     return;
   }
   if (!last_day->has_value()) return;
-  if (Status st = ring_->NoteArchivedThrough(**last_day); !st.ok()) {
+  if (Status st = NoteArchivedThrough(**last_day); !st.ok()) {
     spdlog::error("noting that the archive reaches {}: {}", FormatDate(**last_day), st.ToString());
   }
 }

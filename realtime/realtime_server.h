@@ -55,6 +55,9 @@ class RealtimeServer {
   RealtimeServer() = default;
   void RegisterRoutes();
   bool ClockIsManual() const { return cluster_clock_ == "manual"; }
+  // Ring::NoteArchivedThrough, refusing (ARCHIVE_AHEAD_OF_RING) an archive
+  // that says it holds Today or later under the system clock.
+  Status NoteArchivedThrough(int64_t through);
   // Under the cluster clock "system", rotates when clock_'s UTC date has moved on.
   void RotateByClock();
 

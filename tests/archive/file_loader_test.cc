@@ -115,6 +115,31 @@ TEST_F(FileLoaderTest, RefusesAnUnreadableManifest) {
   EXPECT_EQ(file.status().code(), StatusCode::kCorruption);
 }
 
+// One bit off in the manifest's last_day ("2012-03-25" -> "2012-03-24" is
+// 0x35 -> 0x34) still reads as a manifest: its own checksum refuses it
+// (a last_day one day later would hide a day realtime still holds).
+TEST_F(FileLoaderTest, RefusesAManifestWhoseFieldsDoNotMatchItsChecksum) {
+  WriteArchive(Options().path, kSortdbSample, 1, "2012-03-25");
+  auto text = ReadFileToString(ManifestPathFor(Options().path));
+  ASSERT_TRUE(text.ok());
+  const size_t at = text->find("2012-03-25");
+  ASSERT_NE(at, std::string::npos) << *text;
+  std::string flipped = *text;
+  flipped[at + 9] ^= 0x01;
+  ASSERT_TRUE(WriteFileAtomically(ManifestPathFor(Options().path), flipped).ok());
+  auto file = LoadSortedFile(Options());
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().reason(), "MANIFEST_DAMAGED") << file.status().ToString();
+  // A manifest written before the checksum existed (none) is still read.
+  nlohmann::json old = nlohmann::json::parse(*text);
+  ASSERT_TRUE(old.contains("manifest_crc32"));
+  old.erase("manifest_crc32");
+  ASSERT_TRUE(WriteFileAtomically(ManifestPathFor(Options().path), old.dump(2)).ok());
+  auto unchecked = LoadSortedFile(Options());
+  ASSERT_TRUE(unchecked.ok()) << unchecked.status().ToString();
+  EXPECT_EQ((*unchecked)->last_day(), "2012-03-25");
+}
+
 TEST_F(FileLoaderTest, SortednessIsCheckedOnlyWhenAskedFor) {
   // A file whose manifest matches but whose lines are out of order.
   std::string unsorted = "b,1\na,2\nc,3\n";

@@ -299,5 +299,25 @@ TEST(RealtimeSystemClockTest, TheClockOwnsTheRing) {
   EXPECT_TRUE(clickatron::testing::WaitFor([&] { return daemon.Today() == clock_today(); }));
 }
 
+// Under the system clock an archive that says it reaches Today is refused
+// (a damaged manifest, a wrong clock): taken as said it would close Today.
+TEST(RealtimeSystemClockTest, AnArchiveReachingTodayIsRefusedAndTodayStaysOpen) {
+  RealtimeDaemon daemon("system");
+  std::string error;
+  ASSERT_TRUE(daemon.Start(&error)) << error;
+  const int64_t today = daemon.Today();
+  HttpResponse r = daemon.AdminPost("/archived?through=" + Date(today));
+  EXPECT_EQ(r.status_code, 409) << r.body;
+  EXPECT_NE(r.body.find("ARCHIVE_AHEAD_OF_RING"), std::string::npos) << r.body;
+  nlohmann::json ring = daemon.Ring();
+  EXPECT_EQ(ring["archived_through"], "");
+  bool today_open = false;
+  for (const auto& store : ring["stores"]) today_open |= store["date"] == Date(daemon.Today()) && store["open"] == true;
+  EXPECT_TRUE(today_open) << ring.dump();
+  // A closed day is taken as before.
+  EXPECT_EQ(daemon.AdminPost("/archived?through=" + Date(daemon.Today() - 2)).status_code, 200);
+  EXPECT_EQ(daemon.Ring()["archived_through"], Date(daemon.Today() - 2));
+}
+
 }  // namespace
 }  // namespace clickatron::realtime::testing
