@@ -181,15 +181,18 @@ SortedFilePtr ArchiveServer::Serving(const HttpExchangePtr& ex) {
     ex->ReplyError(503, "ARCHIVE_UNAVAILABLE", fmt::format("no valid archive file loaded: {}", unavailable_reason_));
     return nullptr;
   }
-  if (current_->damaged()) {
-    ReplyDamaged(ex, *current_);
-    return nullptr;
-  }
+  // The file's headers on a refusal for damage too: they tell the API nodes
+  // which file's kept answers to stop using (a read after this one finds it
+  // damaged already carries them).
   ex->AddHeader(kGenerationHeader, current_->generation_text());
   ex->AddHeader(kLastDayHeader, current_->last_day());
   if (const Manifest* manifest = current_->manifest()) {
     ex->AddHeader(kShardCountHeader, std::to_string(manifest->shard_count));
     ex->AddHeader(kFileCrc32Header, std::to_string(manifest->crc32));
+  }
+  if (current_->damaged()) {
+    ReplyDamaged(ex, *current_);
+    return nullptr;
   }
   return current_;
 }
@@ -400,10 +403,29 @@ Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
     // one whose file vanished: that would look like lost history.
     refused = Status::NotFound(fmt::format("{} does not exist", options_.load.path));
   }
+  if (!refused.ok() && refused.code() == StatusCode::kCorruption && current_ && current_->has_file() &&
+      !current_->damaged() && current_->IsFileAt(options_.load.path)) {
+    // The file refused is the one served (changed in place, not renamed
+    // over), and its manifest is the one it was served with: its bytes no
+    // longer match, so neither do the answers from its mapping. Stop
+    // answering from it now rather than at the next scrub.
+    auto on_disk = ReadManifest(ManifestPathFor(options_.load.path));
+    if (on_disk.ok() && current_->manifest() && on_disk->crc32 == current_->manifest()->crc32 &&
+        on_disk->generation == current_->generation()) {
+      current_->MarkDamaged();
+      spdlog::error("{} (generation {}), the file served, failed its check on reload: {}", current_->path(),
+                    current_->generation(), refused.message());
+      NoteDamaged();
+    }
+  }
   if (!refused.ok()) {
     ++counters_.reloads_failed;
-    std::string keeping = current_ ? fmt::format("still serving generation {}", current_->generation())
-                                   : std::string("still serving nothing");
+    std::string keeping = !current_ ? std::string("still serving nothing")
+                          : current_->damaged()
+                              ? fmt::format("generation {}, the file served, is damaged: reads answer 503 "
+                                            "ARCHIVE_DAMAGED until a good generation is loaded",
+                                            current_->generation())
+                              : fmt::format("still serving generation {}", current_->generation());
     Status outcome(refused.code(), fmt::format("{}; {}", refused.message(), keeping), refused.reason());
     counters_.last_reload_error = outcome.message();
     spdlog::warn("reload refused: {}", outcome.message());

@@ -69,6 +69,8 @@ class SortedFile {
   }
   // The file's size on disk now, and its bytes read without the mapping.
   Result<uint64_t> CurrentSize() const { return mapping_ ? mapping_->CurrentSize() : Result<uint64_t>(uint64_t{0}); }
+  // Whether `path` names the mapped file itself (MappedFile::IsFileAt).
+  bool IsFileAt(const std::string& path) const { return mapping_ && mapping_->IsFileAt(path); }
   Result<size_t> ReadAt(uint64_t offset, char* out, size_t n) const {
     return mapping_ ? mapping_->ReadAt(offset, out, n) : Result<size_t>(size_t{0});
   }

@@ -141,6 +141,13 @@ Result<uint64_t> MappedFile::CurrentSize() const {
   return static_cast<uint64_t>(st.st_size);
 }
 
+bool MappedFile::IsFileAt(const std::string& path) const {
+  struct stat open_file;
+  struct stat named;
+  if (::fstat(fd_, &open_file) != 0 || ::stat(path.c_str(), &named) != 0) return false;
+  return open_file.st_dev == named.st_dev && open_file.st_ino == named.st_ino;
+}
+
 Result<size_t> MappedFile::ReadAt(uint64_t offset, char* out, size_t n) const {
   size_t got = 0;
   while (got < n) {

@@ -60,6 +60,11 @@ Result<std::unique_ptr<Oplog>> Oplog::Open(OplogOptions options, Post post) {
   std::unique_ptr<Oplog> log(new Oplog(std::move(options), std::move(post)));
   CLICKATRON_RETURN_IF_ERROR(MakeDirs(log->options_.dir));
   CLICKATRON_RETURN_IF_ERROR(log->Scan());
+  if (log->clean_stop_) {
+    // Read and checked: from the next append on, a crash may tear a segment again.
+    if (::unlink(log->CleanStopPath().c_str()) != 0) return ErrnoStatus("unlink", log->CleanStopPath());
+    CLICKATRON_RETURN_IF_ERROR(FsyncDir(log->options_.dir));
+  }
   log->written_seq_ = log->recovered_last_seq_;
   for (uint32_t s = 0; s < log->options_.shard_count; ++s) log->durable_seq_[s].store(log->recovered_last_seq_[s]);
   uint64_t next_id = log->segments_.empty() ? 1 : log->segments_.rbegin()->first + 1;
@@ -90,6 +95,19 @@ std::string Oplog::SegmentPath(uint64_t id, bool compressed) const {
 }
 
 Status Oplog::Scan() {
+  clean_stop_.reset();
+  if (FileExists(CleanStopPath())) {
+    auto text = ReadFileToString(CleanStopPath());
+    const nlohmann::json j =
+        text.ok() ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+    if (!j.is_object() || !j.contains("segment") || !j["segment"].is_number_unsigned() || !j.contains("bytes") ||
+        !j["bytes"].is_number_unsigned()) {
+      return Status::Corruption(fmt::format("{} is not {{\"segment\": N, \"bytes\": N}}: remove it to start (a "
+                                            "torn last frame is then cut as after a crash)",
+                                            CleanStopPath()));
+    }
+    clean_stop_ = CleanStop{j["segment"].get<uint64_t>(), j["bytes"].get<uint64_t>()};
+  }
   std::error_code ec;
   std::map<uint64_t, std::pair<bool, bool>> found;  // id -> (plain, gz)
   for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
@@ -234,6 +252,18 @@ Status Oplog::ScanSegment(Segment* seg) {
     } else {
       take(h.shard, h.seq);
     }
+  }
+  const bool stopped_whole = clean_stop_ && clean_stop_->segment == seg->id && !seg->compressed;
+  if (stopped_whole && (!uncommitted.empty() || (*reader)->truncated_tail() ||
+                        (*reader)->good_bytes() != clean_stop_->bytes)) {
+    return Status::Corruption(fmt::format(
+        "{} ended whole at {} bytes when the node last stopped ({}), but now {} at byte {}: it was damaged since, "
+        "and what it holds was acknowledged; refusing to cut it (inspect it with `clickatron oplog verify`; "
+        "restore the file, or remove {} to cut it as a crash's torn write)",
+        path, clean_stop_->bytes, CleanStopPath(),
+        !uncommitted.empty() ? fmt::format("{} batches follow its last commit frame", uncommitted.size())
+                             : std::string("its frames stop checking"),
+        (*reader)->good_bytes(), CleanStopPath()));
   }
   if (!uncommitted.empty()) {
     // A crash between the appends of one commit: nobody was answered for
@@ -545,9 +575,19 @@ void Oplog::WriterLoop() {
     }
   }
   if (current_) {
-    if (options_.sync != SyncPolicy::kNone) (void)SyncTimed();
+    const bool synced = options_.sync != SyncPolicy::kNone && SyncTimed().ok();
+    const uint64_t bytes = current_->size();
     Status st = current_->Close();
     if (!st.ok()) spdlog::error("closing the oplog: {}", st.ToString());
+    if (synced && st.ok()) WriteCleanStop(bytes);
+  }
+}
+
+void Oplog::WriteCleanStop(uint64_t bytes) {
+  const nlohmann::json marker = {{"segment", current_id_}, {"bytes", bytes}};
+  if (Status st = WriteFileAtomically(CleanStopPath(), marker.dump() + "\n"); !st.ok()) {
+    // Without it the next start takes a bad last frame for a crash's, as before.
+    spdlog::warn("oplog: could not note the clean stop: {}", st.ToString());
   }
 }
 

@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,6 +159,18 @@ class Oplog {
   Oplog(OplogOptions options, Post post);
   Status Scan();
   Status ScanSegment(Segment* seg);
+  // A stop that synced and closed the segment it wrote leaves
+  // DIR/clean-stop ({"segment", "bytes"}): that segment ended whole, so a
+  // bad frame at its end at the next Open is damage, not a crash's torn
+  // write, and is refused rather than cut (its batches were acknowledged).
+  // Open removes it once the segments are read.
+  std::string CleanStopPath() const { return options_.dir + "/clean-stop"; }
+  void WriteCleanStop(uint64_t bytes);
+  struct CleanStop {
+    uint64_t segment = 0;
+    uint64_t bytes = 0;
+  };
+  std::optional<CleanStop> clean_stop_;  // read by Scan, for ScanSegment
   // Segment `id` could not be read (`damage`); `next` is the segment after
   // it. Sets it aside if every batch it can hold is acknowledged; else the
   // error that stops the start.

@@ -69,6 +69,9 @@ class MappedFile {
   void MarkDamaged() const { damaged_.store(true, std::memory_order_release); }
   // The open file's size now (fstat), which a truncation in place changes.
   Result<uint64_t> CurrentSize() const;
+  // Whether `path` names this very file now (same device and inode): not a
+  // file renamed over it since.
+  bool IsFileAt(const std::string& path) const;
   // Up to n bytes at `offset` read from the file itself (pread), so a check
   // of a damaged file never faults; fewer at its end.
   Result<size_t> ReadAt(uint64_t offset, char* out, size_t n) const;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clickatron/config.h"
+#include "clickatron/file_util.h"
 #include "clickatron/framed_log.h"
 #include "clickatron/http_client.h"
 #include "clickatron/oplog_record.h"
@@ -149,6 +150,23 @@ Status Dump(const std::vector<std::string>& paths, std::optional<int> shard) {
   return Status::Ok();
 }
 
+// The bytes the API noted for segment `f` when it last stopped cleanly
+// (DIR/clean-stop, api/ingest/oplog.h); nullopt when it did not note that segment.
+std::optional<uint64_t> CleanStopBytes(const std::string& f) {
+  const std::filesystem::path path(f);
+  uint64_t id = 0;
+  bool compressed = false;
+  if (!ParseOplogSegmentName(path.filename().string(), &id, &compressed) || compressed) return std::nullopt;
+  auto text = ReadFileToString((path.parent_path() / "clean-stop").string());
+  if (!text.ok()) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("segment", uint64_t{0}) != id || !j.contains("bytes") ||
+      !j["bytes"].is_number_unsigned()) {
+    return std::nullopt;
+  }
+  return j["bytes"].get<uint64_t>();
+}
+
 Status Verify(const std::vector<std::string>& paths) {
   uint64_t bad = 0;
   for (const std::string& p : paths) {
@@ -159,6 +177,14 @@ Status Verify(const std::vector<std::string>& paths) {
       if (!s.ok()) {
         ++bad;
         PrintLine(fmt::format("CORRUPT {}: {}", f, s.status().message()));
+        continue;
+      }
+      if (const std::optional<uint64_t> whole = CleanStopBytes(f); whole && (s->torn || s->good_bytes != *whole)) {
+        // Not a crash's torn write: the node stopped cleanly with the segment whole.
+        ++bad;
+        PrintLine(fmt::format("CORRUPT {}: ended whole at {} bytes when the API node last stopped (clean-stop), "
+                              "but its frames check only up to byte {}",
+                              f, *whole, s->good_bytes));
         continue;
       }
       PrintLine(fmt::format("ok      {}: {} records{}", f, s->records,

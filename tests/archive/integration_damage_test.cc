@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <strings.h>
+
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -105,6 +108,49 @@ TEST_F(DamageTest, AnEditInPlaceIsFoundByTheScrubAndNeverAnsweredAfter) {
   EXPECT_EQ(after.status_code, 200);
   EXPECT_EQ(after.body, "696\n");
   EXPECT_EQ(Damage()["serving_damaged"], false);
+}
+
+// A reload that finds the served file itself (the same inode, its
+// manifest unchanged) failing its check: that file's bytes changed under the
+// mapping, so it stops being answered from at once, not at the next scrub.
+// The refusal names the damaged file, so API nodes can stop using what they
+// kept of it.
+TEST_F(DamageTest, AReloadThatFindsTheServedFileChangedStopsAnsweringFromIt) {
+  const std::string contents = DamageContents();
+  WriteArchive(file(), contents, 1, "2012-03-24");
+  clickatron::testing::TomlTable archive;
+  archive.SetInt("scrub_interval_seconds", 0);  // no scrub: the reload alone finds it
+  StartReplica("", archive);
+  const HttpResponse good = Get("/get?key=u%7Cd0596");
+  ASSERT_EQ(good.status_code, 200);
+  const size_t at = contents.find("u|d0596,") + std::string("u|d0596,").size();
+  OverwriteInPlace(file(), static_cast<off_t>(at), "165");
+  EXPECT_EQ(Get("/get?key=u%7Cd0596").body, "165\n") << "the mapping shows the edit until it is found";
+
+  HttpResponse reload = Reload();
+  EXPECT_EQ(reload.status_code, 500) << reload.body;
+  EXPECT_NE(reload.body.find("is damaged"), std::string::npos) << reload.body;
+  HttpResponse r = Get("/get?key=u%7Cd0596");
+  ASSERT_EQ(r.status_code, 503) << r.body;
+  EXPECT_EQ(Json(r)["status_txt"], "ARCHIVE_DAMAGED");
+  // Which file: as every answer of it says.
+  for (const char* header : {"X-Archive-Generation", "X-Archive-Crc32", "X-Archive-Last-Day"}) {
+    const auto it = std::find_if(r.headers.begin(), r.headers.end(), [&](const auto& h) {
+      return strcasecmp(h.first.c_str(), header) == 0;
+    });
+    ASSERT_NE(it, r.headers.end()) << header;
+    const auto was = std::find_if(good.headers.begin(), good.headers.end(), [&](const auto& h) {
+      return strcasecmp(h.first.c_str(), header) == 0;
+    });
+    ASSERT_NE(was, good.headers.end()) << header;
+    EXPECT_EQ(it->second, was->second) << header;
+  }
+  EXPECT_EQ(Damage()["serving_damaged"], true);
+
+  // A good generation in its place is served again.
+  WriteArchive(file(), contents, 2, "2012-03-24");
+  ASSERT_EQ(Reload().status_code, 200);
+  EXPECT_EQ(Get("/get?key=u%7Cd0596").body, "696\n");
 }
 
 TEST_F(DamageTest, ATruncationInPlaceIsA503AndALogLineNotADeadDaemon) {

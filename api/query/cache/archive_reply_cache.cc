@@ -28,6 +28,20 @@ std::string_view ArchiveReplyCache::KeyOf(int shard, std::string_view key, const
   return out;
 }
 
+std::string ArchiveReplyCache::ScopeOf(int shard, const ServedFile& file) {
+  std::string out;
+  AppendFixed(&out, static_cast<int32_t>(shard));
+  AppendFixed(&out, file.generation);
+  AppendFixed(&out, file.crc32);
+  return out;
+}
+
+void ArchiveReplyCache::RetireFile(int shard, const ServedFile& file) { cache_.Retire(ScopeOf(shard, file)); }
+
+bool ArchiveReplyCache::Retired(int shard, const ServedFile& file) const {
+  return cache_.AnyRetired() && cache_.Retired(ScopeOf(shard, file));
+}
+
 size_t ArchiveReplyCache::Charge(const ArchiveReply& reply) {
   return sizeof(ArchiveReply) + reply.body.size() +
          (reply.total_hours ? sizeof(ArchiveTotalHours) + reply.total_hours->hours.capacity() *

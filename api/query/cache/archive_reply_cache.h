@@ -61,11 +61,17 @@ class ArchiveReplyCache {
   void Forget(int shard, std::string_view key, const ServedFile& file, int shard_count);
   // The file a kept reply came from (nullopt: it does not say).
   static std::optional<ServedFile> FileOf(const ArchiveView& view);
+  // A replica found `file` of `shard` damaged (its bytes changed in place;
+  // its name did not): its kept answers are never used again, on any read
+  // loop (ReadCache::Retire).
+  void RetireFile(int shard, const ServedFile& file);
+  bool Retired(int shard, const ServedFile& file) const;
 
  private:
   // shard, count, generation and crc32 as fixed-size fields, then the key
   // (in a per-thread buffer: valid until the thread's next call).
   static std::string_view KeyOf(int shard, std::string_view key, const ServedFile& file, int shard_count);
+  static std::string ScopeOf(int shard, const ServedFile& file);
   static size_t Charge(const ArchiveReply& reply);
   template <typename Decoded>
   void Attach(int shard, std::string_view key, const ArchiveView& view, bool found, int shard_count,

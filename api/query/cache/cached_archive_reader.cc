@@ -1,6 +1,8 @@
 // Archive reads through the read cache; see cached_archive_reader.h.
 #include "query/cache/cached_archive_reader.h"
 
+#include <spdlog/spdlog.h>
+
 #include <unordered_set>
 #include <utility>
 
@@ -19,11 +21,25 @@ CachedArchiveReader::CachedArchiveReader(ArchiveReader& reader, std::shared_ptr<
                                  std::chrono::steady_clock::time_point sent) {
     if (!alive.expired()) Confirm(shard, replica, view, sent);
   });
+  reader_.OnDamage([this, alive](size_t shard, size_t replica, const ArchiveView& view) {
+    const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(view);
+    if (alive.expired() || !file || cache_.Retired(static_cast<int>(shard), *file)) return;
+    // What was kept of it may be what the damage made (read before the
+    // replica noticed): not used again, on any loop; another replica's
+    // answers of the same name are read as they come.
+    cache_.RetireFile(static_cast<int>(shard), *file);
+    spdlog::warn("archive shard {}: replica {} found generation {} (crc32 {}) damaged: answers kept from that file "
+                 "are not used again",
+                 shard, reader_.ReplicaName(shard, replica), file->generation, file->crc32);
+  });
 }
 
 CachedArchiveReader::~CachedArchiveReader() {
   alive_.reset();
-  if (cache_.enabled()) reader_.OnAnswer(nullptr);
+  if (cache_.enabled()) {
+    reader_.OnAnswer(nullptr);
+    reader_.OnDamage(nullptr);
+  }
 }
 
 void CachedArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_view key, ReplyCallback done) {
@@ -149,7 +165,10 @@ std::optional<ServedFile> CachedArchiveReader::CachedFile(const Session& session
   // handed over, is not what the replica serves any more (or must not be
   // read with realtime's days): its kept answers are left to age out.
   if (confirmed.view.generation == 0 || reader_.BehindRealtime(confirmed.view)) return std::nullopt;
-  return ArchiveReplyCache::FileOf(confirmed.view);
+  const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(confirmed.view);
+  // A file a replica found damaged: nothing kept of it is used (OnDamage).
+  if (file && cache_.Retired(session.shard, *file)) return std::nullopt;
+  return file;
 }
 
 void CachedArchiveReader::Probe(size_t shard, size_t replica) {
@@ -180,6 +199,10 @@ bool CachedArchiveReader::Keepable(int shard, const ArchiveReply& reply, int sha
   const auto& replicas = confirmed_[static_cast<size_t>(shard)];
   // Of the file the replica said it serves by its newest answer.
   if (reply.replica >= replicas.size() || !(replicas[reply.replica].view == reply.view)) return false;
+  if (const std::optional<ServedFile> file = ArchiveReplyCache::FileOf(reply.view);
+      file && cache_.Retired(shard, *file)) {
+    return false;
+  }
   return reply.view.generation != 0 && (reply.view.shard_count == 0 || reply.view.shard_count == shard_count);
 }
 

@@ -187,4 +187,16 @@ size_t ReadCache::charged() const {
   return sum;
 }
 
+void ReadCache::Retire(std::string scope) {
+  std::lock_guard lock(retired_mu_);
+  if (std::find(retired_.begin(), retired_.end(), scope) != retired_.end()) return;
+  retired_.push_back(std::move(scope));
+  retired_count_.store(retired_.size(), std::memory_order_release);
+}
+
+bool ReadCache::RetiredSlow(std::string_view scope) const {
+  std::lock_guard lock(retired_mu_);
+  return std::find(retired_.begin(), retired_.end(), scope) != retired_.end();
+}
+
 }  // namespace clickatron::api

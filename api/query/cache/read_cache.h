@@ -21,7 +21,10 @@
 // Entries never go stale: every kind's key names what its value is a
 // function of (an archive answer's key names the file it came from, a
 // lookup's its hash), so nothing is ever invalidated, only
-// dropped for room (or Erase'd when a value is found bad).
+// dropped for room (or Erase'd when a value is found bad). The one
+// exception is damage: a file whose bytes changed in place keeps its name,
+// so its owner retires it (Retire) and never uses its entries again; they
+// age out.
 //
 // Thread-safety: thread-safe; one per API node, shared by its read loops.
 // The map is split into kShards parts by key hash, each with its own lock
@@ -90,6 +93,16 @@ class ReadCache {
     size_t entries = 0;
   };
   KindFigures Figures(CacheKind kind) const;
+
+  // Scopes whose entries must not be used any more (an archive file found
+  // damaged: archive_reply_cache.h names its scope). For the node's life:
+  // a repaired file is only trusted again as another generation.
+  void Retire(std::string scope);
+  bool AnyRetired() const { return retired_count_.load(std::memory_order_acquire) != 0; }
+  bool Retired(std::string_view scope) const {
+    // The common case, no damage ever seen, takes no lock.
+    return retired_count_.load(std::memory_order_acquire) != 0 && RetiredSlow(scope);
+  }
   // The sum of every entry's charge; never above capacity().
   size_t charged() const;
 
@@ -138,8 +151,13 @@ class ReadCache {
   static void Grow(Shard& shard);
   static void Free(Entry* e);
 
+  bool RetiredSlow(std::string_view scope) const;
+
   const size_t capacity_;
   const size_t shard_capacity_;
+  mutable std::mutex retired_mu_;
+  std::vector<std::string> retired_;  // under retired_mu_; a few at most
+  std::atomic<size_t> retired_count_{0};
   std::array<Shard, kShards> shards_;
   std::array<KindCounters, kCacheKinds> kinds_;
 };

@@ -186,6 +186,11 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  Replica& replica = replicas_[shard][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
                  if (reply.ok() && answer_seen_) answer_seen_(shard, index, reply->view, sent);
+                 if (!reply.ok() && damage_seen_) {
+                   if (std::optional<ArchiveView> damaged = DamagedFileOf(response)) {
+                     damage_seen_(shard, index, *damaged);
+                   }
+                 }
                  // A shard other than 0 serving no file, before any answer
                  // said which count the archive is cut into (shard 0 did not
                  // answer): it may be a new shard of a count not deployed

@@ -61,6 +61,9 @@ namespace clickatron::api {
 // Reads the headers; CORRUPTION when X-Archive-Generation or
 // X-Archive-Last-Day is missing, or any is malformed.
 Result<ArchiveView> ParseArchiveView(const HttpResponse& response);
+// The file a 503 ARCHIVE_DAMAGED names (its headers), when the answer is
+// one and names it with its crc32; nullopt otherwise.
+std::optional<ArchiveView> DamagedFileOf(const HttpResponse& response);
 
 class ArchiveReader {
  public:
@@ -126,6 +129,12 @@ class ArchiveReader {
   using AnswerSeen = std::function<void(size_t shard, size_t replica, const ArchiveView& view,
                                         std::chrono::steady_clock::time_point sent)>;
   void OnAnswer(AnswerSeen seen) { answer_seen_ = std::move(seen); }
+  // Called when a replica refuses a read because the file it serves is
+  // damaged (503 ARCHIVE_DAMAGED, with that file's headers): the file `view`
+  // names is not to be trusted, whatever was read from it before. One
+  // listener; null stops it.
+  using DamageSeen = std::function<void(size_t shard, size_t replica, const ArchiveView& view)>;
+  void OnDamage(DamageSeen seen) { damage_seen_ = std::move(seen); }
   // Asks replica `replica` of `shard` once which file it serves (GET
   // /manifest); its answer reaches OnAnswer, then `done` runs, answered or not.
   void AskServedFile(size_t shard, size_t replica, std::function<void()> done);
@@ -134,6 +143,10 @@ class ArchiveReader {
   size_t Shards() const { return replicas_.size(); }
   size_t Replicas(size_t shard) const { return shard < replicas_.size() ? replicas_[shard].size() : 0; }
   size_t ReplicaOf(const Session& session) const;
+  // Replica `replica` of `shard`'s member name ("" when there is none).
+  std::string ReplicaName(size_t shard, size_t replica) const {
+    return shard < replicas_.size() && replica < replicas_[shard].size() ? replicas_[shard][replica].name : "";
+  }
 
   // True when an answer of `view` lacks a day realtime has handed over to
   // the archive (KnownGeneration::Behind), or is of an older generation than
@@ -219,6 +232,7 @@ class ArchiveReader {
   // By shard: generation -> the callers waiting for its /manifest answer.
   std::vector<std::map<std::pair<uint64_t, uint32_t>, std::vector<std::function<void(ManifestFacts)>>>> facts_waiting_;
   AnswerSeen answer_seen_;
+  DamageSeen damage_seen_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

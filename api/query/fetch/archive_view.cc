@@ -5,6 +5,9 @@
 #include <strings.h>
 
 #include <charconv>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "clickatron/key_codec.h"
 
@@ -52,6 +55,15 @@ Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
     }
   }
   return view;
+}
+
+std::optional<ArchiveView> DamagedFileOf(const HttpResponse& response) {
+  if (!response.ok() || response.status_code != 503) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("status_txt", "") != "ARCHIVE_DAMAGED") return std::nullopt;
+  Result<ArchiveView> view = ParseArchiveView(response);
+  if (!view.ok() || !view->file_crc32) return std::nullopt;
+  return *view;
 }
 
 }  // namespace clickatron::api

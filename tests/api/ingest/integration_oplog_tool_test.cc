@@ -69,6 +69,19 @@ TEST(IntegrationWriteOplogToolTest, ListDumpVerifyAndReplay) {
   EXPECT_NE(out.find("sent 0 batches"), std::string::npos) << out;
   EXPECT_EQ(fresh.Counters("t|"), expected);
 
+  // verify: the node stopped cleanly, so a segment cut short since is
+  // damage, not a crash's torn tail: exit 1.
+  const std::string segment = oplog + "/oplog-0000000000000001.log";
+  ASSERT_TRUE(std::filesystem::exists(oplog + "/clean-stop"));
+  const auto whole = std::filesystem::file_size(segment);
+  const std::string kept = c.dir() + "/whole.log";
+  std::filesystem::copy_file(segment, kept);
+  std::filesystem::resize_file(segment, whole - 3);
+  EXPECT_EQ(RunCommand({tool, "oplog", "verify", oplog}, &out), 1) << out;
+  EXPECT_NE(out.find("ended whole"), std::string::npos) << out;
+  std::filesystem::copy_file(kept, segment, std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(RunCommand({tool, "oplog", "verify", oplog}, &out), 0) << out;
+
   // verify: a flipped byte in the middle of a segment is reported, exit 1.
   const std::string copy = c.dir() + "/damaged.log";
   std::filesystem::copy_file(oplog + "/oplog-0000000000000001.log", copy);

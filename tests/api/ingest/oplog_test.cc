@@ -18,6 +18,7 @@
 #include <set>
 
 #include "clickatron/clock.h"
+#include "clickatron/file_util.h"
 #include "clickatron/framed_log.h"
 #include "clickatron/oplog_record.h"
 #include "clickatron/ymdh.h"
@@ -329,6 +330,8 @@ TEST(WriteOplogTest, TornTailIsCutOnOpen) {
     ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1))}).ok());
     ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 2, Line(2, 1))}).ok());
   }
+  // A crash, not a stop: no note that the segment ended whole.
+  ASSERT_TRUE(std::filesystem::remove(dir / "clean-stop"));
   std::string seg = dir / OplogSegmentName(1, false);
   auto size = std::filesystem::file_size(seg);
   std::filesystem::resize_file(seg, size - 3);  // the last append was torn
@@ -339,6 +342,57 @@ TEST(WriteOplogTest, TornTailIsCutOnOpen) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->batches.size(), 1u);
   EXPECT_EQ(r->batches[0]->seq, 1u);
+}
+
+// After a clean stop the segment ended whole (DIR/clean-stop says where):
+// a last frame that no longer checks, or a file cut short, is damage to
+// acknowledged batches, refused; not a crash's torn write, cut.
+TEST(WriteOplogTest, ALastFrameDamagedAfterACleanStopIsRefusedNotCut) {
+  for (const bool flip : {true, false}) {
+    TempDir dir;
+    {
+      auto log = Oplog::Open(Options(dir.path(), 1), Inline());
+      ASSERT_TRUE(log.ok());
+      ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1))}).ok());
+      ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 2, Line(2, 1))}).ok());
+    }
+    ASSERT_TRUE(FileExists(dir / "clean-stop"));
+    const std::string seg = dir / OplogSegmentName(1, false);
+    const auto size = std::filesystem::file_size(seg);
+    if (flip) {
+      std::string data;
+      {
+        std::ifstream in(seg, std::ios::binary);
+        data.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      data[data.size() - 5] ^= 0x10;  // inside the last frame: the commit of seq 2
+      std::ofstream out(seg, std::ios::binary | std::ios::trunc);
+      out << data;
+    } else {
+      std::filesystem::resize_file(seg, size - 3);
+    }
+    auto log = Oplog::Open(Options(dir.path(), 1), Inline());
+    ASSERT_FALSE(log.ok()) << (flip ? "flipped" : "cut");
+    EXPECT_EQ(log.status().code(), StatusCode::kCorruption) << log.status().ToString();
+    EXPECT_NE(log.status().message().find("ended whole"), std::string::npos) << log.status().ToString();
+    EXPECT_EQ(std::filesystem::file_size(seg), flip ? size : size - 3) << "nothing was cut";
+  }
+}
+
+// The note is read once: a crash after the next start tears a segment of
+// that run, which is cut as before.
+TEST(WriteOplogTest, TheCleanStopNoteIsGoneOnceTheNodeRunsAgain) {
+  TempDir dir;
+  {
+    auto log = Oplog::Open(Options(dir.path(), 1), Inline());
+    ASSERT_TRUE(log.ok());
+    ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1))}).ok());
+  }
+  ASSERT_TRUE(FileExists(dir / "clean-stop"));
+  auto log = Oplog::Open(Options(dir.path(), 1), Inline());
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_FALSE(FileExists(dir / "clean-stop"));
+  EXPECT_EQ((*log)->recovered_last_seq()[0], 1u);
 }
 
 TEST(WriteOplogTest, CorruptRecordInTheMiddleRefusesToOpen) {

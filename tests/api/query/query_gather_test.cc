@@ -260,5 +260,46 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
   EXPECT_EQ(stats_.handover_rereads.load(), 1u);
 }
 
+TEST_F(QueryGatherTest, AnswersKeptFromAFileItsReplicaFoundDamagedAreNotUsedAgain) {
+  // The replica's file was changed in place: the node kept what it read of
+  // it (US 9). The replica then finds the damage and refuses reads, naming
+  // the file (503 ARCHIVE_DAMAGED with its headers). Once the file is put
+  // back as it was, under the same name (generation and crc32), the node
+  // must read it again, not answer what it kept.
+  KeepAnswers(1 << 20);
+  auto file = std::make_shared<ServedFileState>();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  file->records = Records({{h3, {{"US", 9}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  Result<Rows> got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 9}, {h3, "US", 9}}));
+  got = Breakdown();  // from what was kept
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_GE(stats_.archive_cache_hits.load(), 1u);
+
+  client_.Forget(ReplicaPeer(0, 0));
+  const std::string damaged = R"({"status_code":503,"status_txt":"ARCHIVE_DAMAGED","data":null})";
+  for (const char* path : {"/get", "/mget", "/manifest"}) {
+    client_.Script(ReplicaPeer(0, 0), path, Answer::Http(503, damaged, file->ArchiveHeaders()));
+  }
+  // A read of another key, not kept, meets the refusal (and fails).
+  std::optional<Status> other;
+  gather_->FetchTotal("u", "other", HourSpan{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay},
+                      [&](Result<TotalData> data) { other = data.status(); });
+  client_.RunUntilIdle();
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->reason(), "SHARD_UNAVAILABLE") << other->ToString();
+
+  client_.Forget(ReplicaPeer(0, 0));
+  file->records = Records({{h3, {{"US", 2}}}});  // put back: the same generation and crc32
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  const uint64_t hits_before = stats_.archive_cache_hits.load();
+  got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 2}, {h3, "US", 2}}));
+  EXPECT_EQ(stats_.archive_cache_hits.load(), hits_before) << "nothing kept of the damaged file is read";
+}
+
 }  // namespace
 }  // namespace clickatron::api::query_gather_test
