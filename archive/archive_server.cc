@@ -384,6 +384,8 @@ void ArchiveServer::ReplyServing(const HttpExchangePtr& ex) {
 Result<SortedFilePtr> ArchiveServer::TimedLoad() {
   auto start = std::chrono::steady_clock::now();
   Result<SortedFilePtr> loaded = LoadSortedFile(options_.load);
+  // The served path itself failed its check (Install looks at what that means).
+  path_failed_check_.store(!loaded.ok() && loaded.status().code() == StatusCode::kCorruption);
   last_load_ms_.store(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   return loaded;
@@ -403,8 +405,11 @@ Status ArchiveServer::Install(Result<SortedFilePtr> loaded) {
     // one whose file vanished: that would look like lost history.
     refused = Status::NotFound(fmt::format("{} does not exist", options_.load.path));
   }
-  if (!refused.ok() && refused.code() == StatusCode::kCorruption && current_ && current_->has_file() &&
-      !current_->damaged() && current_->IsFileAt(options_.load.path)) {
+  // Only a reload of the path (not a fetch, whose file is another) says
+  // anything of the file at it.
+  const bool path_failed_check = path_failed_check_.exchange(false);
+  if (!refused.ok() && path_failed_check && current_ && current_->has_file() && !current_->damaged() &&
+      current_->IsFileAt(options_.load.path)) {
     // The file refused is the one served (changed in place, not renamed
     // over), and its manifest is the one it was served with: its bytes no
     // longer match, so neither do the answers from its mapping. Stop

@@ -106,6 +106,9 @@ class ArchiveServer {
   std::string unavailable_reason_;   // why current_ is null
   ArchiveCounters counters_;
   std::atomic<int64_t> last_load_ms_{0};  // written by the reload thread
+  // Set by a reload of the served path that failed its check, for the
+  // Install of that same job (jobs run one at a time).
+  std::atomic<bool> path_failed_check_{false};
   // What current_ is, for fetches deciding on the reload thread whether
   // there is anything to do.
   std::atomic<uint64_t> serving_generation_{0};

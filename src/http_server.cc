@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
@@ -97,7 +98,31 @@ void HttpExchange::ReplyJsonData(std::string_view data_json) {
   Reply(200, body, "application/json");
 }
 
+namespace {
+
+// A 500 is the daemon's own failure (a damaged store, a disk error), not the
+// client's: it goes to the log too, whose reader may never see the answer.
+// At most one line a second, with a count of those left out.
+void LogServerError(std::string_view path, std::string_view reason, std::string_view message) {
+  static std::mutex mu;
+  static std::chrono::steady_clock::time_point last{};
+  static uint64_t left_out = 0;
+  std::lock_guard lock(mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::seconds(1)) {
+    ++left_out;
+    return;
+  }
+  last = now;
+  spdlog::error("answered 500 {} to {}: {}{}", reason, path, message,
+                left_out == 0 ? std::string() : fmt::format(" ({} more 500s since the last such line)", left_out));
+  left_out = 0;
+}
+
+}  // namespace
+
 void HttpExchange::ReplyError(int status, std::string_view reason, std::string_view message) {
+  if (status == 500) LogServerError(path(), reason, message);
   nlohmann::json env = Envelope(status, reason, nullptr);
   env["message"] = message;
   Reply(status, env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");

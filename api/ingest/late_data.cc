@@ -49,7 +49,7 @@ Result<std::unique_ptr<LateData>> LateData::Open(std::string dir, std::string so
   std::sort(files.begin(), files.end());
   for (const auto& [name, sealed] : files) {
     const std::string path = late->dir_ + "/" + name;
-    CLICKATRON_RETURN_IF_ERROR(late->ScanFile(path));
+    CLICKATRON_RETURN_IF_ERROR(late->ScanFile(path, sealed));
     if (sealed) continue;
     // Left open by an earlier run: cut a torn tail (that frame's batch was
     // never re-sent, so it will be moved again), then seal it.
@@ -66,7 +66,7 @@ Result<std::unique_ptr<LateData>> LateData::Open(std::string dir, std::string so
   return late;
 }
 
-Status LateData::ScanFile(const std::string& path) {
+Status LateData::ScanFile(const std::string& path, bool sealed) {
   auto reader = FramedLogReader::Open(path);
   if (!reader.ok()) return reader.status();
   while (true) {
@@ -82,6 +82,14 @@ Status LateData::ScanFile(const std::string& path) {
     if (h.kind != OplogHeader::Kind::kBatch || h.source != source_) continue;
     auto& keys = recovered_[{static_cast<uint32_t>(h.shard), h.seq}];
     ForEachPayloadLine(payload->lines, [&](std::string_view line) { keys.insert(std::string(LineKey(line))); });
+  }
+  if (sealed && (*reader)->truncated_tail()) {
+    // Sealed files were closed whole: a torn tail is damage, not a crash's
+    // half-written frame, and the lines it cut off were acknowledged.
+    return Status::Corruption(fmt::format(
+        "{} is sealed (it was closed whole) but ends inside a frame after byte {}: it was damaged since; refusing "
+        "to start rather than lose its acknowledged lines (restore it; `clickatron oplog verify` reads it)",
+        path, (*reader)->good_bytes()));
   }
   return Status::Ok();
 }

@@ -108,7 +108,7 @@ class LateData {
 
  private:
   LateData(std::string dir, std::string source, Post post);
-  Status ScanFile(const std::string& path);
+  Status ScanFile(const std::string& path, bool sealed);
   // Executor thread: `path` rewritten without the lines `covered` names
   // (temp file, fsync, rename); untouched when it has none.
   Status ScrubFile(const std::string& path, const LinePredicate& covered);

@@ -94,8 +94,9 @@ void RealtimeReader::Send(int shard, std::string target, int attempts_left, bool
                                                      response.status_code, QuoteForMessage(response.body))));
                    return;
                  }
-                 const std::string why = response.ok() ? fmt::format("answered {}", response.status_code)
-                                                       : response.transport.message();
+                 // The shard's own reason when it gave one (a damaged store's
+                 // CORRUPTION names the file), not only its status.
+                 const std::string why = DescribeHttpAnswer(response);
                  // The second attempt is for a keep-alive connection the
                  // shard closed, which fails at once; a shard that let a
                  // request time out would most likely do so again.

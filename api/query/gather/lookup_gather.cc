@@ -27,7 +27,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
   struct State {
     std::map<std::string, std::string> values;
     std::set<std::string> pending;           // not in the cache
-    std::set<std::string> source_failed;     // a source of this hash did not answer
+    std::map<std::string, std::string> source_failed;  // a source of this hash did not answer: why
   };
   auto state = std::make_shared<State>();
   std::vector<std::string> archive_keys;
@@ -60,9 +60,10 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
       auto it = state->values.find(hash);
       if (it != state->values.end()) {
         lookups_.Put(hash, it->second);
-      } else if (state->source_failed.count(hash)) {
-        done(Status::Unavailable(fmt::format("the lookup record of {} is on a shard that did not answer", hash),
-                                 "SHARD_UNAVAILABLE"));
+      } else if (auto failed = state->source_failed.find(hash); failed != state->source_failed.end()) {
+        done(Status::Unavailable(
+            fmt::format("the lookup record of {} is on a shard that did not answer ({})", hash, failed->second),
+            "SHARD_UNAVAILABLE"));
         return;
       } else {
         ++stats_.lookups_missing;
@@ -76,7 +77,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
                               const std::vector<std::string_view>& bodies) -> Status {
     if (!st.ok()) {
       if (st.code() != StatusCode::kUnavailable) return st;
-      for (const std::string& key : keys) state->source_failed.insert(key.substr(2));
+      for (const std::string& key : keys) state->source_failed.emplace(key.substr(2), st.message());
       return Status::Ok();
     }
     for (std::string_view body : bodies) {

@@ -92,7 +92,13 @@ int64_t PreviousUnitStartLocal(Unit unit, int64_t local_start) {
 Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t reference_ts, int64_t units,
                                       int64_t max_hours) {
   // Every unit is at least an hour: refuse before building anything huge.
-  if (units > max_hours) return WindowTooLarge(units, max_hours);
+  if (units > max_hours) {
+    return Status::InvalidArgument(
+        fmt::format("{} units of a {} are at least {} hours, more than the {} hours a query may cover "
+                    "(api.max_query_hours)",
+                    units, UnitName(unit), units, max_hours),
+        "WINDOW_TOO_LARGE");
+  }
   const int64_t shift = offset_hours * kSecondsPerHour;
   const int64_t last = UnitStartLocal(unit, reference_ts + shift);
   const int64_t end = NextUnitStartLocal(unit, last);

@@ -247,6 +247,25 @@ class LateFilesTest : public ::testing::Test {
   std::string late_dir_, big_, small_;
 };
 
+// A sealed file was closed whole: one cut short since is damage to
+// acknowledged late lines, not a crash's torn write. The node refuses to
+// start, naming it, as for damage inside a file.
+TEST(IntegrationWriteLateDamageTest, ASealedFileCutShortStopsTheNodeNamingIt) {
+  WriteCluster c(WriteCluster::Spec(1));
+  const std::string late_dir = c.DataDir("api-0") + "/late";
+  ASSERT_TRUE(MakeDirs(late_dir).ok());
+  const std::string path = late_dir + "/late-1700000000.sealed";
+  const std::string bytes = WriteSealedFile(path, "api-0", 3, 200, 4);
+  std::filesystem::resize_file(path, bytes.size() - 7);
+  c.Start(WriteCluster::Realtime(0));
+  std::string error;
+  EXPECT_FALSE(c.TryStart("api-0", &error));
+  EXPECT_NE(error.find("late-1700000000.sealed is sealed"), std::string::npos) << error;
+  // Put back whole, it starts.
+  clickatron::testing::WriteAll(path, bytes);
+  EXPECT_TRUE(c.TryStart("api-0", &error)) << error;
+}
+
 TEST_F(LateFilesTest, ListsSealedFilesOldestFirstWithTheirSizes) {
   HttpResponse r = Ask("GET", "/late/files");
   ASSERT_EQ(r.status_code, 200) << r.body;

@@ -94,7 +94,8 @@ TEST(OplogCommitTest, BatchesAfterTheLastCommitFrameAreCutAtOpen) {
     (*log)->Stop();
   }
   // A crash inside the next commit: its first batch was appended, its
-  // second and its commit frame were not.
+  // second and its commit frame were not (and a crash notes no clean stop).
+  ASSERT_TRUE(std::filesystem::remove(tmp.path() + "/clean-stop"));
   {
     auto w = FramedLogWriter::Open(NewestSegment(tmp.path()));
     ASSERT_TRUE(w.ok());

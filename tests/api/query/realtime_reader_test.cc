@@ -92,9 +92,18 @@ TEST_F(RealtimeReaderTest, RefusedReadIsAnErrorAndIsNotRetried) {
 TEST_F(RealtimeReaderTest, ServerErrorIsTriedTwiceThenShardUnavailable) {
   client_.Script(kShardPeer, "/fwmatch", Answer::Http(503, "busy"));
   const std::string got = Fwmatch("u|a.");
-  EXPECT_TRUE(got.starts_with("error SHARD_UNAVAILABLE: realtime shard 0 (r0): answered 503")) << got;
+  EXPECT_TRUE(got.starts_with("error SHARD_UNAVAILABLE: realtime shard 0 (r0): HTTP 503: \"busy\"")) << got;
   EXPECT_EQ(RequestsTo("/fwmatch"), 2u);
   EXPECT_EQ(stats_.realtime_retries.load(), 1u);
+}
+
+// The shard's own reason goes on to the client: a damaged store names its file.
+TEST_F(RealtimeReaderTest, AServerErrorsReasonIsPassedOn) {
+  client_.Script(kShardPeer, "/fwmatch",
+                 Answer::Http(500, R"({"status_code":500,"status_txt":"CORRUPTION","message":"block checksum )"
+                                   R"(mismatch in /d/000098.sst"})"));
+  const std::string got = Fwmatch("u|a.");
+  EXPECT_NE(got.find("HTTP 500 CORRUPTION: block checksum mismatch in /d/000098.sst"), std::string::npos) << got;
 }
 
 TEST_F(RealtimeReaderTest, ServerErrorOnceIsAnsweredByTheSecondTry) {

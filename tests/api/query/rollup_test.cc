@@ -184,8 +184,11 @@ TEST(ReadRollupTest, WindowWiderThanMaxHoursIsRefused) {
   EXPECT_EQ(days.status().reason(), "WINDOW_TOO_LARGE");
   EXPECT_TRUE(UnitWindow::Ending(Unit::kDay, 0, Utc(2020, 1, 1), 30, 30 * 24).ok());
   // A huge unit count is refused before anything is built.
-  auto huge = UnitWindow::Ending(Unit::kHour, 0, Utc(2020, 1, 1), int64_t{1} << 60, 43920);
+  auto huge = UnitWindow::Ending(Unit::kDay, 0, Utc(2020, 1, 1), int64_t{1} << 60, 43920);
   EXPECT_EQ(huge.status().reason(), "WINDOW_TOO_LARGE");
+  // The message counts units as units, not as hours they would span.
+  EXPECT_NE(huge.status().message().find("1152921504606846976 units of a day"), std::string::npos)
+      << huge.status().ToString();
   auto spanning = UnitWindow::Spanning(Unit::kMonth, 0, Utc(2001, 1, 1), Utc(2020, 1, 1), 43920);
   EXPECT_EQ(spanning.status().reason(), "WINDOW_TOO_LARGE");
 }
