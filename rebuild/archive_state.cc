@@ -140,6 +140,29 @@ Result<ServingArchive> ReadServingArchive(const ClusterConfig& cluster, int time
     }
   }
 
+  // A shard outside the newest generation's layout that serves an older
+  // generation holds a file left from before the count was lowered (its
+  // replica stopped then, started again now that the count is raised):
+  // nothing the archive holds is in it, and this run's deploy replaces it.
+  // (A re-partition stopped half-way is the other order: the newer files
+  // are the ones cut into more shards.)
+  const Manifest* newest = nullptr;
+  for (const Served& sv : served) {
+    if (sv.newest != nullptr && (newest == nullptr || sv.newest->generation > newest->generation)) newest = sv.newest;
+  }
+  for (size_t shard = 0; newest != nullptr && shard < served.size(); ++shard) {
+    Served& sv = served[shard];
+    if (sv.newest == nullptr || sv.newest->generation >= newest->generation ||
+        static_cast<int>(shard) < newest->shard_count) {
+      continue;
+    }
+    spdlog::warn("archive shard {} serves generation {} (cut into {} shards), a file left from before the count was "
+                 "lowered: generation {} has {} shards; this run's deploy replaces it",
+                 shard, sv.newest->generation, sv.newest->shard_count, newest->generation, newest->shard_count);
+    sv.newest = nullptr;
+    sv.sources.clear();
+  }
+
   // The generation and the shard count its files were cut with: every file
   // served must agree on both.
   ServingArchive state;

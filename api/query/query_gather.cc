@@ -55,11 +55,13 @@ bool QueryGather::MustReadAllDays(const ArchiveView& view, bool* all_days) {
 }
 
 bool QueryGather::ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again,
-                                             const std::function<void()>& run_again) {
+                                             std::function<void()> run_again) {
   if (*read_again || !archive_.BehindRealtime(view)) return true;
   *read_again = true;
   ++stats_.handover_rereads;
-  run_again();
+  // By the deployed generation's shard count: the answer may be a dropped
+  // shard's, routed by the count before a re-partition.
+  archive_.RouteByDeployed(std::move(run_again));
   return false;
 }
 
@@ -204,7 +206,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive_total.view;
-  if (!ArchiveHoldsHandedOverDays(view, &state->handover_reread, [&] { RunTotal(state); })) return;
+  if (!ArchiveHoldsHandedOverDays(view, &state->handover_reread, [this, state] { RunTotal(state); })) return;
   if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
   TotalData data;
   data.archive = view;

@@ -193,7 +193,9 @@ class QueryGather {
   // kept answer of such a file: a replica is asked) and returns false. An
   // answer asked again that still lacks the day is the archive's own (a
   // rollback to an older generation): the gather goes on with it.
-  bool ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again, const std::function<void()>& run_again);
+  // `run_again` may run later (after shard 0 is asked which count the
+  // deployed generation is cut into): it must own what it uses.
+  bool ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again, std::function<void()> run_again);
   void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;

@@ -66,6 +66,7 @@ TEST_F(ReshardIntegration, RaisingArchiveShardsRepartitionsAtTheNextDay) {
 TEST_F(ReshardIntegration, LoweringArchiveShardsTakesTheDroppedShardFromTheWorkDir) {
   Expectation expect;
   ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(4, 800, &expect));
+  const std::string dropped_file = cluster_.Member(ArchiveName(1)).file;
   ASSERT_NO_FATAL_FAILURE(RewriteArchiveShards(1));
   EXPECT_EQ(cluster_.Stop(ArchiveName(1)), 0);  // its member is no longer in the cluster file
 
@@ -86,6 +87,23 @@ TEST_F(ReshardIntegration, LoweringArchiveShardsTakesTheDroppedShardFromTheWorkD
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
   EXPECT_NE(out.find("re-partitions the archive from 2 to 1 archive shards"), std::string::npos) << out;
   ExpectArchiveCutInto(expect, 1, 2);
+
+  // Raised again, the dropped shard's replica started on the file it kept
+  // (generation 1, cut into 2 shards): a leftover, not a deploy stopped
+  // half-way. The next run re-partitions and replaces it.
+  testing::ClusterSpec spec = cluster_.spec();
+  spec.archive_shards = 2;
+  spec.members[ArchiveName(1)].file = dropped_file;  // where it kept its file
+  const Status written = cluster_.Write(spec);
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(1, 0));
+  ASSERT_EQ(ServedGeneration(1), 1);
+  PutRandomDay(day_ + 2, 6, 400, &expect);
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  EXPECT_NE(out.find("a file left from before the count was lowered"), std::string::npos) << out;
+  EXPECT_NE(out.find("re-partitions the archive from 1 to 2 archive shards"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(1), 3);
 }
 
 // A generation built for the old count and not deployed is deployed with

@@ -136,6 +136,25 @@ void ArchiveReader::WhenRouted(std::function<void()> then) {
   });
 }
 
+void ArchiveReader::RouteByDeployed(std::function<void()> then) {
+  const uint64_t deployed = known_generation_->deployed();
+  if (deployed == 0 || routing_generation_ >= deployed) return then();
+  if (deployed_route_asked_ >= deployed && deployed_route_waiters_.empty()) return then();
+  deployed_route_waiters_.push_back(std::move(then));
+  if (deployed_route_waiters_.size() > 1) return;  // the question is out
+  deployed_route_asked_ = deployed;
+  // Shard 0 is deployed last: once it serves the deployed generation, its
+  // answer's count (learned in Interpret) is that generation's.
+  auto session = BeginShard(0, ShardCount());
+  std::weak_ptr<bool> alive = alive_;
+  Send(session, "/manifest?shard=0", Attempts(0), [this, alive](Result<ArchiveReply>) {
+    if (alive.expired()) return;
+    std::vector<std::function<void()>> waiters;
+    waiters.swap(deployed_route_waiters_);
+    for (auto& waiter : waiters) waiter();
+  });
+}
+
 Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) {
   if (!response.ok()) return ShardUnavailable(response.transport.message());
   if (response.status_code >= 500) {

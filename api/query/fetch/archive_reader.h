@@ -102,6 +102,13 @@ class ArchiveReader {
   // Runs `then` once the routing count is known (at once but for the first
   // reads after start; see the header comment).
   void WhenRouted(std::function<void()> then);
+  // Runs `then` once the routing count is that of the generation realtime
+  // says is deployed, as far as shard 0 tells (at once when it already is,
+  // or shard 0 was asked for that generation). An answer older than the
+  // deployed generation may come from a shard a re-partition dropped, whose
+  // replica still runs: read again by the old count, it would be taken for
+  // a rollback and answered stale.
+  void RouteByDeployed(std::function<void()> then);
   int ShardCount() const;
   int ShardFor(std::string_view shard_key) const;
   // True when `view` names another shard count than the session was routed by.
@@ -218,6 +225,8 @@ class ArchiveReader {
   uint64_t routing_generation_ = 0;
   bool routing_asked_ = false;                     // shard 0 answered the first question (or failed to)
   std::vector<std::function<void()>> routing_waiters_;  // reads waiting for that answer
+  uint64_t deployed_route_asked_ = 0;  // the deployed generation shard 0 was last asked about
+  std::vector<std::function<void()>> deployed_route_waiters_;  // reads waiting for that answer
   std::vector<std::vector<Replica>> replicas_;  // by shard
   std::vector<size_t> round_robin_;             // by shard
   std::vector<std::vector<std::unique_ptr<Coalescer<ArchiveReply>>>> coalescers_;  // by shard, replica

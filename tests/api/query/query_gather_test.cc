@@ -19,6 +19,7 @@
 #include "api/query/fake_read_cluster.h"
 #include "clickatron/config.h"
 #include "clickatron/record.h"
+#include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 
 namespace clickatron::api::query_gather_test {
@@ -299,6 +300,75 @@ TEST_F(QueryGatherTest, AnswersKeptFromAFileItsReplicaFoundDamagedAreNotUsedAgai
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (Rows{{h3, "", 2}, {h3, "US", 2}}));
   EXPECT_EQ(stats_.archive_cache_hits.load(), hits_before) << "nothing kept of the damaged file is read";
+}
+
+// Lowering the archive shard count (3 to 2): generation 13 is cut into 2
+// shards and deployed; the dropped shard's replica still runs (the
+// procedure stops it only after the API nodes have the new file) and serves
+// generation 12, cut into 3. A node that routed by 3 asks it for "u|k"
+// (shard 2 of 3, shard 1 of 2). Realtime says 13 is deployed: the answer of
+// 12 is read again, by the deployed generation's count, not taken for a
+// rollback and answered stale.
+TEST(QueryGatherRepartitionTest, AnAnswerFromADroppedShardIsReadAgainByTheDeployedCount) {
+  ASSERT_EQ(ShardOf("u|k", 3), 2u);
+  ASSERT_EQ(ShardOf("u|k", 2), 1u);
+  std::unique_ptr<event_base, decltype(&event_base_free)> base{event_base_new(), &event_base_free};
+  FakeHttpClient client{base.get()};
+  ReadStats stats;
+  ReadCache cache{0};
+  LookupCache lookups{cache};
+  ClusterConfig cluster = ArchiveCluster(3, 1);
+  AddRealtimeShard(cluster, 0, kRealtimePeer);
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  std::vector<std::shared_ptr<ServedFileState>> files;
+  for (int shard = 0; shard < 3; ++shard) {
+    auto file = std::make_shared<ServedFileState>();
+    file->generation = 12;
+    file->crc32 = 1200 + shard;
+    file->shard_count = 3;
+    if (shard == 2) file->records = Records({{h3, {{"US", 5}}}});
+    ServeFile(client, ReplicaPeer(shard, 0), file);
+    files.push_back(file);
+  }
+  client.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, ""));
+  client.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, ""));
+  auto known = std::make_shared<KnownGeneration>(std::string());
+  ArchiveReader::Options options;
+  options.known_generation = known;
+  ArchiveReader archive(cluster, client, stats, options);
+  CachedArchiveReader archive_reads(archive, nullptr, stats);
+  RealtimeReader realtime(cluster, client, stats, RealtimeReader::Options{.known_generation = known});
+  QueryGather gather(cluster, archive_reads, realtime, lookups, stats);
+  const auto total = [&]() -> int64_t {
+    std::optional<Result<TotalData>> got;
+    gather.FetchTotal("u", "k", HourSpan{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay},
+                      [&](Result<TotalData> data) { got.emplace(std::move(data)); });
+    client.RunUntilIdle();
+    EXPECT_TRUE(got.has_value() && got->ok()) << (got ? got->status().ToString() : "no answer");
+    if (!got || !got->ok()) return -1;
+    int64_t sum = 0;
+    for (const auto& [hour, count] : (*got)->hours) sum += count;
+    return sum;
+  };
+  EXPECT_EQ(total(), 5);
+
+  // Generation 13, cut into 2: "u|k" on shard 1, with 2 late clicks more.
+  for (int shard = 0; shard < 2; ++shard) {
+    files[static_cast<size_t>(shard)]->generation = 13;
+    files[static_cast<size_t>(shard)]->crc32 = 1300 + shard;
+    files[static_cast<size_t>(shard)]->shard_count = 2;
+    files[static_cast<size_t>(shard)]->records.clear();
+  }
+  files[1]->records = Records({{h3, {{"US", 7}}}});
+  client.Forget(kRealtimePeer);
+  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "13"},
+                                                                  {"X-Realtime-Archived-Through", "2026-11-30"}};
+  client.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
+  client.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
+  realtime.FwmatchKey("u|k", "u|k.", [](Result<std::string>) {});  // the node hears of 13 from realtime
+  client.RunUntilIdle();
+  EXPECT_EQ(total(), 7);
+  EXPECT_EQ(archive.ShardCount(), 2);
 }
 
 }  // namespace
