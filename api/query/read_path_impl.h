@@ -100,7 +100,7 @@ class ReadPathImpl : public ReadPath {
   void OnBreakdown(const HttpExchangePtr& ex);
 
   // Per unit (or over the window), subtotal key -> sum.
-  Result<std::vector<KeyCounts>> Groups(const BreakdownParams& p, const UnitWindow& window,
+  Result<std::vector<ValueSums>> Groups(const BreakdownParams& p, const UnitWindow& window,
                                         const HourlyBreakdown& subtotals);
 
   // The key's total per unit (or over the window), as Groups sums values.

@@ -52,12 +52,12 @@ void ReadPathImpl::OnBreakdown(const HttpExchangePtr& ex) {
       reach->skip, uniques_from, std::move(reach->splits));
 }
 
-Result<std::vector<KeyCounts>> ReadPathImpl::Groups(const BreakdownParams& p, const UnitWindow& window,
+Result<std::vector<ValueSums>> ReadPathImpl::Groups(const BreakdownParams& p, const UnitWindow& window,
                                                     const HourlyBreakdown& subtotals) {
   if (!p.window.rollup) return SumBreakdownByUnit(window, subtotals);
   auto sums = SumBreakdownWindow(window, subtotals);
   if (!sums.ok()) return sums.status();
-  std::vector<KeyCounts> groups;
+  std::vector<ValueSums> groups;
   groups.push_back(std::move(*sums));
   return groups;
 }
@@ -66,15 +66,17 @@ void ReadPathImpl::ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, 
                                   std::optional<UnitWindow> earlier, const HourlyCounts& total,
                                   const HourlyBreakdown& subtotals, std::vector<KeyUniques> uniques,
                                   const nlohmann::json& resolution) {
+  // Every value's sums (views into `subtotals`): only the candidates for
+  // the rows are copied out, below.
   auto current = Groups(p, window, subtotals);
   if (!current.ok()) return Fail(ex, current.status());
-  std::vector<KeyCounts> groups = std::move(*current);
+  const std::vector<ValueSums> sums = std::move(*current);
   auto totals = Totals(p, window, total);
   if (!totals.ok()) return Fail(ex, totals.status());
-  std::vector<RowsLeftOut> left_out(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
+  std::vector<RowsLeftOut> left_out(sums.size());
+  for (size_t g = 0; g < sums.size(); ++g) {
     int64_t values = 0;
-    for (const auto& [key, n] : groups[g]) {
+    for (const auto& [key, n] : sums[g]) {
       if (__builtin_add_overflow(values, n, &values)) {
         return Fail(ex, Status::OutOfRange("a sum of clicks overflows a 64-bit counter"));
       }
@@ -85,26 +87,26 @@ void ReadPathImpl::ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, 
     // total for a moment. No clicks are "none" then, never fewer than none.
     left_out[g].none = std::max<int64_t>(0, (*totals)[g] - values);
   }
-  std::vector<KeyCounts> earlier_groups;
+  std::vector<ValueSums> earlier_sums;
   if (earlier) {
     auto before = Groups(p, *earlier, subtotals);
     if (!before.ok()) return Fail(ex, before.status());
-    earlier_groups = std::move(*before);
-    earlier_groups.resize(groups.size());
+    earlier_sums = std::move(*before);
+    earlier_sums.resize(sums.size());
   }
   std::vector<std::string> hashes;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    KeyCounts candidates, earlier_candidates;
-    for (std::string& key : TopCandidates(groups[g], static_cast<size_t>(p.limit))) {
+  std::vector<KeyCounts> groups(sums.size());
+  std::vector<KeyCounts> earlier_groups(earlier ? sums.size() : 0);
+  for (size_t g = 0; g < sums.size(); ++g) {
+    for (std::string& key : TopCandidates(sums[g], static_cast<size_t>(p.limit))) {
       if (key.size() == kHashLength) hashes.push_back(key);  // a 12-byte stored key is always a hash
       if (earlier) {
-        auto it = earlier_groups[g].find(key);
-        if (it != earlier_groups[g].end()) earlier_candidates.emplace(key, it->second);
+        auto it = earlier_sums[g].find(key);
+        if (it != earlier_sums[g].end()) earlier_groups[g].emplace(key, it->second);
       }
-      candidates.emplace(key, groups[g][key]);
+      const int64_t clicks = sums[g].at(key);
+      groups[g].emplace(std::move(key), clicks);
     }
-    groups[g] = std::move(candidates);
-    if (earlier) earlier_groups[g] = std::move(earlier_candidates);
   }
   gather_.ResolveHashes(std::move(hashes), [this, ex, p = std::move(p), window = std::move(window),
                                             earlier = std::move(earlier), groups = std::move(groups),

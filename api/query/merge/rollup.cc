@@ -167,53 +167,68 @@ Result<int64_t> SumWindow(const UnitWindow& window, const HourlyCounts& hours) {
 
 namespace {
 
-void DropZeros(KeyCounts* counts) { std::erase_if(*counts, [](const auto& kv) { return kv.second == 0; }); }
+void DropZeros(ValueSums* counts) { std::erase_if(*counts, [](const auto& kv) { return kv.second == 0; }); }
 
 }  // namespace
 
-Result<std::vector<KeyCounts>> SumBreakdownByUnit(const UnitWindow& window, const HourlyBreakdown& hours) {
-  std::vector<KeyCounts> units(window.size());
+Result<std::vector<ValueSums>> SumBreakdownByUnit(const UnitWindow& window, const HourlyBreakdown& hours) {
+  std::vector<ValueSums> units(window.size());
+  bool negative = false;  // only a decrement can make a sum 0
   for (const SubtotalCount& c : hours) {
     const int64_t i = window.IndexOf(c.hour);
     if (i < 0) continue;
     int64_t& slot = units[static_cast<size_t>(i)][c.key];
     if (__builtin_add_overflow(slot, c.count, &slot)) return SumOverflow();
+    negative |= c.count < 0;
   }
-  for (auto& u : units) DropZeros(&u);
+  if (negative) {
+    for (auto& u : units) DropZeros(&u);
+  }
   return units;
 }
 
-Result<KeyCounts> SumBreakdownWindow(const UnitWindow& window, const HourlyBreakdown& hours) {
-  KeyCounts sums;
+Result<ValueSums> SumBreakdownWindow(const UnitWindow& window, const HourlyBreakdown& hours) {
+  ValueSums sums;
   if (window.empty()) return sums;
-  // Summed by a hash of the value first: a 365-day window has thousands of
-  // (day, value) counts over a few dozen values, and a tree insert per count
-  // compared strings all the way down.
-  std::unordered_map<std::string_view, int64_t> by_value;
+  // At most a value per line: no rehash on the way (a key with a million
+  // values today rehashed its table some twenty times).
+  sums.reserve(hours.size());
+  bool negative = false;  // only a decrement can make a sum 0
   for (const SubtotalCount& c : hours) {
     if (c.hour < window.begin_ts() || c.hour >= window.end_ts()) continue;
-    int64_t& slot = by_value[c.key];
+    int64_t& slot = sums[c.key];
     if (__builtin_add_overflow(slot, c.count, &slot)) return SumOverflow();
+    negative |= c.count < 0;
   }
-  for (const auto& [value, count] : by_value) sums.emplace(value, count);
-  DropZeros(&sums);
+  if (negative) DropZeros(&sums);
   return sums;
 }
 
-std::vector<std::string> TopCandidates(const KeyCounts& counts, size_t limit) {
+std::vector<std::string> TopCandidates(const ValueSums& counts, size_t limit) {
   std::vector<std::string> keys;
   if (limit == 0) return keys;
   if (counts.size() <= limit) {
-    for (const auto& kv : counts) keys.push_back(kv.first);
+    for (const auto& kv : counts) keys.emplace_back(kv.first);
     return keys;
   }
-  std::vector<int64_t> values;
-  values.reserve(counts.size());
-  for (const auto& kv : counts) values.push_back(kv.second);
-  std::nth_element(values.begin(), values.begin() + (limit - 1), values.end(), std::greater<>());
-  const int64_t cutoff = values[limit - 1];
+  // The limit-th largest count, in one pass holding `limit` counts (a
+  // min-heap): not a copy of every count, which for a million values is
+  // the most memory this step takes.
+  std::vector<int64_t> heap;
+  heap.reserve(limit);
   for (const auto& kv : counts) {
-    if (kv.second >= cutoff) keys.push_back(kv.first);
+    if (heap.size() < limit) {
+      heap.push_back(kv.second);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    } else if (kv.second > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.back() = kv.second;
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
+  }
+  const int64_t cutoff = heap.front();
+  for (const auto& kv : counts) {
+    if (kv.second >= cutoff) keys.emplace_back(kv.first);
   }
   return keys;
 }

@@ -224,7 +224,7 @@ TEST(ReadRollupTest, BreakdownSumsMatchPerKeyReference) {
       const auto want = oracle::Rollup(unit_name, -7, ref, 3, hours);
       int64_t want_total = 0;
       for (size_t i = 0; i < want.size(); ++i) {
-        const KeyCounts& unit_counts = (*by_unit)[w->size() - 1 - i];
+        const ValueSums& unit_counts = (*by_unit)[w->size() - 1 - i];
         const int64_t got = unit_counts.count(k) ? unit_counts.at(k) : 0;
         EXPECT_EQ(want[i].clicks, got) << unit_name << " " << k << " unit " << i;
         want_total += want[i].clicks;
@@ -261,7 +261,7 @@ TEST(ReadRollupTest, TopByClicksOrdersByClicksThenValue) {
 }
 
 TEST(ReadRollupTest, TopCandidatesKeepEveryTieAtTheCutoff) {
-  KeyCounts counts{{"b", 5}, {"a", 5}, {"c", 9}, {"d", 1}, {"e", 5}};
+  ValueSums counts{{"b", 5}, {"a", 5}, {"c", 9}, {"d", 1}, {"e", 5}};
   auto cands = TopCandidates(counts, 2);
   std::sort(cands.begin(), cands.end());
   EXPECT_EQ(cands, (std::vector<std::string>{"a", "b", "c", "e"}));
