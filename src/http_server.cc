@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -104,19 +105,21 @@ namespace {
 // client's: it goes to the log too, whose reader may never see the answer.
 // At most one line a second, with a count of those left out.
 void LogServerError(std::string_view path, std::string_view reason, std::string_view message) {
-  static std::mutex mu;
-  static std::chrono::steady_clock::time_point last{};
-  static uint64_t left_out = 0;
-  std::lock_guard lock(mu);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last < std::chrono::seconds(1)) {
-    ++left_out;
+  // No lock: every loop may answer 500s at once (a failing disk), and none
+  // waits on another's log write.
+  static std::atomic<int64_t> last_ms{-1000};
+  static std::atomic<uint64_t> left_out{0};
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  int64_t last = last_ms.load(std::memory_order_relaxed);
+  if (now_ms - last < 1000 || !last_ms.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) {
+    left_out.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  last = now;
+  const uint64_t skipped = left_out.exchange(0, std::memory_order_relaxed);
   spdlog::error("answered 500 {} to {}: {}{}", reason, path, message,
-                left_out == 0 ? std::string() : fmt::format(" ({} more 500s since the last such line)", left_out));
-  left_out = 0;
+                skipped == 0 ? std::string() : fmt::format(" ({} more 500s since the last such line)", skipped));
 }
 
 }  // namespace
@@ -654,14 +657,17 @@ Result<evhttp_bound_socket*> HttpServerImpl::Listen() {
     // not put a sibling somewhere else.
     return ListenOn(bound_, bound_len_);
   }
-  // Resolved here on both paths: evhttp's own bind reports a name that does
-  // not resolve with whatever errno was left ("No such file or directory").
   evutil_addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
+  // As evhttp's own bind asks (no AI_ADDRCONFIG: ::1 binds on a host
+  // without a global IPv6 address).
+  hints.ai_flags = EVUTIL_AI_PASSIVE;
+  if (options_.share_port) hints.ai_flags |= EVUTIL_AI_ADDRCONFIG;
   evutil_addrinfo* found = nullptr;
   const std::string port_text = std::to_string(at.port);
+  // Resolved here on both paths: evhttp's own bind reports a name that does
+  // not resolve with whatever errno was left ("No such file or directory").
   if (int rc = evutil_getaddrinfo(at.host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
     return refused(evutil_gai_strerror(rc));
   }

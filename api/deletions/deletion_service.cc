@@ -366,12 +366,14 @@ Status DeletionService::CopyToPeers(BlockingHttpClient& client, const Deletion& 
       members = &j["data"]["realtime_members"];
     }
     for (const nlohmann::json& m : members ? *members : nlohmann::json::array()) {
-      if (!m.is_object() || !m.contains("name") || !m["name"].is_string()) continue;
-      const std::string name = m["name"].get<std::string>();
-      const MemberConfig* mine = ctx_.cluster.FindMember(name);
-      if (mine != nullptr && mine->role == MemberRole::kRealtime) continue;
-      unknown_shards->push_back(fmt::format("{}'s cluster file names realtime member {} (shard {})", api->name, name,
-                                            m.value("shard", -1)));
+      // By shard number: tombstones go to this node's member of each shard
+      // (a member renamed for the same shard is no shard missed).
+      if (!m.is_object() || !m.contains("shard") || !m["shard"].is_number_integer()) continue;
+      const int shard = m["shard"].get<int>();
+      if (ctx_.cluster.RealtimeMember(shard) != nullptr) continue;
+      const std::string name = m.contains("name") && m["name"].is_string() ? m["name"].get<std::string>() : "?";
+      unknown_shards->push_back(
+          fmt::format("{}'s cluster file names realtime member {} (shard {})", api->name, name, shard));
     }
   }
   return Status::Ok();
@@ -408,7 +410,15 @@ void DeletionService::RunLoop() {
     if (stop_) break;
     work_ = false;
     lock.unlock();
-    for (Deletion d : log_->Unfinished(ctx_.member.name)) {
+    std::vector<Deletion> unfinished = log_->Unfinished(ctx_.member.name);
+    {
+      // Why a deletion waited is kept only while it is unfinished.
+      std::lock_guard check(mu_);
+      std::erase_if(waiting_, [&](const auto& w) {
+        return std::none_of(unfinished.begin(), unfinished.end(), [&](const Deletion& d) { return d.id == w.first; });
+      });
+    }
+    for (Deletion d : unfinished) {
       const Status st = Advance(&d);
       std::lock_guard check(mu_);
       if (!st.ok()) {

@@ -131,6 +131,14 @@ Result<std::vector<std::string>> LateData::SealNow() {
   const std::string path = open_->path();
   CLICKATRON_RETURN_IF_ERROR(open_->Close());
   open_.reset();
+  {
+    // Opened again, which cuts a torn last frame: an append that failed and
+    // could not cut itself back must not end a sealed file (a start takes
+    // that for damage). Its batch was refused, never acknowledged.
+    auto whole = FramedLogWriter::Open(path);
+    if (!whole.ok()) return whole.status();
+    CLICKATRON_RETURN_IF_ERROR((*whole)->Close());
+  }
   const std::string to = dir_ + "/" + LateFileName(open_created_, true);
   CLICKATRON_RETURN_IF_ERROR(RenameDurably(path, to));
   spdlog::info("late data: sealed {}", to);

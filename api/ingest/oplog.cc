@@ -575,7 +575,9 @@ void Oplog::WriterLoop() {
     }
   }
   if (current_) {
-    const bool synced = options_.sync != SyncPolicy::kNone && SyncTimed().ok();
+    // Not after a failure: a commit that could not cut itself back may have
+    // left batches (or half a frame) the note would then call acknowledged.
+    const bool synced = !failed_.load() && options_.sync != SyncPolicy::kNone && SyncTimed().ok();
     const uint64_t bytes = current_->size();
     Status st = current_->Close();
     if (!st.ok()) spdlog::error("closing the oplog: {}", st.ToString());

@@ -160,8 +160,8 @@ std::optional<uint64_t> CleanStopBytes(const std::string& f) {
   auto text = ReadFileToString((path.parent_path() / "clean-stop").string());
   if (!text.ok()) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("segment", uint64_t{0}) != id || !j.contains("bytes") ||
-      !j["bytes"].is_number_unsigned()) {
+  if (!j.is_object() || !j.contains("segment") || !j["segment"].is_number_unsigned() ||
+      j["segment"].get<uint64_t>() != id || !j.contains("bytes") || !j["bytes"].is_number_unsigned()) {
     return std::nullopt;
   }
   return j["bytes"].get<uint64_t>();

@@ -28,15 +28,20 @@ std::string_view ArchiveReplyCache::KeyOf(int shard, std::string_view key, const
   return out;
 }
 
-std::string ArchiveReplyCache::ScopeOf(int shard, const ServedFile& file) {
-  std::string out;
+std::string_view ArchiveReplyCache::ScopeOf(int shard, const ServedFile& file) {
+  // A per-thread buffer, as KeyOf's: asked on every cached read once any
+  // file was retired.
+  thread_local std::string out;
+  out.clear();
   AppendFixed(&out, static_cast<int32_t>(shard));
   AppendFixed(&out, file.generation);
   AppendFixed(&out, file.crc32);
   return out;
 }
 
-void ArchiveReplyCache::RetireFile(int shard, const ServedFile& file) { cache_.Retire(ScopeOf(shard, file)); }
+void ArchiveReplyCache::RetireFile(int shard, const ServedFile& file) {
+  cache_.Retire(std::string(ScopeOf(shard, file)));
+}
 
 bool ArchiveReplyCache::Retired(int shard, const ServedFile& file) const {
   return cache_.AnyRetired() && cache_.Retired(ScopeOf(shard, file));

@@ -71,7 +71,7 @@ class ArchiveReplyCache {
   // shard, count, generation and crc32 as fixed-size fields, then the key
   // (in a per-thread buffer: valid until the thread's next call).
   static std::string_view KeyOf(int shard, std::string_view key, const ServedFile& file, int shard_count);
-  static std::string ScopeOf(int shard, const ServedFile& file);
+  static std::string_view ScopeOf(int shard, const ServedFile& file);
   static size_t Charge(const ArchiveReply& reply);
   template <typename Decoded>
   void Attach(int shard, std::string_view key, const ArchiveView& view, bool found, int shard_count,

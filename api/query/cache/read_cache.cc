@@ -188,15 +188,18 @@ size_t ReadCache::charged() const {
 }
 
 void ReadCache::Retire(std::string scope) {
-  std::lock_guard lock(retired_mu_);
-  if (std::find(retired_.begin(), retired_.end(), scope) != retired_.end()) return;
-  retired_.push_back(std::move(scope));
-  retired_count_.store(retired_.size(), std::memory_order_release);
+  std::lock_guard lock(retire_mu_);
+  const std::vector<std::string>* now = retired_.load(std::memory_order_acquire);
+  if (now != nullptr && std::find(now->begin(), now->end(), scope) != now->end()) return;
+  auto next = std::make_unique<std::vector<std::string>>(now != nullptr ? *now : std::vector<std::string>{});
+  next->push_back(std::move(scope));
+  retired_.store(next.get(), std::memory_order_release);
+  retired_lists_.push_back(std::move(next));
 }
 
-bool ReadCache::RetiredSlow(std::string_view scope) const {
-  std::lock_guard lock(retired_mu_);
-  return std::find(retired_.begin(), retired_.end(), scope) != retired_.end();
+bool ReadCache::Retired(std::string_view scope) const {
+  const std::vector<std::string>* list = retired_.load(std::memory_order_acquire);
+  return list != nullptr && std::find(list->begin(), list->end(), scope) != list->end();
 }
 
 }  // namespace clickatron::api

@@ -98,11 +98,9 @@ class ReadCache {
   // damaged: archive_reply_cache.h names its scope). For the node's life:
   // a repaired file is only trusted again as another generation.
   void Retire(std::string scope);
-  bool AnyRetired() const { return retired_count_.load(std::memory_order_acquire) != 0; }
-  bool Retired(std::string_view scope) const {
-    // The common case, no damage ever seen, takes no lock.
-    return retired_count_.load(std::memory_order_acquire) != 0 && RetiredSlow(scope);
-  }
+  bool AnyRetired() const { return retired_.load(std::memory_order_acquire) != nullptr; }
+  // Lock-free: every cached read asks once a file was retired.
+  bool Retired(std::string_view scope) const;
   // The sum of every entry's charge; never above capacity().
   size_t charged() const;
 
@@ -151,13 +149,15 @@ class ReadCache {
   static void Grow(Shard& shard);
   static void Free(Entry* e);
 
-  bool RetiredSlow(std::string_view scope) const;
-
   const size_t capacity_;
   const size_t shard_capacity_;
-  mutable std::mutex retired_mu_;
-  std::vector<std::string> retired_;  // under retired_mu_; a few at most
-  std::atomic<size_t> retired_count_{0};
+  // Retired scopes, copied on write: readers load the newest list, writers
+  // (a damaged file: a handful in a node's life) add to a copy under the
+  // lock. Every list stays until the cache goes, so none is freed under a
+  // reader.
+  std::mutex retire_mu_;
+  std::vector<std::unique_ptr<const std::vector<std::string>>> retired_lists_;  // under retire_mu_
+  std::atomic<const std::vector<std::string>*> retired_{nullptr};
   std::array<Shard, kShards> shards_;
   std::array<KindCounters, kCacheKinds> kinds_;
 };

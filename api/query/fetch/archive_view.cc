@@ -60,7 +60,7 @@ Result<ArchiveView> ParseArchiveView(const HttpResponse& response) {
 std::optional<ArchiveView> DamagedFileOf(const HttpResponse& response) {
   if (!response.ok() || response.status_code != 503) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("status_txt", "") != "ARCHIVE_DAMAGED") return std::nullopt;
+  if (!j.is_object() || !j.contains("status_txt") || j["status_txt"] != "ARCHIVE_DAMAGED") return std::nullopt;
   Result<ArchiveView> view = ParseArchiveView(response);
   if (!view.ok() || !view->file_crc32) return std::nullopt;
   return *view;
