@@ -123,6 +123,20 @@ class QueryGatherTest : public ::testing::Test {
     return rows;
   }
 
+  // A replica serving `us` clicks from the US in `hour`, read once by a
+  // breakdown (what the node keeps, with KeepAnswers).
+  std::shared_ptr<ServedFileState> ServeAndReadOneHour(int64_t hour, int64_t us) {
+    auto file = std::make_shared<ServedFileState>();
+    file->records = Records({{hour, {{"US", us}}}});
+    ServeFile(client_, ReplicaPeer(0, 0), file);
+    const Result<Rows> got = Breakdown();
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    if (got.ok()) {
+      EXPECT_EQ(*got, (Rows{{hour, "", us}, {hour, "US", us}}));
+    }
+    return file;
+  }
+
   // Declared first, destroyed last: the client's and readers' events are on it.
   std::unique_ptr<event_base, decltype(&event_base_free)> base_{event_base_new(), &event_base_free};
   FakeHttpClient client_{base_.get()};
@@ -239,13 +253,8 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
   // since; the query's realtime answer says 8 is deployed. Its kept answers
   // are not the answer: it reads again, from the replica.
   KeepAnswers(1 << 20);
-  auto file = std::make_shared<ServedFileState>();
   const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
-  file->records = Records({{h3, {{"US", 2}}}});
-  ServeFile(client_, ReplicaPeer(0, 0), file);
-  Result<Rows> got = Breakdown();
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(*got, (Rows{{h3, "", 2}, {h3, "US", 2}}));
+  auto file = ServeAndReadOneHour(h3, 2);
 
   file->generation = 8;
   file->crc32 = 2222;
@@ -255,7 +264,7 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
                                                                   {"X-Realtime-Archived-Through", "2026-11-30"}};
   client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
   client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
-  got = Breakdown();
+  const Result<Rows> got = Breakdown();
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (Rows{{h3, "", 6}, {h3, "JP", 1}, {h3, "US", 5}}));
   EXPECT_EQ(stats_.handover_rereads.load(), 1u);
@@ -268,14 +277,9 @@ TEST_F(QueryGatherTest, AnswersKeptFromAFileItsReplicaFoundDamagedAreNotUsedAgai
   // back as it was, under the same name (generation and crc32), the node
   // must read it again, not answer what it kept.
   KeepAnswers(1 << 20);
-  auto file = std::make_shared<ServedFileState>();
   const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
-  file->records = Records({{h3, {{"US", 9}}}});
-  ServeFile(client_, ReplicaPeer(0, 0), file);
-  Result<Rows> got = Breakdown();
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(*got, (Rows{{h3, "", 9}, {h3, "US", 9}}));
-  got = Breakdown();  // from what was kept
+  auto file = ServeAndReadOneHour(h3, 9);
+  Result<Rows> got = Breakdown();  // from what was kept
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_GE(stats_.archive_cache_hits.load(), 1u);
 
