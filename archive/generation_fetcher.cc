@@ -58,7 +58,13 @@ Result<SortedFilePtr> FetchGeneration(const FetcherOptions& options, const HostP
   const std::string fetched = path + ".fetch";
   spdlog::info("fetching generation {} of shard {} ({} bytes) from {}", m.generation, options.shard, m.bytes,
                source.ToString());
-  CLICKATRON_RETURN_IF_ERROR(FetchShardFile(client, source, m, fetched, options.timeout_ms));
+  if (Status got = FetchShardFile(client, source, m, fetched, options.timeout_ms); !got.ok()) {
+    // A whole file whose manifest could not be written (a full disk) would
+    // otherwise stay, a shard's size, until the next fetch.
+    ::unlink(fetched.c_str());
+    ::unlink(ManifestPathFor(fetched).c_str());
+    return got;
+  }
   LoadOptions check = options.load;
   check.path = fetched;
   check.served_path = path;

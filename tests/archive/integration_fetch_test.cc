@@ -8,6 +8,8 @@
 //   start-up                   a replica behind its peers catches up by itself
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -248,6 +250,18 @@ TEST_F(FetchTest, BytesThatDoNotMatchTheManifestAreRefusedAndTheOldFileServes) {
     EXPECT_FALSE(FileExists(File(1) + ".fetch"));
     EXPECT_FALSE(FileExists(File(1) + ".fetch.part"));
   }
+  // Whole bytes whose manifest cannot be written beside them (here a
+  // directory in its place; on a full disk, no room): refused, and the
+  // fetched copy, a shard's size, is not left behind.
+  ASSERT_TRUE(MakeDirs(ManifestPathFor(File(1) + ".fetch")).ok());
+  {
+    LyingSource honest(manifest, good);
+    HttpResponse r = Fetch(1, honest.address(), "2");
+    EXPECT_EQ(r.status_code, 502) << r.body;
+    EXPECT_FALSE(FileExists(File(1) + ".fetch"));
+    EXPECT_EQ(Generation(1), 1);
+  }
+  ASSERT_EQ(::rmdir(ManifestPathFor(File(1) + ".fetch").c_str()), 0);
   // The same source telling the truth is taken.
   LyingSource honest(manifest, good);
   ASSERT_EQ(Fetch(1, honest.address(), "2").status_code, 200);
