@@ -385,7 +385,7 @@ Result<SortedFilePtr> ArchiveServer::TimedLoad() {
   auto start = std::chrono::steady_clock::now();
   Result<SortedFilePtr> loaded = LoadSortedFile(options_.load);
   // The served path itself failed its check (Install looks at what that means).
-  path_failed_check_.store(!loaded.ok() && loaded.status().code() == StatusCode::kCorruption);
+  path_failed_check_.store(!loaded.ok() && loaded.status().reason() == kFileMismatch);
   last_load_ms_.store(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   return loaded;

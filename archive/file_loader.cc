@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <utility>
 
 #include "clickatron/manifest.h"
+#include "clickatron/ymdh.h"
 
 namespace clickatron::archive {
 namespace {
@@ -15,8 +17,10 @@ namespace {
 // truncated copy from a stale manifest.
 Status MatchManifest(const Manifest& expected, const Manifest& actual, const std::string& path) {
   auto mismatch = [&](std::string_view field, const auto& want, const auto& got) {
-    return Status::Corruption(
-        fmt::format("{} does not match its manifest: {} is {} in the file, {} in the manifest", path, field, got, want));
+    return Status(StatusCode::kCorruption,
+                  fmt::format("{} does not match its manifest: {} is {} in the file, {} in the manifest", path,
+                              field, got, want),
+                  kFileMismatch);
   };
   if (actual.bytes != expected.bytes) return mismatch("bytes", expected.bytes, actual.bytes);
   if (actual.records != expected.records) return mismatch("records", expected.records, actual.records);
@@ -60,11 +64,24 @@ Result<SortedFilePtr> LoadSortedFile(const LoadOptions& options) {
     }
     return manifest.status();
   }
+  if (options.refuse_last_day_from_today && !manifest->last_day.empty()) {
+    const Result<int64_t> last_day = ParseDate(manifest->last_day);
+    const int64_t today = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay);
+    if (!last_day.ok() || *last_day >= today) {
+      return Status(StatusCode::kCorruption,
+                    fmt::format("{} says last_day {}, today or later by this host's clock (UTC {}): a generation "
+                                "holds closed days only; its manifest is damaged, or a clock is wrong",
+                                manifest_path, manifest->last_day, FormatDate(today)),
+                    "LAST_DAY_AHEAD");
+    }
+  }
   std::string_view data = (*mapping)->data();
   // Cheapest check first: a truncated copy fails here without a full pass.
   if (data.size() != manifest->bytes) {
-    return Status::Corruption(fmt::format("{} does not match its manifest: bytes is {} in the file, {} in the manifest",
-                                          options.path, data.size(), manifest->bytes));
+    return Status(StatusCode::kCorruption,
+                  fmt::format("{} does not match its manifest: bytes is {} in the file, {} in the manifest",
+                              options.path, data.size(), manifest->bytes),
+                  kFileMismatch);
   }
   Manifest actual;
   DescribeArchiveData(data, &actual);

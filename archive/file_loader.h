@@ -34,9 +34,21 @@ struct LoadOptions {
   // The name the file is served under when it is checked under another (a
   // fetched generation is checked before it is renamed into place); "" = path.
   std::string served_path;
+  // Under the cluster clock "system": a manifest whose last_day is today or
+  // later (UTC, by this host's clock) is refused (LAST_DAY_AHEAD). No
+  // nightly run writes one, and a replica serving it would hide the days
+  // realtime still holds (a damaged manifest of a version without
+  // manifest_crc32, or one edited by hand). Off for a manual clock, whose
+  // tests replay any days.
+  bool refuse_last_day_from_today = false;
 
   static LoadOptions From(const MemberConfig& member, const ArchiveConfig& archive);
 };
+
+// The reason of a file whose bytes do not match its manifest (its size,
+// line count, crc32 or first and last keys), as opposed to a manifest that
+// is itself refused (MANIFEST_DAMAGED, LAST_DAY_AHEAD).
+inline constexpr const char* kFileMismatch = "FILE_MISMATCH";
 
 // The file now at options.path, checked; or why it may not be served
 // (CORRUPTION for a file that does not match its manifest, NOT_FOUND for a

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   }
   archive::ArchiveServerOptions options;
   options.load = archive::LoadOptions::From(ctx->member, ctx->cluster.archive);
+  options.load.refuse_last_day_from_today = ctx->cluster.clock != "manual";
   options.scrub.interval_seconds = ctx->cluster.archive.scrub_interval_seconds;
   options.scrub.bytes_per_second = uint64_t(ctx->cluster.archive.scrub_mb_per_second) << 20;
   options.fetch.shard = ctx->member.shard;

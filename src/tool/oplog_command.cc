@@ -179,6 +179,14 @@ Status Verify(const std::vector<std::string>& paths) {
         PrintLine(fmt::format("CORRUPT {}: {}", f, s.status().message()));
         continue;
       }
+      const std::string name = std::filesystem::path(f).filename().string();
+      if (s->torn && (IsSealedLateFileName(name) || (name.starts_with("late-") && name.ends_with(".done")))) {
+        // A sealed late-data file was closed whole: the API refuses to start on this.
+        ++bad;
+        PrintLine(fmt::format("CORRUPT {}: a sealed late-data file, but its frames check only up to byte {}", f,
+                              s->good_bytes));
+        continue;
+      }
       if (const std::optional<uint64_t> whole = CleanStopBytes(f); whole && (s->torn || s->good_bytes != *whole)) {
         // Not a crash's torn write: the node stopped cleanly with the segment whole.
         ++bad;

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ctime>
 #include <string>
 
 #include "archive_fixture.h"
 #include "clickatron/file_util.h"
 #include "clickatron/manifest.h"
+#include "clickatron/ymdh.h"
 #include "testutil/testutil.h"
 
 namespace clickatron::archive {
@@ -138,6 +140,23 @@ TEST_F(FileLoaderTest, RefusesAManifestWhoseFieldsDoNotMatchItsChecksum) {
   auto unchecked = LoadSortedFile(Options());
   ASSERT_TRUE(unchecked.ok()) << unchecked.status().ToString();
   EXPECT_EQ((*unchecked)->last_day(), "2012-03-25");
+}
+
+// Under the system clock no manifest says today or later: one that does is
+// damaged (here one written before manifests had a checksum) or a clock is
+// wrong, and serving it would hide the days realtime holds.
+TEST_F(FileLoaderTest, ALastDayOfTodayIsRefusedUnderTheSystemClock) {
+  const int64_t today = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay);
+  LoadOptions options = Options();
+  options.refuse_last_day_from_today = true;
+  WriteArchive(options.path, kSortdbSample, 1, FormatDate(today - 1));
+  ASSERT_TRUE(LoadSortedFile(options).ok());
+  WriteArchive(options.path, kSortdbSample, 2, FormatDate(today + 1));  // tomorrow: today would race midnight
+  auto ahead = LoadSortedFile(options);
+  ASSERT_FALSE(ahead.ok());
+  EXPECT_EQ(ahead.status().reason(), "LAST_DAY_AHEAD") << ahead.status().ToString();
+  options.refuse_last_day_from_today = false;  // a manual clock replays any days
+  EXPECT_TRUE(LoadSortedFile(options).ok());
 }
 
 TEST_F(FileLoaderTest, SortednessIsCheckedOnlyWhenAskedFor) {

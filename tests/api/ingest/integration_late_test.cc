@@ -261,6 +261,13 @@ TEST(IntegrationWriteLateDamageTest, ASealedFileCutShortStopsTheNodeNamingIt) {
   std::string error;
   EXPECT_FALSE(c.TryStart("api-0", &error));
   EXPECT_NE(error.find("late-1700000000.sealed is sealed"), std::string::npos) << error;
+  // `clickatron oplog verify` says the same of it.
+  std::string out;
+  EXPECT_EQ(clickatron::testing::RunCommand({clickatron::testing::BinaryPath("clickatron"), "oplog", "verify", path},
+                                            &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("a sealed late-data file"), std::string::npos) << out;
   // Put back whole, it starts.
   clickatron::testing::WriteAll(path, bytes);
   EXPECT_TRUE(c.TryStart("api-0", &error)) << error;
