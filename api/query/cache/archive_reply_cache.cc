@@ -2,6 +2,7 @@
 #include "query/cache/archive_reply_cache.h"
 
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace clickatron::api {
@@ -24,6 +25,7 @@ std::string_view ArchiveReplyCache::KeyOf(int shard, std::string_view key, const
   AppendFixed(&out, static_cast<int32_t>(shard_count));
   AppendFixed(&out, file.generation);
   AppendFixed(&out, file.crc32);
+  AppendFixed(&out, file.last_day.value_or(std::numeric_limits<int64_t>::min()));
   out.append(key);
   return out;
 }
@@ -57,7 +59,7 @@ size_t ArchiveReplyCache::Charge(const ArchiveReply& reply) {
 
 std::optional<ServedFile> ArchiveReplyCache::FileOf(const ArchiveView& view) {
   if (!view.file_crc32) return std::nullopt;
-  return ServedFile{view.generation, *view.file_crc32};
+  return ServedFile{view.generation, *view.file_crc32, view.last_day};
 }
 
 std::shared_ptr<const ArchiveReply> ArchiveReplyCache::Find(int shard, std::string_view key, const ServedFile& file,

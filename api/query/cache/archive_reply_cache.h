@@ -26,10 +26,14 @@
 namespace clickatron::api {
 
 // Which file a replica serves: a generation number alone does not say (a
-// rolled-back generation's number is built again, as another file).
+// rolled-back generation's number is built again, as another file). Its
+// manifest's last day too: it decides which days a query takes from
+// realtime, and a manifest put right by hand (same file, same crc32) must
+// not leave answers kept under the wrong one.
 struct ServedFile {
   uint64_t generation = 0;
   uint32_t crc32 = 0;
+  ArchiveLastDay last_day;
   friend bool operator==(const ServedFile&, const ServedFile&) = default;
 };
 

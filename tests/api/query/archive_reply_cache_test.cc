@@ -14,17 +14,19 @@
 namespace clickatron::api {
 namespace {
 
+constexpr int64_t kLastDay = 20000;  // the manifest's last day of every file here
+
 // Generation g's file; `other` gives another file of the same number (a
 // rollback, then a new build).
 ServedFile File(uint64_t generation, bool other = false) {
-  return ServedFile{generation, static_cast<uint32_t>(1000 + generation + (other ? 500 : 0))};
+  return ServedFile{generation, static_cast<uint32_t>(1000 + generation + (other ? 500 : 0)), kLastDay};
 }
 
 ArchiveReply Reply(uint64_t generation, std::string body, bool found = true, bool other_file = false) {
   ArchiveReply reply;
   reply.view.generation = generation;
   reply.view.file_crc32 = File(generation, other_file).crc32;
-  reply.view.last_day = 20000;
+  reply.view.last_day = kLastDay;
   reply.view.shard_count = 2;
   reply.found = found;
   reply.body = std::move(body);
@@ -45,6 +47,9 @@ TEST(ArchiveReplyCacheTest, KeptAnswerComesBackForItsFileShardAndCountOnly) {
   EXPECT_EQ(cache.Find(0, "u|a", File(4), 2), nullptr) << "another generation";
   EXPECT_EQ(cache.Find(0, "u|a", File(3, /*other=*/true), 2), nullptr) << "another file of that number";
   EXPECT_EQ(cache.Find(0, "u|a", File(3), 4), nullptr) << "routed by another shard count";
+  ServedFile other_last_day = File(3);
+  other_last_day.last_day = kLastDay - 1;
+  EXPECT_EQ(cache.Find(0, "u|a", other_last_day, 2), nullptr) << "its manifest says another last day";
   EXPECT_NE(cache.Find(0, "u|a", File(3), 2), nullptr) << "and still kept for its own";
 }
 

@@ -270,6 +270,28 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
   EXPECT_EQ(stats_.handover_rereads.load(), 1u);
 }
 
+// A manifest put right by hand: the same file (generation and crc32) now
+// says another last day. What was kept under the old one is not used: the
+// last day decides which days a query takes from realtime.
+TEST_F(QueryGatherTest, AnswersKeptUnderAnotherLastDayAreNotUsed) {
+  KeepAnswers(1 << 20);
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  auto file = ServeAndReadOneHour(h3, 4);
+  const Result<Rows> kept = Breakdown();
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  const uint64_t hits = stats_.archive_cache_hits.load();
+  ASSERT_GE(hits, 1u);
+  file->last_day = "2026-12-01";  // the same file's manifest, another last day
+  // Any answer of the replica tells the node (here a total of another key).
+  gather_->FetchTotal("u", "other", HourSpan{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay},
+                      [](Result<TotalData>) {});
+  client_.RunUntilIdle();
+  const Result<Rows> again = Breakdown();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, (Rows{{h3, "", 4}, {h3, "US", 4}}));
+  EXPECT_EQ(stats_.archive_cache_hits.load(), hits) << "read again, not from what was kept";
+}
+
 TEST_F(QueryGatherTest, AnswersKeptFromAFileItsReplicaFoundDamagedAreNotUsedAgain) {
   // The replica's file was changed in place: the node kept what it read of
   // it (US 9). The replica then finds the damage and refuses reads, naming
