@@ -431,8 +431,11 @@ TEST_F(RetentionIntegration, APolicyChangedAndARebuildKilledMidRollupStayExact) 
       [&] {
         std::error_code ec;
         if (!std::filesystem::exists(gen_dir, ec)) return false;
-        for (const auto& entry : std::filesystem::recursive_directory_iterator(gen_dir, ec)) {
-          if (entry.path().string().ends_with(".csv.tmp") || entry.path().filename() == "done.json") return true;
+        // Stepped with an error code: the run renames and removes files under
+        // it meanwhile, which a range-for's increment throws on.
+        for (auto it = std::filesystem::recursive_directory_iterator(gen_dir, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+          if (it->path().string().ends_with(".csv.tmp") || it->path().filename() == "done.json") return true;
         }
         return false;
       },
