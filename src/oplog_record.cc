@@ -4,7 +4,9 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "clickatron/file_util.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/sha256.h"
 
@@ -204,6 +206,29 @@ bool IsSealedLateFileName(std::string_view name) {
     if (c < '0' || c > '9') return false;
   }
   return true;
+}
+
+std::string OplogCleanStopPath(const std::string& oplog_dir) { return oplog_dir + "/clean-stop"; }
+
+std::string FormatOplogCleanStop(const OplogCleanStop& note) {
+  return nlohmann::json{{"segment", note.segment}, {"bytes", note.bytes}}.dump() + "\n";
+}
+
+Result<std::optional<OplogCleanStop>> ReadOplogCleanStop(const std::string& oplog_dir) {
+  const std::string path = OplogCleanStopPath(oplog_dir);
+  if (!FileExists(path)) return std::optional<OplogCleanStop>();
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  const auto number = [&](const char* name) {
+    return j.is_object() && j.contains(name) && j[name].is_number_unsigned();
+  };
+  if (!number("segment") || !number("bytes")) {
+    return Status::Corruption(fmt::format("{} is not {{\"segment\": N, \"bytes\": N}}: remove it to start (a torn "
+                                          "last frame is then cut as after a crash)",
+                                          path));
+  }
+  return std::optional<OplogCleanStop>(OplogCleanStop{j["segment"].get<uint64_t>(), j["bytes"].get<uint64_t>()});
 }
 
 }  // namespace clickatron

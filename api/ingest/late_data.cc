@@ -119,6 +119,7 @@ void LateData::Write(uint32_t shard, uint64_t seq, std::string lines, size_t lin
       lines_written_.fetch_add(line_count);
       frames_written_.fetch_add(1);
     } else {
+      if (open_) open_write_failed_ = true;
       spdlog::error("late data: writing shard {} seq {} failed: {}", shard, seq, st.ToString());
     }
     post_([done = std::move(done), st] { done(st); });
@@ -131,13 +132,15 @@ Result<std::vector<std::string>> LateData::SealNow() {
   const std::string path = open_->path();
   CLICKATRON_RETURN_IF_ERROR(open_->Close());
   open_.reset();
-  {
+  if (open_write_failed_) {
     // Opened again, which cuts a torn last frame: an append that failed and
     // could not cut itself back must not end a sealed file (a start takes
-    // that for damage). Its batch was refused, never acknowledged.
+    // that for damage). Its batch was refused, never acknowledged. Only
+    // then: the reopen reads the whole file.
     auto whole = FramedLogWriter::Open(path);
     if (!whole.ok()) return whole.status();
     CLICKATRON_RETURN_IF_ERROR((*whole)->Close());
+    open_write_failed_ = false;
   }
   const std::string to = dir_ + "/" + LateFileName(open_created_, true);
   CLICKATRON_RETURN_IF_ERROR(RenameDurably(path, to));

@@ -126,6 +126,7 @@ class LateData {
   // Executor thread only.
   std::unique_ptr<FramedLogWriter> open_;
   int64_t open_created_ = 0;
+  bool open_write_failed_ = false;  // an append or sync of open_ failed: cut back to whole frames before sealing
   std::atomic<uint64_t> lines_written_{0};
   std::atomic<uint64_t> frames_written_{0};
   std::unique_ptr<SerialExecutor> worker_;

@@ -95,19 +95,9 @@ std::string Oplog::SegmentPath(uint64_t id, bool compressed) const {
 }
 
 Status Oplog::Scan() {
-  clean_stop_.reset();
-  if (FileExists(CleanStopPath())) {
-    auto text = ReadFileToString(CleanStopPath());
-    const nlohmann::json j =
-        text.ok() ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
-    if (!j.is_object() || !j.contains("segment") || !j["segment"].is_number_unsigned() || !j.contains("bytes") ||
-        !j["bytes"].is_number_unsigned()) {
-      return Status::Corruption(fmt::format("{} is not {{\"segment\": N, \"bytes\": N}}: remove it to start (a "
-                                            "torn last frame is then cut as after a crash)",
-                                            CleanStopPath()));
-    }
-    clean_stop_ = CleanStop{j["segment"].get<uint64_t>(), j["bytes"].get<uint64_t>()};
-  }
+  Result<std::optional<OplogCleanStop>> note = ReadOplogCleanStop(options_.dir);
+  if (!note.ok()) return note.status();
+  clean_stop_ = *note;
   std::error_code ec;
   std::map<uint64_t, std::pair<bool, bool>> found;  // id -> (plain, gz)
   for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
@@ -586,8 +576,7 @@ void Oplog::WriterLoop() {
 }
 
 void Oplog::WriteCleanStop(uint64_t bytes) {
-  const nlohmann::json marker = {{"segment", current_id_}, {"bytes", bytes}};
-  if (Status st = WriteFileAtomically(CleanStopPath(), marker.dump() + "\n"); !st.ok()) {
+  if (Status st = WriteFileAtomically(CleanStopPath(), FormatOplogCleanStop({current_id_, bytes})); !st.ok()) {
     // Without it the next start takes a bad last frame for a crash's, as before.
     spdlog::warn("oplog: could not note the clean stop: {}", st.ToString());
   }

@@ -164,13 +164,9 @@ class Oplog {
   // bad frame at its end at the next Open is damage, not a crash's torn
   // write, and is refused rather than cut (its batches were acknowledged).
   // Open removes it once the segments are read.
-  std::string CleanStopPath() const { return options_.dir + "/clean-stop"; }
+  std::string CleanStopPath() const { return OplogCleanStopPath(options_.dir); }
   void WriteCleanStop(uint64_t bytes);
-  struct CleanStop {
-    uint64_t segment = 0;
-    uint64_t bytes = 0;
-  };
-  std::optional<CleanStop> clean_stop_;  // read by Scan, for ScanSegment
+  std::optional<OplogCleanStop> clean_stop_;  // read by Scan, for ScanSegment
   // Segment `id` could not be read (`damage`); `next` is the segment after
   // it. Sets it aside if every batch it can hold is acknowledged; else the
   // error that stops the start.

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -94,5 +95,17 @@ bool ParseLateFileName(std::string_view name, int64_t* created_unix, bool* seale
 // endpoints take and the rebuild accepts from them (no path, no sign, nothing
 // after the extension).
 bool IsSealedLateFileName(std::string_view name);
+
+// The API's note that it stopped cleanly, its newest segment whole at
+// `bytes` (DIR/clean-stop: {"segment": ID, "bytes": N}; api/ingest/oplog.h
+// writes and reads it, `clickatron oplog verify` reads it).
+struct OplogCleanStop {
+  uint64_t segment = 0;
+  uint64_t bytes = 0;
+};
+std::string OplogCleanStopPath(const std::string& oplog_dir);
+std::string FormatOplogCleanStop(const OplogCleanStop& note);  // ends in '\n'
+// nullopt when `oplog_dir` has no note; CORRUPTION for one that does not parse.
+Result<std::optional<OplogCleanStop>> ReadOplogCleanStop(const std::string& oplog_dir);
 
 }  // namespace clickatron

@@ -151,20 +151,15 @@ Status Dump(const std::vector<std::string>& paths, std::optional<int> shard) {
 }
 
 // The bytes the API noted for segment `f` when it last stopped cleanly
-// (DIR/clean-stop, api/ingest/oplog.h); nullopt when it did not note that segment.
+// (OplogCleanStop); nullopt when it did not note that segment.
 std::optional<uint64_t> CleanStopBytes(const std::string& f) {
   const std::filesystem::path path(f);
   uint64_t id = 0;
   bool compressed = false;
   if (!ParseOplogSegmentName(path.filename().string(), &id, &compressed) || compressed) return std::nullopt;
-  auto text = ReadFileToString((path.parent_path() / "clean-stop").string());
-  if (!text.ok()) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("segment") || !j["segment"].is_number_unsigned() ||
-      j["segment"].get<uint64_t>() != id || !j.contains("bytes") || !j["bytes"].is_number_unsigned()) {
-    return std::nullopt;
-  }
-  return j["bytes"].get<uint64_t>();
+  Result<std::optional<OplogCleanStop>> note = ReadOplogCleanStop(path.parent_path().string());
+  if (!note.ok() || !note->has_value() || (*note)->segment != id) return std::nullopt;
+  return (*note)->bytes;
 }
 
 Status Verify(const std::vector<std::string>& paths) {
