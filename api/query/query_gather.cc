@@ -44,10 +44,11 @@ bool QueryGather::SameGeneration(const std::vector<ArchiveReply>& replies, const
   return true;
 }
 
-bool QueryGather::MustReadAllDays(const ArchiveView& view, bool* all_days) {
-  if (!*all_days && realtime_.MaySkipPast(view.last_day)) {
+bool QueryGather::MustReadAllDays(const ArchiveView& view, Attempt& job) {
+  if (!job.all_days && realtime_.MaySkipPast(view.last_day, job.skip_epoch)) {
     ++stats_.realtime_skip_rereads;
-    *all_days = true;
+    realtime_.SkipNoMoreThan(view.last_day);
+    job.all_days = true;
     return true;
   }
   if (view.last_day) realtime_.SkipDaysThrough(*view.last_day);
@@ -160,6 +161,7 @@ std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader
 
 void QueryGather::BeginAttempt(Attempt& job) {
   job.session = archive_.Begin(job.total_key);
+  job.skip_epoch = realtime_.skip_epoch();
   job.archive_total = ArchiveReply{};
   job.realtime_missing = Status::Ok();
 }
@@ -207,7 +209,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive_total.view;
   if (!ArchiveHoldsHandedOverDays(view, &state->handover_reread, [this, state] { RunTotal(state); })) return;
-  if (MustReadAllDays(view, &state->all_days)) return RunTotal(state);
+  if (MustReadAllDays(view, *state)) return RunTotal(state);
   TotalData data;
   data.archive = view;
   data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, data.archive.file_crc32,

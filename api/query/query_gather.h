@@ -166,6 +166,7 @@ class QueryGather {
     int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
     bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
     bool all_days = false;  // realtime read without skipping (MustReadAllDays)
+    uint64_t skip_epoch = 0;  // the realtime reader's when the attempt began
   };
   // A new attempt of `job`: its session, and none of the last attempt's
   // answers.
@@ -182,8 +183,10 @@ class QueryGather {
   // caller runs the gather again, archive and realtime together as the
   // first time (a realtime read sent a round trip after the archive answer
   // could find such a day already cleared). Otherwise raises the skip to
-  // the answer's last day.
-  bool MustReadAllDays(const ArchiveView& view, bool* all_days);
+  // the answer's last day. An answer ending before the skip lowers it
+  // (a rollback, a manifest put right), so that the next queries skip no
+  // more than the archive holds and are not all read twice.
+  bool MustReadAllDays(const ArchiveView& view, Attempt& job);
   // A gather's first answers are in: true when its archive answer holds
   // every day realtime has handed over to the archive (known_generation.h:
   // realtime may have cleared them) and is of the deployed generation or a

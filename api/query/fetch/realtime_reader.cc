@@ -114,6 +114,12 @@ void RealtimeReader::SkipDaysThrough(int64_t day) {
   if (!skip_through_ || day > *skip_through_) skip_through_ = day;
 }
 
+void RealtimeReader::SkipNoMoreThan(const std::optional<int64_t>& last_day) {
+  if (!skip_through_ || (last_day && *last_day >= *skip_through_)) return;
+  skip_through_ = last_day;
+  ++skip_epoch_;
+}
+
 std::string RealtimeReader::Skipping(std::string target) const {
   if (skip_through_) target += "&after=" + FormatDate(*skip_through_);
   return target;

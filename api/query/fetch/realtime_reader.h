@@ -62,15 +62,24 @@ class RealtimeReader {
   // record is on one of them only; readers add lines up, in any order).
   void FwmatchKey(std::string_view shard_key, std::string_view prefix, BodyCallback done, bool all_days = false,
                   bool unite_days = false);
-  // Raises the day fwmatches skip through (never lowers it: a query that
-  // reads skip_through() when its answers are in knows that no fwmatch it
-  // sent skipped more). Readers call it with the last day of archive answers.
+  // Raises the day fwmatches skip through. Readers call it with the last
+  // day of archive answers.
   void SkipDaysThrough(int64_t day);
+  // Lowers it to `last_day` (nullopt: skip nothing), for an archive answer
+  // that ends before it: a rollback, a manifest put right. Without this a
+  // node would read realtime twice for every query until it restarted.
+  // Each lowering starts a new skip epoch.
+  void SkipNoMoreThan(const std::optional<int64_t>& last_day);
   std::optional<int64_t> skip_through() const { return skip_through_; }
-  // True when a fwmatch sent (not all_days) for a query whose archive answer
-  // ends at `last_day` may have skipped a day that answer lacks: the query
-  // must read realtime again with all_days.
-  bool MaySkipPast(const std::optional<int64_t>& last_day) const {
+  // Counts the lowerings: while it is unchanged the skip only grew, so a
+  // query that compares its answer with skip_through() once they are in
+  // knows no fwmatch it sent skipped more.
+  uint64_t skip_epoch() const { return skip_epoch_; }
+  // True when a fwmatch sent (not all_days) since `since_epoch` for a query
+  // whose archive answer ends at `last_day` may have skipped a day that
+  // answer lacks: the query must read realtime again with all_days.
+  bool MaySkipPast(const std::optional<int64_t>& last_day, uint64_t since_epoch) const {
+    if (since_epoch != skip_epoch_) return true;
     return skip_through_.has_value() && (!last_day.has_value() || *skip_through_ > *last_day);
   }
   const RealtimeShardMap& shard_map() const { return shard_map_; }
@@ -96,6 +105,7 @@ class RealtimeReader {
   std::vector<std::unique_ptr<Coalescer<std::string>>> coalescers_;  // by shard; empty when off
   std::vector<std::unique_ptr<Coalescer<std::string>>> uniting_coalescers_;  // the same, for unite=day
   std::optional<int64_t> skip_through_;
+  uint64_t skip_epoch_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

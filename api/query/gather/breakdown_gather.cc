@@ -176,7 +176,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [this, job] { RunBreakdown(job); })) return;
-  if (MustReadAllDays(view, &job->all_days)) return RunBreakdown(job);
+  if (MustReadAllDays(view, *job)) return RunBreakdown(job);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
                                   HourSpan{job->begin_ts, job->end_ts});

@@ -91,7 +91,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [this, job] { RunUniques(job); })) return;
-  if (MustReadAllDays(view, &job->all_days)) return RunUniques(job);
+  if (MustReadAllDays(view, *job)) return RunUniques(job);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
       !st.ok()) {

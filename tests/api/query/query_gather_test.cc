@@ -292,6 +292,36 @@ TEST_F(QueryGatherTest, AnswersKeptUnderAnotherLastDayAreNotUsed) {
   EXPECT_EQ(stats_.archive_cache_hits.load(), hits) << "read again, not from what was kept";
 }
 
+// A manifest that said a later last day than its file holds (an archive
+// rolled back, a manifest put right by hand): the node's realtime reads
+// skipped through that day. The first query that meets the true last day
+// reads again with every day; the next ones skip only what the archive
+// holds and are read once, not twice each until the node restarts.
+TEST_F(QueryGatherTest, AnArchiveThatNowEndsEarlierLowersTheDaysRealtimeReadsSkip) {
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  auto file = ServeAndReadOneHour(h3, 4);
+  file->last_day = "2026-12-01";
+  ASSERT_TRUE(Breakdown().ok());
+  ASSERT_EQ(realtime_->skip_through(), DaysFromCivil({2026, 12, 1}));
+  file->last_day = "2026-11-30";  // put right
+  const uint64_t rereads = stats_.realtime_skip_rereads.load();
+  Result<Rows> got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 4}, {h3, "US", 4}}));
+  EXPECT_EQ(stats_.realtime_skip_rereads.load(), rereads + 1) << "the first query meeting it reads every day";
+  EXPECT_EQ(realtime_->skip_through(), DaysFromCivil({2026, 11, 30}));
+  client_.ClearRequests();
+  got = Breakdown();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (Rows{{h3, "", 4}, {h3, "US", 4}}));
+  EXPECT_EQ(stats_.realtime_skip_rereads.load(), rereads + 1) << "the next one is read once";
+  const std::vector<FakeHttpClient::Request> sent = client_.RequestsTo(kRealtimePeer);
+  ASSERT_FALSE(sent.empty());
+  for (const FakeHttpClient::Request& r : sent) {
+    EXPECT_NE(r.target.find("after=2026-11-30"), std::string::npos) << r.target;
+  }
+}
+
 TEST_F(QueryGatherTest, AnswersKeptFromAFileItsReplicaFoundDamagedAreNotUsedAgain) {
   // The replica's file was changed in place: the node kept what it read of
   // it (US 9). The replica then finds the damage and refuses reads, naming
