@@ -122,10 +122,21 @@ void LogServerError(std::string_view path, std::string_view reason, std::string_
                 skipped == 0 ? std::string() : fmt::format(" ({} more 500s since the last such line)", skipped));
 }
 
+// A request that reaches a stopping server: nothing of it is taken, and
+// the client should try again (another node, or this one once it is back).
+void RefuseStopping(HttpExchange& ex) {
+  ex.AddHeader("Retry-After", "1");
+  ex.ReplyError(503, "STOPPING", "the daemon is stopping; nothing of this request was taken; retry");
+}
+
 }  // namespace
 
 void HttpExchange::ReplyError(int status, std::string_view reason, std::string_view message) {
   if (status == 500) LogServerError(path(), reason, message);
+  if (RefusalBody shape = RefusalBodyFor(path())) {
+    Reply(status, shape(status, reason, message), "application/json");
+    return;
+  }
   nlohmann::json env = Envelope(status, reason, nullptr);
   env["message"] = message;
   Reply(status, env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
@@ -998,7 +1009,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     ex->ReplyError(st);
     return;
   }
-  if (stopping_) return ex->ReplyError(503, "STOPPING", "the daemon is stopping");
+  if (stopping_) return RefuseStopping(*ex);
   const bool bounded = IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0
                                                  : FindPath(bounded_answer_paths_, path) != bounded_answer_paths_.end());
   ex->set_bounded_answers(bounded);
@@ -1013,10 +1024,10 @@ void HttpServerImpl::Forward(const std::shared_ptr<ExchangeImpl>& ex, std::strin
     // Once the primary's stop has begun (the write path drains into the
     // oplog, then closes), a request handed over meanwhile is refused, not
     // half taken.
-    if (primary->stopping_) return forwarded->ReplyError(503, "STOPPING", "the daemon is stopping");
+    if (primary->stopping_) return RefuseStopping(*forwarded);
     primary->Handle(forwarded, uri, FindPath(primary->routes_, forwarded->path()));
   });
-  if (!posted) ex->ReplyError(503, "STOPPING", "the daemon is stopping");
+  if (!posted) RefuseStopping(*ex);
 }
 
 void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri, RouteMap::const_iterator route) {

@@ -33,11 +33,10 @@ nlohmann::json StatusJson(const Deletion& d) {
   return j;
 }
 
-// 202 with the deletion: taken (now, or by an earlier request with its id).
-void ReplyAccepted(const HttpExchangePtr& ex, const Deletion& d) {
-  const nlohmann::json envelope = {{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusJson(d)}};
-  ex->Reply(202, envelope.dump() + "\n", "application/json");
-}
+// How long a POST /delete waits for its cut before it answers without it.
+// All members up, the cut comes within some 100 ms; a member down holds it
+// until the member is back, and the client hears why (`waiting`) instead.
+constexpr auto kCutWait = std::chrono::seconds(5);
 
 // A POST or GET to a member, signed; OK only for a 200.
 Status Call(BlockingHttpClient& client, const MemberConfig& member, const std::string& method,
@@ -63,6 +62,7 @@ Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonCon
   auto log = DeletionLog::Open(ctx.member.data_dir + "/deletions");
   if (!log.ok()) return log.status();
   std::unique_ptr<DeletionService> service(new DeletionService(ctx, std::move(log).value(), std::move(late)));
+  service->server_ = &server;
   service->RegisterRoutes(server, std::move(oplog_heads));
   service->runner_ = std::thread([s = service.get()] { s->RunLoop(); });
   return service;
@@ -125,7 +125,7 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
                                    known->from_unix, known->to_unix));
         return;
       }
-      ReplyAccepted(ex, *known);
+      AnswerOnceCut(ex, known->id);
       return;
     }
   } else {
@@ -140,7 +140,52 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
   spdlog::info("deletion {}: ns {} key {} hours [{}, {}) accepted", d.id, d.ns, d.key.empty() ? "(every key)" : d.key,
                d.from_unix, d.to_unix);
   Wake();
-  ReplyAccepted(ex, d);
+  AnswerOnceCut(ex, d.id);
+}
+
+void DeletionService::AnswerOnceCut(const HttpExchangePtr& ex, const std::string& id) {
+  // The timer's and the runner's answers both run on the loop: the first wins.
+  auto answered = std::make_shared<bool>(false);
+  auto answer = [this, ex, id, answered] {
+    if (*answered) return;
+    *answered = true;
+    std::optional<Deletion> d = log_->Get(id);
+    if (!d) return ex->ReplyError(500, "INTERNAL", fmt::format("deletion {} is not in the log any more", id));
+    const nlohmann::json envelope = {
+        {"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusWithWaiting(*d)}};
+    ex->Reply(202, envelope.dump() + "\n", "application/json");
+  };
+  {
+    std::lock_guard lock(mu_);
+    std::optional<Deletion> d = log_->Get(id);
+    // Checked under mu_, which the runner takes after writing the cut to
+    // call NotifyCut: a cut written after this look finds the waiter.
+    if (d && d->cuts.empty()) {
+      cut_waiters_[id].push_back([this, answer] { server_->RunInLoop(answer); });
+      server_->After(kCutWait, answer);
+      return;
+    }
+  }
+  answer();
+}
+
+void DeletionService::NotifyCut(const std::string& id) {
+  std::vector<std::function<void()>> waiters;
+  {
+    std::lock_guard lock(mu_);
+    auto it = cut_waiters_.find(id);
+    if (it == cut_waiters_.end()) return;
+    waiters = std::move(it->second);
+    cut_waiters_.erase(it);
+  }
+  for (auto& w : waiters) w();
+}
+
+nlohmann::json DeletionService::StatusWithWaiting(const Deletion& d) {
+  nlohmann::json j = StatusJson(d);
+  std::lock_guard lock(mu_);
+  if (auto it = waiting_.find(d.id); it != waiting_.end() && !d.realtime_done) j["waiting"] = it->second;
+  return j;
 }
 
 void DeletionService::HandleStatus(const HttpExchangePtr& ex) {
@@ -150,12 +195,7 @@ void DeletionService::HandleStatus(const HttpExchangePtr& ex) {
     ex->ReplyError(404, "NOT_FOUND", fmt::format("no deletion {} on this node", id));
     return;
   }
-  nlohmann::json j = StatusJson(*d);
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = waiting_.find(id); it != waiting_.end() && !d->realtime_done) j["waiting"] = it->second;
-  }
-  ex->ReplyJson(j);
+  ex->ReplyJson(StatusWithWaiting(*d));
 }
 
 void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
@@ -317,6 +357,7 @@ Status DeletionService::Advance(Deletion* d) {
     d->cut_unix = NowUnix();
     d->epochs = std::move(epochs);
     CLICKATRON_RETURN_IF_ERROR(log_->Put(*d));
+    NotifyCut(d->id);
   }
   if (!d->realtime_done) {
     // 3b. Every API node has the cut before any shard: the rebuild takes a

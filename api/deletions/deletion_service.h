@@ -1,6 +1,6 @@
 // Deletions on an API node (docs/protocols.md, "Deletions"):
 //
-//   POST /delete?ns=&key=&from=&to=   (admin) 202 {"id"}: recorded durably, then run
+//   POST /delete?ns=&key=&from=&to=   (admin) 202 {"id"}: recorded durably, run, answered once cut
 //   GET  /delete/ID                   (admin) how far it has come
 //   POST /delete/record               (internal) a peer's copy of a deletion
 //   POST /delete/folded               (internal) the rebuild: generation G folds these in (deployed)
@@ -27,6 +27,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "clickatron/daemon.h"
 #include "clickatron/http_client.h"
@@ -66,6 +68,14 @@ class DeletionService {
   void HandleRecord(const HttpExchangePtr& ex);
   void HandleFolded(const HttpExchangePtr& ex);
   void HandleLocal(const HttpExchangePtr& ex);
+  // Answers a POST /delete of deletion `id` with 202 once its cut is taken,
+  // or after kCutWait when it is not (a member down): an increment
+  // acknowledged after that answer is then above the cut, and counts.
+  void AnswerOnceCut(const HttpExchangePtr& ex, const std::string& id);
+  // The runner took `id`'s cut: the requests waiting for it are answered.
+  void NotifyCut(const std::string& id);
+  // GET /delete/ID's object: with `waiting` while a step fails.
+  nlohmann::json StatusWithWaiting(const Deletion& d);
   // Whether no file the cluster serves or keeps holds `d` any more (every
   // API node's GET /delete/local); if so, marks it physical on every node.
   Status CheckPhysical(Deletion* d);
@@ -91,6 +101,10 @@ class DeletionService {
   bool deployed_event_ = false;  // under mu_: a deploy was told since the runner last looked
   std::map<std::string, int> physical_tries_;  // runner thread: looks that found a node not answering
   std::map<std::string, std::string> waiting_;  // under mu_: why an owned deletion's last step failed
+  // Under mu_: by deletion id, the answers of POST /delete requests waiting
+  // for its cut (each posts its reply to the loop).
+  std::map<std::string, std::vector<std::function<void()>>> cut_waiters_;
+  HttpServer* server_ = nullptr;  // the loop the routes run on
   std::thread runner_;
 };
 

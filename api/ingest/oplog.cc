@@ -102,8 +102,10 @@ Status Oplog::Scan() {
   std::map<uint64_t, std::pair<bool, bool>> found;  // id -> (plain, gz)
   for (const auto& entry : std::filesystem::directory_iterator(options_.dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > 4 && name.substr(name.size() - 4) == ".tmp") {
-      // An interrupted compression: the plain segment is still there.
+    if (name.ends_with(".tmp") || name.find(".tmp.") != std::string::npos) {
+      // An interrupted compression (the plain segment is still there), or
+      // a clean-stop note whose writer was killed before its rename (the
+      // directory is this process's alone: no writer is alive).
       std::filesystem::remove(entry.path(), ec);
       continue;
     }

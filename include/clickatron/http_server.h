@@ -69,7 +69,8 @@ class HttpExchange {
   // The same, with `data_json` already serialized (valid JSON): hot read
   // paths write their answer as text instead of building a DOM per query.
   void ReplyJsonData(std::string_view data_json);
-  // The envelope with data null, status_txt = reason, and a "message" for people.
+  // The envelope with data null, status_txt = reason, and a "message" for
+  // people; on a path with a refusal body of its own (SetRefusalBody), that.
   void ReplyError(int status, std::string_view reason, std::string_view message);
   void ReplyError(const Status& status);
 
@@ -117,8 +118,9 @@ struct HttpServerOptions {
   bool share_port = false;
 };
 
-// The body of a refusal a server makes on a request's head, before a
-// handler runs (413 BODY_TOO_LARGE for a body declared over the bound), for
+// The body of every error answer (HttpExchange::ReplyError, and refusals a
+// server makes on a request's head, before a handler runs: 413
+// BODY_TOO_LARGE for a body declared over the bound, 503 STOPPING) for
 // requests to exactly `path`: by default the JSON envelope; routes whose
 // clients parse another error shape (the Influx write doors) register
 // theirs. libevent's own error pages use it too when they still know the

@@ -65,7 +65,12 @@ std::string RawExchange(int fd, const std::string& request) {
 // and their clients get those answers; the OnStop hooks run after the drain.
 // While the drain runs, new connections are refused and a new request on a
 // connection already open is answered 503 STOPPING.
+std::string ShapedRefusal(int, std::string_view reason, std::string_view) {
+  return "{\"shaped\":\"" + std::string(reason) + "\"}";
+}
+
 TEST(HttpServerStop, DrainAnswersHeldRequestsBeforeRunReturns) {
+  SetRefusalBody("/held-shaped", &ShapedRefusal);
   auto server = NewServer(std::chrono::seconds(60));
   ASSERT_TRUE(server);
   std::vector<HttpExchangePtr> held;  // loop thread only
@@ -92,10 +97,13 @@ TEST(HttpServerStop, DrainAnswersHeldRequestsBeforeRunReturns) {
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&, i] { got[i] = testing::HttpGet(Loopback(port), "/held", 30000); });
   }
-  // A keep-alive connection the server has taken (one answered request).
+  // Keep-alive connections the server has taken (one answered request each).
   const int open_fd = testing::ConnectLoopback(port);
   ASSERT_GE(open_fd, 0);
   ASSERT_NE(RawExchange(open_fd, "GET /ping HTTP/1.1\r\nHost: t\r\n\r\n").find(" 200 "), std::string::npos);
+  const int shaped_fd = testing::ConnectLoopback(port);
+  ASSERT_GE(shaped_fd, 0);
+  ASSERT_NE(RawExchange(shaped_fd, "GET /ping HTTP/1.1\r\nHost: t\r\n\r\n").find(" 200 "), std::string::npos);
   ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == kClients; }));
 
   const Clock::time_point stop_at = Clock::now();
@@ -105,7 +113,15 @@ TEST(HttpServerStop, DrainAnswersHeldRequestsBeforeRunReturns) {
   const std::string refused = RawExchange(open_fd, "GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_NE(refused.find(" 503 "), std::string::npos) << refused;
   EXPECT_NE(refused.find("STOPPING"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1\r\n"), std::string::npos) << "a try-again refusal says when" << refused;
   ::close(open_fd);
+  // A path whose clients parse an error shape of their own (the Influx
+  // write doors) gets its refusal in that shape.
+  const std::string shaped = RawExchange(shaped_fd, "GET /held-shaped HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(shaped.find(" 503 "), std::string::npos) << shaped;
+  EXPECT_NE(shaped.find("{\"shaped\":\"STOPPING\"}"), std::string::npos) << shaped;
+  EXPECT_NE(shaped.find("Retry-After: 1\r\n"), std::string::npos) << shaped;
+  ::close(shaped_fd);
   // The drain answers what it holds, on the loop, as an oplog commit does.
   server->RunInLoop([&] {
     for (const auto& ex : held) ex->Reply(200, "drained");

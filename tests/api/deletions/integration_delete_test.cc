@@ -41,7 +41,7 @@ class DeleteIntegration : public ::testing::Test {
   }
   // 202 and the id, or the status and reason.
   std::pair<int, std::string> Delete(const std::string& query, const std::string& token = kToken, int api = 0) {
-    HttpResponse r = HttpPost(Api(api), "/delete?" + query, "", 10000, token);
+    HttpResponse r = HttpPost(Api(api), "/delete?" + query, "", 30000, token);
     nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
     if (r.status_code == 202) return {202, j["data"]["id"].get<std::string>()};
     return {r.status_code, j.is_object() ? j.value("status_txt", "") : r.body};
@@ -114,6 +114,40 @@ TEST_F(DeleteIntegration, TakesOutTheKeysRealtimeRecordsOnlyAndCountsWhatComesAf
   EXPECT_EQ(s["ns"], "u");
   EXPECT_EQ(s["key"], "victim");
   EXPECT_EQ(s["owner"], "api-0");
+}
+
+// The contract: an increment acknowledged after the 202 counts, also in
+// the deleted hours. The 202 came at once, and the cut (every API node's
+// oplog heads) some 100 ms later, after every tombstone: increments
+// acknowledged in between were below the cut and deleted with the rest
+// (a probe saw 23 of them go). Now the 202 waits for the cut.
+TEST_F(DeleteIntegration, IncrementsAcknowledgedRightAfterTheAnswerCount) {
+  Incr(fmt::format("ns=u&key=burst&ts={}&value=7\n", now_));
+  auto [status, id] = Delete("ns=u&key=burst");
+  ASSERT_EQ(status, 202) << id;
+  constexpr int kAfter = 20;
+  for (int i = 0; i < kAfter; ++i) {
+    HttpResponse r = HttpPost(Api(0), "/incr", fmt::format("ns=u&key=burst&ts={}\n", now_));
+    ASSERT_EQ(r.status_code, 200) << r.body;
+  }
+  ASSERT_TRUE(RealtimeDone(0, id));
+  ASSERT_TRUE(clickatron::testing::WaitFor([&] { return c_.Drained(); }));
+  EXPECT_EQ(c_.Counters("u|burst.")[fmt::format("u|burst.{}", hour_)], kAfter)
+      << "the 7 before the deletion go, the 20 acknowledged after its answer stay";
+}
+
+// A member that does not answer holds the cut: the 202 comes after a
+// bounded wait, saying the realtime part is pending and why.
+TEST_F(DeleteIntegration, AnAnswerWithoutTheCutSaysWhyItWaits) {
+  c_.Kill("realtime-1");
+  HttpResponse r = HttpPost(Api(0), "/delete?ns=u&key=held&id=held-1", "", 30000, kToken);
+  ASSERT_EQ(r.status_code, 202) << r.body;
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.body;
+  EXPECT_EQ(j["data"]["realtime"], "pending") << r.body;
+  EXPECT_NE(j["data"].value("waiting", "").find("realtime-1"), std::string::npos) << r.body;
+  c_.Start("realtime-1");
+  EXPECT_TRUE(RealtimeDone(0, "held-1"));
 }
 
 TEST_F(DeleteIntegration, ADeletionTakenJustBeforeKill9IsFinishedAfterTheRestart) {

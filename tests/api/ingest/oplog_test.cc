@@ -389,9 +389,12 @@ TEST(WriteOplogTest, TheCleanStopNoteIsGoneOnceTheNodeRunsAgain) {
     ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1))}).ok());
   }
   ASSERT_TRUE(FileExists(dir / "clean-stop"));
+  // A stop killed while it wrote the note leaves its temporary copy.
+  ASSERT_TRUE(WriteFileAtomically(dir / "clean-stop.tmp.4242", "{\"bytes\":1,\"segment\":1}\n").ok());
   auto log = Oplog::Open(Options(dir.path(), 1), Inline());
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   EXPECT_FALSE(FileExists(dir / "clean-stop"));
+  EXPECT_FALSE(FileExists(dir / "clean-stop.tmp.4242")) << "a dead process's temporary file is removed";
   EXPECT_EQ((*log)->recovered_last_seq()[0], 1u);
 }
 
