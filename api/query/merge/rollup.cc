@@ -211,25 +211,27 @@ std::vector<std::string> TopCandidates(const ValueSums& counts, size_t limit) {
     for (const auto& kv : counts) keys.emplace_back(kv.first);
     return keys;
   }
-  // The limit-th largest count, in one pass holding `limit` counts (a
-  // min-heap): not a copy of every count, which for a million values is
-  // the most memory this step takes.
-  std::vector<int64_t> heap;
+  // The best `limit` in one pass through a heap of `limit` entries whose
+  // front is the worst kept: not a copy of every count, which for a million
+  // values is the most memory this step takes.
+  using Entry = std::pair<int64_t, std::string_view>;
+  const auto better = [](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  std::vector<Entry> heap;
   heap.reserve(limit);
-  for (const auto& kv : counts) {
+  for (const auto& [key, n] : counts) {
+    const Entry e{n, key};
     if (heap.size() < limit) {
-      heap.push_back(kv.second);
-      std::push_heap(heap.begin(), heap.end(), std::greater<>());
-    } else if (kv.second > heap.front()) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      heap.back() = kv.second;
-      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.push_back(e);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(e, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = e;
+      std::push_heap(heap.begin(), heap.end(), better);
     }
   }
-  const int64_t cutoff = heap.front();
-  for (const auto& kv : counts) {
-    if (kv.second >= cutoff) keys.emplace_back(kv.first);
-  }
+  for (const Entry& e : heap) keys.emplace_back(e.second);
   return keys;
 }
 

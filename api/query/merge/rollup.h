@@ -106,11 +106,13 @@ using ValueSums = std::unordered_map<std::string_view, int64_t>;
 Result<std::vector<ValueSums>> SumBreakdownByUnit(const UnitWindow& window, const HourlyBreakdown& hours);
 Result<ValueSums> SumBreakdownWindow(const UnitWindow& window, const HourlyBreakdown& hours);
 
-// The keys a top-`limit` list could hold, whatever their full values turn out
-// to be: every key with more clicks than the limit-th, plus every key tied
-// with it (ties are ordered by full value, which may need a lookup first).
+// The stored keys of a top-`limit` list: the `limit` with most clicks,
+// those tied at the cut taken by stored key (bytewise). Not by full value:
+// that would need a lookup of every tied hash first, and a long tail of
+// values seen once ties them all (300,000 lookups for one list).
 std::vector<std::string> TopCandidates(const ValueSums& counts, size_t limit);
-// Top `limit` by clicks descending, ties by value ascending (bytewise).
+// Top `limit` by clicks descending, ties by value ascending (bytewise): the
+// rows' order once TopCandidates' keys are expanded.
 std::vector<std::pair<std::string, int64_t>> TopByClicks(const KeyCounts& counts, size_t limit);
 
 }  // namespace clickatron::api

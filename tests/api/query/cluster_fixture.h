@@ -307,17 +307,26 @@ inline nlohmann::json ExpectedUniqueSeries(const std::vector<oracle::UnitSum>& v
   return list;
 }
 
-// Expected breakdown list for per-value sums: most clicks first, ties by
-// value, zero sums left out, top `limit`.
+// Expected breakdown list for per-value sums: zero sums left out, the top
+// `limit` by clicks (of values tied at the cut, the first by stored form:
+// the value, or its hash when it is stored hashed), listed most clicks
+// first, ties by value.
 inline nlohmann::json ExpectedTop(const std::map<std::string, int64_t>& by_value, size_t limit) {
-  std::vector<std::pair<std::string, int64_t>> all;
+  struct Row {
+    std::string value, stored;
+    int64_t clicks;
+  };
+  std::vector<Row> all;
   for (const auto& [v, c] : by_value) {
-    if (c != 0) all.emplace_back(v, c);
+    if (c != 0) all.push_back({v, NeedsHash(v) ? Hash12(v) : v, c});
   }
   std::sort(all.begin(), all.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+            [](const Row& a, const Row& b) { return a.clicks != b.clicks ? a.clicks > b.clicks : a.stored < b.stored; });
+  all.resize(std::min(all.size(), limit));
+  std::sort(all.begin(), all.end(),
+            [](const Row& a, const Row& b) { return a.clicks != b.clicks ? a.clicks > b.clicks : a.value < b.value; });
   nlohmann::json list = nlohmann::json::array();
-  for (size_t i = 0; i < all.size() && i < limit; ++i) list.push_back({{"value", all[i].first}, {"clicks", all[i].second}});
+  for (const Row& r : all) list.push_back({{"value", r.value}, {"clicks", r.clicks}});
   return list;
 }
 

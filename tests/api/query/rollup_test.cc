@@ -260,15 +260,38 @@ TEST(ReadRollupTest, TopByClicksOrdersByClicksThenValue) {
   EXPECT_EQ(TopByClicks(counts, 100).size(), 5u);
 }
 
-TEST(ReadRollupTest, TopCandidatesKeepEveryTieAtTheCutoff) {
+TEST(ReadRollupTest, TopCandidatesTakeTiesAtTheCutByStoredKey) {
   ValueSums counts{{"b", 5}, {"a", 5}, {"c", 9}, {"d", 1}, {"e", 5}};
-  auto cands = TopCandidates(counts, 2);
-  std::sort(cands.begin(), cands.end());
-  EXPECT_EQ(cands, (std::vector<std::string>{"a", "b", "c", "e"}));
-  auto one = TopCandidates(counts, 1);
-  EXPECT_EQ(one, (std::vector<std::string>{"c"}));
-  // Whatever full values the ties expand to, the true top-2 is among them.
-  EXPECT_EQ(TopCandidates(counts, 10).size(), 5u);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(TopCandidates(counts, 2)), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(sorted(TopCandidates(counts, 3)), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(TopCandidates(counts, 1), (std::vector<std::string>{"c"}));
+  EXPECT_EQ(sorted(TopCandidates(counts, 10)), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_TRUE(TopCandidates(counts, 0).empty());
+}
+
+// A long tail of values seen once each, all tied: a top list asks for as
+// many keys (and so lookups of hashed ones) as it has rows, checked
+// against a sort of every value.
+TEST(ReadRollupTest, TopCandidatesOfALongTailOfTiesAreTheLimitOnly) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 5000; ++i) names.push_back(fmt::format("v{:05}", (i * 7919) % 5000));
+  ValueSums counts;
+  for (const std::string& n : names) counts[n] = 1;
+  counts["v04999"] = 3;
+  counts["v02500"] = 2;
+  std::vector<std::pair<int64_t, std::string>> all;
+  for (const auto& [k, n] : counts) all.emplace_back(-n, std::string(k));
+  std::sort(all.begin(), all.end());
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < 10; ++i) expected.push_back(all[i].second);
+  std::vector<std::string> got = TopCandidates(counts, 10);
+  std::sort(got.begin(), got.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(got, expected);
 }
 
 TEST(ReadRollupTest, UnitNamesRoundTripAndMinuteIsNotAUnit) {
