@@ -24,6 +24,9 @@ nlohmann::json StatusJson(const Deletion& d) {
                       {"created", d.created_unix},
                       {"owner", d.owner},
                       {"realtime", d.realtime_done ? "done" : "pending"},
+                      // The cut is the deletion's moment: increments acknowledged
+                      // after it count.
+                      {"cut_taken", !d.cuts.empty()},
                       // Every node's reads hide the archived hours once it has
                       // the record; realtime's are gone once every shard cut.
                       {"effective", d.realtime_done && d.peers_told},
@@ -64,6 +67,17 @@ Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonCon
   std::unique_ptr<DeletionService> service(new DeletionService(ctx, std::move(log).value(), std::move(late)));
   service->server_ = &server;
   service->RegisterRoutes(server, std::move(oplog_heads));
+  // A stop answers the requests still waiting for a cut (with what the
+  // deletion has reached) rather than closing them unanswered: a client
+  // without an answer and without an id would make a second deletion.
+  server.OnStopDrain([s = service.get()](std::function<void()> drained) {
+    s->AnswerCutWaitersNow();
+    drained();
+  });
+  // A node new to the cluster (or whose data dir was replaced) learns the
+  // deletions its peers know before it answers a read; peers that do not
+  // answer now are asked again by the runner.
+  service->unsynced_peers_ = service->SyncFromPeers(service->OtherApiNodes(), 2000);
   service->runner_ = std::thread([s = service.get()] { s->RunLoop(); });
   return service;
 }
@@ -144,15 +158,23 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
 }
 
 void DeletionService::AnswerOnceCut(const HttpExchangePtr& ex, const std::string& id) {
-  // The timer's and the runner's answers both run on the loop: the first wins.
+  // The timer's, the runner's and a stop's answers all run on the loop: the
+  // first wins.
   auto answered = std::make_shared<bool>(false);
   auto answer = [this, ex, id, answered] {
     if (*answered) return;
     *answered = true;
     std::optional<Deletion> d = log_->Get(id);
     if (!d) return ex->ReplyError(500, "INTERNAL", fmt::format("deletion {} is not in the log any more", id));
-    const nlohmann::json envelope = {
-        {"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", StatusWithWaiting(*d)}};
+    nlohmann::json data = StatusWithWaiting(*d);
+    if (d->cuts.empty() && !data.contains("waiting")) {
+      // No step has failed yet: a member is slow to answer (a hung one
+      // times out after some seconds, then `waiting` names it).
+      data["waiting"] =
+          "CUT_PENDING: the deletion's cut is not taken yet (a member is slow to answer); an increment "
+          "acknowledged before GET /delete/ID says realtime done may be deleted with the rest";
+    }
+    const nlohmann::json envelope = {{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", std::move(data)}};
     ex->Reply(202, envelope.dump() + "\n", "application/json");
   };
   {
@@ -161,7 +183,7 @@ void DeletionService::AnswerOnceCut(const HttpExchangePtr& ex, const std::string
     // Checked under mu_, which the runner takes after writing the cut to
     // call NotifyCut: a cut written after this look finds the waiter.
     if (d && d->cuts.empty()) {
-      cut_waiters_[id].push_back([this, answer] { server_->RunInLoop(answer); });
+      cut_waiters_[id].push_back(answer);
       server_->After(kCutWait, answer);
       return;
     }
@@ -178,7 +200,58 @@ void DeletionService::NotifyCut(const std::string& id) {
     waiters = std::move(it->second);
     cut_waiters_.erase(it);
   }
-  for (auto& w : waiters) w();
+  for (auto& w : waiters) server_->RunInLoop(std::move(w));
+}
+
+void DeletionService::AnswerCutWaitersNow() {
+  std::map<std::string, std::vector<std::function<void()>>> all;
+  {
+    std::lock_guard lock(mu_);
+    all.swap(cut_waiters_);
+  }
+  for (auto& [id, waiters] : all) {
+    for (auto& w : waiters) w();
+  }
+}
+
+std::vector<const MemberConfig*> DeletionService::OtherApiNodes() const {
+  std::vector<const MemberConfig*> out;
+  for (const MemberConfig* api : ctx_.cluster.MembersWithRole(MemberRole::kApi)) {
+    if (api->name != ctx_.member.name) out.push_back(api);
+  }
+  return out;
+}
+
+std::vector<const MemberConfig*> DeletionService::SyncFromPeers(std::vector<const MemberConfig*> peers,
+                                                                int timeout_ms) {
+  std::vector<const MemberConfig*> failed;
+  if (peers.empty()) return failed;
+  BlockingHttpClient client(ctx_.cluster);
+  for (const MemberConfig* api : peers) {
+    std::string answer;
+    Status st = Call(client, *api, "GET", "/deletions", "", timeout_ms, &answer);
+    const nlohmann::json j = st.ok() ? nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false)
+                                     : nlohmann::json();
+    if (st.ok() && !(j.is_object() && j.contains("data") && j["data"].is_object() &&
+                     j["data"].contains("deletions") && j["data"]["deletions"].is_array())) {
+      st = Status::Corruption(fmt::format("GET /deletions on {}: not the expected JSON", api->name));
+    }
+    for (const nlohmann::json& one : st.ok() ? j["data"]["deletions"] : nlohmann::json::array()) {
+      Result<Deletion> d = Deletion::FromJson(one);
+      if (!d.ok()) {
+        st = d.status();
+        break;
+      }
+      // A copy of what this node knows already changes nothing (DeletionLog::Put).
+      if (st = log_->Put(std::move(d).value()); !st.ok()) break;
+    }
+    if (!st.ok()) {
+      spdlog::warn("deletions: could not learn {}'s deletions yet ({}); asking again every second", api->name,
+                   st.ToString());
+      failed.push_back(api);
+    }
+  }
+  return failed;
 }
 
 nlohmann::json DeletionService::StatusWithWaiting(const Deletion& d) {
@@ -451,6 +524,7 @@ void DeletionService::RunLoop() {
     if (stop_) break;
     work_ = false;
     lock.unlock();
+    if (!unsynced_peers_.empty()) unsynced_peers_ = SyncFromPeers(unsynced_peers_, 5000);
     std::vector<Deletion> unfinished = log_->Unfinished(ctx_.member.name);
     {
       // Why a deletion waited is kept only while it is unfinished.

@@ -74,6 +74,13 @@ class DeletionService {
   void AnswerOnceCut(const HttpExchangePtr& ex, const std::string& id);
   // The runner took `id`'s cut: the requests waiting for it are answered.
   void NotifyCut(const std::string& id);
+  // A stop's drain: every request waiting for a cut is answered now.
+  void AnswerCutWaitersNow();
+  // The cluster file's API members but this one.
+  std::vector<const MemberConfig*> OtherApiNodes() const;
+  // Puts every deletion each of `peers` knows (GET /deletions) into the
+  // log; returns the peers that did not answer.
+  std::vector<const MemberConfig*> SyncFromPeers(std::vector<const MemberConfig*> peers, int timeout_ms);
   // GET /delete/ID's object: with `waiting` while a step fails.
   nlohmann::json StatusWithWaiting(const Deletion& d);
   // Whether no file the cluster serves or keeps holds `d` any more (every
@@ -102,9 +109,12 @@ class DeletionService {
   std::map<std::string, int> physical_tries_;  // runner thread: looks that found a node not answering
   std::map<std::string, std::string> waiting_;  // under mu_: why an owned deletion's last step failed
   // Under mu_: by deletion id, the answers of POST /delete requests waiting
-  // for its cut (each posts its reply to the loop).
+  // for its cut (each run on the loop).
   std::map<std::string, std::vector<std::function<void()>>> cut_waiters_;
   HttpServer* server_ = nullptr;  // the loop the routes run on
+  // Runner thread (Create before it starts): peers whose deletions this
+  // node has not learnt yet.
+  std::vector<const MemberConfig*> unsynced_peers_;
   std::thread runner_;
 };
 

@@ -5,7 +5,10 @@
 // finished after the restart.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <ctime>
+#include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -123,8 +126,12 @@ TEST_F(DeleteIntegration, TakesOutTheKeysRealtimeRecordsOnlyAndCountsWhatComesAf
 // (a probe saw 23 of them go). Now the 202 waits for the cut.
 TEST_F(DeleteIntegration, IncrementsAcknowledgedRightAfterTheAnswerCount) {
   Incr(fmt::format("ns=u&key=burst&ts={}&value=7\n", now_));
-  auto [status, id] = Delete("ns=u&key=burst");
-  ASSERT_EQ(status, 202) << id;
+  HttpResponse answer = HttpPost(Api(0), "/delete?ns=u&key=burst&id=burst-1", "", 30000, kToken);
+  ASSERT_EQ(answer.status_code, 202) << answer.body;
+  const nlohmann::json accepted = nlohmann::json::parse(answer.body, nullptr, false);
+  ASSERT_TRUE(accepted.is_object()) << answer.body;
+  EXPECT_EQ(accepted["data"]["cut_taken"], true) << answer.body;
+  const std::string id = "burst-1";
   constexpr int kAfter = 20;
   for (int i = 0; i < kAfter; ++i) {
     HttpResponse r = HttpPost(Api(0), "/incr", fmt::format("ns=u&key=burst&ts={}\n", now_));
@@ -137,17 +144,63 @@ TEST_F(DeleteIntegration, IncrementsAcknowledgedRightAfterTheAnswerCount) {
 }
 
 // A member that does not answer holds the cut: the 202 comes after a
-// bounded wait, saying the realtime part is pending and why.
+// bounded wait, saying the cut is not taken and why. A member down is
+// named; a member that hangs has failed no step yet when the answer is due,
+// and the answer still says the cut is pending.
 TEST_F(DeleteIntegration, AnAnswerWithoutTheCutSaysWhyItWaits) {
+  const auto check = [&](const std::string& id, const std::string& why) {
+    HttpResponse r = HttpPost(Api(0), "/delete?ns=u&key=held&id=" + id, "", 30000, kToken);
+    ASSERT_EQ(r.status_code, 202) << r.body;
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.body;
+    EXPECT_EQ(j["data"]["realtime"], "pending") << r.body;
+    EXPECT_EQ(j["data"]["cut_taken"], false) << r.body;
+    EXPECT_NE(j["data"].value("waiting", "").find(why), std::string::npos) << r.body;
+  };
   c_.Kill("realtime-1");
-  HttpResponse r = HttpPost(Api(0), "/delete?ns=u&key=held&id=held-1", "", 30000, kToken);
-  ASSERT_EQ(r.status_code, 202) << r.body;
-  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
-  ASSERT_TRUE(j.is_object()) << r.body;
-  EXPECT_EQ(j["data"]["realtime"], "pending") << r.body;
-  EXPECT_NE(j["data"].value("waiting", "").find("realtime-1"), std::string::npos) << r.body;
+  check("held-1", "realtime-1");
   c_.Start("realtime-1");
   EXPECT_TRUE(RealtimeDone(0, "held-1"));
+  c_.Signal("realtime-1", SIGSTOP);
+  check("held-2", "CUT_PENDING");
+  c_.Signal("realtime-1", SIGCONT);
+  EXPECT_TRUE(RealtimeDone(0, "held-2"));
+}
+
+// A node stopped (SIGTERM) while a POST /delete waits for its cut answers
+// it with what the deletion reached, not a closed connection: a client
+// with no answer and no id would make a second deletion.
+TEST_F(DeleteIntegration, AStopAnswersAPostWaitingForItsCut) {
+  c_.Kill("realtime-1");
+  HttpResponse answer;
+  std::thread post([&] { answer = HttpPost(Api(0), "/delete?ns=u&key=stop&id=stop-1", "", 30000, kToken); });
+  const bool recorded = clickatron::testing::WaitFor([&] { return Status(0, "stop-1").is_object(); });
+  c_.Signal("api-0", SIGTERM);
+  post.join();
+  ASSERT_TRUE(recorded);
+  ASSERT_EQ(answer.status_code, 202) << answer.body << answer.transport.ToString();
+  const nlohmann::json j = nlohmann::json::parse(answer.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << answer.body;
+  EXPECT_EQ(j["data"]["cut_taken"], false) << answer.body;
+  c_.Start("realtime-1");
+  c_.Start("api-0");
+  EXPECT_TRUE(RealtimeDone(0, "stop-1"));
+}
+
+// An API node that lost its data dir (or joins the cluster) learns the
+// deletions its peers know when it starts: its reads hide them and it
+// answers for them, as every node does.
+TEST_F(DeleteIntegration, ANodeStartedWithoutItsDeletionsLearnsThemFromItsPeers) {
+  auto [status, id] = Delete("ns=u&key=old");
+  ASSERT_EQ(status, 202) << id;
+  ASSERT_TRUE(RealtimeDone(1, id));
+  c_.Kill("api-1");
+  std::filesystem::remove_all(c_.DataDir("api-1") + "/deletions");
+  c_.Start("api-1");
+  nlohmann::json s = Status(1, id);
+  ASSERT_TRUE(s.is_object()) << c_.LogTail("api-1");
+  EXPECT_EQ(s["key"], "old");
+  EXPECT_EQ(s["realtime"], "done");
 }
 
 TEST_F(DeleteIntegration, ADeletionTakenJustBeforeKill9IsFinishedAfterTheRestart) {
