@@ -98,37 +98,46 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
     s->scrubber_->CheckSize(*s->current_);
     s->NoteDamaged();
   });
-  if (!s->options_.peers.empty()) {
-    // Runs once the loop does; reads are served from what was loaded above
-    // meanwhile.
-    s->counters_.catch_up = "running";
-    const uint64_t before = s->serving_generation_.load();
-    // No peer answering is no failed reload (the metric that says so would
-    // alarm whenever replicas start together): it only shows in catch_up.
-    auto unasked = std::make_shared<std::string>();
-    s->reloader_->RequestLoad(
-        [s, unasked]() -> Result<SortedFilePtr> {
-          auto caught_up = CatchUpFromPeers(s->options_.fetch, s->options_.peers,
-                                            ServingId{s->serving_generation_.load(), s->serving_crc32_.load()});
-          if (caught_up.ok() || caught_up.status().code() != StatusCode::kUnavailable) return caught_up;
-          *unasked = caught_up.status().message();
-          return SortedFilePtr();
-        },
-        [s, before, unasked](const Status& outcome) {
-          if (!outcome.ok()) {
-            spdlog::warn("catching up from the other replicas failed: {}", outcome.ToString());
-            s->counters_.catch_up = "failed: " + outcome.message();
-          } else if (!unasked->empty()) {
-            spdlog::warn("could not catch up: {}", *unasked);
-            s->counters_.catch_up = "not done: " + *unasked;
-          } else if (s->serving_generation_.load() != before) {
-            s->counters_.catch_up = fmt::format("fetched generation {}", s->serving_generation_.load());
-          } else {
-            s->counters_.catch_up = "up to date";
-          }
-        });
-  }
+  if (!s->options_.peers.empty()) s->CatchUp(std::chrono::seconds(5));
   return self;
+}
+
+void ArchiveServer::CatchUp(std::chrono::seconds retry_after) {
+  // Runs once the loop does; reads are served from what was loaded meanwhile.
+  counters_.catch_up = "running";
+  const uint64_t before = serving_generation_.load();
+  // No peer answering is no failed reload (the metric that says so would
+  // alarm whenever replicas start together): it only shows in catch_up.
+  auto unasked = std::make_shared<std::string>();
+  reloader_->RequestLoad(
+      [this, unasked]() -> Result<SortedFilePtr> {
+        auto caught_up =
+            CatchUpFromPeers(options_.fetch, options_.peers, ServingId{serving_generation_.load(), serving_crc32_.load()});
+        if (caught_up.ok() || caught_up.status().code() != StatusCode::kUnavailable) return caught_up;
+        *unasked = caught_up.status().message();
+        return SortedFilePtr();
+      },
+      [this, before, unasked, retry_after](const Status& outcome) {
+        if (!outcome.ok()) {
+          spdlog::warn("catching up from the other replicas failed: {}", outcome.ToString());
+          counters_.catch_up = "failed: " + outcome.message();
+        } else if (!unasked->empty()) {
+          // A replica started on an old file (a restored backup, a disk
+          // put back) while its peers were away would serve that file until
+          // a deploy: it asks again, every 5 s doubling to a minute, until
+          // a peer answers.
+          if (counters_.catch_up.rfind("not done: ", 0) != 0) spdlog::warn("could not catch up: {}", *unasked);
+          counters_.catch_up = "not done: " + *unasked + fmt::format("; asking again in {} s", retry_after.count());
+          server_.After(retry_after, [this, retry_after] {
+            if (!stopping_.load()) CatchUp(std::min(retry_after * 2, std::chrono::seconds(60)));
+          });
+          return;
+        } else if (serving_generation_.load() != before) {
+          counters_.catch_up = fmt::format("fetched generation {}", serving_generation_.load());
+        } else {
+          counters_.catch_up = "up to date";
+        }
+      });
 }
 
 void ArchiveServer::RegisterRoutes() {

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,10 @@ class ArchiveServer {
  private:
   ArchiveServer(HttpServer& server, ArchiveServerOptions options);
   void RegisterRoutes();
+  // Asks the other replicas of the shard for a newer generation than the
+  // one served and fetches it (catch_up in /stats); while none answers,
+  // asks again after `retry_after`, doubling to a minute.
+  void CatchUp(std::chrono::seconds retry_after);
 
   void HandleGet(const HttpExchangePtr& ex);
   void HandleMget(const HttpExchangePtr& ex);

@@ -55,15 +55,25 @@ bool QueryGather::MustReadAllDays(const ArchiveView& view, Attempt& job) {
   return false;
 }
 
-bool QueryGather::ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again,
-                                             std::function<void()> run_again) {
-  if (*read_again || !archive_.BehindRealtime(view)) return true;
-  *read_again = true;
-  ++stats_.handover_rereads;
-  // By the deployed generation's shard count: the answer may be a dropped
-  // shard's, routed by the count before a re-partition.
-  archive_.RouteByDeployed(std::move(run_again));
-  return false;
+Result<bool> QueryGather::ArchiveHoldsHandedOverDays(Attempt& job, std::function<void()> run_again) {
+  const ArchiveView& view = job.archive_total.view;
+  if (!archive_.BehindRealtime(view)) return true;
+  const std::pair<int, size_t> replica{job.session->shard, job.archive_total.replica};
+  if (!job.handover_reread) {
+    job.handover_reread = true;
+    job.behind_replica = replica;
+    ++stats_.handover_rereads;
+    archive_.Avoid(replica.first, replica.second);
+    // By the deployed generation's shard count: the answer may be a dropped
+    // shard's, routed by the count before a re-partition.
+    archive_.RouteByDeployed(std::move(run_again));
+    return false;
+  }
+  if (job.behind_replica != replica || archive_.Replicas(static_cast<size_t>(replica.first)) <= 1) return true;
+  return ShardUnavailable(fmt::format(
+      "archive replica {} of shard {} serves generation {}, older than the generation realtime says is deployed, "
+      "and no other replica of the shard answered",
+      archive_.ReplicaName(static_cast<size_t>(replica.first), replica.second), replica.first, view.generation));
 }
 
 bool RealtimeGap::CoversWindow(int64_t end_ts) const {
@@ -208,7 +218,9 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive_total.view;
-  if (!ArchiveHoldsHandedOverDays(view, &state->handover_reread, [this, state] { RunTotal(state); })) return;
+  const Result<bool> holds = ArchiveHoldsHandedOverDays(*state, [this, state] { RunTotal(state); });
+  if (!holds.ok()) return state->done(holds.status());
+  if (!*holds) return;
   if (MustReadAllDays(view, *state)) return RunTotal(state);
   TotalData data;
   data.archive = view;

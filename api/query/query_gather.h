@@ -165,6 +165,8 @@ class QueryGather {
     Status realtime_missing;
     int attempts = 1;  // the first run, and one more per generation change (SameGeneration)
     bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
+    // The (shard, replica) whose answer lacked it.
+    std::optional<std::pair<int, size_t>> behind_replica;
     bool all_days = false;  // realtime read without skipping (MustReadAllDays)
     uint64_t skip_epoch = 0;  // the realtime reader's when the attempt began
   };
@@ -192,13 +194,19 @@ class QueryGather {
   // realtime may have cleared them) and is of the deployed generation or a
   // newer one. Otherwise the answer came from a file older than the
   // deployed one (kept, or sent just before a deploy): the
-  // first time, it sets *read_again, calls run_again (the next read takes no
-  // kept answer of such a file: a replica is asked) and returns false. An
-  // answer asked again that still lacks the day is the archive's own (a
-  // rollback to an older generation): the gather goes on with it.
+  // first time, it notes the replica that answered, keeps reads off it for
+  // a while, calls run_again (the next read takes no kept answer of such a
+  // file: another replica is asked) and returns false. An answer asked
+  // again that still lacks the day, from another replica or from a shard
+  // with one replica, is the archive's own (a rollback to an older
+  // generation): the gather goes on with it (true). From the same replica
+  // again, while the shard has others: they did not answer, and that one
+  // serves an older file than the others (restored from a backup while
+  // they were away): SHARD_UNAVAILABLE, not an answer without the days it
+  // lacks.
   // `run_again` may run later (after shard 0 is asked which count the
   // deployed generation is cut into): it must own what it uses.
-  bool ArchiveHoldsHandedOverDays(const ArchiveView& view, bool* read_again, std::function<void()> run_again);
+  Result<bool> ArchiveHoldsHandedOverDays(Attempt& job, std::function<void()> run_again);
   void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;

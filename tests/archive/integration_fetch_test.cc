@@ -327,6 +327,14 @@ TEST_F(FetchTest, AReplicaWhosePeerIsDownServesWhatItHas) {
   EXPECT_EQ(stats["data"]["archive"]["reloads_failed"], 0);
   EXPECT_EQ(stats["data"]["archive"]["last_reload_error"], "");
   EXPECT_EQ(cluster_.Get(Name(1), "/get?key=u%7Ck0000002").body, "c3h5:15\n");
+  EXPECT_NE(CatchUp(1).find("asking again in"), std::string::npos) << CatchUp(1);
+  // The peer comes back with a newer generation: the replica, started on
+  // an older file while it was away (a restored backup), asks again on its
+  // own and takes it, instead of serving the old file until a deploy.
+  WriteArchive(File(0), ArchiveText(30 << 10, 2), 4, "2026-11-21");
+  Start(0);
+  ASSERT_TRUE(WaitFor([&] { return Generation(1) == 4; }, std::chrono::seconds(30))) << CatchUp(1);
+  EXPECT_EQ(CatchUp(1), "fetched generation 4");
 }
 
 }  // namespace

@@ -155,6 +155,10 @@ class ArchiveReader {
     return shard < replicas_.size() && replica < replicas_[shard].size() ? replicas_[shard][replica].name : "";
   }
 
+  // Keeps reads off replica `replica` of `shard` for the penalty (a failed
+  // replica's): it answered from an older file than the others serve.
+  void Avoid(int shard, size_t replica);
+
   // True when an answer of `view` lacks a day realtime has handed over to
   // the archive (KnownGeneration::Behind), or is of an older generation than
   // realtime says is deployed (a kept answer, or one sent just before a

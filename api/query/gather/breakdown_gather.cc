@@ -175,7 +175,9 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
-  if (!ArchiveHoldsHandedOverDays(view, &job->handover_reread, [this, job] { RunBreakdown(job); })) return;
+  const Result<bool> holds = ArchiveHoldsHandedOverDays(*job, [this, job] { RunBreakdown(job); });
+  if (!holds.ok()) return job->done(holds.status());
+  if (!*holds) return;
   if (MustReadAllDays(view, *job)) return RunBreakdown(job);
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,

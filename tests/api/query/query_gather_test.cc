@@ -270,6 +270,47 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
   EXPECT_EQ(stats_.handover_rereads.load(), 1u);
 }
 
+// Two replicas of the shard: replica 1 was restarted on last week's file
+// (generation 7, restored from a backup) while replica 0, on the deployed
+// generation 8, does not answer. Realtime has handed generation 8's days
+// over. An answer of replica 1 read again lands on replica 1 again: not a
+// rollback of the archive (the other replica has 8), so 503, not an answer
+// without the days 7 lacks. Once replica 0 answers, reads are exact.
+TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
+  cluster_ = ArchiveCluster(1, 2);
+  AddRealtimeShard(cluster_, 0, kRealtimePeer);
+  KeepAnswers(0);
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  auto deployed = std::make_shared<ServedFileState>();
+  deployed->generation = 8;
+  deployed->crc32 = 2222;
+  deployed->records = Records({{h3, {{"US", 5}}}});
+  auto restored = std::make_shared<ServedFileState>();
+  restored->last_day = "2026-11-28";
+  restored->records = Records({{h3, {{"US", 2}}}});
+  ServeFile(client_, ReplicaPeer(0, 1), restored);
+  for (const char* path : {"/get", "/mget", "/manifest"}) {
+    client_.Script(ReplicaPeer(0, 0), path, Answer::TransportError());
+  }
+  client_.Forget(kRealtimePeer);
+  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "8"},
+                                                                  {"X-Realtime-Archived-Through", "2026-11-30"}};
+  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
+  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
+  for (int ask = 0; ask < 3; ++ask) {
+    const Result<Rows> got = Breakdown();
+    ASSERT_FALSE(got.ok()) << "ask " << ask << ": answered without the days generation 7 lacks";
+    EXPECT_EQ(got.status().reason(), "SHARD_UNAVAILABLE") << got.status().ToString();
+  }
+  client_.Forget(ReplicaPeer(0, 0));
+  ServeFile(client_, ReplicaPeer(0, 0), deployed);
+  for (int ask = 0; ask < 3; ++ask) {
+    const Result<Rows> got = Breakdown();
+    ASSERT_TRUE(got.ok()) << "ask " << ask << ": " << got.status().ToString();
+    EXPECT_EQ(*got, (Rows{{h3, "", 5}, {h3, "US", 5}})) << "ask " << ask;
+  }
+}
+
 // A manifest put right by hand: the same file (generation and crc32) now
 // says another last day. What was kept under the old one is not used: the
 // last day decides which days a query takes from realtime.
