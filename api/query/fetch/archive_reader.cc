@@ -240,8 +240,8 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  const bool lone_timed_out = replicas_[shard].size() == 1 && !response.ok() &&
                                              response.transport.reason() == "TIMEOUT";
                  if (attempts_left <= 1 || lone_timed_out) {
-                   done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {})", shard,
-                                                     reply.status().message())));
+                   done(ShardUnavailable(fmt::format("archive shard {}: no replica answered (last: {}, {})", shard,
+                                                     replica.name, reply.status().message())));
                    return;
                  }
                  ++stats_.archive_failovers;
