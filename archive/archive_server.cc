@@ -126,13 +126,15 @@ void ArchiveServer::CatchUp(std::chrono::seconds retry_after) {
           // put back) while its peers were away would serve that file until
           // a deploy: it asks again, every 5 s doubling to a minute, until
           // a peer answers.
-          if (counters_.catch_up.rfind("not done: ", 0) != 0) spdlog::warn("could not catch up: {}", *unasked);
+          if (!catch_up_warned_) spdlog::warn("could not catch up: {}; asking again", *unasked);
+          catch_up_warned_ = true;
           counters_.catch_up = "not done: " + *unasked + fmt::format("; asking again in {} s", retry_after.count());
           server_.After(retry_after, [this, retry_after] {
             if (!stopping_.load()) CatchUp(std::min(retry_after * 2, std::chrono::seconds(60)));
           });
           return;
         } else if (serving_generation_.load() != before) {
+          if (catch_up_warned_) spdlog::info("caught up: fetched generation {}", serving_generation_.load());
           counters_.catch_up = fmt::format("fetched generation {}", serving_generation_.load());
         } else {
           counters_.catch_up = "up to date";

@@ -110,6 +110,7 @@ class ArchiveServer {
   SortedFilePtr current_;            // null: nothing valid loaded yet
   std::string unavailable_reason_;   // why current_ is null
   ArchiveCounters counters_;
+  bool catch_up_warned_ = false;  // loop thread: "could not catch up" is said once
   std::atomic<int64_t> last_load_ms_{0};  // written by the reload thread
   // Set by a reload of the served path that failed its check, for the
   // Install of that same job (jobs run one at a time).

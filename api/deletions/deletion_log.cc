@@ -35,7 +35,12 @@ Result<std::unique_ptr<DeletionLog>> DeletionLog::Open(std::string dir) {
 Status DeletionLog::Put(Deletion deletion) {
   // One writer at a time from reading the earlier copy to replacing it.
   std::lock_guard write(write_mu_);
-  if (std::optional<Deletion> known = Get(deletion.id)) deletion.KeepProgressOf(*known);
+  if (std::optional<Deletion> known = Get(deletion.id)) {
+    deletion.KeepProgressOf(*known);
+    // A copy of what is stored (a peer's, or a node's start-up sync) costs
+    // no write: two fsyncs per deletion per peer at every start add up.
+    if (deletion.ToJson() == known->ToJson()) return Status::Ok();
+  }
   CLICKATRON_RETURN_IF_ERROR(
       WriteFileAtomically(fmt::format("{}/{}.json", dir_, deletion.id), deletion.ToJson().dump(2) + "\n"));
   std::lock_guard lock(mu_);

@@ -77,7 +77,7 @@ Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonCon
   // A node new to the cluster (or whose data dir was replaced) learns the
   // deletions its peers know before it answers a read; peers that do not
   // answer now are asked again by the runner.
-  service->unsynced_peers_ = service->SyncFromPeers(service->OtherApiNodes(), 2000);
+  service->unsynced_peers_ = service->SyncFromPeers(service->OtherApiNodes(), 1000);
   service->runner_ = std::thread([s = service.get()] { s->RunLoop(); });
   return service;
 }
@@ -170,9 +170,11 @@ void DeletionService::AnswerOnceCut(const HttpExchangePtr& ex, const std::string
     if (d->cuts.empty() && !data.contains("waiting")) {
       // No step has failed yet: a member is slow to answer (a hung one
       // times out after some seconds, then `waiting` names it).
-      data["waiting"] =
-          "CUT_PENDING: the deletion's cut is not taken yet (a member is slow to answer); an increment "
-          "acknowledged before GET /delete/ID says realtime done may be deleted with the rest";
+      data["waiting"] = fmt::format(
+          "CUT_PENDING: the deletion's cut is not taken yet (its owner {} is still asking the members, one of them "
+          "slow to answer); an increment acknowledged before GET /delete/ID says realtime done may be deleted with "
+          "the rest",
+          d->owner);
     }
     const nlohmann::json envelope = {{"status_code", 202}, {"status_txt", "ACCEPTED"}, {"data", std::move(data)}};
     ex->Reply(202, envelope.dump() + "\n", "application/json");
@@ -180,11 +182,20 @@ void DeletionService::AnswerOnceCut(const HttpExchangePtr& ex, const std::string
   {
     std::lock_guard lock(mu_);
     std::optional<Deletion> d = log_->Get(id);
-    // Checked under mu_, which the runner takes after writing the cut to
-    // call NotifyCut: a cut written after this look finds the waiter.
+    // Checked under mu_, which every writer of a cut takes after writing it
+    // to call NotifyCut: a cut written after this look finds the waiter.
     if (d && d->cuts.empty()) {
-      cut_waiters_[id].push_back(answer);
-      server_->After(kCutWait, answer);
+      const uint64_t token = ++cut_waiter_tokens_;
+      cut_waiters_[id].emplace_back(token, answer);
+      server_->After(kCutWait, [this, id, token, answer] {
+        answer();
+        // No cut yet: the waiter goes (a retry adds its own).
+        std::lock_guard forget(mu_);
+        auto it = cut_waiters_.find(id);
+        if (it == cut_waiters_.end()) return;
+        std::erase_if(it->second, [token](const auto& w) { return w.first == token; });
+        if (it->second.empty()) cut_waiters_.erase(it);
+      });
       return;
     }
   }
@@ -192,7 +203,7 @@ void DeletionService::AnswerOnceCut(const HttpExchangePtr& ex, const std::string
 }
 
 void DeletionService::NotifyCut(const std::string& id) {
-  std::vector<std::function<void()>> waiters;
+  std::vector<std::pair<uint64_t, std::function<void()>>> waiters;
   {
     std::lock_guard lock(mu_);
     auto it = cut_waiters_.find(id);
@@ -200,17 +211,17 @@ void DeletionService::NotifyCut(const std::string& id) {
     waiters = std::move(it->second);
     cut_waiters_.erase(it);
   }
-  for (auto& w : waiters) server_->RunInLoop(std::move(w));
+  for (auto& w : waiters) server_->RunInLoop(std::move(w.second));
 }
 
 void DeletionService::AnswerCutWaitersNow() {
-  std::map<std::string, std::vector<std::function<void()>>> all;
+  std::map<std::string, std::vector<std::pair<uint64_t, std::function<void()>>>> all;
   {
     std::lock_guard lock(mu_);
     all.swap(cut_waiters_);
   }
   for (auto& [id, waiters] : all) {
-    for (auto& w : waiters) w();
+    for (auto& w : waiters) w.second();
   }
 }
 
@@ -228,6 +239,10 @@ std::vector<const MemberConfig*> DeletionService::SyncFromPeers(std::vector<cons
   if (peers.empty()) return failed;
   BlockingHttpClient client(ctx_.cluster);
   for (const MemberConfig* api : peers) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return peers;
+    }
     std::string answer;
     Status st = Call(client, *api, "GET", "/deletions", "", timeout_ms, &answer);
     const nlohmann::json j = st.ok() ? nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false)
@@ -243,7 +258,10 @@ std::vector<const MemberConfig*> DeletionService::SyncFromPeers(std::vector<cons
         break;
       }
       // A copy of what this node knows already changes nothing (DeletionLog::Put).
+      const bool cut = !d->cuts.empty();
+      const std::string id = d->id;
       if (st = log_->Put(std::move(d).value()); !st.ok()) break;
+      if (cut) NotifyCut(id);
     }
     if (!st.ok()) {
       spdlog::warn("deletions: could not learn {}'s deletions yet ({}); asking again every second", api->name,
@@ -283,6 +301,8 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
     ex->ReplyError(st);
     return;
   }
+  // A retry of the POST taken by this node, not the owner, waits for it.
+  if (!incoming->cuts.empty()) NotifyCut(incoming->id);
   // The realtime members this node's cluster file names: the owner checks
   // that its own file names them all before it installs tombstones.
   nlohmann::json realtime = nlohmann::json::array();

@@ -110,7 +110,8 @@ class DeletionService {
   std::map<std::string, std::string> waiting_;  // under mu_: why an owned deletion's last step failed
   // Under mu_: by deletion id, the answers of POST /delete requests waiting
   // for its cut (each run on the loop).
-  std::map<std::string, std::vector<std::function<void()>>> cut_waiters_;
+  std::map<std::string, std::vector<std::pair<uint64_t, std::function<void()>>>> cut_waiters_;
+  uint64_t cut_waiter_tokens_ = 0;  // under mu_: names each waiter, for its timer to remove it
   HttpServer* server_ = nullptr;  // the loop the routes run on
   // Runner thread (Create before it starts): peers whose deletions this
   // node has not learnt yet.

@@ -61,9 +61,8 @@ Result<bool> QueryGather::ArchiveHoldsHandedOverDays(Attempt& job, std::function
   const std::pair<int, size_t> replica{job.session->shard, job.archive_total.replica};
   if (!job.handover_reread) {
     job.handover_reread = true;
-    job.behind_replica = replica;
+    job.behind_replica = replica;  // BeginAttempt points the re-read elsewhere
     ++stats_.handover_rereads;
-    archive_.Avoid(replica.first, replica.second);
     // By the deployed generation's shard count: the answer may be a dropped
     // shard's, routed by the count before a re-partition.
     archive_.RouteByDeployed(std::move(run_again));
@@ -171,6 +170,11 @@ std::shared_ptr<const DecodedColumns> QueryGather::ColumnsOf(const ArchiveReader
 
 void QueryGather::BeginAttempt(Attempt& job) {
   job.session = archive_.Begin(job.total_key);
+  if (job.behind_replica && job.behind_replica->first == job.session->shard) {
+    // A re-read of an answer that lacked a handed-over day: from another
+    // replica, so that the same one answers again only if the others fail.
+    archive_.StartAwayFrom(*job.session, job.behind_replica->second);
+  }
   job.skip_epoch = realtime_.skip_epoch();
   job.archive_total = ArchiveReply{};
   job.realtime_missing = Status::Ok();

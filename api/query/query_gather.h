@@ -194,9 +194,9 @@ class QueryGather {
   // realtime may have cleared them) and is of the deployed generation or a
   // newer one. Otherwise the answer came from a file older than the
   // deployed one (kept, or sent just before a deploy): the
-  // first time, it notes the replica that answered, keeps reads off it for
-  // a while, calls run_again (the next read takes no kept answer of such a
-  // file: another replica is asked) and returns false. An answer asked
+  // first time, it notes the replica that answered, calls run_again (the
+  // next read takes no kept answer of such a file, and starts at another
+  // replica of the shard) and returns false. An answer asked
   // again that still lacks the day, from another replica or from a shard
   // with one replica, is the archive's own (a rollback to an older
   // generation): the gather goes on with it (true). From the same replica

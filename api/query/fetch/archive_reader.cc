@@ -61,10 +61,12 @@ size_t ArchiveReader::PickFrom(int shard, size_t first) const {
   return first % replicas.size();  // all penalised: try anyway, in turn
 }
 
-void ArchiveReader::Avoid(int shard, size_t replica) {
-  if (shard < 0 || static_cast<size_t>(shard) >= replicas_.size()) return;
-  auto& replicas = replicas_[static_cast<size_t>(shard)];
-  if (replica < replicas.size()) replicas[replica].down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
+void ArchiveReader::StartAwayFrom(Session& session, size_t replica) const {
+  if (session.shard < 0 || static_cast<size_t>(session.shard) >= replicas_.size()) return;
+  const size_t n = replicas_[static_cast<size_t>(session.shard)].size();
+  if (n < 2) return;
+  const size_t next = PickFrom(session.shard, replica + 1);
+  session.replica = next != replica % n ? next : (replica + 1) % n;
 }
 
 int ArchiveReader::ShardCount() const { return routing_shards_ > 0 ? routing_shards_ : config_shards_; }

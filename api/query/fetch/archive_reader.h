@@ -155,9 +155,11 @@ class ArchiveReader {
     return shard < replicas_.size() && replica < replicas_[shard].size() ? replicas_[shard][replica].name : "";
   }
 
-  // Keeps reads off replica `replica` of `shard` for the penalty (a failed
-  // replica's): it answered from an older file than the others serve.
-  void Avoid(int shard, size_t replica);
+  // Points `session` at another replica of its shard than `replica` (the
+  // next one that is not down; when all are, the next in turn), when the
+  // shard has more than one: a re-read that must not take the answer of
+  // `replica` again unless the others fail.
+  void StartAwayFrom(Session& session, size_t replica) const;
 
   // True when an answer of `view` lacks a day realtime has handed over to
   // the archive (KnownGeneration::Behind), or is of an older generation than

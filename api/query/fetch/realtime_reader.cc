@@ -116,6 +116,12 @@ void RealtimeReader::SkipDaysThrough(int64_t day) {
 
 void RealtimeReader::SkipNoMoreThan(const std::optional<int64_t>& last_day) {
   if (!skip_through_ || (last_day && *last_day >= *skip_through_)) return;
+  // During a deploy, answers ending on the old and the new last day
+  // alternate for a few seconds: lowering at each would make every query in
+  // flight read again (a new epoch), where only the lagging ones need to.
+  const auto now = std::chrono::steady_clock::now();
+  if (skip_lowered_at_ && now - *skip_lowered_at_ < kSkipLowerEvery) return;
+  skip_lowered_at_ = now;
   skip_through_ = last_day;
   ++skip_epoch_;
 }

@@ -68,7 +68,8 @@ class RealtimeReader {
   // Lowers it to `last_day` (nullopt: skip nothing), for an archive answer
   // that ends before it: a rollback, a manifest put right. Without this a
   // node would read realtime twice for every query until it restarted.
-  // Each lowering starts a new skip epoch.
+  // Each lowering starts a new skip epoch; at most one every
+  // kSkipLowerEvery.
   void SkipNoMoreThan(const std::optional<int64_t>& last_day);
   std::optional<int64_t> skip_through() const { return skip_through_; }
   // Counts the lowerings: while it is unchanged the skip only grew, so a
@@ -106,6 +107,8 @@ class RealtimeReader {
   std::vector<std::unique_ptr<Coalescer<std::string>>> uniting_coalescers_;  // the same, for unite=day
   std::optional<int64_t> skip_through_;
   uint64_t skip_epoch_ = 0;
+  static constexpr std::chrono::seconds kSkipLowerEvery{10};
+  std::optional<std::chrono::steady_clock::time_point> skip_lowered_at_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -304,10 +304,36 @@ TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
   }
   client_.Forget(ReplicaPeer(0, 0));
   ServeFile(client_, ReplicaPeer(0, 0), deployed);
+  KeepAnswers(0);  // readers anew: the failed replica's penalty (an hour here) has run out
   for (int ask = 0; ask < 3; ++ask) {
     const Result<Rows> got = Breakdown();
     ASSERT_TRUE(got.ok()) << "ask " << ask << ": " << got.status().ToString();
     EXPECT_EQ(*got, (Rows{{h3, "", 5}, {h3, "US", 5}})) << "ask " << ask;
+  }
+}
+
+// A rollback: every replica of the shard serves generation 7 again,
+// realtime still names 8 (until the next build). Each query reads twice
+// (the second time from the other replica) and answers the archive as it
+// is, query after query: no replica is taken for one that lags.
+TEST_F(QueryGatherTest, ARollbackOnEveryReplicaIsServedAsTheArchive) {
+  cluster_ = ArchiveCluster(1, 2);
+  AddRealtimeShard(cluster_, 0, kRealtimePeer);
+  KeepAnswers(0);
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  auto rolled_back = std::make_shared<ServedFileState>();
+  rolled_back->records = Records({{h3, {{"US", 2}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), rolled_back);
+  ServeFile(client_, ReplicaPeer(0, 1), rolled_back);
+  client_.Forget(kRealtimePeer);
+  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "8"},
+                                                                  {"X-Realtime-Archived-Through", "2026-11-30"}};
+  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
+  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
+  for (int ask = 0; ask < 6; ++ask) {
+    const Result<Rows> got = Breakdown();
+    ASSERT_TRUE(got.ok()) << "ask " << ask << ": " << got.status().ToString();
+    EXPECT_EQ(*got, (Rows{{h3, "", 2}, {h3, "US", 2}})) << "ask " << ask;
   }
 }
 
