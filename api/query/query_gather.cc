@@ -59,16 +59,26 @@ Result<bool> QueryGather::ArchiveHoldsHandedOverDays(Attempt& job, std::function
   const ArchiveView& view = job.archive_total.view;
   if (!archive_.BehindRealtime(view)) return true;
   const std::pair<int, size_t> replica{job.session->shard, job.archive_total.replica};
+  const uint64_t deployed = archive_.DeployedGeneration();
+  if (auto known = rolled_back_.find(replica.first);
+      known != rolled_back_.end() && known->second.view == view && known->second.deployed == deployed) {
+    return true;  // the rollback two replicas showed
+  }
   if (!job.handover_reread) {
     job.handover_reread = true;
     job.behind_replica = replica;  // BeginAttempt points the re-read elsewhere
+    job.behind_view = view;
     ++stats_.handover_rereads;
     // By the deployed generation's shard count: the answer may be a dropped
     // shard's, routed by the count before a re-partition.
     archive_.RouteByDeployed(std::move(run_again));
     return false;
   }
-  if (job.behind_replica != replica || archive_.Replicas(static_cast<size_t>(replica.first)) <= 1) return true;
+  if (job.behind_replica != replica) {
+    if (job.behind_view == view) rolled_back_[replica.first] = RolledBack{view, deployed};
+    return true;
+  }
+  if (archive_.Replicas(static_cast<size_t>(replica.first)) <= 1) return true;
   return ShardUnavailable(fmt::format(
       "archive replica {} of shard {} serves generation {}, older than the generation realtime says is deployed, "
       "and no other replica of the shard answered",

@@ -167,6 +167,7 @@ class QueryGather {
     bool handover_reread = false;  // run again once: the archive answer lacked a handed-over day
     // The (shard, replica) whose answer lacked it.
     std::optional<std::pair<int, size_t>> behind_replica;
+    ArchiveView behind_view;  // what that answer said of its file
     bool all_days = false;  // realtime read without skipping (MustReadAllDays)
     uint64_t skip_epoch = 0;  // the realtime reader's when the attempt began
   };
@@ -267,6 +268,16 @@ class QueryGather {
   LookupCache& lookups_;
   ReadStats& stats_;
   const DeletionLog* deletions_;  // null: a node without deletions (tests)
+  // By archive shard: a file older than the deployed generation that two
+  // of its replicas served (a rollback of the archive, not one replica
+  // restored from a backup), and the deployed generation when it was seen.
+  // Answers of that file are taken without reading them again, and without
+  // needing both replicas up, until a newer generation is deployed.
+  struct RolledBack {
+    ArchiveView view;
+    uint64_t deployed = 0;
+  };
+  std::map<int, RolledBack> rolled_back_;
 };
 
 }  // namespace clickatron::api

@@ -165,6 +165,8 @@ class ArchiveReader {
   // the archive (KnownGeneration::Behind), or is of an older generation than
   // realtime says is deployed (a kept answer, or one sent just before a
   // deploy: after a restatement, the same days with other counts).
+  // The generation realtime says is deployed (0: none said yet).
+  uint64_t DeployedGeneration() const { return known_generation_->deployed(); }
   bool BehindRealtime(const ArchiveView& view) const {
     return known_generation_->Behind(view.last_day) ||
            (view.generation != 0 && view.generation < known_generation_->deployed());
