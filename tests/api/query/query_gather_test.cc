@@ -125,6 +125,19 @@ class QueryGatherTest : public ::testing::Test {
 
   // A replica serving `us` clicks from the US in `hour`, read once by a
   // breakdown (what the node keeps, with KeepAnswers).
+  // Shard 0 with two replicas (each test says what they serve); realtime
+  // holds nothing and says generation 8 is deployed, through 2026-11-30.
+  void TwoReplicasWhileRealtimeSaysEightIsDeployed() {
+    cluster_ = ArchiveCluster(1, 2);
+    AddRealtimeShard(cluster_, 0, kRealtimePeer);
+    KeepAnswers(0);
+    client_.Forget(kRealtimePeer);
+    const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "8"},
+                                                                    {"X-Realtime-Archived-Through", "2026-11-30"}};
+    client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
+    client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
+  }
+
   std::shared_ptr<ServedFileState> ServeAndReadOneHour(int64_t hour, int64_t us) {
     auto file = std::make_shared<ServedFileState>();
     file->records = Records({{hour, {{"US", us}}}});
@@ -277,9 +290,7 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
 // rollback of the archive (the other replica has 8), so 503, not an answer
 // without the days 7 lacks. Once replica 0 answers, reads are exact.
 TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
-  cluster_ = ArchiveCluster(1, 2);
-  AddRealtimeShard(cluster_, 0, kRealtimePeer);
-  KeepAnswers(0);
+  TwoReplicasWhileRealtimeSaysEightIsDeployed();
   const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
   auto deployed = std::make_shared<ServedFileState>();
   deployed->generation = 8;
@@ -292,11 +303,6 @@ TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
   for (const char* path : {"/get", "/mget", "/manifest"}) {
     client_.Script(ReplicaPeer(0, 0), path, Answer::TransportError());
   }
-  client_.Forget(kRealtimePeer);
-  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "8"},
-                                                                  {"X-Realtime-Archived-Through", "2026-11-30"}};
-  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
-  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
   for (int ask = 0; ask < 3; ++ask) {
     const Result<Rows> got = Breakdown();
     ASSERT_FALSE(got.ok()) << "ask " << ask << ": answered without the days generation 7 lacks";
@@ -317,19 +323,12 @@ TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
 // (the second time from the other replica) and answers the archive as it
 // is, query after query: no replica is taken for one that lags.
 TEST_F(QueryGatherTest, ARollbackOnEveryReplicaIsServedAsTheArchive) {
-  cluster_ = ArchiveCluster(1, 2);
-  AddRealtimeShard(cluster_, 0, kRealtimePeer);
-  KeepAnswers(0);
+  TwoReplicasWhileRealtimeSaysEightIsDeployed();
   const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
   auto rolled_back = std::make_shared<ServedFileState>();
   rolled_back->records = Records({{h3, {{"US", 2}}}});
   ServeFile(client_, ReplicaPeer(0, 0), rolled_back);
   ServeFile(client_, ReplicaPeer(0, 1), rolled_back);
-  client_.Forget(kRealtimePeer);
-  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archive-Generation", "8"},
-                                                                  {"X-Realtime-Archived-Through", "2026-11-30"}};
-  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
-  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
   for (int ask = 0; ask < 6; ++ask) {
     const Result<Rows> got = Breakdown();
     ASSERT_TRUE(got.ok()) << "ask " << ask << ": " << got.status().ToString();
