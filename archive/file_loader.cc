@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <ctime>
 #include <utility>
 
+#include "clickatron/clock.h"
 #include "clickatron/manifest.h"
 #include "clickatron/ymdh.h"
 
@@ -66,7 +66,7 @@ Result<SortedFilePtr> LoadSortedFile(const LoadOptions& options) {
   }
   if (options.refuse_last_day_from_today && !manifest->last_day.empty()) {
     const Result<int64_t> last_day = ParseDate(manifest->last_day);
-    const int64_t today = FloorDiv(static_cast<int64_t>(std::time(nullptr)), kSecondsPerDay);
+    const int64_t today = SystemClock::Instance().TodayUtc();
     if (!last_day.ok() || *last_day >= today) {
       return Status(StatusCode::kCorruption,
                     fmt::format("{} says last_day {}, today or later by this host's clock (UTC {}): a generation "

@@ -208,6 +208,12 @@ bool IsSealedLateFileName(std::string_view name) {
   return true;
 }
 
+bool IsClosedLateFileName(std::string_view name) {
+  constexpr std::string_view kDone = ".done";
+  if (!name.ends_with(kDone)) return IsSealedLateFileName(name);
+  return IsSealedLateFileName(std::string(name.substr(0, name.size() - kDone.size())) + ".sealed");
+}
+
 std::string OplogCleanStopPath(const std::string& oplog_dir) { return oplog_dir + "/clean-stop"; }
 
 std::string FormatOplogCleanStop(const OplogCleanStop& note) {

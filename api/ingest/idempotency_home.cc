@@ -64,7 +64,7 @@ void IdempotencyHome::Relay(const HttpExchangePtr& ex, WriteDoor door, const Hos
       spdlog::warn("idempotency home {} did not answer a relayed request: {}", where, r.transport.message());
       if (ex->alive()) {
         ex->AddHeader("Retry-After", "1");
-        ReplyRefused(*ex, door, 503, "IDEMPOTENCY_HOME_DOWN",
+        ex->ReplyError(503, "IDEMPOTENCY_HOME_DOWN",
                      fmt::format("this Idempotency-Key's home API node {} did not answer ({}); nothing was "
                                  "counted here: retry later with the same key",
                                  where, r.transport.message()));

@@ -30,14 +30,6 @@ void ReplyTaken(HttpExchange& ex, WriteDoor door, uint64_t increments, bool repl
   ex.ReplyJson({{"increments", increments}});
 }
 
-void ReplyRefused(HttpExchange& ex, WriteDoor door, int status, std::string_view reason, std::string_view message) {
-  if (door == WriteDoor::kIncr) {
-    ex.ReplyError(status, reason, message);
-    return;
-  }
-  ex.Reply(status, InfluxErrorBody(status, reason, message), "application/json");
-}
-
 std::string InfluxErrorBody(int status, std::string_view reason, std::string_view message) {
   const nlohmann::json body = {{"code", InfluxCode(status)}, {"message", fmt::format("{}: {}", reason, message)}};
   return body.dump();

@@ -19,15 +19,12 @@ enum class WriteDoor { kIncr, kInflux };
 // request with its Idempotency-Key).
 void ReplyTaken(HttpExchange& ex, WriteDoor door, uint64_t increments, bool replayed);
 
-// The request was refused; nothing of it was taken. `reason` is Clickatron's
-// (OVERLOADED, INVALID_TS, …): the Influx door puts it before the message.
-void ReplyRefused(HttpExchange& ex, WriteDoor door, int status, std::string_view reason, std::string_view message);
-
 // An Influx door's error body: {"code": Influx's code, "message": "REASON: message"}.
 std::string InfluxErrorBody(int status, std::string_view reason, std::string_view message);
-// Registers it as /api/v2/write's and /write's refusal body (SetRefusalBody),
-// so that what the HTTP server refuses before the door's handler (an
-// oversized body) is answered in the shape Influx clients parse too.
+// Registers it as /api/v2/write's and /write's error body (SetRefusalBody):
+// every error answered on them (HttpExchange::ReplyError), the door's own
+// refusals and what the HTTP server refuses before the handler (an oversized
+// body, a stop), is in the shape Influx clients parse.
 void RegisterInfluxRefusalBodies();
 
 }  // namespace clickatron::api

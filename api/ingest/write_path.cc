@@ -401,7 +401,7 @@ void WritePathImpl::ResumeParked() {
         ++rejected_overloaded_;
         AbortKeyed(p.key);
         p.ex->AddHeader("Retry-After", "1");
-        ReplyRefused(*p.ex, p.door, 503, "OVERLOADED",
+        p.ex->ReplyError(503, "OVERLOADED",
                      fmt::format("realtime shards stayed above {} lines waiting for {} ms; nothing of this "
                                      "request was taken; retry later",
                                      ctx_.cluster.api.queue_wait_increments, ctx_.cluster.api.queue_wait_ms));
@@ -425,13 +425,13 @@ bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::o
       ReplyTaken(*ex, door, found.increments, /*replayed=*/true);
       return false;
     case IdempotencyTable::Verdict::kReused:
-      ReplyRefused(*ex, door, 422, "IDEMPOTENCY_KEY_REUSED",
+      ex->ReplyError(422, "IDEMPOTENCY_KEY_REUSED",
                    "this Idempotency-Key was used for another request (method, query or body differ); nothing "
                    "was counted");
       return false;
     case IdempotencyTable::Verdict::kInFlight:
       ex->AddHeader("Retry-After", "1");
-      ReplyRefused(*ex, door, 409, "IDEMPOTENCY_KEY_IN_FLIGHT",
+      ex->ReplyError(409, "IDEMPOTENCY_KEY_IN_FLIGHT",
                    "the first request with this Idempotency-Key is still being made durable; nothing was counted "
                    "now: retry to get its answer");
       return false;
@@ -449,7 +449,7 @@ bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std
     // set the header itself, which would have the key remembered here as
     // well as at its home, and a retry there counted again.
     ++rejected_invalid_;
-    ReplyRefused(*ex, door, 421, "NOT_THE_KEYS_HOME",
+    ex->ReplyError(421, "NOT_THE_KEYS_HOME",
                  fmt::format("this request says it was relayed to its Idempotency-Key's home, but the key's home is "
                              "{} (the API nodes' cluster files differ, or {} was sent by a client); nothing was "
                              "counted",
@@ -534,14 +534,14 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
   if (door == WriteDoor::kInflux) ++influx_requests_;
   if (oplog_->failed()) {
     ex->AddHeader("Retry-After", "60");
-    ReplyRefused(*ex, door, 503, "OPLOG_FAILED",
+    ex->ReplyError(503, "OPLOG_FAILED",
                  "the oplog could not be synced to disk; this API node takes no increments");
     return;
   }
   Result<std::optional<std::string>> idempotency_key = ReadIdempotencyKey(*ex);
   if (!idempotency_key.ok()) {
     ++rejected_invalid_;
-    ReplyRefused(*ex, door, 400, idempotency_key.status().reason(), idempotency_key.status().message());
+    ex->ReplyError(400, idempotency_key.status().reason(), idempotency_key.status().message());
     return;
   }
   // The home answers in the door's own shape.
@@ -585,7 +585,7 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
       if (stop_drained_) {
         AbortKeyed(key);
         ex->AddHeader("Retry-After", "1");
-        ReplyRefused(*ex, door, 503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
+        ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
         NotifyIfDrained();
         return;
       }
@@ -601,7 +601,7 @@ void WritePathImpl::Parsed(const HttpExchangePtr& ex, WriteDoor door, const Stat
     const bool too_large = st.reason() == "BODY_TOO_LARGE" || st.reason() == "TOO_MANY_RECORDS";
     ++(too_large ? rejected_too_large_ : rejected_invalid_);
     AbortKeyed(key);
-    ReplyRefused(*ex, door, too_large ? 413 : 400, st.reason(), st.message());
+    ex->ReplyError(too_large ? 413 : 400, st.reason(), st.message());
     return;
   }
   if (increments == 0) {
@@ -645,7 +645,7 @@ void WritePathImpl::Admit(const HttpExchangePtr& ex, WriteDoor door, std::vector
       ++rejected_overloaded_;
       AbortKeyed(key);
       ex->AddHeader("Retry-After", "1");
-      ReplyRefused(*ex, door, 503, "OVERLOADED",
+      ex->ReplyError(503, "OVERLOADED",
                    fmt::format("realtime shard {} has {} lines waiting (limit {}); retry later", s, queued,
                                max_queued));
       return;
@@ -793,7 +793,7 @@ void WritePathImpl::OnCommitted(const std::vector<BatchPtr>& batches, const std:
       if (st.reason() != "OPLOG_FAILED") AbortKeyed(w.key);
       if (!w.ex->alive()) continue;
       w.ex->AddHeader("Retry-After", node_failed ? "60" : "1");
-      ReplyRefused(*w.ex, w.door, 503, node_failed ? st.reason() : "OPLOG_UNAVAILABLE",
+      w.ex->ReplyError(503, node_failed ? st.reason() : "OPLOG_UNAVAILABLE",
                    "the oplog could not take these increments: " + st.message());
     }
   }
@@ -813,7 +813,7 @@ void WritePathImpl::DrainForStop(std::function<void()> drained) {
   parked_.RefuseAll([this](Parked& p) {
     AbortKeyed(p.key);
     p.ex->AddHeader("Retry-After", "1");
-    ReplyRefused(*p.ex, p.door, 503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
+    p.ex->ReplyError(503, "STOPPING", "the API node is stopping; nothing of this request was taken; retry");
   });
   stop_drained_ = std::move(drained);
   Flush(true);

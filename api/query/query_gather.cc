@@ -232,10 +232,7 @@ void QueryGather::RunTotal(std::shared_ptr<TotalJob> state) {
 
 void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive_total.view;
-  const Result<bool> holds = ArchiveHoldsHandedOverDays(*state, [this, state] { RunTotal(state); });
-  if (!holds.ok()) return state->done(holds.status());
-  if (!*holds) return;
-  if (MustReadAllDays(view, *state)) return RunTotal(state);
+  if (!FirstAnswersUsable(state, &QueryGather::RunTotal)) return;
   TotalData data;
   data.archive = view;
   data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, data.archive.file_crc32,

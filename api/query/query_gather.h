@@ -208,6 +208,21 @@ class QueryGather {
   // `run_again` may run later (after shard 0 is asked which count the
   // deployed generation is cut into): it must own what it uses.
   Result<bool> ArchiveHoldsHandedOverDays(Attempt& job, std::function<void()> run_again);
+  // Both checks of a gather's first answers, as every Finish* makes them:
+  // true when `job` goes on with them; false when it was run again (`run`)
+  // or failed (its `done` called).
+  template <typename Job>
+  bool FirstAnswersUsable(const std::shared_ptr<Job>& job, void (QueryGather::*run)(std::shared_ptr<Job>)) {
+    const Result<bool> holds = ArchiveHoldsHandedOverDays(*job, [this, job, run] { (this->*run)(job); });
+    if (!holds.ok()) {
+      job->done(holds.status());
+      return false;
+    }
+    if (!*holds) return false;
+    if (!MustReadAllDays(job->archive_total.view, *job)) return true;
+    (this->*run)(job);
+    return false;
+  }
   void RunTotal(std::shared_ptr<TotalJob> job);
   void FinishTotal(std::shared_ptr<TotalJob> job);
   static constexpr int kMaxGenerationAttempts = 3;

@@ -95,6 +95,9 @@ bool ParseLateFileName(std::string_view name, int64_t* created_unix, bool* seale
 // endpoints take and the rebuild accepts from them (no path, no sign, nothing
 // after the extension).
 bool IsSealedLateFileName(std::string_view name);
+// A late-data file closed whole: sealed, or sealed and then folded by the
+// rebuild ("late-<digits>.done").
+bool IsClosedLateFileName(std::string_view name);
 
 // The API's note that it stopped cleanly, its newest segment whole at
 // `bytes` (DIR/clean-stop: {"segment": ID, "bytes": N}; api/ingest/oplog.h

@@ -175,7 +175,7 @@ Status Verify(const std::vector<std::string>& paths) {
         continue;
       }
       const std::string name = std::filesystem::path(f).filename().string();
-      if (s->torn && (IsSealedLateFileName(name) || (name.starts_with("late-") && name.ends_with(".done")))) {
+      if (s->torn && IsClosedLateFileName(name)) {
         // A sealed late-data file was closed whole: the API refuses to start on this.
         ++bad;
         PrintLine(fmt::format("CORRUPT {}: a sealed late-data file, but its frames check only up to byte {}", f,

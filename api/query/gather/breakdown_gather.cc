@@ -175,10 +175,7 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
 
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
-  const Result<bool> holds = ArchiveHoldsHandedOverDays(*job, [this, job] { RunBreakdown(job); });
-  if (!holds.ok()) return job->done(holds.status());
-  if (!*holds) return;
-  if (MustReadAllDays(view, *job)) return RunBreakdown(job);
+  if (!FirstAnswersUsable(job, &QueryGather::RunBreakdown)) return;
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived,
                                   HourSpan{job->begin_ts, job->end_ts});

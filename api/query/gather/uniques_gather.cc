@@ -90,10 +90,7 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
-  const Result<bool> holds = ArchiveHoldsHandedOverDays(*job, [this, job] { RunUniques(job); });
-  if (!holds.ok()) return job->done(holds.status());
-  if (!*holds) return;
-  if (MustReadAllDays(view, *job)) return RunUniques(job);
+  if (!FirstAnswersUsable(job, &QueryGather::RunUniques)) return;
   HourlyCounts archived;
   if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
       !st.ok()) {

@@ -17,11 +17,15 @@ constexpr int64_t kWeekSeconds = 7 * kSecondsPerDay;
 
 int64_t MonthStartDays(int year, int month) { return DaysFromCivil({year, month, 1}); }
 
-Status WindowTooLarge(int64_t hours, int64_t max_hours) {
+// `spans`: what the window covers, "the window spans N hours".
+Status WindowTooLarge(std::string_view spans, int64_t max_hours) {
   return Status::InvalidArgument(
-      fmt::format("the window spans {} hours, more than the {} hours a query may cover (api.max_query_hours)",
-                  hours, max_hours),
+      fmt::format("{}, more than the {} hours a query may cover (api.max_query_hours)", spans, max_hours),
       "WINDOW_TOO_LARGE");
+}
+
+Status WindowTooLarge(int64_t hours, int64_t max_hours) {
+  return WindowTooLarge(fmt::format("the window spans {} hours", hours), max_hours);
 }
 
 Status SumOverflow() { return Status::OutOfRange("a sum of clicks overflows a 64-bit counter"); }
@@ -93,11 +97,8 @@ Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t refer
                                       int64_t max_hours) {
   // Every unit is at least an hour: refuse before building anything huge.
   if (units > max_hours) {
-    return Status::InvalidArgument(
-        fmt::format("{} units of a {} are at least {} hours, more than the {} hours a query may cover "
-                    "(api.max_query_hours)",
-                    units, UnitName(unit), units, max_hours),
-        "WINDOW_TOO_LARGE");
+    return WindowTooLarge(fmt::format("{} units of a {} are at least {} hours", units, UnitName(unit), units),
+                          max_hours);
   }
   const int64_t shift = offset_hours * kSecondsPerHour;
   const int64_t last = UnitStartLocal(unit, reference_ts + shift);
