@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "clickatron/clock.h"
 #include "clickatron/daemon.h"
@@ -93,6 +95,9 @@ class RealtimeServer {
   // Deletes `t`'s records from every day's store (on tombstone_worker_: a
   // scan of every record of each day, which must not stall the loop).
   Result<uint64_t> DeleteTombstoneRecords(const Tombstone& t);
+  // Answers every request waiting on tombstone `id`'s deletion run with
+  // `answer` (a status, or the records it deleted) and ends the run.
+  void AnswerTombstoneRun(const std::string& id, uint64_t epoch, const Result<uint64_t>& answer);
 
   nlohmann::json RingJson() const;
   nlohmann::json StatsJson() const;
@@ -117,6 +122,12 @@ class RealtimeServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Ring> ring_;
   std::unique_ptr<Tombstones> tombstones_;
+  // Tombstone id -> the requests waiting on its deletion run (loop thread).
+  // One run at a time per id: an install retried while a run is out joins
+  // it, for a second run queued behind the first would scan again after the
+  // API had the answer and sent the cut, and delete records acknowledged
+  // after the deletion.
+  std::map<std::string, std::vector<HttpExchangePtr>, std::less<>> tombstone_runs_;
   // Declared last, so destroyed (joined) first, while the loop's server exists.
   std::unique_ptr<SerialExecutor> tombstone_worker_;
 };

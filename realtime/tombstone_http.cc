@@ -67,36 +67,60 @@ void RealtimeServer::HandleTombstone(const HttpExchangePtr& ex) {
     ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", 0}});
     return;
   }
+  // A run for this id is out (a retry after the API's request timed out):
+  // this request waits for its answer.
+  if (auto run = tombstone_runs_.find(id); run != tombstone_runs_.end()) {
+    run->second.push_back(ex);
+    return;
+  }
+  tombstone_runs_[id].push_back(ex);
   // From here no batch adds a record it matches; what the in-memory tables
   // hold of them goes to the stores with the next checkpoint, and is deleted there.
-  ring_->checkpointer().WhenPersisted([this, ex, id, epoch](Status persisted) {
+  ring_->checkpointer().WhenPersisted([this, id, epoch](Status persisted) {
     if (!persisted.ok()) {
-      ex->ReplyError(503, "CHECKPOINT_FAILED",
-                     fmt::format("the records in memory could not be persisted ({}); retry", persisted.message()));
+      AnswerTombstoneRun(id, epoch,
+                         Status::Unavailable(fmt::format("the records in memory could not be persisted ({}); retry",
+                                                         persisted.message()),
+                                             "CHECKPOINT_FAILED"));
       return;
     }
     const Tombstone* t = tombstones_->Find(id);
     if (t == nullptr) {
-      ex->ReplyError(404, "NOT_FOUND", fmt::format("tombstone {} is gone", id));
+      AnswerTombstoneRun(id, epoch, Status::NotFound(fmt::format("tombstone {} is gone", id)));
       return;
     }
     // A copy: the set may change on the loop while the worker scans.
-    tombstone_worker_->Post([this, ex, copy = *t, epoch] {
+    tombstone_worker_->Post([this, copy = *t, epoch] {
       Result<uint64_t> deleted = DeleteTombstoneRecords(copy);
-      http_->RunInLoop([this, ex, id = copy.id, epoch, deleted] {
-        Status st = deleted.status();
-        if (st.ok()) st = tombstones_->MarkDeleted(id);
-        if (!st.ok()) {
-          spdlog::error("tombstone {}: {}", id, st.ToString());
-          ex->ReplyError(st);
-          return;
+      http_->RunInLoop([this, id = copy.id, epoch, deleted] {
+        Result<uint64_t> answer = deleted;
+        if (answer.ok()) {
+          if (Status marked = tombstones_->MarkDeleted(id); !marked.ok()) answer = marked;
         }
-        counters_.tombstone_deleted_records += *deleted;
-        spdlog::info("tombstone {}: {} stored records deleted", id, *deleted);
-        ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", *deleted}});
+        if (!answer.ok()) {
+          spdlog::error("tombstone {}: {}", id, answer.status().ToString());
+        } else {
+          counters_.tombstone_deleted_records += *answer;
+          spdlog::info("tombstone {}: {} stored records deleted", id, *answer);
+        }
+        AnswerTombstoneRun(id, epoch, answer);
       });
     });
   });
+}
+
+void RealtimeServer::AnswerTombstoneRun(const std::string& id, uint64_t epoch, const Result<uint64_t>& answer) {
+  auto run = tombstone_runs_.find(id);
+  if (run == tombstone_runs_.end()) return;
+  const std::vector<HttpExchangePtr> waiting = std::move(run->second);
+  tombstone_runs_.erase(run);
+  for (const HttpExchangePtr& ex : waiting) {
+    if (answer.ok()) {
+      ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", *answer}});
+    } else {
+      ex->ReplyError(answer.status());
+    }
+  }
 }
 
 // POST /tombstone/cut, body {"id","cut":{"SOURCE":SEQ,…}}.
@@ -113,6 +137,13 @@ void RealtimeServer::HandleTombstoneCut(const HttpExchangePtr& ex) {
     cut = body->at("cut").get<std::map<std::string, uint64_t>>();
   } catch (const nlohmann::json::exception& e) {
     ex->ReplyError(400, "BAD_CUT", fmt::format("needs an id and a cut of source -> seq: {}", e.what()));
+    return;
+  }
+  // Records a batch above the cut adds must outlive any scan: none is out.
+  if (tombstone_runs_.contains(id)) {
+    ex->AddHeader("Retry-After", "1");
+    ex->ReplyError(503, "TOMBSTONE_DELETING",
+                   fmt::format("tombstone {} is still deleting its records; send the cut once its install answers", id));
     return;
   }
   if (Status st = tombstones_->SetCut(id, std::move(cut)); !st.ok()) {

@@ -132,7 +132,13 @@ Status Tombstones::MarkDeleted(const std::string& id) {
   if (it == nullptr) return Status::NotFound(fmt::format("no tombstone {}", id));
   if (it->deleted) return Status::Ok();
   it->deleted = true;
-  return Persist();
+  // Not written, not done: a retry must not find it done in memory only
+  // (the next start would load it pending again).
+  if (Status st = Persist(); !st.ok()) {
+    it->deleted = false;
+    return st;
+  }
+  return Status::Ok();
 }
 
 Status Tombstones::SetCut(const std::string& id, std::map<std::string, uint64_t> cut) {
@@ -150,7 +156,14 @@ Status Tombstones::SetCut(const std::string& id, std::map<std::string, uint64_t>
     return Status::FailedPrecondition(fmt::format("tombstone {} already has another cut", id), "CUT_CHANGED");
   }
   it->cut = std::move(cut);
-  return Persist();
+  // Not written, not set: a retry of the same cut would find it in memory
+  // and answer 200 with nothing on disk, and a restart would load the
+  // tombstone pending with no cut, refusing its key's batches for good.
+  if (Status st = Persist(); !st.ok()) {
+    it->cut.reset();
+    return st;
+  }
+  return Status::Ok();
 }
 
 Status Tombstones::Retire(const std::map<std::string, uint64_t>& durable) {

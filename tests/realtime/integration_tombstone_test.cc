@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <thread>
+#include <vector>
+
 #include "clickatron/key_codec.h"
 #include "clickatron/ymdh.h"
 #include "daemon_fixture.h"
@@ -118,6 +121,40 @@ TEST_F(TombstoneIntegration, AnExportSaysWhichTombstonesItIsCleanOf) {
   EXPECT_EQ(after.Header("X-Tombstone-Epoch"), "1");
   EXPECT_EQ(after.body.find(victim + ","), std::string::npos) << after.body;
   EXPECT_NE(after.body.find(bystander + ","), std::string::npos) << after.body;
+}
+
+// Installs of one id sent while its first deletion run is out (the API
+// retries a POST /tombstone that timed out, every second) join that run:
+// one scan, and every answer says what it deleted. A run queued behind the
+// first would scan again after the API had an answer and sent the cut,
+// deleting increments acknowledged after the deletion.
+TEST_F(TombstoneIntegration, InstallsRetriedWhileItsRunIsOutJoinThatRun) {
+  // Stored records enough that a run (a scan of every record) takes longer
+  // than sending the installs.
+  constexpr int kBatches = 8, kLines = 25000;
+  uint64_t seq = 0;
+  for (int b = 0; b < kBatches; ++b) {
+    std::string body;
+    for (int i = 0; i < kLines; ++i) body += fmt::format("{},1\n", TotalKey(fmt::format("fill-{}", b * kLines + i), today_, i % 24));
+    int status = 0;
+    const nlohmann::json answer = daemon_.Incr("api-0", ++seq, body, &status);
+    ASSERT_EQ(status, 200) << answer.dump();
+  }
+  const std::string victim = TotalKey("victim", today_, 3), victim_sub = SubtotalKey("c", "victim", "US", today_, 3);
+  ASSERT_EQ(Send("api-0", ++seq, fmt::format("{},5\n{},5\n", victim, victim_sub)), 200);
+
+  constexpr int kInstalls = 4;
+  std::vector<nlohmann::json> answers(kInstalls);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < kInstalls; ++i) senders.emplace_back([&, i] { answers[i] = Install("d1", "victim"); });
+  for (std::thread& t : senders) t.join();
+  for (int i = 0; i < kInstalls; ++i) {
+    EXPECT_EQ(answers[i]["epoch"], 1) << answers[i].dump();
+    EXPECT_EQ(answers[i]["deleted_records"], 2) << "install " << i << " was not answered by the one run: "
+                                                << answers[i].dump();
+  }
+  EXPECT_EQ(Value(victim), "");
+  EXPECT_EQ(Value(TotalKey("fill-7", today_, 7)), "1");
 }
 
 TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCutIsDurable) {
