@@ -598,7 +598,16 @@ Result<GenerationPlan> BuildGeneration(const BuildOptions& options) {
   // goes on with the same inputs and keeps its finished tasks; anything else
   // there is stale.
   std::optional<GenerationInputs> in = GenerationInputs::Read(inputs_path);
-  if (in && in->previous_generation == previous.generation && in->day == options.day &&
+  // One deployed once, on this same previous generation, was rolled back
+  // since (FinishPending finishes any other): its inputs and tasks are the
+  // bad generation's, and its done marks would skip the deploy.
+  const bool rolled_back = FileExists(work.GenDeployed(plan.generation));
+  if (rolled_back) {
+    spdlog::warn("generation {} was deployed before and the archive is back on generation {} (a rollback): "
+                 "building it anew",
+                 plan.generation, previous.generation);
+  }
+  if (in && !rolled_back && in->previous_generation == previous.generation && in->day == options.day &&
       in->archive_shards == cluster.archive_shards && in->sort_tasks == static_cast<int>(options.sort_tasks.size())) {
     spdlog::info("generation {}: continuing the build an earlier run started ({} late files, {} loads)",
                  plan.generation, in->late_files.size(), in->queue_ids.size());

@@ -492,6 +492,47 @@ TEST_F(RebuildIntegration, ALoadNowAfterAFailedBuildDeploysItsOwnDataToo) {
   EXPECT_EQ(ServedGeneration(0), 2);
 }
 
+// Generation 2 (a load --now) rolled back to 1 by restoring 1's files on
+// every replica, as operations.md section 6 does; then a corrected load
+// --now: it builds generation 2 anew from 1 and deploys it. The work dir's
+// gen/2, of the same previous generation and day, was taken for a build to
+// go on with: the bad load's inputs, its deploy skipped as done.
+TEST_F(RebuildIntegration, ALoadNowAfterARollbackBuildsTheGenerationAnew) {
+  Expectation good;
+  std::string out;
+  testing::WriteAll(cluster_ / "first.csv", TwelveKeysOfHistory("first", 0, day_ - 30, &good));
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "first.csv"}, &out), 0) << out;
+  ASSERT_EQ(ServedGeneration(0), 1);
+  // Generation 1's pair of every shard, set aside (what the backup holds).
+  for (int s = 0; s < kShards; ++s) {
+    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
+      std::filesystem::copy_file(path, path + ".gen1");
+    }
+  }
+  Expectation bad = good;
+  testing::WriteAll(cluster_ / "bad.csv", TwelveKeysOfHistory("bad", 0, day_ - 20, &bad));
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "bad.csv"}, &out), 0) << out;
+  ASSERT_EQ(ServedGeneration(0), 2);
+  ExpectArchiveEquals(bad);
+
+  // The rollback.
+  for (int s = 0; s < kShards; ++s) {
+    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
+      ASSERT_EQ(::rename((path + ".gen1").c_str(), path.c_str()), 0) << path;
+    }
+    const HttpResponse reloaded = Admin("POST", archive_ports_[s], "/reload");
+    ASSERT_EQ(reloaded.status_code, 200) << reloaded.body;
+    ASSERT_EQ(ServedGeneration(s), 1);
+  }
+  ExpectArchiveEquals(good);
+
+  testing::WriteAll(cluster_ / "fixed.csv", TwelveKeysOfHistory("fixed", 0, day_ - 20, &good));
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "fixed.csv"}, &out), 0) << out;
+  EXPECT_NE(out.find("(a rollback): building it anew"), std::string::npos) << out;
+  for (int s = 0; s < kShards; ++s) EXPECT_EQ(ServedGeneration(s), 2) << "archive shard " << s;
+  ExpectArchiveEquals(good);
+}
+
 TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   Expectation expect;
   RotateAll(day_);
