@@ -129,9 +129,31 @@ Status PlanRetention(const ClusterConfig& cluster, const ServingArchive& previou
   if (namespaces.empty() || last_day.empty()) return Status::Ok();
   auto day = ParseDate(last_day);
   if (!day.ok()) return day.status();
+  // Namespaces with a restatement queued, folded now or waiting. Their
+  // hours stay where they are until it is folded: `restate` checked its
+  // days against the retention of its day, and a restatement replaces
+  // UTC days, which days rolled up in another zone since would straddle
+  // (one that waits for an API node's late data could otherwise find its
+  // days rolled up by the time it is folded, and cut them in two).
+  std::set<std::string> restated;
+  const WorkDir work(cluster.rebuild.work_dir);
+  auto queued = PendingLoads(work);
+  if (!queued.ok()) return queued.status();
+  for (const std::string& id : *queued) {
+    auto restatement = ReadRestatement(work, id);
+    if (!restatement.ok()) return restatement.status();
+    if (restatement->has_value()) restated.insert((*restatement)->rule.ns);
+  }
   TimeZoneDb zones;
   for (const std::string& ns : namespaces) {
     const AppliedRetention* applied_before = before ? before->RetentionOf(ns) : nullptr;
+    if (restated.count(ns) > 0) {
+      spdlog::warn("generation {}: retention of namespace {} held where it is ({}) while a restatement of it is "
+                   "queued",
+                   generation, ns, applied_before ? DescribeRetention(*applied_before) : "every hour kept");
+      if (applied_before) in->retention.push_back(*applied_before);
+      continue;
+    }
     auto step = NextRetention(cluster.RetentionFor(ns), applied_before, *day, zones);
     if (!step.ok()) return step.status();
     for (const std::string& note : step->notes) spdlog::warn("generation {}: {}", generation, note);

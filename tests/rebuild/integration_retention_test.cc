@@ -389,6 +389,96 @@ TEST_F(RetentionIntegration, ADaylightSavingZoneRollsUpItsOwnDays) {
   EXPECT_NE(j.value("message", "").find("days in America/New_York before it"), std::string::npos) << j.dump();
 }
 
+// A restatement of u's first hourly UTC day, queued while New York's
+// policy keeps those hours, waits a night for api-1's late data (api-1 is
+// down). Had u's hours moved on that night, the New York day straddling
+// the restated UTC day would be rolled up by the time the restatement is
+// folded, and cut in two by it (hours lost and counted twice). While a
+// restatement of a namespace is queued its retention holds; every New York
+// day then reads the restated clicks exactly.
+// Every cluster member an API node that runs when needed (a restatement's
+// seal asks each), none a loader that never runs.
+class RetentionWithRestatements : public RetentionIntegration {
+ protected:
+  RetentionWithRestatements() { loader_ = "api-1"; }
+};
+
+TEST_F(RetentionWithRestatements, ARestatementThatWaitsHoldsItsNamespacesRetention) {
+  RawClicks raw;
+  std::string out;
+  SetPolicies({Policy("u", 3, 0, "America/New_York")});
+  testing::WriteAll(cluster_ / "history.csv", Lines(ClickLines("u", day_ - 12, day_ - 1, 31, &raw)));
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), cluster_ / "history.csv"}, &out), 0) << out;
+  RotateAll(day_);
+  RotateAll(day_ + 1);
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_EQ(manifest->retention.size(), 1u);
+  const int64_t hourly_from = manifest->retention[0].hourly_from;
+
+  // The restated day: the first whole UTC day of hours; one click in it.
+  const int64_t restated = FloorDiv(hourly_from + kSecondsPerDay - 1, kSecondsPerDay);
+  for (auto& [key, hours] : raw.totals) {
+    hours.erase(hours.lower_bound(restated * kSecondsPerDay), hours.lower_bound((restated + 1) * kSecondsPerDay));
+  }
+  raw.totals[{"u", "k3"}][restated * kSecondsPerDay + 5 * kSecondsPerHour] += 1;
+  testing::WriteAll(cluster_ / "restate.csv",
+                    fmt::format("u|k3.{},1\n", *YmdhFromUnix(restated * kSecondsPerDay + 5 * kSecondsPerHour)));
+  // api-1 has late data sealed when the restatement is queued, and is down
+  // at the next run: the restatement waits for it.
+  WriteLateFile(1, 1700000000, {FormatBatchHeader(testing::ApiMemberName(1), 0, 7) + "v|late.c3p1,1\n"});
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  ASSERT_EQ(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(restated), "--to",
+                     FormatDate(restated), cluster_ / "restate.csv"},
+                    &out),
+            0)
+      << out;
+  cluster_.Kill(testing::ApiMemberName(1));
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("waits for the late data API member api-1 sealed before it"), std::string::npos) << out;
+  EXPECT_NE(out.find("retention of namespace u held where it is"), std::string::npos) << out;
+  manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_EQ(manifest->retention.size(), 1u);
+  EXPECT_EQ(manifest->retention[0].hourly_from, hourly_from) << "u's hours moved on while its restatement waited";
+
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  EXPECT_EQ(out.find("waits for the late data"), std::string::npos) << out;
+  // Once folded, the hours move on at the next run.
+  RotateAll(day_ + 4);
+  ASSERT_EQ(RunDay(day_ + 3, &out), 0) << out;
+  manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_EQ(manifest->retention.size(), 1u);
+  EXPECT_GT(manifest->retention[0].hourly_from, hourly_from);
+
+  // Every key's New York days, by the test's own offsets.
+  const std::string ref = std::to_string((day_ + 4) * kSecondsPerDay - 1);
+  for (int k = 0; k < 6; ++k) {
+    const std::string key = fmt::format("k{}", k);
+    std::map<int64_t, int64_t> by_ny_day;
+    for (const auto& [hour, n] : raw.totals[{"u", key}]) by_ny_day[NewYorkDayOf(hour)] += n;
+    nlohmann::json j = Query(fmt::format("/clicks?ns=u&key={}&unit=day&units=20&timezone=America/New_York"
+                                         "&unit_reference_ts={}",
+                                         key, ref));
+    ASSERT_TRUE(j["data"].contains("clicks")) << j.dump();
+    int days_checked = 0;
+    for (const auto& row : j["data"]["clicks"]) {
+      const int64_t dt = row["dt"].get<int64_t>();
+      const int64_t local_day = FloorDiv(dt + j["data"]["tz_offset"].get<int64_t>() * kSecondsPerHour, kSecondsPerDay);
+      if (local_day < day_ - 12 || local_day > day_ + 3) continue;
+      const int64_t want = by_ny_day.count(local_day) ? by_ny_day[local_day] : 0;
+      EXPECT_EQ(row["clicks"].get<int64_t>(), want) << key << " " << FormatDate(local_day);
+      ++days_checked;
+    }
+    EXPECT_GE(days_checked, 12) << key;
+  }
+}
+
 TEST_F(RetentionIntegration, APolicyChangedAndARebuildKilledMidRollupStayExact) {
   RawClicks raw;
   std::string out;
