@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       .holds = [&late](api::LateFiles::LinePredicate covered, std::function<void(Result<bool>)> done) {
         late.Holds(std::move(covered), std::move(done));
       }};
-  auto deletions = api::DeletionService::Create(*ctx, **server, [w = write->get()] { return w->OplogHeads(); },
+  auto deletions = api::DeletionService::Create(*ctx, **server, *client, [w = write->get()] { return w->OplogHeads(); },
                                                 std::move(late_files));
   if (!deletions.ok()) {
     spdlog::critical("deletions: {}", deletions.status().ToString());

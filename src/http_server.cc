@@ -1047,6 +1047,11 @@ void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri, Rou
                      : method == "HEAD" && (entry.methods & kUnsafeGet) == 0 ? unsigned{kGet}
                                                                             : 0u;
   if ((entry.methods & m) == 0) {
+    // RFC 9110 15.5.6: a 405 says which methods the target takes.
+    std::string allow;
+    if ((entry.methods & kGet) != 0) allow = (entry.methods & kUnsafeGet) != 0 ? "GET" : "GET, HEAD";
+    if ((entry.methods & kPost) != 0) allow += allow.empty() ? "POST" : ", POST";
+    ex->AddHeader("Allow", allow);
     ex->ReplyError(405, "METHOD_NOT_ALLOWED", fmt::format("{} does not take {}", path, ex->method()));
     return;
   }

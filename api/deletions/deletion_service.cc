@@ -60,11 +60,13 @@ Status Call(BlockingHttpClient& client, const MemberConfig& member, const std::s
 }  // namespace
 
 Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonContext& ctx, HttpServer& server,
+                                                                  HttpClient& client,
                                                                   std::function<std::vector<uint64_t>()> oplog_heads,
                                                                   LateFiles late) {
   auto log = DeletionLog::Open(ctx.member.data_dir + "/deletions");
   if (!log.ok()) return log.status();
-  std::unique_ptr<DeletionService> service(new DeletionService(ctx, std::move(log).value(), std::move(late)));
+  std::unique_ptr<DeletionService> service(
+      new DeletionService(ctx, client, std::move(log).value(), std::move(late)));
   service->server_ = &server;
   service->RegisterRoutes(server, std::move(oplog_heads));
   // A stop answers the requests still waiting for a cut (with what the
@@ -72,7 +74,11 @@ Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonCon
   // without an answer and without an id would make a second deletion.
   server.OnStopDrain([s = service.get()](std::function<void()> drained) {
     s->AnswerCutWaitersNow();
-    drained();
+    if (s->relays_in_flight_ == 0) {
+      drained();
+    } else {
+      s->drained_ = std::move(drained);  // the last relay's answer ends the drain
+    }
   });
   // A node new to the cluster (or whose data dir was replaced) learns the
   // deletions its peers know before it answers a read; peers that do not
@@ -122,6 +128,7 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
     return;
   }
   Deletion d = std::move(parsed).value();
+  if (!d.id.empty() && RelayedToHome(ex, d.id)) return;
   if (!d.id.empty()) {
     // The client's own id: a retry of a request this node already took is
     // that deletion. The same id for other keys or hours is refused, as an
@@ -279,6 +286,32 @@ nlohmann::json DeletionService::StatusWithWaiting(const Deletion& d) {
   return j;
 }
 
+bool DeletionService::RelayedToHome(const HttpExchangePtr& ex, const std::string& id) {
+  const std::optional<HostPort> home = home_.HomeOf(id);
+  if (!home) return false;  // this node is the id's home
+  if (!ex->header(kRelayedFromHeader).empty()) {
+    // The nodes' cluster files disagree on the id's home (relayed on, it
+    // could go round for ever), or a client set the header itself.
+    ex->ReplyError(421, "NOT_THE_IDS_HOME",
+                   fmt::format("this request says it was relayed to its deletion id's home, but the id's home is {} "
+                               "(the API nodes' cluster files differ, or {} was sent by a client); nothing was taken",
+                               home->ToString(), kRelayedFromHeader));
+    return true;
+  }
+  // The home answers once the cut is taken, or after kCutWait.
+  const int timeout_ms = static_cast<int>(std::chrono::milliseconds(kCutWait).count()) + ctx_.cluster.api.request_timeout_ms;
+  ++relays_in_flight_;
+  home_.Relay(ex, *home, client_, timeout_ms,
+              {"DELETION_HOME_DOWN",
+               fmt::format("deletion {}'s home API node did not answer; nothing was taken here: retry later with the "
+                           "same id",
+                           id)},
+              [this](bool) {
+                if (--relays_in_flight_ == 0 && drained_) std::exchange(drained_, nullptr)();
+              });
+  return true;
+}
+
 void DeletionService::HandleStatus(const HttpExchangePtr& ex) {
   const std::string id = ex->path().substr(std::string_view("/delete/").size());
   std::optional<Deletion> d = log_->Get(id);
@@ -294,6 +327,22 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
   auto incoming = j.is_discarded() ? Result<Deletion>(Status::InvalidArgument("not JSON")) : Deletion::FromJson(j);
   if (!incoming.ok()) {
     ex->ReplyError(400, "BAD_DELETION", incoming.status().message());
+    return;
+  }
+  // Another deletion under an id this node has (two nodes that both took
+  // it, their cluster files naming different homes): neither replaces the
+  // other, which would undo an acknowledged deletion without a word.
+  if (const std::optional<Deletion> known = log_->Get(incoming->id);
+      known && (known->owner != incoming->owner || known->ns != incoming->ns || known->tkey != incoming->tkey ||
+                known->from_unix != incoming->from_unix || known->to_unix != incoming->to_unix)) {
+    spdlog::error("deletion {}: {} sent a copy of another deletion under this id (ns {} key {} hours [{}, {}), owner "
+                  "{}) than the one this node has (ns {} key {} hours [{}, {}), owner {}): not taken; give one of "
+                  "them again under another id",
+                  incoming->id, incoming->owner, incoming->ns, incoming->key, incoming->from_unix, incoming->to_unix,
+                  incoming->owner, known->ns, known->key, known->from_unix, known->to_unix, known->owner);
+    ex->ReplyError(409, "DELETION_ID_CONFLICT",
+                   fmt::format("this node has another deletion under id {} (owner {}, ns {} key {})", known->id,
+                               known->owner, known->ns, known->key));
     return;
   }
   // A late copy of an earlier state changes nothing (DeletionLog::Put).

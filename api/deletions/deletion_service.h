@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clickatron/daemon.h"
+#include "clickatron/home_node.h"
 #include "clickatron/http_client.h"
 #include "clickatron/http_server.h"
 #include "clickatron/oplog_record.h"
@@ -51,7 +52,10 @@ struct LateFiles {
 class DeletionService {
  public:
   // `oplog_heads`: the write path's OplogHeads (called on the loop thread).
+  // `client` (on the server's loop) relays a POST /delete whose id's home
+  // is another API node there.
   static Result<std::unique_ptr<DeletionService>> Create(const DaemonContext& ctx, HttpServer& server,
+                                                          HttpClient& client,
                                                           std::function<std::vector<uint64_t>()> oplog_heads,
                                                           LateFiles late);
   ~DeletionService();
@@ -60,10 +64,15 @@ class DeletionService {
   DeletionService& operator=(const DeletionService&) = delete;
 
  private:
-  DeletionService(const DaemonContext& ctx, std::unique_ptr<DeletionLog> log, LateFiles late)
-      : ctx_(ctx), log_(std::move(log)), late_(std::move(late)) {}
+  DeletionService(const DaemonContext& ctx, HttpClient& client, std::unique_ptr<DeletionLog> log, LateFiles late)
+      : ctx_(ctx), client_(client), home_(ctx.cluster, ctx.member.name), log_(std::move(log)), late_(std::move(late)) {}
   void RegisterRoutes(HttpServer& server, std::function<std::vector<uint64_t>()> oplog_heads);
   void HandleDelete(const HttpExchangePtr& ex);
+  // A client's deletion id is taken by its home API node alone
+  // (clickatron/home_node.h): on another node the request is relayed
+  // there. True when relayed (or refused: relayed here, yet the id's home
+  // is another node).
+  bool RelayedToHome(const HttpExchangePtr& ex, const std::string& id);
   void HandleStatus(const HttpExchangePtr& ex);
   void HandleRecord(const HttpExchangePtr& ex);
   void HandleFolded(const HttpExchangePtr& ex);
@@ -98,6 +107,13 @@ class DeletionService {
   void Wake();
 
   const DaemonContext& ctx_;
+  HttpClient& client_;  // the loop's
+  const HomeNode home_;
+  // Loop thread: requests relayed to their id's home and not answered yet,
+  // and a stop's drain waiting for them (a client without an answer would
+  // not know whether its deletion was taken).
+  int relays_in_flight_ = 0;
+  std::function<void()> drained_;
   std::unique_ptr<DeletionLog> log_;
   LateFiles late_;
   std::mutex mu_;

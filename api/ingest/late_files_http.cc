@@ -15,7 +15,12 @@ bool Alive(const std::weak_ptr<bool>& alive) {
 
 // The name= argument, checked; false after answering 400.
 bool NameArg(const HttpExchangePtr& ex, std::string* name) {
-  const std::string* arg = ex->args().Get("name");
+  auto single = ex->args().GetSingle("name", "INVALID_NAME");  // given twice: which file is meant?
+  if (!single.ok()) {
+    ex->ReplyError(single.status());
+    return false;
+  }
+  const std::string* arg = *single;
   if (arg == nullptr || arg->empty()) {
     ex->ReplyError(400, "MISSING_ARG_NAME", "name= is required (late-<unix>.sealed)");
     return false;

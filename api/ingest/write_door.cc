@@ -11,6 +11,8 @@ std::string_view InfluxCode(int status) {
   switch (status) {
     case 400: return "invalid";
     case 401: return "unauthorized";
+    case 404: return "not found";
+    case 405: return "method not allowed";
     case 409: return "conflict";
     case 413: return "request too large";
     case 422: return "unprocessable entity";

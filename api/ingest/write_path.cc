@@ -29,9 +29,9 @@
 #include "ingest/combiner.h"
 #include "ingest/flow_queue.h"
 #include "clickatron/gzip_file.h"
+#include "clickatron/home_node.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/serial_executor.h"
-#include "ingest/idempotency_home.h"
 #include "ingest/idempotency_table.h"
 #include "ingest/increment_parser.h"
 #include "ingest/increment_records.h"
@@ -144,7 +144,7 @@ class WritePathImpl : public WritePath {
   void Parsed(const HttpExchangePtr& ex, WriteDoor door, const Status& st, std::vector<RoutedRecord>& records,
               size_t increments, std::optional<KeyedRequest>& key);
   // A keyed request whose key lives on another API node goes there
-  // (idempotency_home.h). True when it was relayed (or refused: a request
+  // (clickatron/home_node.h). True when it was relayed (or refused: a request
   // relayed here whose key's home is another node).
   bool RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std::string_view idempotency_key);
   // Takes the routed records of one request (going to `shards`) into the
@@ -231,7 +231,7 @@ class WritePathImpl : public WritePath {
   std::vector<RoutedRecord> scratch_;
   FlowQueue<Parked> parked_;
   IdempotencyTable keys_;
-  const IdempotencyHome home_;
+  const HomeNode home_;
   const FlowQueue<Parked>::Behind behind_ = [this](uint32_t shard) { return Behind(shard); };
   bool resume_armed_ = false;
   HourCache hour_cache_;
@@ -461,7 +461,10 @@ bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std
   // The home may make the request wait for a shard (queue_wait_ms) before
   // its commit: the relay waits as long, and a request's time on top.
   const int timeout_ms = ctx_.cluster.api.queue_wait_ms + ctx_.cluster.api.request_timeout_ms;
-  home_.Relay(ex, door, *home, client_, timeout_ms, Guarded([this](bool answered) {
+  HomeNode::Unanswered unanswered{"IDEMPOTENCY_HOME_DOWN",
+                                   "this Idempotency-Key's home API node did not answer; nothing was counted here: "
+                                   "retry later with the same key"};
+  home_.Relay(ex, *home, client_, timeout_ms, std::move(unanswered), Guarded([this](bool answered) {
     if (!answered) ++home_unavailable_;
     --relays_in_flight_;
     NotifyIfDrained();  // a stop waits for the home's answer to reach its client

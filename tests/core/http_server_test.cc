@@ -123,6 +123,7 @@ TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405) {
   auto r = testing::HttpPost(Loopback(port_), "/json", "x");
   EXPECT_EQ(r.status_code, 405);
   EXPECT_EQ(nlohmann::json::parse(r.body)["status_txt"], "METHOD_NOT_ALLOWED");
+  EXPECT_EQ(r.Header("allow"), "GET, HEAD");  // RFC 9110 15.5.6: which methods it takes
 }
 
 TEST_F(HttpServerTest, JsonEnvelope) {

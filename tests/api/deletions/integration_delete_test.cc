@@ -190,6 +190,33 @@ TEST_F(DeleteIntegration, AStopAnswersAPostWaitingForItsCut) {
 // An API node that lost its data dir (or joins the cluster) learns the
 // deletions its peers know when it starts: its reads hide them and it
 // answers for them, as every node does.
+// One id sent for two keys to both API nodes at once (a load balancer, two
+// operators): the id's home node takes it, whichever node the request came
+// to, so one is 202 and the other 422, and both nodes answer the one taken.
+// Each node took its own before: both 202, the nodes disagreed on the id,
+// and a peer's copy replaced one of the two, an acknowledged deletion lost.
+TEST_F(DeleteIntegration, OneIdSentToBothNodesAtOnceIsTakenOnce) {
+  for (int round = 0; round < 4; ++round) {
+    const std::string id = fmt::format("race-{}", round);
+    std::pair<int, std::string> answers[2];
+    std::thread to_a([&] { answers[0] = Delete(fmt::format("ns=u&key=a{}&id={}", round, id), kToken, 0); });
+    std::thread to_b([&] { answers[1] = Delete(fmt::format("ns=u&key=b{}&id={}", round, id), kToken, 1); });
+    to_a.join();
+    to_b.join();
+    const int taken = (answers[0].first == 202) + (answers[1].first == 202);
+    EXPECT_EQ(taken, 1) << id << ": " << answers[0].first << " " << answers[0].second << ", " << answers[1].first
+                        << " " << answers[1].second;
+    const int refused = (answers[0].second == "DELETION_ID_REUSED") + (answers[1].second == "DELETION_ID_REUSED");
+    EXPECT_EQ(refused, 1) << id;
+    const std::string key = answers[0].first == 202 ? fmt::format("a{}", round) : fmt::format("b{}", round);
+    ASSERT_TRUE(RealtimeDone(0, id)) << Status(0, id).dump();
+    const nlohmann::json on_a = Status(0, id), on_b = Status(1, id);
+    EXPECT_EQ(on_a["key"], key) << on_a.dump();
+    EXPECT_EQ(on_b["key"], key) << on_b.dump();
+    EXPECT_EQ(on_a["owner"], on_b["owner"]) << on_a.dump() << " " << on_b.dump();
+  }
+}
+
 TEST_F(DeleteIntegration, ANodeStartedWithoutItsDeletionsLearnsThemFromItsPeers) {
   auto [status, id] = Delete("ns=u&key=old");
   ASSERT_EQ(status, 202) << id;

@@ -326,6 +326,13 @@ TEST_F(LateFilesTest, RefusesBadNamesAndUnknownFiles) {
       EXPECT_EQ(Reason(r), "INVALID_NAME") << r.body;
     }
   }
+  // A name given twice is neither file: refused, not the first taken.
+  for (const char* method : {"GET", "POST"}) {
+    const std::string target = std::string(method) == "GET" ? "/late/file" : "/late/done";
+    HttpResponse twice = Ask(method, target + "?name=late-1700000000.sealed&name=late-1800000000.sealed");
+    EXPECT_EQ(twice.status_code, 400) << method << ": " << twice.body;
+    EXPECT_EQ(Reason(twice), "INVALID_NAME") << twice.body;
+  }
   EXPECT_EQ(Reason(Ask("GET", "/late/file")), "MISSING_ARG_NAME");
   EXPECT_EQ(Reason(Ask("POST", "/late/done?name=")), "MISSING_ARG_NAME");
   HttpResponse r = Ask("GET", "/late/file?name=late-1800000000.sealed");

@@ -1,14 +1,12 @@
-#include "ingest/idempotency_home.h"
+#include "clickatron/home_node.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "clickatron/query_string.h"
 #include "clickatron/shard.h"
-#include "ingest/keyed_request.h"
-#include "ingest/write_door.h"
 
-namespace clickatron::api {
+namespace clickatron {
 namespace {
 
 // The request target again from its parsed parts: the home computes the
@@ -29,45 +27,43 @@ std::string TargetOf(const HttpExchange& ex) {
 
 }  // namespace
 
-IdempotencyHome::IdempotencyHome(const ClusterConfig& cluster, const std::string& self) {
+HomeNode::HomeNode(const ClusterConfig& cluster, const std::string& self) {
   for (const MemberConfig* m : cluster.MembersWithRole(MemberRole::kApi)) {
     if (m->name == self) self_ = nodes_.size();
     nodes_.push_back(m->listen);
   }
 }
 
-std::optional<HostPort> IdempotencyHome::HomeOf(std::string_view key) const {
+std::optional<HostPort> HomeNode::HomeOf(std::string_view key) const {
   if (nodes_.size() <= 1) return std::nullopt;
   const size_t home = Crc32(key) % nodes_.size();
   if (home == self_) return std::nullopt;
   return nodes_[home];
 }
 
-void IdempotencyHome::Relay(const HttpExchangePtr& ex, WriteDoor door, const HostPort& home, HttpClient& client,
-                            int timeout_ms, std::function<void(bool answered)> done) const {
+void HomeNode::Relay(const HttpExchangePtr& ex, const HostPort& home, HttpClient& client, int timeout_ms,
+                     Unanswered unanswered, std::function<void(bool answered)> done) const {
   HttpRequestSpec spec;
   spec.method = ex->method();
   spec.target = TargetOf(*ex);
   spec.body = ex->body();
   spec.timeout_ms = timeout_ms;
-  spec.headers.emplace_back(std::string(kIdempotencyKeyHeader), ex->header(kIdempotencyKeyHeader));
   spec.headers.emplace_back(std::string(kRelayedFromHeader), "1");
-  // The client's own credentials: the home checks its client token as for
-  // any request.
-  if (std::string auth = ex->header("Authorization"); !auth.empty()) spec.headers.emplace_back("Authorization", auth);
-  for (const char* name : {"Content-Type", "Content-Encoding"}) {
+  // The client's own credentials: the home checks its token as for any
+  // request.
+  for (const char* name : {"Authorization", "Idempotency-Key", "Content-Type", "Content-Encoding"}) {
     if (std::string value = ex->header(name); !value.empty()) spec.headers.emplace_back(name, value);
   }
   const std::string where = home.ToString();
-  client.Send(home, std::move(spec), [ex, door, where, done = std::move(done)](HttpResponse r) {
+  client.Send(home, std::move(spec), [ex, where, unanswered = std::move(unanswered),
+                                       done = std::move(done)](HttpResponse r) {
     if (!r.ok()) {
-      spdlog::warn("idempotency home {} did not answer a relayed request: {}", where, r.transport.message());
+      spdlog::warn("home node {} did not answer a relayed {} {}: {}", where, ex->method(), ex->path(),
+                   r.transport.message());
       if (ex->alive()) {
         ex->AddHeader("Retry-After", "1");
-        ex->ReplyError(503, "IDEMPOTENCY_HOME_DOWN",
-                     fmt::format("this Idempotency-Key's home API node {} did not answer ({}); nothing was "
-                                 "counted here: retry later with the same key",
-                                 where, r.transport.message()));
+        ex->ReplyError(503, unanswered.reason,
+                       fmt::format("{} (home API node {}: {})", unanswered.what, where, r.transport.message()));
       }
       done(false);
       return;
@@ -83,4 +79,4 @@ void IdempotencyHome::Relay(const HttpExchangePtr& ex, WriteDoor door, const Hos
   });
 }
 
-}  // namespace clickatron::api
+}  // namespace clickatron
