@@ -53,6 +53,7 @@ Status Accepted(const SortInputsOptions& options, std::string_view converted, co
 // A reject file stays readable even when a whole file is garbage.
 constexpr uint64_t kMaxRejectLines = 100000;
 constexpr uint64_t kProgressBatch = 4096;
+constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 // Line files are read in blocks of this size, one block at a time per thread.
 constexpr size_t kBlockBytes = 1u << 20;
 
@@ -184,6 +185,9 @@ Status ReadLineFileInParallel(const std::string& path, const SortInputsOptions& 
       ForEachBlockLine(block, [&](std::string_view line, uint64_t number) {
         if (!st.ok()) return;
         if (options.strip_cr && !line.empty() && line.back() == '\r') line.remove_suffix(1);
+        // A UTF-8 byte order mark before the first line (spreadsheets write
+        // one): not part of the namespace it stands in front of.
+        if (number == 1 && line.starts_with(kUtf8ByteOrderMark)) line.remove_prefix(kUtf8ByteOrderMark.size());
         if (line.empty()) return;  // blank lines carry nothing
         ++lines;
         bytes += line.size() + 1;

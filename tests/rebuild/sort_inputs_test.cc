@@ -125,6 +125,22 @@ TEST(SortInputs, SameOutputAndRejectsWhateverTheThreadsAndMemory) {
   Progress::SetQuiet(false);
 }
 
+// A file that starts with a UTF-8 byte order mark (as spreadsheets write
+// CSV): its first line is read without it, not refused as a namespace
+// starting with three invisible bytes. A mark anywhere else is the line's.
+TEST(SortInputs, AByteOrderMarkBeforeTheFirstLineIsNotPartOfIt) {
+  Progress::SetQuiet(true);
+  TempDir tmp;
+  const std::string path = tmp / "excel.csv";
+  std::ofstream(path, std::ios::binary) << "\xEF\xBB\xBFu|k1.c41a,5\nu|k1.c41b,2\n\xEF\xBB\xBFu|k2.c41a,1\n";
+  const Outcome out = Sort(tmp, path, 2, uint64_t{64} << 20, "bom");
+  EXPECT_EQ(out.sorted, SumOracle({*RealtimeToArchiveLine("u|k1.c41a,5"), *RealtimeToArchiveLine("u|k1.c41b,2")}));
+  EXPECT_EQ(out.result.lines, 3u);
+  EXPECT_EQ(out.result.bad_lines, 1u);
+  EXPECT_NE(out.rejects.find(path + ":3: "), std::string::npos) << out.rejects;
+  Progress::SetQuiet(false);
+}
+
 TEST(ExternalSortProducers, ThreadsAddingAtOnceStayWithinTheBound) {
   TempDir tmp;
   const uint64_t bound = 128u << 10;

@@ -142,9 +142,12 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
   if (overflow) return out_of_range(0);
   auto seconds = zones.OffsetSecondsAt(text, at);
   if (!seconds.ok()) {
-    return Invalid("INVALID_TIMEZONE",
-                   fmt::format("timezone {} is neither a whole-hour offset nor a known zone name",
-                               QuoteForMessage(text)));
+    // "+9" sent unescaped arrives as " 9": a query string's '+' is a space.
+    const bool plus_as_space = text.size() > 1 && text[0] == ' ' && ParseInteger(text.substr(1)).has_value();
+    const std::string hint =
+        plus_as_space ? fmt::format(" (a '+' in a query string is a space: send +{0} as %2B{0})", text.substr(1)) : "";
+    return Invalid("INVALID_TIMEZONE", fmt::format("timezone {} is neither a whole-hour offset nor a known zone name{}",
+                                                   QuoteForMessage(text), hint));
   }
   if (*seconds % kSecondsPerHour != 0) {
     // Data is hourly: a unit boundary at :30 would split hours we cannot split.

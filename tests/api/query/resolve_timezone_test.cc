@@ -44,6 +44,19 @@ TEST(ResolveTimezoneTest, BadNamesAreInvalidTimezone) {
   }
 }
 
+// "+9" typed into a URL arrives as " 9" (form decoding): still refused, the
+// message saying how to send it.
+TEST(ResolveTimezoneTest, APlusDecodedAsASpaceIsRefusedWithAHint) {
+  TimeZoneDb db;
+  auto r = ResolveTimezone(" 9", 1342353600, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE");
+  EXPECT_NE(r.status().message().find("send +9 as %2B9"), std::string::npos) << r.status().message();
+  r = ResolveTimezone("Not/A_Zone", 1342353600, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().find("%2B"), std::string::npos) << r.status().message();
+}
+
 TEST(ResolveTimezoneTest, NumericOffsetsInRange) {
   TimeZoneDb db;
   EXPECT_EQ(*ResolveTimezone("-12", 0, db), -12);
