@@ -173,6 +173,30 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
           "STALE_PENDING_GENERATION");
     }
   }
+  if (FileExists(work.GenDeployed(plan.generation))) {
+    // Deployed, and since rolled back on every replica (operations.md
+    // section 6) before its run finished: finishing it would tell realtime
+    // its days are exported (the ring may clear days the archive lacks now)
+    // and mark them complete. It is built anew instead (a replica that
+    // merely lags while others serve it is caught up as usual).
+    bool answered = false, served = false;
+    for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
+      if (!replica.status.ok()) continue;
+      answered = true;
+      served = served || (replica.manifest && replica.manifest->generation == plan.generation &&
+                          replica.shard < static_cast<int>(plan.manifests.size()) &&
+                          replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32);
+    }
+    if (answered && !served) {
+      spdlog::warn("generation {} was deployed by an earlier run, but no archive replica serves it now (a rollback): "
+                   "it is not finished, and the next build makes generation {} anew",
+                   plan.generation, plan.generation);
+      std::error_code ec;
+      std::filesystem::remove_all(work.GenDir(plan.generation), ec);
+      if (ec) return Status::Internal(fmt::format("removing {}: {}", work.GenDir(plan.generation), ec.message()));
+      return Status::Ok();
+    }
+  }
   spdlog::info("an earlier run built generation {} (day \"{}\") without finishing it: finishing it first",
                plan.generation, plan.day);
   return FinishGeneration(cluster, plan, timeouts);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "clickatron/file_util.h"
 
@@ -47,6 +48,25 @@ Status DeletionLog::Put(Deletion deletion) {
   by_id_[deletion.id] = std::move(deletion);
   empty_ = false;
   return Status::Ok();
+}
+
+Status DeletionLog::PutCopy(Deletion copy) {
+  if (const std::optional<Deletion> known = Get(copy.id)) {
+    if (known->ns != copy.ns || known->tkey != copy.tkey || known->all_time != copy.all_time ||
+        known->from_unix != copy.from_unix || known->to_unix != copy.to_unix) {
+      spdlog::error("deletion {}: {} sent a copy of another deletion under this id (ns {} key {} hours [{}, {})) than "
+                    "the one this node has (ns {} key {} hours [{}, {}), owner {}): not taken; the API nodes' "
+                    "cluster files must name the same API members in the same order",
+                    copy.id, copy.owner, copy.ns, copy.key, copy.from_unix, copy.to_unix, known->ns, known->key,
+                    known->from_unix, known->to_unix, known->owner);
+      return Status::FailedPrecondition(
+          fmt::format("this node has another deletion under id {} (owner {}, ns {} key {})", known->id, known->owner,
+                      known->ns, known->key),
+          "DELETION_ID_CONFLICT");
+    }
+    if (copy.owner != known->owner && known->owner < copy.owner) return Status::Ok();  // the first keeps it
+  }
+  return Put(std::move(copy));
 }
 
 Result<size_t> DeletionLog::MarkFolded(const std::vector<std::string>& ids, uint64_t generation, bool deployed) {

@@ -31,6 +31,15 @@ class DeletionLog {
   // had reached is kept (Deletion::KeepProgressOf: the runner, a peer's
   // copy and the rebuild each write it, in any order).
   Status Put(Deletion deletion);
+  // Puts another node's copy (POST /delete/record, the start-up sync). A
+  // copy of another deletion under an id this log has (other ns, key or
+  // hours: two nodes took the id, their cluster files naming different
+  // homes) is refused, 409 DELETION_ID_CONFLICT, never taken in its place:
+  // that would undo an acknowledged deletion without a word. The same
+  // deletion taken by two owners (a node of an older version, the same
+  // cause) is kept under the owner whose name sorts first, on every node,
+  // so that one of them runs it.
+  Status PutCopy(Deletion copy);
   // Notes that archive generation `generation` folds in the deletions
   // `ids` (and with `deployed`, that it is deployed); the number of those
   // this node knows.

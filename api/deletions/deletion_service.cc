@@ -267,7 +267,11 @@ std::vector<const MemberConfig*> DeletionService::SyncFromPeers(std::vector<cons
       // A copy of what this node knows already changes nothing (DeletionLog::Put).
       const bool cut = !d->cuts.empty();
       const std::string id = d->id;
-      if (st = log_->Put(std::move(d).value()); !st.ok()) break;
+      if (st = log_->PutCopy(std::move(d).value()); !st.ok()) {
+        if (st.reason() != "DELETION_ID_CONFLICT") break;
+        st = Status::Ok();  // logged; the peer's other deletion is not taken here
+        continue;
+      }
       if (cut) NotifyCut(id);
     }
     if (!st.ok()) {
@@ -329,24 +333,9 @@ void DeletionService::HandleRecord(const HttpExchangePtr& ex) {
     ex->ReplyError(400, "BAD_DELETION", incoming.status().message());
     return;
   }
-  // Another deletion under an id this node has (two nodes that both took
-  // it, their cluster files naming different homes): neither replaces the
-  // other, which would undo an acknowledged deletion without a word.
-  if (const std::optional<Deletion> known = log_->Get(incoming->id);
-      known && (known->owner != incoming->owner || known->ns != incoming->ns || known->tkey != incoming->tkey ||
-                known->from_unix != incoming->from_unix || known->to_unix != incoming->to_unix)) {
-    spdlog::error("deletion {}: {} sent a copy of another deletion under this id (ns {} key {} hours [{}, {}), owner "
-                  "{}) than the one this node has (ns {} key {} hours [{}, {}), owner {}): not taken; give one of "
-                  "them again under another id",
-                  incoming->id, incoming->owner, incoming->ns, incoming->key, incoming->from_unix, incoming->to_unix,
-                  incoming->owner, known->ns, known->key, known->from_unix, known->to_unix, known->owner);
-    ex->ReplyError(409, "DELETION_ID_CONFLICT",
-                   fmt::format("this node has another deletion under id {} (owner {}, ns {} key {})", known->id,
-                               known->owner, known->ns, known->key));
-    return;
-  }
-  // A late copy of an earlier state changes nothing (DeletionLog::Put).
-  if (Status st = log_->Put(*incoming); !st.ok()) {
+  // A late copy of an earlier state changes nothing (DeletionLog::Put); a
+  // copy of another deletion under a known id is refused (PutCopy).
+  if (Status st = log_->PutCopy(*incoming); !st.ok()) {
     ex->ReplyError(st);
     return;
   }

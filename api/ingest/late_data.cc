@@ -38,11 +38,13 @@ Result<std::unique_ptr<LateData>> LateData::Open(std::string dir, std::string so
     bool sealed = false;
     if (ParseLateFileName(name, &created, &sealed)) {
       files.emplace_back(name, sealed);
+      late->newest_created_ = std::max(late->newest_created_, created);
     } else if (name.ends_with(".done") &&
                ParseLateFileName(name.substr(0, name.size() - 5) + ".sealed", &created, &sealed)) {
       // Folded by the rebuild (renamed from .sealed): its (shard, seq)
       // records still say which lines must never be moved again.
       files.emplace_back(name, true);
+      late->newest_created_ = std::max(late->newest_created_, created);
     }
   }
   if (ec) return Status::IoError(fmt::format("list {}: {}", late->dir_, ec.message()));
@@ -99,12 +101,18 @@ void LateData::Write(uint32_t shard, uint64_t seq, std::string lines, size_t lin
   worker_->Post([this, shard, seq, lines = std::move(lines), line_count, done = std::move(done)]() mutable {
     Status st;
     if (!open_) {
-      int64_t created = static_cast<int64_t>(std::time(nullptr));
-      // One name per second at most; never reuse a name a sealed file has.
+      // Never a name a file had before, done ones included: the rebuild
+      // knows a folded file by its name (the deployed manifests'
+      // late_inputs), so a new file sealed under a done one's name within
+      // the same second was taken for it, marked done and never folded.
+      int64_t created = std::max(static_cast<int64_t>(std::time(nullptr)), newest_created_ + 1);
       while (FileExists(dir_ + "/" + LateFileName(created, false)) ||
-             FileExists(dir_ + "/" + LateFileName(created, true))) {
+             FileExists(dir_ + "/" + LateFileName(created, true)) ||
+             FileExists(dir_ + "/" + LateFileName(created, true).substr(0, LateFileName(created, true).size() - 7) +
+                        ".done")) {
         ++created;
       }
+      newest_created_ = created;
       auto w = FramedLogWriter::Open(dir_ + "/" + LateFileName(created, false));
       if (w.ok()) {
         open_ = std::move(w).value();

@@ -126,6 +126,10 @@ class LateData {
   // Executor thread only.
   std::unique_ptr<FramedLogWriter> open_;
   int64_t open_created_ = 0;
+  // The newest name (unix second) any late file here has had, sealed and
+  // done ones included (worker thread; set by Open): a new file is named
+  // after it.
+  int64_t newest_created_ = 0;
   bool open_write_failed_ = false;  // an append or sync of open_ failed: cut back to whole frames before sealing
   std::atomic<uint64_t> lines_written_{0};
   std::atomic<uint64_t> frames_written_{0};

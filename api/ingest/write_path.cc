@@ -146,7 +146,7 @@ class WritePathImpl : public WritePath {
   // A keyed request whose key lives on another API node goes there
   // (clickatron/home_node.h). True when it was relayed (or refused: a request
   // relayed here whose key's home is another node).
-  bool RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std::string_view idempotency_key);
+  bool RelayedToHome(const HttpExchangePtr& ex, std::string_view idempotency_key);
   // Takes the routed records of one request (going to `shards`) into the
   // window, or parks the request (a shard it goes to is behind), or refuses
   // it (a queue is full). `resumed`: it waited already (counted once in
@@ -439,7 +439,7 @@ bool WritePathImpl::BeginKeyed(const HttpExchangePtr& ex, WriteDoor door, std::o
   return false;
 }
 
-bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, WriteDoor door, std::string_view idempotency_key) {
+bool WritePathImpl::RelayedToHome(const HttpExchangePtr& ex, std::string_view idempotency_key) {
   if (home_.nodes() <= 1) return false;
   std::optional<HostPort> home = home_.HomeOf(idempotency_key);
   if (!home) return false;  // this node is the key's home
@@ -548,7 +548,7 @@ void WritePathImpl::HandleWrite(const HttpExchangePtr& ex, WriteDoor door) {
     return;
   }
   // The home answers in the door's own shape.
-  if (*idempotency_key && RelayedToHome(ex, door, **idempotency_key)) return;
+  if (*idempotency_key && RelayedToHome(ex, **idempotency_key)) return;
   std::string encoding = ex->header("Content-Encoding");
   // A compressed body's size says little of what it inflates to, and its
   // key is looked up once it is inflated (RequestDigest); any other body's

@@ -103,8 +103,10 @@ void AddDeleteCommand(Command& app) {
   Command sub = app.AddCommand("delete", "Delete what was counted for a namespace or a key over hours (POST /delete)");
   auto a = std::make_shared<DeleteArgs>();
   sub.Option("-c,--config", a->config, "cluster file").ShowDefault();
-  sub.Option("--ns", a->ns, "namespace").Required();
-  sub.Option("--key", a->key, "one key (as sent); without it, every key of the namespace");
+  sub.Option("--ns", a->ns, "namespace").Required().NonEmpty();
+  // Non-empty: an empty shell variable ($PERSON, $LINK) must not become
+  // "every key of the namespace".
+  sub.Option("--key", a->key, "one key (as sent); without it, every key of the namespace").NonEmpty();
   sub.Option("--from", a->from, "first hour deleted: unix seconds or RFC 3339 (default: the first there is)");
   sub.Option("--to", a->to,
              "the hour after the last one deleted (default: the hour after now; without --from either, every hour)");

@@ -219,6 +219,18 @@ Status Replay(const ReplayOptions& o) {
     auto loaded = ClusterConfig::Load(o.config);
     if (!loaded.ok()) return loaded.status();
     cluster = std::move(loaded).value();
+    // A realtime member of another shard would apply this shard's batches
+    // as its own: their keys then count on two shards, and this source's
+    // watermark there moves past what the API sent it.
+    for (const MemberConfig* m : cluster.MembersWithRole(MemberRole::kRealtime)) {
+      if (m->listen.ToString() == peer->ToString() && m->shard != o.shard) {
+        return Status::InvalidArgument(
+            fmt::format("--to {} is realtime member {}, shard {} in {}; these are shard {}'s batches: send them "
+                        "to that shard's member",
+                        o.to, m->name, m->shard, o.config, o.shard),
+            "WRONG_SHARD");
+      }
+    }
   }
   BlockingHttpClient client(cluster);
   uint64_t after = o.after_seq;

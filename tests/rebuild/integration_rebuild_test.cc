@@ -533,6 +533,41 @@ TEST_F(RebuildIntegration, ALoadNowAfterARollbackBuildsTheGenerationAnew) {
   ExpectArchiveEquals(good);
 }
 
+// Generation 2 deployed by a run that did not finish (here: its finished
+// and day-complete marks taken away, as a run stopped after the deploy
+// leaves them), then rolled back to 1 on every replica. The next run does
+// not finish 2 (it would tell realtime the day is exported, and mark it
+// complete, with the archive lacking it): it builds 2 anew with the day.
+TEST_F(RebuildIntegration, ADeployedGenerationRolledBackBeforeItsRunFinishedIsBuiltAnew) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(41, 200, &expect));
+  for (int s = 0; s < kShards; ++s) {
+    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
+      std::filesystem::copy_file(path, path + ".gen1");
+    }
+  }
+  PutRandomDay(day_ + 1, 42, 200, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ASSERT_EQ(ServedGeneration(0), 2);
+  ASSERT_TRUE(std::filesystem::remove(cluster_ / "work/gen/2/finished.done"));
+  ASSERT_TRUE(std::filesystem::remove(cluster_ / ("work/days/" + FormatDate(day_ + 1) + "/complete.done")));
+  for (int s = 0; s < kShards; ++s) {
+    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
+      ASSERT_EQ(::rename((path + ".gen1").c_str(), path.c_str()), 0) << path;
+    }
+    const HttpResponse reloaded = Admin("POST", archive_ports_[s], "/reload");
+    ASSERT_EQ(reloaded.status_code, 200) << reloaded.body;
+    ASSERT_EQ(ServedGeneration(s), 1);
+  }
+
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("no archive replica serves it now (a rollback)"), std::string::npos) << out;
+  for (int s = 0; s < kShards; ++s) EXPECT_EQ(ServedGeneration(s), 2) << "archive shard " << s;
+  ExpectArchiveEquals(expect);
+}
+
 TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   Expectation expect;
   RotateAll(day_);

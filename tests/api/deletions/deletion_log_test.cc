@@ -53,5 +53,42 @@ TEST(DeletionLogTest, AGenerationThatFoldedADeletionInIsNotMasked) {
   EXPECT_TRUE((*again)->ArchiveMasks("u", "k", 5).empty());
 }
 
+// Another node's copy under an id this log has: another deletion (other
+// key or hours) is refused and never replaces the one here, also across a
+// reopen; the same deletion under two owners is kept under the owner whose
+// name sorts first, whichever copy comes first, so every node agrees on one.
+TEST(DeletionLogTest, ACopyOfAnotherDeletionUnderAKnownIdIsRefused) {
+  clickatron::testing::TempDir dir;
+  auto log = DeletionLog::Open(dir.path());
+  ASSERT_TRUE(log.ok());
+  Deletion mine = Of("race", "u", "a", 0, 3600);
+  mine.owner = "api-1";
+  ASSERT_TRUE((*log)->Put(mine).ok());
+  Deletion other = Of("race", "u", "b", 0, 3600);
+  other.owner = "api-0";
+  const Status refused = (*log)->PutCopy(other);
+  EXPECT_EQ(refused.reason(), "DELETION_ID_CONFLICT") << refused.ToString();
+  Deletion later_hours = mine;
+  later_hours.to_unix = 7200;
+  EXPECT_EQ((*log)->PutCopy(later_hours).reason(), "DELETION_ID_CONFLICT");
+  auto again = DeletionLog::Open(dir.path());
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->Get("race").has_value());
+  EXPECT_EQ((*again)->Get("race")->tkey, "a");
+  EXPECT_EQ((*again)->Get("race")->owner, "api-1");
+
+  // The same deletion, owned by api-2 and by api-0: api-0 keeps it.
+  Deletion by_two = mine;
+  by_two.owner = "api-2";
+  ASSERT_TRUE((*again)->PutCopy(by_two).ok());
+  EXPECT_EQ((*again)->Get("race")->owner, "api-1");
+  Deletion by_zero = mine;
+  by_zero.owner = "api-0";
+  ASSERT_TRUE((*again)->PutCopy(by_zero).ok());
+  EXPECT_EQ((*again)->Get("race")->owner, "api-0");
+  ASSERT_TRUE((*again)->PutCopy(mine).ok());
+  EXPECT_EQ((*again)->Get("race")->owner, "api-0");
+}
+
 }  // namespace
 }  // namespace clickatron::api::deletion_log_test

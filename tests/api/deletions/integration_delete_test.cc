@@ -312,6 +312,12 @@ TEST_F(DeleteIntegration, TheOperatorToolDeletesAndWaitsUntilItIsEffective) {
                                             &out),
             1);
   EXPECT_NE(out.find("INVALID_FROM"), std::string::npos) << out;
+  // An empty --key (a runbook's $PERSON unset) is a usage error, not every
+  // key of the namespace: nothing is deleted.
+  EXPECT_NE(clickatron::testing::RunCommand({tool, "delete", "--config", c_.config(), "--ns", "u", "--key", ""}, &out),
+            0);
+  EXPECT_NE(out.find("--key"), std::string::npos) << out;
+  EXPECT_FALSE(c_.Records("u|tool.").empty()) << "an empty --key deleted the namespace";
   ASSERT_EQ(clickatron::testing::RunCommand({tool, "delete", "--config", c_.config(), "--ns", "u", "--key", "tool"},
                                             &out),
             0)

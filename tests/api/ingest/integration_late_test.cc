@@ -140,6 +140,36 @@ TEST(IntegrationWriteLateTest, LinesForClosedDaysGoToLateDataOnceAndTheRestIsApp
   }
 }
 
+// A new late file never takes the name of one marked done: the rebuild
+// knows a folded file by its name, so a file sealed under a done one's name
+// (late data again within the second of a /late/done) was taken for the
+// folded one, marked done and never folded: its acknowledged clicks lost.
+TEST(IntegrationWriteLateTest, ANewLateFileNeverTakesADoneFilesName) {
+  WriteCluster c;
+  c.StartAll();
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  const std::string late_dir = c.DataDir("api-0") + "/late";
+  // Files marked done under this second's name and the next few.
+  std::set<std::string> done_names;
+  for (int64_t t = now; t < now + 5; ++t) {
+    const std::string name = fmt::format("late-{}", t);
+    clickatron::testing::WriteAll(late_dir + "/" + name + ".done", "");
+    done_names.insert(name);
+  }
+  const int64_t old = now - 5 * kSecondsPerDay;
+  ASSERT_EQ(HttpGet(c.Api(), fmt::format("/incr?ns=t&key=again&ts={}", old)).status_code, 200);
+  ASSERT_TRUE(WaitFor([&] { return c.Drained(); }));
+  HttpResponse r = HttpPost(c.Api(), "/late/seal", "");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  r = HttpGet(c.Api(), "/late/files");
+  ASSERT_EQ(r.status_code, 200) << r.body;
+  const auto listed = nlohmann::json::parse(r.body)["data"]["files"];
+  ASSERT_EQ(listed.size(), 1u) << r.body;
+  const std::string sealed = listed[0]["name"].get<std::string>();
+  EXPECT_FALSE(done_names.contains(sealed.substr(0, sealed.size() - std::string_view(".sealed").size())))
+      << sealed << " has a done file's name";
+}
+
 // The crash window of a DAY_NOT_OPEN batch: its late lines are fsynced, then
 // the API dies before the rest is re-sent. The restarted API must re-send the
 // rest from the oplog but not write the late lines a second time.

@@ -63,6 +63,11 @@ TEST(IntegrationWriteOplogToolTest, ListDumpVerifyAndReplay) {
   WriteCluster fresh(1);
   fresh.Start(WriteCluster::Realtime(0));
   const std::string to = fresh.Peer(WriteCluster::Realtime(0)).ToString();
+  // Another shard's batches to this shard's member: refused, nothing sent.
+  EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "1", "--config", fresh.config()}, &out), 1)
+      << out;
+  EXPECT_NE(out.find("these are shard 1's batches"), std::string::npos) << out;
+  EXPECT_TRUE(fresh.Counters("t|").empty());
   EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0", "--config", fresh.config()}, &out), 0) << out;
   EXPECT_EQ(fresh.Counters("t|"), expected);
   EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0", "--config", fresh.config()}, &out), 0) << out;
