@@ -190,14 +190,25 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
   if (options.include_queue) {
     auto ids = PendingLoads(work);
     if (!ids.ok()) return ids.status();
-    queue_ids = *ids;
-    for (size_t p = 0; p < queue_ids.size(); ++p) {
-      auto restatement = ReadRestatement(work, queue_ids[p]);
+    const Manifest* serving = previous.generation > 0 && !previous.manifests.empty() ? &previous.manifests[0] : nullptr;
+    for (const std::string& id : *ids) {
+      auto restatement = ReadRestatement(work, id);
       if (!restatement.ok()) return restatement.status();
-      if (!restatement->has_value()) continue;
-      restatements.push_back(std::move(**restatement));
-      restatement_at.push_back(p);
-      in.drop_rules.push_back(restatements.back().rule);
+      if (restatement->has_value()) {
+        const DropRule& rule = (*restatement)->rule;
+        // Queued while a build rolled its days up in another zone: taken out
+        // of the queue, not folded across them (the run goes on).
+        if (Status st = CheckNotInOtherZonesDays(serving, rule.ns, rule.from_unix, rule.to_unix); !st.ok()) {
+          spdlog::error("restatement {} is not folded, and leaves the queue: {}", id, st.ToString());
+          CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.QueueDir(id) + "/failed.txt", st.ToString() + "\n"));
+          CLICKATRON_RETURN_IF_ERROR(RenameDurably(work.QueueDone(id), work.QueueDir(id) + "/queued.refused"));
+          continue;
+        }
+        restatements.push_back(std::move(**restatement));
+        restatement_at.push_back(queue_ids.size());
+        in.drop_rules.push_back(restatements.back().rule);
+      }
+      queue_ids.push_back(id);
     }
   }
   // Every deletion there is (deletions.h). A generation built without one

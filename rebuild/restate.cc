@@ -39,24 +39,6 @@ Result<std::optional<Manifest>> ServingManifest(const ClusterConfig& cluster, in
   return newest;
 }
 
-// A restatement replaces UTC days. In days a retention policy rolled up into
-// days of another zone, one such day holds parts of two UTC days: replacing
-// a UTC day would take the whole zone day out and put part of it back.
-Status CheckNotInOtherZonesDays(const Manifest* serving, const std::string& ns, int64_t from, int64_t to) {
-  const AppliedRetention* applied = serving ? serving->RetentionOf(ns) : nullptr;
-  if (applied == nullptr || from >= applied->hourly_from) return Status::Ok();
-  TimeZoneDb zones;
-  auto zone = RetentionZone::Open(applied->zone, zones);
-  if (!zone.ok()) return zone.status().WithContext(fmt::format("the retention zone of namespace {}", ns));
-  if (zone->OffsetHoursDuring(from, std::min(to, applied->hourly_from)) == std::vector<int>{0}) return Status::Ok();
-  return Status::FailedPrecondition(
-      fmt::format("namespace {} is {}: its days before {} are days of {}, rolled up by its retention policy, and a "
-                  "restatement replaces UTC days, which would cut them in two; restate days from {} on",
-                  ns, DescribeRetention(*applied), FormatIsoTime(applied->hourly_from), applied->zone,
-                  FormatDate(FloorDiv(applied->hourly_from + kSecondsPerDay - 1, kSecondsPerDay))),
-      "RESTATE_ROLLED_UP_DAYS");
-}
-
 // The guard of every converted line: namespace `ns`, hours in [from, to).
 Status CheckRestatedLine(std::string_view line, const DropRule& range, const std::string& range_text) {
   const ArchiveKeyView key = SplitArchiveKey(LineKey(line));
@@ -98,6 +80,24 @@ Status WriteRestatedKeys(const WorkDir& work, const std::string& id) {
 }
 
 }  // namespace
+
+// A restatement replaces UTC days. In days a retention policy rolled up into
+// days of another zone, one such day holds parts of two UTC days: replacing
+// a UTC day would take the whole zone day out and put part of it back.
+Status CheckNotInOtherZonesDays(const Manifest* serving, const std::string& ns, int64_t from, int64_t to) {
+  const AppliedRetention* applied = serving ? serving->RetentionOf(ns) : nullptr;
+  if (applied == nullptr || from >= applied->hourly_from) return Status::Ok();
+  TimeZoneDb zones;
+  auto zone = RetentionZone::Open(applied->zone, zones);
+  if (!zone.ok()) return zone.status().WithContext(fmt::format("the retention zone of namespace {}", ns));
+  if (zone->OffsetHoursDuring(from, std::min(to, applied->hourly_from)) == std::vector<int>{0}) return Status::Ok();
+  return Status::FailedPrecondition(
+      fmt::format("namespace {} is {}: its days before {} are days of {}, rolled up by its retention policy, and a "
+                  "restatement replaces UTC days, which would cut them in two; restate days from {} on",
+                  ns, DescribeRetention(*applied), FormatIsoTime(applied->hourly_from), applied->zone,
+                  FormatDate(FloorDiv(applied->hourly_from + kSecondsPerDay - 1, kSecondsPerDay))),
+      "RESTATE_ROLLED_UP_DAYS");
+}
 
 Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateOptions& options) {
   CLICKATRON_RETURN_IF_ERROR(ValidateNamespace(options.ns, "--ns"));

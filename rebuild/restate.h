@@ -32,6 +32,7 @@
 
 #include "bulk_load.h"
 #include "clickatron/config.h"
+#include "clickatron/manifest.h"
 #include "clickatron/status.h"
 #include "drop_rules.h"
 #include "sort_inputs.h"
@@ -51,6 +52,13 @@ struct RestateOptions {
 };
 
 Result<QueuedLoad> QueueRestatement(const ClusterConfig& cluster, const RestateOptions& options);
+
+// RESTATE_ROLLED_UP_DAYS when hours of namespace `ns` in [from, to) are in
+// days `serving` (the archive's manifest; null: none) rolled up in a zone
+// other than UTC: a restatement replaces UTC days, which would cut such a
+// day in two. Checked when one is queued, and again when a build folds it
+// (a build in progress when it was queued may have rolled its days up).
+Status CheckNotInOtherZonesDays(const Manifest* serving, const std::string& ns, int64_t from, int64_t to);
 
 // The files that make queue entry `id` a restatement (keys.txt with
 // keys_in_file, then restate.json), written before its marker; `late_before`:

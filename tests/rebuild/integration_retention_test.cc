@@ -479,6 +479,61 @@ TEST_F(RetentionWithRestatements, ARestatementThatWaitsHoldsItsNamespacesRetenti
   }
 }
 
+// A restatement queued while a generation that rolls its days up is built
+// (here: built with --build-only, deployed by the next run) passed its check
+// against the generation served then. The build that would fold it checks
+// again against the one it builds on: it takes the restatement out of the
+// queue (RESTATE_ROLLED_UP_DAYS) rather than cut New York's days in two.
+TEST_F(RetentionWithRestatements, ARestatementQueuedDuringABuildThatRollsItsDaysUpIsRefusedAtFoldTime) {
+  RawClicks raw;
+  std::string out;
+  SetPolicies({Policy("u", 3, 0, "America/New_York")});
+  testing::WriteAll(cluster_ / "history.csv", Lines(ClickLines("u", day_ - 12, day_ - 1, 51, &raw)));
+  ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), cluster_ / "history.csv"}, &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(StartApi(1));
+  RotateAll(day_);
+  RotateAll(day_ + 1);
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_EQ(manifest->retention.size(), 1u);
+  const int64_t restated = FloorDiv(manifest->retention[0].hourly_from + kSecondsPerDay - 1, kSecondsPerDay);
+
+  // Generation 2 rolls another New York day up; built, not deployed.
+  RotateAll(day_ + 2);
+  ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;
+  testing::WriteAll(cluster_ / "restate.csv",
+                    fmt::format("u|k3.{},1\n", *YmdhFromUnix(restated * kSecondsPerDay + 5 * kSecondsPerHour)));
+  ASSERT_EQ(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(restated), "--to",
+                     FormatDate(restated), cluster_ / "restate.csv"},
+                    &out),
+            0)
+      << out;
+  RotateAll(day_ + 3);
+  ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
+  EXPECT_NE(out.find("is not folded, and leaves the queue"), std::string::npos) << out;
+  EXPECT_NE(out.find("RESTATE_ROLLED_UP_DAYS"), std::string::npos) << out;
+
+  // Every key's New York days as they were sent: nothing restated, nothing cut.
+  const std::string ref = std::to_string((day_ + 3) * kSecondsPerDay - 1);
+  for (int k = 0; k < 6; ++k) {
+    const std::string key = fmt::format("k{}", k);
+    std::map<int64_t, int64_t> by_ny_day;
+    for (const auto& [hour, n] : raw.totals[{"u", key}]) by_ny_day[NewYorkDayOf(hour)] += n;
+    nlohmann::json j = Query(fmt::format("/clicks?ns=u&key={}&unit=day&units=20&timezone=America/New_York"
+                                         "&unit_reference_ts={}",
+                                         key, ref));
+    ASSERT_TRUE(j["data"].contains("clicks")) << j.dump();
+    for (const auto& row : j["data"]["clicks"]) {
+      const int64_t dt = row["dt"].get<int64_t>();
+      const int64_t local_day = FloorDiv(dt + j["data"]["tz_offset"].get<int64_t>() * kSecondsPerHour, kSecondsPerDay);
+      if (local_day < day_ - 12 || local_day > day_ + 2) continue;
+      const int64_t want = by_ny_day.count(local_day) ? by_ny_day[local_day] : 0;
+      EXPECT_EQ(row["clicks"].get<int64_t>(), want) << key << " " << FormatDate(local_day);
+    }
+  }
+}
+
 TEST_F(RetentionIntegration, APolicyChangedAndARebuildKilledMidRollupStayExact) {
   RawClicks raw;
   std::string out;
