@@ -307,8 +307,8 @@ bool DeletionService::RelayedToHome(const HttpExchangePtr& ex, const std::string
   ++relays_in_flight_;
   home_.Relay(ex, *home, client_, timeout_ms,
               {"DELETION_HOME_DOWN",
-               fmt::format("deletion {}'s home API node did not answer; nothing was taken here: retry later with the "
-                           "same id",
+               fmt::format("deletion {}'s home API node did not answer: either it never saw the request, or it "
+                           "took the deletion and its answer was lost; retry with the same id to learn which",
                            id)},
               [this](bool) {
                 if (--relays_in_flight_ == 0 && drained_) std::exchange(drained_, nullptr)();

@@ -30,9 +30,11 @@
 
 namespace clickatron {
 
-// Set by the node that relays a request to its home: the home takes it as
-// its own whatever its own view of the cluster file (no relay loops when
-// two nodes read different files during a change).
+// Set by the node that relays a request to its home. A node that gets a
+// relayed request whose home, by its own cluster file, is another node
+// refuses it (421) rather than relaying it on: no relay loops when two
+// nodes read different files during a change. Every node's cluster file
+// must list the same API members in the same order.
 inline constexpr std::string_view kRelayedFromHeader = "Clickatron-Relayed-From";
 
 class HomeNode {

@@ -58,6 +58,9 @@ void AddSketchCommand(Command& app) {
           }
           it = by_key.emplace(std::string(key), UniqueSketch()).first;
         }
+        if (comma + 1 == line.size()) {  // as /incr refuses uniq= empty
+          return Status::InvalidArgument(fmt::format("{} has no visitor after the comma", QuoteForMessage(line)));
+        }
         it->second.Add(HashVisitor(line.substr(comma + 1)));
         return Status::Ok();
       }));

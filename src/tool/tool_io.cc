@@ -37,6 +37,9 @@ Status ReadLines(std::FILE* file, std::string_view name,
     }
     std::string_view line(buffer, static_cast<size_t>(n));
     if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    // CRLF as LF, as /incr takes batch lines: a visitor log written on
+    // Windows must not make "alice\r" a visitor other than "alice".
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     status = fn(line);
     if (!status.ok()) {
       status = status.WithContext(fmt::format("{} line {}", name, line_no));

@@ -53,6 +53,17 @@ TEST(SketchCommand, RecordsRefuseLinesThatAreNotUniqueKeysWithAToken) {
   EXPECT_NE(RunSketch({"--records"}, "~u|jehiah.c41l\n", &out), 0) << "no token";
   EXPECT_NE(RunSketch({"--records"}, "~u|jehiah.c2u0,alice\n", &out), 0) << "no such hour (Feb 30)";
   EXPECT_NE(RunSketch({"--records", "--estimate"}, "~u|jehiah.c41l,alice\n", &out), 0);
+  EXPECT_NE(RunSketch({"--records"}, "~u|jehiah.c41l,\n", &out), 0) << "an empty token, as /incr refuses uniq=";
+  EXPECT_NE(out.find("no visitor"), std::string::npos) << out;
+}
+
+// A visitor log written on Windows: "alice\r\n" is alice, as /incr reads
+// CRLF batch lines, not a second visitor.
+TEST(SketchCommand, RecordsReadCrlfLinesAsTheirTokens) {
+  std::string crlf, lf;
+  ASSERT_EQ(RunSketch({"--records"}, "~u|jehiah.c41l,alice\r\n~u|jehiah.c41l,bob\r\n", &crlf), 0) << crlf;
+  ASSERT_EQ(RunSketch({"--records"}, "~u|jehiah.c41l,alice\n~u|jehiah.c41l,bob\n", &lf), 0) << lf;
+  EXPECT_EQ(crlf, lf);
 }
 
 }  // namespace
