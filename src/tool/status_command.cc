@@ -28,7 +28,11 @@ nlohmann::json FetchData(BlockingHttpClient& client, const HostPort& peer, const
     return nullptr;
   }
   if (r.status_code != 200) {
-    *error = fmt::format("HTTP {}", r.status_code);
+    // The member's own words (a 401 says whether the secret or the clock is
+    // wrong: operations.md, Troubleshooting).
+    const nlohmann::json refusal = nlohmann::json::parse(r.body, nullptr, false);
+    const std::string message = refusal.is_object() ? refusal.value("message", "") : "";
+    *error = message.empty() ? fmt::format("HTTP {}", r.status_code) : fmt::format("HTTP {}: {}", r.status_code, message);
     return nullptr;
   }
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);

@@ -113,5 +113,34 @@ TEST(IntegrationWriteOplogToolTest, ListDumpVerifyAndReplay) {
   EXPECT_NE(error.find("damaged"), std::string::npos) << error;
 }
 
+// `clickatron status` with another cluster secret than the members': each
+// signed read is refused 401, and the line says why in the member's words
+// (operations.md's troubleshooting table promises it), not just "HTTP 401".
+TEST(IntegrationStatusToolTest, ARefusedSignatureSaysWhy) {
+  WriteCluster c(1);
+  c.StartAll();
+  std::string out;
+  const std::string tool = BinaryPath("clickatron");
+  RunCommand({tool, "status", "--config", c.config()}, &out);  // (no archive replica runs here)
+  const auto realtime_line = [&] {
+    const size_t at = out.find("realtime-0 ");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  ASSERT_NE(realtime_line().find(" up "), std::string::npos) << out;
+  // The same cluster file, another secret.
+  const std::string other_secret = c.dir() + "/other.secret";
+  ASSERT_EQ(RunCommand({tool, "secret", other_secret}, &out), 0) << out;
+  std::string toml = clickatron::testing::ReadAll(c.config());
+  const size_t at = toml.find("cluster_secret_file = ");
+  ASSERT_NE(at, std::string::npos) << toml;
+  toml.replace(at, toml.find('\n', at) - at, "cluster_secret_file = \"" + other_secret + "\"");
+  const std::string other_config = c.dir() + "/other.toml";
+  clickatron::testing::WriteAll(other_config, toml);
+  EXPECT_EQ(RunCommand({tool, "status", "--config", other_config}, &out), 3) << out;
+  EXPECT_NE(realtime_line().find(" DOWN "), std::string::npos) << out;
+  EXPECT_NE(realtime_line().find("HTTP 401: "), std::string::npos) << out;
+  EXPECT_NE(realtime_line().find("wrong signature"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace clickatron::api::write_testing
