@@ -114,6 +114,9 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("stat", path);
+  if (!S_ISREG(st.st_mode)) {  // a directory maps as "No such device"
+    return Status::InvalidArgument(fmt::format("{} is not a regular file", path), "NOT_A_FILE");
+  }
   std::unique_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
   f->size_ = static_cast<size_t>(st.st_size);

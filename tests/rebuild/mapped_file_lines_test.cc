@@ -50,5 +50,15 @@ TEST(MappedFileLinesTest, GivesEveryLineAndTheCrcOfEveryByteWithoutKeepingTheFil
   EXPECT_GT(peak, 1024) << "kB of the file resident while reading it";  // it was read
 }
 
+// A directory given where a file is wanted (`clickatron manifest DIR`) is
+// named as such, not reported as mmap's "No such device".
+TEST(MappedFileTest, ADirectoryIsNotAFile) {
+  testing::TempDir dir;
+  auto mapped = MappedFile::Open(dir.path());
+  ASSERT_FALSE(mapped.ok());
+  EXPECT_EQ(mapped.status().reason(), "NOT_A_FILE");
+  EXPECT_NE(mapped.status().message().find("is not a regular file"), std::string::npos) << mapped.status().ToString();
+}
+
 }  // namespace
 }  // namespace clickatron::rebuild::mapped_file_lines_test
