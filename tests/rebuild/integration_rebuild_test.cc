@@ -503,27 +503,14 @@ TEST_F(RebuildIntegration, ALoadNowAfterARollbackBuildsTheGenerationAnew) {
   testing::WriteAll(cluster_ / "first.csv", TwelveKeysOfHistory("first", 0, day_ - 30, &good));
   ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "first.csv"}, &out), 0) << out;
   ASSERT_EQ(ServedGeneration(0), 1);
-  // Generation 1's pair of every shard, set aside (what the backup holds).
-  for (int s = 0; s < kShards; ++s) {
-    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
-      std::filesystem::copy_file(path, path + ".gen1");
-    }
-  }
+  SetAsideServedFiles();  // generation 1's files, as its backup holds them
   Expectation bad = good;
   testing::WriteAll(cluster_ / "bad.csv", TwelveKeysOfHistory("bad", 0, day_ - 20, &bad));
   ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--now", cluster_ / "bad.csv"}, &out), 0) << out;
   ASSERT_EQ(ServedGeneration(0), 2);
   ExpectArchiveEquals(bad);
 
-  // The rollback.
-  for (int s = 0; s < kShards; ++s) {
-    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
-      ASSERT_EQ(::rename((path + ".gen1").c_str(), path.c_str()), 0) << path;
-    }
-    const HttpResponse reloaded = Admin("POST", archive_ports_[s], "/reload");
-    ASSERT_EQ(reloaded.status_code, 200) << reloaded.body;
-    ASSERT_EQ(ServedGeneration(s), 1);
-  }
+  ASSERT_NO_FATAL_FAILURE(RollBackToSetAside(1));
   ExpectArchiveEquals(good);
 
   testing::WriteAll(cluster_ / "fixed.csv", TwelveKeysOfHistory("fixed", 0, day_ - 20, &good));
@@ -542,25 +529,14 @@ TEST_F(RebuildIntegration, ADeployedGenerationRolledBackBeforeItsRunFinishedIsBu
   Expectation expect;
   std::string out;
   ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(41, 200, &expect));
-  for (int s = 0; s < kShards; ++s) {
-    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
-      std::filesystem::copy_file(path, path + ".gen1");
-    }
-  }
+  SetAsideServedFiles();
   PutRandomDay(day_ + 1, 42, 200, &expect);
   RotateAll(day_ + 2);
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
   ASSERT_EQ(ServedGeneration(0), 2);
   ASSERT_TRUE(std::filesystem::remove(cluster_ / "work/gen/2/finished.done"));
   ASSERT_TRUE(std::filesystem::remove(cluster_ / ("work/days/" + FormatDate(day_ + 1) + "/complete.done")));
-  for (int s = 0; s < kShards; ++s) {
-    for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
-      ASSERT_EQ(::rename((path + ".gen1").c_str(), path.c_str()), 0) << path;
-    }
-    const HttpResponse reloaded = Admin("POST", archive_ports_[s], "/reload");
-    ASSERT_EQ(reloaded.status_code, 200) << reloaded.body;
-    ASSERT_EQ(ServedGeneration(s), 1);
-  }
+  ASSERT_NO_FATAL_FAILURE(RollBackToSetAside(1));
 
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
   EXPECT_NE(out.find("no archive replica serves it now (a rollback)"), std::string::npos) << out;

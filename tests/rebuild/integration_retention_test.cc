@@ -189,6 +189,31 @@ class RetentionIntegration : public RebuildIntegration {
     return units;
   }
   std::string Ref() const { return std::to_string((day_ + 1) * kSecondsPerDay - 1); }
+  // `/clicks` of u's keys k0..k5 by New York day (unit_reference_ts `ref`,
+  // 20 days) against `raw`, each New York day from `first_day` to
+  // `last_day`; at least `min_days` of them compared per key.
+  void ExpectNewYorkDays(RawClicks& raw, int64_t ref, int64_t first_day, int64_t last_day, int min_days) {
+    for (int k = 0; k < 6; ++k) {
+      const std::string key = fmt::format("k{}", k);
+      std::map<int64_t, int64_t> by_ny_day;
+      for (const auto& [hour, n] : raw.totals[{"u", key}]) by_ny_day[NewYorkDayOf(hour)] += n;
+      nlohmann::json j = Query(fmt::format("/clicks?ns=u&key={}&unit=day&units=20&timezone=America/New_York"
+                                           "&unit_reference_ts={}",
+                                           key, ref));
+      ASSERT_TRUE(j["data"].contains("clicks")) << j.dump();
+      int days_checked = 0;
+      for (const auto& row : j["data"]["clicks"]) {
+        const int64_t dt = row["dt"].get<int64_t>();
+        const int64_t local_day =
+            FloorDiv(dt + j["data"]["tz_offset"].get<int64_t>() * kSecondsPerHour, kSecondsPerDay);
+        if (local_day < first_day || local_day > last_day) continue;
+        const int64_t want = by_ny_day.count(local_day) ? by_ny_day[local_day] : 0;
+        EXPECT_EQ(row["clicks"].get<int64_t>(), want) << key << " " << FormatDate(local_day);
+        ++days_checked;
+      }
+      EXPECT_GE(days_checked, min_days) << key;
+    }
+  }
   std::string ClicksTarget(const std::string& ns, const std::string& key, const std::string& unit, int units,
                            const std::string& tz = "0") const {
     return fmt::format("/clicks?ns={}&key={}&unit={}&units={}&timezone={}&unit_reference_ts={}", ns, key, unit, units,
@@ -401,6 +426,25 @@ TEST_F(RetentionIntegration, ADaylightSavingZoneRollsUpItsOwnDays) {
 class RetentionWithRestatements : public RetentionIntegration {
  protected:
   RetentionWithRestatements() { loader_ = "api-1"; }
+  // u's retention in the served manifest.
+  AppliedRetention ServedRetention() {
+    auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
+    EXPECT_TRUE(manifest.ok());
+    EXPECT_EQ(manifest.ok() ? manifest->retention.size() : 0, 1u);
+    return manifest.ok() && manifest->retention.size() == 1 ? manifest->retention[0] : AppliedRetention{};
+  }
+  // `restate` of u's UTC day `day` (queued, not --now): one click of k3 at
+  // 05:00 is all it holds.
+  void QueueRestatementOf(int64_t day) {
+    std::string out;
+    testing::WriteAll(cluster_ / "restate.csv",
+                      fmt::format("u|k3.{},1\n", *YmdhFromUnix(day * kSecondsPerDay + 5 * kSecondsPerHour)));
+    ASSERT_EQ(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(day), "--to",
+                       FormatDate(day), cluster_ / "restate.csv"},
+                      &out),
+              0)
+        << out;
+  }
 };
 
 TEST_F(RetentionWithRestatements, ARestatementThatWaitsHoldsItsNamespacesRetention) {
@@ -412,10 +456,7 @@ TEST_F(RetentionWithRestatements, ARestatementThatWaitsHoldsItsNamespacesRetenti
   RotateAll(day_);
   RotateAll(day_ + 1);
   ASSERT_EQ(RunDay(day_, &out), 0) << out;
-  auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
-  ASSERT_TRUE(manifest.ok());
-  ASSERT_EQ(manifest->retention.size(), 1u);
-  const int64_t hourly_from = manifest->retention[0].hourly_from;
+  const int64_t hourly_from = ServedRetention().hourly_from;
 
   // The restated day: the first whole UTC day of hours; one click in it.
   const int64_t restated = FloorDiv(hourly_from + kSecondsPerDay - 1, kSecondsPerDay);
@@ -423,26 +464,17 @@ TEST_F(RetentionWithRestatements, ARestatementThatWaitsHoldsItsNamespacesRetenti
     hours.erase(hours.lower_bound(restated * kSecondsPerDay), hours.lower_bound((restated + 1) * kSecondsPerDay));
   }
   raw.totals[{"u", "k3"}][restated * kSecondsPerDay + 5 * kSecondsPerHour] += 1;
-  testing::WriteAll(cluster_ / "restate.csv",
-                    fmt::format("u|k3.{},1\n", *YmdhFromUnix(restated * kSecondsPerDay + 5 * kSecondsPerHour)));
   // api-1 has late data sealed when the restatement is queued, and is down
   // at the next run: the restatement waits for it.
   WriteLateFile(1, 1700000000, {FormatBatchHeader(testing::ApiMemberName(1), 0, 7) + "v|late.c3p1,1\n"});
   ASSERT_NO_FATAL_FAILURE(StartApi(1));
-  ASSERT_EQ(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(restated), "--to",
-                     FormatDate(restated), cluster_ / "restate.csv"},
-                    &out),
-            0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(QueueRestatementOf(restated));
   cluster_.Kill(testing::ApiMemberName(1));
   RotateAll(day_ + 2);
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
   EXPECT_NE(out.find("waits for the late data API member api-1 sealed before it"), std::string::npos) << out;
   EXPECT_NE(out.find("retention of namespace u held where it is"), std::string::npos) << out;
-  manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
-  ASSERT_TRUE(manifest.ok());
-  ASSERT_EQ(manifest->retention.size(), 1u);
-  EXPECT_EQ(manifest->retention[0].hourly_from, hourly_from) << "u's hours moved on while its restatement waited";
+  EXPECT_EQ(ServedRetention().hourly_from, hourly_from) << "u's hours moved on while its restatement waited";
 
   ASSERT_NO_FATAL_FAILURE(StartApi(1));
   RotateAll(day_ + 3);
@@ -451,32 +483,10 @@ TEST_F(RetentionWithRestatements, ARestatementThatWaitsHoldsItsNamespacesRetenti
   // Once folded, the hours move on at the next run.
   RotateAll(day_ + 4);
   ASSERT_EQ(RunDay(day_ + 3, &out), 0) << out;
-  manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
-  ASSERT_TRUE(manifest.ok());
-  ASSERT_EQ(manifest->retention.size(), 1u);
-  EXPECT_GT(manifest->retention[0].hourly_from, hourly_from);
+  EXPECT_GT(ServedRetention().hourly_from, hourly_from);
 
   // Every key's New York days, by the test's own offsets.
-  const std::string ref = std::to_string((day_ + 4) * kSecondsPerDay - 1);
-  for (int k = 0; k < 6; ++k) {
-    const std::string key = fmt::format("k{}", k);
-    std::map<int64_t, int64_t> by_ny_day;
-    for (const auto& [hour, n] : raw.totals[{"u", key}]) by_ny_day[NewYorkDayOf(hour)] += n;
-    nlohmann::json j = Query(fmt::format("/clicks?ns=u&key={}&unit=day&units=20&timezone=America/New_York"
-                                         "&unit_reference_ts={}",
-                                         key, ref));
-    ASSERT_TRUE(j["data"].contains("clicks")) << j.dump();
-    int days_checked = 0;
-    for (const auto& row : j["data"]["clicks"]) {
-      const int64_t dt = row["dt"].get<int64_t>();
-      const int64_t local_day = FloorDiv(dt + j["data"]["tz_offset"].get<int64_t>() * kSecondsPerHour, kSecondsPerDay);
-      if (local_day < day_ - 12 || local_day > day_ + 3) continue;
-      const int64_t want = by_ny_day.count(local_day) ? by_ny_day[local_day] : 0;
-      EXPECT_EQ(row["clicks"].get<int64_t>(), want) << key << " " << FormatDate(local_day);
-      ++days_checked;
-    }
-    EXPECT_GE(days_checked, 12) << key;
-  }
+  ExpectNewYorkDays(raw, (day_ + 4) * kSecondsPerDay - 1, day_ - 12, day_ + 3, 12);
 }
 
 // A restatement queued while a generation that rolls its days up is built
@@ -494,44 +504,19 @@ TEST_F(RetentionWithRestatements, ARestatementQueuedDuringABuildThatRollsItsDays
   RotateAll(day_);
   RotateAll(day_ + 1);
   ASSERT_EQ(RunDay(day_, &out), 0) << out;
-  auto manifest = ReadManifest(ManifestPathFor(ArchiveFile(0)));
-  ASSERT_TRUE(manifest.ok());
-  ASSERT_EQ(manifest->retention.size(), 1u);
-  const int64_t restated = FloorDiv(manifest->retention[0].hourly_from + kSecondsPerDay - 1, kSecondsPerDay);
+  const int64_t restated = FloorDiv(ServedRetention().hourly_from + kSecondsPerDay - 1, kSecondsPerDay);
 
   // Generation 2 rolls another New York day up; built, not deployed.
   RotateAll(day_ + 2);
   ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;
-  testing::WriteAll(cluster_ / "restate.csv",
-                    fmt::format("u|k3.{},1\n", *YmdhFromUnix(restated * kSecondsPerDay + 5 * kSecondsPerHour)));
-  ASSERT_EQ(Rebuild({"restate", "--config", cluster_.config_path(), "--ns", "u", "--from", FormatDate(restated), "--to",
-                     FormatDate(restated), cluster_ / "restate.csv"},
-                    &out),
-            0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(QueueRestatementOf(restated));
   RotateAll(day_ + 3);
   ASSERT_EQ(RunDay(day_ + 2, &out), 0) << out;
   EXPECT_NE(out.find("is not folded, and leaves the queue"), std::string::npos) << out;
   EXPECT_NE(out.find("RESTATE_ROLLED_UP_DAYS"), std::string::npos) << out;
 
   // Every key's New York days as they were sent: nothing restated, nothing cut.
-  const std::string ref = std::to_string((day_ + 3) * kSecondsPerDay - 1);
-  for (int k = 0; k < 6; ++k) {
-    const std::string key = fmt::format("k{}", k);
-    std::map<int64_t, int64_t> by_ny_day;
-    for (const auto& [hour, n] : raw.totals[{"u", key}]) by_ny_day[NewYorkDayOf(hour)] += n;
-    nlohmann::json j = Query(fmt::format("/clicks?ns=u&key={}&unit=day&units=20&timezone=America/New_York"
-                                         "&unit_reference_ts={}",
-                                         key, ref));
-    ASSERT_TRUE(j["data"].contains("clicks")) << j.dump();
-    for (const auto& row : j["data"]["clicks"]) {
-      const int64_t dt = row["dt"].get<int64_t>();
-      const int64_t local_day = FloorDiv(dt + j["data"]["tz_offset"].get<int64_t>() * kSecondsPerHour, kSecondsPerDay);
-      if (local_day < day_ - 12 || local_day > day_ + 2) continue;
-      const int64_t want = by_ny_day.count(local_day) ? by_ny_day[local_day] : 0;
-      EXPECT_EQ(row["clicks"].get<int64_t>(), want) << key << " " << FormatDate(local_day);
-    }
-  }
+  ExpectNewYorkDays(raw, (day_ + 3) * kSecondsPerDay - 1, day_ - 12, day_ + 2, 12);
 }
 
 TEST_F(RetentionIntegration, APolicyChangedAndARebuildKilledMidRollupStayExact) {

@@ -422,6 +422,28 @@ class RebuildIntegration : public ::testing::Test {
     return Rebuild({"run", "--config", cluster_.config_path(), "--date", FormatDate(day), "--build-only"}, output);
   }
 
+  // Every shard's served file and manifest copied aside (what a backup of
+  // that generation holds), for RollBackToSetAside.
+  void SetAsideServedFiles() {
+    for (int s = 0; s < kShards; ++s) {
+      for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
+        std::filesystem::copy_file(path, path + ".aside", std::filesystem::copy_options::overwrite_existing);
+      }
+    }
+  }
+  // operations.md section 6: the files set aside put back on every shard
+  // and reloaded; each must then serve `generation`.
+  void RollBackToSetAside(int64_t generation) {
+    for (int s = 0; s < kShards; ++s) {
+      for (const std::string& path : {ArchiveFile(s), ManifestPathFor(ArchiveFile(s))}) {
+        ASSERT_EQ(::rename((path + ".aside").c_str(), path.c_str()), 0) << path;
+      }
+      const HttpResponse reloaded = Admin("POST", archive_ports_[s], "/reload");
+      ASSERT_EQ(reloaded.status_code, 200) << reloaded.body;
+      ASSERT_EQ(ServedGeneration(s), generation);
+    }
+  }
+
   // The file of the shard's first replica (each replica has its own).
   std::string ArchiveFile(int shard, int replica = 0) const { return cluster_.Member(ArchiveName(shard, replica)).file; }
 
