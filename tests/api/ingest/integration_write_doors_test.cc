@@ -180,6 +180,14 @@ TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
   EXPECT_EQ(j.value("code", ""), "invalid");
   EXPECT_NE(j.value("message", "").find("line 2"), std::string::npos) << bad.body;
   EXPECT_EQ(Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks", "p,key=x size=1i\n", {}).status, 400);
+  // The server's own refusals on these paths are Influx's shape too, with
+  // Influx's code for the status: a GET is "method not allowed".
+  HttpResponse get = HttpGet(c.Api(), "/api/v2/write?bucket=clicks");
+  EXPECT_EQ(get.status_code, 405) << get.body;
+  const auto get_error = nlohmann::json::parse(get.body, nullptr, false);
+  ASSERT_TRUE(get_error.is_object()) << get.body;
+  EXPECT_EQ(get_error.value("code", ""), "method not allowed") << get.body;
+  EXPECT_EQ(get.Header("Allow"), "POST");
   EXPECT_EQ(Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=fortnight", "p,key=x\n", {}).status,
             400);
   // A small gzip body that inflates past max_body_bytes: 413, nothing taken.
