@@ -99,11 +99,17 @@ void RealtimeServer::HandleTombstone(const HttpExchangePtr& ex) {
         }
         if (!answer.ok()) {
           spdlog::error("tombstone {}: {}", id, answer.status().ToString());
-        } else {
-          counters_.tombstone_deleted_records += *answer;
-          spdlog::info("tombstone {}: {} stored records deleted", id, *answer);
+          AnswerTombstoneRun(id, epoch, answer);
+          return;
         }
-        AnswerTombstoneRun(id, epoch, answer);
+        counters_.tombstone_deleted_records += *answer;
+        spdlog::info("tombstone {}: {} stored records deleted", id, *answer);
+        // A checkpoint frozen before the delete reads the store through a
+        // snapshot taken then, records and all, until it finishes: the
+        // answer (after which every read must be without them) waits for
+        // it. Answered whatever it says: the records are deleted.
+        ring_->checkpointer().WhenPersisted(
+            [this, id, epoch, answer](const Status&) { AnswerTombstoneRun(id, epoch, answer); });
       });
     });
   });

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -129,7 +131,8 @@ TEST_F(TombstoneIntegration, AnExportSaysWhichTombstonesItIsCleanOf) {
 class TombstoneWithStalledCheckpoints : public TombstoneIntegration {
  protected:
   TombstoneWithStalledCheckpoints()
-      : TombstoneIntegration(clickatron::testing::TomlTable().SetRaw("fault_injection", "true")) {}
+      : TombstoneIntegration(
+            clickatron::testing::TomlTable().SetRaw("fault_injection", "true").SetInt("checkpoint_interval_ms", 50)) {}
   void StallCheckpoints(int ms) {
     const std::string dir = daemon_.data_dir() + "/fault";
     std::filesystem::create_directories(dir);
@@ -172,6 +175,40 @@ TEST_F(TombstoneWithStalledCheckpoints, InstallsRetriedWhileItsRunIsOutJoinThatR
   EXPECT_EQ(Value(victim), "");
   EXPECT_EQ(Value(bystander), "1");
   Cut("d1", {{"api-0", 1}});
+}
+
+// Under steady traffic checkpoints run back to back, each reading the store
+// through a snapshot taken when it froze. The install answers only once no
+// checkpoint frozen before its delete is left: a read right after the
+// answer is without the records (it read the frozen snapshot's copy).
+TEST_F(TombstoneWithStalledCheckpoints, AReadRightAfterTheInstallsAnswerIsWithoutTheRecords) {
+  const std::string victim = TotalKey("victim", today_, 3);
+  // Stored records enough that a delete's scan outlasts the 50-ms tick: a
+  // checkpoint freezes while it runs.
+  std::string filler;
+  for (int i = 0; i < 150000; ++i) filler += fmt::format("{},1\n", TotalKey(fmt::format("fill-{}", i), today_, i % 24));
+  ASSERT_EQ(Send("api-0", 500000, filler), 200);
+  for (int round = 0; round < 3; ++round) {
+    const uint64_t first_seq = 500000 + 1000 * static_cast<uint64_t>(round) + 1;
+    ASSERT_EQ(Send("api-0", first_seq, fmt::format("{},5\n", victim)), 200);
+    ASSERT_TRUE(clickatron::testing::WaitFor([&] { return Value(victim) == "5"; }));
+    StallCheckpoints(300);
+    std::atomic<bool> stop{false};
+    std::thread traffic([&] {
+      for (uint64_t seq = first_seq + 1; !stop; ++seq) {
+        Send("api-0", seq, fmt::format("{},1\n", TotalKey("other", today_, 4)));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+    const std::string id = fmt::format("r{}", round);
+    EXPECT_EQ(Install(id, "victim")["deleted_records"], 1);
+    EXPECT_EQ(Value(victim), "") << "round " << round << ": read the records after the install's answer";
+    stop = true;
+    traffic.join();
+    StallCheckpoints(0);
+    // The next round's increments count again (after this cut).
+    Cut(id, {{"api-0", first_seq + 999}});
+  }
 }
 
 TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCutIsDurable) {
