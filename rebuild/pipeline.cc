@@ -180,12 +180,24 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
     // and mark them complete. It is built anew instead (a replica that
     // merely lags while others serve it is caught up as usual).
     bool answered = false, served = false;
+    std::string down;
     for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
-      if (!replica.status.ok()) continue;
+      if (!replica.status.ok()) {
+        down += (down.empty() ? "" : ", ") + replica.member->name;
+        continue;
+      }
       answered = true;
       served = served || (replica.manifest && replica.manifest->generation == plan.generation &&
                           replica.shard < static_cast<int>(plan.manifests.size()) &&
                           replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32);
+    }
+    if (answered && !served && !down.empty()) {
+      // Those that answer may be ones that lag behind the down ones.
+      return Status::Unavailable(
+          fmt::format("generation {} was deployed by an earlier run, no replica that answers serves it, and {} did "
+                      "not answer: whether it was rolled back cannot be told; start them and rerun",
+                      plan.generation, down),
+          "REPLICA_UNAVAILABLE");
     }
     if (answered && !served) {
       spdlog::warn("generation {} was deployed by an earlier run, but no archive replica serves it now (a rollback): "
