@@ -63,14 +63,15 @@ void RealtimeServer::HandleTombstone(const HttpExchangePtr& ex) {
   }
   const std::string id = installed->id;
   const uint64_t epoch = installed->epoch;
-  if (installed->deleted) {
-    ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", 0}});
-    return;
-  }
   // A run for this id is out (a retry after the API's request timed out):
-  // this request waits for its answer.
+  // this request waits for its answer, also once the records are deleted
+  // and the run waits for the checkpoints that read them.
   if (auto run = tombstone_runs_.find(id); run != tombstone_runs_.end()) {
     run->second.push_back(ex);
+    return;
+  }
+  if (installed->deleted) {
+    ex->ReplyJson({{"id", id}, {"epoch", epoch}, {"deleted_records", 0}});
     return;
   }
   tombstone_runs_[id].push_back(ex);

@@ -200,8 +200,10 @@ Result<GenerationInputs> GatherInputs(const BuildOptions& options, uint64_t gene
         // of the queue, not folded across them (the run goes on).
         if (Status st = CheckNotInOtherZonesDays(serving, rule.ns, rule.from_unix, rule.to_unix); !st.ok()) {
           spdlog::error("restatement {} is not folded, and leaves the queue: {}", id, st.ToString());
-          CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.QueueDir(id) + "/failed.txt", st.ToString() + "\n"));
+          // Out of the queue first: a crash between the two leaves it out,
+          // not refused on paper and folded after all.
           CLICKATRON_RETURN_IF_ERROR(RenameDurably(work.QueueDone(id), work.QueueDir(id) + "/queued.refused"));
+          CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(work.QueueDir(id) + "/failed.txt", st.ToString() + "\n"));
           continue;
         }
         restatements.push_back(std::move(**restatement));

@@ -187,6 +187,16 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
         continue;
       }
       answered = true;
+      if (replica.manifest && replica.manifest->generation > plan.generation) {
+        // Moved on past it (another rebuild host built on it): not a
+        // rollback, and nothing here to build again.
+        return Status::FailedPrecondition(
+            fmt::format("generation {} was deployed by an earlier run, and {} now serves generation {}: another "
+                        "rebuild moved the archive on. Remove {} once that host has finished it",
+                        plan.generation, replica.member->name, replica.manifest->generation,
+                        work.GenDir(plan.generation)),
+            "STALE_PENDING_GENERATION");
+      }
       served = served || (replica.manifest && replica.manifest->generation == plan.generation &&
                           replica.shard < static_cast<int>(plan.manifests.size()) &&
                           replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32);

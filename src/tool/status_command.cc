@@ -31,7 +31,10 @@ nlohmann::json FetchData(BlockingHttpClient& client, const HostPort& peer, const
     // The member's own words (a 401 says whether the secret or the clock is
     // wrong: operations.md, Troubleshooting).
     const nlohmann::json refusal = nlohmann::json::parse(r.body, nullptr, false);
-    const std::string message = refusal.is_object() ? refusal.value("message", "") : "";
+    const std::string message =
+        refusal.is_object() && refusal.contains("message") && refusal["message"].is_string()
+            ? refusal["message"].get<std::string>()
+            : "";
     *error = message.empty() ? fmt::format("HTTP {}", r.status_code) : fmt::format("HTTP {}: {}", r.status_code, message);
     return nullptr;
   }
