@@ -67,6 +67,8 @@ struct Pending {
   evhttp_request* req = nullptr;
   evhttp_request_error error = EVREQ_HTTP_EOF;
   bool had_error = false;
+  evhttp_connection* conn = nullptr;  // the pool's: it outlives the request
+  std::string tls_failure;            // why the TLS connection failed, when OpenSSL says
   std::string body;
   std::function<bool()> cancelled;                // see HttpRequestSpec
   std::chrono::steady_clock::time_point deadline;  // when `cancelled` is polled
@@ -94,6 +96,7 @@ class HttpClientImpl : public HttpClient {
     p->done = std::move(done);
     p->sink = std::move(sink);
     evhttp_connection* conn = Connection(peer);
+    p->conn = conn;
     p->req = evhttp_request_new(&OnDone, p);
     evhttp_request_set_error_cb(p->req, &OnError);
     if (p->sink) evhttp_request_set_chunked_cb(p->req, &OnChunk);
@@ -190,6 +193,13 @@ class HttpClientImpl : public HttpClient {
     auto* p = static_cast<Pending*>(arg);
     p->had_error = true;
     p->error = error;
+    // Our side refusing the peer's certificate looks like the peer closing:
+    // say which it was, while the session still holds it.
+    if (bufferevent* bev = p->conn ? evhttp_connection_get_bufferevent(p->conn) : nullptr) {
+      if (SSL* ssl = bufferevent_openssl_get_ssl(bev)) {
+        p->tls_failure = DescribeTlsFailure(ssl, bufferevent_get_openssl_error(bev));
+      }
+    }
   }
 
   static void OnChunk(evhttp_request* req, void* arg) {
@@ -232,7 +242,9 @@ class HttpClientImpl : public HttpClient {
     p->req = nullptr;
     int code = req ? evhttp_request_get_response_code(req) : 0;
     if (!req || code == 0) {
-      const char* why = p->had_error ? RequestErrorText(p->error) : "no answer";
+      const std::string why = !p->tls_failure.empty() ? p->tls_failure
+                              : p->had_error           ? RequestErrorText(p->error)
+                                                       : "no answer";
       // libevent's own timeout (its connection timeout) is a timeout too.
       const bool timed_out = p->had_error && p->error == EVREQ_HTTP_TIMEOUT;
       p->Complete(TransportError(

@@ -9,6 +9,23 @@
 #include "clickatron/cluster_auth.h"
 
 namespace clickatron {
+
+std::string DescribeTlsFailure(const SSL* ssl, unsigned long openssl_error) {
+  if (ssl != nullptr) {
+    const long verify = SSL_get_verify_result(ssl);
+    if (verify != X509_V_OK) {
+      return fmt::format("TLS: the peer's certificate was not accepted ({}; [cluster] tls_ca_file, and the "
+                         "certificate's names and dates)",
+                         X509_verify_cert_error_string(verify));
+    }
+  }
+  if (openssl_error != 0) {
+    char text[256];
+    ERR_error_string_n(openssl_error, text, sizeof(text));
+    return fmt::format("TLS: {}", text);
+  }
+  return "";
+}
 namespace {
 
 // The newest OpenSSL error as text ("" when none), and the queue cleared.

@@ -29,6 +29,13 @@ struct TlsFiles {
   bool enabled() const { return !cert_file.empty(); }
 };
 
+// Why a TLS connection failed, from what OpenSSL left on it: the peer's
+// certificate not accepted (not signed by the CA, expired, not naming the
+// address), or `openssl_error` (an ERR_get_error code; 0: none), e.g. a
+// plain-HTTP server on the port. "" when OpenSSL saw nothing wrong (the
+// peer closed, or never answered).
+std::string DescribeTlsFailure(const SSL* ssl, unsigned long openssl_error);
+
 class TlsContext {
  public:
   // Loads and checks the files: the key must match the certificate.
