@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
 #include <nlohmann/json.hpp>
 
 #include "clickatron/http_server.h"
@@ -90,6 +91,24 @@ RequestDeadlines::~RequestDeadlines() {
 
 void RequestDeadlines::Watch(bufferevent* bev) {
   evbuffer_add_cb(bufferevent_get_input(bev), &OnFirstInput, bev);
+  if (SSL* ssl = bufferevent_openssl_get_ssl(bev)) {
+    SSL_set_app_data(ssl, bev);  // the session lives and dies with the bufferevent
+    SSL_set_info_callback(ssl, &RequestDeadlines::OnTlsInfo);
+  }
+}
+
+void RequestDeadlines::OnTlsInfo(const SSL* ssl, int where, int) {
+  auto* bev = static_cast<bufferevent*>(SSL_get_app_data(ssl));
+  RequestDeadlines* owner = bev ? OwnerOf(bev) : nullptr;
+  if (owner == nullptr) return;
+  if ((where & SSL_CB_HANDSHAKE_START) != 0) {
+    owner->Started(bev, true);
+  } else if ((where & SSL_CB_HANDSHAKE_DONE) != 0) {
+    // The request's own bytes start its deadline; later handshakes (TLS 1.3
+    // key updates on a kept-alive connection) start none.
+    owner->RequestRead(bev);
+    SSL_set_info_callback(const_cast<SSL*>(ssl), nullptr);
+  }
 }
 
 // The first bytes of a connection swap the callback for the later-bytes one:

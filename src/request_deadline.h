@@ -27,6 +27,13 @@
 // callback is cleared when evhttp frees it). Nothing of ours has to hear
 // about the free.
 //
+// Over TLS no request byte comes before the handshake is done, so the
+// handshake starts the deadline itself (an OpenSSL info callback on the
+// connection's session, OnTlsInfo): a client that trickles its ClientHello a
+// byte at a time would otherwise hold the connection, unanswered and never
+// timed, for as long as it likes, and a few thousand of them fill
+// max_connections.
+//
 // Not covered: the bytes of a pipelined request that arrived with the one
 // before it start no deadline until more bytes come (the idle timeout still
 // applies).
@@ -43,6 +50,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+
+typedef struct ssl_st SSL;
 
 namespace clickatron {
 
@@ -76,6 +85,9 @@ class RequestDeadlines {
     Clock::time_point last_bytes;  // of the armed request
   };
   static void OnFirstInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
+  // OpenSSL's info callback (void (*)(const SSL*, int, int)): the first
+  // handshake's start arms the deadline, its end disarms it.
+  static void OnTlsInfo(const ::ssl_st* ssl, int where, int ret);
   static void OnInput(evbuffer* buf, const evbuffer_cb_info* info, void* bev);
   static void OnSweep(evutil_socket_t fd, short what, void* arg);
   void Started(bufferevent* bev, bool first_bytes);

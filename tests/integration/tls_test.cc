@@ -5,6 +5,11 @@
 // over TLS, again after the shard restarts (fresh TLS sessions); the nightly
 // run exports, publishes and deploys over TLS.
 #include <gtest/gtest.h>
+#include <chrono>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -137,6 +142,46 @@ TEST_F(TlsTest, MembersServeTlsOnlyAndClientsCheckTheCaAndTheAddress) {
   EXPECT_NE(by_name.transport.message().find("certificate was not accepted"), std::string::npos)
       << by_name.transport.ToString();
   EXPECT_EQ(BlockingHttpClient(cluster_.config()).Fetch(realtime_, ping).status_code, 200);
+}
+
+// A client that trickles its TLS handshake a byte at a time never sends a
+// request byte, so no request deadline started: it held its connection for
+// as long as it liked (a few thousand fill max_connections). The handshake
+// now starts the deadline: such a connection is closed once it passes.
+TEST_F(TlsTest, AHandshakeTrickledAByteAtATimeIsCutAtTheRequestDeadline) {
+  testing::ClusterSpec spec = cluster_.spec();
+  spec.http.SetInt("request_deadline_seconds", 2).SetInt("timeout_seconds", 60);
+  ASSERT_TRUE(cluster_.Write(spec).ok());
+  StartMember("realtime-0");
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(realtime_.port);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const timeval wait{0, 300 * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  // A handshake record header announcing 512 bytes, then its body a byte at
+  // a time, each well within the idle timeout.
+  const unsigned char header[] = {0x16, 0x03, 0x01, 0x02, 0x00};
+  ASSERT_EQ(::send(fd, header, sizeof(header), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(header)));
+  const auto started = std::chrono::steady_clock::now();
+  bool closed = false;
+  while (!closed && std::chrono::steady_clock::now() - started < std::chrono::seconds(15)) {
+    const unsigned char byte = 0x01;
+    if (::send(fd, &byte, 1, MSG_NOSIGNAL) != 1) {
+      closed = true;
+      break;
+    }
+    char buf[64];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+  ::close(fd);
+  EXPECT_TRUE(closed) << "a handshake trickled for 15 s is still open (request_deadline_seconds = 2)";
+  // The member still answers others.
+  EXPECT_EQ(Get(realtime_, "/watermark?source=api-0").status_code, 200);
 }
 
 // Over TLS no raw answer can be written on a request's head: a body
