@@ -1073,13 +1073,21 @@ bool BearerIs(const std::string& header, std::string_view token) {
          ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), token);
 }
 
+// What was wrong with a refused Authorization header (never the token).
+std::string_view WhatWasSent(const std::string& header) {
+  if (header.empty()) return "none was sent";
+  if (!header.starts_with("Bearer ")) return "another scheme was sent (a Basic one replaces a client's Bearer header)";
+  return "the token sent is not it";
+}
+
 }  // namespace
 
 Status HttpServerImpl::Authorize(Access access, std::string_view uri, const HttpExchange& ex) const {
   switch (access) {
     case Access::kPublic:
       if (!options_.client_token.empty() && !BearerIs(ex.header("Authorization"), options_.client_token)) {
-        return Status::Unauthorized(fmt::format("{} needs Authorization: Bearer <[api] client_token>", ex.path()));
+        return Status::Unauthorized(fmt::format("{} needs Authorization: Bearer <[api] client_token>; {}", ex.path(),
+                                                WhatWasSent(ex.header("Authorization"))));
       }
       return Status::Ok();
     case Access::kInternal:
@@ -1090,7 +1098,8 @@ Status HttpServerImpl::Authorize(Access access, std::string_view uri, const Http
     case Access::kAdmin:
       if (!options_.admin_token.empty() && !BearerIs(ex.header("Authorization"), options_.admin_token)) {
         return Status::Unauthorized(
-            fmt::format("{} is an admin endpoint: send Authorization: Bearer <admin_token>", ex.path()));
+            fmt::format("{} is an admin endpoint: send Authorization: Bearer <admin_token>; {}", ex.path(),
+                        WhatWasSent(ex.header("Authorization"))));
       }
       return Status::Ok();
   }
