@@ -1076,7 +1076,10 @@ bool BearerIs(const std::string& header, std::string_view token) {
 // What was wrong with a refused Authorization header (never the token).
 std::string_view WhatWasSent(const std::string& header) {
   if (header.empty()) return "none was sent";
-  if (!header.starts_with("Bearer ")) return "another scheme was sent (a Basic one replaces a client's Bearer header)";
+  if (header == "Bearer" || header == "Bearer ") return "no token was sent after Bearer";
+  if (!header.starts_with("Bearer ")) {
+    return "a header of another scheme was sent (a client's Basic or Token header takes the place of the Bearer one)";
+  }
   return "the token sent is not it";
 }
 

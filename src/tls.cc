@@ -19,7 +19,9 @@ std::string DescribeTlsFailure(const SSL* ssl, unsigned long openssl_error) {
                          X509_verify_cert_error_string(verify));
     }
   }
-  if (openssl_error != 0) {
+  // libevent also keeps SSL_get_error's small codes there (lib 0): not an
+  // OpenSSL error to print ("error:00000001:lib(0)::reason(1)").
+  if (openssl_error != 0 && ERR_GET_LIB(openssl_error) != 0) {
     char text[256];
     ERR_error_string_n(openssl_error, text, sizeof(text));
     return fmt::format("TLS: {}", text);
