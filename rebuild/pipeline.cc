@@ -148,60 +148,44 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
   if (!pending->has_value()) return Status::Ok();
   const GenerationPlan& plan = **pending;
   const WorkDir work(cluster.rebuild.work_dir);
-  if (!FileExists(work.GenDeployed(plan.generation))) {
-    // Built on plan.previous_generation: deployed over anything else (another
-    // rebuild host moved the archive on meanwhile), it would drop that
-    // generation's days, or fold its own day a second time on top of them.
-    for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
-      if (!replica.status.ok()) continue;
-      const uint64_t serving = replica.manifest ? replica.manifest->generation : 0;
-      // Not moved on: the base itself, or a replica behind it (a new archive
-      // shard's member with no file yet, one that lags and catches up).
-      if (serving <= plan.previous_generation) continue;
-      // Half-deployed by this plan: its own file (another host may have
-      // built a generation of the same number, another file).
-      if (serving == plan.generation && replica.shard < static_cast<int>(plan.manifests.size()) &&
-          replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32) {
-        continue;
-      }
-      return Status::FailedPrecondition(
-          fmt::format("generation {} was built on generation {}, but {} now serves generation {}: another rebuild "
-                      "moved the archive on. Deploying {} would replace it; remove {} to drop the unfinished "
-                      "generation (its day is exported again by the next run)",
-                      plan.generation, plan.previous_generation, replica.member->name, serving, plan.generation,
-                      work.GenDir(plan.generation)),
-          "STALE_PENDING_GENERATION");
+  const bool deployed = FileExists(work.GenDeployed(plan.generation));
+  // Built on plan.previous_generation: deployed (or finished) over anything
+  // else (another rebuild host moved the archive on meanwhile), it would
+  // drop that generation's days, or fold its own day a second time on top
+  // of them. Deployed and since rolled back on every replica (operations.md
+  // section 6) before its run finished, finishing it would tell realtime its
+  // days are exported (the ring may clear days the archive lacks now) and
+  // mark them complete: it is built anew instead.
+  bool answered = false, served = false;
+  std::string down;
+  for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
+    if (!replica.status.ok()) {
+      down += (down.empty() ? "" : ", ") + replica.member->name;
+      continue;
     }
+    answered = true;
+    const uint64_t serving = replica.manifest ? replica.manifest->generation : 0;
+    // This plan's own file (another host may have built a generation of the
+    // same number, another file): half-deployed, or deployed.
+    if (serving == plan.generation && replica.shard < static_cast<int>(plan.manifests.size()) &&
+        replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32) {
+      served = true;
+      continue;
+    }
+    // Not moved on: the base itself, or a replica behind it (a new archive
+    // shard's member with no file yet, one that lags and catches up, or one
+    // rolled back).
+    if (serving <= plan.previous_generation) continue;
+    return Status::FailedPrecondition(
+        fmt::format("generation {} was built on generation {}, but {} now serves generation {}: another rebuild "
+                    "moved the archive on. Deploying {} would replace it; remove {} to drop the unfinished "
+                    "generation (its day is exported again by the next run)",
+                    plan.generation, plan.previous_generation, replica.member->name, serving, plan.generation,
+                    work.GenDir(plan.generation)),
+        "STALE_PENDING_GENERATION");
   }
-  if (FileExists(work.GenDeployed(plan.generation))) {
-    // Deployed, and since rolled back on every replica (operations.md
-    // section 6) before its run finished: finishing it would tell realtime
-    // its days are exported (the ring may clear days the archive lacks now)
-    // and mark them complete. It is built anew instead (a replica that
-    // merely lags while others serve it is caught up as usual).
-    bool answered = false, served = false;
-    std::string down;
-    for (const ReplicaState& replica : AskArchiveReplicas(cluster, timeouts.http_ms)) {
-      if (!replica.status.ok()) {
-        down += (down.empty() ? "" : ", ") + replica.member->name;
-        continue;
-      }
-      answered = true;
-      if (replica.manifest && replica.manifest->generation > plan.generation) {
-        // Moved on past it (another rebuild host built on it): not a
-        // rollback, and nothing here to build again.
-        return Status::FailedPrecondition(
-            fmt::format("generation {} was deployed by an earlier run, and {} now serves generation {}: another "
-                        "rebuild moved the archive on. Remove {} once that host has finished it",
-                        plan.generation, replica.member->name, replica.manifest->generation,
-                        work.GenDir(plan.generation)),
-            "STALE_PENDING_GENERATION");
-      }
-      served = served || (replica.manifest && replica.manifest->generation == plan.generation &&
-                          replica.shard < static_cast<int>(plan.manifests.size()) &&
-                          replica.manifest->crc32 == plan.manifests[static_cast<size_t>(replica.shard)].crc32);
-    }
-    if (answered && !served && !down.empty()) {
+  if (deployed && answered && !served) {
+    if (!down.empty()) {
       // Those that answer may be ones that lag behind the down ones.
       return Status::Unavailable(
           fmt::format("generation {} was deployed by an earlier run, no replica that answers serves it, and {} did "
@@ -209,15 +193,13 @@ Status FinishPending(const ClusterConfig& cluster, const Timeouts& timeouts) {
                       plan.generation, down),
           "REPLICA_UNAVAILABLE");
     }
-    if (answered && !served) {
-      spdlog::warn("generation {} was deployed by an earlier run, but no archive replica serves it now (a rollback): "
-                   "it is not finished, and the next build makes generation {} anew",
-                   plan.generation, plan.generation);
-      std::error_code ec;
-      std::filesystem::remove_all(work.GenDir(plan.generation), ec);
-      if (ec) return Status::Internal(fmt::format("removing {}: {}", work.GenDir(plan.generation), ec.message()));
-      return Status::Ok();
-    }
+    spdlog::warn("generation {} was deployed by an earlier run, but no archive replica serves it now (a rollback): "
+                 "it is not finished, and the next build makes generation {} anew",
+                 plan.generation, plan.generation);
+    std::error_code ec;
+    std::filesystem::remove_all(work.GenDir(plan.generation), ec);
+    if (ec) return Status::Internal(fmt::format("removing {}: {}", work.GenDir(plan.generation), ec.message()));
+    return Status::Ok();
   }
   spdlog::info("an earlier run built generation {} (day \"{}\") without finishing it: finishing it first",
                plan.generation, plan.day);

@@ -214,6 +214,11 @@ bool IsClosedLateFileName(std::string_view name) {
   return IsSealedLateFileName(std::string(name.substr(0, name.size() - kDone.size())) + ".sealed");
 }
 
+std::string DoneLateFileName(std::string_view sealed_name) {
+  constexpr std::string_view kSealed = ".sealed";
+  return std::string(sealed_name.substr(0, sealed_name.size() - kSealed.size())) + ".done";
+}
+
 std::string OplogCleanStopPath(const std::string& oplog_dir) { return oplog_dir + "/clean-stop"; }
 
 std::string FormatOplogCleanStop(const OplogCleanStop& note) {

@@ -56,6 +56,13 @@ struct Deletion {
   // holds them (files marked done are rewritten without them).
   bool physical = false;
 
+  // Whether `other` asks to delete the same: namespace, key and hours
+  // (`to` compared only with `compare_to`: a client's retry that left it to
+  // its default, the hour after now, moves it).
+  bool SameScopeAs(const Deletion& other, bool compare_to = true) const {
+    return ns == other.ns && key == other.key && all_time == other.all_time && from_unix == other.from_unix &&
+           (!compare_to || to_unix == other.to_unix);
+  }
   // Whether it covers key `tkey` (stored form) of namespace `ns`.
   bool Covers(std::string_view ns_of_key, std::string_view tkey_of_key) const {
     return ns_of_key == ns && (tkey.empty() || tkey_of_key == tkey);

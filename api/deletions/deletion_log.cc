@@ -52,8 +52,7 @@ Status DeletionLog::Put(Deletion deletion) {
 
 Status DeletionLog::PutCopy(Deletion copy) {
   if (const std::optional<Deletion> known = Get(copy.id)) {
-    if (known->ns != copy.ns || known->tkey != copy.tkey || known->all_time != copy.all_time ||
-        known->from_unix != copy.from_unix || known->to_unix != copy.to_unix) {
+    if (!known->SameScopeAs(copy)) {
       spdlog::error("deletion {}: {} sent a copy of another deletion under this id (ns {} key {} hours [{}, {})) than "
                     "the one this node has (ns {} key {} hours [{}, {}), owner {}): not taken; the API nodes' "
                     "cluster files must name the same API members in the same order",

@@ -136,9 +136,7 @@ void DeletionService::HandleDelete(const HttpExchangePtr& ex) {
     // would drop the deletion asked for without a word. (A `to` left to its
     // default, the hour after now, moves between retries: not compared.)
     if (std::optional<Deletion> known = log_->Get(d.id)) {
-      const bool same = known->ns == d.ns && known->key == d.key && known->all_time == d.all_time &&
-                        known->from_unix == d.from_unix && (!ex->args().Has("to") || known->to_unix == d.to_unix);
-      if (!same) {
+      if (!known->SameScopeAs(d, /*compare_to=*/ex->args().Has("to"))) {
         ex->ReplyError(422, "DELETION_ID_REUSED",
                        fmt::format("deletion {} was taken for ns {} key {} hours [{}, {}); a retry must ask for the "
                                    "same, and another deletion needs another id",

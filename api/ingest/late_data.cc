@@ -108,8 +108,7 @@ void LateData::Write(uint32_t shard, uint64_t seq, std::string lines, size_t lin
       int64_t created = std::max(static_cast<int64_t>(std::time(nullptr)), newest_created_ + 1);
       while (FileExists(dir_ + "/" + LateFileName(created, false)) ||
              FileExists(dir_ + "/" + LateFileName(created, true)) ||
-             FileExists(dir_ + "/" + LateFileName(created, true).substr(0, LateFileName(created, true).size() - 7) +
-                        ".done")) {
+             FileExists(dir_ + "/" + DoneLateFileName(LateFileName(created, true)))) {
         ++created;
       }
       newest_created_ = created;
@@ -263,7 +262,7 @@ void LateData::MarkDone(std::string name, std::function<void(Result<bool>)> done
                                                      name));
         }
         const std::string sealed = dir_ + "/" + name;
-        const std::string done_path = sealed.substr(0, sealed.size() - std::string_view(".sealed").size()) + ".done";
+        const std::string done_path = dir_ + "/" + DoneLateFileName(name);
         if (FileExists(sealed)) {
           CLICKATRON_RETURN_IF_ERROR(RenameDurably(sealed, done_path));
           spdlog::info("late data: {} is in a deployed archive generation: marked done", name);

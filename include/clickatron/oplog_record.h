@@ -98,6 +98,9 @@ bool IsSealedLateFileName(std::string_view name);
 // A late-data file closed whole: sealed, or sealed and then folded by the
 // rebuild ("late-<digits>.done").
 bool IsClosedLateFileName(std::string_view name);
+// "late-N.done" for the sealed file "late-N.sealed": the name POST
+// /late/done renames it to. REQUIRES: IsSealedLateFileName(sealed_name).
+std::string DoneLateFileName(std::string_view sealed_name);
 
 // The API's note that it stopped cleanly, its newest segment whole at
 // `bytes` (DIR/clean-stop: {"segment": ID, "bytes": N}; api/ingest/oplog.h
