@@ -228,7 +228,9 @@ TEST(LineSearchTest, OtherFieldSeparator) {
 // must agree with the linear scan each time.
 void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned seed) {
   std::mt19937 rng(seed);
-  const std::string alphabet = "!+-.0ab|";  // around ',' (0x2c) and '.'
+  // Around ',' (0x2c) and '.', and bytes that sort below the newline (a
+  // line ending there must still sort before a prefix going on with them).
+  const std::string alphabet = std::string("!+-.0ab|\t") + '\x01';
   auto random_string = [&](size_t min_len, size_t max_len) {
     std::uniform_int_distribution<size_t> len(min_len, max_len);
     std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
@@ -250,6 +252,8 @@ void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned see
         for (size_t i = 0; i <= k.size(); ++i) queries.push_back(k.substr(0, i));
       }
       for (int i = 0; i < 40; ++i) queries.push_back(random_string(0, 6));
+      // Whole lines going on past their end: a line is a prefix of these.
+      for (const auto& line : lines) queries.push_back(line + random_string(1, 2));
       for (const std::string& q : queries) {
         SCOPED_TRACE("round " + std::to_string(round) + " query \"" + q + "\"");
         LineIndex index(data, block_bytes);
