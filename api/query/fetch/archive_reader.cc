@@ -191,7 +191,8 @@ Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const Http
   return reply;
 }
 
-void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done) {
+void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done,
+                         BodyCheck check) {
   const size_t shard = static_cast<size_t>(session->shard);
   if (shard >= replicas_.size() || replicas_[shard].empty()) {
     done(ShardUnavailable(fmt::format("archive shard {} has no replica in the cluster file", shard)));
@@ -208,11 +209,18 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
   // session may reroute it (session->shard) while this one is out.
   client_.Send(replicas_[shard][index].peer, std::move(spec),
                [this, alive, session, shard, target = std::move(target), attempts_left, index, sent,
-                done = std::move(done)](HttpResponse response) mutable {
+                done = std::move(done), check = std::move(check)](HttpResponse response) mutable {
                  if (alive.expired()) return;
                  Replica& replica = replicas_[shard][index];
                  Result<ArchiveReply> reply = Interpret(replica, response);
                  if (reply.ok() && answer_seen_) answer_seen_(shard, index, reply->view, sent);
+                 if (reply.ok()) reply->replica = index;
+                 if (reply.ok() && check) {
+                   if (Status st = check(*reply); !st.ok()) {
+                     reply = ShardUnavailable(
+                         fmt::format("archive replica {} answered garbage: {}", replica.name, st.message()));
+                   }
+                 }
                  if (!reply.ok() && damage_seen_) {
                    if (std::optional<ArchiveView> damaged = DamagedFileOf(response)) {
                      damage_seen_(shard, index, *damaged);
@@ -230,7 +238,6 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                        shard)));
                    return;
                  }
-                 if (reply.ok()) reply->replica = index;
                  if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
                    done(std::move(reply));
                    return;
@@ -252,7 +259,7 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                  if (static_cast<size_t>(session->shard) == shard) {
                    session->replica = PickFrom(session->shard, index + 1);
                  }
-                 Send(session, std::move(target), attempts_left - 1, std::move(done));
+                 Send(session, std::move(target), attempts_left - 1, std::move(done), std::move(check));
                });
 }
 
@@ -333,13 +340,22 @@ void ArchiveReader::SendBatch(int shard, size_t replica, std::vector<std::string
   ++stats_.archive_coalesced_requests;
   stats_.archive_coalesced_keys += keys.size();
   std::string target = MGetTarget(keys);
-  Send(session, std::move(target), Attempts(shard),
-       [keys = std::move(keys), done = std::move(done)](Result<ArchiveReply> reply) {
-         if (!reply.ok()) return done(reply.status());
-         // mget answers 200 with the hits only; the headers hold for every key.
-         done(SplitArchiveMget(reply->found ? std::string_view(reply->body) : std::string_view(), keys, reply->view,
-                               reply->replica));
-       });
+  // mget answers 200 with the hits only; the headers hold for every key. The
+  // split is the check: an answer that cannot be split per key is tried on
+  // another replica, and the split the last answer made is what is handed on.
+  auto split = std::make_shared<Result<std::vector<ArchiveReply>>>(std::vector<ArchiveReply>{});
+  auto check = [keys = std::move(keys), split](const ArchiveReply& reply) {
+    *split = SplitArchiveMget(reply.found ? std::string_view(reply.body) : std::string_view(), keys, reply.view,
+                              reply.replica);
+    return split->status();
+  };
+  Send(
+      session, std::move(target), Attempts(shard),
+      [split, done = std::move(done)](Result<ArchiveReply> reply) {
+        if (!reply.ok()) return done(reply.status());
+        done(std::move(*split));
+      },
+      std::move(check));
 }
 
 void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys,
@@ -368,7 +384,7 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     done(std::move(replies));
   };
   if (FitsOneBatch(session->shard, keys)) return MGetCoalesced(session, std::move(keys), std::move(checked));
-  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  const std::vector<MGetBatch> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
   auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
     if (!st.ok()) return done(std::move(st));
@@ -378,15 +394,24 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
   join->Arm();  // nothing sent yet: only the parts can finish it now
   for (size_t i = 0; i < targets.size(); ++i) {
-    Send(session, targets[i], Attempts(session->shard),
-         [replies, i, part = std::move(parts[i])](Result<ArchiveReply> reply) {
-           if (!reply.ok()) {
-             part(reply.status());
-             return;
-           }
-           (*replies)[i] = std::move(*reply);
-           part(Status::Ok());
-         });
+    // Each part's answer as a batch's: only keys it asked, each once (its
+    // lines go on whole, as an mget answer).
+    std::vector<std::string> asked(keys.begin() + static_cast<ptrdiff_t>(targets[i].first_key),
+                                   keys.begin() + static_cast<ptrdiff_t>(targets[i].first_key + targets[i].keys));
+    auto check = [asked = std::move(asked)](const ArchiveReply& reply) {
+      return reply.found ? SplitArchiveMget(reply.body, asked, reply.view, reply.replica).status() : Status::Ok();
+    };
+    Send(
+        session, targets[i].target, Attempts(session->shard),
+        [replies, i, part = std::move(parts[i])](Result<ArchiveReply> reply) {
+          if (!reply.ok()) {
+            part(reply.status());
+            return;
+          }
+          (*replies)[i] = std::move(*reply);
+          part(Status::Ok());
+        },
+        std::move(check));
   }
 }
 

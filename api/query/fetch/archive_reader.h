@@ -200,7 +200,12 @@ class ArchiveReader {
     HostPort peer;
     std::chrono::steady_clock::time_point down_until{};
   };
-  void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done);
+  // Checks a found answer's body before it is taken (an mget answer names
+  // only keys asked, each once): an answer that fails it is a replica
+  // answering garbage, failed over like one that is down.
+  using BodyCheck = std::function<Status(const ArchiveReply&)>;
+  void Send(std::shared_ptr<Session> session, std::string target, int attempts_left, ReplyCallback done,
+            BodyCheck check = nullptr);
   // One coalesced request for `keys` to `replica` of `shard` (failing over).
   void SendBatch(int shard, size_t replica, std::vector<std::string> keys,
                  Coalescer<ArchiveReply>::BatchDone done);

@@ -8,24 +8,23 @@ std::string GetTarget(std::string_view key) { return "/get?key=" + PercentEncode
 
 std::string FwmatchTarget(std::string_view prefix) { return "/fwmatch?key=" + PercentEncode(prefix); }
 
-std::vector<std::string> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys) {
-  std::vector<std::string> targets;
-  std::string current;
-  size_t in_current = 0;
-  for (const std::string& key : keys) {
-    const std::string encoded = PercentEncode(key);
+std::vector<MGetBatch> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys) {
+  std::vector<MGetBatch> batches;
+  MGetBatch current;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string encoded = PercentEncode(keys[i]);
     const size_t added = encoded.size() + 5;  // "?key=" or "&key="
-    if (in_current > 0 && (current.size() + added > max_target_bytes || in_current >= max_keys)) {
-      targets.push_back(std::move(current));
-      current.clear();
-      in_current = 0;
+    if (current.keys > 0 && (current.target.size() + added > max_target_bytes || current.keys >= max_keys)) {
+      batches.push_back(std::move(current));
+      current = MGetBatch{};
     }
-    current += in_current == 0 ? "/mget?key=" : "&key=";
-    current += encoded;
-    ++in_current;
+    if (current.keys == 0) current.first_key = i;
+    current.target += current.keys == 0 ? "/mget?key=" : "&key=";
+    current.target += encoded;
+    ++current.keys;
   }
-  if (in_current > 0) targets.push_back(std::move(current));
-  return targets;
+  if (current.keys > 0) batches.push_back(std::move(current));
+  return batches;
 }
 
 }  // namespace clickatron::api

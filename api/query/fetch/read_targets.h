@@ -11,9 +11,17 @@ namespace clickatron::api {
 
 std::string GetTarget(std::string_view key);
 std::string FwmatchTarget(std::string_view prefix);
+// One /mget request of MGetTargets: its target and which of the keys it asks
+// (keys[first_key] .. keys[first_key + keys - 1]).
+struct MGetBatch {
+  std::string target;
+  size_t first_key = 0;
+  size_t keys = 0;
+};
+
 // /mget requests covering `keys` in order, each at most max_target_bytes long
 // (servers bound the request line) and holding at most max_keys keys. Empty
 // for no keys.
-std::vector<std::string> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys);
+std::vector<MGetBatch> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys);
 
 }  // namespace clickatron::api

@@ -198,7 +198,7 @@ void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coa
 
 void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
                           std::function<void(Result<std::vector<std::string>>)> done) {
-  const std::vector<std::string> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  const std::vector<MGetBatch> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
   auto bodies = std::make_shared<std::vector<std::string>>(targets.size());
   auto join = FanIn::Create([bodies, done = std::move(done)](Status st) {
     if (!st.ok()) {
@@ -211,7 +211,7 @@ void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
   for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
   join->Arm();
   for (size_t i = 0; i < targets.size(); ++i) {
-    Send(shard, targets[i], kAttempts, true, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
+    Send(shard, targets[i].target, kAttempts, true, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
       if (!body.ok()) {
         part(body.status());
         return;

@@ -201,12 +201,16 @@ TEST(ReadRecordsTest, MGetTargetsCoverEveryKeyOnceWithinBounds) {
   const auto targets = MGetTargets(keys, 600, 50);
   ASSERT_GT(targets.size(), 1u);
   std::vector<std::string> seen;
-  for (const std::string& t : targets) {
+  for (const MGetBatch& batch : targets) {
+    const std::string& t = batch.target;
     EXPECT_LE(t.size(), 600u);
     ASSERT_EQ(t.rfind("/mget?", 0), 0u);
     QueryArgs args;
     ASSERT_TRUE(ParseQueryString(t.substr(6), &args).ok());
     EXPECT_LE(args.size(), 50u);
+    // The batch says which keys it asks: the next ones, in order.
+    EXPECT_EQ(batch.first_key, seen.size());
+    EXPECT_EQ(batch.keys, args.size());
     for (const std::string* k : args.GetAll("key")) seen.push_back(*k);
   }
   EXPECT_EQ(seen, keys);
