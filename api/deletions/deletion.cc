@@ -40,6 +40,18 @@ std::string NewDeletionId(int64_t now_unix) {
 }
 
 Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix) {
+  // A parameter left out widens a deletion (no `key`: every key of the
+  // namespace; no `from`: from the first hour): a misspelt one (`keys=`,
+  // `frm=`) or one this endpoint does not take (`sns=`) is refused, never
+  // ignored, or it would erase more than was asked, for good.
+  for (const auto& [name, value] : args.items()) {
+    if (name != "ns" && name != "key" && name != "from" && name != "to" && name != "id") {
+      return Status::InvalidArgument(
+          fmt::format("/delete takes ns, key, from, to and id; {} is not one of them (nothing was deleted)",
+                      QuoteForMessage(name)),
+          "UNKNOWN_PARAMETER");
+    }
+  }
   Deletion d;
   auto ns = args.GetSingle("ns", "ns is given more than once");
   if (!ns.ok() || *ns == nullptr) return Status::InvalidArgument("ns is required (once)", "INVALID_NS");

@@ -89,7 +89,8 @@ struct Deletion {
 // From POST /delete's parameters (`ns` required; `key`; `from`, `to` unix
 // seconds on whole hours, defaults: the first hour there is, and the hour
 // after `now` (neither given: every hour there is); `id`, a client's own id for it, so a retry is the same
-// deletion): 400 naming the field that is wrong.
+// deletion): 400 naming the field that is wrong, and UNKNOWN_PARAMETER for
+// any other parameter (ignored, a misspelt one would widen the deletion).
 Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix);
 
 // "del-<created>-<8 hex digits>": sorts by time, unique enough across nodes.

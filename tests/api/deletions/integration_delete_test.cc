@@ -75,6 +75,12 @@ TEST_F(DeleteIntegration, RefusesBadParametersNamingTheField) {
   EXPECT_EQ(Delete("ns=u&key=k&from=7200&to=3600"), std::make_pair(400, std::string("INVALID_TO")));
   EXPECT_EQ(Delete("ns=u&key=k&key=j"), std::make_pair(400, std::string("INVALID_KEY")));
   EXPECT_EQ(Delete("ns=u&key=k&id=no/slash"), std::make_pair(400, std::string("INVALID_ID")));
+  // A misspelt or unknown parameter is refused: ignored, `keys=` meant
+  // every key of the namespace, `frm=` every hour, `sns=` the whole key
+  // (probe 9b: each answered 202).
+  EXPECT_EQ(Delete("ns=u&keys=k"), std::make_pair(400, std::string("UNKNOWN_PARAMETER")));
+  EXPECT_EQ(Delete("ns=u&key=k&frm=3600"), std::make_pair(400, std::string("UNKNOWN_PARAMETER")));
+  EXPECT_EQ(Delete("ns=u&key=k&sns=c&skey=US"), std::make_pair(400, std::string("UNKNOWN_PARAMETER")));
   // A from past the default to (the hour after now) is the from's fault.
   EXPECT_EQ(Delete(fmt::format("ns=u&key=k&from={}", (now_ / 3600 + 5) * 3600)),
             std::make_pair(400, std::string("INVALID_FROM")));
