@@ -78,6 +78,9 @@ namespace {
 Result<std::pair<std::string, Manifest>> LocalCopyOfDroppedShard(const ClusterConfig& cluster, uint64_t generation,
                                                                   int shard, int shard_count) {
   const WorkDir work(cluster.rebuild.work_dir);
+  // Why a file found there is not that copy: an operator who put another
+  // generation's file in place is told so, not that nothing is there.
+  std::string refused;
   for (const std::string& path : {work.GenShard(generation, shard), work.FetchedShard(generation, shard)}) {
     if (!FileExists(path)) continue;
     auto manifest = ReadManifest(ManifestPathFor(path));
@@ -85,15 +88,19 @@ Result<std::pair<std::string, Manifest>> LocalCopyOfDroppedShard(const ClusterCo
         manifest->shard_count == shard_count) {
       return std::pair{path, *std::move(manifest)};
     }
+    refused += manifest.ok() ? fmt::format("; {} is there, but its manifest says generation {}, shard {} of {}",
+                                           path, manifest->generation, manifest->shard, manifest->shard_count)
+                             : fmt::format("; {} is there, but its manifest cannot be read: {}", path,
+                                           manifest.status().message());
   }
   return Status::FailedPrecondition(
       fmt::format("the serving archive (generation {}) has {} shards and the cluster file says archive_shards = {}: "
                   "re-partitioning it needs the file of archive shard {}, whose replicas are no longer in the cluster "
-                  "file, and this work dir has no copy of it ({} or {}, with its manifest). Run the rebuild on the "
+                  "file, and this work dir has no copy of it ({} or {}, with its manifest{}). Run the rebuild on the "
                   "host whose work dir built generation {}, or copy that shard's file and its manifest from one of "
                   "its old replicas (or gunzip backup_dir/gen-{}/shard-{}.csv.gz, manifest beside it) to {}",
                   generation, shard_count, cluster.archive_shards, shard, work.GenShard(generation, shard),
-                  work.FetchedShard(generation, shard), generation, generation, shard,
+                  work.FetchedShard(generation, shard), refused, generation, generation, shard,
                   work.FetchedShard(generation, shard)),
       "RESHARD_NEEDS_FILE");
 }

@@ -83,6 +83,22 @@ TEST_F(ReshardIntegration, LoweringArchiveShardsTakesTheDroppedShardFromTheWorkD
   EXPECT_NE(out.find("RESHARD_NEEDS_FILE"), std::string::npos) << out;
   EXPECT_EQ(ServedGeneration(0), 1);
 
+  // A copy of another generation put in fetched/ is refused, and the
+  // message says what is wrong with it (probe 9a: "no copy of it").
+  const std::string fetched = cluster_ / "work/fetched/1/shard-1.csv";
+  ASSERT_TRUE(MakeDirs(cluster_ / "work/fetched/1").ok());
+  std::filesystem::copy_file(aside, fetched);
+  auto manifest = ReadManifest(ManifestPathFor(kept));
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  manifest->generation = 0;
+  ASSERT_TRUE(WriteManifestAtomically(ManifestPathFor(fetched), *manifest).ok());
+  EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
+  EXPECT_NE(out.find("RESHARD_NEEDS_FILE"), std::string::npos) << out;
+  EXPECT_NE(out.find(fetched + " is there, but its manifest says generation 0, shard 1 of 2"), std::string::npos)
+      << out;
+  std::filesystem::remove(fetched);
+  std::filesystem::remove(ManifestPathFor(fetched));
+
   ASSERT_TRUE(RenameDurably(aside, kept).ok());
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
   EXPECT_NE(out.find("re-partitions the archive from 2 to 1 archive shards"), std::string::npos) << out;

@@ -166,7 +166,10 @@ void ArchiveReader::RouteByDeployed(std::function<void()> then) {
 Result<ArchiveReply> ArchiveReader::Interpret(const Replica& replica, const HttpResponse& response) {
   if (!response.ok()) return ShardUnavailable(response.transport.message());
   if (response.status_code >= 500) {
-    return ShardUnavailable(fmt::format("archive replica {} answered {}", replica.name, response.status_code));
+    // With its reason (ARCHIVE_DAMAGED, ARCHIVE_UNAVAILABLE …): the query's
+    // 503 names the last replica's, so a shard whose replicas all refuse
+    // says why without an operator reading each one.
+    return ShardUnavailable(fmt::format("archive replica {} answered {}", replica.name, DescribeHttpAnswer(response)));
   }
   if (response.status_code != 200 && response.status_code != 404) {
     // Our request was refused: another replica would refuse it too.

@@ -230,7 +230,9 @@ TEST_F(ArchiveReaderFailoverTest, NoReplicaAnsweringIsShardUnavailable) {
   auto file = StandardFile();
   ArchiveReader& reader = ShardZero(2, file);
   client_.Script(ReplicaPeer(0, 0), "/get", Answer::TransportError());
-  client_.Script(ReplicaPeer(0, 1), "/get", Answer::Http(500, "broken"));
+  client_.Script(ReplicaPeer(0, 1), "/get",
+                 Answer::Http(503, R"({"status_code":503,"status_txt":"ARCHIVE_DAMAGED","data":null,)"
+                                   R"("message":"its file no longer matches its manifest"})"));
 
   Result<ArchiveReply> reply = Get(reader.Begin("k1"), "k1");
   ASSERT_FALSE(reply.ok());
@@ -238,8 +240,11 @@ TEST_F(ArchiveReaderFailoverTest, NoReplicaAnsweringIsShardUnavailable) {
   EXPECT_EQ(reply.status().reason(), "SHARD_UNAVAILABLE");
   EXPECT_NE(reply.status().message().find("archive shard 0: no replica answered"), std::string::npos)
       << reply.status().message();
-  // The last replica's failure is named: an operator sees why.
-  EXPECT_NE(reply.status().message().find("answered 500"), std::string::npos) << reply.status().message();
+  // The last replica's failure is named, with its reason and message: an
+  // operator sees why (probe 9a: "answered 503" alone, for a damaged file).
+  EXPECT_NE(reply.status().message().find("answered HTTP 503 ARCHIVE_DAMAGED: its file no longer matches its manifest"),
+            std::string::npos)
+      << reply.status().message();
   // Each replica asked once: no loop over replicas that are down.
   EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
   EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 1), "/get").size(), 1u);
