@@ -144,8 +144,14 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
   if (!seconds.ok()) {
     // "+9" sent unescaped arrives as " 9": a query string's '+' is a space.
     const bool plus_as_space = text.size() > 1 && text[0] == ' ' && ParseInteger(text.substr(1)).has_value();
+    // "+05:30": an offset, but not of whole hours.
+    const bool part_hour = text.size() == 6 && (text[0] == '+' || text[0] == '-' || text[0] == ' ') &&
+                           text[3] == ':' && ParseInteger(text.substr(1, 2)).has_value() &&
+                           ParseInteger(text.substr(4, 2)).value_or(0) != 0;
     const std::string hint =
-        plus_as_space ? fmt::format(" (a '+' in a query string is a space: send +{0} as %2B{0})", text.substr(1)) : "";
+        plus_as_space ? fmt::format(" (a '+' in a query string is a space: send +{0} as %2B{0})", text.substr(1))
+        : part_hour   ? std::string(" (data is hourly: an offset with minutes cannot be served)")
+                      : std::string();
     return Invalid("INVALID_TIMEZONE", fmt::format("timezone {} is neither a whole-hour offset nor a known zone name{}",
                                                    QuoteForMessage(text), hint));
   }

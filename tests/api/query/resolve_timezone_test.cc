@@ -32,6 +32,14 @@ TEST(ResolveTimezoneTest, HalfHourZonesAreRefused) {
   ASSERT_FALSE(kolkata.ok());
   EXPECT_EQ(kolkata.status().reason(), "INVALID_TIMEZONE");
   EXPECT_NE(kolkata.status().message().find("+05:30"), std::string::npos) << kolkata.status().message();
+  // The offset itself: said to be refused for its minutes, not unknown.
+  for (const std::string offset : {"+05:30", "-03:30", " 05:45"}) {
+    auto r = ResolveTimezone(offset, 1342353600, db);
+    ASSERT_FALSE(r.ok()) << offset;
+    EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE") << offset;
+    EXPECT_NE(r.status().message().find("an offset with minutes cannot be served"), std::string::npos)
+        << r.status().message();
+  }
 }
 
 TEST(ResolveTimezoneTest, BadNamesAreInvalidTimezone) {
