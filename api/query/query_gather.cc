@@ -68,6 +68,14 @@ Result<bool> QueryGather::ArchiveHoldsHandedOverDays(Attempt& job, std::function
     job.handover_reread = true;
     job.behind_replica = replica;  // BeginAttempt points the re-read elsewhere
     job.behind_view = view;
+    // Fetched (not kept) from a file behind the deployed one: the replica
+    // lags (a deploy it missed, a restore), and every query it answers
+    // would be read twice. Other queries skip it for a while too, as they
+    // skip a failed one; a rollback the other replicas show is recorded
+    // below, and a penalised replica is still asked when all are.
+    if (!job.archive_total.kept) {
+      archive_.Penalize(static_cast<size_t>(replica.first), replica.second);
+    }
     ++stats_.handover_rereads;
     // By the deployed generation's shard count: the answer may be a dropped
     // shard's, routed by the count before a re-partition.

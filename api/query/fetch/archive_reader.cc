@@ -69,6 +69,11 @@ void ArchiveReader::StartAwayFrom(Session& session, size_t replica) const {
   session.replica = next != replica % n ? next : (replica + 1) % n;
 }
 
+void ArchiveReader::Penalize(size_t shard, size_t replica) {
+  if (shard >= replicas_.size() || replica >= replicas_[shard].size()) return;
+  replicas_[shard][replica].down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
+}
+
 int ArchiveReader::ShardCount() const { return routing_shards_ > 0 ? routing_shards_ : config_shards_; }
 
 int ArchiveReader::ShardFor(std::string_view shard_key) const {

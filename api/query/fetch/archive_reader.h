@@ -160,6 +160,9 @@ class ArchiveReader {
   // shard has more than one: a re-read that must not take the answer of
   // `replica` again unless the others fail.
   void StartAwayFrom(Session& session, size_t replica) const;
+  // Skips `replica` of `shard` for replica_penalty, as a failed one is: it
+  // answered from a file older than the one realtime says is deployed.
+  void Penalize(size_t shard, size_t replica);
 
   // True when an answer of `view` lacks a day realtime has handed over to
   // the archive (KnownGeneration::Behind), or is of an older generation than

@@ -318,6 +318,32 @@ TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
   }
 }
 
+// Replica 0 was restarted on last week's file (generation 7) and lags;
+// replica 1 serves the deployed generation 8. The query that meets replica
+// 0's answer reads again from replica 1, and later queries skip replica 0
+// for its penalty, as they skip a failed one (each of them was read twice:
+// the sessions' round robin came back to it every other query).
+TEST_F(QueryGatherTest, AReplicaFoundBehindTheDeployedGenerationIsSkippedByLaterQueries) {
+  TwoReplicasWhileRealtimeSaysEightIsDeployed();
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
+  auto deployed = std::make_shared<ServedFileState>();
+  deployed->generation = 8;
+  deployed->crc32 = 2222;
+  deployed->records = Records({{h3, {{"US", 5}}}});
+  auto restored = std::make_shared<ServedFileState>();
+  restored->last_day = "2026-11-28";
+  restored->records = Records({{h3, {{"US", 2}}}});
+  ServeFile(client_, ReplicaPeer(0, 0), restored);
+  ServeFile(client_, ReplicaPeer(0, 1), deployed);
+  for (int ask = 0; ask < 6; ++ask) {
+    const Result<Rows> got = Breakdown();
+    ASSERT_TRUE(got.ok()) << "ask " << ask << ": " << got.status().ToString();
+    EXPECT_EQ(*got, (Rows{{h3, "", 5}, {h3, "US", 5}})) << "ask " << ask;
+  }
+  EXPECT_EQ(stats_.handover_rereads.load(), 1u);
+  EXPECT_EQ(client_.RequestsTo(ReplicaPeer(0, 0), "/get").size(), 1u);
+}
+
 // A rollback: every replica of the shard serves generation 7 again,
 // realtime still names 8 (until the next build). Each query reads twice
 // (the second time from the other replica) and answers the archive as it
