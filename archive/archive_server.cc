@@ -315,6 +315,7 @@ void ArchiveServer::HandleManifest(const HttpExchangePtr& ex) {
 }
 
 void ArchiveServer::HandleReload(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {})) return;
   reloader_->Request([this, ex](const Status& outcome) {
     if (!outcome.ok()) {
       ex->ReplyError(500, "RELOAD_FAILED", outcome.message());
@@ -344,6 +345,7 @@ void ArchiveServer::HandleFile(const HttpExchangePtr& ex) {
 }
 
 void ArchiveServer::HandleFetch(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"source", "generation"})) return;
   const std::string* source_text = nullptr;
   if (!SingleArg(ex, "source", &source_text)) return;
   if (source_text == nullptr) {

@@ -347,6 +347,7 @@ void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
 }
 
 void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"source", "seq", "expect"})) return;
   const std::string* source = Required(ex, "source");
   const std::string* seq_text = source ? Required(ex, "seq") : nullptr;
   const std::string* expect_text = seq_text ? Required(ex, "expect") : nullptr;
@@ -492,6 +493,7 @@ nlohmann::json RealtimeServer::RingJson() const {
 void RealtimeServer::HandleRing(const HttpExchangePtr& ex) { ex->ReplyJson(RingJson()); }
 
 void RealtimeServer::HandleExport(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"date"})) return;
   std::optional<int64_t> day;
   if (!DateArg(ex, "date", true, &day)) return;
   RotateByClock();  // an export just after midnight must see the new ring
@@ -539,6 +541,7 @@ void RealtimeServer::StartExport(const HttpExchangePtr& ex, int64_t day) {
 }
 
 void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"date", "generation"})) return;
   std::optional<int64_t> day;
   if (!DateArg(ex, "date", true, &day) || !NoteGenerationArg(ex)) return;
   Result<std::string> state = ring_->MarkExported(*day);
@@ -552,6 +555,7 @@ void RealtimeServer::HandleExported(const HttpExchangePtr& ex) {
 // POST /archived?through=L: the rebuild, after a deploy, says the archive
 // holds every day through L (ring.h).
 void RealtimeServer::HandleArchived(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"through", "generation"})) return;
   std::optional<int64_t> through;
   if (!DateArg(ex, "through", true, &through) || !NoteGenerationArg(ex)) return;
   if (Status st = NoteArchivedThrough(*through); !st.ok()) {
@@ -599,6 +603,7 @@ void RealtimeServer::LearnArchivedThrough(const ClusterConfig& cluster) {
 }
 
 void RealtimeServer::HandleRotate(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"today"})) return;
   std::optional<int64_t> today;
   if (!DateArg(ex, "today", ClockIsManual(), &today)) return;
   if (!ClockIsManual()) {
@@ -625,6 +630,7 @@ void RealtimeServer::HandleRotate(const HttpExchangePtr& ex) {
 }
 
 void RealtimeServer::HandleClear(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {"date"})) return;
   std::optional<int64_t> day;
   if (!DateArg(ex, "date", true, &day)) return;
   if (Status st = ring_->Clear(*day); !st.ok()) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -532,6 +533,11 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   }
   HostPort hp;
   hp.host = std::string(text.substr(0, colon));
+  // " 127.0.0.1" (a stray space in a URL or a file) names no host: refused
+  // here, not tried as a name that fails later as a dead peer.
+  if (std::any_of(hp.host.begin(), hp.host.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
+    return Status::InvalidArgument(fmt::format("\"{}\" has a space in its host", text));
+  }
   std::string_view port = text.substr(colon + 1);
   unsigned value = 0;
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);

@@ -1,6 +1,11 @@
 #include "clickatron/http_args.h"
 
+#include <algorithm>
 #include <cctype>
+
+#include <fmt/format.h>
+
+#include "clickatron/key_codec.h"
 
 namespace clickatron {
 
@@ -13,6 +18,26 @@ bool SingleArg(const HttpExchangePtr& ex, std::string_view name, const std::stri
     return false;
   }
   *out = *v;
+  return true;
+}
+
+bool OnlyArgs(const HttpExchangePtr& ex, std::initializer_list<std::string_view> known) {
+  for (const auto& [name, value] : ex->args().items()) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string list;
+    for (const std::string_view k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+    ex->ReplyError(400, "UNKNOWN_PARAMETER",
+                   known.size() == 0
+                       ? fmt::format("{} takes no parameters; {} is not one (nothing was done)", ex->path(),
+                                     QuoteForMessage(name))
+                       : fmt::format("{} takes {}; {} is not one of them (nothing was done)", ex->path(), list,
+                                     QuoteForMessage(name)));
+    return false;
+  }
+  for (const std::string_view name : known) {
+    const std::string* ignored = nullptr;
+    if (!SingleArg(ex, name, &ignored)) return false;
+  }
   return true;
 }
 

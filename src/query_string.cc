@@ -71,21 +71,38 @@ bool PercentDecode(std::string_view in, std::string* out) {
   return true;
 }
 
-std::string PercentEncode(std::string_view in) {
+namespace {
+
+bool Unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+         c == '.' || c == '~';
+}
+
+}  // namespace
+
+void AppendPercentEncoded(std::string* out, std::string_view in) {
   static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(in.size() * 3);
+  out->reserve(out->size() + PercentEncodedSize(in));
   for (unsigned char c : in) {
-    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.' || c == '~';
-    if (unreserved) {
-      out.push_back(static_cast<char>(c));
+    if (Unreserved(c)) {
+      out->push_back(static_cast<char>(c));
     } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out->push_back('%');
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
     }
   }
+}
+
+size_t PercentEncodedSize(std::string_view in) {
+  size_t size = 0;
+  for (unsigned char c : in) size += Unreserved(c) ? 1 : 3;
+  return size;
+}
+
+std::string PercentEncode(std::string_view in) {
+  std::string out;
+  AppendPercentEncoded(&out, in);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "clickatron/http_args.h"
 #include "clickatron/oplog_record.h"
 
 namespace clickatron::api {
@@ -118,6 +119,7 @@ void HandleLateFile(const HttpExchangePtr& ex, LateData& late, std::weak_ptr<boo
 }
 
 void HandleLateDone(const HttpExchangePtr& ex, LateData& late, std::weak_ptr<bool> alive) {
+  if (!OnlyArgs(ex, {"name"})) return;
   std::string name;
   if (!NameArg(ex, &name)) return;
   late.MarkDone(name, [ex, alive, name](Result<bool> already) {

@@ -30,6 +30,7 @@
 #include "ingest/flow_queue.h"
 #include "clickatron/gzip_file.h"
 #include "clickatron/home_node.h"
+#include "clickatron/http_args.h"
 #include "clickatron/metrics_table.h"
 #include "clickatron/serial_executor.h"
 #include "ingest/idempotency_table.h"
@@ -834,6 +835,7 @@ void WritePathImpl::NotifyIfDrained() {
 }
 
 void WritePathImpl::HandleSeal(const HttpExchangePtr& ex) {
+  if (!OnlyArgs(ex, {})) return;
   late_->Seal(Guarded([ex](Result<std::vector<std::string>> sealed) {
     if (!sealed.ok()) {
       ex->ReplyError(sealed.status());

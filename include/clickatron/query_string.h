@@ -51,5 +51,9 @@ Status ParseQueryString(std::string_view query, QueryArgs* out, size_t max_args 
 bool PercentDecode(std::string_view in, std::string* out);
 // %-encodes everything but unreserved characters (RFC 3986) — for clients.
 std::string PercentEncode(std::string_view in);
+// The same appended to *out, and its length: a request of many keys (an
+// archive mget) is built and measured without a string per key.
+void AppendPercentEncoded(std::string* out, std::string_view in);
+size_t PercentEncodedSize(std::string_view in);
 
 }  // namespace clickatron

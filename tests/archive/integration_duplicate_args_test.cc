@@ -24,5 +24,28 @@ TEST_F(DuplicateArgsTest, AParameterGivenTwiceIsRefusedOnEveryRoute) {
   }
 }
 
+// An operator's misspelt parameter on /fetch or /reload is refused before
+// anything is done (probe 10a: /fetch?source=…&generaton=2 answered 200
+// and fetched the source's older generation, a rollback), and a source with
+// a space in it is not tried as a host.
+TEST_F(DuplicateArgsTest, AnUnknownParameterOnFetchOrReloadIsRefusedAndNothingIsDone) {
+  StartReplica();
+  const HttpResponse before = Get("/manifest?shard=0");
+  ASSERT_EQ(before.status_code, 200);
+  struct Case {
+    const char* target;
+    const char* reason;
+  };
+  for (const Case& c : {Case{"/fetch?source=127.0.0.1:9&generaton=2", "UNKNOWN_PARAMETER"},
+                        Case{"/fetch?source=127.0.0.1:9&generation=2&generation=3", "INVALID_GENERATION"},
+                        Case{"/fetch?source=%20127.0.0.1:9&generation=2", "INVALID_SOURCE"},
+                        Case{"/reload?generation=5", "UNKNOWN_PARAMETER"}}) {
+    HttpResponse r = clickatron::testing::HttpPost(peer(), c.target, "", 20000, "");
+    EXPECT_EQ(r.status_code, 400) << c.target << ": " << r.body;
+    EXPECT_EQ(Json(r)["status_txt"], c.reason) << c.target << ": " << r.body;
+  }
+  EXPECT_EQ(Get("/manifest?shard=0").body, before.body);
+}
+
 }  // namespace
 }  // namespace clickatron::archive::testing

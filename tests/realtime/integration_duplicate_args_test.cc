@@ -38,6 +38,42 @@ TEST(RealtimeDuplicateArgsTest, AParameterGivenTwiceIsRefused) {
   EXPECT_EQ(daemon.AdminPost("/archived?through=" + Date(daemon.Today() - 5)).status_code, 200);
 }
 
+// An operator's misspelt parameter on a route that changes state is
+// refused before anything is done (probe 10a: /exported?generaton=5 and
+// /rotate?today=…&foo=1 answered 200, the misspelt part ignored), and so is
+// a generation given twice (it took the larger, naming a generation that
+// did not exist in every later answer).
+TEST(RealtimeDuplicateArgsTest, AnUnknownParameterOnAnAdminRouteIsRefusedAndNothingIsDone) {
+  RealtimeDaemon daemon;
+  std::string error;
+  ASSERT_TRUE(daemon.Start(&error)) << error;
+  const std::string today = Date(daemon.Today());
+  const std::string yesterday = Date(daemon.Today() - 1);
+  struct Case {
+    std::string target;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"/rotate?today=" + Date(daemon.Today() + 1) + "&foo=1", "UNKNOWN_PARAMETER"},
+      {"/exported?date=" + yesterday + "&generaton=5", "UNKNOWN_PARAMETER"},
+      {"/archived?through=" + yesterday + "&generation=12&generation=1", "INVALID_GENERATION"},
+      {"/clear?date=" + yesterday + "&dates=" + today, "UNKNOWN_PARAMETER"},
+      {"/watermark/reset?source=api-0&seq=1&expect=0&force=1", "UNKNOWN_PARAMETER"},
+  };
+  for (const Case& c : cases) {
+    HttpResponse answer = daemon.AdminPost(c.target);
+    EXPECT_EQ(answer.status_code, 400) << c.target << ": " << answer.body;
+    auto j = nlohmann::json::parse(answer.body, nullptr, false);
+    EXPECT_EQ(j.is_discarded() ? "" : j.value("status_txt", ""), c.reason) << c.target << ": " << answer.body;
+  }
+  // Nothing was done: the day did not turn, no generation was noted.
+  EXPECT_EQ(Date(daemon.Today()), today);
+  HttpResponse read = daemon.Get("/fwmatch?key=u%7Ca");
+  ASSERT_EQ(read.status_code, 200) << read.body;
+  EXPECT_NE(read.Header("X-Realtime-Archive-Generation"), "12");
+  EXPECT_NE(read.Header("X-Realtime-Archive-Generation"), "5");
+}
+
 TEST(RealtimeOwnerOnlyFilesTest, EveryFileAndDirectoryItCreatesIsItsOwnersAlone) {
   RealtimeDaemon daemon;
   std::string error;

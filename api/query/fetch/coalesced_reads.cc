@@ -17,7 +17,7 @@ std::string KeysTarget(std::string_view path, const std::vector<std::string>& ke
   std::string target(path);
   for (size_t i = 0; i < keys.size(); ++i) {
     target += i == 0 ? "?key=" : "&key=";
-    target += PercentEncode(keys[i]);
+    AppendPercentEncoded(&target, keys[i]);
   }
   return target;
 }
@@ -41,7 +41,7 @@ std::string MGetTarget(const std::vector<std::string>& keys) { return KeysTarget
 
 std::string MFwmatchTarget(const std::vector<std::string>& prefixes) { return KeysTarget("/mfwmatch", prefixes); }
 
-size_t TargetKeyCost(std::string_view key) { return PercentEncode(key).size() + 5; }
+size_t TargetKeyCost(std::string_view key) { return PercentEncodedSize(key) + 5; }
 
 Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const std::vector<std::string>& keys,
                                                    const ArchiveView& view, size_t replica) {

@@ -12,15 +12,14 @@ std::vector<MGetBatch> MGetTargets(const std::vector<std::string>& keys, size_t 
   std::vector<MGetBatch> batches;
   MGetBatch current;
   for (size_t i = 0; i < keys.size(); ++i) {
-    const std::string encoded = PercentEncode(keys[i]);
-    const size_t added = encoded.size() + 5;  // "?key=" or "&key="
+    const size_t added = PercentEncodedSize(keys[i]) + 5;  // "?key=" or "&key="
     if (current.keys > 0 && (current.target.size() + added > max_target_bytes || current.keys >= max_keys)) {
       batches.push_back(std::move(current));
       current = MGetBatch{};
     }
     if (current.keys == 0) current.first_key = i;
     current.target += current.keys == 0 ? "/mget?key=" : "&key=";
-    current.target += encoded;
+    AppendPercentEncoded(&current.target, keys[i]);
     ++current.keys;
   }
   if (current.keys > 0) batches.push_back(std::move(current));

@@ -365,6 +365,10 @@ TEST_F(LateFilesTest, RefusesBadNamesAndUnknownFiles) {
   }
   EXPECT_EQ(Reason(Ask("GET", "/late/file")), "MISSING_ARG_NAME");
   EXPECT_EQ(Reason(Ask("POST", "/late/done?name=")), "MISSING_ARG_NAME");
+  // A parameter these routes that change files do not take is refused,
+  // before anything is done (probe 10a: /late/seal?foo=bar sealed).
+  EXPECT_EQ(Reason(Ask("POST", "/late/done?name=late-1800000000.sealed&force=1")), "UNKNOWN_PARAMETER");
+  EXPECT_EQ(Reason(Ask("POST", "/late/seal?foo=bar")), "UNKNOWN_PARAMETER");
   HttpResponse r = Ask("GET", "/late/file?name=late-1800000000.sealed");
   EXPECT_EQ(r.status_code, 404) << r.body;
   EXPECT_EQ(Reason(r), "NOT_FOUND");
