@@ -280,6 +280,22 @@ Result<LineProtocolPrecision> ParsePrecision(std::string_view text) {
   return LpInvalid("INVALID_PRECISION", fmt::format("precision {} is not one of ns, us, ms, s, m, h", QuoteForMessage(text)));
 }
 
+Result<LineProtocolPrecision> InfluxWritePrecision(const QueryArgs& args) {
+  static constexpr std::string_view kKnown[] = {"db", "rp", "u", "p", "consistency", "org", "orgID", "bucket",
+                                                "precision"};
+  for (const auto& [name, value] : args.items()) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
+      return LpInvalid("UNKNOWN_PARAMETER",
+                       fmt::format("{} is not a parameter of an Influx write (db, rp, u, p, consistency, org, orgID, "
+                                   "bucket, precision); nothing was written",
+                                   QuoteForMessage(name)));
+    }
+  }
+  auto text = args.GetSingle("precision", "INVALID_PRECISION");
+  if (!text.ok()) return LpInvalid("INVALID_PRECISION", text.status().message());
+  return ParsePrecision(*text ? **text : std::string_view());
+}
+
 Status ParseLineProtocol(std::string_view body, LineProtocolPrecision precision, const IncrementLimits& limits,
                          HourCache* cache, const std::function<void(const Increment&)>& on_increment) {
   // Reused for every line so a large body allocates them once.

@@ -39,6 +39,15 @@ enum class LineProtocolPrecision { kNanoseconds, kMicroseconds, kMilliseconds, k
 // INVALID_ARGUMENT with reason INVALID_PRECISION.
 Result<LineProtocolPrecision> ParsePrecision(std::string_view text);
 
+// The precision of an Influx write's parameters, refusing what would place
+// its points somewhere else than meant: `precision` twice
+// (INVALID_PRECISION), and any parameter the Influx write APIs do not
+// define (UNKNOWN_PARAMETER: a misspelt `precison=s` would leave the
+// points in nanoseconds, counted in 1970). Taken: db, rp, u, p,
+// consistency (Influx 1), org, orgID, bucket (Influx 2), precision; only
+// precision means anything here.
+Result<LineProtocolPrecision> InfluxWritePrecision(const QueryArgs& args);
+
 // Parses a whole body, one point per line ('\n' or "\r\n"). Calls
 // on_increment for each point in order. All or nothing: the first bad line
 // stops the parse with INVALID_ARGUMENT whose message starts "line N: " (N

@@ -509,7 +509,7 @@ Status WritePathImpl::ParseRequest(const HttpExchange& ex, const std::string& en
   };
   Status st;
   if (door == WriteDoor::kInflux) {
-    auto precision = ParsePrecision(ex.args().Get("precision") ? *ex.args().Get("precision") : "");
+    auto precision = InfluxWritePrecision(ex.args());
     if (!precision.ok()) return precision.status();
     st = ParseLineProtocol(body, *precision, limits, cache, take);
   } else if (!body.empty()) {

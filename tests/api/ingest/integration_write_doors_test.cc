@@ -190,6 +190,16 @@ TEST(IntegrationWriteDoorsTest, RawLinesAtEveryPrecisionAllOrNothingAndKeyed) {
   EXPECT_EQ(get.Header("Allow"), "POST");
   EXPECT_EQ(Curl(c.dir(), c.Api(), "/api/v2/write?bucket=clicks&precision=fortnight", "p,key=x\n", {}).status,
             400);
+  // A misspelt or repeated precision is refused, not taken as nanoseconds
+  // (probe 10a: 204, the points counted in 1970).
+  for (const char* target : {"/write?db=clicks&precison=s", "/api/v2/write?bucket=clicks&precison=s",
+                             "/write?db=clicks&precision=s&precision=ms"}) {
+    CurlAnswer a = Curl(c.dir(), c.Api(), target, fmt::format("p,key=typo value=3i {}\n", ts), {});
+    EXPECT_EQ(a.status, 400) << target << ": " << a.body;
+    EXPECT_NE(a.body.find(std::string(target).find("precison") != std::string::npos ? "precison" : "precision"),
+              std::string::npos)
+        << target << ": " << a.body;
+  }
   // A small gzip body that inflates past max_body_bytes: 413, nothing taken.
   const std::string bomb_path = c.dir() + "/bomb";
   {

@@ -3,6 +3,8 @@
 // batch rules (all or nothing, "line N:", comments, CRLF, the size limit).
 #include "ingest/line_protocol.h"
 
+#include "clickatron/query_string.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -75,6 +77,29 @@ TEST(LineProtocolTest, ParsePrecisionTakesInfluxNames) {
     EXPECT_EQ(p.status().reason(), "INVALID_PRECISION") << bad;
     EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << bad;
   }
+}
+
+// The parameters of an Influx write: what Influx 1 and 2 clients send is
+// taken (only precision means anything); a misspelt or repeated one is
+// refused rather than leaving the points in nanoseconds.
+TEST(LineProtocolTest, InfluxWriteParametersAreTheInfluxApisOwn) {
+  auto precision_of = [](std::string_view query) {
+    QueryArgs args;
+    EXPECT_TRUE(ParseQueryString(query, &args).ok()) << query;
+    return InfluxWritePrecision(args);
+  };
+  Result<LineProtocolPrecision> v1 = precision_of("db=clicks&rp=autogen&consistency=one&precision=s&u=a&p=b");
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  EXPECT_EQ(*v1, LineProtocolPrecision::kSeconds);
+  Result<LineProtocolPrecision> v2 = precision_of("org=o&orgID=1&bucket=clicks&precision=ms");
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_EQ(*v2, LineProtocolPrecision::kMilliseconds);
+  Result<LineProtocolPrecision> none = precision_of("db=clicks");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, LineProtocolPrecision::kNanoseconds);
+  EXPECT_EQ(precision_of("db=clicks&precison=s").status().reason(), "UNKNOWN_PARAMETER");
+  EXPECT_EQ(precision_of("db=clicks&precision=s&precision=ms").status().reason(), "INVALID_PRECISION");
+  EXPECT_EQ(precision_of("db=clicks&precision=s&precision=s").status().reason(), "INVALID_PRECISION");
 }
 
 TEST(LineProtocolTest, TheSameInstantAtEveryPrecisionIsTheSameHour) {
