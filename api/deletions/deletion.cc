@@ -19,6 +19,15 @@ Result<int64_t> HourArg(const QueryArgs& args, std::string_view name) {
   if (!value.ok()) return Status::InvalidArgument(value.status().message(), reason);
   Result<int64_t> unix = ParseTimestamp(**value);
   if (!unix.ok()) return Status::InvalidArgument(fmt::format("{}: {}", name, unix.status().message()), reason);
+  // Hours are stamped 1970..2127 (what /incr takes): a `to` past that is
+  // milliseconds sent for seconds, and would widen the deletion to every
+  // hour after `from`.
+  if (*unix < 0 || *unix > kEndOfHourCodes) {
+    return Status::InvalidArgument(
+        fmt::format("{} ({}) is outside 1970..2127, the hours clicks are counted in (unix seconds, not milliseconds)",
+                    name, *unix),
+        reason);
+  }
   if (*unix % kSecondsPerHour != 0) {
     return Status::InvalidArgument(
         fmt::format("{} must be a whole hour (minutes and seconds 0; in unix seconds, divisible by 3600)", name),

@@ -79,6 +79,10 @@ TEST_F(DeleteIntegration, RefusesBadParametersNamingTheField) {
   // every key of the namespace, `frm=` every hour, `sns=` the whole key
   // (probe 9b: each answered 202).
   EXPECT_EQ(Delete("ns=u&keys=k"), std::make_pair(400, std::string("UNKNOWN_PARAMETER")));
+  // Milliseconds sent for seconds: a `to` in the year 58,000 widened the
+  // deletion to every hour after `from` (probe 10a).
+  EXPECT_EQ(Delete("ns=u&key=k&from=1796202000&to=1796205600000"), std::make_pair(400, std::string("INVALID_TO")));
+  EXPECT_EQ(Delete("ns=u&key=k&from=1796202000000"), std::make_pair(400, std::string("INVALID_FROM")));
   EXPECT_EQ(Delete("ns=u&key=k&frm=3600"), std::make_pair(400, std::string("UNKNOWN_PARAMETER")));
   EXPECT_EQ(Delete("ns=u&key=k&sns=c&skey=US"), std::make_pair(400, std::string("UNKNOWN_PARAMETER")));
   // A from past the default to (the hour after now) is the from's fault.
