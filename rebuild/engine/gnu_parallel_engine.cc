@@ -76,10 +76,20 @@ Status GnuParallelEngine::Run(const std::string& stage, const std::vector<TaskPa
     if (!TaskDone(TaskPaths{parent + "/" + name})) left.push_back(name);
   }
   if (!left.empty()) {
+    // parallel itself content (its tasks exited 0) while their results are
+    // not here: what failed is bringing them back (rsync), most often this
+    // host's disk being full, not the tasks (probe 10b: the message sent
+    // the operator to a job log of successes).
+    const std::string cause =
+        ran->ok() ? fmt::format(" GNU parallel says the tasks ended well, so their results did not come back to "
+                                "{}: see rsync's errors above (this host's free space in the work dir first)",
+                                parent)
+                  : std::string();
     return Status::Unavailable(
         fmt::format("{}: {} did not finish on the engine after {} attempt(s) each (GNU parallel: {}; its job log: "
-                    "{}/joblog-{}.txt). Finished tasks are kept; a rerun runs only these",
-                    stage, DescribeTaskList(left), cluster_.rebuild.engine_retries, ran->Describe(), parent, stage),
+                    "{}/joblog-{}.txt).{} Finished tasks are kept; a rerun runs only these",
+                    stage, DescribeTaskList(left), cluster_.rebuild.engine_retries, ran->Describe(), parent, stage,
+                    cause),
         "TASKS_FAILED");
   }
   if (!ran->ok()) spdlog::warn("{}: GNU parallel ended with {}, but every task is done", stage, ran->Describe());

@@ -67,6 +67,7 @@ name="$5"
 echo "$name" >> {0}/invocations
 if [ -e "{0}/kill-once-$name" ]; then rm -f "{0}/kill-once-$name"; kill -9 $$; fi
 if [ -e "{0}/fail-$name" ]; then echo "told to fail" >&2; exit 1; fi
+if [ -e "{0}/vanish-$name" ]; then exit 0; fi
 exec {1} "$@"
 )",
                                         c, BinaryPath("clickatron-rebuild")));
@@ -185,6 +186,26 @@ TEST_F(RebuildOnGnuParallel, AKilledTaskIsRetriedAndARerunDoesOnlyWhatFailed) {
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 1);
   EXPECT_EQ(ServedGeneration(1), 1);
+}
+
+// Tasks that end well on the engine but whose results never arrive (what
+// a full disk on this host does to rsync's copy back): the message says
+// so, rather than sending the operator to a job log of successes (probe
+// 10b).
+TEST_F(RebuildOnGnuParallel, TasksWhoseResultsDoNotComeBackAreSaidToBeThat) {
+  WriteEngineConfig(WriteTaskWrapper(), 1);
+  testing::WriteAll(control_dir() + "/vanish-sort-0", "");
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 43, 100, &expect);
+  RotateAll(day_ + 1);
+  std::string out;
+  EXPECT_NE(RunWith(engine_config(), day_, &out), 0) << out;
+  EXPECT_NE(out.find("TASKS_FAILED"), std::string::npos) << out;
+  EXPECT_NE(out.find("GNU parallel says the tasks ended well, so their results did not come back"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(ServedGeneration(0), 0) << "nothing is deployed";
 }
 
 // A restatement on the engine: each merge task gets the rule and its keys
