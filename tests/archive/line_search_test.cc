@@ -230,7 +230,8 @@ void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned see
   std::mt19937 rng(seed);
   // Around ',' (0x2c) and '.', and bytes that sort below the newline (a
   // line ending there must still sort before a prefix going on with them).
-  const std::string alphabet = std::string("!+-.0ab|\t") + '\x01';
+  // Bytes of 0x80 and more sort after every ASCII byte (unsigned).
+  const std::string alphabet = std::string("!+-.0ab|\t") + '\x01' + '\x80' + '\xff';
   auto random_string = [&](size_t min_len, size_t max_len) {
     std::uniform_int_distribution<size_t> len(min_len, max_len);
     std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
@@ -254,6 +255,10 @@ void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned see
       for (int i = 0; i < 40; ++i) queries.push_back(random_string(0, 6));
       // Whole lines going on past their end: a line is a prefix of these.
       for (const auto& line : lines) queries.push_back(line + random_string(1, 2));
+      // A newline inside a prefix: no line holds one, so nothing matches,
+      // not even a line and the start of the next one.
+      for (const auto& k : keys) queries.push_back(k + "\n" + random_string(0, 2));
+      for (size_t i = 0; i + 1 < lines.size(); ++i) queries.push_back(lines[i] + "\n" + lines[i + 1].substr(0, 2));
       for (const std::string& q : queries) {
         SCOPED_TRACE("round " + std::to_string(round) + " query \"" + q + "\"");
         LineIndex index(data, block_bytes);

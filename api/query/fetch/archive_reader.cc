@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "clickatron/key_codec.h"
 #include "clickatron/shard.h"
@@ -392,7 +393,19 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     done(std::move(replies));
   };
   if (FitsOneBatch(session->shard, keys)) return MGetCoalesced(session, std::move(keys), std::move(checked));
-  const std::vector<MGetBatch> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
+  // Each key once: a replica answers a line per key asked, and a key asked
+  // twice would read as a repeated line (the batches' coalescer does the
+  // same).
+  std::vector<std::string> distinct;
+  distinct.reserve(keys.size());
+  {
+    std::unordered_set<std::string_view> asked;
+    for (const std::string& key : keys) {
+      if (asked.insert(key).second) distinct.push_back(key);
+    }
+  }
+  const std::vector<MGetBatch> targets =
+      MGetTargets(distinct, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
   auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
     if (!st.ok()) return done(std::move(st));
@@ -404,10 +417,10 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   for (size_t i = 0; i < targets.size(); ++i) {
     // Each part's answer as a batch's: only keys it asked, each once (its
     // lines go on whole, as an mget answer).
-    std::vector<std::string> asked(keys.begin() + static_cast<ptrdiff_t>(targets[i].first_key),
-                                   keys.begin() + static_cast<ptrdiff_t>(targets[i].first_key + targets[i].keys));
+    std::vector<std::string> asked(distinct.begin() + static_cast<ptrdiff_t>(targets[i].first_key),
+                                   distinct.begin() + static_cast<ptrdiff_t>(targets[i].first_key + targets[i].keys));
     auto check = [asked = std::move(asked)](const ArchiveReply& reply) {
-      return reply.found ? SplitArchiveMget(reply.body, asked, reply.view, reply.replica).status() : Status::Ok();
+      return reply.found ? CheckArchiveMget(reply.body, asked) : Status::Ok();
     };
     Send(
         session, targets[i].target, Attempts(session->shard),

@@ -71,6 +71,21 @@ Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const 
   return replies;
 }
 
+Status CheckArchiveMget(std::string_view body, const std::vector<std::string>& keys) {
+  std::unordered_map<std::string_view, bool> seen;  // asked key -> its line came
+  seen.reserve(keys.size());
+  for (const std::string& key : keys) seen.emplace(key, false);
+  return ForEachLine(body, "archive mget", [&](std::string_view key, std::string_view) -> Status {
+    auto it = seen.find(key);
+    if (it == seen.end() || it->second) {
+      return Status::Corruption(fmt::format("archive mget answered an unasked or repeated key {}",
+                                            QuoteForMessage(key)));
+    }
+    it->second = true;
+    return Status::Ok();
+  });
+}
+
 Result<std::vector<std::string>> SplitFwmatchByPrefix(std::string_view body, const std::vector<std::string>& prefixes) {
   std::vector<std::string> out(prefixes.size());
   std::unordered_map<std::string_view, size_t> index;

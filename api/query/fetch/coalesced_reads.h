@@ -27,6 +27,10 @@ size_t TargetKeyCost(std::string_view key);
 Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const std::vector<std::string>& keys,
                                                    const ArchiveView& view, size_t replica);
 
+// The same check alone, for an mget answer handed on whole: every line
+// names a key of `keys`, each at most once (CORRUPTION otherwise).
+Status CheckArchiveMget(std::string_view body, const std::vector<std::string>& keys);
+
 // A realtime mfwmatch answer split per asked prefix (distinct): each prefix
 // gets exactly the lines whose key starts with it, in answer order — what a
 // /fwmatch of that prefix alone answers. A prefix may prefix another, so a

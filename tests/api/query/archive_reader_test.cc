@@ -375,6 +375,28 @@ TEST_F(ArchiveReaderGarbageTest, EachPartOfALargeMgetIsCheckedAndFailedOver) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(lines["key" + std::to_string(1000 + i) + ",v" + std::to_string(i)], 1) << i;
 }
 
+// A large mget naming a key twice is asked for it once: the replica's line
+// for it is not taken for a repeated one (the batches' coalescer dedupes
+// the same way).
+TEST_F(ArchiveReaderGarbageTest, ALargeMgetNamingAKeyTwiceAsksItOnce) {
+  auto file = StandardFile();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) {
+    keys.push_back("key" + std::to_string(1000 + i));
+    file->records.emplace(keys.back(), "v" + std::to_string(i));
+  }
+  keys.push_back("key1000");
+  keys.push_back("key1050");
+  ArchiveReader::Options options = BaseOptions();
+  options.max_keys_per_mget = 40;
+  ArchiveReader& reader = ShardZero(1, file, options, Kept());
+  Result<std::vector<ArchiveReply>> got = MGet(reader.Begin("key1000"), keys);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  size_t lines = 0;
+  for (const ArchiveReply& r : *got) lines += static_cast<size_t>(std::count(r.body.begin(), r.body.end(), '\n'));
+  EXPECT_EQ(lines, 100u);
+}
+
 // The reader does not parse values: a value that does not decode, under
 // good headers, is kept like any other. Its reader (QueryGather) forgets it
 // when it cannot decode it, and the next read asks the replica again rather
