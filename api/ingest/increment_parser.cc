@@ -83,8 +83,22 @@ Status ParseSubs(const QueryArgs& args, Increment* out) {
 
 }  // namespace
 
+bool IsIncrementParameter(std::string_view name) {
+  return name == "ns" || name == "key" || name == "ts" || name == "value" || name == "sub" || name == "uniq";
+}
+
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out) {
   *out = Increment();
+  // A parameter an increment does not take is refused, never ignored: a
+  // misspelt `vaule=3` counted 1, `tss=` counted now, `sbu=` no subtotal
+  // (probe 10a), each answered 200.
+  for (const auto& [name, value] : args.items()) {
+    if (!IsIncrementParameter(name)) {
+      return Invalid("UNKNOWN_PARAMETER", fmt::format("{} is not a parameter of an increment (ns, key, ts, value, "
+                                                      "sub, uniq); nothing was counted",
+                                                      QuoteForMessage(name)));
+    }
+  }
   auto ns = args.GetSingle("ns", "INVALID_NS");
   if (!ns.ok()) return ns.status();
   if (*ns == nullptr) return Invalid("MISSING_ARG_NS", "ns is required");

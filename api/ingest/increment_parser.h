@@ -63,8 +63,12 @@ struct HourCache {
   std::string ymdh;
 };
 
+// Whether `name` is a parameter of an increment: ns, key, ts, value, sub, uniq.
+bool IsIncrementParameter(std::string_view name);
+
 // Parses and validates one increment from its parameters (ns, key, ts, value,
-// sub, uniq). Unknown parameters are ignored. uniq is any non-empty string of
+// sub, uniq). Any other parameter is UNKNOWN_PARAMETER (ignored, a misspelt
+// one would count something else than meant). uniq is any non-empty string of
 // at most kMaxKeyPartLength bytes (INVALID_UNIQ otherwise).
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out);
 

@@ -74,7 +74,7 @@ constexpr size_t kParseOffLoopBytes = 256 << 10;
 
 bool HasIncrementArgs(const QueryArgs& args) {
   for (const auto& [k, v] : args.items()) {
-    if (k == "ns" || k == "key" || k == "ts" || k == "value" || k == "sub" || k == "uniq") return true;
+    if (IsIncrementParameter(k)) return true;
   }
   return false;
 }
@@ -515,6 +515,13 @@ Status WritePathImpl::ParseRequest(const HttpExchange& ex, const std::string& en
   } else if (!body.empty()) {
     if (HasIncrementArgs(ex.args())) {
       return Status::InvalidArgument("send one increment in the query string or a batch in the body, not both");
+    }
+    if (!ex.args().items().empty()) {
+      return Status::InvalidArgument(
+          fmt::format("a batch's increments are its body's lines; the query string takes no parameters ({} is "
+                      "one); nothing was counted",
+                      QuoteForMessage(ex.args().items().front().first)),
+          "UNKNOWN_PARAMETER");
     }
     st = ParseIncrementBatch(body, limits, ctx_.cluster.http.max_query_args, take);
   } else {

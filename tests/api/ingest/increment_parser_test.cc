@@ -130,7 +130,19 @@ TEST(WriteIncrementParserTest, BoundaryValuesAreAccepted) {
   EXPECT_EQ(inc.ymdh, "0110");
   EXPECT_TRUE(Parse("ns=u&key=a&ts=2012-04-01T03:00:00Z", &inc).ok());
   EXPECT_EQ(inc.ymdh, "c413");
-  EXPECT_TRUE(Parse("ns=Ab_9-x&key=a&unknown=ignored", &inc).ok());
+  EXPECT_TRUE(Parse("ns=Ab_9-x&key=a", &inc).ok());
+}
+
+// A parameter an increment does not take is refused: ignored, each of these
+// counted something else than meant (probe 10a: 200 for all of them).
+TEST(WriteIncrementParserTest, AMisspeltParameterIsRefusedNotIgnored) {
+  Increment inc;
+  for (const std::string line : {"ns=u&key=a&vaule=3", "ns=u&key=a&tss=946684800", "ns=u&key=a&sbu=c:US",
+                                 "ns=u&key=a&uniqe=v1", "ns=u&key=a&unknown=ignored"}) {
+    Status st = Parse(line, &inc);
+    EXPECT_FALSE(st.ok()) << line;
+    EXPECT_EQ(st.reason(), "UNKNOWN_PARAMETER") << line;
+  }
 }
 
 TEST(WriteIncrementParserTest, BatchParsesEveryLineAndSkipsBlankOnes) {

@@ -120,6 +120,10 @@ TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
       {"/incr?ns=t&key=a&ts=-100", "TS_OUT_OF_RANGE"},
       {"/incr?ns=t&key=a&sub=c:US&sub=c:JP", "INVALID_SUB"},
       {"/incr?ns=bad%7Cns&key=a", "INVALID_NS"},
+      // Misspelt: counted 1, now and without the subtotal when ignored.
+      {"/incr?ns=t&key=a&vaule=3", "UNKNOWN_PARAMETER"},
+      {"/incr?ns=t&key=a&tss=" + std::to_string(ts), "UNKNOWN_PARAMETER"},
+      {"/incr?ns=t&key=a&sbu=c:US", "UNKNOWN_PARAMETER"},
   };
   for (const Case& cs : cases) {
     auto r = HttpGet(c.Api(), cs.target);
@@ -142,13 +146,22 @@ TEST(IntegrationWriteBasicTest, BadInputIsRefusedWholeWithTheFieldAndLine) {
     EXPECT_EQ(both.status_code, 400) << target;
     EXPECT_EQ(Json(both)["status_txt"], "INVALID_ARGUMENT") << target << " " << both.body;
   }
+  // Anything else in the query string beside a body is refused too (a
+  // misspelt `vaule=5` there was ignored: each line counted 1).
+  auto misspelt = HttpPost(c.Api(), "/incr?vaule=5", fmt::format("ns=t&key=good4&ts={}\n", ts));
+  EXPECT_EQ(misspelt.status_code, 400) << misspelt.body;
+  EXPECT_EQ(Json(misspelt)["status_txt"], "UNKNOWN_PARAMETER") << misspelt.body;
+  // And in a batch's line: the whole batch.
+  auto line = HttpPost(c.Api(), "/incr", fmt::format("ns=t&key=good5&ts={0}\nns=t&key=good6&ts={0}&vaule=5\n", ts));
+  EXPECT_EQ(line.status_code, 400) << line.body;
+  EXPECT_EQ(Json(line)["status_txt"], "UNKNOWN_PARAMETER") << line.body;
   // One good increment afterwards, so we know when the pipeline has drained.
   ASSERT_EQ(HttpGet(c.Api(), fmt::format("/incr?ns=t&key=marker&ts={}", ts)).status_code, 200);
   ASSERT_TRUE(WaitFor([&] { return c.Drained(); }));
   auto totals = c.Counters("t|");
   EXPECT_EQ(totals.size(), 1u) << "only the marker may be stored";
   EXPECT_EQ(totals.begin()->first.substr(0, 9), "t|marker.");
-  EXPECT_EQ(c.ApiStats()["write"]["rejected_invalid"], cases.size() + 3);
+  EXPECT_EQ(c.ApiStats()["write"]["rejected_invalid"], cases.size() + 5);  // + the 5 batches refused
 }
 
 // A shard down when the API node starts: its first watermark ask fails (an
