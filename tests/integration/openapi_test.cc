@@ -129,6 +129,8 @@ TEST_F(OpenApiTest, EveryAnswerMatchesTheSchemaTheSpecGivesForIt) {
 
   // /incr refusals.
   Ask("incr_missing_ns", "GET", "/incr?key=x", 400);
+  Ask("incr_unknown_parameter", "GET", "/incr?ns=u&key=x&vaule=3", 400);
+  Ask("delete_unknown_parameter", "POST", "/delete?ns=u&keys=x", 400, "", kToken);
   Ask("incr_bad_uniq", "GET", "/incr?ns=u&key=x&uniq=", 400);
   Ask("incr_body_and_query", "POST", "/incr?ns=u", 400, "ns=u&key=x\n");
   Ask("incr_bad_line", "POST", "/incr", 400, "ns=u&key=a\nns=u&key=b&value=0\n");
