@@ -29,7 +29,9 @@ constexpr std::string_view kFileCrc32Header = "X-Archive-Crc32";
 
 // limit=N: a non-negative decimal integer.
 Result<std::optional<uint64_t>> ParseLimit(const QueryArgs& args) {
-  const std::string* text = args.Get("limit");
+  auto single = args.GetSingle("limit", "INVALID_LIMIT");  // twice: which bound was meant?
+  if (!single.ok()) return single.status();
+  const std::string* text = *single;
   if (text == nullptr) return std::optional<uint64_t>();
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
@@ -301,6 +303,10 @@ bool ArchiveServer::ShardMatches(const HttpExchangePtr& ex) {
   const std::string* shard = nullptr;
   if (!SingleArg(ex, "shard", &shard)) return false;
   if (shard == nullptr || *shard == std::to_string(options_.fetch.shard)) return true;
+  if (shard->empty()) {
+    ex->ReplyError(400, "INVALID_SHARD", "shard= is empty: give the shard number, or leave shard out");
+    return false;
+  }
   ex->ReplyError(400, "WRONG_SHARD",
                  fmt::format("this replica serves archive shard {}, not {}", options_.fetch.shard, *shard));
   return false;

@@ -348,6 +348,11 @@ void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
 
 void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
   if (!OnlyArgs(ex, {"source", "seq", "expect"})) return;
+  // An empty source names none (it was taken for an unknown one, 403).
+  if (const std::string* named = ex->args().Get("source"); named != nullptr && named->empty()) {
+    ex->ReplyError(400, "MISSING_ARG_SOURCE", "source= is empty: name the API node whose watermark is reset");
+    return;
+  }
   const std::string* source = Required(ex, "source");
   const std::string* seq_text = source ? Required(ex, "seq") : nullptr;
   const std::string* expect_text = seq_text ? Required(ex, "expect") : nullptr;

@@ -22,6 +22,14 @@ TEST_F(DuplicateArgsTest, AParameterGivenTwiceIsRefusedOnEveryRoute) {
     EXPECT_EQ(r.status_code, 400) << target << ": " << r.body;
     EXPECT_EQ(Json(r)["status_txt"], "INVALID_KEY") << target;
   }
+  // An empty shard= is no shard (it was "WRONG_SHARD … not ").
+  HttpResponse empty_shard = Get("/manifest?shard=");
+  EXPECT_EQ(empty_shard.status_code, 400) << empty_shard.body;
+  EXPECT_EQ(Json(empty_shard)["status_txt"], "INVALID_SHARD") << empty_shard.body;
+  // The first of two limits was taken (probe 10a).
+  HttpResponse limits = Get("/fwmatch?key=a&limit=2&limit=3");
+  EXPECT_EQ(limits.status_code, 400) << limits.body;
+  EXPECT_EQ(Json(limits)["status_txt"], "INVALID_LIMIT") << limits.body;
 }
 
 // An operator's misspelt parameter on /fetch or /reload is refused before

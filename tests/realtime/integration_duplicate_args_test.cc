@@ -59,6 +59,7 @@ TEST(RealtimeDuplicateArgsTest, AnUnknownParameterOnAnAdminRouteIsRefusedAndNoth
       {"/archived?through=" + yesterday + "&generation=12&generation=1", "INVALID_GENERATION"},
       {"/clear?date=" + yesterday + "&dates=" + today, "UNKNOWN_PARAMETER"},
       {"/watermark/reset?source=api-0&seq=1&expect=0&force=1", "UNKNOWN_PARAMETER"},
+      {"/watermark/reset?source=&seq=1&expect=0", "MISSING_ARG_SOURCE"},
   };
   for (const Case& c : cases) {
     HttpResponse answer = daemon.AdminPost(c.target);
