@@ -12,12 +12,28 @@
 namespace clickatron::realtime::testing {
 namespace {
 
-TEST(RealtimeDuplicateArgsTest, AParameterGivenTwiceIsRefused) {
+// A 400 with `reason`, before anything was done.
+void ExpectRefused(const HttpResponse& answer, std::string_view reason) {
+  EXPECT_EQ(answer.status_code, 400) << answer.body;
+  auto j = nlohmann::json::parse(answer.body, nullptr, false);
+  EXPECT_EQ(j.is_discarded() ? "" : j.value("status_txt", ""), reason) << answer.body;
+}
+
+// A shard started, and the names of its today and yesterday.
+class RealtimeDuplicateArgsTest : public ::testing::Test {
+ protected:
+  void Start() {
+    std::string error;
+    ASSERT_TRUE(daemon.Start(&error)) << error;
+    today = Date(daemon.Today());
+    yesterday = Date(daemon.Today() - 1);
+  }
   RealtimeDaemon daemon;
-  std::string error;
-  ASSERT_TRUE(daemon.Start(&error)) << error;
-  const std::string today = Date(daemon.Today());
-  const std::string yesterday = Date(daemon.Today() - 1);
+  std::string today, yesterday;
+};
+
+TEST_F(RealtimeDuplicateArgsTest, AParameterGivenTwiceIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(Start());
   struct Case {
     HttpResponse answer;
     const char* reason;
@@ -28,11 +44,7 @@ TEST(RealtimeDuplicateArgsTest, AParameterGivenTwiceIsRefused) {
       {daemon.AdminPost("/exported?date=" + yesterday + "&date=" + today), "INVALID_DATE"},
       {daemon.AdminPost("/archived?through=" + yesterday + "&through=" + yesterday), "INVALID_THROUGH"},
   };
-  for (const Case& c : cases) {
-    EXPECT_EQ(c.answer.status_code, 400) << c.answer.body;
-    auto j = nlohmann::json::parse(c.answer.body, nullptr, false);
-    EXPECT_EQ(j.is_discarded() ? "" : j.value("status_txt", ""), c.reason) << c.answer.body;
-  }
+  for (const Case& c : cases) ExpectRefused(c.answer, c.reason);
   // Given once, the same requests are answered.
   EXPECT_EQ(daemon.Get("/fwmatch?key=u%7Ca&unite=day").status_code, 200);
   EXPECT_EQ(daemon.AdminPost("/archived?through=" + Date(daemon.Today() - 5)).status_code, 200);
@@ -43,17 +55,13 @@ TEST(RealtimeDuplicateArgsTest, AParameterGivenTwiceIsRefused) {
 // /rotate?today=…&foo=1 answered 200, the misspelt part ignored), and so is
 // a generation given twice (it took the larger, naming a generation that
 // did not exist in every later answer).
-TEST(RealtimeDuplicateArgsTest, AnUnknownParameterOnAnAdminRouteIsRefusedAndNothingIsDone) {
-  RealtimeDaemon daemon;
-  std::string error;
-  ASSERT_TRUE(daemon.Start(&error)) << error;
-  const std::string today = Date(daemon.Today());
-  const std::string yesterday = Date(daemon.Today() - 1);
+TEST_F(RealtimeDuplicateArgsTest, AnUnknownParameterOnAnAdminRouteIsRefusedAndNothingIsDone) {
+  ASSERT_NO_FATAL_FAILURE(Start());
   struct Case {
     std::string target;
     const char* reason;
   };
-  const Case cases[] = {
+  const Case admin_cases[] = {
       {"/rotate?today=" + Date(daemon.Today() + 1) + "&foo=1", "UNKNOWN_PARAMETER"},
       {"/exported?date=" + yesterday + "&generaton=5", "UNKNOWN_PARAMETER"},
       {"/archived?through=" + yesterday + "&generation=12&generation=1", "INVALID_GENERATION"},
@@ -61,11 +69,9 @@ TEST(RealtimeDuplicateArgsTest, AnUnknownParameterOnAnAdminRouteIsRefusedAndNoth
       {"/watermark/reset?source=api-0&seq=1&expect=0&force=1", "UNKNOWN_PARAMETER"},
       {"/watermark/reset?source=&seq=1&expect=0", "MISSING_ARG_SOURCE"},
   };
-  for (const Case& c : cases) {
-    HttpResponse answer = daemon.AdminPost(c.target);
-    EXPECT_EQ(answer.status_code, 400) << c.target << ": " << answer.body;
-    auto j = nlohmann::json::parse(answer.body, nullptr, false);
-    EXPECT_EQ(j.is_discarded() ? "" : j.value("status_txt", ""), c.reason) << c.target << ": " << answer.body;
+  for (const Case& c : admin_cases) {
+    SCOPED_TRACE(c.target);
+    ExpectRefused(daemon.AdminPost(c.target), c.reason);
   }
   // Nothing was done: the day did not turn, no generation was noted.
   EXPECT_EQ(Date(daemon.Today()), today);

@@ -127,6 +127,20 @@ class QueryGatherTest : public ::testing::Test {
   // breakdown (what the node keeps, with KeepAnswers).
   // Shard 0 with two replicas (each test says what they serve); realtime
   // holds nothing and says generation 8 is deployed, through 2026-11-30.
+  // The deployed generation 8 (5 clicks from the US in `hour`) and last
+  // week's generation 7 restored from a backup (2 clicks, through 11-28).
+  static std::pair<std::shared_ptr<ServedFileState>, std::shared_ptr<ServedFileState>> DeployedEightAndRestoredSeven(
+      int64_t hour) {
+    auto deployed = std::make_shared<ServedFileState>();
+    deployed->generation = 8;
+    deployed->crc32 = 2222;
+    deployed->records = Records({{hour, {{"US", 5}}}});
+    auto restored = std::make_shared<ServedFileState>();
+    restored->last_day = "2026-11-28";
+    restored->records = Records({{hour, {{"US", 2}}}});
+    return {deployed, restored};
+  }
+
   void TwoReplicasWhileRealtimeSaysEightIsDeployed() {
     cluster_ = ArchiveCluster(1, 2);
     AddRealtimeShard(cluster_, 0, kRealtimePeer);
@@ -292,13 +306,7 @@ TEST_F(QueryGatherTest, AKeptAnswerOfAGenerationBeforeTheDeployedOneIsReadAgain)
 TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
   TwoReplicasWhileRealtimeSaysEightIsDeployed();
   const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
-  auto deployed = std::make_shared<ServedFileState>();
-  deployed->generation = 8;
-  deployed->crc32 = 2222;
-  deployed->records = Records({{h3, {{"US", 5}}}});
-  auto restored = std::make_shared<ServedFileState>();
-  restored->last_day = "2026-11-28";
-  restored->records = Records({{h3, {{"US", 2}}}});
+  const auto [deployed, restored] = DeployedEightAndRestoredSeven(h3);
   ServeFile(client_, ReplicaPeer(0, 1), restored);
   for (const char* path : {"/get", "/mget", "/manifest"}) {
     client_.Script(ReplicaPeer(0, 0), path, Answer::TransportError());
@@ -321,18 +329,12 @@ TEST_F(QueryGatherTest, AReplicaOnAnOlderFileIsNoAnswerWhileTheOtherIsAway) {
 // Replica 0 was restarted on last week's file (generation 7) and lags;
 // replica 1 serves the deployed generation 8. The query that meets replica
 // 0's answer reads again from replica 1, and later queries skip replica 0
-// for its penalty, as they skip a failed one (each of them was read twice:
-// the sessions' round robin came back to it every other query).
+// for its penalty, as they skip a failed one (before, each query that began
+// on it was read twice: 5 of these 6).
 TEST_F(QueryGatherTest, AReplicaFoundBehindTheDeployedGenerationIsSkippedByLaterQueries) {
   TwoReplicasWhileRealtimeSaysEightIsDeployed();
   const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour;
-  auto deployed = std::make_shared<ServedFileState>();
-  deployed->generation = 8;
-  deployed->crc32 = 2222;
-  deployed->records = Records({{h3, {{"US", 5}}}});
-  auto restored = std::make_shared<ServedFileState>();
-  restored->last_day = "2026-11-28";
-  restored->records = Records({{h3, {{"US", 2}}}});
+  const auto [deployed, restored] = DeployedEightAndRestoredSeven(h3);
   ServeFile(client_, ReplicaPeer(0, 0), restored);
   ServeFile(client_, ReplicaPeer(0, 1), deployed);
   for (int ask = 0; ask < 6; ++ask) {
