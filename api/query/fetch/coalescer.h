@@ -14,8 +14,11 @@
 // Coalescer is destroyed). A batch that fails (after whatever failover the
 // sender does) fails every lookup in it with that status. The same key
 // submitted twice while queued is asked once and answered to both.
-// A queued lookup waits at most for one request to the same target to end
-// (each bounded by the request timeout) before its own is sent. When that
+// A queued lookup waits for one request to the same target to end (each
+// bounded by the request timeout) before its own is sent, when no more
+// than one batch (`max_keys` keys) is queued ahead of it; with more, it
+// waits for one request per batch ahead (a reviewer: the queue is not
+// bounded otherwise than by the connections the loop takes). When that
 // request fails as unavailable (its target did not answer), the lookups
 // queued behind it fail with it rather than wait for another timeout from
 // the same target.
