@@ -99,9 +99,26 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
     if (!s->current_) return;
     s->scrubber_->CheckSize(*s->current_);
     s->NoteDamaged();
+    s->NoteFileMoved();
   });
   if (!s->options_.peers.empty()) s->CatchUp(std::chrono::seconds(5));
   return self;
+}
+
+void ArchiveServer::NoteFileMoved() {
+  if (!current_->has_file() || current_->IsFileAt(current_->path())) {
+    moved_since_.reset();
+    moved_warned_ = false;
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!moved_since_) moved_since_ = now;
+  if (moved_warned_ || now - *moved_since_ < std::chrono::seconds(30)) return;
+  moved_warned_ = true;
+  spdlog::warn("{} (generation {}) is no longer the file at that path (removed, or another renamed over it, without "
+               "a reload): it is still served from what was loaded, but a restart would load what is there now "
+               "(nothing: then a fetch from a peer). Put the file back, or POST /reload to serve what is there",
+               current_->path(), current_->generation());
 }
 
 void ArchiveServer::CatchUp(std::chrono::seconds retry_after) {

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,16 @@ class ArchiveServer {
   std::atomic<uint64_t> serving_generation_{0};
   std::atomic<uint32_t> serving_crc32_{0};
   bool damage_noted_ = false;  // for current_
+  // Since when the served path names another file than the one served (it
+  // was removed or renamed over without a reload), and whether that was
+  // said; loop thread. See NoteFileMoved.
+  std::optional<std::chrono::steady_clock::time_point> moved_since_;
+  bool moved_warned_ = false;
+  // Warns once when the served path has named another file (or none) for
+  // 30 s: the replica still serves what it loaded, but a restart would load
+  // what is there now (a rollback's rename followed by its /reload is not
+  // warned of).
+  void NoteFileMoved();
   std::unique_ptr<Scrubber> scrubber_;
   // Last: destroyed first, so a running load ends before the rest goes.
   std::unique_ptr<Reloader> reloader_;
