@@ -531,6 +531,12 @@ void Oplog::WriterLoop() {
       Status st = SyncTimed();
       if (st.ok()) synced = true;
     }
+    // A failed commit's cut is synced at once, with every commit written
+    // before it in this group (AppendCommit): nothing written is unsynced
+    // then, though the group's own sync had nothing left to do. Those
+    // commits are answered taken and must be sendable now, not after a
+    // later commit succeeds (on a full disk: until space is freed).
+    if (!synced && !dirty_ && !failed_.load() && options_.sync != SyncPolicy::kNone) synced = true;
     if (failed_.load()) {
       // An fsync failed (here or when a segment was closed): what is on disk
       // is unknown, and a later fsync that succeeds proves nothing about the

@@ -177,6 +177,46 @@ TEST(WriteOplogTest, ACommitThatFailsPartWayLeavesNothingOfIt) {
   }
 }
 
+// Two commits written in one group (one fsync for both), the second
+// failing: the first is answered taken, and must be sendable. The cut of the
+// second was synced with the first, which then counted as not synced: its
+// increments, acknowledged, waited for a later commit to succeed before
+// being sent (a reviewer: on a full disk, until space was freed).
+TEST(WriteOplogTest, ACommitTakenInAGroupWithOneThatFailsIsDurable) {
+  TempDir dir;
+  OplogOptions o = Options(dir.path());
+  o.fault_dir = dir.path() + "/faults";
+  ASSERT_TRUE(MakeDirs(o.fault_dir).ok());
+  auto log = Oplog::Open(o, Inline());
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1)), MakeBatch(1, 1, Line(1, 2))}).ok());
+  std::string segment;
+  for (const std::string& f : Files(dir.path())) {
+    if (f.ends_with(".log")) segment = dir.path() + "/" + f;
+  }
+  ASSERT_FALSE(segment.empty());
+  std::string large;
+  for (int i = 0; i < 200; ++i) large += Line(3, i);
+  // The writer holds what it takes while the stall file exists: the commits
+  // sent meanwhile are written together once it is gone.
+  const std::string stall = o.fault_dir + "/oplog-stall";
+  ASSERT_TRUE(WriteFileAtomically(stall, "").ok());
+  std::promise<Status> p0, p1, p2;
+  (*log)->Commit({MakeBatch(0, 2, Line(2, 1))}, {}, [&p0](Status st) { p0.set_value(st); });
+  (*log)->Commit({MakeBatch(0, 3, Line(3, 1))}, {}, [&p1](Status st) { p1.set_value(st); });
+  (*log)->Commit({MakeBatch(1, 2, large)}, {}, [&p2](Status st) { p2.set_value(st); });
+  {
+    // Room for the two small commits, not for the large one.
+    FileSizeLimit limit(std::filesystem::file_size(segment) + 600);
+    ASSERT_EQ(::unlink(stall.c_str()), 0);
+    EXPECT_TRUE(p0.get_future().get().ok());
+    EXPECT_TRUE(p1.get_future().get().ok());
+    EXPECT_FALSE(p2.get_future().get().ok());
+  }
+  EXPECT_EQ((*log)->durable_seq(0), 3u) << "a commit answered taken is not sendable";
+  EXPECT_EQ((*log)->durable_seq(1), 1u);
+}
+
 TEST(WriteOplogTest, ReadBatchesStopsAfterMaxLinesAndResumes) {
   TempDir dir;
   auto log = Oplog::Open(Options(dir.path(), 1), Inline());
