@@ -106,7 +106,9 @@ Result<std::unique_ptr<ArchiveServer>> ArchiveServer::Create(HttpServer& server,
 }
 
 void ArchiveServer::NoteFileMoved() {
-  if (!current_->has_file() || current_->IsFileAt(current_->path())) {
+  // A load running may be the reload that follows a rename (a rollback's
+  // steps): it takes minutes on a large file, and is not warned of.
+  if (!current_->has_file() || current_->IsFileAt(current_->path()) || reloader_->loading()) {
     moved_since_.reset();
     moved_warned_ = false;
     return;
@@ -117,7 +119,8 @@ void ArchiveServer::NoteFileMoved() {
   moved_warned_ = true;
   spdlog::warn("{} (generation {}) is no longer the file at that path (removed, or another renamed over it, without "
                "a reload): it is still served from what was loaded, but a restart would load what is there now "
-               "(nothing: then a fetch from a peer). Put the file back, or POST /reload to serve what is there",
+               "(nothing: then a fetch from a peer). Put the file back, or, with another file there, POST /reload "
+               "to serve it",
                current_->path(), current_->generation());
 }
 

@@ -93,7 +93,9 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
   // misspelt `vaule=3` counted 1, `tss=` counted now, `sbu=` no subtotal
   // (probe 10a), each answered 200.
   for (const auto& [name, value] : args.items()) {
-    if (!IsIncrementParameter(name)) {
+    // `_`, a cache-buster browsers' and jQuery's GETs add, means nothing and
+    // is no one's typo: taken and ignored.
+    if (!IsIncrementParameter(name) && name != "_") {
       return Invalid("UNKNOWN_PARAMETER", fmt::format("{} is not a parameter of an increment (ns, key, ts, value, "
                                                       "sub, uniq); nothing was counted",
                                                       QuoteForMessage(name)));

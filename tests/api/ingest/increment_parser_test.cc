@@ -143,6 +143,9 @@ TEST(WriteIncrementParserTest, AMisspeltParameterIsRefusedNotIgnored) {
     EXPECT_FALSE(st.ok()) << line;
     EXPECT_EQ(st.reason(), "UNKNOWN_PARAMETER") << line;
   }
+  // A cache-buster is no one's typo: taken and ignored.
+  EXPECT_TRUE(Parse("ns=u&key=a&_=1796600000123", &inc).ok());
+  EXPECT_EQ(inc.value, 1);
 }
 
 TEST(WriteIncrementParserTest, BatchParsesEveryLineAndSkipsBlankOnes) {
