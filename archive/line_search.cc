@@ -7,41 +7,19 @@
 namespace clickatron::archive {
 namespace {
 
-// A prefix searched for, and whether each of its bytes sorts after the
-// newline (every key the API asks: its keys are printable text), when a
-// compare need not look for a line's end.
-struct SearchPrefix {
-  explicit SearchPrefix(std::string_view text)
-      : text(text), above_newline(std::all_of(text.begin(), text.end(), [](char c) {
-          return static_cast<unsigned char>(c) > static_cast<unsigned char>('\n');
-        })) {}
-  std::string_view text;
-  bool above_newline;
-};
-
 // <0 if the line starting at `start` sorts before every line starting with
 // `prefix`, 0 if it starts with `prefix`, >0 if it sorts after them. Bytes
 // compare unsigned (memcmp), as LC_ALL=C sort does. Reads at most
 // prefix.size() bytes of the line: its end is never looked for.
-int ComparePrefixAt(std::string_view data, size_t start, const SearchPrefix& prefix) {
-  const size_t avail = std::min(prefix.text.size(), data.size() - start);
+int ComparePrefixAt(std::string_view data, size_t start, std::string_view prefix) {
+  const size_t avail = std::min(prefix.size(), data.size() - start);
   const char* line = data.data() + start;
-  if (prefix.above_newline) {
-    // No memchr for the line's end (a third of the archive's mget CPU):
-    // comparing the bytes past it decides the same. Up to the first byte
-    // that differs the line equals the prefix, so holds no newline; if that
-    // byte is the line's newline, it sorts below the prefix's byte, which
-    // is what a line shorter than the prefix must do.
-    const int c = avail == 0 ? 0 : std::memcmp(line, prefix.text.data(), avail);
-    if (c != 0) return c;
-    return avail < prefix.text.size() ? -1 : 0;
-  }
   // A newline within those bytes ends a line shorter than the prefix.
   const void* nl = avail == 0 ? nullptr : std::memchr(line, '\n', avail);
   const size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - line) : avail;
-  const int c = n == 0 ? 0 : std::memcmp(line, prefix.text.data(), n);
+  const int c = n == 0 ? 0 : std::memcmp(line, prefix.data(), n);
   if (c != 0) return c;
-  return n < prefix.text.size() ? -1 : 0;
+  return n < prefix.size() ? -1 : 0;
 }
 
 // The first line start whose line is not `before` (data.size() when every
@@ -90,10 +68,9 @@ size_t LineEnd(std::string_view data, size_t start, size_t limit) {
 
 LineRange FindPrefixRange(const LineIndex& lines, std::string_view prefix) {
   const std::string_view data = lines.data();
-  const SearchPrefix search(prefix);
   LineRange r;
-  r.begin = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, search) < 0; });
-  r.end = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, search) <= 0; });
+  r.begin = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, prefix) < 0; });
+  r.end = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, prefix) <= 0; });
   return r;
 }
 
@@ -106,10 +83,9 @@ std::optional<std::string_view> FindKeyLine(const LineIndex& lines, std::string_
   prefix.reserve(key.size() + 1);
   prefix.append(key);
   prefix.push_back(separator);
-  const SearchPrefix search(prefix);
   const size_t start =
-      PartitionPoint(lines, [&](size_t at) { return ComparePrefixAt(data, at, search) < 0; });
-  if (start == data.size() || ComparePrefixAt(data, start, search) != 0) return std::nullopt;
+      PartitionPoint(lines, [&](size_t at) { return ComparePrefixAt(data, at, prefix) < 0; });
+  if (start == data.size() || ComparePrefixAt(data, start, prefix) != 0) return std::nullopt;
   return data.substr(start, LineEnd(data, start, data.size()) - start);
 }
 
