@@ -143,19 +143,31 @@ class FileSizeLimit {
   void (*old_handler_)(int) = nullptr;
 };
 
+// The path of the segment being written (the one *.log in `dir`).
+std::string OpenSegment(const std::string& dir) {
+  std::string segment;
+  for (const std::string& f : Files(dir)) {
+    if (f.ends_with(".log")) segment = dir + "/" + f;
+  }
+  return segment;
+}
+
+// `n` lines of batch `seq`: a batch too large for a little room left.
+std::string ManyLines(uint64_t seq, int n) {
+  std::string lines;
+  for (int i = 0; i < n; ++i) lines += Line(seq, i);
+  return lines;
+}
+
 TEST(WriteOplogTest, ACommitThatFailsPartWayLeavesNothingOfIt) {
   TempDir dir;
   {
     auto log = Oplog::Open(Options(dir.path()), Inline());
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1)), MakeBatch(1, 1, Line(1, 2))}).ok());
-    std::string segment;
-    for (const std::string& f : Files(dir.path())) {
-      if (f.ends_with(".log")) segment = dir.path() + "/" + f;
-    }
+    const std::string segment = OpenSegment(dir.path());
     ASSERT_FALSE(segment.empty());
-    std::string large;
-    for (int i = 0; i < 200; ++i) large += Line(2, i);
+    const std::string large = ManyLines(2, 200);
     {
       // Room for the commit's first batch, not for its second.
       FileSizeLimit limit(std::filesystem::file_size(segment) + 200);
@@ -190,13 +202,9 @@ TEST(WriteOplogTest, ACommitTakenInAGroupWithOneThatFailsIsDurable) {
   auto log = Oplog::Open(o, Inline());
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   ASSERT_TRUE(CommitAndWait(**log, {MakeBatch(0, 1, Line(1, 1)), MakeBatch(1, 1, Line(1, 2))}).ok());
-  std::string segment;
-  for (const std::string& f : Files(dir.path())) {
-    if (f.ends_with(".log")) segment = dir.path() + "/" + f;
-  }
+  const std::string segment = OpenSegment(dir.path());
   ASSERT_FALSE(segment.empty());
-  std::string large;
-  for (int i = 0; i < 200; ++i) large += Line(3, i);
+  const std::string large = ManyLines(3, 200);
   // The writer holds what it takes while the stall file exists: the commits
   // sent meanwhile are written together once it is gone.
   const std::string stall = o.fault_dir + "/oplog-stall";
