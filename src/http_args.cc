@@ -1,11 +1,8 @@
 #include "clickatron/http_args.h"
 
-#include <algorithm>
 #include <cctype>
 
-#include <fmt/format.h>
-
-#include "clickatron/key_codec.h"
+#include "clickatron/query_string.h"
 
 namespace clickatron {
 
@@ -22,16 +19,8 @@ bool SingleArg(const HttpExchangePtr& ex, std::string_view name, const std::stri
 }
 
 bool OnlyArgs(const HttpExchangePtr& ex, std::initializer_list<std::string_view> known) {
-  for (const auto& [name, value] : ex->args().items()) {
-    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    std::string list;
-    for (const std::string_view k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-    ex->ReplyError(400, "UNKNOWN_PARAMETER",
-                   known.size() == 0
-                       ? fmt::format("{} takes no parameters; {} is not one (nothing was done)", ex->path(),
-                                     QuoteForMessage(name))
-                       : fmt::format("{} takes {}; {} is not one of them (nothing was done)", ex->path(), list,
-                                     QuoteForMessage(name)));
+  if (Status st = OnlyKnownArgs(ex->args(), known, ex->path()); !st.ok()) {
+    ex->ReplyError(400, st.reason(), st.message());
     return false;
   }
   for (const std::string_view name : known) {

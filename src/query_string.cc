@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "clickatron/key_codec.h"
+
 namespace clickatron {
 namespace {
 
@@ -82,7 +86,6 @@ bool Unreserved(unsigned char c) {
 
 void AppendPercentEncoded(std::string* out, std::string_view in) {
   static const char* kHex = "0123456789ABCDEF";
-  out->reserve(out->size() + PercentEncodedSize(in));
   for (unsigned char c : in) {
     if (Unreserved(c)) {
       out->push_back(static_cast<char>(c));
@@ -102,8 +105,24 @@ size_t PercentEncodedSize(std::string_view in) {
 
 std::string PercentEncode(std::string_view in) {
   std::string out;
+  out.reserve(in.size() * 3);
   AppendPercentEncoded(&out, in);
   return out;
+}
+
+Status OnlyKnownArgs(const QueryArgs& args, std::initializer_list<std::string_view> known, std::string_view what) {
+  for (const auto& [name, value] : args.items()) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string list;
+    for (const std::string_view k : known) list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
+    return Status::InvalidArgument(
+        known.size() == 0 ? fmt::format("{} takes no parameters; {} is not one, and nothing was done", what,
+                                        QuoteForMessage(name))
+                          : fmt::format("{} takes {}; {} is not one of them, and nothing was done", what, list,
+                                        QuoteForMessage(name)),
+        "UNKNOWN_PARAMETER");
+  }
+  return Status::Ok();
 }
 
 Status ParseQueryString(std::string_view query, QueryArgs* out, size_t max_args) {

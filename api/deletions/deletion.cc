@@ -19,13 +19,13 @@ Result<int64_t> HourArg(const QueryArgs& args, std::string_view name) {
   if (!value.ok()) return Status::InvalidArgument(value.status().message(), reason);
   Result<int64_t> unix = ParseTimestamp(**value);
   if (!unix.ok()) return Status::InvalidArgument(fmt::format("{}: {}", name, unix.status().message()), reason);
-  // Hours are stamped 1970..2127 (what /incr takes): a `to` past that is
+  // Hours are stamped in the years the hour code holds (what /incr takes): a `to` past that is
   // milliseconds sent for seconds, and would widen the deletion to every
   // hour after `from`.
   if (*unix < 0 || *unix > kEndOfHourCodes) {
     return Status::InvalidArgument(
-        fmt::format("{} ({}) is outside 1970..2127, the hours clicks are counted in (unix seconds, not milliseconds)",
-                    name, *unix),
+        fmt::format("{} ({}) is outside {}..{}, the years clicks are counted in (unix seconds, not milliseconds)",
+                    name, *unix, kMinYmdhYear, kMaxYmdhYear),
         reason);
   }
   if (*unix % kSecondsPerHour != 0) {
@@ -53,14 +53,7 @@ Result<Deletion> DeletionFromArgs(const QueryArgs& args, int64_t now_unix) {
   // namespace; no `from`: from the first hour): a misspelt one (`keys=`,
   // `frm=`) or one this endpoint does not take (`sns=`) is refused, never
   // ignored, or it would erase more than was asked, for good.
-  for (const auto& [name, value] : args.items()) {
-    if (name != "ns" && name != "key" && name != "from" && name != "to" && name != "id") {
-      return Status::InvalidArgument(
-          fmt::format("/delete takes ns, key, from, to and id; {} is not one of them (nothing was deleted)",
-                      QuoteForMessage(name)),
-          "UNKNOWN_PARAMETER");
-    }
-  }
+  CLICKATRON_RETURN_IF_ERROR(OnlyKnownArgs(args, {"ns", "key", "from", "to", "id"}, "/delete"));
   Deletion d;
   auto ns = args.GetSingle("ns", "ns is given more than once");
   if (!ns.ok() || *ns == nullptr) return Status::InvalidArgument("ns is required (once)", "INVALID_NS");

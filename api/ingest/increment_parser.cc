@@ -92,15 +92,9 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
   // A parameter an increment does not take is refused, never ignored: a
   // misspelt `vaule=3` counted 1, `tss=` counted now, `sbu=` no subtotal
   // (probe 10a), each answered 200.
-  for (const auto& [name, value] : args.items()) {
-    // `_`, a cache-buster browsers' and jQuery's GETs add, means nothing and
-    // is no one's typo: taken and ignored.
-    if (!IsIncrementParameter(name) && name != "_") {
-      return Invalid("UNKNOWN_PARAMETER", fmt::format("{} is not a parameter of an increment (ns, key, ts, value, "
-                                                      "sub, uniq); nothing was counted",
-                                                      QuoteForMessage(name)));
-    }
-  }
+  // `_`, a cache-buster browsers' and jQuery's GETs add, means nothing and
+  // is no one's typo: taken and ignored.
+  CLICKATRON_RETURN_IF_ERROR(OnlyKnownArgs(args, {"ns", "key", "ts", "value", "sub", "uniq", "_"}, "an increment"));
   auto ns = args.GetSingle("ns", "INVALID_NS");
   if (!ns.ok()) return ns.status();
   if (*ns == nullptr) return Invalid("MISSING_ARG_NS", "ns is required");

@@ -281,16 +281,8 @@ Result<LineProtocolPrecision> ParsePrecision(std::string_view text) {
 }
 
 Result<LineProtocolPrecision> InfluxWritePrecision(const QueryArgs& args) {
-  static constexpr std::string_view kKnown[] = {"db", "rp", "u", "p", "consistency", "org", "orgID", "bucket",
-                                                "precision"};
-  for (const auto& [name, value] : args.items()) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
-      return LpInvalid("UNKNOWN_PARAMETER",
-                       fmt::format("{} is not a parameter of an Influx write (db, rp, u, p, consistency, org, orgID, "
-                                   "bucket, precision); nothing was written",
-                                   QuoteForMessage(name)));
-    }
-  }
+  CLICKATRON_RETURN_IF_ERROR(OnlyKnownArgs(
+      args, {"db", "rp", "u", "p", "consistency", "org", "orgID", "bucket", "precision"}, "an Influx write"));
   auto text = args.GetSingle("precision", "INVALID_PRECISION");
   if (!text.ok()) return LpInvalid("INVALID_PRECISION", text.status().message());
   return ParsePrecision(*text ? **text : std::string_view());

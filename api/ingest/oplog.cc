@@ -523,27 +523,23 @@ void Oplog::WriterLoop() {
       results[i] = AppendCommit(work[i].batches, work[i].keys);
       commits_.fetch_add(1, std::memory_order_relaxed);
     }
-    bool synced = false;
     const bool want_sync = options_.sync == SyncPolicy::kAlways ||
                            (options_.sync == SyncPolicy::kInterval && SteadyClock::now() - last_sync_ >= interval) ||
                            (stop && options_.sync != SyncPolicy::kNone);
-    if (want_sync && dirty_ && !failed_.load()) {
-      Status st = SyncTimed();
-      if (st.ok()) synced = true;
-    }
-    // A failed commit's cut is synced at once, with every commit written
-    // before it in this group (AppendCommit): nothing written is unsynced
-    // then, though the group's own sync had nothing left to do. Those
-    // commits are answered taken and must be sendable now, not after a
-    // later commit succeeds (on a full disk: until space is freed).
-    if (!synced && !dirty_ && !failed_.load() && options_.sync != SyncPolicy::kNone) synced = true;
+    if (want_sync && dirty_ && !failed_.load()) (void)SyncTimed();  // a failure sets failed_
+    // Synced is what no write is waiting for: dirty_ is cleared by an fsync
+    // that succeeded and set by every append. That includes the fsync of a
+    // failed commit's cut (AppendCommit), which also covers the commits of
+    // this group written before it: answered taken, they are sendable now,
+    // not after a later commit succeeds (on a full disk: until space is
+    // freed). After a failed fsync nothing is.
+    const bool synced = options_.sync != SyncPolicy::kNone && !dirty_ && !failed_.load();
     if (failed_.load()) {
       // An fsync failed (here or when a segment was closed): what is on disk
       // is unknown, and a later fsync that succeeds proves nothing about the
       // pages the failed one dropped. Nothing of this group is durable, and
       // its clients must not be told "nothing taken" (a restart may replay
       // it): OPLOG_FAILED, like every commit after it.
-      synced = false;
       for (Status& r : results) {
         if (r.reason() != "OPLOG_FAILED" && r.reason() != "OPLOG_REFUSED") {
           r = OplogFailed(r.ok() ? Status::IoError("an fsync failed") : r);

@@ -516,16 +516,8 @@ Status WritePathImpl::ParseRequest(const HttpExchange& ex, const std::string& en
     if (HasIncrementArgs(ex.args())) {
       return Status::InvalidArgument("send one increment in the query string or a batch in the body, not both");
     }
-    if (std::any_of(ex.args().items().begin(), ex.args().items().end(),
-                    [](const auto& arg) { return arg.first != "_"; })) {
-      return Status::InvalidArgument(
-          fmt::format("a batch's increments are its body's lines; the query string takes no parameters ({} is "
-                      "one); nothing was counted",
-                      QuoteForMessage(std::find_if(ex.args().items().begin(), ex.args().items().end(),
-                                                   [](const auto& arg) { return arg.first != "_"; })
-                                          ->first)),
-          "UNKNOWN_PARAMETER");
-    }
+    // A batch's increments are its body's lines.
+    CLICKATRON_RETURN_IF_ERROR(OnlyKnownArgs(ex.args(), {"_"}, "the query string of POST /incr with a body"));
     st = ParseIncrementBatch(body, limits, ctx_.cluster.http.max_query_args, take);
   } else {
     Increment inc;

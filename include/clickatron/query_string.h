@@ -13,6 +13,7 @@
 // Add/Clear with it to one thread.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,15 @@ class QueryArgs {
  private:
   std::vector<std::pair<std::string, std::string>> items_;
 };
+
+// OK when every parameter of `args` is one of `known`; otherwise
+// INVALID_ARGUMENT, reason UNKNOWN_PARAMETER, naming the first other one
+// and what `what` (a route, "an increment") takes. Every place that
+// changes state refuses what it does not take this one way: ignored, a
+// misspelt parameter changes what is done (`keys=` for `key` widened a
+// deletion, `generaton=` a fetch, `vaule=` an increment). Allocates only
+// to say what is wrong.
+Status OnlyKnownArgs(const QueryArgs& args, std::initializer_list<std::string_view> known, std::string_view what);
 
 // Parses "a=1&b=x%20y&c" (a name without '=' has an empty value). Appends to
 // *out. Errors: BAD_QUERY for a bad %-escape, TOO_MANY_ARGS past max_args.

@@ -23,19 +23,10 @@ nlohmann::json FetchData(BlockingHttpClient& client, const HostPort& peer, const
   spec.target = target;
   spec.timeout_ms = 3000;
   HttpResponse r = client.Fetch(peer, spec);
-  if (!r.ok()) {
-    *error = r.transport.message();
-    return nullptr;
-  }
-  if (r.status_code != 200) {
+  if (!r.ok() || r.status_code != 200) {
     // The member's own words (a 401 says whether the secret or the clock is
     // wrong: operations.md, Troubleshooting).
-    const nlohmann::json refusal = nlohmann::json::parse(r.body, nullptr, false);
-    const std::string message =
-        refusal.is_object() && refusal.contains("message") && refusal["message"].is_string()
-            ? refusal["message"].get<std::string>()
-            : "";
-    *error = message.empty() ? fmt::format("HTTP {}", r.status_code) : fmt::format("HTTP {}: {}", r.status_code, message);
+    *error = DescribeHttpAnswer(r);
     return nullptr;
   }
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);

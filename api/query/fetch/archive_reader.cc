@@ -251,7 +251,7 @@ void ArchiveReader::Send(std::shared_ptr<Session> session, std::string target, i
                    done(std::move(reply));
                    return;
                  }
-                 replica.down_until = std::chrono::steady_clock::now() + options_.replica_penalty;
+                 Penalize(shard, index);
                  // A lone replica gets a second try for a keep-alive
                  // connection it closed (that fails at once), not after it
                  // let a request time out.
@@ -375,10 +375,11 @@ void ArchiveReader::MGet(const std::shared_ptr<Session>& session, const std::vec
 }
 
 void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std::string> keys, MGetCallback done) {
+  auto asked = std::make_shared<std::vector<std::string>>(std::move(keys));
   // A keyed session answered for another count is asked again on the shard
   // of that count; a shard's session (lookups) hands the answers back for
   // its caller to check.
-  auto checked = [this, session, keys, done = std::move(done)](Result<std::vector<ArchiveReply>> replies) mutable {
+  auto checked = [this, session, asked, done = std::move(done)](Result<std::vector<ArchiveReply>> replies) mutable {
     if (replies.ok() && !session->shard_key.empty()) {
       for (const ArchiveReply& reply : *replies) {
         if (!Misrouted(*session, reply.view)) continue;
@@ -387,25 +388,27 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
                                                    "re-partitioned generation is being deployed)",
                                                    session->shard, session->shard_count, reply.view.shard_count)));
         }
-        return MGetRouted(session, std::move(keys), std::move(done));
+        return MGetRouted(session, *asked, std::move(done));
       }
     }
     done(std::move(replies));
   };
-  if (FitsOneBatch(session->shard, keys)) return MGetCoalesced(session, std::move(keys), std::move(checked));
+  if (FitsOneBatch(session->shard, *asked)) return MGetCoalesced(session, *asked, std::move(checked));
   // Each key once: a replica answers a line per key asked, and a key asked
   // twice would read as a repeated line (the batches' coalescer does the
-  // same).
-  std::vector<std::string> distinct;
-  distinct.reserve(keys.size());
+  // same). Kept in order, in place.
   {
-    std::unordered_set<std::string_view> asked;
-    for (const std::string& key : keys) {
-      if (asked.insert(key).second) distinct.push_back(key);
+    std::unordered_set<std::string_view> seen;
+    std::vector<bool> first(asked->size());
+    for (size_t i = 0; i < asked->size(); ++i) first[i] = seen.insert((*asked)[i]).second;
+    seen.clear();  // its views are of strings about to move
+    size_t kept = 0;
+    for (size_t i = 0; i < asked->size(); ++i) {
+      if (first[i] && kept++ != i) (*asked)[kept - 1] = std::move((*asked)[i]);
     }
+    asked->resize(kept);
   }
-  const std::vector<MGetBatch> targets =
-      MGetTargets(distinct, options_.max_target_bytes, options_.max_keys_per_mget);
+  const std::vector<MGetBatch> targets = MGetTargets(*asked, options_.max_target_bytes, options_.max_keys_per_mget);
   auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
   auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
     if (!st.ok()) return done(std::move(st));
@@ -417,10 +420,9 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
   for (size_t i = 0; i < targets.size(); ++i) {
     // Each part's answer as a batch's: only keys it asked, each once (its
     // lines go on whole, as an mget answer).
-    std::vector<std::string> asked(distinct.begin() + static_cast<ptrdiff_t>(targets[i].first_key),
-                                   distinct.begin() + static_cast<ptrdiff_t>(targets[i].first_key + targets[i].keys));
-    auto check = [asked = std::move(asked)](const ArchiveReply& reply) {
-      return reply.found ? CheckArchiveMget(reply.body, asked) : Status::Ok();
+    auto check = [asked, first = targets[i].first_key, count = targets[i].keys](const ArchiveReply& reply) {
+      return reply.found ? CheckArchiveMget(reply.body, std::span<const std::string>(*asked).subspan(first, count))
+                         : Status::Ok();
     };
     Send(
         session, targets[i].target, Attempts(session->shard),

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <unordered_map>
 
 #include "clickatron/key_codec.h"
@@ -43,47 +44,53 @@ std::string MFwmatchTarget(const std::vector<std::string>& prefixes) { return Ke
 
 size_t TargetKeyCost(std::string_view key) { return PercentEncodedSize(key) + 5; }
 
-Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const std::vector<std::string>& keys,
-                                                   const ArchiveView& view, size_t replica) {
-  std::vector<ArchiveReply> replies(keys.size());
+namespace {
+
+// Calls fn(i, key, line) for each line of an archive mget answer, i the
+// index in `keys` of the key it names; CORRUPTION for a key not asked, or
+// one twice.
+template <typename F>
+Status ForEachAskedLine(std::string_view body, std::span<const std::string> keys, F fn) {
   std::unordered_map<std::string_view, size_t> index;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    index.emplace(keys[i], i);
-    replies[i].view = view;
-    replies[i].replica = replica;
-  }
-  Status st = ForEachLine(body, "archive mget", [&](std::string_view key, std::string_view line) -> Status {
+  index.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) index.emplace(keys[i], i);
+  std::vector<bool> seen(keys.size());
+  return ForEachLine(body, "archive mget", [&](std::string_view key, std::string_view line) -> Status {
     auto it = index.find(key);
-    if (it == index.end() || replies[it->second].found) {
+    if (it == index.end() || seen[it->second]) {
       return Status::Corruption(fmt::format("archive mget answered an unasked or repeated key {}",
                                             QuoteForMessage(key)));
     }
-    ArchiveReply& reply = replies[it->second];
+    seen[it->second] = true;
+    fn(it->second, key, line);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const std::vector<std::string>& keys,
+                                                   const ArchiveView& view, size_t replica) {
+  std::vector<ArchiveReply> replies(keys.size());
+  for (ArchiveReply& reply : replies) {
+    reply.view = view;
+    reply.replica = replica;
+  }
+  Status st = ForEachAskedLine(body, keys, [&](size_t i, std::string_view key, std::string_view line) {
+    ArchiveReply& reply = replies[i];
     reply.found = true;
     // Sized once: the body may be kept, charged by its size.
     const std::string_view value = line.substr(key.size() + 1);
     reply.body.reserve(value.size() + 1);
     reply.body.assign(value);
     reply.body.push_back('\n');
-    return Status::Ok();
   });
   if (!st.ok()) return st;
   return replies;
 }
 
-Status CheckArchiveMget(std::string_view body, const std::vector<std::string>& keys) {
-  std::unordered_map<std::string_view, bool> seen;  // asked key -> its line came
-  seen.reserve(keys.size());
-  for (const std::string& key : keys) seen.emplace(key, false);
-  return ForEachLine(body, "archive mget", [&](std::string_view key, std::string_view) -> Status {
-    auto it = seen.find(key);
-    if (it == seen.end() || it->second) {
-      return Status::Corruption(fmt::format("archive mget answered an unasked or repeated key {}",
-                                            QuoteForMessage(key)));
-    }
-    it->second = true;
-    return Status::Ok();
-  });
+Status CheckArchiveMget(std::string_view body, std::span<const std::string> keys) {
+  return ForEachAskedLine(body, keys, [](size_t, std::string_view, std::string_view) {});
 }
 
 Result<std::vector<std::string>> SplitFwmatchByPrefix(std::string_view body, const std::vector<std::string>& prefixes) {

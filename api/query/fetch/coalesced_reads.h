@@ -6,6 +6,7 @@
 //   realtime: GET /mfwmatch?key=P1&key=P2…    every record matching any prefix, once, sorted
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,7 @@ Result<std::vector<ArchiveReply>> SplitArchiveMget(std::string_view body, const 
 
 // The same check alone, for an mget answer handed on whole: every line
 // names a key of `keys`, each at most once (CORRUPTION otherwise).
-Status CheckArchiveMget(std::string_view body, const std::vector<std::string>& keys);
+Status CheckArchiveMget(std::string_view body, std::span<const std::string> keys);
 
 // A realtime mfwmatch answer split per asked prefix (distinct): each prefix
 // gets exactly the lines whose key starts with it, in answer order — what a

@@ -4,9 +4,20 @@
 
 namespace clickatron::api {
 
-std::string GetTarget(std::string_view key) { return "/get?key=" + PercentEncode(key); }
+namespace {
 
-std::string FwmatchTarget(std::string_view prefix) { return "/fwmatch?key=" + PercentEncode(prefix); }
+std::string OneKeyTarget(std::string_view path, std::string_view key) {
+  std::string target(path);
+  target.reserve(path.size() + key.size() * 3);
+  AppendPercentEncoded(&target, key);
+  return target;
+}
+
+}  // namespace
+
+std::string GetTarget(std::string_view key) { return OneKeyTarget("/get?key=", key); }
+
+std::string FwmatchTarget(std::string_view prefix) { return OneKeyTarget("/fwmatch?key=", prefix); }
 
 std::vector<MGetBatch> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys) {
   std::vector<MGetBatch> batches;
