@@ -60,7 +60,9 @@ std::shared_ptr<ReadShared> ReadShared::Make(const DaemonContext& ctx) {
   shared->known_generation = std::make_shared<KnownGeneration>(
       ctx.member.data_dir.empty() ? std::string() : ctx.member.data_dir + "/archive-generation");
   shared->loops = ctx.cluster.api.ReadLoops();
-  shared->cache = std::make_shared<ReadCache>(static_cast<size_t>(ctx.cluster.api.read_cache_mb) << 20);
+  // Keys read once (most of a long tail) are not let push out the busy ones.
+  shared->cache = std::make_shared<ReadCache>(static_cast<size_t>(ctx.cluster.api.read_cache_mb) << 20,
+                                              ReadCache::Admission::kSeenBefore);
   shared->stats->cache = shared->cache.get();
   return shared;
 }

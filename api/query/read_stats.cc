@@ -79,7 +79,7 @@ nlohmann::json ReadStats::ToJson() const {
     for (size_t k = 0; k < kCacheKinds; ++k) {
       const ReadCache::KindFigures f = cache->Figures(static_cast<CacheKind>(k));
       kinds[CacheKindName(static_cast<CacheKind>(k))] = {
-          {"bytes", f.bytes}, {"entries", f.entries}, {"inserts", f.inserts}, {"evictions", f.evictions}};
+          {"bytes", f.bytes}, {"entries", f.entries}, {"inserts", f.inserts}, {"evictions", f.evictions}, {"not_kept", f.not_kept}};
     }
     out["read_cache"] = {{"capacity_bytes", cache->capacity()}, {"kinds", std::move(kinds)}};
   }
@@ -101,7 +101,7 @@ std::string ReadStats::ToPrometheus(std::string_view base_labels) const {
       "clickatron_api_read_cache_capacity_bytes{{{}}} {}\n",
       base_labels, cache->capacity());
   // One family per figure, a sample per kind: bytes and entries kept now,
-  // entries kept and dropped for room since start.
+  // entries kept, dropped for room and not kept since start.
   struct Family {
     const char* name;
     const char* type;
@@ -118,6 +118,10 @@ std::string ReadStats::ToPrometheus(std::string_view base_labels) const {
       {"clickatron_api_read_cache_evictions_total", "counter",
        "Entries of a kind dropped from the read cache for room.",
        [](const ReadCache::KindFigures& f) -> uint64_t { return f.evictions; }},
+      {"clickatron_api_read_cache_not_kept_total", "counter",
+       "Entries of a kind offered to the read cache and not kept: too large, or a key not offered before while its "
+       "shard was full.",
+       [](const ReadCache::KindFigures& f) -> uint64_t { return f.not_kept; }},
   };
   for (const Family& family : kFamilies) {
     out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", family.name, family.help, family.type);

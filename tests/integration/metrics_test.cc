@@ -161,6 +161,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read_cache/kinds/{kind}/entries", "clickatron_api_read_cache_entries"},
     {"/read_cache/kinds/{kind}/inserts", "clickatron_api_read_cache_inserts_total"},
     {"/read_cache/kinds/{kind}/evictions", "clickatron_api_read_cache_evictions_total"},
+    {"/read_cache/kinds/{kind}/not_kept", "clickatron_api_read_cache_not_kept_total"},
     {"/read/realtime_skip_rereads", "clickatron_api_read_realtime_skip_rereads_total"},
     {"/read/realtime_united_reads", "clickatron_api_read_realtime_united_reads_total"},
 };

@@ -21,7 +21,27 @@ const char* CacheKindName(CacheKind kind) {
   return "unknown";
 }
 
-ReadCache::ReadCache(size_t capacity_bytes) : capacity_(capacity_bytes), shard_capacity_(capacity_bytes / kShards) {}
+namespace {
+
+// One bit per 64 bytes of a shard's share (a shard of 4 MiB: 8 KiB of
+// bits, a few bits per entry it can hold), a power of two from 512 to 2^24.
+size_t SightingBits(size_t capacity_bytes, ReadCache::Admission admission) {
+  if (admission == ReadCache::Admission::kAlways || capacity_bytes == 0) return 0;
+  const size_t wanted = capacity_bytes / ReadCache::kShards / 64;
+  size_t bits = 512;
+  while (bits * 2 <= wanted && bits < (size_t{1} << 24)) bits *= 2;
+  return bits;
+}
+
+}  // namespace
+
+// The filter's bytes come out of each shard's share: the setting bounds both.
+ReadCache::ReadCache(size_t capacity_bytes, Admission admission)
+    : capacity_(capacity_bytes),
+      sighting_bits_(SightingBits(capacity_bytes, admission)),
+      shard_capacity_(capacity_bytes / kShards - std::min(capacity_bytes / kShards, sighting_bits_ / 8)) {
+  for (Shard& shard : shards_) shard.sightings.assign(sighting_bits_ / 64, 0);
+}
 
 ReadCache::~ReadCache() {
   for (Shard& shard : shards_) {
@@ -79,6 +99,27 @@ void ReadCache::LinkNewest(Shard& shard, Entry* e) {
   shard.ring.prev = e;
 }
 
+bool ReadCache::SightedBefore(Shard& shard, uint64_t hash) const {
+  // Two positions from a remix of the hash: its own low and high bits
+  // already chose the bucket and the shard.
+  const uint64_t mixed = hash * 0x9E3779B97F4A7C15ULL;
+  const size_t mask = sighting_bits_ - 1;
+  const size_t a = static_cast<size_t>(mixed >> 40) & mask;
+  const size_t b = static_cast<size_t>(mixed >> 16) & mask;
+  auto bit = [](size_t at) { return uint64_t{1} << (at % 64); };
+  if ((shard.sightings[a / 64] & bit(a)) != 0 && (shard.sightings[b / 64] & bit(b)) != 0) return true;
+  // Full enough that one key in twenty would pass unseen: start again (a key
+  // sighted just before must be offered once more).
+  if (shard.sighted >= sighting_bits_ / 8) {
+    std::fill(shard.sightings.begin(), shard.sightings.end(), 0);
+    shard.sighted = 0;
+  }
+  shard.sightings[a / 64] |= bit(a);
+  shard.sightings[b / 64] |= bit(b);
+  ++shard.sighted;
+  return false;
+}
+
 void ReadCache::Free(Entry* e) {
   e->~Entry();
   ::operator delete(static_cast<void*>(e));
@@ -106,7 +147,11 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
       charge > shard_capacity_ ? std::numeric_limits<size_t>::max() : charge + key.size() + 1 + kEntryOverhead;
   // Refused before anything is dropped: what was kept for the key stays (a
   // larger form of a value, such as its decoded one, leaves the smaller).
-  if (total > shard_capacity_ || key.size() > std::numeric_limits<uint32_t>::max()) return false;
+  KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
+  if (total > shard_capacity_ || key.size() > std::numeric_limits<uint32_t>::max()) {
+    counters.not_kept.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   const uint64_t hash = HashText(key, static_cast<uint64_t>(kind));
   // Made before the lock is taken, freed (with what they drop) after it;
   // owned here until it is linked in.
@@ -119,14 +164,21 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
   entry->value = std::move(value);
   entry->charge = total;
   Entry* released = nullptr;  // chained by next_hash
-  KindCounters& counters = kinds_[static_cast<uint8_t>(kind)];
   Shard& shard = ShardOf(hash);
   {
     std::lock_guard lock(shard.mu);
     // Room for one more in the buckets first: nothing is unlinked yet if the
     // allocation fails.
     if (shard.entries + 1 > shard.buckets.size()) Grow(shard);
-    if (Entry* old = *Slot(shard, kind, key, hash); old != nullptr) {
+    Entry* old = *Slot(shard, kind, key, hash);
+    // A new key that would push others out must have been offered before
+    // (its entry is freed after the lock, as dropped ones are).
+    if (old == nullptr && sighting_bits_ != 0 && shard.charged + total > shard_capacity_ &&
+        !SightedBefore(shard, hash)) {
+      counters.not_kept.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (old != nullptr) {
       Unlink(shard, old);
       old->next_hash = released;
       released = old;
@@ -174,6 +226,7 @@ void ReadCache::Erase(CacheKind kind, std::string_view key) {
 ReadCache::KindFigures ReadCache::Figures(CacheKind kind) const {
   const KindCounters& c = kinds_[static_cast<uint8_t>(kind)];
   return KindFigures{c.inserts.load(std::memory_order_relaxed), c.evictions.load(std::memory_order_relaxed),
+                     c.not_kept.load(std::memory_order_relaxed),
                      static_cast<size_t>(std::max<int64_t>(0, c.bytes.load(std::memory_order_relaxed))),
                      static_cast<size_t>(std::max<int64_t>(0, c.entries.load(std::memory_order_relaxed)))};
 }

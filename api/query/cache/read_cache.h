@@ -26,6 +26,16 @@
 // so its owner retires it (Retire) and never uses its entries again; they
 // age out.
 //
+// Admission (Admission::kSeenBefore, the API node's): a shard that would
+// have to drop entries to keep a key keeps it only if that key was offered
+// once before, recently. A key read once and never again (most of a long
+// tail of keys, or a scan over all of them) then costs one bit, not an
+// entry that pushes out a busy key's and is pushed out in turn. Those
+// sightings are a small Bloom filter per shard (one bit per 64 bytes of its
+// share, taken from that share), cleared whenever it has taken an eighth of
+// its bits' worth of keys, as TinyLFU's doorkeeper is. A shard with room keeps
+// every key, as before.
+//
 // Thread-safety: thread-safe; one per API node, shared by its read loops.
 // The map is split into kShards parts by key hash, each with its own lock
 // and a 1/kShards share of the capacity, so loops rarely wait on each other.
@@ -53,8 +63,12 @@ const char* CacheKindName(CacheKind kind);
 
 class ReadCache {
  public:
+  enum class Admission : uint8_t {
+    kAlways,      // every key that fits is kept (dropping others for room)
+    kSeenBefore,  // when room must be made, only a key offered before is kept
+  };
   // capacity_bytes 0: nothing is kept (every Find misses).
-  explicit ReadCache(size_t capacity_bytes);
+  explicit ReadCache(size_t capacity_bytes, Admission admission = Admission::kAlways);
   ~ReadCache();
   ReadCache(const ReadCache&) = delete;
   ReadCache& operator=(const ReadCache&) = delete;
@@ -71,7 +85,8 @@ class ReadCache {
   // Keeps (or replaces) `value` for `key` of `kind`, charged `charge` bytes
   // beyond its key and kEntryOverhead, dropping the least recently used of
   // its shard until they fit. An entry charged more than a shard's share is
-  // not kept, and what was kept for the key stays: false then.
+  // not kept, and what was kept for the key stays: false then. So is a key
+  // not admitted (Admission::kSeenBefore) the first time.
   template <typename T>
   bool Insert(CacheKind kind, std::string_view key, std::shared_ptr<const T> value, size_t charge) {
     return InsertAny(kind, key, std::move(value), charge);
@@ -89,6 +104,7 @@ class ReadCache {
   struct KindFigures {
     uint64_t inserts = 0;    // entries kept
     uint64_t evictions = 0;  // entries dropped for room
+    uint64_t not_kept = 0;   // Inserts that kept nothing: too large, or not admitted
     size_t bytes = 0;        // charged by the kind's entries kept now
     size_t entries = 0;
   };
@@ -128,10 +144,15 @@ class ReadCache {
     Entry ring;
     std::vector<Entry*> buckets;  // a power of two of them, chained by next_hash
     size_t entries = 0;
+    // Keys offered while the shard was full and not kept (Admission::kSeenBefore):
+    // a Bloom filter of two bits a key, cleared after `sighting_limit` keys.
+    std::vector<uint64_t> sightings;
+    size_t sighted = 0;
   };
   struct KindCounters {
     std::atomic<uint64_t> inserts{0};
     std::atomic<uint64_t> evictions{0};
+    std::atomic<uint64_t> not_kept{0};
     std::atomic<int64_t> bytes{0};
     std::atomic<int64_t> entries{0};
   };
@@ -148,8 +169,12 @@ class ReadCache {
   static void LinkNewest(Shard& shard, Entry* e);
   static void Grow(Shard& shard);
   static void Free(Entry* e);
+  // Whether `hash` was sighted in `shard` before; sights it if not (its lock held).
+  bool SightedBefore(Shard& shard, uint64_t hash) const;
 
   const size_t capacity_;
+  // A Bloom filter's bits per shard (0: Admission::kAlways), a power of two.
+  const size_t sighting_bits_;
   const size_t shard_capacity_;
   // Retired scopes, copied on write: readers load the newest list, writers
   // (a damaged file: a handful in a node's life) add to a copy under the

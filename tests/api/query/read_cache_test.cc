@@ -46,6 +46,7 @@ ReadCache::KindFigures Totals(const ReadCache& cache) {
   for (size_t k = 0; k < kCacheKinds; ++k) {
     const auto f = cache.Figures(KindAt(k));
     sum.inserts += f.inserts, sum.evictions += f.evictions, sum.bytes += f.bytes, sum.entries += f.entries;
+    sum.not_kept += f.not_kept;
   }
   return sum;
 }
@@ -124,6 +125,7 @@ TEST(ReadCacheTest, ChargesAndFiguresAgreeWithAnOracleOverRandomOps) {
   }
   EXPECT_GT(Totals(cache).evictions, 0u) << "the sequence never filled a shard";
   EXPECT_GT(refused, 0u);
+  EXPECT_EQ(Totals(cache).not_kept, refused);
   EXPECT_GT(hits, 0u);
 }
 
@@ -302,6 +304,60 @@ TEST(ReadCacheTest, ThreadsSharingItKeepItsAccountsAndValuesStraight) {
   EXPECT_LE(sum.entries + sum.evictions, sum.inserts);
   EXPECT_EQ(cache.charged(), sum.bytes);
   EXPECT_LE(cache.charged(), cache.capacity());
+  ExpectFiguresOfWhatIsFound(cache, kCacheKinds, kKeys);
+}
+
+// Admission::kSeenBefore: a full shard keeps a new key from its second
+// offer on, never drops an entry for a first offer, and keeps replacing a
+// key it holds; a shard with room keeps every key; the Bloom filter's bytes
+// come out of the share.
+TEST(ReadCacheTest, AFullShardKeepsANewKeyOnlyFromItsSecondOffer) {
+  const CacheKind kind = CacheKind::kArchiveReply;
+  ReadCache always(kShards * 1024);
+  ReadCache cache(kShards * 1024, ReadCache::Admission::kSeenBefore);
+  // A share of 1024 has 512 bits of filter (64 bytes) taken from it.
+  const std::string big = "big";
+  EXPECT_TRUE(always.Insert(kind, big, Make(kind, 0, 0, 0), ChargeFor(big, 1000)));
+  EXPECT_FALSE(cache.Insert(kind, big, Make(kind, 0, 0, 0), ChargeFor(big, 1000))) << "the filter is not charged";
+  EXPECT_TRUE(cache.Insert(kind, big, Make(kind, 0, 0, 0), ChargeFor(big, 960)));
+  cache.Erase(kind, big);
+
+  // Entries of 600: one a shard. First offers of 200 keys (about 12 a shard,
+  // far from the 64 after which a shard's filter is cleared).
+  constexpr int kKeys = 200;
+  std::vector<int> refused;
+  std::set<std::string> kept_first;
+  for (int i = 0; i < kKeys; ++i) {
+    const uint64_t evictions = cache.Figures(kind).evictions;
+    const std::string key = KeyOf(i);
+    if (cache.Insert(kind, key, Make(kind, i, 1, ChargeFor(key, 600)), ChargeFor(key, 600))) {
+      kept_first.insert(key);
+      continue;
+    }
+    refused.push_back(i);
+    EXPECT_EQ(cache.Find<Val>(kind, key), nullptr) << key;
+    EXPECT_EQ(cache.Figures(kind).evictions, evictions) << key << ": a key not kept dropped another";
+  }
+  // Kept on a first offer: a shard's first key, and a key the filter
+  // mistook for one offered before (a Bloom filter's false positive: rare).
+  EXPECT_GE(kept_first.size(), kShards / 2);
+  EXPECT_LE(kept_first.size(), kShards + 8);
+  EXPECT_EQ(cache.Figures(kind).not_kept, refused.size() + 1);  // and "big" at 1000
+  // Second offers: every one is kept, each dropping the shard's one entry.
+  for (const int i : refused) {
+    const std::string key = KeyOf(i);
+    const uint64_t evictions = cache.Figures(kind).evictions;
+    ASSERT_TRUE(cache.Insert(kind, key, Make(kind, i, 2, ChargeFor(key, 600)), ChargeFor(key, 600))) << key;
+    ASSERT_NE(cache.Find<Val>(kind, key), nullptr) << key;
+    EXPECT_EQ(cache.Find<Val>(kind, key)->version, 2u);
+    EXPECT_EQ(cache.Figures(kind).evictions, evictions + 1) << key;
+  }
+  // A key held is replaced in a full shard without being offered before.
+  const std::string held = KeyOf(refused.back());
+  EXPECT_TRUE(cache.Insert(kind, held, Make(kind, refused.back(), 3, ChargeFor(held, 500)), ChargeFor(held, 500)));
+  EXPECT_EQ(cache.Find<Val>(kind, held)->version, 3u);
+  EXPECT_LE(cache.charged(), cache.capacity());
+  EXPECT_EQ(cache.charged(), Totals(cache).bytes);
   ExpectFiguresOfWhatIsFound(cache, kCacheKinds, kKeys);
 }
 
