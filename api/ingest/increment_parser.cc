@@ -81,6 +81,53 @@ Status ParseSubs(const QueryArgs& args, Increment* out) {
   return Status::Ok();
 }
 
+// An increment's parameters, taken in one pass over them (the checks below
+// asked for each field in turn: seven passes over every increment's
+// parameters). A field given twice is reported at its turn, as it was.
+struct IncrementArgs {
+  enum Field { kNs, kKey, kTs, kValue, kUniq, kFields };
+  static constexpr std::string_view kNames[kFields] = {"ns", "key", "ts", "value", "uniq"};
+  static constexpr std::string_view kTwiceReasons[kFields] = {"INVALID_NS", "INVALID_KEY", "INVALID_TS",
+                                                              "INVALID_VALUE", "INVALID_UNIQ"};
+  const std::string* values[kFields] = {};
+  bool twice[kFields] = {};
+  bool has_sub = false;
+
+  // The field's value (null: not given), or its error if given twice.
+  Result<const std::string*> Single(Field f) const {
+    if (twice[f]) {
+      return Invalid(kTwiceReasons[f], fmt::format("{} is given more than once", kNames[f]));
+    }
+    return values[f];
+  }
+};
+
+// A parameter an increment does not take is refused, never ignored: a
+// misspelt `vaule=3` counted 1, `tss=` counted now, `sbu=` no subtotal
+// (probe 10a), each answered 200. `_`, a cache-buster browsers' and
+// jQuery's GETs add, means nothing and is no one's typo: taken and ignored.
+Status TakeIncrementArgs(const QueryArgs& args, IncrementArgs* out) {
+  for (const auto& [name, value] : args.items()) {
+    if (name == "sub") {
+      out->has_sub = true;
+      continue;
+    }
+    if (name == "_") continue;
+    size_t f = 0;
+    while (f < IncrementArgs::kFields && IncrementArgs::kNames[f] != name) ++f;
+    if (f == IncrementArgs::kFields) {
+      // The first unknown one, named as every route names it.
+      return OnlyKnownArgs(args, {"ns", "key", "ts", "value", "sub", "uniq", "_"}, "an increment");
+    }
+    if (out->values[f] == nullptr) {
+      out->values[f] = &value;
+    } else {
+      out->twice[f] = true;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsIncrementParameter(std::string_view name) {
@@ -89,25 +136,21 @@ bool IsIncrementParameter(std::string_view name) {
 
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out) {
   *out = Increment();
-  // A parameter an increment does not take is refused, never ignored: a
-  // misspelt `vaule=3` counted 1, `tss=` counted now, `sbu=` no subtotal
-  // (probe 10a), each answered 200.
-  // `_`, a cache-buster browsers' and jQuery's GETs add, means nothing and
-  // is no one's typo: taken and ignored.
-  CLICKATRON_RETURN_IF_ERROR(OnlyKnownArgs(args, {"ns", "key", "ts", "value", "sub", "uniq", "_"}, "an increment"));
-  auto ns = args.GetSingle("ns", "INVALID_NS");
+  IncrementArgs taken;
+  CLICKATRON_RETURN_IF_ERROR(TakeIncrementArgs(args, &taken));
+  auto ns = taken.Single(IncrementArgs::kNs);
   if (!ns.ok()) return ns.status();
   if (*ns == nullptr) return Invalid("MISSING_ARG_NS", "ns is required");
   if (Status st = ValidateNamespace(**ns, "ns"); !st.ok()) return Invalid("INVALID_NS", st.message());
   out->ns = **ns;
 
-  auto key = args.GetSingle("key", "INVALID_KEY");
+  auto key = taken.Single(IncrementArgs::kKey);
   if (!key.ok()) return key.status();
   if (*key == nullptr) return Invalid("MISSING_ARG_KEY", "key is required");
   if (Status st = ValidateKeyPart(**key, "key"); !st.ok()) return Invalid("INVALID_KEY", st.message());
   out->tkey = StorePart(**key);
 
-  auto ts_text = args.GetSingle("ts", "INVALID_TS");
+  auto ts_text = taken.Single(IncrementArgs::kTs);
   if (!ts_text.ok()) return ts_text.status();
   Result<int64_t> ts = ParseTs(*ts_text, limits);
   if (!ts.ok()) return ts.status();
@@ -128,13 +171,13 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
   }
   out->ymdh = cache->ymdh;
 
-  auto value_text = args.GetSingle("value", "INVALID_VALUE");
+  auto value_text = taken.Single(IncrementArgs::kValue);
   if (!value_text.ok()) return value_text.status();
   Result<int64_t> value = ParseValue(*value_text);
   if (!value.ok()) return value.status();
   out->value = *value;
 
-  auto uniq = args.GetSingle("uniq", "INVALID_UNIQ");
+  auto uniq = taken.Single(IncrementArgs::kUniq);
   if (!uniq.ok()) return uniq.status();
   if (*uniq != nullptr) {
     // Any bytes: a token is hashed, never stored or echoed.
@@ -147,7 +190,7 @@ Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, Hour
     out->visitor = HashVisitor(**uniq);
   }
 
-  return ParseSubs(args, out);
+  return taken.has_sub ? ParseSubs(args, out) : Status::Ok();
 }
 
 Status CheckBatchLine(size_t line_no, std::string_view line, size_t count) {

@@ -50,6 +50,15 @@ TEST(WriteIncrementParserTest, EachBadInputNamesItsField) {
       {"ns=u&key=a%0Ab", "INVALID_KEY"},  // a line break can never be stored
       {"ns=u&key=%FF%FE", "INVALID_KEY"},  // not UTF-8
       {"ns=u&key=a&key=b", "INVALID_KEY"},
+      {"ns=u&ns=v&key=a", "INVALID_NS"},
+      {"ns=u&key=a&value=1&value=2", "INVALID_VALUE"},
+      {"ns=u&key=a&uniq=x&uniq=y", "INVALID_UNIQ"},
+      // Each field's error at its turn: ns, key, ts, value, uniq, sub; a
+      // parameter no increment takes before any of them.
+      {"value=0&ts=1&ts=2&key=a&ns=u", "INVALID_TS"},
+      {"uniq=&uniq=&value=x&key=a&ns=u", "INVALID_VALUE"},
+      {"sub=x&uniq=&key=a&ns=u", "INVALID_UNIQ"},
+      {"ns=u&ns=v&key=a&vaule=3", "UNKNOWN_PARAMETER"},
       {"ns=u&key=a&ts=abc", "INVALID_TS"},
       {"ns=u&key=a&ts=", "INVALID_TS"},
       {"ns=u&key=a&ts=1333249200.5", "INVALID_TS"},
