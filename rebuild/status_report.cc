@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,7 +21,14 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   const WorkDir work(cluster.rebuild.work_dir);
   std::string out;
   out += "archive replicas (GET /manifest):\n";
+  // The oldest last day a replica that answered serves: a day marked
+  // complete after it was rolled back (operations.md, section 6).
+  std::optional<std::string> served_through;
   for (const ReplicaState& r : AskArchiveReplicas(cluster, /*timeout_ms=*/5000)) {
+    if (r.status.ok()) {
+      const std::string last = r.manifest ? r.manifest->last_day : std::string();
+      if (!served_through || last < *served_through) served_through = last;
+    }
     const std::string who = fmt::format("{} {}", r.member->name, r.member->listen.ToString());
     if (!r.status.ok()) {
       out += fmt::format("  shard {}: NOT ANSWERING ({}): {}\n", r.shard, who, r.status.message());
@@ -51,6 +59,12 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   }
   std::sort(days.begin(), days.end());
   for (const std::string& day : days) {
+    const char* state = "in progress";
+    if (FileExists(work.DayComplete(day))) {
+      state = served_through && day > *served_through
+                  ? "COMPLETE when built, but a replica serves an older last_day now (rolled back?)"
+                  : "COMPLETE (deployed, realtime told)";
+    }
     std::string sorted;
     bool rejects = false;
     for (int shard = 0; shard < cluster.realtime_shards; ++shard) {
@@ -59,8 +73,7 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
       rejects |= FileExists(task.Out() + "/rejects.txt");
     }
     out += fmt::format("  {}  exported+sorted per realtime shard [{}]  rejects {}  {}\n", day, sorted,
-                       rejects ? "yes" : "no",
-                       FileExists(work.DayComplete(day)) ? "COMPLETE (deployed, realtime told)" : "in progress");
+                       rejects ? "yes" : "no", state);
   }
   auto loads = PendingLoads(work);
   if (!loads.ok()) return loads.status();

@@ -544,6 +544,34 @@ TEST_F(RebuildIntegration, ADeployedGenerationRolledBackBeforeItsRunFinishedIsBu
   ExpectArchiveEquals(expect);
 }
 
+// A finished day rolled back (its generation's files replaced by the one
+// before on every replica): `status` no longer calls it complete as if it
+// were served, it says a replica serves an older last_day.
+TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(43, 100, &expect));
+  SetAsideServedFiles();
+  PutRandomDay(day_ + 1, 44, 100, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  const std::string served = FormatDate(day_ + 1) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed";
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  EXPECT_NE(out.find(served), std::string::npos) << out;
+
+  ASSERT_NO_FATAL_FAILURE(RollBackToSetAside(1));
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  EXPECT_EQ(out.find(served), std::string::npos) << out;
+  EXPECT_NE(out.find(FormatDate(day_ + 1) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE when "
+                     "built, but a replica serves an older last_day now"),
+            std::string::npos)
+      << out;
+  // The first day is still served: complete as before.
+  EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
   Expectation expect;
   RotateAll(day_);
