@@ -6,11 +6,20 @@
 
 namespace clickatron::api {
 
-void ReadPathImpl::Resolve(const HttpExchangePtr& ex, const std::string& ns, const RealtimeGap& archive, HourSpan read,
-                           const WindowParams& w, std::function<void(const nlohmann::json&)> then) {
+void ReadPathImpl::Resolve(const HttpExchangePtr& ex, const std::string& ns, const WindowParams& w,
+                           std::optional<QueryWindows> windows,
+                           const std::function<std::optional<int64_t>()>& first_hour, const RealtimeGap& archive,
+                           std::function<void(const QueryWindows&, const nlohmann::json&)> then) {
+  if (!windows) {
+    auto over = WindowsOverData(w, first_hour(), max_query_hours_);
+    if (!over.ok()) return Fail(ex, over.status());
+    windows = std::move(*over);
+  }
+  if (!archive.CoversWindow(windows->window.end_ts())) return Fail(ex, archive.realtime_missing);
   const uint64_t generation = archive.archive_generation;
-  if (generation == 0 || archive.archive_session == nullptr) return then(nlohmann::json());
-  auto decide = [this, ex, ns, generation, read, w, then = std::move(then)](const ArchiveReader::ManifestFacts& rules) {
+  if (generation == 0 || archive.archive_session == nullptr) return then(*windows, nlohmann::json());
+  auto held = std::make_shared<QueryWindows>(std::move(*windows));
+  auto decide = [this, ex, ns, generation, held, w, then = std::move(then)](const ArchiveReader::ManifestFacts& rules) {
     if (!rules.manifest_read) {
       return Fail(ex, Status::Unavailable(fmt::format("the archive replica that answered did not say which days of "
                                                       "generation {} are rolled up (GET /manifest: no answer, or a "
@@ -28,9 +37,10 @@ void ReadPathImpl::Resolve(const HttpExchangePtr& ex, const std::string& ns, con
                           "OLD_ARCHIVE_FORMAT"));
     }
     const AppliedRetention* applied = rules.retention ? RetentionOf(*rules.retention, ns) : nullptr;
+    const HourSpan read = held->Span();
     auto resolution = CheckResolution(applied, read.begin_ts, read.end_ts, w, zones_);
     if (!resolution.ok()) return Fail(ex, resolution.status());
-    then(*resolution);
+    then(*held, *resolution);
   };
   // Every shard's manifest of a generation lists the same boundaries: the
   // shard and replica that served the data serve that generation (answered

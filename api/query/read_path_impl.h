@@ -71,13 +71,17 @@ class ReadPathImpl : public ReadPath {
     ex->ReplyError(st);
   }
 
-  // Runs `then` with the answer's "resolution" (resolution.h), or fails the
+  // What every query does once its gather's data is in: makes the windows
+  // when units=-1 (over the data, from first_hour() on), fails the query
+  // when the realtime gap leaves them short, then runs `then` with the
+  // windows and the answer's "resolution" (resolution.h), or fails the
   // query, once the manifest of the generation its data came from is known:
   // one GET /manifest per shard, generation and read loop, then at once. A
   // file of an older format (no day and span records to count on) fails
   // the query: its data was read as if it had them.
-  void Resolve(const HttpExchangePtr& ex, const std::string& ns, const RealtimeGap& archive, HourSpan read,
-               const WindowParams& w, std::function<void(const nlohmann::json&)> then);
+  void Resolve(const HttpExchangePtr& ex, const std::string& ns, const WindowParams& w,
+               std::optional<QueryWindows> windows, const std::function<std::optional<int64_t>()>& first_hour,
+               const RealtimeGap& archive, std::function<void(const QueryWindows&, const nlohmann::json&)> then);
 
   // /clicks (handlers/clicks_handler.cc)
   void OnClicks(const HttpExchangePtr& ex);
@@ -90,11 +94,6 @@ class ReadPathImpl : public ReadPath {
   void ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
                    const std::optional<UnitWindow>& earlier, const HourlyCounts& hours,
                    const nlohmann::json& resolution = nullptr);
-
-  // "clicks" as without compare=, and "compare": the earlier window's in the
-  // same shape, with the change of the totals.
-  void ReplyComparedClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
-                           const UnitWindow& earlier, const HourlyCounts& hours, const nlohmann::json& resolution);
 
   // /breakdown (handlers/breakdown_handler.cc)
   void OnBreakdown(const HttpExchangePtr& ex);
@@ -132,7 +131,7 @@ class ReadPathImpl : public ReadPath {
   // /uniques (handlers/uniques_handler.cc)
   void OnUniques(const HttpExchangePtr& ex);
 
-  void ReplyUniques(const HttpExchangePtr& ex, const UniquesParams& p, const UnitWindow& window,
+  void ReplyUniques(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
                     const std::optional<UnitWindow>& earlier, const HourlySketches& hours,
                     const nlohmann::json& resolution = nullptr);
 

@@ -2,19 +2,13 @@
 #include "query/answer/breakdown_json.h"
 
 #include "query/answer/json_text.h"
+#include "query/answer/query_windows.h"
 
 namespace clickatron::api {
 namespace {
 
 using json_text::Append;
 using json_text::AppendString;
-
-// (current - earlier) / earlier as the DOM dumps a double; null when the
-// earlier count is 0.
-void AppendChange(std::string* out, int64_t current, int64_t earlier) {
-  if (earlier == 0) return Append(out, "null");
-  Append(out, nlohmann::json(static_cast<double>(current - earlier) / static_cast<double>(earlier)).dump());
-}
 
 // One unit's rows; `earlier` and `uniques` as in BreakdownJson (nullptr: not asked).
 void AppendRows(std::string* out, const TopValues& top, const KeyCounts* earlier, const KeyUniques* uniques) {
@@ -29,7 +23,7 @@ void AppendRows(std::string* out, const TopValues& top, const KeyCounts* earlier
       auto it = earlier->find(value);
       const int64_t before = it == earlier->end() ? 0 : it->second;
       Append(out, ",\"compare\":{\"change\":");
-      AppendChange(out, clicks, before);
+      Append(out, RelativeChange(clicks, before).dump());
       Append(out, ",\"clicks\":");
       Append(out, before);
       out->push_back('}');

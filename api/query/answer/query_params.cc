@@ -168,6 +168,8 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
   return static_cast<int>(hours);
 }
 
+namespace {
+
 Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones) {
   WindowParams w;
   auto unit_arg = args.GetSingle("unit", "INVALID_UNIT");
@@ -216,8 +218,6 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
   w.compare = *compare;
   return w;
 }
-
-namespace {
 
 // The ns and key every query names, checked in that order.
 Status ParseNamespaceAndKey(const QueryArgs& args, std::string* ns, std::string* key) {
@@ -284,14 +284,6 @@ Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now,
   auto window = ParseWindowParams(args, now, /*default_rollup=*/true, zones);
   if (!window.ok()) return window.status();
   p.window = std::move(*window);
-  return p;
-}
-
-Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones) {
-  UniquesParams p;
-  auto series = ParseSeriesParams(args, now, zones);
-  if (!series.ok()) return series.status();
-  p.series = std::move(*series);
   return p;
 }
 

@@ -58,22 +58,15 @@ struct BreakdownParams {
   bool uniques = false;  // uniques=true: each row also gives its distinct visitors
 };
 
-// /uniques: /clicks' parameters.
-struct UniquesParams {
-  SeriesParams series;
-};
-
 // `now` is the unix time "now" stands for. sns= without skey= is
-// MISSING_ARG_SKEY, skey= without sns= MISSING_ARG_SNS.
+// MISSING_ARG_SKEY, skey= without sns= MISSING_ARG_SNS. /clicks and /uniques
+// take the same parameters.
 Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
-Result<UniquesParams> ParseUniquesParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones);
 // A parameter that must stand once: missing or empty -> MISSING_ARG_<NAME>;
 // given twice -> `reason`.
 Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, std::string_view reason);
 
-// The pieces, for tests and for other endpoints.
-Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool default_rollup, TimeZoneDb& zones);
 // "-5", "+9", "0" or a zone name resolved at `at`. Whole hours in -12..+14.
 Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones);
 

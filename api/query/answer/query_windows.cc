@@ -7,18 +7,14 @@
 
 namespace clickatron::api {
 
+namespace {
+
 bool WindowMayHoldData(const UnitWindow& window) {
   static const int64_t kFirst = DaysFromCivil({kMinYmdhYear, 1, 1}) * kSecondsPerDay;
   return !window.empty() && window.end_ts() > kFirst && window.begin_ts() < kEndOfHourCodes;
 }
 
-nlohmann::json WindowEcho(const WindowParams& w) {
-  return nlohmann::json{{"unit", UnitName(w.unit)},
-                        {"units", w.units},
-                        {"tz_offset", w.tz_offset},
-                        {"unit_reference_ts", w.reference_echo}};
-}
-
+// `window` and, with compare=, the earlier window set beside it.
 Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> window, int64_t max_hours) {
   if (!window.ok()) return window.status();
   QueryWindows out{std::move(*window), std::nullopt};
@@ -28,6 +24,19 @@ Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> windo
     out.earlier = std::move(*earlier);
   }
   return out;
+}
+
+}  // namespace
+
+bool QueryWindows::MayHoldData() const {
+  return WindowMayHoldData(window) || (earlier && WindowMayHoldData(*earlier));
+}
+
+nlohmann::json WindowEcho(const WindowParams& w) {
+  return nlohmann::json{{"unit", UnitName(w.unit)},
+                        {"units", w.units},
+                        {"tz_offset", w.tz_offset},
+                        {"unit_reference_ts", w.reference_echo}};
 }
 
 Result<QueryWindows> FixedWindows(const WindowParams& w, int64_t max_hours) {

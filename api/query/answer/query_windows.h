@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,10 +19,6 @@
 
 namespace clickatron::api {
 
-// No record can hold an hour outside the YMDH years: a window wholly outside
-// them is answered without asking anyone.
-bool WindowMayHoldData(const UnitWindow& window);
-
 // The window's parameters as answers echo them.
 nlohmann::json WindowEcho(const WindowParams& w);
 
@@ -30,7 +27,9 @@ struct QueryWindows {
   UnitWindow window;
   std::optional<UnitWindow> earlier;
 
-  bool MayHoldData() const { return WindowMayHoldData(window) || (earlier && WindowMayHoldData(*earlier)); }
+  // No record can hold an hour outside the YMDH years: windows wholly outside
+  // them are answered without asking anyone.
+  bool MayHoldData() const;
   // What one gather reads for both: from the earlier window's start (it
   // always comes first) to the window's end.
   HourSpan Span() const {
@@ -60,9 +59,6 @@ struct QueryWindows {
   }
 };
 
-// `window` and, with compare=, the earlier window set beside it.
-Result<QueryWindows> WithEarlier(const WindowParams& w, Result<UnitWindow> window, int64_t max_hours);
-
 // units=N: the windows are known before any data is read.
 Result<QueryWindows> FixedWindows(const WindowParams& w, int64_t max_hours);
 
@@ -88,5 +84,45 @@ std::optional<int64_t> FirstHour(const HourlyCounts& total, const HourlyBreakdow
 
 // (current - earlier) / earlier; null when the earlier count is 0.
 nlohmann::json RelativeChange(int64_t current, int64_t earlier);
+
+// A compare= answer of /clicks and /uniques: `field` as without compare=
+// (the window's total with rollup, else its units newest first), and
+// "compare": the earlier window's in the same shape, with the change of the
+// totals; "resolution" when it is not null. per_unit(w) gives w's values
+// per unit (a Result), index as in w; a unit not over at `now` says
+// "complete": false.
+template <typename N, typename PerUnit>
+Result<nlohmann::json> ComparedJson(const WindowParams& w, const std::string& field, const UnitWindow& window,
+                                    const UnitWindow& earlier, N now_total, N then_total, PerUnit per_unit,
+                                    int64_t now, const nlohmann::json& resolution) {
+  nlohmann::json data = WindowEcho(w);
+  nlohmann::json compare = {
+      {"window", CompareName(w.compare)},
+      {"change", RelativeChange(static_cast<int64_t>(now_total), static_cast<int64_t>(then_total))}};
+  if (w.rollup) {
+    data[field] = now_total;
+    compare[field] = then_total;
+  } else {
+    const auto series = [&](const UnitWindow& win) -> Result<nlohmann::json> {
+      auto values = per_unit(win);
+      if (!values.ok()) return values.status();
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t i = win.size(); i-- > 0;) {
+        list.push_back({{"dt", win.start(i)}, {field, (*values)[i]}});
+        if (!win.Complete(i, now)) list.back()["complete"] = false;
+      }
+      return list;
+    };
+    auto now_series = series(window);
+    if (!now_series.ok()) return now_series.status();
+    auto then_series = series(earlier);
+    if (!then_series.ok()) return then_series.status();
+    data[field] = std::move(*now_series);
+    compare[field] = std::move(*then_series);
+  }
+  data["compare"] = std::move(compare);
+  if (!resolution.is_null()) data["resolution"] = resolution;
+  return data;
+}
 
 }  // namespace clickatron::api

@@ -26,27 +26,19 @@ void ReadPathImpl::OnBreakdown(const HttpExchangePtr& ex) {
       std::move(sns), std::move(ns), std::move(tkey), reach->begin_ts, reach->end_ts,
       [this, ex, p = std::move(*params), windows = std::move(windows)](Result<BreakdownData> data) mutable {
         if (!data.ok()) return Fail(ex, data.status());
-        if (!windows) {
-          auto over = WindowsOverData(p.window, FirstHour(data->total, data->subtotals), max_query_hours_);
-          if (!over.ok()) return Fail(ex, over.status());
-          windows = std::move(*over);
-        }
-        if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
-        std::vector<KeyUniques> uniques;
-        if (p.uniques) {
-          if (p.window.rollup) {
-            uniques.push_back(KeyUniquesOverWindow(windows->window, data->unique_subtotals));
-          } else {
-            uniques = KeyUniquesByUnit(windows->window, data->unique_subtotals);
-          }
-        }
         auto held = std::make_shared<BreakdownData>(std::move(*data));
-        auto w = std::make_shared<QueryWindows>(std::move(*windows));
-        auto held_uniques = std::make_shared<std::vector<KeyUniques>>(std::move(uniques));
-        Resolve(ex, p.ns, held->gap, w->Span(), p.window,
-                [this, ex, p, w, held, held_uniques](const nlohmann::json& resolution) {
-                  ExpandAndReply(ex, p, w->window, w->earlier, held->total, held->subtotals,
-                                 std::move(*held_uniques), resolution);
+        Resolve(ex, p.ns, p.window, std::move(windows), [&] { return FirstHour(held->total, held->subtotals); },
+                held->gap, [this, ex, p, held](const QueryWindows& w, const nlohmann::json& resolution) {
+                  std::vector<KeyUniques> uniques;
+                  if (p.uniques) {
+                    if (p.window.rollup) {
+                      uniques.push_back(KeyUniquesOverWindow(w.window, held->unique_subtotals));
+                    } else {
+                      uniques = KeyUniquesByUnit(w.window, held->unique_subtotals);
+                    }
+                  }
+                  ExpandAndReply(ex, p, w.window, w.earlier, held->total, held->subtotals, std::move(uniques),
+                                 resolution);
                 });
       },
       reach->skip, uniques_from, std::move(reach->splits));

@@ -25,19 +25,10 @@ void ReadPathImpl::OnClicks(const HttpExchangePtr& ex) {
   gather_.FetchTotal(std::move(ns), std::move(tkey), span,
                      [this, ex, p = std::move(*params), windows = std::move(windows)](Result<TotalData> data) mutable {
                        if (!data.ok()) return Fail(ex, data.status());
-                       if (!windows) {
-                         auto over = WindowsOverData(p.window, FirstHour(data->hours, {}), max_query_hours_);
-                         if (!over.ok()) return Fail(ex, over.status());
-                         windows = std::move(*over);
-                       }
-                       if (!data->gap.CoversWindow(windows->window.end_ts())) {
-                         return Fail(ex, data->gap.realtime_missing);
-                       }
                        auto held = std::make_shared<TotalData>(std::move(*data));
-                       auto w = std::make_shared<QueryWindows>(std::move(*windows));
-                       Resolve(ex, p.ns, held->gap, w->Span(), p.window,
-                               [this, ex, p, w, held](const nlohmann::json& resolution) {
-                                 ReplyClicks(ex, p, w->window, w->earlier, held->hours, resolution);
+                       Resolve(ex, p.ns, p.window, std::move(windows), [&] { return FirstHour(held->hours, {}); },
+                               held->gap, [this, ex, p, held](const QueryWindows& w, const nlohmann::json& resolution) {
+                                 ReplyClicks(ex, p, w.window, w.earlier, held->hours, resolution);
                                });
                      });
 }
@@ -58,17 +49,10 @@ void ReadPathImpl::ValueClicks(const HttpExchangePtr& ex, SeriesParams p, std::o
           if (column.key != skey) continue;
           if (Status st = hours.Add(column.hour, column.count); !st.ok()) return Fail(ex, st);
         }
-        if (!windows) {
-          auto over = WindowsOverData(p.window, FirstHour(hours, {}), max_query_hours_);
-          if (!over.ok()) return Fail(ex, over.status());
-          windows = std::move(*over);
-        }
-        if (!data->gap.CoversWindow(windows->window.end_ts())) return Fail(ex, data->gap.realtime_missing);
         auto held = std::make_shared<HourlyCounts>(std::move(hours));
-        auto w = std::make_shared<QueryWindows>(std::move(*windows));
-        Resolve(ex, p.ns, data->gap, w->Span(), p.window,
-                [this, ex, p, w, held](const nlohmann::json& resolution) {
-                  ReplyClicks(ex, p, w->window, w->earlier, *held, resolution);
+        Resolve(ex, p.ns, p.window, std::move(windows), [&] { return FirstHour(*held, {}); }, data->gap,
+                [this, ex, p, held](const QueryWindows& w, const nlohmann::json& resolution) {
+                  ReplyClicks(ex, p, w.window, w.earlier, *held, resolution);
                 });
       },
       reach->skip, std::nullopt, std::move(reach->splits));
@@ -77,7 +61,17 @@ void ReadPathImpl::ValueClicks(const HttpExchangePtr& ex, SeriesParams p, std::o
 void ReadPathImpl::ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
                                const std::optional<UnitWindow>& earlier, const HourlyCounts& hours,
                                const nlohmann::json& resolution) {
-  if (earlier) return ReplyComparedClicks(ex, p, window, *earlier, hours, resolution);
+  if (earlier) {
+    auto now_total = SumWindow(window, hours);
+    if (!now_total.ok()) return Fail(ex, now_total.status());
+    auto then_total = SumWindow(*earlier, hours);
+    if (!then_total.ok()) return Fail(ex, then_total.status());
+    auto data = ComparedJson(
+        p.window, "clicks", window, *earlier, *now_total, *then_total,
+        [&](const UnitWindow& w) { return SumByUnit(w, hours); }, Now(), resolution);
+    if (!data.ok()) return Fail(ex, data.status());
+    return ex->ReplyJson(std::move(*data));
+  }
   if (p.window.rollup) {
     auto sum = SumWindow(window, hours);
     if (!sum.ok()) return Fail(ex, sum.status());
@@ -86,43 +80,6 @@ void ReadPathImpl::ReplyClicks(const HttpExchangePtr& ex, const SeriesParams& p,
   auto sums = SumByUnit(window, hours);
   if (!sums.ok()) return Fail(ex, sums.status());
   ex->ReplyJsonData(WithResolution(SeriesJson(p.window, window, *sums, Now()), resolution));
-}
-
-void ReadPathImpl::ReplyComparedClicks(const HttpExchangePtr& ex, const SeriesParams& p, const UnitWindow& window,
-                                       const UnitWindow& earlier, const HourlyCounts& hours,
-                                       const nlohmann::json& resolution) {
-  auto now_total = SumWindow(window, hours);
-  auto then_total = SumWindow(earlier, hours);
-  if (!now_total.ok()) return Fail(ex, now_total.status());
-  if (!then_total.ok()) return Fail(ex, then_total.status());
-  nlohmann::json data = WindowEcho(p.window);
-  nlohmann::json compare = {{"window", CompareName(p.window.compare)},
-                            {"change", RelativeChange(*now_total, *then_total)}};
-  const int64_t now = Now();
-  if (p.window.rollup) {
-    data["clicks"] = *now_total;
-    compare["clicks"] = *then_total;
-  } else {
-    auto series = [&](const UnitWindow& w) -> Result<nlohmann::json> {
-      auto sums = SumByUnit(w, hours);
-      if (!sums.ok()) return sums.status();
-      nlohmann::json list = nlohmann::json::array();
-      for (size_t i = w.size(); i-- > 0;) {
-        list.push_back({{"dt", w.start(i)}, {"clicks", (*sums)[i]}});
-        if (!w.Complete(i, now)) list.back()["complete"] = false;
-      }
-      return list;
-    };
-    auto now_series = series(window);
-    auto then_series = series(earlier);
-    if (!now_series.ok()) return Fail(ex, now_series.status());
-    if (!then_series.ok()) return Fail(ex, then_series.status());
-    data["clicks"] = std::move(*now_series);
-    compare["clicks"] = std::move(*then_series);
-  }
-  data["compare"] = std::move(compare);
-  if (!resolution.is_null()) data["resolution"] = resolution;
-  ex->ReplyJson(std::move(data));
 }
 
 }  // namespace clickatron::api
