@@ -27,7 +27,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -60,11 +59,6 @@ class Coalescer {
     size_t max_keys = 64;
     size_t max_bytes = 6000;
   };
-  struct Counters {
-    uint64_t requests = 0;   // batches sent
-    uint64_t keys = 0;       // distinct keys asked
-    uint64_t waiters = 0;    // Submit calls answered by those requests
-  };
 
   Coalescer(Options options, SendBatch send, KeyCost cost)
       : options_(options), send_(std::move(send)), cost_(std::move(cost)) {
@@ -94,7 +88,6 @@ class Coalescer {
 
   int in_flight() const { return in_flight_; }
   size_t queued() const { return queue_.size(); }
-  const Counters& counters() const { return counters_; }
 
  private:
   struct Queued {
@@ -139,9 +132,6 @@ class Coalescer {
       for (size_t i = 0; i < batch->keys.size(); ++i) index.emplace(batch->keys[i], i);
     }
     ++in_flight_;
-    ++counters_.requests;
-    counters_.keys += batch->keys.size();
-    for (const auto& w : batch->waiters) counters_.waiters += w.size();
     std::vector<std::string> keys = batch->keys;
     send_(std::move(keys), [this, alive = alive_, batch](Result<std::vector<Reply>> replies) {
       if (!*alive) return;
@@ -181,7 +171,6 @@ class Coalescer {
   KeyCost cost_;
   std::deque<Queued> queue_;
   int in_flight_ = 0;
-  Counters counters_;
   // Replies that arrive after destruction are dropped (their waiters with
   // them), as the readers promise.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

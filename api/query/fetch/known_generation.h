@@ -51,15 +51,11 @@ class KnownGeneration {
   // before it is read again (query_gather.h).
   void SawHandover(uint64_t deployed_generation, std::optional<int64_t> through_day);
   uint64_t deployed() const { return deployed_.load(std::memory_order_acquire); }
-  std::optional<int64_t> handed_over_through() const {
-    const int64_t day = handed_over_.load(std::memory_order_acquire);
-    return day == kNone ? std::nullopt : std::optional<int64_t>(day);
-  }
   // True when an archive answer whose file ends at `last_day` lacks a day
   // realtime has handed over (and may have cleared).
   bool Behind(const std::optional<int64_t>& last_day) const {
-    const std::optional<int64_t> through = handed_over_through();
-    return through && (!last_day || *last_day < *through);
+    const int64_t through = handed_over_.load(std::memory_order_acquire);
+    return through != kNone && (!last_day || *last_day < through);
   }
 
  private:

@@ -50,6 +50,9 @@ std::optional<Unit> ParseUnit(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Local-time unit arithmetic (seconds in the local clock, not UTC).
 int64_t UnitStartLocal(Unit unit, int64_t local_seconds) {
   const int64_t days = FloorDiv(local_seconds, kSecondsPerDay);
   switch (unit) {
@@ -65,33 +68,26 @@ int64_t UnitStartLocal(Unit unit, int64_t local_seconds) {
   return local_seconds;
 }
 
-int64_t NextUnitStartLocal(Unit unit, int64_t local_start) {
+// The start of the unit after (`step` 1) or before (-1) the one that starts
+// at local_start.
+int64_t AdjacentUnitStartLocal(Unit unit, int64_t local_start, int step) {
   switch (unit) {
-    case Unit::kHour: return local_start + kSecondsPerHour;
-    case Unit::kDay: return local_start + kSecondsPerDay;
+    case Unit::kHour: return local_start + step * kSecondsPerHour;
+    case Unit::kDay: return local_start + step * kSecondsPerDay;
     case Unit::kWeek:
-    case Unit::kMweek: return local_start + kWeekSeconds;
+    case Unit::kMweek: return local_start + step * kWeekSeconds;
     case Unit::kMonth: {
       const CivilDate d = CivilFromDays(FloorDiv(local_start, kSecondsPerDay));
-      return (d.month == 12 ? MonthStartDays(d.year + 1, 1) : MonthStartDays(d.year, d.month + 1)) * kSecondsPerDay;
-    }
-  }
-  return local_start;
-}
-
-int64_t PreviousUnitStartLocal(Unit unit, int64_t local_start) {
-  switch (unit) {
-    case Unit::kHour: return local_start - kSecondsPerHour;
-    case Unit::kDay: return local_start - kSecondsPerDay;
-    case Unit::kWeek:
-    case Unit::kMweek: return local_start - kWeekSeconds;
-    case Unit::kMonth: {
-      const CivilDate d = CivilFromDays(FloorDiv(local_start, kSecondsPerDay));
+      if (step > 0) {
+        return (d.month == 12 ? MonthStartDays(d.year + 1, 1) : MonthStartDays(d.year, d.month + 1)) * kSecondsPerDay;
+      }
       return (d.month == 1 ? MonthStartDays(d.year - 1, 12) : MonthStartDays(d.year, d.month - 1)) * kSecondsPerDay;
     }
   }
   return local_start;
 }
+
+}  // namespace
 
 Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t reference_ts, int64_t units,
                                       int64_t max_hours) {
@@ -102,7 +98,7 @@ Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t refer
   }
   const int64_t shift = offset_hours * kSecondsPerHour;
   const int64_t last = UnitStartLocal(unit, reference_ts + shift);
-  const int64_t end = NextUnitStartLocal(unit, last);
+  const int64_t end = AdjacentUnitStartLocal(unit, last, 1);
   UnitWindow w;
   w.unit_ = unit;
   w.offset_hours_ = offset_hours;
@@ -110,7 +106,7 @@ Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t refer
   int64_t start = last;
   for (int64_t i = units - 1; i >= 0; --i) {
     w.starts_[static_cast<size_t>(i)] = start - shift;
-    if (i > 0) start = PreviousUnitStartLocal(unit, start);
+    if (i > 0) start = AdjacentUnitStartLocal(unit, start, -1);
   }
   const int64_t hours = (end - start) / kSecondsPerHour;
   if (hours > max_hours) return WindowTooLarge(hours, max_hours);
@@ -122,7 +118,7 @@ Result<UnitWindow> UnitWindow::Spanning(Unit unit, int offset_hours, int64_t fir
                                         int64_t max_hours) {
   const int64_t shift = offset_hours * kSecondsPerHour;
   const int64_t last = UnitStartLocal(unit, reference_ts + shift);
-  const int64_t end = NextUnitStartLocal(unit, last);
+  const int64_t end = AdjacentUnitStartLocal(unit, last, 1);
   const int64_t first = UnitStartLocal(unit, first_ts + shift);
   UnitWindow w;
   w.unit_ = unit;
@@ -131,7 +127,7 @@ Result<UnitWindow> UnitWindow::Spanning(Unit unit, int offset_hours, int64_t fir
   if (first > last) return w;
   const int64_t hours = (end - first) / kSecondsPerHour;
   if (hours > max_hours) return WindowTooLarge(hours, max_hours);
-  for (int64_t s = first; s <= last; s = NextUnitStartLocal(unit, s)) w.starts_.push_back(s - shift);
+  for (int64_t s = first; s <= last; s = AdjacentUnitStartLocal(unit, s, 1)) w.starts_.push_back(s - shift);
   return w;
 }
 

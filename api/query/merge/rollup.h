@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <map>
-#include <string_view>
 #include <unordered_map>
 #include <optional>
 #include <string>
@@ -27,11 +26,6 @@ enum class Compare { kNone, kPrevious, kYear };
 std::string_view CompareName(Compare how);
 std::string_view UnitName(Unit unit);
 std::optional<Unit> ParseUnit(std::string_view name);
-
-// Local-time unit arithmetic (seconds in the local clock, not UTC).
-int64_t UnitStartLocal(Unit unit, int64_t local_seconds);
-int64_t NextUnitStartLocal(Unit unit, int64_t local_start);
-int64_t PreviousUnitStartLocal(Unit unit, int64_t local_start);
 
 // Subtotal columns as they come: (hour, subtotal key, count), in any order,
 // a key possibly more than once per hour (the rollup sums them). Flat on

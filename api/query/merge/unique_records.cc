@@ -45,13 +45,14 @@ KeyUniques Estimates(const std::map<std::string, Union>& unions) {
   return out;
 }
 
-}  // namespace
-
+// A sketch's text from a peer (CORRUPTION naming `what` when it is not one).
 Result<std::shared_ptr<const UniqueSketch>> DecodeSketch(std::string_view text, std::string_view what) {
   Result<UniqueSketch> sketch = UniqueSketch::FromText(text);
   if (!sketch.ok()) return BadPeerValue(what, sketch.status().message());
   return std::make_shared<const UniqueSketch>(std::move(sketch).value());
 }
+
+}  // namespace
 
 Status ForEachArchiveSketch(
     std::string_view value, bool total, std::string_view only_key,

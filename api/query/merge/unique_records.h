@@ -35,9 +35,6 @@ struct HourSketch {
 };
 using HourlySketches = std::vector<HourSketch>;
 
-// A sketch's text from a peer (CORRUPTION naming `what` when it is not one).
-Result<std::shared_ptr<const UniqueSketch>> DecodeSketch(std::string_view text, std::string_view what);
-
 // Calls fn(skey, sketch) for each sketch of an archive unique value: a
 // unique total value "SKETCH" (`total`; skey "") or a unique subtotal value
 // "skey:SKETCH …" (every column, or only the one named `only_key` when it is
