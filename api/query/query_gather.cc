@@ -3,17 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <atomic>
-#include <iterator>
-#include <limits>
-#include <optional>
-#include <set>
-#include <unordered_map>
-
-#include "clickatron/key_codec.h"
 #include "clickatron/record.h"
-#include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
 #include "query/fetch/fan_in.h"
 #include "query/gather/gather_steps.h"
@@ -242,12 +232,10 @@ void QueryGather::FinishTotal(std::shared_ptr<TotalJob> state) {
   const ArchiveView& view = state->archive_total.view;
   if (!FirstAnswersUsable(state, &QueryGather::RunTotal)) return;
   TotalData data;
-  data.archive = view;
-  data.gap = RealtimeGap{state->realtime_missing, data.archive.last_day, data.archive.generation, data.archive.file_crc32,
-                         state->session};
+  data.gap = state->Gap(view);
   const std::string& key = state->total_key;
   Status st = AddArchiveTotal(*state->session, key, state->archive_total, &data.hours, state->span);
-  if (st.ok()) st = AddRealtimeTotalLines(state->realtime, key + ".", data.archive.last_day, &data.hours, state->span);
+  if (st.ok()) st = AddRealtimeTotalLines(state->realtime, key + ".", view.last_day, &data.hours, state->span);
   if (!st.ok()) return state->done(std::move(st));
   state->done(std::move(data));
 }

@@ -86,7 +86,6 @@ struct RealtimeGap {
 
 struct TotalData {
   HourlyCounts hours;
-  ArchiveView archive;
   RealtimeGap gap;
 };
 
@@ -170,6 +169,11 @@ class QueryGather {
     ArchiveView behind_view;  // what that answer said of its file
     bool all_days = false;  // realtime read without skipping (MustReadAllDays)
     uint64_t skip_epoch = 0;  // the realtime reader's when the attempt began
+    // What the caller is told of this attempt's sources, its archive
+    // answers being of `view`.
+    RealtimeGap Gap(const ArchiveView& view) const {
+      return RealtimeGap{realtime_missing, view.last_day, view.generation, view.file_crc32, session};
+    }
   };
   // A new attempt of `job`: its session, and none of the last attempt's
   // answers.

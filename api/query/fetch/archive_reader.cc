@@ -77,8 +77,8 @@ void ArchiveReader::Penalize(size_t shard, size_t replica) {
 
 int ArchiveReader::ShardCount() const { return routing_shards_ > 0 ? routing_shards_ : config_shards_; }
 
-int ArchiveReader::ShardFor(std::string_view shard_key) const {
-  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(ShardCount())));
+int ArchiveReader::ShardFor(std::string_view shard_key, int shard_count) {
+  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(std::max(shard_count, 1))));
 }
 
 std::shared_ptr<ArchiveReader::Session> ArchiveReader::BeginShard(int shard, int shard_count) {
@@ -94,7 +94,7 @@ std::shared_ptr<ArchiveReader::Session> ArchiveReader::BeginShard(int shard, int
 }
 
 std::shared_ptr<ArchiveReader::Session> ArchiveReader::Begin(std::string_view shard_key) {
-  auto session = BeginShard(ShardFor(shard_key), ShardCount());
+  auto session = BeginShard(ShardFor(shard_key, ShardCount()), ShardCount());
   session->shard_key = std::string(shard_key);
   return session;
 }
@@ -103,18 +103,21 @@ bool ArchiveReader::Misrouted(const Session& session, const ArchiveView& view) {
   return view.shard_count != 0 && view.shard_count != session.shard_count;
 }
 
-bool ArchiveReader::Reroute(Session& session, int shard_count) {
+Status ArchiveReader::Reroute(Session& session, const ArchiveView& view) {
   constexpr int kMaxReroutes = 3;  // more only while a re-partitioned generation is half deployed
-  if (session.shard_key.empty() || session.reroutes >= kMaxReroutes) return false;
+  if (session.shard_key.empty() || session.reroutes >= kMaxReroutes) {
+    return ShardUnavailable(fmt::format(
+        "archive shard {}: asked by {} shards, it answers for {} (a re-partitioned generation is being deployed)",
+        session.shard, session.shard_count, view.shard_count));
+  }
   ++session.reroutes;
   ++stats_.archive_reroutes;
-  PointAt(session, shard_count);
-  return true;
+  PointAt(session, view.shard_count);
+  return Status::Ok();
 }
 
 void ArchiveReader::PointAt(Session& session, int shard_count) {
-  const auto fresh = BeginShard(static_cast<int>(ShardOf(session.shard_key, static_cast<uint32_t>(shard_count))),
-                                shard_count);
+  const auto fresh = BeginShard(ShardFor(session.shard_key, shard_count), shard_count);
   session.shard = fresh->shard;
   session.replica = fresh->replica;
   session.shard_count = shard_count;
@@ -311,11 +314,7 @@ void ArchiveReader::Get(const std::shared_ptr<Session>& session, std::string_vie
 void ArchiveReader::GetRouted(std::shared_ptr<Session> session, std::string key, ReplyCallback done) {
   auto checked = [this, session, key, done](Result<ArchiveReply> reply) mutable {
     if (reply.ok() && Misrouted(*session, reply->view)) {
-      if (!Reroute(*session, reply->view.shard_count)) {
-        return done(ShardUnavailable(fmt::format(
-            "archive shard {}: asked by {} shards, it answers for {} (a re-partitioned generation is being deployed)",
-            session->shard, session->shard_count, reply->view.shard_count)));
-      }
+      if (Status st = Reroute(*session, reply->view); !st.ok()) return done(std::move(st));
       return GetRouted(session, std::move(key), std::move(done));
     }
     done(std::move(reply));
@@ -383,11 +382,7 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     if (replies.ok() && !session->shard_key.empty()) {
       for (const ArchiveReply& reply : *replies) {
         if (!Misrouted(*session, reply.view)) continue;
-        if (!Reroute(*session, reply.view.shard_count)) {
-          return done(ShardUnavailable(fmt::format("archive shard {}: asked by {} shards, it answers for {} (a "
-                                                   "re-partitioned generation is being deployed)",
-                                                   session->shard, session->shard_count, reply.view.shard_count)));
-        }
+        if (Status st = Reroute(*session, reply.view); !st.ok()) return done(std::move(st));
         return MGetRouted(session, *asked, std::move(done));
       }
     }

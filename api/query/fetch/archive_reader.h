@@ -110,7 +110,8 @@ class ArchiveReader {
   // a rollback and answered stale.
   void RouteByDeployed(std::function<void()> then);
   int ShardCount() const;
-  int ShardFor(std::string_view shard_key) const;
+  // The archive shard of `shard_key` among `shard_count` shards.
+  static int ShardFor(std::string_view shard_key, int shard_count);
   // True when `view` names another shard count than the session was routed by.
   static bool Misrouted(const Session& session, const ArchiveView& view);
 
@@ -218,9 +219,10 @@ class ArchiveReader {
   // and the shard count of the newest that said one.
   Result<ArchiveReply> Interpret(const Replica& replica, const HttpResponse& response);
   void LearnShardCount(const ArchiveView& view);
-  // Points a keyed session at its shard under `shard_count`; false when it
-  // has been re-routed too often (or has no shard key).
-  bool Reroute(Session& session, int shard_count);
+  // Points a keyed session answered for another count than it was routed by
+  // at its shard under the count `view` names; SHARD_UNAVAILABLE when it has
+  // been re-routed too often (or has no shard key).
+  Status Reroute(Session& session, const ArchiveView& view);
   // The same without counting: a session begun before the count was learned.
   void PointAt(Session& session, int shard_count);
   // Whether `keys` fit one coalesced request to `shard` (coalescing on, and

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "clickatron/key_codec.h"
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
 #include "query/fetch/fan_in.h"
@@ -222,12 +221,12 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
       return;
     }
     replies->insert(replies->end(), std::make_move_iterator(early.begin()), std::make_move_iterator(early.end()));
-    auto data = std::make_shared<BreakdownData>();
-    data->gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
-    Status st = AddArchiveBreakdownLines(*job, *replies, plan, data.get());
+    BreakdownData data;
+    data.gap = job->Gap(view);
+    Status st = AddArchiveBreakdownLines(*job, *replies, plan, &data);
     if (!st.ok()) return job->done(std::move(st));
-    data->total = std::move(archived);
-    CompleteBreakdown(job, std::move(*data));
+    data.total = std::move(archived);
+    CompleteBreakdown(job, std::move(data));
   };
   // Nothing left to ask (the early spans held every archived hour, or there
   // is none): no second round trip.

@@ -6,16 +6,11 @@
 #include <algorithm>
 
 #include "clickatron/key_codec.h"
-#include "clickatron/shard.h"
 
 namespace clickatron::api::gather {
 
 Status UnaskedKey(std::string_view key) {
   return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
-}
-
-int ShardFor(std::string_view shard_key, int shards) {
-  return static_cast<int>(ShardOf(shard_key, static_cast<uint32_t>(std::max(shards, 1))));
 }
 
 Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {

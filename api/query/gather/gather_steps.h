@@ -23,19 +23,16 @@
 
 namespace clickatron::api::gather {
 
-// A realtime failure that still leaves the archived days whole.
-inline bool RealtimeOnlyGap(const Status& st) { return st.code() == StatusCode::kUnavailable; }
-
 // The callback of a realtime fwmatch: the body into *into. A shard that did
-// not answer only sets *missing (the archived days stay whole; the caller
-// decides with RealtimeGap). `owner` keeps into/missing alive.
+// not answer (UNAVAILABLE) only sets *missing (the archived days stay whole;
+// the caller decides with RealtimeGap). `owner` keeps into/missing alive.
 template <typename Owner>
 std::function<void(Result<std::string>)> RealtimeBodyInto(std::shared_ptr<Owner> owner, std::string* into,
                                                           Status* missing, std::function<void(Status)> part) {
   return [owner = std::move(owner), into, missing, part = std::move(part)](Result<std::string> body) {
     if (body.ok()) {
       *into = std::move(*body);
-    } else if (RealtimeOnlyGap(body.status())) {
+    } else if (body.status().code() == StatusCode::kUnavailable) {
       *missing = body.status();
       return part(Status::Ok());
     }
@@ -82,9 +79,6 @@ Status ForEachPlannedCode(const std::vector<DaySpan>& spans, const std::vector<i
 // CORRUPTION: an archive mget answer holds `key`, which the query did not
 // ask for.
 Status UnaskedKey(std::string_view key);
-
-// The archive shard of `shard_key` among `shards` (at least one).
-int ShardFor(std::string_view shard_key, int shards);
 
 // The hour of an mget answer's key `prefix` + YMDH (a 4- or 5-character
 // code: see ymdh.h); CORRUPTION for a key the query did not ask for.

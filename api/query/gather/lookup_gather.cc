@@ -3,24 +3,18 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "clickatron/key_codec.h"
 #include "clickatron/record.h"
-#include "clickatron/ymdh.h"
 #include "query/fetch/fan_in.h"
 #include "query/gather/gather_steps.h"
 #include "query/merge/read_records.h"
 
 namespace clickatron::api {
-
-using gather::ShardFor;
 
 void QueryGather::ResolveHashes(std::vector<std::string> hashes,
                                 std::function<void(Result<std::map<std::string, std::string>>)> done) {
@@ -120,7 +114,9 @@ void QueryGather::ArchiveLookups(std::vector<std::string> keys, int shard_count,
   // grouped again by the count the answer named, a few times, then counts as
   // a source that did not answer.
   std::map<int, std::vector<std::string>> by_shard;
-  for (std::string& key : keys) by_shard[ShardFor(std::string_view(key).substr(2), shard_count)].push_back(std::move(key));
+  for (std::string& key : keys) {
+    by_shard[ArchiveReader::ShardFor(std::string_view(key).substr(2), shard_count)].push_back(std::move(key));
+  }
   struct Pending {
     std::vector<std::string> misrouted;
     int named_count = 0;  // the count a misrouted group's answer named

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "clickatron/key_codec.h"
 #include "clickatron/record.h"
 #include "clickatron/ymdh.h"
 #include "query/fetch/fan_in.h"
@@ -125,7 +124,7 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
       return;
     }
     UniquesData data;
-    data.gap = RealtimeGap{job->realtime_missing, view.last_day, view.generation, view.file_crc32, job->session};
+    data.gap = job->Gap(view);
     data.first_hour = first_hour;
     const bool total = job->target.sns.empty();
     Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
