@@ -19,17 +19,15 @@ namespace clickatron::api {
 
 using gather::RealtimeBodyInto;
 using gather::ForEachMgetAnswer;
-using gather::HourOfKey;
 using gather::AddDeletionSplits;
 using gather::WholeUtcDays;
 using gather::PlanJobReads;
 using gather::HoursToRead;
-using gather::AskedSpanOfKey;
+using gather::HourOfAnswer;
 using gather::UnaskedKey;
 using gather::ForEachPlannedCode;
 
 struct QueryGather::BreakdownJob : Attempt {
-  std::string sns, ns, tkey;
   std::string subtotal_prefix;  // sns.ns|tkey.
   int64_t begin_ts = 0, end_ts = 0;
   HourSpan skip{0, 0};  // hours between a window and its earlier one: not fetched
@@ -59,15 +57,12 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   auto job = std::make_shared<BreakdownJob>();
   job->total_key = TotalArchiveKey(ns, tkey);
   job->subtotal_prefix = fmt::format("{}.{}.", sns, job->total_key);
-  job->sns = std::move(sns);
-  job->ns = std::move(ns);
-  job->tkey = std::move(tkey);
   job->begin_ts = begin_ts;
   job->end_ts = end_ts;
   job->skip = skip;
   job->uniques_from = uniques_from;
   if (splits) std::sort(splits->begin(), splits->end());
-  job->deleted = DeletedHours(job->ns, job->tkey, 0);
+  job->deleted = DeletedHours(ns, tkey, 0);
   AddDeletionSplits(job->deleted, splits);
   job->unite_days = unite_days_ && job->uniques_from && splits &&
                     WholeUtcDays(HourSpan{*job->uniques_from, end_ts}, skip, *splits);
@@ -258,24 +253,13 @@ Status QueryGather::AddArchiveBreakdownLines(const BreakdownJob& job, const std:
   return ForEachMgetAnswer(replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
     const bool unique = job.uniques_from && IsUniqueKey(key);
     const std::string_view bare = unique ? key.substr(1) : key;
-    auto span = AskedSpanOfKey(bare, job.subtotal_prefix, plan);
-    if (!span.ok()) return span.status();
-    // A day or span record stands for its days' hours, entered at the first
-    // (all in one sum).
-    int64_t at = 0;
-    if (*span) {
-      at = (*span)->first_day * kSecondsPerDay;
-    } else {
-      auto hour = HourOfKey(bare, job.subtotal_prefix);
-      if (!hour.ok()) return hour.status();
-      at = *hour;
-    }
+    std::optional<DaySpan> span;
+    auto at = HourOfAnswer(bare, job.subtotal_prefix, plan, &span);
+    if (!at.ok()) return at.status();
     // Visitors are asked from uniques_from on only.
-    if (unique && at < *job.uniques_from) return UnaskedKey(key);
-    if (*span) {
-      ++((*span)->level > 0 ? stats_.spans_read : unique ? stats_.day_uniques_read : stats_.day_subtotals_read);
-    }
-    return add(key, answer, unique, at);
+    if (unique && *at < *job.uniques_from) return UnaskedKey(key);
+    if (span) ++(span->level > 0 ? stats_.spans_read : unique ? stats_.day_uniques_read : stats_.day_subtotals_read);
+    return add(key, answer, unique, *at);
   });
 }
 

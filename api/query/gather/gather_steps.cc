@@ -13,13 +13,6 @@ Status UnaskedKey(std::string_view key) {
   return Status::Corruption(fmt::format("archive mget answered an unasked key {}", QuoteForMessage(key)));
 }
 
-Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix) {
-  if (!key.starts_with(prefix) || !LooksLikeYmdh(key.substr(prefix.size()))) {
-    return UnaskedKey(key);
-  }
-  return UnixFromYmdh(key.substr(prefix.size()));
-}
-
 void AddDeletionSplits(const std::vector<HourSpan>& deleted, std::optional<std::vector<int64_t>>& splits) {
   if (!splits || deleted.empty()) return;
   for (const HourSpan& d : deleted) {
@@ -84,15 +77,17 @@ ArchivePlan PlanJobReads(const HourlyCounts& archived, HourSpan skip,
   return PlanArchiveReads(hours, std::move(all), kMaxSpanLevel);
 }
 
-Result<std::optional<DaySpan>> AskedSpanOfKey(std::string_view key, std::string_view prefix,
-                                              const ArchivePlan& plan) {
-  const std::optional<DaySpan> span = SpanOfKey(key, prefix);
-  // The plan's spans do not overlap, so their order by first day is
-  // SpanKeyLess's (by last day).
-  if (span && !std::binary_search(plan.spans.begin(), plan.spans.end(), *span, SpanKeyLess)) {
-    return UnaskedKey(key);
+Result<int64_t> HourOfAnswer(std::string_view key, std::string_view prefix, const ArchivePlan& plan,
+                             std::optional<DaySpan>* span) {
+  *span = SpanOfKey(key, prefix);
+  if (*span) {
+    // The plan's spans do not overlap, so their order by first day is
+    // SpanKeyLess's (by last day).
+    if (!std::binary_search(plan.spans.begin(), plan.spans.end(), **span, SpanKeyLess)) return UnaskedKey(key);
+    return (*span)->first_day * kSecondsPerDay;
   }
-  return span;
+  if (!key.starts_with(prefix) || !LooksLikeYmdh(key.substr(prefix.size()))) return UnaskedKey(key);
+  return UnixFromYmdh(key.substr(prefix.size()));
 }
 
 }  // namespace clickatron::api::gather

@@ -80,10 +80,6 @@ Status ForEachPlannedCode(const std::vector<DaySpan>& spans, const std::vector<i
 // ask for.
 Status UnaskedKey(std::string_view key);
 
-// The hour of an mget answer's key `prefix` + YMDH (a 4- or 5-character
-// code: see ymdh.h); CORRUPTION for a key the query did not ask for.
-Result<int64_t> HourOfKey(std::string_view key, std::string_view prefix);
-
 // Deleted hours cut a query's sums as unit boundaries do: no day or span
 // record read crosses one, so the hours on either side are read apart and
 // those inside not at all (they are not in the total's archived hours).
@@ -108,10 +104,12 @@ ArchivePlan PlanJobReads(const HourlyCounts& archived, HourSpan skip,
                          const std::optional<std::vector<int64_t>>& splits, const ArchiveLastDay& last_day,
                          std::optional<int64_t> also_split);
 
-// The span (a day at level 0) of an mget answer's key `prefix` + span code
-// when the plan asked for it; nullopt when the rest is not a span code, and
-// CORRUPTION for a span not asked.
-Result<std::optional<DaySpan>> AskedSpanOfKey(std::string_view key, std::string_view prefix,
-                                              const ArchivePlan& plan);
+// The hour at which an mget answer's key `prefix` + code is entered: an
+// hour record's (YMDH, see ymdh.h) at its hour, with *span nullopt; a day or
+// span record the plan asked for at its first hour, which lies in the same
+// sum as all of its hours, with *span that span (a day at level 0).
+// CORRUPTION for a key the query did not ask for.
+Result<int64_t> HourOfAnswer(std::string_view key, std::string_view prefix, const ArchivePlan& plan,
+                             std::optional<DaySpan>* span);
 
 }  // namespace clickatron::api::gather

@@ -19,11 +19,10 @@ namespace clickatron::api {
 
 using gather::RealtimeBodyInto;
 using gather::ForEachMgetAnswer;
-using gather::HourOfKey;
 using gather::AddDeletionSplits;
 using gather::WholeUtcDays;
 using gather::PlanJobReads;
-using gather::AskedSpanOfKey;
+using gather::HourOfAnswer;
 using gather::ForEachPlannedCode;
 
 struct QueryGather::UniquesJob : Attempt {
@@ -128,27 +127,18 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
     data.first_hour = first_hour;
     const bool total = job->target.sns.empty();
     Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
-      // A day or span record stands for its days' hours: entered at its
-      // first hour, which lies in the same unit as all of them.
-      int64_t hour = 0;
-      auto span = AskedSpanOfKey(key, job->archive_prefix, plan);
-      if (!span.ok()) return span.status();
-      if (*span) {
-        ++((*span)->level > 0 ? stats_.spans_read : stats_.day_uniques_read);
-        hour = (*span)->first_day * kSecondsPerDay;
-      } else {
-        auto h = HourOfKey(key, job->archive_prefix);
-        if (!h.ok()) return h.status();
-        hour = *h;
-      }
+      std::optional<DaySpan> span;
+      auto hour = HourOfAnswer(key, job->archive_prefix, plan, &span);
+      if (!hour.ok()) return hour.status();
+      if (span) ++(span->level > 0 ? stats_.spans_read : stats_.day_uniques_read);
       auto columns = ColumnsOf(*job->session, key, answer,
                                total ? RecordKind::kUniqueTotal : RecordKind::kUniqueSubtotal);
       if (columns) {
-        AddDecodedSketches(*columns, hour, total ? "" : job->target.skey, &data.hours);
+        AddDecodedSketches(*columns, *hour, total ? "" : job->target.skey, &data.hours);
         return Status::Ok();
       }
-      return total ? AddArchiveUniqueTotal(answer.text, hour, &data.hours)
-                   : AddArchiveUniqueSubtotals(answer.text, hour, job->target.skey, &data.hours);
+      return total ? AddArchiveUniqueTotal(answer.text, *hour, &data.hours)
+                   : AddArchiveUniqueSubtotals(answer.text, *hour, job->target.skey, &data.hours);
     });
     if (!st.ok()) return job->done(std::move(st));
     AddRealtimeAndFinish(job, view, std::move(data));
