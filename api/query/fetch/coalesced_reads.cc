@@ -1,4 +1,4 @@
-// Batched read requests and the split of their answers; see coalesced_reads.h.
+// Read request targets and the split of batched answers; see coalesced_reads.h.
 #include "query/fetch/coalesced_reads.h"
 
 #include <fmt/format.h>
@@ -13,6 +13,13 @@
 
 namespace clickatron::api {
 namespace {
+
+std::string OneKeyTarget(std::string_view path, std::string_view key) {
+  std::string target(path);
+  target.reserve(path.size() + key.size() * 3);
+  AppendPercentEncoded(&target, key);
+  return target;
+}
 
 std::string KeysTarget(std::string_view path, const std::vector<std::string>& keys) {
   std::string target(path);
@@ -43,6 +50,28 @@ std::string MGetTarget(const std::vector<std::string>& keys) { return KeysTarget
 std::string MFwmatchTarget(const std::vector<std::string>& prefixes) { return KeysTarget("/mfwmatch", prefixes); }
 
 size_t TargetKeyCost(std::string_view key) { return PercentEncodedSize(key) + 5; }
+
+std::string GetTarget(std::string_view key) { return OneKeyTarget("/get?key=", key); }
+
+std::string FwmatchTarget(std::string_view prefix) { return OneKeyTarget("/fwmatch?key=", prefix); }
+
+std::vector<MGetBatch> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys) {
+  std::vector<MGetBatch> batches;
+  MGetBatch current;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t added = TargetKeyCost(keys[i]);  // "?key=" or "&key=" and the key
+    if (current.keys > 0 && (current.target.size() + added > max_target_bytes || current.keys >= max_keys)) {
+      batches.push_back(std::move(current));
+      current = MGetBatch{};
+    }
+    if (current.keys == 0) current.first_key = i;
+    current.target += current.keys == 0 ? "/mget?key=" : "&key=";
+    AppendPercentEncoded(&current.target, keys[i]);
+    ++current.keys;
+  }
+  if (current.keys > 0) batches.push_back(std::move(current));
+  return batches;
+}
 
 namespace {
 

@@ -1,21 +1,39 @@
-// The requests a Coalescer (coalescer.h) sends for several lookups at once,
-// and the exact split of their answers back to each lookup. Pure functions,
-// thread-safe.
+// Request targets for the sortdb-shaped read endpoints that the archive
+// replicas and realtime shards both speak (get, fwmatch, mget), the requests
+// a Coalescer (coalescer.h) sends for several lookups at once, and the exact
+// split of their answers back to each lookup. Pure functions, thread-safe.
 //
 //   archive:  GET /mget?key=K1&key=K2…        "K,value" lines of the hits
 //   realtime: GET /mfwmatch?key=P1&key=P2…    every record matching any prefix, once, sorted
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "query/fetch/archive_reader.h"
 #include "clickatron/status.h"
+#include "query/fetch/archive_reply.h"
 
 namespace clickatron::api {
 
+std::string GetTarget(std::string_view key);
+std::string FwmatchTarget(std::string_view prefix);
+// One /mget request of MGetTargets: its target and which of the keys it asks
+// (keys[first_key] .. keys[first_key + keys - 1]).
+struct MGetBatch {
+  std::string target;
+  size_t first_key = 0;
+  size_t keys = 0;
+};
+
+// /mget requests covering `keys` in order, each at most max_target_bytes long
+// (servers bound the request line) and holding at most max_keys keys. Empty
+// for no keys.
+std::vector<MGetBatch> MGetTargets(const std::vector<std::string>& keys, size_t max_target_bytes, size_t max_keys);
+
+// One /mget (/mfwmatch) request for all of `keys`.
 std::string MGetTarget(const std::vector<std::string>& keys);
 std::string MFwmatchTarget(const std::vector<std::string>& prefixes);
 // What one key adds to such a target ("&key=" + its encoding).

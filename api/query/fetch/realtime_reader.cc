@@ -11,7 +11,6 @@
 #include "clickatron/ymdh.h"
 #include "query/fetch/coalesced_reads.h"
 #include "query/fetch/fan_in.h"
-#include "query/fetch/read_targets.h"
 
 namespace clickatron::api {
 

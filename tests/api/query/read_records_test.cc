@@ -11,7 +11,7 @@
 #include "query/fetch/archive_reader.h"
 #include "query/cache/lookup_cache.h"
 #include "query/merge/read_records.h"
-#include "query/fetch/read_targets.h"
+#include "query/fetch/coalesced_reads.h"
 
 namespace clickatron::api {
 namespace {
