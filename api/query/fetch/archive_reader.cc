@@ -403,33 +403,19 @@ void ArchiveReader::MGetRouted(std::shared_ptr<Session> session, std::vector<std
     asked->resize(kept);
   }
   const std::vector<MGetBatch> targets = MGetTargets(*asked, options_.max_target_bytes, options_.max_keys_per_mget);
-  auto replies = std::make_shared<std::vector<ArchiveReply>>(targets.size());
-  auto join = FanIn::Create([replies, done = std::move(checked)](Status st) mutable {
-    if (!st.ok()) return done(std::move(st));
-    done(std::move(*replies));
-  });
-  std::vector<std::function<void(Status)>> parts;
-  for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
-  join->Arm();  // nothing sent yet: only the parts can finish it now
-  for (size_t i = 0; i < targets.size(); ++i) {
-    // Each part's answer as a batch's: only keys it asked, each once (its
-    // lines go on whole, as an mget answer).
-    auto check = [asked, first = targets[i].first_key, count = targets[i].keys](const ArchiveReply& reply) {
-      return reply.found ? CheckArchiveMget(reply.body, std::span<const std::string>(*asked).subspan(first, count))
-                         : Status::Ok();
-    };
-    Send(
-        session, targets[i].target, Attempts(session->shard),
-        [replies, i, part = std::move(parts[i])](Result<ArchiveReply> reply) {
-          if (!reply.ok()) {
-            part(reply.status());
-            return;
-          }
-          (*replies)[i] = std::move(*reply);
-          part(Status::Ok());
-        },
-        std::move(check));
-  }
+  FanInAll<ArchiveReply>(
+      targets.size(),
+      [&](size_t i, ReplyCallback answer) {
+        // Each part's answer as a batch's: only keys it asked, each once (its
+        // lines go on whole, as an mget answer).
+        auto check = [asked, first = targets[i].first_key, count = targets[i].keys](const ArchiveReply& reply) {
+          return reply.found
+                     ? CheckArchiveMget(reply.body, std::span<const std::string>(*asked).subspan(first, count))
+                     : Status::Ok();
+        };
+        Send(session, targets[i].target, Attempts(session->shard), std::move(answer), std::move(check));
+      },
+      std::move(checked));
 }
 
 bool ArchiveReader::FitsOneBatch(int shard, const std::vector<std::string>& keys) const {

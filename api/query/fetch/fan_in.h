@@ -3,8 +3,10 @@
 // on the loop thread, so a plain counter is enough.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "clickatron/status.h"
 
@@ -46,5 +48,28 @@ class FanIn : public std::enable_shared_from_this<FanIn> {
   int pending_ = 0;
   bool armed_ = false;
 };
+
+// The common case: `n` requests sent at once (send(i, answer) sends the i-th,
+// whose answer calls `answer` once); `done` gets their values in order, or
+// the first error any of them gave.
+template <typename T>
+void FanInAll(size_t n, const std::function<void(size_t i, std::function<void(Result<T>)> answer)>& send,
+              std::function<void(Result<std::vector<T>>)> done) {
+  auto values = std::make_shared<std::vector<T>>(n);
+  auto join = FanIn::Create([values, done = std::move(done)](Status st) {
+    if (!st.ok()) return done(std::move(st));
+    done(std::move(*values));
+  });
+  std::vector<std::function<void(Status)>> parts;
+  for (size_t i = 0; i < n; ++i) parts.push_back(join->Part());
+  join->Arm();  // nothing sent yet: only the parts can finish it now
+  for (size_t i = 0; i < n; ++i) {
+    send(i, [values, i, part = std::move(parts[i])](Result<T> value) {
+      if (!value.ok()) return part(value.status());
+      (*values)[i] = std::move(*value);
+      part(Status::Ok());
+    });
+  }
+}
 
 }  // namespace clickatron::api

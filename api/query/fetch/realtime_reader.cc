@@ -2,7 +2,6 @@
 #include "query/fetch/realtime_reader.h"
 #include "query/fetch/shard_unavailable.h"
 
-#include <array>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -159,23 +158,16 @@ void RealtimeReader::FwmatchKey(std::string_view shard_key, std::string_view pre
     Fwmatch(shards.shard[0], prefix, std::move(done), all_days, unite_days);
     return;
   }
-  auto bodies = std::make_shared<std::array<std::string, 2>>();
   // The first failure is the answer (SHARD_UNAVAILABLE of either shard).
-  auto join = FanIn::Create([bodies, done = std::move(done)](Status st) {
-    if (!st.ok()) return done(std::move(st));
-    done((*bodies)[0] + (*bodies)[1]);
-  });
-  std::function<void(Status)> parts[2] = {join->Part(), join->Part()};
-  join->Arm();
-  for (int i = 0; i < 2; ++i) {
-    Fwmatch(
-        shards.shard[i], prefix,
-        [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
-          if (body.ok()) (*bodies)[static_cast<size_t>(i)] = std::move(*body);
-          part(body.status());
-        },
-        all_days, unite_days);
-  }
+  FanInAll<std::string>(
+      2,
+      [&](size_t i, BodyCallback answer) {
+        Fwmatch(shards.shard[i], prefix, std::move(answer), all_days, unite_days);
+      },
+      [done = std::move(done)](Result<std::vector<std::string>> bodies) {
+        if (!bodies.ok()) return done(bodies.status());
+        done((*bodies)[0] + (*bodies)[1]);
+      });
 }
 
 void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coalescer<std::string>::BatchDone done,
@@ -198,27 +190,10 @@ void RealtimeReader::SendBatch(int shard, std::vector<std::string> prefixes, Coa
 void RealtimeReader::MGet(int shard, const std::vector<std::string>& keys,
                           std::function<void(Result<std::vector<std::string>>)> done) {
   const std::vector<MGetBatch> targets = MGetTargets(keys, options_.max_target_bytes, options_.max_keys_per_mget);
-  auto bodies = std::make_shared<std::vector<std::string>>(targets.size());
-  auto join = FanIn::Create([bodies, done = std::move(done)](Status st) {
-    if (!st.ok()) {
-      done(std::move(st));
-      return;
-    }
-    done(std::move(*bodies));
-  });
-  std::vector<std::function<void(Status)>> parts;
-  for (size_t i = 0; i < targets.size(); ++i) parts.push_back(join->Part());
-  join->Arm();
-  for (size_t i = 0; i < targets.size(); ++i) {
-    Send(shard, targets[i].target, kAttempts, true, [bodies, i, part = std::move(parts[i])](Result<std::string> body) {
-      if (!body.ok()) {
-        part(body.status());
-        return;
-      }
-      (*bodies)[i] = std::move(*body);
-      part(Status::Ok());
-    });
-  }
+  FanInAll<std::string>(
+      targets.size(),
+      [&](size_t i, BodyCallback answer) { Send(shard, targets[i].target, kAttempts, true, std::move(answer)); },
+      std::move(done));
 }
 
 }  // namespace clickatron::api
