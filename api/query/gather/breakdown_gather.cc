@@ -61,7 +61,6 @@ void QueryGather::FetchBreakdown(std::string sns, std::string ns, std::string tk
   job->end_ts = end_ts;
   job->skip = skip;
   job->uniques_from = uniques_from;
-  if (splits) std::sort(splits->begin(), splits->end());
   job->deleted = DeletedHours(ns, tkey, 0);
   AddDeletionSplits(job->deleted, splits);
   job->unite_days = unite_days_ && job->uniques_from && splits &&

@@ -14,13 +14,11 @@ Status UnaskedKey(std::string_view key) {
 }
 
 void AddDeletionSplits(const std::vector<HourSpan>& deleted, std::optional<std::vector<int64_t>>& splits) {
-  if (!splits || deleted.empty()) return;
+  if (!splits) return;
   for (const HourSpan& d : deleted) {
     splits->push_back(d.begin_ts);
     splits->push_back(d.end_ts);
   }
-  std::sort(splits->begin(), splits->end());
-  splits->erase(std::unique(splits->begin(), splits->end()), splits->end());
 }
 
 bool WholeUtcDays(const HourSpan& span, const HourSpan& skip, const std::vector<int64_t>& splits) {

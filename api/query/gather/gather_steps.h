@@ -83,6 +83,7 @@ Status UnaskedKey(std::string_view key);
 // Deleted hours cut a query's sums as unit boundaries do: no day or span
 // record read crosses one, so the hours on either side are read apart and
 // those inside not at all (they are not in the total's archived hours).
+// Splits stay in any order: the read plans sort them (archive_plan.h).
 void AddDeletionSplits(const std::vector<HourSpan>& deleted, std::optional<std::vector<int64_t>>& splits);
 
 // Whether the span, the gap it skips and every unit boundary fall on UTC

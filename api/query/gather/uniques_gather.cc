@@ -61,7 +61,6 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
   job->span = span;
   job->skip = skip;
   job->max_hours = max_hours;
-  if (splits) std::sort(splits->begin(), splits->end());
   AddDeletionSplits(DeletedHours(job->target.ns, job->target.tkey, 0), splits);
   job->unite_days = unite_days_ && splits && WholeUtcDays(span, skip, *splits);
   if (job->unite_days) ++stats_.realtime_united_reads;
