@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <limits>
 #include <type_traits>
 
 #include "query/cache/cached_archive_reader.h"
@@ -17,8 +16,6 @@
 #include "query/fetch/known_generation.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"
-#include "clickatron/record.h"
-#include "clickatron/ymdh.h"
 #include "query/cache/lookup_cache.h"
 #include "query/query_gather.h"
 #include "query/answer/query_params.h"
