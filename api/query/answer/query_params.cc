@@ -51,19 +51,14 @@ Result<std::string> RequiredArg(const QueryArgs& args, std::string_view name, st
 
 namespace {
 
-Result<std::string> NamespaceArg(const QueryArgs& args, std::string_view name, std::string_view reason) {
+// A required parameter that `validate` (ValidateNamespace, ValidateKeyPart)
+// accepts; what it finds wrong is `reason`.
+Result<std::string> ValidArg(const QueryArgs& args, std::string_view name, std::string_view reason,
+                             Status (*validate)(std::string_view value, std::string_view field)) {
   auto value = RequiredArg(args, name, reason);
   if (!value.ok()) return value.status();
-  Status st = ValidateNamespace(*value, name);
+  Status st = validate(*value, name);
   if (!st.ok()) return Invalid(reason, st.message());
-  return value;
-}
-
-Result<std::string> KeyArg(const QueryArgs& args) {
-  auto value = RequiredArg(args, "key", "INVALID_KEY");
-  if (!value.ok()) return value.status();
-  Status st = ValidateKeyPart(*value, "key");
-  if (!st.ok()) return Invalid("INVALID_KEY", st.message());
   return value;
 }
 
@@ -221,9 +216,9 @@ Result<WindowParams> ParseWindowParams(const QueryArgs& args, int64_t now, bool 
 
 // The ns and key every query names, checked in that order.
 Status ParseNamespaceAndKey(const QueryArgs& args, std::string* ns, std::string* key) {
-  auto parsed_ns = NamespaceArg(args, "ns", "INVALID_NS");
+  auto parsed_ns = ValidArg(args, "ns", "INVALID_NS", ValidateNamespace);
   if (!parsed_ns.ok()) return parsed_ns.status();
-  auto parsed_key = KeyArg(args);
+  auto parsed_key = ValidArg(args, "key", "INVALID_KEY", ValidateKeyPart);
   if (!parsed_key.ok()) return parsed_key.status();
   *ns = std::move(*parsed_ns);
   *key = std::move(*parsed_key);
@@ -241,7 +236,7 @@ Status ParseSubtotalValue(const QueryArgs& args, std::string* sns, std::string* 
     return Invalid("MISSING_ARG_SKEY", "sns= names a subtotal namespace: skey= must name its value");
   }
   if (!has_sns) return Invalid("MISSING_ARG_SNS", "skey= names a subtotal value: sns= must name its namespace");
-  auto parsed_sns = NamespaceArg(args, "sns", "INVALID_SNS");
+  auto parsed_sns = ValidArg(args, "sns", "INVALID_SNS", ValidateNamespace);
   if (!parsed_sns.ok()) return parsed_sns.status();
   // Given but empty: not a value any increment can have.
   if (Status st = ValidateKeyPart(*given_skey, "skey"); !st.ok()) return Invalid("INVALID_SKEY", st.message());
@@ -264,7 +259,7 @@ Result<SeriesParams> ParseSeriesParams(const QueryArgs& args, int64_t now, TimeZ
 
 Result<BreakdownParams> ParseBreakdownParams(const QueryArgs& args, int64_t now, TimeZoneDb& zones) {
   BreakdownParams p;
-  auto sns = NamespaceArg(args, "sns", "INVALID_SNS");
+  auto sns = ValidArg(args, "sns", "INVALID_SNS", ValidateNamespace);
   if (!sns.ok()) return sns.status();
   p.sns = std::move(*sns);
   CLICKATRON_RETURN_IF_ERROR(ParseNamespaceAndKey(args, &p.ns, &p.key));
