@@ -69,20 +69,21 @@ class Coalescer {
   Coalescer(const Coalescer&) = delete;
   Coalescer& operator=(const Coalescer&) = delete;
 
+  struct Lookup {
+    std::string key;
+    Waiter done;
+  };
+
   void Submit(std::string key, Waiter done) {
-    queue_.push_back(Queued{std::move(key), std::move(done)});
+    queue_.push_back(Lookup{std::move(key), std::move(done)});
     Pump();
   }
 
   // Several lookups queued before any is sent, so that the first does not
   // go out alone while the others wait for it: a lone caller's keys leave
   // together (split only by max_keys / max_bytes).
-  struct Lookup {
-    std::string key;
-    Waiter done;
-  };
   void SubmitAll(std::vector<Lookup> lookups) {
-    for (Lookup& lookup : lookups) queue_.push_back(Queued{std::move(lookup.key), std::move(lookup.done)});
+    for (Lookup& lookup : lookups) queue_.push_back(std::move(lookup));
     Pump();
   }
 
@@ -90,10 +91,6 @@ class Coalescer {
   size_t queued() const { return queue_.size(); }
 
  private:
-  struct Queued {
-    std::string key;
-    Waiter done;
-  };
   struct Batch {
     std::vector<std::string> keys;
     std::vector<std::vector<Waiter>> waiters;  // by key index
@@ -112,7 +109,7 @@ class Coalescer {
     // Take from the front while the request stays within its limits; a key
     // already in the batch costs nothing more. The first key always goes.
     while (!queue_.empty()) {
-      Queued& q = queue_.front();
+      Lookup& q = queue_.front();
       if (auto it = index.find(q.key); it != index.end()) {
         batch->waiters[it->second].push_back(std::move(q.done));
         queue_.pop_front();
@@ -136,13 +133,13 @@ class Coalescer {
     send_(std::move(keys), [this, alive = alive_, batch](Result<std::vector<Reply>> replies) {
       if (!*alive) return;
       --in_flight_;
-      std::deque<Queued> failed;
+      std::deque<Lookup> failed;
       if (!replies.ok() && replies.status().code() == StatusCode::kUnavailable) failed.swap(queue_);
       // Send what queued up meanwhile before the replies are worked through:
       // the target works on the next request while this loop answers queries.
       Pump();
       // Callbacks last, without touching *this: one may destroy it.
-      for (Queued& q : failed) q.done(replies.status());
+      for (Lookup& q : failed) q.done(replies.status());
       Deliver(*batch, std::move(replies));
     });
   }
@@ -169,7 +166,7 @@ class Coalescer {
   Options options_;
   SendBatch send_;
   KeyCost cost_;
-  std::deque<Queued> queue_;
+  std::deque<Lookup> queue_;
   int in_flight_ = 0;
   // Replies that arrive after destruction are dropped (their waiters with
   // them), as the readers promise.
