@@ -361,6 +361,40 @@ TEST(ReadCacheTest, AFullShardKeepsANewKeyOnlyFromItsSecondOffer) {
   ExpectFiguresOfWhatIsFound(cache, kCacheKinds, kKeys);
 }
 
+// What admission is for: busy keys read between scans of keys read once
+// (a long tail, an export walking every key) stay kept. Each round reads
+// 200 keys never read before, then the 16 busy ones, keeping what it
+// misses, as a read path does. Each shard holds about six entries, and a
+// round's scan offers it about twelve: kept as they come, they push out
+// every busy key before it is read again.
+TEST(ReadCacheTest, AScanOfKeysReadOnceDoesNotPushOutBusyKeys) {
+  const CacheKind kind = CacheKind::kArchiveReply;
+  constexpr int kBusy = 16, kRounds = 20, kScanPerRound = 200;
+  auto busy_hits = [&](ReadCache& cache) {
+    auto read = [&](const std::string& key) {
+      if (cache.Find<Val>(kind, key)) return true;
+      cache.Insert(kind, key, Make(kind, 0, 0, ChargeFor(key, 600)), ChargeFor(key, 600));
+      return false;
+    };
+    for (int i = 0; i < kBusy; ++i) read("busy-" + std::to_string(i));
+    int hits = 0, next = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      for (int i = 0; i < kScanPerRound; ++i) read("once-" + std::to_string(next++));
+      for (int i = 0; i < kBusy; ++i) hits += read("busy-" + std::to_string(i));
+    }
+    EXPECT_LE(cache.charged(), cache.capacity());
+    return hits;
+  };
+  ReadCache always(kShards * 4096);
+  ReadCache admitting(kShards * 4096, ReadCache::Admission::kSeenBefore);
+  const int without = busy_hits(always), with = busy_hits(admitting);
+  ::testing::Test::RecordProperty("busy_hits_without_admission", without);
+  ::testing::Test::RecordProperty("busy_hits_with_admission", with);
+  EXPECT_LE(without, kBusy * kRounds / 10) << "the scan did not push the busy keys out: nothing to show";
+  EXPECT_GE(with, kBusy * kRounds * 9 / 10) << "busy keys pushed out by keys read once";
+  EXPECT_GE(admitting.Figures(kind).not_kept, static_cast<uint64_t>(kRounds * kScanPerRound * 8 / 10));
+}
+
 TEST(ReadCacheTest, EveryKindHasItsOwnName) {
   std::set<std::string> names;
   for (size_t k = 0; k < kCacheKinds; ++k) {
