@@ -528,12 +528,7 @@ TEST_F(RebuildIntegration, ALoadNowAfterARollbackBuildsTheGenerationAnew) {
 TEST_F(RebuildIntegration, ADeployedGenerationRolledBackBeforeItsRunFinishedIsBuiltAnew) {
   Expectation expect;
   std::string out;
-  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(41, 200, &expect));
-  SetAsideServedFiles();
-  PutRandomDay(day_ + 1, 42, 200, &expect);
-  RotateAll(day_ + 2);
-  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
-  ASSERT_EQ(ServedGeneration(0), 2);
+  ASSERT_NO_FATAL_FAILURE(SecondDayOverASetAsideFirst(41, 200, &expect, &out));
   ASSERT_TRUE(std::filesystem::remove(cluster_ / "work/gen/2/finished.done"));
   ASSERT_TRUE(std::filesystem::remove(cluster_ / ("work/days/" + FormatDate(day_ + 1) + "/complete.done")));
   ASSERT_NO_FATAL_FAILURE(RollBackToSetAside(1));
@@ -550,11 +545,7 @@ TEST_F(RebuildIntegration, ADeployedGenerationRolledBackBeforeItsRunFinishedIsBu
 TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
   Expectation expect;
   std::string out;
-  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(43, 100, &expect));
-  SetAsideServedFiles();
-  PutRandomDay(day_ + 1, 44, 100, &expect);
-  RotateAll(day_ + 2);
-  ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(SecondDayOverASetAsideFirst(43, 100, &expect, &out));
   const std::string served = FormatDate(day_ + 1) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed";
   ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
   EXPECT_NE(out.find(served), std::string::npos) << out;

@@ -431,6 +431,16 @@ class RebuildIntegration : public ::testing::Test {
       }
     }
   }
+  // Generation 1 (the first day, set aside for RollBackToSetAside), then
+  // the next day built and deployed by its nightly run as generation 2.
+  void SecondDayOverASetAsideFirst(uint32_t seed, int increments, Expectation* expect, std::string* out) {
+    ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(seed, increments, expect));
+    SetAsideServedFiles();
+    PutRandomDay(day_ + 1, seed + 1, increments, expect);
+    RotateAll(day_ + 2);
+    ASSERT_EQ(RunDay(day_ + 1, out), 0) << *out;
+    ASSERT_EQ(ServedGeneration(0), 2);
+  }
   // operations.md section 6: the files set aside put back on every shard
   // and reloaded; each must then serve `generation`.
   void RollBackToSetAside(int64_t generation) {
