@@ -23,22 +23,29 @@ int ComparePrefixAt(std::string_view data, size_t start, std::string_view prefix
 }
 
 // The first line start whose line is not `before` (data.size() when every
-// line is). REQUIRES: `before` is true for a prefix of the lines and false
-// for the rest (monotone).
+// line is), where `before` takes the line's comparison with `prefix`
+// (ComparePrefixAt's sign). REQUIRES: `before` is true for a prefix of the
+// lines and false for the rest (monotone).
 //
-// First a binary search over the blocks' first line starts (line_index.h)
-// finds the block K whose first line start is the first that is not
-// `before`; the answer is then one of the lines that start in block K - 1
-// after its first one (they start before byte K * block), or K's first.
+// First a binary search over the blocks' first lines (line_index.h) finds
+// the block K whose first line is the first that is not `before`; the
+// answer is then one of the lines that start in block K - 1 after its first
+// one (they start before byte K * block), or K's first. The blocks' first
+// lines are compared from the index's kept bytes, and read only when those
+// tie.
 template <typename Before>
-size_t PartitionPoint(const LineIndex& lines, Before before) {
+size_t PartitionPoint(const LineIndex& lines, std::string_view prefix, Before before) {
   const std::string_view data = lines.data();
-  auto before_at = [&](size_t start) { return start < data.size() && before(start); };
-  if (!before_at(0)) return 0;
+  auto before_at = [&](size_t start) { return start < data.size() && before(ComparePrefixAt(data, start, prefix)); };
+  auto block_before = [&](size_t k) {
+    const int c = lines.CompareFirstLine(k, prefix);
+    return c == LineIndex::kUndecided ? before_at(lines.FirstLineStartOfBlock(k)) : before(c);
+  };
+  if (!block_before(0)) return 0;
   size_t lo = 1, hi = lines.blocks();  // block lo - 1's first line is before; block hi's is not
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (before_at(lines.FirstLineStartOfBlock(mid))) {
+    if (block_before(mid)) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -67,10 +74,9 @@ size_t LineEnd(std::string_view data, size_t start, size_t limit) {
 }  // namespace
 
 LineRange FindPrefixRange(const LineIndex& lines, std::string_view prefix) {
-  const std::string_view data = lines.data();
   LineRange r;
-  r.begin = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, prefix) < 0; });
-  r.end = PartitionPoint(lines, [&](size_t start) { return ComparePrefixAt(data, start, prefix) <= 0; });
+  r.begin = PartitionPoint(lines, prefix, [](int c) { return c < 0; });
+  r.end = PartitionPoint(lines, prefix, [](int c) { return c <= 0; });
   return r;
 }
 
@@ -83,8 +89,7 @@ std::optional<std::string_view> FindKeyLine(const LineIndex& lines, std::string_
   prefix.reserve(key.size() + 1);
   prefix.append(key);
   prefix.push_back(separator);
-  const size_t start =
-      PartitionPoint(lines, [&](size_t at) { return ComparePrefixAt(data, at, prefix) < 0; });
+  const size_t start = PartitionPoint(lines, prefix, [](int c) { return c < 0; });
   if (start == data.size() || ComparePrefixAt(data, start, prefix) != 0) return std::nullopt;
   return data.substr(start, LineEnd(data, start, data.size()) - start);
 }

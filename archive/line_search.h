@@ -13,7 +13,9 @@
 // starts at a line start and ends just after a newline or at the end of data.
 //
 // Cost: O(log(blocks)) probes of a LineIndex (line_index.h), each a compare
-// of the prefix's bytes, then a scan of at most one block (4 KiB): a long
+// of the prefix's bytes (with the first bytes the index keeps of a block's
+// first line; the file's own only when those tie), then a scan of at most
+// one block (4 KiB): a long
 // line is never scanned to find where it starts or ends, except the line a
 // key lookup returns.
 // Thread-safety: pure functions over immutable data (the index is safe to

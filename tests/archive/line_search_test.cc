@@ -226,7 +226,9 @@ TEST(LineSearchTest, OtherFieldSeparator) {
 // Random files over an alphabet crowded around the separator, searched for
 // every key, every prefix of every key, and random strings; the binary search
 // must agree with the linear scan each time.
-void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned seed) {
+// `common`: a start every key shares (the index keeps a block's first
+// kHeadBytes bytes: keys that tie there are compared on the file's bytes).
+void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned seed, const std::string& common = "") {
   std::mt19937 rng(seed);
   // Around ',' (0x2c) and '.', and bytes that sort below the newline (a
   // line ending there must still sort before a prefix going on with them).
@@ -242,7 +244,8 @@ void AgreeWithALinearScan(size_t max_value_len, size_t block_bytes, unsigned see
   for (int round = 0; round < 60; ++round) {
     std::set<std::string> keys;
     size_t n = std::uniform_int_distribution<size_t>(0, 80)(rng);
-    while (keys.size() < n) keys.insert(random_string(1, 5));
+    while (keys.size() < n) keys.insert(common.substr(0, std::uniform_int_distribution<size_t>(0, common.size())(rng)) +
+                                        random_string(1, 5));
     std::vector<std::string> lines;
     for (const auto& k : keys) lines.push_back(k + "," + random_string(0, max_value_len));
     std::sort(lines.begin(), lines.end());
@@ -286,6 +289,18 @@ TEST(LineSearchTest, AgreesWithALinearScanWhenLinesSpanBlocks) {
   for (size_t block : {size_t{7}, size_t{64}}) {
     SCOPED_TRACE("block " + std::to_string(block));
     AgreeWithALinearScan(300, block, 777);
+  }
+}
+
+// Keys starting with all or part of a 14-byte start (as one key's records
+// share "c.u|lk0012345."), so lines and queries tie with the index's kept
+// bytes of a block's first line, or end inside them, or go on past them.
+TEST(LineSearchTest, AgreesWithALinearScanWhenKeysShareTheirFirstBytes) {
+  const std::string common = "c.u|lk001234\x80.";
+  ASSERT_EQ(common.size() + 1, LineIndex::kHeadBytes);
+  for (size_t block : {size_t{1}, size_t{5}, size_t{32}, LineIndex::kDefaultBlockBytes}) {
+    SCOPED_TRACE("block " + std::to_string(block));
+    AgreeWithALinearScan(20, block, 4242, common);
   }
 }
 
