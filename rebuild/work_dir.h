@@ -83,9 +83,18 @@ class WorkDir {
   std::string root_;
 };
 
-// One rebuild (a run, a load --now, a restatement's seal) at a time per work dir.
+// Files a rebuild killed while writing left under their temporary names
+// (NAME.tmp.PID, file_util.h's WriteFileAtomically) in the work dir, in
+// days/D/ and in gen/G/: removed, but for this process's own. Only called
+// with the work dir's lock held: no other rebuild is writing them.
+void RemoveStaleTempFiles(const WorkDir& work);
+
+// One rebuild (a run, a load --now, a restatement's seal) at a time per work
+// dir; what a killed one left half-written is swept once the lock is taken.
 inline Result<std::unique_ptr<FileLock>> LockWorkDir(const WorkDir& work) {
-  return FileLock::Acquire(work.root(), "lock", "another clickatron-rebuild is running on " + work.root());
+  auto lock = FileLock::Acquire(work.root(), "lock", "another clickatron-rebuild is running on " + work.root());
+  if (lock.ok()) RemoveStaleTempFiles(work);
+  return lock;
 }
 
 }  // namespace clickatron::rebuild

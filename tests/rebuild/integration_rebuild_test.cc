@@ -49,11 +49,21 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
     EXPECT_EQ(r.status_code, 200) << r.body;
   }
 
-  // A rerun of a finished day is a no-op: same files, same generation.
+  // A rerun of a finished day is a no-op: same files, same generation. It
+  // sweeps what a rebuild killed while writing left under a temporary name
+  // (NAME.tmp.PID), and nothing else.
+  const std::vector<std::string> stale = {"work/gen/1/plan.json.tmp.999999",
+                                          "work/days/" + FormatDate(day_) + "/complete.done.tmp.999998",
+                                          "work/lock.tmp.12"};
+  const std::vector<std::string> kept = {"work/gen/1/notes.tmp.txt", "work/gen/1/plan.json.tmp."};
+  for (const std::string& path : stale) testing::WriteAll(cluster_ / path, "half");
+  for (const std::string& path : kept) testing::WriteAll(cluster_ / path, "mine");
   const auto before = FileLines(ArchiveFile(0));
   ASSERT_EQ(RunDay(day_, &out), 0) << out;
   EXPECT_EQ(FileLines(ArchiveFile(0)), before);
   EXPECT_EQ(ServedGeneration(0), 1);
+  for (const std::string& path : stale) EXPECT_FALSE(std::filesystem::exists(cluster_ / path)) << path;
+  for (const std::string& path : kept) EXPECT_TRUE(std::filesystem::exists(cluster_ / path)) << path;
   // The day before was still in the ring unexported (the first Yesterday):
   // it was folded with day_, so running it now has nothing to do.
   ASSERT_EQ(RunDay(day_ - 1, &out), 0) << out;
