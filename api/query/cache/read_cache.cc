@@ -23,13 +23,14 @@ const char* CacheKindName(CacheKind kind) {
 
 namespace {
 
-// One bit per 64 bytes of a shard's share (a shard of 4 MiB: 8 KiB of
-// bits, a few bits per entry it can hold), a power of two from 512 to 2^24.
+// Eight bits for each entry a shard can hold at most (its share over
+// kMinEntryBytes), a power of two from 512 to 2^26: filled to an eighth,
+// two bits a key, one key in twenty passes unseen.
 size_t SightingBits(size_t capacity_bytes, ReadCache::Admission admission) {
   if (admission == ReadCache::Admission::kAlways || capacity_bytes == 0) return 0;
-  const size_t wanted = capacity_bytes / ReadCache::kShards / 64;
+  const size_t wanted = capacity_bytes / ReadCache::kShards / ReadCache::kMinEntryBytes * 8;
   size_t bits = 512;
-  while (bits * 2 <= wanted && bits < (size_t{1} << 24)) bits *= 2;
+  while (bits < wanted && bits < (size_t{1} << 26)) bits *= 2;
   return bits;
 }
 
@@ -39,8 +40,8 @@ size_t SightingBits(size_t capacity_bytes, ReadCache::Admission admission) {
 ReadCache::ReadCache(size_t capacity_bytes, Admission admission)
     : capacity_(capacity_bytes),
       sighting_bits_(SightingBits(capacity_bytes, admission)),
-      shard_capacity_(capacity_bytes / kShards - std::min(capacity_bytes / kShards, sighting_bits_ / 8)) {
-  for (Shard& shard : shards_) shard.sightings.assign(sighting_bits_ / 64, 0);
+      shard_capacity_(capacity_bytes / kShards - std::min(capacity_bytes / kShards, 2 * sighting_bits_ / 8)) {
+  for (Shard& shard : shards_) shard.sightings.assign(2 * sighting_bits_ / 64, 0);
 }
 
 ReadCache::~ReadCache() {
@@ -57,32 +58,38 @@ ReadCache::~ReadCache() {
 // never follow each other.
 ReadCache::Shard& ReadCache::ShardOf(uint64_t hash) { return shards_[(hash >> 32) % kShards]; }
 
-ReadCache::Entry** ReadCache::Slot(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash) {
-  Entry** slot = &shard.buckets[hash & (shard.buckets.size() - 1)];
-  while (*slot != nullptr && ((*slot)->hash != hash || (*slot)->kind != kind || (*slot)->key() != key)) {
-    slot = &(*slot)->next_hash;
+ReadCache::Entry* ReadCache::Lookup(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash) {
+  const Shard::Bucket& bucket = BucketOf(shard, hash);
+  if ((bucket.tags & TagOf(hash)) == 0) return nullptr;
+  for (Entry* e = bucket.head; e != nullptr; e = e->next_hash) {
+    if (e->hash == hash && e->kind == kind && e->key() == key) return e;
   }
-  return slot;
+  return nullptr;
 }
 
 void ReadCache::Grow(Shard& shard) {
-  std::vector<Entry*> buckets(std::max<size_t>(16, shard.buckets.size() * 2), nullptr);
-  for (Entry* head : shard.buckets) {
-    while (head != nullptr) {
-      Entry* next = head->next_hash;
-      Entry*& bucket = buckets[head->hash & (buckets.size() - 1)];
-      head->next_hash = bucket;
-      bucket = head;
-      head = next;
+  std::vector<Shard::Bucket> buckets(std::max<size_t>(16, shard.buckets.size() * 2));
+  for (const Shard::Bucket& old : shard.buckets) {
+    for (Entry* e = old.head; e != nullptr;) {
+      Entry* next = e->next_hash;
+      Shard::Bucket& bucket = buckets[e->hash & (buckets.size() - 1)];
+      e->next_hash = bucket.head;
+      bucket.head = e;
+      bucket.tags |= TagOf(e->hash);
+      e = next;
     }
   }
   shard.buckets.swap(buckets);
 }
 
 void ReadCache::Unlink(Shard& shard, Entry* e) {
-  Entry** slot = &shard.buckets[e->hash & (shard.buckets.size() - 1)];
+  Shard::Bucket& bucket = BucketOf(shard, e->hash);
+  Entry** slot = &bucket.head;
   while (*slot != e) slot = &(*slot)->next_hash;
   *slot = e->next_hash;
+  // The tags of what stays (two entries may share a bit).
+  bucket.tags = 0;
+  for (const Entry* o = bucket.head; o != nullptr; o = o->next_hash) bucket.tags |= TagOf(o->hash);
   e->next->prev = e->prev;
   e->prev->next = e->next;
   --shard.entries;
@@ -106,16 +113,22 @@ bool ReadCache::SightedBefore(Shard& shard, uint64_t hash) const {
   const size_t mask = sighting_bits_ - 1;
   const size_t a = static_cast<size_t>(mixed >> 40) & mask;
   const size_t b = static_cast<size_t>(mixed >> 16) & mask;
-  auto bit = [](size_t at) { return uint64_t{1} << (at % 64); };
-  if ((shard.sightings[a / 64] & bit(a)) != 0 && (shard.sightings[b / 64] & bit(b)) != 0) return true;
-  // Full enough that one key in twenty would pass unseen: start again (a key
-  // sighted just before must be offered once more).
+  const size_t words = sighting_bits_ / 64;
+  auto has = [&](size_t filter, size_t at) {
+    return (shard.sightings[filter * words + at / 64] & (uint64_t{1} << (at % 64))) != 0;
+  };
+  for (size_t filter : {size_t{0}, size_t{1}}) {
+    if (has(filter, a) && has(filter, b)) return true;
+  }
+  // The current filter has taken a shardful of keys: the older one is
+  // cleared and takes the next ones (what the current holds stays seen).
   if (shard.sighted >= sighting_bits_ / 8) {
-    std::fill(shard.sightings.begin(), shard.sightings.end(), 0);
+    shard.current ^= 1;
+    std::fill_n(shard.sightings.begin() + static_cast<std::ptrdiff_t>(shard.current * words), words, 0);
     shard.sighted = 0;
   }
-  shard.sightings[a / 64] |= bit(a);
-  shard.sightings[b / 64] |= bit(b);
+  shard.sightings[shard.current * words + a / 64] |= uint64_t{1} << (a % 64);
+  shard.sightings[shard.current * words + b / 64] |= uint64_t{1} << (b % 64);
   ++shard.sighted;
   return false;
 }
@@ -131,7 +144,7 @@ std::shared_ptr<const void> ReadCache::FindAny(CacheKind kind, std::string_view 
   Shard& shard = ShardOf(hash);
   std::lock_guard lock(shard.mu);
   if (shard.buckets.empty()) return nullptr;
-  Entry* e = *Slot(shard, kind, key, hash);
+  Entry* e = Lookup(shard, kind, key, hash);
   if (e == nullptr) return nullptr;
   e->next->prev = e->prev;
   e->prev->next = e->next;
@@ -170,7 +183,7 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
     // Room for one more in the buckets first: nothing is unlinked yet if the
     // allocation fails.
     if (shard.entries + 1 > shard.buckets.size()) Grow(shard);
-    Entry* old = *Slot(shard, kind, key, hash);
+    Entry* old = Lookup(shard, kind, key, hash);
     // A new key that would push others out must have been offered before
     // (its entry is freed after the lock, as dropped ones are).
     if (old == nullptr && sighting_bits_ != 0 && shard.charged + total > shard_capacity_ &&
@@ -190,9 +203,10 @@ bool ReadCache::InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<
       lru->next_hash = released;
       released = lru;
     }
-    Entry*& bucket = shard.buckets[hash & (shard.buckets.size() - 1)];
-    entry->next_hash = bucket;
-    bucket = entry.get();
+    Shard::Bucket& bucket = BucketOf(shard, hash);
+    entry->next_hash = bucket.head;
+    bucket.head = entry.get();
+    bucket.tags |= TagOf(hash);
     LinkNewest(shard, entry.release());
     ++shard.entries;
     shard.charged += total;
@@ -217,7 +231,7 @@ void ReadCache::Erase(CacheKind kind, std::string_view key) {
   {
     std::lock_guard lock(shard.mu);
     if (shard.buckets.empty()) return;
-    erased = *Slot(shard, kind, key, hash);
+    erased = Lookup(shard, kind, key, hash);
     if (erased != nullptr) Unlink(shard, erased);
   }
   if (erased != nullptr) Free(erased);

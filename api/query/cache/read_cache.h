@@ -29,12 +29,17 @@
 // Admission (Admission::kSeenBefore, the API node's): a shard that would
 // have to drop entries to keep a key keeps it only if that key was offered
 // once before, recently. A key read once and never again (most of a long
-// tail of keys, or a scan over all of them) then costs one bit, not an
+// tail of keys, or a scan over all of them) then costs two bits, not an
 // entry that pushes out a busy key's and is pushed out in turn. Those
-// sightings are a small Bloom filter per shard (one bit per 64 bytes of its
-// share, taken from that share), cleared whenever it has taken an eighth of
-// its bits' worth of keys, as TinyLFU's doorkeeper is. A shard with room keeps
-// every key, as before.
+// sightings are two Bloom filters per shard, as TinyLFU's doorkeeper: a
+// key is noted in the current one; when it has taken as many keys as the
+// shard can hold entries (at kMinEntryBytes each), the older is cleared and
+// becomes the current. So a key's second offer is remembered for at least
+// one shardful of other keys' offers: a working set that fits the cache is
+// kept from its second read on, also when the cache is full of entries of
+// another generation's file, which no key of the new one ever evicts
+// first. Eight bits a key a filter, taken from the shard's share (about
+// 1.5% of it at the smallest entries). A shard with room keeps every key, as before.
 //
 // Thread-safety: thread-safe; one per API node, shared by its read loops.
 // The map is split into kShards parts by key hash, each with its own lock
@@ -94,11 +99,15 @@ class ReadCache {
   void Erase(CacheKind kind, std::string_view key);
 
   // What an entry costs beyond its key and its owner's charge: the entry's
-  // header (64 bytes), its share of the buckets (at most two pointers while
-  // the shard holds its most entries; the buckets never shrink, as
-  // unordered_map's did not), the shared value's control block and malloc's
-  // headers, with room to spare.
-  static constexpr size_t kEntryOverhead = 144;
+  // header (64 bytes), its share of the buckets (at most two buckets of 16
+  // bytes while the shard holds its most entries; the buckets never shrink,
+  // as unordered_map's did not), the shared value's control block and
+  // malloc's headers, with room to spare.
+  static constexpr size_t kEntryOverhead = 160;
+  // The smallest entry (overhead, a short key, a small value): how many
+  // entries a shard can hold at most, which its sighting filters are sized
+  // for.
+  static constexpr size_t kMinEntryBytes = kEntryOverhead + 32;
   static constexpr size_t kShards = 16;
 
   struct KindFigures {
@@ -142,12 +151,22 @@ class ReadCache {
     // A dummy entry: ring.next is the least recently used, ring.prev the most
     // (LevelDB's lru_).
     Entry ring;
-    std::vector<Entry*> buckets;  // a power of two of them, chained by next_hash
+    // A bucket's chain (by next_hash) and one bit per entry in it (TagOf
+    // its hash): a lookup whose bit is clear misses without touching an
+    // entry. On a busy node most lookups miss (keys read once), and the
+    // first entry's hash was where a miss waited for memory.
+    struct Bucket {
+      Entry* head = nullptr;
+      uint64_t tags = 0;
+    };
+    std::vector<Bucket> buckets;  // a power of two of them
     size_t entries = 0;
     // Keys offered while the shard was full and not kept (Admission::kSeenBefore):
-    // a Bloom filter of two bits a key, cleared after `sighting_limit` keys.
+    // two Bloom filters of sighting_bits_ each, two bits a key; `current`
+    // takes new keys, the other holds the window before (SightedBefore).
     std::vector<uint64_t> sightings;
-    size_t sighted = 0;
+    size_t current = 0;  // 0 or 1
+    size_t sighted = 0;  // keys noted in the current one
   };
   struct KindCounters {
     std::atomic<uint64_t> inserts{0};
@@ -160,8 +179,12 @@ class ReadCache {
   std::shared_ptr<const void> FindAny(CacheKind kind, std::string_view key);
   bool InsertAny(CacheKind kind, std::string_view key, std::shared_ptr<const void> value, size_t charge);
   Shard& ShardOf(uint64_t hash);
-  // Where the entry of (kind, key, hash) is or would be linked in its bucket.
-  static Entry** Slot(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash);
+  // The entry of (kind, key, hash) in `shard` (its lock held), or null.
+  static Entry* Lookup(Shard& shard, CacheKind kind, std::string_view key, uint64_t hash);
+  static uint64_t TagOf(uint64_t hash) { return uint64_t{1} << (hash >> 58); }
+  static Shard::Bucket& BucketOf(Shard& shard, uint64_t hash) {
+    return shard.buckets[hash & (shard.buckets.size() - 1)];
+  }
   // Takes `e` out of `shard`'s bucket and ring (its lock held) and counts it
   // off its kind; the caller frees it once the lock is let go (a value's last
   // release may free many sketches).
@@ -173,7 +196,8 @@ class ReadCache {
   bool SightedBefore(Shard& shard, uint64_t hash) const;
 
   const size_t capacity_;
-  // A Bloom filter's bits per shard (0: Admission::kAlways), a power of two.
+  // Each of a shard's two Bloom filters' bits (0: Admission::kAlways), a
+  // power of two.
   const size_t sighting_bits_;
   const size_t shard_capacity_;
   // Retired scopes, copied on write: readers load the newest list, writers
