@@ -22,12 +22,15 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   std::string out;
   out += "archive replicas (GET /manifest):\n";
   // The oldest last day a replica that answered serves: a day marked
-  // complete after it was rolled back (operations.md, section 6).
+  // complete after it is one rolled back (operations.md, section 6). A
+  // replica with no archive yet, or an empty one (a new host before its
+  // first fetch, a wiped disk), says nothing of the days: its own line
+  // below says what it serves.
   std::optional<std::string> served_through;
   for (const ReplicaState& r : AskArchiveReplicas(cluster, /*timeout_ms=*/5000)) {
-    if (r.status.ok()) {
-      const std::string last = r.manifest ? r.manifest->last_day : std::string();
-      if (!served_through || last < *served_through) served_through = last;
+    if (r.status.ok() && r.manifest && !r.manifest->last_day.empty() &&
+        (!served_through || r.manifest->last_day < *served_through)) {
+      served_through = r.manifest->last_day;
     }
     const std::string who = fmt::format("{} {}", r.member->name, r.member->listen.ToString());
     if (!r.status.ok()) {

@@ -571,6 +571,19 @@ TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
   EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed"),
             std::string::npos)
       << out;
+
+  // A replica with no archive at all (a wiped disk) says nothing of the
+  // days: the first is still complete and served by the others.
+  cluster_.Stop(ArchiveName(0));
+  for (const std::string& path : {ArchiveFile(0), ManifestPathFor(ArchiveFile(0))}) {
+    ASSERT_TRUE(std::filesystem::remove(path)) << path;
+  }
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(0, 0));
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  ASSERT_NE(out.find("shard 0: no archive yet"), std::string::npos) << out;
+  EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(RebuildIntegration, ExportFailureDeploysNothing) {
