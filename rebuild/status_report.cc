@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -21,16 +22,18 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   const WorkDir work(cluster.rebuild.work_dir);
   std::string out;
   out += "archive replicas (GET /manifest):\n";
-  // The oldest last day a replica that answered serves: a day marked
-  // complete after it is one rolled back (operations.md, section 6). A
-  // replica with no archive yet, or an empty one (a new host before its
-  // first fetch, a wiped disk), says nothing of the days: its own line
-  // below says what it serves.
-  std::optional<std::string> served_through;
+  // What every shard serves at least: per shard, the oldest last day of
+  // its replicas that answered with an archive (a replica with none, a new
+  // host or a wiped disk, says nothing while another has one; a shard whose
+  // every replica that answered has none serves no day). A day marked
+  // complete after that was rolled back (operations.md, section 6), or is
+  // missing from a shard.
+  std::map<int, std::optional<std::string>> shard_served;  // shards that answered
   for (const ReplicaState& r : AskArchiveReplicas(cluster, /*timeout_ms=*/5000)) {
-    if (r.status.ok() && r.manifest && !r.manifest->last_day.empty() &&
-        (!served_through || r.manifest->last_day < *served_through)) {
-      served_through = r.manifest->last_day;
+    if (r.status.ok()) {
+      std::optional<std::string>& served = shard_served[r.shard];
+      const bool has_days = r.manifest && !r.manifest->last_day.empty();
+      if (has_days && (!served || r.manifest->last_day < *served)) served = r.manifest->last_day;
     }
     const std::string who = fmt::format("{} {}", r.member->name, r.member->listen.ToString());
     if (!r.status.ok()) {
@@ -42,6 +45,11 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
                          r.manifest->generation, r.manifest->records, r.manifest->bytes,
                          r.manifest->last_day.empty() ? "-" : r.manifest->last_day, who);
     }
+  }
+  std::optional<std::string> served_through;
+  for (const auto& [shard, served] : shard_served) {
+    const std::string last = served.value_or(std::string());
+    if (!served_through || last < *served_through) served_through = last;
   }
   auto pending = FindPendingGeneration(work);
   if (!pending.ok()) return pending.status();
@@ -65,7 +73,7 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
     const char* state = "in progress";
     if (FileExists(work.DayComplete(day))) {
       state = served_through && day > *served_through
-                  ? "COMPLETE when built, but a replica serves an older last_day now (rolled back?)"
+                  ? "COMPLETE when built, but not every archive shard serves it now (rolled back, or a shard's replicas restored or wiped?)"
                   : "COMPLETE (deployed, realtime told)";
     }
     std::string sorted;

@@ -1,8 +1,6 @@
 // The rebuild's working directory; see work_dir.h.
 #include "work_dir.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -12,37 +10,46 @@
 namespace clickatron::rebuild {
 namespace {
 
-// NAME.tmp.PID with PID all digits and not ours.
-bool IsStaleTempName(const std::string& name, const std::string& own_suffix) {
+// NAME.tmp.PID, PID all digits: WriteFileAtomically's temporary name.
+bool IsTempName(const std::string& name) {
   const size_t at = name.rfind(".tmp.");
   if (at == std::string::npos || at == 0 || at + 5 == name.size()) return false;
   for (size_t i = at + 5; i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return false;
   }
-  return name.compare(at, std::string::npos, own_suffix) != 0;
+  return true;
 }
 
-void RemoveStaleIn(const std::filesystem::path& dir, const std::string& own_suffix) {
+// Calls fn(entry) for each entry of `dir` (none when it cannot be read; a
+// read that fails halfway ends the walk: this is housekeeping).
+template <typename Fn>
+void ForEachEntry(const std::filesystem::path& dir, Fn&& fn) {
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file(ec) || !IsStaleTempName(name, own_suffix)) continue;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) fn(*it);
+}
+
+void RemoveTempFilesIn(const std::filesystem::path& dir) {
+  ForEachEntry(dir, [](const std::filesystem::directory_entry& entry) {
+    std::error_code ec;
+    if (!IsTempName(entry.path().filename().string()) || !entry.is_regular_file(ec)) return;
     if (std::filesystem::remove(entry.path(), ec)) {
       spdlog::info("removed {}: left half-written by a rebuild that was stopped", entry.path().string());
     }
-  }
+  });
 }
 
 }  // namespace
 
+// Every temporary name is stale once the lock is held: a write under one
+// finishes (renamed) before its writer goes on, and this process has
+// written nothing yet. Directories are not followed through symlinks.
 void RemoveStaleTempFiles(const WorkDir& work) {
-  const std::string own_suffix = ".tmp." + std::to_string(::getpid());
-  RemoveStaleIn(work.root(), own_suffix);
+  RemoveTempFilesIn(work.root());
   for (const std::string& parent : {work.DaysDir(), work.GenRoot()}) {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
-      if (entry.is_directory(ec)) RemoveStaleIn(entry.path(), own_suffix);
-    }
+    ForEachEntry(parent, [](const std::filesystem::directory_entry& entry) {
+      std::error_code ec;
+      if (entry.symlink_status(ec).type() == std::filesystem::file_type::directory) RemoveTempFilesIn(entry.path());
+    });
   }
 }
 

@@ -85,8 +85,9 @@ class WorkDir {
 
 // Files a rebuild killed while writing left under their temporary names
 // (NAME.tmp.PID, file_util.h's WriteFileAtomically) in the work dir, in
-// days/D/ and in gen/G/: removed, but for this process's own. Only called
-// with the work dir's lock held: no other rebuild is writing them.
+// days/D/ and in gen/G/ (not deeper: a killed run's GNU parallel jobs may
+// still write in their task dirs): removed. Called once the work dir's lock
+// is taken, before this process writes anything there.
 void RemoveStaleTempFiles(const WorkDir& work);
 
 // One rebuild (a run, a load --now, a restatement's seal) at a time per work

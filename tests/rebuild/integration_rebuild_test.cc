@@ -55,7 +55,8 @@ TEST_F(RebuildIntegration, DayThenRerunThenSecondDayWithLateData) {
   const std::vector<std::string> stale = {"work/gen/1/plan.json.tmp.999999",
                                           "work/days/" + FormatDate(day_) + "/complete.done.tmp.999998",
                                           "work/lock.tmp.12"};
-  const std::vector<std::string> kept = {"work/gen/1/notes.tmp.txt", "work/gen/1/plan.json.tmp."};
+  const std::vector<std::string> kept = {"work/gen/1/notes.tmp.txt", "work/gen/1/plan.json.tmp.",
+                                          "work/gen/1/tasks/merge-0/out.csv.tmp.77"};
   for (const std::string& path : stale) testing::WriteAll(cluster_ / path, "half");
   for (const std::string& path : kept) testing::WriteAll(cluster_ / path, "mine");
   const auto before = FileLines(ArchiveFile(0));
@@ -564,7 +565,7 @@ TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
   ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
   EXPECT_EQ(out.find(served), std::string::npos) << out;
   EXPECT_NE(out.find(FormatDate(day_ + 1) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE when "
-                     "built, but a replica serves an older last_day now"),
+                     "built, but not every archive shard serves it now"),
             std::string::npos)
       << out;
   // The first day is still served: complete as before.
@@ -572,8 +573,8 @@ TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
             std::string::npos)
       << out;
 
-  // A replica with no archive at all (a wiped disk) says nothing of the
-  // days: the first is still complete and served by the others.
+  // Shard 0's only replica wiped (no archive at all): no day is served by
+  // every shard any more, the first one neither.
   cluster_.Stop(ArchiveName(0));
   for (const std::string& path : {ArchiveFile(0), ManifestPathFor(ArchiveFile(0))}) {
     ASSERT_TRUE(std::filesystem::remove(path)) << path;
@@ -581,6 +582,32 @@ TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
   ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(0, 0));
   ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
   ASSERT_NE(out.find("shard 0: no archive yet"), std::string::npos) << out;
+  EXPECT_EQ(out.find("COMPLETE (deployed"), std::string::npos) << out;
+  EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE when "
+                     "built, but not every archive shard serves it now"),
+            std::string::npos)
+      << out;
+}
+
+// Shard 0 with two replicas, one of them wiped: the other still serves the
+// shard's days, so they are complete as before.
+class RebuildTwoReplicas : public RebuildIntegration {
+ protected:
+  RebuildTwoReplicas() { replicas_ = 2; }
+};
+
+TEST_F(RebuildTwoReplicas, StatusTakesAShardAsServedWhileOneReplicaHasItsArchive) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(45, 100, &expect));
+  cluster_.Stop(ArchiveName(0, 1));
+  for (const std::string& path : {ArchiveFile(0, 1), ManifestPathFor(ArchiveFile(0, 1))}) {
+    ASSERT_TRUE(std::filesystem::remove(path)) << path;
+  }
+  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(0, 1));
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  // It may have fetched its generation from its peer by now; either way
+  // the shard serves the day.
   EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed"),
             std::string::npos)
       << out;

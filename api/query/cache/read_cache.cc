@@ -24,13 +24,14 @@ const char* CacheKindName(CacheKind kind) {
 namespace {
 
 // Eight bits for each entry a shard can hold at most (its share over
-// kMinEntryBytes), a power of two from 512 to 2^26: filled to an eighth,
-// two bits a key, one key in twenty passes unseen.
+// kMinEntryBytes), a power of two from 512 to 2^30 (a shardful up to a
+// cache of about 300 GiB): filled to an eighth, two bits a key, a key never
+// offered passes as offered about once in fifteen (either filter may say so).
 size_t SightingBits(size_t capacity_bytes, ReadCache::Admission admission) {
   if (admission == ReadCache::Admission::kAlways || capacity_bytes == 0) return 0;
   const size_t wanted = capacity_bytes / ReadCache::kShards / ReadCache::kMinEntryBytes * 8;
   size_t bits = 512;
-  while (bits < wanted && bits < (size_t{1} << 26)) bits *= 2;
+  while (bits < wanted && bits < (size_t{1} << 30)) bits *= 2;
   return bits;
 }
 
@@ -111,8 +112,9 @@ bool ReadCache::SightedBefore(Shard& shard, uint64_t hash) const {
   // already chose the bucket and the shard.
   const uint64_t mixed = hash * 0x9E3779B97F4A7C15ULL;
   const size_t mask = sighting_bits_ - 1;
-  const size_t a = static_cast<size_t>(mixed >> 40) & mask;
-  const size_t b = static_cast<size_t>(mixed >> 16) & mask;
+  // Thirty bits each, apart: as many as the largest filter has positions.
+  const size_t a = static_cast<size_t>(mixed >> 34) & mask;
+  const size_t b = static_cast<size_t>(mixed >> 4) & mask;
   const size_t words = sighting_bits_ / 64;
   auto has = [&](size_t filter, size_t at) {
     return (shard.sightings[filter * words + at / 64] & (uint64_t{1} << (at % 64))) != 0;

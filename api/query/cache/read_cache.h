@@ -38,8 +38,8 @@
 // one shardful of other keys' offers: a working set that fits the cache is
 // kept from its second read on, also when the cache is full of entries of
 // another generation's file, which no key of the new one ever evicts
-// first. Eight bits a key a filter, taken from the shard's share (about
-// 1.5% of it at the smallest entries). A shard with room keeps every key, as before.
+// first. Eight bits a key a filter, taken from the shard's share (1.2 to
+// 2.5% of it). A shard with room keeps every key, as before.
 //
 // Thread-safety: thread-safe; one per API node, shared by its read loops.
 // The map is split into kShards parts by key hash, each with its own lock
@@ -104,10 +104,10 @@ class ReadCache {
   // as unordered_map's did not), the shared value's control block and
   // malloc's headers, with room to spare.
   static constexpr size_t kEntryOverhead = 160;
-  // The smallest entry (overhead, a short key, a small value): how many
-  // entries a shard can hold at most, which its sighting filters are sized
-  // for.
-  static constexpr size_t kMinEntryBytes = kEntryOverhead + 32;
+  // The smallest entry (its overhead and the kind's byte: an empty key and
+  // value): how many entries a shard can hold at most, which its sighting
+  // filters are sized for.
+  static constexpr size_t kMinEntryBytes = kEntryOverhead + 1;
   static constexpr size_t kShards = 16;
 
   struct KindFigures {
