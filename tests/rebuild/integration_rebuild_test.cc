@@ -575,40 +575,12 @@ TEST_F(RebuildIntegration, StatusSaysWhenACompleteDayIsNoLongerServed) {
 
   // Shard 0's only replica wiped (no archive at all): no day is served by
   // every shard any more, the first one neither.
-  cluster_.Stop(ArchiveName(0));
-  for (const std::string& path : {ArchiveFile(0), ManifestPathFor(ArchiveFile(0))}) {
-    ASSERT_TRUE(std::filesystem::remove(path)) << path;
-  }
-  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(0, 0));
+  ASSERT_NO_FATAL_FAILURE(WipeArchiveReplica(0, 0));
   ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
   ASSERT_NE(out.find("shard 0: no archive yet"), std::string::npos) << out;
   EXPECT_EQ(out.find("COMPLETE (deployed"), std::string::npos) << out;
   EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE when "
                      "built, but not every archive shard serves it now"),
-            std::string::npos)
-      << out;
-}
-
-// Shard 0 with two replicas, one of them wiped: the other still serves the
-// shard's days, so they are complete as before.
-class RebuildTwoReplicas : public RebuildIntegration {
- protected:
-  RebuildTwoReplicas() { replicas_ = 2; }
-};
-
-TEST_F(RebuildTwoReplicas, StatusTakesAShardAsServedWhileOneReplicaHasItsArchive) {
-  Expectation expect;
-  std::string out;
-  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(45, 100, &expect));
-  cluster_.Stop(ArchiveName(0, 1));
-  for (const std::string& path : {ArchiveFile(0, 1), ManifestPathFor(ArchiveFile(0, 1))}) {
-    ASSERT_TRUE(std::filesystem::remove(path)) << path;
-  }
-  ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(0, 1));
-  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
-  // It may have fetched its generation from its peer by now; either way
-  // the shard serves the day.
-  EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed"),
             std::string::npos)
       << out;
 }
@@ -692,6 +664,21 @@ class RebuildWithReplicas : public RebuildIntegration {
  protected:
   RebuildWithReplicas() { replicas_ = 2; }
 };
+
+// Shard 0's second replica wiped: the first still serves the shard's
+// days, so they are complete as before.
+TEST_F(RebuildWithReplicas, StatusTakesAShardAsServedWhileOneReplicaHasItsArchive) {
+  Expectation expect;
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(ArchiveFirstDay(45, 100, &expect));
+  ASSERT_NO_FATAL_FAILURE(WipeArchiveReplica(0, 1));
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  // It may have fetched its generation from its peer by now; either way
+  // the shard serves the day.
+  EXPECT_NE(out.find(FormatDate(day_) + "  exported+sorted per realtime shard [xx]  rejects no  COMPLETE (deployed"),
+            std::string::npos)
+      << out;
+}
 
 // A replica down while a generation is deployed: the others get it, the run
 // fails and realtime keeps the day; the replica, started again, catches up

@@ -441,6 +441,14 @@ class RebuildIntegration : public ::testing::Test {
     ASSERT_EQ(RunDay(day_ + 1, out), 0) << *out;
     ASSERT_EQ(ServedGeneration(0), 2);
   }
+  // A replica restarted with its disk wiped: no archive file, no manifest.
+  void WipeArchiveReplica(int shard, int replica) {
+    cluster_.Stop(ArchiveName(shard, replica));
+    for (const std::string& path : {ArchiveFile(shard, replica), ManifestPathFor(ArchiveFile(shard, replica))}) {
+      ASSERT_TRUE(std::filesystem::remove(path)) << path;
+    }
+    ASSERT_NO_FATAL_FAILURE(StartArchiveReplica(shard, replica));
+  }
   // operations.md section 6: the files set aside put back on every shard
   // and reloaded; each must then serve `generation`.
   void RollBackToSetAside(int64_t generation) {
