@@ -15,28 +15,12 @@ namespace {
 
 constexpr int64_t kFirstChecked = 0;  // 1970-01-01: hour codes start there (and end before kEndOfHourCodes)
 
-// "+9", "-5", "0", "+09:00", "-05:00": whole hours east of UTC, or nullopt.
-std::optional<int64_t> ParseFixedOffset(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  int sign = 1;
-  if (text[0] == '+' || text[0] == '-') {
-    sign = text[0] == '-' ? -1 : 1;
-    text.remove_prefix(1);
-  }
-  if (text.ends_with(":00")) text.remove_suffix(3);
-  if (text.empty() || text.size() > 2) return std::nullopt;
-  int hours = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), hours);
-  if (ec != std::errc() || end != text.data() + text.size() || hours > 14) return std::nullopt;
-  return int64_t{sign} * hours * kSecondsPerHour;
-}
-
 }  // namespace
 
 Result<RetentionZone> RetentionZone::Open(std::string_view name, TimeZoneDb& zones) {
   RetentionZone zone;
   zone.name_ = std::string(name);
-  if (std::optional<int64_t> fixed = ParseFixedOffset(name)) {
+  if (std::optional<int64_t> fixed = ParseWholeHourOffset(name)) {
     zone.fixed_offset_ = *fixed;
     return zone;
   }

@@ -1,6 +1,7 @@
 // TZif (RFC 8536) and POSIX TZ rule reading; see timezone.h.
 #include "clickatron/timezone.h"
 
+#include <charconv>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -339,5 +340,23 @@ Result<std::shared_ptr<const ZoneInfo>> TimeZoneDb::Find(std::string_view name) 
   }
   return it->second;
 }
+
+// See timezone.h. Moved from the retention policies' zones, which took
+// "-05:00" while queries refused it.
+std::optional<int64_t> ParseWholeHourOffset(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  int sign = 1;
+  if (text[0] == '+' || text[0] == '-') {
+    sign = text[0] == '-' ? -1 : 1;
+    text.remove_prefix(1);
+  }
+  if (text.ends_with(":00")) text.remove_suffix(3);
+  if (text.empty() || text.size() > 2) return std::nullopt;
+  int hours = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), hours);
+  if (ec != std::errc() || end != text.data() + text.size() || hours < 0 || hours > 14) return std::nullopt;
+  return int64_t{sign} * hours * kSecondsPerHour;
+}
+
 
 }  // namespace clickatron

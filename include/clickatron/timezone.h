@@ -64,6 +64,12 @@ int64_t PosixTzOffsetAt(const PosixTzRule& rule, int64_t unix_seconds);
 std::optional<int64_t> PosixTzNextChangeAfter(const PosixTzRule& rule, int64_t unix_seconds);
 
 // One parsed TZif file.
+// A fixed whole-hour offset written as an offset: "+9", "-5", "0",
+// "+09:00", "-05:00" (ISO 8601's form, minutes "00"). Seconds east of UTC,
+// or nullopt for anything else (a zone name, minutes that are not zero, more
+// than 14 hours).
+std::optional<int64_t> ParseWholeHourOffset(std::string_view text);
+
 class ZoneInfo {
  public:
   static Result<ZoneInfo> Parse(std::string_view tzif_data);

@@ -135,10 +135,20 @@ Result<int> ResolveTimezone(std::string_view text, int64_t at, TimeZoneDb& zones
     return static_cast<int>(*hours);
   }
   if (overflow) return out_of_range(0);
+  // "+05:00", "-05:00": ISO 8601's form of a whole-hour offset (what
+  // retention's zones and most clients write).
+  if (text.size() > 3 && text[text.size() - 3] == ':') {
+    if (std::optional<int64_t> fixed = ParseWholeHourOffset(text)) {
+      const int64_t hours = *fixed / kSecondsPerHour;
+      if (hours < kMinHourOffset || hours > kMaxHourOffset) return out_of_range(hours);
+      return static_cast<int>(hours);
+    }
+  }
   auto seconds = zones.OffsetSecondsAt(text, at);
   if (!seconds.ok()) {
     // "+9" sent unescaped arrives as " 9": a query string's '+' is a space.
-    const bool plus_as_space = text.size() > 1 && text[0] == ' ' && ParseInteger(text.substr(1)).has_value();
+    const bool plus_as_space = text.size() > 1 && text[0] == ' ' &&
+                               (ParseInteger(text.substr(1)).has_value() || ParseWholeHourOffset(text.substr(1)));
     // "+05:30": an offset, but not of whole hours.
     const bool part_hour = text.size() == 6 && (text[0] == '+' || text[0] == '-' || text[0] == ' ') &&
                            text[3] == ':' && ParseInteger(text.substr(1, 2)).has_value() &&

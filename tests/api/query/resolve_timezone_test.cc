@@ -42,6 +42,24 @@ TEST(ResolveTimezoneTest, HalfHourZonesAreRefused) {
   }
 }
 
+// ISO 8601's form of a whole-hour offset, as retention's zones take it.
+TEST(ResolveTimezoneTest, AWholeHourOffsetWithZeroMinutesIsTaken) {
+  TimeZoneDb db;
+  EXPECT_EQ(*ResolveTimezone("+05:00", 1342353600, db), 5);
+  EXPECT_EQ(*ResolveTimezone("-05:00", 1342353600, db), -5);
+  EXPECT_EQ(*ResolveTimezone("+00:00", 1342353600, db), 0);
+  EXPECT_EQ(*ResolveTimezone("+14:00", 1342353600, db), 14);
+  for (const std::string bad : {"-13:00", "+15:00", "+5:0", "+-5:00", "05:00:00", ":00"}) {
+    auto r = ResolveTimezone(bad, 1342353600, db);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE") << bad;
+  }
+  // Sent with an unescaped '+': the hint says how to send it.
+  auto r = ResolveTimezone(" 05:00", 1342353600, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("%2B05:00"), std::string::npos) << r.status().message();
+}
+
 TEST(ResolveTimezoneTest, BadNamesAreInvalidTimezone) {
   TimeZoneDb db;
   for (const std::string bad : {"Not/A_Zone", "../../etc/passwd", "/etc/passwd", "America//New_York", "America/",
