@@ -1,6 +1,8 @@
 #include "ingest/increment_parser.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -131,7 +133,8 @@ Status TakeIncrementArgs(const QueryArgs& args, IncrementArgs* out) {
 }  // namespace
 
 bool IsIncrementParameter(std::string_view name) {
-  return name == "ns" || name == "key" || name == "ts" || name == "value" || name == "sub" || name == "uniq";
+  const auto& names = IncrementArgs::kNames;
+  return name == "sub" || std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 
 Status ParseIncrement(const QueryArgs& args, const IncrementLimits& limits, HourCache* cache, Increment* out) {

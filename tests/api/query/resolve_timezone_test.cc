@@ -49,11 +49,7 @@ TEST(ResolveTimezoneTest, AWholeHourOffsetWithZeroMinutesIsTaken) {
   EXPECT_EQ(*ResolveTimezone("-05:00", 1342353600, db), -5);
   EXPECT_EQ(*ResolveTimezone("+00:00", 1342353600, db), 0);
   EXPECT_EQ(*ResolveTimezone("+14:00", 1342353600, db), 14);
-  for (const std::string bad : {"-13:00", "+15:00", "+5:0", "+-5:00", "05:00:00", ":00"}) {
-    auto r = ResolveTimezone(bad, 1342353600, db);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE") << bad;
-  }
+  // Forms that are not it: NumericOffsetsInRange's refusals.
   // Sent with an unescaped '+': the hint says how to send it.
   auto r = ResolveTimezone(" 05:00", 1342353600, db);
   ASSERT_FALSE(r.ok());
@@ -88,7 +84,8 @@ TEST(ResolveTimezoneTest, NumericOffsetsInRange) {
   EXPECT_EQ(*ResolveTimezone("-12", 0, db), -12);
   EXPECT_EQ(*ResolveTimezone("+14", 0, db), 14);
   EXPECT_EQ(*ResolveTimezone("5", 0, db), 5);
-  for (const std::string bad : {"-13", "15", "+-5", "5.5", "99999999999999999999", "-"}) {
+  for (const std::string bad : {"-13", "15", "+-5", "5.5", "99999999999999999999", "-", "-13:00", "+15:00", "+5:0",
+                                "+-5:00", "05:00:00", ":00"}) {
     auto r = ResolveTimezone(bad, 0, db);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().reason(), "INVALID_TIMEZONE") << bad;
