@@ -120,13 +120,22 @@ class Coalescer {
         break;
       }
       bytes += cost;
+      const std::string* before = batch->keys.data();
       batch->keys.push_back(std::move(q.key));
       batch->waiters.push_back({});
       batch->waiters.back().push_back(std::move(q.done));
       queue_.pop_front();
-      // string_view into batch->keys: rebuild the index after growth.
-      index.clear();
-      for (size_t i = 0; i < batch->keys.size(); ++i) index.emplace(batch->keys[i], i);
+      // The index holds string_views into batch->keys: when the vector
+      // moved its strings (a short one's bytes move with it), it is made
+      // again; otherwise only the new key goes in. Rebuilding it after every
+      // key cost a batch of n keys n²/2 insertions (a profile: 2% of the
+      // API's CPU on a year's breakdowns, whose batches are the longest).
+      if (batch->keys.data() != before) {
+        index.clear();
+        for (size_t i = 0; i < batch->keys.size(); ++i) index.emplace(batch->keys[i], i);
+      } else {
+        index.emplace(batch->keys.back(), batch->keys.size() - 1);
+      }
     }
     ++in_flight_;
     std::vector<std::string> keys = batch->keys;

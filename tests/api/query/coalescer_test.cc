@@ -120,6 +120,36 @@ TEST(ReadCoalescerTest, LookupsSubmittedTogetherLeaveTogether) {
   EXPECT_EQ(target.sent.size(), 2u);
 }
 
+// A batch's keys grow past several reallocations (short keys' bytes move
+// with their strings, long ones' do not): a key queued again after any of
+// them is still found in the batch and asked once.
+TEST(ReadCoalescerTest, AKeyQueuedAgainIsAskedOnceHoweverLongTheBatchGrew) {
+  FakeTarget target;
+  Outcomes out;
+  Coalescer<std::string> c(Opts(1, 64), target.Sender(), nullptr);
+  c.Submit("first", out.For("first"));  // in flight: the rest queue
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) keys.push_back(i % 2 == 0 ? fmt::format("k{}", i) : fmt::format("{:040}", i));
+  std::vector<Coalescer<std::string>::Lookup> lookups;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    lookups.push_back({keys[i], out.For(keys[i])});
+    // Each earlier key once more, after the batch has taken this one.
+    if (i % 7 == 6) lookups.push_back({keys[i / 2], out.For("again " + keys[i / 2])});
+  }
+  lookups.push_back({keys.front(), out.For("again " + keys.front())});
+  lookups.push_back({keys.back(), out.For("again " + keys.back())});
+  c.SubmitAll(std::move(lookups));
+  target.AnswerNext();
+  ASSERT_EQ(target.sent.size(), 2u);
+  EXPECT_EQ(target.sent[1].keys, keys);
+  target.AnswerNext();
+  for (const auto& [label, values] : out.got) {
+    const std::string key = label.starts_with("again ") ? label.substr(6) : label;
+    EXPECT_EQ(values, std::vector<std::string>{"value of " + key}) << label;
+  }
+  EXPECT_EQ(out.got.size(), 1 + keys.size() + 5 + 2);
+}
+
 TEST(ReadCoalescerTest, BatchesRespectKeyAndByteCaps) {
   FakeTarget target;
   Outcomes out;
