@@ -23,6 +23,9 @@ namespace {
 
 // API node names become metadata keys and log text: keep them plain.
 constexpr size_t kMaxSourceLength = 128;
+// How long a shard restarted after a crash waits for its API nodes before it
+// answers reads anyway (recovery_gate.h): they poll at least once a second.
+constexpr std::chrono::milliseconds kRecoveryMaxWait{10000};
 
 bool ValidSource(std::string_view s) {
   if (s.empty() || s.size() > kMaxSourceLength) return false;
@@ -165,6 +168,10 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   if (!tombstones.ok()) return tombstones.status();
   server->tombstones_ = std::make_unique<Tombstones>(std::move(tombstones).value());
   server->tombstone_worker_ = std::make_unique<SerialExecutor>("tombstones");
+  Result<RecoveryGate> recovery = RecoveryGate::Open(context.member.data_dir, server->ring_->checkpointer().durable(),
+                                                     server->api_sources_, kRecoveryMaxWait);
+  if (!recovery.ok()) return recovery.status();
+  server->recovery_ = std::move(recovery).value();
   server->LearnArchivedThrough(context.cluster);
   server->RegisterRoutes();
   server->http_->Every(std::chrono::milliseconds(context.cluster.realtime.checkpoint_interval_ms),
@@ -180,6 +187,8 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   server->http_->OnStop([s = server.get()] {
     if (Status st = s->ring_->checkpointer().Drain(); !st.ok()) {
       spdlog::error("last checkpoint before stopping failed (the API re-sends from its oplog): {}", st.ToString());
+    } else if (Status marked = s->recovery_->MarkStoppedCleanly(); !marked.ok()) {
+      spdlog::error("could not mark this stop clean (the next start waits for the API nodes): {}", marked.ToString());
     }
   });
   if (!server->ClockIsManual()) {
@@ -210,18 +219,22 @@ void RealtimeServer::RegisterRoutes() {
   h.InternalRoute("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); }, kGetOrPost | kBoundedAnswers);
   // Every read answer says what this shard handed over to the archive.
   h.InternalRoute("/get", [this](const HttpExchangePtr& ex) {
+    if (ReadsHeldBack(ex)) return;
     SayHandover(ex);
     HandleGet(ex);
   });
   h.InternalRoute("/mget", [this](const HttpExchangePtr& ex) {
+    if (ReadsHeldBack(ex)) return;
     SayHandover(ex);
     HandleMget(ex);
   });
   h.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) {
+    if (ReadsHeldBack(ex)) return;
     SayHandover(ex);
     HandleFwmatch(ex);
   });
   h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) {
+    if (ReadsHeldBack(ex)) return;
     SayHandover(ex);
     HandleMfwmatch(*ring_, ex);
   });
@@ -261,6 +274,8 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyError(400, "INVALID_SEQ", "seq must be a positive integer");
     return;
   }
+  std::optional<uint64_t> heard;
+  if (!HeardArg(ex, &heard)) return;
   if (ring_->checkpointer().Lowering(*source)) {
     ex->ReplyError(503, "WATERMARK_RESETTING",
                    fmt::format("{}'s watermark is being lowered (POST /watermark/reset): retry shortly", *source));
@@ -269,6 +284,7 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
   // A replay is answered before its body is even parsed.
   const uint64_t applied = ring_->Watermark(*source);
   if (seq <= applied) {
+    recovery_->Heard(*source, heard, applied);
     nlohmann::json data = Watermarks(*source);
     data.update({{"applied", 0}, {"duplicate", true}, {"seq", applied}});
     ex->ReplyJson(std::move(data));
@@ -329,6 +345,7 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     ex->ReplyError(st);
     return;
   }
+  recovery_->Heard(*source, heard, ring_->Watermark(*source));
   nlohmann::json data = Watermarks(*source);
   data.update({{"applied", outcome->applied}, {"duplicate", outcome->duplicate}, {"seq", outcome->seq}});
   ex->ReplyJson(std::move(data));
@@ -340,7 +357,11 @@ nlohmann::json RealtimeServer::Watermarks(const std::string& source) const {
 
 void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
   const std::string* source = Required(ex, "source");
-  if (source == nullptr) return;
+  std::optional<uint64_t> heard;
+  if (source == nullptr || !HeardArg(ex, &heard)) return;
+  // A poll that does not say what it heard (a tool, a look by hand) only
+  // reads: it must not release reads the API node's re-send is still due for.
+  if (heard) recovery_->Heard(*source, heard, ring_->Watermark(*source));
   nlohmann::json data = Watermarks(*source);
   data.update({{"source", *source}, {"seq", ring_->Watermark(*source)}});
   ex->ReplyJson(std::move(data));
@@ -394,6 +415,27 @@ void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
 // X-Realtime-Archive-Generation: the generation the rebuild last said every
 // replica serves. An API node reads them to know when an archive answer it
 // kept (or got just before a deploy) is older than what realtime relies on.
+bool RealtimeServer::HeardArg(const HttpExchangePtr& ex, std::optional<uint64_t>* heard) {
+  const std::string* text = ex->args().Get("heard");
+  if (text == nullptr) return true;
+  uint64_t n = 0;
+  if (!ParseUint(*text, &n)) {
+    ex->ReplyError(400, "INVALID_HEARD", "heard must be a non-negative integer");
+    return false;
+  }
+  *heard = n;
+  return true;
+}
+
+bool RealtimeServer::ReadsHeldBack(const HttpExchangePtr& ex) {
+  const std::optional<std::string> why = recovery_->HeldBack();
+  if (!why) return false;
+  recovery_->CountHeldBack();
+  ex->AddHeader("Retry-After", "1");
+  ex->ReplyError(503, "SHARD_RECOVERING", *why);
+  return true;
+}
+
 void RealtimeServer::SayHandover(const HttpExchangePtr& ex) const {
   if (const std::optional<int64_t> through = ring_->HandedOverThrough()) {
     ex->AddHeader("X-Realtime-Archived-Through", FormatDate(*through));
@@ -709,6 +751,8 @@ nlohmann::json RealtimeServer::StatsJson() const {
             {"watermark_mismatches", counters_.watermark_mismatches},
             {"unknown_sources", counters_.unknown_sources},
             {"watermark_resets", counters_.watermark_resets},
+            {"recovering", recovery_->recovering(RecoveryGate::Clock::now())},
+            {"reads_held_back", recovery_->reads_held_back()},
             {"tombstones", tombstones_->all().size()},
             {"tombstone_refusals", counters_.tombstone_refusals},
             {"tombstone_dropped_lines", counters_.tombstone_dropped_lines},
@@ -767,6 +811,10 @@ constexpr MetricRow kMetricRows[] = {
      "Batches refused (403) because their source is not an API member of the cluster file."},
     {"/realtime/watermark_resets", "clickatron_realtime_watermark_resets_total", "counter",
      "Watermarks lowered by an operator (POST /watermark/reset)."},
+    {"/realtime/recovering", "clickatron_realtime_recovering", "gauge",
+     "1 while reads wait, after a crash, for the API nodes to re-send what the shard lost."},
+    {"/realtime/reads_held_back", "clickatron_realtime_reads_held_back_total", "counter",
+     "Reads answered 503 SHARD_RECOVERING after a crash."},
     {"/realtime/tombstones", "clickatron_realtime_tombstones", "gauge",
      "Deletions this shard still applies to incoming batches (installed, not yet retired)."},
     {"/realtime/tombstone_refusals", "clickatron_realtime_tombstone_refusals_total", "counter",

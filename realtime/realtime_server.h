@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 #include "clickatron/http_server.h"
 #include "clickatron/serial_executor.h"
 #include "clickatron/status.h"
+#include "recovery_gate.h"
 #include "ring.h"
 #include "shard_store.h"
 #include "tombstones.h"
@@ -68,6 +70,12 @@ class RealtimeServer {
   // Admin: POST /watermark/reset?source=S&seq=A&expect=W lowers a watermark
   // an API node is held on (docs/operations.md, "Watermark ahead").
   void HandleWatermarkReset(const HttpExchangePtr& ex);
+  // The optional heard=N of a batch or a poll (recovery_gate.h): true when
+  // absent or a number (*heard set), else answered 400.
+  bool HeardArg(const HttpExchangePtr& ex, std::optional<uint64_t>* heard);
+  // True (and answered 503 SHARD_RECOVERING) while a restart after a crash
+  // holds reads back.
+  bool ReadsHeldBack(const HttpExchangePtr& ex);
   // A source's two watermarks, as every answer about it carries them.
   nlohmann::json Watermarks(const std::string& source) const;
   void HandleGet(const HttpExchangePtr& ex);
@@ -122,6 +130,7 @@ class RealtimeServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Ring> ring_;
   std::unique_ptr<Tombstones> tombstones_;
+  std::optional<RecoveryGate> recovery_;
   // Tombstone id -> the requests waiting on its deletion run (loop thread).
   // One run at a time per id: an install retried while a run is out joins
   // it, for a second run queued behind the first would scan again after the

@@ -163,7 +163,7 @@ void ShardSender::LoadHeldMarker() {
 void ShardSender::GetWatermark(std::function<void(ShardSender& self, HttpResponse r)> done) {
   HttpRequestSpec spec;
   spec.method = "GET";
-  spec.target = "/watermark?source=" + PercentEncode(options_.source);
+  spec.target = fmt::format("/watermark?source={}&heard={}", PercentEncode(options_.source), HeardArgValue());
   spec.timeout_ms = options_.request_timeout_ms;
   ++requests_;
   client_.Send(options_.peer, std::move(spec), [weak = weak_from_this(), done = std::move(done)](HttpResponse r) {
@@ -340,6 +340,7 @@ void ShardSender::Release(uint64_t applied, uint64_t durable) {
   last_error_.clear();
   watermark_known_ = true;
   ++releases_;
+  highest_applied_heard_ = applied;  // lowered on purpose: the shard has all it will get
   // Lowered on purpose: not a lost store.
   if (durable_confirmed_ > applied) SetDurableConfirmed(applied);
   Rewind(applied, durable, "released by an operator");
@@ -347,6 +348,7 @@ void ShardSender::Release(uint64_t applied, uint64_t durable) {
 
 void ShardSender::Heard(uint64_t applied, uint64_t durable, uint64_t ours) {
   shard_applied_ = applied;
+  highest_applied_heard_ = std::max(highest_applied_heard_, applied);
   // Never release the oplog past what is applied, nor past what the shard
   // has confirmed applying of ours: a watermark may include a foreign batch
   // not yet told apart (a poll answered while a batch is in flight).
@@ -537,7 +539,8 @@ void ShardSender::Send(const BatchPtr& b) {
   sent_seq_ = std::max(sent_seq_, b->seq);
   HttpRequestSpec spec;
   spec.method = "POST";
-  spec.target = fmt::format("/incr?source={}&seq={}&prev={}", PercentEncode(options_.source), b->seq, shard_applied_);
+  spec.target = fmt::format("/incr?source={}&seq={}&prev={}&heard={}", PercentEncode(options_.source), b->seq,
+                            shard_applied_, HeardArgValue());
   spec.body = b->lines;
   spec.timeout_ms = options_.request_timeout_ms;
   client_.Send(options_.peer, std::move(spec),

@@ -31,6 +31,7 @@ ClusterSpec SpecOf(const Cluster::Options& options) {
       .SetInt("request_timeout_ms", 3000)
       .SetInt("read_cache_mb", options.read_cache_mb)
       .SetInt("read_loops", options.read_loops);
+  if (options.checkpoint_interval_ms > 0) spec.realtime.SetInt("checkpoint_interval_ms", options.checkpoint_interval_ms);
   spec.rebuild.SetInt("memory_mb", options.rebuild_memory_mb);  // work_dir DIR/rebuild, backup_dir DIR/backup
   return spec;
 }

@@ -39,6 +39,8 @@ class Cluster {
     // [api] read_loops: more than one hands increments and admin requests
     // from the other loops to the first.
     int read_loops = 1;
+    // [realtime] checkpoint_interval_ms; 0: the default.
+    int checkpoint_interval_ms = 0;
   };
   Cluster() : Cluster(Options{}) {}
   explicit Cluster(Options options);

@@ -184,6 +184,8 @@ const std::vector<Figure> kRealtimeFigures = {
     {"/realtime/watermark_mismatches", "clickatron_realtime_watermark_mismatches_total"},
     {"/realtime/unknown_sources", "clickatron_realtime_unknown_sources_total"},
     {"/realtime/watermark_resets", "clickatron_realtime_watermark_resets_total"},
+    {"/realtime/recovering", "clickatron_realtime_recovering"},
+    {"/realtime/reads_held_back", "clickatron_realtime_reads_held_back_total"},
     {"/realtime/tombstones", "clickatron_realtime_tombstones"},
     {"/realtime/tombstone_refusals", "clickatron_realtime_tombstone_refusals_total"},
     {"/realtime/tombstone_dropped_lines", "clickatron_realtime_tombstone_dropped_lines_total"},

@@ -218,6 +218,10 @@ TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCu
   daemon_.Kill();
   std::string error;
   ASSERT_TRUE(daemon_.Start(&error)) << error;
+  // Restarted after a crash, the shard reads nothing until api-0 says it
+  // has all it had (recovery_gate.h): api-0's poll, as the API sends it.
+  EXPECT_EQ(daemon_.Get("/get?key=" + Q(victim)).status_code, 503);
+  EXPECT_EQ(daemon_.Get("/watermark?source=api-0&heard=1").status_code, 200);
   EXPECT_EQ(Value(victim), "");
   EXPECT_EQ(Send("api-0", 2, victim + ",1\n"), 503);  // still pending after the restart
   HttpResponse list = daemon_.Get("/tombstones");

@@ -108,11 +108,17 @@ class WriteCluster {
   }
 
   // Every "key,value" record with this prefix on every realtime shard,
-  // and which shard it was found on.
+  // and which shard it was found on. A shard restarted after a crash reads
+  // nothing until the API has re-sent what it lost (503 SHARD_RECOVERING,
+  // realtime/recovery_gate.h): waited for.
   std::map<std::string, std::pair<std::string, int>> Records(const std::string& prefix) const {
     std::map<std::string, std::pair<std::string, int>> out;
     for (int s = 0; s < shards(); ++s) {
-      auto r = HttpGet(Peer(Realtime(s)), "/fwmatch?key=" + PercentEncode(prefix), 10000);
+      HttpResponse r;
+      WaitFor([&] {
+        r = HttpGet(Peer(Realtime(s)), "/fwmatch?key=" + PercentEncode(prefix), 10000);
+        return r.status_code != 503 || r.body.find("SHARD_RECOVERING") == std::string::npos;
+      }, std::chrono::seconds(15));
       EXPECT_EQ(r.status_code, 200) << r.body;
       size_t pos = 0;
       while (pos < r.body.size()) {

@@ -94,6 +94,10 @@ bool Settled(const WriteCluster& c, bool durable) {
                     sender["shard_applied_seq"] != written)) {
       return false;
     }
+    // Restarted after a crash, a shard reads again once the API said it has
+    // all it had (realtime/recovery_gate.h).
+    const nlohmann::json rt = RealtimeStats(c, s);
+    if (!rt.is_object() || rt.value("recovering", true)) return false;
   }
   return true;
 }

@@ -1,0 +1,64 @@
+// See recovery_gate.h.
+#include "recovery_gate.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "clickatron/file_util.h"
+
+namespace clickatron::realtime {
+
+Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::map<std::string, uint64_t>& durable,
+                                        const std::set<std::string, std::less<>>& api_sources,
+                                        std::chrono::milliseconds max_wait, Clock::time_point now) {
+  RecoveryGate gate;
+  gate.marker_path_ = data_dir + "/running";
+  if (FileExists(gate.marker_path_)) {
+    for (const auto& [source, seq] : durable) {
+      if (seq > 0 && api_sources.contains(source)) gate.waiting_.emplace(source, seq);
+    }
+    gate.deadline_ = now + max_wait;
+    if (!gate.waiting_.empty()) {
+      std::string names;
+      for (const auto& [source, seq] : gate.waiting_) names += (names.empty() ? "" : ", ") + source;
+      spdlog::warn("the last run did not stop cleanly: reads answer 503 SHARD_RECOVERING until {} re-send what this "
+                   "shard had applied and lost (at most {} ms)",
+                   names, max_wait.count());
+    }
+  }
+  CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(gate.marker_path_, fmt::format("{}\n", ::getpid())));
+  return gate;
+}
+
+Status RecoveryGate::MarkStoppedCleanly() {
+  if (::unlink(marker_path_.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("unlink", marker_path_);
+  return FsyncDir(DirName(marker_path_));
+}
+
+void RecoveryGate::Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied) {
+  auto it = waiting_.find(source);
+  if (it == waiting_.end()) return;
+  if (heard && applied < *heard) return;  // still re-sending what was lost
+  waiting_.erase(it);
+  if (waiting_.empty()) spdlog::info("every API node has re-sent what this shard lost: reads are served again");
+}
+
+std::optional<std::string> RecoveryGate::HeldBack(Clock::time_point now) {
+  if (waiting_.empty()) return std::nullopt;
+  std::string names;
+  for (const auto& [source, seq] : waiting_) names += (names.empty() ? "" : ", ") + source;
+  if (now >= deadline_) {
+    spdlog::warn("serving reads without having heard from {} since the restart: what they had sent after this "
+                 "shard's last checkpoint is missing from answers until they send it again",
+                 names);
+    waiting_.clear();
+    return std::nullopt;
+  }
+  return fmt::format("this shard restarted after a crash and waits for {} to re-send what it had applied and lost",
+                     names);
+}
+
+}  // namespace clickatron::realtime

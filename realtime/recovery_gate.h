@@ -1,0 +1,84 @@
+// RecoveryGate: after a crash, a realtime shard answers no read until its
+// senders have given back what it had applied and lost.
+//
+// A shard applies batches in memory and persists them at its checkpoints; a
+// kill -9 loses what came after the last one (the API nodes still hold it in
+// their oplogs and send it again). Reads are served from memory, so before
+// the crash they counted those batches: served from the checkpoint alone, a
+// restarted shard would answer less than it already had (a "short 200": a
+// probe read 37 such answers, a key's whole day missing, in the 40 ms
+// before the API noticed the restart and re-sent).
+//
+// So a shard that did not stop cleanly holds its reads back (503
+// SHARD_RECOVERING) until every API node whose batches it had persisted
+// says, in a batch or a watermark poll (`heard=N`: the highest applied
+// watermark that node ever heard from this shard), that the shard has
+// applied all it had before: its watermark for that node is at least N. The
+// API nodes poll at least once a second, so that is within about a second
+// of the restart when they are up. One that does not answer (down, or gone
+// from the cluster) would hold reads back for good: after `max_wait` the
+// gate opens anyway and logs whom it did not hear from.
+//
+// A sender whose batches carry no `heard` (an older API node, `clickatron
+// oplog replay`, a test acting as one) is taken at its word: its first
+// batch releases it. A poll without `heard` (a tool, a look by hand) only
+// reads and releases nothing. An API node that had sent nothing the shard persisted
+// is not waited for: a node's very first batches, lost within one
+// checkpoint interval of its start, can be answered short once.
+//
+// Whether the last stop was clean is kept in a marker file in the data dir:
+// written (durably) at start, removed at a clean stop once everything in
+// memory is persisted. A marker found at start is a crash's.
+//
+// Thread-safety: the shard's loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "clickatron/status.h"
+
+namespace clickatron::realtime {
+
+class RecoveryGate {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Reads the marker in `data_dir` and writes it for this run. `durable`:
+  // the persisted watermark of each source; `api_sources`: the API members
+  // of the cluster file. A crash holds reads back for the API sources with
+  // a persisted watermark above 0.
+  static Result<RecoveryGate> Open(const std::string& data_dir, const std::map<std::string, uint64_t>& durable,
+                                   const std::set<std::string, std::less<>>& api_sources,
+                                   std::chrono::milliseconds max_wait, Clock::time_point now = Clock::now());
+
+  // After a clean stop that persisted everything: the next start is clean.
+  Status MarkStoppedCleanly();
+
+  // `source` said (a batch or a poll) it had heard `heard` applied (nullopt:
+  // it does not say); the shard's applied watermark for it is `applied`.
+  void Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied);
+
+  // Why reads are held back now, or nullopt when they are served. Past
+  // max_wait the gate opens (and logs whom it still waited for).
+  std::optional<std::string> HeldBack(Clock::time_point now = Clock::now());
+
+  // Whether reads are held back at `now` (HeldBack's answer, without its log).
+  bool recovering(Clock::time_point now) const { return !waiting_.empty() && now < deadline_; }
+  uint64_t reads_held_back() const { return reads_held_back_; }
+  void CountHeldBack() { ++reads_held_back_; }
+
+ private:
+  RecoveryGate() = default;
+  std::string marker_path_;
+  // Source -> its persisted watermark at start: the sources not yet heard from.
+  std::map<std::string, uint64_t> waiting_;
+  Clock::time_point deadline_;
+  uint64_t reads_held_back_ = 0;
+};
+
+}  // namespace clickatron::realtime
