@@ -103,9 +103,11 @@ std::vector<DaySpan> QueryGather::EarlySpans(const BreakdownJob& job, int64_t la
   for (const HourSpan& d : job.deleted) excluded.emplace_back(d.begin_ts, d.end_ts);
   std::vector<int64_t> splits = *job.splits;
   if (job.uniques_from) splits.push_back(*job.uniques_from);
+  // No record has a code before 1970 (a compare= window may reach there).
+  const int64_t begin_ts = std::max<int64_t>(job.begin_ts, 0);
   const int64_t end_ts = std::min(job.end_ts, (last_day + 1) * kSecondsPerDay);
-  if (end_ts <= job.begin_ts) return {};
-  return PlanWholeDaySpans(std::move(splits), job.begin_ts, end_ts, excluded, kMaxSpanLevel);
+  if (end_ts <= begin_ts) return {};
+  return PlanWholeDaySpans(std::move(splits), begin_ts, end_ts, excluded, kMaxSpanLevel);
 }
 
 void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
@@ -197,6 +199,14 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     ++stats_.early_span_reads;
     early = std::move(*job->early_replies);
     plan.spans = std::move(job->early_spans);
+    plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);
+  } else if (job->splits && view.last_day) {
+    // The same records the early read would have asked of this file, so a
+    // breakdown answers alike whichever way it went (a subtotal hour loaded
+    // without its total hour is in its day's record, not in the total's
+    // hours: planned from those, the first query after a start read it as
+    // 0 and the next ones, early, as its count).
+    plan.spans = EarlySpans(*job, *view.last_day);
     plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);
   } else {
     plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);

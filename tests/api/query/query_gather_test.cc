@@ -191,6 +191,53 @@ TEST_F(QueryGatherTest, ABreakdownReadsTheTotalThenTheSubtotalsItsHoursName) {
   EXPECT_EQ(stats_.generation_retries.load(), 0u);
 }
 
+// A subtotal hour loaded without its key's total hour (the load cannot
+// tell) is in its day's record but not among the total's hours. A breakdown
+// of that whole day reads the day record whether it asked it beside the
+// total (realtime has said which day the archive ends on) or after it (the
+// first query after a start): a probe read 0 and then 19 for the same query.
+TEST_F(QueryGatherTest, AWholeDayReadsItsDayRecordWhetherAskedEarlyOrAfterTheTotal) {
+  const int64_t h3 = kDay * kSecondsPerDay + 3 * kHour, h9 = kDay * kSecondsPerDay + 9 * kHour;
+  auto file = std::make_shared<ServedFileState>();
+  file->records = Records({{h9, {{"US", 4}}}});
+  ArchiveRecord orphan;  // hour 3's subtotal, its total hour missing
+  orphan.type = RecordType::kSubtotal;
+  orphan.key = "c.u|k." + *YmdhFromUnix(h3);
+  orphan.columns = {{"US", 2}};
+  file->records[orphan.key] = ValueOf(orphan);
+  ArchiveRecord day;  // the day's record: every subtotal hour of the day
+  day.type = RecordType::kSubtotal;
+  day.key = "c.u|k." + *DayCodeFromDays(kDay);
+  day.columns = {{"US", 6}};
+  file->records[day.key] = ValueOf(day);
+  auto whole_day = [&] {
+    std::optional<Result<BreakdownData>> got;
+    gather_->FetchBreakdown("c", "u", "k", kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay,
+                            [&](Result<BreakdownData> data) { got.emplace(std::move(data)); }, HourSpan{0, 0},
+                            std::nullopt, std::vector<int64_t>{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay});
+    client_.RunUntilIdle();
+    int64_t us = -1;
+    EXPECT_TRUE(got && got->ok()) << (got ? got->status().ToString() : "no answer");
+    if (got && got->ok()) {
+      us = 0;
+      for (const SubtotalCount& s : (*got)->subtotals) us += s.key == "US" ? s.count : 0;
+    }
+    return us;
+  };
+  // Realtime does not say where the archive ends: asked after the total.
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  EXPECT_EQ(whole_day(), 6);
+  EXPECT_EQ(stats_.early_span_reads.load(), 0u);
+  // Realtime says it: asked beside the total.
+  client_.Forget(kRealtimePeer);
+  const std::vector<std::pair<std::string, std::string>> told = {{"X-Realtime-Archived-Through", "2026-11-30"}};
+  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
+  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
+  whole_day();  // learns the last day
+  EXPECT_EQ(whole_day(), 6);
+  EXPECT_GE(stats_.early_span_reads.load(), 1u);
+}
+
 TEST_F(QueryGatherTest, ADeployBetweenTheTotalAndItsSubtotalsStartsTheGatherAgain) {
   // Generation 7 holds hours 3 and 9; generation 8, deployed right after the
   // replica answered the total's get, holds hours 3, 9 and 15 with other
