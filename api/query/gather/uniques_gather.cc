@@ -113,8 +113,11 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   if (Status st = ForEachPlannedCode(plan.spans, plan.hours, add_key); !st.ok()) {
     return job->done(std::move(st));
   }
+  // A key's series starts at its first hour with clicks or visitors; a
+  // value's (sns=, skey=) at the value's first hour with visitors, as
+  // /clicks starts a value's series at its own first hour.
   std::optional<int64_t> first_hour;
-  if (!archived.empty()) first_hour = archived.begin()->first;
+  if (!archived.empty() && job->target.sns.empty()) first_hour = archived.begin()->first;
   auto answered = [this, job, view, plan = std::move(plan), first_hour](Result<std::vector<ArchiveReply>> replies) {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
