@@ -29,7 +29,8 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   // complete after that was rolled back (operations.md, section 6), or is
   // missing from a shard.
   std::map<int, std::optional<std::string>> shard_served;  // shards that answered
-  for (const ReplicaState& r : AskArchiveReplicas(cluster, /*timeout_ms=*/5000)) {
+  const std::vector<ReplicaState> replicas = AskArchiveReplicas(cluster, /*timeout_ms=*/5000);
+  for (const ReplicaState& r : replicas) {
     if (r.status.ok()) {
       std::optional<std::string>& served = shard_served[r.shard];
       const bool has_days = r.manifest && !r.manifest->last_day.empty();
@@ -55,10 +56,18 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   if (!pending.ok()) return pending.status();
   if (pending->has_value()) {
     const GenerationPlan& p = **pending;
+    // A deploy that failed part way (a replica down) left the others on it.
+    const auto serving = std::count_if(replicas.begin(), replicas.end(), [&](const ReplicaState& r) {
+      return r.status.ok() && r.manifest && r.manifest->generation == p.generation;
+    });
+    const std::string state =
+        FileExists(work.GenDeployed(p.generation)) ? "deployed, realtime not told yet"
+        : serving > 0 ? fmt::format("partly deployed: {} of {} archive replicas serve it (the next run deploys it "
+                                    "to the others)",
+                                    serving, replicas.size())
+                      : "built, not deployed";
     out += fmt::format("unfinished generation {}: day \"{}\", {} late files, {} loads; {}\n", p.generation, p.day,
-                       p.late_files.size(), p.queue_ids.size(),
-                       FileExists(work.GenDeployed(p.generation)) ? "deployed, realtime not told yet"
-                                                                  : "built, not deployed");
+                       p.late_files.size(), p.queue_ids.size(), state);
   }
   out += "days:\n";
   std::vector<std::string> days;

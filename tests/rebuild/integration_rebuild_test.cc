@@ -701,6 +701,12 @@ TEST_F(RebuildWithReplicas, AReplicaDownDuringTheDeployCatchesUpByItself) {
   EXPECT_EQ(ServedGeneration(1, 0), 2);
   // Not every replica serves the day: realtime still holds it.
   EXPECT_EQ(Admin("POST", realtime_ports_[1], "/clear?date=" + FormatDate(day_ + 1)).status_code, 409);
+  // And status says where the deploy stopped (it said "built, not deployed").
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  EXPECT_NE(out.find("unfinished generation 2: day \"" + FormatDate(day_ + 1) +
+                     "\", 0 late files, 0 loads; partly deployed: 3 of 4 archive replicas serve it"),
+            std::string::npos)
+      << out;
 
   StartArchiveReplica(1, 1);
   ASSERT_TRUE(testing::WaitFor([&] { return ServedGeneration(1, 1) == 2; })) << cluster_.LogTail(ArchiveName(1, 1));
