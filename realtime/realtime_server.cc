@@ -24,8 +24,11 @@ namespace {
 // API node names become metadata keys and log text: keep them plain.
 constexpr size_t kMaxSourceLength = 128;
 // How long a shard restarted after a crash waits for its API nodes before it
-// answers reads anyway (recovery_gate.h): they poll at least once a second.
-constexpr std::chrono::milliseconds kRecoveryMaxWait{10000};
+// answers reads anyway (recovery_gate.h): an idle node polls once a second,
+// one with batches to send retries after at most its backoff.
+std::chrono::milliseconds RecoveryMaxWait(const ClusterConfig& cluster) {
+  return std::max(std::chrono::milliseconds(10000), 2 * std::chrono::milliseconds(cluster.api.retry_backoff_max_ms));
+}
 
 bool ValidSource(std::string_view s) {
   if (s.empty() || s.size() > kMaxSourceLength) return false;
@@ -169,7 +172,7 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   server->tombstones_ = std::make_unique<Tombstones>(std::move(tombstones).value());
   server->tombstone_worker_ = std::make_unique<SerialExecutor>("tombstones");
   Result<RecoveryGate> recovery = RecoveryGate::Open(context.member.data_dir, server->ring_->checkpointer().durable(),
-                                                     server->api_sources_, kRecoveryMaxWait);
+                                                     server->api_sources_, RecoveryMaxWait(context.cluster));
   if (!recovery.ok()) return recovery.status();
   server->recovery_ = std::move(recovery).value();
   server->LearnArchivedThrough(context.cluster);
@@ -199,6 +202,9 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   }
   spdlog::info("realtime shard {}: clock {}, today {}, stores [{}]", context.member.shard, server->cluster_clock_,
                FormatDate(server->ring_->today()), DateList(server->ring_->ReadableDays()).dump());
+  // Asking the archive above may have taken seconds: the API nodes' time
+  // to re-send counts from now, when the shard can first answer them.
+  server->recovery_->StartServing();
   return server;
 }
 

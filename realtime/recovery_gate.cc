@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "clickatron/file_util.h"
@@ -16,6 +17,7 @@ Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::
                                         std::chrono::milliseconds max_wait, Clock::time_point now) {
   RecoveryGate gate;
   gate.marker_path_ = data_dir + "/running";
+  gate.max_wait_ = max_wait;
   if (FileExists(gate.marker_path_)) {
     for (const auto& [source, seq] : durable) {
       if (seq > 0 && api_sources.contains(source)) gate.waiting_.emplace(source, seq);
@@ -38,10 +40,14 @@ Status RecoveryGate::MarkStoppedCleanly() {
   return FsyncDir(DirName(marker_path_));
 }
 
-void RecoveryGate::Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied) {
+void RecoveryGate::Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied,
+                         Clock::time_point now) {
   auto it = waiting_.find(source);
   if (it == waiting_.end()) return;
-  if (heard && applied < *heard) return;  // still re-sending what was lost
+  if (heard && applied < *heard) {  // still re-sending what was lost
+    deadline_ = std::max(deadline_, now + max_wait_);
+    return;
+  }
   waiting_.erase(it);
   if (waiting_.empty()) spdlog::info("every API node has re-sent what this shard lost: reads are served again");
 }

@@ -13,18 +13,24 @@
 // SHARD_RECOVERING) until every API node whose batches it had persisted
 // says, in a batch or a watermark poll (`heard=N`: the highest applied
 // watermark that node ever heard from this shard), that the shard has
-// applied all it had before: its watermark for that node is at least N. The
-// API nodes poll at least once a second, so that is within about a second
-// of the restart when they are up. One that does not answer (down, or gone
-// from the cluster) would hold reads back for good: after `max_wait` the
-// gate opens anyway and logs whom it did not hear from.
+// applied all it had before: its watermark for that node is at least N (N
+// is the highest seq the node may have sent: a batch applied just before
+// the crash may never have been answered). An idle API node polls once a
+// second, a busy one sends its next batch at once or after its retry
+// backoff, so that is within about a second of the restart when they are
+// up. One that does not answer (down, or gone from the cluster) would hold
+// reads back for good: `max_wait` after the shard starts serving, or after
+// the last batch of a re-send still under way, the gate opens anyway and
+// logs whom it did not hear from.
 //
 // A sender whose batches carry no `heard` (an older API node, `clickatron
 // oplog replay`, a test acting as one) is taken at its word: its first
 // batch releases it. A poll without `heard` (a tool, a look by hand) only
-// reads and releases nothing. An API node that had sent nothing the shard persisted
-// is not waited for: a node's very first batches, lost within one
-// checkpoint interval of its start, can be answered short once.
+// reads and releases nothing. An API node that had sent nothing the shard
+// persisted is not waited for: a node's very first batches, lost within one
+// checkpoint interval of its start, can be answered short once. A last
+// batch whose every line went to late data is never applied: the gate then
+// waits out max_wait.
 //
 // Whether the last stop was clean is kept in a marker file in the data dir:
 // written (durably) at start, removed at a clean stop once everything in
@@ -56,12 +62,18 @@ class RecoveryGate {
                                    const std::set<std::string, std::less<>>& api_sources,
                                    std::chrono::milliseconds max_wait, Clock::time_point now = Clock::now());
 
+  // The shard serves from `now` on (its start may block on the archive
+  // first): max_wait counts from here.
+  void StartServing(Clock::time_point now = Clock::now()) { deadline_ = now + max_wait_; }
+
   // After a clean stop that persisted everything: the next start is clean.
   Status MarkStoppedCleanly();
 
   // `source` said (a batch or a poll) it had heard `heard` applied (nullopt:
   // it does not say); the shard's applied watermark for it is `applied`.
-  void Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied);
+  // A re-send still short of `heard` keeps the gate up for max_wait more.
+  void Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied,
+             Clock::time_point now = Clock::now());
 
   // Why reads are held back now, or nullopt when they are served. Past
   // max_wait the gate opens (and logs whom it still waited for).
@@ -77,6 +89,7 @@ class RecoveryGate {
   std::string marker_path_;
   // Source -> its persisted watermark at start: the sources not yet heard from.
   std::map<std::string, uint64_t> waiting_;
+  std::chrono::milliseconds max_wait_{0};
   Clock::time_point deadline_;
   uint64_t reads_held_back_ = 0;
 };

@@ -340,7 +340,6 @@ void ShardSender::Release(uint64_t applied, uint64_t durable) {
   last_error_.clear();
   watermark_known_ = true;
   ++releases_;
-  highest_applied_heard_ = applied;  // lowered on purpose: the shard has all it will get
   // Lowered on purpose: not a lost store.
   if (durable_confirmed_ > applied) SetDurableConfirmed(applied);
   Rewind(applied, durable, "released by an operator");
@@ -348,7 +347,6 @@ void ShardSender::Release(uint64_t applied, uint64_t durable) {
 
 void ShardSender::Heard(uint64_t applied, uint64_t durable, uint64_t ours) {
   shard_applied_ = applied;
-  highest_applied_heard_ = std::max(highest_applied_heard_, applied);
   // Never release the oplog past what is applied, nor past what the shard
   // has confirmed applying of ours: a watermark may include a foreign batch
   // not yet told apart (a poll answered while a batch is in flight).

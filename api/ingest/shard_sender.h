@@ -212,13 +212,14 @@ class ShardSender : public std::enable_shared_from_this<ShardSender> {
 
   uint64_t acked_seq_ = 0;     // every seq up to here is applied or in late data
   uint64_t shard_applied_ = 0; // the shard's watermarks, as last heard
-  // The highest applied watermark the shard reported in this run, which its
-  // restarts do not lower (an operator's release does): with
-  // durable_confirmed_, the heard=N of every batch and poll, so a shard
-  // restarted after a crash knows when it has all it had again
-  // (realtime/recovery_gate.h).
-  uint64_t highest_applied_heard_ = 0;
-  uint64_t HeardArgValue() const { return std::max(highest_applied_heard_, durable_confirmed_); }
+  // The heard=N of every batch and poll (realtime/recovery_gate.h): the
+  // most the shard can have applied, and shown, of ours: the highest seq
+  // this node (or, before a restart, the process whose oplog it took) may
+  // have sent it. Not the highest applied watermark heard: a batch applied
+  // just before a crash may never have been answered, and an API node
+  // restarted too knows only what was durable. Whatever the shard lost is
+  // re-sent up to here.
+  uint64_t HeardArgValue() const { return std::max(HighestSent(), durable_confirmed_); }
   uint64_t shard_durable_ = 0;
   // The highest seq of ours the shard ever confirmed durable, in this run
   // or (durable_marker_path) an earlier one.

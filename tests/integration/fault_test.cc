@@ -163,7 +163,10 @@ TEST_F(FaultTest, ApiKilledUnderLoadKeepsEveryAcknowledgedIncrementExactlyOnce) 
 // last one (the API re-sends it from its oplog). Until the API has, reads
 // must fail (503), never answer less than they answered before the crash:
 // a probe saw a key's whole day read as 0 in the 40 ms after a restart.
-TEST(FaultRecoveryTest, AShardRestartedAfterACrashAnswersExactlyOr503NeverShort) {
+// With `api_too`, the API node is killed with the shard (one host lost):
+// the restarted API knows only what its oplog holds, and must still not
+// let the shard answer before its re-send.
+void CrashAShardAndReadExactlyOr503(bool api_too) {
   Cluster::Options options;
   options.realtime_shards = 1;
   options.archive_shards = 1;
@@ -208,13 +211,25 @@ TEST(FaultRecoveryTest, AShardRestartedAfterACrashAnswersExactlyOr503NeverShort)
     ASSERT_TRUE(watermarks(&applied, &durable));
     lost_some = durable < applied;
     cluster.Kill("realtime-0");
+    if (api_too) cluster.Kill("api-0");
     ASSERT_TRUE(cluster.Start("realtime-0", &error)) << error;
+    if (api_too) {
+      ASSERT_TRUE(cluster.Start("api-0", &error)) << error;
+    }
     // Every answer from the restart on: the number it gave before, or 503.
     ASSERT_TRUE(WaitFor([&] { return ExpectExactOrUnavailable(cluster, kDay, expected) == 0; },
                         std::chrono::seconds(30)));
     if (::testing::Test::HasFailure()) return;
   }
   ASSERT_TRUE(lost_some) << "a checkpoint persisted every batch before each kill: nothing was tested";
+}
+
+TEST(FaultRecoveryTest, AShardRestartedAfterACrashAnswersExactlyOr503NeverShort) {
+  CrashAShardAndReadExactlyOr503(/*api_too=*/false);
+}
+
+TEST(FaultRecoveryTest, AShardAndItsApiNodeRestartedAfterACrashAnswerExactlyOr503NeverShort) {
+  CrashAShardAndReadExactlyOr503(/*api_too=*/true);
 }
 
 // Two replicas per archive shard; `batches` of kDay sent through the API,

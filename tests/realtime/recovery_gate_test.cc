@@ -65,15 +65,32 @@ TEST(RecoveryGateTest, AfterACrashReadsWaitUntilEachApiNodeWithPersistedBatchesH
 
 TEST(RecoveryGateTest, ANodeThatNeverAnswersHoldsReadsBackForMaxWaitOnly) {
   TempDir dir;
-  const Clock::time_point t0 = Clock::now();
-  OpenAt(dir, t0);
-  RecoveryGate gate = OpenAt(dir, t0);
+  const Clock::time_point opened = Clock::now();
+  OpenAt(dir, opened);
+  RecoveryGate gate = OpenAt(dir, opened);
+  // The wait counts from when the shard serves (its start may block first).
+  const Clock::time_point t0 = opened + milliseconds(7000);
+  gate.StartServing(t0);
   gate.Heard("api-0", 40, 40);
   EXPECT_TRUE(gate.HeldBack(t0 + milliseconds(9999)));  // api-1 is down
   EXPECT_TRUE(gate.recovering(t0 + milliseconds(9999)));
   EXPECT_FALSE(gate.recovering(t0 + milliseconds(10000)));
   EXPECT_FALSE(gate.HeldBack(t0 + milliseconds(10000)));
   EXPECT_FALSE(gate.HeldBack(t0 + milliseconds(10001)));
+}
+
+// A long re-send (a tail that grew while checkpoints failed) keeps reads
+// back while its batches come, and max_wait after the last one at most.
+TEST(RecoveryGateTest, AReSendStillUnderWayKeepsReadsBack) {
+  TempDir dir;
+  const Clock::time_point t0 = Clock::now();
+  OpenAt(dir, t0);
+  RecoveryGate gate = OpenAt(dir, t0);
+  gate.StartServing(t0);
+  gate.Heard("api-1", 7, 7);
+  for (int s = 1; s <= 30; ++s) gate.Heard("api-0", 5000, 40 + s, t0 + std::chrono::seconds(s));
+  EXPECT_TRUE(gate.HeldBack(t0 + std::chrono::seconds(39)));
+  EXPECT_FALSE(gate.HeldBack(t0 + std::chrono::seconds(40)));
 }
 
 }  // namespace
