@@ -29,7 +29,14 @@ Result<nlohmann::json> CheckResolution(const AppliedRetention* applied, int64_t 
     return Status::Internal(fmt::format("namespace {}: its retention zone \"{}\" is unknown here: {}", applied->ns,
                                         applied->zone, zone.status().message()));
   }
-  const std::vector<int> offsets = zone->OffsetHoursDuring(begin_ts, std::min(end_ts, applied->hourly_from));
+  // The rolled-up part: what is kept before hourly_from. Before kept_from
+  // nothing counts, so the zone's offsets there do not matter (a window
+  // wholly before it was refused for an offset of days that hold nothing,
+  // and one reaching before it taken for an offset the zone had only there).
+  const int64_t rolled_from = std::max(begin_ts, applied->kept_from.value_or(begin_ts));
+  const int64_t rolled_to = std::min(end_ts, applied->hourly_from);
+  const std::vector<int> offsets =
+      rolled_from < rolled_to ? zone->OffsetHoursDuring(rolled_from, rolled_to) : std::vector<int>{window.tz_offset};
   if (std::find(offsets.begin(), offsets.end(), window.tz_offset) == offsets.end()) {
     return Expired(*applied, fmt::format("this query's days are those of UTC{:+d}, and the days before {} are {}'s",
                                          window.tz_offset, FormatIsoTime(applied->hourly_from), applied->zone));

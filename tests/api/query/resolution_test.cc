@@ -152,6 +152,28 @@ TEST(CheckResolutionTest, AWindowBeforeKeptFromIsAnsweredAndSaysSo) {
                 {"u", "nothing kept before 2026-04-01T00:00:00Z"});
 }
 
+// The offsets that count are those of the rolled-up days that are kept:
+// before kept_from nothing is, whatever New York's offset was there.
+TEST(CheckResolutionTest, OnlyTheKeptRolledDaysSayWhichOffsetsFit) {
+  TimeZoneDb zones;
+  // Kept from 2026-03-01 05:00Z (EST), hourly from 2026-04-01 (EDT).
+  const AppliedRetention ny{"u", "America/New_York", kApr01 * kDay + 4 * kHour, kMar01 * kDay + 5 * kHour};
+  // Wholly before kept_from, in summer 2025 (EDT): answered, nothing counts.
+  const int64_t summer = (kMar01 - 240) * kDay;
+  for (int tz : {-4, -5, 0}) {
+    auto r = CheckResolution(&ny, summer, summer + 30 * kDay, Window(Unit::kDay, tz), zones);
+    ASSERT_TRUE(r.ok()) << tz << ": " << r.status().ToString();
+    EXPECT_EQ((*r)["kept_from"], kMar01 * kDay + 5 * kHour);
+  }
+  // From summer 2025 into the kept EST days only: UTC-4 fitted the dropped
+  // summer, not a kept day.
+  const int64_t est_end = (kMar01 + 6) * kDay;
+  ASSERT_TRUE(CheckResolution(&ny, summer, est_end, Window(Unit::kDay, -5), zones).ok());
+  ExpectExpired(CheckResolution(&ny, summer, est_end, Window(Unit::kDay, -4), zones), {"America/New_York"});
+  // Hours before hourly_from stay refused, kept or not.
+  ExpectExpired(CheckResolution(&ny, summer, summer + kDay, Window(Unit::kHour, -4), zones), {"unit=hour"});
+}
+
 TEST(WithResolutionTest, AddsTheFieldOnlyWhenThereIsOne) {
   const nlohmann::json resolution = {{"hourly_from", 1788739200}, {"zone", "UTC"}};
   const std::string empty = WithResolution("{}", resolution);
