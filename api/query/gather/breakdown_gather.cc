@@ -200,13 +200,16 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     early = std::move(*job->early_replies);
     plan.spans = std::move(job->early_spans);
     plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);
-  } else if (job->splits && view.last_day) {
+  } else if (job->splits) {
     // The same records the early read would have asked of this file, so a
     // breakdown answers alike whichever way it went (a subtotal hour loaded
     // without its total hour is in its day's record, not in the total's
     // hours: planned from those, the first query after a start read it as
-    // 0 and the next ones, early, as its count).
-    plan.spans = EarlySpans(*job, *view.last_day);
+    // 0 and the next ones, early, as its count). A file of loads alone
+    // (no day archived yet) holds what it holds of every day: its whole
+    // days through the window's end.
+    const int64_t last_day = view.last_day ? *view.last_day : FloorDiv(job->end_ts - 1, kSecondsPerDay);
+    plan.spans = EarlySpans(*job, last_day);
     plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);
   } else {
     plan = PlanJobReads(archived, job->skip, job->splits, view.last_day, job->uniques_from);

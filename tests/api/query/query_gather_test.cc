@@ -236,6 +236,16 @@ TEST_F(QueryGatherTest, AWholeDayReadsItsDayRecordWhetherAskedEarlyOrAfterTheTot
   whole_day();  // learns the last day
   EXPECT_EQ(whole_day(), 6);
   EXPECT_GE(stats_.early_span_reads.load(), 1u);
+  // A file of loads alone (no day archived yet, no last day): its day
+  // records too (a probe read 0 there, before the first nightly run).
+  file->last_day = "";
+  file->generation = 9;
+  client_.Forget(kRealtimePeer);
+  client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, ""));
+  client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, ""));
+  KeepAnswers(0);
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  EXPECT_EQ(whole_day(), 6);
 }
 
 TEST_F(QueryGatherTest, ADeployBetweenTheTotalAndItsSubtotalsStartsTheGatherAgain) {
