@@ -23,6 +23,7 @@ namespace {
 
 // API node names become metadata keys and log text: keep them plain.
 constexpr size_t kMaxSourceLength = 128;
+
 // How long a shard restarted after a crash waits for its API nodes before it
 // answers reads anyway (recovery_gate.h): an idle node polls once a second,
 // one with batches to send retries after at most its backoff.
@@ -44,6 +45,21 @@ bool ParseUint(std::string_view text, uint64_t* out) {
   if (text.empty()) return false;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// The optional non-negative integer argument `name` (nullopt when absent):
+// false, answered 400 `code`, when it is not one.
+bool OptionalCountArg(const HttpExchangePtr& ex, std::string_view name, std::string_view code,
+                      std::optional<uint64_t>* out) {
+  const std::string* text = ex->args().Get(name);
+  if (text == nullptr) return true;
+  uint64_t n = 0;
+  if (!ParseUint(*text, &n)) {
+    ex->ReplyError(400, code, fmt::format("{} must be a non-negative integer", name));
+    return false;
+  }
+  *out = n;
+  return true;
 }
 
 // The value of a required argument, or nullptr after answering 400
@@ -281,7 +297,7 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     return;
   }
   std::optional<uint64_t> heard;
-  if (!HeardArg(ex, &heard)) return;
+  if (!OptionalCountArg(ex, "heard", "INVALID_HEARD", &heard)) return;
   if (ring_->checkpointer().Lowering(*source)) {
     ex->ReplyError(503, "WATERMARK_RESETTING",
                    fmt::format("{}'s watermark is being lowered (POST /watermark/reset): retry shortly", *source));
@@ -364,7 +380,7 @@ nlohmann::json RealtimeServer::Watermarks(const std::string& source) const {
 void RealtimeServer::HandleWatermark(const HttpExchangePtr& ex) {
   const std::string* source = Required(ex, "source");
   std::optional<uint64_t> heard;
-  if (source == nullptr || !HeardArg(ex, &heard)) return;
+  if (source == nullptr || !OptionalCountArg(ex, "heard", "INVALID_HEARD", &heard)) return;
   // A poll that does not say what it heard (a tool, a look by hand) only
   // reads: it must not release reads the API node's re-send is still due for.
   if (heard) recovery_->Heard(*source, heard, ring_->Watermark(*source));
@@ -421,27 +437,6 @@ void RealtimeServer::HandleWatermarkReset(const HttpExchangePtr& ex) {
 // X-Realtime-Archive-Generation: the generation the rebuild last said every
 // replica serves. An API node reads them to know when an archive answer it
 // kept (or got just before a deploy) is older than what realtime relies on.
-bool RealtimeServer::HeardArg(const HttpExchangePtr& ex, std::optional<uint64_t>* heard) {
-  const std::string* text = ex->args().Get("heard");
-  if (text == nullptr) return true;
-  uint64_t n = 0;
-  if (!ParseUint(*text, &n)) {
-    ex->ReplyError(400, "INVALID_HEARD", "heard must be a non-negative integer");
-    return false;
-  }
-  *heard = n;
-  return true;
-}
-
-bool RealtimeServer::ReadsHeldBack(const HttpExchangePtr& ex) {
-  const std::optional<std::string> why = recovery_->HeldBack();
-  if (!why) return false;
-  recovery_->CountHeldBack();
-  ex->AddHeader("Retry-After", "1");
-  ex->ReplyError(503, "SHARD_RECOVERING", *why);
-  return true;
-}
-
 void RealtimeServer::SayHandover(const HttpExchangePtr& ex) const {
   if (const std::optional<int64_t> through = ring_->HandedOverThrough()) {
     ex->AddHeader("X-Realtime-Archived-Through", FormatDate(*through));
@@ -453,14 +448,18 @@ void RealtimeServer::SayHandover(const HttpExchangePtr& ex) const {
 // deploy): raises archive_generation_. False (and answered 400) when it is
 // not a number.
 bool RealtimeServer::NoteGenerationArg(const HttpExchangePtr& ex) {
-  const std::string* text = ex->args().Get("generation");
-  if (text == nullptr) return true;
-  uint64_t generation = 0;
-  if (!ParseUint(*text, &generation)) {
-    ex->ReplyError(400, "INVALID_GENERATION", "generation must be a non-negative integer");
-    return false;
-  }
-  archive_generation_ = std::max(archive_generation_, generation);
+  std::optional<uint64_t> generation;
+  if (!OptionalCountArg(ex, "generation", "INVALID_GENERATION", &generation)) return false;
+  if (generation) archive_generation_ = std::max(archive_generation_, *generation);
+  return true;
+}
+
+bool RealtimeServer::ReadsHeldBack(const HttpExchangePtr& ex) {
+  const std::optional<std::string> why = recovery_->HeldBack();
+  if (!why) return false;
+  recovery_->CountHeldBack();
+  ex->AddHeader("Retry-After", "1");
+  ex->ReplyError(503, "SHARD_RECOVERING", *why);
   return true;
 }
 

@@ -70,9 +70,6 @@ class RealtimeServer {
   // Admin: POST /watermark/reset?source=S&seq=A&expect=W lowers a watermark
   // an API node is held on (docs/operations.md, "Watermark ahead").
   void HandleWatermarkReset(const HttpExchangePtr& ex);
-  // The optional heard=N of a batch or a poll (recovery_gate.h): true when
-  // absent or a number (*heard set), else answered 400.
-  bool HeardArg(const HttpExchangePtr& ex, std::optional<uint64_t>* heard);
   // True (and answered 503 SHARD_RECOVERING) while a restart after a crash
   // holds reads back.
   bool ReadsHeldBack(const HttpExchangePtr& ex);
