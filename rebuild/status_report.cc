@@ -56,9 +56,13 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
   if (!pending.ok()) return pending.status();
   if (pending->has_value()) {
     const GenerationPlan& p = **pending;
-    // A deploy that failed part way (a replica down) left the others on it.
+    // A deploy that failed part way (a replica down) left the others on it:
+    // this build, by its crc32 too (a rollback's next build reuses the
+    // number, and a replica that missed the rollback serves the old one).
     const auto serving = std::count_if(replicas.begin(), replicas.end(), [&](const ReplicaState& r) {
-      return r.status.ok() && r.manifest && r.manifest->generation == p.generation;
+      const auto shard = static_cast<size_t>(r.shard);
+      return r.status.ok() && r.manifest && r.manifest->generation == p.generation && shard < p.manifests.size() &&
+             r.manifest->crc32 == p.manifests[shard].crc32;
     });
     const std::string state =
         FileExists(work.GenDeployed(p.generation)) ? "deployed, realtime not told yet"

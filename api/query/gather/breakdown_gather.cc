@@ -103,9 +103,10 @@ std::vector<DaySpan> QueryGather::EarlySpans(const BreakdownJob& job, int64_t la
   for (const HourSpan& d : job.deleted) excluded.emplace_back(d.begin_ts, d.end_ts);
   std::vector<int64_t> splits = *job.splits;
   if (job.uniques_from) splits.push_back(*job.uniques_from);
-  // No record has a code before 1970 (a compare= window may reach there).
+  // No record has a code before 1970 (a compare= window may reach there)
+  // nor after 2127 (a reference time may).
   const int64_t begin_ts = std::max<int64_t>(job.begin_ts, 0);
-  const int64_t end_ts = std::min(job.end_ts, (last_day + 1) * kSecondsPerDay);
+  const int64_t end_ts = std::min({job.end_ts, (last_day + 1) * kSecondsPerDay, kEndOfHourCodes});
   if (end_ts <= begin_ts) return {};
   return PlanWholeDaySpans(std::move(splits), begin_ts, end_ts, excluded, kMaxSpanLevel);
 }
@@ -200,14 +201,15 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     early = std::move(*job->early_replies);
     plan.spans = std::move(job->early_spans);
     plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);
-  } else if (job->splits) {
+  } else if (job->splits && view.generation != 0) {
     // The same records the early read would have asked of this file, so a
     // breakdown answers alike whichever way it went (a subtotal hour loaded
     // without its total hour is in its day's record, not in the total's
     // hours: planned from those, the first query after a start read it as
     // 0 and the next ones, early, as its count). A file of loads alone
     // (no day archived yet) holds what it holds of every day: its whole
-    // days through the window's end.
+    // days through the window's end. No file at all (generation 0): nothing
+    // to ask.
     const int64_t last_day = view.last_day ? *view.last_day : FloorDiv(job->end_ts - 1, kSecondsPerDay);
     plan.spans = EarlySpans(*job, last_day);
     plan.hours = HoursOutside(HoursToRead(archived, job->skip), plan.spans);

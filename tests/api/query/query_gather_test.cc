@@ -248,6 +248,25 @@ TEST_F(QueryGatherTest, AWholeDayReadsItsDayRecordWhetherAskedEarlyOrAfterTheTot
   EXPECT_EQ(whole_day(), 6);
 }
 
+// Whole days are read as records up to 2127's end: a window reaching past
+// it (reference times go to 9999) is answered, not OUT_OF_RANGE for a day
+// record that can have no code. A file of loads alone (no last day) plans
+// them up to the window's end.
+TEST_F(QueryGatherTest, AWindowReachingPast2127IsAnswered) {
+  auto file = std::make_shared<ServedFileState>();
+  file->records = Records({{kDay * kSecondsPerDay + 3 * kHour, {{"US", 2}}}});
+  file->last_day = "";
+  ServeFile(client_, ReplicaPeer(0, 0), file);
+  const int64_t begin = kEndOfHourCodes - 4 * kSecondsPerDay, end = kEndOfHourCodes + 2 * kSecondsPerDay;
+  std::optional<Result<BreakdownData>> got;
+  gather_->FetchBreakdown("c", "u", "k", begin, end, [&](Result<BreakdownData> data) { got.emplace(std::move(data)); },
+                          HourSpan{0, 0}, std::nullopt, std::vector<int64_t>{begin, end});
+  client_.RunUntilIdle();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(got->ok()) << got->status().ToString();
+  EXPECT_TRUE((*got)->subtotals.empty());
+}
+
 TEST_F(QueryGatherTest, ADeployBetweenTheTotalAndItsSubtotalsStartsTheGatherAgain) {
   // Generation 7 holds hours 3 and 9; generation 8, deployed right after the
   // replica answered the total's get, holds hours 3, 9 and 15 with other
