@@ -45,7 +45,12 @@ void RecoveryGate::Heard(const std::string& source, std::optional<uint64_t> hear
   auto it = waiting_.find(source);
   if (it == waiting_.end()) return;
   if (heard && applied < *heard) {  // still re-sending what was lost
-    deadline_ = std::max(deadline_, now + max_wait_);
+    // A batch applied since: the re-send is under way, give it time. A poll
+    // (or a batch that moved to late data) is no progress: it must not hold
+    // reads back for good (a probe's did, for minutes, when every re-sent
+    // line went to late data after the day's export).
+    if (applied > it->second) deadline_ = std::max(deadline_, now + max_wait_);
+    it->second = std::max(it->second, applied);
     return;
   }
   waiting_.erase(it);

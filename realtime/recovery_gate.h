@@ -21,7 +21,9 @@
 // up. One that does not answer (down, or gone from the cluster) would hold
 // reads back for good: `max_wait` after the shard starts serving, or after
 // the last batch of a re-send still under way, the gate opens anyway and
-// logs whom it did not hear from.
+// logs whom it did not hear from. A day is not exported meanwhile (its
+// export would seal it, and the re-sent lines would go to late data: the
+// archive would hold the day short).
 //
 // A sender whose batches carry no `heard` (an older API node, `clickatron
 // oplog replay`, a test acting as one) is taken at its word: its first
@@ -71,7 +73,8 @@ class RecoveryGate {
 
   // `source` said (a batch or a poll) it had heard `heard` applied (nullopt:
   // it does not say); the shard's applied watermark for it is `applied`.
-  // A re-send still short of `heard` keeps the gate up for max_wait more.
+  // A re-send still short of `heard` keeps the gate up for max_wait more
+  // each time it has applied another batch.
   void Heard(const std::string& source, std::optional<uint64_t> heard, uint64_t applied,
              Clock::time_point now = Clock::now());
 
@@ -87,7 +90,8 @@ class RecoveryGate {
  private:
   RecoveryGate() = default;
   std::string marker_path_;
-  // Source -> its persisted watermark at start: the sources not yet heard from.
+  // The sources not yet heard from -> their applied watermark as last seen
+  // (the persisted one at start).
   std::map<std::string, uint64_t> waiting_;
   std::chrono::milliseconds max_wait_{0};
   Clock::time_point deadline_;

@@ -1,7 +1,9 @@
 #include "sort_shard_task.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -72,6 +74,17 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
     options.path = fmt::format("{}/export-{}.csv", task.Tmp(), day);
     options.timeout_ms = spec.export_timeout_ms;
     auto result = ExportDay(options);
+    // A shard restarted after a crash exports nothing until its API nodes
+    // have re-sent what it lost (about a second; realtime/recovery_gate.h):
+    // waited for, up to a minute, rather than failing the night.
+    for (int waited = 0; !result.ok() && waited < 60 &&
+                         result.status().message().find("SHARD_RECOVERING") != std::string_view::npos;
+         ++waited) {
+      if (waited == 0) spdlog::info("realtime shard {} ({}) is recovering from a crash: waiting to export {}",
+                                    spec.realtime_shard, member->name, day);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      result = ExportDay(options);
+    }
     if (!result.ok()) {
       return Status::Unavailable(fmt::format("could not export {} from realtime shard {} ({}): {}", day,
                                              spec.realtime_shard, member->name, result.status().message()),

@@ -221,6 +221,11 @@ TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCu
   // Restarted after a crash, the shard reads nothing until api-0 says it
   // has all it had (recovery_gate.h): api-0's poll, as the API sends it.
   EXPECT_EQ(daemon_.Get("/get?key=" + Q(victim)).status_code, 503);
+  // Nor does it export (and seal) a day: api-0's re-sent lines would go to
+  // late data and the archive would hold the day short.
+  HttpResponse held = daemon_.AdminGet("/export?date=" + FormatDate(today_ - 1));
+  EXPECT_EQ(held.status_code, 503) << held.body;
+  EXPECT_NE(held.body.find("SHARD_RECOVERING"), std::string::npos) << held.body;
   EXPECT_EQ(daemon_.Get("/watermark?source=api-0&heard=1").status_code, 200);
   EXPECT_EQ(Value(victim), "");
   EXPECT_EQ(Send("api-0", 2, victim + ",1\n"), 503);  // still pending after the restart

@@ -89,6 +89,8 @@ TEST(RecoveryGateTest, AReSendStillUnderWayKeepsReadsBack) {
   gate.StartServing(t0);
   gate.Heard("api-1", 7, 7);
   for (int s = 1; s <= 30; ++s) gate.Heard("api-0", 5000, 40 + s, t0 + std::chrono::seconds(s));
+  // Polls that find no batch applied since are no progress.
+  for (int s = 31; s <= 60; ++s) gate.Heard("api-0", 5000, 70, t0 + std::chrono::seconds(s));
   EXPECT_TRUE(gate.HeldBack(t0 + std::chrono::seconds(39)));
   EXPECT_FALSE(gate.HeldBack(t0 + std::chrono::seconds(40)));
 }
