@@ -368,6 +368,11 @@ void RealtimeServer::HandleIncr(const HttpExchangePtr& ex) {
     return;
   }
   recovery_->Heard(*source, heard, ring_->Watermark(*source));
+  // Before the answer: a crash from here on must wait for this node.
+  if (Status noted = recovery_->NoteSender(*source); !noted.ok()) {
+    spdlog::error("could not note {} as a sender (a crash before the next checkpoint would not wait for it): {}",
+                  *source, noted.ToString());
+  }
   nlohmann::json data = Watermarks(*source);
   data.update({{"applied", outcome->applied}, {"duplicate", outcome->duplicate}, {"seq", outcome->seq}});
   ex->ReplyJson(std::move(data));

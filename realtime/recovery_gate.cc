@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
 #include "clickatron/file_util.h"
+#include "clickatron/unique_fd.h"
 
 namespace clickatron::realtime {
 
@@ -17,10 +19,24 @@ Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::
                                         std::chrono::milliseconds max_wait, Clock::time_point now) {
   RecoveryGate gate;
   gate.marker_path_ = data_dir + "/running";
+  gate.senders_path_ = data_dir + "/sources";
   gate.max_wait_ = max_wait;
+  if (FileExists(gate.senders_path_)) {
+    Result<std::string> noted = ReadFileToString(gate.senders_path_);
+    if (!noted.ok()) return noted.status();
+    for (std::string_view rest = *noted; !rest.empty();) {
+      const size_t nl = rest.find('\n');
+      const std::string_view name = rest.substr(0, nl);
+      if (!name.empty()) gate.senders_.emplace(name);  // a torn last line is a prefix: never an API member
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    }
+  }
   if (FileExists(gate.marker_path_)) {
     for (const auto& [source, seq] : durable) {
       if (seq > 0 && api_sources.contains(source)) gate.waiting_.emplace(source, seq);
+    }
+    for (const std::string& source : gate.senders_) {
+      if (api_sources.contains(source)) gate.waiting_.emplace(source, 0);
     }
     gate.deadline_ = now + max_wait;
     if (!gate.waiting_.empty()) {
@@ -33,6 +49,17 @@ Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::
   }
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(gate.marker_path_, fmt::format("{}\n", ::getpid())));
   return gate;
+}
+
+Status RecoveryGate::NoteSender(const std::string& source) {
+  if (senders_.contains(source)) return Status::Ok();
+  const UniqueFd fd(::open(senders_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus("open", senders_path_);
+  CLICKATRON_RETURN_IF_ERROR(WriteAllToFd(fd.get(), source + "\n", senders_path_));
+  if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync", senders_path_);
+  CLICKATRON_RETURN_IF_ERROR(FsyncDir(DirName(senders_path_)));
+  senders_.insert(source);
+  return Status::Ok();
 }
 
 Status RecoveryGate::MarkStoppedCleanly() {

@@ -28,9 +28,9 @@
 // A sender whose batches carry no `heard` (an older API node, `clickatron
 // oplog replay`, a test acting as one) is taken at its word: its first
 // batch releases it. A poll without `heard` (a tool, a look by hand) only
-// reads and releases nothing. An API node that had sent nothing the shard
-// persisted is not waited for: a node's very first batches, lost within one
-// checkpoint interval of its start, can be answered short once. A last
+// reads and releases nothing. A node's very first batch is noted in the
+// data dir (`sources`, one line a node, fsynced once), so a crash before
+// any checkpoint persisted it still waits for that node. A last
 // batch whose every line went to late data is never applied: the gate then
 // waits out max_wait.
 //
@@ -59,7 +59,7 @@ class RecoveryGate {
   // Reads the marker in `data_dir` and writes it for this run. `durable`:
   // the persisted watermark of each source; `api_sources`: the API members
   // of the cluster file. A crash holds reads back for the API sources with
-  // a persisted watermark above 0.
+  // a persisted watermark above 0 or a batch noted (NoteSender).
   static Result<RecoveryGate> Open(const std::string& data_dir, const std::map<std::string, uint64_t>& durable,
                                    const std::set<std::string, std::less<>>& api_sources,
                                    std::chrono::milliseconds max_wait, Clock::time_point now = Clock::now());
@@ -70,6 +70,11 @@ class RecoveryGate {
 
   // After a clean stop that persisted everything: the next start is clean.
   Status MarkStoppedCleanly();
+
+  // `source`'s batch is applied: the first one of a node is noted durably
+  // (before its answer), so that a crash waits for the node even when no
+  // checkpoint has persisted its watermark yet.
+  Status NoteSender(const std::string& source);
 
   // `source` said (a batch or a poll) it had heard `heard` applied (nullopt:
   // it does not say); the shard's applied watermark for it is `applied`.
@@ -90,6 +95,8 @@ class RecoveryGate {
  private:
   RecoveryGate() = default;
   std::string marker_path_;
+  std::string senders_path_;
+  std::set<std::string, std::less<>> senders_;  // every API node that ever sent a batch here
   // The sources not yet heard from -> their applied watermark as last seen
   // (the persisted one at start).
   std::map<std::string, uint64_t> waiting_;

@@ -63,6 +63,30 @@ TEST(RecoveryGateTest, AfterACrashReadsWaitUntilEachApiNodeWithPersistedBatchesH
   EXPECT_FALSE(gate.recovering(t0));
 }
 
+// A node whose batches no checkpoint has persisted yet (api-2: watermark 0)
+// is waited for once one of its batches was applied: its first batch is
+// noted in the data dir (a re-check found a new shard's day sealed short).
+TEST(RecoveryGateTest, ANodeWithNothingPersistedIsWaitedForOnceItSentABatch) {
+  TempDir dir;
+  const Clock::time_point t0 = Clock::now();
+  RecoveryGate first = OpenAt(dir, t0);
+  ASSERT_TRUE(first.NoteSender("api-2").ok());
+  ASSERT_TRUE(first.NoteSender("api-2").ok());
+  ASSERT_TRUE(first.NoteSender("loader").ok());  // noted, but no API member
+  RecoveryGate gate = OpenAt(dir, t0);  // after a crash
+  std::optional<std::string> why = gate.HeldBack(t0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("api-2"), std::string::npos) << *why;
+  EXPECT_EQ(why->find("loader"), std::string::npos) << *why;
+  gate.Heard("api-0", 40, 40);
+  gate.Heard("api-1", 7, 7);
+  EXPECT_TRUE(gate.HeldBack(t0));
+  gate.Heard("api-2", 3, 2);
+  EXPECT_TRUE(gate.HeldBack(t0));
+  gate.Heard("api-2", 3, 3);
+  EXPECT_FALSE(gate.HeldBack(t0));
+}
+
 TEST(RecoveryGateTest, ANodeThatNeverAnswersHoldsReadsBackForMaxWaitOnly) {
   TempDir dir;
   const Clock::time_point opened = Clock::now();
