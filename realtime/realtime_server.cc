@@ -828,7 +828,7 @@ constexpr MetricRow kMetricRows[] = {
     {"/realtime/recovering", "clickatron_realtime_recovering", "gauge",
      "1 while reads wait, after a crash, for the API nodes to re-send what the shard lost."},
     {"/realtime/reads_held_back", "clickatron_realtime_reads_held_back_total", "counter",
-     "Reads answered 503 SHARD_RECOVERING after a crash."},
+     "Reads and exports answered 503 SHARD_RECOVERING after a crash."},
     {"/realtime/tombstones", "clickatron_realtime_tombstones", "gauge",
      "Deletions this shard still applies to incoming batches (installed, not yet retired)."},
     {"/realtime/tombstone_refusals", "clickatron_realtime_tombstone_refusals_total", "counter",

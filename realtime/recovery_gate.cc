@@ -24,11 +24,17 @@ Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::
   if (FileExists(gate.senders_path_)) {
     Result<std::string> noted = ReadFileToString(gate.senders_path_);
     if (!noted.ok()) return noted.status();
+    // A last line without its newline was torn by a crash: cut off, so that
+    // the next name appended is not glued to it.
+    const size_t whole = noted->rfind('\n') == std::string::npos ? 0 : noted->rfind('\n') + 1;
+    if (whole < noted->size()) {
+      noted->resize(whole);
+      CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(gate.senders_path_, *noted));
+    }
     for (std::string_view rest = *noted; !rest.empty();) {
       const size_t nl = rest.find('\n');
-      const std::string_view name = rest.substr(0, nl);
-      if (!name.empty()) gate.senders_.emplace(name);  // a torn last line is a prefix: never an API member
-      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      if (nl > 0) gate.senders_.emplace(rest.substr(0, nl));
+      rest = rest.substr(nl + 1);
     }
   }
   if (FileExists(gate.marker_path_)) {
@@ -53,13 +59,14 @@ Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::
 
 Status RecoveryGate::NoteSender(const std::string& source) {
   if (senders_.contains(source)) return Status::Ok();
+  // Tried once per run: a disk that fails here is not written (nor logged)
+  // again at every batch.
+  senders_.insert(source);
   const UniqueFd fd(::open(senders_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoStatus("open", senders_path_);
   CLICKATRON_RETURN_IF_ERROR(WriteAllToFd(fd.get(), source + "\n", senders_path_));
   if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync", senders_path_);
-  CLICKATRON_RETURN_IF_ERROR(FsyncDir(DirName(senders_path_)));
-  senders_.insert(source);
-  return Status::Ok();
+  return FsyncDir(DirName(senders_path_));
 }
 
 Status RecoveryGate::MarkStoppedCleanly() {

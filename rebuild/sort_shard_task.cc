@@ -76,8 +76,10 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
     auto result = ExportDay(options);
     // A shard restarted after a crash exports nothing until its API nodes
     // have re-sent what it lost (about a second; realtime/recovery_gate.h):
-    // waited for, up to a minute, rather than failing the night.
-    for (int waited = 0; !result.ok() && waited < 60 &&
+    // waited for rather than failing the night, as long as the shard's own
+    // wait may last (its API nodes' retry backoff counts in it).
+    const int wait_s = std::max(60, 4 * cluster.api.retry_backoff_max_ms / 1000);
+    for (int waited = 0; !result.ok() && waited < wait_s &&
                          result.status().message().find("SHARD_RECOVERING") != std::string_view::npos;
          ++waited) {
       if (waited == 0) spdlog::info("realtime shard {} ({}) is recovering from a crash: waiting to export {}",

@@ -87,6 +87,25 @@ TEST(RecoveryGateTest, ANodeWithNothingPersistedIsWaitedForOnceItSentABatch) {
   EXPECT_FALSE(gate.HeldBack(t0));
 }
 
+// A crash may tear the last name noted: it is cut off at the next start, so
+// the next name appended is not glued to it (a reviewer: "api-api-2").
+TEST(RecoveryGateTest, ATornLastNameIsCutOffBeforeTheNextIsNoted) {
+  TempDir dir;
+  const Clock::time_point t0 = Clock::now();
+  ASSERT_TRUE(WriteFileAtomically(dir.path() + "/sources", "api-1\napi-").ok());
+  RecoveryGate first = OpenAt(dir, t0);
+  ASSERT_TRUE(first.NoteSender("api-2").ok());
+  Result<std::string> noted = ReadFileToString(dir.path() + "/sources");
+  ASSERT_TRUE(noted.ok());
+  EXPECT_EQ(*noted, "api-1\napi-2\n");
+  RecoveryGate gate = OpenAt(dir, t0);  // after a crash
+  gate.Heard("api-0", 40, 40);
+  gate.Heard("api-1", 7, 7);
+  EXPECT_TRUE(gate.HeldBack(t0));  // api-2 noted whole
+  gate.Heard("api-2", 1, 1);
+  EXPECT_FALSE(gate.HeldBack(t0));
+}
+
 TEST(RecoveryGateTest, ANodeThatNeverAnswersHoldsReadsBackForMaxWaitOnly) {
   TempDir dir;
   const Clock::time_point opened = Clock::now();
