@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "clickatron/file_util.h"
 #include "testutil/testutil.h"
 
@@ -22,6 +25,15 @@ RecoveryGate OpenAt(const TempDir& dir, Clock::time_point now) {
   Result<RecoveryGate> gate = RecoveryGate::Open(dir.path(), kDurable, kApis, milliseconds(10000), now);
   EXPECT_TRUE(gate.ok()) << gate.status().ToString();
   return std::move(gate).value();
+}
+
+// The gate holds reads back, naming each of `waited` and none of `not_waited`.
+void ExpectWaitingFor(RecoveryGate& gate, Clock::time_point now, const std::vector<std::string>& waited,
+                      const std::vector<std::string>& not_waited) {
+  const std::optional<std::string> why = gate.HeldBack(now);
+  ASSERT_TRUE(why);
+  for (const std::string& name : waited) EXPECT_NE(why->find(name), std::string::npos) << name << ": " << *why;
+  for (const std::string& name : not_waited) EXPECT_EQ(why->find(name), std::string::npos) << name << ": " << *why;
 }
 
 TEST(RecoveryGateTest, AFreshDataDirAndACleanStopHoldNothingBack) {
@@ -43,14 +55,9 @@ TEST(RecoveryGateTest, AfterACrashReadsWaitUntilEachApiNodeWithPersistedBatchesH
   OpenAt(dir, t0);  // never stopped cleanly: the marker stays, as after kill -9
   RecoveryGate gate = OpenAt(dir, t0);
   ASSERT_TRUE(gate.recovering(t0));
-  std::optional<std::string> why = gate.HeldBack(t0);
-  ASSERT_TRUE(why);
   // Waits for the API members with a persisted watermark: not api-2 (none),
   // not "loader" (not an API member of the cluster file).
-  EXPECT_NE(why->find("api-0"), std::string::npos) << *why;
-  EXPECT_NE(why->find("api-1"), std::string::npos) << *why;
-  EXPECT_EQ(why->find("api-2"), std::string::npos) << *why;
-  EXPECT_EQ(why->find("loader"), std::string::npos) << *why;
+  ExpectWaitingFor(gate, t0, {"api-0", "api-1"}, {"api-2", "loader"});
 
   // api-0 had heard 55 applied; the shard restarted at 40: still re-sending.
   gate.Heard("api-0", 55, 40);
@@ -74,10 +81,7 @@ TEST(RecoveryGateTest, ANodeWithNothingPersistedIsWaitedForOnceItSentABatch) {
   ASSERT_TRUE(first.NoteSender("api-2").ok());
   ASSERT_TRUE(first.NoteSender("loader").ok());  // noted, but no API member
   RecoveryGate gate = OpenAt(dir, t0);  // after a crash
-  std::optional<std::string> why = gate.HeldBack(t0);
-  ASSERT_TRUE(why);
-  EXPECT_NE(why->find("api-2"), std::string::npos) << *why;
-  EXPECT_EQ(why->find("loader"), std::string::npos) << *why;
+  ExpectWaitingFor(gate, t0, {"api-2"}, {"loader"});
   gate.Heard("api-0", 40, 40);
   gate.Heard("api-1", 7, 7);
   EXPECT_TRUE(gate.HeldBack(t0));
