@@ -544,6 +544,7 @@ nlohmann::json RealtimeServer::RingJson() const {
           {"today", FormatDate(ring_->today())},
           {"open_days", DateList(ring_->OpenDays())},
           {"archived_through", ring_->archived_through() ? FormatDate(*ring_->archived_through()) : ""},
+          {"recovering", recovery_->recovering(RecoveryGate::Clock::now())},
           {"stores", std::move(stores)}};
 }
 

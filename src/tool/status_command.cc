@@ -39,6 +39,8 @@ nlohmann::json FetchData(BlockingHttpClient& client, const HostPort& peer, const
 
 std::string RealtimeSummary(const nlohmann::json& ring) {
   std::string out = fmt::format("today={}", ring.value("today", "?"));
+  // Restarted after a crash: reads wait for the API nodes' re-send.
+  if (ring.value("recovering", false)) out += " RECOVERING(reads 503 until the API nodes re-send)";
   if (ring.contains("stores") && ring["stores"].is_array()) {
     for (const auto& s : ring["stores"]) {
       out += fmt::format(" {}:{}({},~{} keys)", s.value("position", "?"), s.value("date", "?"),

@@ -226,7 +226,12 @@ TEST_F(TombstoneIntegration, APendingTombstoneSurvivesKill9AndIsRetiredOnceItsCu
   HttpResponse held = daemon_.AdminGet("/export?date=" + FormatDate(today_ - 1));
   EXPECT_EQ(held.status_code, 503) << held.body;
   EXPECT_NE(held.body.find("SHARD_RECOVERING"), std::string::npos) << held.body;
+  auto recovering = [&] {
+    return nlohmann::json::parse(daemon_.Get("/ring").body, nullptr, false)["data"].value("recovering", false);
+  };
+  EXPECT_TRUE(recovering());  // what `clickatron status` shows
   EXPECT_EQ(daemon_.Get("/watermark?source=api-0&heard=1").status_code, 200);
+  EXPECT_FALSE(recovering());
   EXPECT_EQ(Value(victim), "");
   EXPECT_EQ(Send("api-0", 2, victim + ",1\n"), 503);  // still pending after the restart
   HttpResponse list = daemon_.Get("/tombstones");
