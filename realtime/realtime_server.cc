@@ -24,13 +24,6 @@ namespace {
 // API node names become metadata keys and log text: keep them plain.
 constexpr size_t kMaxSourceLength = 128;
 
-// How long a shard restarted after a crash waits for its API nodes before it
-// answers reads anyway (recovery_gate.h): an idle node polls once a second,
-// one with batches to send retries after at most its backoff.
-std::chrono::milliseconds RecoveryMaxWait(const ClusterConfig& cluster) {
-  return std::max(std::chrono::milliseconds(10000), 2 * std::chrono::milliseconds(cluster.api.retry_backoff_max_ms));
-}
-
 bool ValidSource(std::string_view s) {
   if (s.empty() || s.size() > kMaxSourceLength) return false;
   for (char c : s) {
@@ -188,7 +181,7 @@ Result<std::unique_ptr<RealtimeServer>> RealtimeServer::Create(const DaemonConte
   server->tombstones_ = std::make_unique<Tombstones>(std::move(tombstones).value());
   server->tombstone_worker_ = std::make_unique<SerialExecutor>("tombstones");
   Result<RecoveryGate> recovery = RecoveryGate::Open(context.member.data_dir, server->ring_->checkpointer().durable(),
-                                                     server->api_sources_, RecoveryMaxWait(context.cluster));
+                                                     server->api_sources_, context.cluster.api.RecoveryWait());
   if (!recovery.ok()) return recovery.status();
   server->recovery_ = std::move(recovery).value();
   server->LearnArchivedThrough(context.cluster);
@@ -239,27 +232,19 @@ void RealtimeServer::RegisterRoutes() {
   HttpServer& h = *http_;
   h.InternalRoute("/incr", [this](const HttpExchangePtr& ex) { HandleIncr(ex); }, kPost | kBoundedAnswers);
   h.InternalRoute("/watermark", [this](const HttpExchangePtr& ex) { HandleWatermark(ex); }, kGetOrPost | kBoundedAnswers);
-  // Every read answer says what this shard handed over to the archive.
-  h.InternalRoute("/get", [this](const HttpExchangePtr& ex) {
-    if (ReadsHeldBack(ex)) return;
-    SayHandover(ex);
-    HandleGet(ex);
-  });
-  h.InternalRoute("/mget", [this](const HttpExchangePtr& ex) {
-    if (ReadsHeldBack(ex)) return;
-    SayHandover(ex);
-    HandleMget(ex);
-  });
-  h.InternalRoute("/fwmatch", [this](const HttpExchangePtr& ex) {
-    if (ReadsHeldBack(ex)) return;
-    SayHandover(ex);
-    HandleFwmatch(ex);
-  });
-  h.InternalRoute("/mfwmatch", [this](const HttpExchangePtr& ex) {
-    if (ReadsHeldBack(ex)) return;
-    SayHandover(ex);
-    HandleMfwmatch(*ring_, ex);
-  });
+  // Reads: none while a restart after a crash holds them back; every answer
+  // says what this shard handed over to the archive.
+  const auto read = [this](void (RealtimeServer::*handle)(const HttpExchangePtr&)) {
+    return [this, handle](const HttpExchangePtr& ex) {
+      if (ReadsHeldBack(ex)) return;
+      SayHandover(ex);
+      (this->*handle)(ex);
+    };
+  };
+  h.InternalRoute("/get", read(&RealtimeServer::HandleGet));
+  h.InternalRoute("/mget", read(&RealtimeServer::HandleMget));
+  h.InternalRoute("/fwmatch", read(&RealtimeServer::HandleFwmatch));
+  h.InternalRoute("/mfwmatch", read(&RealtimeServer::HandleMfwmatchOnRing));
   h.InternalRoute("/ring", [this](const HttpExchangePtr& ex) { HandleRing(ex); }, kGetOrPost | kBoundedAnswers);
   h.AdminRoute("/watermark/reset", [this](const HttpExchangePtr& ex) { HandleWatermarkReset(ex); }, kPost);
   // GET /export seals the day it exports: HEAD must not.
@@ -467,6 +452,8 @@ bool RealtimeServer::ReadsHeldBack(const HttpExchangePtr& ex) {
   ex->ReplyError(503, "SHARD_RECOVERING", *why);
   return true;
 }
+
+void RealtimeServer::HandleMfwmatchOnRing(const HttpExchangePtr& ex) { HandleMfwmatch(*ring_, ex); }
 
 void RealtimeServer::HandleGet(const HttpExchangePtr& ex) {
   const std::string* key = Required(ex, "key");

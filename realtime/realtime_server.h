@@ -78,6 +78,7 @@ class RealtimeServer {
   void HandleGet(const HttpExchangePtr& ex);
   void HandleMget(const HttpExchangePtr& ex);
   void HandleFwmatch(const HttpExchangePtr& ex);
+  void HandleMfwmatchOnRing(const HttpExchangePtr& ex);
   void HandleRing(const HttpExchangePtr& ex);
   void HandleExport(const HttpExchangePtr& ex);
   // Streams a sealed day whose records are all persisted.

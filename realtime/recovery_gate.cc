@@ -46,15 +46,19 @@ Result<RecoveryGate> RecoveryGate::Open(const std::string& data_dir, const std::
     }
     gate.deadline_ = now + max_wait;
     if (!gate.waiting_.empty()) {
-      std::string names;
-      for (const auto& [source, seq] : gate.waiting_) names += (names.empty() ? "" : ", ") + source;
       spdlog::warn("the last run did not stop cleanly: reads answer 503 SHARD_RECOVERING until {} re-send what this "
                    "shard had applied and lost (at most {} ms)",
-                   names, max_wait.count());
+                   gate.WaitingNames(), max_wait.count());
     }
   }
   CLICKATRON_RETURN_IF_ERROR(WriteFileAtomically(gate.marker_path_, fmt::format("{}\n", ::getpid())));
   return gate;
+}
+
+std::string RecoveryGate::WaitingNames() const {
+  std::string names;
+  for (const auto& [source, seq] : waiting_) names += (names.empty() ? "" : ", ") + source;
+  return names;
 }
 
 Status RecoveryGate::NoteSender(const std::string& source) {
@@ -93,8 +97,7 @@ void RecoveryGate::Heard(const std::string& source, std::optional<uint64_t> hear
 
 std::optional<std::string> RecoveryGate::HeldBack(Clock::time_point now) {
   if (waiting_.empty()) return std::nullopt;
-  std::string names;
-  for (const auto& [source, seq] : waiting_) names += (names.empty() ? "" : ", ") + source;
+  const std::string names = WaitingNames();
   if (now >= deadline_) {
     spdlog::warn("serving reads without having heard from {} since the restart: what they had sent after this "
                  "shard's last checkpoint is missing from answers until they send it again",

@@ -94,6 +94,7 @@ class RecoveryGate {
 
  private:
   RecoveryGate() = default;
+  std::string WaitingNames() const;  // "api-0, api-1"
   std::string marker_path_;
   std::string senders_path_;
   std::set<std::string, std::less<>> senders_;  // every API node that ever sent a batch here

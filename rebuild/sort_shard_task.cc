@@ -78,7 +78,9 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
     // have re-sent what it lost (about a second; realtime/recovery_gate.h):
     // waited for rather than failing the night, as long as the shard's own
     // wait may last (its API nodes' retry backoff counts in it).
-    const int wait_s = std::max(60, 4 * cluster.api.retry_backoff_max_ms / 1000);
+    // Twice the shard's own wait: it starts over while a re-send applies.
+    const auto wait_s = std::max<int64_t>(60, 2 * std::chrono::duration_cast<std::chrono::seconds>(
+                                                      cluster.api.RecoveryWait()).count());
     for (int waited = 0; !result.ok() && waited < wait_s &&
                          result.status().message().find("SHARD_RECOVERING") != std::string_view::npos;
          ++waited) {

@@ -7,18 +7,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "clickatron/file_util.h"
+
 namespace clickatron::rebuild {
 namespace {
-
-// NAME.tmp.PID, PID all digits: WriteFileAtomically's temporary name.
-bool IsTempName(const std::string& name) {
-  const size_t at = name.rfind(".tmp.");
-  if (at == std::string::npos || at == 0 || at + 5 == name.size()) return false;
-  for (size_t i = at + 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-  }
-  return true;
-}
 
 // Calls fn(entry) for each entry of `dir` (none when it cannot be read; a
 // read that fails halfway ends the walk: this is housekeeping).
@@ -31,7 +23,7 @@ void ForEachEntry(const std::filesystem::path& dir, Fn&& fn) {
 void RemoveTempFilesIn(const std::filesystem::path& dir) {
   ForEachEntry(dir, [](const std::filesystem::directory_entry& entry) {
     std::error_code ec;
-    if (!IsTempName(entry.path().filename().string()) || !entry.is_regular_file(ec)) return;
+    if (!IsAtomicWriteTempName(entry.path().filename().string()) || !entry.is_regular_file(ec)) return;
     if (std::filesystem::remove(entry.path(), ec)) {
       spdlog::info("removed {}: left half-written by a rebuild that was stopped", entry.path().string());
     }

@@ -108,8 +108,21 @@ Status WriteAllToFd(int fd, std::string_view data, const std::string& path) {
   return Status::Ok();
 }
 
+namespace {
+constexpr std::string_view kTempInfix = ".tmp.";
+}  // namespace
+
+bool IsAtomicWriteTempName(std::string_view name) {
+  const size_t at = name.rfind(kTempInfix);
+  if (at == std::string_view::npos || at == 0 || at + kTempInfix.size() == name.size()) return false;
+  for (size_t i = at + kTempInfix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  return true;
+}
+
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  std::string tmp = fmt::format("{}{}{}", path, kTempInfix, ::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoStatus("create", tmp);
   if (Status written = WriteAllToFd(fd.get(), contents, tmp); !written.ok()) {

@@ -13,6 +13,8 @@
 #pragma once
 
 
+#include <chrono>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -96,6 +98,13 @@ struct ApiConfig {
   int request_timeout_ms = 5000;        // to realtime / archive peers
   int retry_backoff_min_ms = 50;
   int retry_backoff_max_ms = 5000;
+  // How long a realtime shard restarted after a crash waits for the API
+  // nodes' re-send before it serves reads anyway (realtime/recovery_gate.h):
+  // an idle node polls once a second, one with batches to send retries
+  // after at most its backoff. The rebuild waits as long to export it.
+  std::chrono::milliseconds RecoveryWait() const {
+    return std::max(std::chrono::milliseconds(10000), 2 * std::chrono::milliseconds(retry_backoff_max_ms));
+  }
   int max_query_hours = 24 * 366 * 5;   // widest window a query may span
   // The node's one read cache (api/query/cache/read_cache.h): everything it keeps
   // between queries (archive answers, lookup values, decoded sketches…),

@@ -22,7 +22,10 @@ Status MakeDirs(const std::string& path);
 Status FsyncDir(const std::string& dir);
 Status FsyncFile(const std::string& path);
 // Crash-safe replace: readers see the old contents or the new, never a mix.
+// It writes PATH.tmp.PID first: a crash leaves such a file behind.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
+// Whether a file name is one WriteFileAtomically writes under (NAME.tmp.PID).
+bool IsAtomicWriteTempName(std::string_view name);
 // Writes all of `data` to `fd` (short writes continued, EINTR retried);
 // `path` names the file in the error.
 Status WriteAllToFd(int fd, std::string_view data, const std::string& path);
