@@ -391,6 +391,16 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   // night, the first Yesterday of a new cluster) go into the same generation
   // (each sort task finds its shard's): readers ignore realtime days the
   // archive reaches, so they cannot wait.
+  // The build needs an API node to say which deletions exist (generation.cc
+  // asks again, and that answer is the one folded in). Asked here first, so
+  // a run while no API node answers stops before its export seals the day:
+  // sealed, the day would take what those nodes still have to send (a
+  // restarted shard's lost batches, say) as late data, a night behind.
+  if (auto asked = FetchDeletionsToFold(cluster, previous->generation, options.timeouts.http_ms); !asked.ok()) {
+    return asked.status().WithContext(fmt::format(
+        "nothing is exported or built while no API node can say which deletions to fold in; {} stays in realtime",
+        options.date));
+  }
   auto engine = MakeEngine(cluster);
   if (!engine.ok()) return engine.status();
   auto sort_tasks = SortShards(cluster, **engine, options.date, previous->last_day, options.timeouts);

@@ -304,8 +304,8 @@ TEST_F(DeleteFoldIntegration, ARebuildStoppedAfterItsBuildDeploysTheFoldOnTheNex
   EXPECT_EQ(HourlyClicks("key2"), ExpectedHours(expect, "key2", day_));
 }
 
-// With no API node to say which deletions exist, a run builds nothing (a
-// generation without one could not take it out later) and says why; once
+// With no API node to say which deletions exist, a run exports and builds
+// nothing (a generation without one could not take it out later) and says why; once
 // one answers, the rerun folds the day and the deletion.
 TEST_F(DeleteFoldIntegration, NoApiNodeAnsweringBuildsNothing) {
   Expectation expect;
@@ -319,10 +319,23 @@ TEST_F(DeleteFoldIntegration, NoApiNodeAnsweringBuildsNothing) {
   RotateAll(day_ + 2);
   ASSERT_EQ(cluster_.Stop(testing::ApiMemberName(0)), 0);
   ASSERT_EQ(cluster_.Stop(testing::ApiMemberName(1)), 0);
+  auto exports_started = [&] {
+    std::vector<uint64_t> started;
+    for (int shard = 0; shard < kShards; ++shard) {
+      HttpResponse stats = Admin("GET", realtime_ports_[shard], "/stats");
+      EXPECT_EQ(stats.status_code, 200) << stats.body;
+      started.push_back(nlohmann::json::parse(stats.body)["data"]["realtime"].value("exports_started", uint64_t{0}));
+    }
+    return started;
+  };
+  const std::vector<uint64_t> started_before = exports_started();
   std::string out;
   EXPECT_NE(RunDay(day_ + 1, &out), 0) << out;
   EXPECT_NE(out.find("no API node can say which deletions to fold in"), std::string::npos) << out;
   EXPECT_EQ(ServedGeneration(0), 1);
+  // Nor was the day exported: sealed, it would take what the API nodes have
+  // still to send as late data.
+  EXPECT_EQ(exports_started(), started_before);
   ASSERT_NO_FATAL_FAILURE(StartApi(0));
   ASSERT_NO_FATAL_FAILURE(StartApi(1));
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
