@@ -25,10 +25,10 @@
 // export would seal it, and the re-sent lines would go to late data: the
 // archive would hold the day short).
 //
-// A sender whose batches carry no `heard` (an older API node, `clickatron
-// oplog replay`, a test acting as one) is taken at its word: its first
-// batch releases it. A poll without `heard` (a tool, a look by hand) only
-// reads and releases nothing. A node's very first batch is noted in the
+// A sender whose batches carry no `heard` (an older API node, a test acting
+// as one) is taken at its word: its first batch releases it (`clickatron
+// oplog replay` sends its oplog's last seq). A poll without `heard` (a tool,
+// a look by hand) only reads and releases nothing. A node's very first batch is noted in the
 // data dir (`sources`, one line a node, fsynced once), so a crash before
 // any checkpoint persisted it still waits for that node. A last
 // batch whose every line went to late data is never applied: the gate then

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -200,6 +201,24 @@ Status Verify(const std::vector<std::string>& paths) {
   return Status::Ok();
 }
 
+// Calls `fn` with every batch of `shard` in the oplog files (late-data files
+// among them skipped), in order; stops at its first error.
+Status ForEachShardBatch(const std::vector<std::string>& files, int shard,
+                         const std::function<Status(const OplogPayload&)>& fn) {
+  for (const std::string& f : files) {
+    int64_t created;
+    bool sealed;
+    if (ParseLateFileName(std::filesystem::path(f).filename().string(), &created, &sealed)) continue;
+    auto s = ForEachRecord(f, [&](const OplogPayload& payload) -> Status {
+      const OplogHeader& h = payload.header;
+      if (h.kind != OplogHeader::Kind::kBatch || h.shard != shard) return Status::Ok();
+      return fn(payload);
+    });
+    if (!s.ok()) return s.status();
+  }
+  return Status::Ok();
+}
+
 struct ReplayOptions {
   std::string dir;
   std::string to;
@@ -235,60 +254,65 @@ Status Replay(const ReplayOptions& o) {
   BlockingHttpClient client(cluster);
   uint64_t after = o.after_seq;
   std::string source = o.source;
+  // The highest seq of this shard's batches in the oplog, sent as `heard` on
+  // the poll and on every batch: a shard restarted after a crash answers no
+  // read until it has applied that much again (realtime/recovery_gate.h).
+  // Without it the first batch would release the reads while the rest of the
+  // replay was still to come, and they would answer short meanwhile.
+  uint64_t highest = 0;
+  CLICKATRON_RETURN_IF_ERROR(ForEachShardBatch(*files, o.shard, [&](const OplogPayload& payload) {
+    highest = std::max(highest, payload.header.seq);
+    return Status::Ok();
+  }));
   uint64_t sent = 0, applied = 0, duplicates = 0;
   bool asked_watermark = false;
-  for (const std::string& f : *files) {
-    int64_t created;
-    bool sealed;
-    if (ParseLateFileName(std::filesystem::path(f).filename().string(), &created, &sealed)) continue;
-    auto s = ForEachRecord(f, [&](const OplogPayload& payload) -> Status {
-      const OplogHeader& h = payload.header;
-      if (h.kind != OplogHeader::Kind::kBatch || h.shard != o.shard) return Status::Ok();
-      if (source.empty()) source = h.source;
-      if (!asked_watermark) {
-        // Skip what the shard already has (it would answer "duplicate" anyway).
-        asked_watermark = true;
-        HttpRequestSpec spec;
-        spec.target = "/watermark?source=" + PercentEncode(source);
-        HttpResponse r = client.Fetch(*peer, spec);
-        if (!r.ok()) return r.transport;
-        if (r.status_code == 401) {
-          return Status::Unauthorized(
-              "GET /watermark: HTTP 401: the shard wants a signature made with the cluster secret (--config) for "
-              "its address exactly as the cluster file's listen gives it (--to)");
-        }
-        if (r.status_code != 200) return Status::Unavailable(fmt::format("GET /watermark: HTTP {}", r.status_code));
-        auto j = nlohmann::json::parse(r.body, nullptr, false);
-        if (!j.is_discarded() && j["data"].is_object() && j["data"]["seq"].is_number_unsigned()) {
-          after = std::max(after, j["data"]["seq"].get<uint64_t>());
-        }
-        fmt::print(stderr, "shard {} at {}: watermark of {} is {}\n", o.shard, o.to, source, after);
-      }
-      if (h.seq <= after || payload.lines.empty()) return Status::Ok();
+  Status s = ForEachShardBatch(*files, o.shard, [&](const OplogPayload& payload) -> Status {
+    const OplogHeader& h = payload.header;
+    if (source.empty()) source = h.source;
+    if (!asked_watermark) {
+      // Skip what the shard already has (it would answer "duplicate" anyway).
+      asked_watermark = true;
       HttpRequestSpec spec;
-      spec.method = "POST";
-      spec.target = fmt::format("/incr?source={}&seq={}", PercentEncode(source), h.seq);
-      spec.body = std::string(payload.lines);
+      spec.target = "/watermark?source=" + PercentEncode(source);
+      if (highest > 0) spec.target += fmt::format("&heard={}", highest);  // none: nothing of this shard to say
       HttpResponse r = client.Fetch(*peer, spec);
-      if (!r.ok()) return r.transport.WithContext(fmt::format("seq {}", h.seq));
-      ++sent;
-      if (r.status_code == 200) {
-        auto j = nlohmann::json::parse(r.body, nullptr, false);
-        bool dup = !j.is_discarded() && j["data"].is_object() && j["data"].value("duplicate", false);
-        (dup ? duplicates : applied)++;
-        return Status::Ok();
+      if (!r.ok()) return r.transport;
+      if (r.status_code == 401) {
+        return Status::Unauthorized(
+            "GET /watermark: HTTP 401: the shard wants a signature made with the cluster secret (--config) for "
+            "its address exactly as the cluster file's listen gives it (--to)");
       }
-      if (r.status_code == 409) {
-        return Status::FailedPrecondition(fmt::format(
-            "seq {}: DAY_NOT_OPEN ({}); stopping: only the API node moves such lines to late data", h.seq,
-            r.body.substr(0, 300)));
+      if (r.status_code != 200) return Status::Unavailable(fmt::format("GET /watermark: HTTP {}", r.status_code));
+      auto j = nlohmann::json::parse(r.body, nullptr, false);
+      if (!j.is_discarded() && j["data"].is_object() && j["data"]["seq"].is_number_unsigned()) {
+        after = std::max(after, j["data"]["seq"].get<uint64_t>());
       }
-      return Status::Unavailable(fmt::format("seq {}: HTTP {} {}", h.seq, r.status_code, r.body.substr(0, 300)));
-    });
-    if (!s.ok()) {
-      fmt::print(stderr, "sent {} batches ({} applied, {} duplicates) before stopping\n", sent, applied, duplicates);
-      return s.status();
+      fmt::print(stderr, "shard {} at {}: watermark of {} is {}\n", o.shard, o.to, source, after);
     }
+    if (h.seq <= after || payload.lines.empty()) return Status::Ok();
+    HttpRequestSpec spec;
+    spec.method = "POST";
+    spec.target = fmt::format("/incr?source={}&seq={}&heard={}", PercentEncode(source), h.seq, highest);
+    spec.body = std::string(payload.lines);
+    HttpResponse r = client.Fetch(*peer, spec);
+    if (!r.ok()) return r.transport.WithContext(fmt::format("seq {}", h.seq));
+    ++sent;
+    if (r.status_code == 200) {
+      auto j = nlohmann::json::parse(r.body, nullptr, false);
+      bool dup = !j.is_discarded() && j["data"].is_object() && j["data"].value("duplicate", false);
+      (dup ? duplicates : applied)++;
+      return Status::Ok();
+    }
+    if (r.status_code == 409) {
+      return Status::FailedPrecondition(fmt::format(
+          "seq {}: DAY_NOT_OPEN ({}); stopping: only the API node moves such lines to late data", h.seq,
+          r.body.substr(0, 300)));
+    }
+    return Status::Unavailable(fmt::format("seq {}: HTTP {} {}", h.seq, r.status_code, r.body.substr(0, 300)));
+  });
+  if (!s.ok()) {
+    fmt::print(stderr, "sent {} batches ({} applied, {} duplicates) before stopping\n", sent, applied, duplicates);
+    return s;
   }
   PrintLine(fmt::format("sent {} batches: {} applied, {} duplicates", sent, applied, duplicates));
   return Status::Ok();

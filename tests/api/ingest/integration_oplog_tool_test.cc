@@ -74,6 +74,25 @@ TEST(IntegrationWriteOplogToolTest, ListDumpVerifyAndReplay) {
   EXPECT_NE(out.find("sent 0 batches"), std::string::npos) << out;
   EXPECT_EQ(fresh.Counters("t|"), expected);
 
+  // A replay into a shard restarted after a crash says how far the oplog
+  // goes (heard=): once the shard has all of it again, its reads are
+  // answered at once, not held back for the wait of an API node that may
+  // never come (realtime/recovery_gate.h).
+  const HostPort shard = fresh.Peer(WriteCluster::Realtime(0));
+  ASSERT_TRUE(WaitFor([&] {
+    nlohmann::json wm = nlohmann::json::parse(HttpGet(shard, "/watermark?source=api-0").body, nullptr, false);
+    return wm.is_object() && wm["data"].is_object() && wm["data"].value("durable_seq", uint64_t{0}) > 0 &&
+           wm["data"]["durable_seq"] == wm["data"]["seq"];
+  }));
+  fresh.Kill(WriteCluster::Realtime(0));
+  fresh.Start(WriteCluster::Realtime(0));
+  HttpResponse held = HttpGet(shard, "/fwmatch?key=t%7C");
+  EXPECT_EQ(held.status_code, 503) << "a restart after a crash waits for api-0: " << held.body;
+  EXPECT_EQ(RunCommand({tool, "oplog", "replay", oplog, "--to", to, "--shard", "0", "--config", fresh.config()}, &out), 0) << out;
+  HttpResponse read = HttpGet(shard, "/fwmatch?key=t%7C");
+  EXPECT_EQ(read.status_code, 200) << read.body;
+  EXPECT_EQ(fresh.Counters("t|"), expected);
+
   // verify: the node stopped cleanly, so a segment cut short since is
   // damage, not a crash's torn tail: exit 1.
   const std::string segment = oplog + "/oplog-0000000000000001.log";
