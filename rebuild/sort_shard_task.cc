@@ -82,7 +82,7 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
     const auto wait_s = std::max<int64_t>(60, 2 * std::chrono::duration_cast<std::chrono::seconds>(
                                                       cluster.api.RecoveryWait()).count());
     for (int waited = 0; !result.ok() && waited < wait_s &&
-                         result.status().message().find("SHARD_RECOVERING") != std::string_view::npos;
+                         result.status().reason() == "SHARD_RECOVERING";
          ++waited) {
       if (waited == 0) spdlog::info("realtime shard {} ({}) is recovering from a crash: waiting to export {}",
                                     spec.realtime_shard, member->name, day);

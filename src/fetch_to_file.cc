@@ -53,7 +53,9 @@ Result<uint64_t> FetchToFile(BlockingHttpClient& client, const HostPort& peer, H
     HttpResponse answer;
     answer.status_code = r.status_code;
     answer.body = std::move(head);
-    return fail(Status::Unavailable(fmt::format("{}: {}", who, DescribeHttpAnswer(answer))));
+    const std::string reason = AnswerReason(answer);
+    return fail(Status::Unavailable(fmt::format("{}: {}", who, DescribeHttpAnswer(answer)),
+                                    reason.empty() ? "UNAVAILABLE" : reason));
   }
   if (!r.ok()) {
     // A hook's or the disk's own error keeps its code; the wire's is UNAVAILABLE.

@@ -349,4 +349,10 @@ std::string DescribeHttpAnswer(const HttpResponse& r) {
   return fmt::format("HTTP {}: {}", r.status_code, QuoteForMessage(r.body.substr(0, 300)));
 }
 
+std::string AnswerReason(const HttpResponse& r) {
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("status_txt") || !j["status_txt"].is_string()) return "";
+  return j["status_txt"].get<std::string>();
+}
+
 }  // namespace clickatron

@@ -56,6 +56,9 @@ using HttpResponseCallback = std::function<void(HttpResponse)>;
 // For error messages: the transport error, or "HTTP 409 REASON: message"
 // from an error envelope, or the status and the body's start.
 std::string DescribeHttpAnswer(const HttpResponse& response);
+// The error envelope's status_txt ("SHARD_RECOVERING"), "" when there is none:
+// the reason a Status made of the answer carries, for callers to act on.
+std::string AnswerReason(const HttpResponse& response);
 
 struct HttpRequestSpec {
   std::string method = "GET";  // GET | POST

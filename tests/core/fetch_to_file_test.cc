@@ -113,6 +113,7 @@ TEST(FetchToFile, FailuresKeepTheOldFileAndSayWhy) {
   EXPECT_NE(r.status().message().find("HTTP 404"), std::string::npos) << r.status().ToString();
   EXPECT_NE(r.status().message().find("there is no such file here"), std::string::npos) << r.status().ToString();
   EXPECT_NE(r.status().message().find("the test file"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(r.status().reason(), "NO_SUCH_FILE") << "callers act on the answer's reason, not its text";
   expect_kept("error answer");
 
   // A hook refusing a 200 answer's bytes: its own status.
