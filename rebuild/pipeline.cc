@@ -363,6 +363,10 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
   auto lock = LockWorkDir(work);
   if (!lock.ok()) return lock.status();
   if (FileExists(work.DayComplete(options.date))) {
+    // A generation built by something else (a load whose deploy failed, a
+    // --build-only run of a later day) is finished all the same, as any run
+    // does first: rerunning a night's command must not leave it waiting.
+    if (!options.build_only) CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
     spdlog::info("{} is already in a deployed generation and exported: nothing to do", options.date);
     return Status::Ok();
   }

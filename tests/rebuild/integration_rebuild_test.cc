@@ -445,6 +445,29 @@ TEST_F(RebuildIntegration, AnOlderDayInABuiltOnlyGenerationIsFoldedOnce) {
   EXPECT_TRUE(FileExists(cluster_ / ("work/days/" + FormatDate(day_) + "/complete.done")));
 }
 
+// Rerunning a night that is done finishes a generation something else left
+// built and undeployed (here --build-only of the next day; a load whose
+// deploy failed is another), as any run does first: a probe's operator
+// reran the night's command and was told "nothing to do" while it waited.
+TEST_F(RebuildIntegration, ARerunOfADoneDayFinishesABuiltGeneration) {
+  Expectation expect;
+  RotateAll(day_);
+  PutRandomDay(day_, 71, 200, &expect);
+  RotateAll(day_ + 1);
+  std::string out;
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 1);
+  PutRandomDay(day_ + 1, 72, 200, &expect);
+  RotateAll(day_ + 2);
+  ASSERT_EQ(BuildDayOnly(day_ + 1, &out), 0) << out;
+  EXPECT_EQ(ServedGeneration(0), 1) << "--build-only deploys nothing";
+  ASSERT_EQ(RunDay(day_, &out), 0) << out;
+  EXPECT_NE(out.find("nothing to do"), std::string::npos) << out;
+  EXPECT_EQ(ServedGeneration(0), 2);
+  EXPECT_EQ(ServedGeneration(1), 2);
+  ExpectArchiveEquals(expect);
+}
+
 // conf/local.toml names work_dir and backup_dir relative to where the
 // rebuild runs: a load (and the next night's merge with it) must work there
 // as with absolute paths.
