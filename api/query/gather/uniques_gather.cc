@@ -113,12 +113,10 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   if (Status st = ForEachPlannedCode(plan.spans, plan.hours, add_key); !st.ok()) {
     return job->done(std::move(st));
   }
-  // A key's series starts at its first hour with clicks or visitors; a
-  // value's (sns=, skey=) at the value's first hour with visitors, as
-  // /clicks starts a value's series at its own first hour.
-  std::optional<int64_t> first_hour;
-  if (!archived.empty() && job->target.sns.empty()) first_hour = archived.begin()->first;
-  auto answered = [this, job, view, plan = std::move(plan), first_hour](Result<std::vector<ArchiveReply>> replies) {
+  // A series (units=-1) starts at its first hour with visitors, the key's or
+  // the value's (sns=, skey=), as /clicks starts at the first hour with
+  // clicks: AddRealtimeAndFinish takes it from the hours read.
+  auto answered = [this, job, view, plan = std::move(plan)](Result<std::vector<ArchiveReply>> replies) {
     if (!replies.ok()) return job->done(replies.status());
     if (!SameGeneration(*replies, view, &job->attempts, [&] { RunUniques(job); },
                         [&](Status st) { job->done(std::move(st)); })) {
@@ -126,7 +124,6 @@ void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
     }
     UniquesData data;
     data.gap = job->Gap(view);
-    data.first_hour = first_hour;
     const bool total = job->target.sns.empty();
     Status st = ForEachMgetAnswer(*replies, [&](std::string_view key, const MgetAnswer& answer) -> Status {
       std::optional<DaySpan> span;
