@@ -64,8 +64,14 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
       return r.status.ok() && r.manifest && r.manifest->generation == p.generation && shard < p.manifests.size() &&
              r.manifest->crc32 == p.manifests[shard].crc32;
     });
+    // Every replica serving it while the run did not note its deploy: the
+    // run stopped between the last replica's answer and that note.
+    const bool everywhere = serving > 0 && static_cast<size_t>(serving) == replicas.size();
     const std::string state =
         FileExists(work.GenDeployed(p.generation)) ? "deployed, realtime not told yet"
+        : everywhere ? fmt::format("every archive replica ({}) serves it, its deploy not yet noted (the next run "
+                                   "finishes it)",
+                                   serving)
         : serving > 0 ? fmt::format("partly deployed: {} of {} archive replicas serve it (the next run deploys it "
                                     "to the others)",
                                     serving, replicas.size())

@@ -734,6 +734,13 @@ TEST_F(RebuildWithReplicas, AReplicaDownDuringTheDeployCatchesUpByItself) {
   StartArchiveReplica(1, 1);
   ASSERT_TRUE(testing::WaitFor([&] { return ServedGeneration(1, 1) == 2; })) << cluster_.LogTail(ArchiveName(1, 1));
   EXPECT_EQ(FileLines(ArchiveFile(1, 1)), FileLines(ArchiveFile(1, 0)));
+  // Every replica serves it now, the run not finished: status says so (a
+  // probe read "partly deployed: 2 of 2 … deploys it to the others").
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  EXPECT_NE(out.find("unfinished generation 2: day \"" + FormatDate(day_ + 1) +
+                     "\", 0 late files, 0 loads; every archive replica (4) serves it, its deploy not yet noted"),
+            std::string::npos)
+      << out;
   ASSERT_EQ(RunDay(day_ + 1, &out), 0) << out;
   ExpectArchiveEquals(expect);
   for (int shard = 0; shard < kShards; ++shard) {
