@@ -10,6 +10,7 @@
 #include "deletions/deletion_service.h"
 #include "ingest/write_path.h"
 #include "openapi/openapi.h"
+#include "query/fetch/known_generation.h"
 #include "query/read_loops.h"
 #include "query/read_path.h"
 
@@ -46,8 +47,9 @@ int main(int argc, char** argv) {
       .holds = [&late](api::LateFiles::LinePredicate covered, std::function<void(Result<bool>)> done) {
         late.Holds(std::move(covered), std::move(done));
       }};
-  auto deletions = api::DeletionService::Create(*ctx, **server, *client, [w = write->get()] { return w->OplogHeads(); },
-                                                std::move(late_files));
+  auto deletions = api::DeletionService::Create(
+      *ctx, **server, *client, [w = write->get()] { return w->OplogHeads(); }, std::move(late_files),
+      [known = shared->known_generation](uint64_t generation) { known->SawHandover(generation, std::nullopt); });
   if (!deletions.ok()) {
     spdlog::critical("deletions: {}", deletions.status().ToString());
     return 1;

@@ -62,12 +62,14 @@ Status Call(BlockingHttpClient& client, const MemberConfig& member, const std::s
 Result<std::unique_ptr<DeletionService>> DeletionService::Create(const DaemonContext& ctx, HttpServer& server,
                                                                   HttpClient& client,
                                                                   std::function<std::vector<uint64_t>()> oplog_heads,
-                                                                  LateFiles late) {
+                                                                  LateFiles late,
+                                                                  std::function<void(uint64_t)> generation_deployed) {
   auto log = DeletionLog::Open(ctx.member.data_dir + "/deletions");
   if (!log.ok()) return log.status();
   std::unique_ptr<DeletionService> service(
       new DeletionService(ctx, client, std::move(log).value(), std::move(late)));
   service->server_ = &server;
+  service->generation_deployed_ = std::move(generation_deployed);
   service->RegisterRoutes(server, std::move(oplog_heads));
   // A stop answers the requests still waiting for a cut (with what the
   // deletion has reached) rather than closing them unanswered: a client
@@ -363,6 +365,11 @@ void DeletionService::HandleFolded(const HttpExchangePtr& ex) {
     return;
   }
   const bool deployed = j.contains("deployed") && j["deployed"].get<bool>();
+  // Every run says "deployed" once every replica serves its generation: the
+  // read path learns it here, not a second later from a replica's manifest,
+  // so a query right after a `load --now` or a restatement (archive days
+  // only, no realtime answer to say it) reads the new generation.
+  if (deployed && generation_deployed_) generation_deployed_(j["generation"].get<uint64_t>());
   Result<size_t> known =
       log_->MarkFolded(j["ids"].get<std::vector<std::string>>(), j["generation"].get<uint64_t>(), deployed);
   if (!known.ok()) {

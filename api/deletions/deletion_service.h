@@ -57,7 +57,8 @@ class DeletionService {
   static Result<std::unique_ptr<DeletionService>> Create(const DaemonContext& ctx, HttpServer& server,
                                                           HttpClient& client,
                                                           std::function<std::vector<uint64_t>()> oplog_heads,
-                                                          LateFiles late);
+                                                          LateFiles late,
+                                                          std::function<void(uint64_t)> generation_deployed = {});
   ~DeletionService();
   const DeletionLog& log() const { return *log_; }
   DeletionService(const DeletionService&) = delete;
@@ -116,6 +117,10 @@ class DeletionService {
   std::function<void()> drained_;
   std::unique_ptr<DeletionLog> log_;
   LateFiles late_;
+  // Told the generation a `POST /delete/folded` with "deployed" names: every
+  // archive replica serves it (the read path then uses no kept answer of an
+  // older one, KnownGeneration::SawHandover).
+  std::function<void(uint64_t)> generation_deployed_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -201,6 +201,7 @@ class RebuildIntegration : public ::testing::Test {
       spec.loaders = {loader_};
     }
     spec.cluster.SetString("clock", "manual").SetString("admin_token", kToken).SetString("log_level", "info");
+    spec.api.SetInt("read_cache_mb", read_cache_mb_);
     spec.rebuild.SetString("work_dir", cluster_ / "work")
         .SetString("backup_dir", cluster_ / "backup")
         .SetInt("memory_mb", 1)
@@ -532,6 +533,7 @@ class RebuildIntegration : public ::testing::Test {
 
   int replicas_ = 1;          // archive replicas per shard (set by a subclass's constructor)
   std::string loader_ = "test";  // the source of SendRealtimeLines (set by a subclass's constructor)
+  int read_cache_mb_ = 0;     // the API nodes' read cache (0: off, as every cluster's; set by a subclass's constructor)
   testing::Cluster cluster_;  // its directory holds the archive, work and backup dirs
   uint16_t realtime_ports_[kShards] = {};
   uint16_t archive_ports_[kShards] = {};
