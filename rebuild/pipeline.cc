@@ -475,6 +475,16 @@ Status LoadHistory(const ClusterConfig& cluster, const LoadOptions& options) {
   load.max_bad_line_ratio = options.max_bad_line_ratio;
   load.force = options.force;
   auto queued = QueueBulkLoad(cluster, load);
+  if (!queued.ok() && options.now && queued.status().reason() == "ALREADY_LOADED") {
+    // The same `load --now` run again after it was stopped between noting
+    // the load folded and finishing its generation: still refused (its
+    // lines are in the archive), but the generation is finished now, not
+    // left for the next night.
+    const WorkDir work(cluster.rebuild.work_dir);
+    auto lock = LockWorkDir(work);
+    if (!lock.ok()) return lock.status();
+    CLICKATRON_RETURN_IF_ERROR(FinishPending(cluster, options.timeouts));
+  }
   if (!queued.ok()) return queued.status();
   if (!options.now) {
     spdlog::info("load {} is {}queued for the next generation", queued->id,

@@ -305,6 +305,22 @@ TEST_F(RebuildIntegration, BulkLoadQueuesNowAndRejectsBadFiles) {
       << out;
   ExpectArchiveEquals(expect);
   EXPECT_EQ(ServedGeneration(0), 2);
+  // The same command run again after it was stopped between noting the load
+  // folded and finishing generation 2 (its marker taken away here, where a
+  // kill -9 would have left it missing): refused as loaded, and generation 2
+  // is finished, not left "deployed, realtime not told yet" for the night.
+  ASSERT_TRUE(std::filesystem::remove(cluster_ / "work/gen/2/finished.done"));
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  ASSERT_NE(out.find("unfinished generation 2"), std::string::npos) << out;
+  EXPECT_NE(Rebuild({"load", "--config", cluster_.config_path(), "--format", "archive", "--now",
+                     cluster_ / "history-archive.csv"},
+                    &out),
+            0);
+  EXPECT_NE(out.find("ALREADY_LOADED"), std::string::npos) << out;
+  EXPECT_TRUE(FileExists(cluster_ / "work/gen/2/finished.done"));
+  ASSERT_EQ(Rebuild({"status", "--config", cluster_.config_path()}, &out), 0) << out;
+  EXPECT_EQ(out.find("unfinished generation"), std::string::npos) << out;
+  ExpectArchiveEquals(expect);
   // Queued, not now; loaded a second time on purpose (--force).
   ASSERT_EQ(Rebuild({"load", "--config", cluster_.config_path(), "--force", cluster_ / "history.csv"}, &out), 0) << out;
   EXPECT_EQ(ServedGeneration(0), 2);  // nothing served changed
