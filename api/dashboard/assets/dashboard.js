@@ -17,6 +17,10 @@
    'breakdown-caption', 'breakdown-body', 'change-heading'].forEach(function (id) { el[id] = document.getElementById(id); });
 
   var passthrough = {};   // query parameters kept but not edited here
+  // The address's key when the key box cannot hold it (a text input drops
+  // line breaks): sent as given while the box shows what is left of it, so
+  // the API refuses it rather than the page charting another key.
+  var addressKey = null;  // {raw, shown}
   var generation = 0;     // answers of an older render are dropped
   var inFlight = null;    // query string of the render in progress
   var lastSeries = null;  // the last /clicks data, redrawn on resize
@@ -112,7 +116,9 @@
   function applyQuery() {
     var q = new Query(location.search);
     el.ns.value = q.has('ns') ? q.get('ns') : 'u';
-    el.key.value = q.get('key') || '';
+    var key = q.get('key') || '';
+    el.key.value = key;
+    addressKey = el.key.value !== key ? {raw: key, shown: el.key.value} : null;
     var unit = q.get('unit') || 'day';
     ensureOption(el.unit, unit);
     el.unit.value = unit;
@@ -140,7 +146,7 @@
   function pageQuery() {
     var q = new Query('');
     q.set('ns', el.ns.value.trim());
-    q.set('key', el.key.value);
+    q.set('key', addressKey && el.key.value === addressKey.shown ? addressKey.raw : el.key.value);
     q.set('unit', el.unit.value);
     q.set('units', el.units.value.trim());
     q.set('timezone', timezoneValue());
@@ -244,8 +250,10 @@
     svg.setAttribute('height', height);
     svg.setAttribute('data-unit', unit);
     svg.setAttribute('data-tz-offset', tz);
-    var title = n ? fmt(total) + ' clicks per ' + unit + ', ' + n + ' ' + (UNIT_NOUN[unit] || 'units') +
-        ' from ' + longDate(series[0].dt, tz, unit) + ' to ' + longDate(series[n - 1].dt, tz, unit) +
+    // The window's total, then how it is cut: "612 clicks in 5 hours, by
+    // hour, from …" (it read "612 clicks per hour", a rate it is not).
+    var title = n ? fmt(total) + (total === 1 ? ' click' : ' clicks') + ' in ' + n + ' ' +
+        (UNIT_NOUN[unit] || 'units') + ', by ' + (unit === 'mweek' ? 'week' : unit) + ', from ' + longDate(series[0].dt, tz, unit) + ' to ' + longDate(series[n - 1].dt, tz, unit) +
         ', ' + zoneText(data) : 'No units in this window';
     add(svg, 'title', {id: 'chart-title'}, title);
     add(svg, 'desc', {id: 'chart-desc'}, 'Bar chart; the table below the chart has every number.');

@@ -111,6 +111,16 @@ std::vector<Element> WithClass(const std::vector<Element>& elements, const std::
   return out;
 }
 
+// n as the page writes it (en-US: 6,034).
+std::string FormatThousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 // The text right after an element's start tag, up to the next tag.
 std::string TextAfter(const std::string& html, const Element& e) {
   size_t stop = html.find('<', e.end);
@@ -309,6 +319,13 @@ TEST_F(IntegrationDashboardTest, ChartAndBreakdownMatchTheIncrementsSent) {
   auto total = ById(dom, "strong", "total");
   ASSERT_TRUE(total.has_value()) << dom;
   EXPECT_EQ(total->Attr("data-total"), std::to_string(total_));
+  // The chart's title says the window's total as one (it said "N clicks per
+  // day", a rate it is not).
+  auto title = ById(dom, "title", "chart-title");
+  ASSERT_TRUE(title.has_value()) << dom;
+  const std::string title_text = TextAfter(dom, *title);
+  EXPECT_EQ(title_text.rfind(fmt::format("{} clicks in 7 days, by day, from ", FormatThousands(total_)), 0), 0u)
+      << title_text;
   // And the window's distinct visitors: the union, not a sum of the rows.
   auto visitors = ById(dom, "strong", "uniques-total");
   ASSERT_TRUE(visitors.has_value()) << dom;
@@ -430,6 +447,17 @@ TEST_F(IntegrationDashboardTest, ApiErrorIsShownWithItsMessage) {
   ASSERT_TRUE(error_box.has_value()) << dom;
   EXPECT_FALSE(error_box->Has("hidden")) << "the error box stays hidden";
   EXPECT_TRUE(WithClass(FindElements(dom, "rect"), "bar").empty());
+
+  // A key with a line break, which the key box cannot hold: the API's
+  // INVALID_KEY, not a chart of the key without it (a probe's page charted
+  // "ab" for "a\nb").
+  const std::string broken = DumpDom("/?ns=u&key=a%0Ab&unit=day&units=3&timezone=0");
+  ASSERT_EQ(BodyState(broken), "error") << broken;
+  reasons.clear();
+  for (const Element& e : WithClass(FindElements(broken, "span"), "error-reason")) {
+    reasons.push_back(TextAfter(broken, e));
+  }
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "INVALID_KEY"), reasons.end()) << broken;
 }
 
 // A namespace whose older days a retention policy rolled up: the page says
