@@ -64,8 +64,9 @@ Result<std::string> StatusReport(const ClusterConfig& cluster) {
       return r.status.ok() && r.manifest && r.manifest->generation == p.generation && shard < p.manifests.size() &&
              r.manifest->crc32 == p.manifests[shard].crc32;
     });
-    // Every replica serving it while the run did not note its deploy: the
-    // run stopped between the last replica's answer and that note.
+    // Every replica serving it while no run noted its deploy: the run
+    // stopped between the last replica's answer and that note, or a replica
+    // down during the deploy has caught up from its peers since.
     const bool everywhere = serving > 0 && static_cast<size_t>(serving) == replicas.size();
     const std::string state =
         FileExists(work.GenDeployed(p.generation)) ? "deployed, realtime not told yet"
