@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "clickatron/record.h"
 #include "clickatron/unique_sketch.h"
 #include "counter_merge.h"
+#include "key_prefix.h"
 #include "mem_table.h"
 #include "record_value.h"
 
@@ -169,6 +171,7 @@ Result<std::unique_ptr<LineSource>> ScanPrefix(const ReadView& view, const std::
   CursorOptions options;
   options.upper_bound = PrefixSuccessor(prefix);
   options.at = view.at;
+  options.by_key_prefix = ScansByKeyPrefix(prefix);
   std::vector<std::unique_ptr<StoreCursor>> cursors;
   for (int64_t day : days) {
     AddHeldCursors(view, day, prefix, &cursors);
@@ -229,10 +232,13 @@ class PrefixesScan : public LineSource {
   // `store`: one cursor per day of `days` (null for a day whose every
   // prefix the cache kept, or that the cache knows has no stored record);
   // `cache`: null, or enabled.
+  // `by_key_prefix`: the store cursors seek by key part (CursorOptions):
+  // each prefix is sought, as the cursor ends with the part before it.
   PrefixesScan(std::vector<int64_t> days, std::vector<std::unique_ptr<StoreCursor>> store,
                std::vector<Prefix> prefixes, std::shared_ptr<ScanCache> cache, uint64_t store_version,
-               bool unite_days)
+               bool unite_days, bool by_key_prefix)
       : days_(std::move(days)),
+        by_key_prefix_(by_key_prefix),
         store_(std::move(store)),
         positioned_(store_.size(), false),
         prefixes_(std::move(prefixes)),
@@ -291,8 +297,10 @@ class PrefixesScan : public LineSource {
       // The prefixes are sorted and disjoint, and the one before ran to the
       // first key past its own: where a seek to this prefix would land
       // already, unless that key is still before it. (At the end, every
-      // later seek ends there too: a cursor reads one snapshot.)
-      if (!positioned_[i] || (shared->Valid() && shared->key() < std::string_view(p.prefix))) {
+      // later seek ends there too: a cursor reads one snapshot.) Not by key
+      // part: its cursor skipped the files without the part before, which
+      // may hold this one's, and ended with it.
+      if (by_key_prefix_ || !positioned_[i] || (shared->Valid() && shared->key() < std::string_view(p.prefix))) {
         shared->Seek(p.prefix);
       }
       positioned_[i] = true;
@@ -309,6 +317,7 @@ class PrefixesScan : public LineSource {
   }
 
   std::vector<int64_t> days_;
+  bool by_key_prefix_;
   std::vector<std::unique_ptr<StoreCursor>> store_;  // one per day, shared by the prefixes
   std::vector<bool> positioned_;                     // by day: its cursor has been sought once
   std::vector<Prefix> prefixes_;
@@ -355,6 +364,10 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
   }
   CursorOptions options;
   options.at = view.at;
+  // Every prefix a key part or longer (the read path's always are): the
+  // store cursors seek only the files holding each.
+  options.by_key_prefix = std::all_of(scans.begin(), scans.end(),
+                                      [](const PrefixesScan::Prefix& p) { return ScansByKeyPrefix(p.prefix); });
   std::vector<std::unique_ptr<StoreCursor>> store;
   for (size_t i = 0; i < days.size(); ++i) {
     if (!day_needs_store[i]) {
@@ -364,11 +377,20 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
     Result<std::unique_ptr<StoreCursor>> cursor = view.store->NewCursor(days[i], options);
     if (!cursor.ok()) return cursor.status();
     if (cache && !day_empty[i]) {
-      // Once per day and store version: whether the day has any record (the
-      // shared cursor has no upper bound, so it can tell).
-      (*cursor)->Seek("");
-      if (Status st = (*cursor)->status(); !st.ok()) return st;
-      const bool empty = !(*cursor)->Valid();
+      // Once per day and store version: whether the day has any record (a
+      // cursor in key order, with no upper bound, can tell).
+      std::unique_ptr<StoreCursor> in_key_order;  // by key part, the shared cursor cannot
+      if (options.by_key_prefix) {
+        CursorOptions every_key;
+        every_key.at = view.at;
+        Result<std::unique_ptr<StoreCursor>> made = view.store->NewCursor(days[i], every_key);
+        if (!made.ok()) return made.status();
+        in_key_order = std::move(made).value();
+      }
+      StoreCursor* probe = in_key_order ? in_key_order.get() : cursor->get();
+      probe->Seek("");
+      if (Status st = probe->status(); !st.ok()) return st;
+      const bool empty = !probe->Valid();
       cache->NoteDayEmpty(days[i], view.store_version, empty);
       if (empty) {
         store.push_back(nullptr);
@@ -377,8 +399,8 @@ Result<std::unique_ptr<LineSource>> ScanPrefixes(const ReadView& view, const std
     }
     store.push_back(std::move(cursor).value());
   }
-  return std::unique_ptr<LineSource>(
-      new PrefixesScan(days, std::move(store), std::move(scans), std::move(cache), view.store_version, unite_days));
+  return std::unique_ptr<LineSource>(new PrefixesScan(days, std::move(store), std::move(scans), std::move(cache),
+                                                      view.store_version, unite_days, options.by_key_prefix));
 }
 
 Result<std::unique_ptr<LineSource>> ScanDayForExport(const ShardStore& store, int64_t day) {

@@ -28,6 +28,7 @@
 #include "rocks_logger.h"
 #include "rocks_status.h"
 #include "counter_merge.h"
+#include "key_prefix.h"
 #include "record_value.h"
 
 namespace clickatron::realtime {
@@ -107,6 +108,9 @@ rocksdb::ColumnFamilyOptions DayFamilyOptions(const StoreOptions& options, const
   const rocksdb::CompressionType lower = LowerLevelCompression();
   cf.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, lower, lower, lower, lower, lower};
   cf.table_factory = TablesInCache(cache);
+  // A filter of each file's key parts beside its keys' (key_prefix.h): a
+  // scan of one key seeks only the files that hold it.
+  cf.prefix_extractor = NewKeyPrefixTransform();
   return cf;
 }
 
@@ -194,6 +198,11 @@ class CursorImpl : public StoreCursor {
       at_ = options.at;
       ro.snapshot = RocksSnapshot(at_.get());
     }
+    // By key part: RocksDB skips the files whose prefix filter lacks the
+    // sought key's part, and the cursor ends where that part does. Else
+    // every file in key order, as a cursor that crosses keys needs.
+    ro.total_order_seek = !options.by_key_prefix;
+    ro.prefix_same_as_start = options.by_key_prefix;
     if (options.bulk_scan) {
       // An export reads a whole day once: don't evict the hot blocks reads
       // need, and read ahead in large sequential requests.
@@ -531,7 +540,9 @@ Result<uint64_t> ShardStore::DeleteMatching(int64_t day,
   }
   rocksdb::WriteBatch batch;
   uint64_t deleted = 0;
-  std::unique_ptr<rocksdb::Iterator> it(impl_->core->db->NewIterator(rocksdb::ReadOptions(), family.get()));
+  rocksdb::ReadOptions every_record;
+  every_record.total_order_seek = true;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->core->db->NewIterator(every_record, family.get()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (!matches(it->key().ToStringView())) continue;
     CLICKATRON_RETURN_IF_ERROR(FromRocks(batch.Delete(family.get(), it->key()), "deleting a record"));

@@ -187,6 +187,11 @@ class StoreCursor {
 
 struct CursorOptions {
   bool bulk_scan = false;   // don't fill the block cache, read ahead (exports)
+  // Every Seek's target holds its whole key part (ScansByKeyPrefix,
+  // key_prefix.h) and the cursor is read only while its keys keep that
+  // part: files without it are skipped by their prefix filters, and the
+  // cursor ends where the part does. A cursor that crosses keys must not.
+  bool by_key_prefix = false;
   std::string upper_bound;  // exclusive; empty: none
   SnapshotPtr at;           // read this snapshot (null: the latest state)
 };

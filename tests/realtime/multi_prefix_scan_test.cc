@@ -339,6 +339,45 @@ TEST_F(FreshRingTest, ADayEmptyInTheStoreIsReadAgainOnceItsRecordsLand) {
   EXPECT_EQ(skips(), 4u + 2u);  // Yesterday only
 }
 
+// Each key's records in a store file of its own (a checkpoint each), the
+// files interleaved in key order: a scan seeks each prefix by its key part,
+// skipping the files without it (key_prefix.h), so a cursor left past one
+// prefix in one file must not be taken for where the next prefix starts
+// (its records are in a file that cursor skipped). Every record, once.
+TEST_F(FreshRingTest, PrefixesWhoseRecordsAreInOtherFilesAreEachSought) {
+  std::map<std::string, int64_t> oracle;
+  const std::vector<std::string> keys = {"a", "b", "c", "d", "e", "f"};
+  // Checkpoint 1: a, c, e; checkpoint 2: b, d, f; checkpoint 3: a and d again.
+  for (const std::vector<std::string>& file : std::vector<std::vector<std::string>>{
+           {"a", "c", "e"}, {"b", "d", "f"}, {"a", "d"}}) {
+    std::string body;
+    for (const std::string& k : file) {
+      for (int hour : {2, 9}) {
+        for (const std::string& key : {"u|" + k + "." + Hour(kToday, hour), "c.u|" + k + ".US." + Hour(kToday, hour)}) {
+          body += key + ",3\n";
+          oracle[key] += 3;
+        }
+      }
+    }
+    Apply(body);
+    ring_->checkpointer().Start();
+    ASSERT_EQ(ring_->checkpointer().memory_keys(), 0u);
+  }
+  for (const std::string ns : {"u|", "c.u|"}) {
+    std::vector<std::string> prefixes;
+    for (const std::string& k : keys) prefixes.push_back(ns + k + ".");
+    const std::string want = clickatron::testing::LinesWithAnyPrefix(oracle, prefixes);
+    EXPECT_EQ(ReadAll(ScanPrefixes(ring_->checkpointer().View(), ring_->ReadableDays(), prefixes), 1 << 20), want)
+        << ns;
+    EXPECT_EQ(ReadAll(ring_->ScanMany(prefixes, std::nullopt), 1 << 20), want) << ns << " (through the cache)";
+    // One key's value, and a prefix shorter than a key part (read in key order).
+    EXPECT_EQ(ReadAll(ScanPrefixes(ring_->checkpointer().View(), ring_->ReadableDays(), {ns + "d.", ns + "e"}),
+                      1 << 20),
+              clickatron::testing::LinesWithAnyPrefix(oracle, {ns + "d.", ns + "e"}))
+        << ns;
+  }
+}
+
 // unite=day: a unique record's hours of one UTC day are one line, keyed by
 // the first of them, whose sketch is the union of the day's visitors (the
 // store's and memory's parts alike); another record's hours, another day's
