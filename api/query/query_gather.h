@@ -94,6 +94,7 @@ struct BreakdownData {
   HourlyBreakdown subtotals;    // hours in the requested span only
   HourlySketches unique_subtotals;  // with uniques: each subtotal key's visitors per hour
   RealtimeGap gap;
+  uint64_t archive_generation = 0;  // the generation the archive records came from (0: none)
 };
 
 struct UniquesData {
@@ -150,9 +151,14 @@ class QueryGather {
                     std::optional<std::vector<int64_t>> splits = std::nullopt);
   // The full values behind hashes. A hash with no lookup record in any source
   // is absent from the map (the caller decides); SHARD_UNAVAILABLE when a
-  // hash is unresolved and one of its sources did not answer.
+  // hash is unresolved and one of its sources did not answer, or its archive
+  // shard answered from a generation older than `data_generation` (the one
+  // the hashes were read from: a deploy under way has reached their shard,
+  // not yet the lookup's, whose record a `load --now` may have brought with
+  // them; shown as bare hashes, the answer would mix two generations).
   void ResolveHashes(std::vector<std::string> hashes,
-                     std::function<void(Result<std::map<std::string, std::string>>)> done);
+                     std::function<void(Result<std::map<std::string, std::string>>)> done,
+                     uint64_t data_generation = 0);
 
  private:
   // What every gather job holds for one attempt and carries to the next (a
@@ -273,8 +279,10 @@ class QueryGather {
 
   // Takes lookup lines of `keys` from one source's answer (bodies), or marks
   // them as from a source that did not answer (st UNAVAILABLE).
+  // `generation`: the archive generation that answered (0: realtime, or
+  // none).
   using LookupAbsorb = std::function<Status(const std::vector<std::string>& keys, const Status& st,
-                                            const std::vector<std::string_view>& bodies)>;
+                                            const std::vector<std::string_view>& bodies, uint64_t generation)>;
   // Archive mget of lookup keys "l|HASH" on their shards under
   // `shard_count` (see the .cc).
   void ArchiveLookups(std::vector<std::string> keys, int shard_count, int attempts_left, LookupAbsorb absorb,

@@ -113,9 +113,11 @@ class ReadPathImpl : public ReadPath {
   // are ranked by the current window only. What the rows leave out is
   // counted before the candidates are cut: "other" is every value's clicks
   // less the rows', "none" the key's total less every value's clicks.
+  // `data_generation`: the archive generation the values were read from
+  // (their hashes' lookups must not come from an older one).
   void ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
                       std::optional<UnitWindow> earlier, const HourlyCounts& total, const HourlyBreakdown& subtotals,
-                      std::vector<KeyUniques> uniques, const nlohmann::json& resolution);
+                      std::vector<KeyUniques> uniques, const nlohmann::json& resolution, uint64_t data_generation);
 
   void ReplyBreakdown(const HttpExchangePtr& ex, const BreakdownParams& p, const UnitWindow& window,
                       const std::vector<TopValues>& tops, const std::vector<RowsLeftOut>& left_out,

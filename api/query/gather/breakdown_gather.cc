@@ -232,6 +232,7 @@ void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
     replies->insert(replies->end(), std::make_move_iterator(early.begin()), std::make_move_iterator(early.end()));
     BreakdownData data;
     data.gap = job->Gap(view);
+    data.archive_generation = view.generation;
     Status st = AddArchiveBreakdownLines(*job, *replies, plan, &data);
     if (!st.ok()) return job->done(std::move(st));
     data.total = std::move(archived);

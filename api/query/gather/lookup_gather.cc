@@ -17,11 +17,13 @@
 namespace clickatron::api {
 
 void QueryGather::ResolveHashes(std::vector<std::string> hashes,
-                                std::function<void(Result<std::map<std::string, std::string>>)> done) {
+                                std::function<void(Result<std::map<std::string, std::string>>)> done,
+                                uint64_t data_generation) {
   struct State {
     std::map<std::string, std::string> values;
     std::set<std::string> pending;           // not in the cache
     std::map<std::string, std::string> source_failed;  // a source of this hash did not answer: why
+    std::map<std::string, uint64_t> older_answer;  // its archive shard answered from an older generation: which
   };
   auto state = std::make_shared<State>();
   std::vector<std::string> archive_keys;
@@ -45,7 +47,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
   }
   stats_.lookups_fetched += state->pending.size();
 
-  auto join = FanIn::Create([this, state, done = std::move(done)](Status st) {
+  auto join = FanIn::Create([this, state, data_generation, done = std::move(done)](Status st) {
     if (!st.ok()) {
       done(std::move(st));
       return;
@@ -59,6 +61,13 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
             fmt::format("the lookup record of {} is on a shard that did not answer ({})", hash, failed->second),
             "SHARD_UNAVAILABLE"));
         return;
+      } else if (auto older = state->older_answer.find(hash); older != state->older_answer.end()) {
+        done(Status::Unavailable(
+            fmt::format("the lookup record of {} is on an archive shard that serves generation {}, older than the "
+                        "{} its value was read from (a deploy under way): retry",
+                        hash, older->second, data_generation),
+            "SHARD_UNAVAILABLE"));
+        return;
       } else {
         ++stats_.lookups_missing;
       }
@@ -67,12 +76,16 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
   });
   // Lines "l|HASH,value" from either source; a source that fails marks its
   // hashes, which only matters for hashes no other source resolved.
-  const auto absorb = [state](const std::vector<std::string>& keys, const Status& st,
-                              const std::vector<std::string_view>& bodies) -> Status {
+  const auto absorb = [state, data_generation](const std::vector<std::string>& keys, const Status& st,
+                                               const std::vector<std::string_view>& bodies,
+                                               uint64_t generation) -> Status {
     if (!st.ok()) {
       if (st.code() != StatusCode::kUnavailable) return st;
       for (const std::string& key : keys) state->source_failed.emplace(key.substr(2), st.message());
       return Status::Ok();
+    }
+    if (generation != 0 && generation < data_generation) {
+      for (const std::string& key : keys) state->older_answer.emplace(key.substr(2), generation);
     }
     for (std::string_view body : bodies) {
       auto lines = SplitKeyValueLines(body);
@@ -99,7 +112,7 @@ void QueryGather::ResolveHashes(std::vector<std::string> hashes,
         if (replies.ok()) {
           for (const std::string& r : *replies) bodies.push_back(r);
         }
-        part(absorb(keys, replies.status(), bodies));
+        part(absorb(keys, replies.status(), bodies, /*generation=*/0));
       });
     });
   }
@@ -132,7 +145,7 @@ void QueryGather::ArchiveLookups(std::vector<std::string> keys, int shard_count,
     if (attempts_left <= 1) {
       return done(absorb(pending->misrouted, Status::Unavailable("lookups answered for another archive shard count",
                                                              "SHARD_UNAVAILABLE"),
-                         {}));
+                         {}, /*generation=*/0));
     }
     ArchiveLookups(std::move(pending->misrouted), pending->named_count, attempts_left - 1, absorb, done);
   };
@@ -151,10 +164,16 @@ void QueryGather::ArchiveLookups(std::vector<std::string> keys, int shard_count,
         }
       }
       std::vector<std::string_view> bodies;
+      uint64_t generation = 0;  // the oldest that answered (one replica answers a group)
       if (replies.ok()) {
-        for (const ArchiveReply& r : *replies) bodies.push_back(r.body);
+        for (const ArchiveReply& r : *replies) {
+          bodies.push_back(r.body);
+          if (generation == 0 || r.view.generation < generation) generation = r.view.generation;
+        }
       }
-      if (Status st = absorb(group, replies.status(), bodies); !st.ok() && pending->failed.ok()) pending->failed = st;
+      if (Status st = absorb(group, replies.status(), bodies, generation); !st.ok() && pending->failed.ok()) {
+        pending->failed = st;
+      }
       group_done();
     });
   }

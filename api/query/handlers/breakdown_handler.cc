@@ -38,7 +38,7 @@ void ReadPathImpl::OnBreakdown(const HttpExchangePtr& ex) {
                     }
                   }
                   ExpandAndReply(ex, p, w.window, w.earlier, held->total, held->subtotals, std::move(uniques),
-                                 resolution);
+                                 resolution, held->archive_generation);
                 });
       },
       reach->skip, uniques_from, std::move(reach->splits));
@@ -57,7 +57,7 @@ Result<std::vector<ValueSums>> ReadPathImpl::Groups(const BreakdownParams& p, co
 void ReadPathImpl::ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, UnitWindow window,
                                   std::optional<UnitWindow> earlier, const HourlyCounts& total,
                                   const HourlyBreakdown& subtotals, std::vector<KeyUniques> uniques,
-                                  const nlohmann::json& resolution) {
+                                  const nlohmann::json& resolution, uint64_t data_generation) {
   // Every value's sums (views into `subtotals`): only the candidates for
   // the rows are copied out, below.
   auto current = Groups(p, window, subtotals);
@@ -127,7 +127,7 @@ void ReadPathImpl::ExpandAndReply(const HttpExchangePtr& ex, BreakdownParams p, 
     std::vector<KeyCounts> before;
     for (const KeyCounts& group : earlier_groups) before.push_back(expand(group));
     ReplyBreakdown(ex, p, window, tops, left_out, earlier, before, uniques, resolution);
-  });
+  }, data_generation);
 }
 
 }  // namespace clickatron::api

@@ -18,6 +18,7 @@
 
 #include "api/query/fake_read_cluster.h"
 #include "clickatron/config.h"
+#include "clickatron/key_codec.h"
 #include "clickatron/record.h"
 #include "clickatron/shard.h"
 #include "clickatron/ymdh.h"
@@ -538,6 +539,60 @@ TEST_F(QueryGatherTest, AnswersKeptFromAFileItsReplicaFoundDamagedAreNotUsedAgai
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (Rows{{h3, "", 2}, {h3, "US", 2}}));
   EXPECT_EQ(stats_.archive_cache_hits.load(), hits_before) << "nothing kept of the damaged file is read";
+}
+
+// A `load --now` brought a hashed value and its lookup record; its deploy
+// has reached the value's key's shard (generation 8) and not yet the shard
+// holding the lookup (still 7, without it). The breakdown read from 8 must
+// not show the value as its bare hash, a mix of the two generations (a
+// probe read 491 such rows during a deploy): SHARD_UNAVAILABLE, retry. A
+// record the older generation has is read; a hash the data's own
+// generation lacks is shown as itself; and without a data generation
+// (GET /lookup) nothing is checked.
+TEST_F(QueryGatherTest, ALookupFromAGenerationOlderThanItsValuesIsNoAnswer) {
+  cluster_ = ArchiveCluster(2, 1);
+  AddRealtimeShard(cluster_, 0, kRealtimePeer);
+  KeepAnswers(0);
+  client_.Script(kRealtimePeer, "/mget", Answer::Http(200, ""));  // realtime holds no lookup
+  // Two hashes whose lookup records are on shard 1.
+  std::vector<std::string> hashes;
+  for (int n = 0; hashes.size() < 2; ++n) {
+    const std::string hash = Hash12(fmt::format("https://new.example/{}", n));
+    if (ArchiveReader::ShardFor(hash, 2) == 1) hashes.push_back(hash);
+  }
+  std::vector<std::shared_ptr<ServedFileState>> files;
+  for (int shard = 0; shard < 2; ++shard) {
+    auto file = std::make_shared<ServedFileState>();
+    file->shard_count = 2;
+    file->crc32 = 7000 + shard;
+    ServeFile(client_, ReplicaPeer(shard, 0), file);
+    files.push_back(file);
+  }
+  files[1]->records["l|" + hashes[0]] = "https://old.example/kept";  // generation 7 has the first
+  const auto resolve = [&](uint64_t data_generation) {
+    std::optional<Result<std::map<std::string, std::string>>> got;
+    gather_->ResolveHashes(
+        hashes, [&](Result<std::map<std::string, std::string>> values) { got.emplace(std::move(values)); },
+        data_generation);
+    client_.RunUntilIdle();
+    EXPECT_TRUE(got.has_value());
+    return got ? *got : Result<std::map<std::string, std::string>>(Status::Internal("no answer"));
+  };
+  Result<std::map<std::string, std::string>> got = resolve(8);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().reason(), "SHARD_UNAVAILABLE") << got.status().ToString();
+  EXPECT_NE(got.status().message().find(hashes[1]), std::string::npos) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("generation 7"), std::string::npos) << got.status().ToString();
+  // GET /lookup names no generation: the record it has, none for the other.
+  got = resolve(0);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (std::map<std::string, std::string>{{hashes[0], "https://old.example/kept"}}));
+  // The deploy reaches shard 1: the same answer from generation 8 is whole.
+  files[1]->generation = 8;
+  files[1]->crc32 = 8001;
+  got = resolve(8);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (std::map<std::string, std::string>{{hashes[0], "https://old.example/kept"}}));
 }
 
 // Lowering the archive shard count (3 to 2): generation 13 is cut into 2
