@@ -20,8 +20,9 @@ class KeyPrefixTransform : public rocksdb::SliceTransform {
   // Stored in each file's properties: a file made under another name (or
   // none, before this) is read without its prefix filter, never wrongly.
   const char* Name() const override { return "clickatron.KeyPrefix.1"; }
-  // RocksDB asks it only of keys in the domain; any other stays whole (a
-  // Slice never points at nothing).
+  // RocksDB also asks it of keys outside the domain (DBIter with
+  // prefix_same_as_start transforms every key it passes): those stay whole,
+  // never an empty Slice that points at nothing.
   rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
     const std::string_view part = KeyPrefixOf(key.ToStringView());
     return part.empty() ? key : rocksdb::Slice(part.data(), part.size());

@@ -298,8 +298,9 @@ class PrefixesScan : public LineSource {
       // first key past its own: where a seek to this prefix would land
       // already, unless that key is still before it. (At the end, every
       // later seek ends there too: a cursor reads one snapshot.) Not by key
-      // part: its cursor skipped the files without the part before, which
-      // may hold this one's, and ended with it.
+      // part: that cursor ends (is not valid) where the part before ends,
+      // and it passed over the files without that part, which may hold
+      // this one's.
       if (by_key_prefix_ || !positioned_[i] || (shared->Valid() && shared->key() < std::string_view(p.prefix))) {
         shared->Seek(p.prefix);
       }

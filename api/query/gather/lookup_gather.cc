@@ -168,7 +168,9 @@ void QueryGather::ArchiveLookups(std::vector<std::string> keys, int shard_count,
       if (replies.ok()) {
         for (const ArchiveReply& r : *replies) {
           bodies.push_back(r.body);
-          if (generation == 0 || r.view.generation < generation) generation = r.view.generation;
+          if (r.view.generation != 0 && (generation == 0 || r.view.generation < generation)) {
+            generation = r.view.generation;
+          }
         }
       }
       if (Status st = absorb(group, replies.status(), bodies, generation); !st.ok() && pending->failed.ok()) {
