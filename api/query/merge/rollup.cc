@@ -68,6 +68,19 @@ int64_t UnitStartLocal(Unit unit, int64_t local_seconds) {
   return local_seconds;
 }
 
+// The length of every unit of `unit` in one offset, 0 for months (whose
+// lengths differ).
+int64_t UnitStepSeconds(Unit unit) {
+  switch (unit) {
+    case Unit::kHour: return kSecondsPerHour;
+    case Unit::kDay: return kSecondsPerDay;
+    case Unit::kWeek:
+    case Unit::kMweek: return kWeekSeconds;
+    case Unit::kMonth: return 0;
+  }
+  return 0;
+}
+
 // The start of the unit after (`step` 1) or before (-1) the one that starts
 // at local_start.
 int64_t AdjacentUnitStartLocal(Unit unit, int64_t local_start, int step) {
@@ -102,16 +115,29 @@ Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t refer
   UnitWindow w;
   w.unit_ = unit;
   w.offset_hours_ = offset_hours;
-  w.starts_.resize(static_cast<size_t>(units));
+  const int64_t step = UnitStepSeconds(unit);
   int64_t start = last;
-  for (int64_t i = units - 1; i >= 0; --i) {
-    w.starts_[static_cast<size_t>(i)] = start - shift;
-    if (i > 0) start = AdjacentUnitStartLocal(unit, start, -1);
+  if (step != 0) {
+    start = last - (units - 1) * step;
+  } else {
+    for (int64_t i = units - 1; i > 0; --i) start = AdjacentUnitStartLocal(unit, start, -1);
   }
   const int64_t hours = (end - start) / kSecondsPerHour;
   if (hours > max_hours) return WindowTooLarge(hours, max_hours);
   w.end_ts_ = end - shift;
+  w.SetUnits(start, last, shift);
   return w;
+}
+
+void UnitWindow::SetUnits(int64_t first_local, int64_t last_local, int64_t shift) {
+  step_ = UnitStepSeconds(unit_);
+  if (step_ != 0) {
+    first_ = first_local - shift;
+    count_ = static_cast<size_t>((last_local - first_local) / step_ + 1);
+    return;
+  }
+  for (int64_t s = first_local; s <= last_local; s = AdjacentUnitStartLocal(unit_, s, 1)) starts_.push_back(s - shift);
+  count_ = starts_.size();
 }
 
 Result<UnitWindow> UnitWindow::Spanning(Unit unit, int offset_hours, int64_t first_ts, int64_t reference_ts,
@@ -127,12 +153,13 @@ Result<UnitWindow> UnitWindow::Spanning(Unit unit, int offset_hours, int64_t fir
   if (first > last) return w;
   const int64_t hours = (end - first) / kSecondsPerHour;
   if (hours > max_hours) return WindowTooLarge(hours, max_hours);
-  for (int64_t s = first; s <= last; s = AdjacentUnitStartLocal(unit, s, 1)) w.starts_.push_back(s - shift);
+  w.SetUnits(first, last, shift);
   return w;
 }
 
 int64_t UnitWindow::IndexOf(int64_t utc_ts) const {
   if (empty() || utc_ts < begin_ts() || utc_ts >= end_ts_) return -1;
+  if (step_ != 0) return (utc_ts - first_) / step_;
   return std::upper_bound(starts_.begin(), starts_.end(), utc_ts) - starts_.begin() - 1;
 }
 
