@@ -1,3 +1,4 @@
+#include "clickatron/answer_pieces.h"
 #include "clickatron/http_server.h"
 
 #include <event2/bufferevent.h>
@@ -172,22 +173,6 @@ std::string_view OriginForm(std::string_view target) {
   // an empty one, and the answer is 404 as for any unknown path.
   if (path == std::string_view::npos || target.find('?', authority) < path) return std::string_view();
   return target.substr(path);
-}
-
-// Copies `body` into `buf` in pieces that each fill one 64 KiB allocation.
-// libevent keeps a piece (a chain) until every byte of it is written, and
-// sizes one for a whole body to the next power of two: a 1.27 MB answer
-// that a slow reader took part of held its 2 MiB chain whole, while
-// [http] max_answer_bytes_queued counts the bytes not yet written. 1,600
-// such readers held about 600 MB within a 256 MiB bound. In pieces, what is
-// held is what is counted, within a piece per answer.
-void AddInPieces(evbuffer* buf, std::string_view body) {
-  // A chain's header shares its allocation (libevent rounds the two up to a
-  // power of two): 64 KiB less room for it.
-  constexpr size_t kPiece = (64 << 10) - 256;
-  for (size_t at = 0; at < body.size(); at += kPiece) {
-    evbuffer_add(buf, body.data() + at, std::min(kPiece, body.size() - at));
-  }
 }
 
 // Answers larger than this are not queued while slow readers hold
