@@ -1,4 +1,3 @@
-#include "clickatron/answer_pieces.h"
 #include "clickatron/http_server.h"
 
 #include <event2/bufferevent.h>
@@ -31,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "clickatron/answer_pieces.h"
 #include "clickatron/cluster_auth.h"
 #include "clickatron/key_codec.h"
 #include "clickatron/metrics_table.h"

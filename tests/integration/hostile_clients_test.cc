@@ -179,7 +179,9 @@ TEST_F(HostileClientsTest, ReadersThatNeverReadHoldNoMoreThanTheAnswerBudget) {
   // Nor at its peak: an answer a reader took part of is held as the bytes
   // not yet written, not as a buffer for the whole (2 MiB for a 1.27 MB
   // answer: 1,600 such readers held about 600 MB within a 256 MiB bound).
-  const uint64_t peak = static_cast<uint64_t>(std::max<int64_t>(0, testing::ProcStatusKb(pid, "VmHWM"))) * 1024;
+  const int64_t peak_kb = testing::ProcStatusKb(pid, "VmHWM");
+  ASSERT_GT(peak_kb, 0) << "no VmHWM for the API process";
+  const uint64_t peak = static_cast<uint64_t>(peak_kb) * 1024;
   std::cout << "[ info ] API RSS " << before / kMiB << " MiB before, " << after / kMiB << " MiB after, peak "
             << peak / kMiB << " MiB" << std::endl;
   EXPECT_LT(peak, before + kAnswerBudget + kAllowance)

@@ -104,6 +104,7 @@ int64_t AdjacentUnitStartLocal(Unit unit, int64_t local_start, int step) {
 
 Result<UnitWindow> UnitWindow::Ending(Unit unit, int offset_hours, int64_t reference_ts, int64_t units,
                                       int64_t max_hours) {
+  if (units < 1) return Status::InvalidArgument(fmt::format("{} units: a window has one or more", units));
   // Every unit is at least an hour: refuse before building anything huge.
   if (units > max_hours) {
     return WindowTooLarge(fmt::format("{} units of a {} are at least {} hours", units, UnitName(unit), units),
