@@ -391,10 +391,6 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
                     previous->generation, previous->last_day, options.date, options.date),
         "ALREADY_ARCHIVED");
   }
-  // Days before this one that the ring still holds unexported (a missed
-  // night, the first Yesterday of a new cluster) go into the same generation
-  // (each sort task finds its shard's): readers ignore realtime days the
-  // archive reaches, so they cannot wait.
   // The build needs an API node to say which deletions exist (generation.cc
   // asks again, and that answer is the one folded in). Asked here first, so
   // a run while no API node answers stops before its export seals the day:
@@ -405,6 +401,10 @@ Status RunDay(const ClusterConfig& cluster, const RunOptions& options) {
         "nothing is exported or built while no API node can say which deletions to fold in; {} stays in realtime",
         options.date));
   }
+  // Days before this one that the ring still holds unexported (a missed
+  // night, the first Yesterday of a new cluster) go into the same generation
+  // (each sort task finds its shard's): readers ignore realtime days the
+  // archive reaches, so they cannot wait.
   auto engine = MakeEngine(cluster);
   if (!engine.ok()) return engine.status();
   auto sort_tasks = SortShards(cluster, **engine, options.date, previous->last_day, options.timeouts);

@@ -63,6 +63,12 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
   // The least of the days' export epochs: the merge takes out of this
   // task's records those of every deletion installed here after it.
   uint64_t tombstone_epoch = std::numeric_limits<uint64_t>::max();
+  // A shard restarted after a crash exports nothing until its API nodes
+  // have re-sent what it lost (about a second; realtime/recovery_gate.h):
+  // waited for rather than failing the night. Twice the shard's own wait at
+  // least (that wait starts over while a re-send applies), a minute at least.
+  const int64_t recovery_wait_s =
+      std::max<int64_t>(60, 2 * std::chrono::duration_cast<std::chrono::seconds>(cluster.api.RecoveryWait()).count());
   for (const std::string& day : spec.days) {
     ExportOptions options;
     options.peer = member->listen;
@@ -74,14 +80,7 @@ Result<nlohmann::json> RunSortShard(const TaskPaths& task, const SortShardSpec& 
     options.path = fmt::format("{}/export-{}.csv", task.Tmp(), day);
     options.timeout_ms = spec.export_timeout_ms;
     auto result = ExportDay(options);
-    // A shard restarted after a crash exports nothing until its API nodes
-    // have re-sent what it lost (about a second; realtime/recovery_gate.h):
-    // waited for rather than failing the night, as long as the shard's own
-    // wait may last (its API nodes' retry backoff counts in it).
-    // Twice the shard's own wait: it starts over while a re-send applies.
-    const auto wait_s = std::max<int64_t>(60, 2 * std::chrono::duration_cast<std::chrono::seconds>(
-                                                      cluster.api.RecoveryWait()).count());
-    for (int waited = 0; !result.ok() && waited < wait_s &&
+    for (int waited = 0; !result.ok() && waited < recovery_wait_s &&
                          result.status().reason() == "SHARD_RECOVERING";
          ++waited) {
       if (waited == 0) spdlog::info("realtime shard {} ({}) is recovering from a crash: waiting to export {}",

@@ -101,7 +101,8 @@ struct ApiConfig {
   // How long a realtime shard restarted after a crash waits for the API
   // nodes' re-send before it serves reads anyway (realtime/recovery_gate.h):
   // an idle node polls once a second, one with batches to send retries
-  // after at most its backoff. The rebuild waits as long to export it.
+  // after at most its backoff. The rebuild waits twice this (a minute at
+  // least) to export it.
   std::chrono::milliseconds RecoveryWait() const {
     return std::max(std::chrono::milliseconds(10000), 2 * std::chrono::milliseconds(retry_backoff_max_ms));
   }
