@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
     spdlog::critical("read loops: {}", read_loops.status().ToString());
     return 1;
   }
+  // The siblings stop with the first loop, each answering the queries it
+  // took, and are joined once it has drained too.
+  (*server)->OnStopDrain([&](std::function<void()> drained) { (*read_loops)->BeginStop(std::move(drained)); });
   (*server)->OnStop([&] { (*read_loops)->Stop(); });
   (*server)->SetStatsProvider(
       [&] {

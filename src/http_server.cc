@@ -324,7 +324,8 @@ class HttpServerImpl : public HttpServer {
 
   // Called by exchanges.
   void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex) { open_[conn] = ex; }
-  void Untrack(evhttp_connection* conn) { open_.erase(conn); }
+  // The request on `conn` was answered (or its connection closed).
+  void Untrack(evhttp_connection* conn);
   // An answer handed to libevent: its connection is remembered until the
   // answer has been written (or the connection closed), so a stop lets it
   // leave before the loop ends.
@@ -354,6 +355,8 @@ class HttpServerImpl : public HttpServer {
   // waits for the answers being written, then EndLoop() runs the stop hooks
   // and ends the loop.
   void BeginStop();
+  // A drain (a hook's, or the requests taken before the stop) is done.
+  void Drained();
   void FinishStop();
   void EndLoop();
   // An answer was written, or its connection closed.
@@ -401,6 +404,10 @@ class HttpServerImpl : public HttpServer {
   std::vector<std::function<void()>> stop_hooks_;
   std::vector<std::function<void(std::function<void()>)>> drain_hooks_;
   size_t drains_left_ = 0;
+  // The requests a stop waits for: every route's but an admin one's (an
+  // operator's job, such as a replica's fetch, is given up by a stop).
+  std::unordered_set<evhttp_connection*> owed_;
+  bool requests_draining_ = false;  // a stop waits for owed_ to empty
   bool finishing_ = false;       // FinishStop() began
   bool stop_hooks_ran_ = false;  // EndLoop() (or Run() ending by itself) ran them
   std::unordered_set<evhttp_connection*> answering_;  // AnswerLeaving, not yet written
@@ -834,15 +841,33 @@ void HttpServerImpl::BeginStop() {
                  drains_left_, options_.stop_drain_timeout.count());
     FinishStop();
   });
-  drains_left_ = drain_hooks_.size();
+  // The requests taken before the stop are one more drain: a query waiting
+  // for its shards' answers is answered, not cut off when the loop ends (a
+  // client would see its connection closed with no answer at all).
+  requests_draining_ = !owed_.empty();
+  drains_left_ = drain_hooks_.size() + (requests_draining_ ? 1 : 0);
   if (drains_left_ == 0) return FinishStop();
   for (auto& hook : drain_hooks_) {
     hook([this, called = std::make_shared<bool>(false)] {
       if (*called) return;
       *called = true;
-      if (--drains_left_ == 0 && !finishing_) FinishStop();
+      Drained();
     });
   }
+}
+
+void HttpServerImpl::Drained() {
+  if (--drains_left_ == 0 && !finishing_) FinishStop();
+}
+
+void HttpServerImpl::Untrack(evhttp_connection* conn) {
+  open_.erase(conn);
+  owed_.erase(conn);
+  if (!requests_draining_ || !owed_.empty()) return;
+  requests_draining_ = false;
+  // Later, on the loop: the last answer is handed to libevent after this
+  // (Send), and FinishStop must see it leaving.
+  RunInLoop([this] { Drained(); });
 }
 
 void HttpServerImpl::FinishStop() {
@@ -893,7 +918,7 @@ void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   auto it = self->open_.find(conn);
   if (it == self->open_.end()) return;
   if (auto ex = it->second.lock()) ex->ConnectionClosed();
-  self->open_.erase(it);
+  self->Untrack(conn);
 }
 
 bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
@@ -987,6 +1012,7 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
+  if (!local || route->second.access != Access::kAdmin) owed_.insert(conn);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
   const HeadFraming framing = ReadFraming(evhttp_request_get_input_headers(req));
   if (framing.ambiguous_length) {

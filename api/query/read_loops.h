@@ -10,9 +10,9 @@
 // increments and admin requests are handed to the first loop, where the
 // write path lives, and answered through the loop that received them.
 //
-// Thread-safety: Start and Stop from the first loop's thread (Stop is also
-// its OnStop hook). The threads are named read-loop-2, read-loop-3, … (top
-// -H, /proc/PID/task/*/comm).
+// Thread-safety: Start, BeginStop and Stop from the first loop's thread
+// (BeginStop is its stop drain, Stop its OnStop hook). The threads are
+// named read-loop-2, read-loop-3, … (top -H, /proc/PID/task/*/comm).
 #pragma once
 
 #include <functional>
@@ -41,6 +41,10 @@ class ReadLoops {
   ReadLoops(const ReadLoops&) = delete;
   ReadLoops& operator=(const ReadLoops&) = delete;
 
+  // Stops every sibling loop (each answers the queries it took first, as
+  // the first loop does) and calls `all_ended` on the first loop once
+  // every one has ended: the first loop's stop drain.
+  void BeginStop(std::function<void()> all_ended);
   // Stops every sibling loop and waits for its thread; then frees them.
   // Idempotent.
   void Stop();
@@ -54,7 +58,11 @@ class ReadLoops {
     std::unique_ptr<ReadPath> read;
     std::thread thread;
   };
+  // A sibling's Run() returned (posted to the first loop by its thread).
+  void LoopEnded();
   std::vector<Loop> loops_;
+  size_t ended_ = 0;  // on the first loop's thread
+  std::function<void()> on_all_ended_;
 };
 
 }  // namespace clickatron::api

@@ -107,8 +107,8 @@ struct HttpServerOptions {
   // A daemon stops on SIGINT/SIGTERM (and ignores them while it closes). A
   // server inside a command-line tool leaves the signals to the process.
   bool stop_on_signals = true;
-  // How long a stop waits for OnStopDrain hooks and for answers still being
-  // written before the loop ends anyway.
+  // How long a stop waits for OnStopDrain hooks and the requests it took
+  // before the loop ends anyway.
   std::chrono::milliseconds stop_drain_timeout{10000};
   // Sibling servers (NewSibling) may listen on this port too, each on a loop
   // of its own; the kernel spreads new connections over them (SO_REUSEPORT).
@@ -160,8 +160,9 @@ class HttpServer {
   // API's increments on their way into the oplog). On Stop() the server
   // stops accepting connections and answers new requests 503 STOPPING; it
   // runs each drain hook on the loop thread, keeps the loop serving until
-  // every hook has called its `drained` (once) or stop_drain_timeout
-  // passes, lets the answers given meanwhile be written (for at most 2 s
+  // every hook has called its `drained` (once) and every request taken
+  // before the stop is answered (but an admin route's: an operator's job,
+  // such as a replica's fetch, is given up), or stop_drain_timeout passes, lets the answers given meanwhile be written (for at most 2 s
   // more), runs the OnStop hooks, and Run() returns.
   virtual void OnStopDrain(std::function<void(std::function<void()> drained)> fn) = 0;
   // Runs `fn` on the loop thread every `period`, first after one period.

@@ -203,5 +203,64 @@ TEST(HttpServerStop, ADrainThatNeverFinishesEndsAtItsTimeout) {
   EXPECT_TRUE(stop_hook_ran);
 }
 
+// A request taken before the stop whose handler answers later (a query
+// waiting for its shards) is answered before Run() returns, with no drain
+// hook of its own: a client must not see its connection closed unanswered.
+// One never answered holds the stop for stop_drain_timeout at most.
+TEST(HttpServerStop, RequestsTakenBeforeTheStopAreAnsweredBeforeRunReturns) {
+  auto server = NewServer(std::chrono::seconds(60));
+  ASSERT_TRUE(server);
+  std::vector<HttpExchangePtr> held;  // loop thread only
+  std::atomic<int> arrived{0};
+  server->Route("/later", [&](const HttpExchangePtr& ex) {
+    held.push_back(ex);
+    ++arrived;
+  });
+  const uint16_t port = server->port();
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+  constexpr int kClients = 3;
+  std::vector<HttpResponse> got(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] { got[i] = testing::HttpGet(Loopback(port), "/later", 30000); });
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == kClients; }));
+  server->Stop();
+  // The stop has begun (new connections refused); the loop still runs.
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::ConnectLoopback(port) < 0; }));
+  server->RunInLoop([&] {
+    for (const auto& ex : held) ex->Reply(200, "late answer");
+    held.clear();
+  });
+  loop.join();
+  for (auto& c : clients) c.join();
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_EQ(got[i].status_code, 200) << i << ": " << got[i].transport.message();
+    EXPECT_EQ(got[i].body, "late answer") << i;
+  }
+}
+
+TEST(HttpServerStop, ARequestNeverAnsweredEndsTheStopAtItsTimeout) {
+  auto server = NewServer(std::chrono::milliseconds(200));
+  ASSERT_TRUE(server);
+  std::vector<HttpExchangePtr> held;  // loop thread only; freed after Run
+  std::atomic<int> arrived{0};
+  server->Route("/never", [&](const HttpExchangePtr& ex) {
+    held.push_back(ex);
+    ++arrived;
+  });
+  const uint16_t port = server->port();
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+  HttpResponse got;
+  std::thread client([&] { got = testing::HttpGet(Loopback(port), "/never", 30000); });
+  ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == 1; }));
+  server->Stop();
+  loop.join();
+  held.clear();
+  server.reset();  // closes the connection: the client gives up
+  client.join();
+  EXPECT_NE(got.status_code, 200);
+}
+
 }  // namespace
 }  // namespace clickatron

@@ -383,6 +383,7 @@ class ReadCluster {
     // The API's read cache ([api] read_cache_mb; 0: off, as in the rest of
     // the suite).
     int read_cache_mb = 0;
+    int read_loops = 1;  // [api] read_loops
   };
 
   explicit ReadCluster(Spec spec) : spec_(spec) {}
@@ -402,7 +403,7 @@ class ReadCluster {
     cluster.api_nodes = 2;
     cluster.cluster.SetString("clock", "manual").SetString("log_level", "warn");
     cluster.api.SetInt("request_timeout_ms", spec_.request_timeout_ms).SetString("oplog_sync", "none");
-    cluster.api.SetInt("read_cache_mb", spec_.read_cache_mb);
+    cluster.api.SetInt("read_cache_mb", spec_.read_cache_mb).SetInt("read_loops", spec_.read_loops);
     const Status written = cluster_.Write(cluster);
     ASSERT_TRUE(written.ok()) << written.ToString();
   }
