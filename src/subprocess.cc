@@ -43,14 +43,16 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const std
   if (pid == 0) {
     // Only async-signal-safe calls from here on. The child starts with the
     // default signal dispositions and mask (our daemons ignore SIGPIPE,
-    // which exec would pass on), and dies with us: a program left running
-    // after the rebuild died (GNU parallel) must not go on copying results
-    // into a work dir a rerun owns.
+    // which exec would pass on), and is told to stop when we die: a program
+    // left running after the rebuild died (GNU parallel) must not go on
+    // copying results into a work dir a rerun owns. SIGTERM, not SIGKILL:
+    // GNU parallel stops its running jobs on it (its --termseq); killed, it
+    // left them running, each task on for as long as it took.
     ::signal(SIGPIPE, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);  // we died before prctl
     if (in_read.get() == 0) {
       ::fcntl(0, F_SETFD, 0);  // already stdin: keep it open across exec

@@ -4,8 +4,10 @@
 // The child's stdout and stderr are the caller's (the engine's own progress
 // and the tasks' logs land in the rebuild's log); its stdin is `stdin_data`,
 // written from a thread so a child that reads slowly cannot deadlock us. The
-// child gets default signal handling, and SIGKILL when the caller's thread
-// dies (PR_SET_PDEATHSIG): nothing it started outlives a killed caller.
+// child gets default signal handling, and SIGTERM when the caller's thread
+// dies (PR_SET_PDEATHSIG), which GNU parallel takes as "stop your jobs":
+// nothing it started outlives a killed caller. (A child that ignores
+// SIGTERM, or one whose own children do not stop with it, is not stopped.)
 //
 // Thread-safety: may be called from any thread; each call has its own child.
 #pragma once

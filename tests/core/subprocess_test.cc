@@ -2,8 +2,16 @@
 // the child's SIGPIPE back at its default.
 #include <gtest/gtest.h>
 
-#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "clickatron/file_util.h"
 #include "clickatron/subprocess.h"
 #include "testutil/testutil.h"
 
@@ -59,6 +67,47 @@ TEST(RunProcessTest, TheChildHasSigpipeAtItsDefaultEvenWhenWeIgnoreIt) {
   ASSERT_NE(line.find(':'), std::string::npos) << line;
   const unsigned long long mask = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
   EXPECT_EQ(mask & (1ull << (SIGPIPE - 1)), 0u) << line;
+}
+
+// A caller killed (kill -9 of the rebuild) while GNU parallel runs its
+// jobs: parallel is told to stop and stops its jobs too, instead of leaving
+// them running on their own (each task would run on, unseen).
+TEST(RunProcessTest, GnuParallelsJobsStopWhenTheCallerIsKilled) {
+  if (std::system("parallel --will-cite --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no GNU parallel here";
+  testing::TempDir dir;
+  const std::string job = "echo $$ > " + (dir / "pid-{}") + "; exec sleep 120";
+  const pid_t caller = ::fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    auto ran = RunProcess({"parallel", "--will-cite", job, ":::", "a", "b"}, "", "");
+    ::_exit(ran.ok() ? 0 : 1);
+  }
+  std::vector<pid_t> jobs;
+  ASSERT_TRUE(testing::WaitFor([&] {
+    jobs.clear();
+    for (const char* name : {"pid-a", "pid-b"}) {
+      const std::string text = FileExists(dir / name) ? testing::ReadAll(dir / name) : "";
+      if (text.empty() || text.back() != '\n') return false;
+      jobs.push_back(static_cast<pid_t>(std::stol(text)));
+    }
+    return true;
+  })) << "parallel's jobs did not start";
+  ASSERT_EQ(::kill(caller, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(caller, &status, 0), caller);
+  // Gone, or a zombie waiting for whoever adopted it.
+  auto running = [](pid_t pid) {
+    const std::string stat = FileExists("/proc/" + std::to_string(pid) + "/stat")
+                                 ? testing::ReadAll("/proc/" + std::to_string(pid) + "/stat")
+                                 : "";
+    const size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+  };
+  EXPECT_TRUE(testing::WaitFor([&] { return !running(jobs[0]) && !running(jobs[1]); }, std::chrono::seconds(20)))
+      << "a job of the killed caller's GNU parallel still runs";
+  for (pid_t pid : jobs) {
+    if (running(pid)) ::kill(pid, SIGKILL);
+  }
 }
 
 }  // namespace
