@@ -142,7 +142,12 @@ Status ConvertRealtimeLine(std::string_view realtime_line, std::string* out) {
   if (FastConvert(realtime_line, out)) return Status::Ok();
   Result<RealtimeLine> parsed = ParseRealtimeLine(realtime_line);
   if (!parsed.ok()) return parsed.status();
-  if (IsCounter(parsed->key.type)) CLICKATRON_RETURN_IF_ERROR(CheckLineCount(parsed->count));
+  // Quoted as the parser's refusals quote it (a rejects file names the line).
+  if (IsCounter(parsed->key.type)) {
+    if (Status st = CheckLineCount(parsed->count); !st.ok()) {
+      return st.WithContext(fmt::format("realtime line {}", QuoteForMessage(realtime_line)));
+    }
+  }
   Result<std::string> converted = RealtimeToArchiveLine(realtime_line);
   if (!converted.ok()) return converted.status();
   out->append(*converted);
@@ -152,7 +157,9 @@ Status ConvertRealtimeLine(std::string_view realtime_line, std::string* out) {
 Status NormalizeArchiveLine(std::string_view archive_line, std::string* out) {
   Result<ArchiveRecord> record = ParseArchiveLine(archive_line);
   if (!record.ok()) return record.status();
-  CLICKATRON_RETURN_IF_ERROR(CheckArchiveCounts(*record));
+  if (Status st = CheckArchiveCounts(*record); !st.ok()) {
+    return st.WithContext(fmt::format("archive line {}", QuoteForMessage(archive_line)));
+  }
   out->append(FormatArchiveLine(*record));
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 // lines of every shape and on many damaged variants of them.
 #include "convert_line.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -64,6 +65,8 @@ TEST(ConvertRealtimeLine, CountsMustBePositiveAndBounded) {
     std::string out;
     const Status st = ConvertRealtimeLine(line, &out);
     EXPECT_EQ(st.reason(), "BAD_COUNT") << line << " " << st.ToString();
+    // The refusal quotes its line, as the parser's own refusals do.
+    EXPECT_NE(st.message().find(fmt::format("realtime line \"{}\"", line)), std::string::npos) << st.ToString();
     EXPECT_TRUE(out.empty());
   }
   std::string out;
@@ -73,6 +76,7 @@ TEST(ConvertRealtimeLine, CountsMustBePositiveAndBounded) {
     std::string normalized;
     const Status st = NormalizeArchiveLine(line, &normalized);
     EXPECT_EQ(st.reason(), "BAD_COUNT") << line << " " << st.ToString();
+    EXPECT_NE(st.message().find(fmt::format("archive line \"{}\"", line)), std::string::npos) << st.ToString();
     EXPECT_TRUE(normalized.empty());
   }
 }
