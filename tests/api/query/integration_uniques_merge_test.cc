@@ -65,8 +65,9 @@ class IntegrationUniquesMergeTest : public ReadClusterTest, public ::testing::Wi
       if (rng() % 4 == 0) continue;
       const int64_t day = FloorDiv(h, kDay);
       // Every fifth day has clicks and no visitors; other days, a hour in
-      // five has clicks only.
-      const bool no_visitors = day % 5 == 0 || rng() % 5 == 0;
+      // five has clicks only. The first day has none, whatever today is:
+      // the key's clicks start before its visitors (UnitsMinusOne…).
+      const bool no_visitors = day == first / kDay || day % 5 == 0 || rng() % 5 == 0;
       add(kHotKey, h, no_visitors ? 0 : 1 + static_cast<int>(rng() % 3), 40);
     }
     for (int i = 0; i < 60; ++i) {
