@@ -1,4 +1,5 @@
 // clickatron-api: the increment and query front end.
+#include <chrono>
 #include <cstdio>
 
 #include <spdlog/spdlog.h>
@@ -24,6 +25,10 @@ int main(int argc, char** argv) {
   }
   auto shared = api::ReadShared::Make(*ctx);
   ctx->http.share_port = shared->loops > 1;  // the read loops' siblings listen on it too
+  // Clients keep connections to an API node (every HTTP library's pool): a
+  // stop answers what they send on them for up to a second, 503 STOPPING
+  // with Connection: close, rather than closing them under a request.
+  ctx->http.stop_linger = std::chrono::seconds(1);
   auto server = HttpServer::Create(ctx->http);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

@@ -54,8 +54,9 @@ rocksdb::CompressionType LowerLevelCompression() {
 // of a busy day (a million short keys, 10 bits each, and their key parts):
 // every prefix seek read that filter from its file again and checked its
 // checksum, 29% of a shard's CPU under the live query benchmark (perf).
-// Few shards cost nothing here: one read loop and the checkpoint thread use
-// the cache.
+// Few shards cost little here: the read loop, the checkpoint thread and two
+// compaction jobs use the cache. (A filter past 16 MiB, a table of some ten
+// million keys, would still not be kept.)
 int BlockCacheShardBits(size_t capacity) {
   constexpr size_t kLeastShardBytes = size_t{16} << 20;
   int bits = 0;

@@ -326,10 +326,15 @@ class HttpServerImpl : public HttpServer {
   void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex) { open_[conn] = ex; }
   // The request on `conn` was answered (or its connection closed).
   void Untrack(evhttp_connection* conn);
+  // A stop no longer waits for the request on `conn`: answered, its
+  // connection closed, or its streamed answer begun (then only its writing
+  // is waited for, within the grace).
+  void NoLongerOwed(evhttp_connection* conn);
   // An answer handed to libevent: its connection is remembered until the
   // answer has been written (or the connection closed), so a stop lets it
   // leave before the loop ends.
   bool AnswerFits() const { return !limits_->AnswersOverBudget(); }
+  bool stopping() const { return stopping_; }
   // 503 SLOW_READERS, counted.
   void RefuseForSlowReaders(HttpExchange& ex);
   void AnswerLeaving(evhttp_request* req) {
@@ -358,6 +363,9 @@ class HttpServerImpl : public HttpServer {
   // A drain (a hook's, or the requests taken before the stop) is done.
   void Drained();
   void FinishStop();
+  // After the answers: lingers while clients hold connections (see
+  // HttpServerOptions::stop_linger), then EndLoop().
+  void Linger();
   void EndLoop();
   // An answer was written, or its connection closed.
   void AnswerGone(evhttp_connection* conn);
@@ -408,6 +416,10 @@ class HttpServerImpl : public HttpServer {
   // operator's job, such as a replica's fetch, is given up by a stop).
   std::unordered_set<evhttp_connection*> owed_;
   bool requests_draining_ = false;  // a stop waits for owed_ to empty
+  // Connections that have sent a request (their close callback is ours),
+  // until they close: a stop lingers while any is open.
+  std::unordered_set<evhttp_connection*> client_conns_;
+  bool lingering_ = false;
   bool finishing_ = false;       // FinishStop() began
   bool stop_hooks_ran_ = false;  // EndLoop() (or Run() ending by itself) ran them
   std::unordered_set<evhttp_connection*> answering_;  // AnswerLeaving, not yet written
@@ -424,6 +436,9 @@ class HttpServerImpl : public HttpServer {
   // Paths whose answers are bounded (kBoundedAnswers): a sibling's copy of its
   // primary's, served while slow readers hold the answer budget.
   std::set<std::string, std::less<>> bounded_answer_paths_;
+  // A sibling's copy of its primary's admin routes: a stop does not wait
+  // for them (owed_), handed over or not.
+  std::set<std::string, std::less<>> admin_paths_;
   Clock::time_point started_ = Clock::now();
   bool stopping_ = false;
   // The address listened on (share_port): siblings bind exactly it.
@@ -509,10 +524,19 @@ void ExchangeImpl::Finish(int status) {
   server_->stats().Record(endpoint_, static_cast<uint64_t>(us), status >= 400);
 }
 
+// An answer given while the server stops ends its connection: the client
+// sends its next request elsewhere instead of on a connection about to close.
+void CloseAfterAnswerWhenStopping(const HttpServerImpl& server, evkeyvalq* headers) {
+  if (server.stopping() && evhttp_find_header(headers, "Connection") == nullptr) {
+    evhttp_add_header(headers, "Connection", "close");
+  }
+}
+
 void ExchangeImpl::Send(int status, std::string_view body, std::string_view content_type, bool length_known) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req_);
   evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
   AddDateHeader(headers);
+  CloseAfterAnswerWhenStopping(*server_, headers);
   EvbufferPtr buf(evbuffer_new());
   // libevent 2.1 writes a HEAD answer's body after its headers, and without
   // a Content-Length: a keep-alive client would read that body as the start
@@ -558,7 +582,12 @@ void ExchangeImpl::StartStream(int status, std::string_view content_type) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req_);
   evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
   AddDateHeader(headers);
+  CloseAfterAnswerWhenStopping(*server_, headers);
   server_->AnswerLeaving(req_);
+  // A stream may run for minutes (a replica serving its file): once it has
+  // begun, a stop gives it the answers' write grace, as any answer being
+  // written, rather than its whole drain.
+  server_->NoLongerOwed(evhttp_request_get_connection(req_));
   evhttp_send_reply_start(req_, status, nullptr);
 }
 
@@ -753,6 +782,7 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   for (const auto& [path, entry] : routes_) {
     sibling->forwarded_paths_.insert(path);
     if (entry.methods & kBoundedAnswers) sibling->bounded_answer_paths_.insert(path);
+    if (entry.access == Access::kAdmin) sibling->admin_paths_.insert(path);
   }
   CLICKATRON_RETURN_IF_ERROR(sibling->Init());
   return std::unique_ptr<HttpServer>(std::move(sibling));
@@ -862,6 +892,10 @@ void HttpServerImpl::Drained() {
 
 void HttpServerImpl::Untrack(evhttp_connection* conn) {
   open_.erase(conn);
+  NoLongerOwed(conn);
+}
+
+void HttpServerImpl::NoLongerOwed(evhttp_connection* conn) {
   owed_.erase(conn);
   if (!requests_draining_ || !owed_.empty()) return;
   requests_draining_ = false;
@@ -876,12 +910,24 @@ void HttpServerImpl::FinishStop() {
   // The answers given meanwhile are written before the loop ends: a client
   // that got no answer would send again what was taken. A client that does
   // not read its answer is not waited for past the grace.
-  if (answering_.empty()) return EndLoop();
+  if (answering_.empty()) return Linger();
   After(kAnswerWriteGrace, [this] {
+    if (lingering_) return;
     spdlog::warn("stopping: {} answers were still being written after {} s; stopping anyway", answering_.size(),
                  kAnswerWriteGrace.count());
-    EndLoop();
+    Linger();
   });
+}
+
+void HttpServerImpl::Linger() {
+  if (lingering_ || stop_hooks_ran_) return;
+  lingering_ = true;
+  // A client that sends on a kept connection while the stop ends gets 503
+  // STOPPING with Connection: close (Dispatch, ExchangeImpl::Send), not a
+  // connection closed under its request: it cannot tell whether such a
+  // request was taken. Ends once every client has closed its connection.
+  if (options_.stop_linger.count() <= 0 || client_conns_.empty()) return EndLoop();
+  After(options_.stop_linger, [this] { EndLoop(); });
 }
 
 void HttpServerImpl::EndLoop() {
@@ -900,7 +946,7 @@ void HttpServerImpl::OnAnswerSent(evhttp_request* req, void* arg) {
 void HttpServerImpl::AnswerGone(evhttp_connection* conn) {
   if (answering_.erase(conn) == 0 || !answering_.empty() || !finishing_) return;
   // Not from inside libevent's callback: the hooks may close connections.
-  RunInLoop([this] { EndLoop(); });
+  RunInLoop([this] { Linger(); });
 }
 
 void HttpServerImpl::RunInLoop(std::function<void()> fn) { mailbox_->Post(std::move(fn)); }
@@ -912,6 +958,9 @@ void HttpServerImpl::OnWake(evutil_socket_t, short, void* arg) {
 
 void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
+  if (self->client_conns_.erase(conn) != 0 && self->lingering_ && self->client_conns_.empty()) {
+    self->RunInLoop([self] { self->EndLoop(); });
+  }
   // An answer cut off (the client left, or stopped reading past evhttp's
   // timeout): libevent never reports it written.
   self->AnswerGone(conn);
@@ -1012,7 +1061,9 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
-  if (!local || route->second.access != Access::kAdmin) owed_.insert(conn);
+  client_conns_.insert(conn);
+  const bool admin = local ? route->second.access == Access::kAdmin : FindPath(admin_paths_, path) != admin_paths_.end();
+  if (!admin) owed_.insert(conn);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
   const HeadFraming framing = ReadFraming(evhttp_request_get_input_headers(req));
   if (framing.ambiguous_length) {

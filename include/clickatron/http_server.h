@@ -110,6 +110,12 @@ struct HttpServerOptions {
   // How long a stop waits for OnStopDrain hooks and the requests it took
   // before the loop ends anyway.
   std::chrono::milliseconds stop_drain_timeout{10000};
+  // After a stop's drain and answers, how long it may still wait for its
+  // clients to close their kept connections, answering what they send 503
+  // STOPPING with Connection: close (0: not at all). Without it a request
+  // sent on a kept connection while the loop ends finds it closed with no
+  // answer, and its client cannot tell whether it was taken.
+  std::chrono::milliseconds stop_linger{0};
   // Sibling servers (NewSibling) may listen on this port too, each on a loop
   // of its own; the kernel spreads new connections over them (SO_REUSEPORT).
   // A port that anything else holds at start is still refused; afterwards
@@ -161,9 +167,11 @@ class HttpServer {
   // stops accepting connections and answers new requests 503 STOPPING; it
   // runs each drain hook on the loop thread, keeps the loop serving until
   // every hook has called its `drained` (once) and every request taken
-  // before the stop is answered (but an admin route's: an operator's job,
-  // such as a replica's fetch, is given up), or stop_drain_timeout passes, lets the answers given meanwhile be written (for at most 2 s
-  // more), runs the OnStop hooks, and Run() returns.
+  // before the stop is answered or has begun a streamed answer (but an
+  // admin route's: an operator's job is given up), or stop_drain_timeout
+  // passes; lets the answers given meanwhile be written (for at most 2 s
+  // more); lingers while clients keep connections (stop_linger); runs the
+  // OnStop hooks, and Run() returns.
   virtual void OnStopDrain(std::function<void(std::function<void()> drained)> fn) = 0;
   // Runs `fn` on the loop thread every `period`, first after one period.
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;

@@ -5,9 +5,10 @@
 // and the tasks' logs land in the rebuild's log); its stdin is `stdin_data`,
 // written from a thread so a child that reads slowly cannot deadlock us. The
 // child gets default signal handling, and SIGTERM when the caller's thread
-// dies (PR_SET_PDEATHSIG), which GNU parallel takes as "stop your jobs":
-// nothing it started outlives a killed caller. (A child that ignores
-// SIGTERM, or one whose own children do not stop with it, is not stopped.)
+// dies (PR_SET_PDEATHSIG), which GNU parallel (20221122, tested) takes as
+// "stop your jobs": its jobs on this host do not outlive a killed caller.
+// (A job on another host loses its ssh session; a child that ignores
+// SIGTERM, or whose own children do not stop with it, is not stopped.)
 //
 // Thread-safety: may be called from any thread; each call has its own child.
 #pragma once

@@ -123,6 +123,9 @@ class HttpServerSiblingTest : public ::testing::Test {
     options.cluster_secret = kSecret;
     options.stop_on_signals = false;
     options.share_port = true;
+    // A stop waits this long for a request it took (the primary's /held,
+    // handed over by a sibling) before its loop ends anyway.
+    options.stop_drain_timeout = std::chrono::milliseconds(300);
     auto created = HttpServer::Create(options);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     primary_ = std::move(created).value();

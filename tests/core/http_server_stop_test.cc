@@ -241,7 +241,7 @@ TEST(HttpServerStop, RequestsTakenBeforeTheStopAreAnsweredBeforeRunReturns) {
 }
 
 TEST(HttpServerStop, ARequestNeverAnsweredEndsTheStopAtItsTimeout) {
-  auto server = NewServer(std::chrono::milliseconds(200));
+  auto server = NewServer(std::chrono::milliseconds(500));
   ASSERT_TRUE(server);
   std::vector<HttpExchangePtr> held;  // loop thread only; freed after Run
   std::atomic<int> arrived{0};
@@ -254,12 +254,83 @@ TEST(HttpServerStop, ARequestNeverAnsweredEndsTheStopAtItsTimeout) {
   HttpResponse got;
   std::thread client([&] { got = testing::HttpGet(Loopback(port), "/never", 30000); });
   ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == 1; }));
+  const Clock::time_point stop_at = Clock::now();
   server->Stop();
   loop.join();
+  // It was waited for (the drain timeout, not a stop at once), and no longer.
+  EXPECT_GE(Clock::now() - stop_at, std::chrono::milliseconds(400)) << "the stop did not wait for the request";
+  EXPECT_LT(Clock::now() - stop_at, std::chrono::seconds(30)) << "the stop waited past its timeout";
   held.clear();
   server.reset();  // closes the connection: the client gives up
   client.join();
   EXPECT_NE(got.status_code, 200);
+}
+
+// A client that keeps its connection and sends on it while the stop ends
+// (nothing held: the stop would end at once) gets 503 STOPPING with
+// Connection: close, not a connection closed under its request; the stop
+// ends once its clients have closed their connections, well before
+// stop_linger.
+TEST(HttpServerStop, AKeptConnectionIsAnsweredStoppingWhileTheStopLingers) {
+  HttpServerOptions options;
+  options.daemon = "test-daemon";
+  options.member = "t-0";
+  options.listen = HostPort{"127.0.0.1", 0};
+  options.stop_on_signals = false;
+  options.stop_linger = std::chrono::seconds(60);
+  auto created = HttpServer::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<HttpServer> server = std::move(created).value();
+  server->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });
+  const uint16_t port = server->port();
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+  const int fd = testing::ConnectLoopback(port);
+  ASSERT_GE(fd, 0);
+  const std::string first = RawExchange(fd, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_NE(first.find(" 200 "), std::string::npos) << first;
+  EXPECT_EQ(first.find("Connection: close"), std::string::npos) << "a kept connection before the stop: " << first;
+
+  const Clock::time_point stop_at = Clock::now();
+  server->Stop();
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::ConnectLoopback(port) < 0; }));
+  const std::string refused = RawExchange(fd, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(refused.find(" 503 "), std::string::npos) << refused;
+  EXPECT_NE(refused.find("STOPPING"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Connection: close"), std::string::npos) << refused;
+  // The server closes it after that answer; then the stop ends.
+  char byte;
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0) << "the connection stayed open after Connection: close";
+  ::close(fd);
+  loop.join();
+  EXPECT_LT(Clock::now() - stop_at, std::chrono::seconds(30)) << "the stop lingered after its clients left";
+}
+
+// A client that keeps an idle connection open holds the stop for
+// stop_linger at most.
+TEST(HttpServerStop, AnIdleKeptConnectionHoldsTheStopForTheLingerAtMost) {
+  HttpServerOptions options;
+  options.daemon = "test-daemon";
+  options.member = "t-0";
+  options.listen = HostPort{"127.0.0.1", 0};
+  options.stop_on_signals = false;
+  options.stop_linger = std::chrono::milliseconds(500);
+  auto created = HttpServer::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<HttpServer> server = std::move(created).value();
+  server->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+  const int fd = testing::ConnectLoopback(server->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_NE(RawExchange(fd, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").find(" 200 "), std::string::npos);
+  const Clock::time_point stop_at = Clock::now();
+  server->Stop();
+  loop.join();
+  EXPECT_GE(Clock::now() - stop_at, std::chrono::milliseconds(400)) << "the stop did not linger for its client";
+  EXPECT_LT(Clock::now() - stop_at, std::chrono::seconds(30)) << "the stop lingered past stop_linger";
+  server.reset();  // as the daemon exits
+  char byte;
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0) << "the idle connection is closed with the server";
+  ::close(fd);
 }
 
 }  // namespace
