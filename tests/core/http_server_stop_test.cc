@@ -28,16 +28,28 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::Loopback;
 
-std::unique_ptr<HttpServer> NewServer(std::chrono::milliseconds drain_timeout) {
+std::unique_ptr<HttpServer> NewServer(std::chrono::milliseconds drain_timeout,
+                                      std::chrono::milliseconds linger = std::chrono::milliseconds(0)) {
   HttpServerOptions options;
   options.daemon = "test-daemon";
   options.member = "t-0";
   options.listen = HostPort{"127.0.0.1", 0};
   options.stop_on_signals = false;
   options.stop_drain_timeout = drain_timeout;
+  options.stop_linger = linger;
   auto created = HttpServer::Create(options);
   EXPECT_TRUE(created.ok()) << created.status().ToString();
   return created.ok() ? std::move(created).value() : nullptr;
+}
+
+// got->size() clients, each asking `path` on a connection of its own, on
+// threads of their own (joined by the caller).
+std::vector<std::thread> AskAtOnce(uint16_t port, const std::string& path, std::vector<HttpResponse>* got) {
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < got->size(); ++i) {
+    clients.emplace_back([port, path, got, i] { (*got)[i] = testing::HttpGet(Loopback(port), path, 30000); });
+  }
+  return clients;
 }
 
 // One request written by hand on an open connection, and its answer: the
@@ -93,10 +105,7 @@ TEST(HttpServerStop, DrainAnswersHeldRequestsBeforeRunReturns) {
 
   constexpr int kClients = 3;
   std::vector<HttpResponse> got(kClients);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.emplace_back([&, i] { got[i] = testing::HttpGet(Loopback(port), "/held", 30000); });
-  }
+  std::vector<std::thread> clients = AskAtOnce(port, "/held", &got);
   // Keep-alive connections the server has taken (one answered request each).
   const int open_fd = testing::ConnectLoopback(port);
   ASSERT_GE(open_fd, 0);
@@ -207,30 +216,35 @@ TEST(HttpServerStop, ADrainThatNeverFinishesEndsAtItsTimeout) {
 // waiting for its shards) is answered before Run() returns, with no drain
 // hook of its own: a client must not see its connection closed unanswered.
 // One never answered holds the stop for stop_drain_timeout at most.
+// The requests to a path, kept unanswered (`held`: loop thread only).
+struct Holder {
+  std::vector<HttpExchangePtr> held;
+  std::atomic<int> arrived{0};
+  void Hold(HttpServer& server, const std::string& path) {
+    server.Route(path, [this](const HttpExchangePtr& ex) {
+      held.push_back(ex);
+      ++arrived;
+    });
+  }
+};
+
 TEST(HttpServerStop, RequestsTakenBeforeTheStopAreAnsweredBeforeRunReturns) {
   auto server = NewServer(std::chrono::seconds(60));
   ASSERT_TRUE(server);
-  std::vector<HttpExchangePtr> held;  // loop thread only
-  std::atomic<int> arrived{0};
-  server->Route("/later", [&](const HttpExchangePtr& ex) {
-    held.push_back(ex);
-    ++arrived;
-  });
+  Holder later;
+  later.Hold(*server, "/later");
   const uint16_t port = server->port();
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
   constexpr int kClients = 3;
   std::vector<HttpResponse> got(kClients);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.emplace_back([&, i] { got[i] = testing::HttpGet(Loopback(port), "/later", 30000); });
-  }
-  ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == kClients; }));
+  std::vector<std::thread> clients = AskAtOnce(port, "/later", &got);
+  ASSERT_TRUE(testing::WaitFor([&] { return later.arrived.load() == kClients; }));
   server->Stop();
   // The stop has begun (new connections refused); the loop still runs.
   ASSERT_TRUE(testing::WaitFor([&] { return testing::ConnectLoopback(port) < 0; }));
   server->RunInLoop([&] {
-    for (const auto& ex : held) ex->Reply(200, "late answer");
-    held.clear();
+    for (const auto& ex : later.held) ex->Reply(200, "late answer");
+    later.held.clear();
   });
   loop.join();
   for (auto& c : clients) c.join();
@@ -243,24 +257,20 @@ TEST(HttpServerStop, RequestsTakenBeforeTheStopAreAnsweredBeforeRunReturns) {
 TEST(HttpServerStop, ARequestNeverAnsweredEndsTheStopAtItsTimeout) {
   auto server = NewServer(std::chrono::milliseconds(500));
   ASSERT_TRUE(server);
-  std::vector<HttpExchangePtr> held;  // loop thread only; freed after Run
-  std::atomic<int> arrived{0};
-  server->Route("/never", [&](const HttpExchangePtr& ex) {
-    held.push_back(ex);
-    ++arrived;
-  });
+  Holder never;  // freed after Run
+  never.Hold(*server, "/never");
   const uint16_t port = server->port();
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
   HttpResponse got;
   std::thread client([&] { got = testing::HttpGet(Loopback(port), "/never", 30000); });
-  ASSERT_TRUE(testing::WaitFor([&] { return arrived.load() == 1; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return never.arrived.load() == 1; }));
   const Clock::time_point stop_at = Clock::now();
   server->Stop();
   loop.join();
   // It was waited for (the drain timeout, not a stop at once), and no longer.
   EXPECT_GE(Clock::now() - stop_at, std::chrono::milliseconds(400)) << "the stop did not wait for the request";
   EXPECT_LT(Clock::now() - stop_at, std::chrono::seconds(30)) << "the stop waited past its timeout";
-  held.clear();
+  never.held.clear();
   server.reset();  // closes the connection: the client gives up
   client.join();
   EXPECT_NE(got.status_code, 200);
@@ -272,15 +282,8 @@ TEST(HttpServerStop, ARequestNeverAnsweredEndsTheStopAtItsTimeout) {
 // ends once its clients have closed their connections, well before
 // stop_linger.
 TEST(HttpServerStop, AKeptConnectionIsAnsweredStoppingWhileTheStopLingers) {
-  HttpServerOptions options;
-  options.daemon = "test-daemon";
-  options.member = "t-0";
-  options.listen = HostPort{"127.0.0.1", 0};
-  options.stop_on_signals = false;
-  options.stop_linger = std::chrono::seconds(60);
-  auto created = HttpServer::Create(options);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  std::unique_ptr<HttpServer> server = std::move(created).value();
+  std::unique_ptr<HttpServer> server = NewServer(std::chrono::seconds(60), std::chrono::seconds(60));
+  ASSERT_TRUE(server);
   server->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });
   const uint16_t port = server->port();
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
@@ -308,15 +311,8 @@ TEST(HttpServerStop, AKeptConnectionIsAnsweredStoppingWhileTheStopLingers) {
 // A client that keeps an idle connection open holds the stop for
 // stop_linger at most.
 TEST(HttpServerStop, AnIdleKeptConnectionHoldsTheStopForTheLingerAtMost) {
-  HttpServerOptions options;
-  options.daemon = "test-daemon";
-  options.member = "t-0";
-  options.listen = HostPort{"127.0.0.1", 0};
-  options.stop_on_signals = false;
-  options.stop_linger = std::chrono::milliseconds(500);
-  auto created = HttpServer::Create(options);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  std::unique_ptr<HttpServer> server = std::move(created).value();
+  std::unique_ptr<HttpServer> server = NewServer(std::chrono::seconds(60), std::chrono::milliseconds(500));
+  ASSERT_TRUE(server);
   server->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
   const int fd = testing::ConnectLoopback(server->port());
