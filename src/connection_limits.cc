@@ -1,7 +1,9 @@
 #include "connection_limits.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -295,6 +297,18 @@ void ConnectionLimits::UpdateListener() {
   } else if (paused_ && open < options_.max_connections) {
     paused_ = false;
     evconnlistener_enable(listener_);
+  }
+}
+
+void ConnectionLimits::AnswerQueued(evutil_socket_t listen_fd, std::string_view answer) {
+  while (true) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // EAGAIN: the queue is empty (or the listener is unusable: nothing to answer)
+    }
+    SendAnswerAndShutdown(fd, answer);
+    lingering_.Take(fd);
   }
 }
 

@@ -99,6 +99,11 @@ class ConnectionLimits {
   // Whether answers that may be large are refused now (SLOW_READERS).
   bool AnswersOverBudget() const { return answer_bytes_ > options_.max_answer_bytes_queued; }
   void CountSlowReaderRefusal() { ++stats_.refused_slow_readers; }
+  // Accepts every connection waiting in `listen_fd`'s queue (a plain
+  // listener about to close, which would reset them) and answers each
+  // `answer` (a whole raw HTTP answer), its input then read and thrown away
+  // until the client closes (lingering_close.h).
+  void AnswerQueued(evutil_socket_t listen_fd, std::string_view answer);
   ConnectionLimitStats stats() const;
 
  private:

@@ -125,9 +125,11 @@ void LogServerError(std::string_view path, std::string_view reason, std::string_
 
 // A request that reaches a stopping server: nothing of it is taken, and
 // the client should try again (another node, or this one once it is back).
+constexpr std::string_view kStoppingMessage = "the daemon is stopping; nothing of this request was taken; retry";
+
 void RefuseStopping(HttpExchange& ex) {
   ex.AddHeader("Retry-After", "1");
-  ex.ReplyError(503, "STOPPING", "the daemon is stopping; nothing of this request was taken; retry");
+  ex.ReplyError(503, "STOPPING", kStoppingMessage);
 }
 
 }  // namespace
@@ -366,6 +368,7 @@ class HttpServerImpl : public HttpServer {
   // After the answers: lingers while clients hold connections (see
   // HttpServerOptions::stop_linger), then EndLoop().
   void Linger();
+  void LingerCheck();  // every 10 ms while lingering
   void EndLoop();
   // An answer was written, or its connection closed.
   void AnswerGone(evhttp_connection* conn);
@@ -420,6 +423,7 @@ class HttpServerImpl : public HttpServer {
   // until they close: a stop lingers while any is open.
   std::unordered_set<evhttp_connection*> client_conns_;
   bool lingering_ = false;
+  Clock::time_point linger_until_;
   bool finishing_ = false;       // FinishStop() began
   bool stop_hooks_ran_ = false;  // EndLoop() (or Run() ending by itself) ran them
   std::unordered_set<evhttp_connection*> answering_;  // AnswerLeaving, not yet written
@@ -862,6 +866,14 @@ void HttpServerImpl::BeginStop() {
   // them answered 503 STOPPING (Dispatch).
   if (listening_ != nullptr) {
     limits_->SetListener(nullptr);  // freed with the socket
+    // The connections the kernel took and this loop has not accepted yet
+    // would be reset by the close, a request already sent on one left
+    // unanswered: each is answered 503 STOPPING instead. (A TLS one is
+    // still reset: it would need its handshake first.)
+    if (options_.tls == nullptr) {
+      limits_->AnswerQueued(evhttp_bound_socket_get_fd(listening_),
+                            RawJsonAnswer(503, "Service Unavailable", "STOPPING", kStoppingMessage, "Retry-After: 1\r\n"));
+    }
     evhttp_del_accept_socket(http_.get(), listening_);
     listening_ = nullptr;
   }
@@ -925,9 +937,18 @@ void HttpServerImpl::Linger() {
   // A client that sends on a kept connection while the stop ends gets 503
   // STOPPING with Connection: close (Dispatch, ExchangeImpl::Send), not a
   // connection closed under its request: it cannot tell whether such a
-  // request was taken. Ends once every client has closed its connection.
-  if (options_.stop_linger.count() <= 0 || client_conns_.empty()) return EndLoop();
-  After(options_.stop_linger, [this] { EndLoop(); });
+  // request was taken. Ends once every client has closed its connection,
+  // and read its answer if it got one at the door (AnswerQueued).
+  if (options_.stop_linger.count() <= 0) return EndLoop();
+  linger_until_ = Clock::now() + options_.stop_linger;
+  LingerCheck();
+}
+
+void HttpServerImpl::LingerCheck() {
+  if (stop_hooks_ran_) return;
+  const bool clients_gone = client_conns_.empty() && limits_->stats().lingering == 0;
+  if (clients_gone || Clock::now() >= linger_until_) return EndLoop();
+  After(std::chrono::milliseconds(10), [this] { LingerCheck(); });
 }
 
 void HttpServerImpl::EndLoop() {
@@ -958,9 +979,7 @@ void HttpServerImpl::OnWake(evutil_socket_t, short, void* arg) {
 
 void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
-  if (self->client_conns_.erase(conn) != 0 && self->lingering_ && self->client_conns_.empty()) {
-    self->RunInLoop([self] { self->EndLoop(); });
-  }
+  self->client_conns_.erase(conn);
   // An answer cut off (the client left, or stopped reading past evhttp's
   // timeout): libevent never reports it written.
   self->AnswerGone(conn);

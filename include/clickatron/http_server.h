@@ -164,7 +164,8 @@ class HttpServer {
   virtual void OnStop(std::function<void()> fn) = 0;
   // Work that clients are owed an answer for when the server stops (the
   // API's increments on their way into the oplog). On Stop() the server
-  // stops accepting connections and answers new requests 503 STOPPING; it
+  // stops accepting connections (those in the listen queue are answered
+  // 503 STOPPING, on plain HTTP) and answers new requests 503 STOPPING; it
   // runs each drain hook on the loop thread, keeps the loop serving until
   // every hook has called its `drained` (once) and every request taken
   // before the stop is answered or has begun a streamed answer (but an

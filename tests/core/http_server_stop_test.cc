@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 using testing::Loopback;
 
 std::unique_ptr<HttpServer> NewServer(std::chrono::milliseconds drain_timeout,
-                                      std::chrono::milliseconds linger = std::chrono::milliseconds(0)) {
+                                      std::chrono::milliseconds linger = std::chrono::milliseconds(0),
+                                      size_t max_connections = 4096) {
   HttpServerOptions options;
   options.daemon = "test-daemon";
   options.member = "t-0";
@@ -37,9 +38,20 @@ std::unique_ptr<HttpServer> NewServer(std::chrono::milliseconds drain_timeout,
   options.stop_on_signals = false;
   options.stop_drain_timeout = drain_timeout;
   options.stop_linger = linger;
+  options.limits.max_connections = max_connections;
   auto created = HttpServer::Create(options);
   EXPECT_TRUE(created.ok()) << created.status().ToString();
-  return created.ok() ? std::move(created).value() : nullptr;
+  if (!created.ok()) return nullptr;
+  (*created)->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });  // answered at once
+  return std::move(created).value();
+}
+
+// Whether a new connection to `port` is refused (one that is taken is
+// closed again: left open, a stop would answer and wait for it).
+bool Refused(uint16_t port) {
+  const int fd = testing::ConnectLoopback(port);
+  if (fd >= 0) ::close(fd);
+  return fd < 0;
 }
 
 // got->size() clients, each asking `path` on a connection of its own, on
@@ -241,7 +253,7 @@ TEST(HttpServerStop, RequestsTakenBeforeTheStopAreAnsweredBeforeRunReturns) {
   ASSERT_TRUE(testing::WaitFor([&] { return later.arrived.load() == kClients; }));
   server->Stop();
   // The stop has begun (new connections refused); the loop still runs.
-  ASSERT_TRUE(testing::WaitFor([&] { return testing::ConnectLoopback(port) < 0; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return Refused(port); }));
   server->RunInLoop([&] {
     for (const auto& ex : later.held) ex->Reply(200, "late answer");
     later.held.clear();
@@ -284,7 +296,6 @@ TEST(HttpServerStop, ARequestNeverAnsweredEndsTheStopAtItsTimeout) {
 TEST(HttpServerStop, AKeptConnectionIsAnsweredStoppingWhileTheStopLingers) {
   std::unique_ptr<HttpServer> server = NewServer(std::chrono::seconds(60), std::chrono::seconds(60));
   ASSERT_TRUE(server);
-  server->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });
   const uint16_t port = server->port();
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
   const int fd = testing::ConnectLoopback(port);
@@ -295,7 +306,7 @@ TEST(HttpServerStop, AKeptConnectionIsAnsweredStoppingWhileTheStopLingers) {
 
   const Clock::time_point stop_at = Clock::now();
   server->Stop();
-  ASSERT_TRUE(testing::WaitFor([&] { return testing::ConnectLoopback(port) < 0; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return Refused(port); }));
   const std::string refused = RawExchange(fd, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_NE(refused.find(" 503 "), std::string::npos) << refused;
   EXPECT_NE(refused.find("STOPPING"), std::string::npos) << refused;
@@ -313,7 +324,6 @@ TEST(HttpServerStop, AKeptConnectionIsAnsweredStoppingWhileTheStopLingers) {
 TEST(HttpServerStop, AnIdleKeptConnectionHoldsTheStopForTheLingerAtMost) {
   std::unique_ptr<HttpServer> server = NewServer(std::chrono::seconds(60), std::chrono::milliseconds(500));
   ASSERT_TRUE(server);
-  server->Route("/hello", [](const HttpExchangePtr& ex) { ex->Reply(200, "hi"); });
   std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
   const int fd = testing::ConnectLoopback(server->port());
   ASSERT_GE(fd, 0);
@@ -327,6 +337,35 @@ TEST(HttpServerStop, AnIdleKeptConnectionHoldsTheStopForTheLingerAtMost) {
   char byte;
   EXPECT_EQ(::recv(fd, &byte, 1, 0), 0) << "the idle connection is closed with the server";
   ::close(fd);
+}
+
+// A connection the kernel took that the loop has not accepted yet (here it
+// waits behind max_connections = 1) when the stop closes the listening
+// socket: answered 503 STOPPING, not reset under the request it sent.
+TEST(HttpServerStop, AConnectionWaitingToBeAcceptedIsAnsweredStopping) {
+  std::unique_ptr<HttpServer> server = NewServer(std::chrono::seconds(60), std::chrono::milliseconds(0), 1);
+  ASSERT_TRUE(server);
+  const uint16_t port = server->port();
+  std::thread loop([&] { EXPECT_TRUE(server->Run().ok()); });
+  const int taken = testing::ConnectLoopback(port);
+  ASSERT_GE(taken, 0);
+  ASSERT_NE(RawExchange(taken, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").find(" 200 "), std::string::npos);
+  // The one connection allowed is open: the listener pauses, and the next
+  // one waits in the kernel's queue.
+  const std::string stats = RawExchange(taken, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_NE(stats.find("\"accept_pauses\":1"), std::string::npos) << stats;
+  const int waiting = testing::ConnectLoopback(port);
+  ASSERT_GE(waiting, 0);
+  const std::string request = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+  ASSERT_EQ(::send(waiting, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  server->Stop();
+  const std::string answer = RawExchange(waiting, "");
+  EXPECT_NE(answer.find(" 503 "), std::string::npos) << "'" << answer << "'";
+  EXPECT_NE(answer.find("STOPPING"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Retry-After: 1"), std::string::npos) << answer;
+  ::close(waiting);
+  ::close(taken);
+  loop.join();
 }
 
 }  // namespace
