@@ -80,8 +80,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   // The siblings stop with the first loop, each answering the queries it
-  // took, and are joined once it has drained too.
-  (*server)->OnStopDrain([&](std::function<void()> drained) { (*read_loops)->BeginStop(std::move(drained)); });
+  // took and lingering for its clients as it does, and are joined last.
+  (*server)->OnStopDrain([&](std::function<void()> drained) {
+    (*read_loops)->BeginStop();
+    drained();
+  });
   (*server)->OnStop([&] { (*read_loops)->Stop(); });
   (*server)->SetStatsProvider(
       [&] {

@@ -312,6 +312,11 @@ void ConnectionLimits::AnswerQueued(evutil_socket_t listen_fd, std::string_view 
   }
 }
 
+size_t ConnectionLimits::OpenConnections() {
+  Sweep();
+  return by_bev_.size();
+}
+
 ConnectionLimitStats ConnectionLimits::stats() const {
   ConnectionLimitStats s = stats_;
   s.connections = by_bev_.size();

@@ -104,6 +104,9 @@ class ConnectionLimits {
   // `answer` (a whole raw HTTP answer), its input then read and thrown away
   // until the client closes (lingering_close.h).
   void AnswerQueued(evutil_socket_t listen_fd, std::string_view answer);
+  // Connections open now (swept first): also those that have sent no
+  // request yet. One that never sent a byte counts until the idle timeout.
+  size_t OpenConnections();
   ConnectionLimitStats stats() const;
 
  private:

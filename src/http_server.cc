@@ -419,9 +419,6 @@ class HttpServerImpl : public HttpServer {
   // operator's job, such as a replica's fetch, is given up by a stop).
   std::unordered_set<evhttp_connection*> owed_;
   bool requests_draining_ = false;  // a stop waits for owed_ to empty
-  // Connections that have sent a request (their close callback is ours),
-  // until they close: a stop lingers while any is open.
-  std::unordered_set<evhttp_connection*> client_conns_;
   bool lingering_ = false;
   Clock::time_point linger_until_;
   bool finishing_ = false;       // FinishStop() began
@@ -530,17 +527,20 @@ void ExchangeImpl::Finish(int status) {
 
 // An answer given while the server stops ends its connection: the client
 // sends its next request elsewhere instead of on a connection about to close.
-void CloseAfterAnswerWhenStopping(const HttpServerImpl& server, evkeyvalq* headers) {
-  if (server.stopping() && evhttp_find_header(headers, "Connection") == nullptr) {
-    evhttp_add_header(headers, "Connection", "close");
-  }
+// (The request's own Connection header goes: libevent would answer an
+// HTTP/1.0 keep-alive request "Connection: keep-alive" beside it.)
+void CloseAfterAnswerWhenStopping(const HttpServerImpl& server, evhttp_request* req) {
+  if (!server.stopping()) return;
+  evhttp_remove_header(evhttp_request_get_input_headers(req), "Connection");
+  evkeyvalq* headers = evhttp_request_get_output_headers(req);
+  if (evhttp_find_header(headers, "Connection") == nullptr) evhttp_add_header(headers, "Connection", "close");
 }
 
 void ExchangeImpl::Send(int status, std::string_view body, std::string_view content_type, bool length_known) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req_);
   evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
   AddDateHeader(headers);
-  CloseAfterAnswerWhenStopping(*server_, headers);
+  CloseAfterAnswerWhenStopping(*server_, req_);
   EvbufferPtr buf(evbuffer_new());
   // libevent 2.1 writes a HEAD answer's body after its headers, and without
   // a Content-Length: a keep-alive client would read that body as the start
@@ -586,7 +586,7 @@ void ExchangeImpl::StartStream(int status, std::string_view content_type) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req_);
   evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
   AddDateHeader(headers);
-  CloseAfterAnswerWhenStopping(*server_, headers);
+  CloseAfterAnswerWhenStopping(*server_, req_);
   server_->AnswerLeaving(req_);
   // A stream may run for minutes (a replica serving its file): once it has
   // begun, a stop gives it the answers' write grace, as any answer being
@@ -946,7 +946,7 @@ void HttpServerImpl::Linger() {
 
 void HttpServerImpl::LingerCheck() {
   if (stop_hooks_ran_) return;
-  const bool clients_gone = client_conns_.empty() && limits_->stats().lingering == 0;
+  const bool clients_gone = limits_->OpenConnections() == 0 && limits_->stats().lingering == 0;
   if (clients_gone || Clock::now() >= linger_until_) return EndLoop();
   After(std::chrono::milliseconds(10), [this] { LingerCheck(); });
 }
@@ -979,7 +979,6 @@ void HttpServerImpl::OnWake(evutil_socket_t, short, void* arg) {
 
 void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   auto* self = static_cast<HttpServerImpl*>(arg);
-  self->client_conns_.erase(conn);
   // An answer cut off (the client left, or stopped reading past evhttp's
   // timeout): libevent never reports it written.
   self->AnswerGone(conn);
@@ -1080,7 +1079,6 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
   Track(conn, ex);
-  client_conns_.insert(conn);
   const bool admin = local ? route->second.access == Access::kAdmin : FindPath(admin_paths_, path) != admin_paths_.end();
   if (!admin) owed_.insert(conn);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);

@@ -28,14 +28,12 @@ Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, Ht
   for (size_t i = 0; i < loops->loops_.size(); ++i) {
     HttpServer* server = loops->loops_[i].server.get();
     const size_t n = i + 2;
-    ReadLoops* self = loops.get();
-    loops->loops_[i].thread = std::thread([server, &primary, n, self] {
+    loops->loops_[i].thread = std::thread([server, &primary, n] {
       if (Status st = server->Run(); !st.ok()) {
         // Its socket would still take a share of the connections: stop all.
         spdlog::critical("read loop {}: {}; stopping", n, st.ToString());
         primary.Stop();
       }
-      primary.RunInLoop([self] { self->LoopEnded(); });
     });
     // Named here, not by the thread itself: the name is there once the
     // loops are made, before the daemon answers anyone (tools and tests
@@ -47,14 +45,8 @@ Result<std::unique_ptr<ReadLoops>> ReadLoops::Start(const DaemonContext& ctx, Ht
 
 ReadLoops::~ReadLoops() { Stop(); }
 
-void ReadLoops::BeginStop(std::function<void()> all_ended) {
-  on_all_ended_ = std::move(all_ended);
+void ReadLoops::BeginStop() {
   for (Loop& loop : loops_) loop.server->Stop();
-  if (ended_ == loops_.size()) on_all_ended_();
-}
-
-void ReadLoops::LoopEnded() {
-  if (++ended_ == loops_.size() && on_all_ended_) on_all_ended_();
 }
 
 void ReadLoops::Stop() {

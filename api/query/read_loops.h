@@ -41,10 +41,10 @@ class ReadLoops {
   ReadLoops(const ReadLoops&) = delete;
   ReadLoops& operator=(const ReadLoops&) = delete;
 
-  // Stops every sibling loop (each answers the queries it took first, as
-  // the first loop does) and calls `all_ended` on the first loop once
-  // every one has ended: the first loop's stop drain.
-  void BeginStop(std::function<void()> all_ended);
+  // Begins every sibling loop's stop (each answers the queries it took and
+  // lingers for its clients, as the first loop does, at the same time as
+  // it): the first loop's stop drain. Stop() then waits for them.
+  void BeginStop();
   // Stops every sibling loop and waits for its thread; then frees them.
   // Idempotent.
   void Stop();
@@ -58,11 +58,7 @@ class ReadLoops {
     std::unique_ptr<ReadPath> read;
     std::thread thread;
   };
-  // A sibling's Run() returned (posted to the first loop by its thread).
-  void LoopEnded();
   std::vector<Loop> loops_;
-  size_t ended_ = 0;  // on the first loop's thread
-  std::function<void()> on_all_ended_;
 };
 
 }  // namespace clickatron::api

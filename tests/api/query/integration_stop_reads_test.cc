@@ -42,11 +42,41 @@ bool Send(int fd, const std::string& request) {
   return ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size());
 }
 
-class IntegrationStopReadsTest : public ::testing::TestWithParam<int> {};
+// kConnections connections the API has taken (spread over its loops by
+// the kernel), each with one request answered, so none waits in the listen
+// queue.
+std::vector<int> KeptConnections(uint16_t port) {
+  std::vector<int> fds;
+  for (int i = 0; i < kConnections; ++i) {
+    const int fd = clickatron::testing::ConnectLoopback(port);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    char buf[512];
+    EXPECT_TRUE(Send(fd, "GET /ping HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
+    EXPECT_GT(::recv(fd, buf, sizeof buf, 0), 0);  // /ping's answer fits one read
+  }
+  return fds;
+}
+
+// SIGTERM to the API; true once it refuses new connections (its stop began).
+bool SigtermTaken(DaemonProcess& api, uint16_t port) {
+  if (::kill(api.pid(), SIGTERM) != 0) return false;
+  return clickatron::testing::WaitFor([&] {
+    const int fd = clickatron::testing::ConnectLoopback(port);
+    if (fd >= 0) ::close(fd);
+    return fd < 0;
+  });
+}
+
+class IntegrationStopReadsTest : public ::testing::TestWithParam<int> {
+ protected:
+  ReadCluster cluster_{ReadCluster::Spec{
+      .realtime_shards = 1, .archive_shards = 1, .replicas = 1, .request_timeout_ms = 30000, .read_loops = GetParam()}};
+};
 
 TEST_P(IntegrationStopReadsTest, QueriesTakenBeforeASigtermAreAnsweredInFull) {
-  ReadCluster cluster{ReadCluster::Spec{
-      .realtime_shards = 1, .archive_shards = 1, .replicas = 1, .request_timeout_ms = 30000, .read_loops = GetParam()}};
+  ReadCluster& cluster = cluster_;
   cluster.WriteConfig();
   const int64_t today = TestRingToday();
   ReadDataset data;
@@ -62,18 +92,9 @@ TEST_P(IntegrationStopReadsTest, QueriesTakenBeforeASigtermAreAnsweredInFull) {
   ASSERT_EQ(first["http_status"], 200) << first.dump();
   ASSERT_EQ(first["data"]["clicks"], want) << first.dump();
 
-  // Connections the API has taken (spread over its loops by the kernel),
-  // each with one request answered, so none waits in the listen queue.
   const uint16_t port = cluster.Peer("api-0").port;
-  std::vector<int> fds;
-  for (int i = 0; i < kConnections; ++i) {
-    const int fd = clickatron::testing::ConnectLoopback(port);
-    ASSERT_GE(fd, 0);
-    fds.push_back(fd);
-    ASSERT_TRUE(Send(fd, "GET /ping HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"));
-    char buf[512];
-    ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);  // /ping's answer fits one read
-  }
+  const std::vector<int> fds = KeptConnections(port);
+  ASSERT_EQ(fds.size(), static_cast<size_t>(kConnections));
   // The realtime shard frozen: the queries wait for it.
   DaemonProcess& realtime = cluster.Daemon("realtime-0");
   const int64_t realtime_before = cluster.ReadFigure("realtime_requests");
@@ -83,12 +104,7 @@ TEST_P(IntegrationStopReadsTest, QueriesTakenBeforeASigtermAreAnsweredInFull) {
   ASSERT_TRUE(clickatron::testing::WaitFor([&] { return cluster.ReadFigure("realtime_requests") > realtime_before; }));
 
   DaemonProcess& api = cluster.Daemon("api-0");
-  ASSERT_EQ(::kill(api.pid(), SIGTERM), 0);
-  ASSERT_TRUE(clickatron::testing::WaitFor([&] {
-    const int fd = clickatron::testing::ConnectLoopback(port);
-    if (fd >= 0) ::close(fd);
-    return fd < 0;
-  })) << "the API kept taking connections after SIGTERM";
+  ASSERT_TRUE(SigtermTaken(api, port)) << "the API kept taking connections after SIGTERM";
   ASSERT_EQ(::kill(realtime.pid(), SIGCONT), 0);
 
   int whole = 0;
@@ -109,6 +125,34 @@ TEST_P(IntegrationStopReadsTest, QueriesTakenBeforeASigtermAreAnsweredInFull) {
     ++whole;
   }
   EXPECT_GE(whole, 1) << "no query was taken before the stop: the test tested nothing";
+  EXPECT_EQ(api.Stop(), 0) << api.LogTail();
+}
+
+// Clients that keep their connections (every HTTP library's pool) and send
+// on them while the node stops, on every read loop: each request is
+// answered (503 STOPPING, Connection: close), none finds its connection
+// closed under it; the node exits once they have closed.
+TEST_P(IntegrationStopReadsTest, RequestsOnKeptConnectionsDuringTheStopAreAnsweredStopping) {
+  ReadCluster& cluster = cluster_;
+  cluster.WriteConfig();
+  const int64_t today = TestRingToday();
+  ReadDataset data;
+  data.AddAtRing("u", "kept", (today - 1) * kDay, 3, {}, today);
+  cluster.StartWithData(data, today);
+  const uint16_t port = cluster.Peer("api-0").port;
+  const std::string query = "GET /clicks?ns=u&key=kept&unit=day&units=2 HTTP/1.1\r\nHost: t\r\n\r\n";
+  const std::vector<int> fds = KeptConnections(port);
+  ASSERT_EQ(fds.size(), static_cast<size_t>(kConnections));
+  DaemonProcess& api = cluster.Daemon("api-0");
+  ASSERT_TRUE(SigtermTaken(api, port)) << "the API kept taking connections after SIGTERM";
+  for (size_t i = 0; i < fds.size(); ++i) {
+    ASSERT_TRUE(Send(fds[i], query));
+    const std::string answer = ReadUntilClosed(fds[i]);
+    ::close(fds[i]);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << "connection " << i << ": '" << answer << "'";
+    EXPECT_NE(answer.find("STOPPING"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  }
   EXPECT_EQ(api.Stop(), 0) << api.LogTail();
 }
 
