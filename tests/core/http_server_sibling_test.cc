@@ -125,7 +125,7 @@ class HttpServerSiblingTest : public ::testing::Test {
     options.share_port = true;
     // A stop waits this long for a request it took (the primary's /held,
     // handed over by a sibling) before its loop ends anyway.
-    options.stop_drain_timeout = std::chrono::milliseconds(300);
+    options.stop_drain_timeout = drain_timeout_;
     auto created = HttpServer::Create(options);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     primary_ = std::move(created).value();
@@ -147,6 +147,10 @@ class HttpServerSiblingTest : public ::testing::Test {
     });
     primary_->Route("/forgotten", [](const HttpExchangePtr&) {});  // a handler that never answers
     primary_->Route("/held", [this](const HttpExchangePtr& ex) {
+      held_.push_back(ex);
+      held_count_ = held_.size();
+    });
+    primary_->AdminRoute("/admin-held", [this](const HttpExchangePtr& ex) {
       held_.push_back(ex);
       held_count_ = held_.size();
     });
@@ -195,6 +199,16 @@ class HttpServerSiblingTest : public ::testing::Test {
   std::vector<HttpExchangePtr> held_;  // primary loop only
   std::atomic<size_t> held_count_{0};
   int loop_requests_ = 0;
+  std::chrono::milliseconds drain_timeout_{300};  // set before SetUp by a fixture that needs another
+};
+
+// A fixture whose stops would wait a minute for a request they owe.
+class HttpServerSiblingLongDrainTest : public HttpServerSiblingTest {
+ protected:
+  void SetUp() override {
+    drain_timeout_ = std::chrono::seconds(60);
+    HttpServerSiblingTest::SetUp();
+  }
 };
 
 TEST_F(HttpServerSiblingTest, BothLoopsTakeConnectionsOnTheOnePort) {
@@ -311,6 +325,24 @@ TEST_F(HttpServerSiblingTest, AnAnswerAfterTheSiblingIsGoneIsDroppedSafely) {
   auto after = testing::HttpGet(testing::Loopback(primary_->port()), "/loop");
   EXPECT_EQ(after.status_code, 200);
   EXPECT_EQ(after.body, "primary");
+}
+
+// An admin request handed over by a sibling to its primary (an operator's
+// job, which a stop gives up) does not hold the sibling's stop for its
+// drain timeout, as a handed-over query would.
+TEST_F(HttpServerSiblingLongDrainTest, AnAdminRequestHandedOverDoesNotHoldTheSiblingsStop) {
+  auto c = ConnectionTo("sibling");
+  ASSERT_NE(c, nullptr);
+  RawConnection::Answer seen;
+  std::thread asker([&] { seen = c->Ask("POST", "/admin-held", "", "Authorization: Bearer sekrit\r\n"); });
+  ASSERT_TRUE(testing::WaitFor([&] { return held_count_.load() == 1; }));
+  const auto stop_at = std::chrono::steady_clock::now();
+  sibling_->Stop();
+  sibling_thread_.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, std::chrono::seconds(30))
+      << "the sibling's stop waited for an admin request";
+  sibling_.reset();
+  asker.join();
 }
 
 TEST(HttpServerSharePortTest, APortSomeoneHoldsIsStillRefused) {
