@@ -325,7 +325,11 @@ class HttpServerImpl : public HttpServer {
   const HttpServerOptions& options() const override { return options_; }
 
   // Called by exchanges.
-  void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex) { open_[conn] = ex; }
+  // A request taken on `conn`; `owed`: a stop waits for its answer (not an
+  // admin route's). Requests taken once the stop began are refused at once.
+  void Track(evhttp_connection* conn, const std::shared_ptr<ExchangeImpl>& ex, bool owed) {
+    open_[conn] = OpenRequest{ex, owed && !stopping_};
+  }
   // The request on `conn` was answered (or its connection closed).
   void Untrack(evhttp_connection* conn);
   // A stop no longer waits for the request on `conn`: answered, its
@@ -406,19 +410,26 @@ class HttpServerImpl : public HttpServer {
   RouteMap routes_;
   std::shared_ptr<HttpStats> stats_ = std::make_shared<HttpStats>();  // a sibling's is its primary's
   // A sibling's primary (only ever used through its mailbox, on its loop)
-  // and its routes' paths, handed to it (with the built-in ones).
+  // and its routes, handed to it (with the built-in ones): whether their
+  // answers are bounded (kBoundedAnswers: served while slow readers hold
+  // the answer budget) and whether they are admin routes (a stop does not
+  // wait for those, owed or not).
   HttpServerImpl* primary_ = nullptr;
   LoopMailboxPtr primary_mailbox_;
-  std::set<std::string, std::less<>> forwarded_paths_;
+  struct ForwardedRoute {
+    bool bounded;
+    bool admin;
+  };
+  std::map<std::string, ForwardedRoute, std::less<>> forwarded_;
   std::function<nlohmann::json()> stats_json_;
   std::function<std::string()> stats_prom_;
   std::vector<std::function<void()>> stop_hooks_;
   std::vector<std::function<void(std::function<void()>)>> drain_hooks_;
   size_t drains_left_ = 0;
-  // The requests a stop waits for: every route's but an admin one's (an
-  // operator's job, such as a replica's fetch, is given up by a stop).
-  std::unordered_set<evhttp_connection*> owed_;
-  bool requests_draining_ = false;  // a stop waits for owed_ to empty
+  // The owed requests (open_) a stop still waits for, counted when it
+  // begins: every route's but an admin one's (an operator's job, such as a
+  // replica's fetch, is given up by a stop).
+  size_t owed_left_ = 0;
   bool lingering_ = false;
   Clock::time_point linger_until_;
   bool finishing_ = false;       // FinishStop() began
@@ -428,18 +439,18 @@ class HttpServerImpl : public HttpServer {
   std::map<int, std::function<void()>> signal_handlers_;
   std::vector<EventPtr> events_;
   std::vector<std::unique_ptr<Timer>> timers_;
-  std::unordered_map<evhttp_connection*, std::weak_ptr<ExchangeImpl>> open_;
+  struct OpenRequest {
+    std::weak_ptr<ExchangeImpl> exchange;
+    bool owed;  // a stop waits for its answer (Track, NoLongerOwed)
+  };
+  std::unordered_map<evhttp_connection*, OpenRequest> open_;
+  // `request` is no longer owed; the last owed one of a stop ends its drain.
+  void Release(OpenRequest& request);
   EventPtr wake_;
   LoopMailboxPtr mailbox_;  // RunInLoop's work, woken by wake_
   std::unique_ptr<PreciseTimers> precise_;
   std::unique_ptr<RequestDeadlines> deadlines_;
   std::unique_ptr<ConnectionLimits> limits_;
-  // Paths whose answers are bounded (kBoundedAnswers): a sibling's copy of its
-  // primary's, served while slow readers hold the answer budget.
-  std::set<std::string, std::less<>> bounded_answer_paths_;
-  // A sibling's copy of its primary's admin routes: a stop does not wait
-  // for them (owed_), handed over or not.
-  std::set<std::string, std::less<>> admin_paths_;
   Clock::time_point started_ = Clock::now();
   bool stopping_ = false;
   // The address listened on (share_port): siblings bind exactly it.
@@ -776,7 +787,7 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   if (!options_.share_port) return Status::FailedPrecondition("NewSibling needs a server made with share_port");
   HttpServerOptions options = options_;
   options.listen.port = port_;
-  options.stop_on_signals = false;  // the primary stops on signals, and stops its siblings
+  options.stop_on_signals = false;  // the primary stops on signals; the siblings' owner stops them
   auto sibling = std::make_unique<HttpServerImpl>(std::move(options));
   sibling->primary_ = this;
   sibling->bound_ = bound_;
@@ -784,9 +795,8 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   sibling->primary_mailbox_ = mailbox_;
   sibling->stats_ = stats_;
   for (const auto& [path, entry] : routes_) {
-    sibling->forwarded_paths_.insert(path);
-    if (entry.methods & kBoundedAnswers) sibling->bounded_answer_paths_.insert(path);
-    if (entry.access == Access::kAdmin) sibling->admin_paths_.insert(path);
+    sibling->forwarded_[path] =
+        ForwardedRoute{.bounded = (entry.methods & kBoundedAnswers) != 0, .admin = entry.access == Access::kAdmin};
   }
   CLICKATRON_RETURN_IF_ERROR(sibling->Init());
   return std::unique_ptr<HttpServer>(std::move(sibling));
@@ -886,8 +896,9 @@ void HttpServerImpl::BeginStop() {
   // The requests taken before the stop are one more drain: a query waiting
   // for its shards' answers is answered, not cut off when the loop ends (a
   // client would see its connection closed with no answer at all).
-  requests_draining_ = !owed_.empty();
-  drains_left_ = drain_hooks_.size() + (requests_draining_ ? 1 : 0);
+  owed_left_ = static_cast<size_t>(
+      std::count_if(open_.begin(), open_.end(), [](const auto& entry) { return entry.second.owed; }));
+  drains_left_ = drain_hooks_.size() + (owed_left_ > 0 ? 1 : 0);
   if (drains_left_ == 0) return FinishStop();
   for (auto& hook : drain_hooks_) {
     hook([this, called = std::make_shared<bool>(false)] {
@@ -903,14 +914,21 @@ void HttpServerImpl::Drained() {
 }
 
 void HttpServerImpl::Untrack(evhttp_connection* conn) {
-  open_.erase(conn);
-  NoLongerOwed(conn);
+  auto it = open_.find(conn);
+  if (it == open_.end()) return;
+  Release(it->second);
+  open_.erase(it);
 }
 
 void HttpServerImpl::NoLongerOwed(evhttp_connection* conn) {
-  owed_.erase(conn);
-  if (!requests_draining_ || !owed_.empty()) return;
-  requests_draining_ = false;
+  auto it = open_.find(conn);
+  if (it != open_.end()) Release(it->second);
+}
+
+void HttpServerImpl::Release(OpenRequest& request) {
+  if (!request.owed) return;
+  request.owed = false;
+  if (!stopping_ || owed_left_ == 0 || --owed_left_ > 0) return;
   // Later, on the loop: the last answer is handed to libevent after this
   // (Send), and FinishStop must see it leaving.
   RunInLoop([this] { Drained(); });
@@ -984,8 +1002,9 @@ void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   self->AnswerGone(conn);
   auto it = self->open_.find(conn);
   if (it == self->open_.end()) return;
-  if (auto ex = it->second.lock()) ex->ConnectionClosed();
-  self->Untrack(conn);
+  if (auto ex = it->second.exchange.lock()) ex->ConnectionClosed();
+  self->Release(it->second);
+  self->open_.erase(it);
 }
 
 bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
@@ -1067,20 +1086,20 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   const bool local = route != routes_.end();
   // A sibling hands over its primary's routes and the built-in ones (/ping
   // too: a health check asks the loop that takes increments).
-  const auto forwarded_path = FindPath(forwarded_paths_, path);
-  const bool forward = !local && primary_ != nullptr && (IsBuiltin(path) || forwarded_path != forwarded_paths_.end());
+  const auto forwarded = local ? forwarded_.end() : FindPath(forwarded_, path);
+  const bool handed_over = forwarded != forwarded_.end();
+  const bool forward = !local && primary_ != nullptr && (IsBuiltin(path) || handed_over);
   // Stats are per route: a prefix route counts under its prefix, not per id.
-  std::string endpoint = local                                        ? route->first
-                         : forward && forwarded_path != forwarded_paths_.end() ? *forwarded_path
-                         : (forward || IsBuiltin(path))                 ? std::string(path)
-                                                                        : std::string("(unknown)");
+  std::string endpoint = local                            ? route->first
+                         : forward && handed_over         ? forwarded->first
+                         : (forward || IsBuiltin(path))   ? std::string(path)
+                                                          : std::string("(unknown)");
   evhttp_connection* conn = evhttp_request_get_connection(req);
   deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
   limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
-  Track(conn, ex);
-  const bool admin = local ? route->second.access == Access::kAdmin : FindPath(admin_paths_, path) != admin_paths_.end();
-  if (!admin) owed_.insert(conn);
+  const bool admin = local ? route->second.access == Access::kAdmin : handed_over && forwarded->second.admin;
+  Track(conn, ex, /*owed=*/!admin);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
   const HeadFraming framing = ReadFraming(evhttp_request_get_input_headers(req));
   if (framing.ambiguous_length) {
@@ -1105,8 +1124,8 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     return;
   }
   if (stopping_) return RefuseStopping(*ex);
-  const bool bounded = IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0
-                                                 : FindPath(bounded_answer_paths_, path) != bounded_answer_paths_.end());
+  const bool bounded =
+      IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0 : handed_over && forwarded->second.bounded);
   ex->set_bounded_answers(bounded);
   if (limits_->AnswersOverBudget() && !bounded) return RefuseForSlowReaders(*ex);
   if (forward) return Forward(ex, uri);

@@ -50,7 +50,7 @@ void ReadLoops::BeginStop() {
 }
 
 void ReadLoops::Stop() {
-  for (Loop& loop : loops_) loop.server->Stop();
+  BeginStop();
   for (Loop& loop : loops_) {
     if (loop.thread.joinable()) loop.thread.join();
   }
