@@ -4,14 +4,19 @@
 
 namespace clickatron {
 
+const std::string& Status::NoText() {
+  static const std::string empty;
+  return empty;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  if (reason_.empty()) return message_;
-  return fmt::format("{}: {}", reason_, message_);
+  if (rep_->reason.empty()) return rep_->message;
+  return fmt::format("{}: {}", rep_->reason, rep_->message);
 }
 
 int Status::HttpStatus() const {
-  switch (code_) {
+  switch (code()) {
     case StatusCode::kOk: return 200;
     case StatusCode::kInvalidArgument: return 400;
     case StatusCode::kOutOfRange: return 400;
@@ -29,7 +34,7 @@ int Status::HttpStatus() const {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, fmt::format("{}: {}", context, message_), reason_);
+  return Status(rep_->code, fmt::format("{}: {}", context, rep_->message), rep_->reason);
 }
 
 }  // namespace clickatron
