@@ -12,12 +12,6 @@
 namespace clickatron::api {
 namespace {
 
-Result<int64_t> ParseColumnCount(std::string_view text, std::string_view what, std::string_view value) {
-  auto count = ParseCount(text);
-  if (!count.ok()) return BadPeerValue(what, value);
-  return count;
-}
-
 // A YMDH code (4 or 5 bytes) as a number in the same order: its bytes,
 // big-endian, left-aligned in 5 bytes (a shorter code is padded with 0,
 // which sorts first, as bytewise order would).
@@ -27,17 +21,24 @@ uint64_t CodeOf(std::string_view ymdh) {
   return code;
 }
 
+// What comes before the ':' of an archive column "YMDH:count" starting at
+// `at`, if it is short enough to be a code (not checked as one).
+std::string_view ColumnCodeText(std::string_view value, size_t at) {
+  const size_t colon = value.find(':', at);
+  if (colon == std::string_view::npos || colon - at > kMaxYmdhLength) return {};
+  return value.substr(at, colon - at);
+}
+
 // The code of an archive column "YMDH:count" starting at `at` (empty when
 // the column does not start with one).
 std::string_view ColumnCode(std::string_view value, size_t at) {
-  const size_t colon = value.find(':', at);
-  if (colon == std::string_view::npos || colon - at > kMaxYmdhLength) return {};
-  const std::string_view code = value.substr(at, colon - at);
+  const std::string_view code = ColumnCodeText(value, at);
   return LooksLikeYmdh(code) ? code : std::string_view();
 }
 
 // The value of one b32 digit already checked by LooksLikeYmdh.
 int B32Digit(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+bool IsB32Digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'v'); }
 
 // The start of the first column at or after pos (value.size() if none).
 size_t ColumnStartAtOrAfter(std::string_view value, size_t pos) {
@@ -71,6 +72,12 @@ size_t WalkStartFor(std::string_view value, uint64_t low) {
 
 }  // namespace
 
+Result<int64_t> ParseColumnCountSlowly(std::string_view text, std::string_view what, std::string_view value) {
+  auto count = ParseCount(text);
+  if (!count.ok()) return BadPeerValue(what, value);
+  return count;
+}
+
 Status BadPeerValue(std::string_view what, std::string_view text) {
   return Status::Corruption(fmt::format("bad {} from a peer: {}", what, QuoteForMessage(text)));
 }
@@ -103,31 +110,38 @@ Status AddArchiveTotalColumns(std::string_view value, HourlyCounts* hours, const
   const uint64_t low = span.begin_ts <= kFirst ? 0 : CodeOf(*YmdhFromUnix(std::min(span.begin_ts, kEndOfHourCodes - 1)));
   const uint64_t high = span.end_ts >= kEndOfHourCodes ? UINT64_MAX : CodeOf(*YmdhFromUnix(std::max(span.end_ts, kFirst)));
   uint64_t previous = 0;
-  uint64_t day_code = UINT64_MAX;  // the Y-M-D part of the last decoded code
+  // The Y-M-D part of the last decoded code and the code's length: a column
+  // of the same day and length has the same checked bytes but its hour's.
+  uint64_t day_code = UINT64_MAX;
+  size_t day_length = 0;
   int64_t day_start = 0;
   for (size_t pos = WalkStartFor(value, low); pos < value.size();) {
     size_t end = value.find(' ', pos);
     if (end == std::string_view::npos) end = value.size();
     const std::string_view column = value.substr(pos, end - pos);
     pos = end + 1;
-    const std::string_view ymdh = ColumnCode(column, 0);
-    if (ymdh.empty() || column.size() < ymdh.size() + 2) return BadPeerValue("archive total", value);
+    const std::string_view ymdh = ColumnCodeText(column, 0);
+    if (ymdh.size() < 4 || column.size() < ymdh.size() + 2) return BadPeerValue("archive total", value);
     const uint64_t code = CodeOf(ymdh);
+    const uint64_t this_day = code & ~(uint64_t{0xff} << (8 * (kMaxYmdhLength - ymdh.size())));  // hour byte off
+    // Consecutive columns mostly share their day: the whole code is checked
+    // (and its date decoded) once a day, the hour's character each time.
+    const bool same_day = this_day == day_code && ymdh.size() == day_length;
+    if (same_day ? !IsB32Digit(ymdh.back()) : !LooksLikeYmdh(ymdh)) return BadPeerValue("archive total", value);
+    const int hour_of_day = B32Digit(ymdh.back());
+    if (hour_of_day > 23) return BadPeerValue("archive total", value);
     if (code < previous) return BadPeerValue("archive total (columns out of order)", value);
     previous = code;
     // Columns after the span are still read (cheaply: no decoding) so that
     // damage there is reported rather than skipped.
     if (code < low || code > high) continue;
-    // Consecutive columns mostly share their day: decode the date once a day.
-    const uint64_t this_day = code & ~(uint64_t{0xff} << (8 * (kMaxYmdhLength - ymdh.size())));  // hour byte off
-    if (this_day != day_code) {
+    if (!same_day) {
       auto hour = UnixFromYmdh(ymdh);
       if (!hour.ok()) return BadPeerValue("archive total", value);
       day_code = this_day;
+      day_length = ymdh.size();
       day_start = *hour - B32Digit(ymdh.back()) * kSecondsPerHour;
     }
-    const int hour_of_day = B32Digit(ymdh.back());
-    if (hour_of_day > 23) return BadPeerValue("archive total", value);
     const int64_t hour = day_start + hour_of_day * kSecondsPerHour;
     if (!span.Contains(hour)) continue;
     auto count = ParseColumnCount(column.substr(ymdh.size() + 1), "archive total", value);
@@ -150,15 +164,6 @@ Status AddArchiveTotalHours(const ArchiveTotalHours& total, HourlyCounts* hours,
   const auto first = std::lower_bound(total.hours.begin(), total.hours.end(), span.begin_ts, before);
   const auto last = std::lower_bound(first, total.hours.end(), span.end_ts, before);
   return hours->AddAscending(first, last);
-}
-
-Status ForEachSubtotalCount(std::string_view value,
-                            const std::function<Status(std::string_view skey, int64_t count)>& fn) {
-  return ForEachColumn(value, "archive subtotal", [&](std::string_view skey, std::string_view count_text) -> Status {
-    auto count = ParseColumnCount(count_text, "archive subtotal", value);
-    if (!count.ok()) return count.status();
-    return fn(skey, *count);
-  });
 }
 
 Status AddArchiveSubtotalColumns(std::string_view value, int64_t hour, HourlyBreakdown* out) {

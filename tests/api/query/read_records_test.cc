@@ -59,6 +59,46 @@ TEST(ReadRecordsTest, ArchiveBadColumnsAreCorruption) {
   }
 }
 
+// A column of a day already decoded has only its hour's character checked
+// (the rest equals a checked code): that character, and a code of another
+// length with the same first bytes, are still refused.
+TEST(ReadRecordsTest, ABadHourOfADayAlreadyReadIsCorruption) {
+  for (std::string_view bad : {"c413:1 c41~:2", "c413:1 c41w:2", "c413:1 c41o:2", "c413:1 c41\x7f:2",
+                               "c413:1 c414", "c413:1 c41l:"}) {
+    HourlyCounts hours;
+    EXPECT_EQ(AddArchiveTotalColumns(bad, &hours).code(), StatusCode::kCorruption) << bad;
+    // Also where the bad column lies after the span (checked, not decoded).
+    HourlyCounts first_hour;
+    EXPECT_EQ(AddArchiveTotalColumns(bad, &first_hour, HourSpan{kC413, kC413 + 3600}).code(),
+              StatusCode::kCorruption)
+        << bad;
+  }
+  HourlyCounts hours;
+  const std::string nul("c413:1 c41\0\x31:2", 14);  // "c41" then a NUL: not the day of c413
+  EXPECT_EQ(AddArchiveTotalColumns(nul, &hours).code(), StatusCode::kCorruption);
+  HourlyCounts good;
+  ASSERT_TRUE(AddArchiveTotalColumns("c413:1 c41l:2 c421:3", &good).ok());
+  const std::map<int64_t, int64_t> want{{kC413, 1}, {kC41l, 2}, {kC421, 3}};
+  const std::map<int64_t, int64_t> got(good.begin(), good.end());
+  EXPECT_EQ(got, want);
+}
+
+// Counts of plain digits are read in place; anything else is ParseCount's
+// to judge, as before (a sign, 19 digits, an overflow, garbage).
+TEST(ReadRecordsTest, ColumnCountsAgreeWithParseCount) {
+  for (std::string_view text : {"0", "7", "007", "123456789012345678", "1234567890123456789", "9223372036854775807",
+                                "9223372036854775808", "-3", "+3", "1x", "x", " 1", "1 ", "", "١"}) {
+    const Result<int64_t> want = ParseCount(text);
+    const Result<int64_t> got = ParseColumnCount(text, "test", text);
+    ASSERT_EQ(got.ok(), want.ok()) << text;
+    if (want.ok()) {
+      EXPECT_EQ(*got, *want) << text;
+    } else {
+      EXPECT_EQ(got.status().code(), StatusCode::kCorruption) << text;
+    }
+  }
+}
+
 TEST(ReadRecordsTest, DecodedTotalAnswersEverySpanAsTheTextDoes) {
   // Hours of 60 days, some missing, with their counts: the expected hours of
   // any span are picked from this map directly.
