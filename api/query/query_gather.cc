@@ -110,13 +110,34 @@ std::vector<HourSpan> QueryGather::DeletedHours(std::string_view ns, std::string
   return spans;
 }
 
+std::optional<std::vector<HourSpan>> QueryGather::DeletionsAsPlanned(std::string_view total_key, uint64_t generation,
+                                                                     std::vector<HourSpan>* planned,
+                                                                     std::optional<std::vector<int64_t>>* splits) const {
+  const size_t bar = total_key.find('|');
+  if (bar == std::string_view::npos) return std::vector<HourSpan>{};
+  const std::string_view ns = total_key.substr(0, bar), tkey = total_key.substr(bar + 1);
+  std::vector<HourSpan> masks = DeletedHours(ns, tkey, generation);
+  // Both sorted and merged, and a generation's masks are some of every
+  // deletion's: each lies inside one planned range unless it is new.
+  const bool as_planned = std::all_of(masks.begin(), masks.end(), [&](const HourSpan& m) {
+    return std::any_of(planned->begin(), planned->end(),
+                       [&](const HourSpan& p) { return p.begin_ts <= m.begin_ts && m.end_ts <= p.end_ts; });
+  });
+  if (as_planned) return masks;
+  *planned = DeletedHours(ns, tkey, 0);
+  gather::AddDeletionSplits(*planned, *splits);
+  return std::nullopt;
+}
+
 Status QueryGather::AddArchiveTotal(const ArchiveReader::Session& session, std::string_view key,
-                                    const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span) {
+                                    const ArchiveReply& reply, HourlyCounts* hours, const HourSpan& span,
+                                    const std::vector<HourSpan>* masks) {
   if (!reply.found) return Status::Ok();
   const size_t bar = key.find('|');
   const std::vector<HourSpan> deleted =
-      bar == std::string_view::npos ? std::vector<HourSpan>{}
-                                    : DeletedHours(key.substr(0, bar), key.substr(bar + 1), reply.view.generation);
+      masks != nullptr                ? *masks
+      : bar == std::string_view::npos ? std::vector<HourSpan>{}
+                                      : DeletedHours(key.substr(0, bar), key.substr(bar + 1), reply.view.generation);
   if (!deleted.empty()) {
     // Added alone, then the deleted hours taken out (`hours` holds no other
     // source's hours yet, but do not count on it).

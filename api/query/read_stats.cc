@@ -29,6 +29,8 @@ void ForEachFigure(const ReadStats& s, Fn&& fn) {
   fn("unavailable", "Queries answered 503 SHARD_UNAVAILABLE.", s.unavailable.load());
   fn("generation_retries", "Breakdowns restarted because the archive generation changed under them.",
      s.generation_retries.load());
+  fn("deletion_retries", "Queries restarted because a deletion of their key came in while they were out.",
+     s.deletion_retries.load());
   fn("lookup_cache_hits", "Lookup values found in the API node's cache.", s.lookup_cache_hits.load());
   fn("lookups_fetched", "Lookup values fetched from the archive and realtime shards.", s.lookups_fetched.load());
   fn("lookups_missing", "Hashes with no lookup record anywhere.", s.lookups_missing.load());

@@ -30,6 +30,7 @@ struct ReadStats {
   std::atomic<uint64_t> realtime_coalesced_prefixes{0};
   std::atomic<uint64_t> unavailable{0};         // queries answered 503 SHARD_UNAVAILABLE
   std::atomic<uint64_t> generation_retries{0};  // a breakdown restarted: the archive changed under it
+  std::atomic<uint64_t> deletion_retries{0};    // a query restarted: a deletion of its key came in under it
   std::atomic<uint64_t> lookup_cache_hits{0};
   std::atomic<uint64_t> lookups_fetched{0};
   std::atomic<uint64_t> lookups_missing{0};     // a hash with no lookup record anywhere

@@ -143,6 +143,7 @@ const std::vector<Figure> kApiFigures = {
     {"/read/realtime_coalesced_prefixes", "clickatron_api_read_realtime_coalesced_prefixes_total"},
     {"/read/unavailable", "clickatron_api_read_unavailable_total"},
     {"/read/generation_retries", "clickatron_api_read_generation_retries_total"},
+    {"/read/deletion_retries", "clickatron_api_read_deletion_retries_total"},
     {"/read/lookup_cache_hits", "clickatron_api_read_lookup_cache_hits_total"},
     {"/read/lookups_fetched", "clickatron_api_read_lookups_fetched_total"},
     {"/read/lookups_missing", "clickatron_api_read_lookups_missing_total"},

@@ -33,6 +33,7 @@ struct QueryGather::UniquesJob : Attempt {
   HourSpan skip{0, 0};
   int64_t max_hours = 0;
   std::optional<std::vector<int64_t>> splits;  // where the units split (nullopt: read every hour)
+  std::vector<HourSpan> deleted;  // the key's deleted hours (any generation) the splits cut at
   // Realtime may answer each UTC day's hours of a record as one union
   // (unite=day): every day the query reads lies in one unit.
   bool unite_days = false;
@@ -61,7 +62,8 @@ void QueryGather::FetchUniques(UniquesTarget target, HourSpan span, HourSpan ski
   job->span = span;
   job->skip = skip;
   job->max_hours = max_hours;
-  AddDeletionSplits(DeletedHours(job->target.ns, job->target.tkey, 0), splits);
+  job->deleted = DeletedHours(job->target.ns, job->target.tkey, 0);
+  AddDeletionSplits(job->deleted, splits);
   job->unite_days = unite_days_ && splits && WholeUtcDays(span, skip, *splits);
   if (job->unite_days) ++stats_.realtime_united_reads;
   job->splits = std::move(splits);
@@ -88,8 +90,13 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!FirstAnswersUsable(job, &QueryGather::RunUniques)) return;
+  const auto masks = DeletionsAsPlanned(job->total_key, view.generation, &job->deleted, &job->splits);
+  if (!masks) {
+    if (job->unite_days && !WholeUtcDays(job->span, job->skip, *job->splits)) job->unite_days = false;
+    return AgainForDeletions(job, &QueryGather::RunUniques);
+  }
   HourlyCounts archived;
-  if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span);
+  if (Status st = AddArchiveTotal(*job->session, job->total_key, job->archive_total, &archived, job->span, &*masks);
       !st.ok()) {
     return job->done(std::move(st));
   }
