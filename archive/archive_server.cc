@@ -171,8 +171,11 @@ void ArchiveServer::RegisterRoutes() {
   // Open like /stats: what generation is served, no data.
   server_.Route("/manifest", [this](const HttpExchangePtr& ex) { HandleManifest(ex); }, kGet | kBoundedAnswers);
   server_.AdminRoute("/reload", [this](const HttpExchangePtr& ex) { HandleReload(ex); }, kPost);
-  // Streamed with back-pressure: never refused as SLOW_READERS.
-  server_.InternalRoute("/file", [this](const HttpExchangePtr& ex) { HandleFile(ex); }, kGet | kBoundedAnswers);
+  // Streamed with back-pressure: never refused as SLOW_READERS. A whole
+  // file may take minutes: a restart does not wait for it (the replica
+  // fetching it tries again).
+  server_.InternalRoute("/file", [this](const HttpExchangePtr& ex) { HandleFile(ex); },
+                        kGet | kBoundedAnswers | kLongStreams);
   server_.AdminRoute("/fetch", [this](const HttpExchangePtr& ex) { HandleFetch(ex); }, kPost);
   // A signal only asks for a reload; the work happens on the reload thread.
   server_.OnSignal(SIGHUP, [this] {

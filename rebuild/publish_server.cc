@@ -49,7 +49,7 @@ Result<std::unique_ptr<PublishServer>> PublishServer::Start(const ClusterConfig&
   self->server_ = std::move(server).value();
   PublishServer* s = self.get();
   s->server_->InternalRoute("/manifest", [s](const HttpExchangePtr& ex) { s->HandleManifest(ex); }, kGet);
-  s->server_->InternalRoute("/file", [s](const HttpExchangePtr& ex) { s->HandleFile(ex); }, kGet);
+  s->server_->InternalRoute("/file", [s](const HttpExchangePtr& ex) { s->HandleFile(ex); }, kGet | kLongStreams);
   s->loop_ = std::thread([s] {
     if (Status st = s->server_->Run(); !st.ok()) spdlog::error("publish server: {}", st.ToString());
   });

@@ -207,6 +207,9 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   // Its route's answers are bounded (kBoundedAnswers, built-ins): never
   // refused as SLOW_READERS.
   void set_bounded_answers(bool bounded) { bounded_answers_ = bounded; }
+  // Its route's streams may run for minutes (kLongStreams): once begun,
+  // not owed to a stop.
+  void set_long_streams(bool long_streams) { long_streams_ = long_streams; }
   void AddHeader(std::string_view name, std::string_view value) override {
     if (req_ && !answered_ && !streaming_) {
       evhttp_add_header(evhttp_request_get_output_headers(req_), std::string(name).c_str(), std::string(value).c_str());
@@ -240,6 +243,7 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   bool answered_ = false;
   bool streaming_ = false;
   bool bounded_answers_ = false;
+  bool long_streams_ = false;
   int stream_status_ = 0;
   std::function<void()> on_sent_;
   std::shared_ptr<ExchangeImpl> self_while_streaming_;
@@ -419,6 +423,7 @@ class HttpServerImpl : public HttpServer {
   struct ForwardedRoute {
     bool bounded;
     bool admin;
+    bool long_streams;
   };
   std::map<std::string, ForwardedRoute, std::less<>> forwarded_;
   std::function<nlohmann::json()> stats_json_;
@@ -599,10 +604,11 @@ void ExchangeImpl::StartStream(int status, std::string_view content_type) {
   AddDateHeader(headers);
   CloseAfterAnswerWhenStopping(*server_, req_);
   server_->AnswerLeaving(req_);
-  // A stream may run for minutes (a replica serving its file): once it has
-  // begun, a stop gives it the answers' write grace, as any answer being
-  // written, rather than its whole drain.
-  server_->NoLongerOwed(evhttp_request_get_connection(req_));
+  // A stream that may run for minutes (a replica serving its file): once it
+  // has begun, a stop gives it the answers' write grace, as any answer
+  // being written, rather than its whole drain. A query's stays owed until
+  // it ends (EndStream).
+  if (long_streams_) server_->NoLongerOwed(evhttp_request_get_connection(req_));
   evhttp_send_reply_start(req_, status, nullptr);
 }
 
@@ -796,7 +802,9 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   sibling->stats_ = stats_;
   for (const auto& [path, entry] : routes_) {
     sibling->forwarded_[path] =
-        ForwardedRoute{.bounded = (entry.methods & kBoundedAnswers) != 0, .admin = entry.access == Access::kAdmin};
+        ForwardedRoute{.bounded = (entry.methods & kBoundedAnswers) != 0,
+                       .admin = entry.access == Access::kAdmin,
+                       .long_streams = (entry.methods & kLongStreams) != 0};
   }
   CLICKATRON_RETURN_IF_ERROR(sibling->Init());
   return std::unique_ptr<HttpServer>(std::move(sibling));
@@ -1127,6 +1135,8 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   const bool bounded =
       IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0 : handed_over && forwarded->second.bounded);
   ex->set_bounded_answers(bounded);
+  ex->set_long_streams(local ? (route->second.methods & kLongStreams) != 0
+                             : handed_over && forwarded->second.long_streams);
   if (limits_->AnswersOverBudget() && !bounded) return RefuseForSlowReaders(*ex);
   if (forward) return Forward(ex, uri);
   Handle(ex, uri, route);

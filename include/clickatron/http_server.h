@@ -93,7 +93,19 @@ using HttpHandler = std::function<void(const HttpExchangePtr&)>;
 // acknowledgement) or streamed with back-pressure (exports, whole files), so
 // it is served even while slow readers hold [http] max_answer_bytes_queued;
 // other routes then answer 503 SLOW_READERS. Admin routes always are.
-enum HttpMethods : unsigned { kGet = 1, kPost = 2, kGetOrPost = 3, kUnsafeGet = 4, kBoundedAnswers = 8 };
+// kLongStreams: the route's streamed answers may run for minutes (a whole
+// file to a replica): once one has begun, a stop lets it be written for the
+// answers' grace (2 s), not to its end, so that it never holds a restart.
+// Other routes' streams (queries) are owed to their end, as any answer,
+// within stop_drain_timeout.
+enum HttpMethods : unsigned {
+  kGet = 1,
+  kPost = 2,
+  kGetOrPost = 3,
+  kUnsafeGet = 4,
+  kBoundedAnswers = 8,
+  kLongStreams = 16,
+};
 
 struct HttpServerOptions {
   std::string daemon;    // "clickatron-archive": names the process in /stats and /metrics
