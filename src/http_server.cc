@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -1189,19 +1190,30 @@ void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri, Rou
 
 namespace {
 
+// Whether `header` starts with the scheme "Bearer" (any case: schemes are
+// case-insensitive, RFC 9110 11.1) and a space.
+bool HasBearerScheme(std::string_view header) {
+  constexpr std::string_view kBearer = "bearer ";
+  if (header.size() < kBearer.size()) return false;
+  for (size_t i = 0; i < kBearer.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return false;
+  }
+  return true;
+}
+
 // "Authorization: Bearer TOKEN" with exactly `token`, compared in constant
 // time and without building the expected header per request.
 bool BearerIs(const std::string& header, std::string_view token) {
-  constexpr std::string_view kBearer = "Bearer ";
-  return header.size() == kBearer.size() + token.size() && std::string_view(header).substr(0, kBearer.size()) == kBearer &&
-         ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), token);
+  constexpr size_t kScheme = 7;  // "Bearer "
+  return header.size() == kScheme + token.size() && HasBearerScheme(header) &&
+         ConstantTimeEquals(std::string_view(header).substr(kScheme), token);
 }
 
 // What was wrong with a refused Authorization header (never the token).
 std::string_view WhatWasSent(const std::string& header) {
   if (header.empty()) return "none was sent";
-  if (header == "Bearer" || header == "Bearer ") return "no token was sent after Bearer";
-  if (!header.starts_with("Bearer ")) {
+  if (header.size() <= 7 && HasBearerScheme(header + " ")) return "no token was sent after Bearer";
+  if (!HasBearerScheme(header)) {
     return "a header of another scheme was sent (a client's Basic or Token header takes the place of the Bearer one)";
   }
   return "the token sent is not it";

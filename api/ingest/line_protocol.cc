@@ -277,7 +277,7 @@ Result<LineProtocolPrecision> ParsePrecision(std::string_view text) {
   if (text == "s") return LineProtocolPrecision::kSeconds;
   if (text == "m") return LineProtocolPrecision::kMinutes;
   if (text == "h") return LineProtocolPrecision::kHours;
-  return LpInvalid("INVALID_PRECISION", fmt::format("precision {} is not one of ns, us, ms, s, m, h", QuoteForMessage(text)));
+  return LpInvalid("INVALID_PRECISION", fmt::format("precision {} is not one of ns, us, ms, s, n, u, m, h", QuoteForMessage(text)));
 }
 
 Result<LineProtocolPrecision> InfluxWritePrecision(const QueryArgs& args) {

@@ -35,8 +35,11 @@ namespace clickatron::api {
 enum class LineProtocolPrecision { kNanoseconds, kMicroseconds, kMilliseconds, kSeconds, kMinutes, kHours };
 
 // The `precision` parameter of an Influx write: "ns" (also "n"), "us" (also
-// "u"), "ms" or "s"; Influx 1 clients may also send "m" and "h"; empty is nanoseconds, Influx's default. Anything else:
-// INVALID_ARGUMENT with reason INVALID_PRECISION.
+// "u"), "ms" or "s"; Influx 1 clients may also send "m" and "h" (both paths
+// take every name: docs/openapi.yaml promises it, and a stricter
+// /api/v2/write would refuse clients written to it); empty is nanoseconds,
+// Influx's default. Anything else: INVALID_ARGUMENT with reason
+// INVALID_PRECISION, naming every name taken.
 Result<LineProtocolPrecision> ParsePrecision(std::string_view text);
 
 // The precision of an Influx write's parameters, refusing what would place

@@ -185,6 +185,28 @@ TEST_F(HttpServerTest, AdminRouteNeedsBearerToken) {
   EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "", 5000, "sekrit").status_code, 200);
 }
 
+// The scheme is any case (RFC 9110 11.1: a probe's "bearer TOKEN" was
+// refused as "a header of another scheme"); the token is exact.
+TEST_F(HttpServerTest, TheBearerSchemeIsTakenInAnyCase) {
+  auto admin = [&](const std::string& authorization) {
+    BlockingHttpClient client;
+    HttpRequestSpec spec;
+    spec.method = "POST";
+    spec.target = "/admin";
+    spec.headers = {{"Authorization", authorization}};
+    return client.Fetch(Loopback(port_), spec);
+  };
+  for (const std::string ok : {"Bearer sekrit", "bearer sekrit", "BEARER sekrit", "bEaReR sekrit"}) {
+    EXPECT_EQ(admin(ok).status_code, 200) << ok;
+  }
+  for (const std::string bad : {"bearer Sekrit", "bearer  sekrit", "Bearersekrit", "Basic c2Vrcml0"}) {
+    EXPECT_EQ(admin(bad).status_code, 401) << bad;
+  }
+  EXPECT_NE(admin("bearer").body.find("no token was sent after Bearer"), std::string::npos);
+  EXPECT_NE(admin("Basic c2Vrcml0").body.find("another scheme"), std::string::npos);
+  EXPECT_NE(admin("BEARER wrong").body.find("the token sent is not it"), std::string::npos);
+}
+
 TEST_F(HttpServerTest, AsyncAnswerFromAnotherThread) {
   auto r = Get("/async");
   EXPECT_EQ(r.status_code, 200);

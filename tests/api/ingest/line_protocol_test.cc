@@ -76,6 +76,9 @@ TEST(LineProtocolTest, ParsePrecisionTakesInfluxNames) {
     EXPECT_FALSE(p.ok()) << bad;
     EXPECT_EQ(p.status().reason(), "INVALID_PRECISION") << bad;
     EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << bad;
+    // It names every name taken (a probe read "ns, us, ms, s, m, h", without n and u).
+    EXPECT_NE(p.status().message().find("is not one of ns, us, ms, s, n, u, m, h"), std::string::npos)
+        << p.status().message();
   }
 }
 
