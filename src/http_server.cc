@@ -137,7 +137,7 @@ void RefuseStopping(HttpExchange& ex) {
 
 void HttpExchange::ReplyError(int status, std::string_view reason, std::string_view message) {
   if (status == 500) LogServerError(path(), reason, message);
-  if (RefusalBody shape = RefusalBodyFor(path())) {
+  if (RefusalBody shape = RefusalBodyFor(refusal_target())) {
     Reply(status, shape(status, reason, message), "application/json");
     return;
   }
@@ -200,6 +200,13 @@ class ExchangeImpl : public HttpExchange, public std::enable_shared_from_this<Ex
   Status Parse(size_t max_args);
   const std::string& method() const override { return method_; }
   const std::string& path() const override { return path_; }
+  // The Influx write doors answer in Influx's shape also what is refused
+  // before the URI is parsed (two Content-Lengths, a bad byte in the URI).
+  std::string_view refusal_target() const override {
+    if (!path_.empty() && path_ != "(bad uri)") return path_;
+    const char* uri = req_ != nullptr ? evhttp_request_get_uri(req_) : nullptr;
+    return uri != nullptr ? std::string_view(uri) : std::string_view(path_);
+  }
   const QueryArgs& args() const override { return args_; }
   const std::string& body() const override { return body_; }
   std::optional<std::string> find_header(std::string_view name) const override;

@@ -52,6 +52,10 @@ class HttpExchange {
 
   virtual const std::string& method() const = 0;  // "GET", "POST", …
   virtual const std::string& path() const = 0;    // without the query
+  // The path a refusal is shaped by (SetRefusalBody): path(), or the
+  // request's own target while that is not parsed (a refusal of the
+  // request's framing or URI comes before it is).
+  virtual std::string_view refusal_target() const { return path(); }
   virtual const QueryArgs& args() const = 0;      // the query string's parameters
   virtual const std::string& body() const = 0;
   // A request header's value; nullopt when absent (an empty one is "").

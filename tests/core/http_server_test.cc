@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -183,6 +184,42 @@ TEST_F(HttpServerTest, AdminRouteNeedsBearerToken) {
   EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "").status_code, 401);
   EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "", 5000, "wrong").status_code, 401);
   EXPECT_EQ(testing::HttpPost(Loopback(port_), "/admin", "", 5000, "sekrit").status_code, 200);
+}
+
+// What a route with a refusal body of its own (the Influx write doors)
+// refuses before the request's URI is parsed is in that shape too: two
+// Content-Lengths, a raw byte in the URI (a probe got the envelope).
+std::string InfluxLikeRefusal(int, std::string_view reason, std::string_view) {
+  return "{\"influx_like\":\"" + std::string(reason) + "\"}";
+}
+
+TEST_F(HttpServerTest, RefusalsBeforeTheUriIsParsedTakeTheRoutesShape) {
+  SetRefusalBody("/shaped-write", &InfluxLikeRefusal);
+  auto raw = [&](const std::string& request) {
+    const int fd = testing::ConnectLoopback(port_);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+    std::string got;
+    char buf[4096];
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    return got;
+  };
+  const std::string two_lengths = raw(
+      "POST /shaped-write?db=x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\n"
+      "Connection: close\r\n\r\nab");
+  EXPECT_NE(two_lengths.find("400"), std::string::npos) << two_lengths;
+  EXPECT_NE(two_lengths.find("{\"influx_like\":\"BAD_REQUEST\"}"), std::string::npos) << two_lengths;
+  const std::string raw_byte =
+      raw("POST /shaped-write?db=\x01 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(raw_byte.find("{\"influx_like\":\"BAD_URI\"}"), std::string::npos) << raw_byte;
+  // Another path keeps the envelope.
+  const std::string plain = raw(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\nConnection: close\r\n\r\nab");
+  EXPECT_NE(plain.find("\"status_txt\":\"BAD_REQUEST\""), std::string::npos) << plain;
+  SetRefusalBody("/shaped-write", nullptr);
 }
 
 // The scheme is any case (RFC 9110 11.1: a probe's "bearer TOKEN" was
