@@ -521,7 +521,19 @@ Status WritePathImpl::ParseRequest(const HttpExchange& ex, const std::string& en
     st = ParseIncrementBatch(body, limits, ctx_.cluster.http.max_query_args, take);
   } else {
     Increment inc;
-    CLICKATRON_RETURN_IF_ERROR(ParseIncrement(ex.args(), limits, cache, &inc));
+    if (Status parsed = ParseIncrement(ex.args(), limits, cache, &inc); !parsed.ok()) {
+      // A POST's body is read only with a length (RFC 9112 6.3): one sent
+      // without, its increments missing from the query string, hears why.
+      if (ex.method() == "POST" && !HasIncrementArgs(ex.args()) && ex.header("Content-Length").empty() &&
+          ex.header("Transfer-Encoding").empty()) {
+        return Status(parsed.code(),
+                      parsed.message() +
+                          " (this POST had neither a Content-Length nor Transfer-Encoding: chunked, so no body was "
+                          "read; send its length)",
+                      parsed.reason());
+      }
+      return parsed;
+    }
     take(inc);
   }
   if (st.ok() && too_many) {

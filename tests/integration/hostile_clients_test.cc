@@ -307,6 +307,16 @@ TEST_F(HostileClientsTest, TheInfluxDoorsRefuseAnOversizedBodyInInfluxsShape) {
   // /incr keeps the envelope.
   answer = Exchange(api, fmt::format("POST /incr HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 9 * kMiB));
   EXPECT_EQ(body_of(answer)["status_txt"], "BODY_TOO_LARGE") << answer.substr(0, 300);
+
+  // A POST without a length has no body (RFC 9112): its 400 says so rather
+  // than only that ns is missing (a probe's HTTP/1.0 client sent one).
+  answer = Exchange(api, "POST /incr HTTP/1.0\r\nHost: x\r\n\r\nns=p&key=nolength");
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.0 400") << answer.substr(0, 300);
+  body = body_of(answer);
+  EXPECT_EQ(body["status_txt"], "MISSING_ARG_NS") << answer.substr(0, 300);
+  EXPECT_NE(body["message"].get<std::string>().find("neither a Content-Length nor Transfer-Encoding"),
+            std::string::npos)
+      << answer.substr(0, 300);
 }
 
 TEST_F(HostileClientsTest, AnInternalDaemonRefusesAnUnsignedBodyOnItsHead) {
