@@ -33,10 +33,11 @@ Result<int64_t> ParseTs(const std::string* text, const IncrementLimits& limits) 
   const char* end = text->data() + text->size();
   auto [ptr, ec] = std::from_chars(text->data(), end, ts);
   if (text->empty() || ec != std::errc() || ptr != end) {
-    // Also accept "2012-03-25T01:00:00Z" (what a person types into curl).
+    // Also accept "2012-03-25T01:00:00Z" (what a person types into curl),
+    // or with an offset.
     Result<int64_t> iso = ParseTimestamp(*text);
     if (!iso.ok()) {
-      return Invalid("INVALID_TS", fmt::format("ts {} is not unix seconds (or an ISO-8601 UTC time)",
+      return Invalid("INVALID_TS", fmt::format("ts {} is not unix seconds (or an RFC 3339 time: 2012-03-25T01:00:00Z, or an offset for Z)",
                                                QuoteForMessage(*text)));
     }
     ts = *iso;
