@@ -108,17 +108,18 @@ void ReadCache::LinkNewest(Shard& shard, Entry* e) {
 }
 
 bool ReadCache::SightedBefore(Shard& shard, uint64_t hash) const {
-  // Two positions from a remix of the hash: its own low and high bits
-  // already chose the bucket and the shard.
+  // Blocked: a key's two bits in both filters lie in one 64-byte block (the
+  // first four words filter 0's 256 bits, the last four filter 1's), so a
+  // sighting costs one cache line, not four: on a busy node nearly every
+  // key offered is new, and the four lines were a cache miss each (1.7% of
+  // the API's samples in the live benchmark). The block and the two bits
+  // come from a remix of the hash: its own low and high bits already chose
+  // the bucket and the shard.
   const uint64_t mixed = hash * 0x9E3779B97F4A7C15ULL;
-  const size_t mask = sighting_bits_ - 1;
-  // Thirty bits each, apart: as many as the largest filter has positions.
-  const size_t a = static_cast<size_t>(mixed >> 34) & mask;
-  const size_t b = static_cast<size_t>(mixed >> 4) & mask;
-  const size_t words = sighting_bits_ / 64;
-  auto has = [&](size_t filter, size_t at) {
-    return (shard.sightings[filter * words + at / 64] & (uint64_t{1} << (at % 64))) != 0;
-  };
+  const size_t blocks = sighting_bits_ / 256;  // a power of two
+  uint64_t* block = &shard.sightings[((mixed >> 34) & (blocks - 1)) * kSightingBlockWords];
+  const uint64_t a = (mixed >> 4) & 255, b = (mixed >> 12) & 255;
+  auto has = [&](size_t filter, uint64_t at) { return (block[filter * 4 + at / 64] & (uint64_t{1} << (at % 64))) != 0; };
   for (size_t filter : {size_t{0}, size_t{1}}) {
     if (has(filter, a) && has(filter, b)) return true;
   }
@@ -126,11 +127,14 @@ bool ReadCache::SightedBefore(Shard& shard, uint64_t hash) const {
   // cleared and takes the next ones (what the current holds stays seen).
   if (shard.sighted >= sighting_bits_ / 8) {
     shard.current ^= 1;
-    std::fill_n(shard.sightings.begin() + static_cast<std::ptrdiff_t>(shard.current * words), words, 0);
+    for (size_t i = 0; i < blocks; ++i) {
+      std::fill_n(shard.sightings.begin() + static_cast<std::ptrdiff_t>(i * kSightingBlockWords + shard.current * 4),
+                  4, 0);
+    }
     shard.sighted = 0;
   }
-  shard.sightings[shard.current * words + a / 64] |= uint64_t{1} << (a % 64);
-  shard.sightings[shard.current * words + b / 64] |= uint64_t{1} << (b % 64);
+  block[shard.current * 4 + a / 64] |= uint64_t{1} << (a % 64);
+  block[shard.current * 4 + b / 64] |= uint64_t{1} << (b % 64);
   ++shard.sighted;
   return false;
 }

@@ -194,6 +194,8 @@ class ReadCache {
   static void Free(Entry* e);
   // Whether `hash` was sighted in `shard` before; sights it if not (its lock held).
   bool SightedBefore(Shard& shard, uint64_t hash) const;
+  // A block of the sightings: 256 bits of each filter (one cache line).
+  static constexpr size_t kSightingBlockWords = 8;
 
   const size_t capacity_;
   // Each of a shard's two Bloom filters' bits (0: Admission::kAlways), a
