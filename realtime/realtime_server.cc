@@ -431,16 +431,22 @@ void RealtimeServer::SayHandover(const HttpExchangePtr& ex) const {
   if (const std::optional<int64_t> through = ring_->HandedOverThrough()) {
     ex->AddHeader("X-Realtime-Archived-Through", FormatDate(*through));
   }
-  if (archive_generation_ > 0) ex->AddHeader("X-Realtime-Archive-Generation", std::to_string(archive_generation_));
+  if (const uint64_t generation = ring_->archive_generation(); generation > 0) {
+    ex->AddHeader("X-Realtime-Archive-Generation", std::to_string(generation));
+  }
 }
 
 // The optional generation=G of /exported and /archived (the rebuild's
-// deploy): raises archive_generation_. False (and answered 400) when it is
-// not a number.
+// deploy): raises the ring's archive generation (persisted). False (and
+// answered) when it is not a number or cannot be persisted.
 bool RealtimeServer::NoteGenerationArg(const HttpExchangePtr& ex) {
   std::optional<uint64_t> generation;
   if (!OptionalCountArg(ex, "generation", "INVALID_GENERATION", &generation)) return false;
-  if (generation) archive_generation_ = std::max(archive_generation_, *generation);
+  if (!generation) return true;
+  if (Status st = ring_->NoteArchiveGeneration(*generation); !st.ok()) {
+    ex->ReplyError(st);
+    return false;
+  }
   return true;
 }
 

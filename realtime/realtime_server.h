@@ -113,9 +113,6 @@ class RealtimeServer {
   std::string cluster_clock_;  // "system" or "manual" (the cluster file's clock)
   const Clock* clock_ = nullptr;
   std::string member_;
-  // The newest generation the rebuild said every replica serves
-  // (generation= of /exported and /archived); 0: not told since start.
-  uint64_t archive_generation_ = 0;
   uint64_t memory_budget_bytes_ = 0;  // [realtime] memory_budget_mb: the whole shard's bound
   // The cluster file's API members: the only sources whose batches count.
   std::set<std::string, std::less<>> api_sources_;

@@ -70,6 +70,12 @@ Status Ring::Load(int64_t clock_today, CheckpointOptions checkpoints) {
       if (!through.ok()) return through.status().WithContext("persisted ring state");
       archived_through_ = *through;
     }
+    if (j.contains("archive_generation")) {
+      if (!j["archive_generation"].is_number_unsigned()) {
+        return Status::Corruption("persisted ring state: archive_generation is not a generation number");
+      }
+      archive_generation_ = j["archive_generation"].get<uint64_t>();
+    }
     if (j.contains("exported_through") && j["exported_through"].is_string()) {
       Result<int64_t> through = ParseDate(j["exported_through"].get<std::string>());
       if (!through.ok()) return through.status().WithContext("persisted ring state");
@@ -129,6 +135,7 @@ Status Ring::Persist() {
   // positions, and X-Realtime-Archived-Through must not go back after a
   // restart (an API node would read realtime for a day it cleared).
   if (exported_max_) j["exported_through"] = FormatDate(*exported_max_);
+  if (archive_generation_ > 0) j["archive_generation"] = archive_generation_;
   // Synced: the ring state is what lets a restart tell a retained day from
   // one that may be dropped.
   return store_->PutMeta(kRingKey, j.dump(), /*sync=*/true);
@@ -378,6 +385,12 @@ Status Ring::NoteArchivedThrough(int64_t through) {
   spdlog::info("the deployed archive holds every day through {}: those days are not open", FormatDate(through));
   CLICKATRON_RETURN_IF_ERROR(Persist());
   return Reconcile();
+}
+
+Status Ring::NoteArchiveGeneration(uint64_t generation) {
+  if (generation <= archive_generation_) return Status::Ok();
+  archive_generation_ = generation;
+  return Persist();
 }
 
 std::optional<int64_t> Ring::HandedOverThrough() const {

@@ -132,6 +132,13 @@ class Ring {
   // (never lowers it) and marks every day at or before it exported.
   Status NoteArchivedThrough(int64_t day);
   std::optional<int64_t> archived_through() const { return archived_through_; }
+  // The generation the rebuild last said every archive replica serves
+  // (POST /archived, /exported): raised, never lowered, and persisted, so
+  // that a restarted shard still says it (an API node started beside it
+  // would otherwise take a replica restored to an older file for the
+  // archive). 0: none said yet.
+  Status NoteArchiveGeneration(uint64_t generation);
+  uint64_t archive_generation() const { return archive_generation_; }
   // The newest day this store may hold no more of because a deployed
   // archive holds it: archived_through() or the newest day marked exported,
   // whichever is later (nullopt: none). Read answers say it, so that an API
@@ -177,6 +184,7 @@ class Ring {
   int64_t today_ = 0;
   std::map<int64_t, DayState> days_;
   std::optional<int64_t> archived_through_;
+  uint64_t archive_generation_ = 0;
   std::optional<int64_t> exported_max_;  // the newest day MarkExported ever marked (persisted)
   std::unique_ptr<Checkpointer> checkpointer_;
   std::shared_ptr<ScanCache> scan_cache_;  // shared with the scans that fill it (they may outlive the ring)

@@ -47,6 +47,16 @@ TEST_F(RealtimeHandoverHeadersTest, EveryReadSaysWhatTheArchiveHoldsAndOnlyHighe
   EXPECT_EQ(bad.status_code, 400) << bad.body;
   EXPECT_NE(bad.body.find("INVALID_GENERATION"), std::string::npos) << bad.body;
   EXPECT_EQ(daemon_.Get("/fwmatch?key=u%7Ca.").Header("X-Realtime-Archived-Through"), through);
+  // Both outlive a restart: a shard restarted beside a cold API node still
+  // names the deployed generation (it named none until the next deploy, so
+  // a replica restored to an older file passed for the archive).
+  ASSERT_EQ(daemon_.Stop(), 0);
+  std::string error;
+  ASSERT_TRUE(daemon_.Start(&error)) << error;
+  for (const HttpResponse& r : Reads()) {
+    EXPECT_EQ(r.Header("X-Realtime-Archived-Through"), through) << r.status_code << " " << r.body;
+    EXPECT_EQ(r.Header("X-Realtime-Archive-Generation"), "7") << r.status_code << " " << r.body;
+  }
 }
 
 }  // namespace
