@@ -111,15 +111,19 @@ std::vector<HourSpan> QueryGather::DeletedHours(std::string_view ns, std::string
 }
 
 std::optional<std::vector<HourSpan>> QueryGather::DeletionsAsPlanned(std::string_view total_key, uint64_t generation,
+                                                                     bool found, const HourSpan& window,
                                                                      std::vector<HourSpan>* planned,
                                                                      std::optional<std::vector<int64_t>>* splits) const {
   const size_t bar = total_key.find('|');
   if (bar == std::string_view::npos) return std::vector<HourSpan>{};
   const std::string_view ns = total_key.substr(0, bar), tkey = total_key.substr(bar + 1);
   std::vector<HourSpan> masks = DeletedHours(ns, tkey, generation);
+  if (!found || !splits->has_value()) return masks;
   // Both sorted and merged, and a generation's masks are some of every
-  // deletion's: each lies inside one planned range unless it is new.
+  // deletion's: each lies inside one planned range unless it is new. One
+  // outside the window changes nothing the job reads.
   const bool as_planned = std::all_of(masks.begin(), masks.end(), [&](const HourSpan& m) {
+    if (m.end_ts <= window.begin_ts || window.end_ts <= m.begin_ts) return true;
     return std::any_of(planned->begin(), planned->end(),
                        [&](const HourSpan& p) { return p.begin_ts <= m.begin_ts && m.end_ts <= p.end_ts; });
   });

@@ -256,12 +256,14 @@ class QueryGather {
   // the deletion beside a total from after it (a probe saw 8 in 7,000
   // breakdowns in flight during deletions). So a job's answer leaves out
   // the deleted hours taken once, here: those of `total_key` an answer of
-  // archive `generation` still holds, when each lies inside a range of
-  // `planned` (the job's deletions, which it split at). Otherwise nullopt:
-  // `planned` and `splits` take in the deletions known now and the job
-  // runs again (AgainForDeletions).
-  std::optional<std::vector<HourSpan>> DeletionsAsPlanned(std::string_view total_key, uint64_t generation,
-                                                          std::vector<HourSpan>* planned,
+  // archive `generation` (`found`: it has the key) still holds, when each
+  // that reaches into `window` lies inside a range of `planned` (the job's
+  // deletions, which it split at). Otherwise nullopt: `planned` and
+  // `splits` take in the deletions known now and the job runs again
+  // (AgainForDeletions). A job that read no span (no splits, or no total in
+  // the file) mixes nothing: its masks are taken as they are.
+  std::optional<std::vector<HourSpan>> DeletionsAsPlanned(std::string_view total_key, uint64_t generation, bool found,
+                                                          const HourSpan& window, std::vector<HourSpan>* planned,
                                                           std::optional<std::vector<int64_t>>* splits) const;
   // Runs `job` again after DeletionsAsPlanned said no (counting the
   // attempt), or fails it with SHARD_UNAVAILABLE after kMaxGenerationAttempts.

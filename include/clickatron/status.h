@@ -96,7 +96,9 @@ class [[nodiscard]] Status {
   std::unique_ptr<Rep> rep_;  // null: OK
 };
 
-// A value or the Status that explains why there is none.
+// A value or the Status that explains why there is none. (A Status moved
+// from is OK, as a moved-from pointer is null: read an error before moving
+// it on. So is the status() of a Result whose error was moved out.)
 template <typename T>
 class [[nodiscard]] Result {
  public:

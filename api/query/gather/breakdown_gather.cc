@@ -172,7 +172,8 @@ void QueryGather::RunBreakdown(std::shared_ptr<BreakdownJob> job) {
 void QueryGather::FinishBreakdown(std::shared_ptr<BreakdownJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!FirstAnswersUsable(job, &QueryGather::RunBreakdown)) return;
-  const auto masks = DeletionsAsPlanned(job->total_key, view.generation, &job->deleted, &job->splits);
+  const auto masks = DeletionsAsPlanned(job->total_key, view.generation, job->archive_total.found,
+                                        HourSpan{job->begin_ts, job->end_ts}, &job->deleted, &job->splits);
   if (!masks) {
     // Realtime's visitors by UTC day only while no deleted range cuts a day.
     if (job->unite_days && !WholeUtcDays(HourSpan{*job->uniques_from, job->end_ts}, job->skip, *job->splits)) {

@@ -90,7 +90,8 @@ void QueryGather::RunUniques(std::shared_ptr<UniquesJob> job) {
 void QueryGather::FinishUniques(std::shared_ptr<UniquesJob> job) {
   const ArchiveView view = job->archive_total.view;
   if (!FirstAnswersUsable(job, &QueryGather::RunUniques)) return;
-  const auto masks = DeletionsAsPlanned(job->total_key, view.generation, &job->deleted, &job->splits);
+  const auto masks = DeletionsAsPlanned(job->total_key, view.generation, job->archive_total.found, job->span,
+                                        &job->deleted, &job->splits);
   if (!masks) {
     if (job->unite_days && !WholeUtcDays(job->span, job->skip, *job->splits)) job->unite_days = false;
     return AgainForDeletions(job, &QueryGather::RunUniques);

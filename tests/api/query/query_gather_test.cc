@@ -363,6 +363,24 @@ TEST_F(QueryGatherTest, ADeletionTakenWhileTheFirstReadsAreOutIsInTheWholeAnswer
   EXPECT_EQ(asked, (std::vector<std::string>{total_key, "key=" + PercentEncode(day.key), total_key,
                                              "key=" + PercentEncode("c.u|k." + *YmdhFromUnix(h3))}));
   EXPECT_EQ(gets, 4);
+  // A deletion of hours outside the window, taken the same way, changes
+  // nothing the breakdown reads: it is not read again.
+  gets = 0;
+  client_.Handle(ReplicaPeer(0, 0), "/get", [&](const FakeHttpClient::Request& request) {
+    Answer answer = AnswerGet(*file, request);
+    if (++gets == 1) {
+      Deletion d;
+      d.id = "d2";
+      d.ns = "u";
+      d.tkey = d.key = "k";
+      d.from_unix = (kDay - 7) * kSecondsPerDay;
+      d.to_unix = (kDay - 6) * kSecondsPerDay;
+      EXPECT_TRUE((*log)->Put(d).ok());
+    }
+    return answer;
+  });
+  EXPECT_EQ(whole_day(), (std::map<std::string, int64_t>{{"", 2}, {"US", 2}}));
+  EXPECT_EQ(stats_.deletion_retries.load(), 1u);
 }
 
 TEST_F(QueryGatherTest, ADeployOnEveryReadEndsInShardUnavailableNotAMix) {

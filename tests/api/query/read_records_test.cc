@@ -7,6 +7,7 @@
 
 #include "clickatron/http_client.h"
 #include "clickatron/query_string.h"
+#include "clickatron/record.h"
 #include "clickatron/ymdh.h"
 #include "query/fetch/archive_reader.h"
 #include "query/cache/lookup_cache.h"
