@@ -127,6 +127,18 @@ class QueryGatherTest : public ::testing::Test {
     return rows;
   }
 
+  // A breakdown of kDay as one sum (its whole UTC day may be read as its
+  // day record): the gather's answer, or nothing if it never called back.
+  std::optional<Result<BreakdownData>> WholeDay() {
+    std::optional<Result<BreakdownData>> got;
+    gather_->FetchBreakdown("c", "u", "k", kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay,
+                            [&](Result<BreakdownData> data) { got.emplace(std::move(data)); }, HourSpan{0, 0},
+                            std::nullopt, std::vector<int64_t>{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay});
+    client_.RunUntilIdle();
+    EXPECT_TRUE(got && got->ok()) << (got ? got->status().ToString() : "no answer");
+    return got;
+  }
+
   // A replica serving `us` clicks from the US in `hour`, read once by a
   // breakdown (what the node keeps, with KeepAnswers).
   // Shard 0 with two replicas (each test says what they serve); realtime
@@ -215,13 +227,8 @@ TEST_F(QueryGatherTest, AWholeDayReadsItsDayRecordWhetherAskedEarlyOrAfterTheTot
   day.columns = {{"US", 6}};
   file->records[day.key] = ValueOf(day);
   auto whole_day = [&] {
-    std::optional<Result<BreakdownData>> got;
-    gather_->FetchBreakdown("c", "u", "k", kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay,
-                            [&](Result<BreakdownData> data) { got.emplace(std::move(data)); }, HourSpan{0, 0},
-                            std::nullopt, std::vector<int64_t>{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay});
-    client_.RunUntilIdle();
+    const std::optional<Result<BreakdownData>> got = WholeDay();
     int64_t us = -1;
-    EXPECT_TRUE(got && got->ok()) << (got ? got->status().ToString() : "no answer");
     if (got && got->ok()) {
       us = 0;
       for (const SubtotalCount& s : (*got)->subtotals) us += s.key == "US" ? s.count : 0;
@@ -324,13 +331,8 @@ TEST_F(QueryGatherTest, ADeletionTakenWhileTheFirstReadsAreOutIsInTheWholeAnswer
   client_.Script(kRealtimePeer, "/fwmatch", Answer::Http(200, "", told));
   client_.Script(kRealtimePeer, "/mfwmatch", Answer::Http(200, "", told));
   auto whole_day = [&] {
-    std::optional<Result<BreakdownData>> got;
-    gather_->FetchBreakdown("c", "u", "k", kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay,
-                            [&](Result<BreakdownData> data) { got.emplace(std::move(data)); }, HourSpan{0, 0},
-                            std::nullopt, std::vector<int64_t>{kDay * kSecondsPerDay, (kDay + 1) * kSecondsPerDay});
-    client_.RunUntilIdle();
+    const std::optional<Result<BreakdownData>> got = WholeDay();
     std::map<std::string, int64_t> sums;
-    EXPECT_TRUE(got && got->ok()) << (got ? got->status().ToString() : "no answer");
     if (got && got->ok()) {
       for (const auto& [hour, count] : (*got)->total) sums[""] += count;
       for (const SubtotalCount& s : (*got)->subtotals) sums[s.key] += s.count;
@@ -339,20 +341,26 @@ TEST_F(QueryGatherTest, ADeletionTakenWhileTheFirstReadsAreOutIsInTheWholeAnswer
   };
   EXPECT_EQ(whole_day(), (std::map<std::string, int64_t>{{"", 7}, {"JP", 1}, {"US", 6}}));  // learns the last day
   client_.ClearRequests();
+  // The replica answers gets from the file; a deletion of [from, to) of the
+  // key is taken as it answers the first.
   int gets = 0;
-  client_.Handle(ReplicaPeer(0, 0), "/get", [&](const FakeHttpClient::Request& request) {
-    Answer answer = AnswerGet(*file, request);
-    if (++gets == 1) {
-      Deletion d;
-      d.id = "d1";
-      d.ns = "u";
-      d.tkey = d.key = "k";
-      d.from_unix = h9;
-      d.to_unix = h9 + kHour;
-      EXPECT_TRUE((*log)->Put(d).ok());
-    }
-    return answer;
-  });
+  auto delete_at_first_get = [&](std::string id, int64_t from, int64_t to) {
+    gets = 0;
+    client_.Handle(ReplicaPeer(0, 0), "/get", [&, id, from, to](const FakeHttpClient::Request& request) {
+      Answer answer = AnswerGet(*file, request);
+      if (++gets == 1) {
+        Deletion d;
+        d.id = id;
+        d.ns = "u";
+        d.tkey = d.key = "k";
+        d.from_unix = from;
+        d.to_unix = to;
+        EXPECT_TRUE((*log)->Put(d).ok());
+      }
+      return answer;
+    });
+  };
+  delete_at_first_get("d1", h9, h9 + kHour);
   EXPECT_EQ(whole_day(), (std::map<std::string, int64_t>{{"", 2}, {"US", 2}}));
   EXPECT_EQ(stats_.deletion_retries.load(), 1u);
   // The first try asked the day record beside the total; the second, the
@@ -365,20 +373,7 @@ TEST_F(QueryGatherTest, ADeletionTakenWhileTheFirstReadsAreOutIsInTheWholeAnswer
   EXPECT_EQ(gets, 4);
   // A deletion of hours outside the window, taken the same way, changes
   // nothing the breakdown reads: it is not read again.
-  gets = 0;
-  client_.Handle(ReplicaPeer(0, 0), "/get", [&](const FakeHttpClient::Request& request) {
-    Answer answer = AnswerGet(*file, request);
-    if (++gets == 1) {
-      Deletion d;
-      d.id = "d2";
-      d.ns = "u";
-      d.tkey = d.key = "k";
-      d.from_unix = (kDay - 7) * kSecondsPerDay;
-      d.to_unix = (kDay - 6) * kSecondsPerDay;
-      EXPECT_TRUE((*log)->Put(d).ok());
-    }
-    return answer;
-  });
+  delete_at_first_get("d2", (kDay - 7) * kSecondsPerDay, (kDay - 6) * kSecondsPerDay);
   EXPECT_EQ(whole_day(), (std::map<std::string, int64_t>{{"", 2}, {"US", 2}}));
   EXPECT_EQ(stats_.deletion_retries.load(), 1u);
 }
