@@ -16,7 +16,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -422,16 +421,14 @@ class HttpServerImpl : public HttpServer {
   RouteMap routes_;
   std::shared_ptr<HttpStats> stats_ = std::make_shared<HttpStats>();  // a sibling's is its primary's
   // A sibling's primary (only ever used through its mailbox, on its loop)
-  // and its routes, handed to it (with the built-in ones): whether their
-  // answers are bounded (kBoundedAnswers: served while slow readers hold
-  // the answer budget) and whether they are admin routes (a stop does not
-  // wait for those, owed or not).
+  // and its routes, handed to it (with the built-in ones): their methods'
+  // flags (kBoundedAnswers, kLongStreams) and access (a stop does not wait
+  // for an admin route's request), as Dispatch reads a local route's.
   HttpServerImpl* primary_ = nullptr;
   LoopMailboxPtr primary_mailbox_;
   struct ForwardedRoute {
-    bool bounded;
-    bool admin;
-    bool long_streams;
+    unsigned methods;
+    Access access;
   };
   std::map<std::string, ForwardedRoute, std::less<>> forwarded_;
   std::function<nlohmann::json()> stats_json_;
@@ -809,10 +806,7 @@ Result<std::unique_ptr<HttpServer>> HttpServerImpl::NewSibling() {
   sibling->primary_mailbox_ = mailbox_;
   sibling->stats_ = stats_;
   for (const auto& [path, entry] : routes_) {
-    sibling->forwarded_[path] =
-        ForwardedRoute{.bounded = (entry.methods & kBoundedAnswers) != 0,
-                       .admin = entry.access == Access::kAdmin,
-                       .long_streams = (entry.methods & kLongStreams) != 0};
+    sibling->forwarded_[path] = ForwardedRoute{.methods = entry.methods, .access = entry.access};
   }
   CLICKATRON_RETURN_IF_ERROR(sibling->Init());
   return std::unique_ptr<HttpServer>(std::move(sibling));
@@ -1019,8 +1013,7 @@ void HttpServerImpl::OnConnectionClose(evhttp_connection* conn, void* arg) {
   auto it = self->open_.find(conn);
   if (it == self->open_.end()) return;
   if (auto ex = it->second.exchange.lock()) ex->ConnectionClosed();
-  self->Release(it->second);
-  self->open_.erase(it);
+  self->Untrack(conn);
 }
 
 bufferevent* HttpServerImpl::NewBufferevent(event_base* base, void* arg) {
@@ -1114,7 +1107,10 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
   deadlines_->RequestRead(evhttp_connection_get_bufferevent(conn));
   limits_->RequestRead(evhttp_connection_get_bufferevent(conn));
   auto ex = std::make_shared<ExchangeImpl>(this, req, std::move(endpoint));
-  const bool admin = local ? route->second.access == Access::kAdmin : handed_over && forwarded->second.admin;
+  // The route's flags and access, whichever loop holds it (none: not found).
+  const unsigned methods = local ? route->second.methods : handed_over ? forwarded->second.methods : 0;
+  const bool admin = (local ? route->second.access : handed_over ? forwarded->second.access : Access::kPublic) ==
+                     Access::kAdmin;
   Track(conn, ex, /*owed=*/!admin);
   evhttp_connection_set_closecb(conn, &HttpServerImpl::OnConnectionClose, this);
   const HeadFraming framing = ReadFraming(evhttp_request_get_input_headers(req));
@@ -1140,11 +1136,9 @@ void HttpServerImpl::Dispatch(evhttp_request* req) {
     return;
   }
   if (stopping_) return RefuseStopping(*ex);
-  const bool bounded =
-      IsBuiltin(path) || (local ? (route->second.methods & kBoundedAnswers) != 0 : handed_over && forwarded->second.bounded);
+  const bool bounded = IsBuiltin(path) || (methods & kBoundedAnswers) != 0;
   ex->set_bounded_answers(bounded);
-  ex->set_long_streams(local ? (route->second.methods & kLongStreams) != 0
-                             : handed_over && forwarded->second.long_streams);
+  ex->set_long_streams((methods & kLongStreams) != 0);
   if (limits_->AnswersOverBudget() && !bounded) return RefuseForSlowReaders(*ex);
   if (forward) return Forward(ex, uri);
   Handle(ex, uri, route);
@@ -1197,30 +1191,29 @@ void HttpServerImpl::Handle(const HttpExchangePtr& ex, std::string_view uri, Rou
 
 namespace {
 
-// Whether `header` starts with the scheme "Bearer" (any case: schemes are
-// case-insensitive, RFC 9110 11.1) and a space.
-bool HasBearerScheme(std::string_view header) {
-  constexpr std::string_view kBearer = "bearer ";
-  if (header.size() < kBearer.size()) return false;
-  for (size_t i = 0; i < kBearer.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return false;
-  }
-  return true;
+// The scheme and its space, in any case (RFC 9110 11.1: a client's
+// "bearer TOKEN" is the same header).
+constexpr std::string_view kBearerScheme = "Bearer ";
+bool StartsWithBearer(std::string_view header, size_t length = kBearerScheme.size()) {
+  return header.size() >= length && ::strncasecmp(header.data(), kBearerScheme.data(), length) == 0;
 }
 
 // "Authorization: Bearer TOKEN" with exactly `token`, compared in constant
 // time and without building the expected header per request.
 bool BearerIs(const std::string& header, std::string_view token) {
-  constexpr size_t kScheme = 7;  // "Bearer "
-  return header.size() == kScheme + token.size() && HasBearerScheme(header) &&
-         ConstantTimeEquals(std::string_view(header).substr(kScheme), token);
+  return header.size() == kBearerScheme.size() + token.size() && StartsWithBearer(header) &&
+         ConstantTimeEquals(std::string_view(header).substr(kBearerScheme.size()), token);
 }
 
 // What was wrong with a refused Authorization header (never the token).
 std::string_view WhatWasSent(const std::string& header) {
   if (header.empty()) return "none was sent";
-  if (header.size() <= 7 && HasBearerScheme(header + " ")) return "no token was sent after Bearer";
-  if (!HasBearerScheme(header)) {
+  // "Bearer" alone, or with its space and nothing after it.
+  if ((header.size() == kBearerScheme.size() - 1 || header.size() == kBearerScheme.size()) &&
+      StartsWithBearer(header, header.size())) {
+    return "no token was sent after Bearer";
+  }
+  if (!StartsWithBearer(header)) {
     return "a header of another scheme was sent (a client's Basic or Token header takes the place of the Bearer one)";
   }
   return "the token sent is not it";
